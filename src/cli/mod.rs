@@ -1,0 +1,314 @@
+//! The command line: raw flags (clap) → validated settings → library calls → one report.
+//!
+//! Exit status: 0 success (a closed output pipe counts as success); 2 bad input (an
+//! unreadable or invalid workload or placement, a bad flag, or an instance with no
+//! feasible placement, with the reason); 3 an internal check failed (a bug: a solver's
+//! plan that the scorer rejects).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::io::{read_placement, read_workload, write_atomically, IoError};
+use crate::model::{parse_bytes, DeviceSet, Workload, WorkloadError};
+use crate::report::{evaluation_json, placement_json, plan_table};
+use crate::score::evaluate;
+use crate::solve::{self, Limits, Objective, Problem, SolveError, Status};
+
+#[derive(Parser, Debug)]
+#[command(name = "dnnplace", version, about = "Optimal device placement of DNN operator graphs")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Compute a placement of a workload.
+    Plan(PlanArgs),
+    /// Score a placement file against a workload: validity, loads, TPS, latency.
+    Score(ScoreArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum ObjectiveArg {
+    /// Time-Per-Sample (max device load), pipelined throughput.
+    Throughput,
+    /// Synchronous pipelines: max forward load + max backward load.
+    Sync,
+    /// Single-sample latency.
+    Latency,
+}
+
+/// Flags that override the workload's device set.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DeviceFlags {
+    /// Number of accelerators k (overrides maxFPGAs).
+    #[arg(long, value_name = "K")]
+    pub accelerators: Option<usize>,
+    /// Number of CPU cores ℓ (overrides maxCPUs).
+    #[arg(long, value_name = "L")]
+    pub cpus: Option<usize>,
+    /// Memory per accelerator, bytes or with a unit: 16GiB, 80GB (overrides maxSizePerFPGA).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory: Option<f64>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Workload JSON file (MODEL.md format).
+    pub workload: PathBuf,
+    /// Placement method.
+    #[arg(long, default_value = "dp")]
+    pub method: String,
+    /// What to minimise.
+    #[arg(long, value_enum, default_value = "throughput")]
+    pub objective: ObjectiveArg,
+    /// Allow non-contiguous splits (an accelerator may hold several pieces).
+    #[arg(long)]
+    pub non_contiguous: bool,
+    /// Latency: the most contiguous pieces one accelerator may hold.
+    #[arg(long, default_value_t = 1, value_name = "Q")]
+    pub pieces: usize,
+    #[command(flatten)]
+    pub devices: DeviceFlags,
+    /// Time limit, e.g. 60s, 2m (IP, local search).
+    #[arg(long, value_parser = parse_seconds, value_name = "TIME")]
+    pub time_limit: Option<f64>,
+    /// Relative MIP gap to stop at, e.g. 1% or 0.01 (IP).
+    #[arg(long, value_parser = parse_fraction, value_name = "GAP")]
+    pub gap: Option<f64>,
+    /// Solver threads (IP).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Largest number of ideals the DP may enumerate.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_ideals: usize,
+    /// Random seed (local search, partitioner).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Restarts (local search).
+    #[arg(long, default_value_t = 10)]
+    pub restarts: usize,
+    /// Write the placement (MODEL.md shape) to this file, atomically.
+    #[arg(long, value_name = "PLAN.json")]
+    pub out: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ScoreArgs {
+    /// Workload JSON file.
+    pub workload: PathBuf,
+    /// Placement JSON file (MODEL.md shape; unlisted nodes follow their colour class).
+    pub placement: PathBuf,
+    /// Which objective to report as "the" objective.
+    #[arg(long, value_enum, default_value = "throughput")]
+    pub objective: ObjectiveArg,
+    #[command(flatten)]
+    pub devices: DeviceFlags,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `60`, `60s`, `2m`, `1h`, `250ms` → seconds.
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(x) = t.strip_suffix("ms") {
+        (x, 1e-3)
+    } else if let Some(x) = t.strip_suffix('s') {
+        (x, 1.0)
+    } else if let Some(x) = t.strip_suffix('m') {
+        (x, 60.0)
+    } else if let Some(x) = t.strip_suffix('h') {
+        (x, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(format!("'{text}' is not a duration (try 60s, 2m)")),
+    }
+}
+
+/// `1%` → 0.01, `0.01` → 0.01.
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = match t.strip_suffix('%') {
+        Some(x) => (x, 0.01),
+        None => (t, 1.0),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * scale),
+        _ => Err(format!("'{text}' is not a gap (try 1% or 0.01)")),
+    }
+}
+
+/// A failure of one command, with its exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Internal(String),
+    #[error("broken pipe")]
+    BrokenPipe,
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Input(_) => ExitCode::from(2),
+            CliError::Internal(_) => ExitCode::from(3),
+            CliError::BrokenPipe => ExitCode::SUCCESS,
+        }
+    }
+}
+
+impl From<IoError> for CliError {
+    fn from(e: IoError) -> Self {
+        CliError::Input(e.to_string())
+    }
+}
+
+impl From<WorkloadError> for CliError {
+    fn from(e: WorkloadError) -> Self {
+        CliError::Input(format!("invalid workload: {e}"))
+    }
+}
+
+impl From<SolveError> for CliError {
+    fn from(e: SolveError) -> Self {
+        match e {
+            SolveError::Check(_) | SolveError::Solver(_) => CliError::Internal(e.to_string()),
+            _ => CliError::Input(e.to_string()),
+        }
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            CliError::BrokenPipe
+        } else {
+            CliError::Internal(format!("writing output: {e}"))
+        }
+    }
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Runs one command.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Plan(args) => run_plan(args),
+        Command::Score(args) => run_score(args),
+    }
+}
+
+/// Reads a workload and applies device overrides.
+pub fn load_workload(path: &std::path::Path, flags: &DeviceFlags) -> Result<Workload, CliError> {
+    let w = read_workload(path)?;
+    apply_device_flags(w, flags)
+}
+
+/// Applies `--accelerators/--cpus/--memory`.
+pub fn apply_device_flags(w: Workload, flags: &DeviceFlags) -> Result<Workload, CliError> {
+    if flags.accelerators.is_none() && flags.cpus.is_none() && flags.memory.is_none() {
+        return Ok(w);
+    }
+    let d = w.devices();
+    let devices = DeviceSet {
+        accelerators: flags.accelerators.unwrap_or(d.accelerators),
+        cpus: flags.cpus.unwrap_or(d.cpus),
+        memory_per_accelerator_bytes: flags.memory.unwrap_or(d.memory_per_accelerator_bytes),
+    };
+    Ok(w.with_devices(devices)?)
+}
+
+fn objective_of(arg: ObjectiveArg, pieces: usize) -> Objective {
+    match arg {
+        ObjectiveArg::Throughput => Objective::Throughput,
+        ObjectiveArg::Sync => Objective::Sync,
+        ObjectiveArg::Latency => Objective::Latency { pieces },
+    }
+}
+
+fn run_plan(args: PlanArgs) -> Result<(), CliError> {
+    if args.pieces == 0 {
+        return Err(CliError::Input("--pieces must be at least 1".into()));
+    }
+    let w = load_workload(&args.workload, &args.devices)?;
+    let method = solve::method_by_name(&args.method).ok_or_else(|| {
+        CliError::Input(format!("unknown method '{}'; known: {}", args.method, solve::method_names().join(", ")))
+    })?;
+    let problem = Problem {
+        workload: &w,
+        objective: objective_of(args.objective, args.pieces),
+        contiguous: !args.non_contiguous,
+        limits: Limits {
+            time_limit_s: args.time_limit,
+            mip_gap: args.gap,
+            threads: args.threads,
+            max_ideals: args.max_ideals,
+            seed: args.seed,
+            restarts: args.restarts,
+        },
+    };
+    let plan = solve::plan(method.as_ref(), &problem)?;
+    let (Some(placement), Some(evaluation)) = (&plan.outcome.placement, &plan.evaluation) else {
+        let reason = match &plan.outcome.status {
+            Status::Infeasible { reason } => reason.clone(),
+            other => format!("{other:?}"),
+        };
+        return Err(CliError::Input(format!("no feasible placement: {reason}")));
+    };
+    if let Some(out) = &args.out {
+        let file = placement_json(&w, placement, evaluation, problem.objective);
+        write_atomically(out, &(serde_json::to_string_pretty(&file).expect("json") + "\n"))?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let v = evaluation_json(&w, placement, Some(&plan.outcome), problem.objective, evaluation);
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
+    } else {
+        write!(stdout, "{}", plan_table(&w, Some(&plan.outcome), problem.objective, evaluation))?;
+        if let Some(out) = &args.out {
+            writeln!(stdout, "placement written to {}", out.display())?;
+        }
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+fn run_score(args: ScoreArgs) -> Result<(), CliError> {
+    let w = load_workload(&args.workload, &args.devices)?;
+    let placement = read_placement(&args.placement, &w)?;
+    let objective = objective_of(args.objective, usize::MAX);
+    let e = evaluate(&w, &placement, matches!(objective, Objective::Latency { .. }));
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let v = evaluation_json(&w, &placement, None, objective, &e);
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
+    } else {
+        write!(stdout, "{}", plan_table(&w, None, objective, &e))?;
+    }
+    stdout.flush()?;
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! Reader and writer of the workload JSON format of MODEL.md.
+//!
+//! ```json
+//! {"maxSizePerFPGA": 17185374208.0, "maxFPGAs": 6, "maxCPUs": 1,
+//!  "nodes": [{"id": 1, "fpgaLatency": 0.7, "cpuLatency": 6.9, "size": 131325952.0,
+//!             "supportedOnFpga": 1, "isBackwardNode": 0, "colorClass": 1, "name": "node1"}],
+//!  "edges": [{"sourceId": 1, "destId": 3, "cost": 0.1, "size": 4194304.0}]}
+//! ```
+//! Flags (`supportedOnFpga`, `isBackwardNode`) are booleans or the integers 0/1. Optional:
+//! `size` (0), `colorClass`, `name`, `layerId`, an edge's `size`; `supportedOnFpga`
+//! defaults to true and `isBackwardNode` to false. Unknown fields are ignored. A missing or
+//! mistyped field is reported with its JSON path (`nodes[3].fpgaLatency`).
+
+use serde::{Deserialize, Serialize};
+
+use super::IoError;
+use crate::model::{DeviceSet, Node, Workload};
+
+/// A 0/1 integer or a boolean.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Flag {
+    Bool(bool),
+    Int(u8),
+}
+
+impl Flag {
+    fn value(self, path: &str) -> Result<bool, IoError> {
+        match self {
+            Flag::Bool(b) => Ok(b),
+            Flag::Int(0) => Ok(false),
+            Flag::Int(1) => Ok(true),
+            Flag::Int(other) => Err(IoError::Format(format!("{path}: expected true/false or 0/1, found {other}"))),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawNode {
+    id: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    fpga_latency: f64,
+    cpu_latency: f64,
+    #[serde(default)]
+    size: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    supported_on_fpga: Option<Flag>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    is_backward_node: Option<Flag>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    color_class: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    layer_id: Option<i64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEdge {
+    source_id: i64,
+    dest_id: i64,
+    cost: f64,
+    #[serde(default)]
+    size: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct RawWorkload {
+    #[serde(rename = "maxSizePerFPGA")]
+    max_size_per_fpga: f64,
+    #[serde(rename = "maxFPGAs")]
+    max_fpgas: usize,
+    #[serde(rename = "maxCPUs")]
+    max_cpus: usize,
+    nodes: Vec<RawNode>,
+    edges: Vec<RawEdge>,
+}
+
+/// Parses and validates a workload from JSON text.
+pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let raw: RawWorkload = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        IoError::Format(format!("at {path}: {}", e.into_inner()))
+    })?;
+    let devices = DeviceSet {
+        accelerators: raw.max_fpgas,
+        memory_per_accelerator_bytes: raw.max_size_per_fpga,
+        cpus: raw.max_cpus,
+    };
+    let mut nodes = Vec::with_capacity(raw.nodes.len());
+    for (i, n) in raw.nodes.into_iter().enumerate() {
+        nodes.push(Node {
+            id: n.id,
+            name: n.name,
+            fpga_latency: n.fpga_latency,
+            cpu_latency: n.cpu_latency,
+            size_bytes: n.size,
+            supported_on_accelerator: match n.supported_on_fpga {
+                Some(f) => f.value(&format!("nodes[{i}].supportedOnFpga"))?,
+                None => true,
+            },
+            is_backward: match n.is_backward_node {
+                Some(f) => f.value(&format!("nodes[{i}].isBackwardNode"))?,
+                None => false,
+            },
+            color_class: n.color_class,
+            layer_id: n.layer_id,
+        });
+    }
+    let edges = raw.edges.into_iter().map(|e| (e.source_id, e.dest_id, e.cost, e.size)).collect();
+    Ok(Workload::new(nodes, edges, devices)?)
+}
+
+/// Reads and validates a workload file.
+pub fn read_workload(path: &std::path::Path) -> Result<Workload, IoError> {
+    let text = super::read_text(path)?;
+    parse_workload(&text).map_err(|e| e.in_file(path))
+}
+
+/// Serialises a workload in the same format (flags as booleans).
+pub fn workload_to_json(w: &Workload) -> String {
+    let raw = RawWorkload {
+        max_size_per_fpga: w.devices().memory_per_accelerator_bytes,
+        max_fpgas: w.devices().accelerators,
+        max_cpus: w.devices().cpus,
+        nodes: w
+            .nodes()
+            .iter()
+            .map(|n| RawNode {
+                id: n.id,
+                name: n.name.clone(),
+                fpga_latency: n.fpga_latency,
+                cpu_latency: n.cpu_latency,
+                size: n.size_bytes,
+                supported_on_fpga: Some(Flag::Bool(n.supported_on_accelerator)),
+                is_backward_node: Some(Flag::Bool(n.is_backward)),
+                color_class: n.color_class,
+                layer_id: n.layer_id,
+            })
+            .collect(),
+        edges: w
+            .edges()
+            .iter()
+            .map(|e| RawEdge {
+                source_id: w.node(e.from).id,
+                dest_id: w.node(e.to).id,
+                cost: e.cost,
+                size: e.size_bytes,
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&raw).expect("a workload serialises")
+}

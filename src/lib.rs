@@ -1,0 +1,21 @@
+//! # dnnplace
+//!
+//! Device placement of DNN operator graphs: split a model's operators over k accelerators
+//! and ℓ CPU cores to minimise Time-Per-Sample (pipelined throughput) or single-sample
+//! latency, under the exact cost model of MODEL.md.
+//!
+//! The crate is layered the way data flows:
+//! - [`model`]: the workload graph, devices, placements, colour-class contraction;
+//! - [`io`]: workload and placement files;
+//! - [`score`]: the independent evaluator every plan passes through;
+//! - [`solve`]: the methods (ideal-lattice DP, brute force, ...) behind one interface;
+//! - [`report`]: tables and JSON for people and programs.
+//!
+//! The binary `dnnplace` (in `src/main.rs` and [`cli`]) sits on top.
+
+pub mod cli;
+pub mod io;
+pub mod model;
+pub mod report;
+pub mod score;
+pub mod solve;

@@ -1,0 +1,284 @@
+//! Colour classes contracted into a DAG of *groups*, the unit that contiguous solvers place.
+//!
+//! 1. Every node belongs to a colour class (a node without `colorClass` is a class of its own).
+//! 2. The *class graph* has an arc `A → B` for every forward edge `u → v` with `u ∈ A`,
+//!    `v ∈ B`, `A ≠ B`. A class with no forward node (an *orphan* backward class, e.g. a loss
+//!    gradient) gets mirror arcs: for each backward edge `u → v` touching an orphan class,
+//!    the arc `class(v) → class(u)`, so it sits in the forward order where its gradient
+//!    flow puts it.
+//! 3. Strongly connected components of the class graph are fused: two classes on one cycle
+//!    cannot be on different devices of a contiguous placement (the cycle would leave one
+//!    device's set and re-enter it). The fused classes are the *groups*; their graph is a DAG.
+//! 4. Groups are numbered in a topological order, so every arc goes from a lower to a higher
+//!    index.
+//!
+//! A placement is *contiguous* (for every solver and for the scorer) when each device's set
+//! of classes is contiguous in the class graph. This implies the node-level definition of
+//! MODEL.md and equals it when every class holds one forward node.
+//!
+//! Complexity: O(n + m) for n nodes and m edges (Tarjan's SCC, Kahn's order).
+
+use super::workload::Workload;
+
+/// One group: fused colour classes, placed as a unit.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// Node indices of the group (forward and backward).
+    pub nodes: Vec<usize>,
+    /// Σ fpgaLatency over the group's nodes.
+    pub fpga_latency: f64,
+    /// Σ cpuLatency over the group's nodes.
+    pub cpu_latency: f64,
+    /// Σ size over the group's nodes, bytes.
+    pub size_bytes: f64,
+    /// True when every node of the group may run on an accelerator.
+    pub supported_on_accelerator: bool,
+    /// Σ fpgaLatency of the group's forward nodes (for the synchronous objective).
+    pub forward_fpga_latency: f64,
+}
+
+/// The group DAG of a workload. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Contraction {
+    /// Groups in topological order.
+    pub groups: Vec<Group>,
+    /// `group_of[v]` for node index `v`.
+    pub group_of: Vec<usize>,
+    /// Distinct successor groups (all with a higher index).
+    pub succ: Vec<Vec<usize>>,
+    /// Distinct predecessor groups (all with a lower index).
+    pub pred: Vec<Vec<usize>>,
+}
+
+/// Colour class index of every node (dense `0..C`), and C. A node without a class gets its own.
+pub fn class_index(w: &Workload) -> (Vec<usize>, usize) {
+    let mut map = std::collections::HashMap::new();
+    let mut class = Vec::with_capacity(w.len());
+    let mut count = 0;
+    for node in w.nodes() {
+        let c = match node.color_class {
+            Some(cc) => *map.entry(cc).or_insert_with(|| {
+                count += 1;
+                count - 1
+            }),
+            None => {
+                count += 1;
+                count - 1
+            }
+        };
+        class.push(c);
+    }
+    (class, count)
+}
+
+/// The class graph of step 2 (arcs deduplicated), as successor lists over `0..C`.
+pub fn class_graph(w: &Workload, class: &[usize], classes: usize) -> Vec<Vec<usize>> {
+    let mut has_forward = vec![false; classes];
+    for (v, node) in w.nodes().iter().enumerate() {
+        if !node.is_backward {
+            has_forward[class[v]] = true;
+        }
+    }
+    let mut arcs = Vec::new();
+    for e in w.edges() {
+        let (a, b) = (class[e.from], class[e.to]);
+        if a == b {
+            continue;
+        }
+        let (fu, fv) = (!w.node(e.from).is_backward, !w.node(e.to).is_backward);
+        if fu && fv {
+            arcs.push((a, b));
+        } else if !fu && !fv && (!has_forward[a] || !has_forward[b]) {
+            arcs.push((b, a));
+        }
+    }
+    arcs.sort_unstable();
+    arcs.dedup();
+    let mut succ = vec![Vec::new(); classes];
+    for (a, b) in arcs {
+        succ[a].push(b);
+    }
+    succ
+}
+
+impl Contraction {
+    /// Contracts `w` as described in the module documentation.
+    pub fn new(w: &Workload) -> Contraction {
+        let (class, classes) = class_index(w);
+        let class_succ = class_graph(w, &class, classes);
+        let component = strongly_connected_components(&class_succ);
+
+        let mut arcs: Vec<(usize, usize)> = Vec::new();
+        for (a, succ) in class_succ.iter().enumerate() {
+            for &b in succ {
+                arcs.push((component[a], component[b]));
+            }
+        }
+        let label: Vec<usize> = (0..w.len()).map(|v| component[class[v]]).collect();
+        Contraction::from_labels(w, &label, arcs)
+    }
+
+    /// Builds the group DAG from a label per node (nodes with one label form a group) and
+    /// arcs between labels, which must form a DAG once self-arcs are dropped. Groups are
+    /// numbered in Kahn's order, smallest label first.
+    pub fn from_labels(w: &Workload, label: &[usize], mut arcs: Vec<(usize, usize)>) -> Contraction {
+        let labels = label.iter().copied().max().map_or(0, |c| c + 1);
+        arcs.retain(|&(a, b)| a != b);
+        arcs.sort_unstable();
+        arcs.dedup();
+        let mut csucc = vec![Vec::new(); labels];
+        let mut indegree = vec![0usize; labels];
+        for &(a, b) in &arcs {
+            csucc[a].push(b);
+            indegree[b] += 1;
+        }
+        let mut used = vec![false; labels];
+        for &x in label {
+            used[x] = true;
+        }
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+            (0..labels).filter(|&c| indegree[c] == 0).map(std::cmp::Reverse).collect();
+        let mut position = vec![usize::MAX; labels];
+        let mut next = 0;
+        while let Some(std::cmp::Reverse(c)) = ready.pop() {
+            if used[c] {
+                position[c] = next;
+                next += 1;
+            }
+            for &d in &csucc[c] {
+                indegree[d] -= 1;
+                if indegree[d] == 0 {
+                    ready.push(std::cmp::Reverse(d));
+                }
+            }
+        }
+        let components = next;
+        debug_assert!(label.iter().all(|&x| position[x] != usize::MAX), "the labels' arcs form a DAG");
+
+        let group_of: Vec<usize> = label.iter().map(|&x| position[x]).collect();
+        let mut groups: Vec<Group> = (0..components)
+            .map(|_| Group {
+                nodes: Vec::new(),
+                fpga_latency: 0.0,
+                cpu_latency: 0.0,
+                size_bytes: 0.0,
+                supported_on_accelerator: true,
+                forward_fpga_latency: 0.0,
+            })
+            .collect();
+        for (v, node) in w.nodes().iter().enumerate() {
+            let g = &mut groups[group_of[v]];
+            g.nodes.push(v);
+            g.fpga_latency += node.fpga_latency;
+            g.cpu_latency += node.cpu_latency;
+            g.size_bytes += node.size_bytes;
+            g.supported_on_accelerator &= node.supported_on_accelerator;
+            if !node.is_backward {
+                g.forward_fpga_latency += node.fpga_latency;
+            }
+        }
+        let mut succ = vec![Vec::new(); components];
+        let mut pred = vec![Vec::new(); components];
+        for &(a, b) in &arcs {
+            if used[a] && used[b] {
+                succ[position[a]].push(position[b]);
+                pred[position[b]].push(position[a]);
+            }
+        }
+        for list in succ.iter_mut().chain(pred.iter_mut()) {
+            list.sort_unstable();
+            list.dedup();
+        }
+        Contraction { groups, group_of, succ, pred }
+    }
+
+    /// Number of groups.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Communication hyperedges over groups: for every node `u` with `c(u) > 0`, the set
+    /// `T(u) = {g(u)} ∪ {g(w) : u → w}`. A device holding the groups `X` pays `c(u)` exactly
+    /// when `X` cuts `T(u)` (meets it without containing it): `u ∈ Out(X)` if `g(u) ∈ X`,
+    /// `u ∈ In(X)` otherwise. Equal sets are merged (costs added); sets of one group, which
+    /// no device cuts, are dropped. Each set is sorted.
+    pub fn communication_hyperedges(&self, w: &Workload) -> Vec<(Vec<usize>, f64)> {
+        let mut map: std::collections::HashMap<Vec<usize>, f64> = std::collections::HashMap::new();
+        for u in 0..w.len() {
+            let c = w.out_cost(u);
+            if c == 0.0 {
+                continue;
+            }
+            let mut t: Vec<usize> = std::iter::once(self.group_of[u])
+                .chain(w.successors(u).iter().map(|&x| self.group_of[x]))
+                .collect();
+            t.sort_unstable();
+            t.dedup();
+            if t.len() > 1 {
+                *map.entry(t).or_insert(0.0) += c;
+            }
+        }
+        let mut list: Vec<(Vec<usize>, f64)> = map.into_iter().collect();
+        list.sort_by(|a, b| a.0.cmp(&b.0));
+        list
+    }
+}
+
+/// Tarjan's algorithm, iterative. Returns the component index of every vertex.
+pub fn strongly_connected_components(succ: &[Vec<usize>]) -> Vec<usize> {
+    let n = succ.len();
+    const NONE: usize = usize::MAX;
+    let mut index = vec![NONE; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut component = vec![NONE; n];
+    let mut next_index = 0;
+    let mut next_component = 0;
+    let mut call: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if index[root] != NONE {
+            continue;
+        }
+        call.push((root, 0));
+        while let Some(&mut (v, ref mut i)) = call.last_mut() {
+            if *i == 0 && index[v] == NONE {
+                index[v] = next_index;
+                low[v] = next_index;
+                next_index += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if *i < succ[v].len() {
+                let w = succ[v][*i];
+                *i += 1;
+                if index[w] == NONE {
+                    call.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            call.pop();
+            if let Some(&(parent, _)) = call.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                loop {
+                    let w = stack.pop().expect("v is on the stack");
+                    on_stack[w] = false;
+                    component[w] = next_component;
+                    if w == v {
+                        break;
+                    }
+                }
+                next_component += 1;
+            }
+        }
+    }
+    component
+}

@@ -1,0 +1,16 @@
+//! The model of MODEL.md: the operator graph with its device set, and placements.
+//!
+//! - [`workload`]: nodes, edges, validation (a [`Workload`] is always a valid DAG);
+//! - [`devices`]: the device set and device names;
+//! - [`placement`]: an assignment of every node to one device;
+//! - [`contraction`]: colour classes contracted into the forward DAG of groups that
+//!   contiguous solvers split (ideals, DP, contiguous IP, chain baselines).
+
+pub mod contraction;
+pub mod devices;
+pub mod placement;
+pub mod workload;
+
+pub use devices::{parse_bytes, Device, DeviceSet};
+pub use placement::Placement;
+pub use workload::{Edge, Node, Workload, WorkloadError};

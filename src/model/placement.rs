@@ -1,0 +1,68 @@
+//! A placement: every node on exactly one device.
+//!
+//! Stored as an assignment vector indexed by node, which makes "every node exactly once"
+//! true by construction; the scorer checks the rest (colour classes, support, memory,
+//! device counts, contiguity).
+
+use super::devices::Device;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placement {
+    /// `assignment[v]` is the device of node index `v`.
+    pub assignment: Vec<Device>,
+}
+
+impl Placement {
+    pub fn new(assignment: Vec<Device>) -> Self {
+        Placement { assignment }
+    }
+
+    /// Node indices on each accelerator `0..k` and each CPU `0..l`.
+    pub fn node_sets(&self, accelerators: usize, cpus: usize) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+        let mut accs = vec![Vec::new(); accelerators];
+        let mut cpu_sets = vec![Vec::new(); cpus];
+        for (v, d) in self.assignment.iter().enumerate() {
+            match *d {
+                Device::Accelerator(i) if i < accelerators => accs[i].push(v),
+                Device::Cpu(i) if i < cpus => cpu_sets[i].push(v),
+                _ => {}
+            }
+        }
+        (accs, cpu_sets)
+    }
+
+    /// The highest accelerator and CPU indices used, plus one.
+    pub fn devices_used(&self) -> (usize, usize) {
+        let mut acc = 0;
+        let mut cpu = 0;
+        for d in &self.assignment {
+            match *d {
+                Device::Accelerator(i) => acc = acc.max(i + 1),
+                Device::Cpu(i) => cpu = cpu.max(i + 1),
+            }
+        }
+        (acc, cpu)
+    }
+
+    /// Renumbers devices so that used accelerators (and CPUs) are `0..` in order of their
+    /// first node; the loads are unchanged.
+    pub fn canonical(&self) -> Placement {
+        let mut acc_map = std::collections::HashMap::new();
+        let mut cpu_map = std::collections::HashMap::new();
+        let assignment = self
+            .assignment
+            .iter()
+            .map(|d| match *d {
+                Device::Accelerator(i) => {
+                    let next = acc_map.len();
+                    Device::Accelerator(*acc_map.entry(i).or_insert(next))
+                }
+                Device::Cpu(i) => {
+                    let next = cpu_map.len();
+                    Device::Cpu(*cpu_map.entry(i).or_insert(next))
+                }
+            })
+            .collect();
+        Placement { assignment }
+    }
+}

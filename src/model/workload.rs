@@ -1,0 +1,310 @@
+//! A validated workload: the operator DAG of MODEL.md plus its device set.
+//!
+//! A workload is built only through [`Workload::new`], which checks every rule of
+//! MODEL.md ("Invalid instances") and returns a [`WorkloadError`] naming the culprit.
+//! Once built, the graph is known to be a DAG with dense node indices `0..n`, one
+//! communication cost `c(u)` per source node, and no backward→forward edge.
+//!
+//! Nodes are addressed internally by their index in [`Workload::nodes`]; the file's
+//! integer `id` is kept in [`Node::id`] for messages and output.
+
+use std::collections::HashMap;
+
+use super::devices::DeviceSet;
+
+/// One operator (or layer) of the DAG.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// The id from the input file (unique).
+    pub id: i64,
+    /// Informational name, when the file has one.
+    pub name: Option<String>,
+    /// Time to run on one accelerator.
+    pub fpga_latency: f64,
+    /// Time to run on one CPU core.
+    pub cpu_latency: f64,
+    /// Bytes occupied in an accelerator's memory.
+    pub size_bytes: f64,
+    /// `false` means the node may only run on a CPU.
+    pub supported_on_accelerator: bool,
+    /// A backward (gradient) node of a training graph.
+    pub is_backward: bool,
+    /// Nodes of one colour class must share a device.
+    pub color_class: Option<i64>,
+    /// Informational layer id.
+    pub layer_id: Option<i64>,
+}
+
+/// A directed edge between node indices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    pub from: usize,
+    pub to: usize,
+    /// Transfer time of `from`'s output between accelerator and host memory.
+    pub cost: f64,
+    /// Informational size of the tensor, bytes.
+    pub size_bytes: f64,
+}
+
+/// Why a workload was rejected. Every variant names the offending node, edge or field.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum WorkloadError {
+    #[error("duplicate node id {id} (nodes #{first} and #{second} in the file)")]
+    DuplicateId { id: i64, first: usize, second: usize },
+    #[error("edge #{edge} ({from} -> {to}) refers to unknown node id {unknown}")]
+    UnknownEndpoint { edge: usize, from: i64, to: i64, unknown: i64 },
+    #[error("edge #{edge} is a self-loop on node {id}")]
+    SelfLoop { edge: usize, id: i64 },
+    #[error("node {id} has out-edges with different costs: {first} and {second} (edge #{edge}); the cost of an edge is the cost of its source's output")]
+    DifferingOutCosts { id: i64, first: f64, second: f64, edge: usize },
+    #[error("{field} of {what} is {value}; it must be a finite number >= 0")]
+    BadNumber { what: String, field: &'static str, value: f64 },
+    #[error("edge #{edge} goes from backward node {from} to forward node {to}")]
+    BackwardToForward { edge: usize, from: i64, to: i64 },
+    #[error("the graph has a cycle through node {id}: {path}")]
+    Cycle { id: i64, path: String },
+    #[error("no feasible placement: {reason}")]
+    Infeasible { reason: String },
+    #[error("the workload has no nodes")]
+    Empty,
+}
+
+/// A validated workload. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    nodes: Vec<Node>,
+    edges: Vec<Edge>,
+    devices: DeviceSet,
+    succ: Vec<Vec<usize>>,
+    pred: Vec<Vec<usize>>,
+    out_cost: Vec<f64>,
+    index_of_id: HashMap<i64, usize>,
+    topo_order: Vec<usize>,
+}
+
+fn check_number(what: impl FnOnce() -> String, field: &'static str, value: f64) -> Result<(), WorkloadError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(WorkloadError::BadNumber { what: what(), field, value })
+    }
+}
+
+impl Workload {
+    /// Validates and builds a workload. Edges are given by file ids (`sourceId`, `destId`).
+    ///
+    /// Complexity: O(n + m) plus hashing, for n nodes and m edges.
+    pub fn new(nodes: Vec<Node>, edges: Vec<(i64, i64, f64, f64)>, devices: DeviceSet) -> Result<Self, WorkloadError> {
+        if nodes.is_empty() {
+            return Err(WorkloadError::Empty);
+        }
+        devices.validate()?;
+        let mut index_of_id = HashMap::with_capacity(nodes.len());
+        for (i, node) in nodes.iter().enumerate() {
+            if let Some(first) = index_of_id.insert(node.id, i) {
+                return Err(WorkloadError::DuplicateId { id: node.id, first, second: i });
+            }
+            let what = || format!("node {}", node.id);
+            check_number(what, "fpgaLatency", node.fpga_latency)?;
+            check_number(what, "cpuLatency", node.cpu_latency)?;
+            check_number(what, "size", node.size_bytes)?;
+        }
+        let n = nodes.len();
+        let mut succ = vec![Vec::new(); n];
+        let mut pred = vec![Vec::new(); n];
+        let mut out_cost: Vec<Option<(f64, usize)>> = vec![None; n];
+        let mut built = Vec::with_capacity(edges.len());
+        for (e, &(from_id, to_id, cost, size)) in edges.iter().enumerate() {
+            let lookup = |id: i64| {
+                index_of_id.get(&id).copied().ok_or(WorkloadError::UnknownEndpoint {
+                    edge: e,
+                    from: from_id,
+                    to: to_id,
+                    unknown: id,
+                })
+            };
+            let (from, to) = (lookup(from_id)?, lookup(to_id)?);
+            if from == to {
+                return Err(WorkloadError::SelfLoop { edge: e, id: from_id });
+            }
+            let what = || format!("edge #{e} ({from_id} -> {to_id})");
+            check_number(what, "cost", cost)?;
+            check_number(what, "size", size)?;
+            match out_cost[from] {
+                Some((c, _)) if c != cost => {
+                    return Err(WorkloadError::DifferingOutCosts { id: from_id, first: c, second: cost, edge: e })
+                }
+                Some(_) => {}
+                None => out_cost[from] = Some((cost, e)),
+            }
+            if nodes[from].is_backward && !nodes[to].is_backward {
+                return Err(WorkloadError::BackwardToForward { edge: e, from: from_id, to: to_id });
+            }
+            // Parallel edges carry no extra meaning in the model; keep one.
+            if !succ[from].contains(&to) {
+                succ[from].push(to);
+                pred[to].push(from);
+            }
+            built.push(Edge { from, to, cost, size_bytes: size });
+        }
+        let topo_order = topological_order(&nodes, &succ, &pred)?;
+        let workload = Workload {
+            out_cost: out_cost.into_iter().map(|c| c.map_or(0.0, |(c, _)| c)).collect(),
+            nodes,
+            edges: built,
+            devices,
+            succ,
+            pred,
+            index_of_id,
+            topo_order,
+        };
+        workload.check_some_placement_exists()?;
+        Ok(workload)
+    }
+
+    /// Necessary conditions for a placement to exist, each with a reason a person can act on.
+    fn check_some_placement_exists(&self) -> Result<(), WorkloadError> {
+        let d = &self.devices;
+        if d.accelerators == 0 && d.cpus == 0 {
+            return Err(WorkloadError::Infeasible { reason: "the device set has no accelerator and no CPU".into() });
+        }
+        if d.cpus > 0 {
+            return Ok(());
+        }
+        if d.accelerators == 0 {
+            unreachable!("handled above");
+        }
+        let mut class_size: HashMap<i64, (f64, i64)> = HashMap::new();
+        for node in &self.nodes {
+            if !node.supported_on_accelerator {
+                return Err(WorkloadError::Infeasible {
+                    reason: format!("node {} is not supported on an accelerator and maxCPUs is 0", node.id),
+                });
+            }
+            if node.size_bytes > d.memory_per_accelerator_bytes {
+                return Err(WorkloadError::Infeasible {
+                    reason: format!(
+                        "node {} needs {} bytes, more than an accelerator's {} bytes, and maxCPUs is 0",
+                        node.id, node.size_bytes, d.memory_per_accelerator_bytes
+                    ),
+                });
+            }
+            if let Some(c) = node.color_class {
+                let e = class_size.entry(c).or_insert((0.0, node.id));
+                e.0 += node.size_bytes;
+            }
+        }
+        for (class, (size, some_node)) in class_size {
+            if size > d.memory_per_accelerator_bytes {
+                return Err(WorkloadError::Infeasible {
+                    reason: format!(
+                        "colour class {class} (with node {some_node}) needs {size} bytes together, more than an accelerator's {} bytes, and maxCPUs is 0",
+                        d.memory_per_accelerator_bytes
+                    ),
+                });
+            }
+        }
+        let total: f64 = self.nodes.iter().map(|n| n.size_bytes).sum();
+        let capacity = d.memory_per_accelerator_bytes * d.accelerators as f64;
+        if total > capacity {
+            return Err(WorkloadError::Infeasible {
+                reason: format!(
+                    "the nodes need {total} bytes in all, more than the {} accelerators' {capacity} bytes, and maxCPUs is 0",
+                    d.accelerators
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The same graph with another device set (re-validated for feasibility).
+    pub fn with_devices(&self, devices: DeviceSet) -> Result<Self, WorkloadError> {
+        devices.validate()?;
+        let mut w = self.clone();
+        w.devices = devices;
+        w.check_some_placement_exists()?;
+        Ok(w)
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+    pub fn node(&self, v: usize) -> &Node {
+        &self.nodes[v]
+    }
+    pub fn edges(&self) -> &[Edge] {
+        &self.edges
+    }
+    pub fn devices(&self) -> &DeviceSet {
+        &self.devices
+    }
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+    /// Distinct successors of node `v`.
+    pub fn successors(&self, v: usize) -> &[usize] {
+        &self.succ[v]
+    }
+    /// Distinct predecessors of node `v`.
+    pub fn predecessors(&self, v: usize) -> &[usize] {
+        &self.pred[v]
+    }
+    /// `c(v)`: the cost of moving `v`'s output; 0 for nodes without out-edges.
+    pub fn out_cost(&self, v: usize) -> f64 {
+        self.out_cost[v]
+    }
+    /// Index of the node with file id `id`.
+    pub fn index_of(&self, id: i64) -> Option<usize> {
+        self.index_of_id.get(&id).copied()
+    }
+    /// A topological order of all nodes (Kahn's algorithm, smallest index first).
+    pub fn topological_order(&self) -> &[usize] {
+        &self.topo_order
+    }
+    /// True if the workload has backward nodes (a training graph).
+    pub fn is_training(&self) -> bool {
+        self.nodes.iter().any(|n| n.is_backward)
+    }
+}
+
+/// Kahn's algorithm; on a cycle, returns the ids along one cycle.
+fn topological_order(nodes: &[Node], succ: &[Vec<usize>], pred: &[Vec<usize>]) -> Result<Vec<usize>, WorkloadError> {
+    let n = nodes.len();
+    let mut indegree: Vec<usize> = pred.iter().map(Vec::len).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+        (0..n).filter(|&v| indegree[v] == 0).map(std::cmp::Reverse).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(std::cmp::Reverse(v)) = ready.pop() {
+        order.push(v);
+        for &w in &succ[v] {
+            indegree[w] -= 1;
+            if indegree[w] == 0 {
+                ready.push(std::cmp::Reverse(w));
+            }
+        }
+    }
+    if order.len() == n {
+        return Ok(order);
+    }
+    // Every unprocessed node has an unprocessed predecessor: walk backwards until a repeat.
+    let start = (0..n).find(|&v| indegree[v] > 0).expect("some node is left");
+    let mut seen = vec![usize::MAX; n];
+    let mut walk = vec![start];
+    let mut v = start;
+    seen[v] = 0;
+    loop {
+        v = *pred[v].iter().find(|&&u| indegree[u] > 0).expect("left nodes have left predecessors");
+        if seen[v] != usize::MAX {
+            let mut cycle: Vec<i64> = walk[seen[v]..].iter().map(|&u| nodes[u].id).collect();
+            cycle.reverse();
+            cycle.push(nodes[v].id);
+            let path = cycle.iter().map(i64::to_string).collect::<Vec<_>>().join(" -> ");
+            return Err(WorkloadError::Cycle { id: nodes[v].id, path });
+        }
+        seen[v] = walk.len();
+        walk.push(v);
+    }
+}

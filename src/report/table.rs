@@ -1,0 +1,166 @@
+//! A plan as a readable table (one row per device, the bottleneck marked) and as JSON.
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use crate::io::placement_to_raw;
+use crate::model::{Device, Placement, Workload};
+use crate::score::Evaluation;
+use crate::solve::{Objective, Outcome, Status};
+
+/// Formats bytes with a binary unit.
+pub fn human_bytes(bytes: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.2} {}", units[u])
+    }
+}
+
+/// The status as one phrase.
+pub fn status_text(outcome: &Outcome) -> String {
+    match &outcome.status {
+        Status::Optimal => "proven optimal".into(),
+        Status::Feasible { reason } => {
+            let gap = gap(outcome.objective, outcome.bound);
+            format!("feasible, gap {:.3}% ({reason})", gap * 100.0)
+        }
+        Status::Heuristic => "heuristic (no optimality claim)".into(),
+        Status::Infeasible { reason } => format!("infeasible: {reason}"),
+    }
+}
+
+/// Relative gap `(objective − bound) / objective`.
+pub fn gap(objective: f64, bound: f64) -> f64 {
+    if objective > 0.0 && objective.is_finite() {
+        ((objective - bound) / objective).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+/// The table printed by `plan` and `score`.
+pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective, e: &Evaluation) -> String {
+    let mut s = String::new();
+    if let Some(o) = outcome {
+        let _ = writeln!(s, "method: {}   status: {}   time: {:.3} s", o.method, status_text(o), o.stats.time_s);
+        let mut extra = Vec::new();
+        if let Some(g) = o.stats.groups {
+            extra.push(format!("groups: {g}"));
+        }
+        if let Some(i) = o.stats.ideals {
+            extra.push(format!("ideals: {i}"));
+        }
+        if let Some(p) = o.stats.ideal_pairs {
+            extra.push(format!("ideal pairs: {p}"));
+        }
+        if o.bound.is_finite() && o.status != Status::Optimal {
+            extra.push(format!("lower bound: {:.9}", o.bound));
+        }
+        if !extra.is_empty() {
+            let _ = writeln!(s, "{}", extra.join("   "));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "nodes: {}   accelerators: {} x {}   cpus: {}",
+        w.len(),
+        w.devices().accelerators,
+        human_bytes(w.devices().memory_per_accelerator_bytes),
+        w.devices().cpus
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<8} {:>6} {:>16} {:>16} {:>16} {:>12}",
+        "device", "nodes", "compute", "communication", "load", "memory"
+    );
+    for d in &e.devices {
+        let mark = if Some(d.device) == e.bottleneck { "  <- bottleneck" } else { "" };
+        let _ = writeln!(
+            s,
+            "{:<8} {:>6} {:>16.9} {:>16.9} {:>16.9} {:>12}{mark}",
+            d.device.to_string(),
+            d.nodes,
+            d.compute,
+            d.communication,
+            d.load,
+            human_bytes(d.memory_bytes)
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "TPS (max load):        {:.9}", e.max_load);
+    let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9}", e.sync_objective);
+    let _ = writeln!(s, "latency (one sample):  {:.9}   (pieces per accelerator: max {})", e.latency.total, e.latency.max_pieces());
+    let _ = writeln!(s, "objective ({}): {:.9}", objective.name(), objective.value(e));
+    let _ = writeln!(s, "valid: {}   contiguous: {}", yes(e.is_valid()), yes(e.is_contiguous()));
+    for v in e.violations.iter().chain(&e.non_contiguous) {
+        let _ = writeln!(s, "  - {v}");
+    }
+    s
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// The placement file of MODEL.md's shape, loads filled in by the scorer.
+pub fn placement_json(w: &Workload, p: &Placement, e: &Evaluation, objective: Objective) -> Value {
+    let (accs, cpus) = p.devices_used();
+    let load_of = |d: Device| e.devices.iter().find(|x| x.device == d).map_or(0.0, |x| x.load);
+    let acc_loads: Vec<f64> = (0..accs).map(|i| load_of(Device::Accelerator(i))).collect();
+    let cpu_loads: Vec<f64> = (0..cpus).map(|i| load_of(Device::Cpu(i))).collect();
+    let latency = matches!(objective, Objective::Latency { .. });
+    let raw = placement_to_raw(w, p, &acc_loads, &cpu_loads, objective.value(e), latency);
+    serde_json::to_value(raw).expect("serialisable")
+}
+
+/// Everything about a plan as JSON: the placement file plus status, bound and scores.
+pub fn evaluation_json(w: &Workload, p: &Placement, outcome: Option<&Outcome>, objective: Objective, e: &Evaluation) -> Value {
+    let devices: Vec<Value> = e
+        .devices
+        .iter()
+        .map(|d| {
+            json!({"device": d.device.to_string(), "nodes": d.nodes, "compute": d.compute,
+                   "communication": d.communication, "load": d.load, "memoryBytes": d.memory_bytes,
+                   "bottleneck": Some(d.device) == e.bottleneck})
+        })
+        .collect();
+    let mut v = json!({
+        "objective": objective.name(),
+        "value": objective.value(e),
+        "maxLoad": e.max_load,
+        "syncObjective": e.sync_objective,
+        "totalLatency": e.latency.total,
+        "maxPiecesPerAccelerator": e.latency.max_pieces(),
+        "valid": e.is_valid(),
+        "contiguous": e.is_contiguous(),
+        "violations": e.violations.iter().chain(&e.non_contiguous).map(|x| x.to_string()).collect::<Vec<_>>(),
+        "devices": devices,
+        "placement": placement_json(w, p, e, objective),
+    });
+    if let Some(o) = outcome {
+        v["method"] = json!(o.method);
+        v["status"] = json!(status_text(o));
+        v["optimal"] = json!(o.status == Status::Optimal);
+        v["bound"] = json!(o.bound);
+        v["gap"] = json!(gap(o.objective, o.bound));
+        v["timeS"] = json!(o.stats.time_s);
+        v["ideals"] = json!(o.stats.ideals);
+        v["idealPairs"] = json!(o.stats.ideal_pairs);
+        v["notes"] = json!(o.stats.notes);
+    }
+    v
+}

@@ -1,0 +1,119 @@
+//! Device loads and the throughput objectives of MODEL.md.
+//!
+//! For an accelerator `d` holding `S_d`:
+//! `load(d) = Σ_{v∈S_d} fpgaLatency(v) + Σ_{u ∈ In(d) ∪ Out(d)} c(u)`, where `Out(d)` are
+//! nodes of `S_d` with an edge leaving `S_d` (once each) and `In(d)` nodes outside `S_d`
+//! with an edge into it (once per receiving device). A CPU's load is `Σ cpuLatency`; CPUs
+//! pay no communication. TPS = `max_d load(d)`. The synchronous objective is
+//! `max_d FW(d) + max_d BW(d)`, communication charged to the side (forward/backward) of
+//! the node `u` that produces it.
+//!
+//! Computed directly from the edges, node by node: O(n + m).
+
+use std::collections::BTreeMap;
+
+use crate::model::{Device, Placement, Workload};
+
+/// What one device does under a placement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceLoad {
+    pub device: Device,
+    /// Number of nodes on the device.
+    pub nodes: usize,
+    /// Σ latency of its nodes (fpga or cpu).
+    pub compute: f64,
+    /// Σ c(u) over In ∪ Out (0 on CPUs).
+    pub communication: f64,
+    /// compute + communication.
+    pub load: f64,
+    /// Σ size of its nodes, bytes.
+    pub memory_bytes: f64,
+    /// Part of `load` from forward nodes (compute and produced communication).
+    pub forward_load: f64,
+    /// Part of `load` from backward nodes.
+    pub backward_load: f64,
+}
+
+/// Loads of every device that holds at least one node, accelerators first, by index.
+pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
+    let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
+    fn entry(map: &mut BTreeMap<Device, DeviceLoad>, d: Device) -> &mut DeviceLoad {
+        map.entry(d).or_insert(DeviceLoad {
+            device: d,
+            nodes: 0,
+            compute: 0.0,
+            communication: 0.0,
+            load: 0.0,
+            memory_bytes: 0.0,
+            forward_load: 0.0,
+            backward_load: 0.0,
+        })
+    }
+    for (v, &d) in p.assignment.iter().enumerate() {
+        let node = w.node(v);
+        let e = entry(&mut map, d);
+        e.nodes += 1;
+        let t = if d.is_accelerator() { node.fpga_latency } else { node.cpu_latency };
+        e.compute += t;
+        e.memory_bytes += node.size_bytes;
+        if node.is_backward {
+            e.backward_load += t;
+        } else {
+            e.forward_load += t;
+        }
+    }
+    let mut receivers: Vec<Device> = Vec::new();
+    for u in 0..w.len() {
+        let c = w.out_cost(u);
+        if c == 0.0 {
+            continue;
+        }
+        let du = p.assignment[u];
+        receivers.clear();
+        for &x in w.successors(u) {
+            let dx = p.assignment[x];
+            if dx != du && !receivers.contains(&dx) {
+                receivers.push(dx);
+            }
+        }
+        if receivers.is_empty() {
+            continue;
+        }
+        let backward = w.node(u).is_backward;
+        for d in std::iter::once(du).chain(receivers.iter().copied()) {
+            if d.is_accelerator() {
+                let e = entry(&mut map, d);
+                e.communication += c;
+                if backward {
+                    e.backward_load += c;
+                } else {
+                    e.forward_load += c;
+                }
+            }
+        }
+    }
+    map.into_values()
+        .map(|mut e| {
+            e.load = e.compute + e.communication;
+            e
+        })
+        .collect()
+}
+
+/// TPS: the maximum load, and the device that has it (the first one on ties).
+pub fn max_load(loads: &[DeviceLoad]) -> (f64, Option<Device>) {
+    let mut best = (0.0, None);
+    for l in loads {
+        if best.1.is_none() || l.load > best.0 {
+            best = (l.load, Some(l.device));
+        }
+    }
+    best
+}
+
+/// `max_d FW(d) + max_d BW(d)`.
+pub fn sync_objective(loads: &[DeviceLoad]) -> f64 {
+    let fw = loads.iter().map(|l| l.forward_load).fold(0.0, f64::max);
+    let bw = loads.iter().map(|l| l.backward_load).fold(0.0, f64::max);
+    fw + bw
+}

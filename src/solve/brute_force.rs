@@ -1,0 +1,104 @@
+//! Exhaustive search: every assignment of colour classes to devices, each scored by the
+//! evaluator. The oracle of the property tests, for workloads of a few classes.
+//!
+//! Devices of one kind are interchangeable, so assignments are enumerated up to renaming
+//! (a class may open accelerator `a` only if accelerators `0..a` are already used; the
+//! same for CPUs). For latency, CPU cores are as many as needed, so one CPU label suffices.
+//!
+//! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes.
+
+use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status};
+use crate::model::contraction::class_index;
+use crate::model::{Device, Placement};
+use crate::score::evaluate;
+
+/// Exhaustive search (`--method brute-force`), refused beyond `MAX_CLASSES` classes.
+pub struct BruteForce;
+
+/// The largest number of colour classes brute force accepts.
+pub const MAX_CLASSES: usize = 12;
+
+impl Method for BruteForce {
+    fn name(&self) -> &'static str {
+        "brute-force"
+    }
+
+    fn supports(&self, problem: &Problem) -> Result<(), String> {
+        let (_, classes) = class_index(problem.workload);
+        if classes > MAX_CLASSES {
+            return Err(format!("{classes} colour classes (at most {MAX_CLASSES})"));
+        }
+        Ok(())
+    }
+
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        let w = problem.workload;
+        let (class, classes) = class_index(w);
+        let latency = matches!(problem.objective, Objective::Latency { .. });
+        let k = w.devices().accelerators;
+        let l = if latency { 1 } else { w.devices().cpus };
+        let mut best: Option<(f64, Placement)> = None;
+        let mut labels = vec![Device::Cpu(0); classes];
+        let mut count = 0u64;
+        let mut visit = |labels: &[Device]| {
+            count += 1;
+            let p = Placement::new(class.iter().map(|&c| labels[c]).collect());
+            let e = evaluate(w, &p, latency);
+            if !e.is_valid() || (problem.contiguous && !e.is_contiguous()) {
+                return;
+            }
+            if let Objective::Latency { pieces } = problem.objective {
+                if e.latency.max_pieces() > pieces {
+                    return;
+                }
+            }
+            let v = problem.objective.value(&e);
+            if best.as_ref().is_none_or(|(b, _)| v < *b) {
+                best = Some((v, p));
+            }
+        };
+        enumerate(0, 0, 0, k, l, &mut labels, &mut visit);
+        let stats = Stats { notes: vec![format!("{count} assignments")], ..Stats::default() };
+        Ok(match best {
+            Some((v, p)) => Outcome {
+                method: "brute-force".into(),
+                placement: Some(p),
+                objective: v,
+                bound: v,
+                status: Status::Optimal,
+                stats,
+            },
+            None => Outcome {
+                method: "brute-force".into(),
+                placement: None,
+                objective: f64::INFINITY,
+                bound: f64::INFINITY,
+                status: Status::Infeasible { reason: "no assignment satisfies the rules".into() },
+                stats,
+            },
+        })
+    }
+}
+
+fn enumerate(
+    at: usize,
+    used_acc: usize,
+    used_cpu: usize,
+    k: usize,
+    l: usize,
+    labels: &mut Vec<Device>,
+    visit: &mut impl FnMut(&[Device]),
+) {
+    if at == labels.len() {
+        visit(labels);
+        return;
+    }
+    for a in 0..k.min(used_acc + 1) {
+        labels[at] = Device::Accelerator(a);
+        enumerate(at + 1, used_acc.max(a + 1), used_cpu, k, l, labels, visit);
+    }
+    for c in 0..l.min(used_cpu + 1) {
+        labels[at] = Device::Cpu(c);
+        enumerate(at + 1, used_acc, used_cpu.max(c + 1), k, l, labels, visit);
+    }
+}
