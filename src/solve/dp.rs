@@ -77,8 +77,8 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     let devices = w.devices();
     let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
 
-    let ideals = Ideals::enumerate(&c, limits.max_ideals)
-        .map_err(|e| SolveError::TooManyIdeals { found: e.found, limit: limits.max_ideals })?;
+    let limit = limits.max_ideals.min(ideal_budget(c.len(), (k + 1) * (l + 1)));
+    let ideals = Ideals::enumerate(&c, limit).map_err(|e| SolveError::TooManyIdeals { found: e.found, limit })?;
     let n_ideals = ideals.len();
     let summaries: Vec<IdealSummary> = (0..n_ideals).into_par_iter().map(|i| cost.summarize(ideals.get(i))).collect();
 
@@ -295,6 +295,17 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     let placement = Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical();
     stats.time_s = start.elapsed().as_secs_f64();
     Ok(Outcome { method: "dp".into(), placement: Some(placement), objective, bound: objective, status: Status::Optimal, stats })
+}
+
+/// Memory the DP may use for its tables, bytes.
+pub const MEMORY_BUDGET_BYTES: usize = 1536 << 20;
+
+/// How many ideals fit [`MEMORY_BUDGET_BYTES`]: per ideal, its bitset (twice while
+/// enumerating), its summary and `s` states of value and back link.
+pub fn ideal_budget(groups: usize, states: usize) -> usize {
+    let words = groups.div_ceil(64).max(1);
+    let per_ideal = 2 * (words * 8 + 24) + 96 + states * (8 + 8);
+    MEMORY_BUDGET_BYTES / per_ideal
 }
 
 /// The best chain split over two topological orders of the groups (index order, and a
