@@ -845,12 +845,13 @@ fn work_of(ctx: &Ctx, outputs: &[Tensor]) -> (OpClass, f64, f64) {
     let from = |c: OpCost| (c.class, c.flops, c.macs);
     let e = ctx.e;
     if let Some((_, f)) = UNARY.iter().find(|(n, _)| *n == op) {
-        return from(operators::elementwise(y, 1.0, *f, 0.0, e));
+        return from(operators::elementwise(y, y, *f, 0.0, e));
     }
     if BINARY.contains(&op) {
+        // Bytes come from the actual inputs (caller); here only class and FLOPs matter.
         let j = ctx.inputs.iter().flatten().count() as f64;
         let per = if op == "Sum" || op == "Mean" { (j - 1.0).max(1.0) } else { 1.0 };
-        return from(operators::elementwise(y, j, per, 0.0, e));
+        return from(operators::elementwise(y, j * y, per, 0.0, e));
     }
     match op {
         "Conv" => {

@@ -179,9 +179,9 @@ pub fn matmul(batch: usize, m: usize, k: usize, n: usize, bias: bool, weight_is_
     OpCost::new(OpClass::Matmul, flops, macs, inputs, params, b * m * n, e)
 }
 
-/// An elementwise operator over `inputs` input tensors of `elements` elements each (after
-/// broadcasting the output has `elements`), `flops_per_element` FLOPs each: `FLOPs = f·|Y|`.
-/// `params` parameter elements are read too (BatchNorm's statistics, a constant operand).
+/// An elementwise operator writing `elements` output elements from `inputs` input elements
+/// (all operands together), `flops_per_element` FLOPs per output element: `FLOPs = f·|Y|`.
+/// `params` parameter elements are read too (a constant operand).
 pub fn elementwise(elements: f64, inputs: f64, flops_per_element: f64, params: f64, e: f64) -> OpCost {
     let class = if flops_per_element > 0.0 { OpClass::Vector } else { OpClass::Movement };
     OpCost::new(class, flops_per_element * elements, 0.0, inputs, params, elements, e)
@@ -261,7 +261,7 @@ mod tests {
         // The same GEMM in fp32 runs at the fp32 peak: ~16x slower.
         assert!(g.time_ms(&a100, DType::Fp32) > 15.0 * g.time_ms(&a100, DType::Fp16));
         // Relu is memory-bound.
-        let r = elementwise(1e8, 1.0, 1.0, 0.0, 4.0);
+        let r = elementwise(1e8, 1e8, 1.0, 0.0, 4.0);
         let expected = 1e3 * 8e8 / (2039e9 * 0.8) + 0.005;
         assert!((r.time_ms(&a100, DType::Fp32) - expected).abs() < 1e-12);
         assert_eq!(movement(0.0, 0.0, 0.0, 4.0).time_ms(&a100, DType::Fp32), 0.0);
