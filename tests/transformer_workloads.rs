@@ -119,7 +119,7 @@ fn bert24_against_the_profiled_layer_workload() {
     };
     let rows = [
         ("embeddings (node 3)", embed, mean(&mut [3].into_iter())),
-        ("encoder layer (nodes 5-28, mean)", layer, mean(&mut (5..=28).into_iter())),
+        ("encoder layer (nodes 5-28, mean)", layer, mean(&mut (5..=28))),
         ("pooler (node 29)", pooler, mean(&mut [29].into_iter())),
         ("MLM head (node 30)", mlm, mean(&mut [30].into_iter())),
     ];

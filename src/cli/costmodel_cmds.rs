@@ -281,8 +281,8 @@ fn run_devices(args: DevicesArgs) -> Result<(), CliError> {
     }
     writeln!(
         stdout,
-        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}",
-        "name", "fp32", "tf32", "fp16/bf16", "mem BW", "memory", "host", "d2d", "description"
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  description",
+        "name", "fp32", "tf32", "fp16/bf16", "mem BW", "memory", "host", "d2d"
     )?;
     writeln!(
         stdout,

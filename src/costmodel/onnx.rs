@@ -598,7 +598,7 @@ fn spatial_out(ctx: &Ctx, input: &[usize], kernel: &[usize]) -> Result<Vec<usize
 /// Output tensors of one node, or why they cannot be inferred.
 fn infer(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let op = ctx.op_type;
-    if let Some(_) = UNARY.iter().find(|(n, _)| *n == op) {
+    if UNARY.iter().any(|(n, _)| *n == op) {
         let mut t = ctx.like(ctx.shape(0)?.to_vec());
         if op == "Cast" {
             let (b, f) = elem_info(ctx.attrs.int("to", 1) as i32, ctx.e);
@@ -739,7 +739,7 @@ fn infer(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
             }
             let known: usize = out.iter().product();
             if let Some(i) = unknown {
-                if known == 0 || total % known != 0 {
+                if known == 0 || !total.is_multiple_of(known) {
                     return Err(format!("Reshape of {x:?} to {target:?}"));
                 }
                 out[i] = total / known;

@@ -91,7 +91,7 @@ impl TransformerSpec {
                 return Err(format!("--{name} must be at least 1"));
             }
         }
-        if self.hidden % self.heads != 0 {
+        if !self.hidden.is_multiple_of(self.heads) {
             return Err(format!("--heads {} does not divide --hidden {}", self.heads, self.hidden));
         }
         Ok(())
