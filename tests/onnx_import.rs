@@ -97,3 +97,18 @@ fn resnet50_matches_the_published_flop_count() {
     let g8 = import_file(&dir.join("light_resnet50.onnx"), &ImportOptions { batch: Some(8), ..Default::default() }).unwrap().graph;
     assert!((g8.macs() / g.macs() - 8.0).abs() < 1e-12);
 }
+
+#[test]
+fn batch_override_scales_every_light_model_exactly() {
+    let Some(dir) = onnx_dir() else { return };
+    for name in MODELS {
+        let path = dir.join(format!("{name}.onnx"));
+        let one = import_file(&path, &ImportOptions::default()).unwrap().graph;
+        let opts = ImportOptions { batch: Some(4), dtype: DType::Fp16, ..Default::default() };
+        let four = import_file(&path, &opts).unwrap();
+        assert!(four.warnings.is_empty(), "{name}: {:?}", four.warnings);
+        // Work scales with the batch; parameters do not (and halve in fp16).
+        assert!((four.graph.macs() / one.macs() - 4.0).abs() < 1e-12, "{name}");
+        assert_eq!(four.graph.param_bytes() * 2.0, one.param_bytes(), "{name}");
+    }
+}
