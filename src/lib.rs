@@ -9,11 +9,14 @@
 //! - [`io`]: workload and placement files;
 //! - [`score`]: the independent evaluator every plan passes through;
 //! - [`solve`]: the methods (ideal-lattice DP, brute force, ...) behind one interface;
-//! - [`report`]: tables and JSON for people and programs.
+//! - [`report`]: tables and JSON for people and programs;
+//! - [`costmodel`]: device profiles, per-operator costs, ONNX import and a transformer
+//!   generator that turn a model into a workload.
 //!
 //! The binary `dnnplace` (in `src/main.rs` and [`cli`]) sits on top.
 
 pub mod cli;
+pub mod costmodel;
 pub mod io;
 pub mod model;
 pub mod report;

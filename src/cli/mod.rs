@@ -5,6 +5,8 @@
 //! feasible placement, with the reason); 3 an internal check failed (a bug: a solver's
 //! plan that the scorer rejects).
 
+pub mod costmodel_cmds;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +36,9 @@ pub enum Command {
     Score(ScoreArgs),
     /// Time the DP on workload files (each in its own process): time, ideals, pairs, peak memory.
     Bench(bench::BenchArgs),
+    /// Cost models: `devices`, `import`, `generate` (see costmodel_cmds).
+    #[command(flatten)]
+    Cost(costmodel_cmds::CostCommand),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
@@ -62,8 +67,11 @@ pub struct DeviceFlags {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// Workload JSON file (MODEL.md format).
+    /// Workload JSON file (MODEL.md format), or an ONNX model (.onnx) priced with --device.
     pub workload: PathBuf,
+    /// How to price a model file (ignored for workload JSON, where giving them is an error).
+    #[command(flatten)]
+    pub model: costmodel_cmds::CostFlags,
     /// Placement method.
     #[arg(long, default_value = "dp")]
     pub method: String,
@@ -224,6 +232,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Plan(args) => run_plan(args),
         Command::Score(args) => run_score(args),
         Command::Bench(args) => bench::run_bench(args),
+        Command::Cost(command) => costmodel_cmds::run_cost_command(command),
     }
 }
 
@@ -259,7 +268,12 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     if args.pieces == 0 {
         return Err(CliError::Input("--pieces must be at least 1".into()));
     }
-    let w = load_workload(&args.workload, &args.devices)?;
+    let w = if costmodel_cmds::is_model_file(&args.workload) {
+        costmodel_cmds::load_model_workload(&args.workload, &args.model, &args.devices)?
+    } else {
+        costmodel_cmds::check_no_cost_flags(&args.workload, &args.model)?;
+        load_workload(&args.workload, &args.devices)?
+    };
     let method = solve::method_by_name(&args.method).ok_or_else(|| {
         CliError::Input(format!("unknown method '{}'; known: {}", args.method, solve::method_names().join(", ")))
     })?;

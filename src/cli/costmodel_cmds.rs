@@ -1,0 +1,310 @@
+//! The cost-model commands: `devices`, `import`, `generate transformer`, and the model
+//! files `plan` accepts directly (`.onnx`).
+//!
+//! Raw flags ([`CostFlags`]) are turned into [`CostSettings`] once, by [`cost_settings`];
+//! importer warnings (unknown operators) are printed to stderr, one line each.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::{apply_device_flags, CliError, DeviceFlags};
+use crate::costmodel::onnx::{import_file, ImportOptions};
+use crate::costmodel::{
+    builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, OpGraph,
+    TransformerSpec,
+};
+use crate::io::{workload_to_json, write_atomically};
+use crate::model::Workload;
+
+/// Default number of accelerators of an imported or generated workload.
+pub const DEFAULT_ACCELERATORS: usize = 4;
+
+/// How to price a model: devices, data type, training.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CostFlags {
+    /// Accelerator profile by name (`dnnplace devices` lists them). [default: a100-80gb]
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// CPU-core profile for cpuLatency. [default: cpu-core]
+    #[arg(long, value_name = "NAME")]
+    pub cpu_device: Option<String>,
+    /// Load a device profile from a TOML file (repeatable); without --device, the last one
+    /// loaded is the accelerator.
+    #[arg(long, value_name = "FILE.toml")]
+    pub device_file: Vec<PathBuf>,
+    /// Data type: fp32, tf32, fp16, bf16. [default: fp32]
+    #[arg(long, value_parser = DType::parse, value_name = "DTYPE")]
+    pub dtype: Option<DType>,
+    /// Add backward nodes and training memory (gradients, optimizer state, stash).
+    #[arg(long)]
+    pub training: bool,
+    /// Batch size (resolves or replaces the model's first input dimension).
+    #[arg(long, value_name = "N")]
+    pub batch: Option<usize>,
+    /// Sequence length (resolves other symbolic input dimensions).
+    #[arg(long, value_name = "S")]
+    pub seq: Option<usize>,
+}
+
+impl CostFlags {
+    fn any_set(&self) -> bool {
+        self.device.is_some()
+            || self.cpu_device.is_some()
+            || !self.device_file.is_empty()
+            || self.dtype.is_some()
+            || self.training
+            || self.batch.is_some()
+            || self.seq.is_some()
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CostCommand {
+    /// List the device profiles (built-in and from --device-file).
+    Devices(DevicesArgs),
+    /// Import an ONNX model as a workload with analytic per-operator costs.
+    Import(ImportArgs),
+    /// Generate a workload from a model description.
+    #[command(subcommand)]
+    Generate(GenerateCommand),
+}
+
+#[derive(Args, Debug)]
+pub struct DevicesArgs {
+    /// Also load these TOML profiles.
+    #[arg(long, value_name = "FILE.toml")]
+    pub device_file: Vec<PathBuf>,
+    /// Print one profile (by name) as TOML, the format --device-file reads.
+    #[arg(long, value_name = "NAME")]
+    pub show: Option<String>,
+}
+
+/// The workload's device set.
+#[derive(Args, Debug, Clone)]
+pub struct CountFlags {
+    /// Number of accelerators (maxFPGAs).
+    #[arg(long, default_value_t = DEFAULT_ACCELERATORS, value_name = "K")]
+    pub accelerators: usize,
+    /// Number of CPU cores (maxCPUs).
+    #[arg(long, default_value_t = 1, value_name = "L")]
+    pub cpus: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// ONNX model file.
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub cost: CostFlags,
+    #[command(flatten)]
+    pub counts: CountFlags,
+    /// Write the workload JSON here (atomically) instead of standard output.
+    #[arg(long, value_name = "WORKLOAD.json")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GenerateCommand {
+    /// An operator-level BERT/GPT workload.
+    Transformer(TransformerArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum HeadArg {
+    /// Pooler + masked-LM head (BERT pre-training).
+    Bert,
+    /// Final LayerNorm + LM head (GPT).
+    Lm,
+    /// No head.
+    None,
+}
+
+#[derive(Args, Debug)]
+pub struct TransformerArgs {
+    /// Transformer blocks.
+    #[arg(long, default_value_t = 12)]
+    pub layers: usize,
+    /// Hidden size h.
+    #[arg(long, default_value_t = 768)]
+    pub hidden: usize,
+    /// Attention heads (must divide h).
+    #[arg(long, default_value_t = 12)]
+    pub heads: usize,
+    /// Feed-forward width. [default: 4·hidden]
+    #[arg(long)]
+    pub ffn: Option<usize>,
+    /// Vocabulary size.
+    #[arg(long, default_value_t = 30522)]
+    pub vocab: usize,
+    /// Head on top of the blocks.
+    #[arg(long, value_enum, default_value = "bert")]
+    pub head: HeadArg,
+    #[command(flatten)]
+    pub cost: CostFlags,
+    #[command(flatten)]
+    pub counts: CountFlags,
+    /// Write the workload JSON here (atomically) instead of standard output.
+    #[arg(long, value_name = "WORKLOAD.json")]
+    pub out: Option<PathBuf>,
+}
+
+/// Runs one cost-model command.
+pub fn run_cost_command(command: CostCommand) -> Result<(), CliError> {
+    match command {
+        CostCommand::Devices(args) => run_devices(args),
+        CostCommand::Import(args) => run_import(args),
+        CostCommand::Generate(GenerateCommand::Transformer(args)) => run_transformer(args),
+    }
+}
+
+fn load_profiles(files: &[PathBuf]) -> Result<Vec<DeviceProfile>, CliError> {
+    files.iter().map(|f| DeviceProfile::read(f).map_err(|e| CliError::Input(e.to_string()))).collect()
+}
+
+/// Flags → settings: profiles looked up (files first), dtype defaulted.
+pub fn cost_settings(flags: &CostFlags, accelerators: usize, cpus: usize) -> Result<CostSettings, CliError> {
+    let loaded = load_profiles(&flags.device_file)?;
+    let input = |e: crate::costmodel::ProfileError| CliError::Input(e.to_string());
+    let accelerator = match (&flags.device, loaded.last()) {
+        (Some(name), _) => find_profile(name, &loaded).map_err(input)?,
+        (None, Some(last)) => last.clone(),
+        (None, None) => find_profile("a100-80gb", &[]).map_err(input)?,
+    };
+    let cpu = find_profile(flags.cpu_device.as_deref().unwrap_or("cpu-core"), &loaded).map_err(input)?;
+    Ok(CostSettings { accelerator, cpu, dtype: flags.dtype.unwrap_or(DType::Fp32), training: flags.training, accelerators, cpus })
+}
+
+fn import_options(flags: &CostFlags) -> ImportOptions {
+    ImportOptions { batch: flags.batch, seq: flags.seq, dtype: flags.dtype.unwrap_or(DType::Fp32), training: flags.training }
+}
+
+/// True for the model files `plan` imports instead of reading as workload JSON.
+pub fn is_model_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
+    let imported = import_file(path, &import_options(flags)).map_err(|e| CliError::Input(e.to_string()))?;
+    for w in &imported.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(imported.graph)
+}
+
+/// `plan MODEL.onnx`: import with `flags`, then apply `--accelerators/--cpus/--memory`.
+pub fn load_model_workload(path: &Path, flags: &CostFlags, devices: &DeviceFlags) -> Result<Workload, CliError> {
+    let graph = import_graph(path, flags)?;
+    let settings = cost_settings(flags, devices.accelerators.unwrap_or(DEFAULT_ACCELERATORS), devices.cpus.unwrap_or(1))?;
+    let w = to_workload(&graph, &settings)?;
+    apply_device_flags(w, &DeviceFlags { accelerators: None, cpus: None, memory: devices.memory })
+}
+
+/// Rejects cost flags given with a workload JSON file (they would be silently ignored).
+pub fn check_no_cost_flags(path: &Path, flags: &CostFlags) -> Result<(), CliError> {
+    if flags.any_set() {
+        return Err(CliError::Input(format!(
+            "{} is a workload file: --device, --cpu-device, --device-file, --dtype, --training, --batch and --seq apply to model files (.onnx) only",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+fn write_workload(w: &Workload, graph: &OpGraph, settings: &CostSettings, out: Option<&Path>) -> Result<(), CliError> {
+    let json = workload_to_json(w) + "\n";
+    match out {
+        Some(path) => {
+            write_atomically(path, &json)?;
+            let mut stdout = std::io::stdout().lock();
+            writeln!(
+                stdout,
+                "wrote {}: {} nodes, {} edges; {:.3} GFLOPs and {} of parameters per forward pass; device {} ({}), {} accelerators, {} CPUs",
+                path.display(),
+                w.len(),
+                w.edges().len(),
+                graph.flops() / 1e9,
+                crate::report::table::human_bytes(graph.param_bytes()),
+                settings.accelerator.name,
+                settings.dtype.name(),
+                settings.accelerators,
+                settings.cpus
+            )?;
+            stdout.flush()?;
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(json.as_bytes())?;
+            stdout.flush()?;
+        }
+    }
+    Ok(())
+}
+
+fn run_import(args: ImportArgs) -> Result<(), CliError> {
+    let graph = import_graph(&args.model, &args.cost)?;
+    let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let w = to_workload(&graph, &settings)?;
+    write_workload(&w, &graph, &settings, args.out.as_deref())
+}
+
+fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
+    let spec = TransformerSpec {
+        layers: args.layers,
+        hidden: args.hidden,
+        heads: args.heads,
+        ffn: args.ffn.unwrap_or(4 * args.hidden),
+        seq: args.cost.seq.unwrap_or(512),
+        batch: args.cost.batch.unwrap_or(1),
+        vocab: args.vocab,
+        head: match args.head {
+            HeadArg::Bert => Head::Bert,
+            HeadArg::Lm => Head::Lm,
+            HeadArg::None => Head::None,
+        },
+    };
+    let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let graph = transformer_graph(&spec, settings.dtype).map_err(CliError::Input)?;
+    let w = to_workload(&graph, &settings)?;
+    write_workload(&w, &graph, &settings, args.out.as_deref())
+}
+
+fn run_devices(args: DevicesArgs) -> Result<(), CliError> {
+    let loaded = load_profiles(&args.device_file)?;
+    let mut stdout = std::io::stdout().lock();
+    if let Some(name) = &args.show {
+        let p = find_profile(name, &loaded).map_err(|e| CliError::Input(e.to_string()))?;
+        write!(stdout, "{}", p.to_toml())?;
+        stdout.flush()?;
+        return Ok(());
+    }
+    writeln!(
+        stdout,
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  description",
+        "name", "fp32", "tf32", "fp16/bf16", "mem BW", "memory", "host", "d2d"
+    )?;
+    writeln!(
+        stdout,
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
+        "", "TFLOP/s", "TFLOP/s", "TFLOP/s", "GB/s", "GiB", "GB/s", "GB/s"
+    )?;
+    for p in loaded.iter().chain(builtin_profiles().iter()) {
+        writeln!(
+            stdout,
+            "{:<12} {:>9.2} {:>9.2} {:>9.2} {:>9.0} {:>9.0} {:>8.2} {:>8.1}  {}",
+            p.name,
+            p.peak_fp32_flops / 1e12,
+            p.peak_tf32_flops / 1e12,
+            p.peak_fp16_flops / 1e12,
+            p.memory_bandwidth_bytes_per_s / 1e9,
+            p.memory_bytes / (1024.0 * 1024.0 * 1024.0),
+            p.host_link_bytes_per_s / 1e9,
+            p.device_link_bytes_per_s / 1e9,
+            p.description
+        )?;
+    }
+    writeln!(stdout, "assumptions: compute/memory efficiency and launch overhead per profile: `dnnplace devices --show NAME`")?;
+    stdout.flush()?;
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! An operator graph with costs, and its conversion to a [`Workload`].
+//!
+//! The importers ([`crate::costmodel::onnx`], [`crate::costmodel::transformer`]) build an
+//! [`OpGraph`]: operators in topological order, each with its [`OpCost`] and the operators
+//! it reads from. [`to_workload`] prices it on two device profiles:
+//!
+//! - `fpgaLatency(v) = t(v, accelerator)`, `cpuLatency(v) = t(v, cpu)`, both in
+//!   **milliseconds** by the roofline of [`crate::costmodel::operators`];
+//! - `size(v) = param_bytes(v) + output_bytes(v)`: the weights and the output buffer, the
+//!   convention of the published profiled workloads (their BERT-24 layers hold exactly
+//!   fp32 parameters + one output activation); training adds the backward nodes' sizes of
+//!   [`crate::costmodel::training`];
+//! - edge cost `c(u) = 1e3 · output_bytes(u) / host_link_bytes_per_s` (ms): moving `u`'s
+//!   output over the accelerator's host link; every out-edge of `u` carries it;
+//! - node ids `1..=n` in operator order; `colorClass(v) = id(v)` (each operator is its own
+//!   class; its backward node joins it); `layerId` from the operator.
+
+use super::operators::{DType, OpCost};
+use super::profiles::DeviceProfile;
+use super::training;
+use crate::model::{DeviceSet, Node, Workload, WorkloadError};
+
+/// One operator of an [`OpGraph`].
+#[derive(Clone, Debug)]
+pub struct Op {
+    /// Operator name (the ONNX node name, or a generated one).
+    pub name: String,
+    /// Operator type (`Conv`, `MatMul`, `Input`, ...).
+    pub op_type: String,
+    pub cost: OpCost,
+    /// Indices of the operators whose outputs this one reads (each earlier than this one).
+    pub inputs: Vec<usize>,
+    /// Informational layer number (transformer layer, or none).
+    pub layer_id: Option<i64>,
+    /// A graph input: no work, and no backward node.
+    pub is_input: bool,
+}
+
+/// Operators in topological order.
+#[derive(Clone, Debug, Default)]
+pub struct OpGraph {
+    pub ops: Vec<Op>,
+}
+
+impl OpGraph {
+    /// Adds an operator and returns its index.
+    pub fn push(&mut self, op: Op) -> usize {
+        debug_assert!(op.inputs.iter().all(|&i| i < self.ops.len()));
+        self.ops.push(op);
+        self.ops.len() - 1
+    }
+
+    /// Total forward FLOPs.
+    pub fn flops(&self) -> f64 {
+        self.ops.iter().map(|o| o.cost.flops).sum()
+    }
+
+    /// Total forward multiply-adds of matrix products.
+    pub fn macs(&self) -> f64 {
+        self.ops.iter().map(|o| o.cost.macs).sum()
+    }
+
+    /// Total parameter bytes.
+    pub fn param_bytes(&self) -> f64 {
+        self.ops.iter().map(|o| o.cost.param_bytes).sum()
+    }
+}
+
+/// How to price an [`OpGraph`].
+#[derive(Clone, Debug)]
+pub struct CostSettings {
+    /// The accelerator (`fpgaLatency`, edge costs, `maxSizePerFPGA`).
+    pub accelerator: DeviceProfile,
+    /// One CPU core (`cpuLatency`).
+    pub cpu: DeviceProfile,
+    pub dtype: DType,
+    /// Add backward nodes ([`crate::costmodel::training`]).
+    pub training: bool,
+    /// `maxFPGAs` of the workload.
+    pub accelerators: usize,
+    /// `maxCPUs` of the workload.
+    pub cpus: usize,
+}
+
+/// Milliseconds to move `bytes` over the accelerator's host link.
+pub fn transfer_ms(bytes: f64, accelerator: &DeviceProfile) -> f64 {
+    1e3 * bytes / accelerator.host_link_bytes_per_s
+}
+
+/// Builds and validates the workload (module documentation).
+///
+/// Complexity: O(n + m) for n operators and m operator inputs.
+pub fn to_workload(graph: &OpGraph, settings: &CostSettings) -> Result<Workload, WorkloadError> {
+    let n = graph.ops.len() as i64;
+    let dtype = settings.dtype;
+    let mut nodes = Vec::with_capacity(graph.ops.len() * if settings.training { 2 } else { 1 });
+    let mut edges = Vec::new();
+    for (i, op) in graph.ops.iter().enumerate() {
+        let id = i as i64 + 1;
+        nodes.push(Node {
+            id,
+            name: Some(op.name.clone()),
+            fpga_latency: op.cost.time_ms(&settings.accelerator, dtype),
+            cpu_latency: op.cost.time_ms(&settings.cpu, dtype),
+            size_bytes: op.cost.param_bytes + op.cost.output_bytes,
+            supported_on_accelerator: true,
+            is_backward: false,
+            color_class: Some(id),
+            layer_id: op.layer_id,
+        });
+        for &u in &op.inputs {
+            let bytes = graph.ops[u].cost.output_bytes;
+            edges.push((u as i64 + 1, id, transfer_ms(bytes, &settings.accelerator), bytes));
+        }
+    }
+    if settings.training {
+        training::add_backward(graph, settings, n, &mut nodes, &mut edges);
+    }
+    let devices = DeviceSet {
+        accelerators: settings.accelerators,
+        memory_per_accelerator_bytes: settings.accelerator.memory_bytes,
+        cpus: settings.cpus,
+    };
+    Workload::new(nodes, edges, devices)
+}

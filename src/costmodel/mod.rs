@@ -1,0 +1,25 @@
+//! Cost models: from a model file or a model description and a device profile to a
+//! workload with per-operator costs.
+//!
+//! Units throughout: latencies and edge costs in **milliseconds**, sizes in bytes, FLOPs
+//! as floating-point operations (one multiply-add = 2 FLOPs).
+//!
+//! - [`profiles`]: device profiles (datasheet numbers), built-in and from TOML files;
+//! - [`operators`]: FLOPs and bytes moved per operator from tensor shapes, and the
+//!   roofline time;
+//! - [`graph`]: an operator graph with costs, priced into a [`crate::model::Workload`];
+//! - [`training`]: backward nodes, their costs, sizes and edges;
+//! - [`onnx`]: ONNX import with shape inference;
+//! - [`transformer`]: an operator-level BERT/GPT generator.
+
+pub mod graph;
+pub mod onnx;
+pub mod operators;
+pub mod profiles;
+pub mod training;
+pub mod transformer;
+
+pub use graph::{to_workload, CostSettings, Op, OpGraph};
+pub use operators::{DType, OpClass, OpCost};
+pub use profiles::{builtin_profiles, find_profile, DeviceProfile, ProfileError};
+pub use transformer::{transformer_graph, Head, TransformerSpec};

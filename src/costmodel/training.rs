@@ -1,0 +1,81 @@
+//! Backward nodes of a training graph.
+//!
+//! For every forward operator `v` that is not a graph input, one backward node `v'` with
+//! - **work**: `F(v') = 2·F(v)` if `v` has parameters (the gradients with respect to its
+//!   input and to its weights, each a product as large as the forward one), `F(v') = F(v)`
+//!   otherwise (the gradient with respect to its input only); `B(v') = 2·B(v)` (it reads the
+//!   output gradient, the stashed input and the weights, and writes the input and weight
+//!   gradients). The same roofline prices it ([`crate::costmodel::operators`]);
+//! - **size**: `size(v') = stash + gradients + optimizer state` with
+//!   `stash = input_bytes(v)` (the forward input kept for the backward pass, one sample in
+//!   flight), `gradients = P·e` and `optimizer = P·(8 + 4·[e = 2])` for `P` parameters of
+//!   `e` bytes: Adam's two fp32 moments, plus an fp32 master copy of the weights in mixed
+//!   precision. The forward node keeps `P·e + output_bytes(v)`;
+//! - **colour class**: the forward node's, so both go to one device;
+//! - **edges**: `v → v'` (the stashed activation; its cost is `c(v)` like every out-edge of
+//!   `v`), and for every forward edge `u → v` with `u` not an input, `v' → u'` (the gradient
+//!   flowing back) with cost `c(v') = 1e3 · input_bytes(v) / host_link` ms.
+//!
+//! Backward node ids are `n + 1 .. 2n` (`n` forward operators): `id(v') = id(v) + n`.
+
+use super::graph::{transfer_ms, CostSettings, OpGraph};
+use super::operators::OpCost;
+use crate::model::Node;
+
+/// The backward operator's work (module documentation).
+pub fn backward_cost(forward: &OpCost) -> OpCost {
+    let factor = if forward.param_bytes > 0.0 { 2.0 } else { 1.0 };
+    OpCost {
+        class: forward.class,
+        flops: factor * forward.flops,
+        macs: factor * forward.macs,
+        bytes_moved: 2.0 * forward.bytes_moved,
+        param_bytes: forward.param_bytes,
+        output_bytes: forward.input_bytes,
+        input_bytes: forward.output_bytes,
+    }
+}
+
+/// Bytes a backward node holds: stash + gradients + optimizer state.
+pub fn backward_size_bytes(forward: &OpCost, element_bytes: f64) -> f64 {
+    let params = forward.param_bytes / element_bytes;
+    let master_copy = if element_bytes == 2.0 { 4.0 } else { 0.0 };
+    forward.input_bytes + forward.param_bytes + params * (8.0 + master_copy)
+}
+
+/// Appends the backward nodes and edges of `graph` (forward ids `1..=n`).
+pub(crate) fn add_backward(
+    graph: &OpGraph,
+    settings: &CostSettings,
+    n: i64,
+    nodes: &mut Vec<Node>,
+    edges: &mut Vec<(i64, i64, f64, f64)>,
+) {
+    let e = settings.dtype.bytes();
+    for (i, op) in graph.ops.iter().enumerate() {
+        if op.is_input {
+            continue;
+        }
+        let id = i as i64 + 1;
+        let back = backward_cost(&op.cost);
+        nodes.push(Node {
+            id: id + n,
+            name: Some(format!("{}_grad", op.name)),
+            fpga_latency: back.time_ms(&settings.accelerator, settings.dtype),
+            cpu_latency: back.time_ms(&settings.cpu, settings.dtype),
+            size_bytes: backward_size_bytes(&op.cost, e),
+            supported_on_accelerator: true,
+            is_backward: true,
+            color_class: Some(id),
+            layer_id: op.layer_id,
+        });
+        let out = op.cost.output_bytes;
+        edges.push((id, id + n, transfer_ms(out, &settings.accelerator), out));
+        let grad = op.cost.input_bytes;
+        for &u in &op.inputs {
+            if !graph.ops[u].is_input {
+                edges.push((id + n, u as i64 + 1 + n, transfer_ms(grad, &settings.accelerator), grad));
+            }
+        }
+    }
+}
