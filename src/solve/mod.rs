@@ -11,8 +11,11 @@
 //! - [`chain`]: optimal split of one topological order into consecutive stages;
 //! - [`leaf_folding`]: zero-cost leaves folded into their neighbour before the DP;
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
-//! - [`brute_force`]: exhaustive search, the oracle of the tests.
+//! - [`brute_force`]: exhaustive search, the oracle of the tests;
+//! - [`baselines`]: the paper's baselines (PipeDream, local search, METIS, greedy,
+//!   single accelerator, expert splits).
 
+pub mod baselines;
 pub mod brute_force;
 pub mod chain;
 pub mod dp;
@@ -228,7 +231,16 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
 
 /// Every method the command line knows, by name.
 pub fn methods() -> Vec<Box<dyn Method>> {
-    vec![Box::new(dp::Dp), Box::new(brute_force::BruteForce)]
+    vec![
+        Box::new(dp::Dp),
+        Box::new(baselines::pipedream::PipeDream),
+        Box::new(baselines::local_search::LocalSearch),
+        Box::new(baselines::partitioner::Partitioner),
+        Box::new(baselines::greedy::Greedy),
+        Box::new(baselines::single::Single),
+        Box::new(baselines::expert::Expert::default()),
+        Box::new(brute_force::BruteForce),
+    ]
 }
 
 /// Names of [`methods`].
