@@ -12,12 +12,14 @@
 //! - [`leaf_folding`]: zero-cost leaves folded into their neighbour before the DP;
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
 //! - [`brute_force`]: exhaustive search, the oracle of the tests;
+//! - [`compare`]: every applicable method on one workload;
 //! - [`baselines`]: the paper's baselines (PipeDream, local search, METIS, greedy,
 //!   single accelerator, expert splits).
 
 pub mod baselines;
 pub mod brute_force;
 pub mod chain;
+pub mod compare;
 pub mod dp;
 pub mod ideal_cost;
 pub mod ideals;
@@ -234,6 +236,7 @@ pub fn methods() -> Vec<Box<dyn Method>> {
     vec![
         Box::new(dp::Dp),
         Box::new(baselines::pipedream::PipeDream),
+        Box::new(baselines::pipedream::PipeDreamTopo),
         Box::new(baselines::local_search::LocalSearch),
         Box::new(baselines::partitioner::Partitioner),
         Box::new(baselines::greedy::Greedy),

@@ -3,6 +3,7 @@
 //! | method | module | contiguous | objective |
 //! | --- | --- | --- | --- |
 //! | `pipedream` | [`pipedream`] | yes | TPS: biconnected pieces fused into a chain, split optimally |
+//! | `pipedream-topo` | [`pipedream`] | yes | TPS: a topological order split optimally (reference figures) |
 //! | `local-search` | [`local_search`] | no | TPS: best-improvement class moves from random starts |
 //! | `partitioner` | [`partitioner`] | no | TPS: METIS k-way partition of the class graph, then repaired |
 //! | `greedy` | [`greedy`] | yes | any: accelerators filled in topological order while memory allows |
