@@ -4,9 +4,10 @@
 //! For each method of the registry ([`super::methods`], plus an expert split when one is
 //! given) the contiguous problem is run when the method supports it; the non-contiguous
 //! one is run when the method supports it and either declines the contiguous problem
-//! (local search, METIS, a non-contiguous expert split) or proved the contiguous one
-//! optimal or infeasible (an exact method: relaxing contiguity may help). A heuristic that
-//! produced a contiguous plan is not run twice. Every plan goes through [`super::plan`],
+//! (local search, METIS, a non-contiguous expert split), or proved the contiguous one
+//! optimal (an exact method: relaxing contiguity may help), or found it infeasible for a
+//! reason that names non-contiguous splits as the remedy. A heuristic that produced a
+//! contiguous plan, or that cannot place the workload at all, is not run twice. Every plan goes through [`super::plan`],
 //! so every row is re-scored; a method that fails becomes a row with its error.
 
 use super::{plan, Limits, Method, Objective, Plan, Problem, Status};
@@ -65,7 +66,11 @@ pub fn compare(w: &Workload, objective: Objective, limits: &Limits, methods: &[B
         if contiguous_support.is_ok() {
             let result = plan(method.as_ref(), &contiguous).map_err(|e| e.to_string());
             ran_contiguous = Some(match &result {
-                Ok(p) => matches!(p.outcome.status, Status::Optimal | Status::Infeasible { .. }),
+                Ok(p) => match &p.outcome.status {
+                    Status::Optimal => true,
+                    Status::Infeasible { reason } => reason.contains("non-contiguous"),
+                    _ => false,
+                },
                 Err(_) => false,
             });
             rows.push(Row { method: method.name().into(), contiguous_problem: true, result });

@@ -5,7 +5,8 @@
 //! The method promises contiguity only when the split is contiguous: for a contiguous
 //! problem it declines a non-contiguous split (say `--non-contiguous`), so the check in
 //! [`crate::solve::plan`] never rejects a person's file as a broken promise. A split that
-//! breaks a hard rule (memory, colour classes) is refused by `plan` with the violation.
+//! breaks a hard rule (memory, device count, colour classes) is declined the same way,
+//! with the violation, so it reads as bad input rather than as a solver bug.
 
 use super::scored_outcome;
 use crate::model::Placement;
@@ -37,8 +38,11 @@ impl Method for Expert {
             return Err(format!("a split ({source}) for another workload"));
         }
         let latency = matches!(problem.objective, Objective::Latency { .. });
-        if problem.contiguous || latency {
-            let e = crate::score::evaluate(problem.workload, placement, latency);
+        let e = crate::score::evaluate(problem.workload, placement, latency);
+        if let Some(v) = e.violations.first() {
+            return Err(format!("this device set: the split {source} breaks a rule ({v})"));
+        }
+        {
             if problem.contiguous && !e.is_contiguous() {
                 return Err(format!("contiguous problems: the split {source} is not contiguous (use --non-contiguous)"));
             }
