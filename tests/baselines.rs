@@ -1,8 +1,9 @@
 //! Tests of the baselines: answers known by hand, by brute force or by the DP.
 
+mod baseline_gen;
 mod common;
 
-use common::{paper_dir, random_workload, Shape, Spec};
+use baseline_gen::{paper_dir, random_workload, Shape, Spec};
 use dnnplace::io::{parse_placement, parse_workload, read_placement, read_workload};
 use dnnplace::model::{Device, Placement};
 use dnnplace::solve::baselines::expert::Expert;
@@ -145,6 +146,36 @@ fn partitioner_and_greedy_plans_are_valid() {
             }
         }
     }
+}
+
+#[test]
+fn heuristics_are_valid_on_random_training_graphs() {
+    // The shared generator: forward and backward nodes, colour classes spanning both,
+    // CPU-only nodes, tight memory.
+    let mut ran = 0;
+    for seed in 0..300u64 {
+        let Some(w) = common::random_workload(seed, common::Shape { max_nodes: 12, ..Default::default() }) else { continue };
+        let runs: Vec<(&dyn Method, Problem)> = vec![
+            (&LocalSearch, problem(&w, false)),
+            (&Partitioner, problem(&w, false)),
+            (&Greedy, problem(&w, true)),
+            (&PipeDream, problem(&w, true)),
+            (&PipeDreamTopo, problem(&w, true)),
+            (&Single, problem(&w, true)),
+        ];
+        for (method, p) in runs {
+            match plan(method, &p) {
+                Ok(plan) => {
+                    if let Some(e) = &plan.evaluation {
+                        assert!(e.is_valid(), "seed {seed}: {}: {:?}", method.name(), e.violations);
+                        ran += 1;
+                    }
+                }
+                Err(e) => panic!("seed {seed}: {}: {e}", method.name()),
+            }
+        }
+    }
+    assert!(ran > 500, "only {ran} plans");
 }
 
 #[test]

@@ -11,6 +11,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub mod bench;
+
 use crate::io::{read_placement, read_workload, write_atomically, IoError};
 use crate::model::{parse_bytes, DeviceSet, Workload, WorkloadError};
 use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
@@ -35,6 +37,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Regenerate the comparison over every published workload (docs/results.md).
     Reproduce(ReproduceArgs),
+    /// Time the DP on workload files (each in its own process): time, ideals, pairs, peak memory.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
@@ -282,6 +286,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Score(args) => run_score(args),
         Command::Compare(args) => run_compare(args),
         Command::Reproduce(args) => run_reproduce(args),
+        Command::Bench(args) => bench::run_bench(args),
     }
 }
 
@@ -356,7 +361,8 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let v = evaluation_json(&w, placement, Some(&plan.outcome), problem.objective, evaluation);
+        let mut v = evaluation_json(&w, placement, Some(&plan.outcome), problem.objective, evaluation);
+        v["peakMemoryBytes"] = serde_json::json!(bench::peak_memory_bytes());
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
     } else {
         write!(stdout, "{}", plan_table(&w, Some(&plan.outcome), problem.objective, evaluation))?;

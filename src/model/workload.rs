@@ -300,7 +300,7 @@ fn topological_order(nodes: &[Node], succ: &[Vec<usize>], pred: &[Vec<usize>]) -
         if seen[v] != usize::MAX {
             let mut cycle: Vec<i64> = walk[seen[v]..].iter().map(|&u| nodes[u].id).collect();
             cycle.reverse();
-            cycle.push(nodes[v].id);
+            cycle.push(cycle[0]);
             let path = cycle.iter().map(i64::to_string).collect::<Vec<_>>().join(" -> ");
             return Err(WorkloadError::Cycle { id: nodes[v].id, path });
         }

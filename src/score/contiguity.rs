@@ -6,6 +6,15 @@
 //! search per device from the classes just outside `X`, so O(k · (C + A)) for k devices,
 //! C classes and A class arcs. This check is written independently of the contraction's
 //! SCC fusion, which the solvers use.
+//!
+//! A contiguous *placement* also needs its devices in a pipeline order: the graph with an
+//! arc `d → d'` whenever a class arc goes from `d` to `d'` must be acyclic. Per-set
+//! contiguity alone admits two devices that feed each other (`a1 → b1` and `b2 → a2` with
+//! `a1, a2` on one device and `b1, b2` on another, no path `b1 ⇝ b2`): such a split is no
+//! chain of stages, cannot start its pieces in the latency model, and is not a chain of
+//! ideals `∅ ⊂ I_1 ⊂ … ⊂ V` — which is what MODEL.md's "equivalently `S = I \ J`" and
+//! the DP rely on. With an acyclic device graph, the union of the first devices in a
+//! topological order is an ideal, so every device's set is `I_i \ I_{i−1}`.
 
 use crate::model::contraction::{class_graph, class_index};
 use crate::model::{Device, Placement, Workload};
@@ -53,19 +62,102 @@ pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
             }
         }
         if let Some((last, back)) = found {
-            let mut walk = vec![back, last];
-            let mut x = last;
-            while !inside(x) {
-                x = parent[x];
-                walk.push(x);
-            }
-            walk.reverse();
-            let names: Vec<String> = walk.iter().map(|&c| format!("node {}", class_node[c])).collect();
-            out.push(Violation::NotContiguous {
-                device,
-                witness: format!("the path {} leaves the set and re-enters it", names.join(" -> ")),
-            });
+            out.push(walk_violation(device, last, back, &parent, &inside, &class_node));
+        }
+    }
+    if out.is_empty() {
+        if let Some(v) = device_cycle(&succ, &class_device, &class_node) {
+            out.push(v);
         }
     }
     out
+}
+
+fn walk_violation(
+    device: Device,
+    last: usize,
+    back: usize,
+    parent: &[usize],
+    inside: &dyn Fn(usize) -> bool,
+    class_node: &[i64],
+) -> Violation {
+    let mut walk = vec![back, last];
+    let mut x = last;
+    while !inside(x) {
+        x = parent[x];
+        walk.push(x);
+    }
+    walk.reverse();
+    let names: Vec<String> = walk.iter().map(|&c| format!("node {}", class_node[c])).collect();
+    Violation::NotContiguous {
+        device,
+        witness: format!("the path {} (between colour classes) leaves the set and re-enters it", names.join(" -> ")),
+    }
+}
+
+/// A cycle of devices feeding each other, if any (devices' sets already contiguous).
+fn device_cycle(succ: &[Vec<usize>], class_device: &[Option<Device>], class_node: &[i64]) -> Option<Violation> {
+    let mut arcs: std::collections::BTreeMap<(Device, Device), (i64, i64)> = Default::default();
+    for (a, list) in succ.iter().enumerate() {
+        for &b in list {
+            if let (Some(da), Some(db)) = (class_device[a], class_device[b]) {
+                if da != db {
+                    arcs.entry((da, db)).or_insert((class_node[a], class_node[b]));
+                }
+            }
+        }
+    }
+    let devices: std::collections::BTreeSet<Device> = arcs.keys().flat_map(|&(a, b)| [a, b]).collect();
+    // Depth-first search for a back arc; report the cycle it closes.
+    let mut state: std::collections::BTreeMap<Device, u8> = devices.iter().map(|&d| (d, 0)).collect();
+    let mut path: Vec<Device> = Vec::new();
+    fn visit(
+        d: Device,
+        arcs: &std::collections::BTreeMap<(Device, Device), (i64, i64)>,
+        state: &mut std::collections::BTreeMap<Device, u8>,
+        path: &mut Vec<Device>,
+    ) -> Option<Vec<Device>> {
+        state.insert(d, 1);
+        path.push(d);
+        for (&(_, next), _) in arcs.range((d, Device::Accelerator(0))..).take_while(|((a, _), _)| *a == d) {
+            match state[&next] {
+                1 => {
+                    let at = path.iter().position(|&x| x == next).expect("on the path");
+                    let mut cycle = path[at..].to_vec();
+                    cycle.push(next);
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(next, arcs, state, path) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(d, 2);
+        None
+    }
+    for &d in &devices {
+        if state[&d] == 0 {
+            if let Some(cycle) = visit(d, &arcs, &mut state, &mut path) {
+                let steps: Vec<String> = cycle
+                    .windows(2)
+                    .map(|p| {
+                        let (u, v) = arcs[&(p[0], p[1])];
+                        format!("{} -> {} (node {u} -> node {v})", p[0], p[1])
+                    })
+                    .collect();
+                return Some(Violation::NotContiguous {
+                    device: cycle[0],
+                    witness: format!(
+                        "the devices feed each other in a cycle: {}; no order of pipeline stages runs them",
+                        steps.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    None
 }

@@ -1,102 +1,132 @@
-//! Small random workloads for the baseline tests (deterministic per seed).
-
+//! Small random workloads for property tests, built from a seed so failures reproduce.
 #![allow(dead_code)]
 
 use dnnplace::model::{DeviceSet, Node, Workload};
-use dnnplace::solve::baselines::SplitMix64;
 
-/// Shape of a generated graph.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Shape {
-    /// `0 → 1 → … → n−1`.
-    Chain,
-    /// Each node after the first has one or two earlier predecessors.
-    Dag,
-}
+/// xorshift64*: enough randomness for test instances, no dependency.
+pub struct Rng(u64);
 
-/// Options of [`random_workload`].
-#[derive(Clone, Debug)]
-pub struct Spec {
-    pub nodes: usize,
-    pub shape: Shape,
-    pub accelerators: usize,
-    pub cpus: usize,
-    /// Memory per accelerator as a fraction of the total size (≥ 1: memory never binds).
-    pub memory_fraction: f64,
-    /// Probability that a node may run on the CPU only.
-    pub unsupported: f64,
-    /// Put pairs of consecutive nodes into one colour class with this probability.
-    pub paired_classes: f64,
-}
-
-impl Spec {
-    pub fn new(nodes: usize, shape: Shape, accelerators: usize, cpus: usize) -> Self {
-        Spec { nodes, shape, accelerators, cpus, memory_fraction: 2.0, unsupported: 0.0, paired_classes: 0.0 }
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+    /// A value with few significant digits, sometimes zero.
+    pub fn value(&mut self, max: u64) -> f64 {
+        if self.chance(0.15) {
+            0.0
+        } else {
+            (1 + self.below(max * 4)) as f64 / 4.0
+        }
     }
 }
 
-fn uniform(rng: &mut SplitMix64, lo: f64, hi: f64) -> f64 {
-    lo + (hi - lo) * (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+/// Knobs of [`random_workload`].
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub max_nodes: u64,
+    pub training: bool,
+    pub color_classes: bool,
+    pub unsupported: bool,
+    pub tight_memory: bool,
+    pub max_accelerators: u64,
+    pub max_cpus: u64,
 }
 
-/// A random workload, or `None` when the generated instance has no placement at all.
-pub fn random_workload(spec: &Spec, seed: u64) -> Option<Workload> {
-    let mut rng = SplitMix64::new(seed);
-    let n = spec.nodes;
-    let mut nodes = Vec::with_capacity(n);
-    let mut class = 0i64;
-    for v in 0..n {
-        if v == 0 || uniform(&mut rng, 0.0, 1.0) >= spec.paired_classes {
-            class += 1;
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            max_nodes: 8,
+            training: true,
+            color_classes: true,
+            unsupported: true,
+            tight_memory: true,
+            max_accelerators: 3,
+            max_cpus: 2,
         }
-        let fpga = (uniform(&mut rng, 0.5, 10.0) * 8.0).round() / 8.0;
+    }
+}
+
+/// A random valid workload, or `None` when the draw is invalid (e.g. infeasible).
+///
+/// Forward nodes come first; backward nodes (in training draws) come after them, so every
+/// edge `i → j` with `i < j` never goes backward → forward. Backward nodes usually share
+/// the colour class of a forward node ("mirror"), sometimes have a class of their own.
+pub fn random_workload(seed: u64, shape: Shape) -> Option<Workload> {
+    let mut r = Rng::new(seed);
+    let n = 1 + r.below(shape.max_nodes) as usize;
+    let backward = if shape.training && n >= 3 && r.chance(0.5) { r.below(n as u64 / 2 + 1) as usize } else { 0 };
+    let forward = n - backward;
+    let mut nodes = Vec::new();
+    for i in 0..n {
+        let is_backward = i >= forward;
+        let color_class = if !shape.color_classes {
+            None
+        } else if is_backward {
+            if r.chance(0.8) {
+                Some(r.below(forward as u64) as i64)
+            } else {
+                Some(100 + r.below(2) as i64)
+            }
+        } else if r.chance(0.3) {
+            Some(r.below(forward as u64) as i64)
+        } else if r.chance(0.5) {
+            Some(i as i64)
+        } else {
+            None
+        };
         nodes.push(Node {
-            id: v as i64 + 1,
-            name: None,
-            fpga_latency: fpga,
-            cpu_latency: fpga * uniform(&mut rng, 2.0, 8.0).round(),
-            size_bytes: uniform(&mut rng, 1.0, 100.0).round(),
-            supported_on_accelerator: uniform(&mut rng, 0.0, 1.0) >= spec.unsupported,
-            is_backward: false,
-            color_class: Some(class),
+            id: 10 * i as i64 + 3,
+            name: Some(format!("n{i}")),
+            fpga_latency: r.value(10),
+            cpu_latency: r.value(30),
+            size_bytes: r.value(8),
+            supported_on_accelerator: !(shape.unsupported && r.chance(0.12)),
+            is_backward,
+            color_class,
             layer_id: None,
         });
     }
-    let cost: Vec<f64> = (0..n).map(|_| (uniform(&mut rng, 0.0, 3.0) * 4.0).round() / 4.0).collect();
+    let mut cost = vec![0.0; n];
+    for c in cost.iter_mut() {
+        *c = r.value(4);
+    }
     let mut edges = Vec::new();
-    for v in 1..n {
-        let preds: Vec<usize> = match spec.shape {
-            Shape::Chain => vec![v - 1],
-            Shape::Dag => {
-                let a = rng.below(v);
-                let b = rng.below(v);
-                if a == b || uniform(&mut rng, 0.0, 1.0) < 0.5 {
-                    vec![a]
-                } else {
-                    vec![a, b]
-                }
+    for i in 0..n {
+        for j in i + 1..n {
+            let p = if j == i + 1 { 0.6 } else { 0.25 };
+            if r.chance(p) {
+                edges.push((nodes[i].id, nodes[j].id, cost[i], 0.0));
             }
-        };
-        for u in preds {
-            edges.push((u as i64 + 1, v as i64 + 1, cost[u], 0.0));
         }
     }
-    let total: f64 = nodes.iter().map(|n| n.size_bytes).sum();
-    let devices = DeviceSet {
-        accelerators: spec.accelerators,
-        memory_per_accelerator_bytes: (total * spec.memory_fraction).round(),
-        cpus: spec.cpus,
-    };
+    let total: f64 = nodes.iter().map(|x| x.size_bytes).sum();
+    let k = 1 + r.below(shape.max_accelerators) as usize;
+    let memory = if shape.tight_memory && r.chance(0.5) { (total / k as f64).ceil() + r.below(4) as f64 } else { total + 1.0 };
+    let devices = DeviceSet { accelerators: k, memory_per_accelerator_bytes: memory, cpus: r.below(shape.max_cpus + 1) as usize };
     Workload::new(nodes, edges, devices).ok()
 }
 
-/// `../shared/workloads/paper` next to the crate, if present.
-pub fn paper_dir() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/workloads/paper");
+/// Path to the shared workloads, or `None` (with a printed reason) when absent.
+pub fn shared_dir(sub: &str) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/workloads").join(sub);
     if dir.is_dir() {
         Some(dir)
+    } else if std::env::var_os("DNNPLACE_REQUIRE_SHARED").is_some() {
+        panic!("{} is absent but DNNPLACE_REQUIRE_SHARED is set", dir.display());
     } else {
-        println!("skipped: {} is absent", dir.display());
+        eprintln!("SKIPPED: {} is absent (tests over the published workloads need ../shared beside the checkout)", dir.display());
         None
     }
 }
