@@ -163,6 +163,9 @@ pub struct ReproduceArgs {
     /// Restarts (local search).
     #[arg(long, default_value_t = 10)]
     pub restarts: usize,
+    /// Workloads run at a time. [default: the number of cores]
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -391,7 +394,7 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
         restarts: args.restarts,
         ..Limits::default()
     };
-    let comparison = solve::compare::compare(&w, objective_of(args.objective, args.pieces), &limits, &list);
+    let comparison = solve::compare::compare(&w, objective_of(args.objective, args.pieces), &limits, &list, false);
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison_json(&comparison)).expect("json"))?;
@@ -427,8 +430,9 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         args.seed,
         args.restarts
     );
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let started = std::time::Instant::now();
-    let page = crate::report::reproduce::reproduce(&args.dir, &limits, &command, |case| {
+    let page = crate::report::reproduce::reproduce(&args.dir, &limits, &command, jobs, |case| {
         eprintln!("[{:>6.1} s] {}/{}", started.elapsed().as_secs_f64(), case.section, case.name);
     })?;
     if let Some(parent) = args.out.parent() {

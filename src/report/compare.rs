@@ -131,11 +131,23 @@ pub fn comparison_markdown(c: &Comparison) -> String {
         let cells = cells(r, c).map(|x| x.replace('|', "\\|"));
         let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
-    if !c.skipped.is_empty() {
+    let notes: Vec<String> = c
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let plan = r.result.as_ref().ok()?;
+            (!plan.outcome.stats.notes.is_empty())
+                .then(|| format!("- `{}`: {}", r.label(), plan.outcome.stats.notes.join("; ").replace('|', "\\|")))
+        })
+        .collect();
+    if !notes.is_empty() || !c.skipped.is_empty() {
         let _ = writeln!(s);
-        for sk in &c.skipped {
-            let _ = writeln!(s, "- not run: `{}` ({})", sk.method, sk.reason);
-        }
+    }
+    for note in notes {
+        let _ = writeln!(s, "{note}");
+    }
+    for sk in &c.skipped {
+        let _ = writeln!(s, "- not run: `{}` ({})", sk.method, sk.reason);
     }
     s
 }

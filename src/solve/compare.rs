@@ -55,14 +55,39 @@ impl Row {
 }
 
 /// Runs `methods` (typically [`super::methods`] with the expert's split filled in) on `w`.
-pub fn compare(w: &Workload, objective: Objective, limits: &Limits, methods: &[Box<dyn Method>]) -> Comparison {
-    let mut rows = Vec::new();
+///
+/// With `skip_proven_contiguous`, an exact method ([`Method::proves_optimality`]) that also
+/// handles the non-contiguous problem is not run on the contiguous one once an earlier method has proven the contiguous optimum
+/// (e.g. the IP after the DP): that row could only repeat a known value, and `reproduce`
+/// spends its time where it is informative. The skip is listed with its reason.
+pub fn compare(
+    w: &Workload,
+    objective: Objective,
+    limits: &Limits,
+    methods: &[Box<dyn Method>],
+    skip_proven_contiguous: bool,
+) -> Comparison {
+    let mut rows: Vec<Row> = Vec::new();
     let mut skipped = Vec::new();
     for method in methods {
         let problem = |contiguous| Problem { workload: w, objective, contiguous, limits: limits.clone() };
         let (contiguous, relaxed) = (problem(true), problem(false));
         let mut ran_contiguous = None;
-        let contiguous_support = method.supports(&contiguous);
+        let mut contiguous_support = method.supports(&contiguous);
+        let proven_by = rows.iter().find(|r| {
+            r.contiguous_problem && r.result.as_ref().is_ok_and(|p| p.outcome.status == Status::Optimal)
+        });
+        let exact = method.proves_optimality();
+        if let (true, true, Ok(()), Some(by), Ok(())) =
+            (skip_proven_contiguous, exact, &contiguous_support, proven_by, method.supports(&relaxed))
+        {
+            skipped.push(Skipped {
+                method: method.name().into(),
+                reason: format!("contiguous problem skipped: `{}` already proved its optimum; run on the non-contiguous one", by.method),
+            });
+            contiguous_support = Err("skipped".into());
+            ran_contiguous = Some(true);
+        }
         if contiguous_support.is_ok() {
             let result = plan(method.as_ref(), &contiguous).map_err(|e| e.to_string());
             ran_contiguous = Some(match &result {
@@ -82,7 +107,7 @@ pub fn compare(w: &Workload, objective: Objective, limits: &Limits, methods: &[B
             }
             Ok(()) => {}
             Err(why) => {
-                if let Err(why_contiguous) = contiguous_support {
+                if let (Err(why_contiguous), None) = (contiguous_support, ran_contiguous) {
                     let reason = if why == why_contiguous { why } else { format!("{why_contiguous}; {why}") };
                     skipped.push(Skipped { method: method.name().into(), reason: format!("does not support {reason}") });
                 }

@@ -159,6 +159,12 @@ pub trait Method: Sync {
     fn supports(&self, problem: &Problem) -> Result<(), String>;
     /// Solves; the plan is checked by [`plan`], not here.
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError>;
+    /// Whether the method proves optimality (an exact solver rather than a heuristic).
+    /// `compare` uses it to skip re-proving a contiguous optimum another method has
+    /// proven. [default: true for the registry's exact methods `dp`, `ip`, `brute-force`]
+    fn proves_optimality(&self) -> bool {
+        matches!(self.name(), "dp" | "ip" | "brute-force")
+    }
     /// Relative tolerance between the method's objective and the scorer's. [default: 1e-9]
     fn tolerance(&self) -> f64 {
         1e-9

@@ -53,12 +53,9 @@ impl Method for LocalSearch {
                 "no random start fits the devices' memory (and there is no CPU to take the rest)".into(),
             ));
         };
-        let mut notes: Vec<String> = search
-            .restarts
-            .iter()
-            .enumerate()
-            .map(|(r, x)| format!("restart {r}: start TPS {:.6} -> {:.6} after {} moves", x.start_tps, x.final_tps, x.moves))
-            .collect();
+        let runs: Vec<String> =
+            search.restarts.iter().map(|x| format!("{:.4} → {:.4} ({} moves)", x.start_tps, x.final_tps, x.moves)).collect();
+        let mut notes = vec![format!("{} restarts from seed {}, TPS start → local optimum: {}", runs.len(), problem.limits.seed, runs.join(", "))];
         notes.extend(search.notes);
         Ok(scored_outcome(self.name(), problem, placement, notes))
     }
