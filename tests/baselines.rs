@@ -8,7 +8,8 @@ use dnnplace::io::{parse_placement, parse_workload, read_placement, read_workloa
 use dnnplace::model::{Device, Placement};
 use dnnplace::solve::baselines::expert::Expert;
 use dnnplace::solve::baselines::greedy::Greedy;
-use dnnplace::solve::baselines::local_search::{search, LocalSearch};
+use dnnplace::solve::baselines::local_search::{search, LocalSearch, State};
+use dnnplace::solve::baselines::{ClassModel, SplitMix64};
 use dnnplace::solve::baselines::partitioner::Partitioner;
 use dnnplace::solve::baselines::pipedream::{PipeDream, PipeDreamTopo};
 use dnnplace::solve::baselines::single::Single;
@@ -122,6 +123,56 @@ fn local_search_is_valid_never_worse_than_its_starts_and_deterministic() {
         if w.len() <= 9 {
             let optimum = value(&BruteForce, &p);
             assert!(first.outcome.objective >= optimum * (1.0 - 1e-9));
+        }
+    }
+}
+
+#[test]
+fn local_search_prices_every_move_like_the_scorer() {
+    // The incremental loads of every candidate move, and the state after applying it,
+    // against the evaluator's loads of the moved plan.
+    for seed in 0..40u64 {
+        let mut spec = Spec::new(4 + (seed % 8) as usize, Shape::Dag, 1 + (seed % 3) as usize, (seed % 3) as usize);
+        spec.paired_classes = 0.3;
+        let Some(w) = random_workload(&spec, 5000 + seed) else { continue };
+        let m = ClassModel::new(&w);
+        let (k, l) = (w.devices().accelerators, w.devices().cpus);
+        let device_of = |i: usize| if i < k { Device::Accelerator(i) } else { Device::Cpu(i - k) };
+        let mut rng = SplitMix64::new(seed);
+        let start: Vec<usize> = (0..m.len()).map(|_| rng.below(k + l)).collect();
+        let mut state = State::new(&m, k, l, f64::INFINITY, start);
+        for round in 0..3 {
+            let loads_of = |assignment: &[usize]| {
+                let p = m.placement(&assignment.iter().map(|&i| device_of(i)).collect::<Vec<_>>());
+                let e = dnnplace::score::evaluate(&w, &p, false);
+                (0..k + l)
+                    .map(|i| e.devices.iter().find(|d| d.device == device_of(i)).map_or(0.0, |d| d.load))
+                    .collect::<Vec<f64>>()
+            };
+            let now = loads_of(&state.device);
+            for (i, (&a, &b)) in state.loads().iter().zip(&now).enumerate() {
+                assert!((a - b).abs() < 1e-9, "seed {seed} round {round}: device {i} incremental {a}, scorer {b}");
+            }
+            for x in 0..m.len() {
+                for b in 0..k + l {
+                    let a = state.device[x];
+                    if a == b {
+                        continue;
+                    }
+                    let (la, lb) = state.priced(x, b);
+                    let mut moved = state.device.clone();
+                    moved[x] = b;
+                    let after = loads_of(&moved);
+                    assert!((la - after[a]).abs() < 1e-9, "seed {seed}: moving class {x} {a}->{b}: source {la} vs {}", after[a]);
+                    assert!((lb - after[b]).abs() < 1e-9, "seed {seed}: moving class {x} {a}->{b}: target {lb} vs {}", after[b]);
+                }
+            }
+            let x = rng.below(m.len());
+            let b = (state.device[x] + 1 + rng.below(k + l - 1)) % (k + l);
+            if k + l > 1 {
+                let (la, lb) = state.priced(x, b);
+                state.apply(x, b, la, lb);
+            }
         }
     }
 }

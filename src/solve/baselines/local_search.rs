@@ -204,8 +204,14 @@ impl<'a> State<'a> {
         s
     }
 
-    /// The loads after moving `x` to `b`: `(new load of x's device, new load of b)`.
-    fn priced(&self, x: usize, b: usize) -> (f64, f64) {
+    /// Current load of every device (`0..k` accelerators, then CPUs).
+    pub fn loads(&self) -> &[f64] {
+        &self.load
+    }
+
+    /// The loads after moving class `x` to device `b`: `(new load of x's device, new load
+    /// of b)`, in O(deg(x)).
+    pub fn priced(&self, x: usize, b: usize) -> (f64, f64) {
         let (m, k, dn) = (self.m, self.k, self.devices);
         let a = self.device[x];
         let mut la = self.load[a] - if a < k { m.fpga[x] } else { m.cpu[x] };
@@ -235,7 +241,8 @@ impl<'a> State<'a> {
         (la, lb)
     }
 
-    fn apply(&mut self, x: usize, b: usize, la: f64, lb: f64) {
+    /// Moves class `x` to device `b`, given the loads [`State::priced`] computed.
+    pub fn apply(&mut self, x: usize, b: usize, la: f64, lb: f64) {
         let (m, k, dn) = (self.m, self.k, self.devices);
         let a = self.device[x];
         for &t in &m.incident[x] {
