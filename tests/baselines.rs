@@ -368,3 +368,106 @@ fn reference_figures_on_published_workloads() {
     let ls = value(&LocalSearch, &problem(&gnmt, false));
     assert!(ls <= 31.78 * 1.02, "local search {ls}");
 }
+
+const TINY: &str = r#"{"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1,
+  "nodes": [{"id": 1, "fpgaLatency": 1, "cpuLatency": 10, "size": 10},
+            {"id": 2, "fpgaLatency": 2, "cpuLatency": 10, "size": 10},
+            {"id": 3, "fpgaLatency": 3, "cpuLatency": 10, "size": 10},
+            {"id": 4, "fpgaLatency": 4, "cpuLatency": 10, "size": 10}],
+  "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 1, "destId": 3, "cost": 0.5},
+            {"sourceId": 2, "destId": 3, "cost": 0.25}, {"sourceId": 3, "destId": 4, "cost": 0.125}]}"#;
+
+fn dnnplace(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args).output().expect("the binary runs")
+}
+
+#[test]
+fn compare_runs_every_applicable_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("tiny.json");
+    std::fs::write(&workload, TINY).unwrap();
+    let split = dir.path().join("split.json");
+    std::fs::write(&split, r#"{"fpgas": [{"nodes": [1, 2]}, {"nodes": [3, 4]}], "cpus": []}"#).unwrap();
+    let out = dnnplace(&["compare", workload.to_str().unwrap(), "--json", "--split", split.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let ran: Vec<(String, bool)> =
+        rows.iter().map(|r| (r["method"].as_str().unwrap().to_string(), r["contiguousProblem"].as_bool().unwrap())).collect();
+    for (method, contiguous) in [
+        ("dp", true),
+        ("pipedream", true),
+        ("pipedream-topo", true),
+        ("local-search", false),
+        ("partitioner", false),
+        ("greedy", true),
+        ("single", true),
+        ("expert", true),
+        ("brute-force", true),
+        ("brute-force", false),
+    ] {
+        assert!(ran.contains(&(method.to_string(), contiguous)), "{method} (contiguous: {contiguous}) missing from {ran:?}");
+    }
+    for r in rows {
+        assert_eq!(r["valid"], serde_json::Value::Bool(true), "{r}");
+    }
+    // The exact optima bound every heuristic: brute force (non-contiguous) is the least TPS.
+    let tps = |m: &str, c: bool| {
+        rows.iter().find(|r| r["method"] == m && r["contiguousProblem"] == c).unwrap()["maxLoad"].as_f64().unwrap()
+    };
+    let best = tps("brute-force", false);
+    assert!(rows.iter().all(|r| r["maxLoad"].as_f64().unwrap() >= best * (1.0 - 1e-9)));
+    assert!((tps("dp", true) - tps("brute-force", true)).abs() < 1e-9);
+    // Text and Markdown variants print the same methods.
+    let text = dnnplace(&["compare", workload.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("local-search (non-contiguous)"));
+    let md = dnnplace(&["compare", workload.to_str().unwrap(), "--markdown"]);
+    assert!(String::from_utf8_lossy(&md.stdout).starts_with("| method | TPS |"));
+}
+
+#[test]
+fn reproduce_writes_the_results_page() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["throughput/layer", "latency/layer", "experts"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    std::fs::write(dir.path().join("throughput/layer/tiny_inference.json"), TINY).unwrap();
+    std::fs::write(dir.path().join("throughput/layer/tiny_training.json"), TINY).unwrap();
+    std::fs::write(dir.path().join("latency/layer/tiny_inference.json"), TINY).unwrap();
+    std::fs::write(
+        dir.path().join("experts/tiny_inference_expert.json"),
+        r#"{"fpgas": [{"nodes": [1, 2]}, {"nodes": [3, 4]}], "cpus": []}"#,
+    )
+    .unwrap();
+    let out_file = dir.path().join("docs/results.md");
+    let out = dnnplace(&[
+        "reproduce",
+        dir.path().to_str().unwrap(),
+        "--out",
+        out_file.to_str().unwrap(),
+        "--ip-time-limit",
+        "5s",
+        "--jobs",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&out_file).unwrap();
+    for needle in [
+        "## throughput/layer",
+        "## latency/layer",
+        "### throughput/layer/tiny_inference",
+        "expert split: `experts/tiny_inference_expert.json`",
+        "DP ≤ contiguous baselines",
+        "| tiny_training |",
+    ] {
+        assert!(page.contains(needle), "missing {needle:?} in\n{page}");
+    }
+    // The training graph without its own split uses the inference one.
+    let training = &page[page.find("### throughput/layer/tiny_training").unwrap()..];
+    assert!(training.contains("expert split: `experts/tiny_inference_expert.json`"));
+    assert!(!page.contains("**NO**"));
+    // An empty folder is an input error (exit 2), not an empty page.
+    let empty = tempfile::tempdir().unwrap();
+    let out = dnnplace(&["reproduce", empty.path().to_str().unwrap(), "--out", out_file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -127,14 +127,14 @@ pub fn repair(m: &ClassModel, w: &Workload, device: &mut [Device], notes: &mut V
     }
     let least_cpu = |cpu_load: &[f64]| (0..l).min_by(|&a, &b| cpu_load[a].total_cmp(&cpu_load[b]));
     let (mut unsupported_moved, mut memory_moved) = (0, 0);
-    for x in 0..m.len() {
-        if let Device::Accelerator(i) = device[x] {
+    for (x, slot) in device.iter_mut().enumerate() {
+        if let Device::Accelerator(i) = *slot {
             if !m.supported[x] {
                 let c = least_cpu(&cpu_load)?;
                 acc_compute[i] -= m.fpga[x];
                 acc_memory[i] -= m.size_bytes[x];
                 cpu_load[c] += m.cpu[x];
-                device[x] = Device::Cpu(c);
+                *slot = Device::Cpu(c);
                 unsupported_moved += 1;
             }
         }
