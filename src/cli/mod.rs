@@ -382,10 +382,12 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
         return Err(CliError::Input("--pieces must be at least 1".into()));
     }
     let w = load_workload(&args.workload, &args.devices)?;
-    let mut list: Vec<Box<dyn solve::Method>> = solve::methods().into_iter().filter(|m| m.name() != "expert").collect();
+    let mut list: Vec<Box<dyn solve::Method>> = solve::methods();
     if let Some(path) = &args.split {
         let split = read_placement(path, &w)?;
-        list.push(Box::new(Expert::new(split, path.display().to_string())));
+        for m in list.iter_mut().filter(|m| m.name() == "expert") {
+            *m = Box::new(Expert::new(split.clone(), path.display().to_string()));
+        }
     }
     let limits = Limits {
         time_limit_s: Some(args.ip_time_limit),
