@@ -77,8 +77,8 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     let devices = w.devices();
     let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
 
-    let ideals = Ideals::enumerate(&c, limits.max_ideals)
-        .map_err(|e| SolveError::TooManyIdeals { found: e.found, limit: limits.max_ideals })?;
+    let limit = limits.max_ideals.min(ideal_budget(c.len(), (k + 1) * (l + 1)));
+    let ideals = Ideals::enumerate(&c, limit).map_err(|e| SolveError::TooManyIdeals { found: e.found, limit })?;
     let n_ideals = ideals.len();
     let summaries: Vec<IdealSummary> = (0..n_ideals).into_par_iter().map(|i| cost.summarize(ideals.get(i))).collect();
 
@@ -110,6 +110,33 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
         (keys.partition_point(|&x| x < hi_key - bound - slack), keys.partition_point(|&x| x <= hi_key + slack))
     };
 
+    // Live states: (l', k') at I can lie on a split of value ≤ U only if the compute of I
+    // fits k' accelerators and l' CPUs, and the rest fits the other devices. A CPU with load
+    // ≤ U holds at most `cpu_absorb` = U · max_g fpga(g)/cpu(g) of accelerator compute.
+    let total_fpga = summaries[n_ideals - 1].fpga;
+    let ratio = c
+        .groups
+        .iter()
+        .map(|g| if g.fpga_latency == 0.0 { 0.0 } else if g.cpu_latency == 0.0 { f64::INFINITY } else { g.fpga_latency / g.cpu_latency })
+        .fold(0.0, f64::max);
+    let cpu_absorb = bound * ratio;
+    let live = |fpga: f64, cl: usize| -> (usize, usize) {
+        if !bound.is_finite() {
+            return (0, k);
+        }
+        let slack = 1e-9 * total_fpga.max(1.0);
+        let absorb = |cpus: usize| if cpus == 0 { 0.0 } else { cpus as f64 * cpu_absorb };
+        let before = fpga - absorb(cl) - slack;
+        let after = total_fpga - fpga - absorb(l - cl) - slack;
+        let lo = if before <= 0.0 { 0 } else { (before / bound).ceil() as usize };
+        let hi = if after <= 0.0 { k } else { k.saturating_sub((after / bound).ceil() as usize) };
+        if lo > hi || (after > 0.0 && (after / bound).ceil() as usize > k) {
+            (1, 0)
+        } else {
+            (lo, hi)
+        }
+    };
+
     let pairs = AtomicU64::new(0);
     for level in 1..ideals.level_start.len() - 1 {
         let (lo, hi) = (ideals.level_start[level], ideals.level_start[level + 1]);
@@ -119,11 +146,29 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
             |(offset, (best, link))| {
                 let i = lo + offset;
                 let (si, bits) = (&summaries[i], ideals.get(i));
+                let bands: Vec<(usize, usize)> = (0..=l).map(|cl| live(si.fpga, cl)).collect();
+                if bands.iter().all(|&(a, b)| a > b) {
+                    return;
+                }
+                // The largest value a live state could still improve to, capped by the bound.
+                let cap = |best: &[f64], from_k: usize, from_l: usize| {
+                    let mut m: f64 = 0.0;
+                    for (cl, &(a, b)) in bands.iter().enumerate().skip(from_l) {
+                        for ck in a.max(from_k)..=b {
+                            m = m.max(best[cl * k1 + ck].min(bound));
+                        }
+                    }
+                    m
+                };
                 let mut evaluated = 0u64;
                 if k > 0 {
                     let (a, b) = window(&fpga_keys, si.fpga);
-                    for &j in &by_fpga[a..b] {
+                    let mut limit = cap(best, 1, 0);
+                    for &j in by_fpga[a..b].iter().rev() {
                         let j = j as usize;
+                        if si.fpga - summaries[j].fpga > limit {
+                            break;
+                        }
                         if j >= lo || !is_subset(ideals.get(j), bits) {
                             continue;
                         }
@@ -135,40 +180,51 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
                             continue;
                         }
                         let row = &done[j * s..(j + 1) * s];
-                        for cl in 0..=l {
-                            for ck in 1..=k {
+                        let mut improved = false;
+                        for (cl, &(ka, kb)) in bands.iter().enumerate() {
+                            for ck in ka.max(1)..=kb {
                                 let st = cl * k1 + ck;
                                 let v = row[st - 1].max(load);
                                 if v < best[st] {
                                     best[st] = v;
                                     link[st] = (ACC, j as u32);
+                                    improved = true;
                                 }
                             }
+                        }
+                        if improved {
+                            limit = cap(best, 1, 0);
                         }
                     }
                 }
                 if l > 0 {
                     let (a, b) = window(&cpu_keys, si.cpu);
-                    for &j in &by_cpu[a..b] {
+                    let mut limit = cap(best, 0, 1);
+                    for &j in by_cpu[a..b].iter().rev() {
                         let j = j as usize;
+                        let load = PairCost::cpu_load(si, &summaries[j]);
+                        if load > limit {
+                            break;
+                        }
                         if j >= lo || !is_subset(ideals.get(j), bits) {
                             continue;
                         }
-                        let load = PairCost::cpu_load(si, &summaries[j]);
                         evaluated += 1;
-                        if load > bound {
-                            continue;
-                        }
                         let row = &done[j * s..(j + 1) * s];
-                        for cl in 1..=l {
-                            for ck in 0..=k {
+                        let mut improved = false;
+                        for (cl, &(ka, kb)) in bands.iter().enumerate().skip(1) {
+                            for ck in ka..=kb {
                                 let st = cl * k1 + ck;
                                 let v = row[st - k1].max(load);
                                 if v < best[st] {
                                     best[st] = v;
                                     link[st] = (CPU, j as u32);
+                                    improved = true;
                                 }
                             }
+                        }
+                        if improved {
+                            limit = cap(best, 0, 1);
                         }
                     }
                 }
@@ -239,6 +295,17 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     let placement = Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical();
     stats.time_s = start.elapsed().as_secs_f64();
     Ok(Outcome { method: "dp".into(), placement: Some(placement), objective, bound: objective, status: Status::Optimal, stats })
+}
+
+/// Memory the DP may use for its tables, bytes.
+pub const MEMORY_BUDGET_BYTES: usize = 1536 << 20;
+
+/// How many ideals fit [`MEMORY_BUDGET_BYTES`]: per ideal, its bitset (twice while
+/// enumerating), its summary and `s` states of value and back link.
+pub fn ideal_budget(groups: usize, states: usize) -> usize {
+    let words = groups.div_ceil(64).max(1);
+    let per_ideal = 2 * (words * 8 + 24) + 96 + states * (8 + 8);
+    MEMORY_BUDGET_BYTES / per_ideal
 }
 
 /// The best chain split over two topological orders of the groups (index order, and a
