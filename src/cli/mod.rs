@@ -17,8 +17,9 @@ pub mod bench;
 
 use crate::io::{read_placement, read_workload, write_atomically, IoError};
 use crate::model::{parse_bytes, DeviceSet, Workload, WorkloadError};
-use crate::report::{evaluation_json, placement_json, plan_table};
+use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
 use crate::score::evaluate;
+use crate::solve::baselines::expert::Expert;
 use crate::solve::{self, Limits, Objective, Problem, SolveError, Status};
 
 #[derive(Parser, Debug)]
@@ -34,6 +35,10 @@ pub enum Command {
     Plan(PlanArgs),
     /// Score a placement file against a workload: validity, loads, TPS, latency.
     Score(ScoreArgs),
+    /// Run every applicable method on a workload and print one comparison table.
+    Compare(CompareArgs),
+    /// Regenerate the comparison over every published workload (docs/results.md).
+    Reproduce(ReproduceArgs),
     /// Time the DP on workload files (each in its own process): time, ideals, pairs, peak memory.
     Bench(bench::BenchArgs),
     /// Cost models: `devices`, `import`, `generate` (see costmodel_cmds).
@@ -104,12 +109,71 @@ pub struct PlanArgs {
     /// Restarts (local search).
     #[arg(long, default_value_t = 10)]
     pub restarts: usize,
+    /// The split to score with --method expert (placement JSON, MODEL.md shape).
+    #[arg(long, value_name = "FILE")]
+    pub split: Option<PathBuf>,
     /// Write the placement (MODEL.md shape) to this file, atomically.
     #[arg(long, value_name = "PLAN.json")]
     pub out: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Workload JSON file.
+    pub workload: PathBuf,
+    /// What to compare on (the table shows TPS and latency either way).
+    #[arg(long, value_enum, default_value = "throughput")]
+    pub objective: ObjectiveArg,
+    /// Latency: the most contiguous pieces one accelerator may hold.
+    #[arg(long, default_value_t = 1, value_name = "Q")]
+    pub pieces: usize,
+    #[command(flatten)]
+    pub devices: DeviceFlags,
+    /// An expert split to include (placement JSON, MODEL.md shape).
+    #[arg(long, value_name = "FILE")]
+    pub split: Option<PathBuf>,
+    /// Time limit of each method run (the IP's, and local search's), e.g. 60s.
+    #[arg(long, value_parser = parse_seconds, value_name = "TIME", default_value = "60s")]
+    pub ip_time_limit: f64,
+    /// Largest number of ideals the DP may enumerate.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_ideals: usize,
+    /// Random seed (local search, partitioner).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Restarts (local search).
+    #[arg(long, default_value_t = 10)]
+    pub restarts: usize,
+    /// Print JSON instead of a table.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print a Markdown table.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReproduceArgs {
+    /// The published workloads: a folder with throughput/, latency/ and experts/.
+    pub dir: PathBuf,
+    /// Where to write the Markdown page.
+    #[arg(long, value_name = "FILE", default_value = "docs/results.md")]
+    pub out: PathBuf,
+    /// Time limit of each method run (the IP's, and local search's), e.g. 60s.
+    #[arg(long, value_parser = parse_seconds, value_name = "TIME", default_value = "60s")]
+    pub ip_time_limit: f64,
+    /// Random seed (local search, partitioner).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Restarts (local search).
+    #[arg(long, default_value_t = 10)]
+    pub restarts: usize,
+    /// Workloads run at a time. [default: the number of cores]
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -231,6 +295,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Plan(args) => run_plan(args),
         Command::Score(args) => run_score(args),
+        Command::Compare(args) => run_compare(args),
+        Command::Reproduce(args) => run_reproduce(args),
         Command::Bench(args) => bench::run_bench(args),
         Command::Cost(command) => costmodel_cmds::run_cost_command(command),
     }
@@ -274,9 +340,17 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         costmodel_cmds::check_no_cost_flags(&args.workload, &args.model)?;
         load_workload(&args.workload, &args.devices)?
     };
-    let method = solve::method_by_name(&args.method).ok_or_else(|| {
+    let mut method = solve::method_by_name(&args.method).ok_or_else(|| {
         CliError::Input(format!("unknown method '{}'; known: {}", args.method, solve::method_names().join(", ")))
     })?;
+    match (&args.split, method.name()) {
+        (Some(path), "expert") => {
+            let split = read_placement(path, &w)?;
+            method = Box::new(Expert::new(split, path.display().to_string()));
+        }
+        (Some(_), other) => return Err(CliError::Input(format!("--split is for --method expert, not {other}"))),
+        (None, _) => {}
+    }
     let problem = Problem {
         workload: &w,
         objective: objective_of(args.objective, args.pieces),
@@ -313,6 +387,79 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
             writeln!(stdout, "placement written to {}", out.display())?;
         }
     }
+    stdout.flush()?;
+    Ok(())
+}
+
+fn run_compare(args: CompareArgs) -> Result<(), CliError> {
+    if args.pieces == 0 {
+        return Err(CliError::Input("--pieces must be at least 1".into()));
+    }
+    let w = load_workload(&args.workload, &args.devices)?;
+    let mut list: Vec<Box<dyn solve::Method>> = solve::methods();
+    if let Some(path) = &args.split {
+        let split = read_placement(path, &w)?;
+        for m in list.iter_mut().filter(|m| m.name() == "expert") {
+            *m = Box::new(Expert::new(split.clone(), path.display().to_string()));
+        }
+    }
+    let limits = Limits {
+        time_limit_s: Some(args.ip_time_limit),
+        max_ideals: args.max_ideals,
+        seed: args.seed,
+        restarts: args.restarts,
+        ..Limits::default()
+    };
+    let comparison = solve::compare::compare(&w, objective_of(args.objective, args.pieces), &limits, &list, false);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison_json(&comparison)).expect("json"))?;
+    } else if args.markdown {
+        write!(stdout, "{}", comparison_markdown(&comparison))?;
+    } else {
+        writeln!(
+            stdout,
+            "workload: {}   nodes: {}   accelerators: {} x {}   cpus: {}",
+            args.workload.display(),
+            w.len(),
+            w.devices().accelerators,
+            crate::report::table::human_bytes(w.devices().memory_per_accelerator_bytes),
+            w.devices().cpus
+        )?;
+        write!(stdout, "{}", comparison_text(&comparison))?;
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
+    let limits = Limits {
+        time_limit_s: Some(args.ip_time_limit),
+        seed: args.seed,
+        restarts: args.restarts,
+        ..Limits::default()
+    };
+    let command = format!(
+        "dnnplace reproduce {} --ip-time-limit {}s --seed {} --restarts {}",
+        args.dir.display(),
+        args.ip_time_limit,
+        args.seed,
+        args.restarts
+    );
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let started = std::time::Instant::now();
+    let page = crate::report::reproduce::reproduce(&args.dir, &limits, &command, jobs, |case| {
+        eprintln!("[{:>6.1} s] {}/{}", started.elapsed().as_secs_f64(), case.section, case.name);
+    })?;
+    if let Some(parent) = args.out.parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| CliError::Input(format!("{}: {e}", parent.display())))?;
+        }
+    }
+    write_atomically(&args.out, &page)?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "wrote {} in {:.1} s", args.out.display(), started.elapsed().as_secs_f64())?;
     stdout.flush()?;
     Ok(())
 }

@@ -62,7 +62,7 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
         if let Some(p) = o.stats.ideal_pairs {
             extra.push(format!("ideal pairs: {p}"));
         }
-        if o.bound.is_finite() && o.status != Status::Optimal {
+        if o.bound.is_finite() && o.bound > 0.0 && o.status != Status::Optimal {
             extra.push(format!("lower bound: {:.9}", o.bound));
         }
         if !extra.is_empty() {

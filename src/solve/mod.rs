@@ -11,10 +11,15 @@
 //! - [`chain`]: optimal split of one topological order into consecutive stages;
 //! - [`leaf_folding`]: zero-cost leaves folded into their neighbour before the DP;
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
-//! - [`brute_force`]: exhaustive search, the oracle of the tests.
+//! - [`brute_force`]: exhaustive search, the oracle of the tests;
+//! - [`compare`]: every applicable method on one workload;
+//! - [`baselines`]: the paper's baselines (PipeDream, local search, METIS, greedy,
+//!   single accelerator, expert splits).
 
+pub mod baselines;
 pub mod brute_force;
 pub mod chain;
+pub mod compare;
 pub mod dp;
 pub mod ideal_cost;
 pub mod ideals;
@@ -154,6 +159,12 @@ pub trait Method: Sync {
     fn supports(&self, problem: &Problem) -> Result<(), String>;
     /// Solves; the plan is checked by [`plan`], not here.
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError>;
+    /// Whether the method proves optimality (an exact solver rather than a heuristic).
+    /// `compare` uses it to skip re-proving a contiguous optimum another method has
+    /// proven. [default: true for the registry's exact methods `dp`, `ip`, `brute-force`]
+    fn proves_optimality(&self) -> bool {
+        matches!(self.name(), "dp" | "ip" | "brute-force")
+    }
     /// Relative tolerance between the method's objective and the scorer's. [default: 1e-9]
     fn tolerance(&self) -> f64 {
         1e-9
@@ -228,7 +239,17 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
 
 /// Every method the command line knows, by name.
 pub fn methods() -> Vec<Box<dyn Method>> {
-    vec![Box::new(dp::Dp), Box::new(brute_force::BruteForce)]
+    vec![
+        Box::new(dp::Dp),
+        Box::new(baselines::pipedream::PipeDream),
+        Box::new(baselines::pipedream::PipeDreamTopo),
+        Box::new(baselines::local_search::LocalSearch),
+        Box::new(baselines::partitioner::Partitioner),
+        Box::new(baselines::greedy::Greedy),
+        Box::new(baselines::single::Single),
+        Box::new(baselines::expert::Expert::default()),
+        Box::new(brute_force::BruteForce),
+    ]
 }
 
 /// Names of [`methods`].

@@ -1,0 +1,103 @@
+//! `greedy`: the latency baseline. Walk the groups of the colour-class DAG
+//! ([`Contraction`]) in topological order and fill accelerator 0 while its memory allows,
+//! then accelerator 1, and so on; when the accelerators are used up, everything left goes
+//! to the CPU. A group that may not run on an accelerator (or exceeds one accelerator's
+//! memory by itself) goes to a CPU and closes the current accelerator, so every
+//! accelerator holds one run of consecutive groups: one contiguous piece.
+//!
+//! CPU runs: under the latency rules CPU cores are as many as needed, so each run of
+//! consecutive CPU groups gets its own core (contiguous). Under the throughput rules the
+//! runs share the ℓ cores (run `r` on core `min(r, ℓ−1)`); when that breaks contiguity of
+//! a contiguous problem, the outcome is infeasible with that reason.
+//!
+//! Complexity: O(n + m) after the contraction.
+
+use super::{infeasible_outcome, scored_outcome};
+use crate::model::contraction::Contraction;
+use crate::model::Device;
+use crate::solve::{Method, Objective, Outcome, Problem, SolveError};
+
+/// Topological first-fit onto accelerators (`--method greedy`).
+pub struct Greedy;
+
+impl Method for Greedy {
+    fn name(&self) -> &'static str {
+        "greedy"
+    }
+
+    fn supports(&self, _problem: &Problem) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        let w = problem.workload;
+        let d = w.devices();
+        let latency = matches!(problem.objective, Objective::Latency { .. });
+        let c = Contraction::new(w);
+        let (k, memory) = (d.accelerators, d.memory_per_accelerator_bytes);
+        let mut group_device = vec![Device::Cpu(0); c.len()];
+        let (mut acc, mut used, mut open) = (0usize, 0.0f64, false);
+        let mut cpu_runs = 0usize;
+        let mut on_cpu = false;
+        for (g, group) in c.groups.iter().enumerate() {
+            let fits_alone = group.supported_on_accelerator && group.size_bytes <= memory;
+            let mut placed = None;
+            if fits_alone && acc < k {
+                if open && used + group.size_bytes > memory {
+                    acc += 1;
+                    open = false;
+                    used = 0.0;
+                }
+                if acc < k {
+                    placed = Some(Device::Accelerator(acc));
+                    used += group.size_bytes;
+                    open = true;
+                }
+            }
+            let device = match placed {
+                Some(dev) => {
+                    on_cpu = false;
+                    dev
+                }
+                None => {
+                    if open {
+                        acc += 1;
+                        open = false;
+                        used = 0.0;
+                    }
+                    if !on_cpu {
+                        cpu_runs += 1;
+                        on_cpu = true;
+                    }
+                    let run = cpu_runs - 1;
+                    Device::Cpu(if latency { run } else { run.min(d.cpus.saturating_sub(1)) })
+                }
+            };
+            group_device[g] = device;
+        }
+        if !latency && cpu_runs > 0 && d.cpus == 0 {
+            return Ok(infeasible_outcome(
+                self.name(),
+                "the accelerators' memory is used up (or a node may not run on one) and there is no CPU".into(),
+            ));
+        }
+        let placement = crate::model::Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect());
+        let mut notes = Vec::new();
+        if cpu_runs > 0 {
+            notes.push(format!("{cpu_runs} runs of groups on CPUs"));
+        }
+        if problem.contiguous && !latency && cpu_runs > d.cpus {
+            let e = crate::score::evaluate(w, &placement, false);
+            if !e.is_contiguous() {
+                return Ok(infeasible_outcome(
+                    self.name(),
+                    format!(
+                        "the fill leaves {cpu_runs} separate runs for {} CPUs, which is not contiguous; allow non-contiguous splits",
+                        d.cpus
+                    ),
+                ));
+            }
+        }
+        Ok(scored_outcome(self.name(), problem, placement, notes))
+    }
+}

@@ -1,0 +1,232 @@
+//! The baselines of the paper's evaluation, each a [`Method`](super::Method):
+//!
+//! | method | module | contiguous | objective |
+//! | --- | --- | --- | --- |
+//! | `pipedream` | [`pipedream`] | yes | TPS: biconnected pieces fused into a chain, split optimally |
+//! | `pipedream-topo` | [`pipedream`] | yes | TPS: a topological order split optimally (reference figures) |
+//! | `local-search` | [`local_search`] | no | TPS: best-improvement class moves from random starts |
+//! | `partitioner` | [`partitioner`] | no | TPS: METIS k-way partition of the class graph, then repaired |
+//! | `greedy` | [`greedy`] | yes | any: accelerators filled in topological order while memory allows |
+//! | `single` | [`single`] | yes | any: everything on one accelerator |
+//! | `expert` | [`expert`] | as given | any: a human split read from a file |
+//!
+//! The non-contiguous baselines work on colour classes ([`ClassModel`]): the unit every
+//! placement must keep together. Their loads are those of MODEL.md computed through
+//! communication hyperedges over classes, exactly like [`Contraction::communication_hyperedges`]
+//! does over groups, so a move of one class changes only the loads of its two devices.
+//!
+//! [`Contraction::communication_hyperedges`]: crate::model::contraction::Contraction::communication_hyperedges
+
+pub mod expert;
+pub mod greedy;
+pub mod local_search;
+pub mod partitioner;
+pub mod pipedream;
+pub mod single;
+
+use crate::model::contraction::class_index;
+use crate::model::{Device, Placement, Workload};
+
+/// The workload seen as colour classes: per-class sums and the communication hyperedges.
+#[derive(Clone, Debug)]
+pub struct ClassModel {
+    /// `class[v]` for node index `v`.
+    pub class: Vec<usize>,
+    /// Σ fpgaLatency per class.
+    pub fpga: Vec<f64>,
+    /// Σ cpuLatency per class.
+    pub cpu: Vec<f64>,
+    /// Σ size per class, bytes.
+    pub size_bytes: Vec<f64>,
+    /// Every node of the class may run on an accelerator.
+    pub supported: Vec<bool>,
+    /// Hyperedges `T(u) = {class(u)} ∪ {class(x) : u → x}` with `|T| > 1`, equal sets
+    /// merged (costs added); each set sorted.
+    pub hyperedges: Vec<(Vec<usize>, f64)>,
+    /// `incident[x]`: indices of the hyperedges that contain class `x`.
+    pub incident: Vec<Vec<usize>>,
+}
+
+impl ClassModel {
+    /// Builds the class model. O(n + m) plus hashing of the hyperedges.
+    pub fn new(w: &Workload) -> ClassModel {
+        let (class, classes) = class_index(w);
+        let mut fpga = vec![0.0; classes];
+        let mut cpu = vec![0.0; classes];
+        let mut size_bytes = vec![0.0; classes];
+        let mut supported = vec![true; classes];
+        for (v, node) in w.nodes().iter().enumerate() {
+            let x = class[v];
+            fpga[x] += node.fpga_latency;
+            cpu[x] += node.cpu_latency;
+            size_bytes[x] += node.size_bytes;
+            supported[x] &= node.supported_on_accelerator;
+        }
+        let mut map: std::collections::HashMap<Vec<usize>, f64> = Default::default();
+        for u in 0..w.len() {
+            let c = w.out_cost(u);
+            if c == 0.0 {
+                continue;
+            }
+            let mut t: Vec<usize> =
+                std::iter::once(class[u]).chain(w.successors(u).iter().map(|&x| class[x])).collect();
+            t.sort_unstable();
+            t.dedup();
+            if t.len() > 1 {
+                *map.entry(t).or_insert(0.0) += c;
+            }
+        }
+        let mut hyperedges: Vec<(Vec<usize>, f64)> = map.into_iter().collect();
+        hyperedges.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut incident = vec![Vec::new(); classes];
+        for (t, (set, _)) in hyperedges.iter().enumerate() {
+            for &x in set {
+                incident[x].push(t);
+            }
+        }
+        ClassModel { class, fpga, cpu, size_bytes, supported, hyperedges, incident }
+    }
+
+    /// Number of classes.
+    pub fn len(&self) -> usize {
+        self.fpga.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fpga.is_empty()
+    }
+
+    /// The node-level placement of a device per class.
+    pub fn placement(&self, device_of_class: &[Device]) -> Placement {
+        Placement::new(self.class.iter().map(|&x| device_of_class[x]).collect())
+    }
+}
+
+/// Makes a class assignment valid, deterministically, and says what it moved:
+/// 1. a class that may not run on an accelerator goes to the least-loaded CPU;
+/// 2. while an accelerator exceeds its memory, its largest class (by size, then index)
+///    moves to the fitting accelerator with the least compute, or else to the
+///    least-loaded CPU.
+///
+/// Returns `None` when a class fits nowhere (no CPU and no accelerator with room).
+/// Complexity: O(C · (k + ℓ)) moves of C classes at most.
+pub fn repair(m: &ClassModel, w: &Workload, device: &mut [Device], notes: &mut Vec<String>) -> Option<()> {
+    let d = w.devices();
+    let (k, l, memory) = (d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
+    let mut cpu_load = vec![0.0; l];
+    let mut acc_compute = vec![0.0; k];
+    let mut acc_memory = vec![0.0; k];
+    for (x, dev) in device.iter().enumerate() {
+        match *dev {
+            Device::Cpu(i) => cpu_load[i] += m.cpu[x],
+            Device::Accelerator(i) => {
+                acc_compute[i] += m.fpga[x];
+                acc_memory[i] += m.size_bytes[x];
+            }
+        }
+    }
+    let least_cpu = |cpu_load: &[f64]| (0..l).min_by(|&a, &b| cpu_load[a].total_cmp(&cpu_load[b]));
+    let (mut unsupported_moved, mut memory_moved) = (0, 0);
+    for (x, slot) in device.iter_mut().enumerate() {
+        if let Device::Accelerator(i) = *slot {
+            if !m.supported[x] {
+                let c = least_cpu(&cpu_load)?;
+                acc_compute[i] -= m.fpga[x];
+                acc_memory[i] -= m.size_bytes[x];
+                cpu_load[c] += m.cpu[x];
+                *slot = Device::Cpu(c);
+                unsupported_moved += 1;
+            }
+        }
+    }
+    for i in 0..k {
+        while acc_memory[i] > memory {
+            let x = (0..m.len())
+                .filter(|&x| device[x] == Device::Accelerator(i))
+                .max_by(|&a, &b| m.size_bytes[a].total_cmp(&m.size_bytes[b]).then(b.cmp(&a)))?;
+            let target = (0..k)
+                .filter(|&j| j != i && acc_memory[j] + m.size_bytes[x] <= memory)
+                .min_by(|&a, &b| acc_compute[a].total_cmp(&acc_compute[b]).then(a.cmp(&b)));
+            acc_compute[i] -= m.fpga[x];
+            acc_memory[i] -= m.size_bytes[x];
+            match target {
+                Some(j) => {
+                    acc_compute[j] += m.fpga[x];
+                    acc_memory[j] += m.size_bytes[x];
+                    device[x] = Device::Accelerator(j);
+                }
+                None => {
+                    let c = least_cpu(&cpu_load)?;
+                    cpu_load[c] += m.cpu[x];
+                    device[x] = Device::Cpu(c);
+                }
+            }
+            memory_moved += 1;
+        }
+    }
+    if unsupported_moved > 0 {
+        notes.push(format!("{unsupported_moved} colour classes not supported on accelerators moved to CPUs"));
+    }
+    if memory_moved > 0 {
+        notes.push(format!("{memory_moved} colour classes moved off accelerators that exceeded their memory"));
+    }
+    Some(())
+}
+
+/// A small deterministic generator (SplitMix64): the same seed gives the same plans on
+/// every platform, with no dependency.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// A heuristic's outcome: the plan scored by the evaluator under the problem's objective.
+pub(crate) fn scored_outcome(method: &str, problem: &super::Problem, placement: Placement, notes: Vec<String>) -> super::Outcome {
+    let latency_rules = matches!(problem.objective, super::Objective::Latency { .. });
+    let e = crate::score::evaluate(problem.workload, &placement, latency_rules);
+    super::Outcome {
+        method: method.into(),
+        objective: problem.objective.value(&e),
+        placement: Some(placement),
+        bound: 0.0,
+        status: super::Status::Heuristic,
+        stats: super::Stats { notes, ..super::Stats::default() },
+    }
+}
+
+/// An outcome without a plan, with a reason a person can act on.
+pub(crate) fn infeasible_outcome(method: &str, reason: String) -> super::Outcome {
+    super::Outcome {
+        method: method.into(),
+        placement: None,
+        objective: f64::INFINITY,
+        bound: 0.0,
+        status: super::Status::Infeasible { reason },
+        stats: super::Stats::default(),
+    }
+}
+
+/// `Err` unless the objective is TPS: the planners below minimise the max load only.
+pub(crate) fn throughput_only(problem: &super::Problem) -> Result<(), String> {
+    match problem.objective {
+        super::Objective::Throughput => Ok(()),
+        other => Err(format!("the {} objective (it minimises TPS)", other.name())),
+    }
+}

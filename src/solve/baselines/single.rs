@@ -1,0 +1,50 @@
+//! `single`: every node on one accelerator, when it fits.
+//!
+//! The plan needs no communication: its TPS and its latency both equal Σ fpgaLatency.
+//! Infeasible when a node may not run on an accelerator or the nodes need more memory
+//! than one accelerator has. Contiguous for every objective.
+
+use super::{infeasible_outcome, scored_outcome};
+use crate::model::{Device, Placement};
+use crate::report::table::human_bytes;
+use crate::solve::{Method, Outcome, Problem, SolveError};
+
+/// Everything on accelerator 0 (`--method single`).
+pub struct Single;
+
+impl Method for Single {
+    fn name(&self) -> &'static str {
+        "single"
+    }
+
+    fn supports(&self, _problem: &Problem) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        let w = problem.workload;
+        let d = w.devices();
+        if d.accelerators == 0 {
+            return Ok(infeasible_outcome(self.name(), "the device set has no accelerator".into()));
+        }
+        if let Some(node) = w.nodes().iter().find(|n| !n.supported_on_accelerator) {
+            return Ok(infeasible_outcome(
+                self.name(),
+                format!("node {} may not run on an accelerator", node.id),
+            ));
+        }
+        let total: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
+        if total > d.memory_per_accelerator_bytes {
+            return Ok(infeasible_outcome(
+                self.name(),
+                format!(
+                    "the nodes need {} in all, more than one accelerator's {}",
+                    human_bytes(total),
+                    human_bytes(d.memory_per_accelerator_bytes)
+                ),
+            ));
+        }
+        let placement = Placement::new(vec![Device::Accelerator(0); w.len()]);
+        Ok(scored_outcome(self.name(), problem, placement, Vec::new()))
+    }
+}
