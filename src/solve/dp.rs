@@ -114,20 +114,14 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     // fits k' accelerators and l' CPUs, and the rest fits the other devices. A CPU with load
     // ≤ U holds at most `cpu_absorb` = U · max_g fpga(g)/cpu(g) of accelerator compute.
     let total_fpga = summaries[n_ideals - 1].fpga;
-    let ratio = c
-        .groups
-        .iter()
-        .map(|g| if g.fpga_latency == 0.0 { 0.0 } else if g.cpu_latency == 0.0 { f64::INFINITY } else { g.fpga_latency / g.cpu_latency })
-        .fold(0.0, f64::max);
-    let cpu_absorb = bound * ratio;
+    let absorb = CpuAbsorption::new(&c);
     let live = |fpga: f64, cl: usize| -> (usize, usize) {
         if !bound.is_finite() {
             return (0, k);
         }
         let slack = 1e-9 * total_fpga.max(1.0);
-        let absorb = |cpus: usize| if cpus == 0 { 0.0 } else { cpus as f64 * cpu_absorb };
-        let before = fpga - absorb(cl) - slack;
-        let after = total_fpga - fpga - absorb(l - cl) - slack;
+        let before = fpga - absorb.at(cl as f64 * bound) - slack;
+        let after = total_fpga - fpga - absorb.at((l - cl) as f64 * bound) - slack;
         let lo = if before <= 0.0 { 0 } else { (before / bound).ceil() as usize };
         let hi = if after <= 0.0 { k } else { k.saturating_sub((after / bound).ceil() as usize) };
         if lo > hi || (after > 0.0 && (after / bound).ceil() as usize > k) {
@@ -160,14 +154,33 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
                     }
                     m
                 };
+                // A split of J on a accelerators and b CPUs with max load v has
+                // F(J) ≤ a·v + absorb(b·v), so J can improve state (l', k') only if
+                // F(J) < (k' − 1)·best + absorb(l'·best).
+                let reach = |best: &[f64]| {
+                    let mut m: f64 = 0.0;
+                    for (cl, &(a, b)) in bands.iter().enumerate() {
+                        for ck in a.max(1)..=b {
+                            let v = best[cl * k1 + ck].min(bound);
+                            m = m.max((ck - 1) as f64 * v + absorb.at(cl as f64 * v));
+                        }
+                    }
+                    m * (1.0 + 1e-9) + 1e-12
+                };
                 let mut evaluated = 0u64;
                 if k > 0 {
                     let (a, b) = window(&fpga_keys, si.fpga);
                     let mut limit = cap(best, 1, 0);
-                    for &j in by_fpga[a..b].iter().rev() {
+                    let mut above = reach(best);
+                    let top = a + fpga_keys[a..b].partition_point(|&x| x <= above);
+                    for &j in by_fpga[a..top].iter().rev() {
                         let j = j as usize;
-                        if si.fpga - summaries[j].fpga > limit {
+                        let fj = summaries[j].fpga;
+                        if si.fpga - fj > limit {
                             break;
+                        }
+                        if fj > above {
+                            continue;
                         }
                         if j >= lo || !is_subset(ideals.get(j), bits) {
                             continue;
@@ -194,6 +207,7 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
                         }
                         if improved {
                             limit = cap(best, 1, 0);
+                            above = reach(best);
                         }
                     }
                 }
@@ -295,6 +309,50 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     let placement = Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical();
     stats.time_s = start.elapsed().as_secs_f64();
     Ok(Outcome { method: "dp".into(), placement: Some(placement), objective, bound: objective, status: Status::Optimal, stats })
+}
+
+/// The most accelerator compute CPUs can take off the accelerators within a CPU-time
+/// budget `B`: the fractional knapsack `max Σ x_g·fpga(g)` s.t. `Σ x_g·cpu(g) ≤ B`,
+/// `0 ≤ x ≤ 1` — groups by decreasing fpga/cpu ratio, the last one split. An upper bound on
+/// any real choice of groups, so pruning with it is exact.
+struct CpuAbsorption {
+    /// Prefix sums of cpu and fpga time by decreasing ratio (groups with cpu = 0 excluded).
+    cum: Vec<(f64, f64)>,
+    /// fpga time of groups with no CPU time: absorbed for free.
+    free: f64,
+}
+
+impl CpuAbsorption {
+    fn new(c: &Contraction) -> Self {
+        let mut groups: Vec<(f64, f64)> =
+            c.groups.iter().filter(|g| g.cpu_latency > 0.0 && g.fpga_latency > 0.0).map(|g| (g.cpu_latency, g.fpga_latency)).collect();
+        groups.sort_by(|a, b| (b.1 / b.0).total_cmp(&(a.1 / a.0)));
+        let mut cum = vec![(0.0, 0.0)];
+        for (cpu, fpga) in groups {
+            let &(pc, pf) = cum.last().expect("non-empty");
+            cum.push((pc + cpu, pf + fpga));
+        }
+        let free = c.groups.iter().filter(|g| g.cpu_latency == 0.0).map(|g| g.fpga_latency).sum();
+        CpuAbsorption { cum, free }
+    }
+
+    fn at(&self, budget: f64) -> f64 {
+        if budget <= 0.0 {
+            return 0.0;
+        }
+        if !budget.is_finite() {
+            return f64::INFINITY;
+        }
+        let i = self.cum.partition_point(|&(c, _)| c <= budget);
+        let absorbed = if i == self.cum.len() {
+            self.cum[i - 1].1
+        } else {
+            let (c0, f0) = self.cum[i - 1];
+            let (c1, f1) = self.cum[i];
+            f0 + (f1 - f0) * (budget - c0) / (c1 - c0)
+        };
+        (absorbed + self.free) * (1.0 + 1e-9)
+    }
 }
 
 /// Memory the DP may use for its tables, bytes.
