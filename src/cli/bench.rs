@@ -23,6 +23,21 @@ pub struct BenchArgs {
     /// Print a Markdown table.
     #[arg(long)]
     pub markdown: bool,
+    /// Folder of human-expert splits: `X_expert.json` (or, for `X_training`, the inference
+    /// split `X_inference_expert.json`) is scored for workload `X.json` in an extra column.
+    #[arg(long, value_name = "DIR")]
+    pub experts: Option<PathBuf>,
+}
+
+/// The expert split for a workload file, if the folder has one.
+fn expert_for(dir: &std::path::Path, workload: &std::path::Path) -> Option<PathBuf> {
+    let stem = workload.file_stem()?.to_str()?;
+    let own = dir.join(format!("{stem}_expert.json"));
+    if own.exists() {
+        return Some(own);
+    }
+    let inference = dir.join(format!("{}_expert.json", stem.strip_suffix("_training")?.to_owned() + "_inference"));
+    inference.exists().then_some(inference)
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`), bytes.
@@ -56,11 +71,16 @@ fn collect(path: &PathBuf, out: &mut Vec<PathBuf>) -> Result<(), CliError> {
 pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     let mut files = Vec::new();
     for p in &args.paths {
-        collect(p, &mut files)?;
+        let mut found = Vec::new();
+        collect(p, &mut found)?;
+        files.extend(found.into_iter().map(|f| {
+            let short = f.strip_prefix(p).ok().filter(|s| !s.as_os_str().is_empty()).map(|s| s.with_extension(""));
+            (short.map_or_else(|| f.display().to_string(), |s| s.display().to_string()), f)
+        }));
     }
     let exe = std::env::current_exe().map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;
     let mut rows = Vec::new();
-    for file in &files {
+    for (name, file) in &files {
         let wall = std::time::Instant::now();
         let output = std::process::Command::new(&exe)
             .arg("plan")
@@ -72,10 +92,28 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
             .output()
             .map_err(|e| CliError::Internal(format!("running {}: {e}", exe.display())))?;
         let wall_s = wall.elapsed().as_secs_f64();
-        let name = file.display().to_string();
+        let name = name.clone();
+        let expert = match args.experts.as_deref().and_then(|d| expert_for(d, file)) {
+            None => "-".to_string(),
+            Some(split) => {
+                let w = crate::io::read_workload(file)?;
+                // A split of the same name may belong to another granularity (layer vs operator).
+                match crate::io::read_placement(&split, &w) {
+                    Err(_) => "n/a (other graph)".to_string(),
+                    Ok(p) => {
+                        let e = crate::score::evaluate(&w, &p, false);
+                        if e.is_valid() {
+                            format!("{:.6}", e.max_load)
+                        } else {
+                            format!("invalid: {}", e.violations[0])
+                        }
+                    }
+                }
+            }
+        };
         if !output.status.success() {
             let err = String::from_utf8_lossy(&output.stderr).trim().replace('\n', " ");
-            rows.push(vec![name, "failed".into(), err, String::new(), String::new(), String::new(), String::new()]);
+            rows.push(vec![name, "failed".into(), err, String::new(), String::new(), String::new(), String::new(), expert]);
             continue;
         }
         let v: serde_json::Value = serde_json::from_slice(&output.stdout)
@@ -90,9 +128,10 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
             int("idealPairs"),
             v["peakMemoryBytes"].as_u64().map_or("-".into(), |b| format!("{:.1}", b as f64 / (1024.0 * 1024.0))),
             format!("{:.9}", num("value").unwrap_or(f64::NAN)),
+            expert,
         ]);
     }
-    let header = ["workload", "solve s", "wall s", "ideals", "ideal pairs", "peak MiB", "objective"];
+    let header = ["workload", "solve s", "wall s", "ideals", "ideal pairs", "peak MiB", "objective", "expert"];
     let mut stdout = std::io::stdout().lock();
     if args.markdown {
         writeln!(stdout, "| {} |", header.join(" | "))?;
