@@ -1,0 +1,312 @@
+//! The latency IP: the call model of MODEL.md with up to `q` pieces per accelerator.
+//!
+//! Each accelerator d has `q` *slots* `(d, j)`; a slot is one call (piece). Units g
+//! (classes, or groups when contiguous), nodes v with unit `g(v)`, `U` an upper bound on
+//! the optimum (the best plan we hold), `Π = n + kq` (more than the longest chain of
+//! items), items being the pieces and the CPU nodes.
+//!
+//! ```text
+//! x[g,d,j] ∈ {0,1}   unit g in slot j of accelerator d (0 if unsupported or too large)
+//! Σ_{d,j} x[g,d,j] ≤ 1                    the rest runs on CPUs: cpu_g = 1 − Σ x
+//! Σ_{j,g} size_g x[g,d,j] ≤ M             memory of accelerator d, shared by its pieces
+//! D[d,j] ≥ Σ_g fpga_g x[g,d,j] + Σ_u c(u) z[u,d,j]      duration of the call;
+//!          z[u,d,j] ≥ cut of T(u) by the slot (units::cut_indicator): u ∈ In ∪ Out
+//! F_v ≥ cpu_v · cpu_g(v)  and  F_v ≥ F_u + cpu_v · cpu_g(v)   (u → v)     CPU nodes
+//! F_v ≥ S[d,j] + D[d,j] − U (1 − x[g(v),d,j])           a piece's nodes end with it
+//! S[d,j] ≥ F_u − U (1 − x[g(v),d,j] + x[g(u),d,j])  (u → v, g(u) ≠ g(v))
+//!          a piece starts when its inputs from outside are ready
+//! S[d,j+1] ≥ S[d,j] + D[d,j];  S[d,j] + D[d,j] ≤ L;  F_v ≤ L ≤ U;   minimise L
+//! ```
+//!
+//! **Acyclicity.** Calls must not wait on each other in a cycle, or the scorer would cut
+//! them differently. Times alone do not forbid cycles of zero-duration items (the
+//! published graphs have many zero-latency nodes), so positions do:
+//!
+//! ```text
+//! π_v, P[d,j] ∈ [0, Π];   |π_v − P[d,j]| ≤ (Π+1)(1 − x[g(v),d,j])
+//! π_v ≥ π_u + 1 − (Π+1) · Σ_{d,j} w[g(u),g(v),d,j]   (u → v, g(u) ≠ g(v)),
+//!          w[a,b,d,j] ≤ x[a,d,j], w ≤ x[b,d,j]       (same piece ⇒ no +1)
+//! π_v ≥ π_u   (u → v, g(u) = g(v));   P[d,j+1] ≥ P[d,j] + 1
+//! ```
+//!
+//! Every cycle of the item graph passes through a piece and so has an arc between two
+//! different items, whose +1 makes the positions infeasible. Conversely an acyclic item
+//! graph has a topological numbering that satisfies them.
+//!
+//! **Exactness w.r.t. the scorer.** With q = 1 the scorer keeps each accelerator's set in
+//! one piece exactly when the item graph is acyclic (a cut is made only on a cyclic
+//! dependency), and its latency is then the longest path with these durations, so the IP
+//! is exact. With q ≥ 2 the scorer cuts greedily — a node joins the open piece unless
+//! that creates a cycle — so pieces are runs of the topological order; the IP keeps that
+//! interval shape (σ below) but chooses the cut points itself, which can be better than
+//! the greedy cut (a piece cut early may start sooner). The IP is then a *relaxation*:
+//! its bound is valid, its plan is re-cut and re-scored by the scorer, and the result is
+//! called optimal only if the scored plan meets the bound.
+//!
+//! ```text
+//! σ[t,d,j] ∈ [0,1] (j = 1..q−1, t = topological position): piece j of d has opened by t
+//! σ[t,d,j] ≥ σ[t−1,d,j],  σ[t,d,j+1] ≤ σ[t,d,j]
+//! x[g(v),d,j] ≤ σ[t(v),d,j]  (j ≥ 1),   x[g(v),d,j] ≤ 1 − σ[t(v),d,j+1]
+//! ```
+//!
+//! Contiguity (when asked: per-set contiguity and a pipeline order of the devices on the
+//! group DAG, [`super::units::device_order`]) and symmetry use the accelerator membership `Σ_j x[g,d,j]`
+//! (see [`super::units`]); CPU units get one CPU label each, so CPU sets are trivially
+//! contiguous (latency ignores maxCPUs).
+
+use std::collections::{HashMap, HashSet};
+
+use super::units::{contiguity, cut_indicator, device_order, symmetry, Units};
+use super::{candidate, finish, run, Builder, Candidate, Var};
+use crate::model::{Device, Placement};
+use crate::solve::{dp, Outcome, Problem, SolveError, Stats};
+
+/// Solves the latency IP with at most `q` pieces per accelerator.
+pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
+    let w = problem.workload;
+    let n = w.len();
+    let units = Units::new(w, problem.contiguous);
+    let n_units = units.len();
+    let devices = w.devices();
+    let (k, memory) = (devices.accelerators, devices.memory_per_accelerator_bytes);
+    let cpu_label = |g: usize| Device::Cpu(if problem.contiguous { g } else { 0 });
+    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
+
+    // Plans we already hold: all on CPU, as much as fits on one accelerator, the DP plan.
+    let mut held: Vec<Candidate> = Vec::new();
+    let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
+    held.extend(candidate(problem, all_cpu, "all on CPU"));
+    if k > 0 {
+        let mut used = 0.0;
+        let device: Vec<Device> = (0..n_units)
+            .map(|g| {
+                if units.fits_accelerator(g, memory - used) {
+                    used += units.size[g];
+                    Device::Accelerator(0)
+                } else {
+                    cpu_label(g)
+                }
+            })
+            .collect();
+        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "one accelerator"));
+    }
+    match dp::solve(w, &problem.limits) {
+        Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
+        Err(e) => stats.notes.push(format!("no DP plan: {e}")),
+    }
+    let warm = held.into_iter().min_by(|a, b| a.score.total_cmp(&b.score));
+    let upper = warm.as_ref().map_or_else(
+        || units.cpu.iter().sum::<f64>() + (0..n).map(|v| w.out_cost(v)).sum::<f64>() * 2.0 + units.fpga.iter().sum::<f64>(),
+        |c| c.score,
+    );
+    let big = upper * (1.0 + 1e-6) + 1e-6;
+    let positions = (n + k * q) as f64;
+    let big_pos = positions + 1.0;
+
+    let mut b = Builder::new();
+    // x[d][j][g]
+    let x: Vec<Vec<Vec<Var>>> = (0..k)
+        .map(|_| (0..q).map(|_| (0..n_units).map(|g| b.binary(0.0, units.fits_accelerator(g, memory))).collect()).collect())
+        .collect();
+    let latency = b.continuous(1.0, 0.0, big);
+    let finish_t: Vec<Var> = (0..n).map(|_| b.continuous(0.0, 0.0, big)).collect();
+    let pos: Vec<Var> = (0..n).map(|_| b.continuous(0.0, 0.0, positions)).collect();
+    let start: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
+    let duration: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
+    let slot_pos: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, positions)).collect()).collect();
+    let on_acc = |g: usize| -> Vec<(Var, f64)> { x.iter().flatten().map(|slot| (slot[g], 1.0)).collect() };
+
+    for g in 0..n_units {
+        if units.fits_accelerator(g, memory) {
+            b.le(&on_acc(g), 1.0);
+        }
+    }
+    if units.size.iter().any(|&s| s > 0.0) && units.size.iter().sum::<f64>() > memory {
+        for slots in &x {
+            let terms: Vec<(Var, f64)> = slots
+                .iter()
+                .flat_map(|slot| (0..n_units).filter(|&g| units.size[g] > 0.0).map(|g| (slot[g], units.size[g])))
+                .collect();
+            b.le(&terms, memory);
+        }
+    }
+    // Durations.
+    let hyperedges = units.hyperedges(w, false);
+    for d in 0..k {
+        for j in 0..q {
+            let mut terms: Vec<(Var, f64)> =
+                (0..n_units).filter(|&g| units.fpga[g] != 0.0).map(|g| (x[d][j][g], units.fpga[g])).collect();
+            for e in &hyperedges {
+                let members: Vec<Var> = e.units.iter().map(|&g| x[d][j][g]).collect();
+                terms.push((cut_indicator(&mut b, &members), e.cost));
+            }
+            terms.push((duration[d][j], -1.0));
+            b.le(&terms, 0.0);
+            // End within the latency; slots one after another.
+            b.le(&[(start[d][j], 1.0), (duration[d][j], 1.0), (latency, -1.0)], 0.0);
+            if j + 1 < q {
+                b.ge(&[(start[d][j + 1], 1.0), (start[d][j], -1.0), (duration[d][j], -1.0)], 0.0);
+                b.ge(&[(slot_pos[d][j + 1], 1.0), (slot_pos[d][j], -1.0)], 1.0);
+            }
+        }
+    }
+    // Node times and positions.
+    let mut same_piece: HashMap<(usize, usize), Vec<(Var, f64)>> = HashMap::new();
+    let mut start_rows: HashSet<(usize, usize)> = HashSet::new();
+    for v in 0..n {
+        let g = units.unit_of[v];
+        let cpu_v = w.node(v).cpu_latency;
+        b.le(&[(finish_t[v], 1.0), (latency, -1.0)], 0.0);
+        // F_v ≥ cpu_v (1 − Σx)
+        let mut terms = vec![(finish_t[v], 1.0)];
+        if cpu_v != 0.0 {
+            terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, cpu_v)));
+            b.ge(&terms, cpu_v);
+        }
+        for &u in w.predecessors(v) {
+            let mut terms = vec![(finish_t[v], 1.0), (finish_t[u], -1.0)];
+            if cpu_v != 0.0 {
+                terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, cpu_v)));
+            }
+            b.ge(&terms, cpu_v);
+            let gu = units.unit_of[u];
+            if gu == g {
+                b.ge(&[(pos[v], 1.0), (pos[u], -1.0)], 0.0);
+                continue;
+            }
+            // π_v ≥ π_u + 1 − (Π+1) Σ w
+            let same = same_piece.entry((gu, g)).or_insert_with(|| {
+                let mut list = Vec::new();
+                if units.fits_accelerator(gu, memory) && units.fits_accelerator(g, memory) {
+                    for slots in &x {
+                        for slot in slots {
+                            let wv = b.continuous(0.0, 0.0, 1.0);
+                            b.le(&[(wv, 1.0), (slot[gu], -1.0)], 0.0);
+                            b.le(&[(wv, 1.0), (slot[g], -1.0)], 0.0);
+                            list.push((wv, big_pos));
+                        }
+                    }
+                }
+                list
+            });
+            let mut terms = vec![(pos[v], 1.0), (pos[u], -1.0)];
+            terms.extend(same.iter().copied());
+            b.ge(&terms, 1.0);
+            // S[d,j] ≥ F_u − U (1 − x[g] + x[gu])
+            if units.fits_accelerator(g, memory) && start_rows.insert((u, g)) {
+                for d in 0..k {
+                    for j in 0..q {
+                        b.ge(
+                            &[(start[d][j], 1.0), (finish_t[u], -1.0), (x[d][j][g], -big), (x[d][j][gu], big)],
+                            -big,
+                        );
+                    }
+                }
+            }
+        }
+        if units.fits_accelerator(g, memory) {
+            for d in 0..k {
+                for j in 0..q {
+                    let xv = x[d][j][g];
+                    // F_v ≥ S + D − U (1 − x)
+                    b.ge(&[(finish_t[v], 1.0), (start[d][j], -1.0), (duration[d][j], -1.0), (xv, -big)], -big);
+                    // |π_v − P| ≤ (Π+1)(1 − x)
+                    b.le(&[(pos[v], 1.0), (slot_pos[d][j], -1.0), (xv, big_pos)], big_pos);
+                    b.le(&[(slot_pos[d][j], 1.0), (pos[v], -1.0), (xv, big_pos)], big_pos);
+                }
+            }
+        }
+    }
+    // Pieces are runs of the topological order (q ≥ 2).
+    if q >= 2 {
+        let order = w.topological_order();
+        for d in 0..k {
+            // sigma[j-1][t] for j = 1..q-1
+            let sigma: Vec<Vec<Var>> = (1..q).map(|_| (0..n).map(|_| b.continuous(0.0, 0.0, 1.0)).collect()).collect();
+            for (t, &v) in order.iter().enumerate() {
+                let g = units.unit_of[v];
+                for jj in 0..q - 1 {
+                    if t > 0 {
+                        b.ge(&[(sigma[jj][t], 1.0), (sigma[jj][t - 1], -1.0)], 0.0);
+                    }
+                    if jj + 1 < q - 1 {
+                        b.le(&[(sigma[jj + 1][t], 1.0), (sigma[jj][t], -1.0)], 0.0);
+                    }
+                }
+                if !units.fits_accelerator(g, memory) {
+                    continue;
+                }
+                for j in 0..q {
+                    if j >= 1 {
+                        b.le(&[(x[d][j][g], 1.0), (sigma[j - 1][t], -1.0)], 0.0);
+                    }
+                    if j + 1 < q {
+                        b.le(&[(x[d][j][g], 1.0), (sigma[j][t], 1.0)], 1.0);
+                    }
+                }
+            }
+        }
+    }
+    // Accelerator memberships for contiguity and symmetry.
+    let member: Vec<Vec<Var>> = if q == 1 {
+        x.iter().map(|slots| slots[0].clone()).collect()
+    } else {
+        x.iter()
+            .map(|slots| {
+                (0..n_units)
+                    .map(|g| {
+                        let a = b.continuous(0.0, 0.0, 1.0);
+                        let mut terms: Vec<(Var, f64)> = slots.iter().map(|slot| (slot[g], 1.0)).collect();
+                        terms.push((a, -1.0));
+                        b.eq(&terms, 0.0);
+                        a
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    if problem.contiguous {
+        for row in &member {
+            contiguity(&mut b, row, &units.arcs);
+        }
+        device_order(&mut b, &member, &units.arcs, n_units);
+    }
+    symmetry(&mut b, &member);
+
+    // Warm start from a held plan whose accelerators each hold one piece (slot 0).
+    let warm_values = warm.as_ref().and_then(|c| {
+        let e = crate::score::evaluate(w, &c.placement, true);
+        if e.latency.max_pieces() > 1 {
+            return None;
+        }
+        let dev = super::units::canonical_devices(&units, &c.placement.assignment)?;
+        let mut values = Vec::with_capacity(b.integer_columns.len());
+        for d in 0..k {
+            for j in 0..q {
+                values.extend((0..n_units).map(|g| f64::from(j == 0 && dev[g] == Device::Accelerator(d))));
+            }
+        }
+        Some(values)
+    });
+    stats.notes.push(format!(
+        "{} units, {} slots, {} hyperedges, {} columns, {} rows",
+        n_units,
+        k * q,
+        hyperedges.len(),
+        b.columns(),
+        b.rows
+    ));
+
+    let solved = run(b, problem, warm_values.as_deref())?;
+    let from_ip = solved.columns.as_ref().map(|values| {
+        let device: Vec<Device> = (0..n_units)
+            .map(|g| {
+                (0..k)
+                    .find(|&d| x[d].iter().map(|slot| values[slot[g].index()]).sum::<f64>() > 0.5)
+                    .map_or(cpu_label(g), Device::Accelerator)
+            })
+            .collect();
+        Placement::new(units.unit_of.iter().map(|&g| device[g]).collect())
+    });
+    finish(problem, &solved, from_ip, warm, q == 1, stats)
+}
