@@ -6,14 +6,17 @@
 //! items), items being the pieces and the CPU nodes.
 //!
 //! ```text
-//! x[g,d,j] ∈ {0,1}   unit g in slot j of accelerator d (0 if unsupported or too large)
-//! Σ_{d,j} x[g,d,j] ≤ 1                    the rest runs on CPUs: cpu_g = 1 − Σ x
-//! Σ_{j,g} size_g x[g,d,j] ≤ M             memory of accelerator d, shared by its pieces
+//! x[i,d,j] ∈ {0,1}   item i in slot j of accelerator d (0 if its unit is unsupported or
+//!                    too large); items are the units when q = 1 and single nodes when
+//!                    q ≥ 2 (the scorer may put one class's nodes in different pieces)
+//! a[g,d] = Σ_j x[i,d,j] for every item i of unit g     colour classes share accelerators
+//! Σ_d a[g,d] ≤ 1                          the rest runs on CPUs: cpu_g = 1 − Σ a
+//! Σ_g size_g a[g,d] ≤ M                   memory of accelerator d, shared by its pieces
 //! D[d,j] ≥ Σ_g fpga_g x[g,d,j] + Σ_u c(u) z[u,d,j]      duration of the call;
 //!          z[u,d,j] ≥ cut of T(u) by the slot (units::cut_indicator): u ∈ In ∪ Out
-//! F_v ≥ cpu_v · cpu_g(v)  and  F_v ≥ F_u + cpu_v · cpu_g(v)   (u → v)     CPU nodes
-//! F_v ≥ S[d,j] + D[d,j] − U (1 − x[g(v),d,j])           a piece's nodes end with it
-//! S[d,j] ≥ F_u − U (1 − x[g(v),d,j] + x[g(u),d,j])  (u → v, g(u) ≠ g(v))
+//! F_v ≥ cpu_v · (1 − Σ_{d,j} x[i(v),d,j])  and  F_v ≥ F_u + cpu_v · (1 − Σ_{d,j} x[i(v),d,j])   (u → v)     CPU nodes
+//! F_v ≥ S[d,j] + D[d,j] − U (1 − x[i(v),d,j])           a piece's nodes end with it
+//! S[d,j] ≥ F_u − U (1 − x[i(v),d,j] + x[i(u),d,j])  (u → v, i(u) ≠ i(v))
 //!          a piece starts when its inputs from outside are ready
 //! S[d,j+1] ≥ S[d,j] + D[d,j];  S[d,j] + D[d,j] ≤ L;  F_v ≤ L ≤ U;   minimise L
 //! ```
@@ -23,10 +26,10 @@
 //! published graphs have many zero-latency nodes), so positions do:
 //!
 //! ```text
-//! π_v, P[d,j] ∈ [0, Π];   |π_v − P[d,j]| ≤ (Π+1)(1 − x[g(v),d,j])
-//! π_v ≥ π_u + 1 − (Π+1) · Σ_{d,j} w[g(u),g(v),d,j]   (u → v, g(u) ≠ g(v)),
+//! π_v, P[d,j] ∈ [0, Π];   |π_v − P[d,j]| ≤ (Π+1)(1 − x[i(v),d,j])
+//! π_v ≥ π_u + 1 − (Π+1) · Σ_{d,j} w[i(u),i(v),d,j]   (u → v, i(u) ≠ i(v)),
 //!          w[a,b,d,j] ≤ x[a,d,j], w ≤ x[b,d,j]       (same piece ⇒ no +1)
-//! π_v ≥ π_u   (u → v, g(u) = g(v));   P[d,j+1] ≥ P[d,j] + 1
+//! π_v ≥ π_u   (u → v, i(u) = i(v));   P[d,j+1] ≥ P[d,j] + 1
 //! ```
 //!
 //! Every cycle of the item graph passes through a piece and so has an arc between two
@@ -46,11 +49,11 @@
 //! ```text
 //! σ[t,d,j] ∈ [0,1] (j = 1..q−1, t = topological position): piece j of d has opened by t
 //! σ[t,d,j] ≥ σ[t−1,d,j],  σ[t,d,j+1] ≤ σ[t,d,j]
-//! x[g(v),d,j] ≤ σ[t(v),d,j]  (j ≥ 1),   x[g(v),d,j] ≤ 1 − σ[t(v),d,j+1]
+//! x[i(v),d,j] ≤ σ[t(v),d,j]  (j ≥ 1),   x[i(v),d,j] ≤ 1 − σ[t(v),d,j+1]
 //! ```
 //!
 //! Contiguity (when asked: per-set contiguity and a pipeline order of the devices on the
-//! group DAG, [`super::units::device_order`]) and symmetry use the accelerator membership `Σ_j x[g,d,j]`
+//! group DAG, [`super::units::device_order`]) and symmetry use the accelerator membership `a[g,d]`
 //! (see [`super::units`]); CPU units get one CPU label each, so CPU sets are trivially
 //! contiguous (latency ignores maxCPUs).
 
@@ -94,6 +97,16 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
         Err(e) => stats.notes.push(format!("no DP plan: {e}")),
     }
+    if q >= 2 {
+        // The one-piece IP is exact; its plan is a valid plan with q pieces, so the
+        // relaxation below never returns anything worse. It gets half the time limit.
+        let mut one = problem.clone();
+        one.objective = crate::solve::Objective::Latency { pieces: 1 };
+        one.limits.time_limit_s = problem.limits.time_limit_s.map(|t| t / 2.0);
+        let o = solve(&one, 1)?;
+        stats.notes.push(format!("one-piece IP: {} ({:?})", o.objective, o.status));
+        held.extend(o.placement.and_then(|p| candidate(problem, p, "one-piece ip")));
+    }
     let warm = held.into_iter().min_by(|a, b| a.score.total_cmp(&b.score));
     let upper = warm.as_ref().map_or_else(
         || units.cpu.iter().sum::<f64>() + (0..n).map(|v| w.out_cost(v)).sum::<f64>() * 2.0 + units.fpga.iter().sum::<f64>(),
@@ -103,10 +116,17 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let positions = (n + k * q) as f64;
     let big_pos = positions + 1.0;
 
+    // Slot items: the units when q = 1; single nodes when q ≥ 2, since the scorer may
+    // put the nodes of one colour class in different pieces of their accelerator.
+    let items = if q == 1 { units.clone() } else { Units::singletons(w) };
+    let n_items = items.len();
+    let item_fits: Vec<bool> =
+        (0..n_items).map(|i| units.fits_accelerator(units.unit_of[items.nodes[i][0]], memory)).collect();
+
     let mut b = Builder::new();
-    // x[d][j][g]
+    // x[d][j][i]
     let x: Vec<Vec<Vec<Var>>> = (0..k)
-        .map(|_| (0..q).map(|_| (0..n_units).map(|g| b.binary(0.0, units.fits_accelerator(g, memory))).collect()).collect())
+        .map(|_| (0..q).map(|_| (0..n_items).map(|i| b.binary(0.0, item_fits[i])).collect()).collect())
         .collect();
     let latency = b.continuous(1.0, 0.0, big);
     let finish_t: Vec<Var> = (0..n).map(|_| b.continuous(0.0, 0.0, big)).collect();
@@ -114,30 +134,49 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let start: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
     let duration: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
     let slot_pos: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, positions)).collect()).collect();
-    let on_acc = |g: usize| -> Vec<(Var, f64)> { x.iter().flatten().map(|slot| (slot[g], 1.0)).collect() };
+    let on_acc = |i: usize| -> Vec<(Var, f64)> { x.iter().flatten().map(|slot| (slot[i], 1.0)).collect() };
 
+    // Accelerator membership of the units: member[d][g] = Σ_j x[d][j][i] for every item i of g.
+    let member: Vec<Vec<Var>> = if q == 1 {
+        x.iter().map(|slots| slots[0].clone()).collect()
+    } else {
+        x.iter()
+            .map(|slots| {
+                (0..n_units)
+                    .map(|g| {
+                        let a = b.continuous(0.0, 0.0, if units.fits_accelerator(g, memory) { 1.0 } else { 0.0 });
+                        for &v in &units.nodes[g] {
+                            let mut terms: Vec<(Var, f64)> = slots.iter().map(|slot| (slot[v], 1.0)).collect();
+                            terms.push((a, -1.0));
+                            b.eq(&terms, 0.0);
+                        }
+                        a
+                    })
+                    .collect()
+            })
+            .collect()
+    };
     for g in 0..n_units {
         if units.fits_accelerator(g, memory) {
-            b.le(&on_acc(g), 1.0);
+            let terms: Vec<(Var, f64)> = member.iter().map(|row| (row[g], 1.0)).collect();
+            b.le(&terms, 1.0);
         }
     }
     if units.size.iter().any(|&s| s > 0.0) && units.size.iter().sum::<f64>() > memory {
-        for slots in &x {
-            let terms: Vec<(Var, f64)> = slots
-                .iter()
-                .flat_map(|slot| (0..n_units).filter(|&g| units.size[g] > 0.0).map(|g| (slot[g], units.size[g])))
-                .collect();
+        for row in &member {
+            let terms: Vec<(Var, f64)> =
+                (0..n_units).filter(|&g| units.size[g] > 0.0).map(|g| (row[g], units.size[g])).collect();
             b.le(&terms, memory);
         }
     }
     // Durations.
-    let hyperedges = units.hyperedges(w, false);
+    let hyperedges = items.hyperedges(w, false);
     for d in 0..k {
         for j in 0..q {
             let mut terms: Vec<(Var, f64)> =
-                (0..n_units).filter(|&g| units.fpga[g] != 0.0).map(|g| (x[d][j][g], units.fpga[g])).collect();
+                (0..n_items).filter(|&i| items.fpga[i] != 0.0).map(|i| (x[d][j][i], items.fpga[i])).collect();
             for e in &hyperedges {
-                let members: Vec<Var> = e.units.iter().map(|&g| x[d][j][g]).collect();
+                let members: Vec<Var> = e.units.iter().map(|&i| x[d][j][i]).collect();
                 terms.push((cut_indicator(&mut b, &members), e.cost));
             }
             terms.push((duration[d][j], -1.0));
@@ -154,12 +193,12 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let mut same_piece: HashMap<(usize, usize), Vec<(Var, f64)>> = HashMap::new();
     let mut start_rows: HashSet<(usize, usize)> = HashSet::new();
     for v in 0..n {
-        let g = units.unit_of[v];
+        let g = items.unit_of[v];
         let cpu_v = w.node(v).cpu_latency;
         b.le(&[(finish_t[v], 1.0), (latency, -1.0)], 0.0);
         // F_v ≥ cpu_v (1 − Σx)
-        let mut terms = vec![(finish_t[v], 1.0)];
         if cpu_v != 0.0 {
+            let mut terms = vec![(finish_t[v], 1.0)];
             terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, cpu_v)));
             b.ge(&terms, cpu_v);
         }
@@ -169,7 +208,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
                 terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, cpu_v)));
             }
             b.ge(&terms, cpu_v);
-            let gu = units.unit_of[u];
+            let gu = items.unit_of[u];
             if gu == g {
                 b.ge(&[(pos[v], 1.0), (pos[u], -1.0)], 0.0);
                 continue;
@@ -177,7 +216,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             // π_v ≥ π_u + 1 − (Π+1) Σ w
             let same = same_piece.entry((gu, g)).or_insert_with(|| {
                 let mut list = Vec::new();
-                if units.fits_accelerator(gu, memory) && units.fits_accelerator(g, memory) {
+                if item_fits[gu] && item_fits[g] {
                     for slots in &x {
                         for slot in slots {
                             let wv = b.continuous(0.0, 0.0, 1.0);
@@ -193,7 +232,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             terms.extend(same.iter().copied());
             b.ge(&terms, 1.0);
             // S[d,j] ≥ F_u − U (1 − x[g] + x[gu])
-            if units.fits_accelerator(g, memory) && start_rows.insert((u, g)) {
+            if item_fits[g] && start_rows.insert((u, g)) {
                 for d in 0..k {
                     for j in 0..q {
                         b.ge(
@@ -204,7 +243,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
                 }
             }
         }
-        if units.fits_accelerator(g, memory) {
+        if item_fits[g] {
             for d in 0..k {
                 for j in 0..q {
                     let xv = x[d][j][g];
@@ -217,14 +256,13 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             }
         }
     }
-    // Pieces are runs of the topological order (q ≥ 2).
+    // Pieces are runs of the topological order (q ≥ 2; items are nodes then).
     if q >= 2 {
         let order = w.topological_order();
         for d in 0..k {
             // sigma[j-1][t] for j = 1..q-1
             let sigma: Vec<Vec<Var>> = (1..q).map(|_| (0..n).map(|_| b.continuous(0.0, 0.0, 1.0)).collect()).collect();
             for (t, &v) in order.iter().enumerate() {
-                let g = units.unit_of[v];
                 for jj in 0..q - 1 {
                     if t > 0 {
                         b.ge(&[(sigma[jj][t], 1.0), (sigma[jj][t - 1], -1.0)], 0.0);
@@ -233,38 +271,20 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
                         b.le(&[(sigma[jj + 1][t], 1.0), (sigma[jj][t], -1.0)], 0.0);
                     }
                 }
-                if !units.fits_accelerator(g, memory) {
+                if !item_fits[v] {
                     continue;
                 }
                 for j in 0..q {
                     if j >= 1 {
-                        b.le(&[(x[d][j][g], 1.0), (sigma[j - 1][t], -1.0)], 0.0);
+                        b.le(&[(x[d][j][v], 1.0), (sigma[j - 1][t], -1.0)], 0.0);
                     }
                     if j + 1 < q {
-                        b.le(&[(x[d][j][g], 1.0), (sigma[j][t], 1.0)], 1.0);
+                        b.le(&[(x[d][j][v], 1.0), (sigma[j][t], 1.0)], 1.0);
                     }
                 }
             }
         }
     }
-    // Accelerator memberships for contiguity and symmetry.
-    let member: Vec<Vec<Var>> = if q == 1 {
-        x.iter().map(|slots| slots[0].clone()).collect()
-    } else {
-        x.iter()
-            .map(|slots| {
-                (0..n_units)
-                    .map(|g| {
-                        let a = b.continuous(0.0, 0.0, 1.0);
-                        let mut terms: Vec<(Var, f64)> = slots.iter().map(|slot| (slot[g], 1.0)).collect();
-                        terms.push((a, -1.0));
-                        b.eq(&terms, 0.0);
-                        a
-                    })
-                    .collect()
-            })
-            .collect()
-    };
     if problem.contiguous {
         for row in &member {
             contiguity(&mut b, row, &units.arcs);
@@ -283,7 +303,9 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         let mut values = Vec::with_capacity(b.integer_columns.len());
         for d in 0..k {
             for j in 0..q {
-                values.extend((0..n_units).map(|g| f64::from(j == 0 && dev[g] == Device::Accelerator(d))));
+                values.extend(
+                    (0..n_items).map(|i| f64::from(j == 0 && dev[units.unit_of[items.nodes[i][0]]] == Device::Accelerator(d))),
+                );
             }
         }
         Some(values)
@@ -301,8 +323,9 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let from_ip = solved.columns.as_ref().map(|values| {
         let device: Vec<Device> = (0..n_units)
             .map(|g| {
+                let i = items.unit_of[units.nodes[g][0]];
                 (0..k)
-                    .find(|&d| x[d].iter().map(|slot| values[slot[g].index()]).sum::<f64>() > 0.5)
+                    .find(|&d| x[d].iter().map(|slot| values[slot[i].index()]).sum::<f64>() > 0.5)
                     .map_or(cpu_label(g), Device::Accelerator)
             })
             .collect();

@@ -116,6 +116,22 @@ impl Units {
         u
     }
 
+    /// Every node a unit of its own (colour classes then have to be imposed separately).
+    pub fn singletons(w: &Workload) -> Units {
+        let (mut u, _) = (Units::new(w, false), ());
+        u.unit_of = (0..w.len()).collect();
+        u.nodes = (0..w.len()).map(|v| vec![v]).collect();
+        let nodes = w.nodes();
+        u.fpga = nodes.iter().map(|x| x.fpga_latency).collect();
+        u.cpu = nodes.iter().map(|x| x.cpu_latency).collect();
+        u.size = nodes.iter().map(|x| x.size_bytes).collect();
+        u.supported = nodes.iter().map(|x| x.supported_on_accelerator).collect();
+        u.forward_fpga = nodes.iter().map(|x| if x.is_backward { 0.0 } else { x.fpga_latency }).collect();
+        u.forward_cpu = nodes.iter().map(|x| if x.is_backward { 0.0 } else { x.cpu_latency }).collect();
+        u.arcs = Vec::new();
+        u
+    }
+
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
