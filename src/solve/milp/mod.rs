@@ -176,6 +176,22 @@ impl Builder {
     }
 }
 
+/// Formulation experiments, for measuring what each choice changes (docs/ip.md):
+/// `DNNPLACE_IP_EXPERIMENT` is a comma-separated list of words (`nosym`, `nowarm`,
+/// `noreach`) and HiGHS `option=value` pairs (e.g. `presolve=off`,
+/// `mip_heuristic_effort=0.3`). Not for normal use.
+pub(crate) fn experiment(word: &str) -> bool {
+    std::env::var("DNNPLACE_IP_EXPERIMENT").is_ok_and(|v| v.split(',').any(|x| x.trim() == word))
+}
+
+fn experiment_options() -> Vec<(String, String)> {
+    std::env::var("DNNPLACE_IP_EXPERIMENT")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|x| x.split_once('=').map(|(a, b)| (a.trim().to_string(), b.trim().to_string())))
+        .collect()
+}
+
 /// What HiGHS returned.
 pub(crate) struct Solved {
     pub status: HighsModelStatus,
@@ -249,6 +265,16 @@ pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> 
             .try_set_option("threads", threads.max(1) as i32)
             .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
     }
+    for (name, value) in experiment_options() {
+        let ok = value.parse::<i32>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value.parse::<f64>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value.parse::<bool>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || model.try_set_option(name.as_str(), value.as_str()).is_ok();
+        if !ok {
+            return Err(SolveError::Solver(format!("HiGHS refused option {name}={value}")));
+        }
+    }
+    let warm = if experiment("nowarm") { None } else { warm };
     if let Some(values) = warm {
         let index: Vec<highs_sys::HighsInt> = integer_columns.iter().map(|&c| c as highs_sys::HighsInt).collect();
         // SAFETY: `index` and `values` have the same length and live across the call.
@@ -284,7 +310,9 @@ pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> 
     let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
     let columns = has_solution.then(|| solved.get_solution().columns().to_vec());
     let bound = solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY);
-    let nodes = solved.int_info_value(c"mip_node_count").unwrap_or(0);
+    let mut nodes: i64 = 0;
+    // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
+    unsafe { highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes) };
     Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes })
 }
 

@@ -89,14 +89,18 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         add_load_rows(&mut b, t, f, bw, total, forward, backward);
     }
     if problem.contiguous {
-        for row in x.iter().chain(y.iter()) {
-            contiguity(&mut b, row, &units.arcs);
+        if !super::experiment("noreach") {
+            for row in x.iter().chain(y.iter()) {
+                contiguity(&mut b, row, &units.arcs);
+            }
         }
         let all: Vec<Vec<Var>> = x.iter().chain(y.iter()).cloned().collect();
         device_order(&mut b, &all, &units.arcs, n_units);
     }
-    symmetry(&mut b, &x);
-    symmetry(&mut b, &y);
+    if !super::experiment("nosym") {
+        symmetry(&mut b, &x);
+        symmetry(&mut b, &y);
+    }
 
     // Warm start: the DP plan (contiguous optimum), when the DP can enumerate the ideals.
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
