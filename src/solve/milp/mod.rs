@@ -3,7 +3,8 @@
 //!
 //! - [`units`]: what the IP places (colour classes, or SCC-fused groups when contiguous),
 //!   the communication hyperedges and the contiguity constraints shared by the models;
-//! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync);
+//! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync), non-contiguous;
+//! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
 //! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
 //!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
@@ -33,6 +34,7 @@
 //! [`request_interrupt`].
 
 pub mod latency;
+pub mod stages;
 pub mod throughput;
 pub mod units;
 

@@ -19,6 +19,10 @@
 //! symmetry: units::symmetry among accelerators and among CPUs
 //! ```
 //!
+//! With contiguity the default is the chain-of-stages model of [`super::stages`], which
+//! is tighter; the per-device formulation above stays available for comparison
+//! (`DNNPLACE_IP_EXPERIMENT=positions`).
+//!
 //! Colour classes hold by construction (one variable per class or group). Warm start:
 //! the DP's optimal contiguous plan (valid for both variants), canonically relabelled.
 //!
@@ -32,6 +36,9 @@ use crate::solve::{dp, Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the throughput or sync IP of `problem`.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
+    if problem.contiguous && !super::experiment("positions") {
+        return super::stages::solve(problem);
+    }
     let w = problem.workload;
     let sync = problem.objective == Objective::Sync;
     let units = Units::new(w, problem.contiguous);
@@ -139,7 +146,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 }
 
 /// `t ≥ total` (throughput) or `F ≥ forward, B ≥ backward` (sync).
-fn add_load_rows(
+pub(crate) fn add_load_rows(
     b: &mut Builder,
     t: Option<Var>,
     f: Option<Var>,
