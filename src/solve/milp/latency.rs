@@ -19,6 +19,8 @@
 //! S[d,j] ≥ F_u − U (1 − x[i(v),d,j] + x[i(u),d,j])  (u → v, i(u) ≠ i(v))
 //!          a piece starts when its inputs from outside are ready
 //! S[d,j+1] ≥ S[d,j] + D[d,j];  S[d,j] + D[d,j] ≤ L;  F_v ≤ L ≤ U;   minimise L
+//! F_v ≥ head_v  (column bound: longest path to v with each node at min(fpga, cpu)
+//!               latency, valid since a path's items run one after another)
 //! ```
 //!
 //! **Acyclicity.** Calls must not wait on each other in a cycle, or the scorer would cut
@@ -128,8 +130,20 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let x: Vec<Vec<Vec<Var>>> = (0..k)
         .map(|_| (0..q).map(|_| (0..n_items).map(|i| b.binary(0.0, item_fits[i])).collect()).collect())
         .collect();
-    let latency = b.continuous(1.0, 0.0, big);
-    let finish_t: Vec<Var> = (0..n).map(|_| b.continuous(0.0, 0.0, big)).collect();
+    // Heads: the longest path ending at v with every node at its cheapest time is a lower
+    // bound on v's finish (items on a path run one after another; a piece takes at least
+    // the sum of its nodes' fpgaLatency). Column lower bounds, not rows.
+    let mut head = vec![0.0f64; n];
+    for &v in w.topological_order() {
+        let node = w.node(v);
+        let own = if item_fits[items.unit_of[v]] { node.fpga_latency.min(node.cpu_latency) } else { node.cpu_latency };
+        let before = w.predecessors(v).iter().map(|&u| head[u]).fold(0.0, f64::max);
+        head[v] = before + own;
+    }
+    let critical = head.iter().copied().fold(0.0, f64::max);
+    stats.notes.push(format!("critical-path lower bound {critical}"));
+    let latency = b.continuous(1.0, critical.min(big), big);
+    let finish_t: Vec<Var> = (0..n).map(|v| b.continuous(0.0, head[v].min(big), big)).collect();
     let pos: Vec<Var> = (0..n).map(|_| b.continuous(0.0, 0.0, positions)).collect();
     let start: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
     let duration: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
