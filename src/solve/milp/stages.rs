@@ -15,6 +15,7 @@
 //! z[e,t] ≥ cut of T_e by A[·,t]          (units::cut_indicator)
 //! throughput: τ ≥ Σ_g fpga_g A[g,t] + Σ_e c_e z[e,t],   τ ≥ Σ_g cpu_g C[g,t];   min τ
 //! sync:       F ≥ forward parts, B ≥ backward parts of the same;                min F + B
+//! Σ_t acc_load(t) ≤ k τ,  Σ_t cpu_load(t) ≤ ℓ τ       capacity (F, B for sync)
 //! ```
 //!
 //! No big-M appears: the kind split `A + C` replaces "if stage t is an accelerator then
@@ -94,6 +95,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         (Some(b.continuous(1.0, 0.0, f64::INFINITY)), None, None)
     };
     let hyperedges = units.hyperedges(w, sync);
+    // Aggregates over all stages, for the capacity rows below.
+    let mut all_acc: [Vec<(Var, f64)>; 3] = Default::default();
+    let mut all_cpu: [Vec<(Var, f64)>; 3] = Default::default();
     for t in 0..stages {
         if limit_memory {
             let terms: Vec<(Var, f64)> =
@@ -114,11 +118,35 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             total.push((z, e.cost));
             if e.backward { &mut backward } else { &mut forward }.push((z, e.cost));
         }
+        for (all, part) in all_acc.iter_mut().zip([&total, &forward, &backward]) {
+            all.extend(part.iter().copied());
+        }
         super::throughput::add_load_rows(&mut b, tau, f, bw, total, forward, backward);
-        let total = (0..n_units).map(|g| (cpu[t][g], units.cpu[g])).collect();
-        let forward = (0..n_units).map(|g| (cpu[t][g], units.forward_cpu[g])).collect();
-        let backward = (0..n_units).map(|g| (cpu[t][g], units.cpu[g] - units.forward_cpu[g])).collect();
+        let total: Vec<(Var, f64)> = (0..n_units).map(|g| (cpu[t][g], units.cpu[g])).collect();
+        let forward: Vec<(Var, f64)> = (0..n_units).map(|g| (cpu[t][g], units.forward_cpu[g])).collect();
+        let backward: Vec<(Var, f64)> = (0..n_units).map(|g| (cpu[t][g], units.cpu[g] - units.forward_cpu[g])).collect();
+        for (all, part) in all_cpu.iter_mut().zip([&total, &forward, &backward]) {
+            all.extend(part.iter().copied());
+        }
         super::throughput::add_load_rows(&mut b, tau, f, bw, total, forward, backward);
+    }
+    // Capacity: k accelerator stages and ℓ CPU stages, each at most the objective's part,
+    // so Σ_t acc_load(t) ≤ k τ and Σ_t cpu_load(t) ≤ ℓ τ (likewise F and B for sync).
+    // Valid for every plan; without them the relaxation spreads each group over all T
+    // stages' CPU parts, as if there were T CPUs.
+    if !super::experiment("nocapacity") {
+        for (all, count) in [(&all_acc, k as f64), (&all_cpu, l as f64)] {
+            let targets: Vec<(usize, Var)> = match (tau, f, bw) {
+                (Some(tau), _, _) => vec![(0, tau)],
+                (_, Some(f), Some(bw)) => vec![(1, f), (2, bw)],
+                _ => Vec::new(),
+            };
+            for (part, var) in targets {
+                let mut terms: Vec<(Var, f64)> = all[part].iter().copied().filter(|&(_, c)| c != 0.0).collect();
+                terms.push((var, -count));
+                b.le(&terms, 0.0);
+            }
+        }
     }
 
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
