@@ -77,7 +77,8 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let cpu_label = |g: usize| Device::Cpu(if problem.contiguous { g } else { 0 });
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
 
-    // Plans we already hold: all on CPU, as much as fits on one accelerator, the DP plan.
+    // Plans we already hold: all on CPU, as much as fits on one accelerator, runs of the
+    // topological order, the DP plan.
     let mut held: Vec<Candidate> = Vec::new();
     let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
     held.extend(candidate(problem, all_cpu, "all on CPU"));
@@ -95,6 +96,45 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             .collect();
         held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "one accelerator"));
     }
+    if k > 0 {
+        // Runs of the topological order: fill accelerator 0 with units in order of their
+        // first node until the next unit does not fit, then accelerator 1, …; units that
+        // fit nowhere go to CPUs and close the current run. Arcs only go forward, so the
+        // calls form no cycle (unless colour classes span runs; the scorer checks).
+        let position: Vec<usize> = {
+            let mut p = vec![0; n];
+            for (t, &v) in w.topological_order().iter().enumerate() {
+                p[v] = t;
+            }
+            p
+        };
+        let mut order: Vec<usize> = (0..n_units).collect();
+        order.sort_by_key(|&g| units.nodes[g].iter().map(|&v| position[v]).min());
+        let (mut d, mut used) = (0, 0.0);
+        let mut device = vec![Device::Cpu(0); n_units];
+        for g in order {
+            if !units.fits_accelerator(g, memory) {
+                device[g] = cpu_label(g);
+                // A later unit of this run could depend on this CPU unit: close the run.
+                if used > 0.0 || device.iter().any(|&x| x == Device::Accelerator(d)) {
+                    d += 1;
+                    used = 0.0;
+                }
+                continue;
+            }
+            if used + units.size[g] > memory {
+                d += 1;
+                used = 0.0;
+            }
+            if d < k {
+                used += units.size[g];
+                device[g] = Device::Accelerator(d);
+            } else {
+                device[g] = cpu_label(g);
+            }
+        }
+        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "topological runs"));
+    }
     match dp::solve(w, &problem.limits) {
         Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
         Err(e) => stats.notes.push(format!("no DP plan: {e}")),
@@ -108,6 +148,9 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         let o = solve(&one, 1)?;
         stats.notes.push(format!("one-piece IP: {} ({:?})", o.objective, o.status));
         held.extend(o.placement.and_then(|p| candidate(problem, p, "one-piece ip")));
+    }
+    for c in &held {
+        stats.notes.push(format!("held plan ({}) scores {}", c.source, c.score));
     }
     let warm = held.into_iter().min_by(|a, b| a.score.total_cmp(&b.score));
     let upper = warm.as_ref().map_or_else(
