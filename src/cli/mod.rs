@@ -364,7 +364,14 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
             restarts: args.restarts,
         },
     };
-    let plan = solve::plan(method.as_ref(), &problem)?;
+    if method.name() == "ip" {
+        ip_session_setup();
+    }
+    let plan = solve::plan(method.as_ref(), &problem);
+    if PROGRESS_SHOWN.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        eprintln!();
+    }
+    let plan = plan?;
     let (Some(placement), Some(evaluation)) = (&plan.outcome.placement, &plan.evaluation) else {
         let reason = match &plan.outcome.status {
             Status::Infeasible { reason } => reason.clone(),
@@ -462,6 +469,40 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     writeln!(stdout, "wrote {} in {:.1} s", args.out.display(), started.elapsed().as_secs_f64())?;
     stdout.flush()?;
     Ok(())
+}
+
+static PROGRESS_SHOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// For `--method ip`: Ctrl-C stops the solve and prints the best plan so far (a second
+/// Ctrl-C exits at once with status 130), and progress goes to stderr when it is a terminal.
+fn ip_session_setup() {
+    extern "C" fn on_sigint(_: libc::c_int) {
+        if solve::milp::interrupt_requested() {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(130) };
+        }
+        solve::milp::request_interrupt();
+    }
+    solve::milp::clear_interrupt();
+    // SAFETY: the handler only touches an atomic and calls _exit.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        fn show(p: &solve::milp::Progress) {
+            let gap = if p.incumbent.is_finite() && p.incumbent.abs() > 0.0 {
+                format!("{:.3}%", 100.0 * (p.incumbent - p.bound).max(0.0) / p.incumbent.abs())
+            } else {
+                "-".into()
+            };
+            PROGRESS_SHOWN.store(true, std::sync::atomic::Ordering::SeqCst);
+            eprint!(
+                "\r[ip] {:7.1} s  incumbent {:<12.6}  bound {:<12.6}  gap {gap:<9}  nodes {}   ",
+                p.elapsed_s, p.incumbent, p.bound, p.nodes
+            );
+        }
+        solve::milp::set_progress_hook(Some(show));
+    }
 }
 
 fn run_score(args: ScoreArgs) -> Result<(), CliError> {

@@ -11,6 +11,8 @@
 //! - [`chain`]: optimal split of one topological order into consecutive stages;
 //! - [`leaf_folding`]: zero-cost leaves folded into their neighbour before the DP;
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
+//! - [`milp`]: integer programs on HiGHS (non-contiguous and contiguous max-load, sync,
+//!   latency);
 //! - [`brute_force`]: exhaustive search, the oracle of the tests;
 //! - [`compare`]: every applicable method on one workload;
 //! - [`baselines`]: the paper's baselines (PipeDream, local search, METIS, greedy,
@@ -24,6 +26,7 @@ pub mod dp;
 pub mod ideal_cost;
 pub mod ideals;
 pub mod leaf_folding;
+pub mod milp;
 
 use crate::model::{Placement, Workload};
 use crate::score::{evaluate, Evaluation};
@@ -241,6 +244,7 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
 pub fn methods() -> Vec<Box<dyn Method>> {
     vec![
         Box::new(dp::Dp),
+        Box::new(milp::Ip),
         Box::new(baselines::pipedream::PipeDream),
         Box::new(baselines::pipedream::PipeDreamTopo),
         Box::new(baselines::local_search::LocalSearch),

@@ -1,0 +1,437 @@
+//! Integer programs solved with HiGHS (`--method ip`): the non-contiguous and contiguous
+//! max-load problems, the synchronous objective and single-sample latency.
+//!
+//! - [`units`]: what the IP places (colour classes, or SCC-fused groups when contiguous),
+//!   the communication hyperedges and the contiguity constraints shared by the models;
+//! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync), non-contiguous;
+//! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
+//! - [`latency`]: the call model with up to `q` pieces per accelerator;
+//! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
+//!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
+//!
+//! # Honesty
+//! The IP's own objective value is never reported: the plan read off the solution is
+//! re-scored by [`crate::score::evaluate`] and that score is the objective. The best plan
+//! we already hold (the DP plan; for latency also "all on CPU" and "one accelerator") is
+//! passed to HiGHS as a warm start *and* kept: the IP returns whichever plan scores
+//! better, so it is never worse. HiGHS's dual bound is the reported lower bound; if it
+//! exceeds a plan we hold (beyond the solver's tolerances) it is clamped, noted, and the
+//! result is not called optimal. [`Status::Optimal`] means HiGHS proved optimality at
+//! relative gap [`DEFAULT_GAP`] (or absolute gap 1e-6) *and* the scored plan agrees.
+//!
+//! # Tolerances
+//! HiGHS's feasibility tolerances stay at their defaults (MODEL.md, Numerics); only the
+//! termination gap is tightened from HiGHS's 1e-4 to [`DEFAULT_GAP`] unless `--gap` says
+//! otherwise.
+//!
+//! # Progress and Ctrl-C
+//! A HiGHS callback (`kHighsCallbackMipInterrupt`, through `highs-sys`) is installed on
+//! every solve: it polls [`interrupt_requested`] and asks HiGHS to stop, which returns
+//! the best incumbent found so far; and, if a progress hook was registered with
+//! [`set_progress_hook`], it calls it about once a second with the incumbent, the bound
+//! and the elapsed time. The library itself never prints; the CLI registers a hook that
+//! writes to stderr when stderr is a terminal, and a SIGINT handler that calls
+//! [`request_interrupt`].
+
+pub mod latency;
+pub mod stages;
+pub mod throughput;
+pub mod units;
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
+use std::time::Instant;
+
+use highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
+
+use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status};
+use crate::model::Placement;
+use crate::score::evaluate;
+
+/// The relative MIP gap at which HiGHS stops when `--gap` is not given.
+pub const DEFAULT_GAP: f64 = 1e-7;
+
+/// Relative tolerance between the IP's plan and the scorer (MILP feasibility tolerances).
+pub const TOLERANCE: f64 = 1e-5;
+
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+/// Asks every running IP solve to stop and return its best plan (async-signal-safe: one
+/// atomic store).
+pub fn request_interrupt() {
+    INTERRUPT.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`request_interrupt`] was called since the last [`clear_interrupt`].
+pub fn interrupt_requested() -> bool {
+    INTERRUPT.load(Ordering::SeqCst)
+}
+
+/// Forgets an earlier interrupt request.
+pub fn clear_interrupt() {
+    INTERRUPT.store(false, Ordering::SeqCst);
+}
+
+/// A progress report of a running solve.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Best objective found so far by HiGHS (∞ if none).
+    pub incumbent: f64,
+    /// Proven lower bound.
+    pub bound: f64,
+    /// Seconds since HiGHS started.
+    pub elapsed_s: f64,
+    /// Branch-and-bound nodes explored.
+    pub nodes: i64,
+}
+
+/// A function that receives progress reports (about once a second).
+pub type ProgressHook = fn(&Progress);
+
+static PROGRESS_HOOK: RwLock<Option<ProgressHook>> = RwLock::new(None);
+
+/// Registers (or with `None` removes) the process-wide progress hook.
+pub fn set_progress_hook(hook: Option<ProgressHook>) {
+    if let Ok(mut h) = PROGRESS_HOOK.write() {
+        *h = hook;
+    }
+}
+
+/// The integer programs (`--method ip`).
+pub struct Ip;
+
+impl Method for Ip {
+    fn name(&self) -> &'static str {
+        "ip"
+    }
+
+    fn supports(&self, problem: &Problem) -> Result<(), String> {
+        if let Objective::Latency { pieces: 0 } = problem.objective {
+            return Err("latency with 0 pieces per accelerator".into());
+        }
+        Ok(())
+    }
+
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        match problem.objective {
+            Objective::Throughput | Objective::Sync => throughput::solve(problem),
+            Objective::Latency { pieces } => latency::solve(problem, pieces),
+        }
+    }
+
+    fn tolerance(&self) -> f64 {
+        TOLERANCE
+    }
+}
+
+/// A model under construction: HiGHS columns and rows, with the integer columns
+/// remembered for the warm start.
+pub(crate) struct Builder {
+    pub problem: RowProblem,
+    columns: usize,
+    pub integer_columns: Vec<usize>,
+    pub rows: usize,
+}
+
+/// A column index.
+pub(crate) type Var = highs::Col;
+
+impl Builder {
+    pub fn new() -> Self {
+        Builder { problem: RowProblem::default(), columns: 0, integer_columns: Vec::new(), rows: 0 }
+    }
+
+    /// A binary column with objective coefficient `cost`, or fixed to 0 when `allowed` is false.
+    pub fn binary(&mut self, cost: f64, allowed: bool) -> Var {
+        self.integer_columns.push(self.columns);
+        self.columns += 1;
+        self.problem.add_integer_column(cost, 0.0..=if allowed { 1.0 } else { 0.0 })
+    }
+
+    /// A continuous column in `[lo, hi]`.
+    pub fn continuous(&mut self, cost: f64, lo: f64, hi: f64) -> Var {
+        self.columns += 1;
+        self.problem.add_column(cost, lo..=hi)
+    }
+
+    /// `Σ terms ≤ hi`.
+    pub fn le(&mut self, terms: &[(Var, f64)], hi: f64) {
+        self.rows += 1;
+        self.problem.add_row(..=hi, terms.iter().copied());
+    }
+
+    /// `Σ terms ≥ lo`.
+    pub fn ge(&mut self, terms: &[(Var, f64)], lo: f64) {
+        self.rows += 1;
+        self.problem.add_row(lo.., terms.iter().copied());
+    }
+
+    /// `Σ terms = value`.
+    pub fn eq(&mut self, terms: &[(Var, f64)], value: f64) {
+        self.rows += 1;
+        self.problem.add_row(value..=value, terms.iter().copied());
+    }
+
+    pub fn columns(&self) -> usize {
+        self.columns
+    }
+}
+
+/// Formulation experiments, for measuring what each choice changes (docs/ip.md):
+/// `DNNPLACE_IP_EXPERIMENT` is a comma-separated list of words (`nosym`, `nowarm`,
+/// `noreach`) and HiGHS `option=value` pairs (e.g. `presolve=off`,
+/// `mip_heuristic_effort=0.3`). Not for normal use.
+pub(crate) fn experiment(word: &str) -> bool {
+    std::env::var("DNNPLACE_IP_EXPERIMENT").is_ok_and(|v| v.split(',').any(|x| x.trim() == word))
+}
+
+fn experiment_options() -> Vec<(String, String)> {
+    std::env::var("DNNPLACE_IP_EXPERIMENT")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|x| x.split_once('=').map(|(a, b)| (a.trim().to_string(), b.trim().to_string())))
+        .collect()
+}
+
+/// What HiGHS returned.
+pub(crate) struct Solved {
+    pub status: HighsModelStatus,
+    /// Column values of the best solution, if HiGHS has one.
+    pub columns: Option<Vec<f64>>,
+    /// HiGHS's objective of that solution (not trusted; see the module docs).
+    pub objective: f64,
+    /// HiGHS's dual bound (−∞ if none).
+    pub bound: f64,
+    pub time_s: f64,
+    pub nodes: i64,
+}
+
+struct CallbackState {
+    last_report_s: f64,
+    hook: Option<ProgressHook>,
+}
+
+unsafe extern "C" fn callback(
+    callback_type: c_int,
+    _message: *const c_char,
+    data_out: *const highs_sys::HighsCallbackDataOut,
+    data_in: *mut highs_sys::HighsCallbackDataIn,
+    user_data: *mut c_void,
+) {
+    if callback_type != highs_sys::kHighsCallbackMipInterrupt as c_int {
+        return;
+    }
+    if interrupt_requested() && !data_in.is_null() {
+        // SAFETY: HiGHS passes a valid, exclusive `data_in` for interrupt callbacks.
+        unsafe { (*data_in).user_interrupt = 1 };
+    }
+    if user_data.is_null() || data_out.is_null() {
+        return;
+    }
+    // SAFETY: `user_data` is the `CallbackState` owned by `run` for the whole solve, and
+    // HiGHS calls back from the thread that called `Highs_run`.
+    let state = unsafe { &mut *(user_data as *mut CallbackState) };
+    let Some(hook) = state.hook else { return };
+    // SAFETY: valid for the duration of the callback.
+    let out = unsafe { &*data_out };
+    if out.running_time - state.last_report_s >= 1.0 {
+        state.last_report_s = out.running_time;
+        hook(&Progress {
+            incumbent: out.mip_primal_bound,
+            bound: out.mip_dual_bound,
+            elapsed_s: out.running_time,
+            nodes: out.mip_node_count,
+        });
+    }
+}
+
+/// Solves `builder`'s model (minimisation) under the problem's limits, warm-started with
+/// values of the integer columns (`warm`, in [`Builder::integer_columns`] order).
+pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> Result<Solved, SolveError> {
+    let limits = &problem.limits;
+    let integer_columns = builder.integer_columns.clone();
+    let mut model = Model::try_new(builder.problem)
+        .map_err(|e| SolveError::Solver(format!("HiGHS rejected the model: {e:?}")))?;
+    model.set_sense(Sense::Minimise);
+    model.make_quiet();
+    let set = |model: &mut Model, name: &str, value: f64| {
+        model.try_set_option(name, value).map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
+    };
+    if let Some(t) = limits.time_limit_s {
+        set(&mut model, "time_limit", t)?;
+    }
+    set(&mut model, "mip_rel_gap", limits.mip_gap.unwrap_or(DEFAULT_GAP))?;
+    if let Some(threads) = limits.threads {
+        model
+            .try_set_option("threads", threads.max(1) as i32)
+            .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
+    }
+    for (name, value) in experiment_options() {
+        let ok = value.parse::<i32>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value.parse::<f64>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value.parse::<bool>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || model.try_set_option(name.as_str(), value.as_str()).is_ok();
+        if !ok {
+            return Err(SolveError::Solver(format!("HiGHS refused option {name}={value}")));
+        }
+    }
+    let warm = if experiment("nowarm") { None } else { warm };
+    if let Some(values) = warm {
+        let index: Vec<highs_sys::HighsInt> = integer_columns.iter().map(|&c| c as highs_sys::HighsInt).collect();
+        // SAFETY: `index` and `values` have the same length and live across the call.
+        let status = unsafe {
+            highs_sys::Highs_setSparseSolution(
+                model.as_mut_ptr(),
+                index.len() as highs_sys::HighsInt,
+                index.as_ptr(),
+                values.as_ptr(),
+            )
+        };
+        if status == highs_sys::STATUS_ERROR {
+            return Err(SolveError::Solver("HiGHS refused the warm start".into()));
+        }
+    }
+    let hook = PROGRESS_HOOK.read().ok().and_then(|h| *h);
+    let mut state = Box::new(CallbackState { last_report_s: 0.0, hook });
+    // SAFETY: `state` outlives the solve (dropped at the end of this function, after
+    // HiGHS returns); the callback only reads HiGHS's data and writes `user_interrupt`.
+    unsafe {
+        highs_sys::Highs_setCallback(
+            model.as_mut_ptr(),
+            Some(callback),
+            state.as_mut() as *mut CallbackState as *mut c_void,
+        );
+        highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackMipInterrupt as highs_sys::HighsInt);
+    }
+    let start = Instant::now();
+    let solved = model.try_solve().map_err(|e| SolveError::Solver(format!("HiGHS failed: {e:?}")))?;
+    let time_s = start.elapsed().as_secs_f64();
+    drop(state);
+    let status = solved.status();
+    let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
+    let columns = has_solution.then(|| solved.get_solution().columns().to_vec());
+    let bound = solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY);
+    let mut nodes: i64 = 0;
+    // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
+    unsafe { highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes) };
+    Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes })
+}
+
+/// A candidate plan with its score under the problem's objective.
+pub(crate) struct Candidate {
+    pub placement: Placement,
+    pub score: f64,
+    pub source: &'static str,
+}
+
+/// Scores `placement` and keeps it if it is valid for the problem (rules, contiguity when
+/// promised, piece limit for latency).
+pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'static str) -> Option<Candidate> {
+    let latency = matches!(problem.objective, Objective::Latency { .. });
+    let e = evaluate(problem.workload, &placement, latency);
+    if !e.is_valid() || (problem.contiguous && !e.is_contiguous()) {
+        return None;
+    }
+    if let Objective::Latency { pieces } = problem.objective {
+        if e.latency.max_pieces() > pieces {
+            return None;
+        }
+    }
+    Some(Candidate { score: problem.objective.value(&e), placement, source })
+}
+
+/// Turns HiGHS's result, the plan read from it and the warm-start plan into an outcome.
+///
+/// `exact` says whether the IP's objective equals the scorer's on its own plans (false
+/// for a relaxation, e.g. latency with several pieces, where the scorer cuts pieces
+/// itself); when true, an IP objective below the scorer's beyond [`TOLERANCE`] is a
+/// formulation bug and an error.
+pub(crate) fn finish(
+    problem: &Problem,
+    solved: &Solved,
+    from_ip: Option<Placement>,
+    warm: Option<Candidate>,
+    exact: bool,
+    mut stats: Stats,
+) -> Result<Outcome, SolveError> {
+    let tol = |x: f64| TOLERANCE * x.abs().max(1.0);
+    let had_plan = from_ip.is_some();
+    let ip = from_ip.and_then(|p| candidate(problem, p, "ip"));
+    if had_plan && ip.is_none() {
+        stats.notes.push("the scorer rejected the IP's plan (rules, contiguity or piece count); kept the best held plan".into());
+    }
+    if let (true, Some(c)) = (exact, &ip) {
+        if solved.objective < c.score - tol(c.score) {
+            return Err(SolveError::Check(format!(
+                "the IP's objective {} is below the scorer's {} for its own plan (formulation bug)",
+                solved.objective, c.score
+            )));
+        }
+    }
+    stats.time_s = solved.time_s;
+    stats.notes.push(format!("HiGHS: {:?} after {:.2} s, {} nodes", solved.status, solved.time_s, solved.nodes));
+    if solved.columns.is_some() {
+        stats.notes.push(format!("HiGHS incumbent objective {}", solved.objective));
+    }
+    if let Some(w) = &warm {
+        stats.notes.push(format!("warm start ({}) scores {}", w.source, w.score));
+    }
+    let best = match (ip, warm) {
+        (Some(a), Some(b)) => Some(if b.score < a.score { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    let Some(best) = best else {
+        let reason = match solved.status {
+            HighsModelStatus::Infeasible => {
+                "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)".to_string()
+            }
+            s => format!("HiGHS stopped ({s:?}) without a plan; raise --time-limit"),
+        };
+        return Ok(Outcome {
+            method: "ip".into(),
+            placement: None,
+            objective: f64::INFINITY,
+            bound: if solved.status == HighsModelStatus::Infeasible { f64::INFINITY } else { solved.bound.max(0.0) },
+            status: Status::Infeasible { reason },
+            stats,
+        });
+    };
+    let mut bound = if solved.bound.is_finite() { solved.bound.max(0.0) } else { 0.0 };
+    if solved.status == HighsModelStatus::Infeasible {
+        // With the warm start's objective as a cut-off nothing better exists; but HiGHS
+        // does not claim a bound, so we claim none either.
+        bound = 0.0;
+    }
+    let mut unreliable = false;
+    if bound > best.score + tol(best.score) {
+        stats.notes.push(format!(
+            "HiGHS's bound {bound} exceeds the score {} of a plan we hold: bound unreliable, clamped",
+            best.score
+        ));
+        unreliable = true;
+    }
+    bound = bound.min(best.score);
+    let gap = problem.limits.mip_gap.unwrap_or(DEFAULT_GAP);
+    let closed = best.score - bound <= (gap * best.score.abs()).max(1e-6);
+    let status = match solved.status {
+        HighsModelStatus::Optimal if closed && !unreliable => {
+            if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && best.score - bound > 1e-6 {
+                Status::Feasible { reason: format!("reached the requested gap {:.4}%", gap * 100.0) }
+            } else {
+                Status::Optimal
+            }
+        }
+        HighsModelStatus::Optimal if unreliable => Status::Feasible { reason: "HiGHS's bound is unreliable".into() },
+        HighsModelStatus::Optimal => Status::Feasible {
+            reason: "the IP is a relaxation here; its optimum is below the scored plan".into(),
+        },
+        HighsModelStatus::ReachedTimeLimit => Status::Feasible { reason: "time limit".into() },
+        HighsModelStatus::ReachedInterrupt => Status::Feasible { reason: "interrupted".into() },
+        s => Status::Feasible { reason: format!("HiGHS stopped: {s:?}") },
+    };
+    if best.source != "ip" {
+        stats.notes.push(format!("returning the {} plan: the IP found nothing better", best.source));
+    }
+    Ok(Outcome { method: "ip".into(), placement: Some(best.placement), objective: best.score, bound, status, stats })
+}
