@@ -17,7 +17,8 @@
 //! better, so it is never worse. HiGHS's dual bound is the reported lower bound; if it
 //! exceeds a plan we hold (beyond the solver's tolerances) it is clamped, noted, and the
 //! result is not called optimal. [`Status::Optimal`] means HiGHS proved optimality at
-//! relative gap [`DEFAULT_GAP`] (or absolute gap 1e-6) *and* the scored plan agrees.
+//! relative gap [`DEFAULT_GAP`] (or 1e-5, relative above 1, absolute below: the solver's own
+//! tolerance per MODEL.md) *and* the scored plan agrees.
 //!
 //! # Tolerances
 //! HiGHS's feasibility tolerances stay at their defaults (MODEL.md, Numerics); only the
@@ -413,7 +414,9 @@ pub(crate) fn finish(
     }
     bound = bound.min(best.score);
     let gap = problem.limits.mip_gap.unwrap_or(DEFAULT_GAP);
-    let closed = best.score - bound <= (gap * best.score.abs()).max(1e-6);
+    // HiGHS's objective and bound live within its feasibility tolerances (MODEL.md,
+    // Numerics: about 1e-5 absolute), so a plan that close to the bound is proven optimal.
+    let closed = best.score - bound <= (gap * best.score.abs()).max(1e-5 * best.score.abs().max(1.0));
     let status = match solved.status {
         HighsModelStatus::Optimal if closed && !unreliable => {
             if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && best.score - bound > 1e-6 {
