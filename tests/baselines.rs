@@ -3,7 +3,11 @@
 mod baseline_gen;
 mod common;
 
-use baseline_gen::{paper_dir, random_workload, Shape, Spec};
+use baseline_gen::{random_workload, Shape, Spec};
+
+fn paper_dir() -> Option<std::path::PathBuf> {
+    common::shared_dir("paper")
+}
 use dnnplace::io::{parse_placement, parse_workload, read_placement, read_workload};
 use dnnplace::model::{Device, Placement};
 use dnnplace::solve::baselines::expert::Expert;

@@ -56,6 +56,20 @@ pub enum ObjectiveArg {
     Latency,
 }
 
+/// Knobs of the search methods, shared by `plan` and `compare`.
+#[derive(Args, Debug, Clone)]
+pub struct SearchFlags {
+    /// Largest number of ideals the DP may enumerate.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_ideals: usize,
+    /// Random seed (local search, partitioner).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Restarts (local search).
+    #[arg(long, default_value_t = 10)]
+    pub restarts: usize,
+}
+
 /// Flags that override the workload's device set.
 #[derive(Args, Debug, Clone, Default)]
 pub struct DeviceFlags {
@@ -100,15 +114,8 @@ pub struct PlanArgs {
     /// Solver threads (IP).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Largest number of ideals the DP may enumerate.
-    #[arg(long, default_value_t = 2_000_000)]
-    pub max_ideals: usize,
-    /// Random seed (local search, partitioner).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Restarts (local search).
-    #[arg(long, default_value_t = 10)]
-    pub restarts: usize,
+    #[command(flatten)]
+    pub search: SearchFlags,
     /// The split to score with --method expert (placement JSON, MODEL.md shape).
     #[arg(long, value_name = "FILE")]
     pub split: Option<PathBuf>,
@@ -138,15 +145,8 @@ pub struct CompareArgs {
     /// Time limit of each method run (the IP's, and local search's), e.g. 60s.
     #[arg(long, value_parser = parse_seconds, value_name = "TIME", default_value = "60s")]
     pub ip_time_limit: f64,
-    /// Largest number of ideals the DP may enumerate.
-    #[arg(long, default_value_t = 2_000_000)]
-    pub max_ideals: usize,
-    /// Random seed (local search, partitioner).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Restarts (local search).
-    #[arg(long, default_value_t = 10)]
-    pub restarts: usize,
+    #[command(flatten)]
+    pub search: SearchFlags,
     /// Print JSON instead of a table.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -359,9 +359,9 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
             time_limit_s: args.time_limit,
             mip_gap: args.gap,
             threads: args.threads,
-            max_ideals: args.max_ideals,
-            seed: args.seed,
-            restarts: args.restarts,
+            max_ideals: args.search.max_ideals,
+            seed: args.search.seed,
+            restarts: args.search.restarts,
         },
     };
     if method.name() == "ip" {
@@ -412,9 +412,9 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
     }
     let limits = Limits {
         time_limit_s: Some(args.ip_time_limit),
-        max_ideals: args.max_ideals,
-        seed: args.seed,
-        restarts: args.restarts,
+        max_ideals: args.search.max_ideals,
+        seed: args.search.seed,
+        restarts: args.search.restarts,
         ..Limits::default()
     };
     let comparison = solve::compare::compare(&w, objective_of(args.objective, args.pieces), &limits, &list, false);

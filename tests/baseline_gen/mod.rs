@@ -91,16 +91,3 @@ pub fn random_workload(spec: &Spec, seed: u64) -> Option<Workload> {
     Workload::new(nodes, edges, devices).ok()
 }
 
-/// `../shared/workloads/paper` next to the crate, if present (a panic when absent and
-/// `DNNPLACE_REQUIRE_SHARED` is set, as in CI).
-pub fn paper_dir() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/workloads/paper");
-    if dir.is_dir() {
-        Some(dir)
-    } else if std::env::var_os("DNNPLACE_REQUIRE_SHARED").is_some() {
-        panic!("{} is absent but DNNPLACE_REQUIRE_SHARED is set", dir.display());
-    } else {
-        eprintln!("SKIPPED: {} is absent (tests over the published workloads need ../shared beside the checkout)", dir.display());
-        None
-    }
-}

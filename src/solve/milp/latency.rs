@@ -116,7 +116,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             if !units.fits_accelerator(g, memory) {
                 device[g] = cpu_label(g);
                 // A later unit of this run could depend on this CPU unit: close the run.
-                if used > 0.0 || device.iter().any(|&x| x == Device::Accelerator(d)) {
+                if used > 0.0 || device.contains(&Device::Accelerator(d)) {
                     d += 1;
                     used = 0.0;
                 }

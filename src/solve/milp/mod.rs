@@ -34,6 +34,9 @@
 //! writes to stderr when stderr is a terminal, and a SIGINT handler that calls
 //! [`request_interrupt`].
 
+// Constraint families index variables by unit, device and stage as the formulas do.
+#![allow(clippy::needless_range_loop)]
+
 pub mod latency;
 pub mod stages;
 pub mod throughput;

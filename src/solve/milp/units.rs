@@ -51,7 +51,7 @@ use std::collections::HashMap;
 
 use super::{Builder, Var};
 use crate::model::contraction::{class_index, Contraction};
-use crate::model::{Device, Workload};
+use crate::model::{Device, Placement, Workload};
 
 /// The units of an IP and their sums.
 #[derive(Clone, Debug)]
@@ -260,20 +260,5 @@ pub fn canonical_devices(units: &Units, assignment: &[Device]) -> Option<Vec<Dev
         }
         device.push(d);
     }
-    let (mut acc, mut cpu): (HashMap<usize, usize>, HashMap<usize, usize>) = Default::default();
-    Some(
-        device
-            .into_iter()
-            .map(|d| match d {
-                Device::Accelerator(i) => {
-                    let next = acc.len();
-                    Device::Accelerator(*acc.entry(i).or_insert(next))
-                }
-                Device::Cpu(i) => {
-                    let next = cpu.len();
-                    Device::Cpu(*cpu.entry(i).or_insert(next))
-                }
-            })
-            .collect(),
-    )
+    Some(Placement::new(device).canonical().assignment)
 }
