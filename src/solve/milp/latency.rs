@@ -64,7 +64,8 @@ use std::collections::{HashMap, HashSet};
 use super::units::{contiguity, cut_indicator, device_order, symmetry, Units};
 use super::{candidate, finish, run, Builder, Candidate, Var};
 use crate::model::{Device, Placement};
-use crate::solve::{dp, Outcome, Problem, SolveError, Stats};
+use crate::solve::baselines::greedy::Greedy;
+use crate::solve::{dp, Method, Outcome, Problem, SolveError, Stats};
 
 /// Solves the latency IP with at most `q` pieces per accelerator.
 pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
@@ -78,7 +79,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
 
     // Plans we already hold: all on CPU, as much as fits on one accelerator, runs of the
-    // topological order, the DP plan.
+    // topological order, the DP plan, the greedy baseline.
     let mut held: Vec<Candidate> = Vec::new();
     let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
     held.extend(candidate(problem, all_cpu, "all on CPU"));
@@ -138,6 +139,11 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     match dp::solve(w, &problem.limits) {
         Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
         Err(e) => stats.notes.push(format!("no DP plan: {e}")),
+    }
+    // The latency baseline, so the IP is never worse than what a user would try first.
+    match Method::solve(&Greedy, problem) {
+        Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "greedy"))),
+        Err(e) => stats.notes.push(format!("no greedy plan: {e}")),
     }
     if q >= 2 {
         // The one-piece IP is exact; its plan is a valid plan with q pieces, so the

@@ -12,7 +12,7 @@
 //! # Honesty
 //! The IP's own objective value is never reported: the plan read off the solution is
 //! re-scored by [`crate::score::evaluate`] and that score is the objective. The best plan
-//! we already hold (the DP plan; for latency also "all on CPU" and "one accelerator") is
+//! we already hold (the DP plan; for latency also "all on CPU", "one accelerator" and the greedy baseline) is
 //! passed to HiGHS as a warm start *and* kept: the IP returns whichever plan scores
 //! better, so it is never worse. HiGHS's dual bound is the reported lower bound; if it
 //! exceeds a plan we hold (beyond the solver's tolerances) it is clamped, noted, and the
