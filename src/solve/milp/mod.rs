@@ -331,6 +331,18 @@ pub(crate) struct Candidate {
 
 /// Scores `placement` and keeps it if it is valid for the problem (rules, contiguity when
 /// promised, piece limit for latency).
+/// The DP plan (the contiguous optimum) as a held plan, when the DP can enumerate the
+/// ideals; otherwise a note says why there is none.
+pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Candidate> {
+    match crate::solve::dp::solve(problem.workload, &problem.limits) {
+        Ok(o) => o.placement.and_then(|p| candidate(problem, p, "dp")),
+        Err(e) => {
+            stats.notes.push(format!("no DP warm start: {e}"));
+            None
+        }
+    }
+}
+
 pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'static str) -> Option<Candidate> {
     let latency = matches!(problem.objective, Objective::Latency { .. });
     let e = evaluate(problem.workload, &placement, latency);

@@ -27,10 +27,10 @@
 //! Size: T·(3U + 1) columns, O(T·(U + A + Σ|T_e|)) rows.
 
 use super::units::{cut_indicator, Units};
-use super::{candidate, finish, run, Builder, Candidate, Var};
+use super::{dp_warm_start, finish, run, Builder, Var};
 use crate::model::contraction::Contraction;
 use crate::model::{Device, Placement};
-use crate::solve::{dp, Objective, Outcome, Problem, SolveError, Stats};
+use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the contiguous throughput or sync IP as a chain of stages.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
@@ -150,13 +150,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     }
 
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
-    let warm: Option<Candidate> = match dp::solve(w, &problem.limits) {
-        Ok(o) => o.placement.and_then(|p| candidate(problem, p, "dp")),
-        Err(e) => {
-            stats.notes.push(format!("no DP warm start: {e}"));
-            None
-        }
-    };
+    let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm.as_ref().and_then(|c| stage_values(&units, w, &c.placement, k, l));
     stats.notes.push(format!(
         "{} groups, {} stages, {} hyperedges, {} columns, {} rows",

@@ -30,9 +30,9 @@
 //! hyperedges; with contiguity (k + ℓ)·U reach variables and 2(k + ℓ)·A rows for A arcs.
 
 use super::units::{canonical_devices, contiguity, cut_indicator, device_order, symmetry, Units};
-use super::{candidate, finish, run, Builder, Candidate, Var};
+use super::{dp_warm_start, finish, run, Builder, Var};
 use crate::model::{Device, Placement};
-use crate::solve::{dp, Objective, Outcome, Problem, SolveError, Stats};
+use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the throughput or sync IP of `problem`.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
@@ -111,13 +111,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     // Warm start: the DP plan (contiguous optimum), when the DP can enumerate the ideals.
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
-    let warm: Option<Candidate> = match dp::solve(w, &problem.limits) {
-        Ok(o) => o.placement.and_then(|p| candidate(problem, p, "dp")),
-        Err(e) => {
-            stats.notes.push(format!("no DP warm start: {e}"));
-            None
-        }
-    };
+    let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm.as_ref().and_then(|c| canonical_devices(&units, &c.placement.assignment)).map(|dev| {
         let mut values = Vec::with_capacity(b.integer_columns.len());
         for d in 0..k {
