@@ -207,25 +207,31 @@ impl Contraction {
     /// `u ∈ In(X)` otherwise. Equal sets are merged (costs added); sets of one group, which
     /// no device cuts, are dropped. Each set is sorted.
     pub fn communication_hyperedges(&self, w: &Workload) -> Vec<(Vec<usize>, f64)> {
-        let mut map: std::collections::HashMap<Vec<usize>, f64> = std::collections::HashMap::new();
-        for u in 0..w.len() {
-            let c = w.out_cost(u);
-            if c == 0.0 {
-                continue;
-            }
-            let mut t: Vec<usize> = std::iter::once(self.group_of[u])
-                .chain(w.successors(u).iter().map(|&x| self.group_of[x]))
-                .collect();
-            t.sort_unstable();
-            t.dedup();
-            if t.len() > 1 {
-                *map.entry(t).or_insert(0.0) += c;
-            }
-        }
-        let mut list: Vec<(Vec<usize>, f64)> = map.into_iter().collect();
-        list.sort_by(|a, b| a.0.cmp(&b.0));
-        list
+        hyperedges(w, &self.group_of, false).into_iter().map(|(t, _, c)| (t, c)).collect()
     }
+}
+
+/// The communication hyperedges `T(u) = {label(u)} ∪ {label(x) : u → x}` of a labelling of
+/// the nodes (groups, colour classes, IP units), for nodes with `c(u) > 0`; sets of one
+/// label are dropped and equal sets merged, costs added — separately for backward and
+/// forward producers when `by_side` (the flag is then `u`'s side, else `false`). Sorted.
+pub fn hyperedges(w: &Workload, label: &[usize], by_side: bool) -> Vec<(Vec<usize>, bool, f64)> {
+    let mut map: std::collections::HashMap<(Vec<usize>, bool), f64> = std::collections::HashMap::new();
+    for u in 0..w.len() {
+        let c = w.out_cost(u);
+        if c == 0.0 {
+            continue;
+        }
+        let mut t: Vec<usize> = std::iter::once(label[u]).chain(w.successors(u).iter().map(|&x| label[x])).collect();
+        t.sort_unstable();
+        t.dedup();
+        if t.len() > 1 {
+            *map.entry((t, by_side && w.node(u).is_backward)).or_insert(0.0) += c;
+        }
+    }
+    let mut list: Vec<(Vec<usize>, bool, f64)> = map.into_iter().map(|((t, b), c)| (t, b, c)).collect();
+    list.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    list
 }
 
 /// Tarjan's algorithm, iterative. Returns the component index of every vertex.

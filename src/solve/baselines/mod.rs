@@ -62,22 +62,8 @@ impl ClassModel {
             size_bytes[x] += node.size_bytes;
             supported[x] &= node.supported_on_accelerator;
         }
-        let mut map: std::collections::HashMap<Vec<usize>, f64> = Default::default();
-        for u in 0..w.len() {
-            let c = w.out_cost(u);
-            if c == 0.0 {
-                continue;
-            }
-            let mut t: Vec<usize> =
-                std::iter::once(class[u]).chain(w.successors(u).iter().map(|&x| class[x])).collect();
-            t.sort_unstable();
-            t.dedup();
-            if t.len() > 1 {
-                *map.entry(t).or_insert(0.0) += c;
-            }
-        }
-        let mut hyperedges: Vec<(Vec<usize>, f64)> = map.into_iter().collect();
-        hyperedges.sort_by(|a, b| a.0.cmp(&b.0));
+        let hyperedges: Vec<(Vec<usize>, f64)> =
+            crate::model::contraction::hyperedges(w, &class, false).into_iter().map(|(t, _, c)| (t, c)).collect();
         let mut incident = vec![Vec::new(); classes];
         for (t, (set, _)) in hyperedges.iter().enumerate() {
             for &x in set {

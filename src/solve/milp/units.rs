@@ -47,8 +47,6 @@
 //! for `d > g`). Every placement has exactly one such labelling (number devices by their
 //! lowest unit), which [`canonical_devices`] computes for warm starts.
 
-use std::collections::HashMap;
-
 use super::{Builder, Var};
 use crate::model::contraction::{class_index, Contraction};
 use crate::model::{Device, Placement, Workload};
@@ -147,24 +145,10 @@ impl Units {
 
     /// The hyperedges `T(u)`, equal sets merged (separately per side when `by_side`).
     pub fn hyperedges(&self, w: &Workload, by_side: bool) -> Vec<Hyperedge> {
-        let mut map: HashMap<(Vec<usize>, bool), f64> = HashMap::new();
-        for u in 0..w.len() {
-            let c = w.out_cost(u);
-            if c == 0.0 {
-                continue;
-            }
-            let mut t: Vec<usize> =
-                std::iter::once(self.unit_of[u]).chain(w.successors(u).iter().map(|&x| self.unit_of[x])).collect();
-            t.sort_unstable();
-            t.dedup();
-            if t.len() > 1 {
-                *map.entry((t, by_side && w.node(u).is_backward)).or_insert(0.0) += c;
-            }
-        }
-        let mut list: Vec<Hyperedge> =
-            map.into_iter().map(|((units, backward), cost)| Hyperedge { units, cost, backward }).collect();
-        list.sort_by(|a, b| (&a.units, a.backward).cmp(&(&b.units, b.backward)));
-        list
+        crate::model::contraction::hyperedges(w, &self.unit_of, by_side)
+            .into_iter()
+            .map(|(units, backward, cost)| Hyperedge { units, cost, backward })
+            .collect()
     }
 }
 
