@@ -86,7 +86,7 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     if folded > 0 {
         stats.notes.push(format!("{folded} zero-cost leaf groups folded into their neighbours"));
     }
-    let upper = chain_upper_bound(w, &c, &cost, k, l, memory);
+    let upper = chain_upper_bound(&c, &cost, k, l, memory);
     if let Some((u, _)) = &upper {
         stats.notes.push(format!("upper bound from chain splits: {u}"));
     }
@@ -369,7 +369,6 @@ pub fn ideal_budget(groups: usize, states: usize) -> usize {
 /// The best chain split over two topological orders of the groups (index order, and a
 /// depth-first order), as (max-load, placement). `None` if neither order has a split that fits.
 pub fn chain_upper_bound(
-    w: &Workload,
     c: &Contraction,
     cost: &PairCost,
     k: usize,
@@ -378,7 +377,7 @@ pub fn chain_upper_bound(
 ) -> Option<(f64, Placement)> {
     let mut best: Option<(f64, Placement)> = None;
     for order in [(0..c.len()).collect::<Vec<_>>(), depth_first_order(c)] {
-        if let Some(found) = best_chain_split(w, c, cost, &order, k, l, memory) {
+        if let Some(found) = best_chain_split(c, cost, &order, k, l, memory) {
             if best.as_ref().is_none_or(|(b, _)| found.0 < *b) {
                 best = Some(found);
             }
@@ -389,7 +388,6 @@ pub fn chain_upper_bound(
 
 /// Optimal split of one topological order of the groups into consecutive stages.
 pub fn best_chain_split(
-    _w: &Workload,
     c: &Contraction,
     cost: &PairCost,
     order: &[usize],

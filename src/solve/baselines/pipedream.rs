@@ -81,7 +81,7 @@ fn split_units(name: &str, problem: &Problem, chain: &Contraction, note: String)
     let d = w.devices();
     let cost = PairCost::new(w, chain);
     let order: Vec<usize> = (0..chain.len()).collect();
-    let split = best_chain_split(w, chain, &cost, &order, d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
+    let split = best_chain_split(chain, &cost, &order, d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
     let Some((_, placement)) = split else {
         return Ok(infeasible_outcome(
             name,
