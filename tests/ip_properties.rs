@@ -3,11 +3,10 @@
 //! On tiny random workloads (≤ 7 nodes, k ≤ 3, ℓ ≤ 1, colour classes, backward nodes,
 //! unsupported nodes, tight memory, zero costs): the IP's optimum equals exhaustive search
 //! for non-contiguous and contiguous max-load, the synchronous objective and latency with
-//! one piece per accelerator; the contiguous IP equals the DP. With two pieces the IP is a
-//! relaxation of the scorer's greedy cut (see `solve::milp::latency`), so we check that
-//! its bound is sound and its plan is never worse than the plans it holds, and equality
-//! when it claims optimality. On the published layer workloads, `ip --contiguous` is never
-//! worse than the DP and matches it where it proves optimality.
+//! one piece per accelerator; the contiguous IP equals the DP. With q = 2 or 3 pieces the
+//! latency IP equals exhaustive search over (placement, cut into ≤ q pieces) pairs. On the
+//! published layer workloads, `ip --contiguous` is never worse than the DP and matches it
+//! where it proves optimality.
 //!
 //! Every plan goes through `solve::plan`, which re-scores it.
 
@@ -84,42 +83,47 @@ proptest! {
     }
 
     #[test]
-    fn latency_two_pieces_is_sound(seed in any::<u64>()) {
-        let Some(w) = random_workload(seed, shape()) else { return Ok(()) };
-        let objective = Objective::Latency { pieces: 2 };
-        let ip = run(&Ip, &w, objective, false);
-        let oracle = run(&BruteForce, &w, objective, false);
-        let one = run(&Ip, &w, Objective::Latency { pieces: 1 }, false);
-        let (a, b) = (ip.objective(objective), oracle.objective(objective));
-        prop_assert!(a >= b - ABS, "ip plan {a} beats the exhaustive optimum {b}");
-        prop_assert!(ip.outcome.bound <= b + ABS, "bound {} above the optimum {b}", ip.outcome.bound);
-        prop_assert!(a <= one.objective(Objective::Latency { pieces: 1 }) + ABS, "two pieces worse than one");
-        if ip.outcome.status == Status::Optimal {
-            prop_assert!((a - b).abs() <= ABS, "claims optimal {a} but the optimum is {b}");
-        }
+    fn latency_with_pieces_matches_brute_force(seed in any::<u64>(), q in 2usize..=3) {
+        let Some(w) = random_workload(seed, small_shape()) else { return Ok(()) };
+        assert_same_optimum(&w, Objective::Latency { pieces: q }, false)?;
+        let (one_piece, q_pieces) = (Objective::Latency { pieces: 1 }, Objective::Latency { pieces: q });
+        let one = run(&Ip, &w, one_piece, false).objective(one_piece);
+        let many = run(&Ip, &w, q_pieces, false).objective(q_pieces);
+        prop_assert!(many <= one + ABS, "{} pieces: {} worse than one piece: {}", q, many, one);
     }
 }
 
-/// A tiny instance where the scorer's greedy cut differs from the best cut: documents
-/// that the latency IP with q ≥ 2 is a relaxation and is never called optimal wrongly.
+/// Brute force with cuts enumerated stays small on these.
+fn small_shape() -> Shape {
+    Shape { max_nodes: 6, max_accelerators: 2, max_cpus: 1, ..Shape::default() }
+}
+
+/// On 150 fixed seeds the q = 2 latency IP equals exhaustive search and proves it; counts
+/// the instances where the plan's own cut beats the scorer's greedy cut of the same
+/// assignment (why plans carry their cut).
 #[test]
-fn latency_two_pieces_never_claims_a_wrong_optimum_on_many_seeds() {
-    let mut equal = 0;
-    let mut total = 0;
+fn latency_two_pieces_equals_exhaustive_search_on_many_seeds() {
+    let (mut total, mut better_than_greedy) = (0, 0);
     for seed in 0..150u64 {
-        let Some(w) = random_workload(seed, shape()) else { continue };
+        let Some(w) = random_workload(seed, small_shape()) else { continue };
         let objective = Objective::Latency { pieces: 2 };
         let ip = run(&Ip, &w, objective, false);
         let oracle = run(&BruteForce, &w, objective, false);
         let (a, b) = (ip.objective(objective), oracle.objective(objective));
         total += 1;
-        if (a - b).abs() <= ABS {
-            equal += 1;
-        } else {
-            assert_ne!(ip.outcome.status, Status::Optimal, "seed {seed}: claims optimal {a}, optimum {b}");
+        assert!((a - b).abs() <= ABS || (a.is_infinite() && b.is_infinite()), "seed {seed}: ip {a}, exhaustive {b}");
+        if b.is_finite() {
+            assert_eq!(ip.outcome.status, Status::Optimal, "seed {seed}: {:?}", ip.outcome.stats.notes);
+            let mut greedy = ip.outcome.placement.clone().unwrap();
+            greedy.pieces = None;
+            let e = dnnplace::score::evaluate(&w, &greedy, true);
+            if e.latency.max_pieces() <= 2 && e.latency.total > a + ABS {
+                better_than_greedy += 1;
+            }
         }
     }
-    eprintln!("latency q=2: the IP's plan is optimal on {equal} of {total} random instances");
+    eprintln!("latency q=2: IP = exhaustive search on {total} instances; its cut beats the greedy cut on {better_than_greedy}");
+    assert!(total >= 100);
 }
 
 /// `ip --contiguous` on the published layer workloads: never worse than the DP; equal to

@@ -3,11 +3,15 @@
 //! ```json
 //! {"maxLoad": 12.3, "fpgas": [{"load": 4.1, "nodes": [1,2,3]}], "cpus": [{"load": 0.0, "nodes": []}]}
 //! ```
-//! Latency results carry `totalLatency` instead of `maxLoad`. Loads in a file are ignored
-//! on reading (the scorer recomputes them). A node that the file does not list is placed
+//! Latency results carry `totalLatency` instead of `maxLoad`, and an accelerator cut into
+//! several calls lists them in call order: `{"nodes": [1,2,3,4], "pieces": [[1,2],[3,4]]}`
+//! (`nodes` may then be left out; when given it must be the union of the pieces). If any
+//! accelerator lists pieces the plan's cut is explicit and an accelerator without `pieces`
+//! is one call; if none does, the scorer cuts greedily. Loads in a file are ignored on
+//! reading (the scorer recomputes them). A node that the file does not list is placed
 //! with its colour class when the listed nodes of that class agree on one device (this is
-//! how a forward-only expert split is completed for a training graph); otherwise reading
-//! fails naming the node.
+//! how a forward-only expert split is completed for a training graph), in the piece of
+//! the first listed node of its class; otherwise reading fails naming the node.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +22,10 @@ use crate::model::{Device, Placement, Workload};
 pub struct RawDevice {
     #[serde(default)]
     pub load: f64,
+    #[serde(default)]
     pub nodes: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pieces: Option<Vec<Vec<i64>>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -42,6 +49,11 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
         IoError::Format(format!("at {path}: {}", e.into_inner()))
     })?;
     let mut assignment: Vec<Option<Device>> = vec![None; w.len()];
+    let mut rank: Vec<Option<usize>> = vec![None; w.len()];
+    let explicit = raw.fpgas.iter().any(|d| d.pieces.is_some());
+    if let Some(i) = raw.cpus.iter().position(|d| d.pieces.is_some()) {
+        return Err(IoError::Format(format!("cpus[{i}] lists pieces; a CPU runs its nodes one by one")));
+    }
     let lists = raw
         .fpgas
         .iter()
@@ -49,18 +61,63 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
         .map(|(i, d)| (Device::Accelerator(i), format!("fpgas[{i}]"), d))
         .chain(raw.cpus.iter().enumerate().map(|(i, d)| (Device::Cpu(i), format!("cpus[{i}]"), d)));
     for (device, path, list) in lists {
+        let index = |id: i64, at: &str| {
+            w.index_of(id).ok_or_else(|| IoError::Format(format!("{at} lists node {id}, which the workload does not have")))
+        };
+        if let Some(pieces) = &list.pieces {
+            for (j, piece) in pieces.iter().enumerate() {
+                for &id in piece {
+                    let v = index(id, &format!("{path}.pieces[{j}]"))?;
+                    if let Some(other) = assignment[v] {
+                        return Err(IoError::Format(format!("node {id} is listed twice: on {other} and in {path}.pieces[{j}]")));
+                    }
+                    assignment[v] = Some(device);
+                    rank[v] = Some(j);
+                }
+            }
+            for &id in &list.nodes {
+                let v = index(id, &path)?;
+                if assignment[v] != Some(device) {
+                    return Err(IoError::Format(format!("{path}.nodes lists node {id}, which none of its pieces holds")));
+                }
+            }
+            let listed = pieces.iter().map(Vec::len).sum::<usize>();
+            if !list.nodes.is_empty() && list.nodes.len() != listed {
+                return Err(IoError::Format(format!(
+                    "{path}.nodes lists {} nodes but its pieces hold {listed}",
+                    list.nodes.len()
+                )));
+            }
+            continue;
+        }
         for &id in &list.nodes {
-            let v = w
-                .index_of(id)
-                .ok_or_else(|| IoError::Format(format!("{path} lists node {id}, which the workload does not have")))?;
+            let v = index(id, &path)?;
             if let Some(other) = assignment[v] {
                 return Err(IoError::Format(format!("node {id} is listed twice: on {other} and in {path}")));
             }
             assignment[v] = Some(device);
+            if matches!(device, Device::Accelerator(_)) {
+                rank[v] = Some(0);
+            }
         }
     }
+    let listed: Vec<bool> = assignment.iter().map(Option::is_some).collect();
     complete_by_color_class(w, &mut assignment)?;
-    Ok(Placement::new(assignment.into_iter().map(|d| d.expect("completed")).collect()))
+    let placement = Placement::new(assignment.into_iter().map(|d| d.expect("completed")).collect());
+    if !explicit {
+        return Ok(placement);
+    }
+    // Completed nodes join the piece of the first listed node of their class.
+    let mut class_rank: std::collections::HashMap<i64, usize> = Default::default();
+    for (v, node) in w.nodes().iter().enumerate() {
+        if let (true, Some(c), Some(r)) = (listed[v], node.color_class, rank[v]) {
+            class_rank.entry(c).or_insert(r);
+        }
+    }
+    let ranks = (0..w.len())
+        .map(|v| rank[v].or_else(|| w.node(v).color_class.and_then(|c| class_rank.get(&c).copied())).unwrap_or(0))
+        .collect();
+    Ok(placement.with_pieces(ranks))
 }
 
 fn complete_by_color_class(w: &Workload, assignment: &mut [Option<Device>]) -> Result<(), IoError> {
@@ -122,20 +179,25 @@ pub fn placement_to_raw(
     latency: bool,
 ) -> RawPlacement {
     let (accs, cpus) = p.node_sets(loads.len(), cpu_loads.len());
-    let to_raw = |sets: Vec<Vec<usize>>, loads: &[f64]| {
-        sets.into_iter()
-            .zip(loads)
-            .map(|(set, &load)| {
-                let mut nodes: Vec<i64> = set.into_iter().map(|v| w.node(v).id).collect();
-                nodes.sort_unstable();
-                RawDevice { load, nodes }
-            })
-            .collect()
+    let ids = |set: &[usize]| {
+        let mut nodes: Vec<i64> = set.iter().map(|&v| w.node(v).id).collect();
+        nodes.sort_unstable();
+        nodes
     };
-    RawPlacement {
-        max_load: (!latency).then_some(objective),
-        total_latency: latency.then_some(objective),
-        fpgas: to_raw(accs, loads),
-        cpus: to_raw(cpus, cpu_loads),
-    }
+    // An accelerator cut into several calls lists them (latency only).
+    let pieces_of = |set: &[usize]| -> Option<Vec<Vec<i64>>> {
+        let ranks = p.pieces.as_ref().filter(|_| latency)?;
+        let mut by_rank: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for &v in set {
+            by_rank.entry(ranks[v]).or_default().push(v);
+        }
+        (by_rank.len() > 1).then(|| by_rank.values().map(|piece| ids(piece)).collect())
+    };
+    let fpgas = accs
+        .iter()
+        .zip(loads)
+        .map(|(set, &load)| RawDevice { load, nodes: ids(set), pieces: pieces_of(set) })
+        .collect();
+    let cpus = cpus.iter().zip(cpu_loads).map(|(set, &load)| RawDevice { load, nodes: ids(set), pieces: None }).collect();
+    RawPlacement { max_load: (!latency).then_some(objective), total_latency: latency.then_some(objective), fpgas, cpus }
 }

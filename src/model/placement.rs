@@ -3,6 +3,11 @@
 //! Stored as an assignment vector indexed by node, which makes "every node exactly once"
 //! true by construction; the scorer checks the rest (colour classes, support, memory,
 //! device counts, contiguity).
+//!
+//! For the latency objective a placement may also say how each accelerator's nodes are
+//! cut into *pieces* (calls): `pieces[v]` is the rank of v's call on its accelerator, and
+//! calls run in increasing rank (ranks need not be consecutive). Without it the scorer
+//! cuts greedily ([`crate::score::latency`]).
 
 use super::devices::Device;
 
@@ -10,11 +15,20 @@ use super::devices::Device;
 pub struct Placement {
     /// `assignment[v]` is the device of node index `v`.
     pub assignment: Vec<Device>,
+    /// Latency only: the call rank of each node on its accelerator (read for accelerator
+    /// nodes, ignored for CPU nodes); `None` lets the scorer cut.
+    pub pieces: Option<Vec<usize>>,
 }
 
 impl Placement {
     pub fn new(assignment: Vec<Device>) -> Self {
-        Placement { assignment }
+        Placement { assignment, pieces: None }
+    }
+
+    /// The same placement with explicit pieces.
+    pub fn with_pieces(mut self, pieces: Vec<usize>) -> Self {
+        self.pieces = Some(pieces);
+        self
     }
 
     /// Node indices on each accelerator `0..k` and each CPU `0..l`.
@@ -63,6 +77,6 @@ impl Placement {
                 }
             })
             .collect();
-        Placement { assignment }
+        Placement { assignment, pieces: self.pieces.clone() }
     }
 }

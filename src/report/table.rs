@@ -100,6 +100,22 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
     let _ = writeln!(s, "TPS (max load):        {:.9}", e.max_load);
     let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9}", e.sync_objective);
     let _ = writeln!(s, "latency (one sample):  {:.9}   (pieces per accelerator: max {})", e.latency.total, e.latency.max_pieces());
+    if matches!(objective, Objective::Latency { .. }) && !e.latency.calls.is_empty() {
+        let _ = writeln!(s, "calls:");
+        let _ = writeln!(s, "  {:<8} {:>5} {:>6} {:>16} {:>16} {:>16}", "device", "call", "nodes", "start", "duration", "end");
+        for c in &e.latency.calls {
+            let _ = writeln!(
+                s,
+                "  {:<8} {:>5} {:>6} {:>16.9} {:>16.9} {:>16.9}",
+                Device::Accelerator(c.accelerator).to_string(),
+                c.rank + 1,
+                c.nodes.len(),
+                c.start,
+                c.duration,
+                c.start + c.duration
+            );
+        }
+    }
     let _ = writeln!(s, "objective ({}): {:.9}", objective.name(), objective.value(e));
     let _ = writeln!(s, "valid: {}   contiguous: {}", yes(e.is_valid()), yes(e.is_contiguous()));
     for v in e.violations.iter().chain(&e.non_contiguous) {

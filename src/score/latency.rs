@@ -1,10 +1,18 @@
 //! Single-sample latency (MODEL.md, "Latency").
 //!
-//! Each accelerator's nodes are cut into *pieces*: walking all nodes in topological order,
-//! a node joins the open piece of its accelerator unless one of its inputs from outside
-//! that piece depends (through edges, pieces and earlier pieces of the same accelerator)
-//! on the piece itself — then it opens a new piece. A contiguous set with no circular
-//! dependency on other devices stays one piece.
+//! Each accelerator's nodes are cut into *pieces* (calls), which run on it in order. A
+//! plan may give the cut ([`Placement::pieces`]: a rank per node; the pieces of one
+//! accelerator run in increasing rank). Otherwise the scorer cuts greedily: walking all
+//! nodes in topological order, a node joins the open piece of its accelerator unless one
+//! of its inputs from outside that piece depends (through edges, pieces and earlier pieces
+//! of the same accelerator) on the piece itself — then it opens a new piece. A contiguous
+//! set with no circular dependency on other devices stays one piece.
+//!
+//! The *items* are the pieces and the CPU nodes; item `a` waits for item `b` when an edge
+//! goes from `b` into `a` or `b` is the piece before `a` on its accelerator. A given cut
+//! whose items wait on each other in a cycle deadlocks (it is reported, and its latency is
+//! infinite). An acyclic cut has contiguous pieces: a path leaving a piece and re-entering
+//! it would be a cycle of items.
 //!
 //! A piece `P` starts when every input from outside `P` is ready and the previous piece
 //! of its accelerator has finished; it takes
@@ -12,8 +20,8 @@
 //! at its end. A CPU node starts when its predecessors have finished and takes its
 //! `cpuLatency` (CPU cores are as many as needed). Latency = the latest finish.
 //!
-//! Complexity: O(n · (n + m)) in the worst case (one dependency search per node with an
-//! outside input), O(n + m) for the evaluation itself.
+//! Complexity: O(n · (n + m)) for the greedy cut in the worst case (one dependency search
+//! per node with an outside input), O(n + m) for a given cut and for the evaluation.
 
 use crate::model::{Device, Placement, Workload};
 
@@ -24,8 +32,27 @@ pub struct LatencyScore {
     pub total: f64,
     /// Number of pieces on each accelerator index that holds nodes (`(index, pieces)`).
     pub pieces: Vec<(usize, usize)>,
-    /// Finishing time of every node.
+    /// Finishing time of every node (infinite for nodes caught in a deadlock).
     pub finish: Vec<f64>,
+    /// The rank (0, 1, …) of each accelerator node's piece on its accelerator; `None` for
+    /// CPU nodes. Given to the scorer as [`Placement::pieces`], it reproduces this score.
+    pub piece_rank: Vec<Option<usize>>,
+    /// For a given cut whose calls wait on each other in a cycle: which ones.
+    pub deadlock: Option<String>,
+    /// The calls (pieces), by accelerator and rank.
+    pub calls: Vec<Call>,
+}
+
+/// One call: a piece of an accelerator and when it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub accelerator: usize,
+    /// Its place in the accelerator's sequence of calls (0 first).
+    pub rank: usize,
+    /// Node indices.
+    pub nodes: Vec<usize>,
+    pub start: f64,
+    pub duration: f64,
 }
 
 impl LatencyScore {
@@ -41,14 +68,51 @@ struct Piece {
     previous: Option<usize>,
 }
 
+/// A cut: the pieces, and the piece of every accelerator node.
+struct Cut {
+    pieces: Vec<Piece>,
+    piece_of: Vec<Option<usize>>,
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Item {
     Node(usize),
     Piece(usize),
 }
 
-/// Cuts the accelerator sets into pieces and evaluates the latency.
+/// Evaluates the latency of `p`, with its own cut if it has one, else with the greedy cut.
 pub fn latency(w: &Workload, p: &Placement) -> LatencyScore {
+    let cut = match &p.pieces {
+        Some(ranks) => given_cut(p, ranks),
+        None => greedy_cut(w, p),
+    };
+    evaluate_cut(w, &cut)
+}
+
+/// The pieces a plan names: nodes of one accelerator with one rank form one piece.
+fn given_cut(p: &Placement, ranks: &[usize]) -> Cut {
+    let mut by_piece: std::collections::BTreeMap<(usize, usize), Vec<usize>> = Default::default();
+    for (v, d) in p.assignment.iter().enumerate() {
+        if let Device::Accelerator(acc) = *d {
+            by_piece.entry((acc, ranks.get(v).copied().unwrap_or(0))).or_default().push(v);
+        }
+    }
+    let mut cut = Cut { pieces: Vec::with_capacity(by_piece.len()), piece_of: vec![None; p.assignment.len()] };
+    let mut last: Option<usize> = None;
+    for ((acc, _), nodes) in by_piece {
+        let id = cut.pieces.len();
+        for &v in &nodes {
+            cut.piece_of[v] = Some(id);
+        }
+        let previous = last.filter(|&q| cut.pieces[q].accelerator == acc);
+        cut.pieces.push(Piece { accelerator: acc, nodes, previous });
+        last = Some(id);
+    }
+    cut
+}
+
+/// The greedy cut (module doc).
+fn greedy_cut(w: &Workload, p: &Placement) -> Cut {
     let n = w.len();
     let mut piece_of: Vec<Option<usize>> = vec![None; n];
     let mut pieces: Vec<Piece> = Vec::new();
@@ -120,80 +184,106 @@ pub fn latency(w: &Workload, p: &Placement) -> LatencyScore {
         }
     }
 
-    // Durations of pieces.
-    let duration: Vec<f64> = pieces
-        .iter()
-        .enumerate()
-        .map(|(q, piece)| {
-            let mut t: f64 = piece.nodes.iter().map(|&v| w.node(v).fpga_latency).sum();
-            let mut inputs: Vec<usize> = Vec::new();
-            for &v in &piece.nodes {
-                if w.successors(v).iter().any(|&x| piece_of[x] != Some(q)) {
-                    t += w.out_cost(v);
-                }
-                inputs.extend(w.predecessors(v).iter().copied().filter(|&u| piece_of[u] != Some(q)));
+    Cut { pieces, piece_of }
+}
+
+/// Longest path over the items of `cut` (Kahn's order); a cycle of items is a deadlock.
+fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
+    let n = w.len();
+    let n_pieces = cut.pieces.len();
+    // Items 0..n_pieces are the pieces, n_pieces + v the CPU node v.
+    let item = |v: usize| cut.piece_of[v].unwrap_or(n_pieces + v);
+    let live = |i: usize| i < n_pieces || cut.piece_of[i - n_pieces].is_none();
+    let mut next: Vec<Vec<usize>> = vec![Vec::new(); n_pieces + n];
+    let mut waiting = vec![0usize; n_pieces + n];
+    let mut duration = vec![0.0f64; n_pieces + n];
+    for (q, piece) in cut.pieces.iter().enumerate() {
+        if let Some(prev) = piece.previous {
+            next[prev].push(q);
+            waiting[q] += 1;
+        }
+        let mut inputs: Vec<usize> = Vec::new();
+        let mut t = 0.0;
+        for &v in &piece.nodes {
+            t += w.node(v).fpga_latency;
+            if w.successors(v).iter().any(|&x| cut.piece_of[x] != Some(q)) {
+                t += w.out_cost(v);
             }
-            inputs.sort_unstable();
-            inputs.dedup();
-            t + inputs.iter().map(|&u| w.out_cost(u)).sum::<f64>()
+            inputs.extend(w.predecessors(v).iter().copied().filter(|&u| cut.piece_of[u] != Some(q)));
+        }
+        inputs.sort_unstable();
+        inputs.dedup();
+        duration[q] = t + inputs.iter().map(|&u| w.out_cost(u)).sum::<f64>();
+    }
+    for v in 0..n {
+        let iv = item(v);
+        if iv >= n_pieces {
+            duration[iv] = w.node(v).cpu_latency;
+        }
+        for &u in w.predecessors(v) {
+            let iu = item(u);
+            if iu != iv {
+                next[iu].push(iv);
+                waiting[iv] += 1;
+            }
+        }
+    }
+    let mut ready = vec![0.0f64; n_pieces + n];
+    let mut item_finish = vec![f64::INFINITY; n_pieces + n];
+    let mut queue: Vec<usize> = (0..n_pieces + n).filter(|&i| live(i) && waiting[i] == 0).collect();
+    while let Some(i) = queue.pop() {
+        let f = ready[i] + duration[i];
+        item_finish[i] = f;
+        for &j in &next[i] {
+            ready[j] = ready[j].max(f);
+            waiting[j] -= 1;
+            if waiting[j] == 0 {
+                queue.push(j);
+            }
+        }
+    }
+    let finish: Vec<f64> = (0..n).map(|v| item_finish[item(v)]).collect();
+    let stuck: Vec<usize> = (0..n_pieces + n).filter(|&i| live(i) && waiting[i] > 0).collect();
+    let deadlock = (!stuck.is_empty()).then(|| {
+        let describe = |i: usize| {
+            if i < n_pieces {
+                let piece = &cut.pieces[i];
+                let ids: Vec<String> = piece.nodes.iter().take(6).map(|&v| w.node(v).id.to_string()).collect();
+                let more = if piece.nodes.len() > 6 { ", …" } else { "" };
+                format!("a call on accelerator {} (nodes {}{more})", piece.accelerator, ids.join(", "))
+            } else {
+                format!("CPU node {}", w.node(i - n_pieces).id)
+            }
+        };
+        let shown: Vec<String> = stuck.iter().take(4).map(|&i| describe(i)).collect();
+        let more = if stuck.len() > 4 { format!(" and {} more", stuck.len() - 4) } else { String::new() };
+        format!("calls wait on each other in a cycle: {}{more}", shown.join("; "))
+    });
+    let total = if deadlock.is_some() { f64::INFINITY } else { finish.iter().copied().fold(0.0, f64::max) };
+    // Counts and ranks per accelerator; both cuts create an accelerator's pieces in call order.
+    let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
+    let rank_of_piece: Vec<usize> = cut
+        .pieces
+        .iter()
+        .map(|piece| {
+            let c = counts.entry(piece.accelerator).or_insert(0);
+            *c += 1;
+            *c - 1
         })
         .collect();
-
-    // Evaluate items in dependency order (memoised depth-first search).
-    let mut piece_finish: Vec<Option<f64>> = vec![None; pieces.len()];
-    let mut node_finish: Vec<Option<f64>> = vec![None; n];
-    let finish_of = |v: usize, node_finish: &[Option<f64>], piece_finish: &[Option<f64>]| match piece_of[v] {
-        Some(q) => piece_finish[q],
-        None => node_finish[v],
-    };
-    for &v in w.topological_order() {
-        if finish_of(v, &node_finish, &piece_finish).is_some() {
-            continue;
-        }
-        let mut stack = vec![item_of(v, &piece_of)];
-        while let Some(&item) = stack.last() {
-            let mut missing = Vec::new();
-            let mut start: f64 = 0.0;
-            let deps: Vec<usize> = match item {
-                Item::Node(x) => w.predecessors(x).to_vec(),
-                Item::Piece(q) => pieces[q]
-                    .nodes
-                    .iter()
-                    .flat_map(|&x| w.predecessors(x).iter().copied())
-                    .filter(|&u| piece_of[u] != Some(q))
-                    .collect(),
-            };
-            for u in deps {
-                match finish_of(u, &node_finish, &piece_finish) {
-                    Some(f) => start = start.max(f),
-                    None => missing.push(item_of(u, &piece_of)),
-                }
-            }
-            if let Item::Piece(q) = item {
-                if let Some(prev) = pieces[q].previous {
-                    match piece_finish[prev] {
-                        Some(f) => start = start.max(f),
-                        None => missing.push(Item::Piece(prev)),
-                    }
-                }
-            }
-            if missing.is_empty() {
-                stack.pop();
-                match item {
-                    Item::Node(x) => node_finish[x] = Some(start + w.node(x).cpu_latency),
-                    Item::Piece(q) => piece_finish[q] = Some(start + duration[q]),
-                }
-            } else {
-                stack.extend(missing);
-            }
-        }
-    }
-    let finish: Vec<f64> =
-        (0..n).map(|v| finish_of(v, &node_finish, &piece_finish).expect("every node evaluated")).collect();
-    let total = finish.iter().copied().fold(0.0, f64::max);
-    let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
-    for piece in &pieces {
-        *counts.entry(piece.accelerator).or_insert(0) += 1;
-    }
-    LatencyScore { total, pieces: counts.into_iter().collect(), finish }
+    let piece_rank = cut.piece_of.iter().map(|q| q.map(|q| rank_of_piece[q])).collect();
+    let mut calls: Vec<Call> = cut
+        .pieces
+        .iter()
+        .enumerate()
+        .map(|(q, piece)| Call {
+            accelerator: piece.accelerator,
+            rank: rank_of_piece[q],
+            nodes: piece.nodes.clone(),
+            start: if item_finish[q].is_finite() { ready[q] } else { f64::INFINITY },
+            duration: duration[q],
+        })
+        .collect();
+    calls.sort_by_key(|c| (c.accelerator, c.rank));
+    LatencyScore { total, pieces: counts.into_iter().collect(), finish, piece_rank, deadlock, calls }
 }

@@ -10,7 +10,7 @@ pub mod load;
 pub mod validity;
 
 pub use contiguity::contiguity_violations;
-pub use latency::{latency, LatencyScore};
+pub use latency::{latency, Call, LatencyScore};
 pub use load::{device_loads, max_load, sync_objective, DeviceLoad};
 pub use validity::{violations, Violation};
 
@@ -47,16 +47,23 @@ impl Evaluation {
 }
 
 /// Scores `p` on `w`. `latency_rules` relaxes the CPU count (latency instances have as many
-/// CPU cores as needed).
+/// CPU cores as needed) and makes a deadlocking cut of the plan's own pieces a violation.
 pub fn evaluate(w: &Workload, p: &Placement, latency_rules: bool) -> Evaluation {
     let mut violations = violations(w, p, !latency_rules);
-    if !violations.is_empty() && matches!(violations[0], Violation::WrongLength { .. }) {
+    if !violations.is_empty() && matches!(violations[0], Violation::WrongLength { .. } | Violation::PiecesLength { .. }) {
         return Evaluation {
             devices: Vec::new(),
             max_load: f64::INFINITY,
             bottleneck: None,
             sync_objective: f64::INFINITY,
-            latency: LatencyScore { total: f64::INFINITY, pieces: Vec::new(), finish: Vec::new() },
+            latency: LatencyScore {
+                total: f64::INFINITY,
+                pieces: Vec::new(),
+                finish: Vec::new(),
+                piece_rank: Vec::new(),
+                deadlock: None,
+                calls: Vec::new(),
+            },
             violations,
             non_contiguous: Vec::new(),
         };
@@ -65,6 +72,9 @@ pub fn evaluate(w: &Workload, p: &Placement, latency_rules: bool) -> Evaluation 
     let (max_load, bottleneck) = max_load(&devices);
     let non_contiguous = contiguity_violations(w, p);
     let latency = latency(w, p);
+    if let (true, Some(why)) = (latency_rules, &latency.deadlock) {
+        violations.push(Violation::Deadlock(why.clone()));
+    }
     violations.shrink_to_fit();
     Evaluation { sync_objective: sync_objective(&devices), devices, max_load, bottleneck, latency, violations, non_contiguous }
 }

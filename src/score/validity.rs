@@ -23,6 +23,10 @@ pub enum Violation {
     NotContiguous { device: Device, witness: String },
     #[error("{device} holds {pieces} contiguous pieces, more than the {limit} allowed")]
     TooManyPieces { device: Device, pieces: usize, limit: usize },
+    #[error("the placement gives pieces for {got} nodes of a workload of {expected}")]
+    PiecesLength { expected: usize, got: usize },
+    #[error("the plan's pieces deadlock: {0}")]
+    Deadlock(String),
 }
 
 /// All violations of the hard rules. `count_cpus` is false for latency, where CPU cores
@@ -32,6 +36,12 @@ pub fn violations(w: &Workload, p: &Placement, count_cpus: bool) -> Vec<Violatio
     if p.assignment.len() != w.len() {
         out.push(Violation::WrongLength { expected: w.len(), got: p.assignment.len() });
         return out;
+    }
+    if let Some(pieces) = &p.pieces {
+        if pieces.len() != w.len() {
+            out.push(Violation::PiecesLength { expected: w.len(), got: pieces.len() });
+            return out;
+        }
     }
     let d = w.devices();
     let mut memory: HashMap<usize, f64> = HashMap::new();

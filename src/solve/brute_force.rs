@@ -3,9 +3,13 @@
 //!
 //! Devices of one kind are interchangeable, so assignments are enumerated up to renaming
 //! (a class may open accelerator `a` only if accelerators `0..a` are already used; the
-//! same for CPUs). For latency, CPU cores are as many as needed, so one CPU label suffices.
+//! same for CPUs). For latency, CPU cores are as many as needed, so one CPU label suffices,
+//! and with up to q pieces every cut is tried too: each accelerator node gets a call rank
+//! in `0..q` (the ranks used on one accelerator being `0..r`), a cut that deadlocks is
+//! skipped, so the search is over (assignment, cut) pairs — the plans MODEL.md allows.
 //!
-//! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes.
+//! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes, times
+//! q^a cuts of the a accelerator nodes for latency with q ≥ 2.
 
 use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status};
 use crate::model::contraction::class_index;
@@ -18,6 +22,9 @@ pub struct BruteForce;
 /// The largest number of colour classes brute force accepts.
 pub const MAX_CLASSES: usize = 12;
 
+/// The largest number of nodes brute force accepts for latency with several pieces.
+pub const MAX_NODES_CUT: usize = 10;
+
 impl Method for BruteForce {
     fn name(&self) -> &'static str {
         "brute-force"
@@ -27,6 +34,14 @@ impl Method for BruteForce {
         let (_, classes) = class_index(problem.workload);
         if classes > MAX_CLASSES {
             return Err(format!("{classes} colour classes (at most {MAX_CLASSES})"));
+        }
+        if let Objective::Latency { pieces } = problem.objective {
+            if pieces >= 2 && problem.workload.len() > MAX_NODES_CUT {
+                return Err(format!(
+                    "{} nodes with {pieces} pieces (at most {MAX_NODES_CUT} nodes when cuts are enumerated)",
+                    problem.workload.len()
+                ));
+            }
         }
         Ok(())
     }
@@ -40,25 +55,35 @@ impl Method for BruteForce {
         let mut best: Option<(f64, Placement)> = None;
         let mut labels = vec![Device::Cpu(0); classes];
         let mut count = 0u64;
+        let pieces = match problem.objective {
+            Objective::Latency { pieces } => pieces,
+            _ => 1,
+        };
         let mut visit = |labels: &[Device]| {
-            count += 1;
-            let p = Placement::new(class.iter().map(|&c| labels[c]).collect());
-            let e = evaluate(w, &p, latency);
-            if !e.is_valid() || (problem.contiguous && !e.is_contiguous()) {
-                return;
-            }
-            if let Objective::Latency { pieces } = problem.objective {
-                if e.latency.max_pieces() > pieces {
-                    return;
+            let base = Placement::new(class.iter().map(|&c| labels[c]).collect());
+            let on_acc: Vec<usize> =
+                (0..base.assignment.len()).filter(|&v| matches!(base.assignment[v], Device::Accelerator(_))).collect();
+            let mut ranks = vec![0usize; base.assignment.len()];
+            loop {
+                if cut_is_canonical(&base, &on_acc, &ranks) {
+                    count += 1;
+                    let p = if latency { base.clone().with_pieces(ranks.clone()) } else { base.clone() };
+                    let e = evaluate(w, &p, latency);
+                    if e.is_valid() && (!problem.contiguous || e.is_contiguous()) && (!latency || e.latency.max_pieces() <= pieces) {
+                        let v = problem.objective.value(&e);
+                        if best.as_ref().is_none_or(|(b, _)| v < *b) {
+                            best = Some((v, p));
+                        }
+                    }
                 }
-            }
-            let v = problem.objective.value(&e);
-            if best.as_ref().is_none_or(|(b, _)| v < *b) {
-                best = Some((v, p));
+                // Next cut: count in base q over the accelerator nodes.
+                if !latency || !next_ranks(&on_acc, &mut ranks, pieces) {
+                    break;
+                }
             }
         };
         enumerate(0, 0, 0, k, l, &mut labels, &mut visit);
-        let stats = Stats { notes: vec![format!("{count} assignments")], ..Stats::default() };
+        let stats = Stats { notes: vec![format!("{count} plans")], ..Stats::default() };
         Ok(match best {
             Some((v, p)) => Outcome {
                 method: "brute-force".into(),
@@ -101,4 +126,25 @@ fn enumerate(
         labels[at] = Device::Cpu(c);
         enumerate(at + 1, used_acc, used_cpu.max(c + 1), k, l, labels, visit);
     }
+}
+
+/// Advances `ranks` on the accelerator nodes like a base-`q` counter; false after the last.
+fn next_ranks(on_acc: &[usize], ranks: &mut [usize], q: usize) -> bool {
+    for &v in on_acc {
+        if ranks[v] + 1 < q {
+            ranks[v] += 1;
+            return true;
+        }
+        ranks[v] = 0;
+    }
+    false
+}
+
+/// Whether the ranks used on each accelerator are `0..r` (other cuts repeat one of these).
+fn cut_is_canonical(p: &Placement, on_acc: &[usize], ranks: &[usize]) -> bool {
+    let mut used: std::collections::HashMap<Device, u64> = Default::default();
+    for &v in on_acc {
+        *used.entry(p.assignment[v]).or_insert(0) |= 1 << ranks[v];
+    }
+    used.values().all(|&mask| (mask + 1).is_power_of_two())
 }

@@ -222,6 +222,11 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
             )));
         }
     }
+    if latency_rules && placement.pieces.is_none() {
+        // Print the cut the scorer made, so the plan says which calls run in which order.
+        let ranks = evaluation.latency.piece_rank.iter().map(|r| r.unwrap_or(0)).collect();
+        outcome.placement = Some(placement.clone().with_pieces(ranks));
+    }
     let scored = problem.objective.value(&evaluation);
     let tolerance = method.tolerance();
     if (scored - outcome.objective).abs() > tolerance * scored.abs().max(1.0) {

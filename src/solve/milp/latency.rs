@@ -8,7 +8,7 @@
 //! ```text
 //! x[i,d,j] ∈ {0,1}   item i in slot j of accelerator d (0 if its unit is unsupported or
 //!                    too large); items are the units when q = 1 and single nodes when
-//!                    q ≥ 2 (the scorer may put one class's nodes in different pieces)
+//!                    q ≥ 2 (a cut may put one class's nodes in different pieces)
 //! a[g,d] = Σ_j x[i,d,j] for every item i of unit g     colour classes share accelerators
 //! Σ_d a[g,d] ≤ 1                          the rest runs on CPUs: cpu_g = 1 − Σ a
 //! Σ_g size_g a[g,d] ≤ M                   memory of accelerator d, shared by its pieces
@@ -23,8 +23,8 @@
 //!               latency, valid since a path's items run one after another)
 //! ```
 //!
-//! **Acyclicity.** Calls must not wait on each other in a cycle, or the scorer would cut
-//! them differently. Times alone do not forbid cycles of zero-duration items (the
+//! **Acyclicity.** Calls must not wait on each other in a cycle (the scorer rejects such a
+//! cut as a deadlock). Times alone do not forbid cycles of zero-duration items (the
 //! published graphs have many zero-latency nodes), so positions do:
 //!
 //! ```text
@@ -38,21 +38,13 @@
 //! different items, whose +1 makes the positions infeasible. Conversely an acyclic item
 //! graph has a topological numbering that satisfies them.
 //!
-//! **Exactness w.r.t. the scorer.** With q = 1 the scorer keeps each accelerator's set in
-//! one piece exactly when the item graph is acyclic (a cut is made only on a cyclic
-//! dependency), and its latency is then the longest path with these durations, so the IP
-//! is exact. With q ≥ 2 the scorer cuts greedily — a node joins the open piece unless
-//! that creates a cycle — so pieces are runs of the topological order; the IP keeps that
-//! interval shape (σ below) but chooses the cut points itself, which can be better than
-//! the greedy cut (a piece cut early may start sooner). The IP is then a *relaxation*:
-//! its bound is valid, its plan is re-cut and re-scored by the scorer, and the result is
-//! called optimal only if the scored plan meets the bound.
-//!
-//! ```text
-//! σ[t,d,j] ∈ [0,1] (j = 1..q−1, t = topological position): piece j of d has opened by t
-//! σ[t,d,j] ≥ σ[t−1,d,j],  σ[t,d,j+1] ≤ σ[t,d,j]
-//! x[i(v),d,j] ≤ σ[t(v),d,j]  (j ≥ 1),   x[i(v),d,j] ≤ 1 − σ[t(v),d,j+1]
-//! ```
+//! **Exactness w.r.t. the scorer.** The IP's plan carries its cut: the nodes in slot
+//! `(d, j)` are the piece of rank j on accelerator d ([`Placement::pieces`]), and the
+//! scorer evaluates exactly that cut: a piece starts when its outside inputs and the
+//! previous non-empty slot have finished, and its duration is the one above. The
+//! positions make the item graph acyclic, which is what the scorer requires of a cut. So
+//! for every q the IP's optimum is the optimum over (placement, cut with ≤ q pieces), the
+//! search space of brute force (the property tests check both).
 //!
 //! Contiguity (when asked: per-set contiguity and a pipeline order of the devices on the
 //! group DAG, [`super::units::device_order`]) and symmetry use the accelerator membership `a[g,d]`
@@ -146,8 +138,8 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         Err(e) => stats.notes.push(format!("no greedy plan: {e}")),
     }
     if q >= 2 {
-        // The one-piece IP is exact; its plan is a valid plan with q pieces, so the
-        // relaxation below never returns anything worse. It gets half the time limit.
+        // The one-piece IP is smaller and often finds the plan to beat; its plan is a
+        // valid plan with q pieces and a warm start below. It gets half the time limit.
         let mut one = problem.clone();
         one.objective = crate::solve::Objective::Latency { pieces: 1 };
         one.limits.time_limit_s = problem.limits.time_limit_s.map(|t| t / 2.0);
@@ -167,8 +159,8 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let positions = (n + k * q) as f64;
     let big_pos = positions + 1.0;
 
-    // Slot items: the units when q = 1; single nodes when q ≥ 2, since the scorer may
-    // put the nodes of one colour class in different pieces of their accelerator.
+    // Slot items: the units when q = 1; single nodes when q ≥ 2, since a cut may put the
+    // nodes of one colour class in different pieces of their accelerator.
     let items = if q == 1 { units.clone() } else { Units::singletons(w) };
     let n_items = items.len();
     let item_fits: Vec<bool> =
@@ -319,35 +311,6 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             }
         }
     }
-    // Pieces are runs of the topological order (q ≥ 2; items are nodes then).
-    if q >= 2 {
-        let order = w.topological_order();
-        for d in 0..k {
-            // sigma[j-1][t] for j = 1..q-1
-            let sigma: Vec<Vec<Var>> = (1..q).map(|_| (0..n).map(|_| b.continuous(0.0, 0.0, 1.0)).collect()).collect();
-            for (t, &v) in order.iter().enumerate() {
-                for jj in 0..q - 1 {
-                    if t > 0 {
-                        b.ge(&[(sigma[jj][t], 1.0), (sigma[jj][t - 1], -1.0)], 0.0);
-                    }
-                    if jj + 1 < q - 1 {
-                        b.le(&[(sigma[jj + 1][t], 1.0), (sigma[jj][t], -1.0)], 0.0);
-                    }
-                }
-                if !item_fits[v] {
-                    continue;
-                }
-                for j in 0..q {
-                    if j >= 1 {
-                        b.le(&[(x[d][j][v], 1.0), (sigma[j - 1][t], -1.0)], 0.0);
-                    }
-                    if j + 1 < q {
-                        b.le(&[(x[d][j][v], 1.0), (sigma[j][t], 1.0)], 1.0);
-                    }
-                }
-            }
-        }
-    }
     if problem.contiguous {
         for row in &member {
             contiguity(&mut b, row, &units.arcs);
@@ -356,19 +319,17 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     }
     symmetry(&mut b, &member);
 
-    // Warm start from a held plan whose accelerators each hold one piece (slot 0).
+    // Warm start from the best held plan and its cut (held plans carry explicit pieces).
     let warm_values = warm.as_ref().and_then(|c| {
-        let e = crate::score::evaluate(w, &c.placement, true);
-        if e.latency.max_pieces() > 1 {
-            return None;
-        }
+        let ranks = c.placement.pieces.as_ref()?;
         let dev = super::units::canonical_devices(&units, &c.placement.assignment)?;
         let mut values = Vec::with_capacity(b.integer_columns.len());
         for d in 0..k {
             for j in 0..q {
-                values.extend(
-                    (0..n_items).map(|i| f64::from(j == 0 && dev[units.unit_of[items.nodes[i][0]]] == Device::Accelerator(d))),
-                );
+                values.extend((0..n_items).map(|i| {
+                    let v = items.nodes[i][0];
+                    f64::from(dev[units.unit_of[v]] == Device::Accelerator(d) && ranks[v] == j)
+                }));
             }
         }
         Some(values)
@@ -384,15 +345,15 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
 
     let solved = run(b, problem, warm_values.as_deref())?;
     let from_ip = solved.columns.as_ref().map(|values| {
+        let slot_of = |i: usize| {
+            (0..k).flat_map(|d| (0..q).map(move |j| (d, j))).find(|&(d, j)| values[x[d][j][i].index()] > 0.5)
+        };
+        let slots: Vec<Option<(usize, usize)>> = (0..n_items).map(slot_of).collect();
         let device: Vec<Device> = (0..n_units)
-            .map(|g| {
-                let i = items.unit_of[units.nodes[g][0]];
-                (0..k)
-                    .find(|&d| x[d].iter().map(|slot| values[slot[i].index()]).sum::<f64>() > 0.5)
-                    .map_or(cpu_label(g), Device::Accelerator)
-            })
+            .map(|g| slots[items.unit_of[units.nodes[g][0]]].map_or(cpu_label(g), |(d, _)| Device::Accelerator(d)))
             .collect();
-        Placement::new(units.unit_of.iter().map(|&g| device[g]).collect())
+        let ranks: Vec<usize> = (0..n).map(|v| slots[items.unit_of[v]].map_or(0, |(_, j)| j)).collect();
+        Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()).with_pieces(ranks)
     });
-    finish(problem, &solved, from_ip, warm, q == 1, stats)
+    finish(problem, &solved, from_ip, warm, true, stats)
 }
