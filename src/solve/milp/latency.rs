@@ -355,5 +355,5 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         let ranks: Vec<usize> = (0..n).map(|v| slots[items.unit_of[v]].map_or(0, |(_, j)| j)).collect();
         Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()).with_pieces(ranks)
     });
-    finish(problem, &solved, from_ip, warm, true, stats)
+    finish(problem, &solved, from_ip, warm, stats)
 }

@@ -364,16 +364,13 @@ pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'stati
 
 /// Turns HiGHS's result, the plan read from it and the warm-start plan into an outcome.
 ///
-/// `exact` says whether the IP's objective equals the scorer's on its own plans (false
-/// for a relaxation, e.g. latency with several pieces, where the scorer cuts pieces
-/// itself); when true, an IP objective below the scorer's beyond [`TOLERANCE`] is a
-/// formulation bug and an error.
+/// Every model here is exact (its objective equals the scorer's on its own plans), so an
+/// IP objective below the scorer's beyond [`TOLERANCE`] is a formulation bug and an error.
 pub(crate) fn finish(
     problem: &Problem,
     solved: &Solved,
     from_ip: Option<Placement>,
     warm: Option<Candidate>,
-    exact: bool,
     mut stats: Stats,
 ) -> Result<Outcome, SolveError> {
     let tol = |x: f64| TOLERANCE * x.abs().max(1.0);
@@ -382,7 +379,7 @@ pub(crate) fn finish(
     if had_plan && ip.is_none() {
         stats.notes.push("the scorer rejected the IP's plan (rules, contiguity or piece count); kept the best held plan".into());
     }
-    if let (true, Some(c)) = (exact, &ip) {
+    if let Some(c) = &ip {
         if solved.objective < c.score - tol(c.score) {
             return Err(SolveError::Check(format!(
                 "the IP's objective {} is below the scorer's {} for its own plan (formulation bug)",
@@ -446,9 +443,7 @@ pub(crate) fn finish(
             }
         }
         HighsModelStatus::Optimal if unreliable => Status::Feasible { reason: "HiGHS's bound is unreliable".into() },
-        HighsModelStatus::Optimal => Status::Feasible {
-            reason: "the IP is a relaxation here; its optimum is below the scored plan".into(),
-        },
+        HighsModelStatus::Optimal => Status::Feasible { reason: format!("HiGHS stopped at its gap {:.4}%", gap * 100.0) },
         HighsModelStatus::ReachedTimeLimit => Status::Feasible { reason: "time limit".into() },
         HighsModelStatus::ReachedInterrupt => Status::Feasible { reason: "interrupted".into() },
         s => Status::Feasible { reason: format!("HiGHS stopped: {s:?}") },

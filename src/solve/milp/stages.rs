@@ -182,7 +182,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             .collect();
         Placement::new(units.unit_of.iter().map(|&g| device[g]).collect())
     });
-    finish(problem, &solved, from_ip, warm, true, stats)
+    finish(problem, &solved, from_ip, warm, stats)
 }
 
 /// Values of the integer columns (Y then κ) for a contiguous placement: its devices in a

@@ -136,7 +136,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
         Placement::new(units.unit_of.iter().map(|&g| device[g]).collect())
     });
-    finish(problem, &solved, from_ip, warm, true, stats)
+    finish(problem, &solved, from_ip, warm, stats)
 }
 
 /// `t ≥ total` (throughput) or `F ≥ forward, B ≥ backward` (sync).
