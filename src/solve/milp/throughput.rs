@@ -17,6 +17,7 @@
 //! contiguity (when asked): units::contiguity for every accelerator and every CPU, and
 //!              units::device_order (the devices in a pipeline order: a chain of ideals)
 //! symmetry: units::symmetry among accelerators and among CPUs
+//! bound:    t ≥ LB (sync: F + B ≥ LB), LB the combinatorial bound of super::load_bounds
 //! ```
 //!
 //! With contiguity the default is the chain-of-stages model of [`super::stages`], which
@@ -65,12 +66,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
     }
 
-    let (t, f, bw) = if sync {
-        (None, Some(b.continuous(1.0, 0.0, f64::INFINITY)), Some(b.continuous(1.0, 0.0, f64::INFINITY)))
-    } else {
-        (Some(b.continuous(1.0, 0.0, f64::INFINITY)), None, None)
-    };
     let hyperedges = units.hyperedges(w, sync);
+    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
+    let bound = super::load_bounds::for_model(&units, &hyperedges, devices, &mut stats);
+    let (t, f, bw) = objective_columns(&mut b, sync, bound);
     for row in &x {
         // Loads of this accelerator: total, forward part, backward part.
         let mut total: Vec<(Var, f64)> = Vec::new();
@@ -110,7 +109,6 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     }
 
     // Warm start: the DP plan (contiguous optimum), when the DP can enumerate the ideals.
-    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
     let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm.as_ref().and_then(|c| canonical_devices(&units, &c.placement.assignment)).map(|dev| {
         let mut values = Vec::with_capacity(b.integer_columns.len());
@@ -124,7 +122,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     });
     stats.notes.push(format!("{} units, {} hyperedges, {} columns, {} rows", n_units, hyperedges.len(), b.columns(), b.rows));
 
-    let solved = run(b, problem, warm_values.as_deref())?;
+    let mut solved = run(b, problem, warm_values.as_deref())?;
+    solved.bound = solved.bound.max(bound);
     let from_ip = solved.columns.as_ref().map(|values| {
         let mut device = vec![Device::Cpu(0); n_units];
         for g in 0..n_units {
@@ -137,6 +136,20 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         Placement::new(units.unit_of.iter().map(|&g| device[g]).collect())
     });
     finish(problem, &solved, from_ip, warm, true, stats)
+}
+
+/// The objective's columns: τ ≥ `bound` (throughput), or F, B with `F + B ≥ bound`
+/// (sync: `max FW + max BW ≥ max (FW + BW)`, the max load, which is ≥ the bound).
+pub(crate) fn objective_columns(b: &mut Builder, sync: bool, bound: f64) -> (Option<Var>, Option<Var>, Option<Var>) {
+    if sync {
+        let (f, bw) = (b.continuous(1.0, 0.0, f64::INFINITY), b.continuous(1.0, 0.0, f64::INFINITY));
+        if bound > 0.0 {
+            b.ge(&[(f, 1.0), (bw, 1.0)], bound);
+        }
+        (None, Some(f), Some(bw))
+    } else {
+        (Some(b.continuous(1.0, bound, f64::INFINITY)), None, None)
+    }
 }
 
 /// `t ≥ total` (throughput) or `F ≥ forward, B ≥ backward` (sync).
