@@ -36,35 +36,47 @@
 //!   knapsack `absorb(B)` (by decreasing fpga/cpu; as the DP's `CpuAbsorption`). So the
 //!   accelerators hold at least `need(T) = fpga(placeable) − absorb(B)`, and
 //!   `need(T) ≤ Σ_d load(d) ≤ kT`.
-//! - **Communication** (`communication`). For a placeable unit g and μ ≥ 0 let
-//!   `h_g(μ) = min_{S ∋ g, S placeable} cut(S) + μ·fpga(S)` (a minimum cut,
-//!   [`super::min_cut`]). The accelerator d holding g, with set `S_d` (`I ≤ fpga(S_d) ≤ T`
-//!   where I is the fpga of any units known to be in `S_d`), has
-//!   `load(d) = cut(S_d) + fpga(S_d) ≥ h_g(μ) + (1 − μ)·fpga(S_d)`. For μ ≤ 1 with
-//!   `fpga(S_d) = I + φ` (φ the fpga of d's other units): `(1 − μ)(I + φ) ≤ T − h_g(μ)`,
-//!   so `φ ≤ (T − h_g(μ))/(1 − μ) − I` (μ < 1) and `h_g(1) ≤ T`; for μ > 1, since
-//!   `fpga(S_d) ≤ T`, `h_g(μ) ≤ μT`. A forced unit alone (I = fpga_g, φ ≥ 0) must pass
-//!   these. μ runs over a fixed grid (any μ is valid); h is computed for the 64 largest
-//!   units that can be forced (the others get the trivial `h_g(μ) = μ·fpga_g`), and the
-//!   value of a feasible flow is used, which is ≤ h (weak duality), so never too large.
+//! - **Communication** (`communication`). For a nonempty set Q of placeable units and
+//!   μ ≥ 0 let `h_Q(μ) = min_{S ⊇ Q, S placeable} cut(S) + μ·fpga(S)`, a minimum cut
+//!   ([`super::min_cut`]). An accelerator d whose set `S_d` contains Q, with
+//!   `I ≤ fpga(S_d) ≤ T` (I the fpga of any units known to be in `S_d`), has
+//!   `load(d) = cut(S_d) + fpga(S_d) ≥ h_Q(μ) + (1 − μ)·fpga(S_d)`. Write
+//!   `fpga(S_d) = I + φ` (φ: d's other units). For μ < 1, `load(d) ≤ T` gives
+//!   `(1 − μ)(I + φ) ≤ T − h_Q(μ)`, i.e. `φ ≤ (T − h_Q(μ))/(1 − μ) − I`; for μ ≥ 1,
+//!   `(1 − μ)·fpga(S_d) ≥ (1 − μ)·T` gives `h_Q(μ) ≤ μT` (μ = 1: `h_Q(1) ≤ T`). Together
+//!   with `φ ≤ T − I` this is d's **room**, which must be ≥ 0. A forced unit alone
+//!   (Q = {g}, I = fpga_g) must have room. Any μ is valid: μ runs over the grid 2^j,
+//!   j = −8..4. Since h only enters as "≥", any lower bound on it may stand in: the value
+//!   of a feasible flow (≤ every cut), `μ·fpga(Q)` (S ⊇ Q), the largest h of a subset of
+//!   Q, and for sets of two or more units, computed at μ ∈ {1/16, 1/4, 1, 4} only, the
+//!   chord through (0, 0) and those points (flat after 4): h is concave (a minimum of
+//!   lines) and nondecreasing in μ with h(0) ≥ 0, so the chord lies below it. Minimum
+//!   cuts are computed for the 64 largest units that can be forced and for at most
+//!   2,000 sets of two or more of them (cached: h does not depend on T); other units get
+//!   `μ·fpga_g`.
 //! - **Packing** (`packing`). The forced units must be split among the k accelerators:
-//!   a depth-first search over bins (an accelerator's forced units, their fpga I and size
-//!   ≤ M, and for every μ the largest `h_g(μ)` over its units, for which the inequalities
-//!   above hold for every unit in it). Each bin has room `φ_d ≤ min(T − I,
-//!   min_{μ<1} (T − H(μ))/(1 − μ) − I)` for other units (an accelerator without forced
-//!   units: T), and the other units that the CPUs cannot take must fit:
-//!   `Σ_d φ_d ≥ need(T) − fpga(F(T))`. The search proves infeasibility or gives up after
-//!   a node limit (then it proves nothing). Pruning: total room, room of bins that can
-//!   still take the smallest forced unit, total memory; bins with equal contents are
-//!   tried once.
+//!   a depth-first search assigns them, largest first, to bins (an accelerator's forced
+//!   units Q, their fpga I and size ≤ M, and a lower bound on `h_Q` from the
+//!   communication test: the set's own cut when the budget allows, else the largest
+//!   over its units and its cached pairs). Every bin needs room ≥ 0 (an accelerator
+//!   without forced units has room T), and the other units that the CPUs cannot take
+//!   must fit in the rooms: `Σ_d φ_d ≥ need(T) − fpga(F(T))`. The search either finds
+//!   such an assignment (no proof), proves there is none (T is impossible), or gives up
+//!   after [`NODE_LIMIT`] nodes (no proof). Pruning: total room and total memory against
+//!   what is left, room of the bins that can still take the smallest forced unit; new
+//!   bins are interchangeable, and without communication so are bins with equal fpga and
+//!   size.
 //!
 //! Every test is monotone (a plan with max load ≤ T also has max load ≤ T' > T, and
 //! each condition above only relaxes with T: fewer forced units, more room), so the
 //! impossible thresholds form an interval `[0, LB)` up to the search limit.
 //!
-//! Cost: `O(n log n)` per threshold for the first three tests, `25` maximum flows per
-//! unit whose h is needed (at most 64), and the search at most [`NODE_LIMIT`] nodes per
-//! threshold; about 50 thresholds.
+//! Cost: `O(n log n)` per threshold for the first three tests, 13 maximum flows per unit
+//! and 4 per set whose h is needed, the search at most [`NODE_LIMIT`] nodes per
+//! threshold; about 50 thresholds. On the published workloads: under 0.1 s for most,
+//! 1 s for bert_l-12 inference, 3–4 s for bert_l-12 training (operator graphs).
+
+use std::collections::HashMap;
 
 use super::min_cut::CheapestSet;
 use super::units::{Hyperedge, Units};
@@ -91,9 +103,15 @@ pub const NODE_LIMIT: usize = 200_000;
 /// Units whose h is computed by minimum cuts (the largest that can be forced).
 const CUT_UNITS: usize = 64;
 
-/// The μ grid: 2^(j/2) for j = −16..=8 (1 included exactly).
+/// Sets of two or more units whose h is computed by minimum cuts, at most.
+const SET_CUTS: usize = 2000;
+
+/// The μ at which h of a set of two or more units is computed.
+const SET_MU: [f64; 4] = [0.0625, 0.25, 1.0, 4.0];
+
+/// The μ grid: 2^j for j = −8..=4.
 fn mu_grid() -> Vec<f64> {
-    (-16..=8).map(|j| 2f64.powf(j as f64 / 2.0)).collect()
+    (-8..=4).map(|j| 2f64.powi(j)).collect()
 }
 
 /// The lower bound on the max load of every plan of `w` (contiguous plans only when
@@ -104,20 +122,84 @@ pub fn max_load_lower_bound(w: &Workload, contiguous: bool) -> f64 {
     LowerBound::new(&units, &hyperedges, w.devices(), Tests::ALL).value()
 }
 
-/// The bound for an IP over `units` (throughput or sync; hyperedges split by side are
-/// fine, the cut only sees their sum), with a note in `stats`; 0 under the experiment
-/// word `nobound`.
-pub(crate) fn for_model(units: &Units, hyperedges: &[Hyperedge], devices: &DeviceSet, stats: &mut Stats) -> f64 {
+/// The bounds an IP over `units` uses (see [`for_model`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelBounds {
+    /// On the max load (τ).
+    pub total: f64,
+    /// Sync only: on the max forward load F and the max backward load B (0 otherwise).
+    pub forward: f64,
+    pub backward: f64,
+}
+
+impl ModelBounds {
+    /// The bound on the objective: τ, or for sync `F + B ≥ max(total, forward + backward)`
+    /// (`max FW + max BW ≥ max (FW + BW)`, the max load).
+    pub fn objective(&self, sync: bool) -> f64 {
+        if sync {
+            self.total.max(self.forward + self.backward)
+        } else {
+            self.total
+        }
+    }
+}
+
+/// The bounds for an IP over `units` (hyperedges may be split by side: the cut of the
+/// total load only sees their sum), with a note in `stats`; all 0 under the experiment
+/// word `nobound`. For sync also the bound of each side alone: the instance whose units
+/// carry only their forward (backward) fpga and cpu time and whose hyperedges are the
+/// forward (backward) ones has exactly the loads FW(d) (BW(d)) for the same plans, so
+/// its bound is a bound on F = max FW (B = max BW).
+pub(crate) fn for_model(
+    units: &Units,
+    hyperedges: &[Hyperedge],
+    devices: &DeviceSet,
+    sync: bool,
+    stats: &mut Stats,
+) -> ModelBounds {
     if super::experiment("nobound") {
-        return 0.0;
+        return ModelBounds::default();
     }
     let start = std::time::Instant::now();
-    let value = LowerBound::new(units, hyperedges, devices, Tests::ALL).value();
+    let bounds = compute_model_bounds(units, hyperedges, devices, sync);
     stats.notes.push(format!(
-        "combinatorial lower bound {value} ({:.2} s; solve::milp::load_bounds)",
+        "combinatorial lower bound {}{} ({:.2} s; solve::milp::load_bounds)",
+        bounds.total,
+        if sync { format!(" on the max load, {} on F, {} on B", bounds.forward, bounds.backward) } else { String::new() },
         start.elapsed().as_secs_f64()
     ));
-    value
+    bounds
+}
+
+/// [`ModelBounds`] for the plans of `w` (contiguous ones only when `contiguous`, with the
+/// contraction's groups as units), for the throughput or the sync objective.
+pub fn model_bounds(w: &Workload, contiguous: bool, sync: bool) -> ModelBounds {
+    let units = Units::new(w, contiguous);
+    let hyperedges = units.hyperedges(w, sync);
+    compute_model_bounds(&units, &hyperedges, w.devices(), sync)
+}
+
+fn compute_model_bounds(units: &Units, hyperedges: &[Hyperedge], devices: &DeviceSet, sync: bool) -> ModelBounds {
+    let total = LowerBound::new(units, hyperedges, devices, Tests::ALL).value();
+    let mut bounds = ModelBounds { total, ..ModelBounds::default() };
+    if sync {
+        for backward in [false, true] {
+            let mut side = units.clone();
+            for g in 0..side.len() {
+                let (f, c) = (units.forward_fpga[g], units.forward_cpu[g]);
+                (side.fpga[g], side.cpu[g]) =
+                    if backward { ((units.fpga[g] - f).max(0.0), (units.cpu[g] - c).max(0.0)) } else { (f, c) };
+            }
+            let edges: Vec<Hyperedge> = hyperedges.iter().filter(|e| e.backward == backward).cloned().collect();
+            let value = LowerBound::new(&side, &edges, devices, Tests::ALL).value();
+            if backward {
+                bounds.backward = value;
+            } else {
+                bounds.forward = value;
+            }
+        }
+    }
+    bounds
 }
 
 /// The bound with each test alone (beside the forced-unit test) and with all of them:
@@ -145,18 +227,71 @@ pub struct LowerBound<'a> {
     l: usize,
     memory: f64,
     tests: Tests,
-    mu: Vec<f64>,
-    /// Minimum cuts, built on first use.
-    cheapest: Option<CheapestSet>,
-    hyperedges: &'a [Hyperedge],
-    /// h_g on the μ grid, for units that have needed it.
-    h: Vec<Option<Vec<f64>>>,
-    /// Units allowed a minimum-cut computation.
-    cut_allowed: Vec<bool>,
+    cuts: Cuts<'a>,
     /// Placeable units by decreasing fpga/cpu (cpu > 0), for the CPU absorption.
     by_ratio: Vec<usize>,
     /// fpga of all placeable units.
     placeable_fpga: f64,
+}
+
+/// Values of h_Q on the μ grid, by minimum cuts, cached (they do not depend on T).
+struct Cuts<'a> {
+    fpga: &'a [f64],
+    placeable: Vec<bool>,
+    hyperedges: &'a [Hyperedge],
+    mu: Vec<f64>,
+    /// The network, built on first use.
+    network: Option<CheapestSet>,
+    /// Units whose sets get minimum cuts (the largest that can be forced).
+    allowed: Vec<bool>,
+    /// h of single units (trivial `μ·fpga_g` for units not allowed).
+    single: Vec<Option<Vec<f64>>>,
+    /// h of sets of two or more allowed units, sorted; None once the budget ran out.
+    sets: HashMap<Vec<usize>, Vec<f64>>,
+    sets_left: usize,
+}
+
+impl Cuts<'_> {
+    fn compute(&mut self, set: &[usize]) -> Vec<f64> {
+        let (fpga, placeable, hyperedges) = (self.fpga, &self.placeable, self.hyperedges);
+        let network = self.network.get_or_insert_with(|| CheapestSet::new(fpga, placeable, hyperedges));
+        let trivial: f64 = set.iter().map(|&g| fpga[g]).sum();
+        if set.len() == 1 {
+            return self.mu.iter().map(|&mu| network.value_of_set(set, mu).max(mu * trivial)).collect();
+        }
+        // Sets: a few points, and chords in between (module docs).
+        let points: Vec<(f64, f64)> =
+            SET_MU.iter().map(|&m| (m, network.value_of_set(set, m).max(m * trivial))).collect();
+        self.mu.iter().map(|&mu| chord(&points, mu).max(mu * trivial)).collect()
+    }
+
+    /// h_g on the grid (never fails: `μ·fpga_g` is valid, since S ∋ g).
+    fn single(&mut self, g: usize) -> Vec<f64> {
+        if self.single[g].is_none() {
+            let values = if self.allowed[g] && !self.hyperedges.is_empty() {
+                self.compute(&[g])
+            } else {
+                self.mu.iter().map(|&mu| mu * self.fpga[g]).collect()
+            };
+            self.single[g] = Some(values);
+        }
+        self.single[g].clone().unwrap_or_default()
+    }
+
+    /// h_Q on the grid for a sorted set of two or more units, when all are allowed and the
+    /// budget lasts.
+    fn set(&mut self, set: &[usize]) -> Option<Vec<f64>> {
+        if let Some(values) = self.sets.get(set) {
+            return Some(values.clone());
+        }
+        if self.sets_left == 0 || self.hyperedges.is_empty() || set.iter().any(|&g| !self.allowed[g]) {
+            return None;
+        }
+        self.sets_left -= 1;
+        let values = self.compute(set);
+        self.sets.insert(set.to_vec(), values.clone());
+        Some(values)
+    }
 }
 
 /// Outcome of the packing search.
@@ -169,9 +304,12 @@ enum Packing {
 
 #[derive(Clone, Debug)]
 struct Bin {
+    /// The forced units in it, sorted.
+    units: Vec<usize>,
     compute: f64,
     size: f64,
-    /// Largest h over the bin's units, per μ (empty without the communication test).
+    /// A lower bound on h over the bin's units, per μ (empty without the communication
+    /// test).
     h: Vec<f64>,
     room: f64,
 }
@@ -184,6 +322,17 @@ impl<'a> LowerBound<'a> {
         let mut by_ratio: Vec<usize> = (0..n).filter(|&g| placeable[g] && units.cpu[g] > 0.0).collect();
         by_ratio.sort_by(|&a, &b| (units.fpga[b] / units.cpu[b]).total_cmp(&(units.fpga[a] / units.cpu[a])));
         let placeable_fpga = (0..n).filter(|&g| placeable[g]).map(|g| units.fpga[g]).sum();
+        let cuts = Cuts {
+            fpga: &units.fpga,
+            placeable: placeable.clone(),
+            hyperedges,
+            mu: mu_grid(),
+            network: None,
+            allowed: vec![false; n],
+            single: vec![None; n],
+            sets: HashMap::new(),
+            sets_left: SET_CUTS,
+        };
         let mut lb = LowerBound {
             units,
             placeable,
@@ -191,11 +340,7 @@ impl<'a> LowerBound<'a> {
             l: devices.cpus,
             memory,
             tests,
-            mu: mu_grid(),
-            cheapest: None,
-            hyperedges,
-            h: vec![None; n],
-            cut_allowed: vec![false; n],
+            cuts,
             by_ratio,
             placeable_fpga,
         };
@@ -203,7 +348,7 @@ impl<'a> LowerBound<'a> {
         let mut candidates: Vec<usize> = (0..n).filter(|&g| lb.placeable[g] && units.cpu[g] > floor).collect();
         candidates.sort_by(|&a, &b| units.fpga[b].total_cmp(&units.fpga[a]).then(a.cmp(&b)));
         for &g in candidates.iter().take(CUT_UNITS) {
-            lb.cut_allowed[g] = true;
+            lb.cuts.allowed[g] = true;
         }
         lb
     }
@@ -226,7 +371,7 @@ impl<'a> LowerBound<'a> {
         }
         let u = self.units;
         let total: f64 = u.fpga.iter().chain(u.cpu.iter()).sum::<f64>()
-            + self.hyperedges.iter().map(|e| e.cost).sum::<f64>();
+            + self.cuts.hyperedges.iter().map(|e| e.cost).sum::<f64>();
         let (mut lo, mut hi) = (floor, (total + 1.0).max(2.0 * floor));
         let mut doublings = 0;
         while !self.possible(hi) {
@@ -294,22 +439,15 @@ impl<'a> LowerBound<'a> {
         }
         if self.tests.communication {
             for &g in &forced {
-                self.ensure_h(g);
-                if bin_room(&self.mu, self.h[g].as_deref(), u.fpga[g], t).is_none() {
+                let h = self.cuts.single(g);
+                if bin_room(&self.cuts.mu, &h, u.fpga[g], t).is_none() {
                     return false;
                 }
             }
         }
         if self.tests.packing {
-            let items: Vec<Item> = forced
-                .iter()
-                .map(|&g| Item {
-                    compute: u.fpga[g],
-                    size: u.size[g],
-                    h: if self.tests.communication { self.h[g].clone().unwrap_or_default() } else { Vec::new() },
-                })
-                .collect();
-            let mut search = Search::new(&items, &self.mu, k, t, self.memory, fluid);
+            let cuts = if self.tests.communication { Some(&mut self.cuts) } else { None };
+            let mut search = Search::new(u, &forced, cuts, k, t, self.memory, fluid);
             if search.run() == Packing::Impossible {
                 return false;
             }
@@ -341,23 +479,6 @@ impl<'a> LowerBound<'a> {
         }
         absorbed
     }
-
-    /// Computes h_g on the μ grid (minimum cuts for the allowed units, `μ·fpga_g` else).
-    fn ensure_h(&mut self, g: usize) {
-        if self.h[g].is_some() {
-            return;
-        }
-        let fpga = self.units.fpga[g];
-        let values = if self.cut_allowed[g] && !self.hyperedges.is_empty() {
-            let placeable = &self.placeable;
-            let cheapest =
-                self.cheapest.get_or_insert_with(|| CheapestSet::new(&self.units.fpga, placeable, self.hyperedges));
-            self.mu.iter().map(|&mu| cheapest.value(g, mu).max(mu * fpga)).collect()
-        } else {
-            self.mu.iter().map(|&mu| mu * fpga).collect()
-        };
-        self.h[g] = Some(values);
-    }
 }
 
 /// `max_t` of the sum of the `⌈t/k⌉` smallest among the t largest `values`: some of k
@@ -375,32 +496,25 @@ pub fn pigeon(mut values: Vec<f64>, k: usize) -> f64 {
 }
 
 /// Room for other units' fpga on an accelerator whose known units have fpga `compute` and
-/// largest h per μ `h` (None: no communication information), at threshold t; None when
+/// h at most `h` per μ (empty: no communication information), at threshold t; None when
 /// the bin alone is impossible (module docs, Communication).
-fn bin_room(mu: &[f64], h: Option<&[f64]>, compute: f64, t: f64) -> Option<f64> {
+fn bin_room(mu: &[f64], h: &[f64], compute: f64, t: f64) -> Option<f64> {
     let mut room = t - compute;
-    if let Some(h) = h.filter(|h| !h.is_empty()) {
-        for (&m, &hv) in mu.iter().zip(h) {
-            if m < 1.0 {
-                room = room.min((t - hv) / (1.0 - m) - compute);
-            } else if hv > m * t {
-                return None;
-            }
+    for (&m, &hv) in mu.iter().zip(h) {
+        if m < 1.0 {
+            room = room.min((t - hv) / (1.0 - m) - compute);
+        } else if hv > m * t {
+            return None;
         }
     }
     (room >= 0.0).then_some(room)
 }
 
-struct Item {
-    compute: f64,
-    size: f64,
-    h: Vec<f64>,
-}
-
 /// The packing search (module docs, Packing).
-struct Search<'a> {
-    items: &'a [Item],
-    mu: &'a [f64],
+struct Search<'a, 'b> {
+    units: &'a Units,
+    items: &'a [usize],
+    cuts: Option<&'a mut Cuts<'b>>,
     k: usize,
     t: f64,
     memory: f64,
@@ -411,19 +525,75 @@ struct Search<'a> {
     nodes: usize,
 }
 
-impl<'a> Search<'a> {
-    fn new(items: &'a [Item], mu: &'a [f64], k: usize, t: f64, memory: f64, fluid: f64) -> Self {
+impl<'a, 'b> Search<'a, 'b> {
+    fn new(
+        units: &'a Units,
+        items: &'a [usize],
+        cuts: Option<&'a mut Cuts<'b>>,
+        k: usize,
+        t: f64,
+        memory: f64,
+        fluid: f64,
+    ) -> Self {
         let n = items.len();
         let (mut suffix_compute, mut suffix_size) = (vec![0.0; n + 1], vec![0.0; n + 1]);
         for i in (0..n).rev() {
-            suffix_compute[i] = suffix_compute[i + 1] + items[i].compute;
-            suffix_size[i] = suffix_size[i + 1] + items[i].size;
+            suffix_compute[i] = suffix_compute[i + 1] + units.fpga[items[i]];
+            suffix_size[i] = suffix_size[i + 1] + units.size[items[i]];
         }
-        Search { items, mu, k, t, memory, fluid, bins: Vec::with_capacity(k), suffix_compute, suffix_size, nodes: 0 }
+        Search {
+            units,
+            items,
+            cuts,
+            k,
+            t,
+            memory,
+            fluid,
+            bins: Vec::with_capacity(k),
+            suffix_compute,
+            suffix_size,
+            nodes: 0,
+        }
     }
 
     fn run(&mut self) -> Packing {
         self.place(0)
+    }
+
+    /// The bin `bin` (None: a new one) with unit g added, or None if it cannot hold it.
+    fn extend(&mut self, bin: Option<&Bin>, g: usize) -> Option<Bin> {
+        let u = self.units;
+        let (mut units, compute, size) = match bin {
+            Some(b) => (b.units.clone(), b.compute + u.fpga[g], b.size + u.size[g]),
+            None => (Vec::new(), u.fpga[g], u.size[g]),
+        };
+        if size > self.memory {
+            return None;
+        }
+        let at = units.partition_point(|&x| x < g);
+        units.insert(at, g);
+        let h = match self.cuts.as_deref_mut() {
+            None => Vec::new(),
+            Some(cuts) => {
+                let mut h = cuts.single(g);
+                if let Some(b) = bin {
+                    max_into(&mut h, &b.h);
+                    // The whole set when the budget allows, else the pairs already known.
+                    if let Some(whole) = cuts.set(&units) {
+                        max_into(&mut h, &whole);
+                    } else {
+                        for &a in &b.units {
+                            if let Some(pair) = cuts.sets.get(&[a.min(g), a.max(g)][..]) {
+                                max_into(&mut h, pair);
+                            }
+                        }
+                    }
+                }
+                h
+            }
+        };
+        let room = bin_room(self.cuts.as_ref().map_or(&[][..], |c| &c.mu[..]), &h, compute, self.t)?;
+        Some(Bin { units, compute, size, h, room })
     }
 
     fn place(&mut self, i: usize) -> Packing {
@@ -444,45 +614,38 @@ impl<'a> Search<'a> {
             return Packing::Fits;
         }
         // Only bins with room for the smallest forced unit can take forced units.
-        let smallest = self.items[self.items.len() - 1].compute;
+        let smallest = self.units.fpga[self.items[self.items.len() - 1]];
         let usable: f64 =
             self.bins.iter().map(|b| b.room).filter(|&r| r >= smallest).sum::<f64>() + empty * self.t;
         if usable < self.suffix_compute[i] {
             return Packing::Impossible;
         }
-        let item = &self.items[i];
-        let mut gave_up = false;
+        let g = self.items[i];
         for b in 0..=self.bins.len() {
             let opening = b == self.bins.len();
             if opening && self.bins.len() == self.k {
                 break;
             }
             if !opening {
-                let same = |x: &Bin, y: &Bin| x.compute == y.compute && x.size == y.size && x.h == y.h;
-                if (0..b).any(|a| same(&self.bins[a], &self.bins[b])) {
+                if self.bins[b].room < self.units.fpga[g] {
+                    continue;
+                }
+                // Bins with equal contents behave alike only without communication (with
+                // it, a bin's future h depends on which units it holds).
+                let same = |x: &Bin, y: &Bin| x.compute == y.compute && x.size == y.size;
+                if self.cuts.is_none() && (0..b).any(|a| same(&self.bins[a], &self.bins[b])) {
                     continue;
                 }
             }
-            let (compute, size, h) = if opening {
-                (item.compute, item.size, item.h.clone())
-            } else {
-                let bin = &self.bins[b];
-                let h = bin.h.iter().zip(&item.h).map(|(x, y)| x.max(*y)).collect();
-                (bin.compute + item.compute, bin.size + item.size, h)
-            };
-            if size > self.memory {
-                continue;
-            }
-            let Some(room) = bin_room(self.mu, Some(&h), compute, self.t) else { continue };
-            let new = Bin { compute, size, h, room };
-            let old = if opening {
+            let current = (!opening).then(|| self.bins[b].clone());
+            let Some(new) = self.extend(current.as_ref(), g) else { continue };
+            if opening {
                 self.bins.push(new);
-                None
             } else {
-                Some(std::mem::replace(&mut self.bins[b], new))
-            };
+                self.bins[b] = new;
+            }
             let outcome = self.place(i + 1);
-            match old {
+            match current {
                 None => {
                     self.bins.pop();
                 }
@@ -490,18 +653,30 @@ impl<'a> Search<'a> {
             }
             match outcome {
                 Packing::Fits => return Packing::Fits,
-                Packing::GaveUp => {
-                    gave_up = true;
-                    break;
-                }
+                Packing::GaveUp => return Packing::GaveUp,
                 Packing::Impossible => {}
             }
         }
-        if gave_up {
-            Packing::GaveUp
-        } else {
-            Packing::Impossible
+        Packing::Impossible
+    }
+}
+
+/// A lower bound on a concave nondecreasing h ≥ 0 at μ, from lower bounds `points` on it
+/// at increasing μ: the chord through (0, 0) and the points, flat after the last.
+fn chord(points: &[(f64, f64)], mu: f64) -> f64 {
+    let mut prev = (0.0, 0.0);
+    for &(m, v) in points {
+        if mu <= m {
+            return prev.1 + (v - prev.1) * (mu - prev.0) / (m - prev.0);
         }
+        prev = (m, v);
+    }
+    prev.1
+}
+
+fn max_into(h: &mut [f64], other: &[f64]) {
+    for (x, y) in h.iter_mut().zip(other) {
+        *x = x.max(*y);
     }
 }
 

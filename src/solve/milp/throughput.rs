@@ -17,7 +17,7 @@
 //! contiguity (when asked): units::contiguity for every accelerator and every CPU, and
 //!              units::device_order (the devices in a pipeline order: a chain of ideals)
 //! symmetry: units::symmetry among accelerators and among CPUs
-//! bound:    t ≥ LB (sync: F + B ≥ LB), LB the combinatorial bound of super::load_bounds
+//! bounds:   t ≥ LB (sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB), combinatorial (super::load_bounds)
 //! ```
 //!
 //! With contiguity the default is the chain-of-stages model of [`super::stages`], which
@@ -30,6 +30,7 @@
 //! Size: (k + ℓ)·U binaries for U units; k·H cut variables and O(k·Σ|T_e|) rows for H
 //! hyperedges; with contiguity (k + ℓ)·U reach variables and 2(k + ℓ)·A rows for A arcs.
 
+use super::load_bounds::ModelBounds;
 use super::units::{canonical_devices, contiguity, cut_indicator, device_order, symmetry, Units};
 use super::{dp_warm_start, finish, run, Builder, Var};
 use crate::model::{Device, Placement};
@@ -68,8 +69,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     let hyperedges = units.hyperedges(w, sync);
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
-    let bound = super::load_bounds::for_model(&units, &hyperedges, devices, &mut stats);
-    let (t, f, bw) = objective_columns(&mut b, sync, bound);
+    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, &mut stats);
+    let (t, f, bw) = objective_columns(&mut b, sync, &bounds);
     for row in &x {
         // Loads of this accelerator: total, forward part, backward part.
         let mut total: Vec<(Var, f64)> = Vec::new();
@@ -123,7 +124,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     stats.notes.push(format!("{} units, {} hyperedges, {} columns, {} rows", n_units, hyperedges.len(), b.columns(), b.rows));
 
     let mut solved = run(b, problem, warm_values.as_deref())?;
-    solved.bound = solved.bound.max(bound);
+    solved.bound = solved.bound.max(bounds.objective(sync));
     let from_ip = solved.columns.as_ref().map(|values| {
         let mut device = vec![Device::Cpu(0); n_units];
         for g in 0..n_units {
@@ -138,17 +139,23 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     finish(problem, &solved, from_ip, warm, true, stats)
 }
 
-/// The objective's columns: τ ≥ `bound` (throughput), or F, B with `F + B ≥ bound`
-/// (sync: `max FW + max BW ≥ max (FW + BW)`, the max load, which is ≥ the bound).
-pub(crate) fn objective_columns(b: &mut Builder, sync: bool, bound: f64) -> (Option<Var>, Option<Var>, Option<Var>) {
+/// The objective's columns: τ ≥ the bound on the max load (throughput), or F ≥ the bound
+/// on the forward side, B ≥ the bound on the backward side and `F + B ≥` the bound on the
+/// max load (sync; see [`super::load_bounds::ModelBounds`]).
+pub(crate) fn objective_columns(
+    b: &mut Builder,
+    sync: bool,
+    bounds: &ModelBounds,
+) -> (Option<Var>, Option<Var>, Option<Var>) {
     if sync {
-        let (f, bw) = (b.continuous(1.0, 0.0, f64::INFINITY), b.continuous(1.0, 0.0, f64::INFINITY));
-        if bound > 0.0 {
-            b.ge(&[(f, 1.0), (bw, 1.0)], bound);
+        let f = b.continuous(1.0, bounds.forward, f64::INFINITY);
+        let bw = b.continuous(1.0, bounds.backward, f64::INFINITY);
+        if bounds.total > bounds.forward + bounds.backward {
+            b.ge(&[(f, 1.0), (bw, 1.0)], bounds.total);
         }
         (None, Some(f), Some(bw))
     } else {
-        (Some(b.continuous(1.0, bound, f64::INFINITY)), None, None)
+        (Some(b.continuous(1.0, bounds.total, f64::INFINITY)), None, None)
     }
 }
 
