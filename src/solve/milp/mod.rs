@@ -6,6 +6,8 @@
 //! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync), non-contiguous;
 //! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
+//! - [`load_bounds`]: combinatorial lower bounds on the max load, handed to the
+//!   throughput and sync models (with [`min_cut`] for the communication part);
 //! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
 //!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
 //!
@@ -38,6 +40,8 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod latency;
+pub mod load_bounds;
+pub mod min_cut;
 pub mod stages;
 pub mod throughput;
 pub mod units;
@@ -184,7 +188,7 @@ impl Builder {
 
 /// Formulation experiments, for measuring what each choice changes (docs/ip.md):
 /// `DNNPLACE_IP_EXPERIMENT` is a comma-separated list of words (`nosym`, `nowarm`,
-/// `noreach`) and HiGHS `option=value` pairs (e.g. `presolve=off`,
+/// `noreach`, `nobound`) and HiGHS `option=value` pairs (e.g. `presolve=off`,
 /// `mip_heuristic_effort=0.3`). Not for normal use.
 pub(crate) fn experiment(word: &str) -> bool {
     std::env::var("DNNPLACE_IP_EXPERIMENT").is_ok_and(|v| v.split(',').any(|x| x.trim() == word))

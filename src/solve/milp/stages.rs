@@ -16,6 +16,7 @@
 //! throughput: τ ≥ Σ_g fpga_g A[g,t] + Σ_e c_e z[e,t],   τ ≥ Σ_g cpu_g C[g,t];   min τ
 //! sync:       F ≥ forward parts, B ≥ backward parts of the same;                min F + B
 //! Σ_t acc_load(t) ≤ k τ,  Σ_t cpu_load(t) ≤ ℓ τ       capacity (F, B for sync)
+//! τ ≥ LB (sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB)   combinatorial (super::load_bounds)
 //! ```
 //!
 //! No big-M appears: the kind split `A + C` replaces "if stage t is an accelerator then
@@ -89,12 +90,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
     }
     let limit_memory = units.size.iter().any(|&s| s > 0.0) && units.size.iter().sum::<f64>() > memory;
-    let (tau, f, bw) = if sync {
-        (None, Some(b.continuous(1.0, 0.0, f64::INFINITY)), Some(b.continuous(1.0, 0.0, f64::INFINITY)))
-    } else {
-        (Some(b.continuous(1.0, 0.0, f64::INFINITY)), None, None)
-    };
     let hyperedges = units.hyperedges(w, sync);
+    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
+    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, &mut stats);
+    let (tau, f, bw) = super::throughput::objective_columns(&mut b, sync, &bounds);
     // Aggregates over all stages, for the capacity rows below.
     let mut all_acc: [Vec<(Var, f64)>; 3] = Default::default();
     let mut all_cpu: [Vec<(Var, f64)>; 3] = Default::default();
@@ -149,7 +148,6 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
     }
 
-    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
     let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm.as_ref().and_then(|c| stage_values(&units, w, &c.placement, k, l));
     stats.notes.push(format!(
@@ -161,7 +159,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         b.rows
     ));
 
-    let solved = run(b, problem, warm_values.as_deref())?;
+    let mut solved = run(b, problem, warm_values.as_deref())?;
+    solved.bound = solved.bound.max(bounds.objective(sync));
     let from_ip = solved.columns.as_ref().map(|values| {
         let (mut next_acc, mut next_cpu) = (0, 0);
         let mut device_of_stage = Vec::with_capacity(stages);

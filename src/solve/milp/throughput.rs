@@ -17,6 +17,7 @@
 //! contiguity (when asked): units::contiguity for every accelerator and every CPU, and
 //!              units::device_order (the devices in a pipeline order: a chain of ideals)
 //! symmetry: units::symmetry among accelerators and among CPUs
+//! bounds:   t ≥ LB (sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB), combinatorial (super::load_bounds)
 //! ```
 //!
 //! With contiguity the default is the chain-of-stages model of [`super::stages`], which
@@ -29,6 +30,7 @@
 //! Size: (k + ℓ)·U binaries for U units; k·H cut variables and O(k·Σ|T_e|) rows for H
 //! hyperedges; with contiguity (k + ℓ)·U reach variables and 2(k + ℓ)·A rows for A arcs.
 
+use super::load_bounds::ModelBounds;
 use super::units::{canonical_devices, contiguity, cut_indicator, device_order, symmetry, Units};
 use super::{dp_warm_start, finish, run, Builder, Var};
 use crate::model::{Device, Placement};
@@ -65,12 +67,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
     }
 
-    let (t, f, bw) = if sync {
-        (None, Some(b.continuous(1.0, 0.0, f64::INFINITY)), Some(b.continuous(1.0, 0.0, f64::INFINITY)))
-    } else {
-        (Some(b.continuous(1.0, 0.0, f64::INFINITY)), None, None)
-    };
     let hyperedges = units.hyperedges(w, sync);
+    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
+    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, &mut stats);
+    let (t, f, bw) = objective_columns(&mut b, sync, &bounds);
     for row in &x {
         // Loads of this accelerator: total, forward part, backward part.
         let mut total: Vec<(Var, f64)> = Vec::new();
@@ -110,7 +110,6 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     }
 
     // Warm start: the DP plan (contiguous optimum), when the DP can enumerate the ideals.
-    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
     let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm.as_ref().and_then(|c| canonical_devices(&units, &c.placement.assignment)).map(|dev| {
         let mut values = Vec::with_capacity(b.integer_columns.len());
@@ -124,7 +123,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     });
     stats.notes.push(format!("{} units, {} hyperedges, {} columns, {} rows", n_units, hyperedges.len(), b.columns(), b.rows));
 
-    let solved = run(b, problem, warm_values.as_deref())?;
+    let mut solved = run(b, problem, warm_values.as_deref())?;
+    solved.bound = solved.bound.max(bounds.objective(sync));
     let from_ip = solved.columns.as_ref().map(|values| {
         let mut device = vec![Device::Cpu(0); n_units];
         for g in 0..n_units {
@@ -137,6 +137,26 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         Placement::new(units.unit_of.iter().map(|&g| device[g]).collect())
     });
     finish(problem, &solved, from_ip, warm, stats)
+}
+
+/// The objective's columns: τ ≥ the bound on the max load (throughput), or F ≥ the bound
+/// on the forward side, B ≥ the bound on the backward side and `F + B ≥` the bound on the
+/// max load (sync; see [`super::load_bounds::ModelBounds`]).
+pub(crate) fn objective_columns(
+    b: &mut Builder,
+    sync: bool,
+    bounds: &ModelBounds,
+) -> (Option<Var>, Option<Var>, Option<Var>) {
+    if sync {
+        let f = b.continuous(1.0, bounds.forward, f64::INFINITY);
+        let bw = b.continuous(1.0, bounds.backward, f64::INFINITY);
+        if bounds.total > bounds.forward + bounds.backward {
+            b.ge(&[(f, 1.0), (bw, 1.0)], bounds.total);
+        }
+        (None, Some(f), Some(bw))
+    } else {
+        (Some(b.continuous(1.0, bounds.total, f64::INFINITY)), None, None)
+    }
 }
 
 /// `t ≥ total` (throughput) or `F ≥ forward, B ≥ backward` (sync).

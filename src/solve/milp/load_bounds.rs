@@ -1,0 +1,750 @@
+//! Combinatorial lower bounds on the max load (TPS), for the throughput and sync IPs.
+//!
+//! The LP relaxation of the max-load IPs is as weak as that of makespan scheduling
+//! (P||C_max): fractional assignments spread every unit over all accelerators. The bound
+//! here is computed before HiGHS starts and handed to it as the lower bound of the τ
+//! column (for sync as the row `F + B ≥ LB`, valid since `max FW + max BW ≥ max (FW + BW)`),
+//! so the reported bound is the larger of HiGHS's and this one.
+//!
+//! # Setting
+//!
+//! Units g ([`super::units`]: colour classes, or groups when contiguous, which every plan
+//! keeps on one device), with `fpga_g`, `cpu_g`, `size_g`; g is **placeable** if it may go
+//! on an accelerator (all nodes supported, `size_g ≤ M`). k accelerators, ℓ CPUs. An
+//! accelerator holding the unit set S has load `fpga(S) + cut(S)`, `cut(S)` the cost of the
+//! hyperedges S meets without containing (MODEL.md's In ∪ Out); a CPU's load is `cpu(S)`.
+//!
+//! For a threshold T, [`LowerBound`] runs tests that each *prove* "no plan has max load
+//! ≤ T" or say nothing. Every such proof at T shows `τ* > T`, so the bound is the
+//! largest T proven impossible, found by bisection (each failing T is a proof by itself,
+//! so the bisection is sound even where a test gives up). The tests only get stronger as
+//! T decreases, so the bisection finds their threshold. The value returned is shaved by
+//! a relative 1e-9 for rounding in the sums.
+//!
+//! Fix a plan with max load ≤ T. Then:
+//!
+//! - **Forced units.** `F(T) = {g : cpu_g > T}` cannot be on a CPU, so they are on
+//!   accelerators: each must be placeable, k ≥ 1, `fpga_g ≤ T`. Units that are not
+//!   placeable are on CPUs: `cpu_g ≤ T`. (Alone: `τ* ≥ max_g min(cpu_g, fpga_g or ∞)`.)
+//! - **Pigeon** (`pigeon`). Of the t largest (by fpga) forced units, some accelerator holds
+//!   `⌈t/k⌉`, whose fpga sum is at least that of the `⌈t/k⌉` smallest among them; loads
+//!   only add communication, so `T ≥ max_t` of that sum. The same with sizes against M,
+//!   and with the non-placeable units' cpu on the ℓ CPUs.
+//! - **Volume** (`volume`). The CPUs hold the non-placeable units and a set C of units
+//!   with `cpu_g ≤ T` (not forced), `cpu(C) ≤ ℓT − cpu(non-placeable) =: B` (so B ≥ 0).
+//!   The most fpga time C can take off the accelerators is at most the fractional
+//!   knapsack `absorb(B)` (by decreasing fpga/cpu; as the DP's `CpuAbsorption`). So the
+//!   accelerators hold at least `need(T) = fpga(placeable) − absorb(B)`, and
+//!   `need(T) ≤ Σ_d load(d) ≤ kT`.
+//! - **Communication** (`communication`). For a nonempty set Q of placeable units and
+//!   μ ≥ 0 let `h_Q(μ) = min_{S ⊇ Q, S placeable} cut(S) + μ·fpga(S)`, a minimum cut
+//!   ([`super::min_cut`]). An accelerator d whose set `S_d` contains Q, with
+//!   `I ≤ fpga(S_d) ≤ T` (I the fpga of any units known to be in `S_d`), has
+//!   `load(d) = cut(S_d) + fpga(S_d) ≥ h_Q(μ) + (1 − μ)·fpga(S_d)`. Write
+//!   `fpga(S_d) = I + φ` (φ: d's other units). For μ < 1, `load(d) ≤ T` gives
+//!   `(1 − μ)(I + φ) ≤ T − h_Q(μ)`, i.e. `φ ≤ (T − h_Q(μ))/(1 − μ) − I`; for μ ≥ 1,
+//!   `(1 − μ)·fpga(S_d) ≥ (1 − μ)·T` gives `h_Q(μ) ≤ μT` (μ = 1: `h_Q(1) ≤ T`). Together
+//!   with `φ ≤ T − I` this is d's **room**, which must be ≥ 0. A forced unit alone
+//!   (Q = {g}, I = fpga_g) must have room. Any μ is valid: μ runs over the grid 2^j,
+//!   j = −8..4. Since h only enters as "≥", any lower bound on it may stand in: the value
+//!   of a feasible flow (≤ every cut), `μ·fpga(Q)` (S ⊇ Q), the largest h of a subset of
+//!   Q, and for sets of two or more units, computed at μ ∈ {1/16, 1/4, 1, 4} only, the
+//!   chord through (0, 0) and those points (flat after 4): h is concave (a minimum of
+//!   lines) and nondecreasing in μ with h(0) ≥ 0, so the chord lies below it. Minimum
+//!   cuts are computed for the 64 largest units that can be forced and for at most
+//!   2,000 sets of two or more of them (cached: h does not depend on T); other units get
+//!   `μ·fpga_g`.
+//! - **Packing** (`packing`). The forced units must be split among the k accelerators:
+//!   a depth-first search assigns them, largest first, to bins (an accelerator's forced
+//!   units Q, their fpga I and size ≤ M, and a lower bound on `h_Q` from the
+//!   communication test: the set's own cut when the budget allows, else the largest
+//!   over its units and its cached pairs). Every bin needs room ≥ 0 (an accelerator
+//!   without forced units has room T), and the other units that the CPUs cannot take
+//!   must fit in the rooms: `Σ_d φ_d ≥ need(T) − fpga(F(T))`. The search either finds
+//!   such an assignment (no proof), proves there is none (T is impossible), or gives up
+//!   after [`NODE_LIMIT`] nodes (no proof). Pruning: total room and total memory against
+//!   what is left, room of the bins that can still take the smallest forced unit; new
+//!   bins are interchangeable, and without communication so are bins with equal fpga and
+//!   size.
+//!
+//! Every test is monotone (a plan with max load ≤ T also has max load ≤ T' > T, and
+//! each condition above only relaxes with T: fewer forced units, more room), so the
+//! impossible thresholds form an interval `[0, LB)` up to the search limit.
+//!
+//! Cost: `O(n log n)` per threshold for the first three tests, 13 maximum flows per unit
+//! and 4 per set whose h is needed, the search at most [`NODE_LIMIT`] nodes per
+//! threshold; about 50 thresholds. On the published workloads: under 0.1 s for most,
+//! 1 s for bert_l-12 inference, 3–4 s for bert_l-12 training (operator graphs).
+
+use std::collections::HashMap;
+
+use super::min_cut::CheapestSet;
+use super::units::{Hyperedge, Units};
+use crate::model::{DeviceSet, Workload};
+use crate::solve::Stats;
+
+/// Which tests the bound runs (the forced-unit test always runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tests {
+    pub pigeon: bool,
+    pub volume: bool,
+    pub communication: bool,
+    pub packing: bool,
+}
+
+impl Tests {
+    pub const ALL: Tests = Tests { pigeon: true, volume: true, communication: true, packing: true };
+    pub const NONE: Tests = Tests { pigeon: false, volume: false, communication: false, packing: false };
+}
+
+/// Search nodes per threshold before the packing test gives up.
+pub const NODE_LIMIT: usize = 200_000;
+
+/// Units whose h is computed by minimum cuts (the largest that can be forced).
+const CUT_UNITS: usize = 64;
+
+/// Sets of two or more units whose h is computed by minimum cuts, at most.
+const SET_CUTS: usize = 2000;
+
+/// The μ at which h of a set of two or more units is computed.
+const SET_MU: [f64; 4] = [0.0625, 0.25, 1.0, 4.0];
+
+/// The μ grid: 2^j for j = −8..=4.
+fn mu_grid() -> Vec<f64> {
+    (-8..=4).map(|j| 2f64.powi(j)).collect()
+}
+
+/// The lower bound on the max load of every plan of `w` (contiguous plans only when
+/// `contiguous`, with the contraction's groups as units), all tests.
+pub fn max_load_lower_bound(w: &Workload, contiguous: bool) -> f64 {
+    let units = Units::new(w, contiguous);
+    let hyperedges = units.hyperedges(w, false);
+    LowerBound::new(&units, &hyperedges, w.devices(), Tests::ALL).value()
+}
+
+/// The bounds an IP over `units` uses (see [`for_model`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelBounds {
+    /// On the max load (τ).
+    pub total: f64,
+    /// Sync only: on the max forward load F and the max backward load B (0 otherwise).
+    pub forward: f64,
+    pub backward: f64,
+}
+
+impl ModelBounds {
+    /// The bound on the objective: τ, or for sync `F + B ≥ max(total, forward + backward)`
+    /// (`max FW + max BW ≥ max (FW + BW)`, the max load).
+    pub fn objective(&self, sync: bool) -> f64 {
+        if sync {
+            self.total.max(self.forward + self.backward)
+        } else {
+            self.total
+        }
+    }
+}
+
+/// The bounds for an IP over `units` (hyperedges may be split by side: the cut of the
+/// total load only sees their sum), with a note in `stats`; all 0 under the experiment
+/// word `nobound`. For sync also the bound of each side alone: the instance whose units
+/// carry only their forward (backward) fpga and cpu time and whose hyperedges are the
+/// forward (backward) ones has exactly the loads FW(d) (BW(d)) for the same plans, so
+/// its bound is a bound on F = max FW (B = max BW).
+pub(crate) fn for_model(
+    units: &Units,
+    hyperedges: &[Hyperedge],
+    devices: &DeviceSet,
+    sync: bool,
+    stats: &mut Stats,
+) -> ModelBounds {
+    if super::experiment("nobound") {
+        return ModelBounds::default();
+    }
+    let start = std::time::Instant::now();
+    let bounds = compute_model_bounds(units, hyperedges, devices, sync);
+    stats.notes.push(format!(
+        "combinatorial lower bound {}{} ({:.2} s; solve::milp::load_bounds)",
+        bounds.total,
+        if sync { format!(" on the max load, {} on F, {} on B", bounds.forward, bounds.backward) } else { String::new() },
+        start.elapsed().as_secs_f64()
+    ));
+    bounds
+}
+
+/// [`ModelBounds`] for the plans of `w` (contiguous ones only when `contiguous`, with the
+/// contraction's groups as units), for the throughput or the sync objective.
+pub fn model_bounds(w: &Workload, contiguous: bool, sync: bool) -> ModelBounds {
+    let units = Units::new(w, contiguous);
+    let hyperedges = units.hyperedges(w, sync);
+    compute_model_bounds(&units, &hyperedges, w.devices(), sync)
+}
+
+fn compute_model_bounds(units: &Units, hyperedges: &[Hyperedge], devices: &DeviceSet, sync: bool) -> ModelBounds {
+    let total = LowerBound::new(units, hyperedges, devices, Tests::ALL).value();
+    let mut bounds = ModelBounds { total, ..ModelBounds::default() };
+    if sync {
+        for backward in [false, true] {
+            let mut side = units.clone();
+            for g in 0..side.len() {
+                let (f, c) = (units.forward_fpga[g], units.forward_cpu[g]);
+                (side.fpga[g], side.cpu[g]) =
+                    if backward { ((units.fpga[g] - f).max(0.0), (units.cpu[g] - c).max(0.0)) } else { (f, c) };
+            }
+            let edges: Vec<Hyperedge> = hyperedges.iter().filter(|e| e.backward == backward).cloned().collect();
+            let value = LowerBound::new(&side, &edges, devices, Tests::ALL).value();
+            if backward {
+                bounds.backward = value;
+            } else {
+                bounds.forward = value;
+            }
+        }
+    }
+    bounds
+}
+
+/// The bound with each test alone (beside the forced-unit test) and with all of them:
+/// `[("forced", _), ("pigeon", _), ("volume", _), ("communication", _), ("packing", _),
+/// ("all", _)]`. For reports of where a bound comes from.
+pub fn breakdown(w: &Workload, contiguous: bool) -> Vec<(&'static str, f64)> {
+    let units = Units::new(w, contiguous);
+    let hyperedges = units.hyperedges(w, false);
+    let one = |tests: Tests| LowerBound::new(&units, &hyperedges, w.devices(), tests).value();
+    vec![
+        ("forced", one(Tests::NONE)),
+        ("pigeon", one(Tests { pigeon: true, ..Tests::NONE })),
+        ("volume", one(Tests { volume: true, ..Tests::NONE })),
+        ("communication", one(Tests { communication: true, ..Tests::NONE })),
+        ("packing", one(Tests { packing: true, ..Tests::NONE })),
+        ("all", one(Tests::ALL)),
+    ]
+}
+
+/// The bound's data and caches (see the module docs).
+pub struct LowerBound<'a> {
+    units: &'a Units,
+    placeable: Vec<bool>,
+    k: usize,
+    l: usize,
+    memory: f64,
+    tests: Tests,
+    cuts: Cuts<'a>,
+    /// Placeable units by decreasing fpga/cpu (cpu > 0), for the CPU absorption.
+    by_ratio: Vec<usize>,
+    /// fpga of all placeable units.
+    placeable_fpga: f64,
+}
+
+/// Values of h_Q on the μ grid, by minimum cuts, cached (they do not depend on T).
+struct Cuts<'a> {
+    fpga: &'a [f64],
+    placeable: Vec<bool>,
+    hyperedges: &'a [Hyperedge],
+    mu: Vec<f64>,
+    /// The network, built on first use.
+    network: Option<CheapestSet>,
+    /// Units whose sets get minimum cuts (the largest that can be forced).
+    allowed: Vec<bool>,
+    /// h of single units (trivial `μ·fpga_g` for units not allowed).
+    single: Vec<Option<Vec<f64>>>,
+    /// h of sets of two or more allowed units, sorted; None once the budget ran out.
+    sets: HashMap<Vec<usize>, Vec<f64>>,
+    sets_left: usize,
+}
+
+impl Cuts<'_> {
+    fn compute(&mut self, set: &[usize]) -> Vec<f64> {
+        let (fpga, placeable, hyperedges) = (self.fpga, &self.placeable, self.hyperedges);
+        let network = self.network.get_or_insert_with(|| CheapestSet::new(fpga, placeable, hyperedges));
+        let trivial: f64 = set.iter().map(|&g| fpga[g]).sum();
+        if set.len() == 1 {
+            return self.mu.iter().map(|&mu| network.value_of_set(set, mu).max(mu * trivial)).collect();
+        }
+        // Sets: a few points, and chords in between (module docs).
+        let points: Vec<(f64, f64)> =
+            SET_MU.iter().map(|&m| (m, network.value_of_set(set, m).max(m * trivial))).collect();
+        self.mu.iter().map(|&mu| chord(&points, mu).max(mu * trivial)).collect()
+    }
+
+    /// h_g on the grid (never fails: `μ·fpga_g` is valid, since S ∋ g).
+    fn single(&mut self, g: usize) -> Vec<f64> {
+        if self.single[g].is_none() {
+            let values = if self.allowed[g] && !self.hyperedges.is_empty() {
+                self.compute(&[g])
+            } else {
+                self.mu.iter().map(|&mu| mu * self.fpga[g]).collect()
+            };
+            self.single[g] = Some(values);
+        }
+        self.single[g].clone().unwrap_or_default()
+    }
+
+    /// h_Q on the grid for a sorted set of two or more units, when all are allowed and the
+    /// budget lasts.
+    fn set(&mut self, set: &[usize]) -> Option<Vec<f64>> {
+        if let Some(values) = self.sets.get(set) {
+            return Some(values.clone());
+        }
+        if self.sets_left == 0 || self.hyperedges.is_empty() || set.iter().any(|&g| !self.allowed[g]) {
+            return None;
+        }
+        self.sets_left -= 1;
+        let values = self.compute(set);
+        self.sets.insert(set.to_vec(), values.clone());
+        Some(values)
+    }
+}
+
+/// Outcome of the packing search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Packing {
+    Fits,
+    Impossible,
+    GaveUp,
+}
+
+#[derive(Clone, Debug)]
+struct Bin {
+    /// The forced units in it, sorted.
+    units: Vec<usize>,
+    compute: f64,
+    size: f64,
+    /// A lower bound on h over the bin's units, per μ (empty without the communication
+    /// test).
+    h: Vec<f64>,
+    room: f64,
+}
+
+impl<'a> LowerBound<'a> {
+    pub fn new(units: &'a Units, hyperedges: &'a [Hyperedge], devices: &DeviceSet, tests: Tests) -> Self {
+        let memory = devices.memory_per_accelerator_bytes;
+        let n = units.len();
+        let placeable: Vec<bool> = (0..n).map(|g| units.fits_accelerator(g, memory)).collect();
+        let mut by_ratio: Vec<usize> = (0..n).filter(|&g| placeable[g] && units.cpu[g] > 0.0).collect();
+        by_ratio.sort_by(|&a, &b| (units.fpga[b] / units.cpu[b]).total_cmp(&(units.fpga[a] / units.cpu[a])));
+        let placeable_fpga = (0..n).filter(|&g| placeable[g]).map(|g| units.fpga[g]).sum();
+        let cuts = Cuts {
+            fpga: &units.fpga,
+            placeable: placeable.clone(),
+            hyperedges,
+            mu: mu_grid(),
+            network: None,
+            allowed: vec![false; n],
+            single: vec![None; n],
+            sets: HashMap::new(),
+            sets_left: SET_CUTS,
+        };
+        let mut lb = LowerBound {
+            units,
+            placeable,
+            k: devices.accelerators,
+            l: devices.cpus,
+            memory,
+            tests,
+            cuts,
+            by_ratio,
+            placeable_fpga,
+        };
+        let floor = lb.forced_floor();
+        let mut candidates: Vec<usize> = (0..n).filter(|&g| lb.placeable[g] && units.cpu[g] > floor).collect();
+        candidates.sort_by(|&a, &b| units.fpga[b].total_cmp(&units.fpga[a]).then(a.cmp(&b)));
+        for &g in candidates.iter().take(CUT_UNITS) {
+            lb.cuts.allowed[g] = true;
+        }
+        lb
+    }
+
+    /// `max_g min(cpu_g, fpga_g if placeable)`: every unit is somewhere.
+    fn forced_floor(&self) -> f64 {
+        let u = self.units;
+        (0..u.len())
+            .map(|g| if self.placeable[g] && self.k > 0 { u.cpu[g].min(u.fpga[g]) } else { u.cpu[g] })
+            .fold(0.0, f64::max)
+    }
+
+    /// The largest threshold proven impossible (at least the forced floor), less 1e-9
+    /// relative.
+    pub fn value(mut self) -> f64 {
+        let floor = self.forced_floor();
+        let shave = |x: f64| x * (1.0 - 1e-9);
+        if self.possible(floor) {
+            return shave(floor);
+        }
+        let u = self.units;
+        let total: f64 = u.fpga.iter().chain(u.cpu.iter()).sum::<f64>()
+            + self.cuts.hyperedges.iter().map(|e| e.cost).sum::<f64>();
+        let (mut lo, mut hi) = (floor, (total + 1.0).max(2.0 * floor));
+        let mut doublings = 0;
+        while !self.possible(hi) {
+            // No plan at all within any load; keep the proof we have.
+            lo = hi;
+            hi *= 2.0;
+            doublings += 1;
+            if doublings > 60 {
+                return shave(lo);
+            }
+        }
+        for _ in 0..200 {
+            if hi - lo <= 1e-10 * hi {
+                break;
+            }
+            let mid = 0.5 * (lo + hi);
+            if self.possible(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        shave(lo)
+    }
+
+    /// False when some test proves that no plan has max load ≤ t.
+    fn possible(&mut self, t: f64) -> bool {
+        let u = self.units;
+        let n = u.len();
+        let (k, l) = (self.k, self.l);
+        // Forced units and CPU-only units.
+        let cpu_only: Vec<usize> = (0..n).filter(|&g| !self.placeable[g]).collect();
+        if cpu_only.iter().any(|&g| u.cpu[g] > t) || (!cpu_only.is_empty() && l == 0) {
+            return false;
+        }
+        let mut forced: Vec<usize> = (0..n).filter(|&g| self.placeable[g] && u.cpu[g] > t).collect();
+        if !forced.is_empty() && k == 0 {
+            return false;
+        }
+        if forced.iter().any(|&g| u.fpga[g] > t) {
+            return false;
+        }
+        forced.sort_by(|&a, &b| u.fpga[b].total_cmp(&u.fpga[a]).then(u.size[b].total_cmp(&u.size[a])).then(a.cmp(&b)));
+        if self.tests.pigeon {
+            let of = |v: &[usize], f: &[f64]| v.iter().map(|&g| f[g]).collect::<Vec<f64>>();
+            if pigeon(of(&forced, &u.fpga), k) > t
+                || pigeon(of(&forced, &u.size), k) > self.memory
+                || pigeon(of(&cpu_only, &u.cpu), l) > t
+            {
+                return false;
+            }
+        }
+        let forced_fpga: f64 = forced.iter().map(|&g| u.fpga[g]).sum();
+        let mut fluid = 0.0;
+        if self.tests.volume {
+            let budget = l as f64 * t - cpu_only.iter().map(|&g| u.cpu[g]).sum::<f64>();
+            if budget < 0.0 {
+                return false;
+            }
+            let need = self.placeable_fpga - self.absorb(t, budget);
+            if need > k as f64 * t {
+                return false;
+            }
+            fluid = (need - forced_fpga).max(0.0);
+        }
+        if self.tests.communication {
+            for &g in &forced {
+                let h = self.cuts.single(g);
+                if bin_room(&self.cuts.mu, &h, u.fpga[g], t).is_none() {
+                    return false;
+                }
+            }
+        }
+        if self.tests.packing {
+            let cuts = if self.tests.communication { Some(&mut self.cuts) } else { None };
+            let mut search = Search::new(u, &forced, cuts, k, t, self.memory, fluid);
+            if search.run() == Packing::Impossible {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The fractional knapsack: the most fpga time that units with `cpu_g ≤ t` and a CPU
+    /// budget `budget` can take off the accelerators.
+    fn absorb(&self, t: f64, mut budget: f64) -> f64 {
+        let u = self.units;
+        // Units with no CPU time go to a CPU for free (when there is one).
+        let mut absorbed: f64 = if self.l > 0 {
+            (0..u.len()).filter(|&g| self.placeable[g] && u.cpu[g] == 0.0).map(|g| u.fpga[g]).sum()
+        } else {
+            0.0
+        };
+        for &g in &self.by_ratio {
+            if u.cpu[g] > t {
+                continue;
+            }
+            if u.cpu[g] <= budget {
+                budget -= u.cpu[g];
+                absorbed += u.fpga[g];
+            } else {
+                absorbed += u.fpga[g] * budget / u.cpu[g];
+                break;
+            }
+        }
+        absorbed
+    }
+}
+
+/// `max_t` of the sum of the `⌈t/k⌉` smallest among the t largest `values`: some of k
+/// bins holds that many of the t largest. ∞ if k = 0 and there are values > 0.
+pub fn pigeon(mut values: Vec<f64>, k: usize) -> f64 {
+    if k == 0 {
+        return if values.iter().any(|&v| v > 0.0) { f64::INFINITY } else { 0.0 };
+    }
+    values.sort_by(|a, b| b.total_cmp(a));
+    let mut prefix = vec![0.0; values.len() + 1];
+    for (i, v) in values.iter().enumerate() {
+        prefix[i + 1] = prefix[i] + v;
+    }
+    (1..=values.len()).map(|t| prefix[t] - prefix[t - t.div_ceil(k)]).fold(0.0, f64::max)
+}
+
+/// Room for other units' fpga on an accelerator whose known units have fpga `compute` and
+/// h at most `h` per μ (empty: no communication information), at threshold t; None when
+/// the bin alone is impossible (module docs, Communication).
+fn bin_room(mu: &[f64], h: &[f64], compute: f64, t: f64) -> Option<f64> {
+    let mut room = t - compute;
+    for (&m, &hv) in mu.iter().zip(h) {
+        if m < 1.0 {
+            room = room.min((t - hv) / (1.0 - m) - compute);
+        } else if hv > m * t {
+            return None;
+        }
+    }
+    (room >= 0.0).then_some(room)
+}
+
+/// The packing search (module docs, Packing).
+struct Search<'a, 'b> {
+    units: &'a Units,
+    items: &'a [usize],
+    cuts: Option<&'a mut Cuts<'b>>,
+    k: usize,
+    t: f64,
+    memory: f64,
+    fluid: f64,
+    bins: Vec<Bin>,
+    suffix_compute: Vec<f64>,
+    suffix_size: Vec<f64>,
+    nodes: usize,
+}
+
+impl<'a, 'b> Search<'a, 'b> {
+    fn new(
+        units: &'a Units,
+        items: &'a [usize],
+        cuts: Option<&'a mut Cuts<'b>>,
+        k: usize,
+        t: f64,
+        memory: f64,
+        fluid: f64,
+    ) -> Self {
+        let n = items.len();
+        let (mut suffix_compute, mut suffix_size) = (vec![0.0; n + 1], vec![0.0; n + 1]);
+        for i in (0..n).rev() {
+            suffix_compute[i] = suffix_compute[i + 1] + units.fpga[items[i]];
+            suffix_size[i] = suffix_size[i + 1] + units.size[items[i]];
+        }
+        Search {
+            units,
+            items,
+            cuts,
+            k,
+            t,
+            memory,
+            fluid,
+            bins: Vec::with_capacity(k),
+            suffix_compute,
+            suffix_size,
+            nodes: 0,
+        }
+    }
+
+    fn run(&mut self) -> Packing {
+        self.place(0)
+    }
+
+    /// The bin `bin` (None: a new one) with unit g added, or None if it cannot hold it.
+    fn extend(&mut self, bin: Option<&Bin>, g: usize) -> Option<Bin> {
+        let u = self.units;
+        let (mut units, compute, size) = match bin {
+            Some(b) => (b.units.clone(), b.compute + u.fpga[g], b.size + u.size[g]),
+            None => (Vec::new(), u.fpga[g], u.size[g]),
+        };
+        if size > self.memory {
+            return None;
+        }
+        let at = units.partition_point(|&x| x < g);
+        units.insert(at, g);
+        let h = match self.cuts.as_deref_mut() {
+            None => Vec::new(),
+            Some(cuts) => {
+                let mut h = cuts.single(g);
+                if let Some(b) = bin {
+                    max_into(&mut h, &b.h);
+                    // The whole set when the budget allows, else the pairs already known.
+                    if let Some(whole) = cuts.set(&units) {
+                        max_into(&mut h, &whole);
+                    } else {
+                        for &a in &b.units {
+                            if let Some(pair) = cuts.sets.get(&[a.min(g), a.max(g)][..]) {
+                                max_into(&mut h, pair);
+                            }
+                        }
+                    }
+                }
+                h
+            }
+        };
+        let room = bin_room(self.cuts.as_ref().map_or(&[][..], |c| &c.mu[..]), &h, compute, self.t)?;
+        Some(Bin { units, compute, size, h, room })
+    }
+
+    fn place(&mut self, i: usize) -> Packing {
+        self.nodes += 1;
+        if self.nodes > NODE_LIMIT {
+            return Packing::GaveUp;
+        }
+        let empty = (self.k - self.bins.len()) as f64;
+        let room: f64 = self.bins.iter().map(|b| b.room).sum::<f64>() + empty * self.t;
+        if room < self.suffix_compute[i] + self.fluid {
+            return Packing::Impossible;
+        }
+        let memory: f64 = self.bins.iter().map(|b| self.memory - b.size).sum::<f64>() + empty * self.memory;
+        if memory < self.suffix_size[i] {
+            return Packing::Impossible;
+        }
+        if i == self.items.len() {
+            return Packing::Fits;
+        }
+        // Only bins with room for the smallest forced unit can take forced units.
+        let smallest = self.units.fpga[self.items[self.items.len() - 1]];
+        let usable: f64 =
+            self.bins.iter().map(|b| b.room).filter(|&r| r >= smallest).sum::<f64>() + empty * self.t;
+        if usable < self.suffix_compute[i] {
+            return Packing::Impossible;
+        }
+        let g = self.items[i];
+        for b in 0..=self.bins.len() {
+            let opening = b == self.bins.len();
+            if opening && self.bins.len() == self.k {
+                break;
+            }
+            if !opening {
+                if self.bins[b].room < self.units.fpga[g] {
+                    continue;
+                }
+                // Bins with equal contents behave alike only without communication (with
+                // it, a bin's future h depends on which units it holds).
+                let same = |x: &Bin, y: &Bin| x.compute == y.compute && x.size == y.size;
+                if self.cuts.is_none() && (0..b).any(|a| same(&self.bins[a], &self.bins[b])) {
+                    continue;
+                }
+            }
+            let current = (!opening).then(|| self.bins[b].clone());
+            let Some(new) = self.extend(current.as_ref(), g) else { continue };
+            if opening {
+                self.bins.push(new);
+            } else {
+                self.bins[b] = new;
+            }
+            let outcome = self.place(i + 1);
+            match current {
+                None => {
+                    self.bins.pop();
+                }
+                Some(old) => self.bins[b] = old,
+            }
+            match outcome {
+                Packing::Fits => return Packing::Fits,
+                Packing::GaveUp => return Packing::GaveUp,
+                Packing::Impossible => {}
+            }
+        }
+        Packing::Impossible
+    }
+}
+
+/// A lower bound on a concave nondecreasing h ≥ 0 at μ, from lower bounds `points` on it
+/// at increasing μ: the chord through (0, 0) and the points, flat after the last.
+fn chord(points: &[(f64, f64)], mu: f64) -> f64 {
+    let mut prev = (0.0, 0.0);
+    for &(m, v) in points {
+        if mu <= m {
+            return prev.1 + (v - prev.1) * (mu - prev.0) / (m - prev.0);
+        }
+        prev = (m, v);
+    }
+    prev.1
+}
+
+fn max_into(h: &mut [f64], other: &[f64]) {
+    for (x, y) in h.iter_mut().zip(other) {
+        *x = x.max(*y);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DeviceSet, Node, Workload};
+
+    fn node(id: i64, fpga: f64, cpu: f64) -> Node {
+        Node {
+            id,
+            name: None,
+            fpga_latency: fpga,
+            cpu_latency: cpu,
+            size_bytes: 0.0,
+            supported_on_accelerator: true,
+            is_backward: false,
+            color_class: None,
+            layer_id: None,
+        }
+    }
+
+    #[test]
+    fn pigeon_by_hand() {
+        // 3 bins; the 4 largest (5, 4, 4, 3): some bin holds two, at least 4 + 3 = 7.
+        // The 7 largest: some bin holds 3, at least 3 + 2 + 2 = 7.
+        assert_eq!(pigeon(vec![2.0, 5.0, 4.0, 3.0, 4.0, 2.0, 2.0], 3), 7.0);
+        assert_eq!(pigeon(vec![1.0, 1.0], 0), f64::INFINITY);
+        assert_eq!(pigeon(Vec::new(), 2), 0.0);
+    }
+
+    /// Seven independent units of fpga 3 (cpu 100) on 3 accelerators and one CPU; no
+    /// edges. Below 100 every unit is forced. Pigeon: of the 7 largest some accelerator
+    /// holds ⌈7/3⌉ = 3, so T ≥ 9, and 3 + 2 + 2 units give a plan of 9: tight. Volume
+    /// alone: 21/3 = 7.
+    #[test]
+    fn seven_units_on_three_accelerators_by_hand() {
+        let nodes: Vec<Node> = (0..7).map(|i| node(i, 3.0, 100.0)).collect();
+        let w = Workload::new(nodes, Vec::new(), DeviceSet { accelerators: 3, memory_per_accelerator_bytes: 1e9, cpus: 1 })
+            .unwrap();
+        let parts: std::collections::HashMap<_, _> = breakdown(&w, false).into_iter().collect();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-8 * b;
+        assert!(close(parts["forced"], 3.0), "{parts:?}");
+        assert!(close(parts["pigeon"], 9.0), "{parts:?}");
+        assert!(close(parts["volume"], 7.0), "{parts:?}");
+        assert!(close(parts["packing"], 9.0), "{parts:?}");
+        assert!(close(parts["all"], 9.0), "{parts:?}");
+    }
+
+    /// A chain a → b → c with costs: a (fpga 4, cpu 50) sends 2 to b, b (fpga 4, cpu 50)
+    /// sends 1 to c (fpga 1, cpu 1); 2 accelerators, 1 CPU.
+    /// By hand: c goes to the CPU or with b. a and b are forced (cpu 50 > T).
+    /// - a and b together (with or without c): 8 + (c elsewhere: 1) = 9 or 9 (c with them).
+    /// - a and b apart: the accelerator of a pays 4 + 2 = 6, of b 4 + 2 + (1 unless c is
+    ///   there; with c: + 1 fpga) = 7. So the optimum is 7.
+    ///
+    /// h_b(1) = min over S ∋ b: {b}: 4 + 2 + 1 = 7; {b,c}: 5 + 2 = 7; {a,b}: 8 + 1 = 9;
+    /// {a,b,c}: 9. So communication alone proves T ≥ 7: tight.
+    #[test]
+    fn communication_by_hand() {
+        let nodes = vec![node(1, 4.0, 50.0), node(2, 4.0, 50.0), node(3, 1.0, 1.0)];
+        let edges = vec![(1, 2, 2.0, 0.0), (2, 3, 1.0, 0.0)];
+        let w = Workload::new(nodes, edges, DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1e9, cpus: 1 })
+            .unwrap();
+        let parts: std::collections::HashMap<_, _> = breakdown(&w, false).into_iter().collect();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-8 * b;
+        assert!(close(parts["forced"], 4.0), "{parts:?}");
+        assert!(close(parts["communication"], 7.0), "{parts:?}");
+        assert!(close(parts["all"], 7.0), "{parts:?}");
+    }
+}
