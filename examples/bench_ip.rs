@@ -10,7 +10,7 @@
 //! Prints one Markdown row per run as soon as it finishes: the plan's scored objective,
 //! HiGHS's proven bound, the gap, the status and the wall time (DP warm start included).
 //! Defaults: 60 s for layer graphs, 30 s for operator graphs; FILTER keeps paths that
-//! contain it.
+//! contain it. HiGHS runs with one thread (the build machine is shared).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -78,7 +78,7 @@ fn main() {
                     workload: &w,
                     objective,
                     contiguous,
-                    limits: Limits { time_limit_s: Some(limit), ..Limits::default() },
+                    limits: Limits { time_limit_s: Some(limit), threads: Some(1), ..Limits::default() },
                 };
                 let start = Instant::now();
                 let row = match plan(&Ip, &problem) {

@@ -6,6 +6,7 @@
 //! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync), non-contiguous;
 //! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
+//! - [`latency_bound`]: communication- and memory-aware finish-time bounds for it;
 //! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
 //!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
 //!
@@ -38,6 +39,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod latency;
+pub mod latency_bound;
 pub mod stages;
 pub mod throughput;
 pub mod units;
