@@ -4,7 +4,8 @@
 //! nodes, tight memory, zero costs): for every valid placement, every node's finish time
 //! from the scorer is at least the bound for the node's state (CPU or accelerator),
 //! whatever number of pieces the scorer cuts; hence the latency bound never exceeds the
-//! exhaustive optimum with one or two pieces per accelerator.
+//! exhaustive optimum with one or two pieces per accelerator. Also the held plans of
+//! `solve::milp::latency_runs`: valid one-piece plans on inference graphs.
 
 mod common;
 
@@ -121,6 +122,25 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The runs DP's plans (`latency_runs`) on inference graphs: valid, one piece per
+    /// accelerator, and never below the bound.
+    #[test]
+    fn runs_plans_are_valid_one_piece_plans(seed in any::<u64>()) {
+        let shape = Shape { max_nodes: 10, training: false, ..shape() };
+        let Some(w) = random_workload(seed, shape) else { return Ok(()) };
+        let bound = latency_lower_bound(&finish_bounds(&w, &allowed(&w)));
+        for (p, source) in dnnplace::solve::milp::latency_runs::plans(&w) {
+            let e = evaluate(&w, &p, true);
+            prop_assert!(e.is_valid(), "{source}: {:?}", e.violations);
+            prop_assert!(e.latency.max_pieces() <= 1, "{source}: pieces {:?}", e.latency.pieces);
+            prop_assert!(e.latency.total >= bound - tolerance(bound), "{source}: {} below the bound {bound}", e.latency.total);
+        }
+    }
+}
+
 /// The bound is not vacuous: on many random instances it meets the one-piece optimum on
 /// a good share, and it always beats (or equals) the communication-blind critical path.
 #[test]
@@ -153,8 +173,9 @@ fn the_bound_is_often_tight() {
 }
 
 /// On the published latency workloads: the bound never exceeds the latency of plans we
-/// can build without a solver (all on CPU, the DP plan). Prints the bound per workload
-/// beside the communication-blind critical path.
+/// can build without a solver (all on CPU, the DP plan, the runs DP's plans, which must be
+/// valid one-piece plans). Prints the bound per workload beside the communication-blind
+/// critical path.
 #[test]
 fn paper_latency_bounds_stay_below_known_plans() {
     for granularity in ["layer", "operator"] {
@@ -182,8 +203,16 @@ fn paper_latency_bounds_stay_below_known_plans() {
                     known = known.min(e.latency.total);
                 }
             }
+            let mut runs = Vec::new();
+            for (p, source) in dnnplace::solve::milp::latency_runs::plans(&w) {
+                let e = evaluate(&w, &p, true);
+                assert!(e.is_valid(), "{source}: invalid plan {:?}", e.violations);
+                assert_eq!(e.latency.max_pieces(), 1, "{source}: a run was cut into pieces");
+                runs.push(format!("{source} {:.6}", e.latency.total));
+                known = known.min(e.latency.total);
+            }
             let name = format!("{granularity}/{}", path.file_stem().unwrap().to_string_lossy());
-            eprintln!("{name}: bound {bound:.6} (critical path {head:.6}, {elapsed:.3} s); best known plan {known:.6}");
+            eprintln!("{name}: bound {bound:.6} (critical path {head:.6}, {elapsed:.3} s); best known plan {known:.6}; {}", runs.join(", "));
             assert!(bound >= head - tolerance(head), "{name}: bound {bound} below the critical path {head}");
             assert!(bound <= known + tolerance(known), "{name}: bound {bound} above a plan of latency {known}");
         }

@@ -63,7 +63,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::latency_bound;
+use super::{latency_bound, latency_runs};
 use super::units::{contiguity, cut_indicator, device_order, symmetry, Units};
 use super::{candidate, finish, run, Builder, Candidate, Var};
 use crate::model::{Device, Placement};
@@ -82,7 +82,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
 
     // Plans we already hold: all on CPU, as much as fits on one accelerator, runs of the
-    // topological order, the DP plan, the greedy baseline.
+    // topological order, the runs DP (latency_runs), the DP plan, the greedy baseline.
     let mut held: Vec<Candidate> = Vec::new();
     let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
     held.extend(candidate(problem, all_cpu, "all on CPU"));
@@ -138,6 +138,10 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             }
         }
         held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "topological runs"));
+        // The best cut of a topological order into runs, by DP (super::latency_runs).
+        for (p, source) in latency_runs::plans(w) {
+            held.extend(candidate(problem, p, source));
+        }
     }
     match dp::solve(w, &problem.limits) {
         Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),

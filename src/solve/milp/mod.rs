@@ -7,6 +7,7 @@
 //! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
 //! - [`latency_bound`]: communication- and memory-aware finish-time bounds for it;
+//! - [`latency_runs`]: held plans for it, topological orders cut into runs by a DP;
 //! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
 //!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
 //!
@@ -40,6 +41,7 @@
 
 pub mod latency;
 pub mod latency_bound;
+pub mod latency_runs;
 pub mod stages;
 pub mod throughput;
 pub mod units;
