@@ -19,8 +19,10 @@
 //! S[d,j] ≥ F_u − U (1 − x[i(v),d,j] + x[i(u),d,j])  (u → v, i(u) ≠ i(v))
 //!          a piece starts when its inputs from outside are ready
 //! S[d,j+1] ≥ S[d,j] + D[d,j];  S[d,j] + D[d,j] ≤ L;  F_v ≤ L ≤ U;   minimise L
-//! F_v ≥ head_v  (column bound: longest path to v with each node at min(fpga, cpu)
-//!               latency, valid since a path's items run one after another)
+//! F_v ≥ f_cpu(v) (1 − Σ_{d,j} x[i(v),d,j]) + f_acc(v) Σ_{d,j} x[i(v),d,j]
+//! F_v ≥ min(f_cpu(v), f_acc(v)),  L ≥ max_v min(f_cpu(v), f_acc(v))   (column bounds)
+//!          f_cpu, f_acc: finish-time lower bounds by state, aware of communication and
+//!          memory ([`super::latency_bound`], valid for every schedule of the call model)
 //! ```
 //!
 //! **Acyclicity.** Calls must not wait on each other in a cycle (the scorer rejects such a
@@ -53,6 +55,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::{latency_bound, latency_runs};
 use super::units::{contiguity, cut_indicator, device_order, symmetry, Units};
 use super::{candidate, finish, run, Builder, Candidate, Var};
 use crate::model::{Device, Placement};
@@ -71,7 +74,7 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
 
     // Plans we already hold: all on CPU, as much as fits on one accelerator, runs of the
-    // topological order, the DP plan, the greedy baseline.
+    // topological order, the runs DP (latency_runs), the DP plan, the greedy baseline.
     let mut held: Vec<Candidate> = Vec::new();
     let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
     held.extend(candidate(problem, all_cpu, "all on CPU"));
@@ -127,6 +130,10 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
             }
         }
         held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "topological runs"));
+        // The best cut of a topological order into runs, by DP (super::latency_runs).
+        for (p, source) in latency_runs::plans(w) {
+            held.extend(candidate(problem, p, source));
+        }
     }
     match dp::solve(w, &problem.limits) {
         Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
@@ -171,20 +178,15 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     let x: Vec<Vec<Vec<Var>>> = (0..k)
         .map(|_| (0..q).map(|_| (0..n_items).map(|i| b.binary(0.0, item_fits[i])).collect()).collect())
         .collect();
-    // Heads: the longest path ending at v with every node at its cheapest time is a lower
-    // bound on v's finish (items on a path run one after another; a piece takes at least
-    // the sum of its nodes' fpgaLatency). Column lower bounds, not rows.
-    let mut head = vec![0.0f64; n];
-    for &v in w.topological_order() {
-        let node = w.node(v);
-        let own = if item_fits[items.unit_of[v]] { node.fpga_latency.min(node.cpu_latency) } else { node.cpu_latency };
-        let before = w.predecessors(v).iter().map(|&u| head[u]).fold(0.0, f64::max);
-        head[v] = before + own;
-    }
-    let critical = head.iter().copied().fold(0.0, f64::max);
-    stats.notes.push(format!("critical-path lower bound {critical}"));
+    // Finish-time lower bounds by state, communication- and memory-aware
+    // (super::latency_bound): column bounds F_v ≥ min_s f_s(v) and L ≥ max_v min_s f_s(v)
+    // here, rows F_v ≥ f_cpu(v)·(1 − a_v) + f_acc(v)·a_v below.
+    let may_accelerate: Vec<bool> = (0..n).map(|v| k > 0 && item_fits[items.unit_of[v]]).collect();
+    let head = latency_bound::finish_bounds(w, &may_accelerate);
+    let critical = latency_bound::latency_lower_bound(&head);
+    stats.notes.push(format!("finish-time lower bound {critical}"));
     let latency = b.continuous(1.0, critical.min(big), big);
-    let finish_t: Vec<Var> = (0..n).map(|v| b.continuous(0.0, head[v].min(big), big)).collect();
+    let finish_t: Vec<Var> = (0..n).map(|v| b.continuous(0.0, head[v].min().min(big), big)).collect();
     let pos: Vec<Var> = (0..n).map(|_| b.continuous(0.0, 0.0, positions)).collect();
     let start: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
     let duration: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
@@ -251,6 +253,15 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         let g = items.unit_of[v];
         let cpu_v = w.node(v).cpu_latency;
         b.le(&[(finish_t[v], 1.0), (latency, -1.0)], 0.0);
+        // F_v ≥ f_cpu(v) (1 − Σx) + f_acc(v) Σx   (latency_bound; Σx = a_v ∈ {0, 1})
+        if may_accelerate[v] {
+            let (f_cpu, f_acc) = (head[v].cpu.min(big), head[v].accelerator.min(big));
+            if f_acc != f_cpu {
+                let mut terms = vec![(finish_t[v], 1.0)];
+                terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, f_cpu - f_acc)));
+                b.ge(&terms, f_cpu);
+            }
+        }
         // F_v ≥ cpu_v (1 − Σx)
         if cpu_v != 0.0 {
             let mut terms = vec![(finish_t[v], 1.0)];

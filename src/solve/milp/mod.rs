@@ -8,6 +8,8 @@
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
 //! - [`load_bounds`]: combinatorial lower bounds on the max load, handed to the
 //!   throughput and sync models (with [`min_cut`] for the communication part);
+//! - [`latency_bound`]: communication- and memory-aware finish-time bounds for it;
+//! - [`latency_runs`]: held plans for it, topological orders cut into runs by a DP;
 //! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
 //!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
 //!
@@ -42,6 +44,8 @@
 pub mod latency;
 pub mod load_bounds;
 pub mod min_cut;
+pub mod latency_bound;
+pub mod latency_runs;
 pub mod stages;
 pub mod throughput;
 pub mod units;
