@@ -3,8 +3,13 @@
 //! The LP relaxation of the max-load IPs is as weak as that of makespan scheduling
 //! (P||C_max): fractional assignments spread every unit over all accelerators. The bound
 //! here is computed before HiGHS starts and handed to it as the lower bound of the τ
-//! column (for sync as the row `F + B ≥ LB`, valid since `max FW + max BW ≥ max (FW + BW)`),
-//! so the reported bound is the larger of HiGHS's and this one.
+//! column (for sync: `F ≥ LB_F`, `B ≥ LB_B` from the forward and backward sides alone, and
+//! the row `F + B ≥ LB`, valid since `max FW + max BW ≥ max (FW + BW)`; see
+//! [`ModelBounds`]). The reported bound is the larger of HiGHS's and this one, and HiGHS
+//! is stopped as soon as its incumbent meets it. Under the experiment word `boundafter`
+//! the model is left as it was and the bound is only reported and used to stop HiGHS
+//! (docs/ip.md compares the two: the bound in τ flattens the root LP, which helps HiGHS's
+//! heuristics on most published graphs and hurts them on the largest).
 //!
 //! # Setting
 //!
@@ -122,7 +127,7 @@ pub fn max_load_lower_bound(w: &Workload, contiguous: bool) -> f64 {
     LowerBound::new(&units, &hyperedges, w.devices(), Tests::ALL).value()
 }
 
-/// The bounds an IP over `units` uses (see [`for_model`]).
+/// The bounds an IP over some units uses: on the max load, and for sync on each side.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ModelBounds {
     /// On the max load (τ).
@@ -133,6 +138,16 @@ pub struct ModelBounds {
 }
 
 impl ModelBounds {
+    /// The bounds to put in the model: these, or none under the experiment word
+    /// `boundafter` (then the bound is only reported and stops HiGHS once met).
+    pub(crate) fn in_model(&self) -> ModelBounds {
+        if super::experiment("boundafter") {
+            ModelBounds::default()
+        } else {
+            *self
+        }
+    }
+
     /// The bound on the objective: τ, or for sync `F + B ≥ max(total, forward + backward)`
     /// (`max FW + max BW ≥ max (FW + BW)`, the max load).
     pub fn objective(&self, sync: bool) -> f64 {

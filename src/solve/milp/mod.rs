@@ -20,9 +20,12 @@
 //! passed to HiGHS as a warm start *and* kept: the IP returns whichever plan scores
 //! better, so it is never worse. HiGHS's dual bound is the reported lower bound; if it
 //! exceeds a plan we hold (beyond the solver's tolerances) it is clamped, noted, and the
-//! result is not called optimal. [`Status::Optimal`] means HiGHS proved optimality at
-//! relative gap [`DEFAULT_GAP`] (or 1e-5, relative above 1, absolute below: the solver's own
-//! tolerance per MODEL.md) *and* the scored plan agrees.
+//! result is not called optimal. For the max-load and sync models the bound is the larger
+//! of HiGHS's and the combinatorial one of [`load_bounds`], and HiGHS is stopped
+//! (`run_to`) once its incumbent meets the latter. [`Status::Optimal`] means HiGHS proved
+//! optimality, or was stopped at the combinatorial bound, at relative gap [`DEFAULT_GAP`]
+//! (or 1e-5, relative above 1, absolute below: the solver's own tolerance per MODEL.md)
+//! *and* the scored plan agrees.
 //!
 //! # Tolerances
 //! HiGHS's feasibility tolerances stay at their defaults (MODEL.md, Numerics); only the
@@ -217,11 +220,16 @@ pub(crate) struct Solved {
     pub bound: f64,
     pub time_s: f64,
     pub nodes: i64,
+    /// HiGHS was stopped because its incumbent met the target of [`run_to`].
+    pub reached_target: bool,
 }
 
 struct CallbackState {
     last_report_s: f64,
     hook: Option<ProgressHook>,
+    /// Stop once HiGHS's incumbent is at most this (a known lower bound, with the gap).
+    target: f64,
+    reached_target: bool,
 }
 
 unsafe extern "C" fn callback(
@@ -244,9 +252,14 @@ unsafe extern "C" fn callback(
     // SAFETY: `user_data` is the `CallbackState` owned by `run` for the whole solve, and
     // HiGHS calls back from the thread that called `Highs_run`.
     let state = unsafe { &mut *(user_data as *mut CallbackState) };
-    let Some(hook) = state.hook else { return };
     // SAFETY: valid for the duration of the callback.
     let out = unsafe { &*data_out };
+    if out.mip_primal_bound <= state.target && !data_in.is_null() {
+        state.reached_target = true;
+        // SAFETY: as above.
+        unsafe { (*data_in).user_interrupt = 1 };
+    }
+    let Some(hook) = state.hook else { return };
     if out.running_time - state.last_report_s >= 1.0 {
         state.last_report_s = out.running_time;
         hook(&Progress {
@@ -261,6 +274,13 @@ unsafe extern "C" fn callback(
 /// Solves `builder`'s model (minimisation) under the problem's limits, warm-started with
 /// values of the integer columns (`warm`, in [`Builder::integer_columns`] order).
 pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> Result<Solved, SolveError> {
+    run_to(builder, problem, warm, f64::NEG_INFINITY)
+}
+
+/// [`run`], stopping as soon as HiGHS's incumbent objective is at most `target` (a proven
+/// lower bound on the optimum, times 1 + the gap): then nothing better is to be found
+/// ([`Solved::reached_target`]).
+pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, target: f64) -> Result<Solved, SolveError> {
     let limits = &problem.limits;
     let integer_columns = builder.integer_columns.clone();
     let mut model = Model::try_new(builder.problem)
@@ -305,7 +325,7 @@ pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> 
         }
     }
     let hook = PROGRESS_HOOK.read().ok().and_then(|h| *h);
-    let mut state = Box::new(CallbackState { last_report_s: 0.0, hook });
+    let mut state = Box::new(CallbackState { last_report_s: 0.0, hook, target, reached_target: false });
     // SAFETY: `state` outlives the solve (dropped at the end of this function, after
     // HiGHS returns); the callback only reads HiGHS's data and writes `user_interrupt`.
     unsafe {
@@ -319,6 +339,7 @@ pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> 
     let start = Instant::now();
     let solved = model.try_solve().map_err(|e| SolveError::Solver(format!("HiGHS failed: {e:?}")))?;
     let time_s = start.elapsed().as_secs_f64();
+    let reached_target = state.reached_target;
     drop(state);
     let status = solved.status();
     let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
@@ -327,7 +348,7 @@ pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> 
     let mut nodes: i64 = 0;
     // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
     unsafe { highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes) };
-    Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes })
+    Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes, reached_target })
 }
 
 /// A candidate plan with its score under the problem's objective.
@@ -442,15 +463,21 @@ pub(crate) fn finish(
     // HiGHS's objective and bound live within its feasibility tolerances (MODEL.md,
     // Numerics: about 1e-5 absolute), so a plan that close to the bound is proven optimal.
     let closed = best.score - bound <= (gap * best.score.abs()).max(1e-5 * best.score.abs().max(1.0));
+    // Stopped at a known lower bound: as good as HiGHS's own proof when the plan meets it.
+    let stopped_at_bound = solved.status == HighsModelStatus::ReachedInterrupt && solved.reached_target;
+    let proven = solved.status == HighsModelStatus::Optimal || stopped_at_bound;
     let status = match solved.status {
-        HighsModelStatus::Optimal if closed && !unreliable => {
+        _ if proven && closed && !unreliable => {
             if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && best.score - bound > 1e-6 {
                 Status::Feasible { reason: format!("reached the requested gap {:.4}%", gap * 100.0) }
             } else {
                 Status::Optimal
             }
         }
-        HighsModelStatus::Optimal if unreliable => Status::Feasible { reason: "HiGHS's bound is unreliable".into() },
+        _ if proven && unreliable => Status::Feasible { reason: "HiGHS's bound is unreliable".into() },
+        _ if stopped_at_bound => Status::Feasible {
+            reason: "HiGHS's incumbent met the lower bound but the scored plan does not".into(),
+        },
         HighsModelStatus::Optimal => Status::Feasible { reason: format!("HiGHS stopped at its gap {:.4}%", gap * 100.0) },
         HighsModelStatus::ReachedTimeLimit => Status::Feasible { reason: "time limit".into() },
         HighsModelStatus::ReachedInterrupt => Status::Feasible { reason: "interrupted".into() },

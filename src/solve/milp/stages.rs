@@ -28,7 +28,7 @@
 //! Size: T·(3U + 1) columns, O(T·(U + A + Σ|T_e|)) rows.
 
 use super::units::{cut_indicator, Units};
-use super::{dp_warm_start, finish, run, Builder, Var};
+use super::{dp_warm_start, finish, run_to, Builder, Var};
 use crate::model::contraction::Contraction;
 use crate::model::{Device, Placement};
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
@@ -93,7 +93,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let hyperedges = units.hyperedges(w, sync);
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
     let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, &mut stats);
-    let (tau, f, bw) = super::throughput::objective_columns(&mut b, sync, &bounds);
+    let (tau, f, bw) = super::throughput::objective_columns(&mut b, sync, &bounds.in_model());
     // Aggregates over all stages, for the capacity rows below.
     let mut all_acc: [Vec<(Var, f64)>; 3] = Default::default();
     let mut all_cpu: [Vec<(Var, f64)>; 3] = Default::default();
@@ -159,8 +159,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         b.rows
     ));
 
-    let mut solved = run(b, problem, warm_values.as_deref())?;
-    solved.bound = solved.bound.max(bounds.objective(sync));
+    let lower = bounds.objective(sync);
+    let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
+    let mut solved = run_to(b, problem, warm_values.as_deref(), target)?;
+    solved.bound = solved.bound.max(lower);
     let from_ip = solved.columns.as_ref().map(|values| {
         let (mut next_acc, mut next_cpu) = (0, 0);
         let mut device_of_stage = Vec::with_capacity(stages);

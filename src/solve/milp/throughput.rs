@@ -32,7 +32,7 @@
 
 use super::load_bounds::ModelBounds;
 use super::units::{canonical_devices, contiguity, cut_indicator, device_order, symmetry, Units};
-use super::{dp_warm_start, finish, run, Builder, Var};
+use super::{dp_warm_start, finish, run_to, Builder, Var};
 use crate::model::{Device, Placement};
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
@@ -70,7 +70,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let hyperedges = units.hyperedges(w, sync);
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
     let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, &mut stats);
-    let (t, f, bw) = objective_columns(&mut b, sync, &bounds);
+    let (t, f, bw) = objective_columns(&mut b, sync, &bounds.in_model());
     for row in &x {
         // Loads of this accelerator: total, forward part, backward part.
         let mut total: Vec<(Var, f64)> = Vec::new();
@@ -123,8 +123,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     });
     stats.notes.push(format!("{} units, {} hyperedges, {} columns, {} rows", n_units, hyperedges.len(), b.columns(), b.rows));
 
-    let mut solved = run(b, problem, warm_values.as_deref())?;
-    solved.bound = solved.bound.max(bounds.objective(sync));
+    let lower = bounds.objective(sync);
+    let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
+    let mut solved = run_to(b, problem, warm_values.as_deref(), target)?;
+    solved.bound = solved.bound.max(lower);
     let from_ip = solved.columns.as_ref().map(|values| {
         let mut device = vec![Device::Cpu(0); n_units];
         for g in 0..n_units {
