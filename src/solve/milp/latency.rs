@@ -64,6 +64,13 @@ use crate::solve::{dp, Method, Outcome, Problem, SolveError, Stats};
 
 /// Solves the latency IP with at most `q` pieces per accelerator.
 pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
+    solve_holding(problem, q, None)
+}
+
+/// The IP, given the held plans of the caller (`None`: build them here). The time limit
+/// covers building them: HiGHS gets what is left.
+fn solve_holding(problem: &Problem, q: usize, given: Option<&[Placement]>) -> Result<Outcome, SolveError> {
+    let started = std::time::Instant::now();
     let w = problem.workload;
     let n = w.len();
     let units = Units::new(w, problem.contiguous);
@@ -76,73 +83,9 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
     // Plans we already hold: all on CPU, as much as fits on one accelerator, runs of the
     // topological order, the runs DP (latency_runs), the DP plan, the greedy baseline.
     let mut held: Vec<Candidate> = Vec::new();
-    let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
-    held.extend(candidate(problem, all_cpu, "all on CPU"));
-    if k > 0 {
-        let mut used = 0.0;
-        let device: Vec<Device> = (0..n_units)
-            .map(|g| {
-                if units.fits_accelerator(g, memory - used) {
-                    used += units.size[g];
-                    Device::Accelerator(0)
-                } else {
-                    cpu_label(g)
-                }
-            })
-            .collect();
-        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "one accelerator"));
-    }
-    if k > 0 {
-        // Runs of the topological order: fill accelerator 0 with units in order of their
-        // first node until the next unit does not fit, then accelerator 1, …; units that
-        // fit nowhere go to CPUs and close the current run. Arcs only go forward, so the
-        // calls form no cycle (unless colour classes span runs; the scorer checks).
-        let position: Vec<usize> = {
-            let mut p = vec![0; n];
-            for (t, &v) in w.topological_order().iter().enumerate() {
-                p[v] = t;
-            }
-            p
-        };
-        let mut order: Vec<usize> = (0..n_units).collect();
-        order.sort_by_key(|&g| units.nodes[g].iter().map(|&v| position[v]).min());
-        let (mut d, mut used) = (0, 0.0);
-        let mut device = vec![Device::Cpu(0); n_units];
-        for g in order {
-            if !units.fits_accelerator(g, memory) {
-                device[g] = cpu_label(g);
-                // A later unit of this run could depend on this CPU unit: close the run.
-                if used > 0.0 || device.contains(&Device::Accelerator(d)) {
-                    d += 1;
-                    used = 0.0;
-                }
-                continue;
-            }
-            if used + units.size[g] > memory {
-                d += 1;
-                used = 0.0;
-            }
-            if d < k {
-                used += units.size[g];
-                device[g] = Device::Accelerator(d);
-            } else {
-                device[g] = cpu_label(g);
-            }
-        }
-        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "topological runs"));
-        // The best cut of a topological order into runs, by DP (super::latency_runs).
-        for (p, source) in latency_runs::plans(w) {
-            held.extend(candidate(problem, p, source));
-        }
-    }
-    match dp::solve(w, &problem.limits) {
-        Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
-        Err(e) => stats.notes.push(format!("no DP plan: {e}")),
-    }
-    // The latency baseline, so the IP is never worse than what a user would try first.
-    match Method::solve(&Greedy, problem) {
-        Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "greedy"))),
-        Err(e) => stats.notes.push(format!("no greedy plan: {e}")),
+    match given {
+        Some(plans) => held.extend(plans.iter().filter_map(|p| candidate(problem, p.clone(), "held by the caller"))),
+        None => held_plans(problem, &units, &mut held, &mut stats),
     }
     if q >= 2 {
         // The one-piece IP is smaller and often finds the plan to beat; its plan is a
@@ -150,13 +93,15 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         let mut one = problem.clone();
         one.objective = crate::solve::Objective::Latency { pieces: 1 };
         one.limits.time_limit_s = problem.limits.time_limit_s.map(|t| t / 2.0);
-        let o = solve(&one, 1)?;
+        let plans: Vec<Placement> = held.iter().map(|c| c.placement.clone()).collect();
+        let o = solve_holding(&one, 1, Some(&plans))?;
         stats.notes.push(format!("one-piece IP: {} ({:?})", o.objective, o.status));
         held.extend(o.placement.and_then(|p| candidate(problem, p, "one-piece ip")));
     }
     for c in &held {
         stats.notes.push(format!("held plan ({}) scores {}", c.source, c.score));
     }
+    stats.notes.push(format!("held plans after {:.2} s", started.elapsed().as_secs_f64()));
     let warm = held.into_iter().min_by(|a, b| a.score.total_cmp(&b.score));
     let upper = warm.as_ref().map_or_else(
         || units.cpu.iter().sum::<f64>() + (0..n).map(|v| w.out_cost(v)).sum::<f64>() * 2.0 + units.fpga.iter().sum::<f64>(),
@@ -354,7 +299,10 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         b.rows
     ));
 
-    let solved = run(b, problem, warm_values.as_deref())?;
+    stats.notes.push(format!("model built after {:.2} s", started.elapsed().as_secs_f64()));
+    let mut solved = run(b, &super::remaining(problem, started), warm_values.as_deref())?;
+    // The finish-time bound holds whatever HiGHS reached (it may stop before its root LP).
+    solved.bound = solved.bound.max(critical);
     let from_ip = solved.columns.as_ref().map(|values| {
         let slot_of = |i: usize| {
             (0..k).flat_map(|d| (0..q).map(move |j| (d, j))).find(|&(d, j)| values[x[d][j][i].index()] > 0.5)
@@ -367,4 +315,83 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
         Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()).with_pieces(ranks)
     });
     finish(problem, &solved, from_ip, warm, stats)
+}
+
+/// Plans we hold before the IP starts: all on CPU, as much as fits on one accelerator, runs
+/// of the topological order, the runs DP (latency_runs), the DP plan, the greedy baseline.
+fn held_plans(problem: &Problem, units: &Units, held: &mut Vec<Candidate>, stats: &mut Stats) {
+    let w = problem.workload;
+    let n = w.len();
+    let n_units = units.len();
+    let devices = w.devices();
+    let (k, memory) = (devices.accelerators, devices.memory_per_accelerator_bytes);
+    let cpu_label = |g: usize| Device::Cpu(if problem.contiguous { g } else { 0 });
+    let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
+    held.extend(candidate(problem, all_cpu, "all on CPU"));
+    if k > 0 {
+        let mut used = 0.0;
+        let device: Vec<Device> = (0..n_units)
+            .map(|g| {
+                if units.fits_accelerator(g, memory - used) {
+                    used += units.size[g];
+                    Device::Accelerator(0)
+                } else {
+                    cpu_label(g)
+                }
+            })
+            .collect();
+        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "one accelerator"));
+    }
+    if k > 0 {
+        // Runs of the topological order: fill accelerator 0 with units in order of their
+        // first node until the next unit does not fit, then accelerator 1, …; units that
+        // fit nowhere go to CPUs and close the current run. Arcs only go forward, so the
+        // calls form no cycle (unless colour classes span runs; the scorer checks).
+        let position: Vec<usize> = {
+            let mut p = vec![0; n];
+            for (t, &v) in w.topological_order().iter().enumerate() {
+                p[v] = t;
+            }
+            p
+        };
+        let mut order: Vec<usize> = (0..n_units).collect();
+        order.sort_by_key(|&g| units.nodes[g].iter().map(|&v| position[v]).min());
+        let (mut d, mut used) = (0, 0.0);
+        let mut device = vec![Device::Cpu(0); n_units];
+        for g in order {
+            if !units.fits_accelerator(g, memory) {
+                device[g] = cpu_label(g);
+                // A later unit of this run could depend on this CPU unit: close the run.
+                if used > 0.0 || device.contains(&Device::Accelerator(d)) {
+                    d += 1;
+                    used = 0.0;
+                }
+                continue;
+            }
+            if used + units.size[g] > memory {
+                d += 1;
+                used = 0.0;
+            }
+            if d < k {
+                used += units.size[g];
+                device[g] = Device::Accelerator(d);
+            } else {
+                device[g] = cpu_label(g);
+            }
+        }
+        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "topological runs"));
+        // The best cut of a topological order into runs, by DP (super::latency_runs).
+        for (p, source) in latency_runs::plans(w) {
+            held.extend(candidate(problem, p, source));
+        }
+    }
+    match dp::solve(w, &problem.limits) {
+        Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
+        Err(e) => stats.notes.push(format!("no DP plan: {e}")),
+    }
+    // The latency baseline, so the IP is never worse than what a user would try first.
+    match Method::solve(&Greedy, problem) {
+        Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "greedy"))),
+        Err(e) => stats.notes.push(format!("no greedy plan: {e}")),
+    }
 }

@@ -351,6 +351,14 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
     Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes, reached_target })
 }
 
+/// `problem` with the time limit that is left since `started`: the limit covers the held
+/// plans, the bounds and the model building too, and HiGHS gets the rest (at least 1 s).
+pub(crate) fn remaining<'a>(problem: &Problem<'a>, started: Instant) -> Problem<'a> {
+    let mut rest = problem.clone();
+    rest.limits.time_limit_s = problem.limits.time_limit_s.map(|t| (t - started.elapsed().as_secs_f64()).max(1.0));
+    rest
+}
+
 /// A candidate plan with its score under the problem's objective.
 pub(crate) struct Candidate {
     pub placement: Placement,

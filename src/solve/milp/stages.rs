@@ -35,6 +35,7 @@ use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the contiguous throughput or sync IP as a chain of stages.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
+    let started = std::time::Instant::now();
     let w = problem.workload;
     let sync = problem.objective == Objective::Sync;
     let units = Units::new(w, true);
@@ -161,7 +162,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     let lower = bounds.objective(sync);
     let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
-    let mut solved = run_to(b, problem, warm_values.as_deref(), target)?;
+    let mut solved = run_to(b, &super::remaining(problem, started), warm_values.as_deref(), target)?;
     solved.bound = solved.bound.max(lower);
     let from_ip = solved.columns.as_ref().map(|values| {
         let (mut next_acc, mut next_cpu) = (0, 0);

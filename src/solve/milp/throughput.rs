@@ -38,6 +38,7 @@ use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the throughput or sync IP of `problem`.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
+    let started = std::time::Instant::now();
     if problem.contiguous && !super::experiment("positions") {
         return super::stages::solve(problem);
     }
@@ -125,7 +126,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     let lower = bounds.objective(sync);
     let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
-    let mut solved = run_to(b, problem, warm_values.as_deref(), target)?;
+    let mut solved = run_to(b, &super::remaining(problem, started), warm_values.as_deref(), target)?;
     solved.bound = solved.bound.max(lower);
     let from_ip = solved.columns.as_ref().map(|values| {
         let mut device = vec![Device::Cpu(0); n_units];
