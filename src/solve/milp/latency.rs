@@ -89,10 +89,10 @@ fn solve_holding(problem: &Problem, q: usize, given: Option<&[Placement]>) -> Re
     }
     if q >= 2 {
         // The one-piece IP is smaller and often finds the plan to beat; its plan is a
-        // valid plan with q pieces and a warm start below. It gets half the time limit.
+        // valid plan with q pieces and a warm start below. It gets half the time left.
         let mut one = problem.clone();
         one.objective = crate::solve::Objective::Latency { pieces: 1 };
-        one.limits.time_limit_s = problem.limits.time_limit_s.map(|t| t / 2.0);
+        one.limits.time_limit_s = super::remaining(problem, started).limits.time_limit_s.map(|t| t / 2.0);
         let plans: Vec<Placement> = held.iter().map(|c| c.placement.clone()).collect();
         let o = solve_holding(&one, 1, Some(&plans))?;
         stats.notes.push(format!("one-piece IP: {} ({:?})", o.objective, o.status));
