@@ -166,3 +166,20 @@ fn non_contiguous_ip_beats_the_dp_on_bert24_and_gnmt() {
         assert!(got <= target + 1e-4, "{name}: {got} > {target}");
     }
 }
+
+/// Found by `sync_matches_brute_force`: no contiguous plan exists (3 accelerators of 12
+/// bytes, no CPU), so the combinatorial bound proves every load impossible; it must stay
+/// finite for HiGHS, and the IP must say infeasible like brute force, not fail.
+#[test]
+fn an_infeasible_contiguous_instance_is_reported_infeasible() {
+    let w = random_workload(12700433904607822494, shape()).expect("a workload");
+    for objective in [Objective::Sync, Objective::Throughput] {
+        let oracle = run(&BruteForce, &w, objective, true);
+        assert!(matches!(oracle.outcome.status, Status::Infeasible { .. }), "{:?}", oracle.outcome.status);
+        let ip = run(&Ip, &w, objective, true);
+        assert!(matches!(ip.outcome.status, Status::Infeasible { .. }), "{objective:?}: {:?}", ip.outcome.status);
+        let feasible = run(&Ip, &w, objective, false);
+        let exhaustive = run(&BruteForce, &w, objective, false);
+        assert!((feasible.objective(objective) - exhaustive.objective(objective)).abs() <= ABS);
+    }
+}
