@@ -15,7 +15,7 @@
 //! - a CPU node v finishes at `F(v) ≥ F(u) + cpu(v)` for every `u → v`, and `F(v) ≥ cpu(v)`;
 //! - every piece holds at most M bytes (M = `maxSizePerFPGA`).
 //!
-//! The scorer's evaluation ([`crate::score::latency`]) is a schedule: its cut opens a new
+//! The scorer's evaluation ([`crate::score::latency()`]) is a schedule: its cut opens a new
 //! piece exactly where joining would close a cycle, and "pieces of one accelerator run
 //! one after another" only adds more conditions on `S`. Every integer solution of the
 //! latency IP is one too, for any number of pieces (its positions forbid cycles; its
