@@ -87,6 +87,18 @@ fn check_every_placement(w: &Workload, bounds: &[FinishBound]) -> Result<usize, 
     Ok(checked)
 }
 
+/// The communication-blind critical path (the IP's old heads): the longest path with every
+/// node at min(fpga, cpu), or cpu where it may not go on an accelerator.
+fn critical_path(w: &Workload, flags: &[bool]) -> f64 {
+    let mut head = vec![0.0f64; w.len()];
+    for &v in w.topological_order() {
+        let x = w.node(v);
+        let own = if flags[v] { x.fpga_latency.min(x.cpu_latency) } else { x.cpu_latency };
+        head[v] = own + w.predecessors(v).iter().map(|&u| head[u]).fold(0.0, f64::max);
+    }
+    head.iter().copied().fold(0.0, f64::max)
+}
+
 fn optimum(w: &Workload, pieces: usize) -> f64 {
     let problem = Problem {
         workload: w,
@@ -151,13 +163,7 @@ fn the_bound_is_often_tight() {
         let flags = allowed(&w);
         let bounds = finish_bounds(&w, &flags);
         let bound = latency_lower_bound(&bounds);
-        let mut head = vec![0.0f64; w.len()];
-        for &v in w.topological_order() {
-            let x = w.node(v);
-            let own = if flags[v] { x.fpga_latency.min(x.cpu_latency) } else { x.cpu_latency };
-            head[v] = own + w.predecessors(v).iter().map(|&u| head[u]).fold(0.0, f64::max);
-        }
-        let head = head.iter().copied().fold(0.0, f64::max);
+        let head = critical_path(&w, &flags);
         assert!(bound >= head - tolerance(head), "seed {seed}: bound {bound} below the critical path {head}");
         let best = optimum(&w, 1);
         total += 1;
@@ -188,13 +194,7 @@ fn paper_latency_bounds_stay_below_known_plans() {
             let started = std::time::Instant::now();
             let bound = latency_lower_bound(&finish_bounds(&w, &flags));
             let elapsed = started.elapsed().as_secs_f64();
-            let mut head = vec![0.0f64; w.len()];
-            for &v in w.topological_order() {
-                let x = w.node(v);
-                let own = if flags[v] { x.fpga_latency.min(x.cpu_latency) } else { x.cpu_latency };
-                head[v] = own + w.predecessors(v).iter().map(|&u| head[u]).fold(0.0, f64::max);
-            }
-            let head = head.iter().copied().fold(0.0, f64::max);
+            let head = critical_path(&w, &flags);
             let all_cpu = evaluate(&w, &Placement::new(vec![Device::Cpu(0); w.len()]), true).latency.total;
             let mut known = all_cpu;
             if let Some(p) = dnnplace::solve::dp::solve(&w, &Limits::default()).ok().and_then(|o| o.placement) {

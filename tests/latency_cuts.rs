@@ -220,7 +220,7 @@ proptest::proptest! {
             }
             let greedy = evaluate(&w, &Placement::new(a.clone()), true).latency;
             proptest::prop_assert!(greedy.deadlock.is_none() && greedy.total.is_finite());
-            let ranks: Vec<usize> = greedy.piece_rank.iter().map(|r| r.unwrap_or(0)).collect();
+            let ranks = greedy.ranks();
             let naive = naive_latency(&w, &a, &ranks);
             proptest::prop_assert!(naive.is_some_and(|t| (t - greedy.total).abs() <= 1e-9 * t.max(1.0)),
                 "greedy {} naive {naive:?}", greedy.total);

@@ -511,11 +511,7 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
     let objective = objective_of(args.objective, usize::MAX);
     let latency = matches!(objective, Objective::Latency { .. });
     let e = evaluate(&w, &placement, latency);
-    let placement = match (latency, &placement.pieces) {
-        // Show the cut the scorer made.
-        (true, None) => placement.with_pieces(e.latency.piece_rank.iter().map(|r| r.unwrap_or(0)).collect()),
-        _ => placement,
-    };
+    let placement = if latency { e.latency.attach_cut(placement) } else { placement };
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let v = evaluation_json(&w, &placement, None, objective, &e);

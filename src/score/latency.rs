@@ -56,6 +56,21 @@ pub struct Call {
 }
 
 impl LatencyScore {
+    /// The cut as [`Placement::pieces`] (rank 0 for CPU nodes): given back to the scorer,
+    /// it reproduces this score.
+    pub fn ranks(&self) -> Vec<usize> {
+        self.piece_rank.iter().map(|r| r.unwrap_or(0)).collect()
+    }
+
+    /// `p` with this cut when it has none of its own, so that a latency plan says which
+    /// calls run in which order; `p` unchanged when it names its pieces.
+    pub fn attach_cut(&self, p: Placement) -> Placement {
+        match p.pieces {
+            Some(_) => p,
+            None => p.with_pieces(self.ranks()),
+        }
+    }
+
     /// The largest number of pieces on one accelerator (0 if none is used).
     pub fn max_pieces(&self) -> usize {
         self.pieces.iter().map(|&(_, p)| p).max().unwrap_or(0)

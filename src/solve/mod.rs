@@ -223,9 +223,7 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         }
     }
     if latency_rules && placement.pieces.is_none() {
-        // Print the cut the scorer made, so the plan says which calls run in which order.
-        let ranks = evaluation.latency.piece_rank.iter().map(|r| r.unwrap_or(0)).collect();
-        outcome.placement = Some(placement.clone().with_pieces(ranks));
+        outcome.placement = Some(evaluation.latency.attach_cut(placement.clone()));
     }
     let scored = problem.objective.value(&evaluation);
     let tolerance = method.tolerance();

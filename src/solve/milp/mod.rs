@@ -391,11 +391,7 @@ pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'stati
             return None;
         }
     }
-    let placement = match (latency, &placement.pieces) {
-        // Hold the scorer's cut, so the plan says which calls it means.
-        (true, None) => placement.with_pieces(e.latency.piece_rank.iter().map(|r| r.unwrap_or(0)).collect()),
-        _ => placement,
-    };
+    let placement = if latency { e.latency.attach_cut(placement) } else { placement };
     Some(Candidate { score: problem.objective.value(&e), placement, source })
 }
 
