@@ -362,6 +362,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
             max_ideals: args.search.max_ideals,
             seed: args.search.seed,
             restarts: args.search.restarts,
+            ..Limits::default()
         },
     };
     if method.name() == "ip" {

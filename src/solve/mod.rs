@@ -6,6 +6,7 @@
 //! before anyone sees it: an invalid plan, a broken contiguity promise or an objective
 //! that disagrees with the scorer is an error, never a result.
 //!
+//! - [`budget`]: the time and memory budget every method checks, and Ctrl-C;
 //! - [`ideals`]: the lattice of ideals of the group DAG;
 //! - [`ideal_cost`]: the load of `I \ J` from per-ideal summaries;
 //! - [`chain`]: optimal split of one topological order into consecutive stages;
@@ -20,6 +21,7 @@
 
 pub mod baselines;
 pub mod brute_force;
+pub mod budget;
 pub mod chain;
 pub mod compare;
 pub mod dp;
@@ -76,11 +78,20 @@ pub struct Limits {
     pub seed: u64,
     /// Restarts (local search). [default: 10]
     pub restarts: usize,
+    /// Memory the methods may allocate for their own tables, bytes. [default: none]
+    pub memory_budget_bytes: Option<f64>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { time_limit_s: None, mip_gap: None, threads: None, max_ideals: 2_000_000, seed: 1, restarts: 10 }
+        Limits { time_limit_s: None, mip_gap: None, threads: None, max_ideals: 2_000_000, seed: 1, restarts: 10, memory_budget_bytes: None }
+    }
+}
+
+impl Limits {
+    /// A [`budget::Budget`] starting now with these limits.
+    pub fn budget(&self) -> budget::Budget {
+        budget::Budget::new(self.time_limit_s, self.memory_budget_bytes)
     }
 }
 

@@ -54,7 +54,6 @@ pub mod throughput;
 pub mod units;
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
 
@@ -70,23 +69,7 @@ pub const DEFAULT_GAP: f64 = 1e-7;
 /// Relative tolerance between the IP's plan and the scorer (MILP feasibility tolerances).
 pub const TOLERANCE: f64 = 1e-5;
 
-static INTERRUPT: AtomicBool = AtomicBool::new(false);
-
-/// Asks every running IP solve to stop and return its best plan (async-signal-safe: one
-/// atomic store).
-pub fn request_interrupt() {
-    INTERRUPT.store(true, Ordering::SeqCst);
-}
-
-/// Whether [`request_interrupt`] was called since the last [`clear_interrupt`].
-pub fn interrupt_requested() -> bool {
-    INTERRUPT.load(Ordering::SeqCst)
-}
-
-/// Forgets an earlier interrupt request.
-pub fn clear_interrupt() {
-    INTERRUPT.store(false, Ordering::SeqCst);
-}
+pub use super::budget::{clear_interrupt, interrupt_requested, request_interrupt};
 
 /// A progress report of a running solve.
 #[derive(Clone, Copy, Debug)]
