@@ -31,6 +31,7 @@ fn model_with_an_unknown_operator() -> Vec<u8> {
         op_type: Some(op.into()),
         attribute: vec![],
         domain: None,
+        metadata_props: vec![],
     };
     let model = ModelProto {
         ir_version: Some(4),

@@ -148,6 +148,8 @@ fn bound_is_tight_on_a_chain_where_pairs_pay_communication() {
         is_backward: false,
         color_class: None,
         layer_id: None,
+        module: None,
+        memory: None,
     };
     let nodes = (1..=4).map(node).collect();
     let edges = vec![(1, 2, 1.0, 0.0), (2, 3, 2.0, 0.0), (3, 4, 1.0, 0.0)];

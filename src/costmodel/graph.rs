@@ -9,28 +9,33 @@
 //! - `size(v) = param_bytes(v) + output_bytes(v)`: the weights and the output buffer, the
 //!   convention of the published profiled workloads (their BERT-24 layers hold exactly
 //!   fp32 parameters + one output activation); training adds the backward nodes' sizes of
-//!   [`crate::costmodel::training`];
+//!   [`crate::costmodel::training`]. The parts are kept apart in the node's
+//!   [`NodeMemory`]: `weightBytes = param_bytes(v)`, the output buffer being the rest
+//!   (`size` is computed as the sum of the parts, so they add up exactly);
 //! - edge cost `c(u) = 1e3 · output_bytes(u) / host_link_bytes_per_s` (ms): moving `u`'s
 //!   output over the accelerator's host link; every out-edge of `u` carries it;
 //! - node ids `1..=n` in operator order; `colorClass(v) = id(v)` (each operator is its own
-//!   class; its backward node joins it); `layerId` from the operator.
+//!   class; its backward node joins it); `name`, `module` and `layerId` from the operator.
 
 use super::operators::{DType, OpCost};
 use super::profiles::DeviceProfile;
 use super::training;
-use crate::model::{DeviceSet, Node, Workload, WorkloadError};
+use crate::model::{DeviceSet, Node, NodeMemory, Workload, WorkloadError};
 
 /// One operator of an [`OpGraph`].
 #[derive(Clone, Debug)]
 pub struct Op {
-    /// Operator name (the ONNX node name, or a generated one).
+    /// Operator name (the ONNX node name, or a generated one), unique in the graph.
     pub name: String,
+    /// Path of the framework module the operator comes from (`model.layers.3.mlp.up_proj`),
+    /// when known.
+    pub module: Option<String>,
     /// Operator type (`Conv`, `MatMul`, `Input`, ...).
     pub op_type: String,
     pub cost: OpCost,
     /// Indices of the operators whose outputs this one reads (each earlier than this one).
     pub inputs: Vec<usize>,
-    /// Informational layer number (transformer layer, or none).
+    /// Informational layer number (the transformer block index, or none).
     pub layer_id: Option<i64>,
     /// A graph input: no work, and no backward node.
     pub is_input: bool,
@@ -97,16 +102,19 @@ pub fn to_workload(graph: &OpGraph, settings: &CostSettings) -> Result<Workload,
     let mut edges = Vec::new();
     for (i, op) in graph.ops.iter().enumerate() {
         let id = i as i64 + 1;
+        let memory = NodeMemory { weight_bytes: op.cost.param_bytes, ..NodeMemory::default() };
         nodes.push(Node {
             id,
             name: Some(op.name.clone()),
+            module: op.module.clone(),
             fpga_latency: op.cost.time_ms(&settings.accelerator, dtype),
             cpu_latency: op.cost.time_ms(&settings.cpu, dtype),
-            size_bytes: op.cost.param_bytes + op.cost.output_bytes,
+            size_bytes: memory.total_bytes() + op.cost.output_bytes,
             supported_on_accelerator: true,
             is_backward: false,
             color_class: Some(id),
             layer_id: op.layer_id,
+            memory: Some(memory),
         });
         for &u in &op.inputs {
             let bytes = graph.ops[u].cost.output_bytes;

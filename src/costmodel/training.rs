@@ -10,7 +10,10 @@
 //!   `stash = input_bytes(v)` (the forward input kept for the backward pass, one sample in
 //!   flight), `gradients = P·e` and `optimizer = P·(8 + 4·[e = 2])` for `P` parameters of
 //!   `e` bytes: Adam's two fp32 moments, plus an fp32 master copy of the weights in mixed
-//!   precision. The forward node keeps `P·e + output_bytes(v)`;
+//!   precision. The forward node keeps `P·e + output_bytes(v)`. The backward node's
+//!   [`NodeMemory`] keeps the three apart: `activationBytes` = stash, `gradientBytes`,
+//!   `optimizerBytes` (so a schedule can multiply only the stash by the micro-batches in
+//!   flight);
 //! - **colour class**: the forward node's, so both go to one device;
 //! - **edges**: `v → v'` (the stashed activation; its cost is `c(v)` like every out-edge of
 //!   `v`), and for every forward edge `u → v` with `u` not an input, `v' → u'` (the gradient
@@ -20,7 +23,7 @@
 
 use super::graph::{transfer_ms, CostSettings, OpGraph};
 use super::operators::OpCost;
-use crate::model::Node;
+use crate::model::{Node, NodeMemory};
 
 /// The backward operator's work (module documentation).
 pub fn backward_cost(forward: &OpCost) -> OpCost {
@@ -38,9 +41,20 @@ pub fn backward_cost(forward: &OpCost) -> OpCost {
 
 /// Bytes a backward node holds: stash + gradients + optimizer state.
 pub fn backward_size_bytes(forward: &OpCost, element_bytes: f64) -> f64 {
+    backward_memory(forward, element_bytes).total_bytes()
+}
+
+/// The parts of a backward node's size (module documentation): `activationBytes` = the
+/// stashed forward input, `gradientBytes = P·e`, `optimizerBytes = P·(8 + 4·[e = 2])`.
+pub fn backward_memory(forward: &OpCost, element_bytes: f64) -> NodeMemory {
     let params = forward.param_bytes / element_bytes;
     let master_copy = if element_bytes == 2.0 { 4.0 } else { 0.0 };
-    forward.input_bytes + forward.param_bytes + params * (8.0 + master_copy)
+    NodeMemory {
+        weight_bytes: 0.0,
+        gradient_bytes: forward.param_bytes,
+        optimizer_bytes: params * (8.0 + master_copy),
+        activation_bytes: forward.input_bytes,
+    }
 }
 
 /// Appends the backward nodes and edges of `graph` (forward ids `1..=n`).
@@ -58,16 +72,19 @@ pub(crate) fn add_backward(
         }
         let id = i as i64 + 1;
         let back = backward_cost(&op.cost);
+        let memory = backward_memory(&op.cost, e);
         nodes.push(Node {
             id: id + n,
             name: Some(format!("{}_grad", op.name)),
+            module: op.module.clone(),
             fpga_latency: back.time_ms(&settings.accelerator, settings.dtype),
             cpu_latency: back.time_ms(&settings.cpu, settings.dtype),
-            size_bytes: backward_size_bytes(&op.cost, e),
+            size_bytes: memory.total_bytes(),
             supported_on_accelerator: true,
             is_backward: true,
             color_class: Some(id),
             layer_id: op.layer_id,
+            memory: Some(memory),
         });
         let out = op.cost.output_bytes;
         edges.push((id, id + n, transfer_ms(out, &settings.accelerator), out));

@@ -128,10 +128,11 @@ pub fn transformer_graph(spec: &TransformerSpec, dtype: DType) -> Result<OpGraph
     let hf = h as f64;
     let mut g = OpGraph::default();
     let add = |g: &mut OpGraph, name: String, op_type: &str, cost: OpCost, inputs: Vec<usize>, layer: usize| {
-        g.push(Op { name, op_type: op_type.into(), cost, inputs, layer_id: Some(layer as i64), is_input: false })
+        g.push(Op { name, module: None, op_type: op_type.into(), cost, inputs, layer_id: Some(layer as i64), is_input: false })
     };
     let input = g.push(Op {
         name: "input_ids".into(),
+        module: None,
         op_type: "Input".into(),
         cost: OpCost::input(bs as f64 * 8.0),
         inputs: vec![],

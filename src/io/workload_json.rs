@@ -10,11 +10,19 @@
 //! `size` (0), `colorClass`, `name`, `layerId`, an edge's `size`; `supportedOnFpga`
 //! defaults to true and `isBackwardNode` to false. Unknown fields are ignored. A missing or
 //! mistyped field is reported with its JSON path (`nodes[3].fpgaLatency`).
+//!
+//! Optional node fields beyond MODEL.md, written by the cost models
+//! ([`crate::costmodel`]) and kept through a read/write round trip:
+//! - `module`: the framework module path the node comes from
+//!   (`"model.layers.3.self_attn.q_proj"`), informational like `name`;
+//! - `weightBytes`, `gradientBytes`, `optimizerBytes`, `activationBytes`: what `size` is
+//!   made of ([`crate::model::memory`]); when any is present the others default to 0, and
+//!   together they may not exceed `size`. Without them `size` keeps its MODEL.md meaning.
 
 use serde::{Deserialize, Serialize};
 
 use super::IoError;
-use crate::model::{DeviceSet, Node, Workload};
+use crate::model::{DeviceSet, Node, NodeMemory, Workload};
 
 /// A 0/1 integer or a boolean.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
@@ -53,6 +61,29 @@ struct RawNode {
     color_class: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layer_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    module: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    weight_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gradient_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    optimizer_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    activation_bytes: Option<f64>,
+}
+
+impl RawNode {
+    /// The memory breakdown, when the file gives any part of it (the others are then 0).
+    fn memory(&self) -> Option<NodeMemory> {
+        let parts = [self.weight_bytes, self.gradient_bytes, self.optimizer_bytes, self.activation_bytes];
+        parts.iter().any(Option::is_some).then(|| NodeMemory {
+            weight_bytes: self.weight_bytes.unwrap_or(0.0),
+            gradient_bytes: self.gradient_bytes.unwrap_or(0.0),
+            optimizer_bytes: self.optimizer_bytes.unwrap_or(0.0),
+            activation_bytes: self.activation_bytes.unwrap_or(0.0),
+        })
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -91,9 +122,11 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
     };
     let mut nodes = Vec::with_capacity(raw.nodes.len());
     for (i, n) in raw.nodes.into_iter().enumerate() {
+        let memory = n.memory();
         nodes.push(Node {
             id: n.id,
             name: n.name,
+            module: n.module,
             fpga_latency: n.fpga_latency,
             cpu_latency: n.cpu_latency,
             size_bytes: n.size,
@@ -107,6 +140,7 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
             },
             color_class: n.color_class,
             layer_id: n.layer_id,
+            memory,
         });
     }
     let edges = raw.edges.into_iter().map(|e| (e.source_id, e.dest_id, e.cost, e.size)).collect();
@@ -138,6 +172,11 @@ pub fn workload_to_json(w: &Workload) -> String {
                 is_backward_node: Some(Flag::Bool(n.is_backward)),
                 color_class: n.color_class,
                 layer_id: n.layer_id,
+                module: n.module.clone(),
+                weight_bytes: n.memory.map(|m| m.weight_bytes),
+                gradient_bytes: n.memory.map(|m| m.gradient_bytes),
+                optimizer_bytes: n.memory.map(|m| m.optimizer_bytes),
+                activation_bytes: n.memory.map(|m| m.activation_bytes),
             })
             .collect(),
         edges: w

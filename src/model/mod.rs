@@ -1,6 +1,8 @@
 //! The model of MODEL.md: the operator graph with its device set, and placements.
 //!
 //! - [`workload`]: nodes, edges, validation (a [`Workload`] is always a valid DAG);
+//! - [`memory`]: the kinds a node's memory is made of (weights, gradients, optimizer
+//!   state, stashed activations) and how they scale with micro-batches in flight;
 //! - [`devices`]: the device set and device names;
 //! - [`placement`]: an assignment of every node to one device;
 //! - [`contraction`]: colour classes contracted into the forward DAG of groups that
@@ -8,9 +10,11 @@
 
 pub mod contraction;
 pub mod devices;
+pub mod memory;
 pub mod placement;
 pub mod workload;
 
 pub use devices::{parse_bytes, Device, DeviceSet};
+pub use memory::NodeMemory;
 pub use placement::Placement;
 pub use workload::{Edge, Node, Workload, WorkloadError};

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use super::devices::DeviceSet;
+use super::memory::NodeMemory;
 
 /// One operator (or layer) of the DAG.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,6 +20,9 @@ pub struct Node {
     pub id: i64,
     /// Informational name, when the file has one.
     pub name: Option<String>,
+    /// Informational path of the framework module the node comes from
+    /// (`model.layers.3.self_attn.q_proj`), when known.
+    pub module: Option<String>,
     /// Time to run on one accelerator.
     pub fpga_latency: f64,
     /// Time to run on one CPU core.
@@ -33,6 +37,8 @@ pub struct Node {
     pub color_class: Option<i64>,
     /// Informational layer id.
     pub layer_id: Option<i64>,
+    /// What `size_bytes` is made of, when known ([`NodeMemory`]).
+    pub memory: Option<NodeMemory>,
 }
 
 /// A directed edge between node indices.
@@ -65,6 +71,8 @@ pub enum WorkloadError {
     Cycle { id: i64, path: String },
     #[error("no feasible placement: {reason}")]
     Infeasible { reason: String },
+    #[error("node {id}: weightBytes + gradientBytes + optimizerBytes + activationBytes = {parts} exceeds its size {size}; the parts are what size is made of")]
+    MemoryExceedsSize { id: i64, parts: f64, size: f64 },
     #[error("the workload has no nodes")]
     Empty,
 }
@@ -90,6 +98,21 @@ fn check_number(what: impl FnOnce() -> String, field: &'static str, value: f64) 
     }
 }
 
+/// The parts of a node's size: each a finite number ≥ 0, together at most `size` (up to a
+/// relative 1e-9 for decimal rounding in files).
+fn check_memory(id: i64, m: &NodeMemory, size: f64) -> Result<(), WorkloadError> {
+    let what = || format!("node {id}");
+    check_number(what, "weightBytes", m.weight_bytes)?;
+    check_number(what, "gradientBytes", m.gradient_bytes)?;
+    check_number(what, "optimizerBytes", m.optimizer_bytes)?;
+    check_number(what, "activationBytes", m.activation_bytes)?;
+    let parts = m.total_bytes();
+    if parts > size * (1.0 + 1e-9) {
+        return Err(WorkloadError::MemoryExceedsSize { id, parts, size });
+    }
+    Ok(())
+}
+
 impl Workload {
     /// Validates and builds a workload. Edges are given by file ids (`sourceId`, `destId`).
     ///
@@ -108,6 +131,9 @@ impl Workload {
             check_number(what, "fpgaLatency", node.fpga_latency)?;
             check_number(what, "cpuLatency", node.cpu_latency)?;
             check_number(what, "size", node.size_bytes)?;
+            if let Some(m) = &node.memory {
+                check_memory(node.id, m, node.size_bytes)?;
+            }
         }
         let n = nodes.len();
         let mut succ = vec![Vec::new(); n];

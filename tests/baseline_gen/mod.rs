@@ -61,6 +61,8 @@ pub fn random_workload(spec: &Spec, seed: u64) -> Option<Workload> {
             is_backward: false,
             color_class: Some(class),
             layer_id: None,
+            module: None,
+            memory: None,
         });
     }
     let cost: Vec<f64> = (0..n).map(|_| (uniform(&mut rng, 0.0, 3.0) * 4.0).round() / 4.0).collect();

@@ -96,6 +96,8 @@ pub fn random_workload(seed: u64, shape: Shape) -> Option<Workload> {
             is_backward,
             color_class,
             layer_id: None,
+            module: None,
+            memory: None,
         });
     }
     let mut cost = vec![0.0; n];

@@ -312,6 +312,8 @@ mod tests {
             is_backward: false,
             color_class: None,
             layer_id: None,
+            module: None,
+            memory: None,
         }
     }
 
