@@ -13,7 +13,7 @@ use super::{apply_device_flags, CliError, DeviceFlags};
 use crate::costmodel::onnx::{import_file, ImportOptions};
 use crate::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, OpGraph,
-    TransformerSpec,
+    Style, TransformerSpec,
 };
 use crate::io::{workload_to_json, write_atomically};
 use crate::model::Workload;
@@ -107,22 +107,36 @@ pub struct ImportArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum GenerateCommand {
-    /// An operator-level BERT/GPT workload.
+    /// An operator-level BERT / GPT-2 / Llama workload, nodes named like the Hugging Face
+    /// model's modules and layerId = block index.
     Transformer(TransformerArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
 pub enum HeadArg {
-    /// Pooler + masked-LM head (BERT pre-training).
+    /// Pooler + masked-LM + next-sentence heads (BERT pre-training; --style bert only).
     Bert,
-    /// Final LayerNorm + LM head (GPT).
+    /// LM head (BERT: cls.predictions; GPT-2 / Llama: final norm + lm_head).
     Lm,
     /// No head.
     None,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum StyleArg {
+    /// BERT: post-LayerNorm blocks, bert.encoder.layer.N.* names.
+    Bert,
+    /// GPT-2: pre-LayerNorm blocks, fused c_attn, transformer.h.N.* names.
+    Gpt2,
+    /// Llama: pre-RMSNorm, SwiGLU, RoPE, no biases, model.layers.N.* names.
+    Llama,
+}
+
 #[derive(Args, Debug)]
 pub struct TransformerArgs {
+    /// Architecture and naming (Hugging Face module paths).
+    #[arg(long, value_enum, default_value = "bert")]
+    pub style: StyleArg,
     /// Transformer blocks.
     #[arg(long, default_value_t = 12)]
     pub layers: usize,
@@ -132,15 +146,15 @@ pub struct TransformerArgs {
     /// Attention heads (must divide h).
     #[arg(long, default_value_t = 12)]
     pub heads: usize,
-    /// Feed-forward width. [default: 4·hidden]
+    /// Feed-forward width. [default: 4·hidden; llama: 256·⌈(8·hidden/3)/256⌉]
     #[arg(long)]
     pub ffn: Option<usize>,
-    /// Vocabulary size.
-    #[arg(long, default_value_t = 30522)]
-    pub vocab: usize,
-    /// Head on top of the blocks.
-    #[arg(long, value_enum, default_value = "bert")]
-    pub head: HeadArg,
+    /// Vocabulary size. [default: bert 30522, gpt2 50257, llama 32000]
+    #[arg(long)]
+    pub vocab: Option<usize>,
+    /// Head on top of the blocks. [default: bert for --style bert, else lm]
+    #[arg(long, value_enum)]
+    pub head: Option<HeadArg>,
     #[command(flatten)]
     pub cost: CostFlags,
     #[command(flatten)]
@@ -250,19 +264,20 @@ fn run_import(args: ImportArgs) -> Result<(), CliError> {
 }
 
 fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
-    let spec = TransformerSpec {
-        layers: args.layers,
-        hidden: args.hidden,
-        heads: args.heads,
-        ffn: args.ffn.unwrap_or(4 * args.hidden),
-        seq: args.cost.seq.unwrap_or(512),
-        batch: args.cost.batch.unwrap_or(1),
-        vocab: args.vocab,
-        head: match args.head {
-            HeadArg::Bert => Head::Bert,
-            HeadArg::Lm => Head::Lm,
-            HeadArg::None => Head::None,
-        },
+    let style = match args.style {
+        StyleArg::Bert => Style::Bert,
+        StyleArg::Gpt2 => Style::Gpt2,
+        StyleArg::Llama => Style::Llama,
+    };
+    let mut spec =
+        TransformerSpec::new(style, args.layers, args.hidden, args.heads, args.cost.seq.unwrap_or(512), args.cost.batch.unwrap_or(1));
+    spec.ffn = args.ffn.unwrap_or(spec.ffn);
+    spec.vocab = args.vocab.unwrap_or(spec.vocab);
+    spec.head = match args.head {
+        Some(HeadArg::Bert) => Head::Bert,
+        Some(HeadArg::Lm) => Head::Lm,
+        Some(HeadArg::None) => Head::None,
+        None => spec.head,
     };
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
     let graph = transformer_graph(&spec, settings.dtype).map_err(CliError::Input)?;

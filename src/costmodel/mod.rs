@@ -9,8 +9,9 @@
 //!   roofline time;
 //! - [`graph`]: an operator graph with costs, priced into a [`crate::model::Workload`];
 //! - [`training`]: backward nodes, their costs, sizes and edges;
-//! - [`onnx`]: ONNX import with shape inference;
-//! - [`transformer`]: an operator-level BERT/GPT generator.
+//! - [`onnx`]: ONNX import with shape inference and module paths;
+//! - [`transformer`]: an operator-level BERT / GPT-2 / Llama generator with Hugging Face
+//!   module names.
 
 pub mod graph;
 pub mod onnx;
@@ -22,4 +23,4 @@ pub mod transformer;
 pub use graph::{to_workload, CostSettings, Op, OpGraph};
 pub use operators::{DType, OpClass, OpCost};
 pub use profiles::{builtin_profiles, find_profile, DeviceProfile, ProfileError};
-pub use transformer::{transformer_graph, Head, TransformerSpec};
+pub use transformer::{transformer_graph, Head, Style, TransformerSpec};

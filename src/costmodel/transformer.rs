@@ -1,57 +1,114 @@
-//! An operator-level BERT/GPT workload generator.
+//! An operator-level transformer generator in three styles — BERT, GPT-2 and Llama — named
+//! the way the Hugging Face models they mimic name their modules.
 //!
 //! Shapes: batch `b`, sequence `s`, hidden `h`, heads `a` (head size `d = h/a`), feed-forward
-//! width `f` (default `4h`), vocabulary `V`, `L` layers. Post-LayerNorm (BERT) blocks; a GPT
-//! block has the same operators and costs (the causal mask does not change dense FLOPs).
+//! width `f`, vocabulary `V`, `L` blocks. Bias adds count 1 FLOP per output element; a
+//! Linear `k → n` over `bs` tokens is `2·bs·k·n (+ bs·n)` FLOPs with `k·n (+ n)` parameters.
 //!
-//! Operators and FLOPs (bias adds counted as 1 FLOP per output element):
+//! **Names.** Every operator has a unique `name` and the `module` path of the
+//! `torch.nn.Module` that runs it in the Hugging Face model. An operator that *is* a module
+//! (a Linear, a LayerNorm, an activation module, an embedding) is named after it; an
+//! operator a module's `forward` computes itself (attention scores, softmax, context,
+//! residual adds, the embedding sum) is named `<module>.<what>`. Block `i` (0-based, as in
+//! the Hugging Face module list) has prefix `bert.encoder.layer.{i}` (BERT),
+//! `transformer.h.{i}` (GPT-2) or `model.layers.{i}` (Llama).
 //!
-//! | operator | FLOPs | parameters |
+//! **Layer ids.** `layerId = i` for block `i`; the graph input and the embeddings have
+//! `layerId = −1` (before block 0); the final norm and the head have `layerId = L` (after
+//! the last block). So a split between `layerId` values `i − 1` and `i` is a split before
+//! `layers.{i}`.
+//!
+//! **Blocks** (`A = <attention module>`):
+//!
+//! | style | operators of block i, in order | FLOPs |
 //! | --- | --- | --- |
-//! | `embeddings` (word + position + type gather, 2 adds) | `2bsh` | `(V + P + 2)·h`, `P = max(512, s)` |
-//! | `embeddings.layernorm` | `8bsh` | `2h` |
-//! | `layer{l}.q_proj`, `.k_proj`, `.v_proj` | `2bsh² + bsh` each | `h² + h` each |
-//! | `layer{l}.attn_scores` (`QKᵀ` per head) | `2bs²h` | — |
-//! | `layer{l}.attn_softmax` (scale, mask, softmax) | `7abs²` | — |
-//! | `layer{l}.attn_context` (`P·V` per head) | `2bs²h` | — |
-//! | `layer{l}.out_proj` | `2bsh² + bsh` | `h² + h` |
-//! | `layer{l}.attn_residual` | `bsh` | — |
-//! | `layer{l}.attn_layernorm` | `8bsh` | `2h` |
-//! | `layer{l}.mlp_up` | `2bshf + bsf` | `hf + f` |
-//! | `layer{l}.mlp_gelu` | `8bsf` | — |
-//! | `layer{l}.mlp_down` | `2bshf + bsh` | `fh + h` |
-//! | `layer{l}.mlp_residual` | `bsh` | — |
-//! | `layer{l}.mlp_layernorm` | `8bsh` | `2h` |
+//! | `bert` (post-LN) | `attention.self.{query,key,value}`, `A.scores`, `A.softmax`, `A.context`, `attention.output.dense`, `attention.output.residual`, `attention.output.LayerNorm`, `intermediate.dense`, `intermediate.intermediate_act_fn` (GELU), `output.dense`, `output.residual`, `output.LayerNorm` | `8bsh² + 4bshf + 4bs²h + 7abs² + 23bsh + 9bsf` |
+//! | `gpt2` (pre-LN) | `ln_1`, `attn.c_attn` (fused Q, K, V: `h → 3h`), `A.scores`, `A.softmax`, `A.context`, `attn.c_proj`, `attn_residual`, `ln_2`, `mlp.c_fc`, `mlp.act` (GELU), `mlp.c_proj`, `mlp_residual` | the same |
+//! | `llama` (pre-RMSNorm, no biases) | `input_layernorm`, `self_attn.{q,k,v}_proj`, `A.rotary` (RoPE on q and k), `A.scores`, `A.softmax`, `A.context`, `self_attn.o_proj`, `attn_residual`, `post_attention_layernorm`, `mlp.{gate,up}_proj`, `mlp.act_fn` (SiLU), `mlp.mul`, `mlp.down_proj`, `mlp_residual` | `8bsh² + 6bshf + 4bs²h + 7abs² + 16bsh + 6bsf` |
 //!
-//! **Closed form per layer** (with `f = 4h`):
+//! Per-operator FLOPs: scores and context `2bs²h` each (`b·a` products of `s×d` by `d×s`,
+//! and `s×s` by `s×d`); softmax `7abs²` (scale, mask, softmax); LayerNorm `8·|Y|`
+//! (parameters `2h`); RMSNorm `4·|Y|` (square, mean, scale, weight; parameters `h`);
+//! GELU `8·|Y|`; SiLU `5·|Y|` (sigmoid 4, product 1); RoPE `3` per element of q and k
+//! (`x·cos + rotate(x)·sin`); residual adds and the gating product `1·|Y|`.
+//! With `f = 4h`, BERT and GPT-2 blocks are `24bsh² + 4bs²h + 7abs² + 59bsh` FLOPs, of which
+//! `24bsh² + 4bs²h` are matrix products, and hold `12h² + 13h` parameters; a Llama block
+//! holds `4h² + 3hf + 2h`.
 //!
-//! ```text
-//! F_layer = 24·b·s·h² + 4·b·s²·h + 7·a·b·s² + 59·b·s·h
-//! ```
+//! **Embeddings** (gathers move the rows they read; their tables are parameters but are not
+//! read whole): BERT `bert.embeddings.{word,position,token_type}_embeddings` (tables
+//! `V·h`, `P·h` with `P = max(512, s)`, `2·h`), `bert.embeddings.add` (`2bsh`),
+//! `bert.embeddings.LayerNorm`; GPT-2 `transformer.wte`, `transformer.wpe`
+//! (`P = max(1024, s)`), `transformer.embeddings_add` (`bsh`); Llama `model.embed_tokens`.
+//! Position embeddings are one `s×h` slice, shared by the batch.
 //!
-//! of which the matrix products are `24bsh² + 4bs²h` (Q, K, V, output: `8bsh²`; MLP:
-//! `16bsh²`; scores and context: `4bs²h`). Parameters per layer: `12h² + 13h`.
+//! **Heads** ([`Head`]): `bert` (BERT pre-training, `--style bert` only): `bert.pooler`
+//! (first token: `2bh² + bh`, tanh `8bh`), `cls.predictions.transform.dense`,
+//! `.transform_act_fn`, `.LayerNorm`, `cls.predictions.decoder` (`2bshV + bsV`), and
+//! `cls.seq_relationship` (`h → 2` on the pooled token); `lm`: BERT `cls.predictions.*`
+//! without pooler; GPT-2 `transformer.ln_f` + `lm_head`; Llama `model.norm` + `lm_head`
+//! (`2bshV`, no bias); `none`: no head (GPT-2 and Llama keep their final norm, which
+//! belongs to the base model). Decoder and `lm_head` weights are counted separately from a
+//! tied word embedding, as the profiled BERT workload does.
 //!
-//! Heads: `bert` = `pooler` (first token: `2bh² + bh` + tanh `8bh`) and the masked-LM head
-//! `mlm.transform` (`2bsh² + bsh`), `mlm.gelu` (`8bsh`), `mlm.layernorm` (`8bsh`),
-//! `mlm.decoder` (`2bshV + bsV`; its `hV + V` weights counted separately from the tied
-//! embedding, as the profiled BERT workload does); `lm` = `final_layernorm` + `lm_head`
-//! (`2bshV`, no bias); `none`.
-//!
-//! Edges follow the data: `x → q,k,v`; `q,k → scores → softmax`; `softmax, v → context →
-//! out_proj`; `out_proj, x → attn_residual → attn_layernorm → mlp_up → gelu → mlp_down`;
-//! `mlp_down, attn_layernorm → mlp_residual → mlp_layernorm → next layer`. Layer ids: the
-//! input and embeddings 0, block `l` is `l`, the head `L + 1`.
+//! Complexity: O(L) operators and edges.
 
 use super::graph::{Op, OpGraph};
 use super::operators::{self, DType, OpClass, OpCost};
 
-/// Which head to put on top of the blocks.
+/// Which Hugging Face architecture the graph and its names follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Style {
+    /// BERT: learned positions, post-LayerNorm blocks, separate Q/K/V, GELU.
+    #[default]
+    Bert,
+    /// GPT-2: learned positions, pre-LayerNorm blocks, fused QKV (`c_attn`), GELU.
+    Gpt2,
+    /// Llama: rotary positions, pre-RMSNorm blocks, no biases, SwiGLU MLP.
+    Llama,
+}
+
+impl Style {
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::Bert => "bert",
+            Style::Gpt2 => "gpt2",
+            Style::Llama => "llama",
+        }
+    }
+
+    /// The vocabulary of the reference models: 30522 (BERT), 50257 (GPT-2), 32000 (Llama 2).
+    pub fn default_vocab(self) -> usize {
+        match self {
+            Style::Bert => 30522,
+            Style::Gpt2 => 50257,
+            Style::Llama => 32000,
+        }
+    }
+
+    /// `4h` (BERT, GPT-2); Llama's `256·⌈⌊8h/3⌋ / 256⌉` (11008 for h = 4096).
+    pub fn default_ffn(self, hidden: usize) -> usize {
+        match self {
+            Style::Bert | Style::Gpt2 => 4 * hidden,
+            Style::Llama => (8 * hidden / 3).div_ceil(256) * 256,
+        }
+    }
+
+    /// The head of the reference pre-training model: `bert` for BERT, `lm` otherwise.
+    pub fn default_head(self) -> Head {
+        match self {
+            Style::Bert => Head::Bert,
+            Style::Gpt2 | Style::Llama => Head::Lm,
+        }
+    }
+}
+
+/// Which head to put on top of the blocks (module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Head {
-    /// BERT pre-training: pooler + masked-LM head.
+    /// BERT pre-training: pooler, masked-LM and next-sentence heads.
     Bert,
-    /// GPT: final LayerNorm + LM head.
+    /// Language-model head (and the final norm for GPT-2 and Llama).
     Lm,
     None,
 }
@@ -62,21 +119,38 @@ pub struct TransformerSpec {
     pub layers: usize,
     pub hidden: usize,
     pub heads: usize,
-    /// Feed-forward width (`4·hidden` for BERT and GPT).
+    /// Feed-forward width ([`Style::default_ffn`]).
     pub ffn: usize,
     pub seq: usize,
     pub batch: usize,
     pub vocab: usize,
     pub head: Head,
+    pub style: Style,
 }
 
 impl TransformerSpec {
-    /// BERT-style shapes with `ffn = 4·hidden`, vocabulary 30522 and the BERT head.
-    pub fn bert(layers: usize, hidden: usize, heads: usize, seq: usize, batch: usize) -> Self {
-        TransformerSpec { layers, hidden, heads, ffn: 4 * hidden, seq, batch, vocab: 30522, head: Head::Bert }
+    /// The reference shapes of `style`: its feed-forward width, vocabulary and head.
+    pub fn new(style: Style, layers: usize, hidden: usize, heads: usize, seq: usize, batch: usize) -> Self {
+        TransformerSpec {
+            layers,
+            hidden,
+            heads,
+            ffn: style.default_ffn(hidden),
+            seq,
+            batch,
+            vocab: style.default_vocab(),
+            head: style.default_head(),
+            style,
+        }
     }
 
-    /// Checks that every dimension is positive and `heads` divides `hidden`.
+    /// BERT-style shapes with `ffn = 4·hidden`, vocabulary 30522 and the BERT head.
+    pub fn bert(layers: usize, hidden: usize, heads: usize, seq: usize, batch: usize) -> Self {
+        TransformerSpec::new(Style::Bert, layers, hidden, heads, seq, batch)
+    }
+
+    /// Checks that every dimension is positive, `heads` divides `hidden`, and the head fits
+    /// the style.
     pub fn validate(&self) -> Result<(), String> {
         for (name, v) in [
             ("layers", self.layers),
@@ -94,100 +168,279 @@ impl TransformerSpec {
         if !self.hidden.is_multiple_of(self.heads) {
             return Err(format!("--heads {} does not divide --hidden {}", self.heads, self.hidden));
         }
+        if self.head == Head::Bert && self.style != Style::Bert {
+            return Err(format!(
+                "--head bert (pooler + masked-LM + next-sentence) exists only for --style bert; use --head lm or none with --style {}",
+                self.style.name()
+            ));
+        }
         Ok(())
     }
 
-    /// The closed-form FLOPs of one block, for any `ffn = f`:
-    /// `8bsh² + 4bshf + 4bs²h + 7abs² + 23bsh + 9bsf`, which for `f = 4h` is the module
-    /// documentation's `24bsh² + 4bs²h + 7abs² + 59bsh`.
+    /// The closed-form FLOPs of one block (module documentation), for any `ffn = f`.
     pub fn layer_flops_closed_form(&self) -> f64 {
         let (b, s, h, a, f) =
             (self.batch as f64, self.seq as f64, self.hidden as f64, self.heads as f64, self.ffn as f64);
-        // Q, K, V, out: 4·(2bsh² + bsh); scores + context: 4bs²h; softmax 7abs²;
-        // residuals 2bsh; layer norms 16bsh; MLP: 2·2bshf + bsf + bsh + gelu 8bsf.
-        4.0 * (2.0 * b * s * h * h + b * s * h)
-            + 4.0 * b * s * s * h
-            + 7.0 * a * b * s * s
-            + 2.0 * b * s * h
-            + 16.0 * b * s * h
-            + 4.0 * b * s * h * f
-            + b * s * f
-            + b * s * h
-            + 8.0 * b * s * f
+        let attention = 4.0 * b * s * s * h + 7.0 * a * b * s * s;
+        match self.style {
+            // Q, K, V, out: 8bsh² + 4bsh; MLP: 4bshf + bsf + bsh, GELU 8bsf; residuals 2bsh;
+            // two layer norms 16bsh.
+            Style::Bert | Style::Gpt2 => {
+                8.0 * b * s * h * h + 4.0 * b * s * h * f + attention + 23.0 * b * s * h + 9.0 * b * s * f
+            }
+            // Q, K, V, O: 8bsh²; gate, up, down: 6bshf; SiLU 5bsf + product bsf; RoPE 6bsh;
+            // residuals 2bsh; two RMSNorms 8bsh.
+            Style::Llama => 8.0 * b * s * h * h + 6.0 * b * s * h * f + attention + 16.0 * b * s * h + 6.0 * b * s * f,
+        }
+    }
+
+    /// The closed-form parameter count of one block (module documentation).
+    pub fn layer_params_closed_form(&self) -> f64 {
+        let (h, f) = (self.hidden as f64, self.ffn as f64);
+        match self.style {
+            Style::Bert | Style::Gpt2 => 4.0 * h * h + 2.0 * h * f + 9.0 * h + f,
+            Style::Llama => 4.0 * h * h + 3.0 * h * f + 2.0 * h,
+        }
     }
 }
 
 /// Builds the operator graph (module documentation).
 pub fn transformer_graph(spec: &TransformerSpec, dtype: DType) -> Result<OpGraph, String> {
     spec.validate()?;
-    let e = dtype.bytes();
-    let (b, s, h, a, f, v) = (spec.batch, spec.seq, spec.hidden, spec.heads, spec.ffn, spec.vocab);
-    let d = h / a;
-    let bs = b * s;
-    let bsh = (bs * h) as f64;
-    let hf = h as f64;
-    let mut g = OpGraph::default();
-    let add = |g: &mut OpGraph, name: String, op_type: &str, cost: OpCost, inputs: Vec<usize>, layer: usize| {
-        g.push(Op { name, module: None, op_type: op_type.into(), cost, inputs, layer_id: Some(layer as i64), is_input: false })
-    };
-    let input = g.push(Op {
+    let mut g = Builder { g: OpGraph::default(), spec, e: dtype.bytes() };
+    let input = g.g.push(Op {
         name: "input_ids".into(),
         module: None,
         op_type: "Input".into(),
-        cost: OpCost::input(bs as f64 * 8.0),
+        cost: OpCost::input((spec.batch * spec.seq) as f64 * 8.0),
         inputs: vec![],
-        layer_id: Some(0),
+        layer_id: Some(EMBEDDINGS_LAYER),
         is_input: true,
     });
-    // Embeddings: gather three rows per token and add them: 2 FLOPs per output element.
-    let positions = s.max(512) as f64;
-    let embed_params = (v as f64 + positions + 2.0) * hf;
-    let embed = OpCost::new(OpClass::Vector, 2.0 * bsh, 0.0, 3.0 * bsh, 0.0, bsh, e);
-    let embed = OpCost { param_bytes: embed_params * e, ..embed };
-    let x = add(&mut g, "embeddings".into(), "Embedding", embed, vec![input], 0);
-    let mut x = add(&mut g, "embeddings.layernorm".into(), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![x], 0);
-    for l in 1..=spec.layers {
-        let name = |op: &str| format!("layer{l}.{op}");
-        let linear = |k: usize, n: usize| operators::matmul(1, bs, k, n, true, true, e);
-        let q = add(&mut g, name("q_proj"), "MatMul", linear(h, h), vec![x], l);
-        let k = add(&mut g, name("k_proj"), "MatMul", linear(h, h), vec![x], l);
-        let vv = add(&mut g, name("v_proj"), "MatMul", linear(h, h), vec![x], l);
-        let scores = add(&mut g, name("attn_scores"), "MatMul", operators::matmul(b * a, s, d, s, false, false, e), vec![q, k], l);
-        let probs_elems = (b * a * s * s) as f64;
-        // Scale by 1/√d, add the mask, softmax: 7 FLOPs per score.
-        let softmax = OpCost::new(OpClass::Vector, 7.0 * probs_elems, 0.0, probs_elems, 0.0, probs_elems, e);
-        let probs = add(&mut g, name("attn_softmax"), "Softmax", softmax, vec![scores], l);
-        let ctx = add(&mut g, name("attn_context"), "MatMul", operators::matmul(b * a, s, s, d, false, false, e), vec![probs, vv], l);
-        let out = add(&mut g, name("out_proj"), "MatMul", linear(h, h), vec![ctx], l);
-        let res1 = add(&mut g, name("attn_residual"), "Add", operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e), vec![out, x], l);
-        let ln1 = add(&mut g, name("attn_layernorm"), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![res1], l);
-        let up = add(&mut g, name("mlp_up"), "MatMul", linear(h, f), vec![ln1], l);
-        let bsf = (bs * f) as f64;
-        let gelu = add(&mut g, name("mlp_gelu"), "Gelu", operators::elementwise(bsf, bsf, 8.0, 0.0, e), vec![up], l);
-        let down = add(&mut g, name("mlp_down"), "MatMul", linear(f, h), vec![gelu], l);
-        let res2 = add(&mut g, name("mlp_residual"), "Add", operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e), vec![down, ln1], l);
-        x = add(&mut g, name("mlp_layernorm"), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![res2], l);
+    let mut x = match spec.style {
+        Style::Bert => g.bert_embeddings(input),
+        Style::Gpt2 => g.gpt2_embeddings(input),
+        Style::Llama => g.gather("model.embed_tokens", spec.vocab, g.bsh(), input),
+    };
+    for i in 0..spec.layers {
+        x = match spec.style {
+            Style::Bert => g.bert_block(i, x),
+            Style::Gpt2 => g.gpt2_block(i, x),
+            Style::Llama => g.llama_block(i, x),
+        };
     }
-    let top = spec.layers + 1;
-    match spec.head {
-        Head::Bert => {
-            // Pooler on the first token of each sequence, then tanh (8 FLOPs per element).
-            let mut pooler = operators::matmul(1, b, h, h, true, true, e);
-            pooler.flops += 8.0 * (b * h) as f64;
-            pooler.class = OpClass::Matmul;
-            add(&mut g, "pooler".into(), "Gemm", pooler, vec![x], top);
-            let t = add(&mut g, "mlm.transform".into(), "MatMul", operators::matmul(1, bs, h, h, true, true, e), vec![x], top);
-            let t = add(&mut g, "mlm.gelu".into(), "Gelu", operators::elementwise(bsh, bsh, 8.0, 0.0, e), vec![t], top);
-            let t = add(&mut g, "mlm.layernorm".into(), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![t], top);
-            add(&mut g, "mlm.decoder".into(), "MatMul", operators::matmul(1, bs, h, v, true, true, e), vec![t], top);
-        }
-        Head::Lm => {
-            let t = add(&mut g, "final_layernorm".into(), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![x], top);
-            add(&mut g, "lm_head".into(), "MatMul", operators::matmul(1, bs, h, v, false, true, e), vec![t], top);
-        }
-        Head::None => {}
+    g.head(x);
+    Ok(g.g)
+}
+
+/// `layerId` of the graph input and the embeddings.
+pub const EMBEDDINGS_LAYER: i64 = -1;
+
+struct Builder<'s> {
+    g: OpGraph,
+    spec: &'s TransformerSpec,
+    /// Bytes per element.
+    e: f64,
+}
+
+impl Builder<'_> {
+    fn bsh(&self) -> f64 {
+        (self.spec.batch * self.spec.seq * self.spec.hidden) as f64
     }
-    Ok(g)
+
+    /// Adds an operator named `name`, run by `module`, in layer `layer`.
+    fn push(&mut self, name: String, module: &str, op_type: &str, cost: OpCost, inputs: Vec<usize>, layer: i64) -> usize {
+        self.g.push(Op {
+            name,
+            module: Some(module.to_string()),
+            op_type: op_type.into(),
+            cost,
+            inputs,
+            layer_id: Some(layer),
+            is_input: false,
+        })
+    }
+
+    /// A Linear module `k → n` over every token.
+    fn linear(&mut self, module: &str, k: usize, n: usize, bias: bool, input: usize, layer: i64) -> usize {
+        let bs = self.spec.batch * self.spec.seq;
+        let cost = operators::matmul(1, bs, k, n, bias, true, self.e);
+        self.push(module.into(), module, "MatMul", cost, vec![input], layer)
+    }
+
+    /// A LayerNorm module over every token (`8·|Y|`, parameters `2h`).
+    fn layer_norm(&mut self, module: &str, input: usize, layer: i64) -> usize {
+        let cost = operators::normalization(self.bsh(), 2.0 * self.spec.hidden as f64, true, self.e);
+        self.push(module.into(), module, "LayerNorm", cost, vec![input], layer)
+    }
+
+    /// An RMSNorm module over every token (`4·|Y|`, parameters `h`).
+    fn rms_norm(&mut self, module: &str, input: usize, layer: i64) -> usize {
+        let y = self.bsh();
+        let cost = OpCost::new(OpClass::Vector, 4.0 * y, 0.0, y, self.spec.hidden as f64, y, self.e);
+        self.push(module.into(), module, "RMSNorm", cost, vec![input], layer)
+    }
+
+    /// An elementwise operator of `per` FLOPs per output element over `elements` outputs,
+    /// reading `inputs` (each as large as the output).
+    #[allow(clippy::too_many_arguments)]
+    fn pointwise(&mut self, name: String, module: &str, op_type: &str, per: f64, elements: f64, inputs: Vec<usize>, layer: i64) -> usize {
+        let read = inputs.len() as f64 * elements;
+        let cost = operators::elementwise(elements, read, per, 0.0, self.e);
+        self.push(name, module, op_type, cost, inputs, layer)
+    }
+
+    /// An embedding lookup: `rows × h` table, `out` elements gathered from the input ids.
+    fn gather(&mut self, module: &str, rows: usize, out: f64, input: usize) -> usize {
+        let table = (rows * self.spec.hidden) as f64 * self.e;
+        let moved = OpCost::new(OpClass::Movement, 0.0, 0.0, out, 0.0, out, self.e);
+        // The table is resident (size) but only the gathered rows move.
+        let cost = OpCost { param_bytes: table, ..moved };
+        self.push(module.into(), module, "Embedding", cost, vec![input], EMBEDDINGS_LAYER)
+    }
+
+    /// Scores `QKᵀ`, softmax (scale, mask: 7 FLOPs per score) and context `P·V` of module
+    /// `attn`; returns the context.
+    fn attention_core(&mut self, attn: &str, qk: Vec<usize>, v: usize, layer: i64) -> usize {
+        let (b, s, h, a) = (self.spec.batch, self.spec.seq, self.spec.hidden, self.spec.heads);
+        let d = h / a;
+        let scores = operators::matmul(b * a, s, d, s, false, false, self.e);
+        let scores = self.push(format!("{attn}.scores"), attn, "MatMul", scores, qk, layer);
+        let p = (b * a * s * s) as f64;
+        let softmax = OpCost::new(OpClass::Vector, 7.0 * p, 0.0, p, 0.0, p, self.e);
+        let probs = self.push(format!("{attn}.softmax"), attn, "Softmax", softmax, vec![scores], layer);
+        let context = operators::matmul(b * a, s, s, d, false, false, self.e);
+        self.push(format!("{attn}.context"), attn, "MatMul", context, vec![probs, v], layer)
+    }
+
+    fn bert_embeddings(&mut self, input: usize) -> usize {
+        let s = self.spec;
+        let (bsh, sh) = (self.bsh(), (s.seq * s.hidden) as f64);
+        let word = self.gather("bert.embeddings.word_embeddings", s.vocab, bsh, input);
+        let position = self.gather("bert.embeddings.position_embeddings", s.seq.max(512), sh, input);
+        let token_type = self.gather("bert.embeddings.token_type_embeddings", 2, bsh, input);
+        let sum = OpCost::new(OpClass::Vector, 2.0 * bsh, 0.0, 2.0 * bsh + sh, 0.0, bsh, self.e);
+        let m = "bert.embeddings";
+        let sum = self.push(format!("{m}.add"), m, "Add", sum, vec![word, position, token_type], EMBEDDINGS_LAYER);
+        self.layer_norm("bert.embeddings.LayerNorm", sum, EMBEDDINGS_LAYER)
+    }
+
+    fn gpt2_embeddings(&mut self, input: usize) -> usize {
+        let s = self.spec;
+        let (bsh, sh) = (self.bsh(), (s.seq * s.hidden) as f64);
+        let wte = self.gather("transformer.wte", s.vocab, bsh, input);
+        let wpe = self.gather("transformer.wpe", s.seq.max(1024), sh, input);
+        let sum = OpCost::new(OpClass::Vector, bsh, 0.0, bsh + sh, 0.0, bsh, self.e);
+        self.push("transformer.embeddings_add".into(), "transformer", "Add", sum, vec![wte, wpe], EMBEDDINGS_LAYER)
+    }
+
+    fn bert_block(&mut self, i: usize, x: usize) -> usize {
+        let (h, f) = (self.spec.hidden, self.spec.ffn);
+        let (l, p) = (i as i64, format!("bert.encoder.layer.{i}"));
+        let attn = format!("{p}.attention.self");
+        let q = self.linear(&format!("{attn}.query"), h, h, true, x, l);
+        let k = self.linear(&format!("{attn}.key"), h, h, true, x, l);
+        let v = self.linear(&format!("{attn}.value"), h, h, true, x, l);
+        let ctx = self.attention_core(&attn, vec![q, k], v, l);
+        let out = format!("{p}.attention.output");
+        let dense = self.linear(&format!("{out}.dense"), h, h, true, ctx, l);
+        let res = self.pointwise(format!("{out}.residual"), &out, "Add", 1.0, self.bsh(), vec![dense, x], l);
+        let x1 = self.layer_norm(&format!("{out}.LayerNorm"), res, l);
+        let up = self.linear(&format!("{p}.intermediate.dense"), h, f, true, x1, l);
+        let bsf = (self.spec.batch * self.spec.seq * f) as f64;
+        let act = format!("{p}.intermediate.intermediate_act_fn");
+        let act = self.pointwise(act.clone(), &act, "Gelu", 8.0, bsf, vec![up], l);
+        let down = self.linear(&format!("{p}.output.dense"), f, h, true, act, l);
+        let out = format!("{p}.output");
+        let res = self.pointwise(format!("{out}.residual"), &out, "Add", 1.0, self.bsh(), vec![down, x1], l);
+        self.layer_norm(&format!("{out}.LayerNorm"), res, l)
+    }
+
+    fn gpt2_block(&mut self, i: usize, x: usize) -> usize {
+        let (h, f) = (self.spec.hidden, self.spec.ffn);
+        let (l, p) = (i as i64, format!("transformer.h.{i}"));
+        let ln1 = self.layer_norm(&format!("{p}.ln_1"), x, l);
+        let attn = format!("{p}.attn");
+        let qkv = self.linear(&format!("{attn}.c_attn"), h, 3 * h, true, ln1, l);
+        let ctx = self.attention_core(&attn, vec![qkv], qkv, l);
+        let proj = self.linear(&format!("{attn}.c_proj"), h, h, true, ctx, l);
+        let x1 = self.pointwise(format!("{p}.attn_residual"), &p, "Add", 1.0, self.bsh(), vec![proj, x], l);
+        let ln2 = self.layer_norm(&format!("{p}.ln_2"), x1, l);
+        let up = self.linear(&format!("{p}.mlp.c_fc"), h, f, true, ln2, l);
+        let bsf = (self.spec.batch * self.spec.seq * f) as f64;
+        let act = format!("{p}.mlp.act");
+        let act = self.pointwise(act.clone(), &act, "Gelu", 8.0, bsf, vec![up], l);
+        let down = self.linear(&format!("{p}.mlp.c_proj"), f, h, true, act, l);
+        self.pointwise(format!("{p}.mlp_residual"), &p, "Add", 1.0, self.bsh(), vec![down, x1], l)
+    }
+
+    fn llama_block(&mut self, i: usize, x: usize) -> usize {
+        let (h, f) = (self.spec.hidden, self.spec.ffn);
+        let (l, p) = (i as i64, format!("model.layers.{i}"));
+        let ln1 = self.rms_norm(&format!("{p}.input_layernorm"), x, l);
+        let attn = format!("{p}.self_attn");
+        let q = self.linear(&format!("{attn}.q_proj"), h, h, false, ln1, l);
+        let k = self.linear(&format!("{attn}.k_proj"), h, h, false, ln1, l);
+        let v = self.linear(&format!("{attn}.v_proj"), h, h, false, ln1, l);
+        // RoPE on q and k: x·cos + rotate(x)·sin, 3 FLOPs per element of each.
+        let qk = 2.0 * self.bsh();
+        let rope = OpCost::new(OpClass::Vector, 3.0 * qk, 0.0, qk, 0.0, qk, self.e);
+        let rope = self.push(format!("{attn}.rotary"), &attn, "Rotary", rope, vec![q, k], l);
+        let ctx = self.attention_core(&attn, vec![rope], v, l);
+        let o = self.linear(&format!("{attn}.o_proj"), h, h, false, ctx, l);
+        let x1 = self.pointwise(format!("{p}.attn_residual"), &p, "Add", 1.0, self.bsh(), vec![o, x], l);
+        let ln2 = self.rms_norm(&format!("{p}.post_attention_layernorm"), x1, l);
+        let mlp = format!("{p}.mlp");
+        let gate = self.linear(&format!("{mlp}.gate_proj"), h, f, false, ln2, l);
+        let up = self.linear(&format!("{mlp}.up_proj"), h, f, false, ln2, l);
+        let bsf = (self.spec.batch * self.spec.seq * f) as f64;
+        let act = format!("{mlp}.act_fn");
+        let act = self.pointwise(act.clone(), &act, "Silu", 5.0, bsf, vec![gate], l);
+        let mul = self.pointwise(format!("{mlp}.mul"), &mlp, "Mul", 1.0, bsf, vec![act, up], l);
+        let down = self.linear(&format!("{mlp}.down_proj"), f, h, false, mul, l);
+        self.pointwise(format!("{p}.mlp_residual"), &p, "Add", 1.0, self.bsh(), vec![down, x1], l)
+    }
+
+    /// The final norm (GPT-2, Llama) and the head, in layer `L`.
+    fn head(&mut self, x: usize) {
+        let s = self.spec;
+        let (h, v, top) = (s.hidden, s.vocab, s.layers as i64);
+        match s.style {
+            Style::Bert => {
+                if s.head == Head::Bert {
+                    // Pooler on the first token of each sequence, then tanh (8 FLOPs per element).
+                    let mut pooler = operators::matmul(1, s.batch, h, h, true, true, self.e);
+                    pooler.flops += 8.0 * (s.batch * h) as f64;
+                    let pooled = self.push("bert.pooler".into(), "bert.pooler", "Gemm", pooler, vec![x], top);
+                    self.bert_lm_head(x, top);
+                    let nsp = operators::matmul(1, s.batch, h, 2, true, true, self.e);
+                    self.push("cls.seq_relationship".into(), "cls.seq_relationship", "Gemm", nsp, vec![pooled], top);
+                } else if s.head == Head::Lm {
+                    self.bert_lm_head(x, top);
+                }
+            }
+            Style::Gpt2 | Style::Llama => {
+                let norm = if s.style == Style::Gpt2 {
+                    self.layer_norm("transformer.ln_f", x, top)
+                } else {
+                    self.rms_norm("model.norm", x, top)
+                };
+                if s.head == Head::Lm {
+                    self.linear("lm_head", h, v, false, norm, top);
+                }
+            }
+        }
+    }
+
+    /// BERT's masked-LM head `cls.predictions`: transform (dense, GELU, LayerNorm), decoder.
+    fn bert_lm_head(&mut self, x: usize, top: i64) {
+        let (h, v) = (self.spec.hidden, self.spec.vocab);
+        let t = self.linear("cls.predictions.transform.dense", h, h, true, x, top);
+        let act = "cls.predictions.transform.transform_act_fn";
+        let t = self.pointwise(act.into(), act, "Gelu", 8.0, self.bsh(), vec![t], top);
+        let t = self.layer_norm("cls.predictions.transform.LayerNorm", t, top);
+        self.linear("cls.predictions.decoder", h, v, true, t, top);
+    }
 }
 
 #[cfg(test)]
@@ -206,7 +459,7 @@ mod tests {
         let (b, s, h, a) = (1.0, 512.0, 768.0, 12.0);
         let closed = 24.0 * b * s * h * h + 4.0 * b * s * s * h + 7.0 * a * b * s * s + 59.0 * b * s * h;
         assert_eq!(spec.layer_flops_closed_form(), closed);
-        for l in 1..=12 {
+        for l in 0..12 {
             let flops: f64 = layer_ops(&g, l).map(|o| o.cost.flops).sum();
             assert_eq!(flops, closed, "layer {l}");
             let macs: f64 = layer_ops(&g, l).map(|o| o.cost.macs).sum();
@@ -219,27 +472,54 @@ mod tests {
     }
 
     #[test]
-    fn one_attention_block_by_hand() {
-        // b = 2, s = 4, h = 8, a = 2 (d = 4).
-        let spec = TransformerSpec { layers: 1, hidden: 8, heads: 2, ffn: 32, seq: 4, batch: 2, vocab: 10, head: Head::None };
-        let g = transformer_graph(&spec, DType::Fp32).unwrap();
-        let op = |n: &str| g.ops.iter().find(|o| o.name == n).unwrap().cost.clone();
-        // Q projection: (8×8)·(8×8) + bias: 2·8·8·8 + 64 = 1088.
-        assert_eq!(op("layer1.q_proj").flops, 1088.0);
-        // Scores: 4 (b·a) products (4×4)·(4×4): 4·2·64 = 512 FLOPs; context the same.
-        assert_eq!(op("layer1.attn_scores").flops, 512.0);
-        assert_eq!(op("layer1.attn_context").flops, 512.0);
-        // Softmax over 2·2·4·4 = 64 scores at 7 FLOPs.
-        assert_eq!(op("layer1.attn_softmax").flops, 448.0);
-        // The 14 operators of a block; params of the block 12h² + 13h with f = 4h.
-        assert_eq!(layer_ops(&g, 1).count(), 14);
-        let params: f64 = layer_ops(&g, 1).map(|o| o.cost.param_bytes).sum::<f64>() / 4.0;
-        assert_eq!(params, 12.0 * 64.0 + 13.0 * 8.0);
+    fn every_style_matches_its_closed_forms() {
+        for style in [Style::Bert, Style::Gpt2, Style::Llama] {
+            let spec = TransformerSpec::new(style, 3, 96, 6, 40, 3);
+            let g = transformer_graph(&spec, DType::Fp16).unwrap();
+            for l in 0..3 {
+                let flops: f64 = layer_ops(&g, l).map(|o| o.cost.flops).sum();
+                assert_eq!(flops, spec.layer_flops_closed_form(), "{style:?} layer {l}");
+                let params: f64 = layer_ops(&g, l).map(|o| o.cost.param_bytes).sum::<f64>() / 2.0;
+                assert_eq!(params, spec.layer_params_closed_form(), "{style:?} layer {l}");
+            }
+        }
+        // Llama-2-7B's feed-forward width and its block's parameters: 4h² + 3hf + 2h.
+        let llama = TransformerSpec::new(Style::Llama, 32, 4096, 32, 4096, 1);
+        assert_eq!(llama.ffn, 11008);
+        assert_eq!(llama.layer_params_closed_form(), 202_383_360.0);
+        assert_eq!(TransformerSpec::new(Style::Llama, 1, 5120, 40, 8, 1).ffn, 13824);
     }
 
     #[test]
-    fn bad_shapes_are_rejected() {
+    fn one_attention_block_by_hand() {
+        // b = 2, s = 4, h = 8, a = 2 (d = 4).
+        let mut spec = TransformerSpec::bert(1, 8, 2, 4, 2);
+        (spec.ffn, spec.vocab, spec.head) = (32, 10, Head::None);
+        let g = transformer_graph(&spec, DType::Fp32).unwrap();
+        let op = |n: &str| g.ops.iter().find(|o| o.name == n).unwrap().cost.clone();
+        // Q projection: (8×8)·(8×8) + bias: 2·8·8·8 + 64 = 1088.
+        assert_eq!(op("bert.encoder.layer.0.attention.self.query").flops, 1088.0);
+        // Scores: 4 (b·a) products (4×4)·(4×4): 4·2·64 = 512 FLOPs; context the same.
+        assert_eq!(op("bert.encoder.layer.0.attention.self.scores").flops, 512.0);
+        assert_eq!(op("bert.encoder.layer.0.attention.self.context").flops, 512.0);
+        // Softmax over 2·2·4·4 = 64 scores at 7 FLOPs.
+        assert_eq!(op("bert.encoder.layer.0.attention.self.softmax").flops, 448.0);
+        // The 14 operators of a block; params of the block 12h² + 13h with f = 4h.
+        assert_eq!(layer_ops(&g, 0).count(), 14);
+        let params: f64 = layer_ops(&g, 0).map(|o| o.cost.param_bytes).sum::<f64>() / 4.0;
+        assert_eq!(params, 12.0 * 64.0 + 13.0 * 8.0);
+        // Embedding tables: V·h + 512·h + 2·h parameters, none of them read whole.
+        let word = op("bert.embeddings.word_embeddings");
+        assert_eq!((word.param_bytes, word.bytes_moved), (80.0 * 4.0, 2.0 * 64.0 * 4.0));
+        assert_eq!(op("bert.embeddings.position_embeddings").param_bytes, 512.0 * 8.0 * 4.0);
+    }
+
+    #[test]
+    fn bad_shapes_and_heads_are_rejected() {
         assert!(transformer_graph(&TransformerSpec::bert(2, 100, 3, 8, 1), DType::Fp32).is_err());
         assert!(transformer_graph(&TransformerSpec::bert(0, 64, 4, 8, 1), DType::Fp32).is_err());
+        let mut gpt = TransformerSpec::new(Style::Gpt2, 2, 64, 4, 8, 1);
+        gpt.head = Head::Bert;
+        assert!(transformer_graph(&gpt, DType::Fp32).unwrap_err().contains("--style bert"));
     }
 }
