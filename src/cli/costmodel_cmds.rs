@@ -232,19 +232,7 @@ fn write_workload(w: &Workload, graph: &OpGraph, settings: &CostSettings, out: O
         Some(path) => {
             write_atomically(path, &json)?;
             let mut stdout = std::io::stdout().lock();
-            writeln!(
-                stdout,
-                "wrote {}: {} nodes, {} edges; {:.3} GFLOPs and {} of parameters per forward pass; device {} ({}), {} accelerators, {} CPUs",
-                path.display(),
-                w.len(),
-                w.edges().len(),
-                graph.flops() / 1e9,
-                crate::report::table::human_bytes(graph.param_bytes()),
-                settings.accelerator.name,
-                settings.dtype.name(),
-                settings.accelerators,
-                settings.cpus
-            )?;
+            write!(stdout, "wrote {}\n{}", path.display(), workload_summary(w, graph, settings))?;
             stdout.flush()?;
         }
         None => {
@@ -254,6 +242,53 @@ fn write_workload(w: &Workload, graph: &OpGraph, settings: &CostSettings, out: O
         }
     }
     Ok(())
+}
+
+/// What a generated or imported workload holds, for people: counts, work in GFLOPs, time in
+/// ms, memory in binary units, the memory kinds apart.
+fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> String {
+    use crate::report::table::human_bytes;
+    let d = w.devices();
+    let fpga_ms: f64 = w.nodes().iter().map(|n| n.fpga_latency).sum();
+    let cpu_ms: f64 = w.nodes().iter().map(|n| n.cpu_latency).sum();
+    let size: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
+    let part = |f: fn(&crate::model::NodeMemory) -> f64| -> f64 { w.nodes().iter().filter_map(|n| n.memory.as_ref()).map(f).sum() };
+    let (weights, gradients, optimizer, stash) =
+        (part(|m| m.weight_bytes), part(|m| m.gradient_bytes), part(|m| m.optimizer_bytes), part(|m| m.activation_bytes));
+    let mut text = format!(
+        "  {} nodes, {} edges; {:.3} GFLOPs and {} of parameters per forward pass ({})\n",
+        w.len(),
+        w.edges().len(),
+        graph.flops() / 1e9,
+        human_bytes(graph.param_bytes()),
+        settings.dtype.name()
+    );
+    text += &format!(
+        "  time on one {}: {:.3} ms (sum of fpgaLatency); on one CPU core ({}): {:.3} ms (sum of cpuLatency)\n",
+        settings.accelerator.name, fpga_ms, settings.cpu.name, cpu_ms
+    );
+    let buffers = (size - weights - gradients - optimizer - stash).max(0.0);
+    let parts: Vec<String> = [
+        ("weights", weights),
+        ("gradients", gradients),
+        ("optimizer state", optimizer),
+        ("stashed activations", stash),
+        ("buffers", buffers),
+    ]
+    .iter()
+    .filter(|(_, bytes)| *bytes > 0.0)
+    .map(|(kind, bytes)| format!("{kind} {}", human_bytes(*bytes)))
+    .collect();
+    text += &format!("  memory (sum of size, one sample in flight): {} = {}\n", human_bytes(size), parts.join(" + "));
+    text += &format!(
+        "  devices: {} accelerator{} of {} each, {} CPU core{}\n",
+        d.accelerators,
+        if d.accelerators == 1 { "" } else { "s" },
+        human_bytes(d.memory_per_accelerator_bytes),
+        d.cpus,
+        if d.cpus == 1 { "" } else { "s" }
+    );
+    text
 }
 
 fn run_import(args: ImportArgs) -> Result<(), CliError> {
@@ -296,18 +331,18 @@ fn run_devices(args: DevicesArgs) -> Result<(), CliError> {
     }
     writeln!(
         stdout,
-        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  description",
-        "name", "fp32", "tf32", "fp16/bf16", "mem BW", "memory", "host", "d2d"
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7} {:>7}  description",
+        "name", "fp32", "tf32", "fp16/bf16", "mem BW", "memory", "host", "d2d", "compute", "memory", "launch"
     )?;
     writeln!(
         stdout,
-        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
-        "", "TFLOP/s", "TFLOP/s", "TFLOP/s", "GB/s", "GiB", "GB/s", "GB/s"
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7} {:>7}",
+        "", "TFLOP/s", "TFLOP/s", "TFLOP/s", "GB/s", "GiB", "GB/s", "GB/s", "eff.", "eff.", "ms"
     )?;
     for p in loaded.iter().chain(builtin_profiles().iter()) {
         writeln!(
             stdout,
-            "{:<12} {:>9.2} {:>9.2} {:>9.2} {:>9.0} {:>9.0} {:>8.2} {:>8.1}  {}",
+            "{:<12} {:>9.2} {:>9.2} {:>9.2} {:>9.0} {:>9.0} {:>8.2} {:>8.1} {:>7.2} {:>7.2} {:>7.3}  {}",
             p.name,
             p.peak_fp32_flops / 1e12,
             p.peak_tf32_flops / 1e12,
@@ -316,10 +351,16 @@ fn run_devices(args: DevicesArgs) -> Result<(), CliError> {
             p.memory_bytes / (1024.0 * 1024.0 * 1024.0),
             p.host_link_bytes_per_s / 1e9,
             p.device_link_bytes_per_s / 1e9,
+            p.compute_efficiency,
+            p.memory_efficiency,
+            p.launch_overhead_ms,
             p.description
         )?;
     }
-    writeln!(stdout, "assumptions: compute/memory efficiency and launch overhead per profile: `dnnplace devices --show NAME`")?;
+    writeln!(
+        stdout,
+        "TFLOP/s dense peaks; GB/s = 1e9 bytes/s; GiB = 2^30 bytes; eff. = assumed fraction of peak reached; launch = fixed cost per operator. As TOML: `dnnplace devices --show NAME`"
+    )?;
     stdout.flush()?;
     Ok(())
 }
