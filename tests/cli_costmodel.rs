@@ -113,6 +113,9 @@ fn generate_transformer_and_bad_flags() {
     assert_eq!(code, 0, "{stderr}");
     let w = dnnplace::io::read_workload(&out).unwrap();
     assert!(w.is_training());
+    let (code, _, stderr) = dnnplace(&["generate", "transformer", "--style", "gpt2", "--head", "bert"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--head bert") && stderr.contains("--style bert"), "{stderr}");
     let (code, _, stderr) = dnnplace(&["generate", "transformer", "--hidden", "100", "--heads", "3"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("does not divide"), "{stderr}");
@@ -122,6 +125,38 @@ fn generate_transformer_and_bad_flags() {
     // Cost flags with a workload JSON are an error, not silently ignored.
     let (code, _, stderr) = dnnplace(&["plan", out.to_str().unwrap(), "--device", "h100"]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn generate_styles_name_nodes_and_print_units() {
+    let dir = tempfile::tempdir().unwrap();
+    for (style, first_block_op, head) in [
+        ("llama", "model.layers.0.input_layernorm", "lm_head"),
+        ("bert", "bert.encoder.layer.0.attention.self.query", "cls.seq_relationship"),
+        ("gpt2", "transformer.h.0.ln_1", "lm_head"),
+    ] {
+        let out = dir.path().join(format!("{style}.json"));
+        let (code, stdout, stderr) = dnnplace(&[
+            "generate", "transformer", "--style", style, "--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "16",
+            "--training", "--dtype", "bf16", "--out", out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        // Units on every number for people: GFLOPs, ms, binary byte units.
+        for unit in ["GFLOPs", " ms (sum of fpgaLatency)", " ms (sum of cpuLatency)", "KiB", "MiB", "80.00 GiB each"] {
+            assert!(stdout.contains(unit), "{style}: no '{unit}' in {stdout}");
+        }
+        assert!(stdout.contains("optimizer state") && stdout.contains("stashed activations"), "{stdout}");
+        let w = dnnplace::io::read_workload(&out).unwrap();
+        let first = w.nodes().iter().find(|n| n.layer_id == Some(0)).unwrap();
+        assert_eq!(first.name.as_deref(), Some(first_block_op), "{style}");
+        let last_forward = w.nodes().iter().filter(|n| !n.is_backward).last().unwrap();
+        assert_eq!((last_forward.name.as_deref(), last_forward.layer_id), (Some(head), Some(2)), "{style}");
+    }
+    let (code, stdout, _) = dnnplace(&["devices"]);
+    assert_eq!(code, 0);
+    for unit in ["TFLOP/s", "GB/s", "GiB", "ms"] {
+        assert!(stdout.contains(unit), "no '{unit}' in {stdout}");
+    }
 }
 
 #[test]
