@@ -149,7 +149,7 @@ fn generate_styles_name_nodes_and_print_units() {
         let w = dnnplace::io::read_workload(&out).unwrap();
         let first = w.nodes().iter().find(|n| n.layer_id == Some(0)).unwrap();
         assert_eq!(first.name.as_deref(), Some(first_block_op), "{style}");
-        let last_forward = w.nodes().iter().filter(|n| !n.is_backward).last().unwrap();
+        let last_forward = w.nodes().iter().rfind(|n| !n.is_backward).unwrap();
         assert_eq!((last_forward.name.as_deref(), last_forward.layer_id), (Some(head), Some(2)), "{style}");
     }
     let (code, stdout, _) = dnnplace(&["devices"]);

@@ -61,7 +61,9 @@ fn transformers_of_4_to_64_layers_plan() {
 /// The Hugging Face module names of a 2-layer model of each style, written out by hand from
 /// the models' module trees (`BertForPreTraining`, `GPT2LMHeadModel`, `LlamaForCausalLM`);
 /// `{i}` is the block index. Each entry: (name, module when it differs from the name).
-fn golden(style: Style) -> (Vec<(&'static str, Option<&'static str>)>, Vec<(&'static str, Option<&'static str>)>, Vec<&'static str>) {
+type Named = Vec<(&'static str, Option<&'static str>)>;
+
+fn golden(style: Style) -> (Named, Named, Vec<&'static str>) {
     match style {
         Style::Bert => (
             vec![
