@@ -25,6 +25,8 @@ use std::time::Instant;
 use clap::Parser;
 use dnnplace::score::evaluate;
 use dnnplace::solve::milp::Ip;
+use dnnplace::report::table::status_text;
+use dnnplace::solve::milp::{IpExperiment, IpOptions};
 use dnnplace::solve::{dp, plan, Limits, Objective, Problem, Status};
 
 #[derive(Parser)]
@@ -41,6 +43,14 @@ struct Args {
     /// Keep only workloads whose path contains this.
     #[arg(long, default_value = "")]
     filter: String,
+    /// Formulation experiments (docs/ip.md), comma-separated: nosym, nowarm, noreach,
+    /// nocapacity, nobound, boundafter, positions.
+    #[arg(long, value_delimiter = ',', value_parser = parse_experiment)]
+    ip_experiment: Vec<IpExperiment>,
+}
+
+fn parse_experiment(word: &str) -> Result<IpExperiment, String> {
+    IpExperiment::from_word(word).ok_or_else(|| format!("unknown experiment '{word}'"))
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {
@@ -100,7 +110,8 @@ fn bench_row(name: &str, path: &Path, objective: Objective, contiguous: bool, ar
         Ok(o) => o.placement.map(|p| objective.value(&evaluate(&w, &p, matches!(objective, Objective::Latency { .. })))),
         Err(_) => None,
     };
-    let limits = Limits { time_limit_s: Some(args.limit), threads: args.threads, ..Limits::default() };
+    let ip = args.ip_experiment.iter().fold(IpOptions::default(), |o, &e| o.with(e));
+    let limits = Limits { time_limit_s: Some(args.limit), threads: args.threads, ip, ..Limits::default() };
     let problem = Problem { workload: &w, objective, contiguous, limits };
     let start = Instant::now();
     let p = match plan(&Ip, &problem) {
@@ -112,8 +123,8 @@ fn bench_row(name: &str, path: &Path, objective: Objective, contiguous: bool, ar
     let gap = if value > 0.0 { 100.0 * (value - bound) / value } else { 0.0 };
     let status = match &p.outcome.status {
         Status::Optimal => "optimal".to_string(),
-        Status::Feasible { reason } => reason.clone(),
-        other => format!("{other:?}"),
+        Status::Feasible { reason } => reason.to_string(),
+        _ => status_text(&p.outcome).replace('|', "\\|"),
     };
     let (dp_text, versus) = match dp_value {
         Some(d) if d.is_finite() => (format!("{d:.6}"), format!("{:.2}%", 100.0 * (d - value) / d)),

@@ -9,6 +9,7 @@
 //! - [`io`]: workload and placement files;
 //! - [`score`]: the independent evaluator every plan passes through;
 //! - [`solve`]: the methods (ideal-lattice DP, brute force, ...) behind one interface;
+//! - [`experiments`]: many workloads at once (`reproduce`, `bench`), as data;
 //! - [`report`]: tables and JSON for people and programs;
 //! - [`costmodel`]: device profiles, per-operator costs, ONNX import and a transformer
 //!   generator that turn a model into a workload.
@@ -17,6 +18,7 @@
 
 pub mod cli;
 pub mod costmodel;
+pub mod experiments;
 pub mod io;
 pub mod model;
 pub mod report;

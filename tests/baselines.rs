@@ -339,7 +339,7 @@ fn dp_is_at_most_every_contiguous_baseline_on_published_workloads() {
             let w = read_workload(&path).unwrap();
             let name = path.file_stem().unwrap().to_string_lossy().into_owned();
             let expert = if granularity == "layer" {
-                dnnplace::report::reproduce::expert_for(&dir, &name).map(|e| read_placement(&e, &w).unwrap())
+                dnnplace::experiments::reproduce::expert_for(&dir, &name).map(|e| read_placement(&e, &w).unwrap())
             } else {
                 None
             };

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::{apply_device_flags, CliError, DeviceFlags};
+use super::settings::{import_options as checked_import_options, transformer_sizes, DeviceOverrides};
+use super::{parse_count, CliError};
 use crate::costmodel::onnx::{import_file, ImportOptions};
 use crate::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, OpGraph,
@@ -40,11 +41,11 @@ pub struct CostFlags {
     /// Add backward nodes and training memory (gradients, optimizer state, stash).
     #[arg(long)]
     pub training: bool,
-    /// Batch size (resolves or replaces the model's first input dimension).
-    #[arg(long, value_name = "N")]
+    /// Batch size (resolves or replaces the model's first input dimension; 1 to 2^20).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
     pub batch: Option<usize>,
-    /// Sequence length (resolves other symbolic input dimensions).
-    #[arg(long, value_name = "S")]
+    /// Sequence length (resolves other symbolic input dimensions; 1 to 2^20).
+    #[arg(long, value_name = "S", value_parser = parse_count)]
     pub seq: Option<usize>,
 }
 
@@ -85,10 +86,10 @@ pub struct DevicesArgs {
 #[derive(Args, Debug, Clone)]
 pub struct CountFlags {
     /// Number of accelerators (maxFPGAs).
-    #[arg(long, default_value_t = DEFAULT_ACCELERATORS, value_name = "K")]
+    #[arg(long, default_value_t = DEFAULT_ACCELERATORS, value_name = "K", value_parser = parse_count)]
     pub accelerators: usize,
     /// Number of CPU cores (maxCPUs).
-    #[arg(long, default_value_t = 1, value_name = "L")]
+    #[arg(long, default_value_t = 1, value_name = "L", value_parser = parse_count)]
     pub cpus: usize,
 }
 
@@ -137,20 +138,20 @@ pub struct TransformerArgs {
     /// Architecture and naming (Hugging Face module paths).
     #[arg(long, value_enum, default_value = "bert")]
     pub style: StyleArg,
-    /// Transformer blocks.
-    #[arg(long, default_value_t = 12)]
+    /// Transformer blocks (1 to 10,000).
+    #[arg(long, default_value_t = 12, value_parser = parse_count)]
     pub layers: usize,
-    /// Hidden size h.
-    #[arg(long, default_value_t = 768)]
+    /// Hidden size h (1 to 2^20).
+    #[arg(long, default_value_t = 768, value_parser = parse_count)]
     pub hidden: usize,
     /// Attention heads (must divide h).
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = 12, value_parser = parse_count)]
     pub heads: usize,
-    /// Feed-forward width. [default: 4·hidden; llama: 256·⌈(8·hidden/3)/256⌉]
-    #[arg(long)]
+    /// Feed-forward width (1 to 2^20). [default: 4·hidden; llama: 256·⌈(8·hidden/3)/256⌉]
+    #[arg(long, value_parser = parse_count)]
     pub ffn: Option<usize>,
-    /// Vocabulary size. [default: bert 30522, gpt2 50257, llama 32000]
-    #[arg(long)]
+    /// Vocabulary size (1 to 2^20). [default: bert 30522, gpt2 50257, llama 32000]
+    #[arg(long, value_parser = parse_count)]
     pub vocab: Option<usize>,
     /// Head on top of the blocks. [default: bert for --style bert, else lm]
     #[arg(long, value_enum)]
@@ -190,8 +191,8 @@ pub fn cost_settings(flags: &CostFlags, accelerators: usize, cpus: usize) -> Res
     Ok(CostSettings { accelerator, cpu, dtype: flags.dtype.unwrap_or(DType::Fp32), training: flags.training, accelerators, cpus })
 }
 
-fn import_options(flags: &CostFlags) -> ImportOptions {
-    ImportOptions { batch: flags.batch, seq: flags.seq, dtype: flags.dtype.unwrap_or(DType::Fp32), training: flags.training }
+fn import_options(flags: &CostFlags) -> Result<ImportOptions, CliError> {
+    checked_import_options(flags.batch, flags.seq, flags.dtype.unwrap_or(DType::Fp32), flags.training)
 }
 
 /// True for the model files `plan` imports instead of reading as workload JSON.
@@ -200,7 +201,7 @@ pub fn is_model_file(path: &Path) -> bool {
 }
 
 fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
-    let imported = import_file(path, &import_options(flags)).map_err(|e| CliError::Input(e.to_string()))?;
+    let imported = import_file(path, &import_options(flags)?).map_err(|e| CliError::Input(e.to_string()))?;
     for w in &imported.warnings {
         eprintln!("warning: {w}");
     }
@@ -208,11 +209,11 @@ fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
 }
 
 /// `plan MODEL.onnx`: import with `flags`, then apply `--accelerators/--cpus/--memory`.
-pub fn load_model_workload(path: &Path, flags: &CostFlags, devices: &DeviceFlags) -> Result<Workload, CliError> {
+pub fn load_model_workload(path: &Path, flags: &CostFlags, devices: &DeviceOverrides) -> Result<Workload, CliError> {
     let graph = import_graph(path, flags)?;
     let settings = cost_settings(flags, devices.accelerators.unwrap_or(DEFAULT_ACCELERATORS), devices.cpus.unwrap_or(1))?;
     let w = to_workload(&graph, &settings)?;
-    apply_device_flags(w, &DeviceFlags { accelerators: None, cpus: None, memory: devices.memory })
+    DeviceOverrides { accelerators: None, cpus: None, memory_bytes: devices.memory_bytes }.apply(w)
 }
 
 /// Rejects cost flags given with a workload JSON file (they would be silently ignored).
@@ -247,7 +248,7 @@ fn write_workload(w: &Workload, graph: &OpGraph, settings: &CostSettings, out: O
 /// What a generated or imported workload holds, for people: counts, work in GFLOPs, time in
 /// ms, memory in binary units, the memory kinds apart.
 fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> String {
-    use crate::report::table::human_bytes;
+    use crate::model::human_bytes;
     let d = w.devices();
     let fpga_ms: f64 = w.nodes().iter().map(|n| n.fpga_latency).sum();
     let cpu_ms: f64 = w.nodes().iter().map(|n| n.cpu_latency).sum();
@@ -304,10 +305,11 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
         StyleArg::Gpt2 => Style::Gpt2,
         StyleArg::Llama => Style::Llama,
     };
-    let mut spec =
-        TransformerSpec::new(style, args.layers, args.hidden, args.heads, args.cost.seq.unwrap_or(512), args.cost.batch.unwrap_or(1));
-    spec.ffn = args.ffn.unwrap_or(spec.ffn);
-    spec.vocab = args.vocab.unwrap_or(spec.vocab);
+    let (layers, hidden, heads, ffn, vocab) = transformer_sizes(args.layers, args.hidden, args.heads, args.ffn, args.vocab)?;
+    let sizes = import_options(&args.cost)?;
+    let mut spec = TransformerSpec::new(style, layers, hidden, heads, sizes.seq.unwrap_or(512), sizes.batch.unwrap_or(1));
+    spec.ffn = ffn.unwrap_or(spec.ffn);
+    spec.vocab = vocab.unwrap_or(spec.vocab);
     spec.head = match args.head {
         Some(HeadArg::Bert) => Head::Bert,
         Some(HeadArg::Lm) => Head::Lm,

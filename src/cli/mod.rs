@@ -5,7 +5,9 @@
 //! feasible placement, with the reason); 3 an internal check failed (a bug: a solver's
 //! plan that the scorer rejects).
 
+pub mod bench;
 pub mod costmodel_cmds;
+pub mod settings;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,14 +15,18 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub mod bench;
+pub use settings::{parse_count, parse_fraction, parse_seconds};
 
+use crate::experiments::bench::peak_memory_bytes;
 use crate::io::{read_placement, read_workload, write_atomically, IoError};
-use crate::model::{parse_bytes, DeviceSet, Workload, WorkloadError};
+use crate::model::{human_bytes, parse_bytes, WorkloadError};
+use crate::report::table::status_text;
 use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
 use crate::score::evaluate;
 use crate::solve::baselines::expert::Expert;
-use crate::solve::{self, Limits, Objective, Problem, SolveError, Status};
+use crate::solve::milp::IpExperiment;
+use crate::solve::{self, Method, MethodId, Objective, Outcome, Problem, SolveError, Status};
+use settings::{fit_to_workload, CompareSettings, DeviceOverrides, PlanSettings, ReproduceSettings};
 
 #[derive(Parser, Debug)]
 #[command(name = "dnnplace", version, about = "Optimal device placement of DNN operator graphs")]
@@ -59,25 +65,25 @@ pub enum ObjectiveArg {
 /// Knobs of the search methods, shared by `plan` and `compare`.
 #[derive(Args, Debug, Clone)]
 pub struct SearchFlags {
-    /// Largest number of ideals the DP may enumerate.
-    #[arg(long, default_value_t = 2_000_000)]
+    /// Largest number of ideals the DP may enumerate (1 to 2^32 - 1).
+    #[arg(long, default_value_t = 2_000_000, value_parser = parse_count)]
     pub max_ideals: usize,
     /// Random seed (local search, partitioner).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Restarts (local search).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 1, value_parser = parse_count)]
+    pub seed: usize,
+    /// Restarts (local search; 1 to 1,000,000).
+    #[arg(long, default_value_t = 10, value_parser = parse_count)]
     pub restarts: usize,
 }
 
 /// Flags that override the workload's device set.
 #[derive(Args, Debug, Clone, Default)]
 pub struct DeviceFlags {
-    /// Number of accelerators k (overrides maxFPGAs).
-    #[arg(long, value_name = "K")]
+    /// Number of accelerators k (overrides maxFPGAs; more than the nodes is clamped to them).
+    #[arg(long, value_name = "K", value_parser = parse_count)]
     pub accelerators: Option<usize>,
-    /// Number of CPU cores ℓ (overrides maxCPUs).
-    #[arg(long, value_name = "L")]
+    /// Number of CPU cores ℓ (overrides maxCPUs; more than the nodes is clamped to them).
+    #[arg(long, value_name = "L", value_parser = parse_count)]
     pub cpus: Option<usize>,
     /// Memory per accelerator, bytes or with a unit: 16GiB, 80GB (overrides maxSizePerFPGA).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
@@ -97,25 +103,35 @@ pub struct PlanArgs {
     /// What to minimise.
     #[arg(long, value_enum, default_value = "throughput")]
     pub objective: ObjectiveArg,
-    /// Allow non-contiguous splits (an accelerator may hold several pieces).
+    /// Allow non-contiguous splits (an accelerator may hold several pieces). Implied by the
+    /// methods that only make non-contiguous plans (local-search, partitioner).
     #[arg(long)]
     pub non_contiguous: bool,
-    /// Latency: the most contiguous pieces one accelerator may hold.
-    #[arg(long, default_value_t = 1, value_name = "Q")]
+    /// Latency: the most contiguous pieces one accelerator may hold (at least 1; more than
+    /// the nodes is clamped to them).
+    #[arg(long, default_value_t = 1, value_name = "Q", value_parser = parse_count)]
     pub pieces: usize,
     #[command(flatten)]
     pub devices: DeviceFlags,
-    /// Time limit, e.g. 60s, 2m (IP, local search).
+    /// Time limit, e.g. 60s, 2m (IP, local search; 1ms to 1e9s).
     #[arg(long, value_parser = parse_seconds, value_name = "TIME")]
     pub time_limit: Option<f64>,
-    /// Relative MIP gap to stop at, e.g. 1% or 0.01 (IP).
+    /// Relative MIP gap to stop at, e.g. 1% or 0.01 (IP; 0 to 100%).
     #[arg(long, value_parser = parse_fraction, value_name = "GAP")]
     pub gap: Option<f64>,
-    /// Solver threads (IP).
-    #[arg(long)]
+    /// Solver threads (IP; more than the cores is clamped to them).
+    #[arg(long, value_parser = parse_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
     pub search: SearchFlags,
+    /// IP formulation experiment (docs/ip.md), repeatable: nosym, nowarm, noreach,
+    /// nocapacity, nobound, boundafter, positions. Not for normal use.
+    #[arg(long, value_name = "WORD", value_delimiter = ',', value_parser = settings::parse_ip_experiment)]
+    pub ip_experiment: Vec<IpExperiment>,
+    /// A HiGHS option for the IP, NAME=VALUE (e.g. presolve=off), repeatable. Not for
+    /// normal use.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = settings::parse_highs_option)]
+    pub highs_option: Vec<(String, String)>,
     /// The split to score with --method expert (placement JSON, MODEL.md shape).
     #[arg(long, value_name = "FILE")]
     pub split: Option<PathBuf>,
@@ -135,7 +151,7 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "throughput")]
     pub objective: ObjectiveArg,
     /// Latency: the most contiguous pieces one accelerator may hold.
-    #[arg(long, default_value_t = 1, value_name = "Q")]
+    #[arg(long, default_value_t = 1, value_name = "Q", value_parser = parse_count)]
     pub pieces: usize,
     #[command(flatten)]
     pub devices: DeviceFlags,
@@ -166,13 +182,13 @@ pub struct ReproduceArgs {
     #[arg(long, value_parser = parse_seconds, value_name = "TIME", default_value = "60s")]
     pub ip_time_limit: f64,
     /// Random seed (local search, partitioner).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Restarts (local search).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 1, value_parser = parse_count)]
+    pub seed: usize,
+    /// Restarts (local search; 1 to 1,000,000).
+    #[arg(long, default_value_t = 10, value_parser = parse_count)]
     pub restarts: usize,
-    /// Workloads run at a time. [default: the number of cores]
-    #[arg(long, value_name = "N")]
+    /// Workloads run at a time (1 to 1024). [default: the number of cores]
+    #[arg(long, value_name = "N", value_parser = parse_count)]
     pub jobs: Option<usize>,
 }
 
@@ -190,39 +206,6 @@ pub struct ScoreArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `60`, `60s`, `2m`, `1h`, `250ms` → seconds.
-pub fn parse_seconds(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (number, scale) = if let Some(x) = t.strip_suffix("ms") {
-        (x, 1e-3)
-    } else if let Some(x) = t.strip_suffix('s') {
-        (x, 1.0)
-    } else if let Some(x) = t.strip_suffix('m') {
-        (x, 60.0)
-    } else if let Some(x) = t.strip_suffix('h') {
-        (x, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    match number.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
-        _ => Err(format!("'{text}' is not a duration (try 60s, 2m)")),
-    }
-}
-
-/// `1%` → 0.01, `0.01` → 0.01.
-pub fn parse_fraction(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (number, scale) = match t.strip_suffix('%') {
-        Some(x) => (x, 0.01),
-        None => (t, 1.0),
-    };
-    match number.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * scale),
-        _ => Err(format!("'{text}' is not a gap (try 1% or 0.01)")),
-    }
 }
 
 /// A failure of one command, with its exit status.
@@ -302,83 +285,53 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// Reads a workload and applies device overrides.
-pub fn load_workload(path: &std::path::Path, flags: &DeviceFlags) -> Result<Workload, CliError> {
-    let w = read_workload(path)?;
-    apply_device_flags(w, flags)
+/// Reads a workload file and applies the device overrides.
+pub fn load_workload(path: &std::path::Path, devices: &DeviceOverrides) -> Result<crate::model::Workload, CliError> {
+    devices.apply(read_workload(path)?)
 }
 
-/// Applies `--accelerators/--cpus/--memory`.
-pub fn apply_device_flags(w: Workload, flags: &DeviceFlags) -> Result<Workload, CliError> {
-    if flags.accelerators.is_none() && flags.cpus.is_none() && flags.memory.is_none() {
-        return Ok(w);
-    }
-    let d = w.devices();
-    let devices = DeviceSet {
-        accelerators: flags.accelerators.unwrap_or(d.accelerators),
-        cpus: flags.cpus.unwrap_or(d.cpus),
-        memory_per_accelerator_bytes: flags.memory.unwrap_or(d.memory_per_accelerator_bytes),
-    };
-    Ok(w.with_devices(devices)?)
+/// The error of a plan without a placement: no placement exists (infeasible), or none was
+/// found within the limits.
+fn no_plan_error(outcome: &Outcome) -> CliError {
+    CliError::Input(match &outcome.status {
+        Status::Infeasible { reason, .. } => format!("no feasible placement: {reason}"),
+        _ => status_text(outcome),
+    })
 }
 
-fn objective_of(arg: ObjectiveArg, pieces: usize) -> Objective {
-    match arg {
-        ObjectiveArg::Throughput => Objective::Throughput,
-        ObjectiveArg::Sync => Objective::Sync,
-        ObjectiveArg::Latency => Objective::Latency { pieces },
+fn print_notes(notes: &[String]) {
+    for note in notes {
+        eprintln!("note: {note}");
     }
 }
 
 fn run_plan(args: PlanArgs) -> Result<(), CliError> {
-    if args.pieces == 0 {
-        return Err(CliError::Input("--pieces must be at least 1".into()));
-    }
+    let mut settings = PlanSettings::new(&args)?;
     let w = if costmodel_cmds::is_model_file(&args.workload) {
-        costmodel_cmds::load_model_workload(&args.workload, &args.model, &args.devices)?
+        costmodel_cmds::load_model_workload(&args.workload, &args.model, &settings.devices)?
     } else {
         costmodel_cmds::check_no_cost_flags(&args.workload, &args.model)?;
-        load_workload(&args.workload, &args.devices)?
+        load_workload(&args.workload, &settings.devices)?
     };
-    let mut method = solve::method_by_name(&args.method).ok_or_else(|| {
-        CliError::Input(format!("unknown method '{}'; known: {}", args.method, solve::method_names().join(", ")))
-    })?;
-    match (&args.split, method.name()) {
-        (Some(path), "expert") => {
-            let split = read_placement(path, &w)?;
-            method = Box::new(Expert::new(split, path.display().to_string()));
-        }
-        (Some(_), other) => return Err(CliError::Input(format!("--split is for --method expert, not {other}"))),
-        (None, _) => {}
-    }
-    let problem = Problem {
-        workload: &w,
-        objective: objective_of(args.objective, args.pieces),
-        contiguous: !args.non_contiguous,
-        limits: Limits {
-            time_limit_s: args.time_limit,
-            mip_gap: args.gap,
-            threads: args.threads,
-            max_ideals: args.search.max_ideals,
-            seed: args.search.seed,
-            restarts: args.search.restarts,
-            ..Limits::default()
-        },
+    let (w, objective) = fit_to_workload(w, settings.objective, settings.method, &mut settings.notes)?;
+    settings.objective = objective;
+    let method: Box<dyn Method> = match &settings.split {
+        Some(path) => Box::new(Expert::new(read_placement(path, &w)?, path.display().to_string())),
+        None => solve::method(settings.method),
     };
-    if method.name() == "ip" {
+    print_notes(&settings.notes);
+    let problem = settings.problem(&w);
+    if settings.method.uses_milp_solver() {
         ip_session_setup();
     }
     let plan = solve::plan(method.as_ref(), &problem);
     if PROGRESS_SHOWN.swap(false, std::sync::atomic::Ordering::SeqCst) {
         eprintln!();
     }
-    let plan = plan?;
+    let mut plan = plan?;
+    plan.outcome.stats.notes.splice(0..0, settings.notes);
     let (Some(placement), Some(evaluation)) = (&plan.outcome.placement, &plan.evaluation) else {
-        let reason = match &plan.outcome.status {
-            Status::Infeasible { reason } => reason.clone(),
-            other => format!("{other:?}"),
-        };
-        return Err(CliError::Input(format!("no feasible placement: {reason}")));
+        return Err(no_plan_error(&plan.outcome));
     };
     if let Some(out) = &args.out {
         let file = placement_json(&w, placement, evaluation, problem.objective);
@@ -387,7 +340,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let mut v = evaluation_json(&w, placement, Some(&plan.outcome), problem.objective, evaluation);
-        v["peakMemoryBytes"] = serde_json::json!(bench::peak_memory_bytes());
+        v["peakMemoryBytes"] = serde_json::json!(peak_memory_bytes());
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
     } else {
         write!(stdout, "{}", plan_table(&w, Some(&plan.outcome), problem.objective, evaluation))?;
@@ -400,25 +353,19 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
 }
 
 fn run_compare(args: CompareArgs) -> Result<(), CliError> {
-    if args.pieces == 0 {
-        return Err(CliError::Input("--pieces must be at least 1".into()));
-    }
-    let w = load_workload(&args.workload, &args.devices)?;
-    let mut list: Vec<Box<dyn solve::Method>> = solve::methods();
+    let settings = CompareSettings::new(&args)?;
+    let w = load_workload(&args.workload, &settings.devices)?;
+    let mut list: Vec<Box<dyn Method>> = solve::methods();
     if let Some(path) = &args.split {
         let split = read_placement(path, &w)?;
-        for m in list.iter_mut().filter(|m| m.name() == "expert") {
+        for m in list.iter_mut().filter(|m| m.id() == MethodId::Expert) {
             *m = Box::new(Expert::new(split.clone(), path.display().to_string()));
         }
     }
-    let limits = Limits {
-        time_limit_s: Some(args.ip_time_limit),
-        max_ideals: args.search.max_ideals,
-        seed: args.search.seed,
-        restarts: args.search.restarts,
-        ..Limits::default()
-    };
-    let comparison = solve::compare::compare(&w, objective_of(args.objective, args.pieces), &limits, &list, false);
+    // Each method runs on the device set clamped to the node count (solve::plan); say so once.
+    let problem = Problem { workload: &w, objective: settings.objective, contiguous: true, limits: settings.limits.clone() };
+    print_notes(&solve::clamp_to_nodes(&problem)?.notes);
+    let comparison = solve::compare::compare(&w, settings.objective, &settings.limits, &list, false);
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison_json(&comparison)).expect("json"))?;
@@ -431,7 +378,7 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
             args.workload.display(),
             w.len(),
             w.devices().accelerators,
-            crate::report::table::human_bytes(w.devices().memory_per_accelerator_bytes),
+            human_bytes(w.devices().memory_per_accelerator_bytes),
             w.devices().cpus
         )?;
         write!(stdout, "{}", comparison_text(&comparison))?;
@@ -441,12 +388,7 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
 }
 
 fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
-    let limits = Limits {
-        time_limit_s: Some(args.ip_time_limit),
-        seed: args.seed,
-        restarts: args.restarts,
-        ..Limits::default()
-    };
+    let settings = ReproduceSettings::new(&args)?;
     let command = format!(
         "dnnplace reproduce {} --ip-time-limit {}s --seed {} --restarts {}",
         args.dir.display(),
@@ -454,11 +396,11 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         args.seed,
         args.restarts
     );
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let started = std::time::Instant::now();
-    let page = crate::report::reproduce::reproduce(&args.dir, &limits, &command, jobs, |case| {
+    let run = crate::experiments::reproduce::reproduce(&args.dir, &settings.limits, settings.jobs, |case| {
         eprintln!("[{:>6.1} s] {}/{}", started.elapsed().as_secs_f64(), case.section, case.name);
     })?;
+    let page = crate::report::reproduce::results_page(&run, &settings.limits, &command);
     if let Some(parent) = args.out.parent() {
         if !parent.as_os_str().is_empty() {
             std::fs::create_dir_all(parent)
@@ -507,9 +449,14 @@ fn ip_session_setup() {
 }
 
 fn run_score(args: ScoreArgs) -> Result<(), CliError> {
-    let w = load_workload(&args.workload, &args.devices)?;
+    // The device set is taken as given: a placement file names devices by index.
+    let w = load_workload(&args.workload, &DeviceOverrides::new(&args.devices))?;
     let placement = read_placement(&args.placement, &w)?;
-    let objective = objective_of(args.objective, usize::MAX);
+    let objective = match args.objective {
+        ObjectiveArg::Throughput => Objective::Throughput,
+        ObjectiveArg::Sync => Objective::Sync,
+        ObjectiveArg::Latency => Objective::Latency { pieces: usize::MAX },
+    };
     let latency = matches!(objective, Objective::Latency { .. });
     let e = evaluate(&w, &placement, latency);
     let placement = if latency { e.latency.attach_cut(placement) } else { placement };

@@ -1,4 +1,5 @@
-//! The device set: k accelerators with `memory_per_accelerator_bytes` each, and ℓ CPU cores.
+//! The device set: k accelerators with `memory_per_accelerator_bytes` each, and ℓ CPU cores;
+//! byte counts as people write them ([`parse_bytes`], [`human_bytes`]).
 //!
 //! CPUs have no memory limit (MODEL.md). Not every device has to be used.
 
@@ -16,6 +17,12 @@ pub struct DeviceSet {
 }
 
 impl DeviceSet {
+    /// The same device set for a graph of `nodes` nodes: a placement puts every node on one
+    /// device, so more than `nodes` accelerators (or CPUs) is the same as `nodes`.
+    pub fn clamped_to(&self, nodes: usize) -> DeviceSet {
+        DeviceSet { accelerators: self.accelerators.min(nodes), cpus: self.cpus.min(nodes), ..self.clone() }
+    }
+
     pub(crate) fn validate(&self) -> Result<(), WorkloadError> {
         let m = self.memory_per_accelerator_bytes;
         if !(m.is_finite() && m >= 0.0) {
@@ -74,9 +81,35 @@ pub fn parse_bytes(text: &str) -> Result<f64, String> {
     Ok(bytes)
 }
 
+/// Formats a byte count with a binary unit (`512 B`, `1.50 KiB`, … `2.00 TiB`): the inverse
+/// of [`parse_bytes`] up to rounding.
+pub fn human_bytes(bytes: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.2} {}", units[u])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_bytes;
+    use super::{human_bytes, parse_bytes};
+
+    #[test]
+    fn human_bytes_reads_back() {
+        assert_eq!(human_bytes(512.0), "512 B");
+        assert_eq!(human_bytes(16.0 * 1024.0 * 1024.0 * 1024.0), "16.00 GiB");
+        for text in ["1.50 KiB", "600.00 MiB", "2.00 TiB"] {
+            assert_eq!(human_bytes(parse_bytes(text).unwrap()), text);
+        }
+    }
 
     #[test]
     fn byte_units() {

@@ -14,7 +14,7 @@ pub mod memory;
 pub mod placement;
 pub mod workload;
 
-pub use devices::{parse_bytes, Device, DeviceSet};
+pub use devices::{human_bytes, parse_bytes, Device, DeviceSet};
 pub use memory::NodeMemory;
 pub use placement::Placement;
 pub use workload::{Edge, Node, Workload, WorkloadError};

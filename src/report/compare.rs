@@ -6,7 +6,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::table::{human_bytes, status_text};
+use super::table::status_text;
+use super::tabular::{Align, Table};
+use crate::model::human_bytes;
 use crate::solve::compare::{Comparison, Row};
 use crate::solve::Objective;
 
@@ -85,37 +87,23 @@ fn yes(b: bool) -> &'static str {
     }
 }
 
+/// The rows as a [`Table`]: the method left, numbers right, the status left.
+pub fn comparison_table(c: &Comparison) -> Table {
+    let mut align = [Align::Right; 9];
+    align[0] = Align::Left;
+    align[8] = Align::Left;
+    let mut t = Table::new(HEADER).aligned(align);
+    for r in &c.rows {
+        t.push(cells(r, c));
+    }
+    t
+}
+
 /// Aligned text.
 pub fn comparison_text(c: &Comparison) -> String {
-    let rows: Vec<[String; 9]> = c.rows.iter().map(|r| cells(r, c)).collect();
-    let mut width = HEADER.map(|h| h.chars().count());
-    for r in &rows {
-        for (i, cell) in r.iter().enumerate().take(8) {
-            width[i] = width[i].max(cell.chars().count());
-        }
-    }
     let mut s = String::new();
     let _ = writeln!(s, "objective: {}", c.objective.name());
-    let line = |s: &mut String, r: &[String]| {
-        for (i, cell) in r.iter().enumerate() {
-            let pad = if i == 8 { 0 } else { width[i] + 2 - cell.chars().count() };
-            if i == 0 || i == 8 {
-                s.push_str(cell);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad.saturating_sub(2)));
-                s.push_str(cell);
-                s.push_str("  ");
-            }
-        }
-        let trimmed = s.trim_end().len();
-        s.truncate(trimmed);
-        s.push('\n');
-    };
-    line(&mut s, &HEADER.map(String::from));
-    for r in &rows {
-        line(&mut s, r);
-    }
+    s.push_str(&comparison_table(c).text());
     for sk in &c.skipped {
         let _ = writeln!(s, "not run: {} ({})", sk.method, sk.reason);
     }
@@ -124,13 +112,7 @@ pub fn comparison_text(c: &Comparison) -> String {
 
 /// A Markdown table (and a list of the methods not run).
 pub fn comparison_markdown(c: &Comparison) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "| {} |", HEADER.join(" | "));
-    let _ = writeln!(s, "|{}", " --- |".repeat(HEADER.len()));
-    for r in &c.rows {
-        let cells = cells(r, c).map(|x| x.replace('|', "\\|"));
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-    }
+    let mut s = comparison_table(c).markdown();
     let notes: Vec<String> = c
         .rows
         .iter()
@@ -162,9 +144,11 @@ pub fn comparison_json(c: &Comparison) -> Value {
             Ok(plan) => {
                 let e = plan.evaluation.as_ref();
                 json!({
-                    "method": r.method,
+                    "method": r.method.name(),
                     "contiguousProblem": r.contiguous_problem,
                     "status": status_text(&plan.outcome),
+                    "outcome": plan.outcome.status.kind(),
+                    "stopReason": plan.outcome.status.stop_reason().map(|r| r.code()),
                     "optimal": plan.outcome.status == crate::solve::Status::Optimal,
                     "maxLoad": e.map_or(Value::Null, |e| finite(e.max_load)),
                     "syncObjective": e.map_or(Value::Null, |e| finite(e.sync_objective)),
@@ -179,9 +163,9 @@ pub fn comparison_json(c: &Comparison) -> Value {
                     "notes": plan.outcome.stats.notes,
                 })
             }
-            Err(e) => json!({"method": r.method, "contiguousProblem": r.contiguous_problem, "error": e}),
+            Err(e) => json!({"method": r.method.name(), "contiguousProblem": r.contiguous_problem, "error": e}),
         })
         .collect();
-    let skipped: Vec<Value> = c.skipped.iter().map(|s| json!({"method": s.method, "reason": s.reason})).collect();
+    let skipped: Vec<Value> = c.skipped.iter().map(|s| json!({"method": s.method.name(), "reason": s.reason})).collect();
     json!({"objective": c.objective.name(), "best": finite(c.best()), "rows": rows, "notRun": skipped})
 }

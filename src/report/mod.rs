@@ -1,12 +1,16 @@
 //! Reports: plans and evaluations as tables for people and JSON for programs.
 //!
+//! - [`tabular`]: the one table renderer (aligned text and Markdown) the others use;
 //! - [`table`]: one plan (`plan`, `score`);
 //! - [`compare`]: the comparison of every method on one workload (`compare`);
-//! - [`reproduce`]: the comparison over every published workload (`reproduce`).
+//! - [`reproduce`]: the page over every published workload (`reproduce`);
+//! - [`bench`]: the timings of `dnnplace bench`.
 
+pub mod bench;
 pub mod compare;
 pub mod reproduce;
 pub mod table;
+pub mod tabular;
 
 pub use compare::{comparison_json, comparison_markdown, comparison_text};
 pub use table::{evaluation_json, placement_json, plan_table};

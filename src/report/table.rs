@@ -9,21 +9,8 @@ use crate::model::{Device, Placement, Workload};
 use crate::score::Evaluation;
 use crate::solve::{Objective, Outcome, Status};
 
-/// Formats bytes with a binary unit.
-pub fn human_bytes(bytes: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{v:.0} B")
-    } else {
-        format!("{v:.2} {}", units[u])
-    }
-}
+/// Re-exported from [`crate::model`], where it sits beside [`crate::model::parse_bytes`].
+pub use crate::model::human_bytes;
 
 /// The status as one phrase.
 pub fn status_text(outcome: &Outcome) -> String {
@@ -34,7 +21,11 @@ pub fn status_text(outcome: &Outcome) -> String {
             format!("feasible, gap {:.3}% ({reason})", gap * 100.0)
         }
         Status::Heuristic => "heuristic (no optimality claim)".into(),
-        Status::Infeasible { reason } => format!("infeasible: {reason}"),
+        Status::Infeasible { reason, .. } => format!("infeasible: {reason}"),
+        Status::NoPlan { reason } => match reason.remedy() {
+            Some(remedy) => format!("no plan found within the limits ({reason}; {remedy})"),
+            None => format!("no plan found within the limits ({reason})"),
+        },
     }
 }
 
@@ -170,6 +161,8 @@ pub fn evaluation_json(w: &Workload, p: &Placement, outcome: Option<&Outcome>, o
     if let Some(o) = outcome {
         v["method"] = json!(o.method);
         v["status"] = json!(status_text(o));
+        v["outcome"] = json!(o.status.kind());
+        v["stopReason"] = json!(o.status.stop_reason().map(|r| r.code()));
         v["optimal"] = json!(o.status == Status::Optimal);
         v["bound"] = json!(o.bound);
         v["gap"] = json!(gap(o.objective, o.bound));

@@ -26,8 +26,8 @@ pub const MAX_CLASSES: usize = 12;
 pub const MAX_NODES_CUT: usize = 10;
 
 impl Method for BruteForce {
-    fn name(&self) -> &'static str {
-        "brute-force"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::BruteForce
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
@@ -98,7 +98,7 @@ impl Method for BruteForce {
                 placement: None,
                 objective: f64::INFINITY,
                 bound: f64::INFINITY,
-                status: Status::Infeasible { reason: "no assignment satisfies the rules".into() },
+                status: Status::infeasible("no assignment satisfies the rules"),
                 stats,
             },
         })

@@ -5,18 +5,18 @@
 //! given) the contiguous problem is run when the method supports it; the non-contiguous
 //! one is run when the method supports it and either declines the contiguous problem
 //! (local search, METIS, a non-contiguous expert split), or proved the contiguous one
-//! optimal (an exact method: relaxing contiguity may help), or found it infeasible for a
-//! reason that names non-contiguous splits as the remedy. A heuristic that produced a
+//! optimal (an exact method: relaxing contiguity may help), or found it infeasible because
+//! of the contiguity rule ([`Status::Infeasible`]'s `non_contiguous_may_help`). A heuristic that produced a
 //! contiguous plan, or that cannot place the workload at all, is not run twice. Every plan goes through [`super::plan`],
 //! so every row is re-scored; a method that fails becomes a row with its error.
 
-use super::{plan, Limits, Method, Objective, Plan, Problem, Status};
+use super::{plan, Limits, Method, MethodId, Objective, Plan, Problem, Status};
 use crate::model::Workload;
 
 /// One run of one method.
 #[derive(Clone, Debug)]
 pub struct Row {
-    pub method: String,
+    pub method: MethodId,
     /// Whether the problem asked for contiguous plans.
     pub contiguous_problem: bool,
     /// The checked plan, or why there is none.
@@ -26,7 +26,7 @@ pub struct Row {
 /// A method that was not run, and why.
 #[derive(Clone, Debug)]
 pub struct Skipped {
-    pub method: String,
+    pub method: MethodId,
     pub reason: String,
 }
 
@@ -47,7 +47,7 @@ impl Row {
     /// The method name with the problem variant when it matters.
     pub fn label(&self) -> String {
         if self.contiguous_problem {
-            self.method.clone()
+            self.method.name().to_string()
         } else {
             format!("{} (non-contiguous)", self.method)
         }
@@ -82,7 +82,7 @@ pub fn compare(
             (skip_proven_contiguous, exact, &contiguous_support, proven_by, method.supports(&relaxed))
         {
             skipped.push(Skipped {
-                method: method.name().into(),
+                method: method.id(),
                 reason: format!("contiguous problem skipped: `{}` already proved its optimum; run on the non-contiguous one", by.method),
             });
             contiguous_support = Err("skipped".into());
@@ -93,23 +93,23 @@ pub fn compare(
             ran_contiguous = Some(match &result {
                 Ok(p) => match &p.outcome.status {
                     Status::Optimal => true,
-                    Status::Infeasible { reason } => reason.contains("non-contiguous"),
+                    Status::Infeasible { non_contiguous_may_help, .. } => *non_contiguous_may_help,
                     _ => false,
                 },
                 Err(_) => false,
             });
-            rows.push(Row { method: method.name().into(), contiguous_problem: true, result });
+            rows.push(Row { method: method.id(), contiguous_problem: true, result });
         }
         match method.supports(&relaxed) {
             Ok(()) if ran_contiguous.is_none_or(|exact| exact) => {
                 let result = plan(method.as_ref(), &relaxed).map_err(|e| e.to_string());
-                rows.push(Row { method: method.name().into(), contiguous_problem: false, result });
+                rows.push(Row { method: method.id(), contiguous_problem: false, result });
             }
             Ok(()) => {}
             Err(why) => {
                 if let (Err(why_contiguous), None) = (contiguous_support, ran_contiguous) {
                     let reason = if why == why_contiguous { why } else { format!("{why_contiguous}; {why}") };
-                    skipped.push(Skipped { method: method.name().into(), reason: format!("does not support {reason}") });
+                    skipped.push(Skipped { method: method.id(), reason: format!("does not support {reason}") });
                 }
             }
         }

@@ -45,8 +45,8 @@ use crate::model::{Device, Placement, Workload};
 pub struct Dp;
 
 impl Method for Dp {
-    fn name(&self) -> &'static str {
-        "dp"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::Dp
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
@@ -78,7 +78,7 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
     let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
 
     let limit = limits.max_ideals.min(ideal_budget(c.len(), (k + 1) * (l + 1)));
-    let ideals = Ideals::enumerate(&c, limit).map_err(|e| SolveError::TooManyIdeals { found: e.found, limit })?;
+    let ideals = Ideals::enumerate(&c, limit).map_err(|e| SolveError::TooManyIdeals { found: e.found, limit, requested: limits.max_ideals })?;
     let n_ideals = ideals.len();
     let summaries: Vec<IdealSummary> = (0..n_ideals).into_par_iter().map(|i| cost.summarize(ideals.get(i))).collect();
 
@@ -270,7 +270,7 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
-            status: Status::Infeasible { reason: infeasibility_reason(w, &c) },
+            status: infeasibility(w, &c),
             stats,
         });
     }
@@ -450,18 +450,19 @@ pub fn depth_first_order(c: &Contraction) -> Vec<usize> {
     order
 }
 
-fn infeasibility_reason(w: &Workload, c: &Contraction) -> String {
+fn infeasibility(w: &Workload, c: &Contraction) -> Status {
     let d = w.devices();
     if let Some(g) = c.groups.iter().find(|g| g.size_bytes > d.memory_per_accelerator_bytes && d.cpus == 0) {
-        return format!(
+        return Status::infeasible(format!(
             "the nodes that must share a device with node {} need {} bytes, more than an accelerator's {} bytes, and there is no CPU",
             w.node(g.nodes[0]).id,
             g.size_bytes,
             d.memory_per_accelerator_bytes
-        );
+        ));
     }
-    format!(
+    let reason = format!(
         "no contiguous split into at most {} accelerators of {} bytes and {} CPUs exists; add devices or memory, or allow non-contiguous splits (--method ip)",
         d.accelerators, d.memory_per_accelerator_bytes, d.cpus
-    )
+    );
+    Status::Infeasible { reason, non_contiguous_may_help: true }
 }

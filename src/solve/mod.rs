@@ -70,7 +70,8 @@ pub struct Limits {
     pub time_limit_s: Option<f64>,
     /// Relative MIP gap at which to stop (IP). [default: solver default]
     pub mip_gap: Option<f64>,
-    /// Threads (IP; the DP uses rayon's pool). [default: all]
+    /// Threads (IP; the DP uses rayon's pool). More than the machine's cores is clamped to
+    /// them. [default: all]
     pub threads: Option<usize>,
     /// Largest number of ideals the DP may enumerate. [default: 2,000,000]
     pub max_ideals: usize,
@@ -80,11 +81,22 @@ pub struct Limits {
     pub restarts: usize,
     /// Memory the methods may allocate for their own tables, bytes. [default: none]
     pub memory_budget_bytes: Option<f64>,
+    /// Formulation switches of the IP (docs/ip.md). [default: the measured best]
+    pub ip: milp::IpOptions,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { time_limit_s: None, mip_gap: None, threads: None, max_ideals: 2_000_000, seed: 1, restarts: 10, memory_budget_bytes: None }
+        Limits {
+            time_limit_s: None,
+            mip_gap: None,
+            threads: None,
+            max_ideals: 2_000_000,
+            seed: 1,
+            restarts: 10,
+            memory_budget_bytes: None,
+            ip: milp::IpOptions::default(),
+        }
     }
 }
 
@@ -112,17 +124,146 @@ impl<'a> Problem<'a> {
     }
 }
 
-/// How a method's run ended.
+/// How a method's run ended: the claim it makes about its plan.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Status {
-    /// The plan is optimal (bound = objective).
+    /// The plan is proven optimal (bound = objective).
     Optimal,
-    /// A plan was found; the gap to the bound is not closed. `reason` says why it stopped.
-    Feasible { reason: String },
+    /// A plan was found; the gap to the bound is not closed because the run stopped for
+    /// `reason`.
+    Feasible { reason: StopReason },
     /// A heuristic: a plan with no optimality claim.
     Heuristic,
-    /// No placement satisfies the rules; the reason says which rule to relax.
-    Infeasible { reason: String },
+    /// No placement satisfies the rules; `reason` says which rule to relax.
+    /// `non_contiguous_may_help`: the obstacle is the contiguity rule itself, so the
+    /// non-contiguous problem may have a plan.
+    Infeasible { reason: String, non_contiguous_may_help: bool },
+    /// The run stopped for `reason` before it found a plan. One may exist: this is not a
+    /// proof of infeasibility.
+    NoPlan { reason: StopReason },
+}
+
+impl Status {
+    /// [`Status::Infeasible`] with a reason that does not involve contiguity.
+    pub fn infeasible(reason: impl Into<String>) -> Status {
+        Status::Infeasible { reason: reason.into(), non_contiguous_may_help: false }
+    }
+
+    /// A stable machine-readable name of the kind of outcome: `optimal`, `feasible`,
+    /// `heuristic`, `infeasible` or `no-plan` (the `outcome` field of the JSON reports).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Status::Optimal => "optimal",
+            Status::Feasible { .. } => "feasible",
+            Status::Heuristic => "heuristic",
+            Status::Infeasible { .. } => "infeasible",
+            Status::NoPlan { .. } => "no-plan",
+        }
+    }
+
+    /// Why the run stopped short of a proof, if it did.
+    pub fn stop_reason(&self) -> Option<&StopReason> {
+        match self {
+            Status::Feasible { reason } | Status::NoPlan { reason } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+/// Why a run stopped before it proved its plan optimal (or before it found one).
+///
+/// Display gives the words a user reads; [`StopReason::code`] a stable machine-readable
+/// name (the `stopReason` field of the JSON reports).
+#[derive(Clone, Debug, PartialEq)]
+pub enum StopReason {
+    /// The relative gap asked for with `--gap` (`gap`, a fraction) was reached.
+    GapReached { gap: f64 },
+    /// The solver stopped at its own termination gap (`gap`, a fraction) but the scored plan
+    /// is not within the tolerance of a proof.
+    SolverGap { gap: f64 },
+    /// The wall-clock limit passed.
+    TimeLimit,
+    /// Ctrl-C, or [`budget::request_interrupt`].
+    Interrupted,
+    /// The solver's branch-and-bound node, leaf or improving-solution limit (HiGHS's
+    /// `kSolutionLimit`).
+    NodeLimit,
+    /// The solver's simplex iteration limit.
+    IterationLimit,
+    /// `what` needed `needed_bytes`, more than the memory budget's `budget_bytes`.
+    MemoryBudget { what: String, needed_bytes: f64, budget_bytes: f64 },
+    /// The solver ran out of memory (HiGHS's `kMemoryLimit`).
+    SolverMemoryLimit,
+    /// The solver's bound exceeds the score of a plan we hold, so its proof is not trusted.
+    UnreliableBound,
+    /// The solver's incumbent met a proven lower bound, but the scorer gives the plan read
+    /// off it a higher value.
+    PlanAboveBound,
+    /// The solver stopped with a status that proves nothing (`status`: its name).
+    Solver { status: String },
+}
+
+impl StopReason {
+    /// A stable machine-readable name: `gap-reached`, `solver-gap`, `time-limit`,
+    /// `interrupted`, `node-limit`, `iteration-limit`, `memory-budget`,
+    /// `solver-memory-limit`, `unreliable-bound`, `plan-above-bound`, `solver-status`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StopReason::GapReached { .. } => "gap-reached",
+            StopReason::SolverGap { .. } => "solver-gap",
+            StopReason::TimeLimit => "time-limit",
+            StopReason::Interrupted => "interrupted",
+            StopReason::NodeLimit => "node-limit",
+            StopReason::IterationLimit => "iteration-limit",
+            StopReason::MemoryBudget { .. } => "memory-budget",
+            StopReason::SolverMemoryLimit => "solver-memory-limit",
+            StopReason::UnreliableBound => "unreliable-bound",
+            StopReason::PlanAboveBound => "plan-above-bound",
+            StopReason::Solver { .. } => "solver-status",
+        }
+    }
+
+    /// What a user can change to get further, if anything.
+    pub fn remedy(&self) -> Option<&'static str> {
+        match self {
+            StopReason::TimeLimit => Some("raise --time-limit"),
+            StopReason::GapReached { .. } => Some("lower --gap"),
+            StopReason::SolverMemoryLimit => Some("coarsen the graph, or give the solver more memory"),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::GapReached { gap } => write!(f, "reached the requested gap {:.4}%", gap * 100.0),
+            StopReason::SolverGap { gap } => write!(f, "HiGHS stopped at its gap {:.4}%", gap * 100.0),
+            StopReason::TimeLimit => write!(f, "time limit"),
+            StopReason::Interrupted => write!(f, "interrupted"),
+            StopReason::NodeLimit => write!(f, "HiGHS reached its node limit"),
+            StopReason::IterationLimit => write!(f, "HiGHS reached its iteration limit"),
+            StopReason::MemoryBudget { what, needed_bytes, budget_bytes } => {
+                write!(f, "{}", budget::Exhausted::Memory { what: what.clone(), needed_bytes: *needed_bytes, budget_bytes: *budget_bytes })
+            }
+            StopReason::SolverMemoryLimit => write!(f, "HiGHS ran out of memory"),
+            StopReason::UnreliableBound => write!(f, "HiGHS's bound is unreliable"),
+            StopReason::PlanAboveBound => write!(f, "HiGHS's incumbent met the lower bound but the scored plan does not"),
+            StopReason::Solver { status } => write!(f, "HiGHS stopped: {status}"),
+        }
+    }
+}
+
+impl From<budget::Exhausted> for StopReason {
+    fn from(e: budget::Exhausted) -> StopReason {
+        match e {
+            budget::Exhausted::TimeLimit => StopReason::TimeLimit,
+            budget::Exhausted::Interrupted => StopReason::Interrupted,
+            budget::Exhausted::Memory { what, needed_bytes, budget_bytes } => {
+                StopReason::MemoryBudget { what, needed_bytes, budget_bytes }
+            }
+        }
+    }
 }
 
 /// Counters a method reports.
@@ -155,8 +296,10 @@ pub struct Outcome {
 /// Errors of solving (not of finding no placement, which is [`Status::Infeasible`]).
 #[derive(Debug, thiserror::Error)]
 pub enum SolveError {
-    #[error("the forward graph has more than {limit} ideals ({found} found before stopping); coarsen the graph (fuse layers) or use --method ip")]
-    TooManyIdeals { found: usize, limit: usize },
+    /// The DP stopped enumerating at `limit` ideals: the smaller of `requested`
+    /// ([`Limits::max_ideals`]) and what the DP's memory budget holds for the device count.
+    #[error("the forward graph has more than {limit} ideals ({found} found before stopping){}; coarsen the graph (fuse layers) or use --method ip", capped_note(*.limit, *.requested))]
+    TooManyIdeals { found: usize, limit: usize, requested: usize },
     #[error("method {method} does not support {what}")]
     Unsupported { method: String, what: String },
     #[error("solver failure: {0}")]
@@ -165,19 +308,113 @@ pub enum SolveError {
     Check(String),
 }
 
+/// The methods of the registry, typed: what the command line, `compare` and the reports
+/// dispatch on instead of names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MethodId {
+    Dp,
+    Ip,
+    PipeDream,
+    PipeDreamTopo,
+    LocalSearch,
+    Partitioner,
+    Greedy,
+    Single,
+    Expert,
+    BruteForce,
+}
+
+impl MethodId {
+    /// Every method, in registry order.
+    pub const ALL: [MethodId; 10] = [
+        MethodId::Dp,
+        MethodId::Ip,
+        MethodId::PipeDream,
+        MethodId::PipeDreamTopo,
+        MethodId::LocalSearch,
+        MethodId::Partitioner,
+        MethodId::Greedy,
+        MethodId::Single,
+        MethodId::Expert,
+        MethodId::BruteForce,
+    ];
+
+    /// The name on the command line (`--method NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MethodId::Dp => "dp",
+            MethodId::Ip => "ip",
+            MethodId::PipeDream => "pipedream",
+            MethodId::PipeDreamTopo => "pipedream-topo",
+            MethodId::LocalSearch => "local-search",
+            MethodId::Partitioner => "partitioner",
+            MethodId::Greedy => "greedy",
+            MethodId::Single => "single",
+            MethodId::Expert => "expert",
+            MethodId::BruteForce => "brute-force",
+        }
+    }
+
+    /// The method called `name`, if any.
+    pub fn from_name(name: &str) -> Option<MethodId> {
+        MethodId::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// An exact method: its plans come with a proof (the DP, the IP, brute force).
+    pub fn proves_optimality(self) -> bool {
+        matches!(self, MethodId::Dp | MethodId::Ip | MethodId::BruteForce)
+    }
+
+    /// The method only makes non-contiguous plans (local search, the partitioner): asked
+    /// for a plan without `--non-contiguous`, the command line solves the non-contiguous
+    /// problem and says so.
+    pub fn only_non_contiguous(self) -> bool {
+        matches!(self, MethodId::LocalSearch | MethodId::Partitioner)
+    }
+
+    /// The method searches for a plan; `expert` only scores the split it is given (whose
+    /// device numbers are the file's, so [`plan`] does not clamp the device set for it).
+    pub fn searches(self) -> bool {
+        self != MethodId::Expert
+    }
+
+    /// The method runs HiGHS (progress and Ctrl-C are wired for it on the command line).
+    pub fn uses_milp_solver(self) -> bool {
+        self == MethodId::Ip
+    }
+}
+
+impl std::fmt::Display for MethodId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn capped_note(limit: usize, requested: usize) -> String {
+    if limit < requested {
+        format!(": {limit} is all the DP's memory budget holds for this many devices, fewer than the {requested} allowed (--max-ideals)")
+    } else {
+        String::new()
+    }
+}
+
 /// A placement method.
 pub trait Method: Sync {
+    /// Which method this is.
+    fn id(&self) -> MethodId;
     /// Short name used on the command line (`dp`, `ip`, `brute-force`, ...).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.id().name()
+    }
     /// Whether the method handles this problem (objective, contiguity); `Err` says why not.
     fn supports(&self, problem: &Problem) -> Result<(), String>;
     /// Solves; the plan is checked by [`plan`], not here.
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError>;
     /// Whether the method proves optimality (an exact solver rather than a heuristic).
     /// `compare` uses it to skip re-proving a contiguous optimum another method has
-    /// proven. [default: true for the registry's exact methods `dp`, `ip`, `brute-force`]
+    /// proven. [default: [`MethodId::proves_optimality`]]
     fn proves_optimality(&self) -> bool {
-        matches!(self.name(), "dp" | "ip" | "brute-force")
+        self.id().proves_optimality()
     }
     /// Relative tolerance between the method's objective and the scorer's. [default: 1e-9]
     fn tolerance(&self) -> f64 {
@@ -202,12 +439,28 @@ impl Plan {
 /// Runs `method` on `problem` and re-scores its plan. Fails if the plan breaks a rule,
 /// breaks a promised contiguity or piece limit, or if the method's objective differs from
 /// the scorer's beyond the method's tolerance.
+///
+/// A method that searches ([`MethodId::searches`]) runs on the problem with its device
+/// counts and piece limit clamped to the node count ([`clamp_to_nodes`]); the plan is
+/// scored against the problem as given.
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
-    method
-        .supports(problem)
-        .map_err(|what| SolveError::Unsupported { method: method.name().into(), what })?;
+    let clamped = if method.id().searches() { clamp_to_nodes(problem)? } else { Clamped::default() };
+    let narrowed;
+    let run = if clamped.workload.is_some() || clamped.objective.is_some() {
+        narrowed = Problem {
+            workload: clamped.workload.as_ref().unwrap_or(problem.workload),
+            objective: clamped.objective.unwrap_or(problem.objective),
+            contiguous: problem.contiguous,
+            limits: problem.limits.clone(),
+        };
+        &narrowed
+    } else {
+        problem
+    };
+    method.supports(run).map_err(|what| SolveError::Unsupported { method: method.name().into(), what })?;
     let start = std::time::Instant::now();
-    let mut outcome = method.solve(problem)?;
+    let mut outcome = method.solve(run)?;
+    outcome.stats.notes.splice(0..0, clamped.notes);
     if outcome.stats.time_s == 0.0 {
         outcome.stats.time_s = start.elapsed().as_secs_f64();
     }
@@ -254,28 +507,76 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     Ok(Plan { outcome, evaluation: Some(evaluation) })
 }
 
-/// Every method the command line knows, by name.
+/// What [`clamp_to_nodes`] changed: the workload with k and ℓ clamped and the latency
+/// objective with q clamped (each `None` when already within n), and a note per change.
+#[derive(Debug, Default)]
+pub struct Clamped {
+    pub workload: Option<Workload>,
+    pub objective: Option<Objective>,
+    pub notes: Vec<String>,
+}
+
+/// Clamps what a problem allows to what a plan on its n nodes can use: every node is on one
+/// device, so a plan uses at most n accelerators, n CPUs and n pieces per accelerator, and
+/// k' = min(k, n), ℓ' = min(ℓ, n), q' = min(q, n) define the same problem. Methods size
+/// tables by k, ℓ and q (the DP's (k+1)(ℓ+1) device states, the IPs' k·q slots), so this
+/// keeps those sizes polynomial in n whatever the input says (a `maxFPGAs` of 2⁶³ included).
+/// O(n + m) when something is clamped (the workload is copied), O(1) otherwise.
+pub fn clamp_to_nodes(problem: &Problem) -> Result<Clamped, SolveError> {
+    let w = problem.workload;
+    let n = w.len();
+    let nodes = if n == 1 { "1 node".to_string() } else { format!("{n} nodes") };
+    let d = w.devices();
+    let mut out = Clamped::default();
+    let devices = d.clamped_to(n);
+    if devices != *d {
+        for (what, given) in [("accelerators", d.accelerators), ("CPUs", d.cpus)] {
+            if given > n {
+                out.notes.push(format!(
+                    "{given} {what} for {nodes}: a plan puts each node on one device, so it was planned with {n}"
+                ));
+            }
+        }
+        out.workload = Some(w.with_devices(devices).map_err(|e| SolveError::Check(format!("clamping the device set: {e}")))?);
+    }
+    if let Objective::Latency { pieces } = problem.objective {
+        if pieces > n {
+            out.notes.push(format!(
+                "{pieces} pieces per accelerator for {nodes}: an accelerator holds at most one piece per node, so it was planned with {n}"
+            ));
+            out.objective = Some(Objective::Latency { pieces: n });
+        }
+    }
+    Ok(out)
+}
+
+/// Every method the command line knows, in [`MethodId::ALL`] order.
 pub fn methods() -> Vec<Box<dyn Method>> {
-    vec![
-        Box::new(dp::Dp),
-        Box::new(milp::Ip),
-        Box::new(baselines::pipedream::PipeDream),
-        Box::new(baselines::pipedream::PipeDreamTopo),
-        Box::new(baselines::local_search::LocalSearch),
-        Box::new(baselines::partitioner::Partitioner),
-        Box::new(baselines::greedy::Greedy),
-        Box::new(baselines::single::Single),
-        Box::new(baselines::expert::Expert::default()),
-        Box::new(brute_force::BruteForce),
-    ]
+    MethodId::ALL.into_iter().map(method).collect()
+}
+
+/// The method `id` (`expert` without a split: it declines every problem until given one).
+pub fn method(id: MethodId) -> Box<dyn Method> {
+    match id {
+        MethodId::Dp => Box::new(dp::Dp),
+        MethodId::Ip => Box::new(milp::Ip),
+        MethodId::PipeDream => Box::new(baselines::pipedream::PipeDream),
+        MethodId::PipeDreamTopo => Box::new(baselines::pipedream::PipeDreamTopo),
+        MethodId::LocalSearch => Box::new(baselines::local_search::LocalSearch),
+        MethodId::Partitioner => Box::new(baselines::partitioner::Partitioner),
+        MethodId::Greedy => Box::new(baselines::greedy::Greedy),
+        MethodId::Single => Box::new(baselines::single::Single),
+        MethodId::Expert => Box::new(baselines::expert::Expert::default()),
+        MethodId::BruteForce => Box::new(brute_force::BruteForce),
+    }
 }
 
 /// Names of [`methods`].
 pub fn method_names() -> Vec<&'static str> {
-    methods().iter().map(|m| m.name()).collect()
+    MethodId::ALL.iter().map(|m| m.name()).collect()
 }
 
 /// The method called `name`.
 pub fn method_by_name(name: &str) -> Option<Box<dyn Method>> {
-    methods().into_iter().find(|m| m.name() == name)
+    MethodId::from_name(name).map(method)
 }

@@ -26,8 +26,8 @@ impl Expert {
 }
 
 impl Method for Expert {
-    fn name(&self) -> &'static str {
-        "expert"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::Expert
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {

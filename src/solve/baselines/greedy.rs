@@ -12,7 +12,7 @@
 //!
 //! Complexity: O(n + m) after the contraction.
 
-use super::{infeasible_outcome, scored_outcome};
+use super::{contiguity_infeasible_outcome, infeasible_outcome, scored_outcome};
 use crate::model::contraction::Contraction;
 use crate::model::Device;
 use crate::solve::{Method, Objective, Outcome, Problem, SolveError};
@@ -21,8 +21,8 @@ use crate::solve::{Method, Objective, Outcome, Problem, SolveError};
 pub struct Greedy;
 
 impl Method for Greedy {
-    fn name(&self) -> &'static str {
-        "greedy"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::Greedy
     }
 
     fn supports(&self, _problem: &Problem) -> Result<(), String> {
@@ -89,7 +89,7 @@ impl Method for Greedy {
         if problem.contiguous && !latency && cpu_runs > d.cpus {
             let e = crate::score::evaluate(w, &placement, false);
             if !e.is_contiguous() {
-                return Ok(infeasible_outcome(
+                return Ok(contiguity_infeasible_outcome(
                     self.name(),
                     format!(
                         "the fill leaves {cpu_runs} separate runs for {} CPUs, which is not contiguous; allow non-contiguous splits",

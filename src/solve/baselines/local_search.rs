@@ -33,8 +33,8 @@ use crate::solve::{Limits, Method, Outcome, Problem, SolveError};
 pub struct LocalSearch;
 
 impl Method for LocalSearch {
-    fn name(&self) -> &'static str {
-        "local-search"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::LocalSearch
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
@@ -81,13 +81,12 @@ pub struct Search {
 
 /// Runs `limits.restarts` (at least 1) restarts from seed `limits.seed`.
 pub fn search(w: &Workload, limits: &Limits) -> Search {
-    let start_time = Instant::now();
+    let deadline = limits.budget().deadline();
     let m = ClassModel::new(w);
     let d = w.devices();
     let (k, l) = (d.accelerators, d.cpus);
     let mut rng = SplitMix64::new(limits.seed);
     let mut out = Search { best: None, restarts: Vec::new(), notes: Vec::new() };
-    let deadline = limits.time_limit_s.map(|s| start_time + std::time::Duration::from_secs_f64(s));
     let mut skipped = 0;
     for r in 0..limits.restarts.max(1) {
         if r > 0 && deadline.is_some_and(|t| Instant::now() >= t) {

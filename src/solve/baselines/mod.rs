@@ -204,9 +204,15 @@ pub(crate) fn infeasible_outcome(method: &str, reason: String) -> super::Outcome
         placement: None,
         objective: f64::INFINITY,
         bound: 0.0,
-        status: super::Status::Infeasible { reason },
+        status: super::Status::infeasible(reason),
         stats: super::Stats::default(),
     }
+}
+
+/// [`infeasible_outcome`] of a contiguous problem whose obstacle is the contiguity rule.
+pub(crate) fn contiguity_infeasible_outcome(method: &str, reason: String) -> super::Outcome {
+    let status = super::Status::Infeasible { reason, non_contiguous_may_help: true };
+    super::Outcome { status, ..infeasible_outcome(method, String::new()) }
 }
 
 /// `Err` unless the objective is TPS: the planners below minimise the max load only.

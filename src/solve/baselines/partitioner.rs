@@ -29,8 +29,8 @@ use crate::solve::{Method, Outcome, Problem, SolveError};
 pub struct Partitioner;
 
 impl Method for Partitioner {
-    fn name(&self) -> &'static str {
-        "partitioner"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::Partitioner
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {

@@ -39,8 +39,8 @@ use crate::solve::{Method, Outcome, Problem, SolveError};
 pub struct PipeDream;
 
 impl Method for PipeDream {
-    fn name(&self) -> &'static str {
-        "pipedream"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::PipeDream
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
@@ -60,8 +60,8 @@ impl Method for PipeDream {
 pub struct PipeDreamTopo;
 
 impl Method for PipeDreamTopo {
-    fn name(&self) -> &'static str {
-        "pipedream-topo"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::PipeDreamTopo
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {

@@ -5,16 +5,15 @@
 //! than one accelerator has. Contiguous for every objective.
 
 use super::{infeasible_outcome, scored_outcome};
-use crate::model::{Device, Placement};
-use crate::report::table::human_bytes;
+use crate::model::{human_bytes, Device, Placement};
 use crate::solve::{Method, Outcome, Problem, SolveError};
 
 /// Everything on accelerator 0 (`--method single`).
 pub struct Single;
 
 impl Method for Single {
-    fn name(&self) -> &'static str {
-        "single"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::Single
     }
 
     fn supports(&self, _problem: &Problem) -> Result<(), String> {

@@ -6,8 +6,8 @@
 //! column (for sync: `F ≥ LB_F`, `B ≥ LB_B` from the forward and backward sides alone, and
 //! the row `F + B ≥ LB`, valid since `max FW + max BW ≥ max (FW + BW)`; see
 //! [`ModelBounds`]). The reported bound is the larger of HiGHS's and this one, and HiGHS
-//! is stopped as soon as its incumbent meets it. Under the experiment word `boundafter`
-//! the model is left as it was and the bound is only reported and used to stop HiGHS
+//! is stopped as soon as its incumbent meets it. Under [`LoadBoundUse::ReportOnly`]
+//! (`--ip-experiment boundafter`) the model is left as it was and the bound is only reported and used to stop HiGHS
 //! (docs/ip.md compares the two: the bound in τ flattens the root LP, which helps HiGHS's
 //! heuristics on most published graphs and hurts them on the largest).
 //!
@@ -85,6 +85,7 @@ use std::collections::HashMap;
 
 use super::min_cut::CheapestSet;
 use super::units::{Hyperedge, Units};
+use super::LoadBoundUse;
 use crate::model::{DeviceSet, Workload};
 use crate::solve::Stats;
 
@@ -138,10 +139,10 @@ pub struct ModelBounds {
 }
 
 impl ModelBounds {
-    /// The bounds to put in the model: these, or none under the experiment word
-    /// `boundafter` (then the bound is only reported and stops HiGHS once met).
-    pub(crate) fn in_model(&self) -> ModelBounds {
-        if super::experiment("boundafter") {
+    /// The bounds to put in the model: these, or none when `bound_use` is
+    /// [`LoadBoundUse::ReportOnly`] (then the bound is only reported and stops HiGHS once met).
+    pub(crate) fn in_model(&self, bound_use: LoadBoundUse) -> ModelBounds {
+        if bound_use == LoadBoundUse::ReportOnly {
             ModelBounds::default()
         } else {
             *self
@@ -160,8 +161,8 @@ impl ModelBounds {
 }
 
 /// The bounds for an IP over `units` (hyperedges may be split by side: the cut of the
-/// total load only sees their sum), with a note in `stats`; all 0 under the experiment
-/// word `nobound`. For sync also the bound of each side alone: the instance whose units
+/// total load only sees their sum), with a note in `stats`; all 0 when `bound_use` is
+/// [`LoadBoundUse::Off`]. For sync also the bound of each side alone: the instance whose units
 /// carry only their forward (backward) fpga and cpu time and whose hyperedges are the
 /// forward (backward) ones has exactly the loads FW(d) (BW(d)) for the same plans, so
 /// its bound is a bound on F = max FW (B = max BW).
@@ -170,9 +171,10 @@ pub(crate) fn for_model(
     hyperedges: &[Hyperedge],
     devices: &DeviceSet,
     sync: bool,
+    bound_use: LoadBoundUse,
     stats: &mut Stats,
 ) -> ModelBounds {
-    if super::experiment("nobound") {
+    if bound_use == LoadBoundUse::Off {
         return ModelBounds::default();
     }
     let start = std::time::Instant::now();

@@ -59,7 +59,7 @@ use std::time::Instant;
 
 use highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
 
-use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status};
+use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::Placement;
 use crate::score::evaluate;
 
@@ -100,8 +100,8 @@ pub fn set_progress_hook(hook: Option<ProgressHook>) {
 pub struct Ip;
 
 impl Method for Ip {
-    fn name(&self) -> &'static str {
-        "ip"
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::Ip
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
@@ -176,20 +176,124 @@ impl Builder {
     }
 }
 
-/// Formulation experiments, for measuring what each choice changes (docs/ip.md):
-/// `DNNPLACE_IP_EXPERIMENT` is a comma-separated list of words (`nosym`, `nowarm`,
-/// `noreach`, `nobound`) and HiGHS `option=value` pairs (e.g. `presolve=off`,
-/// `mip_heuristic_effort=0.3`). Not for normal use.
-pub(crate) fn experiment(word: &str) -> bool {
-    std::env::var("DNNPLACE_IP_EXPERIMENT").is_ok_and(|v| v.split(',').any(|x| x.trim() == word))
+/// Formulation switches of the IP, for measuring what each choice changes (docs/ip.md).
+/// The default is the formulation the measurements settled on; the command line reaches the
+/// others with `--ip-experiment WORD` ([`IpExperiment`]) and `--highs-option NAME=VALUE`.
+/// Not for normal use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IpOptions {
+    /// Symmetry-breaking rows among accelerators and among CPUs (throughput model).
+    /// [default: on; `nosym` turns it off]
+    pub symmetry_breaking: bool,
+    /// HiGHS starts from the best plan we hold. [default: on; `nowarm`]
+    pub warm_start: bool,
+    /// Per-set contiguity (reach) rows of the per-device contiguous model.
+    /// [default: on; `noreach`]
+    pub reach_rows: bool,
+    /// Capacity rows `Σ_t load(t) ≤ k τ` of the stage model. [default: on; `nocapacity`]
+    pub capacity_rows: bool,
+    /// How the combinatorial load bound ([`load_bounds`]) is used.
+    /// [default: in the model; `boundafter`, `nobound`]
+    pub load_bound: LoadBoundUse,
+    /// The contiguous max-load model. [default: stages; `positions`]
+    pub contiguous_model: ContiguousModel,
+    /// HiGHS options set as given, `(name, value)`, e.g. `("presolve", "off")`; a value is
+    /// tried as an integer, a float, a boolean, then a string. [default: none]
+    pub highs_options: Vec<(String, String)>,
 }
 
-fn experiment_options() -> Vec<(String, String)> {
-    std::env::var("DNNPLACE_IP_EXPERIMENT")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|x| x.split_once('=').map(|(a, b)| (a.trim().to_string(), b.trim().to_string())))
-        .collect()
+impl Default for IpOptions {
+    fn default() -> Self {
+        IpOptions {
+            symmetry_breaking: true,
+            warm_start: true,
+            reach_rows: true,
+            capacity_rows: true,
+            load_bound: LoadBoundUse::InModel,
+            contiguous_model: ContiguousModel::Stages,
+            highs_options: Vec::new(),
+        }
+    }
+}
+
+/// How the max-load and sync IPs use the combinatorial bound of [`load_bounds`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadBoundUse {
+    /// As the lower bound of τ (and F, B), and to stop HiGHS once its incumbent meets it.
+    InModel,
+    /// Only reported and used to stop HiGHS; the model is left without it.
+    ReportOnly,
+    /// Not computed.
+    Off,
+}
+
+/// The contiguous max-load model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContiguousModel {
+    /// The chain of stages of [`stages`].
+    Stages,
+    /// The per-device model of [`throughput`] with reach rows and device positions.
+    Positions,
+}
+
+/// One formulation experiment: a switch of [`IpOptions`] away from its default, by the word
+/// docs/ip.md uses for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpExperiment {
+    NoSymmetry,
+    NoWarmStart,
+    NoReach,
+    NoCapacity,
+    NoBound,
+    BoundAfter,
+    Positions,
+}
+
+impl IpExperiment {
+    pub const ALL: [IpExperiment; 7] = [
+        IpExperiment::NoSymmetry,
+        IpExperiment::NoWarmStart,
+        IpExperiment::NoReach,
+        IpExperiment::NoCapacity,
+        IpExperiment::NoBound,
+        IpExperiment::BoundAfter,
+        IpExperiment::Positions,
+    ];
+
+    /// The word (`nosym`, `nowarm`, `noreach`, `nocapacity`, `nobound`, `boundafter`,
+    /// `positions`).
+    pub fn word(self) -> &'static str {
+        match self {
+            IpExperiment::NoSymmetry => "nosym",
+            IpExperiment::NoWarmStart => "nowarm",
+            IpExperiment::NoReach => "noreach",
+            IpExperiment::NoCapacity => "nocapacity",
+            IpExperiment::NoBound => "nobound",
+            IpExperiment::BoundAfter => "boundafter",
+            IpExperiment::Positions => "positions",
+        }
+    }
+
+    /// The experiment called `word`.
+    pub fn from_word(word: &str) -> Option<IpExperiment> {
+        IpExperiment::ALL.into_iter().find(|e| e.word() == word)
+    }
+}
+
+impl IpOptions {
+    /// These options with `experiment` applied.
+    pub fn with(mut self, experiment: IpExperiment) -> IpOptions {
+        match experiment {
+            IpExperiment::NoSymmetry => self.symmetry_breaking = false,
+            IpExperiment::NoWarmStart => self.warm_start = false,
+            IpExperiment::NoReach => self.reach_rows = false,
+            IpExperiment::NoCapacity => self.capacity_rows = false,
+            IpExperiment::NoBound => self.load_bound = LoadBoundUse::Off,
+            IpExperiment::BoundAfter => self.load_bound = LoadBoundUse::ReportOnly,
+            IpExperiment::Positions => self.contiguous_model = ContiguousModel::Positions,
+        }
+        self
+    }
 }
 
 /// What HiGHS returned.
@@ -278,11 +382,12 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
     }
     set(&mut model, "mip_rel_gap", limits.mip_gap.unwrap_or(DEFAULT_GAP))?;
     if let Some(threads) = limits.threads {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         model
-            .try_set_option("threads", threads.max(1) as i32)
+            .try_set_option("threads", threads.clamp(1, cores.min(i32::MAX as usize)) as i32)
             .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
     }
-    for (name, value) in experiment_options() {
+    for (name, value) in &limits.ip.highs_options {
         let ok = value.parse::<i32>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
             || value.parse::<f64>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
             || value.parse::<bool>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
@@ -291,7 +396,7 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
             return Err(SolveError::Solver(format!("HiGHS refused option {name}={value}")));
         }
     }
-    let warm = if experiment("nowarm") { None } else { warm };
+    let warm = if limits.ip.warm_start { warm } else { None };
     if let Some(values) = warm {
         let index: Vec<highs_sys::HighsInt> = integer_columns.iter().map(|&c| c as highs_sys::HighsInt).collect();
         // SAFETY: `index` and `values` have the same length and live across the call.
@@ -332,6 +437,20 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
     // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
     unsafe { highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes) };
     Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes, reached_target })
+}
+
+/// Why HiGHS stopped, for a status that is not a proof (`Optimal` and `Infeasible` are
+/// handled by the caller): each limit by name, anything else as HiGHS's own status.
+fn stop_reason(status: HighsModelStatus) -> StopReason {
+    match status {
+        HighsModelStatus::ReachedTimeLimit => StopReason::TimeLimit,
+        HighsModelStatus::ReachedInterrupt => StopReason::Interrupted,
+        // HiGHS reports its node, leaf and improving-solution limits as kSolutionLimit.
+        HighsModelStatus::ReachedSolutionLimit => StopReason::NodeLimit,
+        HighsModelStatus::ReachedIterationLimit => StopReason::IterationLimit,
+        HighsModelStatus::ReachedMemoryLimit => StopReason::SolverMemoryLimit,
+        s => StopReason::Solver { status: format!("{s:?}") },
+    }
 }
 
 /// `problem` with the time limit that is left since `started`: the limit covers the held
@@ -416,18 +535,23 @@ pub(crate) fn finish(
         (a, b) => a.or(b),
     };
     let Some(best) = best else {
-        let reason = match solved.status {
-            HighsModelStatus::Infeasible => {
-                "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)".to_string()
-            }
-            s => format!("HiGHS stopped ({s:?}) without a plan; raise --time-limit"),
+        // Every model here minimises columns with non-negative costs and lower bounds, so it
+        // is bounded below: "infeasible or unbounded" can only be infeasible.
+        let status = match solved.status {
+            HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(
+                "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)",
+            ),
+            HighsModelStatus::Optimal => Status::NoPlan {
+                reason: StopReason::Solver { status: "Optimal, but the scorer rejected its plan".into() },
+            },
+            s => Status::NoPlan { reason: stop_reason(s) },
         };
         return Ok(Outcome {
             method: "ip".into(),
             placement: None,
             objective: f64::INFINITY,
-            bound: if solved.status == HighsModelStatus::Infeasible { f64::INFINITY } else { solved.bound.max(0.0) },
-            status: Status::Infeasible { reason },
+            bound: if matches!(status, Status::Infeasible { .. }) { f64::INFINITY } else { solved.bound.max(0.0) },
+            status,
             stats,
         });
     };
@@ -453,22 +577,20 @@ pub(crate) fn finish(
     // Stopped at a known lower bound: as good as HiGHS's own proof when the plan meets it.
     let stopped_at_bound = solved.status == HighsModelStatus::ReachedInterrupt && solved.reached_target;
     let proven = solved.status == HighsModelStatus::Optimal || stopped_at_bound;
-    let status = match solved.status {
-        _ if proven && closed && !unreliable => {
-            if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && best.score - bound > 1e-6 {
-                Status::Feasible { reason: format!("reached the requested gap {:.4}%", gap * 100.0) }
-            } else {
-                Status::Optimal
-            }
+    let status = if proven && closed && !unreliable {
+        if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && best.score - bound > 1e-6 {
+            Status::Feasible { reason: StopReason::GapReached { gap } }
+        } else {
+            Status::Optimal
         }
-        _ if proven && unreliable => Status::Feasible { reason: "HiGHS's bound is unreliable".into() },
-        _ if stopped_at_bound => Status::Feasible {
-            reason: "HiGHS's incumbent met the lower bound but the scored plan does not".into(),
-        },
-        HighsModelStatus::Optimal => Status::Feasible { reason: format!("HiGHS stopped at its gap {:.4}%", gap * 100.0) },
-        HighsModelStatus::ReachedTimeLimit => Status::Feasible { reason: "time limit".into() },
-        HighsModelStatus::ReachedInterrupt => Status::Feasible { reason: "interrupted".into() },
-        s => Status::Feasible { reason: format!("HiGHS stopped: {s:?}") },
+    } else if proven && unreliable {
+        Status::Feasible { reason: StopReason::UnreliableBound }
+    } else if stopped_at_bound {
+        Status::Feasible { reason: StopReason::PlanAboveBound }
+    } else if solved.status == HighsModelStatus::Optimal {
+        Status::Feasible { reason: StopReason::SolverGap { gap } }
+    } else {
+        Status::Feasible { reason: stop_reason(solved.status) }
     };
     if best.source != "ip" {
         stats.notes.push(format!("returning the {} plan: the IP found nothing better", best.source));

@@ -93,8 +93,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let limit_memory = units.size.iter().any(|&s| s > 0.0) && units.size.iter().sum::<f64>() > memory;
     let hyperedges = units.hyperedges(w, sync);
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
-    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, &mut stats);
-    let (tau, f, bw) = super::throughput::objective_columns(&mut b, sync, &bounds.in_model());
+    let bound_use = problem.limits.ip.load_bound;
+    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &mut stats);
+    let (tau, f, bw) = super::throughput::objective_columns(&mut b, sync, &bounds.in_model(bound_use));
     // Aggregates over all stages, for the capacity rows below.
     let mut all_acc: [Vec<(Var, f64)>; 3] = Default::default();
     let mut all_cpu: [Vec<(Var, f64)>; 3] = Default::default();
@@ -134,7 +135,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     // so Σ_t acc_load(t) ≤ k τ and Σ_t cpu_load(t) ≤ ℓ τ (likewise F and B for sync).
     // Valid for every plan; without them the relaxation spreads each group over all T
     // stages' CPU parts, as if there were T CPUs.
-    if !super::experiment("nocapacity") {
+    if problem.limits.ip.capacity_rows {
         for (all, count) in [(&all_acc, k as f64), (&all_cpu, l as f64)] {
             let targets: Vec<(usize, Var)> = match (tau, f, bw) {
                 (Some(tau), _, _) => vec![(0, tau)],

@@ -22,7 +22,7 @@
 //!
 //! With contiguity the default is the chain-of-stages model of [`super::stages`], which
 //! is tighter; the per-device formulation above stays available for comparison
-//! (`DNNPLACE_IP_EXPERIMENT=positions`).
+//! (`--ip-experiment positions`).
 //!
 //! Colour classes hold by construction (one variable per class or group). Warm start:
 //! the DP's optimal contiguous plan (valid for both variants), canonically relabelled.
@@ -39,7 +39,7 @@ use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 /// Solves the throughput or sync IP of `problem`.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let started = std::time::Instant::now();
-    if problem.contiguous && !super::experiment("positions") {
+    if problem.contiguous && problem.limits.ip.contiguous_model == super::ContiguousModel::Stages {
         return super::stages::solve(problem);
     }
     let w = problem.workload;
@@ -70,8 +70,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     let hyperedges = units.hyperedges(w, sync);
     let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
-    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, &mut stats);
-    let (t, f, bw) = objective_columns(&mut b, sync, &bounds.in_model());
+    let bound_use = problem.limits.ip.load_bound;
+    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &mut stats);
+    let (t, f, bw) = objective_columns(&mut b, sync, &bounds.in_model(bound_use));
     for row in &x {
         // Loads of this accelerator: total, forward part, backward part.
         let mut total: Vec<(Var, f64)> = Vec::new();
@@ -97,7 +98,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         add_load_rows(&mut b, t, f, bw, total, forward, backward);
     }
     if problem.contiguous {
-        if !super::experiment("noreach") {
+        if problem.limits.ip.reach_rows {
             for row in x.iter().chain(y.iter()) {
                 contiguity(&mut b, row, &units.arcs);
             }
@@ -105,7 +106,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         let all: Vec<Vec<Var>> = x.iter().chain(y.iter()).cloned().collect();
         device_order(&mut b, &all, &units.arcs, n_units);
     }
-    if !super::experiment("nosym") {
+    if problem.limits.ip.symmetry_breaking {
         symmetry(&mut b, &x);
         symmetry(&mut b, &y);
     }
