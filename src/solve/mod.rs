@@ -580,3 +580,68 @@ pub fn method_names() -> Vec<&'static str> {
 pub fn method_by_name(name: &str) -> Option<Box<dyn Method>> {
     MethodId::from_name(name).map(method)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_ids_round_trip_through_their_names_and_build_that_method() {
+        for id in MethodId::ALL {
+            assert_eq!(MethodId::from_name(id.name()), Some(id));
+            assert_eq!(method(id).id(), id);
+        }
+        assert_eq!(MethodId::from_name("magic"), None);
+        let exact: Vec<MethodId> = MethodId::ALL.into_iter().filter(|m| m.proves_optimality()).collect();
+        assert_eq!(exact, [MethodId::Dp, MethodId::Ip, MethodId::BruteForce]);
+    }
+
+    #[test]
+    fn budget_exhaustion_converts_to_the_same_stop_reason() {
+        assert_eq!(StopReason::from(budget::Exhausted::TimeLimit), StopReason::TimeLimit);
+        assert_eq!(StopReason::from(budget::Exhausted::Interrupted), StopReason::Interrupted);
+        let memory = budget::Exhausted::Memory { what: "the DP table".into(), needed_bytes: 3e9, budget_bytes: 1e9 };
+        let reason = StopReason::from(memory.clone());
+        assert_eq!(reason.code(), "memory-budget");
+        assert_eq!(reason.to_string(), memory.to_string());
+    }
+
+    #[test]
+    fn statuses_have_stable_codes_and_no_plan_is_not_infeasible() {
+        let no_plan = Status::NoPlan { reason: StopReason::TimeLimit };
+        assert_eq!((no_plan.kind(), no_plan.stop_reason().map(StopReason::code)), ("no-plan", Some("time-limit")));
+        assert_eq!(Status::infeasible("x").kind(), "infeasible");
+        assert_eq!(Status::infeasible("x").stop_reason(), None);
+        let gap = Status::Feasible { reason: StopReason::GapReached { gap: 0.01 } };
+        assert_eq!(gap.stop_reason().unwrap().to_string(), "reached the requested gap 1.0000%");
+        assert_eq!(StopReason::TimeLimit.to_string(), "time limit", "docs/results.md and the README quote it");
+    }
+
+    #[test]
+    fn clamping_keeps_what_a_plan_can_use() {
+        let nodes = (0..3)
+            .map(|i| crate::model::Node {
+                id: i,
+                name: None,
+                fpga_latency: 1.0,
+                cpu_latency: 1.0,
+                size_bytes: 0.0,
+                supported_on_accelerator: true,
+                is_backward: false,
+                color_class: None,
+                layer_id: None,
+            })
+            .collect();
+        let devices = crate::model::DeviceSet { accelerators: usize::MAX, memory_per_accelerator_bytes: 1.0, cpus: 2 };
+        let w = Workload::new(nodes, Vec::new(), devices).unwrap();
+        let problem = Problem { objective: Objective::Latency { pieces: 10 }, ..Problem::throughput(&w) };
+        let c = clamp_to_nodes(&problem).unwrap();
+        let d = c.workload.as_ref().unwrap().devices();
+        assert_eq!((d.accelerators, d.cpus), (3, 2));
+        assert_eq!(c.objective, Some(Objective::Latency { pieces: 3 }));
+        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+        let fitting = Problem::throughput(c.workload.as_ref().unwrap());
+        let again = clamp_to_nodes(&fitting).unwrap();
+        assert!(again.workload.is_none() && again.objective.is_none() && again.notes.is_empty());
+    }
+}

@@ -597,3 +597,30 @@ pub(crate) fn finish(
     }
     Ok(Outcome { method: "ip".into(), placement: Some(best.placement), objective: best.score, bound, status, stats })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_highs_limit_maps_to_its_own_stop_reason() {
+        assert_eq!(stop_reason(HighsModelStatus::ReachedTimeLimit), StopReason::TimeLimit);
+        assert_eq!(stop_reason(HighsModelStatus::ReachedInterrupt), StopReason::Interrupted);
+        assert_eq!(stop_reason(HighsModelStatus::ReachedSolutionLimit), StopReason::NodeLimit);
+        assert_eq!(stop_reason(HighsModelStatus::ReachedIterationLimit), StopReason::IterationLimit);
+        assert_eq!(stop_reason(HighsModelStatus::ReachedMemoryLimit), StopReason::SolverMemoryLimit);
+        assert_eq!(stop_reason(HighsModelStatus::Unknown), StopReason::Solver { status: "Unknown".into() });
+    }
+
+    #[test]
+    fn experiments_switch_one_option_each() {
+        let all = IpExperiment::ALL.into_iter().fold(IpOptions::default(), |o, e| o.with(e));
+        assert!(!all.symmetry_breaking && !all.warm_start && !all.reach_rows && !all.capacity_rows);
+        assert_eq!((all.contiguous_model, all.load_bound), (ContiguousModel::Positions, LoadBoundUse::ReportOnly));
+        assert_eq!(IpOptions::default().with(IpExperiment::NoBound).load_bound, LoadBoundUse::Off);
+        for e in IpExperiment::ALL {
+            assert_eq!(IpExperiment::from_word(e.word()), Some(e));
+            assert_ne!(IpOptions::default().with(e), IpOptions::default(), "{e:?}");
+        }
+    }
+}
