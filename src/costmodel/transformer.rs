@@ -205,6 +205,30 @@ impl TransformerSpec {
 }
 
 /// Builds the operator graph (module documentation).
+///
+/// # Example
+///
+/// A two-block BERT priced on a built-in profile, as a workload for the solvers:
+/// ```
+/// use dnnplace::costmodel::transformer::Style;
+/// use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, TransformerSpec};
+///
+/// let mut spec = TransformerSpec::new(Style::Bert, 2, 64, 4, 32, 2);
+/// spec.vocab = 1000;
+/// let graph = transformer_graph(&spec, DType::Fp16)?;
+/// let settings = CostSettings {
+///     accelerator: find_profile("a100-80gb", &[])?,
+///     cpu: find_profile("cpu-core", &[])?,
+///     dtype: DType::Fp16,
+///     training: false,
+///     accelerators: 2,
+///     cpus: 1,
+/// };
+/// let w = to_workload(&graph, &settings)?;
+/// assert_eq!(w.len(), graph.ops.len());
+/// assert_eq!(w.devices().accelerators, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn transformer_graph(spec: &TransformerSpec, dtype: DType) -> Result<OpGraph, String> {
     spec.validate()?;
     let mut g = Builder { g: OpGraph::default(), spec, e: dtype.bytes() };

@@ -48,6 +48,28 @@ impl Evaluation {
 
 /// Scores `p` on `w`. `latency_rules` relaxes the CPU count (latency instances have as many
 /// CPU cores as needed) and makes a deadlocking cut of the plan's own pieces a violation.
+///
+/// # Example
+///
+/// ```
+/// use dnnplace::io::parse_workload;
+/// use dnnplace::model::{Device, Placement};
+/// use dnnplace::score::evaluate;
+///
+/// let w = parse_workload(r#"{"maxSizePerFPGA": 1e9, "maxFPGAs": 2, "maxCPUs": 1,
+///     "nodes": [{"id": 1, "fpgaLatency": 2, "cpuLatency": 20},
+///               {"id": 2, "fpgaLatency": 3, "cpuLatency": 30}],
+///     "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5}]}"#)?;
+/// // Node 1 on accelerator 0, node 2 on accelerator 1: each pays the transfer once.
+/// let p = Placement::new(vec![Device::Accelerator(0), Device::Accelerator(1)]);
+/// let e = evaluate(&w, &p, false);
+/// assert!(e.is_valid() && e.is_contiguous());
+/// assert_eq!(e.max_load, 3.5);
+/// // Three accelerators are more than the device set has: a violation, not a panic.
+/// let bad = Placement::new(vec![Device::Accelerator(0), Device::Accelerator(2)]);
+/// assert!(!evaluate(&w, &bad, false).is_valid());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn evaluate(w: &Workload, p: &Placement, latency_rules: bool) -> Evaluation {
     let mut violations = violations(w, p, !latency_rules);
     if !violations.is_empty() && matches!(violations[0], Violation::WrongLength { .. } | Violation::PiecesLength { .. }) {

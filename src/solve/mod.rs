@@ -443,6 +443,31 @@ impl Plan {
 /// A method that searches ([`MethodId::searches`]) runs on the problem with its device
 /// counts and piece limit clamped to the node count ([`clamp_to_nodes`]); the plan is
 /// scored against the problem as given.
+///
+/// # Example
+///
+/// The contiguous TPS optimum of a three-layer chain on two accelerators and a CPU core:
+/// ```
+/// use dnnplace::io::parse_workload;
+/// use dnnplace::solve::{dp::Dp, method, plan, MethodId, Objective, Problem, Status};
+///
+/// let w = parse_workload(r#"{"maxSizePerFPGA": 1e9, "maxFPGAs": 2, "maxCPUs": 1,
+///     "nodes": [{"id": 1, "fpgaLatency": 2, "cpuLatency": 20},
+///               {"id": 2, "fpgaLatency": 3, "cpuLatency": 30},
+///               {"id": 3, "fpgaLatency": 2, "cpuLatency": 20}],
+///     "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5},
+///               {"sourceId": 2, "destId": 3, "cost": 0.5}]}"#)?;
+/// let checked = plan(&Dp, &Problem::throughput(&w))?;
+/// assert_eq!(checked.outcome.status, Status::Optimal);
+/// // {1, 2} | {3}: loads 2 + 3 + 0.5 (sending 2's output) and 2 + 0.5 (receiving it).
+/// assert_eq!(checked.objective(Objective::Throughput), 5.5);
+///
+/// // Any method by its id; a heuristic makes no claim.
+/// let greedy = plan(method(MethodId::Greedy).as_ref(), &Problem::throughput(&w))?;
+/// assert_eq!(greedy.outcome.status, Status::Heuristic);
+/// assert!(greedy.objective(Objective::Throughput) >= 5.5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
     let clamped = if method.id().searches() { clamp_to_nodes(problem)? } else { Clamped::default() };
     let narrowed;

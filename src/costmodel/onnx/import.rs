@@ -55,6 +55,39 @@ struct GraphFacts<'g> {
 /// Imports a decoded model (module documentation).
 ///
 /// Complexity: O(n + Σ|inputs|) for n ONNX nodes, plus hashing of tensor names.
+///
+/// # Example
+///
+/// A one-operator model (`y = Relu(x)` on a 1×8 tensor), built in memory; a file goes
+/// through [`super::import_file`] the same way.
+/// ```
+/// use dnnplace::costmodel::onnx::*;
+///
+/// let tensor = |name: &str| ValueInfoProto {
+///     name: Some(name.into()),
+///     r#type: Some(TypeProto {
+///         tensor_type: Some(TypeProtoTensor {
+///             elem_type: Some(1),
+///             shape: Some(TensorShapeProto {
+///                 dim: [1, 8].map(|d| Dimension { dim_value: Some(d), dim_param: None }).to_vec(),
+///             }),
+///         }),
+///     }),
+/// };
+/// let relu = NodeProto {
+///     input: vec!["x".into()],
+///     output: vec!["y".into()],
+///     op_type: Some("Relu".into()),
+///     ..Default::default()
+/// };
+/// let graph = GraphProto { node: vec![relu], input: vec![tensor("x")], output: vec![tensor("y")], ..Default::default() };
+/// let model = ModelProto { graph: Some(graph), ..Default::default() };
+/// let imported = import_model(&model, &ImportOptions::default())?;
+/// let names: Vec<&str> = imported.graph.ops.iter().map(|op| op.name.as_str()).collect();
+/// assert_eq!(names, ["x", "y"]);
+/// assert!(imported.warnings.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Imported, ImportError> {
     let graph = model.graph.as_ref().ok_or_else(|| ImportError::Decode("the file has no graph".into()))?;
     let mut state = ImportState {
