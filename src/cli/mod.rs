@@ -1,9 +1,12 @@
-//! The command line: raw flags (clap) → validated settings → library calls → one report.
+//! The command line: raw flags (clap, the argument types here) → validated settings
+//! ([`settings`]) → library calls → one report. Notes about what the settings decided (an
+//! implied flag, a clamped count) go to stderr as `note:` lines.
 //!
 //! Exit status: 0 success (a closed output pipe counts as success); 2 bad input (an
-//! unreadable or invalid workload or placement, a bad flag, or an instance with no
-//! feasible placement, with the reason); 3 an internal check failed (a bug: a solver's
-//! plan that the scorer rejects).
+//! unreadable or invalid workload or placement, a flag out of range, an instance with no
+//! feasible placement with the reason, or no plan found within the limits with the limit
+//! that stopped the run); 3 an internal check failed (a bug: a solver's plan that the scorer
+//! rejects).
 
 pub mod bench;
 pub mod costmodel_cmds;

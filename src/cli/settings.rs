@@ -5,7 +5,7 @@
 //! [`parse_count`], a duration with [`parse_seconds`], a fraction with [`parse_fraction`],
 //! bytes with [`crate::model::parse_bytes`]). The constructors here ([`PlanSettings::new`],
 //! [`CompareSettings::new`], [`ReproduceSettings::new`], [`import_options`],
-//! [`transformer_spec`]) then check every *value* once against its range, failing with exit
+//! [`transformer_sizes`]) then check every *value* once against its range, failing with exit
 //! status 2 and a message that names the flag, the value, the allowed range and why; and
 //! the settings build the library's objects ([`Limits`], the method, the device set).
 //! Once the workload is read, [`fit_to_workload`] clamps what exceeds what a plan on its n

@@ -3,7 +3,7 @@
 //! [`crate::report`] renders it and the command line prints it.
 //!
 //! - [`reproduce`]: every applicable method on every published workload, on threads;
-//! - [`bench`]: `dnnplace plan` timed on workload files, one child process each.
+//! - [`bench`](mod@bench): `dnnplace plan` timed on workload files, one child process each.
 
 pub mod bench;
 pub mod reproduce;

@@ -4,7 +4,7 @@
 //! - [`table`]: one plan (`plan`, `score`);
 //! - [`compare`]: the comparison of every method on one workload (`compare`);
 //! - [`reproduce`]: the page over every published workload (`reproduce`);
-//! - [`bench`]: the timings of `dnnplace bench`.
+//! - [`bench`](mod@bench): the timings of `dnnplace bench`.
 
 pub mod bench;
 pub mod compare;

@@ -6,6 +6,8 @@
 //! before anyone sees it: an invalid plan, a broken contiguity promise or an objective
 //! that disagrees with the scorer is an error, never a result.
 //!
+//! - [`method`](mod@method): the [`Method`] trait, the typed [`MethodId`] and the registry;
+//! - [`outcome`]: what a run returns, [`Status`] and [`StopReason`] as data;
 //! - [`budget`]: the time and memory budget every method checks, and Ctrl-C;
 //! - [`ideals`]: the lattice of ideals of the group DAG;
 //! - [`ideal_cost`]: the load of `I \ J` from per-ideal summaries;
@@ -28,9 +30,14 @@ pub mod dp;
 pub mod ideal_cost;
 pub mod ideals;
 pub mod leaf_folding;
+pub mod method;
 pub mod milp;
+pub mod outcome;
 
-use crate::model::{Placement, Workload};
+pub use method::{method, method_by_name, method_names, methods, Method, MethodId};
+pub use outcome::{Outcome, Stats, Status, StopReason};
+
+use crate::model::Workload;
 use crate::score::{evaluate, Evaluation};
 
 /// What to minimise.
@@ -124,175 +131,6 @@ impl<'a> Problem<'a> {
     }
 }
 
-/// How a method's run ended: the claim it makes about its plan.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Status {
-    /// The plan is proven optimal (bound = objective).
-    Optimal,
-    /// A plan was found; the gap to the bound is not closed because the run stopped for
-    /// `reason`.
-    Feasible { reason: StopReason },
-    /// A heuristic: a plan with no optimality claim.
-    Heuristic,
-    /// No placement satisfies the rules; `reason` says which rule to relax.
-    /// `non_contiguous_may_help`: the obstacle is the contiguity rule itself, so the
-    /// non-contiguous problem may have a plan.
-    Infeasible { reason: String, non_contiguous_may_help: bool },
-    /// The run stopped for `reason` before it found a plan. One may exist: this is not a
-    /// proof of infeasibility.
-    NoPlan { reason: StopReason },
-}
-
-impl Status {
-    /// [`Status::Infeasible`] with a reason that does not involve contiguity.
-    pub fn infeasible(reason: impl Into<String>) -> Status {
-        Status::Infeasible { reason: reason.into(), non_contiguous_may_help: false }
-    }
-
-    /// A stable machine-readable name of the kind of outcome: `optimal`, `feasible`,
-    /// `heuristic`, `infeasible` or `no-plan` (the `outcome` field of the JSON reports).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Status::Optimal => "optimal",
-            Status::Feasible { .. } => "feasible",
-            Status::Heuristic => "heuristic",
-            Status::Infeasible { .. } => "infeasible",
-            Status::NoPlan { .. } => "no-plan",
-        }
-    }
-
-    /// Why the run stopped short of a proof, if it did.
-    pub fn stop_reason(&self) -> Option<&StopReason> {
-        match self {
-            Status::Feasible { reason } | Status::NoPlan { reason } => Some(reason),
-            _ => None,
-        }
-    }
-}
-
-/// Why a run stopped before it proved its plan optimal (or before it found one).
-///
-/// Display gives the words a user reads; [`StopReason::code`] a stable machine-readable
-/// name (the `stopReason` field of the JSON reports).
-#[derive(Clone, Debug, PartialEq)]
-pub enum StopReason {
-    /// The relative gap asked for with `--gap` (`gap`, a fraction) was reached.
-    GapReached { gap: f64 },
-    /// The solver stopped at its own termination gap (`gap`, a fraction) but the scored plan
-    /// is not within the tolerance of a proof.
-    SolverGap { gap: f64 },
-    /// The wall-clock limit passed.
-    TimeLimit,
-    /// Ctrl-C, or [`budget::request_interrupt`].
-    Interrupted,
-    /// The solver's branch-and-bound node, leaf or improving-solution limit (HiGHS's
-    /// `kSolutionLimit`).
-    NodeLimit,
-    /// The solver's simplex iteration limit.
-    IterationLimit,
-    /// `what` needed `needed_bytes`, more than the memory budget's `budget_bytes`.
-    MemoryBudget { what: String, needed_bytes: f64, budget_bytes: f64 },
-    /// The solver ran out of memory (HiGHS's `kMemoryLimit`).
-    SolverMemoryLimit,
-    /// The solver's bound exceeds the score of a plan we hold, so its proof is not trusted.
-    UnreliableBound,
-    /// The solver's incumbent met a proven lower bound, but the scorer gives the plan read
-    /// off it a higher value.
-    PlanAboveBound,
-    /// The solver stopped with a status that proves nothing (`status`: its name).
-    Solver { status: String },
-}
-
-impl StopReason {
-    /// A stable machine-readable name: `gap-reached`, `solver-gap`, `time-limit`,
-    /// `interrupted`, `node-limit`, `iteration-limit`, `memory-budget`,
-    /// `solver-memory-limit`, `unreliable-bound`, `plan-above-bound`, `solver-status`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            StopReason::GapReached { .. } => "gap-reached",
-            StopReason::SolverGap { .. } => "solver-gap",
-            StopReason::TimeLimit => "time-limit",
-            StopReason::Interrupted => "interrupted",
-            StopReason::NodeLimit => "node-limit",
-            StopReason::IterationLimit => "iteration-limit",
-            StopReason::MemoryBudget { .. } => "memory-budget",
-            StopReason::SolverMemoryLimit => "solver-memory-limit",
-            StopReason::UnreliableBound => "unreliable-bound",
-            StopReason::PlanAboveBound => "plan-above-bound",
-            StopReason::Solver { .. } => "solver-status",
-        }
-    }
-
-    /// What a user can change to get further, if anything.
-    pub fn remedy(&self) -> Option<&'static str> {
-        match self {
-            StopReason::TimeLimit => Some("raise --time-limit"),
-            StopReason::GapReached { .. } => Some("lower --gap"),
-            StopReason::SolverMemoryLimit => Some("coarsen the graph, or give the solver more memory"),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for StopReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StopReason::GapReached { gap } => write!(f, "reached the requested gap {:.4}%", gap * 100.0),
-            StopReason::SolverGap { gap } => write!(f, "HiGHS stopped at its gap {:.4}%", gap * 100.0),
-            StopReason::TimeLimit => write!(f, "time limit"),
-            StopReason::Interrupted => write!(f, "interrupted"),
-            StopReason::NodeLimit => write!(f, "HiGHS reached its node limit"),
-            StopReason::IterationLimit => write!(f, "HiGHS reached its iteration limit"),
-            StopReason::MemoryBudget { what, needed_bytes, budget_bytes } => {
-                write!(f, "{}", budget::Exhausted::Memory { what: what.clone(), needed_bytes: *needed_bytes, budget_bytes: *budget_bytes })
-            }
-            StopReason::SolverMemoryLimit => write!(f, "HiGHS ran out of memory"),
-            StopReason::UnreliableBound => write!(f, "HiGHS's bound is unreliable"),
-            StopReason::PlanAboveBound => write!(f, "HiGHS's incumbent met the lower bound but the scored plan does not"),
-            StopReason::Solver { status } => write!(f, "HiGHS stopped: {status}"),
-        }
-    }
-}
-
-impl From<budget::Exhausted> for StopReason {
-    fn from(e: budget::Exhausted) -> StopReason {
-        match e {
-            budget::Exhausted::TimeLimit => StopReason::TimeLimit,
-            budget::Exhausted::Interrupted => StopReason::Interrupted,
-            budget::Exhausted::Memory { what, needed_bytes, budget_bytes } => {
-                StopReason::MemoryBudget { what, needed_bytes, budget_bytes }
-            }
-        }
-    }
-}
-
-/// Counters a method reports.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Stats {
-    pub time_s: f64,
-    /// Ideals enumerated (DP).
-    pub ideals: Option<usize>,
-    /// Pairs `J ⊂ I` whose load was evaluated (DP).
-    pub ideal_pairs: Option<u64>,
-    /// Groups after colour-class contraction.
-    pub groups: Option<usize>,
-    /// Free-form notes (what was pruned, solver messages).
-    pub notes: Vec<String>,
-}
-
-/// What a method returns.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    pub method: String,
-    pub placement: Option<Placement>,
-    /// The method's own objective value (re-checked by [`plan`]).
-    pub objective: f64,
-    /// A proven lower bound on the optimum (0 when the method proves none).
-    pub bound: f64,
-    pub status: Status,
-    pub stats: Stats,
-}
-
 /// Errors of solving (not of finding no placement, which is [`Status::Infeasible`]).
 #[derive(Debug, thiserror::Error)]
 pub enum SolveError {
@@ -308,117 +146,11 @@ pub enum SolveError {
     Check(String),
 }
 
-/// The methods of the registry, typed: what the command line, `compare` and the reports
-/// dispatch on instead of names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MethodId {
-    Dp,
-    Ip,
-    PipeDream,
-    PipeDreamTopo,
-    LocalSearch,
-    Partitioner,
-    Greedy,
-    Single,
-    Expert,
-    BruteForce,
-}
-
-impl MethodId {
-    /// Every method, in registry order.
-    pub const ALL: [MethodId; 10] = [
-        MethodId::Dp,
-        MethodId::Ip,
-        MethodId::PipeDream,
-        MethodId::PipeDreamTopo,
-        MethodId::LocalSearch,
-        MethodId::Partitioner,
-        MethodId::Greedy,
-        MethodId::Single,
-        MethodId::Expert,
-        MethodId::BruteForce,
-    ];
-
-    /// The name on the command line (`--method NAME`).
-    pub fn name(self) -> &'static str {
-        match self {
-            MethodId::Dp => "dp",
-            MethodId::Ip => "ip",
-            MethodId::PipeDream => "pipedream",
-            MethodId::PipeDreamTopo => "pipedream-topo",
-            MethodId::LocalSearch => "local-search",
-            MethodId::Partitioner => "partitioner",
-            MethodId::Greedy => "greedy",
-            MethodId::Single => "single",
-            MethodId::Expert => "expert",
-            MethodId::BruteForce => "brute-force",
-        }
-    }
-
-    /// The method called `name`, if any.
-    pub fn from_name(name: &str) -> Option<MethodId> {
-        MethodId::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// An exact method: its plans come with a proof (the DP, the IP, brute force).
-    pub fn proves_optimality(self) -> bool {
-        matches!(self, MethodId::Dp | MethodId::Ip | MethodId::BruteForce)
-    }
-
-    /// The method only makes non-contiguous plans (local search, the partitioner): asked
-    /// for a plan without `--non-contiguous`, the command line solves the non-contiguous
-    /// problem and says so.
-    pub fn only_non_contiguous(self) -> bool {
-        matches!(self, MethodId::LocalSearch | MethodId::Partitioner)
-    }
-
-    /// The method searches for a plan; `expert` only scores the split it is given (whose
-    /// device numbers are the file's, so [`plan`] does not clamp the device set for it).
-    pub fn searches(self) -> bool {
-        self != MethodId::Expert
-    }
-
-    /// The method runs HiGHS (progress and Ctrl-C are wired for it on the command line).
-    pub fn uses_milp_solver(self) -> bool {
-        self == MethodId::Ip
-    }
-}
-
-impl std::fmt::Display for MethodId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 fn capped_note(limit: usize, requested: usize) -> String {
     if limit < requested {
         format!(": {limit} is all the DP's memory budget holds for this many devices, fewer than the {requested} allowed (--max-ideals)")
     } else {
         String::new()
-    }
-}
-
-/// A placement method.
-pub trait Method: Sync {
-    /// Which method this is.
-    fn id(&self) -> MethodId;
-    /// Short name used on the command line (`dp`, `ip`, `brute-force`, ...).
-    fn name(&self) -> &'static str {
-        self.id().name()
-    }
-    /// Whether the method handles this problem (objective, contiguity); `Err` says why not.
-    fn supports(&self, problem: &Problem) -> Result<(), String>;
-    /// Solves; the plan is checked by [`plan`], not here.
-    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError>;
-    /// Whether the method proves optimality (an exact solver rather than a heuristic).
-    /// `compare` uses it to skip re-proving a contiguous optimum another method has
-    /// proven. [default: [`MethodId::proves_optimality`]]
-    fn proves_optimality(&self) -> bool {
-        self.id().proves_optimality()
-    }
-    /// Relative tolerance between the method's objective and the scorer's. [default: 1e-9]
-    fn tolerance(&self) -> f64 {
-        1e-9
     }
 }
 
@@ -575,72 +307,9 @@ pub fn clamp_to_nodes(problem: &Problem) -> Result<Clamped, SolveError> {
     Ok(out)
 }
 
-/// Every method the command line knows, in [`MethodId::ALL`] order.
-pub fn methods() -> Vec<Box<dyn Method>> {
-    MethodId::ALL.into_iter().map(method).collect()
-}
-
-/// The method `id` (`expert` without a split: it declines every problem until given one).
-pub fn method(id: MethodId) -> Box<dyn Method> {
-    match id {
-        MethodId::Dp => Box::new(dp::Dp),
-        MethodId::Ip => Box::new(milp::Ip),
-        MethodId::PipeDream => Box::new(baselines::pipedream::PipeDream),
-        MethodId::PipeDreamTopo => Box::new(baselines::pipedream::PipeDreamTopo),
-        MethodId::LocalSearch => Box::new(baselines::local_search::LocalSearch),
-        MethodId::Partitioner => Box::new(baselines::partitioner::Partitioner),
-        MethodId::Greedy => Box::new(baselines::greedy::Greedy),
-        MethodId::Single => Box::new(baselines::single::Single),
-        MethodId::Expert => Box::new(baselines::expert::Expert::default()),
-        MethodId::BruteForce => Box::new(brute_force::BruteForce),
-    }
-}
-
-/// Names of [`methods`].
-pub fn method_names() -> Vec<&'static str> {
-    MethodId::ALL.iter().map(|m| m.name()).collect()
-}
-
-/// The method called `name`.
-pub fn method_by_name(name: &str) -> Option<Box<dyn Method>> {
-    MethodId::from_name(name).map(method)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn method_ids_round_trip_through_their_names_and_build_that_method() {
-        for id in MethodId::ALL {
-            assert_eq!(MethodId::from_name(id.name()), Some(id));
-            assert_eq!(method(id).id(), id);
-        }
-        assert_eq!(MethodId::from_name("magic"), None);
-        let exact: Vec<MethodId> = MethodId::ALL.into_iter().filter(|m| m.proves_optimality()).collect();
-        assert_eq!(exact, [MethodId::Dp, MethodId::Ip, MethodId::BruteForce]);
-    }
-
-    #[test]
-    fn budget_exhaustion_converts_to_the_same_stop_reason() {
-        assert_eq!(StopReason::from(budget::Exhausted::TimeLimit), StopReason::TimeLimit);
-        assert_eq!(StopReason::from(budget::Exhausted::Interrupted), StopReason::Interrupted);
-        let memory = budget::Exhausted::Memory { what: "the DP table".into(), needed_bytes: 3e9, budget_bytes: 1e9 };
-        let reason = StopReason::from(memory.clone());
-        assert_eq!(reason.code(), "memory-budget");
-        assert_eq!(reason.to_string(), memory.to_string());
-    }
-
-    #[test]
-    fn statuses_have_stable_codes_and_no_plan_is_not_infeasible() {
-        let no_plan = Status::NoPlan { reason: StopReason::TimeLimit };
-        assert_eq!((no_plan.kind(), no_plan.stop_reason().map(StopReason::code)), ("no-plan", Some("time-limit")));
-        assert_eq!(Status::infeasible("x").kind(), "infeasible");
-        assert_eq!(Status::infeasible("x").stop_reason(), None);
-        let gap = Status::Feasible { reason: StopReason::GapReached { gap: 0.01 } };
-        assert_eq!(gap.stop_reason().unwrap().to_string(), "reached the requested gap 1.0000%");
-        assert_eq!(StopReason::TimeLimit.to_string(), "time limit", "docs/results.md and the README quote it");
-    }
 
     #[test]
     fn clamping_keeps_what_a_plan_can_use() {

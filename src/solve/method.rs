@@ -1,0 +1,157 @@
+//! One interface for every method: the [`Method`] trait, the typed [`MethodId`] with its
+//! capabilities, and the registry the command line, `compare` and the reports use.
+
+use super::{baselines, brute_force, dp, milp, Outcome, Problem, SolveError};
+
+/// The methods of the registry, typed: what the command line, `compare` and the reports
+/// dispatch on instead of names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MethodId {
+    Dp,
+    Ip,
+    PipeDream,
+    PipeDreamTopo,
+    LocalSearch,
+    Partitioner,
+    Greedy,
+    Single,
+    Expert,
+    BruteForce,
+}
+
+impl MethodId {
+    /// Every method, in registry order.
+    pub const ALL: [MethodId; 10] = [
+        MethodId::Dp,
+        MethodId::Ip,
+        MethodId::PipeDream,
+        MethodId::PipeDreamTopo,
+        MethodId::LocalSearch,
+        MethodId::Partitioner,
+        MethodId::Greedy,
+        MethodId::Single,
+        MethodId::Expert,
+        MethodId::BruteForce,
+    ];
+
+    /// The name on the command line (`--method NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MethodId::Dp => "dp",
+            MethodId::Ip => "ip",
+            MethodId::PipeDream => "pipedream",
+            MethodId::PipeDreamTopo => "pipedream-topo",
+            MethodId::LocalSearch => "local-search",
+            MethodId::Partitioner => "partitioner",
+            MethodId::Greedy => "greedy",
+            MethodId::Single => "single",
+            MethodId::Expert => "expert",
+            MethodId::BruteForce => "brute-force",
+        }
+    }
+
+    /// The method called `name`, if any.
+    pub fn from_name(name: &str) -> Option<MethodId> {
+        MethodId::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// An exact method: its plans come with a proof (the DP, the IP, brute force).
+    pub fn proves_optimality(self) -> bool {
+        matches!(self, MethodId::Dp | MethodId::Ip | MethodId::BruteForce)
+    }
+
+    /// The method only makes non-contiguous plans (local search, the partitioner): asked
+    /// for a plan without `--non-contiguous`, the command line solves the non-contiguous
+    /// problem and says so.
+    pub fn only_non_contiguous(self) -> bool {
+        matches!(self, MethodId::LocalSearch | MethodId::Partitioner)
+    }
+
+    /// The method searches for a plan; `expert` only scores the split it is given (whose
+    /// device numbers are the file's, so [`super::plan`] does not clamp the device set for it).
+    pub fn searches(self) -> bool {
+        self != MethodId::Expert
+    }
+
+    /// The method runs HiGHS (progress and Ctrl-C are wired for it on the command line).
+    pub fn uses_milp_solver(self) -> bool {
+        self == MethodId::Ip
+    }
+}
+
+impl std::fmt::Display for MethodId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A placement method.
+pub trait Method: Sync {
+    /// Which method this is.
+    fn id(&self) -> MethodId;
+    /// Short name used on the command line (`dp`, `ip`, `brute-force`, ...).
+    fn name(&self) -> &'static str {
+        self.id().name()
+    }
+    /// Whether the method handles this problem (objective, contiguity); `Err` says why not.
+    fn supports(&self, problem: &Problem) -> Result<(), String>;
+    /// Solves; the plan is checked by [`super::plan`], not here.
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError>;
+    /// Whether the method proves optimality (an exact solver rather than a heuristic).
+    /// `compare` uses it to skip re-proving a contiguous optimum another method has
+    /// proven. [default: [`MethodId::proves_optimality`]]
+    fn proves_optimality(&self) -> bool {
+        self.id().proves_optimality()
+    }
+    /// Relative tolerance between the method's objective and the scorer's. [default: 1e-9]
+    fn tolerance(&self) -> f64 {
+        1e-9
+    }
+}
+
+/// Every method the command line knows, in [`MethodId::ALL`] order.
+pub fn methods() -> Vec<Box<dyn Method>> {
+    MethodId::ALL.into_iter().map(method).collect()
+}
+
+/// The method `id` (`expert` without a split: it declines every problem until given one).
+pub fn method(id: MethodId) -> Box<dyn Method> {
+    match id {
+        MethodId::Dp => Box::new(dp::Dp),
+        MethodId::Ip => Box::new(milp::Ip),
+        MethodId::PipeDream => Box::new(baselines::pipedream::PipeDream),
+        MethodId::PipeDreamTopo => Box::new(baselines::pipedream::PipeDreamTopo),
+        MethodId::LocalSearch => Box::new(baselines::local_search::LocalSearch),
+        MethodId::Partitioner => Box::new(baselines::partitioner::Partitioner),
+        MethodId::Greedy => Box::new(baselines::greedy::Greedy),
+        MethodId::Single => Box::new(baselines::single::Single),
+        MethodId::Expert => Box::new(baselines::expert::Expert::default()),
+        MethodId::BruteForce => Box::new(brute_force::BruteForce),
+    }
+}
+
+/// Names of [`methods`].
+pub fn method_names() -> Vec<&'static str> {
+    MethodId::ALL.iter().map(|m| m.name()).collect()
+}
+
+/// The method called `name`.
+pub fn method_by_name(name: &str) -> Option<Box<dyn Method>> {
+    MethodId::from_name(name).map(method)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_ids_round_trip_through_their_names_and_build_that_method() {
+        for id in MethodId::ALL {
+            assert_eq!(MethodId::from_name(id.name()), Some(id));
+            assert_eq!(method(id).id(), id);
+        }
+        assert_eq!(MethodId::from_name("magic"), None);
+        let exact: Vec<MethodId> = MethodId::ALL.into_iter().filter(|m| m.proves_optimality()).collect();
+        assert_eq!(exact, [MethodId::Dp, MethodId::Ip, MethodId::BruteForce]);
+    }
+}
