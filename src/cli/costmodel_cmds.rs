@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::settings::{import_options as checked_import_options, transformer_sizes, DeviceOverrides};
+use super::settings::{import_options as checked_import_options, DeviceOverrides, TransformerSizes};
 use super::{parse_count, CliError};
 use crate::costmodel::onnx::{import_file, ImportOptions};
 use crate::costmodel::{
@@ -305,11 +305,12 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
         StyleArg::Gpt2 => Style::Gpt2,
         StyleArg::Llama => Style::Llama,
     };
-    let (layers, hidden, heads, ffn, vocab) = transformer_sizes(args.layers, args.hidden, args.heads, args.ffn, args.vocab)?;
-    let sizes = import_options(&args.cost)?;
-    let mut spec = TransformerSpec::new(style, layers, hidden, heads, sizes.seq.unwrap_or(512), sizes.batch.unwrap_or(1));
-    spec.ffn = ffn.unwrap_or(spec.ffn);
-    spec.vocab = vocab.unwrap_or(spec.vocab);
+    let size = TransformerSizes::new(args.layers, args.hidden, args.heads, args.ffn, args.vocab)?;
+    let input = import_options(&args.cost)?;
+    let mut spec =
+        TransformerSpec::new(style, size.layers, size.hidden, size.heads, input.seq.unwrap_or(512), input.batch.unwrap_or(1));
+    spec.ffn = size.ffn.unwrap_or(spec.ffn);
+    spec.vocab = size.vocab.unwrap_or(spec.vocab);
     spec.head = match args.head {
         Some(HeadArg::Bert) => Head::Bert,
         Some(HeadArg::Lm) => Head::Lm,

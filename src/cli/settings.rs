@@ -5,7 +5,7 @@
 //! [`parse_count`], a duration with [`parse_seconds`], a fraction with [`parse_fraction`],
 //! bytes with [`crate::model::parse_bytes`]). The constructors here ([`PlanSettings::new`],
 //! [`CompareSettings::new`], [`ReproduceSettings::new`], [`import_options`],
-//! [`transformer_sizes`]) then check every *value* once against its range, failing with exit
+//! [`TransformerSizes::new`]) then check every *value* once against its range, failing with exit
 //! status 2 and a message that names the flag, the value, the allowed range and why; and
 //! the settings build the library's objects ([`Limits`], the method, the device set).
 //! Once the workload is read, [`fit_to_workload`] clamps what exceeds what a plan on its n
@@ -369,23 +369,29 @@ pub fn import_options(batch: Option<usize>, seq: Option<usize>, dtype: DType, tr
     Ok(ImportOptions { batch: dimension("--batch", batch)?, seq: dimension("--seq", seq)?, dtype, training })
 }
 
-/// The sizes of a generated transformer, checked: `(layers, hidden, heads, ffn, vocab)`;
-/// `ffn` and `vocab` stay `None` for the style's defaults.
-pub fn transformer_sizes(
-    layers: usize,
-    hidden: usize,
-    heads: usize,
-    ffn: Option<usize>,
-    vocab: Option<usize>,
-) -> Result<(usize, usize, usize, Option<usize>, Option<usize>), CliError> {
-    let why = "products such as batch·seq·hidden must stay exact in 64 bits";
-    Ok((
-        in_range("--layers", layers, 1, MAX_LAYERS, "a block is about 20 operators: 10,000 blocks are 200,000 operators")?,
-        in_range("--hidden", hidden, 1, MAX_DIMENSION, why)?,
-        in_range("--heads", heads, 1, MAX_DIMENSION, why)?,
-        ffn.map(|f| in_range("--ffn", f, 1, MAX_DIMENSION, why)).transpose()?,
-        vocab.map(|v| in_range("--vocab", v, 1, MAX_DIMENSION, why)).transpose()?,
-    ))
+/// The sizes of a generated transformer, checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransformerSizes {
+    pub layers: usize,
+    pub hidden: usize,
+    pub heads: usize,
+    /// `None`: the style's default.
+    pub ffn: Option<usize>,
+    /// `None`: the style's default.
+    pub vocab: Option<usize>,
+}
+
+impl TransformerSizes {
+    pub fn new(layers: usize, hidden: usize, heads: usize, ffn: Option<usize>, vocab: Option<usize>) -> Result<Self, CliError> {
+        let why = "products such as batch·seq·hidden must stay exact in 64 bits";
+        Ok(TransformerSizes {
+            layers: in_range("--layers", layers, 1, MAX_LAYERS, "a block is about 20 operators: 10,000 blocks are 200,000 operators")?,
+            hidden: in_range("--hidden", hidden, 1, MAX_DIMENSION, why)?,
+            heads: in_range("--heads", heads, 1, MAX_DIMENSION, why)?,
+            ffn: ffn.map(|f| in_range("--ffn", f, 1, MAX_DIMENSION, why)).transpose()?,
+            vocab: vocab.map(|v| in_range("--vocab", v, 1, MAX_DIMENSION, why)).transpose()?,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -313,21 +313,12 @@ mod tests {
 
     #[test]
     fn clamping_keeps_what_a_plan_can_use() {
-        let nodes = (0..3)
-            .map(|i| crate::model::Node {
-                id: i,
-                name: None,
-                fpga_latency: 1.0,
-                cpu_latency: 1.0,
-                size_bytes: 0.0,
-                supported_on_accelerator: true,
-                is_backward: false,
-                color_class: None,
-                layer_id: None,
-            })
-            .collect();
-        let devices = crate::model::DeviceSet { accelerators: usize::MAX, memory_per_accelerator_bytes: 1.0, cpus: 2 };
-        let w = Workload::new(nodes, Vec::new(), devices).unwrap();
+        let w = crate::io::parse_workload(
+            r#"{"maxSizePerFPGA": 1, "maxFPGAs": 18446744073709551615, "maxCPUs": 2, "edges": [],
+                "nodes": [{"id": 0, "fpgaLatency": 1, "cpuLatency": 1}, {"id": 1, "fpgaLatency": 1, "cpuLatency": 1},
+                          {"id": 2, "fpgaLatency": 1, "cpuLatency": 1}]}"#,
+        )
+        .unwrap();
         let problem = Problem { objective: Objective::Latency { pieces: 10 }, ..Problem::throughput(&w) };
         let c = clamp_to_nodes(&problem).unwrap();
         let d = c.workload.as_ref().unwrap().devices();
