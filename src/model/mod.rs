@@ -5,6 +5,8 @@
 //!   state, stashed activations) and how they scale with micro-batches in flight;
 //! - [`devices`]: the device set and device names;
 //! - [`placement`]: an assignment of every node to one device;
+//! - [`schedule`]: pipeline schedules (GPipe, 1F1B, interleaved) and the micro-batches
+//!   each keeps in flight per stage;
 //! - [`contraction`]: colour classes contracted into the forward DAG of groups that
 //!   contiguous solvers split (ideals, DP, contiguous IP, chain baselines).
 
@@ -12,6 +14,7 @@ pub mod contraction;
 pub mod devices;
 pub mod memory;
 pub mod placement;
+pub mod schedule;
 pub mod workload;
 
 pub use devices::{human_bytes, parse_bytes, Device, DeviceSet};

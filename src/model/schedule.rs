@@ -1,0 +1,443 @@
+//! Pipeline schedules and the memory they keep in flight.
+//!
+//! A training pipeline runs `m` micro-batches through `p` devices. Device `d` holds `v`
+//! model *chunks* (v = 1 except for the interleaved schedule); chunk `c` of device `d` is
+//! stage `s = c·p + d` of a chain of `P = p·v` stages. Stage `s` runs a forward task
+//! `F(i, s)` and a backward task `B(i, s)` per micro-batch `i`; `F(i, s)` needs
+//! `F(i, s−1)`, `B(i, s)` needs `B(i, s+1)` (and `B(i, P−1)` needs `F(i, P−1)`). A schedule
+//! is the order in which every device runs its tasks ([`device_order`]):
+//!
+//! - **GPipe**: `F(0) … F(m−1)`, then `B(0) … B(m−1)`.
+//! - **1F1B** (PipeDream-Flush): device `d` first runs `w_d = min(p − d − 1, m)` warm-up
+//!   forwards, then alternates `F(w_d + j), B(j)` for `j = 0 … m − w_d − 1`, then the last
+//!   `w_d` backwards.
+//! - **Interleaved 1F1B** with `v ≥ 2` chunks (Megatron-LM): the `k`-th forward step of a
+//!   device runs chunk `c_F(k) = ⌊(k mod pv) / p⌋` on micro-batch
+//!   `μ(k) = ⌊k / pv⌋·p + (k mod p)`; the `k`-th backward step runs chunk
+//!   `c_B(k) = v − 1 − c_F(k)` on `μ(k)`. Warm-up `w_d = min(2(p − d − 1) + (v − 1)p, mv)`
+//!   forward steps (all `mv` when `m = p`), then `F(w_d + j), B(j)` pairs, then the
+//!   remaining backwards. Megatron-LM requires `m` to be a multiple of `p`; so do we.
+//!
+//! **In flight.** A forward task stashes its activations until the backward task of the
+//! same micro-batch and chunk ends. Counting a stash from the start of `F` to the end of
+//! `B`, the most micro-batches device `d` holds at once ([`in_flight`]) is
+//!
+//! - GPipe: `m` (every forward precedes the first backward);
+//! - 1F1B: `min(m, p − d)` — after the warm-up the device holds `w_d` stashes, the next
+//!   forward makes `w_d + 1`, and every later `F` follows a `B`, so it never exceeds
+//!   `w_d + 1 = min(p − d, m)` (0-based `d`; the first stage holds the most);
+//! - interleaved: `min(w_d + 1, mv)` chunk-stashes, by the same argument over steps. The
+//!   chunks differ in size, so the peak in bytes is the maximum over the prefix of the
+//!   device's order of `Σ_c a_c·(forwards − backwards of chunk c so far)`
+//!   ([`peak_stash_bytes`], exact by replaying the order in O(mv)).
+//!
+//! A stage's memory is then `resident + a·in_flight` ([`stage_memory_bytes`]), `resident`
+//! being weights, gradients and optimizer state and `a` the activation bytes one
+//! micro-batch stashes. Until the workload carries those apart, a node's memory is its
+//! `size`, all resident and nothing stashed ([`node_memory`], the one place to switch),
+//! which is MODEL.md's model: one sample, memory independent of the schedule.
+//!
+//! **Timetable.** [`timetable`] plays the schedule on its chain with every task one unit
+//! long and returns each task's start *slot*. Every dependency ends before its dependant
+//! starts, so the slot order is a linear extension of the dependencies that lists each
+//! device's tasks in the schedule's order: for fixed `i`, slots increase along the forward
+//! chain, decrease along the backward chain, and every `F(i, ·)` precedes every
+//! `B(i, ·)`. The simulator (`crate::simulate`) orders each device's tasks by slot; any
+//! plan whose dependencies respect those three monotonicities then runs without deadlock.
+//! Complexity O(T·p) for `T ≤ 2mP + (bubble slots)` slots.
+
+use crate::model::Workload;
+
+/// A pipeline schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// All forwards, then all backwards (GPipe).
+    GPipe,
+    /// One forward, one backward after a warm-up (PipeDream-Flush).
+    OneFOneB,
+    /// Megatron-LM's interleaved 1F1B with `chunks` model chunks per device (≥ 2).
+    Interleaved { chunks: usize },
+}
+
+impl Schedule {
+    /// Model chunks per device: `v` for interleaved, else 1.
+    pub fn chunks(&self) -> usize {
+        match *self {
+            Schedule::Interleaved { chunks } => chunks,
+            _ => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Schedule::GPipe => write!(f, "gpipe"),
+            Schedule::OneFOneB => write!(f, "1f1b"),
+            Schedule::Interleaved { chunks } => write!(f, "interleaved:{chunks}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Schedule {
+    type Err = String;
+    /// `gpipe`, `1f1b`, `interleaved` (2 chunks) or `interleaved:v` (v ≥ 2).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let t = text.trim().to_ascii_lowercase();
+        match t.as_str() {
+            "gpipe" => return Ok(Schedule::GPipe),
+            "1f1b" | "pipedream-flush" => return Ok(Schedule::OneFOneB),
+            "interleaved" => return Ok(Schedule::Interleaved { chunks: 2 }),
+            _ => {}
+        }
+        if let Some(v) = t.strip_prefix("interleaved:") {
+            return match v.parse::<usize>() {
+                Ok(v) if v >= 2 => Ok(Schedule::Interleaved { chunks: v }),
+                Ok(_) => Err(format!("'{text}': interleaved needs at least 2 chunks per device (use 1f1b for one)")),
+                Err(_) => Err(format!("'{text}': the number of chunks after 'interleaved:' must be an integer")),
+            };
+        }
+        Err(format!("unknown schedule '{text}' (use gpipe, 1f1b or interleaved[:v])"))
+    }
+}
+
+/// Forward or backward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Pass {
+    Forward,
+    Backward,
+}
+
+/// One task of a device's order: a pass of one chunk on one micro-batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub pass: Pass,
+    pub micro_batch: usize,
+    /// The chunk on the device (0 unless interleaved); the stage is `chunk·p + device`.
+    pub chunk: usize,
+}
+
+/// Why a schedule cannot run with the given sizes.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("the number of micro-batches must be at least 1")]
+    NoMicroBatches,
+    #[error("a pipeline needs at least one stage")]
+    NoStages,
+    #[error("{schedule} needs the number of stages ({stages}) to be a multiple of its {chunks} chunks per device")]
+    StagesNotDivisible { schedule: Schedule, stages: usize, chunks: usize },
+    #[error("{schedule} needs the number of micro-batches ({micro_batches}) to be a multiple of the {devices} pipeline devices (as Megatron-LM does)")]
+    MicroBatchesNotDivisible { schedule: Schedule, micro_batches: usize, devices: usize },
+    #[error("internal: the {schedule} timetable deadlocked at slot {slot}")]
+    Deadlock { schedule: Schedule, slot: usize },
+}
+
+fn check(schedule: Schedule, p: usize, m: usize) -> Result<(), ScheduleError> {
+    if m == 0 {
+        return Err(ScheduleError::NoMicroBatches);
+    }
+    if p == 0 {
+        return Err(ScheduleError::NoStages);
+    }
+    if let Schedule::Interleaved { .. } = schedule {
+        if m % p != 0 {
+            return Err(ScheduleError::MicroBatchesNotDivisible { schedule, micro_batches: m, devices: p });
+        }
+    }
+    Ok(())
+}
+
+/// Warm-up forward steps of device `d` of `p` (module doc): the steps before its first
+/// backward. GPipe: all `m`.
+pub fn warmup_steps(schedule: Schedule, p: usize, m: usize, d: usize) -> usize {
+    match schedule {
+        Schedule::GPipe => m,
+        Schedule::OneFOneB => (p - d - 1).min(m),
+        Schedule::Interleaved { chunks: v } => {
+            let total = m * v;
+            if m == p {
+                total
+            } else {
+                (2 * (p - d - 1) + (v - 1) * p).min(total)
+            }
+        }
+    }
+}
+
+/// The order of device `d` (0-based) of a pipeline of `p` devices and `m` micro-batches.
+///
+/// Complexity O(m·v).
+pub fn device_order(schedule: Schedule, p: usize, m: usize, d: usize) -> Result<Vec<Step>, ScheduleError> {
+    check(schedule, p, m)?;
+    let v = schedule.chunks();
+    let total = m * v;
+    let forward = |k: usize| match schedule {
+        Schedule::Interleaved { .. } => {
+            Step { pass: Pass::Forward, micro_batch: (k / (p * v)) * p + k % p, chunk: (k % (p * v)) / p }
+        }
+        _ => Step { pass: Pass::Forward, micro_batch: k, chunk: 0 },
+    };
+    let backward = |k: usize| {
+        let f = forward(k);
+        Step { pass: Pass::Backward, micro_batch: f.micro_batch, chunk: v - 1 - f.chunk }
+    };
+    let w = warmup_steps(schedule, p, m, d);
+    let mut order = Vec::with_capacity(2 * total);
+    order.extend((0..w).map(forward));
+    for j in 0..total - w {
+        order.push(forward(w + j));
+        order.push(backward(j));
+    }
+    order.extend((total - w..total).map(backward));
+    Ok(order)
+}
+
+/// Most stashes device `d` holds at once (module doc): GPipe `m`, 1F1B `min(m, p − d)`,
+/// interleaved `min(w_d + 1, mv)` chunk-stashes.
+pub fn in_flight(schedule: Schedule, p: usize, m: usize, d: usize) -> usize {
+    let total = m * schedule.chunks();
+    (warmup_steps(schedule, p, m, d) + 1).min(total)
+}
+
+/// Peak stash of device `d`, bytes, when chunk `c` stashes `chunk_stash_bytes[c]` per
+/// micro-batch: the maximum over the device's order of the stashes held, a stash counted
+/// from the start of its forward to the end of its backward.
+pub fn peak_stash_bytes(
+    schedule: Schedule,
+    p: usize,
+    m: usize,
+    d: usize,
+    chunk_stash_bytes: &[f64],
+) -> Result<f64, ScheduleError> {
+    let mut held = 0.0;
+    let mut peak: f64 = 0.0;
+    for step in device_order(schedule, p, m, d)? {
+        let a = chunk_stash_bytes.get(step.chunk).copied().unwrap_or(0.0);
+        match step.pass {
+            Pass::Forward => {
+                held += a;
+                peak = peak.max(held);
+            }
+            Pass::Backward => held -= a,
+        }
+    }
+    Ok(peak)
+}
+
+/// Memory of a stage: `resident + stash·in_flight` bytes.
+pub fn stage_memory_bytes(resident_bytes: f64, stash_bytes: f64, in_flight: usize) -> f64 {
+    resident_bytes + stash_bytes * in_flight as f64
+}
+
+/// Memory of one node: what stays on the device for the whole run, and what one
+/// micro-batch's forward stashes until its backward.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct NodeMemory {
+    /// Weights, gradients and optimizer state, bytes.
+    pub resident_bytes: f64,
+    /// Activations kept per micro-batch in flight, bytes.
+    pub stash_bytes: f64,
+}
+
+/// The memory of every node. Today a workload carries one `size` per node (MODEL.md), so
+/// all of it is resident and nothing is stashed; when the cost model keeps weights,
+/// optimizer state and activations apart, this is the one function to switch.
+pub fn node_memory(w: &Workload) -> Vec<NodeMemory> {
+    w.nodes().iter().map(|n| NodeMemory { resident_bytes: n.size_bytes, stash_bytes: 0.0 }).collect()
+}
+
+/// Start slots of every task when the schedule runs on its chain of stages with unit
+/// task times (module doc).
+#[derive(Clone, Debug)]
+pub struct Timetable {
+    stages: usize,
+    micro_batches: usize,
+    forward: Vec<usize>,
+    backward: Vec<usize>,
+}
+
+impl Timetable {
+    /// The slot of a task; `stage < stages`, `micro_batch < micro_batches`.
+    pub fn slot(&self, pass: Pass, micro_batch: usize, stage: usize) -> usize {
+        let i = stage * self.micro_batches + micro_batch;
+        match pass {
+            Pass::Forward => self.forward[i],
+            Pass::Backward => self.backward[i],
+        }
+    }
+    pub fn stages(&self) -> usize {
+        self.stages
+    }
+    /// Slots until the last task ends.
+    pub fn length(&self) -> usize {
+        self.backward.iter().max().map_or(0, |&s| s + 1)
+    }
+}
+
+/// The unit-time timetable of `schedule` on a chain of `stages` stages (`stages / v`
+/// devices) and `m` micro-batches.
+pub fn timetable(schedule: Schedule, stages: usize, m: usize) -> Result<Timetable, ScheduleError> {
+    if stages == 0 {
+        return Err(ScheduleError::NoStages);
+    }
+    let v = schedule.chunks();
+    if stages % v != 0 {
+        return Err(ScheduleError::StagesNotDivisible { schedule, stages, chunks: v });
+    }
+    let p = stages / v;
+    let orders: Vec<Vec<Step>> = (0..p).map(|d| device_order(schedule, p, m, d)).collect::<Result<_, _>>()?;
+    const NOT_YET: usize = usize::MAX;
+    let mut forward = vec![NOT_YET; stages * m];
+    let mut backward = vec![NOT_YET; stages * m];
+    let mut next = vec![0usize; p];
+    let mut left: usize = orders.iter().map(Vec::len).sum();
+    let mut slot = 0;
+    while left > 0 {
+        let mut started = false;
+        for d in 0..p {
+            let Some(step) = orders[d].get(next[d]) else { continue };
+            let s = step.chunk * p + d;
+            let i = step.micro_batch;
+            // A task that started at slot t ends at t + 1: its dependant may start at t + 1.
+            let done = |x: usize| x != NOT_YET && x < slot;
+            let ready = match step.pass {
+                Pass::Forward => s == 0 || done(forward[(s - 1) * m + i]),
+                Pass::Backward if s + 1 == stages => done(forward[s * m + i]),
+                Pass::Backward => done(backward[(s + 1) * m + i]),
+            };
+            if ready {
+                match step.pass {
+                    Pass::Forward => forward[s * m + i] = slot,
+                    Pass::Backward => backward[s * m + i] = slot,
+                }
+                next[d] += 1;
+                left -= 1;
+                started = true;
+            }
+        }
+        // Tasks end one slot after they start, so a slot that starts nothing changes
+        // nothing: every later slot would start nothing either.
+        if !started {
+            return Err(ScheduleError::Deadlock { schedule, slot });
+        }
+        slot += 1;
+    }
+    Ok(Timetable { stages, micro_batches: m, forward, backward })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_print() {
+        for text in ["gpipe", "1f1b", "interleaved:3"] {
+            let s: Schedule = text.parse().unwrap();
+            assert_eq!(s.to_string(), text);
+        }
+        assert_eq!("interleaved".parse::<Schedule>().unwrap(), Schedule::Interleaved { chunks: 2 });
+        assert!("interleaved:1".parse::<Schedule>().unwrap_err().contains("at least 2"));
+        assert!("zigzag".parse::<Schedule>().unwrap_err().contains("unknown schedule"));
+    }
+
+    /// Every device's order runs each (pass, micro-batch, chunk) exactly once, and a
+    /// chunk's backward of a micro-batch comes after its forward.
+    #[test]
+    fn orders_are_permutations() {
+        for schedule in [Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved { chunks: 2 }, Schedule::Interleaved { chunks: 3 }] {
+            for p in 1..6 {
+                for m in [p, 2 * p, 3 * p + usize::from(schedule.chunks() == 1)] {
+                    let v = schedule.chunks();
+                    for d in 0..p {
+                        let order = device_order(schedule, p, m, d).unwrap();
+                        assert_eq!(order.len(), 2 * m * v);
+                        let mut seen = std::collections::HashSet::new();
+                        for (k, st) in order.iter().enumerate() {
+                            assert!(seen.insert((st.pass, st.micro_batch, st.chunk)), "{schedule} p={p} m={m} d={d}: {st:?} twice");
+                            if st.pass == Pass::Backward {
+                                let f = order.iter().position(|x| x.pass == Pass::Forward && x.micro_batch == st.micro_batch && x.chunk == st.chunk);
+                                assert!(f.is_some_and(|f| f < k));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The textbook in-flight counts, and that the replayed peak agrees with them on
+    /// uniform chunks.
+    #[test]
+    fn in_flight_counts() {
+        for p in 1..7 {
+            for m in 1..12 {
+                for d in 0..p {
+                    assert_eq!(in_flight(Schedule::GPipe, p, m, d), m);
+                    assert_eq!(in_flight(Schedule::OneFOneB, p, m, d), m.min(p - d));
+                    for s in [Schedule::GPipe, Schedule::OneFOneB] {
+                        let peak = peak_stash_bytes(s, p, m, d, &[3.0]).unwrap();
+                        assert_eq!(peak, 3.0 * in_flight(s, p, m, d) as f64);
+                    }
+                }
+            }
+        }
+        for v in 2..4 {
+            for p in 1..5 {
+                for m in [p, 2 * p, 4 * p] {
+                    for d in 0..p {
+                        let s = Schedule::Interleaved { chunks: v };
+                        let peak = peak_stash_bytes(s, p, m, d, &vec![1.0; v]).unwrap();
+                        assert_eq!(peak, in_flight(s, p, m, d) as f64, "v={v} p={p} m={m} d={d}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The unit timetable of GPipe and 1F1B on p stages lasts 2(m + p − 1) slots (the
+    /// textbook bubble of p − 1 forward and p − 1 backward slots), and respects the chain.
+    #[test]
+    fn timetable_lengths_and_dependencies() {
+        for s in [Schedule::GPipe, Schedule::OneFOneB] {
+            for p in 1..6 {
+                for m in 1..9 {
+                    let t = timetable(s, p, m).unwrap();
+                    assert_eq!(t.length(), 2 * (m + p - 1), "{s} p={p} m={m}");
+                    for i in 0..m {
+                        for st in 1..p {
+                            assert!(t.slot(Pass::Forward, i, st - 1) < t.slot(Pass::Forward, i, st));
+                            assert!(t.slot(Pass::Backward, i, st) < t.slot(Pass::Backward, i, st - 1));
+                        }
+                        assert!(t.slot(Pass::Forward, i, p - 1) < t.slot(Pass::Backward, i, p - 1));
+                    }
+                }
+            }
+        }
+        for v in 2..4 {
+            for p in 1..5 {
+                for m in [p, 2 * p, 3 * p] {
+                    let t = timetable(Schedule::Interleaved { chunks: v }, p * v, m).unwrap();
+                    for i in 0..m {
+                        for st in 1..p * v {
+                            assert!(t.slot(Pass::Forward, i, st - 1) < t.slot(Pass::Forward, i, st));
+                            assert!(t.slot(Pass::Backward, i, st) < t.slot(Pass::Backward, i, st - 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_sizes() {
+        assert_eq!(device_order(Schedule::GPipe, 2, 0, 0).unwrap_err(), ScheduleError::NoMicroBatches);
+        assert!(matches!(
+            timetable(Schedule::Interleaved { chunks: 2 }, 5, 4).unwrap_err(),
+            ScheduleError::StagesNotDivisible { .. }
+        ));
+        assert!(matches!(
+            timetable(Schedule::Interleaved { chunks: 2 }, 4, 3).unwrap_err(),
+            ScheduleError::MicroBatchesNotDivisible { .. }
+        ));
+    }
+}
