@@ -10,7 +10,8 @@
 //! - [`score`]: the independent evaluator every plan passes through;
 //! - [`solve`]: the methods (ideal-lattice DP, brute force, ...) behind one interface;
 //! - [`experiments`]: many workloads at once (`reproduce`, `bench`), as data;
-//! - [`report`]: tables and JSON for people and programs;
+//! - [`simulate`]: a discrete-event simulation of a plan running a pipeline schedule;
+//! - [`report`]: tables and JSON for people and programs, and the HTML/SVG plan report;
 //! - [`costmodel`]: device profiles, per-operator costs, ONNX import and a transformer
 //!   generator that turn a model into a workload.
 //!
@@ -23,4 +24,5 @@ pub mod io;
 pub mod model;
 pub mod report;
 pub mod score;
+pub mod simulate;
 pub mod solve;

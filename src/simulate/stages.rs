@@ -1,0 +1,326 @@
+//! A plan cut into *pieces*: the units that run as one task per micro-batch.
+//!
+//! **Units.** A unit is the set of nodes of one device and one pass, `U(d, π) =
+//! {v : device(v) = d, pass(v) = π}` (π ∈ {forward, backward}). The unit graph has an arc
+//! `U → U'` for every edge between them. A contiguous plan's forward units are acyclic
+//! (its devices form a chain of ideals); a non-contiguous plan, or a backward graph that
+//! does not mirror the forward one, may put units on a cycle, and a unit on a cycle cannot
+//! run as one task (it would wait for itself).
+//!
+//! **Cut.** Units outside every cycle of the unit graph (trivial strongly connected
+//! components) are one piece each. Within a non-trivial component `C`, every node gets a
+//! level, in a topological order of the nodes:
+//! `ℓ(v) = max_{u → v, unit(u) ∈ C} ℓ(u) + [unit(u) ≠ unit(v)]` (0 without such `u`),
+//! and the piece of `v` is `(unit(v), ℓ(v))`. Every arc between two pieces goes to a larger
+//! level, or leaves `C` (and never comes back: components form a DAG), so the piece graph
+//! is acyclic. Backward units never reach forward ones (no backward → forward edge), so a
+//! component is all-forward or all-backward.
+//!
+//! **Positions** on the schedule's chain of `P` stages: a forward piece sits at its depth
+//! `δ_F` (longest path from a source over forward piece arcs), a backward piece at
+//! `P − 1 − δ_B` (`δ_B` the same over backward arcs), `P = max(max δ_F, max δ_B) + 1`.
+//! On a chain of `p` devices whose backward mirrors the forward, device `s` gets position
+//! `s` for both its pieces, as the textbook schedules assume. Every forward arc raises the
+//! position, every backward arc lowers it: the monotonicities the schedule's timetable
+//! needs (`crate::model::schedule`).
+//!
+//! **Communication** (MODEL.md: `c(u)` is paid by the accelerator that sends `u`'s output
+//! and by every accelerator that receives it, never overlapped with compute). A piece's
+//! task is *receive, compute, send* on its device: the piece holding `u` pays `c(u)` in its
+//! send when `u` has a successor on another device; each other accelerator receiving `u`
+//! pays `c(u)` once, in the first of its pieces (in the order its tasks of one micro-batch
+//! run) that holds a successor of `u` — later pieces on that device run after it. CPUs pay
+//! nothing. So each device's tasks of one micro-batch take exactly its MODEL.md load, and
+//! a transfer is store-and-forward through host memory: the receiver's task starts after
+//! the sender's has ended.
+//!
+//! **Stash.** A forward piece's activations (`stash_bytes` of its nodes) are held from the
+//! start of its task until every backward piece *on its device* that mirrors it (holds a
+//! node of one of its colour classes, or reads one of its outputs) has ended for that
+//! micro-batch; a forward piece nothing mirrors (inference, or a forward-only device)
+//! frees them when its own task ends.
+//!
+//! Complexity: O((n + m_E) log n) for n nodes and m_E edges.
+
+use std::collections::HashMap;
+
+use crate::model::contraction::strongly_connected_components;
+use crate::model::schedule::{NodeMemory, Pass};
+use crate::model::{Device, Placement, Workload};
+
+/// One piece: nodes of one device and pass that run as one task per micro-batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Piece {
+    pub device: Device,
+    pub pass: Pass,
+    /// Node indices.
+    pub nodes: Vec<usize>,
+    /// Stage on the schedule's chain.
+    pub position: usize,
+    /// Σ latency of its nodes on its device.
+    pub compute_ms: f64,
+    /// Σ c(u) over the inputs this piece receives for its device.
+    pub receive_ms: f64,
+    /// Σ c(u) over its nodes whose output leaves the device.
+    pub send_ms: f64,
+    /// Activations one micro-batch stashes (forward pieces), bytes.
+    pub stash_bytes: f64,
+    /// Pieces it waits for (same micro-batch).
+    pub preds: Vec<usize>,
+    /// Pieces that wait for it.
+    pub succs: Vec<usize>,
+    /// Forward pieces: the backward pieces whose end frees the stash (empty: freed at the
+    /// forward's own end).
+    pub released_by: Vec<usize>,
+}
+
+impl Piece {
+    /// receive + compute + send.
+    pub fn duration_ms(&self) -> f64 {
+        self.receive_ms + self.compute_ms + self.send_ms
+    }
+}
+
+/// The pieces of a plan, in a topological order of their graph.
+#[derive(Clone, Debug)]
+pub struct Stages {
+    pub pieces: Vec<Piece>,
+    /// `P`: stages of the schedule's chain.
+    pub positions: usize,
+    /// Piece of every node.
+    pub piece_of: Vec<usize>,
+}
+
+fn pass_of(w: &Workload, v: usize) -> Pass {
+    if w.node(v).is_backward {
+        Pass::Backward
+    } else {
+        Pass::Forward
+    }
+}
+
+/// The order in which one device runs its pieces' tasks of one micro-batch (module doc of
+/// [`crate::model::schedule`]): forwards by rising position, then backwards by falling
+/// position, ties by piece index.
+pub fn rank_in_micro_batch(piece: &Piece, index: usize, positions: usize) -> (Pass, usize, usize) {
+    let along = match piece.pass {
+        Pass::Forward => piece.position,
+        Pass::Backward => positions - 1 - piece.position,
+    };
+    (piece.pass, along, index)
+}
+
+/// Cuts `p` into pieces (module doc). `memory[v]` gives each node's stash.
+pub fn cut(w: &Workload, p: &Placement, memory: &[NodeMemory]) -> Stages {
+    let n = w.len();
+    // Units.
+    let mut unit_index: HashMap<(Device, Pass), usize> = HashMap::new();
+    let mut unit_key: Vec<(Device, Pass)> = Vec::new();
+    let unit: Vec<usize> = (0..n)
+        .map(|v| {
+            let key = (p.assignment[v], pass_of(w, v));
+            *unit_index.entry(key).or_insert_with(|| {
+                unit_key.push(key);
+                unit_key.len() - 1
+            })
+        })
+        .collect();
+    let units = unit_key.len();
+    let mut unit_succ = vec![Vec::new(); units];
+    for e in w.edges() {
+        let (a, b) = (unit[e.from], unit[e.to]);
+        if a != b {
+            unit_succ[a].push(b);
+        }
+    }
+    for list in &mut unit_succ {
+        list.sort_unstable();
+        list.dedup();
+    }
+    let component = strongly_connected_components(&unit_succ);
+    let mut component_size: HashMap<usize, usize> = HashMap::new();
+    for &c in &component {
+        *component_size.entry(c).or_insert(0) += 1;
+    }
+    let on_cycle = |u: usize| component_size[&component[u]] > 1;
+
+    // Levels inside cyclic components; pieces = (unit, level).
+    let mut level = vec![0usize; n];
+    for &v in w.topological_order() {
+        let uv = unit[v];
+        if !on_cycle(uv) {
+            continue;
+        }
+        level[v] = w
+            .predecessors(v)
+            .iter()
+            .filter(|&&u| component[unit[u]] == component[uv])
+            .map(|&u| level[u] + usize::from(unit[u] != uv))
+            .max()
+            .unwrap_or(0);
+    }
+    let mut piece_index: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut raw: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut piece_of = vec![0usize; n];
+    for &v in w.topological_order() {
+        let key = (unit[v], level[v]);
+        let id = *piece_index.entry(key).or_insert_with(|| {
+            raw.push((unit[v], Vec::new()));
+            raw.len() - 1
+        });
+        raw[id].1.push(v);
+        piece_of[v] = id;
+    }
+    let count = raw.len();
+
+    // Piece graph and a topological order (Kahn, smallest index first).
+    let mut arcs: Vec<(usize, usize)> = w
+        .edges()
+        .iter()
+        .map(|e| (piece_of[e.from], piece_of[e.to]))
+        .filter(|(a, b)| a != b)
+        .collect();
+    arcs.sort_unstable();
+    arcs.dedup();
+    let mut succs = vec![Vec::new(); count];
+    let mut preds = vec![Vec::new(); count];
+    for &(a, b) in &arcs {
+        succs[a].push(b);
+        preds[b].push(a);
+    }
+    let mut indegree: Vec<usize> = preds.iter().map(Vec::len).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+        (0..count).filter(|&x| indegree[x] == 0).map(std::cmp::Reverse).collect();
+    let mut order = Vec::with_capacity(count);
+    while let Some(std::cmp::Reverse(x)) = ready.pop() {
+        order.push(x);
+        for &y in &succs[x] {
+            indegree[y] -= 1;
+            if indegree[y] == 0 {
+                ready.push(std::cmp::Reverse(y));
+            }
+        }
+    }
+    assert_eq!(order.len(), count, "the piece graph is acyclic by construction (module doc)");
+
+    // Depths and positions.
+    let passes: Vec<Pass> = raw.iter().map(|(u, _)| unit_key[*u].1).collect();
+    let mut depth = vec![0usize; count];
+    for &x in &order {
+        depth[x] = preds[x].iter().filter(|&&y| passes[y] == passes[x]).map(|&y| depth[y] + 1).max().unwrap_or(0);
+    }
+    let positions = depth.iter().copied().max().unwrap_or(0) + 1;
+
+    // Renumber pieces in topological order so that index order is a linear extension.
+    let mut new_index = vec![0usize; count];
+    for (i, &x) in order.iter().enumerate() {
+        new_index[x] = i;
+    }
+    let mut pieces: Vec<Piece> = order
+        .iter()
+        .map(|&x| {
+            let (u, ref nodes) = raw[x];
+            let (device, pass) = unit_key[u];
+            let position = match pass {
+                Pass::Forward => depth[x],
+                Pass::Backward => positions - 1 - depth[x],
+            };
+            let latency = |v: usize| if device.is_accelerator() { w.node(v).fpga_latency } else { w.node(v).cpu_latency };
+            Piece {
+                device,
+                pass,
+                nodes: nodes.clone(),
+                position,
+                compute_ms: nodes.iter().map(|&v| latency(v)).sum(),
+                receive_ms: 0.0,
+                send_ms: 0.0,
+                stash_bytes: if pass == Pass::Forward { nodes.iter().map(|&v| memory[v].stash_bytes).sum() } else { 0.0 },
+                preds: preds[x].iter().map(|&y| new_index[y]).collect(),
+                succs: succs[x].iter().map(|&y| new_index[y]).collect(),
+                released_by: Vec::new(),
+            }
+        })
+        .collect();
+    for v in 0..n {
+        piece_of[v] = new_index[piece_of[v]];
+    }
+    for piece in &mut pieces {
+        piece.preds.sort_unstable();
+        piece.succs.sort_unstable();
+    }
+
+    charge_communication(w, p, &piece_of, &mut pieces, positions);
+    attach_stash_releases(w, &piece_of, &mut pieces);
+    Stages { pieces, positions, piece_of }
+}
+
+/// Send and receive charges (module doc, "Communication").
+fn charge_communication(w: &Workload, p: &Placement, piece_of: &[usize], pieces: &mut [Piece], positions: usize) {
+    let mut first_receiver: Vec<(Device, usize)> = Vec::new();
+    for u in 0..w.len() {
+        let c = w.out_cost(u);
+        if c == 0.0 {
+            continue;
+        }
+        let du = p.assignment[u];
+        first_receiver.clear();
+        for &x in w.successors(u) {
+            let dx = p.assignment[x];
+            if dx == du {
+                continue;
+            }
+            let px = piece_of[x];
+            match first_receiver.iter_mut().find(|(d, _)| *d == dx) {
+                Some(entry) => {
+                    let earlier = |a: usize| rank_in_micro_batch(&pieces[a], a, positions);
+                    if earlier(px) < earlier(entry.1) {
+                        entry.1 = px;
+                    }
+                }
+                None => first_receiver.push((dx, px)),
+            }
+        }
+        if first_receiver.is_empty() {
+            continue;
+        }
+        if du.is_accelerator() {
+            pieces[piece_of[u]].send_ms += c;
+        }
+        for &(d, px) in &first_receiver {
+            if d.is_accelerator() {
+                pieces[px].receive_ms += c;
+            }
+        }
+    }
+}
+
+/// Which backward pieces free each forward piece's stash (module doc, "Stash").
+fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece]) {
+    let mut by_class: HashMap<(Device, i64), Vec<usize>> = HashMap::new();
+    for (b, piece) in pieces.iter().enumerate().filter(|(_, x)| x.pass == Pass::Backward) {
+        for &v in &piece.nodes {
+            if let Some(c) = w.node(v).color_class {
+                by_class.entry((piece.device, c)).or_default().push(b);
+            }
+        }
+    }
+    let mut releases: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
+    for (f, piece) in pieces.iter().enumerate().filter(|(_, x)| x.pass == Pass::Forward) {
+        for &v in &piece.nodes {
+            if let Some(list) = w.node(v).color_class.and_then(|c| by_class.get(&(piece.device, c))) {
+                releases[f].extend(list);
+            }
+            for &x in w.successors(v) {
+                let b = piece_of[x];
+                if pieces[b].pass == Pass::Backward && pieces[b].device == piece.device {
+                    releases[f].push(b);
+                }
+            }
+        }
+    }
+    for (piece, mut list) in pieces.iter_mut().zip(releases) {
+        list.sort_unstable();
+        list.dedup();
+        piece.released_by = list;
+    }
+}
