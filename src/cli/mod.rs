@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod costmodel_cmds;
 pub mod settings;
+pub mod simulate;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -48,6 +49,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Regenerate the comparison over every published workload (docs/results.md).
     Reproduce(ReproduceArgs),
+    /// Run a plan through a pipeline schedule, event by event: iteration time, bubble, memory.
+    Simulate(simulate::SimulateArgs),
     /// Time the DP on workload files (each in its own process): time, ideals, pairs, peak memory.
     Bench(bench::BenchArgs),
     /// Cost models: `devices`, `import`, `generate` (see costmodel_cmds).
@@ -144,6 +147,12 @@ pub struct PlanArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write the visual report (one self-contained HTML file) here.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+    /// The schedule simulated for --report.
+    #[command(flatten)]
+    pub schedule: simulate::ScheduleFlags,
 }
 
 #[derive(Args, Debug)]
@@ -283,6 +292,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Score(args) => run_score(args),
         Command::Compare(args) => run_compare(args),
         Command::Reproduce(args) => run_reproduce(args),
+        Command::Simulate(args) => simulate::run_simulate(args),
         Command::Bench(args) => bench::run_bench(args),
         Command::Cost(command) => costmodel_cmds::run_cost_command(command),
     }
@@ -336,9 +346,16 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     let (Some(placement), Some(evaluation)) = (&plan.outcome.placement, &plan.evaluation) else {
         return Err(no_plan_error(&plan.outcome));
     };
+    let report = match &args.report {
+        Some(_) => Some(simulate::plan_report(&args.workload, &w, placement, evaluation, Some(&plan.outcome), &args.schedule)?),
+        None => None,
+    };
     if let Some(out) = &args.out {
         let file = placement_json(&w, placement, evaluation, problem.objective);
         write_atomically(out, &(serde_json::to_string_pretty(&file).expect("json") + "\n"))?;
+    }
+    if let (Some(path), Some(page)) = (&args.report, &report) {
+        write_atomically(path, page)?;
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -349,6 +366,9 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         write!(stdout, "{}", plan_table(&w, Some(&plan.outcome), problem.objective, evaluation))?;
         if let Some(out) = &args.out {
             writeln!(stdout, "placement written to {}", out.display())?;
+        }
+        if let Some(path) = &args.report {
+            writeln!(stdout, "report written to {}", path.display())?;
         }
     }
     stdout.flush()?;

@@ -4,11 +4,17 @@
 //! - [`table`]: one plan (`plan`, `score`);
 //! - [`compare`]: the comparison of every method on one workload (`compare`);
 //! - [`reproduce`]: the page over every published workload (`reproduce`);
-//! - [`bench`](mod@bench): the timings of `dnnplace bench`.
+//! - [`bench`](mod@bench): the timings of `dnnplace bench`;
+//! - [`simulation`]: a pipeline simulation as a table and as JSON (`simulate`);
+//! - [`html`]: the visual plan report, one self-contained HTML page (`--report`), built
+//!   from the SVG [`charts`].
 
 pub mod bench;
+pub mod charts;
 pub mod compare;
+pub mod html;
 pub mod reproduce;
+pub mod simulation;
 pub mod table;
 pub mod tabular;
 

@@ -1,0 +1,122 @@
+//! `dnnplace simulate WORKLOAD PLAN.json`: a plan run through a pipeline schedule, and the
+//! `--report` HTML page that `plan` also writes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use super::{load_workload, CliError, DeviceFlags};
+use crate::io::{read_placement, write_atomically};
+use crate::model::schedule::Schedule;
+use crate::model::{Placement, Workload};
+use crate::report::html::{gantt_svg, report_html, ReportInput};
+use crate::report::simulation::{simulation_json, simulation_table};
+use crate::score::{evaluate, Evaluation};
+use crate::simulate::{simulate, Settings, SimulateError, Simulation};
+use crate::solve::Outcome;
+
+fn parse_schedule(text: &str) -> Result<Schedule, String> {
+    text.parse()
+}
+
+/// The schedule a simulation plays.
+#[derive(Args, Debug, Clone)]
+pub struct ScheduleFlags {
+    /// Pipeline schedule: gpipe, 1f1b (PipeDream-Flush) or interleaved[:v] (Megatron-LM,
+    /// v chunks per device). Inference graphs run a plain pipeline whatever is given.
+    #[arg(long, default_value = "1f1b", value_parser = parse_schedule, value_name = "SCHEDULE")]
+    pub schedule: Schedule,
+    /// Micro-batches per iteration.
+    #[arg(long, default_value_t = 8, value_name = "M")]
+    pub micro_batches: usize,
+}
+
+impl ScheduleFlags {
+    pub fn settings(&self) -> Settings {
+        Settings { schedule: self.schedule, micro_batches: self.micro_batches }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum SimulateFormat {
+    /// A table per device and the iteration's figures.
+    Text,
+    /// Everything, every task included.
+    Json,
+    /// The Gantt chart alone, as an SVG file.
+    Svg,
+}
+
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// Workload JSON file.
+    pub workload: PathBuf,
+    /// Placement JSON file (MODEL.md shape), e.g. written by `plan --out`.
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub schedule: ScheduleFlags,
+    #[command(flatten)]
+    pub devices: DeviceFlags,
+    /// What to print.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: SimulateFormat,
+    /// Also write the visual report (one self-contained HTML file) here.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+}
+
+impl From<SimulateError> for CliError {
+    fn from(e: SimulateError) -> Self {
+        match e {
+            SimulateError::Check(_) => CliError::Internal(e.to_string()),
+            _ => CliError::Input(e.to_string()),
+        }
+    }
+}
+
+fn title(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The report page of a plan: simulates it with `flags` and renders everything.
+pub fn plan_report(
+    workload_path: &Path,
+    w: &Workload,
+    placement: &Placement,
+    evaluation: &Evaluation,
+    outcome: Option<&Outcome>,
+    flags: &ScheduleFlags,
+) -> Result<String, CliError> {
+    let simulation = simulate(w, placement, &flags.settings())?;
+    Ok(page(workload_path, w, placement, evaluation, outcome, &simulation))
+}
+
+fn page(path: &Path, w: &Workload, placement: &Placement, evaluation: &Evaluation, outcome: Option<&Outcome>, simulation: &Simulation) -> String {
+    let title = title(path);
+    report_html(&ReportInput { title: &title, workload: w, placement, evaluation, outcome, simulation: Some(simulation) })
+}
+
+/// Runs `simulate`.
+pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
+    let w = load_workload(&args.workload, &args.devices)?;
+    let placement = read_placement(&args.plan, &w)?;
+    let simulation = simulate(&w, &placement, &args.schedule.settings())?;
+    if let Some(path) = &args.report {
+        let evaluation = evaluate(&w, &placement, false);
+        write_atomically(path, &page(&args.workload, &w, &placement, &evaluation, None, &simulation))?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        SimulateFormat::Text => {
+            write!(stdout, "{}", simulation_table(&simulation))?;
+            if let Some(path) = &args.report {
+                writeln!(stdout, "report written to {}", path.display())?;
+            }
+        }
+        SimulateFormat::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&simulation_json(&simulation)).expect("json"))?,
+        SimulateFormat::Svg => write!(stdout, "{}", gantt_svg(&simulation))?,
+    }
+    stdout.flush()?;
+    Ok(())
+}
