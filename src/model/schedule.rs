@@ -140,7 +140,7 @@ fn check(schedule: Schedule, p: usize, m: usize) -> Result<(), ScheduleError> {
         return Err(ScheduleError::NoStages);
     }
     if let Schedule::Interleaved { .. } = schedule {
-        if m % p != 0 {
+        if !m.is_multiple_of(p) {
             return Err(ScheduleError::MicroBatchesNotDivisible { schedule, micro_batches: m, devices: p });
         }
     }
@@ -281,7 +281,7 @@ pub fn timetable(schedule: Schedule, stages: usize, m: usize) -> Result<Timetabl
         return Err(ScheduleError::NoStages);
     }
     let v = schedule.chunks();
-    if stages % v != 0 {
+    if !stages.is_multiple_of(v) {
         return Err(ScheduleError::StagesNotDivisible { schedule, stages, chunks: v });
     }
     let p = stages / v;

@@ -306,7 +306,7 @@ fn last_end(run: &engine::Run) -> f64 {
 /// every stage `≡ s (mod p)`, as Megatron-LM's chunks are; a note when it does not.
 fn interleaving_note(stages: &Stages, schedule: Schedule) -> Option<String> {
     let v = schedule.chunks();
-    if v == 1 || stages.positions % v != 0 {
+    if v == 1 || !stages.positions.is_multiple_of(v) {
         return None;
     }
     let p = stages.positions / v;
