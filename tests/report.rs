@@ -242,3 +242,22 @@ fn big_graphs_are_collapsed() {
         }
     }
 }
+
+/// Beyond MAX_BOXES tasks the Gantt chart merges boxes below its resolution and says so;
+/// every row is still there.
+#[test]
+fn long_schedules_are_merged_in_the_gantt_chart() {
+    let (w, placement) = pipeline_gen::uniform_chain(4, 1, 4, 1.0, 2.0, true, 0.0);
+    let m = 2000;
+    let sim = simulate(&w, &placement, &Settings { schedule: Schedule::OneFOneB, micro_batches: m }).unwrap();
+    assert!(sim.tasks.len() > dnnplace::report::charts::gantt::MAX_BOXES);
+    let (chart, note) = dnnplace::report::charts::gantt::gantt(&sim);
+    let text = chart.to_string();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    assert_eq!(with_class(&doc, "gantt-row").len(), 4);
+    let boxes = with_class(&doc, "task").len();
+    assert!(boxes < sim.tasks.len() / 4, "{boxes} boxes for {} tasks", sim.tasks.len());
+    assert!(note.unwrap().contains(&format!("{} tasks", sim.tasks.len())));
+    let merged = doc.descendants().filter(|n| n.has_tag_name("title")).filter_map(|n| n.text()).filter(|t| t.contains("merged")).count();
+    assert!(merged > 0);
+}

@@ -12,8 +12,8 @@ use crate::model::schedule::Schedule;
 use crate::model::{Placement, Workload};
 use crate::report::html::{gantt_svg, report_html, ReportInput};
 use crate::report::simulation::{simulation_json, simulation_table};
-use crate::score::{evaluate, Evaluation};
-use crate::simulate::{simulate, Settings, SimulateError, Simulation};
+use crate::score::Evaluation;
+use crate::simulate::{pipeline_evaluation, simulate, Settings, SimulateError, Simulation};
 use crate::solve::Outcome;
 
 fn parse_schedule(text: &str) -> Result<Schedule, String> {
@@ -103,7 +103,7 @@ pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
     let placement = read_placement(&args.plan, &w)?;
     let simulation = simulate(&w, &placement, &args.schedule.settings())?;
     if let Some(path) = &args.report {
-        let evaluation = evaluate(&w, &placement, false);
+        let evaluation = pipeline_evaluation(&w, &placement);
         write_atomically(path, &page(&args.workload, &w, &placement, &evaluation, None, &simulation))?;
     }
     let mut stdout = std::io::stdout().lock();

@@ -257,7 +257,11 @@ pub fn report_html(input: &ReportInput) -> String {
         fact("solve time", format!("{:.3} s", o.stats.time_s));
     }
     fact("synchronous objective (max FW + max BW)", format!("{:.9} ms", e.sync_objective));
-    fact("latency (one sample)", format!("{:.9} ms", e.latency.total));
+    if e.latency.total.is_nan() {
+        fact("latency (one sample)", "not computed for a pipeline simulation".into());
+    } else {
+        fact("latency (one sample)", format!("{:.9} ms", e.latency.total));
+    }
     fact("valid · contiguous", format!("{} · {}", if e.is_valid() { "yes" } else { "no" }, if e.is_contiguous() { "yes" } else { "no" }));
     if let Some(s) = sim {
         fact("simulated", format!("{} stages, {} pieces, {} tasks", s.stages.positions, s.stages.pieces.len(), s.tasks.len()));

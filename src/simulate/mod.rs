@@ -43,7 +43,7 @@ pub use stages::{Piece, Stages};
 
 use crate::model::schedule::{node_memory, timetable, NodeMemory, Pass, Schedule, ScheduleError};
 use crate::model::{Device, Placement, Workload};
-use crate::score::evaluate;
+use crate::score::{contiguity_violations, device_loads, max_load, sync_objective, violations, Evaluation, LatencyScore};
 
 /// The most tasks (pieces × micro-batches) one simulation runs.
 pub const MAX_TASKS: usize = 20_000_000;
@@ -155,15 +155,19 @@ pub fn simulate_with_memory(
     if m == 0 {
         return Err(ScheduleError::NoMicroBatches.into());
     }
-    let evaluation = evaluate(w, p, false);
-    if let Some(v) = evaluation.violations.first() {
-        let more = evaluation.violations.len() - 1;
+    // The scorer's rules and loads; not its single-sample latency, which a pipeline does
+    // not need (and whose greedy cut is quadratic on large training graphs).
+    let broken = violations(w, p, true);
+    if let Some(v) = broken.first() {
+        let more = broken.len() - 1;
         let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
         return Err(SimulateError::InvalidPlan(format!("{v}{tail}")));
     }
     if memory.len() != w.len() {
         return Err(SimulateError::Check(format!("{} memory entries for {} nodes", memory.len(), w.len())));
     }
+    let scored_loads = device_loads(w, p);
+    let (max_load_ms, bottleneck) = max_load(&scored_loads);
     let stages = stages::cut(w, p, memory);
     let tasks = stages.pieces.len().saturating_mul(m);
     if tasks > MAX_TASKS {
@@ -203,7 +207,7 @@ pub fn simulate_with_memory(
         compute[device_of[x]] += piece.compute_ms;
     }
     for (d, &device) in devices.iter().enumerate() {
-        let scored = evaluation.devices.iter().find(|x| x.device == device).map_or(0.0, |x| x.load);
+        let scored = scored_loads.iter().find(|x| x.device == device).map_or(0.0, |x| x.load);
         if (scored - load[d]).abs() > 1e-9 * scored.abs().max(1.0) {
             return Err(SimulateError::Check(format!(
                 "{device}'s tasks of one micro-batch take {} but the scorer's load is {scored}",
@@ -266,12 +270,30 @@ pub fn simulate_with_memory(
         time_per_sample_ms: iteration_ms / mf,
         steady_time_per_sample_ms,
         bubble_fraction,
-        max_load_ms: evaluation.max_load,
-        bottleneck: evaluation.bottleneck,
+        max_load_ms,
+        bottleneck,
         lower_bound_ms,
         upper_bound_ms,
         notes,
     })
+}
+
+/// The scorer's figures a pipeline report shows (validity, contiguity, loads, TPS, sync),
+/// without the single-sample latency: its greedy cut is quadratic on large training graphs
+/// (68 s on 200,000 nodes) and a pipeline does not run one sample alone. The page says
+/// the latency was not computed.
+pub fn pipeline_evaluation(w: &Workload, p: &Placement) -> Evaluation {
+    let devices = device_loads(w, p);
+    let (max_load, bottleneck) = max_load(&devices);
+    Evaluation {
+        sync_objective: sync_objective(&devices),
+        devices,
+        max_load,
+        bottleneck,
+        latency: LatencyScore { total: f64::NAN, pieces: Vec::new(), finish: Vec::new(), piece_rank: Vec::new(), deadlock: None, calls: Vec::new() },
+        violations: violations(w, p, true),
+        non_contiguous: contiguity_violations(w, p),
+    }
 }
 
 /// Builds each device's task order for `m` micro-batches and runs it.

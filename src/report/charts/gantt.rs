@@ -3,9 +3,9 @@
 //! micro-batch number inside when it fits), and memory over time (one step line per
 //! device, the accelerator limit dashed).
 //!
-//! Beyond [`MAX_BOXES`] tasks, consecutive tasks of one device and pass closer than a
-//! quarter pixel are merged into one box whose title lists the micro-batches, and the
-//! chart says so.
+//! Beyond [`MAX_BOXES`] tasks, consecutive tasks of one device closer than a quarter pixel
+//! are merged into one box (its title lists the micro-batches and passes), and the chart
+//! says so.
 
 use svg::node::element::{Group, Line, Polyline, Rectangle, Text, Title};
 use svg::Document;
@@ -16,7 +16,7 @@ use crate::model::schedule::Pass;
 use crate::simulate::Simulation;
 
 /// Most task boxes drawn one by one.
-pub const MAX_BOXES: usize = 20_000;
+pub const MAX_BOXES: usize = 6_000;
 
 const WIDTH: f64 = 1300.0;
 const LEFT: f64 = 70.0;
@@ -29,7 +29,8 @@ const BOTTOM: f64 = 48.0;
 struct Box {
     start: f64,
     end: f64,
-    pass: Pass,
+    /// `None` for a merged box holding both passes.
+    pass: Option<Pass>,
     first: usize,
     last: usize,
     count: usize,
@@ -67,7 +68,10 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
         let pass = sim.stages.pieces[t.piece].pass;
         let list = &mut per_device[d];
         if merge {
-            if let Some(last) = list.last_mut().filter(|b| b.pass == pass && t.start_ms - b.end <= resolution) {
+            if let Some(last) = list.last_mut().filter(|b| t.start_ms - b.end <= resolution) {
+                if last.pass != Some(pass) {
+                    last.pass = None;
+                }
                 last.end = last.end.max(t.end_ms);
                 last.first = last.first.min(t.micro_batch);
                 last.last = last.last.max(t.micro_batch);
@@ -75,7 +79,7 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
                 continue;
             }
         }
-        list.push(Box { start: t.start_ms, end: t.end_ms, pass, first: t.micro_batch, last: t.micro_batch, count: 1, piece: t.piece });
+        list.push(Box { start: t.start_ms, end: t.end_ms, pass: Some(pass), first: t.micro_batch, last: t.micro_batch, count: 1, piece: t.piece });
     }
     for (d, boxes) in per_device.iter().enumerate() {
         let device = sim.devices[d].device;
@@ -90,7 +94,11 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
             let x = LEFT + scale.px(b.start, length);
             let w = scale.px(b.end - b.start, length).max(0.3);
             let piece = &sim.stages.pieces[b.piece];
-            let name = if b.pass == Pass::Forward { "forward" } else { "backward" };
+            let name = match b.pass {
+                Some(Pass::Forward) => "forward",
+                Some(Pass::Backward) => "backward",
+                None => "forward and backward",
+            };
             let what = if b.count == 1 {
                 format!(
                     "{label} · {name} · micro-batch {} · stage {}: {}–{} (receive {}, compute {}, send {})",
@@ -105,7 +113,12 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
             } else {
                 format!("{label} · {name} · {} tasks of micro-batches {}–{}: {}–{} (merged: below the drawing's resolution)", b.count, b.first, b.last, ms(b.start), ms(b.end))
             };
-            let mut task = Group::new().set("class", if b.pass == Pass::Forward { "task forward" } else { "task backward" });
+            let (class, opacity) = match b.pass {
+                Some(Pass::Forward) => ("task forward", 1.0),
+                Some(Pass::Backward) => ("task backward", 0.45),
+                None => ("task mixed", 0.75),
+            };
+            let mut task = Group::new().set("class", class);
             task = task.add(
                 Rectangle::new()
                     .set("x", round(x))
@@ -113,7 +126,7 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
                     .set("width", round(w))
                     .set("height", BAR)
                     .set("fill", colour.clone())
-                    .set("fill-opacity", if b.pass == Pass::Forward { 1.0 } else { 0.45 })
+                    .set("fill-opacity", opacity)
                     .set("class", "box")
                     .add(Title::new(what)),
             );
@@ -141,7 +154,7 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
     }
     let note = merge.then(|| {
         format!(
-            "The schedule has {} tasks; consecutive tasks of one device and pass less than a quarter pixel apart are drawn as one box (hover for its micro-batches).",
+            "The schedule has {} tasks; consecutive tasks of one device less than a quarter pixel apart are drawn as one box (hover for its micro-batches).",
             sim.tasks.len()
         )
     });
