@@ -12,7 +12,7 @@ fn generated(n: usize, training: bool, k: usize) -> Workload {
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     for i in 0..n {
-        nodes.push(Node { id: i as i64, name: Some(format!("op{i}")), fpga_latency: 0.01 + (i % 7) as f64 * 0.003, cpu_latency: 0.5, size_bytes: 1e6, supported_on_accelerator: true, is_backward: false, color_class: Some(i as i64), layer_id: Some(i as i64 / 50) });
+        nodes.push(Node { id: i as i64, name: Some(format!("op{i}")), fpga_latency: 0.01 + (i % 7) as f64 * 0.003, cpu_latency: 0.5, size_bytes: 1e6, supported_on_accelerator: true, is_backward: false, color_class: Some(i as i64), layer_id: Some(i as i64 / 50), module: None, memory: None });
         if i > 0 { edges.push(((i - 1) as i64, i as i64, 0.001, 0.0)); }
         if i >= 5 && i % 5 == 0 { edges.push(((i - 5) as i64, i as i64, 0.001, 0.0)); }
         if i % 3 == 1 && i + 2 < n { edges.push((i as i64, (i + 2) as i64, 0.001, 0.0)); }
@@ -20,7 +20,7 @@ fn generated(n: usize, training: bool, k: usize) -> Workload {
     if training {
         for i in 0..n {
             let id = (n + i) as i64;
-            nodes.push(Node { id, name: Some(format!("op{i}.grad")), fpga_latency: 0.02, cpu_latency: 1.0, size_bytes: 0.0, supported_on_accelerator: true, is_backward: true, color_class: Some(i as i64), layer_id: Some(i as i64 / 50) });
+            nodes.push(Node { id, name: Some(format!("op{i}.grad")), fpga_latency: 0.02, cpu_latency: 1.0, size_bytes: 0.0, supported_on_accelerator: true, is_backward: true, color_class: Some(i as i64), layer_id: Some(i as i64 / 50), module: None, memory: None });
             edges.push((i as i64, id, 0.001, 0.0));
             if i + 1 < n { edges.push(((n + i + 1) as i64, id, 0.001, 0.0)); }
         }
@@ -42,7 +42,7 @@ fn main() {
             let c = t.elapsed().as_secs_f64();
             let _ = dnnplace::score::latency(&w, &p);
             let d = t.elapsed().as_secs_f64();
-            let _ = dnnplace::simulate::stages::cut(&w, &p, &dnnplace::model::schedule::node_memory(&w));
+            let _ = dnnplace::simulate::stages::cut(&w, &p, &dnnplace::model::schedule::held_bytes(&w));
             let e = t.elapsed().as_secs_f64();
             println!("{} nodes: violations {:.2}s loads {:.2}s contiguity {:.2}s latency {:.2}s cut {:.2}s", w.len(), a, b - a, c - b, d - c, e - d);
         }

@@ -162,8 +162,8 @@ fn report_structure() {
 #[test]
 fn node_names_are_escaped_in_titles() {
     let nodes = vec![
-        Node { id: 1, name: Some("a<b>&\"c\"".into()), fpga_latency: 1.0, cpu_latency: 2.0, size_bytes: 1.0, supported_on_accelerator: true, is_backward: false, color_class: None, layer_id: None },
-        Node { id: 2, name: Some("</title></svg><script>".into()), fpga_latency: 1.0, cpu_latency: 2.0, size_bytes: 1.0, supported_on_accelerator: true, is_backward: false, color_class: None, layer_id: None },
+        Node { id: 1, name: Some("a<b>&\"c\"".into()), fpga_latency: 1.0, cpu_latency: 2.0, size_bytes: 1.0, supported_on_accelerator: true, is_backward: false, color_class: None, layer_id: None, module: None, memory: None },
+        Node { id: 2, name: Some("</title></svg><script>".into()), fpga_latency: 1.0, cpu_latency: 2.0, size_bytes: 1.0, supported_on_accelerator: true, is_backward: false, color_class: None, layer_id: None, module: None, memory: None },
     ];
     let w = Workload::new(nodes, vec![(1, 2, 0.5, 0.0)], DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 10.0, cpus: 0 }).unwrap();
     let p = Placement::new(vec![Device::Accelerator(0), Device::Accelerator(1)]);
@@ -212,6 +212,8 @@ fn big_graphs_are_collapsed() {
                 is_backward: false,
                 color_class: None,
                 layer_id: with_layers.then_some(i as i64 / 40),
+                module: None,
+                memory: None,
             });
             if i > 0 {
                 edges.push(((i - 1) as i64, i as i64, 0.001, 0.0));

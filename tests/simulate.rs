@@ -5,7 +5,7 @@ mod common;
 mod pipeline_gen;
 
 use dnnplace::io::read_workload;
-use dnnplace::model::schedule::{self, NodeMemory, Pass, Schedule};
+use dnnplace::model::schedule::{self, HeldBytes, Pass, Schedule};
 use dnnplace::model::{Placement, Workload};
 use dnnplace::simulate::{simulate, simulate_with_memory, Settings, Simulation};
 use dnnplace::solve::{dp::Dp, plan, Problem};
@@ -86,12 +86,12 @@ fn peak_memory_is_the_schedule_models() {
     for p in 1..=5 {
         let layers = 2;
         let (w, placement) = pipeline_gen::uniform_chain(p, layers, p, 1.0, 2.0, true, 0.5);
-        let memory: Vec<NodeMemory> = (0..w.len())
+        let memory: Vec<HeldBytes> = (0..w.len())
             .map(|v| {
                 let node = w.node(v);
                 let stage = (v % (p * layers)) / layers;
                 let stash = if node.is_backward { 0.0 } else { stash_of_stage(stage) / layers as f64 };
-                NodeMemory { resident_bytes: 1000.0, stash_bytes: stash }
+                HeldBytes { resident_bytes: 1000.0, stash_bytes: stash }
             })
             .collect();
         for schedule in [Schedule::GPipe, Schedule::OneFOneB] {
@@ -110,8 +110,8 @@ fn peak_memory_is_the_schedule_models() {
         let layers = 1;
         let stages = p * v;
         let (w, placement) = pipeline_gen::uniform_chain(stages, layers, p, 1.0, 2.0, true, 0.0);
-        let memory: Vec<NodeMemory> = (0..w.len())
-            .map(|v| NodeMemory { resident_bytes: 0.0, stash_bytes: if w.node(v).is_backward { 0.0 } else { stash_of_stage(v % stages) } })
+        let memory: Vec<HeldBytes> = (0..w.len())
+            .map(|v| HeldBytes { resident_bytes: 0.0, stash_bytes: if w.node(v).is_backward { 0.0 } else { stash_of_stage(v % stages) } })
             .collect();
         let schedule = Schedule::Interleaved { chunks: v };
         for m in [p, 2 * p, 3 * p] {
@@ -232,20 +232,27 @@ fn check_simulation(w: &Workload, p: &Placement, sim: &Simulation) {
     assert!(t >= sim.lower_bound_ms - slack, "T = {t} < its lower bound {}", sim.lower_bound_ms);
     assert!(sim.lower_bound_ms >= m as f64 * e.max_load - slack);
     assert!(t <= m as f64 * total + slack, "T = {t} > m x Σ loads = {}", m as f64 * total);
-    assert!(sim.devices.iter().all(|d| d.memory.last().unwrap().1 <= d.resident_bytes + 1e-9), "stashes are freed");
+    for d in &sim.devices {
+        assert!((d.memory.last().unwrap().1 - d.resident_bytes).abs() <= 1e-9, "{}: every stash is freed by the end", d.device);
+        assert!(d.memory.iter().all(|&(_, b)| b >= d.resident_bytes - 1e-9), "{}: never below resident", d.device);
+    }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
     /// Random small workloads, random valid (mostly non-contiguous) placements, every
     /// schedule: the run respects every dependency and m x TPS <= T <= m x Σ loads.
     #[test]
     fn random_plans_respect_dependencies_and_bounds(seed in any::<u64>(), place in any::<u64>(), m in 1usize..6, which in 0usize..3) {
-        let shape = common::Shape { max_nodes: 10, ..Default::default() };
+        let shape = common::Shape { max_nodes: 14, ..Default::default() };
         let Some(w) = common::random_workload(seed, shape) else { return Ok(()) };
         let Some(p) = pipeline_gen::random_placement(&w, place) else { return Ok(()) };
         let schedule = [Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved { chunks: 2 }][which];
-        match simulate(&w, &p, &Settings { schedule, micro_batches: m }) {
+        // Some nodes, forward or backward, stash a few bytes per micro-batch.
+        let memory: Vec<HeldBytes> = (0..w.len())
+            .map(|v| HeldBytes { resident_bytes: w.node(v).size_bytes, stash_bytes: ((v as u64 * 7919 + place) % 4) as f64 })
+            .collect();
+        match simulate_with_memory(&w, &p, &Settings { schedule, micro_batches: m }, &memory) {
             Ok(sim) => check_simulation(&w, &p, &sim),
             // Interleaving needs the stage count and m to divide; anything else is a bug.
             Err(dnnplace::simulate::SimulateError::Schedule(_)) if which == 2 => {}
@@ -263,4 +270,49 @@ fn bad_input_is_an_error_not_a_panic() {
     let wrong = Placement::new(vec![dnnplace::model::Device::Accelerator(7); w.len()]);
     let e = simulate(&w, &wrong, &Settings { schedule: Schedule::GPipe, micro_batches: 2 }).unwrap_err().to_string();
     assert!(e.contains("not valid") && e.contains("acc7"), "{e}");
+}
+
+/// With the cost model's memory parts (activations stashed on backward nodes), every
+/// device's simulated peak is the cost model's figure for the micro-batches the schedule
+/// keeps in flight at its stage: Σ size + (in_flight − 1)·Σ A (`NodeMemory::bytes_in_flight`).
+#[test]
+fn peak_memory_is_the_cost_models_with_memory_parts() {
+    use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+    use dnnplace::model::NodeMemory;
+    let settings = CostSettings {
+        accelerator: find_profile("a100-80gb", &[]).unwrap(),
+        cpu: find_profile("cpu-core", &[]).unwrap(),
+        dtype: DType::Fp16,
+        training: true,
+        accelerators: 4,
+        cpus: 1,
+    };
+    let g = transformer_graph(&TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4), DType::Fp16).unwrap();
+    let w = to_workload(&g, &settings).unwrap();
+    assert!(w.nodes().iter().any(|n| n.memory.is_some_and(|m| m.activation_bytes > 0.0)), "the generator stashes activations");
+    let planned = plan(&Dp, &Problem::throughput(&w)).unwrap();
+    let placement = planned.outcome.placement.clone().unwrap();
+    for schedule in [Schedule::GPipe, Schedule::OneFOneB] {
+        for m in [1, 3, 8] {
+            let sim = run(&w, &placement, schedule, m);
+            let stages = sim.stages.positions;
+            let mut checked = 0;
+            for d in &sim.devices {
+                let own: Vec<_> = sim.stages.pieces.iter().filter(|x| x.device == d.device).collect();
+                let forward: Vec<_> = own.iter().filter(|x| x.pass == Pass::Forward).collect();
+                let [f] = forward[..] else { continue };
+                let in_flight = schedule::in_flight(schedule, stages, m, f.position);
+                let want: f64 = (0..w.len())
+                    .filter(|&v| placement.assignment[v] == d.device)
+                    .map(|v| NodeMemory::bytes_in_flight(w.node(v).memory.as_ref(), w.node(v).size_bytes, in_flight))
+                    .sum();
+                assert!(close(d.peak_memory_bytes, want), "{schedule} m={m} {}: peak {} vs {want}", d.device, d.peak_memory_bytes);
+                if schedule == Schedule::GPipe && m == 8 {
+                    assert!(d.peak_memory_bytes > d.resident_bytes, "{}: the stash shows", d.device);
+                }
+                checked += 1;
+            }
+            assert!(checked >= 3, "{schedule} m={m}: {checked} devices checked");
+        }
+    }
 }

@@ -32,10 +32,11 @@
 //!   ([`peak_stash_bytes`], exact by replaying the order in O(mv)).
 //!
 //! A stage's memory is then `resident + a·in_flight` ([`stage_memory_bytes`]), `resident`
-//! being weights, gradients and optimizer state and `a` the activation bytes one
-//! micro-batch stashes. Until the workload carries those apart, a node's memory is its
-//! `size`, all resident and nothing stashed ([`node_memory`], the one place to switch),
-//! which is MODEL.md's model: one sample, memory independent of the schedule.
+//! being weights, gradients, optimizer state and working buffers and `a` the activation
+//! bytes one micro-batch stashes. [`held_bytes`] reads both from the workload's memory
+//! parts ([`crate::model::memory`]: `a = A(v)`, `resident = size(v) − A(v)`), which makes
+//! this the cost model's `mem(S, m) = Σ size + (m − 1)·Σ A`; a node without parts is all
+//! resident, MODEL.md's model: memory independent of the schedule.
 //!
 //! **Timetable.** [`timetable`] plays the schedule on its chain with every task one unit
 //! long and returns each task's start *slot*. Every dependency ends before its dependant
@@ -229,21 +230,29 @@ pub fn stage_memory_bytes(resident_bytes: f64, stash_bytes: f64, in_flight: usiz
     resident_bytes + stash_bytes * in_flight as f64
 }
 
-/// Memory of one node: what stays on the device for the whole run, and what one
-/// micro-batch's forward stashes until its backward.
+/// How a node's bytes behave under a schedule: held for the whole run, or once per
+/// micro-batch in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct NodeMemory {
-    /// Weights, gradients and optimizer state, bytes.
+pub struct HeldBytes {
+    /// Held throughout: weights, gradients, optimizer state, working buffers.
     pub resident_bytes: f64,
-    /// Activations kept per micro-batch in flight, bytes.
+    /// Held once per micro-batch in flight: the activations stashed for the backward pass.
     pub stash_bytes: f64,
 }
 
-/// The memory of every node. Today a workload carries one `size` per node (MODEL.md), so
-/// all of it is resident and nothing is stashed; when the cost model keeps weights,
-/// optimizer state and activations apart, this is the one function to switch.
-pub fn node_memory(w: &Workload) -> Vec<NodeMemory> {
-    w.nodes().iter().map(|n| NodeMemory { resident_bytes: n.size_bytes, stash_bytes: 0.0 }).collect()
+/// Every node's [`HeldBytes`], the one place where the workload's memory figures meet the
+/// schedule: `stash = A(v)` (`activationBytes`, [`crate::model::memory`]) and
+/// `resident = size(v) − A(v)`, so that `resident + stash · in_flight` is the cost model's
+/// `size + (in_flight − 1)·A`, and one micro-batch in flight is `size`. A node without
+/// memory parts (the published workloads) is all resident: MODEL.md's model.
+pub fn held_bytes(w: &Workload) -> Vec<HeldBytes> {
+    w.nodes()
+        .iter()
+        .map(|n| {
+            let stash = n.memory.map_or(0.0, |m| m.activation_bytes).min(n.size_bytes);
+            HeldBytes { resident_bytes: n.size_bytes - stash, stash_bytes: stash }
+        })
+        .collect()
 }
 
 /// Start slots of every task when the schedule runs on its chain of stages with unit

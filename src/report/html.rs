@@ -198,7 +198,7 @@ pub fn report_html(input: &ReportInput) -> String {
     let _ = writeln!(
         page,
         "<section><h2 id=\"memory-title\">Memory</h2><p class=\"note\">What each device's nodes hold (their <code>size</code>){}, against the accelerators' limit (red).</p>{}</section>",
-        if sim.is_some() { " and, lighter, what the simulated schedule stashes at its peak" } else { "" },
+        if sim.is_some() { " and, lighter, the activations more micro-batches in flight stash at the simulated peak" } else { "" },
         bars::memory(&device_bars)
     );
     let _ = writeln!(page, "</div>");
@@ -222,7 +222,7 @@ pub fn report_html(input: &ReportInput) -> String {
         if constant {
             let _ = writeln!(
                 page,
-                "<p class=\"note\">The workload gives one memory figure per node (<code>size</code>), held for the whole run, so memory is flat; with activation sizes per node, the stashes of in-flight micro-batches show here.</p>"
+                "<p class=\"note\">The workload gives no activation bytes per node (<code>activationBytes</code>), so each node's <code>size</code> is held for the whole run and memory is flat; with them (the generator and the ONNX importer write them), the stashes of in-flight micro-batches show here.</p>"
             );
         }
         let _ = writeln!(page, "<div class=\"scroll\">{}</div>", gantt::memory_over_time(s));

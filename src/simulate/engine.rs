@@ -8,15 +8,14 @@
 //! stashes and counts down the successors, then tries to start work on every device it
 //! touched.
 //!
-//! Memory per device is a step function: resident bytes, plus each forward piece's stash
-//! from the start of its task to its release (see [`super::stages`]).
+//! Memory per device is a step function: resident bytes, plus each piece's stash from the
+//! start of its task to its release (see [`super::stages`]).
 //!
 //! Complexity: O(K log K) for K = pieces × m tasks, plus O(arcs × m) countdowns.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::model::schedule::Pass;
 
 use super::stages::Stages;
 
@@ -105,7 +104,7 @@ impl Loop<'_> {
         self.next[d] += 1;
         let end = now + piece.duration_ms();
         self.runs.push(TaskRun { piece: task / self.m, micro_batch: task % self.m, start_ms: now, end_ms: end });
-        if piece.pass == Pass::Forward && piece.stash_bytes > 0.0 {
+        if piece.stash_bytes > 0.0 {
             self.held[d] += piece.stash_bytes;
             self.record(d, now);
         }
@@ -129,7 +128,7 @@ impl Loop<'_> {
         let piece = &stages.pieces[p];
         let d = self.device_of[p];
         self.busy[d] = false;
-        if piece.pass == Pass::Forward && piece.released_by.is_empty() {
+        if piece.released_by.is_empty() {
             self.free_stash(p, time);
         }
         for k in 0..self.frees[p].len() {

@@ -23,8 +23,8 @@
 //!
 //! **Events.** A priority queue of task ends ([`engine`]); each end frees its device,
 //! counts down its successors and starts whatever became ready. Memory per device is
-//! resident bytes plus the stash of every forward task from its start until the backward
-//! tasks that mirror it end (see [`stages`]).
+//! resident bytes plus each micro-batch's stash, held by the forward task that produces it
+//! until the backward tasks that mirror it end (see [`stages`]).
 //!
 //! **Results.** Iteration time `T` (last end), busy time per device (`m·L_d`), bubble
 //! fraction `1 − Σ_d m·L_d / (D·T)` over the `D` devices in use, peak memory per device
@@ -41,7 +41,7 @@ pub mod stages;
 pub use engine::TaskRun;
 pub use stages::{Piece, Stages};
 
-use crate::model::schedule::{node_memory, timetable, NodeMemory, Pass, Schedule, ScheduleError};
+use crate::model::schedule::{held_bytes, timetable, HeldBytes, Pass, Schedule, ScheduleError};
 use crate::model::{Device, Placement, Workload};
 use crate::score::{contiguity_violations, device_loads, max_load, sync_objective, violations, Evaluation, LatencyScore};
 
@@ -139,9 +139,9 @@ pub enum SimulateError {
     Check(String),
 }
 
-/// Simulates `p` on `w` with each node's memory from [`node_memory`].
+/// Simulates `p` on `w` with each node's memory from [`held_bytes`].
 pub fn simulate(w: &Workload, p: &Placement, settings: &Settings) -> Result<Simulation, SimulateError> {
-    simulate_with_memory(w, p, settings, &node_memory(w))
+    simulate_with_memory(w, p, settings, &held_bytes(w))
 }
 
 /// Simulates `p` on `w`, node `v` holding `memory[v]`.
@@ -149,7 +149,7 @@ pub fn simulate_with_memory(
     w: &Workload,
     p: &Placement,
     settings: &Settings,
-    memory: &[NodeMemory],
+    memory: &[HeldBytes],
 ) -> Result<Simulation, SimulateError> {
     let m = settings.micro_batches;
     if m == 0 {

@@ -34,18 +34,21 @@
 //! a transfer is store-and-forward through host memory: the receiver's task starts after
 //! the sender's has ended.
 //!
-//! **Stash.** A forward piece's activations (`stash_bytes` of its nodes) are held from the
-//! start of its task until every backward piece *on its device* that mirrors it (holds a
-//! node of one of its colour classes, or reads one of its outputs) has ended for that
-//! micro-batch; a forward piece nothing mirrors (inference, or a forward-only device)
-//! frees them when its own task ends.
+//! **Stash.** A node's stash (activations kept per micro-batch in flight; the cost models
+//! put them on backward nodes, `crate::model::schedule::held_bytes`) is held by a forward
+//! piece on the node's device: its own piece for a forward node; for a backward node, the
+//! first (in the order of one micro-batch) forward piece on its device that it *mirrors*
+//! (shares a colour class with, or reads an output of). The holder keeps it from the start
+//! of its task until every backward piece on its device that mirrors it has ended for that
+//! micro-batch. A forward piece nothing mirrors (inference) frees it when its own task
+//! ends; a backward node with no forward piece to mirror holds it during its own task.
 //!
 //! Complexity: O((n + m_E) log n) for n nodes and m_E edges.
 
 use std::collections::HashMap;
 
 use crate::model::contraction::strongly_connected_components;
-use crate::model::schedule::{NodeMemory, Pass};
+use crate::model::schedule::{HeldBytes, Pass};
 use crate::model::{Device, Placement, Workload};
 
 /// One piece: nodes of one device and pass that run as one task per micro-batch.
@@ -63,7 +66,7 @@ pub struct Piece {
     pub receive_ms: f64,
     /// Σ c(u) over its nodes whose output leaves the device.
     pub send_ms: f64,
-    /// Activations one micro-batch stashes (forward pieces), bytes.
+    /// Activations one micro-batch stashes that this piece holds (module doc), bytes.
     pub stash_bytes: f64,
     /// Pieces it waits for (same micro-batch).
     pub preds: Vec<usize>,
@@ -111,7 +114,7 @@ pub fn rank_in_micro_batch(piece: &Piece, index: usize, positions: usize) -> (Pa
 }
 
 /// Cuts `p` into pieces (module doc). `memory[v]` gives each node's stash.
-pub fn cut(w: &Workload, p: &Placement, memory: &[NodeMemory]) -> Stages {
+pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
     let n = w.len();
     // Units.
     let mut unit_index: HashMap<(Device, Pass), usize> = HashMap::new();
@@ -234,7 +237,7 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[NodeMemory]) -> Stages {
                 compute_ms: nodes.iter().map(|&v| latency(v)).sum(),
                 receive_ms: 0.0,
                 send_ms: 0.0,
-                stash_bytes: if pass == Pass::Forward { nodes.iter().map(|&v| memory[v].stash_bytes).sum() } else { 0.0 },
+                stash_bytes: 0.0,
                 preds: preds[x].iter().map(|&y| new_index[y]).collect(),
                 succs: succs[x].iter().map(|&y| new_index[y]).collect(),
                 released_by: Vec::new(),
@@ -251,6 +254,7 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[NodeMemory]) -> Stages {
 
     charge_communication(w, p, &piece_of, &mut pieces, positions);
     attach_stash_releases(w, &piece_of, &mut pieces);
+    attribute_stashes(memory, &piece_of, &mut pieces, positions);
     Stages { pieces, positions, piece_of }
 }
 
@@ -322,5 +326,30 @@ fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece])
         list.sort_unstable();
         list.dedup();
         piece.released_by = list;
+    }
+}
+
+/// Puts every node's stash on its holder piece (module doc, "Stash").
+fn attribute_stashes(memory: &[HeldBytes], piece_of: &[usize], pieces: &mut [Piece], positions: usize) {
+    let mut mirrored: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
+    for (f, piece) in pieces.iter().enumerate() {
+        for &b in &piece.released_by {
+            mirrored[b].push(f);
+        }
+    }
+    for (v, held) in memory.iter().enumerate() {
+        if held.stash_bytes == 0.0 {
+            continue;
+        }
+        let own = piece_of[v];
+        let holder = match pieces[own].pass {
+            Pass::Forward => own,
+            Pass::Backward => mirrored[own]
+                .iter()
+                .copied()
+                .min_by_key(|&f| rank_in_micro_batch(&pieces[f], f, positions))
+                .unwrap_or(own),
+        };
+        pieces[holder].stash_bytes += held.stash_bytes;
     }
 }

@@ -25,6 +25,8 @@ pub fn uniform_chain(stages: usize, layers: usize, devices: usize, f: f64, b: f6
         is_backward: backward,
         color_class: Some(class),
         layer_id: Some(class),
+        module: None,
+        memory: None,
     };
     for j in 0..n {
         nodes.push(node(j as i64, format!("layer{j}"), f, false, j as i64));
@@ -73,6 +75,7 @@ pub fn random_placement(w: &Workload, seed: u64) -> Option<Placement> {
         };
         let device = match node.color_class.and_then(|c| class_device.get(&c).copied()) {
             Some(device) => device,
+            None if !node.supported_on_accelerator && d.cpus > 0 => Device::Cpu(next(d.cpus)),
             None => fresh(&mut next)?,
         };
         if let Some(c) = node.color_class {

@@ -148,9 +148,9 @@ pub fn memory(devices: &[DeviceBar]) -> Document {
     let axis_y = TOP + devices.len() as f64 * ROW + 6.0;
     doc = doc
         .add(swatch(LEFT, "#888", 1.0, "nodes (size)"))
-        .add(swatch(LEFT + 100.0, "#888", 0.35, "stash at the simulated peak"))
-        .add(Line::new().set("x1", LEFT + 290.0).set("y1", 14).set("x2", LEFT + 304.0).set("y2", 14).set("class", "limit-line"))
-        .add(Text::new("limit").set("x", LEFT + 309.0).set("y", 18).set("class", "legend"))
+        .add(swatch(LEFT + 100.0, "#888", 0.35, "more stash at the simulated peak"))
+        .add(Line::new().set("x1", LEFT + 330.0).set("y1", 14).set("x2", LEFT + 344.0).set("y2", 14).set("class", "limit-line"))
+        .add(Text::new("limit").set("x", LEFT + 349.0).set("y", 18).set("class", "legend"))
         .add(axis::horizontal(&scale, LEFT, axis_y, length, TOP - 6.0, "memory"));
     for (r, d) in devices.iter().enumerate() {
         let y = TOP + r as f64 * ROW + (ROW - BAR) / 2.0;
