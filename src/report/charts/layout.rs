@@ -12,7 +12,10 @@
 //! 1. **Layering.** Vertices come with a key (a topological position); only arcs with
 //!    `key(u) < key(v)` count, which makes any input acyclic. `layer(v) = 0` for a vertex
 //!    without such a predecessor, else `max_{u→v} layer(u) + 1` (longest path from the
-//!    sources), computed in key order.
+//!    sources), computed in key order; then a source with successors moves to the layer
+//!    just before its earliest successor (`min_{v→x} layer(x) − 1`), so that the weights and
+//!    inputs of an operator graph sit beside the operator that reads them instead of all in
+//!    the first layer. Every arc still goes to a later layer.
 //! 2. **Ordering.** Each layer starts in key order. A sweep down the layers reorders each
 //!    layer by the barycenter of its vertices' neighbours in earlier layers (mean of their
 //!    relative positions `(index + ½) / |layer|`; a vertex without such neighbours keeps its
@@ -46,7 +49,22 @@ pub fn layered(n: usize, arcs: &[(usize, usize)], key: &[usize]) -> Layout {
     for &v in &by_key {
         layer[v] = preds[v].iter().map(|&u| layer[u] + 1).max().unwrap_or(0);
     }
-    let count = layer.iter().copied().max().map_or(0, |l| l + 1);
+    // Sources (weights, inputs) move next to their first consumer.
+    for &v in by_key.iter().rev() {
+        if preds[v].is_empty() {
+            if let Some(first) = succs[v].iter().map(|&x| layer[x]).min() {
+                layer[v] = first.saturating_sub(1);
+            }
+        }
+    }
+    // Drop layers the move left empty.
+    let mut used: Vec<usize> = layer.clone();
+    used.sort_unstable();
+    used.dedup();
+    for l in &mut layer {
+        *l = used.binary_search(l).expect("a used layer");
+    }
+    let count = used.len();
     let mut layers: Vec<Vec<usize>> = vec![Vec::new(); count];
     for &v in &by_key {
         layers[layer[v]].push(v);
@@ -109,6 +127,14 @@ mod tests {
                 assert_eq!((l.layer[v], l.index[v]), (li, i));
             }
         }
+    }
+
+    /// A weight read by an operator deep in a chain sits just before it.
+    #[test]
+    fn sources_sit_beside_their_first_consumer() {
+        // Chain 0 → 1 → 2 → 3; weight 4 → 3, weight 5 → 1 (keys: weights first).
+        let l = layered(6, &[(0, 1), (1, 2), (2, 3), (4, 3), (5, 1)], &[2, 3, 4, 5, 0, 1]);
+        assert_eq!(l.layer, vec![0, 1, 2, 3, 2, 0]);
     }
 
     /// Two chains drawn crossed at first are uncrossed by the barycenter sweeps.
