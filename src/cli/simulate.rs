@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
+use super::settings::DeviceOverrides;
 use super::{load_workload, CliError, DeviceFlags};
 use crate::io::{read_placement, write_atomically};
 use crate::model::schedule::Schedule;
@@ -99,7 +100,7 @@ fn page(path: &Path, w: &Workload, placement: &Placement, evaluation: &Evaluatio
 
 /// Runs `simulate`.
 pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
-    let w = load_workload(&args.workload, &args.devices)?;
+    let w = load_workload(&args.workload, &DeviceOverrides::new(&args.devices))?;
     let placement = read_placement(&args.plan, &w)?;
     let simulation = simulate(&w, &placement, &args.schedule.settings())?;
     if let Some(path) = &args.report {

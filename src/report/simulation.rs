@@ -4,7 +4,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::table::{gap, human_bytes};
+use super::table::gap;
+use super::tabular::{Align::{Left, Right}, Table};
+use crate::model::human_bytes;
 use crate::simulate::Simulation;
 
 /// The table printed by `simulate`.
@@ -20,30 +22,34 @@ pub fn simulation_table(s: &Simulation) -> String {
         s.tasks.len()
     );
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:<8} {:>6} {:>14} {:>14} {:>14} {:>14} {:>7} {:>12} {:>12} {:>12}",
-        "device", "pieces", "load/sample ms", "busy ms", "compute ms", "comm ms", "idle", "resident", "peak memory", "limit"
-    );
+    let mut table = Table::new([
+        "device", "pieces", "load/sample ms", "busy ms", "compute ms", "comm ms", "idle", "resident", "peak memory", "limit", "",
+    ])
+    .aligned([Left, Right, Right, Right, Right, Right, Right, Right, Right, Right, Left]);
     for d in &s.devices {
-        let mark = if Some(d.device) == s.bottleneck { "  <- bottleneck" } else { "" };
         let over = d.memory_limit_bytes.is_some_and(|l| d.peak_memory_bytes > l);
-        let _ = writeln!(
-            out,
-            "{:<8} {:>6} {:>14.6} {:>14.3} {:>14.3} {:>14.3} {:>6.1}% {:>12} {:>12} {:>12}{mark}{}",
+        let mut marks = Vec::new();
+        if Some(d.device) == s.bottleneck {
+            marks.push("<- bottleneck");
+        }
+        if over {
+            marks.push("OVER THE MEMORY LIMIT");
+        }
+        table.push([
             d.device.to_string(),
-            d.pieces,
-            d.load_ms,
-            d.busy_ms,
-            d.compute_ms,
-            d.communication_ms,
-            100.0 * d.idle_fraction,
+            d.pieces.to_string(),
+            format!("{:.6}", d.load_ms),
+            format!("{:.3}", d.busy_ms),
+            format!("{:.3}", d.compute_ms),
+            format!("{:.3}", d.communication_ms),
+            format!("{:.1}%", 100.0 * d.idle_fraction),
             human_bytes(d.resident_bytes),
             human_bytes(d.peak_memory_bytes),
             d.memory_limit_bytes.map_or("none".to_string(), human_bytes),
-            if over { "  OVER THE LIMIT" } else { "" }
-        );
+            marks.join(", "),
+        ]);
     }
+    out.push_str(&table.text());
     let _ = writeln!(out);
     let _ = writeln!(
         out,
