@@ -1,6 +1,9 @@
-//! Times the simulator and the HTML report on generated graphs of 10k–100k operators with
-//! branches and skip edges (contiguous and scattered placements, training and inference).
-//! `cargo run --release --example sim_scale`
+//! Times the simulator and the HTML report on generated graphs of 10,000–200,000 operators
+//! with branches and skip edges (contiguous and scattered placements, training and
+//! inference, 8 and 64 micro-batches): `cargo run --release --example sim_scale`.
+//! `-- parts` times the scorer's parts and the simulator's cut alone on 100,000 operators
+//! (the scorer's single-sample latency is the slow one on training graphs, which is why the
+//! simulator does not call it).
 use dnnplace::model::schedule::Schedule;
 use dnnplace::model::{Device, DeviceSet, Node, Placement, Workload};
 use dnnplace::report::html::{report_html, ReportInput};
