@@ -12,8 +12,8 @@ use dnnplace::io::{parse_placement, parse_workload, read_placement, read_workloa
 use dnnplace::model::{Device, Placement};
 use dnnplace::solve::baselines::expert::Expert;
 use dnnplace::solve::baselines::greedy::Greedy;
-use dnnplace::solve::baselines::local_search::{search, LocalSearch, State};
-use dnnplace::solve::baselines::{ClassModel, SplitMix64};
+use dnnplace::solve::baselines::local_search::{search, ClassModel, LocalSearch, State};
+use dnnplace::solve::baselines::SplitMix64;
 use dnnplace::solve::baselines::partitioner::Partitioner;
 use dnnplace::solve::baselines::pipedream::{PipeDream, PipeDreamTopo};
 use dnnplace::solve::baselines::single::Single;

@@ -10,7 +10,9 @@
 //!    cannot be on different devices of a contiguous placement (the cycle would leave one
 //!    device's set and re-enter it). The fused classes are the *groups*; their graph is a DAG.
 //! 4. Groups are numbered in a topological order, so every arc goes from a lower to a higher
-//!    index.
+//!    index. Their sums and communication hyperedges are those of every node grouping
+//!    ([`super::grouping`]); [`Contraction::into_grouping`] hands them to the solvers that
+//!    take a [`Grouping`].
 //!
 //! A placement is *contiguous* (for every solver and for the scorer) when each device's set
 //! of classes is contiguous in the class graph. This implies the node-level definition of
@@ -18,24 +20,11 @@
 //!
 //! Complexity: O(n + m) for n nodes and m edges (Tarjan's SCC, Kahn's order).
 
-use super::workload::Workload;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
-/// One group: fused colour classes, placed as a unit.
-#[derive(Clone, Debug)]
-pub struct Group {
-    /// Node indices of the group (forward and backward).
-    pub nodes: Vec<usize>,
-    /// Σ fpgaLatency over the group's nodes.
-    pub fpga_latency: f64,
-    /// Σ cpuLatency over the group's nodes.
-    pub cpu_latency: f64,
-    /// Σ size over the group's nodes, bytes.
-    pub size_bytes: f64,
-    /// True when every node of the group may run on an accelerator.
-    pub supported_on_accelerator: bool,
-    /// Σ fpgaLatency of the group's forward nodes (for the synchronous objective).
-    pub forward_fpga_latency: f64,
-}
+use super::grouping::{hyperedges, Group, Grouping};
+use super::workload::Workload;
 
 /// The group DAG of a workload. See the module documentation.
 #[derive(Clone, Debug)]
@@ -126,57 +115,15 @@ impl Contraction {
         arcs.retain(|&(a, b)| a != b);
         arcs.sort_unstable();
         arcs.dedup();
-        let mut csucc = vec![Vec::new(); labels];
-        let mut indegree = vec![0usize; labels];
-        for &(a, b) in &arcs {
-            csucc[a].push(b);
-            indegree[b] += 1;
-        }
         let mut used = vec![false; labels];
         for &x in label {
             used[x] = true;
         }
-        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
-            (0..labels).filter(|&c| indegree[c] == 0).map(std::cmp::Reverse).collect();
-        let mut position = vec![usize::MAX; labels];
-        let mut next = 0;
-        while let Some(std::cmp::Reverse(c)) = ready.pop() {
-            if used[c] {
-                position[c] = next;
-                next += 1;
-            }
-            for &d in &csucc[c] {
-                indegree[d] -= 1;
-                if indegree[d] == 0 {
-                    ready.push(std::cmp::Reverse(d));
-                }
-            }
-        }
-        let components = next;
+        let (position, components) = kahn_positions(labels, &arcs, &used);
         debug_assert!(label.iter().all(|&x| position[x] != usize::MAX), "the labels' arcs form a DAG");
 
         let group_of: Vec<usize> = label.iter().map(|&x| position[x]).collect();
-        let mut groups: Vec<Group> = (0..components)
-            .map(|_| Group {
-                nodes: Vec::new(),
-                fpga_latency: 0.0,
-                cpu_latency: 0.0,
-                size_bytes: 0.0,
-                supported_on_accelerator: true,
-                forward_fpga_latency: 0.0,
-            })
-            .collect();
-        for (v, node) in w.nodes().iter().enumerate() {
-            let g = &mut groups[group_of[v]];
-            g.nodes.push(v);
-            g.fpga_latency += node.fpga_latency;
-            g.cpu_latency += node.cpu_latency;
-            g.size_bytes += node.size_bytes;
-            g.supported_on_accelerator &= node.supported_on_accelerator;
-            if !node.is_backward {
-                g.forward_fpga_latency += node.fpga_latency;
-            }
-        }
+        let Grouping { group_of, groups } = Grouping::new(w, group_of, components);
         let mut succ = vec![Vec::new(); components];
         let mut pred = vec![Vec::new(); components];
         for &(a, b) in &arcs {
@@ -201,37 +148,50 @@ impl Contraction {
         self.groups.is_empty()
     }
 
-    /// Communication hyperedges over groups: for every node `u` with `c(u) > 0`, the set
-    /// `T(u) = {g(u)} ∪ {g(w) : u → w}`. A device holding the groups `X` pays `c(u)` exactly
-    /// when `X` cuts `T(u)` (meets it without containing it): `u ∈ Out(X)` if `g(u) ∈ X`,
-    /// `u ∈ In(X)` otherwise. Equal sets are merged (costs added); sets of one group, which
-    /// no device cuts, are dropped. Each set is sorted.
+    /// The communication hyperedges over the groups as (sorted set, cost): see
+    /// [`super::grouping`] (`T(u) = {g(u)} ∪ {g(x) : u → x}`, cut by a device that meets
+    /// it without containing it; equal sets merged, singletons dropped).
     pub fn communication_hyperedges(&self, w: &Workload) -> Vec<(Vec<usize>, f64)> {
-        hyperedges(w, &self.group_of, false).into_iter().map(|(t, _, c)| (t, c)).collect()
+        hyperedges(w, &self.group_of, false).into_iter().map(|e| (e.groups, e.cost)).collect()
+    }
+
+    /// The arcs `a → b` of the group DAG (`a < b`), by `a` then `b`.
+    pub fn arcs(&self) -> Vec<(usize, usize)> {
+        self.succ.iter().enumerate().flat_map(|(a, s)| s.iter().map(move |&b| (a, b))).collect()
+    }
+
+    /// The groups as a [`Grouping`] (the unit model the solvers share), dropping the arcs.
+    pub fn into_grouping(self) -> Grouping {
+        Grouping { group_of: self.group_of, groups: self.groups }
     }
 }
 
-/// The communication hyperedges `T(u) = {label(u)} ∪ {label(x) : u → x}` of a labelling of
-/// the nodes (groups, colour classes, IP units), for nodes with `c(u) > 0`; sets of one
-/// label are dropped and equal sets merged, costs added — separately for backward and
-/// forward producers when `by_side` (the flag is then `u`'s side, else `false`). Sorted.
-pub fn hyperedges(w: &Workload, label: &[usize], by_side: bool) -> Vec<(Vec<usize>, bool, f64)> {
-    let mut map: std::collections::HashMap<(Vec<usize>, bool), f64> = std::collections::HashMap::new();
-    for u in 0..w.len() {
-        let c = w.out_cost(u);
-        if c == 0.0 {
-            continue;
+/// Kahn's order of the labels `0..labels` under `arcs` (a DAG), smallest ready label
+/// first: the position of every used label (`usize::MAX` for unused ones and for labels
+/// on a cycle) and the number of used labels numbered.
+fn kahn_positions(labels: usize, arcs: &[(usize, usize)], used: &[bool]) -> (Vec<usize>, usize) {
+    let mut succ = vec![Vec::new(); labels];
+    let mut indegree = vec![0usize; labels];
+    for &(a, b) in arcs {
+        succ[a].push(b);
+        indegree[b] += 1;
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..labels).filter(|&c| indegree[c] == 0).map(Reverse).collect();
+    let mut position = vec![usize::MAX; labels];
+    let mut next = 0;
+    while let Some(Reverse(c)) = ready.pop() {
+        if used[c] {
+            position[c] = next;
+            next += 1;
         }
-        let mut t: Vec<usize> = std::iter::once(label[u]).chain(w.successors(u).iter().map(|&x| label[x])).collect();
-        t.sort_unstable();
-        t.dedup();
-        if t.len() > 1 {
-            *map.entry((t, by_side && w.node(u).is_backward)).or_insert(0.0) += c;
+        for &d in &succ[c] {
+            indegree[d] -= 1;
+            if indegree[d] == 0 {
+                ready.push(Reverse(d));
+            }
         }
     }
-    let mut list: Vec<(Vec<usize>, bool, f64)> = map.into_iter().map(|((t, b), c)| (t, b, c)).collect();
-    list.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-    list
+    (position, next)
 }
 
 /// Tarjan's algorithm, iterative. Returns the component index of every vertex.

@@ -7,11 +7,14 @@
 //! - [`placement`]: an assignment of every node to one device;
 //! - [`schedule`]: pipeline schedules (GPipe, 1F1B, interleaved) and the micro-batches
 //!   each keeps in flight per stage;
+//! - [`grouping`]: nodes grouped into units with their summed costs and communication
+//!   hyperedges (the unit model of every solver);
 //! - [`contraction`]: colour classes contracted into the forward DAG of groups that
 //!   contiguous solvers split (ideals, DP, contiguous IP, chain baselines).
 
 pub mod contraction;
 pub mod devices;
+pub mod grouping;
 pub mod memory;
 pub mod placement;
 pub mod schedule;

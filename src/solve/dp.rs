@@ -36,6 +36,7 @@ use rayon::prelude::*;
 use super::chain::{split_chain, StageDevice};
 use super::ideal_cost::{IdealSummary, PairCost};
 use super::ideals::{contains, is_subset, Ideals};
+use super::knapsack::FractionalKnapsack;
 use super::leaf_folding::fold_free_leaves;
 use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status};
 use crate::model::contraction::Contraction;
@@ -312,28 +313,14 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
 }
 
 /// The most accelerator compute CPUs can take off the accelerators within a CPU-time
-/// budget `B`: the fractional knapsack `max Σ x_g·fpga(g)` s.t. `Σ x_g·cpu(g) ≤ B`,
-/// `0 ≤ x ≤ 1` — groups by decreasing fpga/cpu ratio, the last one split. An upper bound on
-/// any real choice of groups, so pruning with it is exact.
-struct CpuAbsorption {
-    /// Prefix sums of cpu and fpga time by decreasing ratio (groups with cpu = 0 excluded).
-    cum: Vec<(f64, f64)>,
-    /// fpga time of groups with no CPU time: absorbed for free.
-    free: f64,
-}
+/// budget `B`: the fractional knapsack of [`super::knapsack`] over the groups (weight cpu
+/// time, value fpga time), 0 for `B ≤ 0` (no CPU), scaled up by 1e-9 for rounding. An
+/// upper bound on any real choice of groups, so pruning with it is exact.
+struct CpuAbsorption(FractionalKnapsack);
 
 impl CpuAbsorption {
     fn new(c: &Contraction) -> Self {
-        let mut groups: Vec<(f64, f64)> =
-            c.groups.iter().filter(|g| g.cpu_latency > 0.0 && g.fpga_latency > 0.0).map(|g| (g.cpu_latency, g.fpga_latency)).collect();
-        groups.sort_by(|a, b| (b.1 / b.0).total_cmp(&(a.1 / a.0)));
-        let mut cum = vec![(0.0, 0.0)];
-        for (cpu, fpga) in groups {
-            let &(pc, pf) = cum.last().expect("non-empty");
-            cum.push((pc + cpu, pf + fpga));
-        }
-        let free = c.groups.iter().filter(|g| g.cpu_latency == 0.0).map(|g| g.fpga_latency).sum();
-        CpuAbsorption { cum, free }
+        CpuAbsorption(FractionalKnapsack::new(c.groups.iter().map(|g| (g.cpu_latency, g.fpga_latency))))
     }
 
     fn at(&self, budget: f64) -> f64 {
@@ -343,15 +330,7 @@ impl CpuAbsorption {
         if !budget.is_finite() {
             return f64::INFINITY;
         }
-        let i = self.cum.partition_point(|&(c, _)| c <= budget);
-        let absorbed = if i == self.cum.len() {
-            self.cum[i - 1].1
-        } else {
-            let (c0, f0) = self.cum[i - 1];
-            let (c1, f1) = self.cum[i];
-            f0 + (f1 - f0) * (budget - c0) / (c1 - c0)
-        };
-        (absorbed + self.free) * (1.0 + 1e-9)
+        self.0.value(budget) * (1.0 + 1e-9)
     }
 }
 

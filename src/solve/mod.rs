@@ -13,6 +13,7 @@
 //! - [`ideal_cost`]: the load of `I \ J` from per-ideal summaries;
 //! - [`chain`]: optimal split of one topological order into consecutive stages;
 //! - [`leaf_folding`]: zero-cost leaves folded into their neighbour before the DP;
+//! - [`knapsack`]: the fractional knapsack (compute CPUs can absorb), for the DP and bounds;
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
 //! - [`milp`]: integer programs on HiGHS (non-contiguous and contiguous max-load, sync,
 //!   latency);
@@ -29,6 +30,7 @@ pub mod compare;
 pub mod dp;
 pub mod ideal_cost;
 pub mod ideals;
+pub mod knapsack;
 pub mod leaf_folding;
 pub mod method;
 pub mod milp;

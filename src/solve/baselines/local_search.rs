@@ -24,10 +24,43 @@
 
 use std::time::Instant;
 
-use super::{infeasible_outcome, scored_outcome, ClassModel, SplitMix64};
-use crate::model::{Device, Workload};
+use super::{infeasible_outcome, scored_outcome, SplitMix64};
+use crate::model::grouping::{incidence, Grouping, Hyperedge};
+use crate::model::{Device, Placement, Workload};
 use crate::score::evaluate;
 use crate::solve::{Limits, Method, Outcome, Problem, SolveError};
+
+/// The colour classes with their communication hyperedges and, per class, the indices of
+/// the hyperedges that contain it: what a move is priced on. O(n + m) plus hashing.
+#[derive(Clone, Debug)]
+pub struct ClassModel {
+    pub classes: Grouping,
+    pub hyperedges: Vec<Hyperedge>,
+    pub incident: Vec<Vec<usize>>,
+}
+
+impl ClassModel {
+    pub fn new(w: &Workload) -> ClassModel {
+        let classes = Grouping::classes(w);
+        let hyperedges = classes.hyperedges(w, false);
+        let incident = incidence(&hyperedges, classes.len());
+        ClassModel { classes, hyperedges, incident }
+    }
+
+    /// Number of classes.
+    pub fn len(&self) -> usize {
+        self.classes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.classes.is_empty()
+    }
+
+    /// The node-level placement of a device per class.
+    pub fn placement(&self, device_of_class: &[Device]) -> Placement {
+        self.classes.placement(device_of_class)
+    }
+}
 
 /// Local search from random starts (`--method local-search --restarts N --seed S`).
 pub struct LocalSearch;
@@ -74,7 +107,7 @@ pub struct Restart {
 /// restart, and notes (time limit, skipped starts).
 #[derive(Clone, Debug)]
 pub struct Search {
-    pub best: Option<(crate::model::Placement, f64)>,
+    pub best: Option<(Placement, f64)>,
     pub restarts: Vec<Restart>,
     pub notes: Vec<String>,
 }
@@ -133,8 +166,8 @@ fn random_start(m: &ClassModel, k: usize, l: usize, memory: f64, rng: &mut Split
     let mut allowed = Vec::with_capacity(k + l);
     for x in order {
         allowed.clear();
-        if m.supported[x] {
-            allowed.extend((0..k).filter(|&a| used[a] + m.size_bytes[x] <= memory));
+        if m.classes[x].supported_on_accelerator {
+            allowed.extend((0..k).filter(|&a| used[a] + m.classes[x].size_bytes <= memory));
         }
         allowed.extend(k..k + l);
         if allowed.is_empty() {
@@ -142,7 +175,7 @@ fn random_start(m: &ClassModel, k: usize, l: usize, memory: f64, rng: &mut Split
         }
         let dev = allowed[rng.below(allowed.len())];
         if dev < k {
-            used[dev] += m.size_bytes[x];
+            used[dev] += m.classes[x].size_bytes;
         }
         device[x] = dev;
     }
@@ -183,13 +216,14 @@ impl<'a> State<'a> {
             let d = s.device[x];
             s.classes_on[d] += 1;
             if d < k {
-                s.load[d] += m.fpga[x];
-                s.used[d] += m.size_bytes[x];
+                s.load[d] += m.classes[x].fpga_latency;
+                s.used[d] += m.classes[x].size_bytes;
             } else {
-                s.load[d] += m.cpu[x];
+                s.load[d] += m.classes[x].cpu_latency;
             }
         }
-        for (t, (set, cost)) in m.hyperedges.iter().enumerate() {
+        for (t, e) in m.hyperedges.iter().enumerate() {
+            let (set, cost) = (&e.groups, e.cost);
             for &x in set {
                 s.count[t * devices + s.device[x]] += 1;
             }
@@ -213,12 +247,11 @@ impl<'a> State<'a> {
     pub fn priced(&self, x: usize, b: usize) -> (f64, f64) {
         let (m, k, dn) = (self.m, self.k, self.devices);
         let a = self.device[x];
-        let mut la = self.load[a] - if a < k { m.fpga[x] } else { m.cpu[x] };
-        let mut lb = self.load[b] + if b < k { m.fpga[x] } else { m.cpu[x] };
+        let mut la = self.load[a] - if a < k { m.classes[x].fpga_latency } else { m.classes[x].cpu_latency };
+        let mut lb = self.load[b] + if b < k { m.classes[x].fpga_latency } else { m.classes[x].cpu_latency };
         if a < k || b < k {
             for &t in &m.incident[x] {
-                let (set, cost) = &m.hyperedges[t];
-                let s = set.len() as u32;
+                let (s, cost) = (m.hyperedges[t].groups.len() as u32, &m.hyperedges[t].cost);
                 if a < k {
                     let n = self.count[t * dn + a];
                     let before = n < s;
@@ -251,10 +284,10 @@ impl<'a> State<'a> {
         self.load[a] = la;
         self.load[b] = lb;
         if a < k {
-            self.used[a] -= m.size_bytes[x];
+            self.used[a] -= m.classes[x].size_bytes;
         }
         if b < k {
-            self.used[b] += m.size_bytes[x];
+            self.used[b] += m.classes[x].size_bytes;
         }
         self.classes_on[a] -= 1;
         self.classes_on[b] += 1;
@@ -285,7 +318,7 @@ impl<'a> State<'a> {
                     if b == a {
                         continue;
                     }
-                    if b < k && (!m.supported[x] || self.used[b] + m.size_bytes[x] > self.memory) {
+                    if b < k && (!m.classes[x].supported_on_accelerator || self.used[b] + m.classes[x].size_bytes > self.memory) {
                         continue;
                     }
                     if self.classes_on[b] == 0 {

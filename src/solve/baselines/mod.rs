@@ -10,12 +10,11 @@
 //! | `single` | [`single`] | yes | any: everything on one accelerator |
 //! | `expert` | [`expert`] | as given | any: a human split read from a file |
 //!
-//! The non-contiguous baselines work on colour classes ([`ClassModel`]): the unit every
-//! placement must keep together. Their loads are those of MODEL.md computed through
-//! communication hyperedges over classes, exactly like [`Contraction::communication_hyperedges`]
-//! does over groups, so a move of one class changes only the loads of its two devices.
-//!
-//! [`Contraction::communication_hyperedges`]: crate::model::contraction::Contraction::communication_hyperedges
+//! The non-contiguous baselines work on colour classes ([`Grouping::classes`]): the unit
+//! every placement must keep together, with the sums and communication hyperedges of
+//! [`crate::model::grouping`] that the contraction's groups and the IPs' units have too.
+//! Local search prices its moves through those hyperedges, so a move of one class changes
+//! only the loads of its two devices.
 
 pub mod expert;
 pub mod greedy;
@@ -24,69 +23,8 @@ pub mod partitioner;
 pub mod pipedream;
 pub mod single;
 
-use crate::model::contraction::class_index;
+use crate::model::grouping::Grouping;
 use crate::model::{Device, Placement, Workload};
-
-/// The workload seen as colour classes: per-class sums and the communication hyperedges.
-#[derive(Clone, Debug)]
-pub struct ClassModel {
-    /// `class[v]` for node index `v`.
-    pub class: Vec<usize>,
-    /// Σ fpgaLatency per class.
-    pub fpga: Vec<f64>,
-    /// Σ cpuLatency per class.
-    pub cpu: Vec<f64>,
-    /// Σ size per class, bytes.
-    pub size_bytes: Vec<f64>,
-    /// Every node of the class may run on an accelerator.
-    pub supported: Vec<bool>,
-    /// Hyperedges `T(u) = {class(u)} ∪ {class(x) : u → x}` with `|T| > 1`, equal sets
-    /// merged (costs added); each set sorted.
-    pub hyperedges: Vec<(Vec<usize>, f64)>,
-    /// `incident[x]`: indices of the hyperedges that contain class `x`.
-    pub incident: Vec<Vec<usize>>,
-}
-
-impl ClassModel {
-    /// Builds the class model. O(n + m) plus hashing of the hyperedges.
-    pub fn new(w: &Workload) -> ClassModel {
-        let (class, classes) = class_index(w);
-        let mut fpga = vec![0.0; classes];
-        let mut cpu = vec![0.0; classes];
-        let mut size_bytes = vec![0.0; classes];
-        let mut supported = vec![true; classes];
-        for (v, node) in w.nodes().iter().enumerate() {
-            let x = class[v];
-            fpga[x] += node.fpga_latency;
-            cpu[x] += node.cpu_latency;
-            size_bytes[x] += node.size_bytes;
-            supported[x] &= node.supported_on_accelerator;
-        }
-        let hyperedges: Vec<(Vec<usize>, f64)> =
-            crate::model::contraction::hyperedges(w, &class, false).into_iter().map(|(t, _, c)| (t, c)).collect();
-        let mut incident = vec![Vec::new(); classes];
-        for (t, (set, _)) in hyperedges.iter().enumerate() {
-            for &x in set {
-                incident[x].push(t);
-            }
-        }
-        ClassModel { class, fpga, cpu, size_bytes, supported, hyperedges, incident }
-    }
-
-    /// Number of classes.
-    pub fn len(&self) -> usize {
-        self.fpga.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.fpga.is_empty()
-    }
-
-    /// The node-level placement of a device per class.
-    pub fn placement(&self, device_of_class: &[Device]) -> Placement {
-        Placement::new(self.class.iter().map(|&x| device_of_class[x]).collect())
-    }
-}
 
 /// Makes a class assignment valid, deterministically, and says what it moved:
 /// 1. a class that may not run on an accelerator goes to the least-loaded CPU;
@@ -96,7 +34,7 @@ impl ClassModel {
 ///
 /// Returns `None` when a class fits nowhere (no CPU and no accelerator with room).
 /// Complexity: O(C · (k + ℓ)) moves of C classes at most.
-pub fn repair(m: &ClassModel, w: &Workload, device: &mut [Device], notes: &mut Vec<String>) -> Option<()> {
+pub fn repair(m: &Grouping, w: &Workload, device: &mut [Device], notes: &mut Vec<String>) -> Option<()> {
     let d = w.devices();
     let (k, l, memory) = (d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
     let mut cpu_load = vec![0.0; l];
@@ -104,10 +42,10 @@ pub fn repair(m: &ClassModel, w: &Workload, device: &mut [Device], notes: &mut V
     let mut acc_memory = vec![0.0; k];
     for (x, dev) in device.iter().enumerate() {
         match *dev {
-            Device::Cpu(i) => cpu_load[i] += m.cpu[x],
+            Device::Cpu(i) => cpu_load[i] += m[x].cpu_latency,
             Device::Accelerator(i) => {
-                acc_compute[i] += m.fpga[x];
-                acc_memory[i] += m.size_bytes[x];
+                acc_compute[i] += m[x].fpga_latency;
+                acc_memory[i] += m[x].size_bytes;
             }
         }
     }
@@ -115,11 +53,11 @@ pub fn repair(m: &ClassModel, w: &Workload, device: &mut [Device], notes: &mut V
     let (mut unsupported_moved, mut memory_moved) = (0, 0);
     for (x, slot) in device.iter_mut().enumerate() {
         if let Device::Accelerator(i) = *slot {
-            if !m.supported[x] {
+            if !m[x].supported_on_accelerator {
                 let c = least_cpu(&cpu_load)?;
-                acc_compute[i] -= m.fpga[x];
-                acc_memory[i] -= m.size_bytes[x];
-                cpu_load[c] += m.cpu[x];
+                acc_compute[i] -= m[x].fpga_latency;
+                acc_memory[i] -= m[x].size_bytes;
+                cpu_load[c] += m[x].cpu_latency;
                 *slot = Device::Cpu(c);
                 unsupported_moved += 1;
             }
@@ -129,21 +67,21 @@ pub fn repair(m: &ClassModel, w: &Workload, device: &mut [Device], notes: &mut V
         while acc_memory[i] > memory {
             let x = (0..m.len())
                 .filter(|&x| device[x] == Device::Accelerator(i))
-                .max_by(|&a, &b| m.size_bytes[a].total_cmp(&m.size_bytes[b]).then(b.cmp(&a)))?;
+                .max_by(|&a, &b| m[a].size_bytes.total_cmp(&m[b].size_bytes).then(b.cmp(&a)))?;
             let target = (0..k)
-                .filter(|&j| j != i && acc_memory[j] + m.size_bytes[x] <= memory)
+                .filter(|&j| j != i && acc_memory[j] + m[x].size_bytes <= memory)
                 .min_by(|&a, &b| acc_compute[a].total_cmp(&acc_compute[b]).then(a.cmp(&b)));
-            acc_compute[i] -= m.fpga[x];
-            acc_memory[i] -= m.size_bytes[x];
+            acc_compute[i] -= m[x].fpga_latency;
+            acc_memory[i] -= m[x].size_bytes;
             match target {
                 Some(j) => {
-                    acc_compute[j] += m.fpga[x];
-                    acc_memory[j] += m.size_bytes[x];
+                    acc_compute[j] += m[x].fpga_latency;
+                    acc_memory[j] += m[x].size_bytes;
                     device[x] = Device::Accelerator(j);
                 }
                 None => {
                     let c = least_cpu(&cpu_load)?;
-                    cpu_load[c] += m.cpu[x];
+                    cpu_load[c] += m[x].cpu_latency;
                     device[x] = Device::Cpu(c);
                 }
             }

@@ -20,7 +20,8 @@
 //! Complexity: k METIS calls, each O((C + A) log C)-ish for C classes and A class arcs,
 //! plus one evaluation O(n + m) each.
 
-use super::{infeasible_outcome, repair, scored_outcome, throughput_only, ClassModel};
+use super::{infeasible_outcome, repair, scored_outcome, throughput_only};
+use crate::model::grouping::Grouping;
 use crate::model::{Device, Workload};
 use crate::score::evaluate;
 use crate::solve::{Method, Outcome, Problem, SolveError};
@@ -43,7 +44,7 @@ impl Method for Partitioner {
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let w = problem.workload;
-        let m = ClassModel::new(w);
+        let m = Grouping::classes(w);
         let graph = MetisGraph::new(w, &m);
         let k = w.devices().accelerators;
         let seed = (problem.limits.seed % (i32::MAX as u64)) as i32;
@@ -98,17 +99,17 @@ pub struct MetisGraph {
 
 impl MetisGraph {
     /// Builds the graph of the module documentation.
-    pub fn new(w: &Workload, m: &ClassModel) -> MetisGraph {
+    pub fn new(w: &Workload, m: &Grouping) -> MetisGraph {
         let n = m.len();
         let mut weight: std::collections::BTreeMap<(usize, usize), f64> = Default::default();
         for e in w.edges() {
-            let (a, b) = (m.class[e.from], m.class[e.to]);
+            let (a, b) = (m.group_of[e.from], m.group_of[e.to]);
             if a != b && w.out_cost(e.from) > 0.0 {
                 *weight.entry((a.min(b), a.max(b))).or_insert(0.0) += w.out_cost(e.from);
             }
         }
         let total_edge: f64 = weight.values().sum();
-        let total_compute: f64 = m.fpga.iter().sum();
+        let total_compute: f64 = m.groups.iter().map(|g| g.fpga_latency).sum();
         let scale = |x: f64, total: f64| if total > 0.0 { (x / total * 1e6).round() as metis::Idx } else { 0 };
         let mut adj: Vec<Vec<(usize, metis::Idx)>> = vec![Vec::new(); n];
         for (&(a, b), &c) in &weight {
@@ -126,7 +127,7 @@ impl MetisGraph {
             }
             xadj.push(adjncy.len() as metis::Idx);
         }
-        let vwgt = m.fpga.iter().map(|&f| scale(f, total_compute)).collect();
+        let vwgt = m.groups.iter().map(|g| scale(g.fpga_latency, total_compute)).collect();
         MetisGraph { xadj, adjncy, adjwgt, vwgt }
     }
 

@@ -1,44 +1,55 @@
 //! The latency IP: the call model of MODEL.md with up to `q` pieces per accelerator.
 //!
 //! Each accelerator d has `q` *slots* `(d, j)`; a slot is one call (piece). Units g
-//! (classes, or groups when contiguous), nodes v with unit `g(v)`, `U` an upper bound on
-//! the optimum (the best plan we hold), `Π = n + kq` (more than the longest chain of
-//! items), items being the pieces and the CPU nodes.
+//! (classes, or groups when contiguous), nodes v with unit `g(v)`. *Items* i are what the
+//! slots hold: the units when q = 1, single nodes when q ≥ 2 (a cut may put one class's
+//! nodes in different pieces); `i(v)` is v's item and `a_v = Σ_{d,j} x[i(v),d,j]` says v
+//! runs on an accelerator. `U` is an upper bound on the optimum (the best plan we hold),
+//! `Π = n + kq` (more than the longest chain of items).
+//!
+//! The constraint families, in the order [`solve`] adds them, each by the function named
+//! (methods of [`CallModel`]):
 //!
 //! ```text
-//! x[i,d,j] ∈ {0,1}   item i in slot j of accelerator d (0 if its unit is unsupported or
-//!                    too large); items are the units when q = 1 and single nodes when
-//!                    q ≥ 2 (a cut may put one class's nodes in different pieces)
-//! a[g,d] = Σ_j x[i,d,j] for every item i of unit g     colour classes share accelerators
-//! Σ_d a[g,d] ≤ 1                          the rest runs on CPUs: cpu_g = 1 − Σ a
-//! Σ_g size_g a[g,d] ≤ M                   memory of accelerator d, shared by its pieces
-//! D[d,j] ≥ Σ_g fpga_g x[g,d,j] + Σ_u c(u) z[u,d,j]      duration of the call;
-//!          z[u,d,j] ≥ cut of T(u) by the slot (units::cut_indicator): u ∈ In ∪ Out
-//! F_v ≥ cpu_v · (1 − Σ_{d,j} x[i(v),d,j])  and  F_v ≥ F_u + cpu_v · (1 − Σ_{d,j} x[i(v),d,j])   (u → v)     CPU nodes
-//! F_v ≥ S[d,j] + D[d,j] − U (1 − x[i(v),d,j])           a piece's nodes end with it
-//! S[d,j] ≥ F_u − U (1 − x[i(v),d,j] + x[i(u),d,j])  (u → v, i(u) ≠ i(v))
-//!          a piece starts when its inputs from outside are ready
-//! S[d,j+1] ≥ S[d,j] + D[d,j];  S[d,j] + D[d,j] ≤ L;  F_v ≤ L ≤ U;   minimise L
-//! F_v ≥ f_cpu(v) (1 − Σ_{d,j} x[i(v),d,j]) + f_acc(v) Σ_{d,j} x[i(v),d,j]
-//! F_v ≥ min(f_cpu(v), f_acc(v)),  L ≥ max_v min(f_cpu(v), f_acc(v))   (column bounds)
-//!          f_cpu, f_acc: finish-time lower bounds by state, aware of communication and
-//!          memory ([`super::latency_bound`], valid for every schedule of the call model)
+//! variables          x[i,d,j] ∈ {0,1}: item i in slot j of accelerator d (0 if its unit is
+//!                    unsupported or too large); L, F_v, S[d,j], D[d,j] ∈ [0, U];
+//!                    π_v, P[d,j] ∈ [0, Π];  F_v ≥ min(f_cpu(v), f_acc(v)),
+//!                    L ≥ max_v min(f_cpu(v), f_acc(v))   (column bounds; f below)
+//! add_membership     a[g,d] = Σ_j x[i,d,j] for every item i of unit g (q ≥ 2; for q = 1
+//!                    a[g,d] is x[g,d,0])                colour classes share accelerators
+//! add_one_accelerator  Σ_d a[g,d] ≤ 1                  the rest runs on CPUs
+//! add_memory         Σ_g size_g a[g,d] ≤ M              memory of d, shared by its pieces
+//! for every slot (d, j):
+//!   add_duration     D[d,j] ≥ Σ_i fpga_i x[i,d,j] + Σ_u c(u) z[u,d,j],
+//!                    z[u,d,j] ≥ cut of T(u) by the slot (units::cut_indicator): u ∈ In ∪ Out
+//!   add_slot_end     S[d,j] + D[d,j] ≤ L
+//!   add_slot_order   S[d,j+1] ≥ S[d,j] + D[d,j];   P[d,j+1] ≥ P[d,j] + 1
+//! for every node v:
+//!   add_node_end     F_v ≤ L                            (minimise L)
+//!   add_finish_bound F_v ≥ f_cpu(v) (1 − a_v) + f_acc(v) a_v
+//!   add_cpu_finish   F_v ≥ cpu_v (1 − a_v)
+//!   for every arc u → v:
+//!     add_cpu_precedence  F_v ≥ F_u + cpu_v (1 − a_v)
+//!     add_position_order  π_v ≥ π_u  if i(u) = i(v), else
+//!                         π_v ≥ π_u + 1 − (Π+1) Σ_{d,j} w[i(u),i(v),d,j],
+//!                         w[a,b,d,j] ≤ x[a,d,j],  w[a,b,d,j] ≤ x[b,d,j]   (same piece ⇒ no +1)
+//!     add_inputs_ready    S[d,j] ≥ F_u − U (1 − x[i(v),d,j] + x[i(u),d,j])   (i(u) ≠ i(v))
+//!                         a piece starts when its inputs from outside are ready
+//!   add_in_slot      F_v ≥ S[d,j] + D[d,j] − U (1 − x[i(v),d,j])   a piece's nodes end with it
+//!                    |π_v − P[d,j]| ≤ (Π+1)(1 − x[i(v),d,j])
+//! add_contiguity     (when asked) units::contiguity and units::device_order on a[·,d]
+//! add_symmetry       units::symmetry on a[·,d]
 //! ```
+//!
+//! `f_cpu`, `f_acc`: finish-time lower bounds by state, aware of communication and memory
+//! ([`super::latency_bound`], valid for every schedule of the call model).
 //!
 //! **Acyclicity.** Calls must not wait on each other in a cycle (the scorer rejects such a
 //! cut as a deadlock). Times alone do not forbid cycles of zero-duration items (the
-//! published graphs have many zero-latency nodes), so positions do:
-//!
-//! ```text
-//! π_v, P[d,j] ∈ [0, Π];   |π_v − P[d,j]| ≤ (Π+1)(1 − x[i(v),d,j])
-//! π_v ≥ π_u + 1 − (Π+1) · Σ_{d,j} w[i(u),i(v),d,j]   (u → v, i(u) ≠ i(v)),
-//!          w[a,b,d,j] ≤ x[a,d,j], w ≤ x[b,d,j]       (same piece ⇒ no +1)
-//! π_v ≥ π_u   (u → v, i(u) = i(v));   P[d,j+1] ≥ P[d,j] + 1
-//! ```
-//!
-//! Every cycle of the item graph passes through a piece and so has an arc between two
-//! different items, whose +1 makes the positions infeasible. Conversely an acyclic item
-//! graph has a topological numbering that satisfies them.
+//! published graphs have many zero-latency nodes), so the positions π, P do: every cycle of
+//! the item graph passes through a piece and so has an arc between two different items,
+//! whose +1 makes the positions infeasible. Conversely an acyclic item graph has a
+//! topological numbering that satisfies them.
 //!
 //! **Exactness w.r.t. the scorer.** The IP's plan carries its cut: the nodes in slot
 //! `(d, j)` are the piece of rank j on accelerator d ([`Placement::pieces`]), and the
@@ -48,19 +59,28 @@
 //! for every q the IP's optimum is the optimum over (placement, cut with ≤ q pieces), the
 //! search space of brute force (the property tests check both).
 //!
-//! Contiguity (when asked: per-set contiguity and a pipeline order of the devices on the
-//! group DAG, [`super::units::device_order`]) and symmetry use the accelerator membership `a[g,d]`
+//! Contiguity (per-set contiguity and a pipeline order of the devices on the group DAG,
+//! [`super::units::device_order`]) and symmetry use the accelerator membership `a[g,d]`
 //! (see [`super::units`]); CPU units get one CPU label each, so CPU sets are trivially
 //! contiguous (latency ignores maxCPUs).
+//!
+//! Held plans ([`held_plans`]: all on CPU, one accelerator, topological runs, the runs DP
+//! of [`super::latency_runs`], the DP plan, the greedy baseline; for q ≥ 2 the one-piece
+//! IP's plan) bound U; the best is the warm start ([`CallModel::warm_values`], with its
+//! cut). Extraction ([`CallModel::placement`]): an item goes to the slot whose binary is
+//! > 0.5, its rank is the slot's.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
-use super::{latency_bound, latency_runs};
-use super::units::{contiguity, cut_indicator, device_order, symmetry, Units};
+use super::latency_bound::{self, FinishBound};
+use super::latency_runs;
+use super::units::{canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units};
 use super::{candidate, finish, run, Builder, Candidate, Var};
-use crate::model::{Device, Placement};
+use crate::model::grouping::{Grouping, Hyperedge};
+use crate::model::{Device, Placement, Workload};
 use crate::solve::baselines::greedy::Greedy;
-use crate::solve::{dp, Method, Outcome, Problem, SolveError, Stats};
+use crate::solve::{dp, Method, Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the latency IP with at most `q` pieces per accelerator.
 pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
@@ -70,28 +90,80 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
 /// The IP, given the held plans of the caller (`None`: build them here). The time limit
 /// covers building them: HiGHS gets what is left.
 fn solve_holding(problem: &Problem, q: usize, given: Option<&[Placement]>) -> Result<Outcome, SolveError> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let w = problem.workload;
-    let n = w.len();
-    let units = Units::new(w, problem.contiguous);
-    let n_units = units.len();
-    let devices = w.devices();
-    let (k, memory) = (devices.accelerators, devices.memory_per_accelerator_bytes);
-    let cpu_label = |g: usize| Device::Cpu(if problem.contiguous { g } else { 0 });
-    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
+    let (units, arcs) = units(w, problem.contiguous);
+    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
+    let held = held(problem, q, given, &units, &mut stats, started)?;
+    let warm = held.into_iter().min_by(|a, b| a.score.total_cmp(&b.score));
+    let upper = warm.as_ref().map_or_else(|| trivial_upper_bound(w, &units), |c| c.score);
 
-    // Plans we already hold: all on CPU, as much as fits on one accelerator, runs of the
-    // topological order, the runs DP (latency_runs), the DP plan, the greedy baseline.
+    let items = if q == 1 { units.clone() } else { Grouping::singletons(w) };
+    let mut b = Builder::new();
+    let mut model = CallModel::variables(&mut b, w, q, &units, &items, upper);
+    stats.notes.push(format!("finish-time lower bound {}", model.critical));
+    model.add_membership(&mut b);
+    model.add_one_accelerator(&mut b);
+    model.add_memory(&mut b);
+    let hyperedges = items.hyperedges(w, false);
+    for (d, j) in model.slots() {
+        model.add_duration(&mut b, d, j, &hyperedges);
+        model.add_slot_end(&mut b, d, j);
+        model.add_slot_order(&mut b, d, j);
+    }
+    for v in 0..w.len() {
+        model.add_node_end(&mut b, v);
+        model.add_finish_bound(&mut b, v);
+        model.add_cpu_finish(&mut b, v);
+        for &u in w.predecessors(v) {
+            model.add_cpu_precedence(&mut b, u, v);
+            model.add_position_order(&mut b, u, v);
+            model.add_inputs_ready(&mut b, u, v);
+        }
+        model.add_in_slot(&mut b, v);
+    }
+    if problem.contiguous {
+        model.add_contiguity(&mut b, &arcs);
+    }
+    model.add_symmetry(&mut b);
+
+    let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement));
+    stats.notes.push(format!(
+        "{} units, {} slots, {} hyperedges, {} columns, {} rows",
+        units.len(),
+        model.slots().count(),
+        hyperedges.len(),
+        b.columns(),
+        b.rows
+    ));
+    stats.notes.push(format!("model built after {:.2} s", started.elapsed().as_secs_f64()));
+    let mut solved = run(b, &super::remaining(problem, started), warm_values.as_deref())?;
+    // The finish-time bound holds whatever HiGHS reached (it may stop before its root LP).
+    solved.bound = solved.bound.max(model.critical);
+    let from_ip = solved.columns.as_ref().map(|values| model.placement(values, problem.contiguous));
+    finish(problem, &solved, from_ip, warm, stats)
+}
+
+/// The plans held before the model is built: the caller's, or [`held_plans`]; for q ≥ 2
+/// also the one-piece IP's plan (a valid plan with q pieces), which gets half the time
+/// left.
+fn held(
+    problem: &Problem,
+    q: usize,
+    given: Option<&[Placement]>,
+    units: &Grouping,
+    stats: &mut Stats,
+    started: Instant,
+) -> Result<Vec<Candidate>, SolveError> {
     let mut held: Vec<Candidate> = Vec::new();
     match given {
         Some(plans) => held.extend(plans.iter().filter_map(|p| candidate(problem, p.clone(), "held by the caller"))),
-        None => held_plans(problem, &units, &mut held, &mut stats),
+        None => held_plans(problem, units, &mut held, stats),
     }
     if q >= 2 {
-        // The one-piece IP is smaller and often finds the plan to beat; its plan is a
-        // valid plan with q pieces and a warm start below. It gets half the time left.
+        // The one-piece IP is smaller and often finds the plan to beat.
         let mut one = problem.clone();
-        one.objective = crate::solve::Objective::Latency { pieces: 1 };
+        one.objective = Objective::Latency { pieces: 1 };
         one.limits.time_limit_s = super::remaining(problem, started).limits.time_limit_s.map(|t| t / 2.0);
         let plans: Vec<Placement> = held.iter().map(|c| c.placement.clone()).collect();
         let o = solve_holding(&one, 1, Some(&plans))?;
@@ -102,284 +174,330 @@ fn solve_holding(problem: &Problem, q: usize, given: Option<&[Placement]>) -> Re
         stats.notes.push(format!("held plan ({}) scores {}", c.source, c.score));
     }
     stats.notes.push(format!("held plans after {:.2} s", started.elapsed().as_secs_f64()));
-    let warm = held.into_iter().min_by(|a, b| a.score.total_cmp(&b.score));
-    let upper = warm.as_ref().map_or_else(
-        || units.cpu.iter().sum::<f64>() + (0..n).map(|v| w.out_cost(v)).sum::<f64>() * 2.0 + units.fpga.iter().sum::<f64>(),
-        |c| c.score,
-    );
-    let big = upper * (1.0 + 1e-6) + 1e-6;
-    let positions = (n + k * q) as f64;
-    let big_pos = positions + 1.0;
+    Ok(held)
+}
 
-    // Slot items: the units when q = 1; single nodes when q ≥ 2, since a cut may put the
-    // nodes of one colour class in different pieces of their accelerator.
-    let items = if q == 1 { units.clone() } else { Units::singletons(w) };
-    let n_items = items.len();
-    let item_fits: Vec<bool> =
-        (0..n_items).map(|i| units.fits_accelerator(units.unit_of[items.nodes[i][0]], memory)).collect();
+/// An upper bound on the latency of any plan when we hold none: all compute on both kinds
+/// and every transfer twice.
+fn trivial_upper_bound(w: &Workload, units: &Grouping) -> f64 {
+    units.groups.iter().map(|g| g.cpu_latency).sum::<f64>()
+        + (0..w.len()).map(|v| w.out_cost(v)).sum::<f64>() * 2.0
+        + units.groups.iter().map(|g| g.fpga_latency).sum::<f64>()
+}
 
-    let mut b = Builder::new();
-    // x[d][j][i]
-    let x: Vec<Vec<Vec<Var>>> = (0..k)
-        .map(|_| (0..q).map(|_| (0..n_items).map(|i| b.binary(0.0, item_fits[i])).collect()).collect())
-        .collect();
-    // Finish-time lower bounds by state, communication- and memory-aware
-    // (super::latency_bound): column bounds F_v ≥ min_s f_s(v) and L ≥ max_v min_s f_s(v)
-    // here, rows F_v ≥ f_cpu(v)·(1 − a_v) + f_acc(v)·a_v below.
-    let may_accelerate: Vec<bool> = (0..n).map(|v| k > 0 && item_fits[items.unit_of[v]]).collect();
-    let head = latency_bound::finish_bounds(w, &may_accelerate);
-    let critical = latency_bound::latency_lower_bound(&head);
-    stats.notes.push(format!("finish-time lower bound {critical}"));
-    let latency = b.continuous(1.0, critical.min(big), big);
-    let finish_t: Vec<Var> = (0..n).map(|v| b.continuous(0.0, head[v].min().min(big), big)).collect();
-    let pos: Vec<Var> = (0..n).map(|_| b.continuous(0.0, 0.0, positions)).collect();
-    let start: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
-    let duration: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, big)).collect()).collect();
-    let slot_pos: Vec<Vec<Var>> = (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, positions)).collect()).collect();
-    let on_acc = |i: usize| -> Vec<(Var, f64)> { x.iter().flatten().map(|slot| (slot[i], 1.0)).collect() };
+/// The call model's variables (module docs), with the caches of its lazily built rows.
+struct CallModel<'a> {
+    w: &'a Workload,
+    units: &'a Grouping,
+    items: &'a Grouping,
+    item_fits: Vec<bool>,
+    /// Whether node v may run on an accelerator (its item fits, k ≥ 1).
+    may_accelerate: Vec<bool>,
+    /// `f_cpu(v)`, `f_acc(v)` ([`latency_bound::finish_bounds`]) and the bound on L.
+    head: Vec<FinishBound>,
+    critical: f64,
+    /// U (with a little slack) and Π + 1: the big-Ms of times and positions.
+    big: f64,
+    big_pos: f64,
+    /// `x[d][j][i]`.
+    x: Vec<Vec<Vec<Var>>>,
+    latency: Var,
+    finish: Vec<Var>,
+    pos: Vec<Var>,
+    /// `start[d][j]`, `duration[d][j]`, `slot_pos[d][j]`.
+    start: Vec<Vec<Var>>,
+    duration: Vec<Vec<Var>>,
+    slot_pos: Vec<Vec<Var>>,
+    /// `member[d][g]` = a[g,d].
+    member: Vec<Vec<Var>>,
+    /// The `(w, Π+1)` terms of each pair of items, built on first use.
+    same_piece: HashMap<(usize, usize), Vec<(Var, f64)>>,
+    /// (u, item) pairs whose start rows exist.
+    start_rows: HashSet<(usize, usize)>,
+}
 
-    // Accelerator membership of the units: member[d][g] = Σ_j x[d][j][i] for every item i of g.
-    let member: Vec<Vec<Var>> = if q == 1 {
-        x.iter().map(|slots| slots[0].clone()).collect()
-    } else {
-        x.iter()
-            .map(|slots| {
-                (0..n_units)
-                    .map(|g| {
-                        let a = b.continuous(0.0, 0.0, if units.fits_accelerator(g, memory) { 1.0 } else { 0.0 });
-                        for &v in &units.nodes[g] {
-                            let mut terms: Vec<(Var, f64)> = slots.iter().map(|slot| (slot[v], 1.0)).collect();
-                            terms.push((a, -1.0));
-                            b.eq(&terms, 0.0);
-                        }
-                        a
-                    })
-                    .collect()
-            })
-            .collect()
-    };
-    for g in 0..n_units {
-        if units.fits_accelerator(g, memory) {
-            let terms: Vec<(Var, f64)> = member.iter().map(|row| (row[g], 1.0)).collect();
-            b.le(&terms, 1.0);
+impl<'a> CallModel<'a> {
+    /// The columns of the module docs' first line (and `a[g,d]` when q ≥ 2) for items
+    /// `items` of `units` in `q` slots per accelerator, with `upper` = U.
+    fn variables(b: &mut Builder, w: &'a Workload, q: usize, units: &'a Grouping, items: &'a Grouping, upper: f64) -> Self {
+        let memory = w.devices().memory_per_accelerator_bytes;
+        let item_fits: Vec<bool> =
+            (items.groups.iter()).map(|item| units[units.group_of[item.nodes[0]]].fits_accelerator(memory)).collect();
+        let may_accelerate: Vec<bool> =
+            (0..w.len()).map(|v| w.devices().accelerators > 0 && item_fits[items.group_of[v]]).collect();
+        let head = latency_bound::finish_bounds(w, &may_accelerate);
+        let critical = latency_bound::latency_lower_bound(&head);
+        let (n, k) = (w.len(), w.devices().accelerators);
+        let big = upper * (1.0 + 1e-6) + 1e-6;
+        let positions = (n + k * q) as f64;
+        let x: Vec<Vec<Vec<Var>>> = (0..k)
+            .map(|_| (0..q).map(|_| item_fits.iter().map(|&fits| b.binary(0.0, fits)).collect()).collect())
+            .collect();
+        let latency = b.continuous(1.0, critical.min(big), big);
+        let finish = head.iter().map(|h| b.continuous(0.0, h.min().min(big), big)).collect();
+        let pos = (0..n).map(|_| b.continuous(0.0, 0.0, positions)).collect();
+        let mut per_slot = |hi: f64| -> Vec<Vec<Var>> { (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, hi)).collect()).collect() };
+        let (start, duration, slot_pos) = (per_slot(big), per_slot(big), per_slot(positions));
+        let member = if q == 1 {
+            x.iter().map(|slots| slots[0].clone()).collect()
+        } else {
+            let bound = |g: usize| if units[g].fits_accelerator(memory) { 1.0 } else { 0.0 };
+            (0..k).map(|_| (0..units.len()).map(|g| b.continuous(0.0, 0.0, bound(g))).collect()).collect()
+        };
+        CallModel {
+            w,
+            units,
+            items,
+            item_fits,
+            may_accelerate,
+            head,
+            critical,
+            big,
+            big_pos: positions + 1.0,
+            x,
+            latency,
+            finish,
+            pos,
+            start,
+            duration,
+            slot_pos,
+            member,
+            same_piece: HashMap::new(),
+            start_rows: HashSet::new(),
         }
     }
-    if units.size.iter().any(|&s| s > 0.0) && units.size.iter().sum::<f64>() > memory {
-        for row in &member {
-            let terms: Vec<(Var, f64)> =
-                (0..n_units).filter(|&g| units.size[g] > 0.0).map(|g| (row[g], units.size[g])).collect();
-            b.le(&terms, memory);
-        }
+
+    /// The slots `(d, j)`, accelerator-major.
+    fn slots(&self) -> impl Iterator<Item = (usize, usize)> {
+        let q = self.x.first().map_or(0, |slots| slots.len());
+        (0..self.x.len()).flat_map(move |d| (0..q).map(move |j| (d, j)))
     }
-    // Durations.
-    let hyperedges = items.hyperedges(w, false);
-    for d in 0..k {
-        for j in 0..q {
-            let mut terms: Vec<(Var, f64)> =
-                (0..n_items).filter(|&i| items.fpga[i] != 0.0).map(|i| (x[d][j][i], items.fpga[i])).collect();
-            for e in &hyperedges {
-                let members: Vec<Var> = e.units.iter().map(|&i| x[d][j][i]).collect();
-                terms.push((cut_indicator(&mut b, &members), e.cost));
-            }
-            terms.push((duration[d][j], -1.0));
-            b.le(&terms, 0.0);
-            // End within the latency; slots one after another.
-            b.le(&[(start[d][j], 1.0), (duration[d][j], 1.0), (latency, -1.0)], 0.0);
-            if j + 1 < q {
-                b.ge(&[(start[d][j + 1], 1.0), (start[d][j], -1.0), (duration[d][j], -1.0)], 0.0);
-                b.ge(&[(slot_pos[d][j + 1], 1.0), (slot_pos[d][j], -1.0)], 1.0);
-            }
-        }
+
+    /// The terms `x[i,d,j]` over all slots, with coefficient `c`: `c · a_v` for v in item i.
+    fn on_accelerator(&self, i: usize, c: f64) -> impl Iterator<Item = (Var, f64)> + '_ {
+        self.x.iter().flatten().map(move |slot| (slot[i], c))
     }
-    // Node times and positions.
-    let mut same_piece: HashMap<(usize, usize), Vec<(Var, f64)>> = HashMap::new();
-    let mut start_rows: HashSet<(usize, usize)> = HashSet::new();
-    for v in 0..n {
-        let g = items.unit_of[v];
-        let cpu_v = w.node(v).cpu_latency;
-        b.le(&[(finish_t[v], 1.0), (latency, -1.0)], 0.0);
-        // F_v ≥ f_cpu(v) (1 − Σx) + f_acc(v) Σx   (latency_bound; Σx = a_v ∈ {0, 1})
-        if may_accelerate[v] {
-            let (f_cpu, f_acc) = (head[v].cpu.min(big), head[v].accelerator.min(big));
-            if f_acc != f_cpu {
-                let mut terms = vec![(finish_t[v], 1.0)];
-                terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, f_cpu - f_acc)));
-                b.ge(&terms, f_cpu);
-            }
+
+    fn memory(&self) -> f64 {
+        self.w.devices().memory_per_accelerator_bytes
+    }
+
+    /// `a[g,d] = Σ_j x[i,d,j]` for every item i (node) of unit g, when q ≥ 2.
+    fn add_membership(&self, b: &mut Builder) {
+        if self.x.first().is_none_or(|slots| slots.len() < 2) {
+            return;
         }
-        // F_v ≥ cpu_v (1 − Σx)
-        if cpu_v != 0.0 {
-            let mut terms = vec![(finish_t[v], 1.0)];
-            terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, cpu_v)));
-            b.ge(&terms, cpu_v);
-        }
-        for &u in w.predecessors(v) {
-            let mut terms = vec![(finish_t[v], 1.0), (finish_t[u], -1.0)];
-            if cpu_v != 0.0 {
-                terms.extend(on_acc(g).into_iter().map(|(var, _)| (var, cpu_v)));
-            }
-            b.ge(&terms, cpu_v);
-            let gu = items.unit_of[u];
-            if gu == g {
-                b.ge(&[(pos[v], 1.0), (pos[u], -1.0)], 0.0);
-                continue;
-            }
-            // π_v ≥ π_u + 1 − (Π+1) Σ w
-            let same = same_piece.entry((gu, g)).or_insert_with(|| {
-                let mut list = Vec::new();
-                if item_fits[gu] && item_fits[g] {
-                    for slots in &x {
-                        for slot in slots {
-                            let wv = b.continuous(0.0, 0.0, 1.0);
-                            b.le(&[(wv, 1.0), (slot[gu], -1.0)], 0.0);
-                            b.le(&[(wv, 1.0), (slot[g], -1.0)], 0.0);
-                            list.push((wv, big_pos));
-                        }
-                    }
-                }
-                list
-            });
-            let mut terms = vec![(pos[v], 1.0), (pos[u], -1.0)];
-            terms.extend(same.iter().copied());
-            b.ge(&terms, 1.0);
-            // S[d,j] ≥ F_u − U (1 − x[g] + x[gu])
-            if item_fits[g] && start_rows.insert((u, g)) {
-                for d in 0..k {
-                    for j in 0..q {
-                        b.ge(
-                            &[(start[d][j], 1.0), (finish_t[u], -1.0), (x[d][j][g], -big), (x[d][j][gu], big)],
-                            -big,
-                        );
-                    }
-                }
-            }
-        }
-        if item_fits[g] {
-            for d in 0..k {
-                for j in 0..q {
-                    let xv = x[d][j][g];
-                    // F_v ≥ S + D − U (1 − x)
-                    b.ge(&[(finish_t[v], 1.0), (start[d][j], -1.0), (duration[d][j], -1.0), (xv, -big)], -big);
-                    // |π_v − P| ≤ (Π+1)(1 − x)
-                    b.le(&[(pos[v], 1.0), (slot_pos[d][j], -1.0), (xv, big_pos)], big_pos);
-                    b.le(&[(slot_pos[d][j], 1.0), (pos[v], -1.0), (xv, big_pos)], big_pos);
+        for (slots, row) in self.x.iter().zip(&self.member) {
+            for (unit, &a) in self.units.groups.iter().zip(row) {
+                for &v in &unit.nodes {
+                    let mut terms: Vec<(Var, f64)> = slots.iter().map(|slot| (slot[v], 1.0)).collect();
+                    terms.push((a, -1.0));
+                    b.eq(&terms, 0.0);
                 }
             }
         }
     }
-    if problem.contiguous {
-        for row in &member {
-            contiguity(&mut b, row, &units.arcs);
-        }
-        device_order(&mut b, &member, &units.arcs, n_units);
-    }
-    symmetry(&mut b, &member);
 
-    // Warm start from the best held plan and its cut (held plans carry explicit pieces).
-    let warm_values = warm.as_ref().and_then(|c| {
-        let ranks = c.placement.pieces.as_ref()?;
-        let dev = super::units::canonical_devices(&units, &c.placement.assignment)?;
-        let mut values = Vec::with_capacity(b.integer_columns.len());
-        for d in 0..k {
-            for j in 0..q {
-                values.extend((0..n_items).map(|i| {
-                    let v = items.nodes[i][0];
-                    f64::from(dev[units.unit_of[v]] == Device::Accelerator(d) && ranks[v] == j)
-                }));
+    /// `Σ_d a[g,d] ≤ 1` for every unit g that fits an accelerator.
+    fn add_one_accelerator(&self, b: &mut Builder) {
+        for (g, unit) in self.units.groups.iter().enumerate() {
+            if unit.fits_accelerator(self.memory()) {
+                let terms: Vec<(Var, f64)> = self.member.iter().map(|row| (row[g], 1.0)).collect();
+                b.le(&terms, 1.0);
             }
+        }
+    }
+
+    /// `Σ_g size_g a[g,d] ≤ M` for every accelerator d (when it can bind).
+    fn add_memory(&self, b: &mut Builder) {
+        if !memory_binds(self.units, self.memory()) {
+            return;
+        }
+        for row in &self.member {
+            let terms: Vec<(Var, f64)> = (self.units.groups.iter().enumerate())
+                .filter(|(_, unit)| unit.size_bytes > 0.0)
+                .map(|(g, unit)| (row[g], unit.size_bytes))
+                .collect();
+            b.le(&terms, self.memory());
+        }
+    }
+
+    /// `D[d,j] ≥ Σ_i fpga_i x[i,d,j] + Σ_u c(u) z[u,d,j]`, with `z[u,d,j] ≥` the cut of
+    /// `T(u)` by the slot.
+    fn add_duration(&self, b: &mut Builder, d: usize, j: usize, hyperedges: &[Hyperedge]) {
+        let slot = &self.x[d][j];
+        let mut terms: Vec<(Var, f64)> = (self.items.groups.iter().zip(slot))
+            .filter(|(item, _)| item.fpga_latency != 0.0)
+            .map(|(item, &x)| (x, item.fpga_latency))
+            .collect();
+        for e in hyperedges {
+            let members: Vec<Var> = e.groups.iter().map(|&i| slot[i]).collect();
+            terms.push((cut_indicator(b, &members), e.cost));
+        }
+        terms.push((self.duration[d][j], -1.0));
+        b.le(&terms, 0.0);
+    }
+
+    /// `S[d,j] + D[d,j] ≤ L`.
+    fn add_slot_end(&self, b: &mut Builder, d: usize, j: usize) {
+        b.le(&[(self.start[d][j], 1.0), (self.duration[d][j], 1.0), (self.latency, -1.0)], 0.0);
+    }
+
+    /// `S[d,j+1] ≥ S[d,j] + D[d,j]` and `P[d,j+1] ≥ P[d,j] + 1` (slots one after another).
+    fn add_slot_order(&self, b: &mut Builder, d: usize, j: usize) {
+        if j + 1 < self.start[d].len() {
+            b.ge(&[(self.start[d][j + 1], 1.0), (self.start[d][j], -1.0), (self.duration[d][j], -1.0)], 0.0);
+            b.ge(&[(self.slot_pos[d][j + 1], 1.0), (self.slot_pos[d][j], -1.0)], 1.0);
+        }
+    }
+
+    /// `F_v ≤ L`.
+    fn add_node_end(&self, b: &mut Builder, v: usize) {
+        b.le(&[(self.finish[v], 1.0), (self.latency, -1.0)], 0.0);
+    }
+
+    /// `F_v ≥ f_cpu(v) (1 − a_v) + f_acc(v) a_v` (when v may run on an accelerator and the
+    /// two bounds differ; `a_v ∈ {0, 1}`).
+    fn add_finish_bound(&self, b: &mut Builder, v: usize) {
+        let (f_cpu, f_acc) = (self.head[v].cpu.min(self.big), self.head[v].accelerator.min(self.big));
+        if self.may_accelerate[v] && f_acc != f_cpu {
+            let mut terms = vec![(self.finish[v], 1.0)];
+            terms.extend(self.on_accelerator(self.items.group_of[v], f_cpu - f_acc));
+            b.ge(&terms, f_cpu);
+        }
+    }
+
+    /// `F_v ≥ cpu_v (1 − a_v)`.
+    fn add_cpu_finish(&self, b: &mut Builder, v: usize) {
+        let cpu = self.w.node(v).cpu_latency;
+        if cpu != 0.0 {
+            let mut terms = vec![(self.finish[v], 1.0)];
+            terms.extend(self.on_accelerator(self.items.group_of[v], cpu));
+            b.ge(&terms, cpu);
+        }
+    }
+
+    /// `F_v ≥ F_u + cpu_v (1 − a_v)`.
+    fn add_cpu_precedence(&self, b: &mut Builder, u: usize, v: usize) {
+        let cpu = self.w.node(v).cpu_latency;
+        let mut terms = vec![(self.finish[v], 1.0), (self.finish[u], -1.0)];
+        if cpu != 0.0 {
+            terms.extend(self.on_accelerator(self.items.group_of[v], cpu));
+        }
+        b.ge(&terms, cpu);
+    }
+
+    /// `π_v ≥ π_u` if u and v are one item, else `π_v ≥ π_u + 1 − (Π+1) Σ w[i(u),i(v),d,j]`
+    /// with `w ≤ x[i(u),d,j]`, `w ≤ x[i(v),d,j]` (built once per pair of items).
+    fn add_position_order(&mut self, b: &mut Builder, u: usize, v: usize) {
+        let (iu, iv) = (self.items.group_of[u], self.items.group_of[v]);
+        if iu == iv {
+            b.ge(&[(self.pos[v], 1.0), (self.pos[u], -1.0)], 0.0);
+            return;
+        }
+        let (x, fits, big_pos) = (&self.x, &self.item_fits, self.big_pos);
+        let same = self.same_piece.entry((iu, iv)).or_insert_with(|| {
+            if !(fits[iu] && fits[iv]) {
+                return Vec::new();
+            }
+            (x.iter().flatten())
+                .map(|slot| {
+                    let w = b.continuous(0.0, 0.0, 1.0);
+                    b.le(&[(w, 1.0), (slot[iu], -1.0)], 0.0);
+                    b.le(&[(w, 1.0), (slot[iv], -1.0)], 0.0);
+                    (w, big_pos)
+                })
+                .collect()
+        });
+        let mut terms = vec![(self.pos[v], 1.0), (self.pos[u], -1.0)];
+        terms.extend(same.iter().copied());
+        b.ge(&terms, 1.0);
+    }
+
+    /// `S[d,j] ≥ F_u − U (1 − x[i(v),d,j] + x[i(u),d,j])` for every slot (once per pair of
+    /// u and v's item; u and v in different items).
+    fn add_inputs_ready(&mut self, b: &mut Builder, u: usize, v: usize) {
+        let (iu, iv) = (self.items.group_of[u], self.items.group_of[v]);
+        if iu == iv || !self.item_fits[iv] || !self.start_rows.insert((u, iv)) {
+            return;
+        }
+        for (d, j) in self.slots() {
+            let slot = &self.x[d][j];
+            b.ge(&[(self.start[d][j], 1.0), (self.finish[u], -1.0), (slot[iv], -self.big), (slot[iu], self.big)], -self.big);
+        }
+    }
+
+    /// `F_v ≥ S[d,j] + D[d,j] − U (1 − x[i(v),d,j])` and `|π_v − P[d,j]| ≤ (Π+1)(1 −
+    /// x[i(v),d,j])` for every slot: v ends with its piece and sits at its position.
+    fn add_in_slot(&self, b: &mut Builder, v: usize) {
+        let i = self.items.group_of[v];
+        if !self.item_fits[i] {
+            return;
+        }
+        let (big, big_pos) = (self.big, self.big_pos);
+        for (d, j) in self.slots() {
+            let x = self.x[d][j][i];
+            b.ge(&[(self.finish[v], 1.0), (self.start[d][j], -1.0), (self.duration[d][j], -1.0), (x, -big)], -big);
+            b.le(&[(self.pos[v], 1.0), (self.slot_pos[d][j], -1.0), (x, big_pos)], big_pos);
+            b.le(&[(self.slot_pos[d][j], 1.0), (self.pos[v], -1.0), (x, big_pos)], big_pos);
+        }
+    }
+
+    /// Contiguity of every accelerator's unit set on the group DAG `arcs`, and a pipeline
+    /// order of the devices.
+    fn add_contiguity(&self, b: &mut Builder, arcs: &[(usize, usize)]) {
+        for row in &self.member {
+            contiguity(b, row, arcs);
+        }
+        device_order(b, &self.member, arcs, self.units.len());
+    }
+
+    /// Symmetry breaking among the accelerators.
+    fn add_symmetry(&self, b: &mut Builder) {
+        symmetry(b, &self.member);
+    }
+
+    /// Values of the binaries `x[i,d,j]` for a held plan with its cut (held plans carry
+    /// explicit pieces); `None` without a cut or if the plan splits a unit.
+    fn warm_values(&self, placement: &Placement) -> Option<Vec<f64>> {
+        let ranks = placement.pieces.as_ref()?;
+        let device = canonical_devices(self.units, &placement.assignment)?;
+        let mut values = Vec::new();
+        for (d, j) in self.slots() {
+            values.extend(self.items.groups.iter().map(|item| {
+                let v = item.nodes[0];
+                f64::from(device[self.units.group_of[v]] == Device::Accelerator(d) && ranks[v] == j)
+            }));
         }
         Some(values)
-    });
-    stats.notes.push(format!(
-        "{} units, {} slots, {} hyperedges, {} columns, {} rows",
-        n_units,
-        k * q,
-        hyperedges.len(),
-        b.columns(),
-        b.rows
-    ));
+    }
 
-    stats.notes.push(format!("model built after {:.2} s", started.elapsed().as_secs_f64()));
-    let mut solved = run(b, &super::remaining(problem, started), warm_values.as_deref())?;
-    // The finish-time bound holds whatever HiGHS reached (it may stop before its root LP).
-    solved.bound = solved.bound.max(critical);
-    let from_ip = solved.columns.as_ref().map(|values| {
-        let slot_of = |i: usize| {
-            (0..k).flat_map(|d| (0..q).map(move |j| (d, j))).find(|&(d, j)| values[x[d][j][i].index()] > 0.5)
-        };
-        let slots: Vec<Option<(usize, usize)>> = (0..n_items).map(slot_of).collect();
-        let device: Vec<Device> = (0..n_units)
-            .map(|g| slots[items.unit_of[units.nodes[g][0]]].map_or(cpu_label(g), |(d, _)| Device::Accelerator(d)))
+    /// The plan of a solution with its cut: every item in the slot whose binary is > 0.5
+    /// (rank j on accelerator d), or on a CPU (one per unit when `contiguous`).
+    fn placement(&self, values: &[f64], contiguous: bool) -> Placement {
+        let slot_of = |i: usize| self.slots().find(|&(d, j)| values[self.x[d][j][i].index()] > 0.5);
+        let slots: Vec<Option<(usize, usize)>> = (0..self.items.len()).map(slot_of).collect();
+        let device: Vec<Device> = (self.units.groups.iter().enumerate())
+            .map(|(g, unit)| {
+                let cpu = Device::Cpu(if contiguous { g } else { 0 });
+                slots[self.items.group_of[unit.nodes[0]]].map_or(cpu, |(d, _)| Device::Accelerator(d))
+            })
             .collect();
-        let ranks: Vec<usize> = (0..n).map(|v| slots[items.unit_of[v]].map_or(0, |(_, j)| j)).collect();
-        Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()).with_pieces(ranks)
-    });
-    finish(problem, &solved, from_ip, warm, stats)
+        let ranks: Vec<usize> = (0..self.w.len()).map(|v| slots[self.items.group_of[v]].map_or(0, |(_, j)| j)).collect();
+        self.units.placement(&device).with_pieces(ranks)
+    }
 }
 
 /// Plans we hold before the IP starts: all on CPU, as much as fits on one accelerator, runs
 /// of the topological order, the runs DP (latency_runs), the DP plan, the greedy baseline.
-fn held_plans(problem: &Problem, units: &Units, held: &mut Vec<Candidate>, stats: &mut Stats) {
+fn held_plans(problem: &Problem, units: &Grouping, held: &mut Vec<Candidate>, stats: &mut Stats) {
     let w = problem.workload;
-    let n = w.len();
-    let n_units = units.len();
-    let devices = w.devices();
-    let (k, memory) = (devices.accelerators, devices.memory_per_accelerator_bytes);
     let cpu_label = |g: usize| Device::Cpu(if problem.contiguous { g } else { 0 });
-    let all_cpu = Placement::new(units.unit_of.iter().map(|&g| cpu_label(g)).collect());
-    held.extend(candidate(problem, all_cpu, "all on CPU"));
-    if k > 0 {
-        let mut used = 0.0;
-        let device: Vec<Device> = (0..n_units)
-            .map(|g| {
-                if units.fits_accelerator(g, memory - used) {
-                    used += units.size[g];
-                    Device::Accelerator(0)
-                } else {
-                    cpu_label(g)
-                }
-            })
-            .collect();
-        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "one accelerator"));
-    }
-    if k > 0 {
-        // Runs of the topological order: fill accelerator 0 with units in order of their
-        // first node until the next unit does not fit, then accelerator 1, …; units that
-        // fit nowhere go to CPUs and close the current run. Arcs only go forward, so the
-        // calls form no cycle (unless colour classes span runs; the scorer checks).
-        let position: Vec<usize> = {
-            let mut p = vec![0; n];
-            for (t, &v) in w.topological_order().iter().enumerate() {
-                p[v] = t;
-            }
-            p
-        };
-        let mut order: Vec<usize> = (0..n_units).collect();
-        order.sort_by_key(|&g| units.nodes[g].iter().map(|&v| position[v]).min());
-        let (mut d, mut used) = (0, 0.0);
-        let mut device = vec![Device::Cpu(0); n_units];
-        for g in order {
-            if !units.fits_accelerator(g, memory) {
-                device[g] = cpu_label(g);
-                // A later unit of this run could depend on this CPU unit: close the run.
-                if used > 0.0 || device.contains(&Device::Accelerator(d)) {
-                    d += 1;
-                    used = 0.0;
-                }
-                continue;
-            }
-            if used + units.size[g] > memory {
-                d += 1;
-                used = 0.0;
-            }
-            if d < k {
-                used += units.size[g];
-                device[g] = Device::Accelerator(d);
-            } else {
-                device[g] = cpu_label(g);
-            }
-        }
-        held.extend(candidate(problem, Placement::new(units.unit_of.iter().map(|&g| device[g]).collect()), "topological runs"));
+    let all_cpu: Vec<Device> = (0..units.len()).map(cpu_label).collect();
+    held.extend(candidate(problem, units.placement(&all_cpu), "all on CPU"));
+    if w.devices().accelerators > 0 {
+        held.extend(candidate(problem, units.placement(&one_accelerator(w, units, cpu_label)), "one accelerator"));
+        held.extend(candidate(problem, units.placement(&topological_runs(w, units, cpu_label)), "topological runs"));
         // The best cut of a topological order into runs, by DP (super::latency_runs).
         for (p, source) in latency_runs::plans(w) {
             held.extend(candidate(problem, p, source));
@@ -394,4 +512,60 @@ fn held_plans(problem: &Problem, units: &Units, held: &mut Vec<Candidate>, stats
         Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "greedy"))),
         Err(e) => stats.notes.push(format!("no greedy plan: {e}")),
     }
+}
+
+/// Units in index order onto accelerator 0 while its memory allows; the rest on CPUs.
+fn one_accelerator(w: &Workload, units: &Grouping, cpu_label: impl Fn(usize) -> Device) -> Vec<Device> {
+    let memory = w.devices().memory_per_accelerator_bytes;
+    let mut used = 0.0;
+    (units.groups.iter().enumerate())
+        .map(|(g, unit)| {
+            if unit.fits_accelerator(memory - used) {
+                used += unit.size_bytes;
+                Device::Accelerator(0)
+            } else {
+                cpu_label(g)
+            }
+        })
+        .collect()
+}
+
+/// Runs of the topological order: fill accelerator 0 with units in order of their first
+/// node until the next unit does not fit, then accelerator 1, …; units that fit nowhere go
+/// to CPUs and close the current run. Arcs only go forward, so the calls form no cycle
+/// (unless colour classes span runs; the scorer checks).
+fn topological_runs(w: &Workload, units: &Grouping, cpu_label: impl Fn(usize) -> Device) -> Vec<Device> {
+    let devices = w.devices();
+    let (k, memory) = (devices.accelerators, devices.memory_per_accelerator_bytes);
+    let mut position = vec![0; w.len()];
+    for (t, &v) in w.topological_order().iter().enumerate() {
+        position[v] = t;
+    }
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&g| units[g].nodes.iter().map(|&v| position[v]).min());
+    let (mut d, mut used) = (0, 0.0);
+    let mut device = vec![Device::Cpu(0); units.len()];
+    for g in order {
+        let unit = &units[g];
+        if !unit.fits_accelerator(memory) {
+            device[g] = cpu_label(g);
+            // A later unit of this run could depend on this CPU unit: close the run.
+            if used > 0.0 || device.contains(&Device::Accelerator(d)) {
+                d += 1;
+                used = 0.0;
+            }
+            continue;
+        }
+        if used + unit.size_bytes > memory {
+            d += 1;
+            used = 0.0;
+        }
+        if d < k {
+            used += unit.size_bytes;
+            device[g] = Device::Accelerator(d);
+        } else {
+            device[g] = cpu_label(g);
+        }
+    }
+    device
 }

@@ -38,7 +38,7 @@
 //! - **Volume** (`volume`). The CPUs hold the non-placeable units and a set C of units
 //!   with `cpu_g ≤ T` (not forced), `cpu(C) ≤ ℓT − cpu(non-placeable) =: B` (so B ≥ 0).
 //!   The most fpga time C can take off the accelerators is at most the fractional
-//!   knapsack `absorb(B)` (by decreasing fpga/cpu; as the DP's `CpuAbsorption`). So the
+//!   knapsack `absorb(B)` ([`crate::solve::knapsack`], as in the DP's pruning). So the
 //!   accelerators hold at least `need(T) = fpga(placeable) − absorb(B)`, and
 //!   `need(T) ≤ Σ_d load(d) ≤ kT`.
 //! - **Communication** (`communication`). For a nonempty set Q of placeable units and
@@ -84,8 +84,10 @@
 use std::collections::HashMap;
 
 use super::min_cut::CheapestSet;
-use super::units::{Hyperedge, Units};
+use super::units::units;
 use super::LoadBoundUse;
+use crate::model::grouping::{Group, Grouping, Hyperedge};
+use crate::solve::knapsack::FractionalKnapsack;
 use crate::model::{DeviceSet, Workload};
 use crate::solve::Stats;
 
@@ -123,7 +125,7 @@ fn mu_grid() -> Vec<f64> {
 /// The lower bound on the max load of every plan of `w` (contiguous plans only when
 /// `contiguous`, with the contraction's groups as units), all tests.
 pub fn max_load_lower_bound(w: &Workload, contiguous: bool) -> f64 {
-    let units = Units::new(w, contiguous);
+    let (units, _) = units(w, contiguous);
     let hyperedges = units.hyperedges(w, false);
     LowerBound::new(&units, &hyperedges, w.devices(), Tests::ALL).value()
 }
@@ -167,7 +169,7 @@ impl ModelBounds {
 /// forward (backward) ones has exactly the loads FW(d) (BW(d)) for the same plans, so
 /// its bound is a bound on F = max FW (B = max BW).
 pub(crate) fn for_model(
-    units: &Units,
+    units: &Grouping,
     hyperedges: &[Hyperedge],
     devices: &DeviceSet,
     sync: bool,
@@ -191,21 +193,24 @@ pub(crate) fn for_model(
 /// [`ModelBounds`] for the plans of `w` (contiguous ones only when `contiguous`, with the
 /// contraction's groups as units), for the throughput or the sync objective.
 pub fn model_bounds(w: &Workload, contiguous: bool, sync: bool) -> ModelBounds {
-    let units = Units::new(w, contiguous);
+    let (units, _) = units(w, contiguous);
     let hyperedges = units.hyperedges(w, sync);
     compute_model_bounds(&units, &hyperedges, w.devices(), sync)
 }
 
-fn compute_model_bounds(units: &Units, hyperedges: &[Hyperedge], devices: &DeviceSet, sync: bool) -> ModelBounds {
+fn compute_model_bounds(units: &Grouping, hyperedges: &[Hyperedge], devices: &DeviceSet, sync: bool) -> ModelBounds {
     let total = LowerBound::new(units, hyperedges, devices, Tests::ALL).value();
     let mut bounds = ModelBounds { total, ..ModelBounds::default() };
     if sync {
         for backward in [false, true] {
             let mut side = units.clone();
-            for g in 0..side.len() {
-                let (f, c) = (units.forward_fpga[g], units.forward_cpu[g]);
-                (side.fpga[g], side.cpu[g]) =
-                    if backward { ((units.fpga[g] - f).max(0.0), (units.cpu[g] - c).max(0.0)) } else { (f, c) };
+            for (unit, whole) in side.groups.iter_mut().zip(&units.groups) {
+                let (f, c) = (whole.forward_fpga_latency, whole.forward_cpu_latency);
+                (unit.fpga_latency, unit.cpu_latency) = if backward {
+                    ((whole.fpga_latency - f).max(0.0), (whole.cpu_latency - c).max(0.0))
+                } else {
+                    (f, c)
+                };
             }
             let edges: Vec<Hyperedge> = hyperedges.iter().filter(|e| e.backward == backward).cloned().collect();
             let value = LowerBound::new(&side, &edges, devices, Tests::ALL).value();
@@ -223,7 +228,7 @@ fn compute_model_bounds(units: &Units, hyperedges: &[Hyperedge], devices: &Devic
 /// `[("forced", _), ("pigeon", _), ("volume", _), ("communication", _), ("packing", _),
 /// ("all", _)]`. For reports of where a bound comes from.
 pub fn breakdown(w: &Workload, contiguous: bool) -> Vec<(&'static str, f64)> {
-    let units = Units::new(w, contiguous);
+    let (units, _) = units(w, contiguous);
     let hyperedges = units.hyperedges(w, false);
     let one = |tests: Tests| LowerBound::new(&units, &hyperedges, w.devices(), tests).value();
     vec![
@@ -238,7 +243,7 @@ pub fn breakdown(w: &Workload, contiguous: bool) -> Vec<(&'static str, f64)> {
 
 /// The bound's data and caches (see the module docs).
 pub struct LowerBound<'a> {
-    units: &'a Units,
+    units: &'a Grouping,
     placeable: Vec<bool>,
     k: usize,
     l: usize,
@@ -253,7 +258,7 @@ pub struct LowerBound<'a> {
 
 /// Values of h_Q on the μ grid, by minimum cuts, cached (they do not depend on T).
 struct Cuts<'a> {
-    fpga: &'a [f64],
+    fpga: Vec<f64>,
     placeable: Vec<bool>,
     hyperedges: &'a [Hyperedge],
     mu: Vec<f64>,
@@ -270,7 +275,7 @@ struct Cuts<'a> {
 
 impl Cuts<'_> {
     fn compute(&mut self, set: &[usize]) -> Vec<f64> {
-        let (fpga, placeable, hyperedges) = (self.fpga, &self.placeable, self.hyperedges);
+        let (fpga, placeable, hyperedges) = (&self.fpga, &self.placeable, self.hyperedges);
         let network = self.network.get_or_insert_with(|| CheapestSet::new(fpga, placeable, hyperedges));
         let trivial: f64 = set.iter().map(|&g| fpga[g]).sum();
         if set.len() == 1 {
@@ -332,15 +337,15 @@ struct Bin {
 }
 
 impl<'a> LowerBound<'a> {
-    pub fn new(units: &'a Units, hyperedges: &'a [Hyperedge], devices: &DeviceSet, tests: Tests) -> Self {
+    pub fn new(units: &'a Grouping, hyperedges: &'a [Hyperedge], devices: &DeviceSet, tests: Tests) -> Self {
         let memory = devices.memory_per_accelerator_bytes;
         let n = units.len();
-        let placeable: Vec<bool> = (0..n).map(|g| units.fits_accelerator(g, memory)).collect();
-        let mut by_ratio: Vec<usize> = (0..n).filter(|&g| placeable[g] && units.cpu[g] > 0.0).collect();
-        by_ratio.sort_by(|&a, &b| (units.fpga[b] / units.cpu[b]).total_cmp(&(units.fpga[a] / units.cpu[a])));
-        let placeable_fpga = (0..n).filter(|&g| placeable[g]).map(|g| units.fpga[g]).sum();
+        let placeable: Vec<bool> = units.groups.iter().map(|unit| unit.fits_accelerator(memory)).collect();
+        let mut by_ratio: Vec<usize> = (0..n).filter(|&g| placeable[g] && units[g].cpu_latency > 0.0).collect();
+        by_ratio.sort_by(|&a, &b| (units[b].fpga_latency / units[b].cpu_latency).total_cmp(&(units[a].fpga_latency / units[a].cpu_latency)));
+        let placeable_fpga = (0..n).filter(|&g| placeable[g]).map(|g| units[g].fpga_latency).sum();
         let cuts = Cuts {
-            fpga: &units.fpga,
+            fpga: units.groups.iter().map(|unit| unit.fpga_latency).collect(),
             placeable: placeable.clone(),
             hyperedges,
             mu: mu_grid(),
@@ -362,8 +367,8 @@ impl<'a> LowerBound<'a> {
             placeable_fpga,
         };
         let floor = lb.forced_floor();
-        let mut candidates: Vec<usize> = (0..n).filter(|&g| lb.placeable[g] && units.cpu[g] > floor).collect();
-        candidates.sort_by(|&a, &b| units.fpga[b].total_cmp(&units.fpga[a]).then(a.cmp(&b)));
+        let mut candidates: Vec<usize> = (0..n).filter(|&g| lb.placeable[g] && units[g].cpu_latency > floor).collect();
+        candidates.sort_by(|&a, &b| units[b].fpga_latency.total_cmp(&units[a].fpga_latency).then(a.cmp(&b)));
         for &g in candidates.iter().take(CUT_UNITS) {
             lb.cuts.allowed[g] = true;
         }
@@ -374,7 +379,7 @@ impl<'a> LowerBound<'a> {
     fn forced_floor(&self) -> f64 {
         let u = self.units;
         (0..u.len())
-            .map(|g| if self.placeable[g] && self.k > 0 { u.cpu[g].min(u.fpga[g]) } else { u.cpu[g] })
+            .map(|g| if self.placeable[g] && self.k > 0 { u[g].cpu_latency.min(u[g].fpga_latency) } else { u[g].cpu_latency })
             .fold(0.0, f64::max)
     }
 
@@ -387,7 +392,7 @@ impl<'a> LowerBound<'a> {
             return shave(floor);
         }
         let u = self.units;
-        let total: f64 = u.fpga.iter().chain(u.cpu.iter()).sum::<f64>()
+        let total: f64 = u.groups.iter().map(|g| g.fpga_latency).chain(u.groups.iter().map(|g| g.cpu_latency)).sum::<f64>()
             + self.cuts.hyperedges.iter().map(|e| e.cost).sum::<f64>();
         let (mut lo, mut hi) = (floor, (total + 1.0).max(2.0 * floor));
         if !self.possible(hi) {
@@ -416,30 +421,30 @@ impl<'a> LowerBound<'a> {
         let (k, l) = (self.k, self.l);
         // Forced units and CPU-only units.
         let cpu_only: Vec<usize> = (0..n).filter(|&g| !self.placeable[g]).collect();
-        if cpu_only.iter().any(|&g| u.cpu[g] > t) || (!cpu_only.is_empty() && l == 0) {
+        if cpu_only.iter().any(|&g| u[g].cpu_latency > t) || (!cpu_only.is_empty() && l == 0) {
             return false;
         }
-        let mut forced: Vec<usize> = (0..n).filter(|&g| self.placeable[g] && u.cpu[g] > t).collect();
+        let mut forced: Vec<usize> = (0..n).filter(|&g| self.placeable[g] && u[g].cpu_latency > t).collect();
         if !forced.is_empty() && k == 0 {
             return false;
         }
-        if forced.iter().any(|&g| u.fpga[g] > t) {
+        if forced.iter().any(|&g| u[g].fpga_latency > t) {
             return false;
         }
-        forced.sort_by(|&a, &b| u.fpga[b].total_cmp(&u.fpga[a]).then(u.size[b].total_cmp(&u.size[a])).then(a.cmp(&b)));
+        forced.sort_by(|&a, &b| u[b].fpga_latency.total_cmp(&u[a].fpga_latency).then(u[b].size_bytes.total_cmp(&u[a].size_bytes)).then(a.cmp(&b)));
         if self.tests.pigeon {
-            let of = |v: &[usize], f: &[f64]| v.iter().map(|&g| f[g]).collect::<Vec<f64>>();
-            if pigeon(of(&forced, &u.fpga), k) > t
-                || pigeon(of(&forced, &u.size), k) > self.memory
-                || pigeon(of(&cpu_only, &u.cpu), l) > t
+            let of = |v: &[usize], f: fn(&Group) -> f64| v.iter().map(|&g| f(&u[g])).collect::<Vec<f64>>();
+            if pigeon(of(&forced, |g| g.fpga_latency), k) > t
+                || pigeon(of(&forced, |g| g.size_bytes), k) > self.memory
+                || pigeon(of(&cpu_only, |g| g.cpu_latency), l) > t
             {
                 return false;
             }
         }
-        let forced_fpga: f64 = forced.iter().map(|&g| u.fpga[g]).sum();
+        let forced_fpga: f64 = forced.iter().map(|&g| u[g].fpga_latency).sum();
         let mut fluid = 0.0;
         if self.tests.volume {
-            let budget = l as f64 * t - cpu_only.iter().map(|&g| u.cpu[g]).sum::<f64>();
+            let budget = l as f64 * t - cpu_only.iter().map(|&g| u[g].cpu_latency).sum::<f64>();
             if budget < 0.0 {
                 return false;
             }
@@ -452,7 +457,7 @@ impl<'a> LowerBound<'a> {
         if self.tests.communication {
             for &g in &forced {
                 let h = self.cuts.single(g);
-                if bin_room(&self.cuts.mu, &h, u.fpga[g], t).is_none() {
+                if bin_room(&self.cuts.mu, &h, u[g].fpga_latency, t).is_none() {
                     return false;
                 }
             }
@@ -467,29 +472,18 @@ impl<'a> LowerBound<'a> {
         true
     }
 
-    /// The fractional knapsack: the most fpga time that units with `cpu_g ≤ t` and a CPU
-    /// budget `budget` can take off the accelerators.
-    fn absorb(&self, t: f64, mut budget: f64) -> f64 {
-        let u = self.units;
-        // Units with no CPU time go to a CPU for free (when there is one).
-        let mut absorbed: f64 = if self.l > 0 {
-            (0..u.len()).filter(|&g| self.placeable[g] && u.cpu[g] == 0.0).map(|g| u.fpga[g]).sum()
-        } else {
-            0.0
-        };
-        for &g in &self.by_ratio {
-            if u.cpu[g] > t {
-                continue;
-            }
-            if u.cpu[g] <= budget {
-                budget -= u.cpu[g];
-                absorbed += u.fpga[g];
-            } else {
-                absorbed += u.fpga[g] * budget / u.cpu[g];
-                break;
-            }
+    /// The most fpga time that units with `cpu_g ≤ t` can take off the accelerators
+    /// within the CPU budget `budget`: the fractional knapsack of
+    /// [`crate::solve::knapsack`] over the placeable units (weight cpu time, value fpga
+    /// time; units with no CPU time are free), nothing without CPUs.
+    fn absorb(&self, t: f64, budget: f64) -> f64 {
+        if self.l == 0 {
+            return 0.0;
         }
-        absorbed
+        let u = self.units;
+        let free = (0..u.len()).filter(|&g| self.placeable[g] && u[g].cpu_latency == 0.0);
+        let paid = self.by_ratio.iter().copied().filter(|&g| u[g].cpu_latency <= t);
+        FractionalKnapsack::new(free.chain(paid).map(|g| (u[g].cpu_latency, u[g].fpga_latency))).value(budget)
     }
 }
 
@@ -524,7 +518,7 @@ fn bin_room(mu: &[f64], h: &[f64], compute: f64, t: f64) -> Option<f64> {
 
 /// The packing search (module docs, Packing).
 struct Search<'a, 'b> {
-    units: &'a Units,
+    units: &'a Grouping,
     items: &'a [usize],
     cuts: Option<&'a mut Cuts<'b>>,
     k: usize,
@@ -539,7 +533,7 @@ struct Search<'a, 'b> {
 
 impl<'a, 'b> Search<'a, 'b> {
     fn new(
-        units: &'a Units,
+        units: &'a Grouping,
         items: &'a [usize],
         cuts: Option<&'a mut Cuts<'b>>,
         k: usize,
@@ -550,8 +544,8 @@ impl<'a, 'b> Search<'a, 'b> {
         let n = items.len();
         let (mut suffix_compute, mut suffix_size) = (vec![0.0; n + 1], vec![0.0; n + 1]);
         for i in (0..n).rev() {
-            suffix_compute[i] = suffix_compute[i + 1] + units.fpga[items[i]];
-            suffix_size[i] = suffix_size[i + 1] + units.size[items[i]];
+            suffix_compute[i] = suffix_compute[i + 1] + units[items[i]].fpga_latency;
+            suffix_size[i] = suffix_size[i + 1] + units[items[i]].size_bytes;
         }
         Search {
             units,
@@ -576,8 +570,8 @@ impl<'a, 'b> Search<'a, 'b> {
     fn extend(&mut self, bin: Option<&Bin>, g: usize) -> Option<Bin> {
         let u = self.units;
         let (mut units, compute, size) = match bin {
-            Some(b) => (b.units.clone(), b.compute + u.fpga[g], b.size + u.size[g]),
-            None => (Vec::new(), u.fpga[g], u.size[g]),
+            Some(b) => (b.units.clone(), b.compute + u[g].fpga_latency, b.size + u[g].size_bytes),
+            None => (Vec::new(), u[g].fpga_latency, u[g].size_bytes),
         };
         if size > self.memory {
             return None;
@@ -626,7 +620,7 @@ impl<'a, 'b> Search<'a, 'b> {
             return Packing::Fits;
         }
         // Only bins with room for the smallest forced unit can take forced units.
-        let smallest = self.units.fpga[self.items[self.items.len() - 1]];
+        let smallest = self.units[self.items[self.items.len() - 1]].fpga_latency;
         let usable: f64 =
             self.bins.iter().map(|b| b.room).filter(|&r| r >= smallest).sum::<f64>() + empty * self.t;
         if usable < self.suffix_compute[i] {
@@ -639,7 +633,7 @@ impl<'a, 'b> Search<'a, 'b> {
                 break;
             }
             if !opening {
-                if self.bins[b].room < self.units.fpga[g] {
+                if self.bins[b].room < self.units[g].fpga_latency {
                     continue;
                 }
                 // Bins with equal contents behave alike only without communication (with

@@ -27,7 +27,7 @@
 //! and its value is at most every cut (weak duality), hence at most `h_g(μ)` — a valid
 //! *lower* bound on it even if rounding stops the search early.
 
-use super::units::Hyperedge;
+use crate::model::grouping::Hyperedge;
 
 /// Residual capacities below this (relative to the largest finite capacity) count as zero.
 const RELATIVE_EPS: f64 = 1e-13;
@@ -175,7 +175,7 @@ impl CheapestSet {
             let (inn, out) = (units + 2 * i, units + 2 * i + 1);
             network.arc(&mut capacity, inn, out, e.cost);
             largest = largest.max(e.cost);
-            for &a in &e.units {
+            for &a in &e.groups {
                 network.arc(&mut capacity, a, inn, f64::INFINITY);
                 network.arc(&mut capacity, out, a, f64::INFINITY);
             }
@@ -230,7 +230,7 @@ mod tests {
     use super::*;
 
     fn edge(units: &[usize], cost: f64) -> Hyperedge {
-        Hyperedge { units: units.to_vec(), cost, backward: false }
+        Hyperedge { groups: units.to_vec(), cost, backward: false }
     }
 
     /// Brute force over all sets S ⊇ Q of allowed units.
@@ -244,8 +244,8 @@ mod tests {
             }
             let mut value: f64 = (0..n).filter(|&a| inside(a)).map(|a| mu * fpga[a]).sum();
             for e in hyperedges {
-                let meets = e.units.iter().any(|&a| inside(a));
-                let contained = e.units.iter().all(|&a| inside(a));
+                let meets = e.groups.iter().any(|&a| inside(a));
+                let contained = e.groups.iter().all(|&a| inside(a));
                 if meets && !contained {
                     value += e.cost;
                 }

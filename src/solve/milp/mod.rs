@@ -1,8 +1,10 @@
 //! Integer programs solved with HiGHS (`--method ip`): the non-contiguous and contiguous
 //! max-load problems, the synchronous objective and single-sample latency.
 //!
-//! - [`units`]: what the IP places (colour classes, or SCC-fused groups when contiguous),
-//!   the communication hyperedges and the contiguity constraints shared by the models;
+//! - [`units`]: what the IP places (colour classes, or SCC-fused groups when contiguous,
+//!   as a [`Grouping`](crate::model::grouping::Grouping)), the cut indicator of a
+//!   communication hyperedge and the contiguity and symmetry constraints shared by the
+//!   models;
 //! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync), non-contiguous;
 //! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
@@ -12,6 +14,11 @@
 //! - [`latency_runs`]: held plans for it, topological orders cut into runs by a DP;
 //! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
 //!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
+//!
+//! Each model reads like its module doc (as egg writes its ILP extraction): a struct of
+//! its variables, one `add_<family>` method per constraint family of the doc (its formula
+//! in the method's doc comment), the warm-start values of a held plan, and the extraction
+//! of a plan from HiGHS's solution.
 //!
 //! # Honesty
 //! The IP's own objective value is never reported: the plan read off the solution is
@@ -40,9 +47,6 @@
 //! and the elapsed time. The library itself never prints; the CLI registers a hook that
 //! writes to stderr when stderr is a terminal, and a SIGINT handler that calls
 //! [`request_interrupt`].
-
-// Constraint families index variables by unit, device and stage as the formulas do.
-#![allow(clippy::needless_range_loop)]
 
 pub mod latency;
 pub mod load_bounds;

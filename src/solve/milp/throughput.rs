@@ -1,190 +1,299 @@
 //! The max-load (TPS) and synchronous IPs.
 //!
 //! Units g (classes, or groups when contiguous; see [`super::units`]), accelerators
-//! `d ∈ 0..k`, CPUs `c ∈ 0..ℓ`, hyperedges `e = (T_e, c_e)`.
+//! `d ∈ 0..k`, CPUs `c ∈ 0..ℓ`, hyperedges `e = (T_e, c_e)`. The constraint families, in
+//! the order [`solve`] adds them, each by the function named:
 //!
 //! ```text
-//! x[g,d], y[g,c] ∈ {0,1}                     unit g on accelerator d / CPU c
-//! Σ_d x[g,d] + Σ_c y[g,c] = 1                each unit on one device
-//! x[g,d] = 0   if g is unsupported or size_g > M        (accelerator support, memory)
-//! Σ_g size_g · x[g,d] ≤ M                     memory knapsack of accelerator d
-//! z[e,d] ≥ cut of T_e by accelerator d        (units::cut_indicator; CPUs pay nothing)
-//! throughput:  t ≥ Σ_g fpga_g x[g,d] + Σ_e c_e z[e,d]    for every accelerator d
-//!              t ≥ Σ_g cpu_g y[g,c]                       for every CPU c
-//!              minimise t
-//! sync:        F ≥ FW(d), B ≥ BW(d) for every device, FW/BW the forward/backward parts
-//!              (a hyperedge counts on the side of its producing nodes); minimise F + B
-//! contiguity (when asked): units::contiguity for every accelerator and every CPU, and
-//!              units::device_order (the devices in a pipeline order: a chain of ideals)
-//! symmetry: units::symmetry among accelerators and among CPUs
-//! bounds:   t ≥ LB (sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB), combinatorial (super::load_bounds)
+//! variables        x[g,d], y[g,c] ∈ {0,1}: unit g on accelerator d / CPU c;
+//!                  x[g,d] = 0 if g is unsupported or size_g > M   (support, memory)
+//! add_assignment   Σ_d x[g,d] + Σ_c y[g,c] = 1                    each unit on one device
+//! add_memory       Σ_g size_g · x[g,d] ≤ M                         memory of accelerator d
+//! LoadObjective    throughput: τ ≥ LB;   minimise τ
+//!                  sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB;  minimise F + B
+//!                  (LB: combinatorial, super::load_bounds)
+//! add_accelerator_loads
+//!                  z[e,d] ≥ cut of T_e by accelerator d            (units::cut_indicator)
+//!                  τ ≥ Σ_g fpga_g x[g,d] + Σ_e c_e z[e,d]           for every accelerator d
+//!                  sync: F ≥ FW(d), B ≥ BW(d), the forward/backward parts (a hyperedge
+//!                  counts on the side of its producing nodes)
+//! add_cpu_loads    τ ≥ Σ_g cpu_g y[g,c] (sync: F, B by side)       for every CPU c; CPUs
+//!                  pay no communication
+//! add_contiguity   (when asked) units::contiguity for every accelerator and every CPU,
+//!                  and units::device_order (the devices in a pipeline order: a chain of
+//!                  ideals)
+//! add_symmetry     units::symmetry among accelerators and among CPUs
 //! ```
 //!
 //! With contiguity the default is the chain-of-stages model of [`super::stages`], which
 //! is tighter; the per-device formulation above stays available for comparison
 //! (`--ip-experiment positions`).
 //!
-//! Colour classes hold by construction (one variable per class or group). Warm start:
-//! the DP's optimal contiguous plan (valid for both variants), canonically relabelled.
+//! Colour classes hold by construction (one variable per class or group). Warm start
+//! ([`Assignment::warm_values`]): the DP's optimal contiguous plan (valid for both
+//! variants), canonically relabelled. Extraction ([`Assignment::placement`]): a unit goes
+//! where its binary is > 0.5.
 //!
 //! Size: (k + ℓ)·U binaries for U units; k·H cut variables and O(k·Σ|T_e|) rows for H
 //! hyperedges; with contiguity (k + ℓ)·U reach variables and 2(k + ℓ)·A rows for A arcs.
 
+use std::time::Instant;
+
 use super::load_bounds::ModelBounds;
-use super::units::{canonical_devices, contiguity, cut_indicator, device_order, symmetry, Units};
+use super::units::{canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units};
 use super::{dp_warm_start, finish, run_to, Builder, Var};
-use crate::model::{Device, Placement};
+use crate::model::grouping::{Group, Grouping, Hyperedge};
+use crate::model::{Device, DeviceSet, Placement};
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the throughput or sync IP of `problem`.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     if problem.contiguous && problem.limits.ip.contiguous_model == super::ContiguousModel::Stages {
         return super::stages::solve(problem);
     }
     let w = problem.workload;
     let sync = problem.objective == Objective::Sync;
-    let units = Units::new(w, problem.contiguous);
+    let (units, arcs) = units(w, problem.contiguous);
     let devices = w.devices();
-    let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
-    let n_units = units.len();
 
     let mut b = Builder::new();
-    let x: Vec<Vec<Var>> =
-        (0..k).map(|_| (0..n_units).map(|g| b.binary(0.0, units.fits_accelerator(g, memory))).collect()).collect();
-    let y: Vec<Vec<Var>> = (0..l).map(|_| (0..n_units).map(|_| b.binary(0.0, true)).collect()).collect();
-    for g in 0..n_units {
-        let terms: Vec<(Var, f64)> = x.iter().chain(y.iter()).map(|row| (row[g], 1.0)).collect();
-        b.eq(&terms, 1.0);
-    }
-    if units.size.iter().any(|&s| s > 0.0) {
-        let total: f64 = units.size.iter().sum();
-        if total > memory {
-            for row in &x {
-                let terms: Vec<(Var, f64)> =
-                    (0..n_units).filter(|&g| units.size[g] > 0.0).map(|g| (row[g], units.size[g])).collect();
-                b.le(&terms, memory);
-            }
-        }
-    }
-
+    let model = Assignment::variables(&mut b, &units, devices);
+    model.add_assignment(&mut b);
+    model.add_memory(&mut b, devices.memory_per_accelerator_bytes);
     let hyperedges = units.hyperedges(w, sync);
-    let mut stats = Stats { groups: Some(n_units), ..Stats::default() };
+    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
     let bound_use = problem.limits.ip.load_bound;
     let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &mut stats);
-    let (t, f, bw) = objective_columns(&mut b, sync, &bounds.in_model(bound_use));
-    for row in &x {
-        // Loads of this accelerator: total, forward part, backward part.
-        let mut total: Vec<(Var, f64)> = Vec::new();
-        let mut forward: Vec<(Var, f64)> = Vec::new();
-        let mut backward: Vec<(Var, f64)> = Vec::new();
-        for g in 0..n_units {
-            total.push((row[g], units.fpga[g]));
-            forward.push((row[g], units.forward_fpga[g]));
-            backward.push((row[g], units.fpga[g] - units.forward_fpga[g]));
-        }
-        for e in &hyperedges {
-            let members: Vec<Var> = e.units.iter().map(|&g| row[g]).collect();
-            let z = cut_indicator(&mut b, &members);
-            total.push((z, e.cost));
-            if e.backward { &mut backward } else { &mut forward }.push((z, e.cost));
-        }
-        add_load_rows(&mut b, t, f, bw, total, forward, backward);
-    }
-    for row in &y {
-        let total = (0..n_units).map(|g| (row[g], units.cpu[g])).collect();
-        let forward = (0..n_units).map(|g| (row[g], units.forward_cpu[g])).collect();
-        let backward = (0..n_units).map(|g| (row[g], units.cpu[g] - units.forward_cpu[g])).collect();
-        add_load_rows(&mut b, t, f, bw, total, forward, backward);
-    }
+    let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
+    model.add_accelerator_loads(&mut b, &hyperedges, &objective);
+    model.add_cpu_loads(&mut b, &objective);
     if problem.contiguous {
-        if problem.limits.ip.reach_rows {
-            for row in x.iter().chain(y.iter()) {
-                contiguity(&mut b, row, &units.arcs);
-            }
-        }
-        let all: Vec<Vec<Var>> = x.iter().chain(y.iter()).cloned().collect();
-        device_order(&mut b, &all, &units.arcs, n_units);
+        model.add_contiguity(&mut b, &arcs, problem.limits.ip.reach_rows);
     }
     if problem.limits.ip.symmetry_breaking {
-        symmetry(&mut b, &x);
-        symmetry(&mut b, &y);
+        model.add_symmetry(&mut b);
     }
 
-    // Warm start: the DP plan (contiguous optimum), when the DP can enumerate the ideals.
     let warm = dp_warm_start(problem, &mut stats);
-    let warm_values = warm.as_ref().and_then(|c| canonical_devices(&units, &c.placement.assignment)).map(|dev| {
-        let mut values = Vec::with_capacity(b.integer_columns.len());
-        for d in 0..k {
-            values.extend((0..n_units).map(|g| f64::from(dev[g] == Device::Accelerator(d))));
-        }
-        for c in 0..l {
-            values.extend((0..n_units).map(|g| f64::from(dev[g] == Device::Cpu(c))));
-        }
-        values
-    });
-    stats.notes.push(format!("{} units, {} hyperedges, {} columns, {} rows", n_units, hyperedges.len(), b.columns(), b.rows));
+    let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement));
+    stats.notes.push(format!("{} units, {} hyperedges, {} columns, {} rows", units.len(), hyperedges.len(), b.columns(), b.rows));
 
     let lower = bounds.objective(sync);
     let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
     let mut solved = run_to(b, &super::remaining(problem, started), warm_values.as_deref(), target)?;
     solved.bound = solved.bound.max(lower);
-    let from_ip = solved.columns.as_ref().map(|values| {
-        let mut device = vec![Device::Cpu(0); n_units];
-        for g in 0..n_units {
-            if let Some(d) = (0..k).find(|&d| values[x[d][g].index()] > 0.5) {
-                device[g] = Device::Accelerator(d);
-            } else if let Some(c) = (0..l).find(|&c| values[y[c][g].index()] > 0.5) {
-                device[g] = Device::Cpu(c);
-            }
-        }
-        Placement::new(units.unit_of.iter().map(|&g| device[g]).collect())
-    });
+    let from_ip = solved.columns.as_ref().map(|values| model.placement(values));
     finish(problem, &solved, from_ip, warm, stats)
 }
 
-/// The objective's columns: τ ≥ the bound on the max load (throughput), or F ≥ the bound
-/// on the forward side, B ≥ the bound on the backward side and `F + B ≥` the bound on the
-/// max load (sync; see [`super::load_bounds::ModelBounds`]).
-pub(crate) fn objective_columns(
-    b: &mut Builder,
-    sync: bool,
-    bounds: &ModelBounds,
-) -> (Option<Var>, Option<Var>, Option<Var>) {
-    if sync {
-        let f = b.continuous(1.0, bounds.forward, f64::INFINITY);
-        let bw = b.continuous(1.0, bounds.backward, f64::INFINITY);
-        if bounds.total > bounds.forward + bounds.backward {
-            b.ge(&[(f, 1.0), (bw, 1.0)], bounds.total);
+/// The per-device assignment model's variables: `x[d][g]` (unit g on accelerator d) and
+/// `y[c][g]` (on CPU c).
+struct Assignment<'a> {
+    units: &'a Grouping,
+    x: Vec<Vec<Var>>,
+    y: Vec<Vec<Var>>,
+}
+
+impl<'a> Assignment<'a> {
+    /// `x[g,d], y[g,c] ∈ {0,1}`, `x[g,d] = 0` when g is unsupported or larger than M.
+    fn variables(b: &mut Builder, units: &'a Grouping, devices: &DeviceSet) -> Self {
+        let memory = devices.memory_per_accelerator_bytes;
+        let x = (0..devices.accelerators)
+            .map(|_| units.groups.iter().map(|g| b.binary(0.0, g.fits_accelerator(memory))).collect())
+            .collect();
+        let y = (0..devices.cpus).map(|_| units.groups.iter().map(|_| b.binary(0.0, true)).collect()).collect();
+        Assignment { units, x, y }
+    }
+
+    /// Every device's membership row: accelerators, then CPUs.
+    fn devices(&self) -> impl Iterator<Item = &Vec<Var>> {
+        self.x.iter().chain(self.y.iter())
+    }
+
+    /// `Σ_d x[g,d] + Σ_c y[g,c] = 1` for every unit g.
+    fn add_assignment(&self, b: &mut Builder) {
+        for g in 0..self.units.len() {
+            let terms: Vec<(Var, f64)> = self.devices().map(|row| (row[g], 1.0)).collect();
+            b.eq(&terms, 1.0);
         }
-        (None, Some(f), Some(bw))
-    } else {
-        (Some(b.continuous(1.0, bounds.total, f64::INFINITY)), None, None)
+    }
+
+    /// `Σ_g size_g · x[g,d] ≤ M` for every accelerator d (when it can bind).
+    fn add_memory(&self, b: &mut Builder, memory: f64) {
+        if !memory_binds(self.units, memory) {
+            return;
+        }
+        for row in &self.x {
+            let terms: Vec<(Var, f64)> = (self.units.groups.iter().enumerate())
+                .filter(|(_, unit)| unit.size_bytes > 0.0)
+                .map(|(g, unit)| (row[g], unit.size_bytes))
+                .collect();
+            b.le(&terms, memory);
+        }
+    }
+
+    /// `z[e,d] ≥ cut of T_e by accelerator d` and `τ ≥ Σ_g fpga_g x[g,d] + Σ_e c_e z[e,d]`
+    /// (sync: `F ≥ FW(d)`, `B ≥ BW(d)`) for every accelerator d.
+    fn add_accelerator_loads(&self, b: &mut Builder, hyperedges: &[Hyperedge], objective: &LoadObjective) {
+        for row in &self.x {
+            let mut load = Load::compute(self.units, row, |unit| (unit.fpga_latency, unit.forward_fpga_latency));
+            load.add_communication(b, hyperedges, row);
+            objective.add_load_rows(b, load);
+        }
+    }
+
+    /// `τ ≥ Σ_g cpu_g y[g,c]` (sync: `F ≥ FW(c)`, `B ≥ BW(c)`) for every CPU c.
+    fn add_cpu_loads(&self, b: &mut Builder, objective: &LoadObjective) {
+        for row in &self.y {
+            let load = Load::compute(self.units, row, |unit| (unit.cpu_latency, unit.forward_cpu_latency));
+            objective.add_load_rows(b, load);
+        }
+    }
+
+    /// Per-device contiguity on the group DAG `arcs` (every accelerator, then every CPU;
+    /// only with `reach_rows`, off under `--ip-experiment noreach`) and a pipeline order
+    /// of the devices.
+    fn add_contiguity(&self, b: &mut Builder, arcs: &[(usize, usize)], reach_rows: bool) {
+        if reach_rows {
+            for row in self.devices() {
+                contiguity(b, row, arcs);
+            }
+        }
+        let all: Vec<Vec<Var>> = self.devices().cloned().collect();
+        device_order(b, &all, arcs, self.units.len());
+    }
+
+    /// Symmetry breaking among the accelerators and among the CPUs.
+    fn add_symmetry(&self, b: &mut Builder) {
+        symmetry(b, &self.x);
+        symmetry(b, &self.y);
+    }
+
+    /// Values of the binaries (x, then y) for `placement`, devices canonically relabelled;
+    /// `None` if it splits a unit.
+    fn warm_values(&self, placement: &Placement) -> Option<Vec<f64>> {
+        let device = canonical_devices(self.units, &placement.assignment)?;
+        let mut values = Vec::with_capacity((self.x.len() + self.y.len()) * self.units.len());
+        for d in 0..self.x.len() {
+            values.extend(device.iter().map(|&dev| f64::from(dev == Device::Accelerator(d))));
+        }
+        for c in 0..self.y.len() {
+            values.extend(device.iter().map(|&dev| f64::from(dev == Device::Cpu(c))));
+        }
+        Some(values)
+    }
+
+    /// The plan of a solution: each unit where its binary is > 0.5.
+    fn placement(&self, values: &[f64]) -> Placement {
+        let on = |var: Var| values[var.index()] > 0.5;
+        let device: Vec<Device> = (0..self.units.len())
+            .map(|g| {
+                if let Some(d) = (0..self.x.len()).find(|&d| on(self.x[d][g])) {
+                    Device::Accelerator(d)
+                } else {
+                    (0..self.y.len()).find(|&c| on(self.y[c][g])).map_or(Device::Cpu(0), Device::Cpu)
+                }
+            })
+            .collect();
+        self.units.placement(&device)
     }
 }
 
-/// `t ≥ total` (throughput) or `F ≥ forward, B ≥ backward` (sync).
-pub(crate) fn add_load_rows(
-    b: &mut Builder,
-    t: Option<Var>,
-    f: Option<Var>,
-    bw: Option<Var>,
-    mut total: Vec<(Var, f64)>,
-    mut forward: Vec<(Var, f64)>,
-    mut backward: Vec<(Var, f64)>,
-) {
-    let nonzero = |terms: &mut Vec<(Var, f64)>| terms.retain(|&(_, c)| c != 0.0);
-    if let Some(t) = t {
-        nonzero(&mut total);
-        total.push((t, -1.0));
-        b.le(&total, 0.0);
+/// One device's load as linear terms: the total, its forward part and its backward part.
+#[derive(Default)]
+pub(crate) struct Load {
+    pub total: Vec<(Var, f64)>,
+    pub forward: Vec<(Var, f64)>,
+    pub backward: Vec<(Var, f64)>,
+}
+
+impl Load {
+    /// Appends the terms of `other` (for sums over devices).
+    pub fn extend(&mut self, other: &Load) {
+        self.total.extend(other.total.iter().copied());
+        self.forward.extend(other.forward.iter().copied());
+        self.backward.extend(other.backward.iter().copied());
     }
-    if let (Some(f), Some(bw)) = (f, bw) {
-        nonzero(&mut forward);
-        nonzero(&mut backward);
-        forward.push((f, -1.0));
-        backward.push((bw, -1.0));
-        b.le(&forward, 0.0);
-        b.le(&backward, 0.0);
+
+    /// `Σ_g time_g m_g` over the memberships `member`, with `time(unit)` = (total,
+    /// forward part) of the unit's time on the device.
+    pub fn compute(units: &Grouping, member: &[Var], time: impl Fn(&Group) -> (f64, f64)) -> Load {
+        let mut load = Load::default();
+        for (unit, &m) in units.groups.iter().zip(member) {
+            let (total, forward) = time(unit);
+            load.total.push((m, total));
+            load.forward.push((m, forward));
+            load.backward.push((m, total - forward));
+        }
+        load
+    }
+
+    /// `+ Σ_e c_e z[e]` with `z[e] ≥ cut of T_e` by the memberships `member`; a hyperedge
+    /// counts on the side of its producers.
+    pub fn add_communication(&mut self, b: &mut Builder, hyperedges: &[Hyperedge], member: &[Var]) {
+        for e in hyperedges {
+            let members: Vec<Var> = e.groups.iter().map(|&g| member[g]).collect();
+            let z = cut_indicator(b, &members);
+            self.total.push((z, e.cost));
+            if e.backward { &mut self.backward } else { &mut self.forward }.push((z, e.cost));
+        }
+    }
+}
+
+/// The objective's columns: τ (throughput), or F and B (sync).
+pub(crate) enum LoadObjective {
+    MaxLoad(Var),
+    Sync { forward: Var, backward: Var },
+}
+
+impl LoadObjective {
+    /// `τ ≥` the bound on the max load (throughput), or `F ≥` the bound on the forward
+    /// side, `B ≥` the bound on the backward side and `F + B ≥` the bound on the max load
+    /// (sync; see [`ModelBounds`]).
+    pub fn new(b: &mut Builder, sync: bool, bounds: &ModelBounds) -> Self {
+        if sync {
+            let forward = b.continuous(1.0, bounds.forward, f64::INFINITY);
+            let backward = b.continuous(1.0, bounds.backward, f64::INFINITY);
+            if bounds.total > bounds.forward + bounds.backward {
+                b.ge(&[(forward, 1.0), (backward, 1.0)], bounds.total);
+            }
+            LoadObjective::Sync { forward, backward }
+        } else {
+            LoadObjective::MaxLoad(b.continuous(1.0, bounds.total, f64::INFINITY))
+        }
+    }
+
+    /// `τ ≥ total` (throughput) or `F ≥ forward`, `B ≥ backward` (sync); zero terms dropped.
+    pub fn add_load_rows(&self, b: &mut Builder, load: Load) {
+        let row = |b: &mut Builder, mut terms: Vec<(Var, f64)>, objective: Var| {
+            terms.retain(|&(_, c)| c != 0.0);
+            terms.push((objective, -1.0));
+            b.le(&terms, 0.0);
+        };
+        match *self {
+            LoadObjective::MaxLoad(tau) => row(b, load.total, tau),
+            LoadObjective::Sync { forward, backward } => {
+                row(b, load.forward, forward);
+                row(b, load.backward, backward);
+            }
+        }
+    }
+
+    /// Capacity of `count` devices of one kind whose summed load is `all`:
+    /// `Σ load ≤ count · τ` (sync: `Σ FW ≤ count · F`, `Σ BW ≤ count · B`); zero terms dropped.
+    pub fn add_capacity_rows(&self, b: &mut Builder, all: &Load, count: f64) {
+        let row = |b: &mut Builder, terms: &[(Var, f64)], objective: Var| {
+            let mut terms: Vec<(Var, f64)> = terms.iter().copied().filter(|&(_, c)| c != 0.0).collect();
+            terms.push((objective, -count));
+            b.le(&terms, 0.0);
+        };
+        match *self {
+            LoadObjective::MaxLoad(tau) => row(b, &all.total, tau),
+            LoadObjective::Sync { forward, backward } => {
+                row(b, &all.forward, forward);
+                row(b, &all.backward, backward);
+            }
+        }
     }
 }

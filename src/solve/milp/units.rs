@@ -1,16 +1,18 @@
 //! What the integer programs place, and the constraint families the models share.
 //!
-//! **Units.** Without contiguity a unit is a colour class (a node without a class is its
-//! own); with contiguity it is a group of [`Contraction`] (classes on one cycle of the
-//! class graph fused, numbered topologically), the same units the DP splits and the
-//! scorer's contiguity check implies.
+//! **Units** ([`units`]). Without contiguity a unit is a colour class (a node without a
+//! class is its own); with contiguity it is a group of [`Contraction`] (classes on one
+//! cycle of the class graph fused, numbered topologically), the same units the DP splits
+//! and the scorer's contiguity check implies. Either way a [`Grouping`]: per unit its
+//! nodes, fpga/cpu time (and their forward parts), size and support.
 //!
-//! **Communication hyperedges.** For a node `u` with `c(u) > 0`, `T(u) = {g(u)} ∪ {g(w) :
-//! u → w}`. A device holding the unit set `X` pays `c(u)` exactly when `X` *cuts* `T(u)`
-//! (meets it without containing it): if `g(u) ∈ X` that is "some successor is elsewhere"
-//! (`u ∈ Out`), otherwise "some successor is here" (`u ∈ In`, once per receiving device).
-//! With `x_a ∈ {0,1}` the membership of unit `a` on the device, the cut indicator is
-//! `max_{a∈T} x_a − min_{b∈T} x_b`, linearised ([`cut_indicator`]) as
+//! **Communication hyperedges** ([`Grouping::hyperedges`]): for a node `u` with
+//! `c(u) > 0`, `T(u) = {g(u)} ∪ {g(w) : u → w}`. A device holding the unit set `X` pays
+//! `c(u)` exactly when `X` *cuts* `T(u)` (meets it without containing it): if `g(u) ∈ X`
+//! that is "some successor is elsewhere" (`u ∈ Out`), otherwise "some successor is here"
+//! (`u ∈ In`, once per receiving device). With `x_a ∈ {0,1}` the membership of unit `a` on
+//! the device, the cut indicator is `max_{a∈T} x_a − min_{b∈T} x_b`, linearised
+//! ([`cut_indicator`]) as
 //!
 //! ```text
 //! |T| = 2:  z ≥ x_a − x_b,  z ≥ x_b − x_a
@@ -21,6 +23,9 @@
 //! a, b ∈ T) with 2|T| + 1 rows instead of |T|(|T| − 1). Since z only appears with a
 //! positive cost in loads that are minimised, z ≥ cut suffices: at integer x a device's
 //! load is over-estimated only where that does not change the objective.
+//!
+//! **Memory** ([`memory_binds`]): `Σ_g size_g x_g ≤ M` per accelerator, written only when
+//! some unit has a size and all of them together exceed M.
 //!
 //! **Contiguity** ([`contiguity`]) on the group DAG, for every device p with membership
 //! `x_{g}` and a continuous reach variable `r_g ∈ [0, 1]`:
@@ -48,108 +53,26 @@
 //! lowest unit), which [`canonical_devices`] computes for warm starts.
 
 use super::{Builder, Var};
-use crate::model::contraction::{class_index, Contraction};
+use crate::model::contraction::Contraction;
+use crate::model::grouping::Grouping;
 use crate::model::{Device, Placement, Workload};
 
-/// The units of an IP and their sums.
-#[derive(Clone, Debug)]
-pub struct Units {
-    /// `unit_of[v]` for node index v.
-    pub unit_of: Vec<usize>,
-    /// Nodes of each unit.
-    pub nodes: Vec<Vec<usize>>,
-    pub fpga: Vec<f64>,
-    pub cpu: Vec<f64>,
-    pub size: Vec<f64>,
-    pub supported: Vec<bool>,
-    pub forward_fpga: Vec<f64>,
-    pub forward_cpu: Vec<f64>,
-    /// Arcs of the group DAG (only when built for contiguity).
-    pub arcs: Vec<(usize, usize)>,
+/// The units of an IP: the colour classes, or with `contiguous` the groups of the
+/// [`Contraction`] with the arcs of their DAG (none for classes).
+pub fn units(w: &Workload, contiguous: bool) -> (Grouping, Vec<(usize, usize)>) {
+    if contiguous {
+        let c = Contraction::new(w);
+        let arcs = c.arcs();
+        (c.into_grouping(), arcs)
+    } else {
+        (Grouping::classes(w), Vec::new())
+    }
 }
 
-/// A communication hyperedge: the units `T(u)`, the summed cost, and whether the
-/// producing nodes are backward (for the synchronous objective).
-#[derive(Clone, Debug)]
-pub struct Hyperedge {
-    pub units: Vec<usize>,
-    pub cost: f64,
-    pub backward: bool,
-}
-
-impl Units {
-    /// Classes (non-contiguous) or groups of the contraction (contiguous).
-    pub fn new(w: &Workload, contiguous: bool) -> Units {
-        let (unit_of, count, arcs) = if contiguous {
-            let c = Contraction::new(w);
-            let arcs = c.succ.iter().enumerate().flat_map(|(a, s)| s.iter().map(move |&b| (a, b))).collect();
-            (c.group_of.clone(), c.len(), arcs)
-        } else {
-            let (class, count) = class_index(w);
-            (class, count, Vec::new())
-        };
-        let mut u = Units {
-            unit_of,
-            nodes: vec![Vec::new(); count],
-            fpga: vec![0.0; count],
-            cpu: vec![0.0; count],
-            size: vec![0.0; count],
-            supported: vec![true; count],
-            forward_fpga: vec![0.0; count],
-            forward_cpu: vec![0.0; count],
-            arcs,
-        };
-        for (v, node) in w.nodes().iter().enumerate() {
-            let g = u.unit_of[v];
-            u.nodes[g].push(v);
-            u.fpga[g] += node.fpga_latency;
-            u.cpu[g] += node.cpu_latency;
-            u.size[g] += node.size_bytes;
-            u.supported[g] &= node.supported_on_accelerator;
-            if !node.is_backward {
-                u.forward_fpga[g] += node.fpga_latency;
-                u.forward_cpu[g] += node.cpu_latency;
-            }
-        }
-        u
-    }
-
-    /// Every node a unit of its own (colour classes then have to be imposed separately).
-    pub fn singletons(w: &Workload) -> Units {
-        let (mut u, _) = (Units::new(w, false), ());
-        u.unit_of = (0..w.len()).collect();
-        u.nodes = (0..w.len()).map(|v| vec![v]).collect();
-        let nodes = w.nodes();
-        u.fpga = nodes.iter().map(|x| x.fpga_latency).collect();
-        u.cpu = nodes.iter().map(|x| x.cpu_latency).collect();
-        u.size = nodes.iter().map(|x| x.size_bytes).collect();
-        u.supported = nodes.iter().map(|x| x.supported_on_accelerator).collect();
-        u.forward_fpga = nodes.iter().map(|x| if x.is_backward { 0.0 } else { x.fpga_latency }).collect();
-        u.forward_cpu = nodes.iter().map(|x| if x.is_backward { 0.0 } else { x.cpu_latency }).collect();
-        u.arcs = Vec::new();
-        u
-    }
-
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
-    /// Whether unit g may go on an accelerator with `memory` bytes.
-    pub fn fits_accelerator(&self, g: usize, memory: f64) -> bool {
-        self.supported[g] && self.size[g] <= memory
-    }
-
-    /// The hyperedges `T(u)`, equal sets merged (separately per side when `by_side`).
-    pub fn hyperedges(&self, w: &Workload, by_side: bool) -> Vec<Hyperedge> {
-        crate::model::contraction::hyperedges(w, &self.unit_of, by_side)
-            .into_iter()
-            .map(|(units, backward, cost)| Hyperedge { units, cost, backward })
-            .collect()
-    }
+/// Whether the memory rows `Σ_g size_g x_g ≤ M` can bind: some unit has a size and all
+/// units together exceed `memory`.
+pub(crate) fn memory_binds(units: &Grouping, memory: f64) -> bool {
+    units.groups.iter().any(|g| g.size_bytes > 0.0) && units.groups.iter().map(|g| g.size_bytes).sum::<f64>() > memory
 }
 
 /// A continuous `z ∈ [0, 1]` with `z ≥ max_{a} x_a − min_{b} x_b` over the given
@@ -235,14 +158,6 @@ pub(crate) fn symmetry(b: &mut Builder, member: &[Vec<Var>]) {
 
 /// The device of every unit, renumbered so that accelerators (and CPUs) are numbered in
 /// order of their lowest unit; `None` if a unit's nodes are on different devices.
-pub fn canonical_devices(units: &Units, assignment: &[Device]) -> Option<Vec<Device>> {
-    let mut device = Vec::with_capacity(units.len());
-    for nodes in &units.nodes {
-        let d = assignment[nodes[0]];
-        if nodes.iter().any(|&v| assignment[v] != d) {
-            return None;
-        }
-        device.push(d);
-    }
-    Some(Placement::new(device).canonical().assignment)
+pub fn canonical_devices(units: &Grouping, assignment: &[Device]) -> Option<Vec<Device>> {
+    Some(Placement::new(units.device_of_groups(assignment)?).canonical().assignment)
 }
