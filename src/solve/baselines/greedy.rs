@@ -14,7 +14,7 @@
 
 use super::{contiguity_infeasible_outcome, infeasible_outcome, scored_outcome};
 use crate::model::contraction::Contraction;
-use crate::model::Device;
+use crate::model::{Device, DeviceSet};
 use crate::solve::{Method, Objective, Outcome, Problem, SolveError};
 
 /// Topological first-fit onto accelerators (`--method greedy`).
@@ -34,47 +34,7 @@ impl Method for Greedy {
         let d = w.devices();
         let latency = matches!(problem.objective, Objective::Latency { .. });
         let c = Contraction::new(w);
-        let (k, memory) = (d.accelerators, d.memory_per_accelerator_bytes);
-        let mut group_device = vec![Device::Cpu(0); c.len()];
-        let (mut acc, mut used, mut open) = (0usize, 0.0f64, false);
-        let mut cpu_runs = 0usize;
-        let mut on_cpu = false;
-        for (g, group) in c.groups.iter().enumerate() {
-            let fits_alone = group.supported_on_accelerator && group.size_bytes <= memory;
-            let mut placed = None;
-            if fits_alone && acc < k {
-                if open && used + group.size_bytes > memory {
-                    acc += 1;
-                    open = false;
-                    used = 0.0;
-                }
-                if acc < k {
-                    placed = Some(Device::Accelerator(acc));
-                    used += group.size_bytes;
-                    open = true;
-                }
-            }
-            let device = match placed {
-                Some(dev) => {
-                    on_cpu = false;
-                    dev
-                }
-                None => {
-                    if open {
-                        acc += 1;
-                        open = false;
-                        used = 0.0;
-                    }
-                    if !on_cpu {
-                        cpu_runs += 1;
-                        on_cpu = true;
-                    }
-                    let run = cpu_runs - 1;
-                    Device::Cpu(if latency { run } else { run.min(d.cpus.saturating_sub(1)) })
-                }
-            };
-            group_device[g] = device;
-        }
+        let (group_device, cpu_runs) = fill(&c, d, latency);
         if !latency && cpu_runs > 0 && d.cpus == 0 {
             return Ok(infeasible_outcome(
                 self.name(),
@@ -100,4 +60,50 @@ impl Method for Greedy {
         }
         Ok(scored_outcome(self.name(), problem, placement, notes))
     }
+}
+
+/// The fill of the module documentation: the device of every group, and the number of
+/// runs of consecutive CPU groups (each on its own core under the latency rules, else on
+/// core `min(r, ℓ−1)`).
+fn fill(c: &Contraction, d: &DeviceSet, latency: bool) -> (Vec<Device>, usize) {
+    let (k, memory) = (d.accelerators, d.memory_per_accelerator_bytes);
+    let mut group_device = vec![Device::Cpu(0); c.len()];
+    let (mut acc, mut used, mut open) = (0usize, 0.0f64, false);
+    let mut cpu_runs = 0usize;
+    let mut on_cpu = false;
+    for (g, group) in c.groups.iter().enumerate() {
+        let mut placed = None;
+        if group.fits_accelerator(memory) && acc < k {
+            if open && used + group.size_bytes > memory {
+                acc += 1;
+                open = false;
+                used = 0.0;
+            }
+            if acc < k {
+                placed = Some(Device::Accelerator(acc));
+                used += group.size_bytes;
+                open = true;
+            }
+        }
+        group_device[g] = match placed {
+            Some(dev) => {
+                on_cpu = false;
+                dev
+            }
+            None => {
+                if open {
+                    acc += 1;
+                    open = false;
+                    used = 0.0;
+                }
+                if !on_cpu {
+                    cpu_runs += 1;
+                    on_cpu = true;
+                }
+                let run = cpu_runs - 1;
+                Device::Cpu(if latency { run } else { run.min(d.cpus.saturating_sub(1)) })
+            }
+        };
+    }
+    (group_device, cpu_runs)
 }

@@ -172,22 +172,60 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
     let n = w.len();
     assert_eq!(on_accelerator.len(), n, "one flag per node");
     let memory = w.devices().memory_per_accelerator_bytes;
-    let size = |v: usize| w.node(v).size_bytes;
-    let allowed: Vec<bool> = (0..n).map(|v| on_accelerator[v] && size(v) <= memory).collect();
-    let total: f64 = (0..n).filter(|&v| allowed[v]).map(size).sum();
-    let edges: usize = (0..n).map(|v| w.successors(v).len()).sum();
-    let grid = if memory.is_finite() && memory > 0.0 && total > memory {
-        (WORK / (n + edges + 1)).clamp(16, MAX_GRID)
-    } else {
-        0
-    };
-    let units: Vec<usize> = (0..n)
-        .map(|v| if grid == 0 { 0 } else { (size(v) / memory * grid as f64 * (1.0 - 1e-9)).floor().max(0.0) as usize })
-        .collect();
-    let width = grid + 1;
-    let cost = |u: usize| w.out_cost(u);
+    let allowed: Vec<bool> = (0..n).map(|v| on_accelerator[v] && w.node(v).size_bytes <= memory).collect();
+    let grid = MemoryGrid::new(w, &allowed);
+    let (h, cpu) = heads(w, &allowed, &grid);
+    let t = tails(w, &allowed, &grid);
+    let (width, full) = (grid.width(), grid.steps);
+    (0..n)
+        .map(|v| {
+            let accelerator = if allowed[v] {
+                (grid.units[v]..width).map(|a| h[v * width + a] + t[v * width + full - a]).fold(f64::INFINITY, f64::min)
+            } else {
+                f64::INFINITY
+            };
+            FinishBound { cpu: cpu[v], accelerator }
+        })
+        .collect()
+}
 
-    // h[v * width + b] = H(v, b)
+/// The memory grid: G steps of M / G (0 when memory does not bind), and every node's
+/// size in whole steps, rounded down.
+struct MemoryGrid {
+    steps: usize,
+    units: Vec<usize>,
+}
+
+impl MemoryGrid {
+    fn new(w: &Workload, allowed: &[bool]) -> Self {
+        let n = w.len();
+        let memory = w.devices().memory_per_accelerator_bytes;
+        let size = |v: usize| w.node(v).size_bytes;
+        let total: f64 = (0..n).filter(|&v| allowed[v]).map(size).sum();
+        let edges: usize = (0..n).map(|v| w.successors(v).len()).sum();
+        let steps = if memory.is_finite() && memory > 0.0 && total > memory {
+            (WORK / (n + edges + 1)).clamp(16, MAX_GRID)
+        } else {
+            0
+        };
+        let units = (0..n)
+            .map(|v| if steps == 0 { 0 } else { (size(v) / memory * steps as f64 * (1.0 - 1e-9)).floor().max(0.0) as usize })
+            .collect();
+        MemoryGrid { steps, units }
+    }
+
+    /// Budgets `0..=G`.
+    fn width(&self) -> usize {
+        self.steps + 1
+    }
+}
+
+/// The head bounds `H(v, b)` (`h[v · width + b]`, ∞ where v may not run on an accelerator)
+/// and the CPU finish bounds, in topological order (module documentation).
+fn heads(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> (Vec<f64>, Vec<f64>) {
+    let n = w.len();
+    let (width, full, units) = (grid.width(), grid.steps, &grid.units);
+    let cost = |u: usize| w.out_cost(u);
     let mut h = vec![f64::INFINITY; n * width];
     let mut cpu = vec![0.0f64; n];
     let mut option = Vec::new();
@@ -196,7 +234,7 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
         let before = w
             .predecessors(v)
             .iter()
-            .map(|&u| cpu[u].min(h[u * width + grid] + cost(u)))
+            .map(|&u| cpu[u].min(h[u * width + full] + cost(u)))
             .fold(0.0, f64::max);
         cpu[v] = node.cpu_latency + before;
         if !allowed[v] {
@@ -210,9 +248,9 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
         // (memory units, In cost) for the private inputs other than u.
         option.clear();
         for &u in w.predecessors(v) {
-            let fixed = (cpu[u] + cost(u)).min(h[u * width + grid] + 2.0 * cost(u));
+            let fixed = (cpu[u] + cost(u)).min(h[u * width + full] + 2.0 * cost(u));
             let side: Vec<usize> = private.iter().copied().filter(|&x| x != u).take(MAX_SIDE).collect();
-            option.push((u, fixed, side_choices(&side, &allowed, &units, cost)));
+            option.push((u, fixed, side_choices(&side, allowed, units, cost)));
         }
         for b in units[v]..width {
             let room = b - units[v];
@@ -229,9 +267,14 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
             h[v * width + b] = node.fpga_latency + best;
         }
     }
+    (h, cpu)
+}
 
-    // t[v * width + b] = T(v, b)
-    let mut t = vec![0.0f64; n * width];
+/// The tail bounds `T(v, b)` (`t[v · width + b]`), in reverse topological order (module
+/// documentation).
+fn tails(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> Vec<f64> {
+    let (width, units) = (grid.width(), &grid.units);
+    let mut t = vec![0.0f64; w.len() * width];
     for &v in w.topological_order().iter().rev() {
         let succ = w.successors(v);
         if succ.is_empty() {
@@ -240,7 +283,7 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
         let inside = succ.iter().all(|&x| allowed[x]);
         let need: usize = succ.iter().map(|&x| units[x]).sum();
         for b in 0..width {
-            let mut value = cost(v);
+            let mut value = w.out_cost(v);
             if inside && need <= b {
                 let chain = succ
                     .iter()
@@ -251,17 +294,7 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
             t[v * width + b] = value;
         }
     }
-
-    (0..n)
-        .map(|v| {
-            let accelerator = if allowed[v] {
-                (units[v]..width).map(|a| h[v * width + a] + t[v * width + grid - a]).fold(f64::INFINITY, f64::min)
-            } else {
-                f64::INFINITY
-            };
-            FinishBound { cpu: cpu[v], accelerator }
-        })
-        .collect()
+    t
 }
 
 /// The ways to place the private inputs `side` of a node v on an accelerator: for each

@@ -24,6 +24,7 @@
 //! the work stays below about 2²⁶) and d the average number of edges per group.
 
 use crate::model::contraction::Contraction;
+use crate::model::grouping::Group;
 use crate::model::{Device, Placement, Workload};
 
 /// The work cap: runs are not extended beyond this many group steps in total.
@@ -92,11 +93,7 @@ fn cut(w: &Workload, c: &Contraction, order: &[usize]) -> Option<Placement> {
     let mut best = vec![f64::INFINITY; (groups + 1) * width];
     let mut from = vec![(usize::MAX, false); (groups + 1) * width];
     best[0] = 0.0;
-    let n = w.len();
-    // Run bookkeeping with epochs instead of clearing.
-    let mut in_run = vec![usize::MAX; n];
-    let mut counted_in = vec![usize::MAX; n];
-    let mut outside = vec![0usize; n];
+    let mut run = RunCost::new(w.len());
     for i in 0..groups {
         for a in 0..width {
             let here = best[i * width + a];
@@ -111,42 +108,20 @@ fn cut(w: &Workload, c: &Contraction, order: &[usize]) -> Option<Placement> {
         if k == 0 || !(0..k).any(|a| best[i * width + a].is_finite()) {
             continue;
         }
-        let (mut size, mut fpga, mut cost_in, mut cost_out) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        run.restart(i);
+        let mut size = 0.0f64;
         for j in i + 1..=groups.min(i + cap) {
             let group = &c.groups[order[j - 1]];
             size += group.size_bytes;
             if !group.supported_on_accelerator || size > memory {
                 break;
             }
-            fpga += group.fpga_latency;
-            for &y in &group.nodes {
-                in_run[y] = i;
-            }
-            for &y in &group.nodes {
-                let count = w.successors(y).iter().filter(|&&s| in_run[s] != i).count();
-                outside[y] = count;
-                if count > 0 {
-                    cost_out += w.out_cost(y);
-                }
-                for &u in w.predecessors(y) {
-                    if in_run[u] != i {
-                        if counted_in[u] != i {
-                            counted_in[u] = i;
-                            cost_in += w.out_cost(u);
-                        }
-                    } else if c.group_of[u] != c.group_of[y] {
-                        outside[u] -= 1;
-                        if outside[u] == 0 {
-                            cost_out -= w.out_cost(u);
-                        }
-                    }
-                }
-            }
-            let run = fpga + cost_in + cost_out.max(0.0);
+            run.append(w, c, group);
+            let cost = run.cost();
             for a in 0..k {
                 let here = best[i * width + a];
-                if here.is_finite() && here + run < best[j * width + a + 1] {
-                    best[j * width + a + 1] = here + run;
+                if here.is_finite() && here + cost < best[j * width + a + 1] {
+                    best[j * width + a + 1] = here + cost;
                     from[j * width + a + 1] = (i, true);
                 }
             }
@@ -156,8 +131,84 @@ fn cut(w: &Workload, c: &Contraction, order: &[usize]) -> Option<Placement> {
     if !best[groups * width + a].is_finite() {
         return None;
     }
+    Some(walk_back(c, order, &from, width, a))
+}
+
+/// The cost `Σ fpga + Σ_In c + Σ_Out c` of the accelerator run that starts at position
+/// `start` of the order, kept up to date as its groups are appended. The node marks carry
+/// the run's start (an epoch), so nothing is cleared between runs.
+struct RunCost {
+    start: usize,
+    fpga: f64,
+    cost_in: f64,
+    cost_out: f64,
+    /// The run (start) that node y is in.
+    in_run: Vec<usize>,
+    /// The run whose In cost counts node u already.
+    counted_in: Vec<usize>,
+    /// Successors of node y outside the run.
+    outside: Vec<usize>,
+}
+
+impl RunCost {
+    fn new(n: usize) -> Self {
+        RunCost {
+            start: usize::MAX,
+            fpga: 0.0,
+            cost_in: 0.0,
+            cost_out: 0.0,
+            in_run: vec![usize::MAX; n],
+            counted_in: vec![usize::MAX; n],
+            outside: vec![0; n],
+        }
+    }
+
+    /// An empty run starting at position `start`.
+    fn restart(&mut self, start: usize) {
+        (self.start, self.fpga, self.cost_in, self.cost_out) = (start, 0.0, 0.0, 0.0);
+    }
+
+    /// Appends `group` (of the contraction `c`): its compute, the inputs it receives from
+    /// outside the run (In), and its nodes' outputs that leave the run (Out), less the
+    /// Out costs of earlier nodes whose last outside successor it is.
+    fn append(&mut self, w: &Workload, c: &Contraction, group: &Group) {
+        let i = self.start;
+        self.fpga += group.fpga_latency;
+        for &y in &group.nodes {
+            self.in_run[y] = i;
+        }
+        for &y in &group.nodes {
+            let count = w.successors(y).iter().filter(|&&s| self.in_run[s] != i).count();
+            self.outside[y] = count;
+            if count > 0 {
+                self.cost_out += w.out_cost(y);
+            }
+            for &u in w.predecessors(y) {
+                if self.in_run[u] != i {
+                    if self.counted_in[u] != i {
+                        self.counted_in[u] = i;
+                        self.cost_in += w.out_cost(u);
+                    }
+                } else if c.group_of[u] != c.group_of[y] {
+                    self.outside[u] -= 1;
+                    if self.outside[u] == 0 {
+                        self.cost_out -= w.out_cost(u);
+                    }
+                }
+            }
+        }
+    }
+
+    fn cost(&self) -> f64 {
+        self.fpga + self.cost_in + self.cost_out.max(0.0)
+    }
+}
+
+/// The plan of the back links `from`, ending with `a` accelerators used: each run on its
+/// accelerator, each CPU group on a CPU of its own.
+fn walk_back(c: &Contraction, order: &[usize], from: &[(usize, bool)], width: usize, mut a: usize) -> Placement {
     let mut device = vec![Device::Cpu(0); c.len()];
-    let (mut j, mut a) = (groups, a);
+    let mut j = order.len();
     while j > 0 {
         let (i, on_accelerator) = from[j * width + a];
         for &g in &order[i..j] {
@@ -168,5 +219,5 @@ fn cut(w: &Workload, c: &Contraction, order: &[usize]) -> Option<Placement> {
         }
         j = i;
     }
-    Some(Placement::new(c.group_of.iter().map(|&g| device[g]).collect()))
+    Placement::new(c.group_of.iter().map(|&g| device[g]).collect())
 }
