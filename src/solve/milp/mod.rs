@@ -372,48 +372,15 @@ pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> 
 /// lower bound on the optimum, times 1 + the gap): then nothing better is to be found
 /// ([`Solved::reached_target`]).
 pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, target: f64) -> Result<Solved, SolveError> {
-    let limits = &problem.limits;
     let integer_columns = builder.integer_columns.clone();
     let mut model = Model::try_new(builder.problem)
         .map_err(|e| SolveError::Solver(format!("HiGHS rejected the model: {e:?}")))?;
     model.set_sense(Sense::Minimise);
     model.make_quiet();
-    let set = |model: &mut Model, name: &str, value: f64| {
-        model.try_set_option(name, value).map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
-    };
-    if let Some(t) = limits.time_limit_s {
-        set(&mut model, "time_limit", t)?;
-    }
-    set(&mut model, "mip_rel_gap", limits.mip_gap.unwrap_or(DEFAULT_GAP))?;
-    if let Some(threads) = limits.threads {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        model
-            .try_set_option("threads", threads.clamp(1, cores.min(i32::MAX as usize)) as i32)
-            .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
-    }
-    for (name, value) in &limits.ip.highs_options {
-        let ok = value.parse::<i32>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || value.parse::<f64>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || value.parse::<bool>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || model.try_set_option(name.as_str(), value.as_str()).is_ok();
-        if !ok {
-            return Err(SolveError::Solver(format!("HiGHS refused option {name}={value}")));
-        }
-    }
-    let warm = if limits.ip.warm_start { warm } else { None };
-    if let Some(values) = warm {
-        let index: Vec<highs_sys::HighsInt> = integer_columns.iter().map(|&c| c as highs_sys::HighsInt).collect();
-        // SAFETY: `index` and `values` have the same length and live across the call.
-        let status = unsafe {
-            highs_sys::Highs_setSparseSolution(
-                model.as_mut_ptr(),
-                index.len() as highs_sys::HighsInt,
-                index.as_ptr(),
-                values.as_ptr(),
-            )
-        };
-        if status == highs_sys::STATUS_ERROR {
-            return Err(SolveError::Solver("HiGHS refused the warm start".into()));
+    set_options(&mut model, problem)?;
+    if problem.limits.ip.warm_start {
+        if let Some(values) = warm {
+            set_warm_start(&mut model, &integer_columns, values)?;
         }
     }
     let hook = PROGRESS_HOOK.read().ok().and_then(|h| *h);
@@ -441,6 +408,55 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
     // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
     unsafe { highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes) };
     Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes, reached_target })
+}
+
+/// The problem's limits as HiGHS options: time limit, gap, threads (clamped to the
+/// cores) and the user's `--highs-option name=value` pairs, each tried as an integer, a
+/// float, a bool and a string, in that order.
+fn set_options(model: &mut Model, problem: &Problem) -> Result<(), SolveError> {
+    let limits = &problem.limits;
+    let set = |model: &mut Model, name: &str, value: f64| {
+        model.try_set_option(name, value).map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
+    };
+    if let Some(t) = limits.time_limit_s {
+        set(model, "time_limit", t)?;
+    }
+    set(model, "mip_rel_gap", limits.mip_gap.unwrap_or(DEFAULT_GAP))?;
+    if let Some(threads) = limits.threads {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        model
+            .try_set_option("threads", threads.clamp(1, cores.min(i32::MAX as usize)) as i32)
+            .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
+    }
+    for (name, value) in &limits.ip.highs_options {
+        let ok = value.parse::<i32>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value.parse::<f64>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value.parse::<bool>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || model.try_set_option(name.as_str(), value.as_str()).is_ok();
+        if !ok {
+            return Err(SolveError::Solver(format!("HiGHS refused option {name}={value}")));
+        }
+    }
+    Ok(())
+}
+
+/// Hands HiGHS the values of the integer columns (`values[i]` for column
+/// `integer_columns[i]`) as a partial solution to complete.
+fn set_warm_start(model: &mut Model, integer_columns: &[usize], values: &[f64]) -> Result<(), SolveError> {
+    let index: Vec<highs_sys::HighsInt> = integer_columns.iter().map(|&c| c as highs_sys::HighsInt).collect();
+    // SAFETY: `index` and `values` have the same length and live across the call.
+    let status = unsafe {
+        highs_sys::Highs_setSparseSolution(
+            model.as_mut_ptr(),
+            index.len() as highs_sys::HighsInt,
+            index.as_ptr(),
+            values.as_ptr(),
+        )
+    };
+    if status == highs_sys::STATUS_ERROR {
+        return Err(SolveError::Solver("HiGHS refused the warm start".into()));
+    }
+    Ok(())
 }
 
 /// Why HiGHS stopped, for a status that is not a proof (`Optimal` and `Infeasible` are
@@ -472,8 +488,6 @@ pub(crate) struct Candidate {
     pub source: &'static str,
 }
 
-/// Scores `placement` and keeps it if it is valid for the problem (rules, contiguity when
-/// promised, piece limit for latency).
 /// The DP plan (the contiguous optimum) as a held plan, when the DP can enumerate the
 /// ideals; otherwise a note says why there is none.
 pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Candidate> {
@@ -486,6 +500,8 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
     }
 }
 
+/// Scores `placement` and keeps it if it is valid for the problem (rules, contiguity when
+/// promised, piece limit for latency).
 pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'static str) -> Option<Candidate> {
     let latency = matches!(problem.objective, Objective::Latency { .. });
     let e = evaluate(problem.workload, &placement, latency);
@@ -501,7 +517,8 @@ pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'stati
     Some(Candidate { score: problem.objective.value(&e), placement, source })
 }
 
-/// Turns HiGHS's result, the plan read from it and the warm-start plan into an outcome.
+/// Turns HiGHS's result, the plan read from it and the warm-start plan into an outcome:
+/// the better scored plan of the two, HiGHS's bound clamped to it, and why the run stopped.
 ///
 /// Every model here is exact (its objective equals the scorer's on its own plans), so an
 /// IP objective below the scorer's beyond [`TOLERANCE`] is a formulation bug and an error.
@@ -512,20 +529,7 @@ pub(crate) fn finish(
     warm: Option<Candidate>,
     mut stats: Stats,
 ) -> Result<Outcome, SolveError> {
-    let tol = |x: f64| TOLERANCE * x.abs().max(1.0);
-    let had_plan = from_ip.is_some();
-    let ip = from_ip.and_then(|p| candidate(problem, p, "ip"));
-    if had_plan && ip.is_none() {
-        stats.notes.push("the scorer rejected the IP's plan (rules, contiguity or piece count); kept the best held plan".into());
-    }
-    if let Some(c) = &ip {
-        if solved.objective < c.score - tol(c.score) {
-            return Err(SolveError::Check(format!(
-                "the IP's objective {} is below the scorer's {} for its own plan (formulation bug)",
-                solved.objective, c.score
-            )));
-        }
-    }
+    let ip = scored_ip_plan(problem, solved, from_ip, &mut stats)?;
     stats.time_s = solved.time_s;
     stats.notes.push(format!("HiGHS: {:?} after {:.2} s, {} nodes", solved.status, solved.time_s, solved.nodes));
     if solved.columns.is_some() {
@@ -539,25 +543,7 @@ pub(crate) fn finish(
         (a, b) => a.or(b),
     };
     let Some(best) = best else {
-        // Every model here minimises columns with non-negative costs and lower bounds, so it
-        // is bounded below: "infeasible or unbounded" can only be infeasible.
-        let status = match solved.status {
-            HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(
-                "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)",
-            ),
-            HighsModelStatus::Optimal => Status::NoPlan {
-                reason: StopReason::Solver { status: "Optimal, but the scorer rejected its plan".into() },
-            },
-            s => Status::NoPlan { reason: stop_reason(s) },
-        };
-        return Ok(Outcome {
-            method: "ip".into(),
-            placement: None,
-            objective: f64::INFINITY,
-            bound: if matches!(status, Status::Infeasible { .. }) { f64::INFINITY } else { solved.bound.max(0.0) },
-            status,
-            stats,
-        });
+        return Ok(no_plan(solved, stats));
     };
     let mut bound = if solved.bound.is_finite() { solved.bound.max(0.0) } else { 0.0 };
     if solved.status == HighsModelStatus::Infeasible {
@@ -565,24 +551,82 @@ pub(crate) fn finish(
         // does not claim a bound, so we claim none either.
         bound = 0.0;
     }
-    let mut unreliable = false;
-    if bound > best.score + tol(best.score) {
+    let tol = TOLERANCE * best.score.abs().max(1.0);
+    let unreliable = bound > best.score + tol;
+    if unreliable {
         stats.notes.push(format!(
             "HiGHS's bound {bound} exceeds the score {} of a plan we hold: bound unreliable, clamped",
             best.score
         ));
-        unreliable = true;
     }
     bound = bound.min(best.score);
+    let status = status_with_plan(problem, solved, best.score, bound, unreliable);
+    if best.source != "ip" {
+        stats.notes.push(format!("returning the {} plan: the IP found nothing better", best.source));
+    }
+    Ok(Outcome { method: "ip".into(), placement: Some(best.placement), objective: best.score, bound, status, stats })
+}
+
+/// The IP's plan, scored; `None` (with a note) when the scorer rejects it. An error when
+/// HiGHS's objective is below the scorer's for that plan.
+fn scored_ip_plan(
+    problem: &Problem,
+    solved: &Solved,
+    from_ip: Option<Placement>,
+    stats: &mut Stats,
+) -> Result<Option<Candidate>, SolveError> {
+    let had_plan = from_ip.is_some();
+    let ip = from_ip.and_then(|p| candidate(problem, p, "ip"));
+    if had_plan && ip.is_none() {
+        stats.notes.push("the scorer rejected the IP's plan (rules, contiguity or piece count); kept the best held plan".into());
+    }
+    if let Some(c) = &ip {
+        if solved.objective < c.score - TOLERANCE * c.score.abs().max(1.0) {
+            return Err(SolveError::Check(format!(
+                "the IP's objective {} is below the scorer's {} for its own plan (formulation bug)",
+                solved.objective, c.score
+            )));
+        }
+    }
+    Ok(ip)
+}
+
+/// The outcome when neither HiGHS nor the held plans give a plan: infeasible when HiGHS
+/// proved it, otherwise "no plan" with the reason HiGHS stopped.
+fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
+    // Every model here minimises columns with non-negative costs and lower bounds, so it
+    // is bounded below: "infeasible or unbounded" can only be infeasible.
+    let status = match solved.status {
+        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(
+            "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)",
+        ),
+        HighsModelStatus::Optimal => Status::NoPlan {
+            reason: StopReason::Solver { status: "Optimal, but the scorer rejected its plan".into() },
+        },
+        s => Status::NoPlan { reason: stop_reason(s) },
+    };
+    Outcome {
+        method: "ip".into(),
+        placement: None,
+        objective: f64::INFINITY,
+        bound: if matches!(status, Status::Infeasible { .. }) { f64::INFINITY } else { solved.bound.max(0.0) },
+        status,
+        stats,
+    }
+}
+
+/// The status of a run that returns a plan scoring `score` with lower bound `bound`
+/// (already clamped to `score`; `unreliable` when it had to be).
+fn status_with_plan(problem: &Problem, solved: &Solved, score: f64, bound: f64, unreliable: bool) -> Status {
     let gap = problem.limits.mip_gap.unwrap_or(DEFAULT_GAP);
     // HiGHS's objective and bound live within its feasibility tolerances (MODEL.md,
     // Numerics: about 1e-5 absolute), so a plan that close to the bound is proven optimal.
-    let closed = best.score - bound <= (gap * best.score.abs()).max(1e-5 * best.score.abs().max(1.0));
+    let closed = score - bound <= (gap * score.abs()).max(1e-5 * score.abs().max(1.0));
     // Stopped at a known lower bound: as good as HiGHS's own proof when the plan meets it.
     let stopped_at_bound = solved.status == HighsModelStatus::ReachedInterrupt && solved.reached_target;
     let proven = solved.status == HighsModelStatus::Optimal || stopped_at_bound;
-    let status = if proven && closed && !unreliable {
-        if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && best.score - bound > 1e-6 {
+    if proven && closed && !unreliable {
+        if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && score - bound > 1e-6 {
             Status::Feasible { reason: StopReason::GapReached { gap } }
         } else {
             Status::Optimal
@@ -595,11 +639,7 @@ pub(crate) fn finish(
         Status::Feasible { reason: StopReason::SolverGap { gap } }
     } else {
         Status::Feasible { reason: stop_reason(solved.status) }
-    };
-    if best.source != "ip" {
-        stats.notes.push(format!("returning the {} plan: the IP found nothing better", best.source));
     }
-    Ok(Outcome { method: "ip".into(), placement: Some(best.placement), objective: best.score, bound, status, stats })
 }
 
 #[cfg(test)]
