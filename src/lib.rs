@@ -12,6 +12,8 @@
 //! - [`experiments`]: many workloads at once (`reproduce`, `bench`), as data;
 //! - [`simulate`]: a discrete-event simulation of a plan running a pipeline schedule;
 //! - [`report`]: tables and JSON for people and programs, and the HTML/SVG plan report;
+//! - [`export`]: plans in the forms frameworks read (PyTorch pipelining, DeepSpeed,
+//!   Megatron-LM, vLLM, accelerate), and those forms read back;
 //! - [`costmodel`]: device profiles, per-operator costs, ONNX import and a transformer
 //!   generator that turn a model into a workload.
 //!
@@ -20,6 +22,7 @@
 pub mod cli;
 pub mod costmodel;
 pub mod experiments;
+pub mod export;
 pub mod io;
 pub mod model;
 pub mod report;

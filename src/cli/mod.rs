@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod costmodel_cmds;
+pub mod export_cmds;
 pub mod settings;
 pub mod simulate;
 
@@ -55,6 +56,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Time the DP on workload files (each in its own process): time, ideals, pairs, peak memory.
     Bench(bench::BenchArgs),
+    /// Write a plan in a framework's form: torch, torch-json, deepspeed, megatron, vllm, accelerate.
+    Export(export_cmds::ExportArgs),
     /// Cost models: `devices`, `import`, `generate` (see costmodel_cmds).
     #[command(flatten)]
     Cost(costmodel_cmds::CostCommand),
@@ -146,6 +149,16 @@ pub struct PlanArgs {
     /// Write the placement (MODEL.md shape) to this file, atomically.
     #[arg(long, value_name = "PLAN.json")]
     pub out: Option<PathBuf>,
+    /// Where stage boundaries may fall: `layer` keeps every layerId block on one device
+    /// (alias --split-at blocks). [default: layer with --export, else operator]
+    #[arg(long, value_enum, alias = "split-at")]
+    pub granularity: Option<export_cmds::Granularity>,
+    /// Also write the plan for a framework: torch, torch-json, deepspeed, megatron, vllm, accelerate.
+    #[arg(long, value_name = "FORMAT")]
+    pub export: Option<String>,
+    /// Where --export writes, atomically (default: stdout, after the table).
+    #[arg(long, value_name = "FILE", requires = "export")]
+    pub export_out: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -211,7 +224,12 @@ pub struct ScoreArgs {
     /// Workload JSON file.
     pub workload: PathBuf,
     /// Placement JSON file (MODEL.md shape; unlisted nodes follow their colour class).
-    pub placement: PathBuf,
+    #[arg(required_unless_present = "from_export", conflicts_with = "from_export")]
+    pub placement: Option<PathBuf>,
+    /// Score a framework's split instead: FORMAT (torch, torch-json, deepspeed, megatron,
+    /// vllm, accelerate) and the FILE in that form.
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
+    pub from_export: Option<Vec<String>>,
     /// Which objective to report as "the" objective.
     #[arg(long, value_enum, default_value = "throughput")]
     pub objective: ObjectiveArg,
@@ -296,6 +314,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Reproduce(args) => run_reproduce(args),
         Command::Simulate(args) => simulate::run_simulate(args),
         Command::Bench(args) => bench::run_bench(args),
+        Command::Export(args) => export_cmds::run_export(args),
         Command::Cost(command) => costmodel_cmds::run_cost_command(command),
     }
 }
@@ -336,10 +355,22 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     };
     print_notes(&settings.notes);
     let problem = settings.problem(&w);
+    let granularity = args.granularity.unwrap_or(if args.export.is_some() {
+        export_cmds::Granularity::Layer
+    } else {
+        export_cmds::Granularity::Operator
+    });
+    let layers = match granularity {
+        export_cmds::Granularity::Layer => Some(export_cmds::layers_of(&w)?),
+        export_cmds::Granularity::Operator => None,
+    };
     if settings.method.uses_milp_solver() {
         ip_session_setup();
     }
-    let plan = solve::plan(method.as_ref(), &problem);
+    let plan = match &layers {
+        Some(layers) => solve::layer_granular::plan_by_layers(method.as_ref(), &problem, layers),
+        None => solve::plan(method.as_ref(), &problem),
+    };
     if PROGRESS_SHOWN.swap(false, std::sync::atomic::Ordering::SeqCst) {
         eprintln!();
     }
@@ -352,6 +383,20 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         Some(_) => Some(simulate::plan_report(&args.workload, &w, placement, evaluation, Some(&plan.outcome), &args.schedule)?),
         None => None,
     };
+    let names = match &layers {
+        Some(l) => l.clone(),
+        None => export_cmds::layers_for_names(&w),
+    };
+    let export = match &args.export {
+        Some(format) => {
+            let export_layers = match &layers {
+                Some(l) => l.clone(),
+                None => export_cmds::layers_of(&w)?,
+            };
+            Some((format, export_cmds::export_text(format, &w, &export_layers, placement)?))
+        }
+        None => None,
+    };
     if let Some(out) = &args.out {
         let file = placement_json(&w, placement, evaluation, problem.objective);
         write_atomically(out, &(serde_json::to_string_pretty(&file).expect("json") + "\n"))?;
@@ -359,18 +404,36 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     if let (Some(path), Some(page)) = (&args.report, &report) {
         write_atomically(path, page)?;
     }
+    if let (Some(out), Some((_, text))) = (&args.export_out, &export) {
+        write_atomically(out, text)?;
+    }
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let mut v = evaluation_json(&w, placement, Some(&plan.outcome), problem.objective, evaluation);
         v["peakMemoryBytes"] = serde_json::json!(peak_memory_bytes());
+        v["holdings"] = crate::report::layers::holdings_json(&w, &names, placement);
+        if let Some((format, text)) = &export {
+            v["export"] = serde_json::json!({"format": format, "text": text});
+        }
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
     } else {
         write!(stdout, "{}", plan_table(&w, Some(&plan.outcome), problem.objective, evaluation))?;
+        if layers.is_some() {
+            writeln!(stdout, "\ngranularity: layer ({}; stage boundaries only between layers)", crate::report::layers::layers_summary(&names))?;
+        } else {
+            writeln!(stdout)?;
+        }
+        write!(stdout, "{}", crate::report::layers::holdings_table(&w, &names, placement, evaluation))?;
         if let Some(out) = &args.out {
             writeln!(stdout, "placement written to {}", out.display())?;
         }
         if let Some(path) = &args.report {
             writeln!(stdout, "report written to {}", path.display())?;
+        }
+        match (&export, &args.export_out) {
+            (Some((format, _)), Some(out)) => writeln!(stdout, "{format} export written to {}", out.display())?,
+            (Some((format, text)), None) => write!(stdout, "\n--- {format} export ---\n{text}")?,
+            _ => {}
         }
     }
     stdout.flush()?;
@@ -476,7 +539,11 @@ fn ip_session_setup() {
 fn run_score(args: ScoreArgs) -> Result<(), CliError> {
     // The device set is taken as given: a placement file names devices by index.
     let w = load_workload(&args.workload, &DeviceOverrides::new(&args.devices))?;
-    let placement = read_placement(&args.placement, &w)?;
+    let placement = match (&args.placement, &args.from_export) {
+        (_, Some(pair)) => export_cmds::placement_from_export(&w, &pair[0], std::path::Path::new(&pair[1]))?,
+        (Some(path), None) => read_placement(path, &w)?,
+        (None, None) => return Err(CliError::Input("give a placement file or --from-export FORMAT FILE".into())),
+    };
     let objective = match args.objective {
         ObjectiveArg::Throughput => Objective::Throughput,
         ObjectiveArg::Sync => Objective::Sync,
@@ -491,6 +558,9 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
     } else {
         write!(stdout, "{}", plan_table(&w, None, objective, &e))?;
+        writeln!(stdout)?;
+        let names = export_cmds::layers_for_names(&w);
+        write!(stdout, "{}", crate::report::layers::holdings_table(&w, &names, &placement, &e))?;
     }
     stdout.flush()?;
     Ok(())

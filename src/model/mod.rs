@@ -10,11 +10,14 @@
 //! - [`grouping`]: nodes grouped into units with their summed costs and communication
 //!   hyperedges (the unit model of every solver);
 //! - [`contraction`]: colour classes contracted into the forward DAG of groups that
-//!   contiguous solvers split (ideals, DP, contiguous IP, chain baselines).
+//!   contiguous solvers split (ideals, DP, contiguous IP, chain baselines);
+//! - [`layers`]: layers (`layerId` blocks) with their module names, the units a
+//!   layer-granular plan keeps whole.
 
 pub mod contraction;
 pub mod devices;
 pub mod grouping;
+pub mod layers;
 pub mod memory;
 pub mod placement;
 pub mod schedule;

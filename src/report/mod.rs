@@ -2,6 +2,7 @@
 //!
 //! - [`tabular`]: the one table renderer (aligned text and Markdown) the others use;
 //! - [`table`]: one plan (`plan`, `score`);
+//! - [`layers`]: what each device holds, by layer range and module path;
 //! - [`compare`]: the comparison of every method on one workload (`compare`);
 //! - [`reproduce`]: the page over every published workload (`reproduce`);
 //! - [`bench`](mod@bench): the timings of `dnnplace bench`;
@@ -13,6 +14,7 @@ pub mod bench;
 pub mod charts;
 pub mod compare;
 pub mod html;
+pub mod layers;
 pub mod reproduce;
 pub mod simulation;
 pub mod table;

@@ -54,7 +54,7 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
             extra.push(format!("ideal pairs: {p}"));
         }
         if o.bound.is_finite() && o.bound > 0.0 && o.status != Status::Optimal {
-            extra.push(format!("lower bound: {:.9}", o.bound));
+            extra.push(format!("lower bound: {:.9} ms", o.bound));
         }
         if !extra.is_empty() {
             let _ = writeln!(s, "{}", extra.join("   "));
@@ -72,7 +72,7 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
     let _ = writeln!(
         s,
         "{:<8} {:>6} {:>16} {:>16} {:>16} {:>12}",
-        "device", "nodes", "compute", "communication", "load", "memory"
+        "device", "nodes", "compute (ms)", "comm. (ms)", "load (ms)", "memory"
     );
     for d in &e.devices {
         let mark = if Some(d.device) == e.bottleneck { "  <- bottleneck" } else { "" };
@@ -88,12 +88,12 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
         );
     }
     let _ = writeln!(s);
-    let _ = writeln!(s, "TPS (max load):        {:.9}", e.max_load);
-    let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9}", e.sync_objective);
-    let _ = writeln!(s, "latency (one sample):  {:.9}   (pieces per accelerator: max {})", e.latency.total, e.latency.max_pieces());
+    let _ = writeln!(s, "TPS (max load):        {:.9} ms", e.max_load);
+    let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9} ms", e.sync_objective);
+    let _ = writeln!(s, "latency (one sample):  {:.9} ms   (pieces per accelerator: max {})", e.latency.total, e.latency.max_pieces());
     if matches!(objective, Objective::Latency { .. }) && !e.latency.calls.is_empty() {
         let _ = writeln!(s, "calls:");
-        let _ = writeln!(s, "  {:<8} {:>5} {:>6} {:>16} {:>16} {:>16}", "device", "call", "nodes", "start", "duration", "end");
+        let _ = writeln!(s, "  {:<8} {:>5} {:>6} {:>16} {:>16} {:>16}", "device", "call", "nodes", "start (ms)", "duration (ms)", "end (ms)");
         for c in &e.latency.calls {
             let _ = writeln!(
                 s,
@@ -107,7 +107,7 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
             );
         }
     }
-    let _ = writeln!(s, "objective ({}): {:.9}", objective.name(), objective.value(e));
+    let _ = writeln!(s, "objective ({}): {:.9} ms", objective.name(), objective.value(e));
     let _ = writeln!(s, "valid: {}   contiguous: {}", yes(e.is_valid()), yes(e.is_contiguous()));
     for v in e.violations.iter().chain(&e.non_contiguous) {
         let _ = writeln!(s, "  - {v}");

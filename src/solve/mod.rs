@@ -14,6 +14,7 @@
 //! - [`chain`]: optimal split of one topological order into consecutive stages;
 //! - [`leaf_folding`]: zero-cost leaves folded into their neighbour before the DP;
 //! - [`knapsack`]: the fractional knapsack (compute CPUs can absorb), for the DP and bounds;
+//! - [`layer_granular`]: plans that cut only between layers (`--granularity layer`);
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
 //! - [`milp`]: integer programs on HiGHS (non-contiguous and contiguous max-load, sync,
 //!   latency);
@@ -31,6 +32,7 @@ pub mod dp;
 pub mod ideal_cost;
 pub mod ideals;
 pub mod knapsack;
+pub mod layer_granular;
 pub mod leaf_folding;
 pub mod method;
 pub mod milp;

@@ -1,6 +1,8 @@
 //! Small random workloads for property tests, built from a seed so failures reproduce.
 #![allow(dead_code)]
 
+pub mod llama;
+
 use dnnplace::model::{DeviceSet, Node, Workload};
 
 /// xorshift64*: enough randomness for test instances, no dependency.

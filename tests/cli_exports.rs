@@ -1,0 +1,139 @@
+//! The binary's layer and export commands: `plan --granularity layer` (and `--split-at
+//! blocks`), `plan --export F --export-out FILE`, `export PLAN --workload W --format F`,
+//! `score W --from-export F FILE`; exit statuses and messages.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::llama::{llama, Llama};
+
+fn dnnplace() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+}
+
+fn llama_file(dir: &Path, spec: Llama) -> PathBuf {
+    let path = dir.join("llama.json");
+    std::fs::write(&path, dnnplace::io::workload_to_json(&llama(spec))).unwrap();
+    path
+}
+
+fn run(args: &[&str]) -> (String, String, Option<i32>) {
+    let out = dnnplace().args(args).output().unwrap();
+    (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap(), out.status.code())
+}
+
+fn tps(text: &str) -> f64 {
+    let line = text.lines().find(|l| l.starts_with("TPS (max load):")).unwrap_or_else(|| panic!("no TPS in {text}"));
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+#[test]
+fn plan_by_layers_prints_what_each_device_holds_with_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = llama_file(dir.path(), Llama::default());
+    let (text, err, code) = run(&["plan", w.to_str().unwrap(), "--granularity", "layer"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(text.contains("granularity: layer (26 layers (24 blocks model.layers.N)"), "{text}");
+    for row in ["embed_tokens + layers 0-5", "layers 6-11", "layers 12-17", "layers 18-23 + norm + lm_head"] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    assert!(text.contains("model.embed_tokens, model.layers.0-5") && text.contains("load (ms)") && text.contains("MiB"), "{text}");
+    assert!((tps(&text) - 6.002).abs() < 1e-9, "{text}");
+    let (alias, _, code) = run(&["plan", w.to_str().unwrap(), "--split-at", "blocks"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(tps(&alias), tps(&text));
+}
+
+#[test]
+fn every_format_round_trips_through_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = llama_file(dir.path(), Llama { embed_ms: 2.0, head_ms: 3.0, ..Llama::default() });
+    let w = w.to_str().unwrap();
+    let plan = dir.path().join("plan.json");
+    let (text, err, code) = run(&["plan", w, "--split-at", "blocks", "--out", plan.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let planned = tps(&text);
+    for format in ["torch", "torch-json", "deepspeed", "megatron", "vllm", "accelerate"] {
+        let file = dir.path().join(format!("export.{format}"));
+        let (_, err, code) =
+            run(&["export", plan.to_str().unwrap(), "--workload", w, "--format", format, "--out", file.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{format}: {err}");
+        let (scored, err, code) = run(&["score", w, "--from-export", format, file.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{format}: {err}");
+        assert_eq!(tps(&scored), planned, "{format}");
+        // plan --export writes the same text.
+        let again = dir.path().join(format!("again.{format}"));
+        let (_, err, code) = run(&["plan", w, "--export", format, "--export-out", again.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{format}: {err}");
+        assert_eq!(std::fs::read_to_string(&again).unwrap(), std::fs::read_to_string(&file).unwrap(), "{format}");
+    }
+    // Without --export-out the export follows the table on stdout.
+    let (text, _, _) = run(&["plan", w, "--export", "vllm"]);
+    assert!(text.contains("--- vllm export ---") && text.contains("VLLM_PP_LAYER_PARTITION="), "{text}");
+}
+
+#[test]
+fn refusals_exit_2_with_the_reason_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = llama_file(dir.path(), Llama { blocks: 4, accelerators: 2, ..Llama::default() });
+    let w = w.to_str().unwrap();
+    // An operator-granular plan that cuts a block, built by hand: block 1's last operator on acc1.
+    let workload = llama(Llama { blocks: 4, accelerators: 2, ..Llama::default() });
+    let on_acc1: Vec<i64> = workload
+        .nodes()
+        .iter()
+        .filter(|n| {
+            let name = n.name.as_deref().unwrap();
+            name == "model.layers.1.mlp.down_proj" || name.starts_with("model.layers.2") || name.starts_with("model.layers.3") || name == "model.norm" || name == "lm_head"
+        })
+        .map(|n| n.id)
+        .collect();
+    let on_acc0: Vec<i64> = workload.nodes().iter().map(|n| n.id).filter(|id| !on_acc1.contains(id)).collect();
+    let plan = dir.path().join("cut.json");
+    std::fs::write(&plan, serde_json::json!({"fpgas": [{"nodes": on_acc0}, {"nodes": on_acc1}]}).to_string()).unwrap();
+    let out = dir.path().join("never.txt");
+    let (_, err, code) = run(&["export", plan.to_str().unwrap(), "--workload", w, "--format", "vllm", "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot export to vllm: the plan cuts inside layer model.layers.1") && err.contains("acc1 holds 1"), "{err}");
+    assert!(!out.exists(), "a refused export writes no file");
+    let (_, err, code) = run(&["export", plan.to_str().unwrap(), "--workload", w, "--format", "onnx"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown export format 'onnx'; known: torch, torch-json, deepspeed, megatron, vllm, accelerate"), "{err}");
+    // A hand-written vLLM file whose counts do not add up.
+    let bad = dir.path().join("bad.sh");
+    std::fs::write(&bad, "VLLM_PP_LAYER_PARTITION=1,2 vllm serve m -pp 2\n").unwrap();
+    let (_, err, code) = run(&["score", w, "--from-export", "vllm", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("sum(partitions)=3 does not match num_hidden_layers=4"), "{err}");
+    // --export on a plan with a CPU stage, for a pipeline target.
+    let cpu = llama_file(dir.path(), Llama { blocks: 4, accelerators: 1, cpus: 1, ..Llama::default() });
+    let plan2 = dir.path().join("cpu.json");
+    let (_, err, code) = run(&["plan", cpu.to_str().unwrap(), "--method", "greedy", "--export", "megatron", "--memory", "3.5MB", "--out", plan2.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("Megatron-LM runs every pipeline stage on a GPU"), "{err}");
+    assert!(!plan2.exists(), "a refused export writes no plan either");
+}
+
+#[test]
+fn layers_that_are_not_contiguous_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // a(layer 1) -> b(layer 2) -> c(layer 1): layer 1 is left and re-entered.
+    let text = r#"{"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 0, "nodes": [
+        {"id": 1, "name": "m.a", "fpgaLatency": 1, "cpuLatency": 1, "layerId": 1},
+        {"id": 2, "name": "m.b", "fpgaLatency": 1, "cpuLatency": 1, "layerId": 2},
+        {"id": 3, "name": "m.c", "fpgaLatency": 1, "cpuLatency": 1, "layerId": 1}],
+        "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 2, "destId": 3, "cost": 0.5}]}"#;
+    let path = dir.path().join("w.json");
+    std::fs::write(&path, text).unwrap();
+    let (_, err, code) = run(&["plan", path.to_str().unwrap(), "--granularity", "layer"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("layers are not contiguous in the graph: layer m -> layer m.b (edge 1 -> 2) -> layer m (edge 2 -> 3)"),
+        "{err}"
+    );
+    // At operator granularity the same workload plans.
+    let (_, err, code) = run(&["plan", path.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+}
