@@ -137,3 +137,62 @@ fn layers_that_are_not_contiguous_are_named() {
     let (_, err, code) = run(&["plan", path.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// The per-device rows of a `score` table (plan table and holdings), device names cut,
+/// sorted.
+fn device_rows(text: &str) -> Vec<String> {
+    let mut rows: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("acc"))
+        .map(|l| l.split_once(' ').unwrap().1.trim().replace("  <- bottleneck", ""))
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// `plan --granularity layer`, then `export` and `score --from-export` per format, on the
+/// repository's example (examples/bert-tiny.json, BERT names, one CPU withheld by `--cpus
+/// 0` since pipeline targets run every stage on a GPU) and on workloads written by
+/// `dnnplace generate transformer --style gpt2|llama` (inference and training): every
+/// read-back scores the plan's TPS exactly, and placing the read-back by `score` with the
+/// placement file gives the same per-device rows.
+#[test]
+fn score_from_export_reproduces_the_plans_tps_on_bert_tiny_and_generated_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let bert = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bert-tiny.json");
+    let mut workloads: Vec<(String, PathBuf)> = vec![("bert-tiny".into(), bert)];
+    for (style, training) in [("gpt2", false), ("llama", false), ("gpt2", true), ("llama", true)] {
+        let out = dir.path().join(format!("{style}-{training}.json"));
+        let mut args = vec![
+            "generate", "transformer", "--style", style, "--layers", "6", "--hidden", "256", "--heads", "4", "--seq", "128",
+            "--accelerators", "3", "--out", out.to_str().unwrap(),
+        ];
+        if training {
+            args.push("--training");
+        }
+        let (_, err, code) = run(&args);
+        assert_eq!(code, Some(0), "generate {style}: {err}");
+        workloads.push((format!("{style}{}", if training { " training" } else { "" }), out));
+    }
+    for (name, w) in &workloads {
+        let w = w.to_str().unwrap();
+        let plan = dir.path().join("plan.json");
+        let (text, err, code) = run(&["plan", w, "--granularity", "layer", "--cpus", "0", "--out", plan.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        let planned = tps(&text);
+        let (rescored, err, code) = run(&["score", w, plan.to_str().unwrap(), "--cpus", "0"]);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        assert_eq!(tps(&rescored), planned, "{name}: the placement file");
+        for format in ["torch", "torch-json", "deepspeed", "megatron", "vllm", "accelerate"] {
+            let file = dir.path().join(format!("export.{format}"));
+            let (_, err, code) =
+                run(&["export", plan.to_str().unwrap(), "--workload", w, "--cpus", "0", "--format", format, "--out", file.to_str().unwrap()]);
+            assert_eq!(code, Some(0), "{name} {format}: {err}");
+            let (scored, err, code) = run(&["score", w, "--cpus", "0", "--from-export", format, file.to_str().unwrap()]);
+            assert_eq!(code, Some(0), "{name} {format}: {err}");
+            assert_eq!(tps(&scored), planned, "{name} {format}");
+            // Exports number GPUs in pipeline order, so compare the rows without the device.
+            assert_eq!(device_rows(&scored), device_rows(&rescored), "{name} {format}: per-device rows");
+        }
+    }
+}

@@ -4,52 +4,46 @@
 //! pipeline order for a contiguous plan): the layers it holds (`embed_tokens + layers
 //! 0-7`, `part of …` for a layer it holds only partly), its load (ms), its memory
 //! (MiB/GiB) and the module paths (`model.embed_tokens, model.layers.0-7`). Long lists
-//! are cut after a few items with a count of the rest.
-
-use std::fmt::Write;
+//! are cut after a few items with a count of the rest. Laid out by [`crate::report::tabular`].
 
 use crate::model::layers::Layers;
 use crate::model::{Device, Placement, Workload};
-use crate::report::table::human_bytes;
+use crate::model::human_bytes;
+use crate::report::tabular::{Align::{Left, Right}, Table};
 use crate::score::Evaluation;
 
 /// Items shown per cell before `… (+N more)`.
 const ITEMS_SHOWN: usize = 8;
 
-/// The per-device table of names (module documentation).
-pub fn holdings_table(w: &Workload, layers: &Layers, placement: &Placement, e: &Evaluation) -> String {
-    let mut by_device: Vec<(Device, Vec<usize>, usize)> = Vec::new();
-    for (l, layer) in layers.layers.iter().enumerate() {
+/// The nodes of each device that holds any, devices in the order of their first layer.
+fn nodes_by_device(layers: &Layers, placement: &Placement) -> Vec<(Device, Vec<usize>)> {
+    let mut by_device: Vec<(Device, Vec<usize>)> = Vec::new();
+    for layer in &layers.layers {
         for &v in &layer.nodes {
             let d = placement.assignment[v];
-            match by_device.iter_mut().find(|(x, _, _)| *x == d) {
-                Some((_, nodes, _)) => nodes.push(v),
-                None => by_device.push((d, vec![v], l)),
+            match by_device.iter_mut().find(|(x, _)| *x == d) {
+                Some((_, nodes)) => nodes.push(v),
+                None => by_device.push((d, vec![v])),
             }
         }
     }
-    let rows: Vec<[String; 5]> = by_device
-        .iter()
-        .map(|(d, nodes, _)| {
-            let (load, memory) = e.devices.iter().find(|x| x.device == *d).map_or((0.0, 0.0), |x| (x.load, x.memory_bytes));
-            [
-                d.to_string(),
-                layers.describe(w, nodes, ITEMS_SHOWN),
-                format!("{load:.3}"),
-                human_bytes(memory),
-                layers.modules_of(w, nodes, ITEMS_SHOWN),
-            ]
-        })
-        .collect();
-    let header = ["device", "holds", "load (ms)", "memory", "modules"];
-    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0);
-    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
-    let mut s = String::new();
-    let _ = writeln!(s, "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {}", header[0], header[1], header[2], header[3], header[4]);
-    for r in &rows {
-        let _ = writeln!(s, "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {}", r[0], r[1], r[2], r[3], r[4]);
+    by_device
+}
+
+/// The per-device table of names (module documentation).
+pub fn holdings_table(w: &Workload, layers: &Layers, placement: &Placement, e: &Evaluation) -> String {
+    let mut table = Table::new(["device", "holds", "load (ms)", "memory", "modules"]).aligned([Left, Left, Right, Right, Left]);
+    for (d, nodes) in nodes_by_device(layers, placement) {
+        let (load, memory) = e.devices.iter().find(|x| x.device == d).map_or((0.0, 0.0), |x| (x.load, x.memory_bytes));
+        table.push([
+            d.to_string(),
+            layers.describe(w, &nodes, ITEMS_SHOWN),
+            format!("{load:.3}"),
+            human_bytes(memory),
+            layers.modules_of(w, &nodes, ITEMS_SHOWN),
+        ]);
     }
-    s
+    table.text()
 }
 
 /// One line on the layers of a workload: how many, the block list, nodes without a layer.
@@ -67,18 +61,8 @@ pub fn layers_summary(layers: &Layers) -> String {
 
 /// The holdings as JSON: per device, what it holds and its module paths (all of them).
 pub fn holdings_json(w: &Workload, layers: &Layers, placement: &Placement) -> serde_json::Value {
-    let mut by_device: Vec<(Device, Vec<usize>)> = Vec::new();
-    for layer in &layers.layers {
-        for &v in &layer.nodes {
-            let d = placement.assignment[v];
-            match by_device.iter_mut().find(|(x, _)| *x == d) {
-                Some((_, nodes)) => nodes.push(v),
-                None => by_device.push((d, vec![v])),
-            }
-        }
-    }
     serde_json::Value::Array(
-        by_device
+        nodes_by_device(layers, placement)
             .iter()
             .map(|(d, nodes)| {
                 serde_json::json!({"device": d.to_string(), "holds": layers.describe(w, nodes, usize::MAX),
