@@ -7,36 +7,142 @@
 //! - `T ⊆ I` and `T` is cut by `J`, or
 //! - `T` is cut by `I` and `T ∩ I ⊄ J`.
 //!
-//! Every `T` cut by both `I` and `J` is in `C(I)`, so with `P = T ∩ I`:
+//! Every `T` cut by both `I` and `J` is in `C(I)`, so with `p = |T ∩ I|`, `x = |T ∩ J|`:
 //!
-//! `comm(I \ J) = a(I) + a(J) − Σ_{T ∈ C(I)} c(T) · f(|P ∩ J|, |P|)`,
+//! `comm(I \ J) = a(I) + a(J) − Σ_{T ∈ C(I)} c(T) · f(x, p)`,
 //! `f(0, ·) = 0`, `f(x, p) = 1` for `0 < x < p`, `f(p, p) = 2`.
 //!
+//! For `T ∈ C(I)`, `T ⊄ J`, so `x > 0` exactly when `T ∈ C(J)`. A summary therefore keeps
+//! `C(I)` as a list of `(T, |T ∩ I|)` sorted by `T`, and one pair costs a merge of the two
+//! lists: O(|C(I)| + |C(J)|), the width of the frontiers, not the size of the graph.
+//!
 //! Compute and memory are prefix differences: `Σ_{I\J} fpga = F(I) − F(J)` and likewise
-//! for CPU time, size and the count of unsupported groups. One pair costs
-//! O(Σ_{T∈C(I)} |T ∩ I|) — the width of the frontier of `I`, not the size of the graph.
+//! for CPU time, size and the count of unsupported groups.
+//!
+//! **Incremental summaries.** `I ∪ {g}` (for `g ∉ I`) has the sums of `I` plus `g`'s, and
+//! `C(I ∪ {g})` is `C(I)` with every `T ∋ g` updated: `|T ∩ I|` grows by one, `T` enters
+//! the list when it becomes non-zero and leaves when it reaches `|T|`. So a summary costs
+//! O(|C(I)| + deg(g)) from its parent's, where deg(g) is the number of hyperedges holding
+//! `g`. Sums are accumulated in the order groups are added; `a(I)` is re-summed over the
+//! sorted list (the same floating-point sum whichever way `I` was reached).
 
+use rayon::prelude::*;
+
+use super::budget::{Budget, Exhausted};
+use super::ideals::Ideals;
 use crate::model::contraction::Contraction;
 use crate::model::Workload;
 
-use super::ideals::contains;
-
-/// Per-ideal sums and the hyperedges the ideal cuts.
-#[derive(Clone, Debug, Default)]
+/// Per-ideal sums.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct IdealSummary {
     pub fpga: f64,
     pub cpu: f64,
     pub size: f64,
-    pub unsupported: u32,
     /// `a(I)`.
     pub cut: f64,
-    /// For each `T ∈ C(I)`: `c(T)` and the groups of `T ∩ I`.
-    pub crossing: Vec<(f64, Box<[u32]>)>,
+    pub unsupported: u32,
+}
+
+/// A hyperedge cut by an ideal and how many of its groups the ideal holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crossing {
+    pub edge: u32,
+    pub inside: u32,
+}
+
+/// Summaries of a family of ideals: sums and the sorted cut lists, flat.
+#[derive(Clone, Debug, Default)]
+pub struct Summaries {
+    pub heads: Vec<IdealSummary>,
+    start: Vec<usize>,
+    crossing: Vec<Crossing>,
+}
+
+impl Summaries {
+    /// The summary of the empty ideal only.
+    pub fn empty() -> Summaries {
+        Summaries { heads: vec![IdealSummary::default()], start: vec![0, 0], crossing: Vec::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.heads.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heads.is_empty()
+    }
+
+    /// `C(I_i)` with the counts.
+    #[inline]
+    pub fn crossing(&self, i: usize) -> &[Crossing] {
+        &self.crossing[self.start[i]..self.start[i + 1]]
+    }
+
+    /// Appends the summary of `I_parent ∪ {g}`.
+    pub fn push_extended(&mut self, cost: &PairCost, parent: usize, g: usize) {
+        let mut crossing = std::mem::take(&mut self.crossing);
+        let (from, to) = (self.start[parent], self.start[parent + 1]);
+        let (kept, _) = crossing.split_at(to);
+        let mut grown = Vec::with_capacity(to - from + cost.degree(g));
+        let head = cost.extend_into(&self.heads[parent], &kept[from..], g, &mut grown);
+        crossing.extend_from_slice(&grown);
+        self.crossing = crossing;
+        self.heads.push(head);
+        self.start.push(self.crossing.len());
+    }
+
+    /// Bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.heads.capacity() * std::mem::size_of::<IdealSummary>()
+            + self.start.capacity() * 8
+            + self.crossing.capacity() * std::mem::size_of::<Crossing>()
+    }
+
+    /// Summaries of every ideal of `ideals`, level by level, each from its canonical
+    /// parent's; levels in parallel, the budget checked between blocks.
+    pub fn of_ideals(cost: &PairCost, ideals: &Ideals, budget: &Budget) -> Result<Summaries, Exhausted> {
+        const BLOCK: usize = 1024;
+        let mut s = Summaries::empty();
+        for level in 1..ideals.level_start.len() - 1 {
+            let (from, to) = (ideals.level_start[level], ideals.level_start[level + 1]);
+            let starts: Vec<usize> = (from..to).step_by(BLOCK).collect();
+            let parts: Vec<(Vec<IdealSummary>, Vec<usize>, Vec<Crossing>)> = starts
+                .par_iter()
+                .map(|&b| {
+                    let (mut heads, mut lens, mut crossing) = (Vec::new(), Vec::new(), Vec::new());
+                    for i in b..(b + BLOCK).min(to) {
+                        let (p, g) = ideals.parent(i).expect("a non-empty ideal has a parent");
+                        let before = crossing.len();
+                        heads.push(cost.extend_into(&s.heads[p], s.crossing(p), g, &mut crossing));
+                        lens.push(crossing.len() - before);
+                    }
+                    (heads, lens, crossing)
+                })
+                .collect();
+            for (heads, lens, crossing) in parts {
+                s.heads.extend_from_slice(&heads);
+                let mut at = s.crossing.len();
+                for l in lens {
+                    at += l;
+                    s.start.push(at);
+                }
+                s.crossing.extend_from_slice(&crossing);
+            }
+            budget.check()?;
+        }
+        Ok(s)
+    }
 }
 
 /// Precomputed data to summarise ideals and price pairs.
 pub struct PairCost {
-    hyperedges: Vec<(Vec<usize>, f64)>,
+    /// `c(T)` per hyperedge.
+    edge_cost: Vec<f64>,
+    /// `|T|` per hyperedge.
+    edge_size: Vec<u32>,
+    /// Hyperedges holding each group, sorted.
+    touching: Vec<Vec<u32>>,
     fpga: Vec<f64>,
     cpu: Vec<f64>,
     size: Vec<f64>,
@@ -45,8 +151,17 @@ pub struct PairCost {
 
 impl PairCost {
     pub fn new(w: &Workload, c: &Contraction) -> PairCost {
+        let hyperedges = c.communication_hyperedges(w);
+        let mut touching = vec![Vec::new(); c.len()];
+        for (t, (groups, _)) in hyperedges.iter().enumerate() {
+            for &g in groups {
+                touching[g].push(t as u32);
+            }
+        }
         PairCost {
-            hyperedges: c.communication_hyperedges(w),
+            edge_cost: hyperedges.iter().map(|(_, c)| *c).collect(),
+            edge_size: hyperedges.iter().map(|(t, _)| t.len() as u32).collect(),
+            touching,
             fpga: c.groups.iter().map(|g| g.fpga_latency).collect(),
             cpu: c.groups.iter().map(|g| g.cpu_latency).collect(),
             size: c.groups.iter().map(|g| g.size_bytes).collect(),
@@ -54,37 +169,67 @@ impl PairCost {
         }
     }
 
-    /// Summary of the ideal with bitset `bits`. O(n + Σ|T|).
-    pub fn summarize(&self, bits: &[u64]) -> IdealSummary {
-        let mut s = IdealSummary::default();
-        for g in 0..self.fpga.len() {
-            if contains(bits, g) {
-                s.fpga += self.fpga[g];
-                s.cpu += self.cpu[g];
-                s.size += self.size[g];
-                s.unsupported += u32::from(!self.supported[g]);
-            }
-        }
-        for (t, c) in &self.hyperedges {
-            let inside: Box<[u32]> = t.iter().filter(|&&g| contains(bits, g)).map(|&g| g as u32).collect();
-            if !inside.is_empty() && inside.len() < t.len() {
-                s.cut += c;
-                s.crossing.push((*c, inside));
-            }
-        }
-        s
+    /// Number of groups.
+    pub fn groups(&self) -> usize {
+        self.fpga.len()
     }
 
-    /// Communication paid by an accelerator holding `I \ J` (`j_bits` is `J`).
+    /// Number of hyperedges holding group `g`.
+    pub fn degree(&self, g: usize) -> usize {
+        self.touching[g].len()
+    }
+
+    /// The summary of `I ∪ {g}` from `I`'s (`head`, `crossing`), its cut list appended to
+    /// `out`. O(|C(I)| + deg(g)).
+    pub fn extend_into(&self, head: &IdealSummary, crossing: &[Crossing], g: usize, out: &mut Vec<Crossing>) -> IdealSummary {
+        let start = out.len();
+        let touch = &self.touching[g];
+        let (mut a, mut b) = (0, 0);
+        while a < crossing.len() || b < touch.len() {
+            let ea = crossing.get(a).map_or(u32::MAX, |x| x.edge);
+            let eb = touch.get(b).copied().unwrap_or(u32::MAX);
+            if ea < eb {
+                out.push(crossing[a]);
+                a += 1;
+            } else {
+                let inside = if ea == eb {
+                    a += 1;
+                    crossing[a - 1].inside + 1
+                } else {
+                    1
+                };
+                b += 1;
+                if inside < self.edge_size[eb as usize] {
+                    out.push(Crossing { edge: eb, inside });
+                }
+            }
+        }
+        let cut = out[start..].iter().fold(0.0, |s, x| s + self.edge_cost[x.edge as usize]);
+        IdealSummary {
+            fpga: head.fpga + self.fpga[g],
+            cpu: head.cpu + self.cpu[g],
+            size: head.size + self.size[g],
+            cut,
+            unsupported: head.unsupported + u32::from(!self.supported[g]),
+        }
+    }
+
+    /// Communication paid by an accelerator holding `I \ J` (module documentation).
     #[inline]
-    pub fn communication(i: &IdealSummary, j: &IdealSummary, j_bits: &[u64]) -> f64 {
+    pub fn communication(&self, i: &IdealSummary, ci: &[Crossing], j: &IdealSummary, cj: &[Crossing]) -> f64 {
         let mut comm = i.cut + j.cut;
-        for (c, part) in &i.crossing {
-            let x = part.iter().filter(|&&g| contains(j_bits, g as usize)).count();
-            if x == part.len() {
-                comm -= 2.0 * c;
-            } else if x > 0 {
-                comm -= c;
+        let mut b = 0;
+        for x in ci {
+            while b < cj.len() && cj[b].edge < x.edge {
+                b += 1;
+            }
+            if b < cj.len() && cj[b].edge == x.edge {
+                let c = self.edge_cost[x.edge as usize];
+                if cj[b].inside == x.inside {
+                    comm -= 2.0 * c;
+                } else {
+                    comm -= c;
+                }
             }
         }
         comm
@@ -93,11 +238,12 @@ impl PairCost {
     /// Load of `I \ J` on an accelerator, or `None` if it does not fit or holds an
     /// unsupported group.
     #[inline]
-    pub fn accelerator_load(i: &IdealSummary, j: &IdealSummary, j_bits: &[u64], memory: f64) -> Option<f64> {
-        if i.unsupported != j.unsupported || i.size - j.size > memory {
+    pub fn accelerator_load(&self, s: &Summaries, i: usize, j: usize, memory: f64) -> Option<f64> {
+        let (hi, hj) = (&s.heads[i], &s.heads[j]);
+        if hi.unsupported != hj.unsupported || hi.size - hj.size > memory {
             return None;
         }
-        Some(i.fpga - j.fpga + Self::communication(i, j, j_bits))
+        Some(hi.fpga - hj.fpga + self.communication(hi, s.crossing(i), hj, s.crossing(j)))
     }
 
     /// Load of `I \ J` on a CPU.

@@ -77,14 +77,15 @@ impl Objective {
 /// Limits and knobs shared by the methods. Each field says which methods read it.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Wall-clock limit, seconds (IP, local search). [default: none]
+    /// Wall-clock limit, seconds (DP, IP, local search). [default: none]
     pub time_limit_s: Option<f64>,
     /// Relative MIP gap at which to stop (IP). [default: solver default]
     pub mip_gap: Option<f64>,
     /// Threads (IP; the DP uses rayon's pool). More than the machine's cores is clamped to
     /// them. [default: all]
     pub threads: Option<usize>,
-    /// Largest number of ideals the DP may enumerate. [default: 2,000,000]
+    /// Largest number of ideals the DP may enumerate (the memory budget may allow fewer;
+    /// the error says which limit applied). [default: 2,000,000]
     pub max_ideals: usize,
     /// Random seed (local search, partitioner). [default: 1]
     pub seed: u64,
@@ -138,24 +139,21 @@ impl<'a> Problem<'a> {
 /// Errors of solving (not of finding no placement, which is [`Status::Infeasible`]).
 #[derive(Debug, thiserror::Error)]
 pub enum SolveError {
-    /// The DP stopped enumerating at `limit` ideals: the smaller of `requested`
-    /// ([`Limits::max_ideals`]) and what the DP's memory budget holds for the device count.
-    #[error("the forward graph has more than {limit} ideals ({found} found before stopping){}; coarsen the graph (fuse layers) or use --method ip", capped_note(*.limit, *.requested))]
-    TooManyIdeals { found: usize, limit: usize, requested: usize },
+    /// The DP's ideals exceed `limit`, the smaller of `--max-ideals` and what the DP's memory
+    /// budget holds for the device count; `which` says which applied and how `found` was
+    /// counted.
+    #[error("the group DAG has more than {limit} ideals ({which}); coarsen the graph (fuse layers) or use --method ip")]
+    TooManyIdeals { found: usize, limit: usize, which: String },
+    /// A method ran out of its budget (time, Ctrl-C, memory) before it had a plan;
+    /// `detail` says how far it got and what to change.
+    #[error("{method} stopped without a plan: {reason} {detail}")]
+    Stopped { method: String, reason: budget::Exhausted, detail: String },
     #[error("method {method} does not support {what}")]
     Unsupported { method: String, what: String },
     #[error("solver failure: {0}")]
     Solver(String),
     #[error("internal check failed: {0}")]
     Check(String),
-}
-
-fn capped_note(limit: usize, requested: usize) -> String {
-    if limit < requested {
-        format!(": {limit} is all the DP's memory budget holds for this many devices, fewer than the {requested} allowed (--max-ideals)")
-    } else {
-        String::new()
-    }
 }
 
 /// A checked plan: the method's outcome and the scorer's evaluation of it.

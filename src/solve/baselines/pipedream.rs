@@ -30,7 +30,7 @@
 
 use super::{infeasible_outcome, scored_outcome, throughput_only};
 use crate::model::contraction::{strongly_connected_components, Contraction};
-use crate::solve::dp::best_chain_split;
+use crate::solve::chain::best_chain_split;
 use crate::solve::ideal_cost::PairCost;
 use crate::solve::leaf_folding::fold_free_leaves;
 use crate::solve::{Method, Outcome, Problem, SolveError};

@@ -1,0 +1,255 @@
+//! The contiguous max-load optimum by dynamic programming over the ideals of the group DAG
+//! (Tarnawski et al., NeurIPS 2020, Section 3).
+//!
+//! A contiguous split is a chain of ideals `∅ = I_0 ⊂ … ⊂ I_r = V`, each difference on one
+//! device. With `dp[l][k][I]` the least max-load of placing the ideal `I` on at most `k`
+//! accelerators and `l` CPUs:
+//!
+//! ```text
+//! dp[l][k][∅] = 0
+//! dp[l][k][I] = min( dp[l][k−1][I], dp[l−1][k][I],
+//!                    min_{J ⊊ I} max(dp[l][k−1][J], acc(I \ J)),
+//!                    min_{J ⊊ I} max(dp[l−1][k][J], cpu(I \ J)) )
+//! ```
+//!
+//! where `acc(S)` is the accelerator load of MODEL.md (∞ if `S` exceeds the memory or holds
+//! an unsupported group) and `cpu(S) = Σ cpuLatency`. The answer is `dp[ℓ][k][V]`; backward
+//! nodes ride with their groups, so training graphs need nothing more.
+//!
+//! The solve, in order (each step keeps the optimum exact):
+//! 1. exact reductions: zero-cost leaves folded into their neighbour
+//!    ([`crate::solve::leaf_folding`]);
+//! 2. the ideals counted before they are listed ([`ideals::estimate`]); a count beyond
+//!    `--max-ideals` or the memory budget stops here, before any allocation;
+//! 3. the ideals, enumerated without duplicates as a tree of canonical parents, as trimmed
+//!    bitsets ([`ideals`]), and their summaries, each from its parent's in O(degree)
+//!    ([`ideal_cost`]): `acc(I \ J)` then costs O(frontier);
+//! 4. an upper bound `U` from the best chain split of two topological orders
+//!    ([`crate::solve::chain`]);
+//! 5. the table reserved against the memory budget, then relaxed level by level in
+//!    parallel ([`relax`]) with the exact pruning rules of [`pruning`] (live states, a
+//!    window of `J` by compute, reach);
+//! 6. the split read off the back links ([`reconstruct`]).
+//!
+//! The [`Budget`] (time limit, Ctrl-C, memory) is checked between blocks of the
+//! enumeration and between levels of the relaxation; a stop returns
+//! [`SolveError::Stopped`] saying why and what to change (the DP has no plan before its
+//! last level).
+//!
+//! Complexity: O(|𝓘| · width) to enumerate and summarise on chain-like graphs (in
+//! general O(Σ_I (s_I + |A(I)| + |C(I)| + deg))), O(Σ_I W_I · (s + φ + (k+1)(ℓ+1))) to
+//! relax, for |𝓘| ideals, W_I pairs left in the window of `I`, s stored bitset words and φ
+//! the frontier width; memory O(|𝓘| · ((k+1)(ℓ+1) + s + φ)) ([`memory_estimate`]).
+
+pub mod pruning;
+pub mod reconstruct;
+pub mod relax;
+
+use self::pruning::{Pruning, Windows};
+use self::relax::{Relaxation, Table};
+use super::budget::{Budget, Exhausted};
+use super::chain::chain_upper_bound;
+use super::ideal_cost::{PairCost, Summaries};
+use super::ideals::{self, EnumerationStop, Ideals};
+use super::knapsack::FractionalKnapsack;
+use super::leaf_folding::fold_free_leaves;
+use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status};
+use crate::model::contraction::Contraction;
+use crate::model::{Device, Placement, Workload};
+
+/// The ideal-lattice DP (`--method dp`).
+pub struct Dp;
+
+impl Method for Dp {
+    fn id(&self) -> crate::solve::MethodId {
+        crate::solve::MethodId::Dp
+    }
+
+    fn supports(&self, problem: &Problem) -> Result<(), String> {
+        if problem.objective != Objective::Throughput {
+            return Err(format!("the {} objective (use --method ip)", problem.objective.name()));
+        }
+        if !problem.contiguous {
+            return Err("non-contiguous splits (use --method ip)".into());
+        }
+        Ok(())
+    }
+
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        solve(problem.workload, &problem.limits)
+    }
+}
+
+/// Memory the DP may use for its tables when the limits set no budget, bytes (1.5 GiB).
+pub const DEFAULT_MEMORY_BUDGET_BYTES: f64 = 1536.0 * 1024.0 * 1024.0;
+
+/// Bytes per ideal besides its bitset words and cut list: the table's `(k+1)(ℓ+1)` values
+/// and back links, the summary, the bitset's span and parent, and the two sorted windows.
+pub fn fixed_bytes_per_ideal(k: usize, l: usize) -> usize {
+    Table::bytes_per_ideal((k + 1) * (l + 1))
+        + std::mem::size_of::<super::ideal_cost::IdealSummary>()
+        + 8
+        + Ideals::BYTES_PER_IDEAL
+        + Windows::BYTES_PER_IDEAL
+}
+
+/// The memory the DP needs for `ideals` ideals on `k` accelerators and `ℓ` CPUs, bytes,
+/// before they are listed: [`fixed_bytes_per_ideal`] plus one bitset word and two cut-list
+/// entries per ideal (the typical size on chain-like graphs; the real figure is checked
+/// against the budget once the ideals are known).
+pub fn memory_estimate(ideals: u128, k: usize, l: usize) -> f64 {
+    ideals as f64 * (fixed_bytes_per_ideal(k, l) + 8 + 2 * 8) as f64
+}
+
+/// The group DAG the DP works on: the colour-class contraction after the exact reductions
+/// ([`crate::solve::leaf_folding`]), and how many groups the reductions removed. The ideal
+/// count of this DAG ([`ideals::estimate`]) is what the DP enumerates.
+pub fn reduced_contraction(w: &Workload) -> (Contraction, usize) {
+    fold_free_leaves(w, Contraction::new(w))
+}
+
+/// Solves the contiguous max-load problem to optimality within the limits' time and memory
+/// budget (the memory budget defaults to [`DEFAULT_MEMORY_BUDGET_BYTES`]).
+pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
+    solve_within(w, limits.max_ideals, &limits.budget())
+}
+
+/// Solves the contiguous max-load problem to optimality, enumerating at most `max_ideals`
+/// ideals, within `budget` (without a memory allowance, [`DEFAULT_MEMORY_BUDGET_BYTES`]).
+pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Outcome, SolveError> {
+    let start = std::time::Instant::now();
+    let (c, folded) = reduced_contraction(w);
+    let cost = PairCost::new(w, &c);
+    let devices = w.devices();
+    let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
+    let stopped = |reason: Exhausted, found: usize| SolveError::Stopped {
+        method: "dp".into(),
+        detail: stop_detail(&reason, found, start.elapsed().as_secs_f64()),
+        reason,
+    };
+
+    let allowance = budget.memory_bytes().unwrap_or(DEFAULT_MEMORY_BUDGET_BYTES);
+    let per_ideal = fixed_bytes_per_ideal(k, l);
+    let memory_cap = (allowance / per_ideal as f64).floor().min(usize::MAX as f64) as usize;
+    let (limit, which) = if max_ideals <= memory_cap {
+        (max_ideals, "--max-ideals".to_string())
+    } else {
+        (
+            memory_cap,
+            format!(
+                "{memory_cap} is all the DP's memory budget of {} holds for this many devices at {per_ideal} bytes per ideal, fewer than the {max_ideals} allowed (--max-ideals)",
+                gib(allowance)
+            ),
+        )
+    };
+    let estimate = ideals::estimate(&c);
+    if estimate.lower_bound > limit as u128 {
+        let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
+        let counted = if estimate.exact { "counted exactly" } else { "at least, counted" };
+        return Err(SolveError::TooManyIdeals { found, limit, which: format!("{which}; {found} {counted} before enumerating") });
+    }
+    let ideals = Ideals::enumerate(&c, limit, budget).map_err(|e| match e {
+        EnumerationStop::TooMany { found } => {
+            SolveError::TooManyIdeals { found, limit, which: format!("{which}; {found} enumerated before stopping") }
+        }
+        EnumerationStop::Budget { reason, found } => stopped(reason, found),
+    })?;
+    let n_ideals = ideals.len();
+    let summaries = Summaries::of_ideals(&cost, &ideals, budget).map_err(|r| stopped(r, n_ideals))?;
+    let needed = (ideals.heap_bytes()
+        + summaries.heap_bytes()
+        + n_ideals * (Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL)) as f64;
+    if needed > allowance {
+        let what = format!("the DP over {n_ideals} ideals (table, summaries and bitsets)");
+        return Err(stopped(Exhausted::Memory { what, needed_bytes: needed, budget_bytes: allowance }, n_ideals));
+    }
+
+    let mut stats = Stats { ideals: Some(n_ideals), groups: Some(c.len()), ..Stats::default() };
+    if folded > 0 {
+        stats.notes.push(format!("{folded} zero-cost leaf groups folded into their neighbours"));
+    }
+    let upper = chain_upper_bound(&c, &cost, k, l, memory, budget).map_err(|r| stopped(r, n_ideals))?;
+    if let Some((u, _)) = &upper {
+        stats.notes.push(format!("upper bound from chain splits: {u}"));
+    }
+    let pruning = Pruning::new(&c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga, k, l);
+    let windows = Windows::new(&summaries.heads, l > 0);
+    let relaxation = Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory };
+    let (table, pairs) = relaxation.run(budget).map_err(|r| stopped(r, n_ideals))?;
+    stats.ideal_pairs = Some(pairs);
+
+    let full = n_ideals - 1;
+    let Some(stages) = reconstruct::stages(&table, full) else {
+        stats.time_s = start.elapsed().as_secs_f64();
+        return Ok(Outcome {
+            method: "dp".into(),
+            placement: None,
+            objective: f64::INFINITY,
+            bound: f64::INFINITY,
+            status: infeasibility(w, &c),
+            stats,
+        });
+    };
+    let objective = table.at(full, l, k);
+    let mut group_device = vec![Device::Cpu(0); c.len()];
+    for stage in &stages {
+        for g in ideals.get(stage.ideal).difference(&ideals.get(stage.from)) {
+            group_device[g] = stage.device;
+        }
+    }
+    let placement = Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical();
+    stats.time_s = start.elapsed().as_secs_f64();
+    Ok(Outcome { method: "dp".into(), placement: Some(placement), objective, bound: objective, status: Status::Optimal, stats })
+}
+
+/// What a stopped run had done and what to change.
+fn stop_detail(reason: &Exhausted, ideals: usize, elapsed_s: f64) -> String {
+    let done = format!("after {ideals} ideals in {elapsed_s:.1} s");
+    match reason {
+        Exhausted::TimeLimit => format!("{done}; raise --time-limit, coarsen the graph (fuse layers) or use --method ip"),
+        Exhausted::Interrupted | Exhausted::Memory { .. } => done,
+    }
+}
+
+fn gib(bytes: f64) -> String {
+    format!("{:.2} GiB", bytes / (1024.0 * 1024.0 * 1024.0))
+}
+
+/// The most accelerator compute CPUs can take off the accelerators within a CPU-time
+/// budget `B`: the fractional knapsack of [`super::knapsack`] over the groups (weight cpu
+/// time, value fpga time), 0 for `B ≤ 0` (no CPU), scaled up by 1e-9 for rounding. An
+/// upper bound on any real choice of groups, so pruning with it is exact.
+struct CpuAbsorption(FractionalKnapsack);
+
+impl CpuAbsorption {
+    fn new(c: &Contraction) -> Self {
+        CpuAbsorption(FractionalKnapsack::new(c.groups.iter().map(|g| (g.cpu_latency, g.fpga_latency))))
+    }
+
+    fn at(&self, budget: f64) -> f64 {
+        if budget <= 0.0 {
+            return 0.0;
+        }
+        if !budget.is_finite() {
+            return f64::INFINITY;
+        }
+        self.0.value(budget) * (1.0 + 1e-9)
+    }
+}
+
+fn infeasibility(w: &Workload, c: &Contraction) -> Status {
+    let d = w.devices();
+    if let Some(g) = c.groups.iter().find(|g| g.size_bytes > d.memory_per_accelerator_bytes && d.cpus == 0) {
+        return Status::infeasible(format!(
+            "the nodes that must share a device with node {} need {} bytes, more than an accelerator's {} bytes, and there is no CPU",
+            w.node(g.nodes[0]).id,
+            g.size_bytes,
+            d.memory_per_accelerator_bytes
+        ));
+    }
+    let reason = format!(
+        "no contiguous split into at most {} accelerators of {} bytes and {} CPUs exists; add devices or memory, or allow non-contiguous splits (--method ip)",
+        d.accelerators, d.memory_per_accelerator_bytes, d.cpus
+    );
+    Status::Infeasible { reason, non_contiguous_may_help: true }
+}

@@ -1,0 +1,137 @@
+//! Exact pruning of the DP recurrence with an upper bound `U` on the optimum.
+//!
+//! Every rule below discards only states or pairs that cannot lie on a split of value
+//! ≤ U, so the optimum (≤ U) is kept. `F(I)` is the accelerator compute of an ideal,
+//! `F(V)` the total, and `κ(B)` the most accelerator compute CPUs with total time `B`
+//! can take off the accelerators (the fractional knapsack [`CpuAbsorption`]).
+//!
+//! - **Live states.** State `(ℓ', k')` at `I` (I placed on `k'` accelerators and `ℓ'`
+//!   CPUs) can lie on such a split only if the compute of `I` fits,
+//!   `F(I) − κ(ℓ'·U) ≤ k'·U`, and the rest fits the other devices,
+//!   `F(V) − F(I) − κ((ℓ−ℓ')·U) ≤ (k−k')·U`. For each `ℓ'` the live `k'` form a band
+//!   `lo ≤ k' ≤ hi` ([`Pruning::bands`]).
+//! - **Window.** A stage with more compute than `U` is in no such split, so
+//!   `F(I) − U ≤ F(J) ≤ F(I)`; the ideals sorted by `F` give that window by binary search
+//!   ([`Windows`]). Scanning it from the top, the scan stops once `F(I) − F(J)` exceeds the
+//!   largest value a live state could still improve to ([`Pruning::cap`]).
+//! - **Reach.** A split of `J` on `a` accelerators and `b` CPUs with max load `v` has
+//!   `F(J) ≤ a·v + κ(b·v)`, so `J` can improve state `(ℓ', k')` only if
+//!   `F(J) < (k'−1)·best + κ(ℓ'·best)` ([`Pruning::reach`]).
+//!
+//! Floating-point slack (relative 1e-9) keeps every comparison on the safe side.
+
+use super::CpuAbsorption;
+use crate::model::contraction::Contraction;
+use crate::solve::ideal_cost::IdealSummary;
+
+/// The upper bound and what the rules need besides the summaries.
+pub struct Pruning {
+    /// `U` with slack; infinite when no bound is known (then nothing is pruned).
+    pub bound: f64,
+    absorb: CpuAbsorption,
+    total_fpga: f64,
+    pub k: usize,
+    pub l: usize,
+}
+
+/// Live accelerator counts `(lo, hi)` per CPU count `ℓ' = 0..=ℓ` (`lo > hi`: none).
+pub type Bands = Vec<(usize, usize)>;
+
+impl Pruning {
+    /// Rules for the bound `upper` (`None`: no pruning) on `k` accelerators and `l` CPUs.
+    pub fn new(c: &Contraction, upper: Option<f64>, total_fpga: f64, k: usize, l: usize) -> Pruning {
+        let bound = upper.map_or(f64::INFINITY, |u| u * (1.0 + 1e-9) + 1e-12);
+        Pruning { bound, absorb: CpuAbsorption::new(c), total_fpga, k, l }
+    }
+
+    /// The live band of `k'` for `ℓ' = cl` at an ideal of compute `fpga`.
+    fn live(&self, fpga: f64, cl: usize) -> (usize, usize) {
+        let (bound, k) = (self.bound, self.k);
+        if !bound.is_finite() {
+            return (0, k);
+        }
+        let slack = 1e-9 * self.total_fpga.max(1.0);
+        let before = fpga - self.absorb.at(cl as f64 * bound) - slack;
+        let after = self.total_fpga - fpga - self.absorb.at((self.l - cl) as f64 * bound) - slack;
+        let lo = if before <= 0.0 { 0 } else { (before / bound).ceil() as usize };
+        let hi = if after <= 0.0 { k } else { k.saturating_sub((after / bound).ceil() as usize) };
+        if lo > hi || (after > 0.0 && (after / bound).ceil() as usize > k) {
+            (1, 0)
+        } else {
+            (lo, hi)
+        }
+    }
+
+    /// The live bands at an ideal of compute `fpga`.
+    pub fn bands(&self, fpga: f64) -> Bands {
+        (0..=self.l).map(|cl| self.live(fpga, cl)).collect()
+    }
+
+    /// The largest value a live state with `k' ≥ from_k`, `ℓ' ≥ from_l` could still improve
+    /// to, capped by the bound (`best`: the state row of `I`).
+    pub fn cap(&self, bands: &Bands, best: &[f64], from_k: usize, from_l: usize) -> f64 {
+        let k1 = self.k + 1;
+        let mut m: f64 = 0.0;
+        for (cl, &(a, b)) in bands.iter().enumerate().skip(from_l) {
+            for ck in a.max(from_k)..=b {
+                m = m.max(best[cl * k1 + ck].min(self.bound));
+            }
+        }
+        m
+    }
+
+    /// At least the largest `F(J)` of a `J` that could still improve a live accelerator
+    /// state: per CPU count `ℓ'`, `max_{k'} (k'−1)·v_{k'} + κ(ℓ'·max_{k'} v_{k'})` (κ is
+    /// monotone, so this bounds every state's `(k'−1)·v + κ(ℓ'·v)` with one knapsack
+    /// evaluation per `ℓ'`).
+    pub fn reach(&self, bands: &Bands, best: &[f64]) -> f64 {
+        let k1 = self.k + 1;
+        let mut m: f64 = 0.0;
+        for (cl, &(a, b)) in bands.iter().enumerate() {
+            let (mut linear, mut top) = (f64::NEG_INFINITY, 0.0f64);
+            for ck in a.max(1)..=b {
+                let v = best[cl * k1 + ck].min(self.bound);
+                linear = linear.max((ck - 1) as f64 * v);
+                top = top.max(v);
+            }
+            if linear > f64::NEG_INFINITY {
+                m = m.max(linear + self.absorb.at(cl as f64 * top));
+            }
+        }
+        m * (1.0 + 1e-9) + 1e-12
+    }
+}
+
+/// The ideals sorted by accelerator compute and by CPU time, for the window rule.
+pub struct Windows {
+    pub by_fpga: Vec<u32>,
+    pub fpga_keys: Vec<f64>,
+    pub by_cpu: Vec<u32>,
+    pub cpu_keys: Vec<f64>,
+}
+
+impl Windows {
+    /// Sorts `heads` by `F` (and by CPU time when `cpus`); ties keep index order.
+    pub fn new(heads: &[IdealSummary], cpus: bool) -> Windows {
+        let sorted_by = |key: fn(&IdealSummary) -> f64| {
+            let mut ids: Vec<u32> = (0..heads.len() as u32).collect();
+            if !ids.windows(2).all(|p| key(&heads[p[0] as usize]) <= key(&heads[p[1] as usize])) {
+                ids.sort_by(|&a, &b| key(&heads[a as usize]).total_cmp(&key(&heads[b as usize])));
+            }
+            let keys: Vec<f64> = ids.iter().map(|&i| key(&heads[i as usize])).collect();
+            (ids, keys)
+        };
+        let (by_fpga, fpga_keys) = sorted_by(|s| s.fpga);
+        let (by_cpu, cpu_keys) = if cpus { sorted_by(|s| s.cpu) } else { (Vec::new(), Vec::new()) };
+        Windows { by_fpga, fpga_keys, by_cpu, cpu_keys }
+    }
+
+    /// Positions `[a, b)` in `keys` of the ideals with `key − bound ≤ x ≤ key` (with slack).
+    pub fn window(keys: &[f64], key: f64, bound: f64) -> (usize, usize) {
+        let slack = 1e-9 * key.abs().max(1.0);
+        (keys.partition_point(|&x| x < key - bound - slack), keys.partition_point(|&x| x <= key + slack))
+    }
+
+    /// Bytes per ideal.
+    pub const BYTES_PER_IDEAL: usize = 24;
+}

@@ -1,0 +1,272 @@
+//! The recurrence of [`super`], relaxed level by level over a family of ideals.
+//!
+//! For an ideal `I` of level p (p groups) every state `(ℓ', k')` is
+//!
+//! ```text
+//! dp[ℓ'][k'][I] = min( dp[ℓ'][k'−1][I], dp[ℓ'−1][k'][I],
+//!                      min_{J ⊊ I} max(dp[ℓ'][k'−1][J], acc(I \ J)),
+//!                      min_{J ⊊ I} max(dp[ℓ'−1][k'][J], cpu(I \ J)) )
+//! ```
+//!
+//! and every `J ⊊ I` lies on a lower level, so the ideals of one level are independent:
+//! they are relaxed in parallel (rayon), each writing only its own row of the table. Only
+//! the pairs the [`super::pruning`] rules leave are priced. Each state keeps a back link
+//! (how it was reached and from which ideal) for [`super::reconstruct`].
+//!
+//! The family is any set of ideals ordered by level with a subset test ([`Family`]): all
+//! ideals of the group DAG for the DP, or the prefixes of one topological order for the
+//! chain split ([`crate::solve::chain`]), where `J ⊊ I` is just an earlier prefix.
+//!
+//! The budget (time, Ctrl-C) is checked between levels and every few hundred ideals
+//! inside a level.
+//!
+//! Complexity: O(Σ_I W_I · (s + φ + (k+1)(ℓ+1))) for W_I pairs left in the window of `I`,
+//! s stored words of a subset test and φ the frontier width of a pair's cut lists.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::pruning::{Pruning, Windows};
+use crate::solve::budget::{Budget, Exhausted};
+use crate::solve::ideal_cost::{PairCost, Summaries};
+use crate::solve::ideals::Ideals;
+
+/// A family of ideals ordered by level, `∅` first and the whole set last.
+pub trait Family: Sync {
+    /// Ideals of level p are `level_start()[p] .. level_start()[p + 1]`.
+    fn level_start(&self) -> &[usize];
+    /// `J ⊆ I`, asked only for `J` on a lower level than `I`.
+    fn is_subset(&self, j: usize, i: usize) -> bool;
+}
+
+impl Family for Ideals {
+    fn level_start(&self) -> &[usize] {
+        &self.level_start
+    }
+
+    #[inline]
+    fn is_subset(&self, j: usize, i: usize) -> bool {
+        self.get(j).is_subset_of(&self.get(i))
+    }
+}
+
+/// The prefixes `P_0 = ∅ ⊂ P_1 ⊂ … ⊂ P_n` of one order: each prefix is its own level.
+pub struct Prefixes {
+    level_start: Vec<usize>,
+}
+
+impl Prefixes {
+    pub fn new(n: usize) -> Prefixes {
+        Prefixes { level_start: (0..=n + 1).collect() }
+    }
+}
+
+impl Family for Prefixes {
+    fn level_start(&self) -> &[usize] {
+        &self.level_start
+    }
+
+    #[inline]
+    fn is_subset(&self, _: usize, _: usize) -> bool {
+        true
+    }
+}
+
+/// How a state was reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Not reached (infinite value), or the empty ideal.
+    None,
+    /// `I \ J` on an accelerator, from `J`'s state `(ℓ', k'−1)`.
+    Accelerator(u32),
+    /// `I \ J` on a CPU, from `J`'s state `(ℓ'−1, k')`.
+    Cpu(u32),
+    /// The same ideal with one accelerator fewer.
+    FewerAccelerators,
+    /// The same ideal with one CPU fewer.
+    FewerCpus,
+}
+
+/// The DP table: `value[i·S + ℓ'·(k+1) + k']` and its back links, S = (k+1)(ℓ+1).
+pub struct Table {
+    pub value: Vec<f64>,
+    pub link: Vec<Link>,
+    pub k: usize,
+    pub l: usize,
+}
+
+impl Table {
+    /// States per ideal.
+    pub fn states(&self) -> usize {
+        (self.k + 1) * (self.l + 1)
+    }
+
+    /// Bytes per ideal of a table with `states` states.
+    pub fn bytes_per_ideal(states: usize) -> usize {
+        states * (std::mem::size_of::<f64>() + std::mem::size_of::<Link>())
+    }
+
+    /// The value of state `(l, k)` at ideal `i`.
+    pub fn at(&self, i: usize, l: usize, k: usize) -> f64 {
+        self.value[i * self.states() + l * (self.k + 1) + k]
+    }
+}
+
+/// What the relaxation reads.
+pub struct Relaxation<'a, F: Family> {
+    pub family: &'a F,
+    pub summaries: &'a Summaries,
+    pub cost: &'a PairCost,
+    pub pruning: &'a Pruning,
+    pub windows: &'a Windows,
+    /// Memory per accelerator, bytes.
+    pub memory: f64,
+}
+
+/// Levels smaller than this are relaxed on the calling thread.
+const PARALLEL_LEVEL: usize = 8;
+/// Ideals between two budget checks inside a level.
+const CHECK_EVERY: usize = 256;
+
+impl<F: Family> Relaxation<'_, F> {
+    /// Fills the table, level by level. Returns it and the number of pairs priced.
+    pub fn run(&self, budget: &Budget) -> Result<(Table, u64), Exhausted> {
+        let (k, l) = (self.pruning.k, self.pruning.l);
+        let s = (k + 1) * (l + 1);
+        let n_ideals = self.summaries.len();
+        let mut value = vec![f64::INFINITY; n_ideals * s];
+        let mut link = vec![Link::None; n_ideals * s];
+        value[..s].iter_mut().for_each(|x| *x = 0.0);
+        let pairs = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let levels = self.family.level_start();
+        for level in 1..levels.len() - 1 {
+            let (lo, hi) = (levels[level], levels[level + 1]);
+            let (done, rest) = value.split_at_mut(lo * s);
+            let (rest, links) = (&mut rest[..(hi - lo) * s], &mut link[lo * s..hi * s]);
+            let one = |(offset, (best, back)): (usize, (&mut [f64], &mut [Link]))| {
+                if offset % CHECK_EVERY == CHECK_EVERY - 1 && budget.is_exhausted() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let evaluated = self.relax_ideal(lo + offset, lo, done, best, back);
+                pairs.fetch_add(evaluated, Ordering::Relaxed);
+            };
+            if hi - lo < PARALLEL_LEVEL {
+                rest.chunks_mut(s).zip(links.chunks_mut(s)).enumerate().for_each(one);
+            } else {
+                rest.par_chunks_mut(s).zip(links.par_chunks_mut(s)).enumerate().for_each(one);
+            }
+            budget.check()?;
+            if stop.load(Ordering::Relaxed) {
+                budget.check()?;
+            }
+        }
+        Ok((Table { value, link, k, l }, pairs.into_inner()))
+    }
+
+    /// Relaxes every state of ideal `i` (level starting at `lo`) from the rows `done` of
+    /// lower levels. Returns the number of pairs priced.
+    fn relax_ideal(&self, i: usize, lo: usize, done: &[f64], best: &mut [f64], back: &mut [Link]) -> u64 {
+        let p = self.pruning;
+        let (k, l, k1) = (p.k, p.l, p.k + 1);
+        let s = k1 * (l + 1);
+        let heads = &self.summaries.heads;
+        let si = &heads[i];
+        let bands = p.bands(si.fpga);
+        if bands.iter().all(|&(a, b)| a > b) {
+            return 0;
+        }
+        let mut evaluated = 0u64;
+        if k > 0 {
+            let w = self.windows;
+            let (a, b) = Windows::window(&w.fpga_keys, si.fpga, p.bound);
+            let mut limit = p.cap(&bands, best, 1, 0);
+            let mut above = p.reach(&bands, best);
+            let top = a + w.fpga_keys[a..b].partition_point(|&x| x <= above);
+            for &j in w.by_fpga[a..top].iter().rev() {
+                let j = j as usize;
+                let fj = heads[j].fpga;
+                if si.fpga - fj > limit {
+                    break;
+                }
+                if fj > above || j >= lo || !self.family.is_subset(j, i) {
+                    continue;
+                }
+                let Some(load) = self.cost.accelerator_load(self.summaries, i, j, self.memory) else {
+                    continue;
+                };
+                evaluated += 1;
+                if load > p.bound {
+                    continue;
+                }
+                let row = &done[j * s..(j + 1) * s];
+                let mut improved = false;
+                for (cl, &(ka, kb)) in bands.iter().enumerate() {
+                    for ck in ka.max(1)..=kb {
+                        let st = cl * k1 + ck;
+                        let v = row[st - 1].max(load);
+                        if v < best[st] {
+                            best[st] = v;
+                            back[st] = Link::Accelerator(j as u32);
+                            improved = true;
+                        }
+                    }
+                }
+                if improved {
+                    limit = p.cap(&bands, best, 1, 0);
+                    above = p.reach(&bands, best);
+                }
+            }
+        }
+        if l > 0 {
+            let w = self.windows;
+            let (a, b) = Windows::window(&w.cpu_keys, si.cpu, p.bound);
+            let mut limit = p.cap(&bands, best, 0, 1);
+            for &j in w.by_cpu[a..b].iter().rev() {
+                let j = j as usize;
+                let load = PairCost::cpu_load(si, &heads[j]);
+                if load > limit {
+                    break;
+                }
+                if j >= lo || !self.family.is_subset(j, i) {
+                    continue;
+                }
+                evaluated += 1;
+                let row = &done[j * s..(j + 1) * s];
+                let mut improved = false;
+                for (cl, &(ka, kb)) in bands.iter().enumerate().skip(1) {
+                    for ck in ka..=kb {
+                        let st = cl * k1 + ck;
+                        let v = row[st - k1].max(load);
+                        if v < best[st] {
+                            best[st] = v;
+                            back[st] = Link::Cpu(j as u32);
+                            improved = true;
+                        }
+                    }
+                }
+                if improved {
+                    limit = p.cap(&bands, best, 0, 1);
+                }
+            }
+        }
+        for cl in 0..=l {
+            for ck in 0..=k {
+                let st = cl * k1 + ck;
+                if ck > 0 && best[st - 1] < best[st] {
+                    best[st] = best[st - 1];
+                    back[st] = Link::FewerAccelerators;
+                }
+                if cl > 0 && best[st - k1] < best[st] {
+                    best[st] = best[st - k1];
+                    back[st] = Link::FewerCpus;
+                }
+            }
+        }
+        evaluated
+    }
+}
