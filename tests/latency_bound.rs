@@ -65,7 +65,7 @@ fn check_every_placement(w: &Workload, bounds: &[FinishBound]) -> Result<usize, 
             return;
         }
         checked += 1;
-        for (v, (&f, b)) in e.latency.finish.iter().zip(bounds).enumerate() {
+        for (v, (&f, b)) in e.latency.as_ref().unwrap().finish.iter().zip(bounds).enumerate() {
             let bound = match p.assignment[v] {
                 Device::Accelerator(_) => b.accelerator,
                 Device::Cpu(_) => b.cpu,
@@ -76,7 +76,7 @@ fn check_every_placement(w: &Workload, bounds: &[FinishBound]) -> Result<usize, 
                     w.node(v).id,
                     p.assignment[v],
                     p.assignment,
-                    e.latency.pieces
+                    e.latency.as_ref().unwrap().pieces
                 ));
             }
         }
@@ -147,8 +147,8 @@ proptest! {
         for (p, source) in dnnplace::solve::milp::latency_runs::plans(&w) {
             let e = evaluate(&w, &p, true);
             prop_assert!(e.is_valid(), "{source}: {:?}", e.violations);
-            prop_assert!(e.latency.max_pieces() <= 1, "{source}: pieces {:?}", e.latency.pieces);
-            prop_assert!(e.latency.total >= bound - tolerance(bound), "{source}: {} below the bound {bound}", e.latency.total);
+            prop_assert!(e.latency.as_ref().unwrap().max_pieces() <= 1, "{source}: pieces {:?}", e.latency.as_ref().unwrap().pieces);
+            prop_assert!(e.latency.as_ref().unwrap().total >= bound - tolerance(bound), "{source}: {} below the bound {bound}", e.latency.as_ref().unwrap().total);
         }
     }
 }
@@ -195,21 +195,21 @@ fn paper_latency_bounds_stay_below_known_plans() {
             let bound = latency_lower_bound(&finish_bounds(&w, &flags));
             let elapsed = started.elapsed().as_secs_f64();
             let head = critical_path(&w, &flags);
-            let all_cpu = evaluate(&w, &Placement::new(vec![Device::Cpu(0); w.len()]), true).latency.total;
+            let all_cpu = evaluate(&w, &Placement::new(vec![Device::Cpu(0); w.len()]), true).latency.as_ref().unwrap().total;
             let mut known = all_cpu;
             if let Some(p) = dnnplace::solve::dp::solve(&w, &Limits::default()).ok().and_then(|o| o.placement) {
                 let e = evaluate(&w, &p, true);
                 if e.is_valid() {
-                    known = known.min(e.latency.total);
+                    known = known.min(e.latency.as_ref().unwrap().total);
                 }
             }
             let mut runs = Vec::new();
             for (p, source) in dnnplace::solve::milp::latency_runs::plans(&w) {
                 let e = evaluate(&w, &p, true);
                 assert!(e.is_valid(), "{source}: invalid plan {:?}", e.violations);
-                assert_eq!(e.latency.max_pieces(), 1, "{source}: a run was cut into pieces");
-                runs.push(format!("{source} {:.6}", e.latency.total));
-                known = known.min(e.latency.total);
+                assert_eq!(e.latency.as_ref().unwrap().max_pieces(), 1, "{source}: a run was cut into pieces");
+                runs.push(format!("{source} {:.6}", e.latency.as_ref().unwrap().total));
+                known = known.min(e.latency.as_ref().unwrap().total);
             }
             let name = format!("{granularity}/{}", path.file_stem().unwrap().to_string_lossy());
             eprintln!("{name}: bound {bound:.6} (critical path {head:.6}, {elapsed:.3} s); best known plan {known:.6}; {}", runs.join(", "));

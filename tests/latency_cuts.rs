@@ -39,24 +39,24 @@ fn two_calls_assignment() -> Vec<Device> {
 fn greedy_cut_and_a_better_explicit_cut() {
     let w = two_calls();
     let greedy = evaluate(&w, &Placement::new(two_calls_assignment()), true);
-    assert!((greedy.latency.total - 22.5).abs() < 1e-12, "{}", greedy.latency.total);
-    assert_eq!(greedy.latency.max_pieces(), 1);
+    assert!((greedy.latency.as_ref().unwrap().total - 22.5).abs() < 1e-12, "{}", greedy.latency.as_ref().unwrap().total);
+    assert_eq!(greedy.latency.as_ref().unwrap().max_pieces(), 1);
 
     let cut = Placement::new(two_calls_assignment()).with_pieces(vec![0, 0, 1, 0]);
     let e = evaluate(&w, &cut, true);
     assert!(e.is_valid(), "{:?}", e.violations);
-    assert!((e.latency.total - 11.5).abs() < 1e-12, "{}", e.latency.total);
-    assert_eq!(e.latency.max_pieces(), 2);
-    let starts: Vec<(usize, f64, f64)> = e.latency.calls.iter().map(|c| (c.rank, c.start, c.duration)).collect();
+    assert!((e.latency.as_ref().unwrap().total - 11.5).abs() < 1e-12, "{}", e.latency.as_ref().unwrap().total);
+    assert_eq!(e.latency.as_ref().unwrap().max_pieces(), 2);
+    let starts: Vec<(usize, f64, f64)> = e.latency.as_ref().unwrap().calls.iter().map(|c| (c.rank, c.start, c.duration)).collect();
     assert_eq!(starts, vec![(0, 0.0, 1.5), (1, 10.0, 1.0)]);
 
     // The other order: b first (10 → 11), then a (11 → 12.5), y 12.5 → 22.5.
     let reversed = Placement::new(two_calls_assignment()).with_pieces(vec![0, 1, 0, 0]);
-    assert!((evaluate(&w, &reversed, true).latency.total - 22.5).abs() < 1e-12);
+    assert!((evaluate(&w, &reversed, true).latency.as_ref().unwrap().total - 22.5).abs() < 1e-12);
 
     // Ranks need not be consecutive; only their order counts.
     let sparse = Placement::new(two_calls_assignment()).with_pieces(vec![0, 3, 7, 0]);
-    assert!((evaluate(&w, &sparse, true).latency.total - 11.5).abs() < 1e-12);
+    assert!((evaluate(&w, &sparse, true).latency.as_ref().unwrap().total - 11.5).abs() < 1e-12);
 }
 
 #[test]
@@ -66,7 +66,7 @@ fn a_cut_whose_calls_wait_on_each_other_deadlocks() {
     let assignment = vec![Device::Accelerator(0), Device::Cpu(0), Device::Accelerator(0)];
     let one_call = Placement::new(assignment.clone()).with_pieces(vec![0, 0, 0]);
     let e = evaluate(&w, &one_call, true);
-    assert!(e.latency.total.is_infinite());
+    assert!(e.latency.as_ref().unwrap().total.is_infinite());
     let message = e.violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ");
     assert!(matches!(e.violations.as_slice(), [Violation::Deadlock(_)]), "{message}");
     assert!(message.contains("nodes 1, 3") && message.contains("CPU node 2"), "{message}");
@@ -74,8 +74,8 @@ fn a_cut_whose_calls_wait_on_each_other_deadlocks() {
     assert!(evaluate(&w, &one_call, false).is_valid());
     // Two calls in dependency order: 1 → 2 → 3, latency 3; the greedy cut finds the same.
     let two = Placement::new(assignment.clone()).with_pieces(vec![0, 0, 1]);
-    assert_eq!(evaluate(&w, &two, true).latency.total, 3.0);
-    assert_eq!(evaluate(&w, &Placement::new(assignment), true).latency.total, 3.0);
+    assert_eq!(evaluate(&w, &two, true).latency.as_ref().unwrap().total, 3.0);
+    assert_eq!(evaluate(&w, &Placement::new(assignment), true).latency.as_ref().unwrap().total, 3.0);
 }
 
 #[test]
@@ -92,18 +92,18 @@ fn the_cut_survives_the_placement_json() {
     let p = parse_placement(r#"{"fpgas": [{"pieces": [[2], [3]]}], "cpus": [{"nodes": [1, 4]}]}"#, &w).unwrap();
     assert_eq!(p.assignment, two_calls_assignment());
     let e = evaluate(&w, &p, true);
-    assert!((e.latency.total - 11.5).abs() < 1e-12);
+    assert!((e.latency.as_ref().unwrap().total - 11.5).abs() < 1e-12);
 
-    let raw = placement_to_raw(&w, &p, &[0.0], &[0.0], e.latency.total, true);
+    let raw = placement_to_raw(&w, &p, &[0.0], &[0.0], e.latency.as_ref().unwrap().total, true);
     let text = serde_json::to_string(&raw).unwrap();
     assert!(text.contains(r#""pieces":[[2],[3]]"#), "{text}");
     let back = parse_placement(&text, &w).unwrap();
-    assert_eq!(evaluate(&w, &back, true).latency.total, e.latency.total);
+    assert_eq!(evaluate(&w, &back, true).latency.as_ref().unwrap().total, e.latency.as_ref().unwrap().total);
 
     // Without pieces anywhere the scorer cuts greedily.
     let plain = parse_placement(r#"{"fpgas": [{"nodes": [2, 3]}], "cpus": [{"nodes": [1, 4]}]}"#, &w).unwrap();
     assert_eq!(plain.pieces, None);
-    assert!((evaluate(&w, &plain, true).latency.total - 22.5).abs() < 1e-12);
+    assert!((evaluate(&w, &plain, true).latency.as_ref().unwrap().total - 22.5).abs() < 1e-12);
 }
 
 #[test]
@@ -210,7 +210,7 @@ proptest::proptest! {
                 .map(|_| if k > 0 && rng.chance(0.6) { Device::Accelerator(rng.below(k) as usize) } else { Device::Cpu(0) })
                 .collect();
             let ranks: Vec<usize> = (0..w.len()).map(|_| rng.below(3) as usize).collect();
-            let scored = evaluate(&w, &Placement::new(a.clone()).with_pieces(ranks.clone()), true).latency;
+            let scored = evaluate(&w, &Placement::new(a.clone()).with_pieces(ranks.clone()), true).latency.unwrap();
             match naive_latency(&w, &a, &ranks) {
                 Some(t) => {
                     proptest::prop_assert!(scored.deadlock.is_none());
@@ -218,7 +218,7 @@ proptest::proptest! {
                 }
                 None => proptest::prop_assert!(scored.deadlock.is_some() && scored.total.is_infinite()),
             }
-            let greedy = evaluate(&w, &Placement::new(a.clone()), true).latency;
+            let greedy = evaluate(&w, &Placement::new(a.clone()), true).latency.unwrap();
             proptest::prop_assert!(greedy.deadlock.is_none() && greedy.total.is_finite());
             let ranks = greedy.ranks();
             let naive = naive_latency(&w, &a, &ranks);

@@ -27,7 +27,7 @@ use crate::io::{read_placement, read_workload, write_atomically, IoError};
 use crate::model::{human_bytes, parse_bytes, WorkloadError};
 use crate::report::table::status_text;
 use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
-use crate::score::evaluate;
+use crate::score::{evaluate_with, LatencyScoring};
 use crate::solve::baselines::expert::Expert;
 use crate::solve::milp::IpExperiment;
 use crate::solve::{self, Method, MethodId, Objective, Outcome, Problem, SolveError, Status};
@@ -550,8 +550,10 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
         ObjectiveArg::Latency => Objective::Latency { pieces: usize::MAX },
     };
     let latency = matches!(objective, Objective::Latency { .. });
-    let e = evaluate(&w, &placement, latency);
-    let placement = if latency { e.latency.attach_cut(placement) } else { placement };
+    // `score` always reports latency, however long the greedy cut takes.
+    let scoring = if latency { LatencyScoring::Rules } else { LatencyScoring::Always };
+    let e = evaluate_with(&w, &placement, scoring);
+    let placement = if latency { e.attach_cut(placement) } else { placement };
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let v = evaluation_json(&w, &placement, None, objective, &e);

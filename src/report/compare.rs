@@ -44,7 +44,7 @@ pub fn cells(row: &Row, c: &Comparison) -> [String; 9] {
                 [
                     row.label(),
                     mark(e.max_load, !latency_primary),
-                    mark(e.latency.total, latency_primary),
+                    e.latency_total().map_or_else(|| "—".into(), |l| mark(l, latency_primary)),
                     format!("{accs}+{cpus}"),
                     human_bytes(memory),
                     yes(e.is_valid()).into(),
@@ -152,7 +152,7 @@ pub fn comparison_json(c: &Comparison) -> Value {
                     "optimal": plan.outcome.status == crate::solve::Status::Optimal,
                     "maxLoad": e.map_or(Value::Null, |e| finite(e.max_load)),
                     "syncObjective": e.map_or(Value::Null, |e| finite(e.sync_objective)),
-                    "totalLatency": e.map_or(Value::Null, |e| finite(e.latency.total)),
+                    "totalLatency": e.and_then(|e| e.latency_total()).map_or(Value::Null, finite),
                     "acceleratorsUsed": e.map(|e| e.devices.iter().filter(|d| d.device.is_accelerator()).count()),
                     "cpusUsed": e.map(|e| e.devices.iter().filter(|d| !d.device.is_accelerator()).count()),
                     "maxMemoryBytes": e.map(|e| e.devices.iter().filter(|d| d.device.is_accelerator()).map(|d| d.memory_bytes).fold(0.0, f64::max)),

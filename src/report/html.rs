@@ -257,10 +257,9 @@ pub fn report_html(input: &ReportInput) -> String {
         fact("solve time", format!("{:.3} s", o.stats.time_s));
     }
     fact("synchronous objective (max FW + max BW)", format!("{:.9} ms", e.sync_objective));
-    if e.latency.total.is_nan() {
-        fact("latency (one sample)", "not computed for a pipeline simulation".into());
-    } else {
-        fact("latency (one sample)", format!("{:.9} ms", e.latency.total));
+    match e.latency_total() {
+        None => fact("latency (one sample)", "not computed for a pipeline simulation".into()),
+        Some(total) => fact("latency (one sample)", format!("{total:.9} ms")),
     }
     fact("valid · contiguous", format!("{} · {}", if e.is_valid() { "yes" } else { "no" }, if e.is_contiguous() { "yes" } else { "no" }));
     if let Some(s) = sim {

@@ -90,11 +90,19 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
     let _ = writeln!(s);
     let _ = writeln!(s, "TPS (max load):        {:.9} ms", e.max_load);
     let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9} ms", e.sync_objective);
-    let _ = writeln!(s, "latency (one sample):  {:.9} ms   (pieces per accelerator: max {})", e.latency.total, e.latency.max_pieces());
-    if matches!(objective, Objective::Latency { .. }) && !e.latency.calls.is_empty() {
+    match &e.latency {
+        Some(l) => {
+            let _ = writeln!(s, "latency (one sample):  {:.9} ms   (pieces per accelerator: max {})", l.total, l.max_pieces());
+        }
+        None => {
+            let _ = writeln!(s, "latency (one sample):  not computed for this plan (too costly to cut; `dnnplace score` computes it)");
+        }
+    }
+    let calls = e.latency.as_ref().map_or(&[][..], |l| &l.calls[..]);
+    if matches!(objective, Objective::Latency { .. }) && !calls.is_empty() {
         let _ = writeln!(s, "calls:");
         let _ = writeln!(s, "  {:<8} {:>5} {:>6} {:>16} {:>16} {:>16}", "device", "call", "nodes", "start (ms)", "duration (ms)", "end (ms)");
-        for c in &e.latency.calls {
+        for c in calls {
             let _ = writeln!(
                 s,
                 "  {:<8} {:>5} {:>6} {:>16.9} {:>16.9} {:>16.9}",
@@ -150,8 +158,8 @@ pub fn evaluation_json(w: &Workload, p: &Placement, outcome: Option<&Outcome>, o
         "value": objective.value(e),
         "maxLoad": e.max_load,
         "syncObjective": e.sync_objective,
-        "totalLatency": e.latency.total,
-        "maxPiecesPerAccelerator": e.latency.max_pieces(),
+        "totalLatency": e.latency_total(),
+        "maxPiecesPerAccelerator": e.latency.as_ref().map(|l| l.max_pieces()),
         "valid": e.is_valid(),
         "contiguous": e.is_contiguous(),
         "violations": e.violations.iter().chain(&e.non_contiguous).map(|x| x.to_string()).collect::<Vec<_>>(),

@@ -20,8 +20,18 @@
 //! at its end. A CPU node starts when its predecessors have finished and takes its
 //! `cpuLatency` (CPU cores are as many as needed). Latency = the latest finish.
 //!
-//! Complexity: O(n · (n + m)) for the greedy cut in the worst case (one dependency search
-//! per node with an outside input), O(n + m) for a given cut and for the evaluation.
+//! **Pipelines cut in linear time.** When the graph of devices (an arc `d → d'` for every
+//! edge between a node on `d` and a node on `d' ≠ d`, each accelerator and each CPU core a
+//! vertex) is acyclic, the greedy cut is one piece per accelerator, so it is built directly.
+//! Proof: while every accelerator holds one piece, an outside input `u` of `v` (on `d`)
+//! lies on another device (every earlier node of `d` is in `d`'s piece); `u` depending on
+//! that piece would be a walk of edges `d ⇝ dev(u) → d` leaving `d`, a cycle of devices.
+//! Every inference plan of a contiguous method is such a pipeline; training plans are not
+//! (their backward edges run back through the devices).
+//!
+//! Complexity: O(n + m) for a pipeline, a given cut and the evaluation; the greedy cut
+//! otherwise costs one dependency search, O(n + m), per node with an outside input
+//! ([`greedy_cut_steps`] estimates it), O(n · (n + m)) in the worst case.
 
 use crate::model::{Device, Placement, Workload};
 
@@ -99,9 +109,73 @@ enum Item {
 pub fn latency(w: &Workload, p: &Placement) -> LatencyScore {
     let cut = match &p.pieces {
         Some(ranks) => given_cut(p, ranks),
+        None if devices_form_a_pipeline(w, p) => pipeline_cut(w, p),
         None => greedy_cut(w, p),
     };
     evaluate_cut(w, &cut)
+}
+
+/// An upper bound on the elementary steps [`latency`] takes on `p`: n + m for a given cut
+/// or a pipeline, else (n + m) per accelerator node with an input (at most one dependency
+/// search each, O(n + m)). Computed in O(n + m).
+pub fn greedy_cut_steps(w: &Workload, p: &Placement) -> f64 {
+    let size = (w.len() + w.edges().len()) as f64;
+    if p.pieces.is_some() || devices_form_a_pipeline(w, p) {
+        return size;
+    }
+    let searches = (0..w.len()).filter(|&v| p.assignment[v].is_accelerator() && !w.predecessors(v).is_empty()).count();
+    size * (1 + searches) as f64
+}
+
+/// Whether the device graph of `p` (module documentation) is acyclic. O(n + m).
+fn devices_form_a_pipeline(w: &Workload, p: &Placement) -> bool {
+    let mut devices: Vec<Device> = p.assignment.clone();
+    devices.sort_unstable();
+    devices.dedup();
+    let index = |d: Device| devices.binary_search(&d).expect("listed");
+    let mut arcs: Vec<(usize, usize)> = w
+        .edges()
+        .iter()
+        .map(|e| (p.assignment[e.from], p.assignment[e.to]))
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| (index(a), index(b)))
+        .collect();
+    arcs.sort_unstable();
+    arcs.dedup();
+    let mut indegree = vec![0usize; devices.len()];
+    for &(_, b) in &arcs {
+        indegree[b] += 1;
+    }
+    let mut ready: Vec<usize> = (0..devices.len()).filter(|&d| indegree[d] == 0).collect();
+    let mut seen = 0;
+    while let Some(d) = ready.pop() {
+        seen += 1;
+        let from = arcs.partition_point(|&(a, _)| a < d);
+        for &(_, b) in arcs[from..].iter().take_while(|&&(a, _)| a == d) {
+            indegree[b] -= 1;
+            if indegree[b] == 0 {
+                ready.push(b);
+            }
+        }
+    }
+    seen == devices.len()
+}
+
+/// One piece per accelerator, nodes in topological order: the greedy cut of a pipeline.
+fn pipeline_cut(w: &Workload, p: &Placement) -> Cut {
+    let mut piece_of: Vec<Option<usize>> = vec![None; w.len()];
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut open: std::collections::HashMap<usize, usize> = Default::default();
+    for &v in w.topological_order() {
+        let Device::Accelerator(acc) = p.assignment[v] else { continue };
+        let id = *open.entry(acc).or_insert_with(|| {
+            pieces.push(Piece { accelerator: acc, nodes: Vec::new(), previous: None });
+            pieces.len() - 1
+        });
+        pieces[id].nodes.push(v);
+        piece_of[v] = Some(id);
+    }
+    Cut { pieces, piece_of }
 }
 
 /// The pieces a plan names: nodes of one accelerator with one rank form one piece.
@@ -301,4 +375,64 @@ fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
         .collect();
     calls.sort_by_key(|c| (c.accelerator, c.rank));
     LatencyScore { total, pieces: counts.into_iter().collect(), finish, piece_rank, deadlock, calls }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DeviceSet, Node};
+
+    /// Random DAGs (edges `i → j` for `i < j`) and random placements: wherever the devices
+    /// form a pipeline, the direct cut is exactly the greedy one.
+    #[test]
+    fn a_pipeline_is_cut_exactly_as_the_greedy_cut_does() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let (mut pipelines, mut others) = (0, 0);
+        for _ in 0..3000 {
+            let n = 1 + next(10) as usize;
+            let nodes: Vec<Node> = (0..n)
+                .map(|i| Node {
+                    id: i as i64,
+                    name: None,
+                    fpga_latency: next(5) as f64,
+                    cpu_latency: next(9) as f64,
+                    size_bytes: 0.0,
+                    supported_on_accelerator: true,
+                    is_backward: false,
+                    color_class: None,
+                    layer_id: None,
+                })
+                .collect();
+            let cost: Vec<f64> = (0..n).map(|_| next(3) as f64).collect();
+            let mut edges = Vec::new();
+            for i in 0..n {
+                for j in i + 1..n {
+                    if next(3) == 0 {
+                        edges.push((i as i64, j as i64, cost[i], 0.0));
+                    }
+                }
+            }
+            let devices = DeviceSet { accelerators: 3, memory_per_accelerator_bytes: 1.0, cpus: 2 };
+            let w = Workload::new(nodes, edges, devices).expect("a valid DAG");
+            let assignment: Vec<Device> =
+                (0..n).map(|_| if next(4) == 0 { Device::Cpu(next(2) as usize) } else { Device::Accelerator(next(3) as usize) }).collect();
+            let p = Placement::new(assignment);
+            let greedy = evaluate_cut(&w, &greedy_cut(&w, &p));
+            if devices_form_a_pipeline(&w, &p) {
+                pipelines += 1;
+                assert_eq!(evaluate_cut(&w, &pipeline_cut(&w, &p)), greedy, "{p:?}");
+                assert_eq!(greedy.max_pieces(), usize::from(p.assignment.iter().any(|d| d.is_accelerator())));
+            } else {
+                others += 1;
+            }
+            assert_eq!(latency(&w, &p), greedy);
+        }
+        assert!(pipelines > 300 && others > 300, "{pipelines} pipelines, {others} others");
+    }
 }

@@ -100,6 +100,11 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
         .collect()
 }
 
+/// Time-Per-Sample alone (the max load), for methods that compare many plans. O(n + m).
+pub fn tps(w: &Workload, p: &Placement) -> f64 {
+    max_load(&device_loads(w, p)).0
+}
+
 /// TPS: the maximum load, and the device that has it (the first one on ties).
 pub fn max_load(loads: &[DeviceLoad]) -> (f64, Option<Device>) {
     let mut best = (0.0, None);

@@ -3,6 +3,15 @@
 //!
 //! Every plan any solver produces passes through [`evaluate`] before it is shown; the
 //! solvers' own objective values are never trusted on their own.
+//!
+//! **Latency only where it is asked for or cheap.** Validity, loads, TPS, sync and
+//! contiguity cost O(n + m) (contiguity O(k·(n + m))); the latency's greedy cut can cost
+//! O(n · (n + m)) ([`latency`]). A latency plan ([`LatencyScoring::Rules`]) and
+//! `dnnplace score` ([`LatencyScoring::Always`]) always get it. A throughput or sync plan
+//! ([`LatencyScoring::WhenCheap`], what [`evaluate`] does without the latency rules) gets it
+//! when the plan is a pipeline (then the cut is linear) or the estimated cut costs at most
+//! [`CHEAP_LATENCY_STEPS`]; otherwise [`Evaluation::latency`] is `None` and the reports say
+//! it was not computed. Nothing a throughput check needs depends on the latency.
 
 pub mod contiguity;
 pub mod latency;
@@ -10,8 +19,8 @@ pub mod load;
 pub mod validity;
 
 pub use contiguity::contiguity_violations;
-pub use latency::{latency, Call, LatencyScore};
-pub use load::{device_loads, max_load, sync_objective, DeviceLoad};
+pub use latency::{greedy_cut_steps, latency, Call, LatencyScore};
+pub use load::{device_loads, max_load, sync_objective, tps, DeviceLoad};
 pub use validity::{violations, Violation};
 
 use crate::model::{Device, Placement, Workload};
@@ -27,8 +36,8 @@ pub struct Evaluation {
     pub bottleneck: Option<Device>,
     /// `max_d FW(d) + max_d BW(d)`.
     pub sync_objective: f64,
-    /// Single-sample latency.
-    pub latency: LatencyScore,
+    /// Single-sample latency; `None` when it was not computed (module documentation).
+    pub latency: Option<LatencyScore>,
     /// Broken hard rules (device counts, colour classes, support, memory).
     pub violations: Vec<Violation>,
     /// Devices whose sets are not contiguous (not a violation for non-contiguous methods).
@@ -44,10 +53,44 @@ impl Evaluation {
     pub fn is_contiguous(&self) -> bool {
         self.non_contiguous.is_empty()
     }
+    /// Single-sample latency, when computed.
+    pub fn latency_total(&self) -> Option<f64> {
+        self.latency.as_ref().map(|l| l.total)
+    }
+    /// The largest number of calls on one accelerator (0 when latency was not computed).
+    pub fn max_pieces(&self) -> usize {
+        self.latency.as_ref().map_or(0, LatencyScore::max_pieces)
+    }
+    /// `p` with the scorer's cut into calls attached ([`LatencyScore::attach_cut`]);
+    /// unchanged when latency was not computed.
+    pub fn attach_cut(&self, p: Placement) -> Placement {
+        match &self.latency {
+            Some(l) => l.attach_cut(p),
+            None => p,
+        }
+    }
 }
 
+/// Whether and how [`evaluate_with`] computes single-sample latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyScoring {
+    /// The latency objective's rules: latency computed, the CPU count relaxed (latency
+    /// instances have as many cores as needed), a deadlocking cut a violation.
+    Rules,
+    /// Latency computed, as information; the throughput rules apply.
+    Always,
+    /// Latency computed when cheap (module documentation); the throughput rules apply.
+    WhenCheap,
+}
+
+/// The most elementary steps [`LatencyScoring::WhenCheap`] spends on a latency cut
+/// ([`greedy_cut_steps`]; about a tenth of a second). Every published workload's plans are
+/// below it (the largest, operator-level BERT-12 training, needs at most 8.6·10⁶).
+pub const CHEAP_LATENCY_STEPS: f64 = 5e7;
+
 /// Scores `p` on `w`. `latency_rules` relaxes the CPU count (latency instances have as many
-/// CPU cores as needed) and makes a deadlocking cut of the plan's own pieces a violation.
+/// CPU cores as needed) and makes a deadlocking cut of the plan's own pieces a violation;
+/// without them, latency is computed only when cheap ([`LatencyScoring::WhenCheap`]).
 ///
 /// # Example
 ///
@@ -71,6 +114,12 @@ impl Evaluation {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn evaluate(w: &Workload, p: &Placement, latency_rules: bool) -> Evaluation {
+    evaluate_with(w, p, if latency_rules { LatencyScoring::Rules } else { LatencyScoring::WhenCheap })
+}
+
+/// Scores `p` on `w`, computing latency as `scoring` says.
+pub fn evaluate_with(w: &Workload, p: &Placement, scoring: LatencyScoring) -> Evaluation {
+    let latency_rules = scoring == LatencyScoring::Rules;
     let mut violations = violations(w, p, !latency_rules);
     if !violations.is_empty() && matches!(violations[0], Violation::WrongLength { .. } | Violation::PiecesLength { .. }) {
         return Evaluation {
@@ -78,14 +127,7 @@ pub fn evaluate(w: &Workload, p: &Placement, latency_rules: bool) -> Evaluation 
             max_load: f64::INFINITY,
             bottleneck: None,
             sync_objective: f64::INFINITY,
-            latency: LatencyScore {
-                total: f64::INFINITY,
-                pieces: Vec::new(),
-                finish: Vec::new(),
-                piece_rank: Vec::new(),
-                deadlock: None,
-                calls: Vec::new(),
-            },
+            latency: None,
             violations,
             non_contiguous: Vec::new(),
         };
@@ -93,8 +135,12 @@ pub fn evaluate(w: &Workload, p: &Placement, latency_rules: bool) -> Evaluation 
     let devices = device_loads(w, p);
     let (max_load, bottleneck) = max_load(&devices);
     let non_contiguous = contiguity_violations(w, p);
-    let latency = latency(w, p);
-    if let (true, Some(why)) = (latency_rules, &latency.deadlock) {
+    let wanted = match scoring {
+        LatencyScoring::Rules | LatencyScoring::Always => true,
+        LatencyScoring::WhenCheap => greedy_cut_steps(w, p) <= CHEAP_LATENCY_STEPS,
+    };
+    let latency = wanted.then(|| latency(w, p));
+    if let (true, Some(why)) = (latency_rules, latency.as_ref().and_then(|l| l.deadlock.as_ref())) {
         violations.push(Violation::Deadlock(why.clone()));
     }
     violations.shrink_to_fit();

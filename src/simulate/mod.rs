@@ -290,7 +290,7 @@ pub fn pipeline_evaluation(w: &Workload, p: &Placement) -> Evaluation {
         devices,
         max_load,
         bottleneck,
-        latency: LatencyScore { total: f64::NAN, pieces: Vec::new(), finish: Vec::new(), piece_rank: Vec::new(), deadlock: None, calls: Vec::new() },
+        latency: None,
         violations: violations(w, p, true),
         non_contiguous: contiguity_violations(w, p),
     }

@@ -69,7 +69,7 @@ impl Method for BruteForce {
                     count += 1;
                     let p = if latency { base.clone().with_pieces(ranks.clone()) } else { base.clone() };
                     let e = evaluate(w, &p, latency);
-                    if e.is_valid() && (!problem.contiguous || e.is_contiguous()) && (!latency || e.latency.max_pieces() <= pieces) {
+                    if e.is_valid() && (!problem.contiguous || e.is_contiguous()) && (!latency || e.max_pieces() <= pieces) {
                         let v = problem.objective.value(&e);
                         if best.as_ref().is_none_or(|(b, _)| v < *b) {
                             best = Some((v, p));

@@ -61,7 +61,7 @@ impl Objective {
         match self {
             Objective::Throughput => e.max_load,
             Objective::Sync => e.sync_objective,
-            Objective::Latency { .. } => e.latency.total,
+            Objective::Latency { .. } => e.latency_total().unwrap_or(f64::INFINITY),
         }
     }
 
@@ -237,16 +237,16 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         }
     }
     if let Objective::Latency { pieces } = problem.objective {
-        if evaluation.latency.max_pieces() > pieces {
+        if evaluation.max_pieces() > pieces {
             return Err(SolveError::Check(format!(
                 "{} produced {} pieces on one accelerator, more than the {pieces} allowed",
                 method.name(),
-                evaluation.latency.max_pieces()
+                evaluation.max_pieces()
             )));
         }
     }
     if latency_rules && placement.pieces.is_none() {
-        outcome.placement = Some(evaluation.latency.attach_cut(placement.clone()));
+        outcome.placement = Some(evaluation.attach_cut(placement.clone()));
     }
     let scored = problem.objective.value(&evaluation);
     let tolerance = method.tolerance();

@@ -47,10 +47,10 @@ impl Method for Expert {
                 return Err(format!("contiguous problems: the split {source} is not contiguous (use --non-contiguous)"));
             }
             if let Objective::Latency { pieces } = problem.objective {
-                if e.latency.max_pieces() > pieces {
+                if e.max_pieces() > pieces {
                     return Err(format!(
                         "{pieces} piece(s) per accelerator: the split {source} has {} (raise --pieces)",
-                        e.latency.max_pieces()
+                        e.max_pieces()
                     ));
                 }
             }

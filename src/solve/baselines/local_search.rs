@@ -27,7 +27,7 @@ use std::time::Instant;
 use super::{infeasible_outcome, scored_outcome, SplitMix64};
 use crate::model::grouping::{incidence, Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
-use crate::score::evaluate;
+use crate::score::tps;
 use crate::solve::{Limits, Method, Outcome, Problem, SolveError};
 
 /// The colour classes with their communication hyperedges and, per class, the indices of
@@ -133,14 +133,14 @@ pub fn search(w: &Workload, limits: &Limits) -> Search {
         let to_devices = |dev: &[usize]| -> Vec<Device> {
             dev.iter().map(|&i| if i < k { Device::Accelerator(i) } else { Device::Cpu(i - k) }).collect()
         };
-        let start_tps = evaluate(w, &m.placement(&to_devices(&start)), false).max_load;
+        let start_tps = tps(w, &m.placement(&to_devices(&start)));
         let mut state = State::new(&m, k, l, d.memory_per_accelerator_bytes, start);
         let (moves, stopped) = state.descend(deadline);
         if stopped {
             out.notes.push(format!("time limit reached during restart {r}"));
         }
         let placement = m.placement(&to_devices(&state.device));
-        let final_tps = evaluate(w, &placement, false).max_load;
+        let final_tps = tps(w, &placement);
         out.restarts.push(Restart { start_tps, final_tps, moves });
         if out.best.as_ref().is_none_or(|(_, b)| final_tps < *b) {
             out.best = Some((placement, final_tps));

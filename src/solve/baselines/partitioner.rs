@@ -23,7 +23,7 @@
 use super::{infeasible_outcome, repair, scored_outcome, throughput_only};
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Workload};
-use crate::score::evaluate;
+use crate::score::tps;
 use crate::solve::{Method, Outcome, Problem, SolveError};
 
 /// METIS k-way partition of the class graph (`--method partitioner`).
@@ -67,7 +67,7 @@ impl Method for Partitioner {
                 failures.push(format!("{parts} parts: a colour class fits on no device after partitioning"));
                 continue;
             }
-            let tps = evaluate(w, &m.placement(&device), false).max_load;
+            let tps = tps(w, &m.placement(&device));
             if best.as_ref().is_none_or(|(b, ..)| tps < *b) {
                 best = Some((tps, device, parts, notes));
             }

@@ -509,11 +509,11 @@ pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'stati
         return None;
     }
     if let Objective::Latency { pieces } = problem.objective {
-        if e.latency.max_pieces() > pieces {
+        if e.max_pieces() > pieces {
             return None;
         }
     }
-    let placement = if latency { e.latency.attach_cut(placement) } else { placement };
+    let placement = if latency { e.attach_cut(placement) } else { placement };
     Some(Candidate { score: problem.objective.value(&e), placement, source })
 }
 
