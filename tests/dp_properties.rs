@@ -287,3 +287,87 @@ fn rebuild(w: &Workload, edit: impl Fn(&mut Node), edge_scale: f64, shuffle: Opt
     edges.reverse();
     Workload::new(nodes, edges, devices).expect("still valid")
 }
+
+/// A small DAG with zero-cost leaves that carry bytes, under a memory that binds: the case
+/// where folding the leaves needs the DP's certificate (src/solve/leaf_folding.rs).
+fn leafy_workload(seed: u64) -> Option<Workload> {
+    let mut r = common::Rng::new(seed);
+    let core = 2 + r.below(4) as usize;
+    let leaves = 2 + r.below(core.min(3) as u64) as usize;
+    let mut nodes = Vec::new();
+    let node = |id: usize, fpga: f64, cpu: f64, size: f64| Node {
+        id: id as i64,
+        name: None,
+        fpga_latency: fpga,
+        cpu_latency: cpu,
+        size_bytes: size,
+        supported_on_accelerator: true,
+        is_backward: false,
+        color_class: None,
+        layer_id: None,
+    };
+    for i in 0..core {
+        nodes.push(node(i, 1.0 + r.below(8) as f64, 2.0 + r.below(30) as f64, r.below(6) as f64));
+    }
+    let cost: Vec<f64> = (0..core + leaves).map(|_| r.below(3) as f64 * 0.5).collect();
+    let mut edges = Vec::new();
+    for i in 0..core {
+        for j in i + 1..core {
+            if j == i + 1 || r.chance(0.3) {
+                edges.push((i as i64, j as i64, cost[i], 0.0));
+            }
+        }
+    }
+    for x in core..core + leaves {
+        nodes.push(node(x, 0.0, 0.0, 1.0 + r.below(4) as f64));
+        let h = r.below(core as u64) as i64;
+        if r.chance(0.5) {
+            edges.push((x as i64, h, cost[x], 0.0));
+        } else {
+            edges.push((h, x as i64, cost[h as usize], 0.0));
+        }
+    }
+    let total: f64 = nodes.iter().map(|n| n.size_bytes).sum();
+    let k = 1 + r.below(3) as usize;
+    let memory = (total / k as f64 * (1.0 + r.below(4) as f64 * 0.1)).ceil();
+    let devices = DeviceSet { accelerators: k, memory_per_accelerator_bytes: memory, cpus: r.below(2) as usize };
+    Workload::new(nodes, edges, devices).ok()
+}
+
+/// Memory-bound leaf folding keeps the DP exact: DP == brute force on DAGs whose zero-cost
+/// leaves carry bytes under a binding memory, and every way the fold is certified (or
+/// given up) occurs.
+#[test]
+fn dp_with_memory_bound_leaves_equals_brute_force() {
+    let mut paths: std::collections::BTreeMap<&str, usize> = Default::default();
+    for seed in 0..250u64 {
+        let Some(w) = leafy_workload(seed) else { continue };
+        let dp = plan(&Dp, &Problem::throughput(&w)).expect("dp runs and its plan passes the scorer");
+        let brute = plan(&BruteForce, &Problem::throughput(&w)).unwrap();
+        let brute_value = brute.outcome.placement.as_ref().map(|_| brute.objective(Objective::Throughput));
+        let dp_value = dp.outcome.placement.as_ref().map(|_| dp.objective(Objective::Throughput));
+        match (dp_value, brute_value) {
+            (Some(a), Some(b)) => assert!(close(a, b), "seed {seed}: dp {a} != brute force {b}; {:?}", dp.outcome.stats.notes),
+            (None, None) => {}
+            other => panic!("seed {seed}: dp and brute force disagree on feasibility: {other:?}"),
+        }
+        assert!(matches!(dp.outcome.status, Status::Optimal | Status::Infeasible { .. }), "seed {seed}: {:?}", dp.outcome.status);
+        let notes = dp.outcome.stats.notes.join("; ");
+        let path = if notes.contains("weightless fits memory") {
+            "weightless plan fits"
+        } else if notes.contains("folded optimum equals") {
+            "folded equals weightless"
+        } else if notes.contains("folding them costs") {
+            "kept apart: folding costs"
+        } else if notes.contains("kept apart") {
+            "kept apart: small DAG"
+        } else {
+            "no memory-bound leaf"
+        };
+        *paths.entry(path).or_default() += 1;
+    }
+    println!("{paths:?}");
+    for path in ["weightless plan fits", "folded equals weightless", "kept apart: folding costs", "kept apart: small DAG"] {
+        assert!(paths.get(path).copied().unwrap_or(0) > 0, "path '{path}' never taken: {paths:?}");
+    }
+}

@@ -142,7 +142,7 @@ pub enum SolveError {
     /// The DP's ideals exceed `limit`, the smaller of `--max-ideals` and what the DP's memory
     /// budget holds for the device count; `which` says which applied and how `found` was
     /// counted.
-    #[error("the group DAG has more than {limit} ideals ({which}); coarsen the graph (fuse layers) or use --method ip")]
+    #[error("the group DAG has more than {limit} ideals, the most {which}; coarsen the graph (fuse layers) or use --method ip")]
     TooManyIdeals { found: usize, limit: usize, which: String },
     /// A method ran out of its budget (time, Ctrl-C, memory) before it had a plan;
     /// `detail` says how far it got and what to change.

@@ -52,7 +52,7 @@ use super::chain::chain_upper_bound;
 use super::ideal_cost::{PairCost, Summaries};
 use super::ideals::{self, EnumerationStop, Ideals};
 use super::knapsack::FractionalKnapsack;
-use super::leaf_folding::fold_free_leaves;
+use super::leaf_folding::fold_leaves;
 use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status};
 use crate::model::contraction::Contraction;
 use crate::model::{Device, Placement, Workload};
@@ -101,11 +101,12 @@ pub fn memory_estimate(ideals: u128, k: usize, l: usize) -> f64 {
     ideals as f64 * (fixed_bytes_per_ideal(k, l) + 8 + 2 * 8) as f64
 }
 
-/// The group DAG the DP works on: the colour-class contraction after the exact reductions
-/// ([`crate::solve::leaf_folding`]), and how many groups the reductions removed. The ideal
-/// count of this DAG ([`ideals::estimate`]) is what the DP enumerates.
+/// The group DAG the DP enumerates: the colour-class contraction with every free leaf
+/// folded ([`crate::solve::leaf_folding`], memory-bound leaves included), and how many
+/// leaves were folded. Its ideal count ([`ideals::estimate`]) is what the DP lists first.
 pub fn reduced_contraction(w: &Workload) -> (Contraction, usize) {
-    fold_free_leaves(w, Contraction::new(w))
+    let f = fold_leaves(w, Contraction::new(w), true);
+    (f.contraction, f.folded)
 }
 
 /// Solves the contiguous max-load problem to optimality within the limits' time and memory
@@ -116,10 +117,112 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
 
 /// Solves the contiguous max-load problem to optimality, enumerating at most `max_ideals`
 /// ideals, within `budget` (without a memory allowance, [`DEFAULT_MEMORY_BUDGET_BYTES`]).
+///
+/// Leaves folded although memory may bind are certified as [`crate::solve::leaf_folding`]
+/// describes: the DP with them weightless (`R`, a lower bound) and, when its plan does not
+/// fit with their bytes, with their bytes (`F`, a plan); when the two differ, the DP runs
+/// on the DAG without those folds, and if that is beyond the limits the outcome is `F`'s
+/// plan with `R`'s bound ([`Status::Feasible`]).
 pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Outcome, SolveError> {
     let start = std::time::Instant::now();
-    let (c, folded) = reduced_contraction(w);
-    let cost = PairCost::new(w, &c);
+    let folding = fold_leaves(w, Contraction::new(w), true);
+    let mut notes = Vec::new();
+    let safe_folds = folding.folded - folding.memory_bound;
+    if safe_folds > 0 {
+        notes.push(format!("{safe_folds} zero-cost leaf groups folded into their neighbours"));
+    }
+    if folding.memory_bound == 0 {
+        let run = solve_dag(w, &folding.contraction, max_ideals, budget, start)?;
+        return Ok(run.outcome(Status::Optimal, None, notes, start));
+    }
+    let leaves = folding.memory_bound;
+    let safe = fold_leaves(w, Contraction::new(w), false);
+    let (relaxed, unfolded) = (ideals::estimate(&folding.contraction), ideals::estimate(&safe.contraction));
+    if unfolded.upper_bound <= relaxed.upper_bound.saturating_mul(2) {
+        notes.push(format!("{leaves} zero-cost leaf groups with bytes kept apart (memory binds; the DAG stays small)"));
+        let run = solve_dag(w, &safe.contraction, max_ideals, budget, start)?;
+        return Ok(run.outcome(Status::Optimal, None, notes, start));
+    }
+    let weightless = solve_dag(w, &folding.weightless(), max_ideals, budget, start)?;
+    let Some(lower_plan) = &weightless.placement else {
+        // No plan even with the leaves weightless: none for the workload (OPT(R) ≤ OPT(G)).
+        return Ok(weightless.outcome(Status::Optimal, None, notes, start));
+    };
+    if fits_memory(w, lower_plan) {
+        notes.push(format!(
+            "{leaves} zero-cost leaf groups with bytes folded into their neighbours; certified: the optimum with them weightless fits memory"
+        ));
+        return Ok(weightless.outcome(Status::Optimal, None, notes, start));
+    }
+    let lower = weightless.objective;
+    let folded = solve_dag(w, &folding.contraction, max_ideals, budget, start)?;
+    if folded.placement.is_some() && folded.objective <= lower * (1.0 + 1e-9) {
+        notes.push(format!(
+            "{leaves} zero-cost leaf groups with bytes folded into their neighbours; certified: the folded optimum equals the optimum with them weightless"
+        ));
+        return Ok(folded.outcome(Status::Optimal, None, notes, start));
+    }
+    match solve_dag(w, &safe.contraction, max_ideals, budget, start) {
+        Ok(run) => {
+            notes.push(format!("{leaves} zero-cost leaf groups with bytes kept apart (folding them costs: {} > {lower})", folded.objective));
+            Ok(run.outcome(Status::Optimal, None, notes, start))
+        }
+        Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) if folded.placement.is_some() => {
+            let reason = format!(
+                "{leaves} zero-cost leaves folded into their neighbours under a binding memory; the DAG without that folding is beyond the limits ({e})"
+            );
+            Ok(folded.outcome(Status::Feasible { reason }, Some(lower), notes, start))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether every accelerator of `p` holds at most its memory.
+fn fits_memory(w: &Workload, p: &Placement) -> bool {
+    let mut used: std::collections::HashMap<usize, f64> = Default::default();
+    for (v, d) in p.assignment.iter().enumerate() {
+        if let Device::Accelerator(a) = *d {
+            *used.entry(a).or_insert(0.0) += w.node(v).size_bytes;
+        }
+    }
+    used.values().all(|&b| b <= w.devices().memory_per_accelerator_bytes)
+}
+
+/// The DP's result on one group DAG.
+struct Run {
+    /// The optimum (infinite when no split exists).
+    objective: f64,
+    placement: Option<Placement>,
+    /// Why no split exists, when none does.
+    infeasible: Option<Status>,
+    stats: Stats,
+}
+
+impl Run {
+    /// The outcome: `status` when there is a plan, [`Status::Infeasible`] otherwise;
+    /// `bound` the proven lower bound when it is not the objective.
+    fn outcome(self, status: Status, bound: Option<f64>, notes: Vec<String>, start: std::time::Instant) -> Outcome {
+        let mut stats = self.stats;
+        stats.notes.splice(0..0, notes);
+        stats.time_s = start.elapsed().as_secs_f64();
+        let status = match self.infeasible {
+            Some(infeasible) => infeasible,
+            None => status,
+        };
+        Outcome {
+            method: "dp".into(),
+            objective: self.objective,
+            bound: bound.unwrap_or(self.objective),
+            placement: self.placement,
+            status,
+            stats,
+        }
+    }
+}
+
+/// The exact DP on the group DAG `c`.
+fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, start: std::time::Instant) -> Result<Run, SolveError> {
+    let cost = PairCost::new(w, c);
     let devices = w.devices();
     let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
     let stopped = |reason: Exhausted, found: usize| SolveError::Stopped {
@@ -132,25 +235,25 @@ pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<
     let per_ideal = fixed_bytes_per_ideal(k, l);
     let memory_cap = (allowance / per_ideal as f64).floor().min(usize::MAX as f64) as usize;
     let (limit, which) = if max_ideals <= memory_cap {
-        (max_ideals, "--max-ideals".to_string())
+        (max_ideals, "--max-ideals allows".to_string())
     } else {
         (
             memory_cap,
             format!(
-                "{memory_cap} is all the DP's memory budget of {} holds for this many devices at {per_ideal} bytes per ideal, fewer than the {max_ideals} allowed (--max-ideals)",
+                "the DP's memory budget of {} holds for this many devices at {per_ideal} bytes per ideal, fewer than the {max_ideals} allowed (--max-ideals)",
                 gib(allowance)
             ),
         )
     };
-    let estimate = ideals::estimate(&c);
+    let estimate = ideals::estimate(c);
     if estimate.lower_bound > limit as u128 {
         let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
-        let counted = if estimate.exact { "counted exactly" } else { "at least, counted" };
-        return Err(SolveError::TooManyIdeals { found, limit, which: format!("{which}; {found} {counted} before enumerating") });
+        let counted = if estimate.exact { "exactly" } else { "at least" };
+        return Err(SolveError::TooManyIdeals { found, limit, which: format!("{which}: it has {counted} {found}, counted before enumerating") });
     }
-    let ideals = Ideals::enumerate(&c, limit, budget).map_err(|e| match e {
+    let ideals = Ideals::enumerate(c, limit, budget).map_err(|e| match e {
         EnumerationStop::TooMany { found } => {
-            SolveError::TooManyIdeals { found, limit, which: format!("{which}; {found} enumerated before stopping") }
+            SolveError::TooManyIdeals { found, limit, which: format!("{which}: {found} enumerated before stopping") }
         }
         EnumerationStop::Budget { reason, found } => stopped(reason, found),
     })?;
@@ -165,14 +268,11 @@ pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<
     }
 
     let mut stats = Stats { ideals: Some(n_ideals), groups: Some(c.len()), ..Stats::default() };
-    if folded > 0 {
-        stats.notes.push(format!("{folded} zero-cost leaf groups folded into their neighbours"));
-    }
-    let upper = chain_upper_bound(&c, &cost, k, l, memory, budget).map_err(|r| stopped(r, n_ideals))?;
+    let upper = chain_upper_bound(c, &cost, k, l, memory, budget).map_err(|r| stopped(r, n_ideals))?;
     if let Some((u, _)) = &upper {
         stats.notes.push(format!("upper bound from chain splits: {u}"));
     }
-    let pruning = Pruning::new(&c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga, k, l);
+    let pruning = Pruning::new(c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga, k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
     let relaxation = Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory };
     let (table, pairs) = relaxation.run(budget).map_err(|r| stopped(r, n_ideals))?;
@@ -180,17 +280,8 @@ pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<
 
     let full = n_ideals - 1;
     let Some(stages) = reconstruct::stages(&table, full) else {
-        stats.time_s = start.elapsed().as_secs_f64();
-        return Ok(Outcome {
-            method: "dp".into(),
-            placement: None,
-            objective: f64::INFINITY,
-            bound: f64::INFINITY,
-            status: infeasibility(w, &c),
-            stats,
-        });
+        return Ok(Run { objective: f64::INFINITY, placement: None, infeasible: Some(infeasibility(w, c)), stats });
     };
-    let objective = table.at(full, l, k);
     let mut group_device = vec![Device::Cpu(0); c.len()];
     for stage in &stages {
         for g in ideals.get(stage.ideal).difference(&ideals.get(stage.from)) {
@@ -198,8 +289,7 @@ pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<
         }
     }
     let placement = Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical();
-    stats.time_s = start.elapsed().as_secs_f64();
-    Ok(Outcome { method: "dp".into(), placement: Some(placement), objective, bound: objective, status: Status::Optimal, stats })
+    Ok(Run { objective: table.at(full, l, k), placement: Some(placement), infeasible: None, stats })
 }
 
 /// What a stopped run had done and what to change.
