@@ -503,7 +503,8 @@ fn held_plans(problem: &Problem, units: &Grouping, held: &mut Vec<Candidate>, st
             held.extend(candidate(problem, p, source));
         }
     }
-    match dp::solve(w, &problem.limits) {
+    // The DP may take half the time left; the IP needs the rest.
+    match dp::solve_within(w, problem.limits.max_ideals, &problem.limits.budget().share(0.5)) {
         Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
         Err(e) => stats.notes.push(format!("no DP plan: {e}")),
     }

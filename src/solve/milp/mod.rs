@@ -491,7 +491,8 @@ pub(crate) struct Candidate {
 /// The DP plan (the contiguous optimum) as a held plan, when the DP can enumerate the
 /// ideals; otherwise a note says why there is none.
 pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Candidate> {
-    match crate::solve::dp::solve(problem.workload, &problem.limits) {
+    // The DP may take half the time limit; the IP needs the rest.
+    match crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, &problem.limits.budget().share(0.5)) {
         Ok(o) => o.placement.and_then(|p| candidate(problem, p, "dp")),
         Err(e) => {
             stats.notes.push(format!("no DP warm start: {e}"));
