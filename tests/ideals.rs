@@ -89,6 +89,12 @@ proptest! {
                 }
             }
         }
+        for i in 0..ideals.len() {
+            for j in 0..ideals.len() {
+                let truth = listed[j].iter().all(|g| listed[i].contains(g));
+                prop_assert_eq!(ideals.is_subset(j, i), truth, "J = {:?}, I = {:?}", &listed[j], &listed[i]);
+            }
+        }
         listed.sort();
         let mut expected = all_ideals(&c);
         expected.sort();
@@ -184,6 +190,64 @@ fn parallel_chains_are_counted_exactly() {
     assert_eq!((e.exact, e.upper_bound), (true, truth), "{e:?}");
     let bounded = estimate_with(&c, 100);
     assert!(!bounded.exact && bounded.lower_bound <= truth && truth <= bounded.upper_bound, "{bounded:?}");
+}
+
+/// Past 512 groups the subset test runs on the trimmed words alone: on two parallel
+/// chains of 300 groups with random cross edges (about 10^4 ideals), it agrees with the
+/// group lists on random pairs and on every parent/child pair.
+#[test]
+fn the_trimmed_subset_test_agrees_with_the_group_lists() {
+    let (chains, length) = (2usize, 300usize);
+    let n = chains * length;
+    let mut r = Rng::new(7);
+    let nodes: Vec<Node> = (0..n)
+        .map(|i| Node {
+            id: i as i64,
+            name: None,
+            fpga_latency: 1.0,
+            cpu_latency: 1.0,
+            size_bytes: 0.0,
+            supported_on_accelerator: true,
+            is_backward: false,
+            color_class: None,
+            layer_id: None,
+        })
+        .collect();
+    let mut edges = Vec::new();
+    for ch in 0..chains {
+        for t in 1..length {
+            edges.push((((t - 1) * chains + ch) as i64, (t * chains + ch) as i64, 1.0, 0.0));
+        }
+    }
+    // Cross edges from step t of each chain to step t + 5 of the other keep the width down.
+    for t in (0..length - 5).step_by(10) {
+        edges.push(((t * chains) as i64, ((t + 5) * chains + 1) as i64, 1.0, 0.0));
+        edges.push(((t * chains + 1) as i64, ((t + 5) * chains) as i64, 1.0, 0.0));
+    }
+    let w = Workload::new(nodes, edges, DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1.0, cpus: 0 }).unwrap();
+    let c = Contraction::new(&w);
+    assert!(c.len() > 512, "{} groups", c.len());
+    let ideals = Ideals::enumerate(&c, usize::MAX, &Budget::unlimited()).expect("no limit");
+    assert!(ideals.dense_row(0).is_empty(), "plain bitsets kept past 512 groups");
+    let groups: Vec<Vec<usize>> = (0..ideals.len()).map(|i| ideals.get(i).groups()).collect();
+    let subset = |j: usize, i: usize| {
+        let set: std::collections::HashSet<usize> = groups[i].iter().copied().collect();
+        groups[j].iter().all(|g| set.contains(g))
+    };
+    let (mut yes, mut no) = (0, 0);
+    for _ in 0..20_000 {
+        let (j, i) = (r.below(ideals.len() as u64) as usize, r.below(ideals.len() as u64) as usize);
+        let truth = subset(j, i);
+        assert_eq!(ideals.is_subset(j, i), truth, "J = {j}, I = {i}");
+        if truth { yes += 1 } else { no += 1 }
+    }
+    for i in 1..ideals.len() {
+        let (p, _) = ideals.parent(i).expect("not the empty ideal");
+        assert!(ideals.is_subset(p, i) && !ideals.is_subset(i, p));
+        yes += 1;
+        no += 1;
+    }
+    assert!(yes > 0 && no > 0);
 }
 
 proptest! {

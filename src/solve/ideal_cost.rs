@@ -215,7 +215,7 @@ impl PairCost {
     }
 
     /// Communication paid by an accelerator holding `I \ J` (module documentation).
-    #[inline]
+    #[inline(always)]
     pub fn communication(&self, i: &IdealSummary, ci: &[Crossing], j: &IdealSummary, cj: &[Crossing]) -> f64 {
         let mut comm = i.cut + j.cut;
         let mut b = 0;
@@ -237,7 +237,7 @@ impl PairCost {
 
     /// Load of `I \ J` on an accelerator, or `None` if it does not fit or holds an
     /// unsupported group.
-    #[inline]
+    #[inline(always)]
     pub fn accelerator_load(&self, s: &Summaries, i: usize, j: usize, memory: f64) -> Option<f64> {
         let (hi, hj) = (&s.heads[i], &s.heads[j]);
         if hi.unsupported != hj.unsupported || hi.size - hj.size > memory {

@@ -225,9 +225,9 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
     let cost = PairCost::new(w, c);
     let devices = w.devices();
     let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
-    let stopped = |reason: Exhausted, found: usize| SolveError::Stopped {
+    let stopped = |reason: Exhausted, phase: String| SolveError::Stopped {
         method: "dp".into(),
-        detail: stop_detail(&reason, found, start.elapsed().as_secs_f64()),
+        detail: stop_detail(&reason, &phase, start.elapsed().as_secs_f64()),
         reason,
     };
 
@@ -255,27 +255,32 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
         EnumerationStop::TooMany { found } => {
             SolveError::TooManyIdeals { found, limit, which: format!("{which}: {found} enumerated before stopping") }
         }
-        EnumerationStop::Budget { reason, found } => stopped(reason, found),
+        EnumerationStop::Budget { reason, found } => stopped(reason, format!("while enumerating ideals ({found} so far)")),
     })?;
     let n_ideals = ideals.len();
-    let summaries = Summaries::of_ideals(&cost, &ideals, budget).map_err(|r| stopped(r, n_ideals))?;
+    let summaries =
+        Summaries::of_ideals(&cost, &ideals, budget).map_err(|r| stopped(r, format!("while summarising {n_ideals} ideals")))?;
     let needed = (ideals.heap_bytes()
         + summaries.heap_bytes()
         + n_ideals * (Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL)) as f64;
     if needed > allowance {
         let what = format!("the DP over {n_ideals} ideals (table, summaries and bitsets)");
-        return Err(stopped(Exhausted::Memory { what, needed_bytes: needed, budget_bytes: allowance }, n_ideals));
+        return Err(stopped(Exhausted::Memory { what, needed_bytes: needed, budget_bytes: allowance }, String::new()));
     }
 
     let mut stats = Stats { ideals: Some(n_ideals), groups: Some(c.len()), ..Stats::default() };
-    let upper = chain_upper_bound(c, &cost, k, l, memory, budget).map_err(|r| stopped(r, n_ideals))?;
+    let upper = chain_upper_bound(c, &cost, k, l, memory, budget)
+        .map_err(|r| stopped(r, format!("while computing the chain bound ({n_ideals} ideals enumerated)")))?;
     if let Some((u, _)) = &upper {
         stats.notes.push(format!("upper bound from chain splits: {u}"));
     }
     let pruning = Pruning::new(c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga, k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
     let relaxation = Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory };
-    let (table, pairs) = relaxation.run(budget).map_err(|r| stopped(r, n_ideals))?;
+    let levels = ideals.level_start.len() - 2;
+    let (table, pairs) = relaxation
+        .run(budget)
+        .map_err(|(r, level)| stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals)")))?;
     stats.ideal_pairs = Some(pairs);
 
     let full = n_ideals - 1;
@@ -292,12 +297,14 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
     Ok(Run { objective: table.at(full, l, k), placement: Some(placement), infeasible: None, stats })
 }
 
-/// What a stopped run had done and what to change.
-fn stop_detail(reason: &Exhausted, ideals: usize, elapsed_s: f64) -> String {
-    let done = format!("after {ideals} ideals in {elapsed_s:.1} s");
+/// What a stopped run was doing and what to change.
+fn stop_detail(reason: &Exhausted, phase: &str, elapsed_s: f64) -> String {
     match reason {
-        Exhausted::TimeLimit => format!("{done}; raise --time-limit, coarsen the graph (fuse layers) or use --method ip"),
-        Exhausted::Interrupted | Exhausted::Memory { .. } => done,
+        Exhausted::TimeLimit => {
+            format!("{phase} after {elapsed_s:.1} s; raise --time-limit, coarsen the graph (fuse layers) or use --method ip")
+        }
+        Exhausted::Interrupted => format!("{phase} after {elapsed_s:.1} s"),
+        Exhausted::Memory { .. } => String::new(),
     }
 }
 

@@ -34,20 +34,37 @@ use crate::solve::ideals::Ideals;
 
 /// A family of ideals ordered by level, `∅` first and the whole set last.
 pub trait Family: Sync {
+    /// What the subset test needs of the larger ideal, looked up once per ideal.
+    type Top<'a>: Copy
+    where
+        Self: 'a;
     /// Ideals of level p are `level_start()[p] .. level_start()[p + 1]`.
     fn level_start(&self) -> &[usize];
-    /// `J ⊆ I`, asked only for `J` on a lower level than `I`.
-    fn is_subset(&self, j: usize, i: usize) -> bool;
+    /// Ideal `i` as the larger side of subset tests.
+    fn top(&self, i: usize) -> Self::Top<'_>;
+    /// `J ⊆ I` for `top = self.top(i)`, asked only for `J` on a lower level than `I`.
+    fn is_subset(&self, j: usize, top: Self::Top<'_>) -> bool;
 }
 
 impl Family for Ideals {
+    type Top<'a> = (usize, &'a [u64]);
+
     fn level_start(&self) -> &[usize] {
         &self.level_start
     }
 
-    #[inline]
-    fn is_subset(&self, j: usize, i: usize) -> bool {
-        self.get(j).is_subset_of(&self.get(i))
+    #[inline(always)]
+    fn top(&self, i: usize) -> (usize, &[u64]) {
+        (i, self.dense_row(i))
+    }
+
+    #[inline(always)]
+    fn is_subset(&self, j: usize, (i, dense): (usize, &[u64])) -> bool {
+        if dense.is_empty() {
+            Ideals::is_subset(self, j, i)
+        } else {
+            self.dense_row(j).iter().zip(dense).all(|(x, y)| x & !y == 0)
+        }
     }
 }
 
@@ -63,12 +80,16 @@ impl Prefixes {
 }
 
 impl Family for Prefixes {
+    type Top<'a> = ();
+
     fn level_start(&self) -> &[usize] {
         &self.level_start
     }
 
-    #[inline]
-    fn is_subset(&self, _: usize, _: usize) -> bool {
+    fn top(&self, _: usize) {}
+
+    #[inline(always)]
+    fn is_subset(&self, _: usize, _: ()) -> bool {
         true
     }
 }
@@ -130,8 +151,9 @@ const PARALLEL_LEVEL: usize = 8;
 const CHECK_EVERY: usize = 256;
 
 impl<F: Family> Relaxation<'_, F> {
-    /// Fills the table, level by level. Returns it and the number of pairs priced.
-    pub fn run(&self, budget: &Budget) -> Result<(Table, u64), Exhausted> {
+    /// Fills the table, level by level. Returns it and the number of pairs priced, or why
+    /// it stopped and the level it was relaxing.
+    pub fn run(&self, budget: &Budget) -> Result<(Table, u64), (Exhausted, usize)> {
         let (k, l) = (self.pruning.k, self.pruning.l);
         let s = (k + 1) * (l + 1);
         let n_ideals = self.summaries.len();
@@ -160,10 +182,7 @@ impl<F: Family> Relaxation<'_, F> {
             } else {
                 rest.par_chunks_mut(s).zip(links.par_chunks_mut(s)).enumerate().for_each(one);
             }
-            budget.check()?;
-            if stop.load(Ordering::Relaxed) {
-                budget.check()?;
-            }
+            budget.check().map_err(|r| (r, level))?;
         }
         Ok((Table { value, link, k, l }, pairs.into_inner()))
     }
@@ -180,20 +199,28 @@ impl<F: Family> Relaxation<'_, F> {
         if bands.iter().all(|&(a, b)| a > b) {
             return 0;
         }
+        let top = self.family.top(i);
         let mut evaluated = 0u64;
         if k > 0 {
             let w = self.windows;
             let (a, b) = Windows::window(&w.fpga_keys, si.fpga, p.bound);
             let mut limit = p.cap(&bands, best, 1, 0);
             let mut above = p.reach(&bands, best);
-            let top = a + w.fpga_keys[a..b].partition_point(|&x| x <= above);
-            for &j in w.by_fpga[a..top].iter().rev() {
-                let j = j as usize;
-                let fj = heads[j].fpga;
+            let keys = &w.fpga_keys;
+            let mut pos = a + keys[a..b].partition_point(|&x| x <= above);
+            while pos > a {
+                pos -= 1;
+                let fj = keys[pos];
                 if si.fpga - fj > limit {
                     break;
                 }
-                if fj > above || j >= lo || !self.family.is_subset(j, i) {
+                if fj > above {
+                    // `above` fell since `pos` was chosen: skip to the keys below it.
+                    pos = a + keys[a..pos].partition_point(|&x| x <= above);
+                    continue;
+                }
+                let j = w.by_fpga[pos] as usize;
+                if j >= lo || !self.family.is_subset(j, top) {
                     continue;
                 }
                 let Some(load) = self.cost.accelerator_load(self.summaries, i, j, self.memory) else {
@@ -226,13 +253,13 @@ impl<F: Family> Relaxation<'_, F> {
             let w = self.windows;
             let (a, b) = Windows::window(&w.cpu_keys, si.cpu, p.bound);
             let mut limit = p.cap(&bands, best, 0, 1);
-            for &j in w.by_cpu[a..b].iter().rev() {
-                let j = j as usize;
-                let load = PairCost::cpu_load(si, &heads[j]);
+            for pos in (a..b).rev() {
+                let load = si.cpu - w.cpu_keys[pos];
                 if load > limit {
                     break;
                 }
-                if j >= lo || !self.family.is_subset(j, i) {
+                let j = w.by_cpu[pos] as usize;
+                if j >= lo || !self.family.is_subset(j, top) {
                     continue;
                 }
                 evaluated += 1;

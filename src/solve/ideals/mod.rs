@@ -61,7 +61,14 @@ pub struct Ideals {
     parent: Vec<u32>,
     /// `added[i] = t(I_i)`, the group `I_i` adds to its parent (`u32::MAX` for ∅).
     added: Vec<u32>,
+    /// On small DAGs (at most [`DENSE_WORDS`] words), every ideal also as a plain bitset of
+    /// `dense_words` words, for the fastest subset test.
+    dense: Vec<u64>,
+    dense_words: usize,
 }
+
+/// The widest plain bitsets kept beside the trimmed ones (512 groups).
+pub const DENSE_WORDS: usize = 8;
 
 /// Why enumeration stopped before listing every ideal.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +108,8 @@ impl Ideals {
             level_start: vec![0, 1],
             parent: vec![u32::MAX],
             added: vec![u32::MAX],
+            dense: Vec::new(),
+            dense_words: 0,
         };
         let mut cand: Vec<u32> = (0..n).filter(|&g| c.pred[g].is_empty()).map(|g| g as u32).collect();
         let mut cand_start: Vec<usize> = vec![0, cand.len()];
@@ -146,6 +155,17 @@ impl Ideals {
             ideals.level_start.push(ideals.spans.len());
             cand = next_cand;
             cand_start = next_start;
+        }
+        let words = n.div_ceil(64);
+        if words <= DENSE_WORDS {
+            let mut dense = vec![0; ideals.len() * words];
+            for (i, row) in dense.chunks_mut(words).enumerate() {
+                let bits = ideals.get(i);
+                for (w, slot) in row.iter_mut().enumerate() {
+                    *slot = bits.word(w);
+                }
+            }
+            (ideals.dense, ideals.dense_words) = (dense, words);
         }
         Ok(ideals)
     }
@@ -193,6 +213,36 @@ impl Ideals {
         IdealBits { base: s.base as usize, words: &self.words[s.start..s.start + s.len as usize] }
     }
 
+    /// Ideal `i` as a plain bitset of ⌈n/64⌉ words on small DAGs (at most
+    /// [`DENSE_WORDS`] words), else empty.
+    #[inline(always)]
+    pub fn dense_row(&self, i: usize) -> &[u64] {
+        let w = self.dense_words;
+        &self.dense[i * w..(i + 1) * w]
+    }
+
+    /// `I_j ⊆ I_i` ([`IdealBits::is_subset_of`], on the stored words directly).
+    #[inline(always)]
+    pub fn is_subset(&self, j: usize, i: usize) -> bool {
+        if self.dense_words > 0 {
+            return self.dense_row(j).iter().zip(self.dense_row(i)).all(|(x, y)| x & !y == 0);
+        }
+        let (sj, si) = (self.spans[j], self.spans[i]);
+        let (bj, bi) = (sj.base as usize, si.base as usize);
+        let (ej, ei) = (bj + sj.len as usize, bi + si.len as usize);
+        if bj > bi || ej > ei {
+            return false;
+        }
+        if ej <= bi {
+            // J lies in I's run of full words.
+            return true;
+        }
+        // J's words below I's base fall in I's run of full words.
+        let jw = &self.words[sj.start + (bi - bj)..sj.start + sj.len as usize];
+        let iw = &self.words[si.start..si.start + jw.len()];
+        jw.iter().zip(iw).all(|(a, b)| a & !b == 0)
+    }
+
     /// The canonical parent of ideal `i` and the group it adds (`None` for ∅).
     #[inline]
     pub fn parent(&self, i: usize) -> Option<(usize, usize)> {
@@ -209,6 +259,7 @@ impl Ideals {
         self.spans.capacity() * std::mem::size_of::<Span>()
             + self.words.capacity() * 8
             + (self.parent.capacity() + self.added.capacity()) * 4
+            + self.dense.capacity() * 8
             + self.level_start.capacity() * 8
     }
 
