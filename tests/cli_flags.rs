@@ -158,7 +158,7 @@ fn a_capped_ideal_limit_is_reported_not_silent() {
     let w = write(dir.path(), "wide.json", &json);
     fails_with(
         &["plan", w.to_str().unwrap(), "--max-ideals", "1e8"],
-        &["is all the DP's memory budget holds for this many devices, fewer than the 100000000 allowed (--max-ideals)"],
+        &["the DP's memory budget of", "holds for this many devices", "fewer than the 100000000 allowed (--max-ideals)"],
     );
 }
 

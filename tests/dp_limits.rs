@@ -23,6 +23,8 @@ fn parallel_chains() -> Workload {
             is_backward: false,
             color_class: None,
             layer_id: None,
+            module: None,
+            memory: None,
         })
         .collect();
     let mut edges = Vec::new();

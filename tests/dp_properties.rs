@@ -305,16 +305,18 @@ fn leafy_workload(seed: u64) -> Option<Workload> {
         is_backward: false,
         color_class: None,
         layer_id: None,
+        module: None,
+        memory: None,
     };
     for i in 0..core {
         nodes.push(node(i, 1.0 + r.below(8) as f64, 2.0 + r.below(30) as f64, r.below(6) as f64));
     }
     let cost: Vec<f64> = (0..core + leaves).map(|_| r.below(3) as f64 * 0.5).collect();
     let mut edges = Vec::new();
-    for i in 0..core {
+    for (i, &c) in cost[..core].iter().enumerate() {
         for j in i + 1..core {
             if j == i + 1 || r.chance(0.3) {
-                edges.push((i as i64, j as i64, cost[i], 0.0));
+                edges.push((i as i64, j as i64, c, 0.0));
             }
         }
     }

@@ -33,6 +33,8 @@ fn random_dag(seed: u64) -> Option<Workload> {
             is_backward: false,
             color_class: None,
             layer_id: None,
+            module: None,
+            memory: None,
         })
         .collect();
     let cost: Vec<f64> = (0..n).map(|_| r.value(3)).collect();
@@ -170,6 +172,8 @@ fn parallel_chains_are_counted_exactly() {
             is_backward: false,
             color_class: None,
             layer_id: None,
+            module: None,
+            memory: None,
         })
         .collect();
     // Step t of chain ch is node t·chains + ch: the topological order interleaves the
@@ -211,6 +215,8 @@ fn the_trimmed_subset_test_agrees_with_the_group_lists() {
             is_backward: false,
             color_class: None,
             layer_id: None,
+            module: None,
+            memory: None,
         })
         .collect();
     let mut edges = Vec::new();

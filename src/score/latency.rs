@@ -407,14 +407,16 @@ mod tests {
                     is_backward: false,
                     color_class: None,
                     layer_id: None,
+                    module: None,
+                    memory: None,
                 })
                 .collect();
             let cost: Vec<f64> = (0..n).map(|_| next(3) as f64).collect();
             let mut edges = Vec::new();
-            for i in 0..n {
+            for (i, &c) in cost.iter().enumerate() {
                 for j in i + 1..n {
                     if next(3) == 0 {
-                        edges.push((i as i64, j as i64, cost[i], 0.0));
+                        edges.push((i as i64, j as i64, c, 0.0));
                     }
                 }
             }

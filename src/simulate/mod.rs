@@ -43,7 +43,7 @@ pub use stages::{Piece, Stages};
 
 use crate::model::schedule::{held_bytes, timetable, HeldBytes, Pass, Schedule, ScheduleError};
 use crate::model::{Device, Placement, Workload};
-use crate::score::{contiguity_violations, device_loads, max_load, sync_objective, violations, Evaluation, LatencyScore};
+use crate::score::{contiguity_violations, device_loads, max_load, sync_objective, violations, Evaluation};
 
 /// The most tasks (pieces × micro-batches) one simulation runs.
 pub const MAX_TASKS: usize = 20_000_000;

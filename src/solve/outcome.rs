@@ -90,12 +90,16 @@ pub enum StopReason {
     PlanAboveBound,
     /// The solver stopped with a status that proves nothing (`status`: its name).
     Solver { status: String },
+    /// The DP's proof needed a group DAG with more than `limit` ideals (`--max-ideals` or
+    /// what the memory budget holds).
+    IdealLimit { limit: usize },
 }
 
 impl StopReason {
     /// A stable machine-readable name: `gap-reached`, `solver-gap`, `time-limit`,
     /// `interrupted`, `node-limit`, `iteration-limit`, `memory-budget`,
-    /// `solver-memory-limit`, `unreliable-bound`, `plan-above-bound`, `solver-status`.
+    /// `solver-memory-limit`, `unreliable-bound`, `plan-above-bound`, `solver-status`,
+    /// `ideal-limit`.
     pub fn code(&self) -> &'static str {
         match self {
             StopReason::GapReached { .. } => "gap-reached",
@@ -109,6 +113,7 @@ impl StopReason {
             StopReason::UnreliableBound => "unreliable-bound",
             StopReason::PlanAboveBound => "plan-above-bound",
             StopReason::Solver { .. } => "solver-status",
+            StopReason::IdealLimit { .. } => "ideal-limit",
         }
     }
 
@@ -118,6 +123,7 @@ impl StopReason {
             StopReason::TimeLimit => Some("raise --time-limit"),
             StopReason::GapReached { .. } => Some("lower --gap"),
             StopReason::SolverMemoryLimit => Some("coarsen the graph, or give the solver more memory"),
+            StopReason::IdealLimit { .. } => Some("raise --max-ideals or --memory-budget"),
             _ => None,
         }
     }
@@ -139,6 +145,7 @@ impl std::fmt::Display for StopReason {
             StopReason::UnreliableBound => write!(f, "HiGHS's bound is unreliable"),
             StopReason::PlanAboveBound => write!(f, "HiGHS's incumbent met the lower bound but the scored plan does not"),
             StopReason::Solver { status } => write!(f, "HiGHS stopped: {status}"),
+            StopReason::IdealLimit { limit } => write!(f, "the DP's proof needs more than {limit} ideals"),
         }
     }
 }

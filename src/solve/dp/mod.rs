@@ -53,7 +53,7 @@ use super::ideal_cost::{PairCost, Summaries};
 use super::ideals::{self, EnumerationStop, Ideals};
 use super::knapsack::FractionalKnapsack;
 use super::leaf_folding::fold_leaves;
-use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status};
+use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::contraction::Contraction;
 use crate::model::{Device, Placement, Workload};
 
@@ -168,9 +168,14 @@ pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<
             Ok(run.outcome(Status::Optimal, None, notes, start))
         }
         Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) if folded.placement.is_some() => {
-            let reason = format!(
+            notes.push(format!(
                 "{leaves} zero-cost leaves folded into their neighbours under a binding memory; the DAG without that folding is beyond the limits ({e})"
-            );
+            ));
+            let reason = match e {
+                SolveError::Stopped { reason, .. } => StopReason::from(reason),
+                SolveError::TooManyIdeals { limit, .. } => StopReason::IdealLimit { limit },
+                _ => unreachable!("matched above"),
+            };
             Ok(folded.outcome(Status::Feasible { reason }, Some(lower), notes, start))
         }
         Err(e) => Err(e),
