@@ -187,3 +187,47 @@ fn no_plan_within_the_limits_is_not_infeasible() {
     let infeasible = write(dir.path(), "tight.json", &CHAIN.replace(r#""maxCPUs":1"#, r#""maxCPUs":0"#).replace(r#""maxSizePerFPGA":100"#, r#""maxSizePerFPGA":15"#));
     fails_with(&["plan", infeasible.to_str().unwrap(), "--method", "ip", "--non-contiguous"], &["no feasible placement"]);
 }
+
+/// 8 parallel chains of 5 nodes on 4 accelerators: 6⁸ = 1,679,616 ideals, seconds of DP.
+fn parallel_chains(dir: &Path) -> PathBuf {
+    let nodes: Vec<String> = (0..40).map(|i| format!(r#"{{"id":{i},"fpgaLatency":1,"cpuLatency":10,"size":1}}"#)).collect();
+    let edges: Vec<String> = (0..8)
+        .flat_map(|c| (1..5).map(move |t| format!(r#"{{"sourceId":{},"destId":{},"cost":0.1}}"#, c * 5 + t - 1, c * 5 + t)))
+        .collect();
+    let json =
+        format!(r#"{{"maxSizePerFPGA":1e9,"maxFPGAs":4,"maxCPUs":1,"nodes":[{}],"edges":[{}]}}"#, nodes.join(","), edges.join(","));
+    write(dir, "chains.json", &json)
+}
+
+#[test]
+fn the_memory_budget_is_a_checked_flag_that_stops_the_dp() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = parallel_chains(dir.path());
+    let w = w.to_str().unwrap();
+    fails_with(&["plan", w, "--memory-budget", "1KiB"], &["--memory-budget 1024 is out of range"]);
+    fails_with(&["plan", w, "--memory-budget", "lots"], &["not a byte count"]);
+    fails_with(&["plan", w, "--memory-budget", "64MiB"], &["the DP's memory budget of 0.06 GiB", "1679616"]);
+}
+
+#[test]
+fn ctrl_c_stops_the_dp_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = parallel_chains(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+        .args(["plan", w.to_str().unwrap(), "--method", "dp"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill only sends a signal to the child we spawned.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let sent = std::time::Instant::now();
+    let run = child.wait_with_output().unwrap();
+    let took = sent.elapsed().as_secs_f64();
+    let err = text(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(err.contains("dp stopped without a plan: interrupted"), "{err}");
+    // Generous for a loaded 2-core machine; the DP checks between blocks of 256 ideals.
+    assert!(took < 10.0, "answered after {took} s");
+}

@@ -79,6 +79,10 @@ pub struct SearchFlags {
     /// Largest number of ideals the DP may enumerate (1 to 2^32 - 1).
     #[arg(long, default_value_t = 2_000_000, value_parser = parse_count)]
     pub max_ideals: usize,
+    /// Memory the DP may use for its ideals and table, bytes or with a unit: 4GiB
+    /// (1 MiB to 1 PiB) [default: 1.5 GiB].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory_budget: Option<f64>,
     /// Random seed (local search, partitioner).
     #[arg(long, default_value_t = 1, value_parser = parse_count)]
     pub seed: usize,
@@ -208,6 +212,10 @@ pub struct ReproduceArgs {
     /// Time limit of each method run (the IP's, and local search's), e.g. 60s.
     #[arg(long, value_parser = parse_seconds, value_name = "TIME", default_value = "60s")]
     pub ip_time_limit: f64,
+    /// Memory the DP may use for its ideals and table, bytes or with a unit: 4GiB
+    /// (1 MiB to 1 PiB) [default: 1.5 GiB].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory_budget: Option<f64>,
     /// Random seed (local search, partitioner).
     #[arg(long, default_value_t = 1, value_parser = parse_count)]
     pub seed: usize,
@@ -364,7 +372,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         export_cmds::Granularity::Layer => Some(export_cmds::layers_of(&w)?),
         export_cmds::Granularity::Operator => None,
     };
-    if settings.method.uses_milp_solver() {
+    if settings.method.uses_milp_solver() || settings.method == MethodId::Dp {
         ip_session_setup();
     }
     let plan = match &layers {
@@ -504,8 +512,9 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
 
 static PROGRESS_SHOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// For `--method ip`: Ctrl-C stops the solve and prints the best plan so far (a second
-/// Ctrl-C exits at once with status 130), and progress goes to stderr when it is a terminal.
+/// For `--method ip` and `dp`: Ctrl-C stops the solve (the IP prints the best plan so far,
+/// the DP, which has no plan before its last level, says where it stopped; a second Ctrl-C
+/// exits at once with status 130), and HiGHS's progress goes to stderr when it is a terminal.
 fn ip_session_setup() {
     extern "C" fn on_sigint(_: libc::c_int) {
         if solve::milp::interrupt_requested() {

@@ -19,6 +19,7 @@
 //! | `--restarts N` | 1 … 1,000,000 | each restart is a full local search |
 //! | `--seed S` | 0 … 2⁶⁴−1 | any |
 //! | `--max-ideals N` | 1 … 2³²−1 | the DP numbers ideals with 32 bits |
+//! | `--memory-budget B` | 1 MiB … 1 PiB | what the DP's ideals and table may take; beyond it the DP stops before allocating, naming the budget |
 //! | `--time-limit`, `--ip-time-limit` | 1 ms … 10⁹ s (31.7 years) | omit `--time-limit` for none |
 //! | `--gap` | 0 … 1 (100%) | a relative gap above 100% stops at the first plan, as 100% does |
 //! | `--memory` | a finite byte count ≥ 0 | |
@@ -36,6 +37,10 @@ use crate::costmodel::DType;
 use crate::model::{DeviceSet, Workload};
 use crate::solve::milp::{IpExperiment, IpOptions};
 use crate::solve::{clamp_to_nodes, method_names, Limits, MethodId, Objective, Problem};
+
+/// The smallest and largest `--memory-budget`, bytes (1 MiB, 1 PiB).
+const MIN_MEMORY_BUDGET: f64 = 1024.0 * 1024.0;
+const MAX_MEMORY_BUDGET: f64 = 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0;
 
 /// The longest time limit, seconds (about 31.7 years).
 pub const MAX_TIME_LIMIT_S: f64 = 1e9;
@@ -169,10 +174,14 @@ fn restarts(value: usize) -> Result<usize, CliError> {
     )
 }
 
-/// `--max-ideals`, `--seed`, `--restarts` into the fields of [`Limits`].
+/// `--max-ideals`, `--memory-budget`, `--seed`, `--restarts` into the fields of [`Limits`].
 fn search_limits(flags: &SearchFlags, limits: &mut Limits) -> Result<(), CliError> {
     limits.max_ideals =
         in_range("--max-ideals", flags.max_ideals, 1, MAX_IDEALS, "the DP numbers ideals with 32 bits; coarsen the graph instead")?;
+    limits.memory_budget_bytes = flags
+        .memory_budget
+        .map(|b| in_range("--memory-budget", b, MIN_MEMORY_BUDGET, MAX_MEMORY_BUDGET, "bytes, 1 MiB to 1 PiB"))
+        .transpose()?;
     limits.seed = flags.seed as u64;
     limits.restarts = restarts(flags.restarts)?;
     Ok(())
