@@ -213,7 +213,7 @@ fn the_memory_budget_is_a_checked_flag_that_stops_the_dp() {
 fn ctrl_c_stops_the_dp_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let w = parallel_chains(dir.path());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+    let child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
         .args(["plan", w.to_str().unwrap(), "--method", "dp"])
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
