@@ -281,11 +281,15 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
     }
     let pruning = Pruning::new(c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga, k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
+    budget.check().map_err(|r| stopped(r, format!("while sorting {n_ideals} ideals by load")))?;
     let relaxation = Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory };
     let levels = ideals.level_start.len() - 2;
     let (table, pairs) = relaxation
         .run(budget)
-        .map_err(|(r, level)| stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals)")))?;
+        .map_err(|(r, level)| match level {
+            0 => stopped(r, format!("while filling the table of {n_ideals} ideals")),
+            _ => stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals)")),
+        })?;
     stats.ideal_pairs = Some(pairs);
 
     let full = n_ideals - 1;

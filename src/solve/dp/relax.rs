@@ -150,15 +150,30 @@ const PARALLEL_LEVEL: usize = 8;
 /// Ideals between two budget checks inside a level.
 const CHECK_EVERY: usize = 256;
 
+/// Table entries written between two budget checks while the table is filled (a table of
+/// a GiB takes seconds to fault in on a loaded machine).
+const FILL_CHUNK: usize = 1 << 22;
+
+/// `len` copies of `x`, written in chunks with a budget check after each.
+fn filled<T: Copy>(len: usize, x: T, budget: &Budget) -> Result<Vec<T>, Exhausted> {
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        let more = FILL_CHUNK.min(len - out.len());
+        out.extend(std::iter::repeat_n(x, more));
+        budget.check()?;
+    }
+    Ok(out)
+}
+
 impl<F: Family> Relaxation<'_, F> {
     /// Fills the table, level by level. Returns it and the number of pairs priced, or why
-    /// it stopped and the level it was relaxing.
+    /// it stopped and the level it was relaxing (0 while the table is being allocated).
     pub fn run(&self, budget: &Budget) -> Result<(Table, u64), (Exhausted, usize)> {
         let (k, l) = (self.pruning.k, self.pruning.l);
         let s = (k + 1) * (l + 1);
         let n_ideals = self.summaries.len();
-        let mut value = vec![f64::INFINITY; n_ideals * s];
-        let mut link = vec![Link::None; n_ideals * s];
+        let mut value = filled(n_ideals * s, f64::INFINITY, budget).map_err(|r| (r, 0))?;
+        let mut link = filled(n_ideals * s, Link::None, budget).map_err(|r| (r, 0))?;
         value[..s].iter_mut().for_each(|x| *x = 0.0);
         let pairs = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
