@@ -16,7 +16,7 @@ use crate::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, OpGraph,
     Style, TransformerSpec,
 };
-use crate::io::{workload_to_json, write_atomically};
+use crate::io::{check_output_target, workload_to_json, write_atomically};
 use crate::model::Workload;
 
 /// Default number of accelerators of an imported or generated workload.
@@ -293,6 +293,9 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
 }
 
 fn run_import(args: ImportArgs) -> Result<(), CliError> {
+    if let Some(out) = &args.out {
+        check_output_target(out)?;
+    }
     let graph = import_graph(&args.model, &args.cost)?;
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
     let w = to_workload(&graph, &settings)?;
@@ -300,6 +303,9 @@ fn run_import(args: ImportArgs) -> Result<(), CliError> {
 }
 
 fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
+    if let Some(out) = &args.out {
+        check_output_target(out)?;
+    }
     let style = match args.style {
         StyleArg::Bert => Style::Bert,
         StyleArg::Gpt2 => Style::Gpt2,

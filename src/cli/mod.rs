@@ -2,11 +2,12 @@
 //! ([`settings`]) → library calls → one report. Notes about what the settings decided (an
 //! implied flag, a clamped count) go to stderr as `note:` lines.
 //!
-//! Exit status: 0 success (a closed output pipe counts as success); 2 bad input (an
-//! unreadable or invalid workload or placement, a flag out of range, an instance with no
-//! feasible placement with the reason, or no plan found within the limits with the limit
-//! that stopped the run); 3 an internal check failed (a bug: a solver's plan that the scorer
-//! rejects).
+//! Exit status ([`EXIT_STATUS`], also in `--help`): 0 success (a closed output pipe counts
+//! as success); 1 `score` of a placement that breaks a rule (the table or JSON is printed
+//! all the same); 2 bad input (an unreadable or invalid workload or placement, a flag out of
+//! range, an `--out` that is not a regular file, an instance with no feasible placement with
+//! the reason, or no plan found within the limits with the limit that stopped the run); 3 an
+//! internal check failed (a bug: a solver's plan that the scorer rejects).
 
 pub mod bench;
 pub mod costmodel_cmds;
@@ -23,7 +24,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub use settings::{parse_count, parse_fraction, parse_seconds};
 
 use crate::experiments::bench::peak_memory_bytes;
-use crate::io::{read_placement, read_workload, write_atomically, IoError};
+use crate::io::{check_output_target, read_placement, read_workload, write_atomically, IoError};
 use crate::model::{human_bytes, parse_bytes, WorkloadError};
 use crate::report::table::status_text;
 use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
@@ -33,8 +34,16 @@ use crate::solve::milp::IpExperiment;
 use crate::solve::{self, Method, MethodId, Objective, Outcome, Problem, SolveError, Status};
 use settings::{fit_to_workload, CompareSettings, DeviceOverrides, PlanSettings, ReproduceSettings};
 
+/// The exit statuses, as `--help` prints them.
+pub const EXIT_STATUS: &str = "Exit status:
+  0  success
+  1  score: the placement breaks a rule (device count, colour class, support, memory, deadlock)
+  2  bad input: unreadable or invalid workload, placement, model or flag; --out not a regular
+     file; no feasible placement, or no plan within the limits (the message says why)
+  3  internal check failed (a bug; please report it)";
+
 #[derive(Parser, Debug)]
-#[command(name = "dnnplace", version, about = "Optimal device placement of DNN operator graphs")]
+#[command(name = "dnnplace", version, about = "Optimal device placement of DNN operator graphs", after_help = EXIT_STATUS)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -46,7 +55,9 @@ pub struct Cli {
 pub enum Command {
     /// Compute a placement of a workload.
     Plan(PlanArgs),
-    /// Score a placement file against a workload: validity, loads, TPS, latency.
+    /// Score a placement file against a workload: validity, loads, TPS, latency. Exits 1
+    /// when the placement breaks a rule.
+    #[command(after_help = EXIT_STATUS)]
     Score(ScoreArgs),
     /// Run every applicable method on a workload and print one comparison table.
     Compare(CompareArgs),
@@ -255,6 +266,9 @@ pub enum CliError {
     Input(String),
     #[error("{0}")]
     Internal(String),
+    /// `score`: the placement breaks a rule (exit 1).
+    #[error("{0}")]
+    Rejected(String),
     #[error("broken pipe")]
     BrokenPipe,
 }
@@ -264,6 +278,7 @@ impl CliError {
         match self {
             CliError::Input(_) => ExitCode::from(2),
             CliError::Internal(_) => ExitCode::from(3),
+            CliError::Rejected(_) => ExitCode::from(1),
             CliError::BrokenPipe => ExitCode::SUCCESS,
         }
     }
@@ -349,6 +364,9 @@ fn print_notes(notes: &[String]) {
 
 fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     let mut settings = PlanSettings::new(&args)?;
+    if let Some(out) = &args.out {
+        check_output_target(out)?;
+    }
     let w = if costmodel_cmds::is_model_file(&args.workload) {
         costmodel_cmds::load_model_workload(&args.workload, &args.model, &settings.devices)?
     } else {
@@ -484,6 +502,7 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
 }
 
 fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
+    check_output_target(&args.out)?;
     let settings = ReproduceSettings::new(&args)?;
     let command = format!(
         "dnnplace reproduce {} --ip-time-limit {}s --seed {} --restarts {}",
@@ -574,5 +593,12 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
         write!(stdout, "{}", crate::report::layers::holdings_table(&w, &names, &placement, &e))?;
     }
     stdout.flush()?;
-    Ok(())
+    match e.violations.len() {
+        0 => Ok(()),
+        n => Err(CliError::Rejected(format!(
+            "the placement breaks {n} rule{} (listed in the output); first: {}",
+            if n == 1 { "" } else { "s" },
+            e.violations[0]
+        ))),
+    }
 }

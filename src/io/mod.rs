@@ -1,8 +1,16 @@
 //! Readers and writers: workload files, placement files, atomic output.
+//!
+//! - [`json`]: the rules of every JSON file read (one value, optional UTF-8 BOM, errors
+//!   with a JSON path and line/column);
+//! - [`workload_json`], [`placement_json`]: the two file formats of MODEL.md;
+//! - [`output_file`]: `--out` files, written atomically over regular files only.
 
+pub mod json;
+pub mod output_file;
 pub mod placement_json;
 pub mod workload_json;
 
+pub use output_file::{check_output_target, write_atomically};
 pub use placement_json::{parse_placement, placement_to_raw, read_placement, RawPlacement};
 pub use workload_json::{parse_workload, read_workload, workload_to_json};
 
@@ -32,22 +40,11 @@ impl IoError {
     }
 }
 
+/// Reads a whole text file; a file that is not UTF-8 is an error saying where.
 pub(crate) fn read_text(path: &Path) -> Result<String, IoError> {
-    std::fs::read_to_string(path).map_err(|source| IoError::File { path: path.display().to_string(), source })
-}
-
-/// Writes `contents` to `path` atomically: a temporary file in the same folder, then a
-/// rename, so a reader never sees a half-written file.
-pub fn write_atomically(path: &Path, contents: &str) -> Result<(), IoError> {
-    use std::io::Write;
-    let err = |source| IoError::File { path: path.display().to_string(), source };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
-    tmp.write_all(contents.as_bytes()).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+    let bytes = std::fs::read(path).map_err(|source| IoError::File { path: path.display().to_string(), source })?;
+    match json::text_of(&bytes) {
+        Ok(_) => Ok(String::from_utf8(bytes).expect("checked above")),
+        Err(message) => Err(IoError::InFile { path: path.display().to_string(), message }),
+    }
 }

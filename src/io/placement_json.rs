@@ -11,7 +11,9 @@
 //! reading (the scorer recomputes them). A node that the file does not list is placed
 //! with its colour class when the listed nodes of that class agree on one device (this is
 //! how a forward-only expert split is completed for a training graph), in the piece of
-//! the first listed node of its class; otherwise reading fails naming the node.
+//! the first listed node of its class; otherwise reading fails naming the node. The file
+//! is one JSON value (an optional UTF-8 BOM before it, nothing but whitespace after it;
+//! [`super::json`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -43,11 +45,7 @@ pub struct RawPlacement {
 
 /// Parses a placement for workload `w`, completing unlisted nodes by colour class.
 pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let raw: RawPlacement = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        IoError::Format(format!("at {path}: {}", e.into_inner()))
-    })?;
+    let raw: RawPlacement = super::json::parse_json(text)?;
     let mut assignment: Vec<Option<Device>> = vec![None; w.len()];
     let mut rank: Vec<Option<usize>> = vec![None; w.len()];
     let explicit = raw.fpgas.iter().any(|d| d.pieces.is_some());

@@ -9,7 +9,8 @@
 //! Flags (`supportedOnFpga`, `isBackwardNode`) are booleans or the integers 0/1. Optional:
 //! `size` (0), `colorClass`, `name`, `layerId`, an edge's `size`; `supportedOnFpga`
 //! defaults to true and `isBackwardNode` to false. Unknown fields are ignored. A missing or
-//! mistyped field is reported with its JSON path (`nodes[3].fpgaLatency`).
+//! mistyped field is reported with its JSON path (`nodes[3].fpgaLatency`). The file is one
+//! JSON object (an optional UTF-8 BOM before it, nothing but whitespace after it; [`super::json`]).
 //!
 //! Optional node fields beyond MODEL.md, written by the cost models
 //! ([`crate::costmodel`]) and kept through a read/write round trip:
@@ -110,11 +111,7 @@ struct RawWorkload {
 
 /// Parses and validates a workload from JSON text.
 pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let raw: RawWorkload = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        IoError::Format(format!("at {path}: {}", e.into_inner()))
-    })?;
+    let raw: RawWorkload = super::json::parse_json(text)?;
     let devices = DeviceSet {
         accelerators: raw.max_fpgas,
         memory_per_accelerator_bytes: raw.max_size_per_fpga,

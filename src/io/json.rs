@@ -1,0 +1,93 @@
+//! The rules every JSON file the tool reads follows, in one place.
+//!
+//! A file is exactly one JSON value, optionally preceded by a UTF-8 byte-order mark
+//! (U+FEFF, which some Windows editors write) and surrounded by whitespace. Anything else
+//! after the value (`{…}{ garbage`, a second document) is an error naming the line and
+//! column where it starts, never silently ignored. A mistyped or missing field is reported
+//! with its JSON path (`nodes[3].fpgaLatency`) and position. Nesting deeper than
+//! serde_json's limit (128) is an error, not a stack overflow.
+//!
+//! Cost: one pass over the text, O(|text|).
+
+use serde::de::DeserializeOwned;
+
+use super::IoError;
+
+/// U+FEFF, the byte-order mark, as the first character of a UTF-8 text.
+const BOM: char = '\u{feff}';
+
+/// Parses `text` as one value of `T` under the rules of the module documentation.
+pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, IoError> {
+    let text = text.strip_prefix(BOM).unwrap_or(text);
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            IoError::Format(inner.to_string())
+        } else {
+            IoError::Format(format!("at {path}: {inner}"))
+        }
+    })?;
+    de.end().map_err(|e| IoError::Format(format!("text after the end of the JSON document: {e}")))?;
+    Ok(value)
+}
+
+/// Bytes of a text file → `&str`, with a message a person can act on when they are not
+/// UTF-8 (a UTF-16 byte-order mark is named as such).
+pub fn text_of(bytes: &[u8]) -> Result<&str, String> {
+    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return Err("the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8".into());
+    }
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        format!("the file is not UTF-8 text: invalid byte 0x{:02X} at byte offset {at} (line {line})", bytes[at])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    struct Pair {
+        a: i64,
+        b: Vec<f64>,
+    }
+
+    #[test]
+    fn one_value_with_optional_bom() {
+        let ok = Pair { a: 1, b: vec![2.0] };
+        assert_eq!(parse_json::<Pair>(r#"{"a":1,"b":[2]}"#).unwrap(), ok);
+        assert_eq!(parse_json::<Pair>("\u{feff}{\"a\":1,\"b\":[2]}\n\n").unwrap(), ok);
+        // A BOM anywhere else is not whitespace.
+        assert!(parse_json::<Pair>(" \u{feff}{\"a\":1,\"b\":[2]}").is_err());
+    }
+
+    #[test]
+    fn trailing_text_names_its_position() {
+        let err = parse_json::<Pair>("{\"a\":1,\"b\":[2]}\n}{ garbage").unwrap_err().to_string();
+        assert!(err.contains("after the end of the JSON document") && err.contains("line 2 column 1"), "{err}");
+        let err = parse_json::<Pair>("{\"a\":1,\"b\":[2]} {\"a\":1,\"b\":[]}").unwrap_err().to_string();
+        assert!(err.contains("line 1 column 17"), "{err}");
+    }
+
+    #[test]
+    fn field_errors_carry_their_path() {
+        let err = parse_json::<Pair>(r#"{"a":1,"b":[2,"x"]}"#).unwrap_err().to_string();
+        assert!(err.starts_with("at b[1]:"), "{err}");
+        let err = parse_json::<Pair>("").unwrap_err().to_string();
+        assert!(err.starts_with("EOF while parsing"), "{err}");
+        let deep = "[".repeat(100_000);
+        assert!(parse_json::<serde_json::Value>(&deep).unwrap_err().to_string().contains("recursion limit"));
+    }
+
+    #[test]
+    fn non_utf8_is_named() {
+        assert!(text_of(b"\xff\xfe{\x00").unwrap_err().contains("UTF-16"));
+        let err = text_of(b"{\n\"a\": \xc3\x28}").unwrap_err();
+        assert!(err.contains("0xC3 at byte offset 7 (line 2)"), "{err}");
+        assert_eq!(text_of(b"ok").unwrap(), "ok");
+    }
+}
