@@ -1,11 +1,12 @@
 //! The rules every JSON file the tool reads follows, in one place.
 //!
-//! A file is exactly one JSON value, optionally preceded by a UTF-8 byte-order mark
+//! A file is exactly one JSON object, optionally preceded by a UTF-8 byte-order mark
 //! (U+FEFF, which some Windows editors write) and surrounded by whitespace. Anything else
 //! after the value (`{…}{ garbage`, a second document) is an error naming the line and
 //! column where it starts, never silently ignored. A mistyped or missing field is reported
-//! with its JSON path (`nodes[3].fpgaLatency`) and position. Nesting deeper than
-//! serde_json's limit (128) is an error, not a stack overflow.
+//! with its JSON path (`nodes[3].fpgaLatency`) and position. No file format here is
+//! recursive; values nested deeper than serde_json's limit (128) are an error, and unknown
+//! fields (ignored) are skipped without recursion, so no nesting overflows the stack.
 //!
 //! Cost: one pass over the text, O(|text|).
 
@@ -16,9 +17,14 @@ use super::IoError;
 /// U+FEFF, the byte-order mark, as the first character of a UTF-8 text.
 const BOM: char = '\u{feff}';
 
-/// Parses `text` as one value of `T` under the rules of the module documentation.
+/// Parses `text` as one object of type `T` under the rules of the module documentation.
 pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, IoError> {
     let text = text.strip_prefix(BOM).unwrap_or(text);
+    // serde would read an array positionally into a struct's fields; every file is an object.
+    if let Some(at) = text.find(|c: char| !c.is_ascii_whitespace()).filter(|&i| text[i..].starts_with('[')) {
+        let line = 1 + text[..at].matches('\n').count();
+        return Err(IoError::Format(format!("expected a JSON object {{…}}, found an array at line {line}")));
+    }
     let de = &mut serde_json::Deserializer::from_str(text);
     let value: T = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
@@ -80,7 +86,13 @@ mod tests {
         let err = parse_json::<Pair>("").unwrap_err().to_string();
         assert!(err.starts_with("EOF while parsing"), "{err}");
         let deep = "[".repeat(100_000);
+        let deep = format!("{{\"a\": {deep}");
         assert!(parse_json::<serde_json::Value>(&deep).unwrap_err().to_string().contains("recursion limit"));
+        // An unknown field is skipped without recursion, however deep.
+        let ignored = format!("{{\"a\": 1, \"b\": [], \"x\": {}{}}}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+        assert_eq!(parse_json::<Pair>(&ignored).unwrap(), Pair { a: 1, b: vec![] });
+        let err = parse_json::<Pair>("\n [1, [2]]").unwrap_err().to_string();
+        assert!(err.contains("found an array at line 2"), "{err}");
     }
 
     #[test]

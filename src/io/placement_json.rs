@@ -8,7 +8,8 @@
 //! (`nodes` may then be left out; when given it must be the union of the pieces). If any
 //! accelerator lists pieces the plan's cut is explicit and an accelerator without `pieces`
 //! is one call; if none does, the scorer cuts greedily. Loads in a file are ignored on
-//! reading (the scorer recomputes them). A node that the file does not list is placed
+//! reading (the scorer recomputes them); a load may be `null`, which is how JSON writes a
+//! load that overflowed to infinity. A node that the file does not list is placed
 //! with its colour class when the listed nodes of that class agree on one device (this is
 //! how a forward-only expert split is completed for a training graph), in the piece of
 //! the first listed node of its class; otherwise reading fails naming the node. The file
@@ -21,8 +22,10 @@ use super::IoError;
 use crate::model::{Device, Placement, Workload};
 
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(expecting = "a device: an object with nodes (and optionally pieces)")]
 pub struct RawDevice {
-    #[serde(default)]
+    /// Ignored on reading; `null` (how JSON writes a load that overflowed to infinity) reads.
+    #[serde(default, deserialize_with = "number_or_null")]
     pub load: f64,
     #[serde(default)]
     pub nodes: Vec<i64>,
@@ -31,7 +34,7 @@ pub struct RawDevice {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "a placement: an object with fpgas and cpus")]
 pub struct RawPlacement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_load: Option<f64>,
@@ -41,6 +44,11 @@ pub struct RawPlacement {
     pub fpgas: Vec<RawDevice>,
     #[serde(default)]
     pub cpus: Vec<RawDevice>,
+}
+
+/// A number, or `null` read as NaN (a value the file could not hold).
+fn number_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Parses a placement for workload `w`, completing unlisted nodes by colour class.

@@ -45,7 +45,7 @@ impl Flag {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "a node: an object with id, fpgaLatency and cpuLatency")]
 struct RawNode {
     id: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,7 +88,7 @@ impl RawNode {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an edge: an object with sourceId, destId and cost")]
 struct RawEdge {
     source_id: i64,
     dest_id: i64,
@@ -98,6 +98,7 @@ struct RawEdge {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(expecting = "a workload: an object with maxSizePerFPGA, maxFPGAs, maxCPUs, nodes and edges")]
 struct RawWorkload {
     #[serde(rename = "maxSizePerFPGA")]
     max_size_per_fpga: f64,

@@ -18,6 +18,10 @@
 //!    [`super::work`] (or `10·|Y|` FLOPs for an unknown operator), and it becomes an [`Op`]
 //!    named after the node (or its first output) with its module path ([`super::names`]).
 //!
+//! A tensor of more than 2^53 elements (initializer, input or inferred output) is an error
+//! naming it ([`MAX_ELEMENTS`]): beyond it sizes are not exact in `f64`, and no real model
+//! comes near it.
+//!
 //! Complexity: O(n + Σ|inputs| + t) plus hashing of tensor names.
 
 use std::collections::{HashMap, HashSet};
@@ -100,7 +104,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
     };
     read_initializers(graph, &mut state)?;
     let file_batch = file_batch(graph, &state.tensors);
-    read_inputs(graph, &mut state);
+    read_inputs(graph, &mut state)?;
     let facts = GraphFacts {
         declared: declared_shapes(graph),
         consumed: graph
@@ -129,6 +133,7 @@ fn read_initializers(graph: &GraphProto, state: &mut ImportState) -> Result<(), 
         let name = init.name.clone().unwrap_or_default();
         let (elem_bytes, is_float) = elem_info(init.data_type.unwrap_or(1), state.e);
         let shape = dims_of(init).map_err(|m| ImportError::Model(format!("initializer '{name}': {m}")))?;
+        check_elements(&format!("initializer '{name}'"), &shape)?;
         let ints = tensor_ints(init);
         state.tensors.insert(name, Tensor { shape, elem_bytes, is_float, constant: true, ints, producer: None });
     }
@@ -144,7 +149,7 @@ fn file_batch(graph: &GraphProto, tensors: &HashMap<String, Tensor>) -> Option<i
 }
 
 /// Step 2: every data input becomes an `Input` op producing its tensor.
-fn read_inputs(graph: &GraphProto, state: &mut ImportState) {
+fn read_inputs(graph: &GraphProto, state: &mut ImportState) -> Result<(), ImportError> {
     for input in &graph.input {
         let name = input.name().to_string();
         if state.tensors.contains_key(&name) {
@@ -154,6 +159,7 @@ fn read_inputs(graph: &GraphProto, state: &mut ImportState) {
         let (elem_bytes, is_float) = elem_info(tt.and_then(|t| t.elem_type).unwrap_or(1), state.e);
         let dims = tt.and_then(|t| t.shape.as_ref()).map(|s| s.dim.clone()).unwrap_or_default();
         let shape: Vec<usize> = dims.iter().enumerate().map(|(axis, d)| input_dimension(&name, axis, d, state)).collect();
+        check_elements(&format!("input '{name}'"), &shape)?;
         let bytes = numel(&shape) * elem_bytes;
         let producer = state.ops.push(Op {
             name: name.clone(),
@@ -166,6 +172,24 @@ fn read_inputs(graph: &GraphProto, state: &mut ImportState) {
         });
         state.tensors.insert(name, Tensor { shape, elem_bytes, is_float, constant: false, ints: None, producer: Some(producer) });
     }
+    Ok(())
+}
+
+/// The most elements one tensor may hold: 2^53, the largest count an `f64` (in which sizes
+/// and FLOPs are computed) represents exactly. No real model comes near it (the largest
+/// embedding tables hold ~1e11 elements); a file that exceeds it has broken dimensions, and
+/// its sizes would overflow every sum downstream.
+const MAX_ELEMENTS: f64 = 9_007_199_254_740_992.0;
+
+/// A tensor of more than [`MAX_ELEMENTS`] elements is an error naming it.
+fn check_elements(what: &str, shape: &[usize]) -> Result<(), ImportError> {
+    let n = numel(shape);
+    if n > MAX_ELEMENTS {
+        return Err(ImportError::Model(format!(
+            "{what} has shape {shape:?} ({n:.3e} elements), more than 2^53: these are not the dimensions of a real model (check the file, --batch and --seq)"
+        )));
+    }
+    Ok(())
 }
 
 /// One dimension of data input `name`: the file's value, or `batch` on axis 0 (always, when
@@ -236,6 +260,9 @@ fn import_node(index: usize, node: &NodeProto, facts: &GraphFacts, state: &mut I
             (vec![float_tensor(fallback, state.e); node.output.len().max(1)], false)
         }
     };
+    for t in &outputs {
+        check_elements(&format!("the output of node '{display}' ({op_type})"), &t.shape)?;
+    }
     if all_constant {
         for (name, mut t) in node.output.iter().zip(outputs) {
             t.constant = true;

@@ -220,8 +220,10 @@ fn pool(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
     let kernel: Vec<usize> =
         ctx.attrs.ints("kernel_shape").ok_or("pooling without kernel_shape")?.iter().map(|&k| k.max(1) as usize).collect();
+    // spatial_out checks the rank (2 + the kernel's) before x[0], x[1] are read.
+    let spatial = spatial_out(ctx, x, &kernel)?;
     let mut out = vec![x[0], x[1]];
-    out.extend(spatial_out(ctx, x, &kernel)?);
+    out.extend(spatial);
     let mut outs = vec![ctx.like(out.clone())];
     if ctx.op_type == "MaxPool" {
         let mut idx = ctx.like(out);
