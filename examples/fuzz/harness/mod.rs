@@ -278,7 +278,7 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
                 Err(e) => return rejected(e.to_string()),
             };
             let settings = CostSettings {
-                accelerator: find_profile(choose(&mut r, &["a100-80gb", "v100", "h100"]), &[]).expect("built in"),
+                accelerator: find_profile(choose::<&str>(&mut r, &["a100-80gb", "v100", "h100"]), &[]).expect("built in"),
                 cpu: find_profile("cpu-core", &[]).expect("built in"),
                 dtype: options.dtype,
                 training: options.training,
