@@ -502,8 +502,14 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
 }
 
 fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
-    check_output_target(&args.out)?;
     let settings = ReproduceSettings::new(&args)?;
+    if let Some(parent) = args.out.parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| CliError::Input(format!("{}: {e}", parent.display())))?;
+        }
+    }
+    check_output_target(&args.out)?;
     let command = format!(
         "dnnplace reproduce {} --ip-time-limit {}s --seed {} --restarts {}",
         args.dir.display(),
@@ -516,12 +522,6 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         eprintln!("[{:>6.1} s] {}/{}", started.elapsed().as_secs_f64(), case.section, case.name);
     })?;
     let page = crate::report::reproduce::results_page(&run, &settings.limits, &command);
-    if let Some(parent) = args.out.parent() {
-        if !parent.as_os_str().is_empty() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| CliError::Input(format!("{}: {e}", parent.display())))?;
-        }
-    }
     write_atomically(&args.out, &page)?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "wrote {} in {:.1} s", args.out.display(), started.elapsed().as_secs_f64())?;

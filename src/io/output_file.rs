@@ -2,8 +2,8 @@
 //! a user expects.
 //!
 //! [`write_atomically`]`(path, contents)`:
-//! 1. [`check_output_target`]: when `path` exists (symbolic links followed) it must be a
-//!    regular file. A directory, FIFO, socket, character or block device is refused: the
+//! 1. [`check_output_target`]: its folder must exist, and when `path` exists (symbolic
+//!    links followed) it must be a regular file. A directory, FIFO, socket, character or block device is refused: the
 //!    rename below would replace the device node or FIFO itself with a regular file (as
 //!    root, `--out /dev/null` would delete `/dev/null`), which no one means by "write the
 //!    plan to this file". A link to nowhere is refused too.
@@ -48,9 +48,23 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
 }
 
 /// Checks that `path` may be replaced by an output file: absent, or a regular file (through
-/// symbolic links). Commands call it before long work so that a bad `--out` fails at once.
+/// symbolic links), in a folder that exists. Commands call it before long work so that a
+/// bad `--out` fails at once.
 pub fn check_output_target(path: &Path) -> Result<(), IoError> {
-    resolve_target(path).map(|_| ())
+    let (target, _) = resolve_target(path)?;
+    folder_of(path, &target).map(|_| ())
+}
+
+/// The folder `target` goes into, which must exist.
+fn folder_of<'a>(path: &Path, target: &'a Path) -> Result<&'a Path, IoError> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(refuse(path, format!("the folder {} does not exist", dir.display())));
+    }
+    Ok(dir)
 }
 
 /// The path to replace and, when it exists, its metadata.
@@ -79,13 +93,7 @@ fn resolve_target(path: &Path) -> Result<(PathBuf, Option<std::fs::Metadata>), I
 pub fn write_atomically(path: &Path, contents: &str) -> Result<(), IoError> {
     let err = |source| IoError::File { path: path.display().to_string(), source };
     let (target, existing) = resolve_target(path)?;
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(refuse(path, format!("the folder {} does not exist", dir.display())));
-    }
+    let dir = folder_of(path, &target)?;
     let name = target.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     let mode = existing.as_ref().map_or(0o666, |m| m.permissions().mode() & 0o7777);
     let mut tmp = tempfile::Builder::new()
