@@ -116,7 +116,13 @@ fn record_panics() {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let mut at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        // Where in this crate, when the panic is in a library (an allocation, an index).
+        let trace = std::backtrace::Backtrace::force_capture().to_string();
+        let frames: Vec<&str> = trace.lines().map(str::trim).filter(|l| l.starts_with("at ./src/")).take(2).collect();
+        if !frames.is_empty() && !at.contains("src/") {
+            at = format!("{at} (from {})", frames.join(", "));
+        }
         if let Ok(mut last) = LAST_PANIC.lock() {
             *last = Some(format!("{message}{at}"));
         }

@@ -20,7 +20,7 @@
 //! signals and hangs (`examples/fuzz/main.rs`, or the watchdog of `tests/fuzz_smoke.rs`).
 //!
 //! Cost per case: O(|input|) to build and read, plus the methods on accepted workloads,
-//! bounded by `max_ideals = 20 000` and a 1 s time limit per method.
+//! bounded by `max_ideals = 20 000` and a 0.5 s time limit per method.
 
 #[path = "../../../tests/common/mod.rs"]
 pub mod common;
@@ -363,7 +363,7 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
         (Objective::Latency { pieces: 1 }, true),
         (Objective::Latency { pieces: 2 }, false),
     ];
-    let limits = Limits { time_limit_s: Some(1.0), max_ideals: 20_000, threads: Some(1), restarts: 2, seed: r.next(), ..Limits::default() };
+    let limits = Limits { time_limit_s: Some(0.5), max_ideals: 20_000, threads: Some(1), restarts: 1, seed: r.next(), ..Limits::default() };
     let names: Vec<&str> = if all_methods {
         solve::method_names().into_iter().filter(|&m| m != "expert" && (m != "ip" || (allow_ip && w.len() <= 30)) && (m != "brute-force" || w.len() <= 8)).collect()
     } else {
