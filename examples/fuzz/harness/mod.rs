@@ -30,7 +30,7 @@ pub mod seeds;
 use std::sync::Arc;
 
 use dnnplace::costmodel::onnx::{decode_model, import_model, ImportOptions};
-use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, TransformerSpec};
+use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Style, TransformerSpec};
 use dnnplace::io::json::text_of;
 use dnnplace::io::{parse_placement, parse_workload, workload_to_json};
 use dnnplace::model::{Device, Placement, Workload};
@@ -305,7 +305,8 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
             if again != profile {
                 return Err(Finding(format!("the written profile reads back different: {again:?} vs {profile:?}")));
             }
-            let spec = TransformerSpec { layers: 1, hidden: 16, heads: 2, ffn: 32, seq: 8, batch: 1, vocab: 50, head: Head::Lm };
+            let mut spec = TransformerSpec::new(Style::Gpt2, 1, 16, 2, 8, 1);
+            spec.vocab = 50;
             let graph = transformer_graph(&spec, DType::Fp32).map_err(|e| internal("the fixed transformer spec", e))?;
             let builtin = find_profile(if r.chance(0.5) { "cpu-core" } else { "a100-80gb" }, &[]).expect("built in");
             let (accelerator, cpu) = if r.chance(0.7) { (profile, builtin) } else { (builtin, profile) };

@@ -1,9 +1,9 @@
 //! Valid inputs the mutations start from.
 //!
 //! In the repository: the shipped example (`examples/bert-tiny.json`), workloads from the
-//! seeded generator of the tests (`tests/common`), a generated transformer, the DP's and
-//! greedy's plans of them (placements, some cut into latency calls), three small ONNX models
-//! built here (an MLP, a CNN with `ConstantOfShape` weights, an attention block), and the
+//! seeded generator of the tests (`tests/common`), generated transformers (BERT, GPT-2 and
+//! Llama styles), the DP's and greedy's plans of them (placements, some cut into latency
+//! calls), three small ONNX models built here (an MLP, a CNN with `ConstantOfShape` weights, an attention block), and the
 //! built-in device profiles as TOML. With `shared`, also every published workload, expert
 //! split and ONNX model under it, read at run time (never copied).
 
@@ -14,7 +14,7 @@ use dnnplace::costmodel::onnx::{
     AttributeProto, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
     TypeProtoTensor, ValueInfoProto,
 };
-use dnnplace::costmodel::{builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, Head, TransformerSpec};
+use dnnplace::costmodel::{builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
 use dnnplace::io::{parse_workload, workload_to_json};
 use dnnplace::model::Workload;
 use dnnplace::report::placement_json;
@@ -48,9 +48,10 @@ fn manifest(rel: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-/// A small transformer priced on an A100, as workload JSON text.
-fn transformer_workload(training: bool) -> Workload {
-    let spec = TransformerSpec { layers: 2, hidden: 64, heads: 4, ffn: 256, seq: 16, batch: 2, vocab: 100, head: Head::Bert };
+/// A small transformer of `style` priced on an A100.
+fn transformer_workload(style: Style, training: bool) -> Workload {
+    let mut spec = TransformerSpec::new(style, 2, 64, 4, 16, 2);
+    spec.vocab = 100;
     let graph = transformer_graph(&spec, DType::Fp16).expect("a valid spec");
     let settings = CostSettings {
         accelerator: find_profile("a100-80gb", &[]).expect("built in"),
@@ -107,7 +108,7 @@ fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributePro
         name: Some(format!("{op}_{}", outputs.first().copied().unwrap_or(""))),
         op_type: Some(op.into()),
         attribute,
-        domain: None,
+        ..Default::default()
     }
 }
 
@@ -239,8 +240,9 @@ impl Seeds {
                 }
             }
         }
-        workloads.push(("generated/transformer-inference".into(), transformer_workload(false)));
-        workloads.push(("generated/transformer-training".into(), transformer_workload(true)));
+        workloads.push(("generated/bert-inference".into(), transformer_workload(Style::Bert, false)));
+        workloads.push(("generated/gpt2-training".into(), transformer_workload(Style::Gpt2, true)));
+        workloads.push(("generated/llama-training".into(), transformer_workload(Style::Llama, true)));
         for (name, w) in workloads {
             let w = Arc::new(w);
             plans_of(&name, &w, &mut s.placements);
