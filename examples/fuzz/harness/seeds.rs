@@ -3,9 +3,10 @@
 //! In the repository: the shipped example (`examples/bert-tiny.json`), workloads from the
 //! seeded generator of the tests (`tests/common`), generated transformers (BERT, GPT-2 and
 //! Llama styles), the DP's and greedy's plans of them (placements, some cut into latency
-//! calls), three small ONNX models built here (an MLP, a CNN with `ConstantOfShape` weights, an attention block), and the
-//! built-in device profiles as TOML. With `shared`, also every published workload, expert
-//! split and ONNX model under it, read at run time (never copied).
+//! calls), three small ONNX models built here (an MLP, a CNN with `ConstantOfShape`
+//! weights, an attention block), and the built-in device profiles as TOML. With `shared`,
+//! also every published workload, expert split and ONNX model under it, read at run time
+//! (never copied).
 
 use std::path::Path;
 use std::sync::Arc;
