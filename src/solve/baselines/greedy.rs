@@ -3,7 +3,10 @@
 //! then accelerator 1, and so on; when the accelerators are used up, everything left goes
 //! to the CPU. A group that may not run on an accelerator (or exceeds one accelerator's
 //! memory by itself) goes to a CPU and closes the current accelerator, so every
-//! accelerator holds one run of consecutive groups: one contiguous piece.
+//! accelerator holds one run of consecutive groups: one contiguous piece. Under the latency
+//! rules a run is one call only in an inference graph: in a training graph an accelerator's
+//! backward nodes wait for the later forward nodes, so it makes two calls; when that is more
+//! than `--pieces` allows, the outcome is infeasible with that reason.
 //!
 //! CPU runs: under the latency rules CPU cores are as many as needed, so each run of
 //! consecutive CPU groups gets its own core (contiguous). Under the throughput rules the
@@ -54,6 +57,19 @@ impl Method for Greedy {
                     format!(
                         "the fill leaves {cpu_runs} separate runs for {} CPUs, which is not contiguous; allow non-contiguous splits",
                         d.cpus
+                    ),
+                ));
+            }
+        }
+        if let Objective::Latency { pieces } = problem.objective {
+            // A run of groups is one piece of the order, but in a training graph it is two
+            // calls: the backward nodes come back after later forward nodes ran elsewhere.
+            let calls = crate::score::evaluate(w, &placement, true).latency.max_pieces();
+            if calls > pieces {
+                return Ok(infeasible_outcome(
+                    self.name(),
+                    format!(
+                        "the fill needs {calls} calls on one accelerator (its backward nodes wait for later forward nodes on other devices), more than --pieces {pieces}; allow --pieces {calls} or use --method ip"
                     ),
                 ));
             }
