@@ -232,7 +232,7 @@ impl DeviceProfile {
     /// Reads a TOML profile file.
     pub fn read(path: &std::path::Path) -> Result<Self, ProfileError> {
         let err = |message: String| ProfileError::File { path: path.display().to_string(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let text = crate::io::read_input_text(path, crate::io::TEXT_LIMIT_BYTES).map_err(err)?;
         Self::from_toml(&text).map_err(err)
     }
 

@@ -39,19 +39,6 @@ pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, IoError> {
     Ok(value)
 }
 
-/// Bytes of a text file → `&str`, with a message a person can act on when they are not
-/// UTF-8 (a UTF-16 byte-order mark is named as such).
-pub fn text_of(bytes: &[u8]) -> Result<&str, String> {
-    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-        return Err("the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8".into());
-    }
-    std::str::from_utf8(bytes).map_err(|e| {
-        let at = e.valid_up_to();
-        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
-        format!("the file is not UTF-8 text: invalid byte 0x{:02X} at byte offset {at} (line {line})", bytes[at])
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,13 +80,5 @@ mod tests {
         assert_eq!(parse_json::<Pair>(&ignored).unwrap(), Pair { a: 1, b: vec![] });
         let err = parse_json::<Pair>("\n [1, [2]]").unwrap_err().to_string();
         assert!(err.contains("found an array at line 2"), "{err}");
-    }
-
-    #[test]
-    fn non_utf8_is_named() {
-        assert!(text_of(b"\xff\xfe{\x00").unwrap_err().contains("UTF-16"));
-        let err = text_of(b"{\n\"a\": \xc3\x28}").unwrap_err();
-        assert!(err.contains("0xC3 at byte offset 7 (line 2)"), "{err}");
-        assert_eq!(text_of(b"ok").unwrap(), "ok");
     }
 }

@@ -3,13 +3,16 @@
 //! - [`json`]: the rules of every JSON file read (one value, optional UTF-8 BOM, errors
 //!   with a JSON path and line/column);
 //! - [`workload_json`], [`placement_json`]: the two file formats of MODEL.md;
+//! - [`input_file`]: input files read whole within a size limit, never a device;
 //! - [`output_file`]: `--out` files, written atomically over regular files only.
 
+pub mod input_file;
 pub mod json;
 pub mod output_file;
 pub mod placement_json;
 pub mod workload_json;
 
+pub use input_file::{read_input, read_input_text, text_of, TEXT_LIMIT_BYTES};
 pub use output_file::{check_output_target, write_atomically};
 pub use placement_json::{parse_placement, placement_to_raw, read_placement, RawPlacement};
 pub use workload_json::{parse_workload, read_workload, workload_to_json};
@@ -40,11 +43,7 @@ impl IoError {
     }
 }
 
-/// Reads a whole text file; a file that is not UTF-8 is an error saying where.
+/// Reads a whole text file ([`input_file`]); every error names the file.
 pub(crate) fn read_text(path: &Path) -> Result<String, IoError> {
-    let bytes = std::fs::read(path).map_err(|source| IoError::File { path: path.display().to_string(), source })?;
-    match json::text_of(&bytes) {
-        Ok(_) => Ok(String::from_utf8(bytes).expect("checked above")),
-        Err(message) => Err(IoError::InFile { path: path.display().to_string(), message }),
-    }
+    read_input_text(path, TEXT_LIMIT_BYTES).map_err(|message| IoError::InFile { path: path.display().to_string(), message })
 }

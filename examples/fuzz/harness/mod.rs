@@ -31,8 +31,7 @@ use std::sync::Arc;
 
 use dnnplace::costmodel::onnx::{decode_model, import_model, ImportOptions};
 use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Style, TransformerSpec};
-use dnnplace::io::json::text_of;
-use dnnplace::io::{parse_placement, parse_workload, workload_to_json};
+use dnnplace::io::{parse_placement, parse_workload, text_of, workload_to_json};
 use dnnplace::model::{Device, Placement, Workload};
 use dnnplace::report::{evaluation_json, placement_json, plan_table};
 use dnnplace::score::evaluate;

@@ -99,7 +99,8 @@ pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, ImportError> {
 /// Reads and imports an ONNX file.
 pub fn import_file(path: &std::path::Path, options: &ImportOptions) -> Result<Imported, ImportError> {
     let file_err = |message: String| ImportError::File { path: path.display().to_string(), message };
-    let bytes = std::fs::read(path).map_err(|e| file_err(e.to_string()))?;
+    // 2 GiB: protobuf's limit on one message (larger models keep weights in external files).
+    let bytes = crate::io::read_input(path, 2 << 30).map_err(file_err)?;
     let model = decode_model(&bytes).map_err(|e| file_err(e.to_string()))?;
     import_model(&model, options).map_err(|e| file_err(e.to_string()))
 }
