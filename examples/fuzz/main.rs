@@ -120,7 +120,8 @@ fn record_panics() {
         // Where in this crate, when the panic is in a library (an allocation, an index).
         let trace = std::backtrace::Backtrace::force_capture().to_string();
         let frames: Vec<&str> = trace.lines().map(str::trim).filter(|l| l.starts_with("at ./src/")).take(2).collect();
-        if !frames.is_empty() && !at.contains("src/") {
+        let in_crate = info.location().is_some_and(|l| l.file().starts_with("src/"));
+        if !frames.is_empty() && !in_crate {
             at = format!("{at} (from {})", frames.join(", "));
         }
         if let Ok(mut last) = LAST_PANIC.lock() {
