@@ -1,6 +1,6 @@
 //! A short deterministic run of the mutation fuzzer of `examples/fuzz` (the long runs:
 //! `cargo run --release --example fuzz -- --minutes 10`): the first cases of every reader,
-//! from the repository's seeds only, under the same oracle. A panic or a finding fails the
+//! from the repository's seeds only, under the same oracle (every method but the IP). A panic or a finding fails the
 //! test; a watchdog aborts the process when one case runs for more than two minutes (a
 //! hang, which no assertion could report).
 
@@ -18,10 +18,10 @@ use harness::{make_case, run_case, Seeds, Target, Verdict};
 /// seconds on the 2-core CI machine.
 fn cases(target: Target) -> u64 {
     match target {
-        Target::Workload => 150,
-        Target::Placement => 3000,
-        Target::Onnx => 2000,
-        Target::Profile => 2000,
+        Target::Workload => 600,
+        Target::Placement => 5000,
+        Target::Onnx => 3000,
+        Target::Profile => 3000,
     }
 }
 
@@ -42,7 +42,11 @@ fn every_reader_survives_mutated_inputs() {
     for target in Target::ALL {
         let (mut accepted, mut rejected) = (0, 0);
         for index in 0..cases(target) {
-            let case = make_case(&seeds, target, 1, index);
+            let mut case = make_case(&seeds, target, 1, index);
+            // Not the IP here: HiGHS per case is slow, and its numerics on values near 1e15
+            // are #11 point 2, checked by the IP's own property tests; the long runs of
+            // `examples/fuzz` include it.
+            case.allow_ip = false;
             *current.lock().unwrap() = (format!("{} case {index} ({})", target.name(), case.description), Instant::now());
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&case))) {
                 Ok(Ok(Verdict::Accepted)) => accepted += 1,
