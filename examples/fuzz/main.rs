@@ -4,12 +4,13 @@
 //! `harness/mod.rs`.
 //!
 //! A supervisor runs the cases in a child process of its own binary (`--worker`), which
-//! prints `start i` before and `done i …` after each case, catches panics (`panic i …`),
-//! and runs under an address-space limit (`--memory-gib`, default 4) so that a runaway
-//! allocation fails instead of swapping. The supervisor turns what the child cannot report
-//! into findings too: death by a signal or an abort (the case it had started) and a hang
-//! (no `done` within `--case-timeout`, default 30 s: the child is killed). After each such
-//! finding the child is restarted at the next case. Every finding is written to
+//! prints `start i` before and `done i …` after each case (behind a marker byte), catches
+//! panics, and runs under an address-space limit (`--memory-gib`, default 4) so that a
+//! runaway allocation fails instead of swapping. The supervisor turns what the child cannot
+//! report into findings too: any other line on the child's stdout (the library must never
+//! print: stdout carries `--json`), death by a signal or an abort (the case it had started)
+//! and a hang (no `done` within `--case-timeout`, default 30 s: the child is killed). After
+//! each such finding the child is restarted at the next case. Every finding is written to
 //! `--findings` (default `target/fuzz-findings/`): the input, and a note with the replay
 //! command `--target T --seed S --replay I`.
 //!
@@ -20,7 +21,7 @@
 //! findings: `cargo run --profile fuzz --example fuzz -- …`.
 //!
 //! Prints one line per minute and a summary: cases run, accepted, rejected, findings by
-//! kind (panic, internal, abort/signal, hang). Exit status 1 when anything was found.
+//! kind (panic, internal, abort/signal, hang, stdout). Exit status 1 when anything was found.
 
 mod harness;
 
@@ -105,6 +106,10 @@ fn load_seeds(o: &Options) -> Seeds {
     seeds
 }
 
+/// Starts every status line of a worker; any other line on its stdout was printed by the
+/// code under test (the library must never print: stdout carries `--json`).
+const MARK: &str = "\u{1}fuzz ";
+
 /// The panic message of the last panic on this thread, recorded by the hook.
 static LAST_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
@@ -159,7 +164,7 @@ fn worker(o: &Options) {
     let out = std::io::stdout();
     let end = o.cases.map_or(u64::MAX, |n| o.from.saturating_add(n));
     for index in o.from..end {
-        let _ = writeln!(out.lock(), "start {index}");
+        let _ = writeln!(out.lock(), "{MARK}start {index}");
         let started = Instant::now();
         let line = match run_guarded(&seeds, target, o.seed, index) {
             Ok(Verdict::Accepted) => format!("done {index} accepted {:.3}", started.elapsed().as_secs_f64()),
@@ -167,7 +172,7 @@ fn worker(o: &Options) {
             Err((kind, message)) => format!("done {index} {kind} {:.3} {}", started.elapsed().as_secs_f64(), one_line(&message)),
         };
         let mut lock = out.lock();
-        let _ = writeln!(lock, "{line}");
+        let _ = writeln!(lock, "{MARK}{line}");
         let _ = lock.flush();
     }
 }
@@ -264,6 +269,17 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
             let wait = Duration::from_secs_f64(o.case_timeout_s).min(left.max(Duration::from_millis(10)));
             match rx.recv_timeout(wait) {
                 Ok(line) => {
+                    let Some(line) = line.strip_prefix(MARK) else {
+                        // Printed by the code under test; one finding per case.
+                        let index = current.unwrap_or(next);
+                        if tally.findings.last().is_none_or(|f| f.0 != "stdout" || f.1 != index) {
+                            let message = format!("printed to stdout: {}", line.trim());
+                            eprintln!("FINDING {} case {index}: stdout: {message}", target.name());
+                            save_finding(o, seeds, target, index, "stdout", &message);
+                            tally.findings.push(("stdout".into(), index, message));
+                        }
+                        continue;
+                    };
                     let mut parts = line.splitn(5, ' ');
                     let (what, index) = (parts.next().unwrap_or(""), parts.next().and_then(|i| i.parse::<u64>().ok()).unwrap_or(next));
                     if what == "start" {
@@ -360,7 +376,7 @@ fn main() {
         let t = supervise(&o, &seeds, target);
         let count = |k: &str| t.findings.iter().filter(|f| f.0 == k).count();
         summary.push(format!(
-            "{:<9} {:>8.1} min {:>8} cases {:>8} accepted {:>8} rejected   panic {} internal {} abort {} hang {}   slowest {:.2} s (case {})",
+            "{:<9} {:>8.1} min {:>8} cases {:>8} accepted {:>8} rejected   panic {} internal {} abort {} hang {} stdout {}   slowest {:.2} s (case {})",
             target.name(),
             started.elapsed().as_secs_f64() / 60.0,
             t.cases,
@@ -370,6 +386,7 @@ fn main() {
             count("internal"),
             count("abort"),
             count("hang"),
+            count("stdout"),
             t.slowest.0,
             t.slowest.1
         ));

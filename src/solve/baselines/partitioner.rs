@@ -17,6 +17,12 @@
 //! TPS (by the evaluator) is returned and the note says which `p` won. METIS's seed is
 //! `Limits::seed`, so runs are deterministic.
 //!
+//! METIS prints a warning with `printf` when a recursive bisection runs out of vertices
+//! (zero-weight classes, more parts than a side can hold) — hundreds of lines on graphs
+//! without edges — and goes on. Standard output carries the reports (`--json`), so while
+//! METIS runs, file descriptor 1 points at `/dev/null` ([`QuietStdout`]; the plan is
+//! scored like any other); METIS calls are serialised by a lock for that.
+//!
 //! Complexity: k METIS calls, each O((C + A) log C)-ish for C classes and A class arcs,
 //! plus one evaluation O(n + m) each.
 
@@ -138,6 +144,7 @@ impl MetisGraph {
         if parts <= 1 {
             return Ok(part);
         }
+        let _quiet = QuietStdout::new();
         metis::Graph::new(1, parts as metis::Idx, &self.xadj, &self.adjncy)
             .map_err(|e| e.to_string())?
             .set_vwgt(&self.vwgt)
@@ -146,5 +153,52 @@ impl MetisGraph {
             .part_kway(&mut part)
             .map_err(|e| e.to_string())?;
         Ok(part)
+    }
+}
+
+/// While alive, file descriptor 1 (standard output) points at `/dev/null`, so what C code
+/// prints cannot corrupt the reports; dropping it flushes C's buffers and puts standard
+/// output back. One at a time (a process-wide lock).
+struct QuietStdout {
+    saved: libc::c_int,
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+static STDOUT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl QuietStdout {
+    fn new() -> QuietStdout {
+        let lock = STDOUT_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // SAFETY: plain descriptor calls; Rust's stdout writes straight to fd 1 (it is
+        // flushed first), so nothing of ours is redirected by mistake.
+        let saved = unsafe {
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+            let saved = if null >= 0 { libc::dup(1) } else { -1 };
+            let saved = if saved >= 0 && libc::dup2(null, 1) < 0 {
+                libc::close(saved);
+                -1
+            } else {
+                saved
+            };
+            if null >= 0 {
+                libc::close(null);
+            }
+            saved
+        };
+        QuietStdout { saved, _lock: lock }
+    }
+}
+
+impl Drop for QuietStdout {
+    fn drop(&mut self) {
+        if self.saved >= 0 {
+            // SAFETY: flushes C's stdio buffers into the redirected fd, then restores fd 1.
+            unsafe {
+                libc::fflush(std::ptr::null_mut());
+                libc::dup2(self.saved, 1);
+                libc::close(self.saved);
+            }
+        }
     }
 }
