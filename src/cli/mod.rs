@@ -90,16 +90,17 @@ pub struct SearchFlags {
     /// Largest number of ideals the DP may enumerate (1 to 2^32 - 1).
     #[arg(long, default_value_t = 2_000_000, value_parser = parse_count)]
     pub max_ideals: usize,
-    /// Memory the DP may use for its ideals and table, bytes or with a unit: 4GiB
-    /// (1 MiB to 1 PiB) [default: 1.5 GiB].
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
-    pub memory_budget: Option<f64>,
     /// Random seed (local search, partitioner).
     #[arg(long, default_value_t = 1, value_parser = parse_count)]
     pub seed: usize,
     /// Restarts (local search; 1 to 1,000,000).
     #[arg(long, default_value_t = 10, value_parser = parse_count)]
     pub restarts: usize,
+    /// Memory the methods may allocate for tables and models in proportion to the input
+    /// (IP model, local-search counts, DP tables), e.g. 16GiB (1 MiB to 1 PiB). A method
+    /// that would need more stops with a message naming what needed it.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "4GiB")]
+    pub memory_budget: f64,
 }
 
 /// Flags that override the workload's device set.
@@ -203,6 +204,10 @@ pub struct CompareArgs {
     /// Time limit of each method run (the IP's, and local search's), e.g. 60s.
     #[arg(long, value_parser = parse_seconds, value_name = "TIME", default_value = "60s")]
     pub ip_time_limit: f64,
+    /// Time limit of the whole comparison, e.g. 5m: each method gets at most an equal share
+    /// of what is left; methods not reached are listed as skipped (1ms to 1e9s).
+    #[arg(long, value_parser = parse_seconds, value_name = "TIME")]
+    pub time_limit: Option<f64>,
     #[command(flatten)]
     pub search: SearchFlags,
     /// Print JSON instead of a table.
@@ -390,7 +395,8 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         export_cmds::Granularity::Layer => Some(export_cmds::layers_of(&w)?),
         export_cmds::Granularity::Operator => None,
     };
-    if settings.method.uses_milp_solver() || settings.method == MethodId::Dp {
+    sigint_setup();
+    if settings.method.uses_milp_solver() {
         ip_session_setup();
     }
     let plan = match &layers {
@@ -479,7 +485,8 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
     // Each method runs on the device set clamped to the node count (solve::plan); say so once.
     let problem = Problem { workload: &w, objective: settings.objective, contiguous: true, limits: settings.limits.clone() };
     print_notes(&solve::clamp_to_nodes(&problem)?.notes);
-    let comparison = solve::compare::compare(&w, settings.objective, &settings.limits, &list, false);
+    sigint_setup();
+    let comparison = solve::compare::compare_within(&w, settings.objective, &settings.limits, &list, false, &settings.budget());
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison_json(&comparison)).expect("json"))?;
@@ -531,22 +538,26 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
 
 static PROGRESS_SHOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// For `--method ip` and `dp`: Ctrl-C stops the solve (the IP prints the best plan so far,
-/// the DP, which has no plan before its last level, says where it stopped; a second Ctrl-C
-/// exits at once with status 130), and HiGHS's progress goes to stderr when it is a terminal.
-fn ip_session_setup() {
+/// For `plan` and `compare`: Ctrl-C stops the run (every method polls the budget; the IP and
+/// local search print the best plan so far, the DP, which has no plan before its last level,
+/// says where it stopped; a second Ctrl-C exits at once with status 130).
+fn sigint_setup() {
     extern "C" fn on_sigint(_: libc::c_int) {
-        if solve::milp::interrupt_requested() {
+        if solve::budget::interrupt_requested() {
             // SAFETY: _exit is async-signal-safe.
             unsafe { libc::_exit(130) };
         }
-        solve::milp::request_interrupt();
+        solve::budget::request_interrupt();
     }
-    solve::milp::clear_interrupt();
+    solve::budget::clear_interrupt();
     // SAFETY: the handler only touches an atomic and calls _exit.
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
     }
+}
+
+/// For `--method ip`: progress goes to stderr when it is a terminal.
+fn ip_session_setup() {
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         fn show(p: &solve::milp::Progress) {
             let gap = if p.incumbent.is_finite() && p.incumbent.abs() > 0.0 {

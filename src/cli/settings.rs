@@ -23,6 +23,7 @@
 //! | `--time-limit`, `--ip-time-limit` | 1 ms … 10⁹ s (31.7 years) | omit `--time-limit` for none |
 //! | `--gap` | 0 … 1 (100%) | a relative gap above 100% stops at the first plan, as 100% does |
 //! | `--memory` | a finite byte count ≥ 0 | |
+//! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
@@ -35,17 +36,18 @@ use super::{CliError, CompareArgs, DeviceFlags, ObjectiveArg, PlanArgs, Reproduc
 use crate::costmodel::onnx::ImportOptions;
 use crate::costmodel::DType;
 use crate::model::{DeviceSet, Workload};
+use crate::solve::budget::Budget;
 use crate::solve::milp::{IpExperiment, IpOptions};
 use crate::solve::{clamp_to_nodes, method_names, Limits, MethodId, Objective, Problem};
 
-/// The smallest and largest `--memory-budget`, bytes (1 MiB, 1 PiB).
-const MIN_MEMORY_BUDGET: f64 = 1024.0 * 1024.0;
-const MAX_MEMORY_BUDGET: f64 = 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0;
 
 /// The longest time limit, seconds (about 31.7 years).
 pub const MAX_TIME_LIMIT_S: f64 = 1e9;
 /// The shortest time limit, seconds.
 pub const MIN_TIME_LIMIT_S: f64 = 1e-3;
+/// The smallest and largest `--memory-budget`, bytes (1 MiB, 1 PiB).
+pub const MIN_MEMORY_BUDGET: f64 = (1u64 << 20) as f64;
+pub const MAX_MEMORY_BUDGET: f64 = (1u64 << 50) as f64;
 /// The most local-search restarts.
 pub const MAX_RESTARTS: usize = 1_000_000;
 /// The most ideals the DP may be asked to enumerate (it numbers them with `u32`).
@@ -174,17 +176,25 @@ fn restarts(value: usize) -> Result<usize, CliError> {
     )
 }
 
-/// `--max-ideals`, `--memory-budget`, `--seed`, `--restarts` into the fields of [`Limits`].
+/// `--max-ideals`, `--seed`, `--restarts`, `--memory-budget` into the fields of [`Limits`].
 fn search_limits(flags: &SearchFlags, limits: &mut Limits) -> Result<(), CliError> {
     limits.max_ideals =
         in_range("--max-ideals", flags.max_ideals, 1, MAX_IDEALS, "the DP numbers ideals with 32 bits; coarsen the graph instead")?;
-    limits.memory_budget_bytes = flags
-        .memory_budget
-        .map(|b| in_range("--memory-budget", b, MIN_MEMORY_BUDGET, MAX_MEMORY_BUDGET, "bytes, 1 MiB to 1 PiB"))
-        .transpose()?;
     limits.seed = flags.seed as u64;
     limits.restarts = restarts(flags.restarts)?;
+    limits.memory_budget_bytes = Some(memory_budget(flags.memory_budget)?);
     Ok(())
+}
+
+/// `--memory-budget` within [`MIN_MEMORY_BUDGET`]..=[`MAX_MEMORY_BUDGET`].
+fn memory_budget(bytes: f64) -> Result<f64, CliError> {
+    if !(MIN_MEMORY_BUDGET..=MAX_MEMORY_BUDGET).contains(&bytes) {
+        return Err(CliError::Input(format!(
+            "--memory-budget {} is out of range (1 MiB to 1 PiB): below 1 MiB no model fits, above 1 PiB is no limit on any machine",
+            crate::model::human_bytes(bytes)
+        )));
+    }
+    Ok(bytes)
 }
 
 /// `--ip-experiment` and `--highs-option` as [`IpOptions`].
@@ -311,7 +321,10 @@ impl PlanSettings {
 pub struct CompareSettings {
     pub objective: Objective,
     pub devices: DeviceOverrides,
+    /// Each method run's limits.
     pub limits: Limits,
+    /// The whole comparison's time limit, seconds.
+    pub total_time_limit_s: Option<f64>,
 }
 
 impl CompareSettings {
@@ -323,7 +336,13 @@ impl CompareSettings {
             objective: objective_of(args.objective, args.pieces)?,
             devices: DeviceOverrides::new(&args.devices),
             limits,
+            total_time_limit_s: args.time_limit.map(|t| time_limit("--time-limit", t, "; omit it for no limit")).transpose()?,
         })
+    }
+
+    /// The whole comparison's budget, starting now (time only: each run gets the memory budget).
+    pub fn budget(&self) -> Budget {
+        Budget::new(self.total_time_limit_s, None)
     }
 }
 
@@ -428,6 +447,9 @@ mod tests {
         assert_eq!(time_limit("--time-limit", 60.0, "").unwrap(), 60.0);
         let e = restarts(0).unwrap_err().to_string();
         assert!(e.contains("--restarts 0 is out of range (1 to 1000000)"), "{e}");
+        let e = memory_budget(1000.0).unwrap_err().to_string();
+        assert!(e.contains("--memory-budget 1000 B is out of range (1 MiB to 1 PiB)"), "{e}");
+        assert_eq!(memory_budget(4.0 * 1024.0 * 1024.0 * 1024.0).unwrap(), 4294967296.0);
         let e = import_options(Some(0), None, DType::Fp32, false).unwrap_err().to_string();
         assert!(e.contains("--batch 0 is out of range"), "{e}");
     }

@@ -51,14 +51,15 @@ impl std::fmt::Display for Exhausted {
             Exhausted::Interrupted => write!(f, "interrupted"),
             Exhausted::Memory { what, needed_bytes, budget_bytes } => write!(
                 f,
-                "{what} needs {:.2} GiB, more than the memory budget of {:.2} GiB (raise --memory-budget, or coarsen the graph)",
-                needed_bytes / GIB,
-                budget_bytes / GIB
+                "{what} needs {}, more than the memory budget of {} (raise --memory-budget, or coarsen the graph)",
+                crate::model::human_bytes(*needed_bytes),
+                crate::model::human_bytes(*budget_bytes)
             ),
         }
     }
 }
 
+#[cfg(test)]
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// A deadline, the interrupt flag and a memory allowance. Cheap to copy.
@@ -169,7 +170,7 @@ mod tests {
         let b = Budget::new(None, Some(GIB));
         assert!(b.reserve("the DP table", 0.5 * GIB).is_ok());
         let e = b.reserve("the DP table", 3.0 * GIB).unwrap_err();
-        assert!(e.to_string().contains("the DP table needs 3.00 GiB"), "{e}");
+        assert!(e.to_string().contains("the DP table needs 3.00 GiB, more than the memory budget of 1.00 GiB"), "{e}");
         assert!(Budget::unlimited().reserve("anything", 1e30).is_ok());
     }
 }

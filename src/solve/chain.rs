@@ -51,6 +51,11 @@ pub struct ChainSplit {
 /// Splits positions `0..n` into at most `accelerators` accelerator stages and `cpus` CPU
 /// stages, minimising the largest stage cost, by the plain recurrence over all pairs
 /// (O(n² · (k+1)(ℓ+1)); the reference for [`best_chain_split`]). `None` when no split fits.
+///
+/// Stages are nonempty, so more than n of a kind is the same as n: both counts are
+/// clamped to n. The table's (n+1)(k+1)(ℓ+1) entries are counted with checked
+/// arithmetic; a table beyond `usize` (n past about 2.6 million with k = ℓ = n) could
+/// never be allocated, and is `None` as well.
 pub fn split_chain(
     n: usize,
     accelerators: usize,
@@ -58,8 +63,9 @@ pub fn split_chain(
     acc: impl Fn(usize, usize) -> Option<f64>,
     cpu: impl Fn(usize, usize) -> f64,
 ) -> Option<ChainSplit> {
-    let (k1, s) = (accelerators + 1, (accelerators + 1) * (cpus + 1));
-    let mut f = vec![f64::INFINITY; (n + 1) * s];
+    let (accelerators, cpus) = (accelerators.min(n), cpus.min(n));
+    let (k1, s) = (accelerators + 1, (accelerators + 1).checked_mul(cpus + 1)?);
+    let mut f = vec![f64::INFINITY; (n + 1).checked_mul(s)?];
     // back: 0 = fewer acc, 1 = fewer cpu, 2 = acc stage from i, 3 = cpu stage from i.
     let mut back = vec![(0u8, 0usize); (n + 1) * s];
     f[..s].iter_mut().for_each(|x| *x = 0.0);
@@ -300,5 +306,14 @@ mod tests {
     #[test]
     fn no_split_when_nothing_fits() {
         assert!(split_chain(2, 2, 0, |_, _| None, |_, _| 0.0).is_none());
+    }
+
+    #[test]
+    fn device_counts_near_usize_max_are_the_same_as_n() {
+        let cost = |i: usize, j: usize| Some((j - i) as f64);
+        let huge = split_chain(3, usize::MAX, usize::MAX, cost, |i, j| 2.0 * (j - i) as f64).unwrap();
+        let small = split_chain(3, 3, 3, cost, |i, j| 2.0 * (j - i) as f64).unwrap();
+        assert_eq!((huge.objective, huge.stages.len()), (1.0, 3));
+        assert_eq!((huge.objective, &huge.stages), (small.objective, &small.stages));
     }
 }

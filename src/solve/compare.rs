@@ -9,7 +9,15 @@
 //! of the contiguity rule ([`Status::Infeasible`]'s `non_contiguous_may_help`). A heuristic that produced a
 //! contiguous plan, or that cannot place the workload at all, is not run twice. Every plan goes through [`super::plan`],
 //! so every row is re-scored; a method that fails becomes a row with its error.
+//!
+//! [`compare_within`] runs the whole comparison within one [`Budget`] (`compare
+//! --time-limit`, Ctrl-C): each run gets the smaller of its own limit
+//! (`Limits::time_limit_s`) and an equal share of what is left, `R / m` for R seconds left
+//! and m methods not yet run (a method that finishes early leaves its time to the later
+//! ones); once the budget is out the remaining methods are listed as skipped, with the reason.
+//! Every run gets the whole memory budget: runs are one after another.
 
+use super::budget::Budget;
 use super::{plan, Limits, Method, MethodId, Objective, Plan, Problem, Status};
 use crate::model::Workload;
 
@@ -67,10 +75,35 @@ pub fn compare(
     methods: &[Box<dyn Method>],
     skip_proven_contiguous: bool,
 ) -> Comparison {
+    compare_within(w, objective, limits, methods, skip_proven_contiguous, &Budget::unlimited())
+}
+
+/// [`compare`] within `budget` (module docs).
+pub fn compare_within(
+    w: &Workload,
+    objective: Objective,
+    limits: &Limits,
+    methods: &[Box<dyn Method>],
+    skip_proven_contiguous: bool,
+    budget: &Budget,
+) -> Comparison {
     let mut rows: Vec<Row> = Vec::new();
     let mut skipped = Vec::new();
-    for method in methods {
-        let problem = |contiguous| Problem { workload: w, objective, contiguous, limits: limits.clone() };
+    for (i, method) in methods.iter().enumerate() {
+        if let Err(e) = budget.check() {
+            skipped.push(Skipped { method: method.id(), reason: e.to_string() });
+            continue;
+        }
+        // The limits of a run starting now: its own, or its share of what is left.
+        let limits_now = || {
+            let mut limits = limits.clone();
+            if let Some(left) = budget.remaining_s() {
+                let share = left / (methods.len() - i) as f64;
+                limits.time_limit_s = Some(limits.time_limit_s.map_or(share, |t| t.min(share)));
+            }
+            limits
+        };
+        let problem = |contiguous| Problem { workload: w, objective, contiguous, limits: limits_now() };
         let (contiguous, relaxed) = (problem(true), problem(false));
         let mut ran_contiguous = None;
         let mut contiguous_support = method.supports(&contiguous);
@@ -89,7 +122,7 @@ pub fn compare(
             ran_contiguous = Some(true);
         }
         if contiguous_support.is_ok() {
-            let result = plan(method.as_ref(), &contiguous).map_err(|e| e.to_string());
+            let result = plan(method.as_ref(), &problem(true)).map_err(|e| e.to_string());
             ran_contiguous = Some(match &result {
                 Ok(p) => match &p.outcome.status {
                     Status::Optimal => true,
@@ -101,8 +134,12 @@ pub fn compare(
             rows.push(Row { method: method.id(), contiguous_problem: true, result });
         }
         match method.supports(&relaxed) {
+            Ok(()) if ran_contiguous.is_none_or(|exact| exact) && budget.is_exhausted() => {
+                let reason = budget.check().err().map_or_else(String::new, |e| e.to_string());
+                skipped.push(Skipped { method: method.id(), reason: format!("non-contiguous problem not run: {reason}") });
+            }
             Ok(()) if ran_contiguous.is_none_or(|exact| exact) => {
-                let result = plan(method.as_ref(), &relaxed).map_err(|e| e.to_string());
+                let result = plan(method.as_ref(), &problem(false)).map_err(|e| e.to_string());
                 rows.push(Row { method: method.id(), contiguous_problem: false, result });
             }
             Ok(()) => {}

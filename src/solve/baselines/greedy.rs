@@ -64,7 +64,7 @@ impl Method for Greedy {
         if let Objective::Latency { pieces } = problem.objective {
             // A run of groups is one piece of the order, but in a training graph it is two
             // calls: the backward nodes come back after later forward nodes ran elsewhere.
-            let calls = crate::score::evaluate(w, &placement, true).latency.max_pieces();
+            let calls = crate::score::evaluate(w, &placement, true).latency.map_or(0, |l| l.max_pieces());
             if calls > pieces {
                 return Ok(infeasible_outcome(
                     self.name(),

@@ -19,16 +19,24 @@
 //! three largest loads. Empty devices of one kind are interchangeable: only the first is
 //! tried.
 //!
-//! Deterministic for a given seed ([`super::SplitMix64`]); a time limit
-//! (`Limits::time_limit_s`) stops between steps and is reported in the notes.
+//! Deterministic for a given seed ([`super::SplitMix64`]). The run's [`Budget`]
+//! (`--time-limit`, Ctrl-C) is looked at between restarts and every [`CLASSES_PER_CHECK`]
+//! classes priced within a step (a step costs O((k+ℓ)·Σ|T|), seconds on 100k-node graphs),
+//! and stops the run with the best plan so far (a note says why; with no plan yet the
+//! outcome is `no-plan` with the reason).
+//! Memory: the counts `n_d(T)` take 4·H·(k+ℓ) bytes for H hyperedges; a run whose counts
+//! exceed `--memory-budget` is refused before any is allocated, naming H and k+ℓ.
 
-use std::time::Instant;
+use super::super::budget::{Budget, Exhausted};
 
 use super::{infeasible_outcome, scored_outcome, SplitMix64};
 use crate::model::grouping::{incidence, Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
 use crate::score::tps;
-use crate::solve::{Limits, Method, Outcome, Problem, SolveError};
+use crate::solve::{Limits, Method, Outcome, Problem, SolveError, Status};
+
+/// Classes priced between two looks at the budget within a step.
+pub const CLASSES_PER_CHECK: usize = 256;
 
 /// The colour classes with their communication hyperedges and, per class, the indices of
 /// the hyperedges that contain it: what a move is priced on. O(n + m) plus hashing.
@@ -81,6 +89,12 @@ impl Method for LocalSearch {
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let search = search(problem.workload, &problem.limits);
         let Some((placement, _)) = search.best else {
+            if let Some(reason) = search.stopped {
+                let mut outcome = infeasible_outcome(self.name(), String::new());
+                outcome.status = Status::NoPlan { reason: reason.into() };
+                outcome.stats.notes = search.notes;
+                return Ok(outcome);
+            }
             return Ok(infeasible_outcome(
                 self.name(),
                 "no random start fits the devices' memory (and there is no CPU to take the rest)".into(),
@@ -104,26 +118,34 @@ pub struct Restart {
 }
 
 /// The result of [`search`]: the best plan (node-level placement and its TPS), every
-/// restart, and notes (time limit, skipped starts).
+/// restart, notes (time limit, skipped starts), and why the budget stopped it, if it did.
 #[derive(Clone, Debug)]
 pub struct Search {
     pub best: Option<(Placement, f64)>,
     pub restarts: Vec<Restart>,
     pub notes: Vec<String>,
+    pub stopped: Option<Exhausted>,
 }
 
 /// Runs `limits.restarts` (at least 1) restarts from seed `limits.seed`.
 pub fn search(w: &Workload, limits: &Limits) -> Search {
-    let deadline = limits.budget().deadline();
+    let budget = limits.budget();
     let m = ClassModel::new(w);
     let d = w.devices();
     let (k, l) = (d.accelerators, d.cpus);
     let mut rng = SplitMix64::new(limits.seed);
-    let mut out = Search { best: None, restarts: Vec::new(), notes: Vec::new() };
+    let mut out = Search { best: None, restarts: Vec::new(), notes: Vec::new(), stopped: None };
+    let counts = 4.0 * m.hyperedges.len() as f64 * (k as f64 + l as f64);
+    let what = format!("local search's counts ({} hyperedges × {} devices)", m.hyperedges.len(), k as f64 + l as f64);
+    if let Err(e) = budget.reserve(&what, counts) {
+        out.stopped = Some(e);
+        return out;
+    }
     let mut skipped = 0;
     for r in 0..limits.restarts.max(1) {
-        if r > 0 && deadline.is_some_and(|t| Instant::now() >= t) {
-            out.notes.push(format!("time limit reached after {r} restarts"));
+        if let (true, Err(e)) = (r > 0, budget.check()) {
+            out.notes.push(format!("{e} after {r} restarts"));
+            out.stopped = Some(e);
             break;
         }
         let Some(start) = random_start(&m, k, l, d.memory_per_accelerator_bytes, &mut rng) else {
@@ -135,9 +157,9 @@ pub fn search(w: &Workload, limits: &Limits) -> Search {
         };
         let start_tps = tps(w, &m.placement(&to_devices(&start)));
         let mut state = State::new(&m, k, l, d.memory_per_accelerator_bytes, start);
-        let (moves, stopped) = state.descend(deadline);
-        if stopped {
-            out.notes.push(format!("time limit reached during restart {r}"));
+        let (moves, stopped) = state.descend(&budget);
+        if let Some(e) = &stopped {
+            out.notes.push(format!("{e} during restart {r}"));
         }
         let placement = m.placement(&to_devices(&state.device));
         let final_tps = tps(w, &placement);
@@ -145,7 +167,8 @@ pub fn search(w: &Workload, limits: &Limits) -> Search {
         if out.best.as_ref().is_none_or(|(_, b)| final_tps < *b) {
             out.best = Some((placement, final_tps));
         }
-        if stopped {
+        if stopped.is_some() {
+            out.stopped = stopped;
             break;
         }
     }
@@ -295,15 +318,13 @@ impl<'a> State<'a> {
     }
 
     /// Best-improvement descent until no move improves `(max load, Σ load²)`, or the
-    /// deadline passes. Returns the number of moves and whether the deadline stopped it.
-    pub fn descend(&mut self, deadline: Option<Instant>) -> (usize, bool) {
+    /// budget runs out (looked at every [`CLASSES_PER_CHECK`] classes; the step under way
+    /// is then dropped). Returns the number of moves and why the budget stopped it.
+    pub fn descend(&mut self, budget: &Budget) -> (usize, Option<Exhausted>) {
         let (m, k, dn) = (self.m, self.k, self.devices);
-        let max_moves = 100 * m.len() + 1000;
+        let max_moves = 100usize.saturating_mul(m.len()).saturating_add(1000);
         let mut moves = 0;
         while moves < max_moves {
-            if deadline.is_some_and(|t| Instant::now() >= t) {
-                return (moves, true);
-            }
             let mut top: Vec<usize> = (0..dn).collect();
             top.sort_by(|&a, &b| self.load[b].total_cmp(&self.load[a]));
             top.truncate(3);
@@ -312,6 +333,11 @@ impl<'a> State<'a> {
             let others = |a: usize, b: usize| top.iter().find(|&&d| d != a && d != b).map_or(0.0, |&d| self.load[d]);
             let mut best: Option<(f64, f64, usize, usize, f64, f64)> = None;
             for x in 0..m.len() {
+                if x % CLASSES_PER_CHECK == 0 {
+                    if let Err(e) = budget.check() {
+                        return (moves, Some(e));
+                    }
+                }
                 let a = self.device[x];
                 let (mut tried_empty_acc, mut tried_empty_cpu) = (false, false);
                 for b in 0..dn {
@@ -347,6 +373,6 @@ impl<'a> State<'a> {
             self.apply(x, b, la, lb);
             moves += 1;
         }
-        (moves, false)
+        (moves, None)
     }
 }

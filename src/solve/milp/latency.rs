@@ -99,7 +99,7 @@ fn solve_holding(problem: &Problem, q: usize, given: Option<&[Placement]>) -> Re
     let upper = warm.as_ref().map_or_else(|| trivial_upper_bound(w, &units), |c| c.score);
 
     let items = if q == 1 { units.clone() } else { Grouping::singletons(w) };
-    let mut b = Builder::new();
+    let mut b = Builder::within(super::remaining(problem, started).limits.budget());
     let mut model = CallModel::variables(&mut b, w, q, &units, &items, upper);
     stats.notes.push(format!("finish-time lower bound {}", model.critical));
     model.add_membership(&mut b);

@@ -76,6 +76,13 @@
 //! each condition above only relaxes with T: fewer forced units, more room), so the
 //! impossible thresholds form an interval `[0, LB)` up to the search limit.
 //!
+//! # Time
+//! A bound may run within a [`Budget`] ([`LowerBound::within`]): once it runs out (time
+//! limit or Ctrl-C) the bisection stops with the largest threshold proven impossible so
+//! far, minimum cuts not yet computed take their trivial value `μ·fpga(Q)`, and the packing
+//! search gives up (no proof) — each a weaker but still valid bound. The budget is looked
+//! at between thresholds, before each minimum-cut set and every 1,024 search nodes.
+//!
 //! Cost: `O(n log n)` per threshold for the first three tests, 13 maximum flows per unit
 //! and 4 per set whose h is needed, the search at most [`NODE_LIMIT`] nodes per
 //! threshold; about 50 thresholds. On the published workloads: under 0.1 s for most,
@@ -85,6 +92,7 @@ use std::collections::HashMap;
 
 use super::min_cut::CheapestSet;
 use super::units::units;
+use crate::solve::budget::Budget;
 use super::LoadBoundUse;
 use crate::model::grouping::{Group, Grouping, Hyperedge};
 use crate::solve::knapsack::FractionalKnapsack;
@@ -174,18 +182,20 @@ pub(crate) fn for_model(
     devices: &DeviceSet,
     sync: bool,
     bound_use: LoadBoundUse,
+    budget: &Budget,
     stats: &mut Stats,
 ) -> ModelBounds {
     if bound_use == LoadBoundUse::Off {
         return ModelBounds::default();
     }
     let start = std::time::Instant::now();
-    let bounds = compute_model_bounds(units, hyperedges, devices, sync);
+    let bounds = compute_model_bounds(units, hyperedges, devices, sync, budget);
     stats.notes.push(format!(
-        "combinatorial lower bound {}{} ({:.2} s; solve::milp::load_bounds)",
+        "combinatorial lower bound {}{} ({:.2} s{}; solve::milp::load_bounds)",
         bounds.total,
         if sync { format!(" on the max load, {} on F, {} on B", bounds.forward, bounds.backward) } else { String::new() },
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        if budget.is_exhausted() { ", stopped early by the time limit: a weaker bound" } else { "" }
     ));
     bounds
 }
@@ -195,11 +205,14 @@ pub(crate) fn for_model(
 pub fn model_bounds(w: &Workload, contiguous: bool, sync: bool) -> ModelBounds {
     let (units, _) = units(w, contiguous);
     let hyperedges = units.hyperedges(w, sync);
-    compute_model_bounds(&units, &hyperedges, w.devices(), sync)
+    compute_model_bounds(&units, &hyperedges, w.devices(), sync, &Budget::unlimited())
 }
 
-fn compute_model_bounds(units: &Grouping, hyperedges: &[Hyperedge], devices: &DeviceSet, sync: bool) -> ModelBounds {
-    let total = LowerBound::new(units, hyperedges, devices, Tests::ALL).value();
+/// The bound on the max load, then for sync one on each side; with a budget, the max load
+/// gets half of it and each side half of what is left.
+fn compute_model_bounds(units: &Grouping, hyperedges: &[Hyperedge], devices: &DeviceSet, sync: bool, budget: &Budget) -> ModelBounds {
+    let share = if sync { 0.5 } else { 1.0 };
+    let total = LowerBound::new(units, hyperedges, devices, Tests::ALL).within(budget.share(share)).value();
     let mut bounds = ModelBounds { total, ..ModelBounds::default() };
     if sync {
         for backward in [false, true] {
@@ -213,7 +226,9 @@ fn compute_model_bounds(units: &Grouping, hyperedges: &[Hyperedge], devices: &De
                 };
             }
             let edges: Vec<Hyperedge> = hyperedges.iter().filter(|e| e.backward == backward).cloned().collect();
-            let value = LowerBound::new(&side, &edges, devices, Tests::ALL).value();
+            let value = LowerBound::new(&side, &edges, devices, Tests::ALL)
+                .within(budget.share(if backward { 1.0 } else { 0.5 }))
+                .value();
             if backward {
                 bounds.backward = value;
             } else {
@@ -254,6 +269,7 @@ pub struct LowerBound<'a> {
     by_ratio: Vec<usize>,
     /// fpga of all placeable units.
     placeable_fpga: f64,
+    budget: Budget,
 }
 
 /// Values of h_Q on the μ grid, by minimum cuts, cached (they do not depend on T).
@@ -271,6 +287,7 @@ struct Cuts<'a> {
     /// h of sets of two or more allowed units, sorted; None once the budget ran out.
     sets: HashMap<Vec<usize>, Vec<f64>>,
     sets_left: usize,
+    budget: Budget,
 }
 
 impl Cuts<'_> {
@@ -278,6 +295,9 @@ impl Cuts<'_> {
         let (fpga, placeable, hyperedges) = (&self.fpga, &self.placeable, self.hyperedges);
         let network = self.network.get_or_insert_with(|| CheapestSet::new(fpga, placeable, hyperedges));
         let trivial: f64 = set.iter().map(|&g| fpga[g]).sum();
+        if self.budget.is_exhausted() {
+            return self.mu.iter().map(|&mu| mu * trivial).collect();
+        }
         if set.len() == 1 {
             return self.mu.iter().map(|&mu| network.value_of_set(set, mu).max(mu * trivial)).collect();
         }
@@ -354,6 +374,7 @@ impl<'a> LowerBound<'a> {
             single: vec![None; n],
             sets: HashMap::new(),
             sets_left: SET_CUTS,
+            budget: Budget::unlimited(),
         };
         let mut lb = LowerBound {
             units,
@@ -365,6 +386,7 @@ impl<'a> LowerBound<'a> {
             cuts,
             by_ratio,
             placeable_fpga,
+            budget: Budget::unlimited(),
         };
         let floor = lb.forced_floor();
         let mut candidates: Vec<usize> = (0..n).filter(|&g| lb.placeable[g] && units[g].cpu_latency > floor).collect();
@@ -373,6 +395,13 @@ impl<'a> LowerBound<'a> {
             lb.cuts.allowed[g] = true;
         }
         lb
+    }
+
+    /// This bound, stopping early (with a weaker, still valid value) once `budget` runs out.
+    pub fn within(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self.cuts.budget = budget;
+        self
     }
 
     /// `max_g min(cpu_g, fpga_g if placeable)`: every unit is somewhere.
@@ -401,7 +430,7 @@ impl<'a> LowerBound<'a> {
             return shave(hi);
         }
         for _ in 0..200 {
-            if hi - lo <= 1e-10 * hi {
+            if hi - lo <= 1e-10 * hi || self.budget.is_exhausted() {
                 break;
             }
             let mid = 0.5 * (lo + hi);
@@ -464,7 +493,7 @@ impl<'a> LowerBound<'a> {
         }
         if self.tests.packing {
             let cuts = if self.tests.communication { Some(&mut self.cuts) } else { None };
-            let mut search = Search::new(u, &forced, cuts, k, t, self.memory, fluid);
+            let mut search = Search::new(u, &forced, cuts, k, t, self.memory, fluid, self.budget);
             if search.run() == Packing::Impossible {
                 return false;
             }
@@ -529,9 +558,11 @@ struct Search<'a, 'b> {
     suffix_compute: Vec<f64>,
     suffix_size: Vec<f64>,
     nodes: usize,
+    budget: Budget,
 }
 
 impl<'a, 'b> Search<'a, 'b> {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         units: &'a Grouping,
         items: &'a [usize],
@@ -540,6 +571,7 @@ impl<'a, 'b> Search<'a, 'b> {
         t: f64,
         memory: f64,
         fluid: f64,
+        budget: Budget,
     ) -> Self {
         let n = items.len();
         let (mut suffix_compute, mut suffix_size) = (vec![0.0; n + 1], vec![0.0; n + 1]);
@@ -559,6 +591,7 @@ impl<'a, 'b> Search<'a, 'b> {
             suffix_compute,
             suffix_size,
             nodes: 0,
+            budget,
         }
     }
 
@@ -604,7 +637,7 @@ impl<'a, 'b> Search<'a, 'b> {
 
     fn place(&mut self, i: usize) -> Packing {
         self.nodes += 1;
-        if self.nodes > NODE_LIMIT {
+        if self.nodes > NODE_LIMIT || (self.nodes % 1024 == 0 && self.budget.is_exhausted()) {
             return Packing::GaveUp;
         }
         let empty = (self.k - self.bins.len()) as f64;

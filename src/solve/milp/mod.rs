@@ -39,10 +39,18 @@
 //! termination gap is tightened from HiGHS's 1e-4 to [`DEFAULT_GAP`] unless `--gap` says
 //! otherwise.
 //!
-//! # Progress and Ctrl-C
-//! A HiGHS callback (`kHighsCallbackMipInterrupt`, through `highs-sys`) is installed on
-//! every solve: it polls [`interrupt_requested`] and asks HiGHS to stop, which returns
-//! the best incumbent found so far; and, if a progress hook was registered with
+//! # Time, memory, progress and Ctrl-C
+//! One [`Budget`] per solve (`--time-limit`, `--memory-budget`): the combinatorial bounds
+//! take a share of it and stop early with the best bound proven so far; the model
+//! [`Builder`] counts the columns, rows and nonzeros it hands to HiGHS and stops adding
+//! rows once HiGHS's estimated memory ([`Builder::estimated_bytes`]) exceeds the budget
+//! (the IP then stops with [`StopReason::MemoryBudget`], naming the model's size and
+//! `--memory-budget`), or once the time is up; HiGHS gets the time that is left, and is
+//! not started when none is.
+//! HiGHS callbacks (`kHighsCallbackMipInterrupt` and `kHighsCallbackSimplexInterrupt`,
+//! through `highs-sys`) are installed on every solve: they poll [`interrupt_requested`]
+//! and the deadline and ask HiGHS to stop, which returns the best incumbent found so
+//! far; and, if a progress hook was registered with
 //! [`set_progress_hook`], it calls it about once a second with the incumbent, the bound
 //! and the elapsed time. The library itself never prints; the CLI registers a hook that
 //! writes to stderr when stderr is a terminal, and a SIGINT handler that calls
@@ -63,6 +71,7 @@ use std::time::Instant;
 
 use highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
 
+use super::budget::{Budget, Exhausted};
 use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::Placement;
 use crate::score::evaluate;
@@ -128,20 +137,76 @@ impl Method for Ip {
 }
 
 /// A model under construction: HiGHS columns and rows, with the integer columns
-/// remembered for the warm start.
+/// remembered for the warm start, within a [`Budget`]: once the model's estimated memory
+/// exceeds the budget, or the time is up, no more rows are added and [`Builder::stopped`]
+/// says why (the model is then never solved).
 pub(crate) struct Builder {
     pub problem: RowProblem,
     columns: usize,
     pub integer_columns: Vec<usize>,
     pub rows: usize,
+    nonzeros: usize,
+    budget: Budget,
+    stopped: Option<Exhausted>,
 }
+
+/// HiGHS's memory per nonzero, column and row of a MIP, bytes: the Rust row problem
+/// (12 B per nonzero), HiGHS's column-wise and row-wise copies of the matrix, the
+/// presolved copy and the MIP solver's own (about 12 B per nonzero each, and the
+/// clique table and cut pool beside them). Measured peak resident memory over nonzeros
+/// on large models: 60–90 B; 100 leaves room.
+const BYTES_PER_NONZERO: f64 = 100.0;
+const BYTES_PER_COLUMN: f64 = 200.0;
+const BYTES_PER_ROW: f64 = 200.0;
+
+/// Rows between two looks at the clock while a model is built.
+const ROWS_PER_CHECK: usize = 1024;
 
 /// A column index.
 pub(crate) type Var = highs::Col;
 
 impl Builder {
-    pub fn new() -> Self {
-        Builder { problem: RowProblem::default(), columns: 0, integer_columns: Vec::new(), rows: 0 }
+    /// A builder that stops adding rows once `budget` runs out (time, Ctrl-C or memory).
+    pub fn within(budget: Budget) -> Self {
+        Builder {
+            problem: RowProblem::default(),
+            columns: 0,
+            integer_columns: Vec::new(),
+            rows: 0,
+            nonzeros: 0,
+            budget,
+            stopped: None,
+        }
+    }
+
+    /// HiGHS's memory for the model so far, estimated (bytes).
+    pub fn estimated_bytes(&self) -> f64 {
+        BYTES_PER_NONZERO * self.nonzeros as f64 + BYTES_PER_COLUMN * self.columns as f64 + BYTES_PER_ROW * self.rows as f64
+    }
+
+    /// Why the model was left unfinished, if it was.
+    pub fn stopped(&self) -> Option<&Exhausted> {
+        self.stopped.as_ref()
+    }
+
+    /// Whether a row of `terms` nonzeros may still be added (`stopped` says why not).
+    fn admit(&mut self, terms: usize) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        self.nonzeros += terms;
+        let what = format!("the integer program ({} columns, {} rows, {} nonzeros so far)", self.columns, self.rows + 1, self.nonzeros);
+        if let Err(e) = self.budget.reserve(&what, self.estimated_bytes()) {
+            self.stopped = Some(e);
+            return false;
+        }
+        if self.rows.is_multiple_of(ROWS_PER_CHECK) {
+            if let Err(e) = self.budget.check() {
+                self.stopped = Some(e);
+                return false;
+            }
+        }
+        true
     }
 
     /// A binary column with objective coefficient `cost`, or fixed to 0 when `allowed` is false.
@@ -159,18 +224,27 @@ impl Builder {
 
     /// `Σ terms ≤ hi`.
     pub fn le(&mut self, terms: &[(Var, f64)], hi: f64) {
+        if !self.admit(terms.len()) {
+            return;
+        }
         self.rows += 1;
         self.problem.add_row(..=hi, terms.iter().copied());
     }
 
     /// `Σ terms ≥ lo`.
     pub fn ge(&mut self, terms: &[(Var, f64)], lo: f64) {
+        if !self.admit(terms.len()) {
+            return;
+        }
         self.rows += 1;
         self.problem.add_row(lo.., terms.iter().copied());
     }
 
     /// `Σ terms = value`.
     pub fn eq(&mut self, terms: &[(Var, f64)], value: f64) {
+        if !self.admit(terms.len()) {
+            return;
+        }
         self.rows += 1;
         self.problem.add_row(value..=value, terms.iter().copied());
     }
@@ -313,6 +387,8 @@ pub(crate) struct Solved {
     pub nodes: i64,
     /// HiGHS was stopped because its incumbent met the target of [`run_to`].
     pub reached_target: bool,
+    /// HiGHS was not run, or was stopped by the budget: why (time, Ctrl-C, memory).
+    pub stopped: Option<StopReason>,
 }
 
 struct CallbackState {
@@ -321,6 +397,8 @@ struct CallbackState {
     /// Stop once HiGHS's incumbent is at most this (a known lower bound, with the gap).
     target: f64,
     reached_target: bool,
+    deadline: Option<Instant>,
+    timed_out: bool,
 }
 
 unsafe extern "C" fn callback(
@@ -330,7 +408,8 @@ unsafe extern "C" fn callback(
     data_in: *mut highs_sys::HighsCallbackDataIn,
     user_data: *mut c_void,
 ) {
-    if callback_type != highs_sys::kHighsCallbackMipInterrupt as c_int {
+    let mip = callback_type == highs_sys::kHighsCallbackMipInterrupt as c_int;
+    if !mip && callback_type != highs_sys::kHighsCallbackSimplexInterrupt as c_int {
         return;
     }
     if interrupt_requested() && !data_in.is_null() {
@@ -343,6 +422,14 @@ unsafe extern "C" fn callback(
     // SAFETY: `user_data` is the `CallbackState` owned by `run` for the whole solve, and
     // HiGHS calls back from the thread that called `Highs_run`.
     let state = unsafe { &mut *(user_data as *mut CallbackState) };
+    if state.deadline.is_some_and(|d| Instant::now() >= d) && !data_in.is_null() {
+        state.timed_out = true;
+        // SAFETY: as above.
+        unsafe { (*data_in).user_interrupt = 1 };
+    }
+    if !mip {
+        return;
+    }
     // SAFETY: valid for the duration of the callback.
     let out = unsafe { &*data_out };
     if out.mip_primal_bound <= state.target && !data_in.is_null() {
@@ -372,19 +459,30 @@ pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> 
 /// lower bound on the optimum, times 1 + the gap): then nothing better is to be found
 /// ([`Solved::reached_target`]).
 pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, target: f64) -> Result<Solved, SolveError> {
+    let budget = problem.limits.budget();
+    if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
+        return Ok(Solved::not_run(reason.into()));
+    }
     let integer_columns = builder.integer_columns.clone();
     let mut model = Model::try_new(builder.problem)
         .map_err(|e| SolveError::Solver(format!("HiGHS rejected the model: {e:?}")))?;
     model.set_sense(Sense::Minimise);
     model.make_quiet();
-    set_options(&mut model, problem)?;
+    set_options(&mut model, problem, budget.remaining_s())?;
     if problem.limits.ip.warm_start {
         if let Some(values) = warm {
             set_warm_start(&mut model, &integer_columns, values)?;
         }
     }
     let hook = PROGRESS_HOOK.read().ok().and_then(|h| *h);
-    let mut state = Box::new(CallbackState { last_report_s: 0.0, hook, target, reached_target: false });
+    let mut state = Box::new(CallbackState {
+        last_report_s: 0.0,
+        hook,
+        target,
+        reached_target: false,
+        deadline: budget.deadline(),
+        timed_out: false,
+    });
     // SAFETY: `state` outlives the solve (dropped at the end of this function, after
     // HiGHS returns); the callback only reads HiGHS's data and writes `user_interrupt`.
     unsafe {
@@ -394,32 +492,67 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
             state.as_mut() as *mut CallbackState as *mut c_void,
         );
         highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackMipInterrupt as highs_sys::HighsInt);
+        highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackSimplexInterrupt as highs_sys::HighsInt);
     }
     let start = Instant::now();
     let solved = model.try_solve().map_err(|e| SolveError::Solver(format!("HiGHS failed: {e:?}")))?;
     let time_s = start.elapsed().as_secs_f64();
-    let reached_target = state.reached_target;
+    let (reached_target, timed_out) = (state.reached_target, state.timed_out);
     drop(state);
-    let status = solved.status();
+    let mut status = solved.status();
+    if timed_out && !reached_target && status == HighsModelStatus::ReachedInterrupt && !interrupt_requested() {
+        status = HighsModelStatus::ReachedTimeLimit;
+    }
     let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
     let columns = has_solution.then(|| solved.get_solution().columns().to_vec());
     let bound = solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY);
     let mut nodes: i64 = 0;
     // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
     unsafe { highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes) };
-    Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes, reached_target })
+    Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes, reached_target, stopped: None })
 }
 
-/// The problem's limits as HiGHS options: time limit, gap, threads (clamped to the
-/// cores) and the user's `--highs-option name=value` pairs, each tried as an integer, a
-/// float, a bool and a string, in that order.
-fn set_options(model: &mut Model, problem: &Problem) -> Result<(), SolveError> {
+impl Solved {
+    /// HiGHS was not run: the budget ran out (`reason`) before or while the model was built.
+    pub(crate) fn not_run(reason: StopReason) -> Solved {
+        Solved {
+            status: HighsModelStatus::NotSet,
+            columns: None,
+            objective: f64::INFINITY,
+            bound: f64::NEG_INFINITY,
+            time_s: 0.0,
+            nodes: 0,
+            reached_target: false,
+            stopped: Some(reason),
+        }
+    }
+}
+
+/// Refuses a model of `columns` columns (and at least as many nonzeros: every column is in
+/// some row) before any is built, when HiGHS's estimated memory for it exceeds the budget:
+/// `Some` is the outcome to return. `columns` is a float, so huge counts cannot wrap.
+pub(crate) fn refuse_model_size(budget: &Budget, columns: f64, stats: &Stats) -> Option<Outcome> {
+    let bytes = columns * (BYTES_PER_COLUMN + BYTES_PER_NONZERO);
+    budget.reserve(&format!("the integer program ({columns:.0} columns)"), bytes).err().map(|e| Outcome {
+        method: "ip".into(),
+        placement: None,
+        objective: f64::INFINITY,
+        bound: 0.0,
+        status: Status::NoPlan { reason: e.into() },
+        stats: stats.clone(),
+    })
+}
+
+/// The problem's limits as HiGHS options: the time left (`time_left_s`, the budget's), gap,
+/// threads (clamped to the cores) and the user's `--highs-option name=value` pairs, each
+/// tried as an integer, a float, a bool and a string, in that order.
+fn set_options(model: &mut Model, problem: &Problem, time_left_s: Option<f64>) -> Result<(), SolveError> {
     let limits = &problem.limits;
     let set = |model: &mut Model, name: &str, value: f64| {
         model.try_set_option(name, value).map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
     };
-    if let Some(t) = limits.time_limit_s {
-        set(model, "time_limit", t)?;
+    if let Some(t) = time_left_s {
+        set(model, "time_limit", t.max(1e-3))?;
     }
     set(model, "mip_rel_gap", limits.mip_gap.unwrap_or(DEFAULT_GAP))?;
     if let Some(threads) = limits.threads {
@@ -474,10 +607,11 @@ fn stop_reason(status: HighsModelStatus) -> StopReason {
 }
 
 /// `problem` with the time limit that is left since `started`: the limit covers the held
-/// plans, the bounds and the model building too, and HiGHS gets the rest (at least 1 s).
+/// plans, the bounds and the model building too, and HiGHS gets the rest (0 when none is
+/// left: [`run_to`] then does not start HiGHS).
 pub(crate) fn remaining<'a>(problem: &Problem<'a>, started: Instant) -> Problem<'a> {
     let mut rest = problem.clone();
-    rest.limits.time_limit_s = problem.limits.time_limit_s.map(|t| (t - started.elapsed().as_secs_f64()).max(1.0));
+    rest.limits.time_limit_s = problem.limits.time_limit_s.map(|t| (t - started.elapsed().as_secs_f64()).max(0.0));
     rest
 }
 
@@ -532,7 +666,10 @@ pub(crate) fn finish(
 ) -> Result<Outcome, SolveError> {
     let ip = scored_ip_plan(problem, solved, from_ip, &mut stats)?;
     stats.time_s = solved.time_s;
-    stats.notes.push(format!("HiGHS: {:?} after {:.2} s, {} nodes", solved.status, solved.time_s, solved.nodes));
+    match &solved.stopped {
+        Some(reason) => stats.notes.push(format!("HiGHS not run: {reason}")),
+        None => stats.notes.push(format!("HiGHS: {:?} after {:.2} s, {} nodes", solved.status, solved.time_s, solved.nodes)),
+    }
     if solved.columns.is_some() {
         stats.notes.push(format!("HiGHS incumbent objective {}", solved.objective));
     }
@@ -601,6 +738,7 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
         HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(
             "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)",
         ),
+        _ if solved.stopped.is_some() => Status::NoPlan { reason: solved.stopped.clone().unwrap_or(StopReason::TimeLimit) },
         HighsModelStatus::Optimal => Status::NoPlan {
             reason: StopReason::Solver { status: "Optimal, but the scorer rejected its plan".into() },
         },
@@ -638,6 +776,8 @@ fn status_with_plan(problem: &Problem, solved: &Solved, score: f64, bound: f64, 
         Status::Feasible { reason: StopReason::PlanAboveBound }
     } else if solved.status == HighsModelStatus::Optimal {
         Status::Feasible { reason: StopReason::SolverGap { gap } }
+    } else if let Some(reason) = &solved.stopped {
+        Status::Feasible { reason: reason.clone() }
     } else {
         Status::Feasible { reason: stop_reason(solved.status) }
     }

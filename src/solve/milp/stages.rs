@@ -56,7 +56,15 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let (units, arcs) = units(w, true);
     let devices = w.devices();
 
-    let mut b = Builder::new();
+    // One budget for the whole solve: the bound takes a quarter of it, the model is built
+    // within it, and HiGHS gets what is left.
+    let budget = problem.limits.budget();
+    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
+    let (k, l, n_units) = (devices.accelerators as f64, devices.cpus as f64, units.len() as f64);
+    if let Some(outcome) = super::refuse_model_size(&budget, 3.0 * (k + l) * n_units, &stats) {
+        return Ok(outcome);
+    }
+    let mut b = Builder::within(budget);
     let model = Stages::variables(&mut b, &units, devices);
     model.add_complete(&mut b);
     model.add_kind_count(&mut b, devices.accelerators);
@@ -64,9 +72,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     model.add_ideals(&mut b, &arcs);
     model.add_kind_split(&mut b);
     let hyperedges = units.hyperedges(w, sync);
-    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
     let bound_use = problem.limits.ip.load_bound;
-    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &mut stats);
+    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &budget.share(0.25), &mut stats);
     let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
     let (mut all_acc, mut all_cpu) = (Load::default(), Load::default());
     for t in 0..model.stages() {

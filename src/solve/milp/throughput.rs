@@ -57,14 +57,21 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let (units, arcs) = units(w, problem.contiguous);
     let devices = w.devices();
 
-    let mut b = Builder::new();
+    // One budget for the whole solve: the bound takes a quarter of it, the model is built
+    // within it, and HiGHS gets what is left.
+    let budget = problem.limits.budget();
+    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
+    let (k, l, n_units) = (devices.accelerators as f64, devices.cpus as f64, units.len() as f64);
+    if let Some(outcome) = super::refuse_model_size(&budget, (k + l) * n_units + k * (n_units + arcs.len() as f64), &stats) {
+        return Ok(outcome);
+    }
+    let mut b = Builder::within(budget);
     let model = Assignment::variables(&mut b, &units, devices);
     model.add_assignment(&mut b);
     model.add_memory(&mut b, devices.memory_per_accelerator_bytes);
     let hyperedges = units.hyperedges(w, sync);
-    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
     let bound_use = problem.limits.ip.load_bound;
-    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &mut stats);
+    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &budget.share(0.25), &mut stats);
     let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
     model.add_accelerator_loads(&mut b, &hyperedges, &objective);
     model.add_cpu_loads(&mut b, &objective);
