@@ -230,4 +230,16 @@ fn ctrl_c_stops_the_dp_with_a_message() {
     assert!(err.contains("dp stopped without a plan: interrupted"), "{err}");
     // Generous for a loaded 2-core machine; the DP checks between blocks of 256 ideals.
     assert!(took < 10.0, "answered after {took} s");
+#[test]
+fn metis_warnings_never_reach_stdout() {
+    // Zero-weight nodes without edges and more parts than METIS can bisect: METIS prints
+    // "***Cannot bisect a graph with 0 vertices!" with printf and goes on. Standard output
+    // carries the JSON report, so it must parse.
+    let dir = tempfile::tempdir().unwrap();
+    let nodes: Vec<String> = (1..=200).map(|i| format!(r#"{{"id":{i},"fpgaLatency":0,"cpuLatency":1,"size":0}}"#)).collect();
+    let json = format!(r#"{{"maxSizePerFPGA":1e9,"maxFPGAs":150,"maxCPUs":3,"nodes":[{}],"edges":[]}}"#, nodes.join(","));
+    let w = write(dir.path(), "flat.json", &json);
+    let (out, _) = succeeds(&["plan", w.to_str().unwrap(), "--method", "partitioner", "--non-contiguous", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["valid"].as_bool(), Some(true), "{out}");
 }

@@ -91,7 +91,8 @@ pub struct Limits {
     pub seed: u64,
     /// Restarts (local search). [default: 10]
     pub restarts: usize,
-    /// Memory the methods may allocate for their own tables, bytes. [default: none]
+    /// Memory the methods may allocate for their own tables, bytes (the IP's model, local
+    /// search's counts, the DP's tables; the CLI's `--memory-budget`, 4 GiB). [default: none]
     pub memory_budget_bytes: Option<f64>,
     /// Formulation switches of the IP (docs/ip.md). [default: the measured best]
     pub ip: milp::IpOptions,

@@ -333,7 +333,7 @@ impl<'a> State<'a> {
             let others = |a: usize, b: usize| top.iter().find(|&&d| d != a && d != b).map_or(0.0, |&d| self.load[d]);
             let mut best: Option<(f64, f64, usize, usize, f64, f64)> = None;
             for x in 0..m.len() {
-                if x % CLASSES_PER_CHECK == 0 {
+                if x.is_multiple_of(CLASSES_PER_CHECK) {
                     if let Err(e) = budget.check() {
                         return (moves, Some(e));
                     }

@@ -637,7 +637,7 @@ impl<'a, 'b> Search<'a, 'b> {
 
     fn place(&mut self, i: usize) -> Packing {
         self.nodes += 1;
-        if self.nodes > NODE_LIMIT || (self.nodes % 1024 == 0 && self.budget.is_exhausted()) {
+        if self.nodes > NODE_LIMIT || (self.nodes.is_multiple_of(1024) && self.budget.is_exhausted()) {
             return Packing::GaveUp;
         }
         let empty = (self.k - self.bins.len()) as f64;
