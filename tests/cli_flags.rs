@@ -204,7 +204,7 @@ fn the_memory_budget_is_a_checked_flag_that_stops_the_dp() {
     let dir = tempfile::tempdir().unwrap();
     let w = parallel_chains(dir.path());
     let w = w.to_str().unwrap();
-    fails_with(&["plan", w, "--memory-budget", "1KiB"], &["--memory-budget 1024 is out of range"]);
+    fails_with(&["plan", w, "--memory-budget", "1KiB"], &["--memory-budget 1.00 KiB is out of range (1 MiB to 1 PiB)"]);
     fails_with(&["plan", w, "--memory-budget", "lots"], &["not a byte count"]);
     fails_with(&["plan", w, "--memory-budget", "64MiB"], &["the DP's memory budget of 0.06 GiB", "1679616"]);
 }
@@ -230,6 +230,8 @@ fn ctrl_c_stops_the_dp_with_a_message() {
     assert!(err.contains("dp stopped without a plan: interrupted"), "{err}");
     // Generous for a loaded 2-core machine; the DP checks between blocks of 256 ideals.
     assert!(took < 10.0, "answered after {took} s");
+}
+
 #[test]
 fn metis_warnings_never_reach_stdout() {
     // Zero-weight nodes without edges and more parts than METIS can bisect: METIS prints

@@ -325,7 +325,7 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
 fn score_and_round_trip(w: &Workload, p: &Placement, latency: bool) -> Result<(), Finding> {
     let e = evaluate(w, p, latency);
     let objective = if latency { Objective::Latency { pieces: usize::MAX } } else { Objective::Throughput };
-    let p = if latency { e.latency.attach_cut(p.clone()) } else { p.clone() };
+    let p = if latency { e.attach_cut(p.clone()) } else { p.clone() };
     let _ = plan_table(w, None, objective, &e);
     let _ = evaluation_json(w, &p, None, objective, &e);
     if e.violations.iter().any(|v| matches!(v, dnnplace::score::Violation::WrongLength { .. } | dnnplace::score::Violation::PiecesLength { .. })) {
