@@ -112,7 +112,7 @@ fn bench_row(name: &str, path: &Path, objective: Objective, contiguous: bool, ar
     };
     let ip = args.ip_experiment.iter().fold(IpOptions::default(), |o, &e| o.with(e));
     let limits = Limits { time_limit_s: Some(args.limit), threads: args.threads, ip, ..Limits::default() };
-    let problem = Problem { workload: &w, objective, contiguous, limits };
+    let problem = Problem { workload: &w, objective, contiguous, limits, pipeline: None };
     let start = Instant::now();
     let p = match plan(&Ip, &problem) {
         Ok(p) => p,

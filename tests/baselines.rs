@@ -26,7 +26,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 fn problem(w: &dnnplace::model::Workload, contiguous: bool) -> Problem<'_> {
-    Problem { workload: w, objective: Objective::Throughput, contiguous, limits: Limits::default() }
+    Problem { workload: w, objective: Objective::Throughput, contiguous, limits: Limits::default(), pipeline: None }
 }
 
 fn value(method: &dyn Method, p: &Problem) -> f64 {

@@ -123,7 +123,7 @@ fn time_limits_beyond_31_years_exit_2_and_no_method_panics() {
     // The library itself takes such a limit as no limit.
     let workload = dnnplace::io::read_workload(Path::new(w)).unwrap();
     let limits = dnnplace::solve::Limits { time_limit_s: Some(1e99), ..Default::default() };
-    let problem = dnnplace::solve::Problem { workload: &workload, objective: dnnplace::solve::Objective::Throughput, contiguous: false, limits };
+    let problem = dnnplace::solve::Problem { workload: &workload, objective: dnnplace::solve::Objective::Throughput, contiguous: false, limits, pipeline: None };
     let plan = dnnplace::solve::plan(&dnnplace::solve::baselines::local_search::LocalSearch, &problem).unwrap();
     assert!(plan.evaluation.unwrap().is_valid());
 }

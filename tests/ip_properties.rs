@@ -26,7 +26,7 @@ fn shape() -> Shape {
 }
 
 fn problem(w: &Workload, objective: Objective, contiguous: bool) -> Problem<'_> {
-    Problem { workload: w, objective, contiguous, limits: Limits { threads: Some(1), ..Limits::default() } }
+    Problem { workload: w, objective, contiguous, limits: Limits { threads: Some(1), ..Limits::default() }, pipeline: None }
 }
 
 fn run(method: &dyn dnnplace::solve::Method, w: &Workload, objective: Objective, contiguous: bool) -> Plan {

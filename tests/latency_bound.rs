@@ -105,6 +105,7 @@ fn optimum(w: &Workload, pieces: usize) -> f64 {
         objective: Objective::Latency { pieces },
         contiguous: false,
         limits: Limits::default(),
+        pipeline: None,
     };
     plan(&BruteForce, &problem).unwrap().objective(Objective::Latency { pieces })
 }

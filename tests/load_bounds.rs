@@ -41,6 +41,7 @@ fn optimum(w: &Workload, contiguous: bool) -> f64 {
         objective: Objective::Throughput,
         contiguous,
         limits: Limits { threads: Some(1), ..Limits::default() },
+        pipeline: None,
     };
     plan(&BruteForce, &problem).expect("brute force").objective(Objective::Throughput)
 }
@@ -56,6 +57,7 @@ fn sync_optimum(w: &Workload, contiguous: bool) -> f64 {
         objective: Objective::Sync,
         contiguous,
         limits: Limits { threads: Some(1), ..Limits::default() },
+        pipeline: None,
     };
     plan(&BruteForce, &problem).expect("brute force").objective(Objective::Sync)
 }
@@ -177,6 +179,7 @@ fn bound_equals_the_ip_optimum_on_paper_bert_l3() {
             objective: Objective::Throughput,
             contiguous: false,
             limits: Limits { time_limit_s: Some(60.0), threads: Some(1), ..Limits::default() },
+            pipeline: None,
         };
         let ip = plan(&Ip, &problem).unwrap();
         let got = ip.objective(Objective::Throughput);

@@ -483,7 +483,7 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
         }
     }
     // Each method runs on the device set clamped to the node count (solve::plan); say so once.
-    let problem = Problem { workload: &w, objective: settings.objective, contiguous: true, limits: settings.limits.clone() };
+    let problem = Problem { workload: &w, objective: settings.objective, contiguous: true, limits: settings.limits.clone(), pipeline: None };
     print_notes(&solve::clamp_to_nodes(&problem)?.notes);
     sigint_setup();
     let comparison = solve::compare::compare_within(&w, settings.objective, &settings.limits, &list, false, &settings.budget());

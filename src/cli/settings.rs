@@ -312,7 +312,7 @@ impl PlanSettings {
 
     /// The problem on `w`.
     pub fn problem<'a>(&self, w: &'a Workload) -> Problem<'a> {
-        Problem { workload: w, objective: self.objective, contiguous: self.contiguous, limits: self.limits.clone() }
+        Problem { workload: w, objective: self.objective, contiguous: self.contiguous, limits: self.limits.clone(), pipeline: None }
     }
 }
 
@@ -382,7 +382,7 @@ pub fn fit_to_workload(
     if !method.searches() {
         return Ok((w, objective));
     }
-    let problem = Problem { workload: &w, objective, contiguous: true, limits: Limits::default() };
+    let problem = Problem { workload: &w, objective, contiguous: true, limits: Limits::default(), pipeline: None };
     let clamped = clamp_to_nodes(&problem)?;
     notes.extend(clamped.notes);
     let objective = clamped.objective.unwrap_or(objective);

@@ -225,6 +225,45 @@ pub fn peak_stash_bytes(
     Ok(peak)
 }
 
+/// Planning under a schedule (`plan --schedule S --micro-batches m`): a stage at position
+/// `s` (0-based from the first) of a chain of `p` stages holds `size + (c − 1)·A` bytes,
+/// `c = in_flight(S, p, m, s)` ([`in_flight`]): GPipe `m` wherever the stage is, 1F1B
+/// `min(m, p − s)`, a count that depends only on the position from the end, `p − s`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    pub schedule: Schedule,
+    /// `m ≥ 1`.
+    pub micro_batches: usize,
+}
+
+impl Pipeline {
+    /// Stashes in flight at stage `s` (0-based) of a chain of `p` stages.
+    pub fn in_flight(&self, p: usize, s: usize) -> usize {
+        in_flight(self.schedule, p, self.micro_batches, s)
+    }
+
+    /// Whether the count depends on the stage's position (1F1B with m > 1); otherwise every
+    /// stage holds [`Pipeline::uniform_in_flight`].
+    pub fn depends_on_position(&self) -> bool {
+        self.schedule == Schedule::OneFOneB && self.micro_batches > 1
+    }
+
+    /// The count of a schedule whose count does not depend on the position: `m` for
+    /// GPipe, 1 for 1F1B with one micro-batch.
+    pub fn uniform_in_flight(&self) -> usize {
+        match self.schedule {
+            Schedule::GPipe => self.micro_batches,
+            _ => 1,
+        }
+    }
+
+    /// Every node's bytes with `c` stashes in flight: `size + (c − 1)·A` (the bytes of
+    /// [`held_bytes`] with the stash counted `c` times).
+    pub fn node_bytes(w: &Workload, c: usize) -> Vec<f64> {
+        held_bytes(w).iter().map(|h| stage_memory_bytes(h.resident_bytes, h.stash_bytes, c.max(1))).collect()
+    }
+}
+
 /// Memory of a stage: `resident + stash·in_flight` bytes.
 pub fn stage_memory_bytes(resident_bytes: f64, stash_bytes: f64, in_flight: usize) -> f64 {
     resident_bytes + stash_bytes * in_flight as f64

@@ -243,6 +243,18 @@ impl Workload {
         Ok(())
     }
 
+    /// The same graph with node `v` occupying `sizes[v]` bytes, each at least its `size`
+    /// (the memory parts stay a part of it); not re-checked for feasibility, which the
+    /// solvers report. Panics unless there is one size per node.
+    pub fn with_sizes(&self, sizes: &[f64]) -> Self {
+        assert_eq!(sizes.len(), self.nodes.len(), "one size per node");
+        let mut w = self.clone();
+        for (node, &s) in w.nodes.iter_mut().zip(sizes) {
+            node.size_bytes = s;
+        }
+        w
+    }
+
     /// The same graph with another device set (re-validated for feasibility).
     pub fn with_devices(&self, devices: DeviceSet) -> Result<Self, WorkloadError> {
         devices.validate()?;

@@ -16,10 +16,12 @@
 pub mod contiguity;
 pub mod latency;
 pub mod load;
+pub mod pipeline_memory;
 pub mod validity;
 
 pub use contiguity::contiguity_violations;
 pub use latency::{greedy_cut_steps, latency, Call, LatencyScore};
+pub use pipeline_memory::{pipeline_memory, DeviceMemory, PipelineMemoryError};
 pub use load::{device_loads, max_load, sync_objective, tps, DeviceLoad};
 pub use validity::{violations, Violation};
 

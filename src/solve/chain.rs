@@ -201,7 +201,7 @@ pub fn best_chain_split_within(
     let pruning = Pruning::new(c, greedy, summaries.heads[n].fpga, k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
     let family = Prefixes::new(n);
-    let relaxation = Relaxation { family: &family, summaries: &summaries, cost, pruning: &pruning, windows: &windows, memory };
+    let relaxation = Relaxation { family: &family, summaries: &summaries, cost, pruning: &pruning, windows: &windows, memory, positioned: None };
     let (table, _) = relaxation.run(budget).map_err(|(reason, _)| reason)?;
     let Some(stages) = reconstruct::stages(&table, n) else { return Ok(None) };
     let mut group_device = vec![Device::Cpu(0); c.len()];

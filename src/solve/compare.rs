@@ -103,7 +103,7 @@ pub fn compare_within(
             }
             limits
         };
-        let problem = |contiguous| Problem { workload: w, objective, contiguous, limits: limits_now() };
+        let problem = |contiguous| Problem { workload: w, objective, contiguous, limits: limits_now(), pipeline: None };
         let (contiguous, relaxed) = (problem(true), problem(false));
         let mut ran_contiguous = None;
         let mut contiguous_support = method.supports(&contiguous);

@@ -17,7 +17,8 @@
 //! lists: O(|C(I)| + |C(J)|), the width of the frontiers, not the size of the graph.
 //!
 //! Compute and memory are prefix differences: `Σ_{I\J} fpga = F(I) − F(J)` and likewise
-//! for CPU time, size and the count of unsupported groups.
+//! for CPU time, size, the stashed activation bytes `A` (planning under a schedule,
+//! [`crate::model::schedule::Pipeline`]) and the count of unsupported groups.
 //!
 //! **Incremental summaries.** `I ∪ {g}` (for `g ∉ I`) has the sums of `I` plus `g`'s, and
 //! `C(I ∪ {g})` is `C(I)` with every `T ∋ g` updated: `|T ∩ I|` grows by one, `T` enters
@@ -39,6 +40,8 @@ pub struct IdealSummary {
     pub fpga: f64,
     pub cpu: f64,
     pub size: f64,
+    /// Σ stashed activation bytes `A` (0 unless planning under a schedule).
+    pub stash: f64,
     /// `a(I)`.
     pub cut: f64,
     pub unsupported: u32,
@@ -146,6 +149,7 @@ pub struct PairCost {
     fpga: Vec<f64>,
     cpu: Vec<f64>,
     size: Vec<f64>,
+    stash: Vec<f64>,
     supported: Vec<bool>,
 }
 
@@ -165,8 +169,18 @@ impl PairCost {
             fpga: c.groups.iter().map(|g| g.fpga_latency).collect(),
             cpu: c.groups.iter().map(|g| g.cpu_latency).collect(),
             size: c.groups.iter().map(|g| g.size_bytes).collect(),
+            stash: vec![0.0; c.len()],
             supported: c.groups.iter().map(|g| g.supported_on_accelerator).collect(),
         }
+    }
+
+    /// Prices memory under a schedule: group `g` holds `size[g]` bytes with one
+    /// micro-batch in flight and stashes `stash[g]` more per further micro-batch.
+    pub fn with_memory(mut self, size: Vec<f64>, stash: Vec<f64>) -> PairCost {
+        assert!(size.len() == self.fpga.len() && stash.len() == self.fpga.len(), "one figure per group");
+        self.size = size;
+        self.stash = stash;
+        self
     }
 
     /// Number of groups.
@@ -209,6 +223,7 @@ impl PairCost {
             fpga: head.fpga + self.fpga[g],
             cpu: head.cpu + self.cpu[g],
             size: head.size + self.size[g],
+            stash: head.stash + self.stash[g],
             cut,
             unsupported: head.unsupported + u32::from(!self.supported[g]),
         }

@@ -41,8 +41,9 @@ pub mod outcome;
 pub use method::{method, method_by_name, method_names, methods, Method, MethodId};
 pub use outcome::{Outcome, Stats, Status, StopReason};
 
+use crate::model::schedule::Pipeline;
 use crate::model::Workload;
-use crate::score::{evaluate, Evaluation};
+use crate::score::{evaluate, pipeline_memory, DeviceMemory, Evaluation};
 
 /// What to minimise.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -128,12 +129,15 @@ pub struct Problem<'a> {
     /// Only contiguous placements are allowed.
     pub contiguous: bool,
     pub limits: Limits,
+    /// Stage memory as a pipeline schedule keeps it in flight (`None`: MODEL.md's memory;
+    /// only the DP plans under it).
+    pub pipeline: Option<Pipeline>,
 }
 
 impl<'a> Problem<'a> {
     /// Contiguous TPS minimisation with default limits.
     pub fn throughput(workload: &'a Workload) -> Self {
-        Problem { workload, objective: Objective::Throughput, contiguous: true, limits: Limits::default() }
+        Problem { workload, objective: Objective::Throughput, contiguous: true, limits: Limits::default(), pipeline: None }
     }
 }
 
@@ -162,6 +166,9 @@ pub enum SolveError {
 pub struct Plan {
     pub outcome: Outcome,
     pub evaluation: Option<Evaluation>,
+    /// Every device's memory under the problem's schedule, as the scorer computes it
+    /// ([`crate::score::pipeline_memory`]); `None` without a schedule or a plan.
+    pub pipeline_memory: Option<Vec<DeviceMemory>>,
 }
 
 impl Plan {
@@ -212,11 +219,18 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
             objective: clamped.objective.unwrap_or(problem.objective),
             contiguous: problem.contiguous,
             limits: problem.limits.clone(),
+            pipeline: problem.pipeline,
         };
         &narrowed
     } else {
         problem
     };
+    if problem.pipeline.is_some() && method.id() != MethodId::Dp {
+        return Err(SolveError::Unsupported {
+            method: method.name().into(),
+            what: "planning under a schedule's memory (--schedule; use --method dp)".into(),
+        });
+    }
     method.supports(run).map_err(|what| SolveError::Unsupported { method: method.name().into(), what })?;
     let start = std::time::Instant::now();
     let mut outcome = method.solve(run)?;
@@ -225,7 +239,7 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         outcome.stats.time_s = start.elapsed().as_secs_f64();
     }
     let Some(placement) = &outcome.placement else {
-        return Ok(Plan { outcome, evaluation: None });
+        return Ok(Plan { outcome, evaluation: None, pipeline_memory: None });
     };
     let latency_rules = matches!(problem.objective, Objective::Latency { .. });
     let evaluation = evaluate(problem.workload, placement, latency_rules);
@@ -246,6 +260,10 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
             )));
         }
     }
+    let pipeline_memory = match &problem.pipeline {
+        Some(pipeline) => Some(checked_pipeline_memory(method, problem.workload, placement, pipeline)?),
+        None => None,
+    };
     if latency_rules && placement.pieces.is_none() {
         outcome.placement = Some(evaluation.attach_cut(placement.clone()));
     }
@@ -264,7 +282,33 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         outcome.stats.notes.push(format!("the reported bound {} exceeded the plan's score; clamped", outcome.bound));
         outcome.bound = scored;
     }
-    Ok(Plan { outcome, evaluation: Some(evaluation) })
+    Ok(Plan { outcome, evaluation: Some(evaluation), pipeline_memory })
+}
+
+/// The scorer's memory of every device under `pipeline`; an error if an accelerator
+/// holds more than its memory.
+fn checked_pipeline_memory(
+    method: &dyn Method,
+    w: &Workload,
+    placement: &crate::model::Placement,
+    pipeline: &Pipeline,
+) -> Result<Vec<DeviceMemory>, SolveError> {
+    let limit = w.devices().memory_per_accelerator_bytes;
+    let memory = pipeline_memory(w, placement, pipeline).map_err(|e| SolveError::Check(format!("{}: {e}", method.name())))?;
+    if let Some(d) = memory.iter().find(|d| d.device.is_accelerator() && d.bytes > limit * (1.0 + 1e-9)) {
+        return Err(SolveError::Check(format!(
+            "{}'s plan needs {} bytes on {} under {} ({} resident + {} in flight x {} stashed; stage {}), more than its {limit}",
+            method.name(),
+            d.bytes,
+            d.device,
+            pipeline.schedule,
+            d.resident_bytes,
+            d.in_flight,
+            d.stash_bytes,
+            d.stage
+        )));
+    }
+    Ok(memory)
 }
 
 /// What [`clamp_to_nodes`] changed: the workload with k and ℓ clamped and the latency

@@ -46,7 +46,7 @@ pub mod reconstruct;
 pub mod relax;
 
 use self::pruning::{Pruning, Windows};
-use self::relax::{Relaxation, Table};
+use self::relax::{Positioned, Relaxation, Table};
 use super::budget::{Budget, Exhausted};
 use super::chain::chain_upper_bound;
 use super::ideal_cost::{PairCost, Summaries};
@@ -55,6 +55,7 @@ use super::knapsack::FractionalKnapsack;
 use super::leaf_folding::fold_leaves;
 use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::contraction::Contraction;
+use crate::model::schedule::{held_bytes, Pipeline, Schedule};
 use crate::model::{Device, Placement, Workload};
 
 /// The ideal-lattice DP (`--method dp`).
@@ -72,12 +73,61 @@ impl Method for Dp {
         if !problem.contiguous {
             return Err("non-contiguous splits (use --method ip)".into());
         }
+        if let Some(Pipeline { schedule: Schedule::Interleaved { .. }, .. }) = problem.pipeline {
+            return Err("planning for an interleaved schedule: its v chunks per device are not one contiguous stage each; plan with --schedule 1f1b and simulate the plan with interleaved".into());
+        }
         Ok(())
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
-        solve(problem.workload, &problem.limits)
+        solve_pipeline(problem.workload, &problem.limits, problem.pipeline)
     }
+}
+
+/// Solves the contiguous max-load problem with each stage's memory as `pipeline` keeps it
+/// in flight (`None`: MODEL.md's memory, [`solve`]).
+///
+/// - A count that does not depend on the position (GPipe: `m`; one micro-batch: 1) is a
+///   per-node size: the plain DP on the workload with `size + (c − 1)·A` per node.
+/// - 1F1B (`min(m, P − s)` at stage `s` of `P`): the DP with exact device counts and the
+///   stage's position in the state, once per chain length `P` ([`relax`], positioned
+///   memory). Only the leaf folds that are safe under the worst case (`m` in flight
+///   everywhere) are made; the chain bound, priced with one micro-batch, is not used.
+///
+/// The position is the stage's place in the split's chain of ideals: stage `s` of the
+/// chain sends to stage `s + 1`, as a pipeline runtime runs it.
+pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>) -> Result<Outcome, SolveError> {
+    let Some(pipeline) = pipeline else {
+        return solve(w, limits);
+    };
+    if !pipeline.depends_on_position() {
+        let sized = w.with_sizes(&Pipeline::node_bytes(w, pipeline.uniform_in_flight()));
+        let mut outcome = solve(&sized, limits)?;
+        outcome.stats.notes.push(format!(
+            "{}: every stage holds its size plus {} x its stashed activations",
+            describe(&pipeline),
+            pipeline.uniform_in_flight() - 1
+        ));
+        return Ok(outcome);
+    }
+    let start = std::time::Instant::now();
+    let budget = limits.budget();
+    let worst = w.with_sizes(&Pipeline::node_bytes(w, pipeline.micro_batches));
+    let folding = fold_leaves(&worst, Contraction::new(&worst), false);
+    let c = folding.contraction;
+    let held = held_bytes(w);
+    let (mut size, mut stash) = (vec![0.0; c.len()], vec![0.0; c.len()]);
+    for (v, h) in held.iter().enumerate() {
+        let g = c.group_of[v];
+        size[g] += w.node(v).size_bytes;
+        stash[g] += h.stash_bytes;
+    }
+    let mut notes = Vec::new();
+    if folding.folded > 0 {
+        notes.push(format!("{} zero-cost leaf groups folded into their neighbours", folding.folded));
+    }
+    let run = solve_dag_with(w, &c, limits.max_ideals, &budget, start, Some(&Staged { pipeline, size, stash }))?;
+    Ok(run.outcome(Status::Optimal, None, notes, start))
 }
 
 /// Memory the DP may use for its tables when the limits set no budget, bytes (1.5 GiB).
@@ -227,7 +277,32 @@ impl Run {
 
 /// The exact DP on the group DAG `c`.
 fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, start: std::time::Instant) -> Result<Run, SolveError> {
-    let cost = PairCost::new(w, c);
+    solve_dag_with(w, c, max_ideals, budget, start, None)
+}
+
+/// Stage memory under a schedule whose stash count depends on the position (1F1B), per
+/// group of the DAG: `size` with one micro-batch in flight, `stash` per further one.
+struct Staged {
+    pipeline: Pipeline,
+    size: Vec<f64>,
+    stash: Vec<f64>,
+}
+
+/// The exact DP on the group DAG `c`; with `staged`, one exact-count relaxation per chain
+/// length `P = 1 … k + ℓ` ([`relax`], positioned memory), each pruned by the best split
+/// of the lengths before it, and the best over all `P`.
+fn solve_dag_with(
+    w: &Workload,
+    c: &Contraction,
+    max_ideals: usize,
+    budget: &Budget,
+    start: std::time::Instant,
+    staged: Option<&Staged>,
+) -> Result<Run, SolveError> {
+    let cost = match staged {
+        Some(st) => PairCost::new(w, c).with_memory(st.size.clone(), st.stash.clone()),
+        None => PairCost::new(w, c),
+    };
     let devices = w.devices();
     let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
     let stopped = |reason: Exhausted, phase: String| SolveError::Stopped {
@@ -265,15 +340,53 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
     let n_ideals = ideals.len();
     let summaries =
         Summaries::of_ideals(&cost, &ideals, budget).map_err(|r| stopped(r, format!("while summarising {n_ideals} ideals")))?;
+    // Under a staged schedule the best table so far is kept beside the one being relaxed.
+    let tables = if staged.is_some() { 2 } else { 1 };
     let needed = (ideals.heap_bytes()
         + summaries.heap_bytes()
-        + n_ideals * (Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL)) as f64;
+        + n_ideals * (tables * Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL)) as f64;
     if needed > allowance {
         let what = format!("the DP over {n_ideals} ideals (table, summaries and bitsets)");
         return Err(stopped(Exhausted::Memory { what, needed_bytes: needed, budget_bytes: allowance }, String::new()));
     }
 
     let mut stats = Stats { ideals: Some(n_ideals), groups: Some(c.len()), ..Stats::default() };
+    let full = n_ideals - 1;
+    if let Some(staged) = staged {
+        let windows = Windows::new(&summaries.heads, l > 0);
+        let levels = ideals.level_start.len() - 2;
+        let mut best: Option<(f64, usize, usize, Table)> = None;
+        let mut pairs = 0;
+        for p in 1..=(k + l).min(c.len()) {
+            let pruning = Pruning::new(c, best.as_ref().map(|b| b.0), summaries.heads[full].fpga, k, l);
+            let positioned = Some(Positioned { pipeline: staged.pipeline, stages: p });
+            let relaxation =
+                Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory, positioned };
+            let (table, priced) = relaxation.run(budget).map_err(|(r, level)| match level {
+                0 => stopped(r, format!("while filling the table of {n_ideals} ideals for {p} pipeline stages")),
+                _ => stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals) for {p} pipeline stages")),
+            })?;
+            pairs += priced;
+            let ends = (0..=l.min(p)).filter(|&cl| p - cl <= k).map(|cl| (table.at(full, cl, p - cl), cl, p - cl));
+            if let Some((v, cl, ck)) = ends.min_by(|a, b| a.0.total_cmp(&b.0)) {
+                if v < best.as_ref().map_or(f64::INFINITY, |b| b.0) {
+                    best = Some((v, cl, ck, table));
+                }
+            }
+        }
+        stats.ideal_pairs = Some(pairs);
+        let Some((objective, cl, ck, table)) = best else {
+            return Ok(Run { objective: f64::INFINITY, placement: None, infeasible: Some(infeasibility(w, c)), stats });
+        };
+        let stages = reconstruct::stages_from(&table, full, cl, ck).expect("the best state is finite");
+        stats.notes.push(format!(
+            "{}: {} pipeline stages, each holding its size plus (in flight - 1) x its stashed activations",
+            describe(&staged.pipeline),
+            stages.len()
+        ));
+        let placement = placement_of(&stages, &ideals, c);
+        return Ok(Run { objective, placement: Some(placement), infeasible: None, stats });
+    }
     let upper = chain_upper_bound(c, &cost, k, l, memory, budget)
         .map_err(|r| stopped(r, format!("while computing the chain bound ({n_ideals} ideals enumerated)")))?;
     if let Some((u, _)) = &upper {
@@ -282,7 +395,8 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
     let pruning = Pruning::new(c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga, k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
     budget.check().map_err(|r| stopped(r, format!("while sorting {n_ideals} ideals by load")))?;
-    let relaxation = Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory };
+    let relaxation =
+        Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory, positioned: None };
     let levels = ideals.level_start.len() - 2;
     let (table, pairs) = relaxation
         .run(budget)
@@ -292,18 +406,28 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
         })?;
     stats.ideal_pairs = Some(pairs);
 
-    let full = n_ideals - 1;
     let Some(stages) = reconstruct::stages(&table, full) else {
         return Ok(Run { objective: f64::INFINITY, placement: None, infeasible: Some(infeasibility(w, c)), stats });
     };
+    let placement = placement_of(&stages, &ideals, c);
+    Ok(Run { objective: table.at(full, l, k), placement: Some(placement), infeasible: None, stats })
+}
+
+/// The placement of a split's stages.
+fn placement_of(stages: &[reconstruct::Stage], ideals: &Ideals, c: &Contraction) -> Placement {
     let mut group_device = vec![Device::Cpu(0); c.len()];
-    for stage in &stages {
+    for stage in stages {
         for g in ideals.get(stage.ideal).difference(&ideals.get(stage.from)) {
             group_device[g] = stage.device;
         }
     }
-    let placement = Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical();
-    Ok(Run { objective: table.at(full, l, k), placement: Some(placement), infeasible: None, stats })
+    Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical()
+}
+
+/// `1f1b with 8 micro-batches`.
+fn describe(p: &Pipeline) -> String {
+    let m = p.micro_batches;
+    format!("{} with {m} micro-batch{}", p.schedule, if m == 1 { "" } else { "es" })
 }
 
 /// What a stopped run was doing and what to change.

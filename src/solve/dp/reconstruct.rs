@@ -22,12 +22,18 @@ pub struct Stage {
 /// The stages of the optimal split ending at ideal `full` (the last pipeline stage first).
 /// `None` when the state `(ℓ, k)` at `full` was never reached.
 pub fn stages(table: &Table, full: usize) -> Option<Vec<Stage>> {
+    stages_from(table, full, table.l, table.k)
+}
+
+/// The stages of the split reaching state `(l, k)` at ideal `full` (the last pipeline stage
+/// first); `None` when that state was never reached.
+pub fn stages_from(table: &Table, full: usize, l: usize, k: usize) -> Option<Vec<Stage>> {
     let (k1, s) = (table.k + 1, table.states());
-    if !table.at(full, table.l, table.k).is_finite() {
+    if !table.at(full, l, k).is_finite() {
         return None;
     }
     let mut out = Vec::new();
-    let (mut i, mut cl, mut ck) = (full, table.l, table.k);
+    let (mut i, mut cl, mut ck) = (full, l, k);
     let (mut next_acc, mut next_cpu) = (0, 0);
     while i != 0 {
         match table.link[i * s + cl * k1 + ck] {

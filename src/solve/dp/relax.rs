@@ -17,6 +17,14 @@
 //! ideals of the group DAG for the DP, or the prefixes of one topological order for the
 //! chain split ([`crate::solve::chain`]), where `J ⊊ I` is just an earlier prefix.
 //!
+//! **Positioned memory** ([`Positioned`], planning under 1F1B): a stage's stash count
+//! depends on its position, so the states count devices *exactly* — no "one device fewer"
+//! step — and the stage `I \ J` reaching state `(ℓ', k')` is stage `s = ℓ' + k' − 1`
+//! (0-based) of a chain of `P` stages. It fits an accelerator iff
+//! `size(I \ J) + (c_s − 1)·A(I \ J) ≤ M` with `c_s` the schedule's count at `s`
+//! ([`crate::model::schedule::Pipeline::in_flight`]); states with `ℓ' + k' > P` are not
+//! used. The driver ([`super`]) runs this once per `P`.
+//!
 //! The budget (time, Ctrl-C) is checked between levels and every few hundred ideals
 //! inside a level.
 //!
@@ -28,6 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::pruning::{Pruning, Windows};
+use crate::model::schedule::Pipeline;
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::ideal_cost::{PairCost, Summaries};
 use crate::solve::ideals::Ideals;
@@ -143,6 +152,24 @@ pub struct Relaxation<'a, F: Family> {
     pub windows: &'a Windows,
     /// Memory per accelerator, bytes.
     pub memory: f64,
+    /// Exact device counts and position-dependent stage memory (module documentation).
+    pub positioned: Option<Positioned>,
+}
+
+/// A chain of exactly `stages` stages run by `pipeline` (module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Positioned {
+    pub pipeline: Pipeline,
+    pub stages: usize,
+}
+
+impl Positioned {
+    /// Whether a stage of `size` bytes stashing `stash` per further micro-batch fits
+    /// `memory` as the stage reaching a state of `devices` devices.
+    #[inline]
+    fn fits(&self, devices: usize, size: f64, stash: f64, memory: f64) -> bool {
+        devices <= self.stages && size + (self.pipeline.in_flight(self.stages, devices - 1) - 1) as f64 * stash <= memory
+    }
 }
 
 /// Levels smaller than this are relaxed on the calling thread.
@@ -246,9 +273,14 @@ impl<F: Family> Relaxation<'_, F> {
                     continue;
                 }
                 let row = &done[j * s..(j + 1) * s];
+                let (hi, hj) = (&heads[i], &heads[j]);
+                let (size, stash) = (hi.size - hj.size, hi.stash - hj.stash);
                 let mut improved = false;
                 for (cl, &(ka, kb)) in bands.iter().enumerate() {
                     for ck in ka.max(1)..=kb {
+                        if self.positioned.is_some_and(|x| !x.fits(cl + ck, size, stash, self.memory)) {
+                            continue;
+                        }
                         let st = cl * k1 + ck;
                         let v = row[st - 1].max(load);
                         if v < best[st] {
@@ -282,6 +314,9 @@ impl<F: Family> Relaxation<'_, F> {
                 let mut improved = false;
                 for (cl, &(ka, kb)) in bands.iter().enumerate().skip(1) {
                     for ck in ka..=kb {
+                        if self.positioned.is_some_and(|x| cl + ck > x.stages) {
+                            continue;
+                        }
                         let st = cl * k1 + ck;
                         let v = row[st - k1].max(load);
                         if v < best[st] {
@@ -295,6 +330,9 @@ impl<F: Family> Relaxation<'_, F> {
                     limit = p.cap(&bands, best, 0, 1);
                 }
             }
+        }
+        if self.positioned.is_some() {
+            return evaluated;
         }
         for cl in 0..=l {
             for ck in 0..=k {
