@@ -25,10 +25,11 @@ pub use settings::{parse_count, parse_fraction, parse_seconds};
 
 use crate::experiments::bench::peak_memory_bytes;
 use crate::io::{check_output_target, read_placement, read_workload, write_atomically, IoError};
+use crate::model::schedule::Pipeline;
 use crate::model::{human_bytes, parse_bytes, WorkloadError};
 use crate::report::table::status_text;
 use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
-use crate::score::{evaluate_with, LatencyScoring};
+use crate::score::{evaluate_with, DeviceMemory, LatencyScoring};
 use crate::solve::baselines::expert::Expert;
 use crate::solve::milp::IpExperiment;
 use crate::solve::{self, Method, MethodId, Objective, Outcome, Problem, SolveError, Status};
@@ -181,9 +182,8 @@ pub struct PlanArgs {
     /// Also write the visual report (one self-contained HTML file) here.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
-    /// The schedule simulated for --report.
     #[command(flatten)]
-    pub schedule: simulate::ScheduleFlags,
+    pub schedule: simulate::PlanScheduleFlags,
 }
 
 #[derive(Args, Debug)]
@@ -412,7 +412,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         return Err(no_plan_error(&plan.outcome));
     };
     let report = match &args.report {
-        Some(_) => Some(simulate::plan_report(&args.workload, &w, placement, evaluation, Some(&plan.outcome), &args.schedule)?),
+        Some(_) => Some(simulate::plan_report(&args.workload, &w, placement, evaluation, Some(&plan.outcome), &args.schedule.simulated())?),
         None => None,
     };
     let names = match &layers {
@@ -447,6 +447,9 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         if let Some((format, text)) = &export {
             v["export"] = serde_json::json!({"format": format, "text": text});
         }
+        if let (Some(pipeline), Some(memory)) = (&problem.pipeline, &plan.pipeline_memory) {
+            v["pipeline"] = pipeline_memory_json(pipeline, memory);
+        }
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
     } else {
         write!(stdout, "{}", plan_table(&w, Some(&plan.outcome), problem.objective, evaluation))?;
@@ -456,6 +459,9 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
             writeln!(stdout)?;
         }
         write!(stdout, "{}", crate::report::layers::holdings_table(&w, &names, placement, evaluation))?;
+        if let (Some(pipeline), Some(memory)) = (&problem.pipeline, &plan.pipeline_memory) {
+            write!(stdout, "{}", pipeline_memory_text(pipeline, memory, w.devices().memory_per_accelerator_bytes))?;
+        }
         if let Some(out) = &args.out {
             writeln!(stdout, "placement written to {}", out.display())?;
         }
@@ -470,6 +476,39 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     }
     stdout.flush()?;
     Ok(())
+}
+
+/// The accelerators' memory under the planned schedule, one line each.
+fn pipeline_memory_text(pipeline: &Pipeline, memory: &[DeviceMemory], limit_bytes: f64) -> String {
+    let m = pipeline.micro_batches;
+    let mut out = format!("\nmemory under {} with {m} micro-batches (resident + in flight x stash, limit {}):\n", pipeline.schedule, human_bytes(limit_bytes));
+    for d in memory.iter().filter(|d| d.device.is_accelerator()) {
+        out += &format!(
+            "{:<8}  stage {:>3}  {} + {} x {} = {}\n",
+            d.device.to_string(),
+            d.stage,
+            human_bytes(d.resident_bytes),
+            d.in_flight,
+            human_bytes(d.stash_bytes),
+            human_bytes(d.bytes)
+        );
+    }
+    out
+}
+
+fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_json::Value {
+    serde_json::json!({
+        "schedule": pipeline.schedule.to_string(),
+        "microBatches": pipeline.micro_batches,
+        "devices": memory.iter().map(|d| serde_json::json!({
+            "device": d.device.to_string(),
+            "stage": d.stage,
+            "inFlight": d.in_flight,
+            "residentBytes": d.resident_bytes,
+            "stashBytes": d.stash_bytes,
+            "memoryBytes": d.bytes,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 fn run_compare(args: CompareArgs) -> Result<(), CliError> {

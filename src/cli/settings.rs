@@ -24,6 +24,8 @@
 //! | `--gap` | 0 … 1 (100%) | a relative gap above 100% stops at the first plan, as 100% does |
 //! | `--memory` | a finite byte count ≥ 0 | |
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
+//! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
+//! | `--schedule S` | gpipe, 1f1b | `--method dp` only; interleaved puts v chunks on a device, not one contiguous stage: simulate it |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
@@ -35,6 +37,8 @@ use std::path::PathBuf;
 use super::{CliError, CompareArgs, DeviceFlags, ObjectiveArg, PlanArgs, ReproduceArgs, SearchFlags};
 use crate::costmodel::onnx::ImportOptions;
 use crate::costmodel::DType;
+use super::simulate::{PlanScheduleFlags, DEFAULT_MICRO_BATCHES};
+use crate::model::schedule::{Pipeline, Schedule};
 use crate::model::{DeviceSet, Workload};
 use crate::solve::budget::Budget;
 use crate::solve::milp::{IpExperiment, IpOptions};
@@ -273,6 +277,35 @@ pub struct PlanSettings {
     pub limits: Limits,
     /// What the settings decided for the user (implied flags, clamps), one line each.
     pub notes: Vec<String>,
+    /// The schedule whose memory the planner prices (`--schedule`, `--micro-batches`).
+    pub pipeline: Option<Pipeline>,
+}
+
+/// The most micro-batches.
+pub const MAX_MICRO_BATCHES: usize = 1 << 20;
+
+/// `--schedule` and `--micro-batches` of `plan`, checked.
+fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool) -> Result<Option<Pipeline>, CliError> {
+    if let Some(m) = flags.micro_batches {
+        in_range("--micro-batches", m, 1, MAX_MICRO_BATCHES, "the micro-batches of one iteration")?;
+        if flags.schedule.is_none() && !report {
+            return Err(CliError::Input(format!(
+                "--micro-batches {m} needs --schedule gpipe|1f1b (the memory to plan) or --report (the schedule to simulate)"
+            )));
+        }
+    }
+    let Some(schedule) = flags.schedule else { return Ok(None) };
+    if let Schedule::Interleaved { .. } = schedule {
+        return Err(CliError::Input(format!(
+            "--schedule {schedule}: the planner gives each device one contiguous stage, and {schedule} runs several chunks per device; plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
+        )));
+    }
+    if method != MethodId::Dp {
+        return Err(CliError::Input(format!(
+            "--schedule: only --method dp plans under a schedule's memory ({method} does not model it)"
+        )));
+    }
+    Ok(Some(Pipeline { schedule, micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES) }))
 }
 
 impl PlanSettings {
@@ -307,12 +340,13 @@ impl PlanSettings {
             devices: DeviceOverrides::new(&args.devices),
             limits,
             notes,
+            pipeline: pipeline_of(&args.schedule, method, args.report.is_some())?,
         })
     }
 
     /// The problem on `w`.
     pub fn problem<'a>(&self, w: &'a Workload) -> Problem<'a> {
-        Problem { workload: w, objective: self.objective, contiguous: self.contiguous, limits: self.limits.clone(), pipeline: None }
+        Problem { workload: w, objective: self.objective, contiguous: self.contiguous, limits: self.limits.clone(), pipeline: self.pipeline }
     }
 }
 

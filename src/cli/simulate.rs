@@ -29,9 +29,36 @@ pub struct ScheduleFlags {
     #[arg(long, default_value = "1f1b", value_parser = parse_schedule, value_name = "SCHEDULE")]
     pub schedule: Schedule,
     /// Micro-batches per iteration.
-    #[arg(long, default_value_t = 8, value_name = "M")]
+    #[arg(long, default_value_t = DEFAULT_MICRO_BATCHES, value_name = "M")]
     pub micro_batches: usize,
 }
+
+/// `plan`'s schedule flags: the memory the planner prices, and the schedule `--report`
+/// simulates.
+#[derive(Args, Debug, Clone)]
+pub struct PlanScheduleFlags {
+    /// Plan each stage's memory as this pipeline schedule keeps micro-batches in flight:
+    /// gpipe or 1f1b (--method dp). Without it a node's size is held once (MODEL.md). Also
+    /// the schedule --report simulates [there default: 1f1b].
+    #[arg(long, value_parser = parse_schedule, value_name = "SCHEDULE")]
+    pub schedule: Option<Schedule>,
+    /// Micro-batches per iteration, for --schedule and --report (1 to 2^20) [default: 8].
+    #[arg(long, value_name = "M", value_parser = super::settings::parse_count)]
+    pub micro_batches: Option<usize>,
+}
+
+impl PlanScheduleFlags {
+    /// What `--report` simulates.
+    pub fn simulated(&self) -> ScheduleFlags {
+        ScheduleFlags {
+            schedule: self.schedule.unwrap_or(Schedule::OneFOneB),
+            micro_batches: self.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES),
+        }
+    }
+}
+
+/// Micro-batches when `--micro-batches` is not given.
+pub const DEFAULT_MICRO_BATCHES: usize = 8;
 
 impl ScheduleFlags {
     pub fn settings(&self) -> Settings {
