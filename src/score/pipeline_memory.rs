@@ -7,21 +7,27 @@
 //! mem(d) = Σ_{v on d} resident(v) + c_d · Σ_{v on d} A(v)
 //! ```
 //!
-//! where `c_d` is the schedule's count of micro-batches in flight at `d`'s stage
-//! ([`crate::model::schedule::in_flight`]): GPipe `m`; 1F1B `min(m, P − s_d)`. The stage
-//! `s_d` and the chain length `P` are read off the plan alone, as the simulator places its
-//! pieces (`crate::simulate::stages`): `s_d` is the depth of `d` in the graph of devices
-//! linked by forward edges (longest path from a device without forward inputs), and
-//! `P = 1 + max(max_d s_d, max_d s'_d)` with `s'_d` the same depth over backward edges. A
-//! device without forward nodes holds one stash at a time (`c_d = 1`). On a plan whose
-//! stages form a chain (each stage feeds the next, as the DP's split is run) `s_d` is the
-//! stage's place in the chain, so this is the planner's figure; the simulator's peak equals
-//! it (tests/schedule_memory.rs).
+//! where `c_d = c(s_d)` is the schedule's count of micro-batches in flight at `d`'s place
+//! `s_d` in the pipeline's chain of `P` stages (every device in use is one stage):
+//! GPipe `m`, 1F1B `min(m, P − s_d)` ([`crate::model::schedule::Pipeline::in_flight`]).
 //!
-//! Contiguous plans have an acyclic device graph (a cycle would leave a device's set and
-//! re-enter it); a non-contiguous plan gets [`PipelineMemoryError::NotContiguous`].
+//! **The chain.** A pipeline runs its stages as a chain: any order of the devices that
+//! the forward edges allow (a device graph arc `a → b` puts `a` before `b`). The plan does
+//! not say which, so the scorer decides whether *some* allowed order fits every
+//! accelerator, and reports the figures under the one it finds. Device `d` fits at place
+//! `s` iff `c(s) ≤ ĉ_d = max{c : res_d + c·A_d ≤ M}`, and `c(s)` does not increase along
+//! the chain, so `d` needs `s ≥ r_d` (a release). Read backwards (`t = P − 1 − s`) that is
+//! a deadline `t ≤ P − 1 − r_d` on unit jobs with precedences on one machine, which the
+//! earliest-deadline rule with deadlines tightened along the precedences decides exactly
+//! (Lawler, 1973: `1 | prec, p_j = 1 | L_max`). When the device graph is a path (each
+//! stage feeds the next) the order is forced and these are the simulator's positions, so
+//! `simulate`'s peaks equal these figures (tests/schedule_memory.rs).
 //!
-//! Complexity: O((n + m_E) log m_E) for n nodes and m_E edges.
+//! A device without forward nodes is free in the order. Contiguous plans have an acyclic
+//! device graph (a cycle would leave a device's set and re-enter it); a non-contiguous
+//! plan gets [`PipelineMemoryError::NotContiguous`].
+//!
+//! Complexity: O((n + m_E) log m_E + D·P) for n nodes, m_E edges and D = P devices.
 
 use std::collections::HashMap;
 
@@ -48,55 +54,68 @@ pub struct DeviceMemory {
 pub enum PipelineMemoryError {
     #[error("the plan's devices form a cycle through {0}: a schedule runs contiguous stages only")]
     NotContiguous(Device),
+    #[error("{device} needs {bytes} bytes even as the last stage (fewest micro-batches in flight), more than its {limit}")]
+    NeverFits { device: Device, bytes: f64, limit: f64 },
+    #[error("no order of the plan's {stages} stages fits every accelerator's memory; {device} would need {bytes} bytes at stage {stage}")]
+    NoOrderFits { stages: usize, device: Device, stage: usize, bytes: f64 },
 }
 
-/// Every device's memory under `pipeline` (module documentation), devices in order.
+/// Every device's memory under `pipeline` in a chain order in which every accelerator
+/// fits `M` bytes (module documentation), devices in order; an error when there is none.
 pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
+    let limit = w.devices().memory_per_accelerator_bytes;
     let mut devices: Vec<Device> = p.assignment.clone();
     devices.sort();
     devices.dedup();
     let index: HashMap<Device, usize> = devices.iter().enumerate().map(|(i, &d)| (d, i)).collect();
     let d_of = |v: usize| index[&p.assignment[v]];
-    let n_dev = devices.len();
-    let mut has_forward = vec![false; n_dev];
-    for v in 0..w.len() {
-        if !w.node(v).is_backward {
-            has_forward[d_of(v)] = true;
-        }
-    }
-    let depth = |backward: bool| -> Result<Vec<usize>, PipelineMemoryError> {
-        let mut arcs = vec![Vec::new(); n_dev];
-        for e in w.edges() {
-            if w.node(e.from).is_backward == backward && w.node(e.to).is_backward == backward {
-                let (a, b) = (d_of(e.from), d_of(e.to));
-                if a != b {
-                    arcs[a].push(b);
-                }
-            }
-        }
-        for list in &mut arcs {
-            list.sort_unstable();
-            list.dedup();
-        }
-        longest_paths(&arcs).map_err(|d| PipelineMemoryError::NotContiguous(devices[d]))
-    };
-    let forward = depth(false)?;
-    let backward = depth(true)?;
-    let stages = 1 + forward.iter().chain(&backward).copied().max().unwrap_or(0);
-    let mut resident = vec![0.0; n_dev];
-    let mut stash = vec![0.0; n_dev];
+    let stages = devices.len();
+    let mut resident = vec![0.0; stages];
+    let mut stash = vec![0.0; stages];
     for (v, h) in held_bytes(w).iter().enumerate() {
         resident[d_of(v)] += h.resident_bytes;
         stash[d_of(v)] += h.stash_bytes;
     }
-    Ok((0..n_dev)
+    let bytes = |d: usize, s: usize| resident[d] + pipeline.in_flight(stages, s) as f64 * stash[d];
+    // Release: the first place where the accelerator fits (counts never rise along the chain).
+    let mut release = vec![0usize; stages];
+    for d in 0..stages {
+        if devices[d].is_accelerator() {
+            release[d] = (0..stages).find(|&s| bytes(d, s) <= limit).ok_or(PipelineMemoryError::NeverFits {
+                device: devices[d],
+                bytes: bytes(d, stages - 1),
+                limit,
+            })?;
+        }
+    }
+    let mut arcs = vec![Vec::new(); stages];
+    for e in w.edges() {
+        if !w.node(e.from).is_backward && !w.node(e.to).is_backward {
+            let (a, b) = (d_of(e.from), d_of(e.to));
+            if a != b {
+                arcs[a].push(b);
+            }
+        }
+    }
+    for list in &mut arcs {
+        list.sort_unstable();
+        list.dedup();
+    }
+    let order = topological(&arcs).map_err(|d| PipelineMemoryError::NotContiguous(devices[d]))?;
+    let place = latest_first(&arcs, &order, &release).map_err(|(d, s)| PipelineMemoryError::NoOrderFits {
+        stages,
+        device: devices[d],
+        stage: s,
+        bytes: bytes(d, s),
+    })?;
+    Ok((0..stages)
         .map(|d| {
-            let in_flight = if has_forward[d] { pipeline.in_flight(stages, forward[d]) } else { 1 };
+            let in_flight = pipeline.in_flight(stages, place[d]);
             DeviceMemory {
                 device: devices[d],
                 resident_bytes: resident[d],
                 stash_bytes: stash[d],
-                stage: forward[d],
+                stage: place[d],
                 in_flight,
                 bytes: resident[d] + in_flight as f64 * stash[d],
             }
@@ -104,29 +123,66 @@ pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Resu
         .collect())
 }
 
-/// Longest-path depth of every vertex of the digraph `arcs` (adjacency lists without
-/// repeats), or a vertex on a cycle. Kahn's order; O(D + arcs).
-fn longest_paths(arcs: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
+/// A topological order of the digraph `arcs` (adjacency lists), or a vertex on a cycle.
+fn topological(arcs: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
     let n = arcs.len();
     let mut indegree = vec![0; n];
     for &b in arcs.iter().flatten() {
         indegree[b] += 1;
     }
-    let mut depth = vec![0; n];
     let mut ready: Vec<usize> = (0..n).filter(|&v| indegree[v] == 0).collect();
-    let mut seen = 0;
+    let mut order = Vec::with_capacity(n);
     while let Some(a) = ready.pop() {
-        seen += 1;
+        order.push(a);
         for &b in &arcs[a] {
-            depth[b] = depth[b].max(depth[a] + 1);
             indegree[b] -= 1;
             if indegree[b] == 0 {
                 ready.push(b);
             }
         }
     }
-    if seen < n {
+    if order.len() < n {
         return Err((0..n).find(|&v| indegree[v] > 0).expect("a vertex left on a cycle"));
     }
-    Ok(depth)
+    Ok(order)
 }
+
+/// Places the `n` vertices on `0 … n−1`, arcs rising, vertex `v` at or after `release[v]`:
+/// filling places from the last, among the vertices whose successors are all placed, the
+/// one with the latest tightened release `r'(v) = max(r(v), max_{u→v} r'(u) + 1)` (the
+/// earliest-deadline rule backwards). Returns each vertex's place, or a vertex and the
+/// place it would get too early.
+fn latest_first(arcs: &[Vec<usize>], order: &[usize], release: &[usize]) -> Result<Vec<usize>, (usize, usize)> {
+    let n = arcs.len();
+    let mut tight = release.to_vec();
+    for &a in order {
+        for &b in &arcs[a] {
+            tight[b] = tight[b].max(tight[a] + 1);
+        }
+    }
+    let mut waiting: Vec<usize> = arcs.iter().map(Vec::len).collect();
+    let mut preds = vec![Vec::new(); n];
+    for (a, list) in arcs.iter().enumerate() {
+        for &b in list {
+            preds[b].push(a);
+        }
+    }
+    let mut ready: std::collections::BinaryHeap<(usize, usize)> =
+        (0..n).filter(|&v| waiting[v] == 0).map(|v| (tight[v], v)).collect();
+    let mut place = vec![0; n];
+    for s in (0..n).rev() {
+        let (_, v) = ready.pop().expect("an acyclic graph always has a vertex ready");
+        if s < release[v] {
+            return Err((v, s));
+        }
+        place[v] = s;
+        for &u in &preds[v] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push((tight[u], u));
+            }
+        }
+    }
+    Ok(place)
+}
+

@@ -1,0 +1,212 @@
+//! Planning under a schedule's memory (`plan --schedule S --micro-batches m`): the DP
+//! against exhaustive search of the same model, the scorer's figure against the
+//! simulator's peaks, and the default model untouched.
+
+mod common;
+
+use common::{random_workload, Rng, Shape};
+use dnnplace::model::schedule::{Pipeline, Schedule};
+use dnnplace::model::{Device, DeviceSet, NodeMemory, Placement, Workload};
+use dnnplace::score::evaluate;
+use dnnplace::simulate::{simulate, Settings};
+use dnnplace::solve::{dp::Dp, plan, Problem};
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// A random workload whose backward nodes mirror a forward node's class, with a stash on
+/// some nodes and a memory that the stash often makes bind.
+fn staged_workload(seed: u64) -> Option<Workload> {
+    let shape = Shape { max_nodes: 6, max_accelerators: 3, max_cpus: 1, ..Shape::default() };
+    let w = random_workload(seed, shape)?;
+    let mut r = Rng::new(seed ^ 0x5eed);
+    let mut nodes = w.nodes().to_vec();
+    let forward: Vec<usize> = (0..nodes.len()).filter(|&v| !nodes[v].is_backward).collect();
+    for v in 0..nodes.len() {
+        if nodes[v].is_backward {
+            let f = forward[r.below(forward.len() as u64) as usize];
+            let class = *nodes[f].color_class.get_or_insert(1000 + f as i64);
+            nodes[v].color_class = Some(class);
+        }
+    }
+    for n in nodes.iter_mut() {
+        if r.chance(0.6) {
+            let a = n.size_bytes * r.below(5) as f64 / 4.0;
+            n.memory = Some(NodeMemory { activation_bytes: a, ..NodeMemory::default() });
+        }
+    }
+    let edges: Vec<(i64, i64, f64, f64)> =
+        w.edges().iter().map(|e| (nodes[e.from].id, nodes[e.to].id, e.cost, e.size_bytes)).collect();
+    let total: f64 = nodes.iter().map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes)).sum();
+    let d = w.devices();
+    let memory = if r.chance(0.7) { (total / d.accelerators as f64).ceil() + r.below(6) as f64 } else { total * 4.0 + 1.0 };
+    Workload::new(nodes, edges, DeviceSet { memory_per_accelerator_bytes: memory, ..*d }).ok()
+}
+
+/// In flight at stage `s` of `p` (docs/schedule.md), written out again for the oracle.
+fn in_flight(schedule: Schedule, m: usize, p: usize, s: usize) -> usize {
+    match schedule {
+        Schedule::GPipe => m,
+        _ => m.min(p - s),
+    }
+}
+
+/// Exhaustive search of the planner's model: every contiguous valid assignment, every
+/// order of its devices that the forward edges allow (the split's chain), each stage
+/// holding Σ size + (c − 1)·Σ A at its place in the chain. The least TPS, or ∞.
+fn brute_force(w: &Workload, pipeline: Pipeline) -> f64 {
+    let d = w.devices();
+    let devices: Vec<Device> =
+        (0..d.accelerators).map(Device::Accelerator).chain((0..d.cpus).map(Device::Cpu)).collect();
+    let n = w.len();
+    let mut best = f64::INFINITY;
+    let mut assign = vec![0usize; n];
+    loop {
+        let placement = Placement::new(assign.iter().map(|&i| devices[i]).collect());
+        let e = evaluate(w, &placement, false);
+        if e.violations.is_empty() && e.non_contiguous.is_empty() && e.max_load < best {
+            let mut used: Vec<usize> = assign.clone();
+            used.sort_unstable();
+            used.dedup();
+            if some_order_fits(w, &assign, &used, pipeline, &devices) {
+                best = e.max_load;
+            }
+        }
+        // Next assignment.
+        let mut i = 0;
+        while i < n && assign[i] + 1 == devices.len() {
+            assign[i] = 0;
+            i += 1;
+        }
+        if i == n {
+            return best;
+        }
+        assign[i] += 1;
+    }
+}
+
+fn some_order_fits(w: &Workload, assign: &[usize], used: &[usize], pipeline: Pipeline, devices: &[Device]) -> bool {
+    let p = used.len();
+    let limit = w.devices().memory_per_accelerator_bytes;
+    let mut order: Vec<usize> = used.to_vec();
+    permutations(&mut order, 0, &mut |order| {
+        let place = |dev: usize| order.iter().position(|&x| x == dev).unwrap();
+        let respects = w.edges().iter().all(|e| {
+            w.node(e.from).is_backward || w.node(e.to).is_backward || place(assign[e.from]) <= place(assign[e.to])
+        });
+        respects
+            && order.iter().enumerate().all(|(s, &dev)| {
+                if !devices[dev].is_accelerator() {
+                    return true;
+                }
+                let c = in_flight(pipeline.schedule, pipeline.micro_batches, p, s);
+                let bytes: f64 = (0..w.len())
+                    .filter(|&v| assign[v] == dev)
+                    .map(|v| NodeMemory::bytes_in_flight(w.node(v).memory.as_ref(), w.node(v).size_bytes, c))
+                    .sum();
+                bytes <= limit
+            })
+    })
+}
+
+/// Whether `f` holds for some permutation of `xs[k..]` (Heap-style swaps).
+fn permutations(xs: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize]) -> bool) -> bool {
+    if k == xs.len() {
+        return f(xs);
+    }
+    for i in k..xs.len() {
+        xs.swap(k, i);
+        if permutations(xs, k + 1, f) {
+            xs.swap(k, i);
+            return true;
+        }
+        xs.swap(k, i);
+    }
+    false
+}
+
+/// The DP's optimum under GPipe and 1F1B equals exhaustive search on random small
+/// instances, and its plan passes the scorer's schedule-memory check.
+#[test]
+fn dp_matches_brute_force_under_schedules() {
+    let (mut checked, mut binding, mut infeasible) = (0, 0, 0);
+    for seed in 0..700u64 {
+        let Some(w) = staged_workload(seed) else { continue };
+        let schedule = if seed % 2 == 0 { Schedule::OneFOneB } else { Schedule::GPipe };
+        let m = 1 + (seed as usize / 2) % 4;
+        let pipeline = Pipeline { schedule, micro_batches: m };
+        let want = brute_force(&w, pipeline);
+        let problem = Problem { pipeline: Some(pipeline), ..Problem::throughput(&w) };
+        let got = plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed} {schedule} m={m}: {e}"));
+        let value = got.objective(dnnplace::solve::Objective::Throughput);
+        assert!(
+            close(value, want) || (value.is_infinite() && want.is_infinite()),
+            "seed {seed} {schedule} m={m}: dp {value}, brute force {want}"
+        );
+        let plain = plan(&Dp, &Problem::throughput(&w)).unwrap().objective(dnnplace::solve::Objective::Throughput);
+        assert!(value >= plain * (1.0 - 1e-9), "seed {seed}: a schedule never lowers the optimum");
+        if want.is_infinite() {
+            infeasible += 1;
+        } else if value > plain * (1.0 + 1e-9) || plain.is_infinite() {
+            binding += 1;
+        }
+        checked += 1;
+    }
+    eprintln!("{checked} instances, {binding} where the schedule's memory raised the optimum, {infeasible} infeasible");
+    assert!(checked >= 400 && binding >= 25, "{checked} checked, {binding} binding");
+}
+
+/// One micro-batch in flight is MODEL.md's memory: the same optimum as without a schedule.
+#[test]
+fn one_micro_batch_is_the_default_model() {
+    for seed in 0..200u64 {
+        let Some(w) = staged_workload(seed) else { continue };
+        let plain = plan(&Dp, &Problem::throughput(&w)).unwrap().objective(dnnplace::solve::Objective::Throughput);
+        for schedule in [Schedule::GPipe, Schedule::OneFOneB] {
+            let problem = Problem { pipeline: Some(Pipeline { schedule, micro_batches: 1 }), ..Problem::throughput(&w) };
+            let v = plan(&Dp, &problem).unwrap().objective(dnnplace::solve::Objective::Throughput);
+            assert!(close(v, plain) || (v.is_infinite() && plain.is_infinite()), "seed {seed} {schedule}: {v} vs {plain}");
+        }
+    }
+}
+
+/// On a generated GPT-2 training graph whose memory binds under 1F1B, the DP's plan fits
+/// by the scorer's figure, and the simulator's peak on every device equals that figure.
+#[test]
+fn simulated_peaks_equal_the_planners_figure() {
+    use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+    let settings = CostSettings {
+        accelerator: find_profile("a100-80gb", &[]).unwrap(),
+        cpu: find_profile("cpu-core", &[]).unwrap(),
+        dtype: DType::Fp16,
+        training: true,
+        accelerators: 4,
+        cpus: 0,
+    };
+    let g = transformer_graph(&TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4), DType::Fp16).unwrap();
+    let w = to_workload(&g, &settings).unwrap();
+    let plain = plan(&Dp, &Problem::throughput(&w)).unwrap();
+    for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
+        let pipeline = Pipeline { schedule, micro_batches: m };
+        // The memory at which the plain optimum's plan needs the most under the schedule,
+        // less a little: the schedule-aware DP must find another split.
+        let p0 = plain.outcome.placement.clone().unwrap();
+        let need = dnnplace::score::pipeline_memory(&w, &p0, &pipeline).unwrap().iter().map(|d| d.bytes).fold(0.0, f64::max);
+        let tight = w
+            .with_devices(DeviceSet { memory_per_accelerator_bytes: (need * 0.97).floor(), ..*w.devices() })
+            .unwrap();
+        let planned = plan(&Dp, &Problem { pipeline: Some(pipeline), ..Problem::throughput(&tight) }).unwrap();
+        let placement = planned.outcome.placement.clone().unwrap_or_else(|| panic!("{schedule}: no plan at 97% memory"));
+        let figures = planned.pipeline_memory.clone().unwrap();
+        let sim = simulate(&tight, &placement, &Settings { schedule, micro_batches: m }).unwrap();
+        let mut compared = 0;
+        for d in &sim.devices {
+            let f = figures.iter().find(|x| x.device == d.device).unwrap();
+            assert!(close(d.peak_memory_bytes, f.bytes), "{schedule} m={m} {}: simulated {} vs planned {}", d.device, d.peak_memory_bytes, f.bytes);
+            assert!(f.bytes <= tight.devices().memory_per_accelerator_bytes);
+            compared += 1;
+        }
+        assert!(compared >= 2, "{schedule}: {compared} devices");
+    }
+}
