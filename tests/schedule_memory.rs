@@ -210,3 +210,55 @@ fn simulated_peaks_equal_the_planners_figure() {
         assert!(compared >= 2, "{schedule}: {compared} devices");
     }
 }
+
+/// `plan --schedule`: the figures in the JSON, and each refused combination exits 2 with a
+/// message naming the flag.
+#[test]
+fn plan_command_line() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.json");
+    // Four layers of 10 bytes, 4 of them stashed; 2 accelerators of 30 bytes.
+    let node = |id: i64| {
+        format!(r#"{{"id":{id},"fpgaLatency":{},"cpuLatency":50,"size":10,"activationBytes":4}}"#, 1 + id % 2)
+    };
+    let json = format!(
+        r#"{{"maxSizePerFPGA":30,"maxFPGAs":2,"maxCPUs":0,"nodes":[{}],"edges":[{{"sourceId":1,"destId":2,"cost":0.5}},{{"sourceId":2,"destId":3,"cost":0.5}},{{"sourceId":3,"destId":4,"cost":0.5}}]}}"#,
+        (1..=4).map(node).collect::<Vec<_>>().join(",")
+    );
+    std::fs::write(&path, json).unwrap();
+    let w = path.to_str().unwrap();
+    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args).output().unwrap();
+    let out = run(&["plan", w, "--schedule", "1f1b", "--micro-batches", "4", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let devices = v["pipeline"]["devices"].as_array().unwrap();
+    // Two stages: the first holds min(4, 2) = 2 micro-batches, the last 1; a stage of k
+    // layers needs 10k + 4k·(c − 1) bytes, so the first stage holds at most 2 layers
+    // (28 bytes) and the last at most 3 (30 bytes).
+    let mut in_flight: Vec<u64> = devices.iter().map(|d| d["inFlight"].as_u64().unwrap()).collect();
+    in_flight.sort_unstable();
+    assert_eq!(in_flight, [1, 2]);
+    for d in devices {
+        let c = d["inFlight"].as_f64().unwrap();
+        let resident = d["residentBytes"].as_f64().unwrap();
+        let stash = d["stashBytes"].as_f64().unwrap();
+        assert_eq!(d["memoryBytes"].as_f64().unwrap(), resident + c * stash);
+        assert!(d["memoryBytes"].as_f64().unwrap() <= 30.0);
+    }
+    // Under GPipe every stage holds 4 micro-batches: 10 + 12 = 22 bytes a layer, one layer a stage.
+    let out = run(&["plan", w, "--schedule", "gpipe", "--micro-batches", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no feasible placement"));
+    for (args, needle) in [
+        (vec!["--schedule", "interleaved:2"], "one contiguous stage"),
+        (vec!["--schedule", "1f1b", "--method", "ip"], "only --method dp"),
+        (vec!["--micro-batches", "4"], "--micro-batches 4 needs --schedule"),
+        (vec!["--schedule", "1f1b", "--micro-batches", "0"], "--micro-batches 0 is out of range"),
+    ] {
+        let out = run(&[&["plan", w][..], &args[..]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
