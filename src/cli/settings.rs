@@ -25,7 +25,7 @@
 //! | `--memory` | a finite byte count ≥ 0 | |
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
-//! | `--schedule S` | gpipe, 1f1b | `--method dp` only; interleaved puts v chunks on a device, not one contiguous stage: simulate it |
+//! | `--schedule S` | gpipe, 1f1b | `--method dp` only; interleaved puts v chunks on a device, not one contiguous stage: refused, or with `--report` only simulated (a note says so) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
@@ -285,7 +285,7 @@ pub struct PlanSettings {
 pub const MAX_MICRO_BATCHES: usize = 1 << 20;
 
 /// `--schedule` and `--micro-batches` of `plan`, checked.
-fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool) -> Result<Option<Pipeline>, CliError> {
+fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes: &mut Vec<String>) -> Result<Option<Pipeline>, CliError> {
     if let Some(m) = flags.micro_batches {
         in_range("--micro-batches", m, 1, MAX_MICRO_BATCHES, "the micro-batches of one iteration")?;
         if flags.schedule.is_none() && !report {
@@ -296,11 +296,21 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool) -> Res
     }
     let Some(schedule) = flags.schedule else { return Ok(None) };
     if let Schedule::Interleaved { .. } = schedule {
+        if report {
+            notes.push(format!(
+                "--schedule {schedule} is simulated for --report; the plan is made with MODEL.md's memory (the planner gives each device one contiguous stage, {schedule} runs several chunks per device)"
+            ));
+            return Ok(None);
+        }
         return Err(CliError::Input(format!(
             "--schedule {schedule}: the planner gives each device one contiguous stage, and {schedule} runs several chunks per device; plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
         )));
     }
     if method != MethodId::Dp {
+        if report {
+            notes.push(format!("--schedule {schedule} is simulated for --report; {method} plans with MODEL.md's memory (only --method dp plans under a schedule's memory)"));
+            return Ok(None);
+        }
         return Err(CliError::Input(format!(
             "--schedule: only --method dp plans under a schedule's memory ({method} does not model it)"
         )));
@@ -332,6 +342,7 @@ impl PlanSettings {
             ..Limits::default()
         };
         search_limits(&args.search, &mut limits)?;
+        let pipeline = pipeline_of(&args.schedule, method, args.report.is_some(), &mut notes)?;
         Ok(PlanSettings {
             method,
             split: args.split.clone(),
@@ -340,7 +351,7 @@ impl PlanSettings {
             devices: DeviceOverrides::new(&args.devices),
             limits,
             notes,
-            pipeline: pipeline_of(&args.schedule, method, args.report.is_some())?,
+            pipeline,
         })
     }
 
