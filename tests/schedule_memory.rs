@@ -211,6 +211,57 @@ fn simulated_peaks_equal_the_planners_figure() {
     }
 }
 
+/// `--granularity layer` under a schedule: on a generated GPT-2 training graph whose memory
+/// binds under 1F1B / GPipe at layer granularity, the plan keeps every layer whole, fits by
+/// the scorer's figure on the original workload, the simulator's peaks equal that figure,
+/// and it is no better than either relaxation (operator granularity under the schedule,
+/// layer granularity without it).
+#[test]
+fn layer_granular_plans_under_a_schedule() {
+    use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+    use dnnplace::model::layers::Layers;
+    use dnnplace::solve::layer_granular::plan_by_layers;
+    use dnnplace::solve::Objective;
+    let settings = CostSettings {
+        accelerator: find_profile("a100-80gb", &[]).unwrap(),
+        cpu: find_profile("cpu-core", &[]).unwrap(),
+        dtype: DType::Fp16,
+        training: true,
+        accelerators: 4,
+        cpus: 0,
+    };
+    let g = transformer_graph(&TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4), DType::Fp16).unwrap();
+    let w = to_workload(&g, &settings).unwrap();
+    let layers = Layers::new(&w).unwrap();
+    let plain = plan_by_layers(&Dp, &Problem::throughput(&w), &layers).unwrap();
+    let p0 = plain.outcome.placement.clone().unwrap();
+    for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
+        let pipeline = Pipeline { schedule, micro_batches: m };
+        let need = dnnplace::score::pipeline_memory(&w, &p0, &pipeline).unwrap().iter().map(|d| d.bytes).fold(0.0, f64::max);
+        let limit = (need * 0.97).floor();
+        let tight = w.with_devices(DeviceSet { memory_per_accelerator_bytes: limit, ..*w.devices() }).unwrap();
+        let problem = Problem { pipeline: Some(pipeline), ..Problem::throughput(&tight) };
+        let planned = plan_by_layers(&Dp, &problem, &layers).unwrap();
+        let placement = planned.outcome.placement.clone().unwrap_or_else(|| panic!("{schedule}: no layer plan at 97% memory"));
+        for layer in 0..layers.len() {
+            let on: Vec<Device> = (0..w.len()).filter(|&v| layers.layer_of[v] == layer).map(|v| placement.assignment[v]).collect();
+            assert!(on.windows(2).all(|x| x[0] == x[1]), "{schedule}: layer {layer} split over {on:?}");
+        }
+        let figures = planned.pipeline_memory.clone().unwrap();
+        let sim = simulate(&tight, &placement, &Settings { schedule, micro_batches: m }).unwrap();
+        for d in &sim.devices {
+            let f = figures.iter().find(|x| x.device == d.device).unwrap();
+            assert!(close(d.peak_memory_bytes, f.bytes), "{schedule} m={m} {}: simulated {} vs planned {}", d.device, d.peak_memory_bytes, f.bytes);
+            assert!(d.peak_memory_bytes <= limit * (1.0 + 1e-12), "{schedule} {}: {} over {limit}", d.device, d.peak_memory_bytes);
+        }
+        let value = planned.objective(Objective::Throughput);
+        let operator = plan(&Dp, &problem).unwrap().objective(Objective::Throughput);
+        assert!(value >= operator * (1.0 - 1e-9), "{schedule}: layer plan {value} below the operator-granular {operator}");
+        assert!(value >= plain.objective(Objective::Throughput) * (1.0 - 1e-9), "{schedule}: {value} below the unconstrained layer plan");
+        eprintln!("{schedule} m={m}: layer plan {value} ms (operator granularity {operator}, no schedule {})", plain.objective(Objective::Throughput));
+    }
+}
+
 /// `plan --schedule`: the figures in the JSON, and each refused combination exits 2 with a
 /// message naming the flag.
 #[test]
@@ -246,6 +297,11 @@ fn plan_command_line() {
         assert_eq!(d["memoryBytes"].as_f64().unwrap(), resident + c * stash);
         assert!(d["memoryBytes"].as_f64().unwrap() <= 30.0);
     }
+    // At layer granularity (each node its own layer here) the same figures come out.
+    let out = run(&["plan", w, "--schedule", "1f1b", "--micro-batches", "4", "--granularity", "layer", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let layered: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(layered["pipeline"], v["pipeline"]);
     // Under GPipe every stage holds 4 micro-batches: 10 + 12 = 22 bytes a layer, one layer a stage.
     let out = run(&["plan", w, "--schedule", "gpipe", "--micro-batches", "4"]);
     assert_eq!(out.status.code(), Some(2));

@@ -24,6 +24,12 @@
 //! score, or a rule the original rejects, is an internal error. An optimum proven on the
 //! relabelled workload is the optimum over layer-granular plans, not over all plans.
 //!
+//! **Under a schedule** (`Problem::pipeline`, `--schedule gpipe|1f1b`): the relabelled
+//! workload has the same nodes (sizes, stashes), edges and devices, so its device graph and
+//! every device's resident and stashed bytes are the original's; the DP's schedule-aware
+//! memory therefore optimises over layer-granular plans that fit under the schedule, and the
+//! pipeline memory ([`crate::score::pipeline_memory`]) is re-checked on the original.
+//!
 //! Complexity: O(n + m) to relabel, plus the method on `|layers|` groups instead of n.
 
 use super::{plan, Method, Outcome, Plan, Problem, SolveError, Stats, Status};
@@ -64,7 +70,7 @@ pub fn plan_by_layers(method: &dyn Method, problem: &Problem, layers: &Layers) -
                 status: Status::infeasible(reason),
                 stats: Stats::default(),
             };
-            return Ok(Plan { outcome, evaluation: None });
+            return Ok(Plan { outcome, evaluation: None, pipeline_memory: None });
         }
     };
     let coarse = Problem { workload: &relabelled, ..problem.clone() };
@@ -88,6 +94,9 @@ pub fn plan_by_layers(method: &dyn Method, problem: &Problem, layers: &Layers) -
         return Err(SolveError::Check(format!(
             "the layer-granular plan scores {coarse_value} on the relabelled workload but {scored} on the original"
         )));
+    }
+    if let Some(pipeline) = &problem.pipeline {
+        result.pipeline_memory = Some(super::checked_pipeline_memory(method, w, placement, pipeline)?);
     }
     result.outcome.objective = scored;
     result.outcome.bound = result.outcome.bound.min(scored);
