@@ -373,13 +373,13 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
         let method = solve::method_by_name(name).expect("a listed method");
         let supported: Vec<_> = variants
             .iter()
-            .filter(|(objective, contiguous)| method.supports(&Problem { workload: w, objective: *objective, contiguous: *contiguous, limits: limits.clone() }).is_ok())
+            .filter(|(objective, contiguous)| method.supports(&Problem { workload: w, objective: *objective, contiguous: *contiguous, limits: limits.clone(), pipeline: None }).is_ok())
             .collect();
         if supported.is_empty() {
             continue;
         }
         let &(objective, contiguous) = *choose(r, &supported);
-        let problem = Problem { workload: w, objective, contiguous, limits: limits.clone() };
+        let problem = Problem { workload: w, objective, contiguous, limits: limits.clone(), pipeline: None };
         match solve::plan(method.as_ref(), &problem) {
             Ok(plan) => {
                 if let (Some(p), Some(e)) = (&plan.outcome.placement, &plan.evaluation) {

@@ -71,7 +71,7 @@ fn plans_of(name: &str, w: &Arc<Workload>, out: &mut Vec<PlacementSeed>) {
     let variants = [("dp", Objective::Throughput, true), ("greedy", Objective::Throughput, true), ("dp", Objective::Latency { pieces: 2 }, false)];
     for (method, objective, contiguous) in variants {
         let m = solve::method_by_name(method).expect("known method");
-        let problem = Problem { workload: w, objective, contiguous, limits: limits.clone() };
+        let problem = Problem { workload: w, objective, contiguous, limits: limits.clone(), pipeline: None };
         let Ok(plan) = solve::plan(m.as_ref(), &problem) else { continue };
         let (Some(p), Some(e)) = (&plan.outcome.placement, &plan.evaluation) else { continue };
         let text = serde_json::to_vec(&placement_json(w, p, e, objective)).expect("json");
