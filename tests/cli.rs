@@ -61,7 +61,23 @@ fn bad_input_exits_2_with_a_clear_message() {
     fails_with(&["plan", w.to_str().unwrap(), "--method", "magic"], "unknown method 'magic'");
     fails_with(&["plan", w.to_str().unwrap(), "--memory", "12 parsecs"], "unknown byte unit");
     fails_with(&["plan", w.to_str().unwrap(), "--accelerators", "0", "--cpus", "0"], "no accelerator and no CPU");
-    fails_with(&["plan", w.to_str().unwrap(), "--objective", "latency"], "does not support");
+    fails_with(&["plan", w.to_str().unwrap(), "--method", "dp", "--objective", "latency"], "does not support");
+    fails_with(&["plan", w.to_str().unwrap(), "--method", "dp", "--coarsen", "layers"], "are for --method auto");
+    fails_with(&["plan", w.to_str().unwrap(), "--coarsen", "off", "--coarsen-target", "8"], "contradicts --coarsen off");
+}
+
+#[test]
+fn auto_is_the_default_and_says_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = small_workload(dir.path());
+    for extra in [&[][..], &["--coarsen", "layers"][..], &["--coarsen-target", "2"][..], &["--objective", "latency"][..]] {
+        let run = dnnplace().arg("plan").arg(&w).arg("--json").args(extra).output().unwrap();
+        assert!(run.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&run.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(v["method"], "auto");
+        assert!(v["path"].as_str().is_some_and(|p| !p.is_empty()), "{extra:?}: {v}");
+        assert!(v["bound"].as_f64().is_some_and(|b| b <= v["value"].as_f64().unwrap() * (1.0 + 1e-9)), "{v}");
+    }
 }
 
 #[test]

@@ -157,7 +157,7 @@ fn a_capped_ideal_limit_is_reported_not_silent() {
     let json = format!(r#"{{"maxSizePerFPGA":1e9,"maxFPGAs":20,"maxCPUs":20,"nodes":[{}],"edges":[]}}"#, nodes.join(","));
     let w = write(dir.path(), "wide.json", &json);
     fails_with(
-        &["plan", w.to_str().unwrap(), "--max-ideals", "1e8"],
+        &["plan", w.to_str().unwrap(), "--method", "dp", "--max-ideals", "1e8"],
         &["the DP's memory budget of", "holds for this many devices", "fewer than the 100000000 allowed (--max-ideals)"],
     );
 }
@@ -206,7 +206,7 @@ fn the_memory_budget_is_a_checked_flag_that_stops_the_dp() {
     let w = w.to_str().unwrap();
     fails_with(&["plan", w, "--memory-budget", "1KiB"], &["--memory-budget 1.00 KiB is out of range (1 MiB to 1 PiB)"]);
     fails_with(&["plan", w, "--memory-budget", "lots"], &["not a byte count"]);
-    fails_with(&["plan", w, "--memory-budget", "64MiB"], &["the DP's memory budget of 0.06 GiB", "1679616"]);
+    fails_with(&["plan", w, "--method", "dp", "--memory-budget", "64MiB"], &["the DP's memory budget of 0.06 GiB", "1679616"]);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `dnnplace bench`: flags, then [`crate::experiments::bench`] runs `plan` on each file in
-//! a child process and [`crate::report::bench`] prints the table.
+//! a child process and [`crate::report::bench`] prints the table. `--scale` runs the
+//! generated scale rows instead ([`super::bench_scale`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,8 +14,19 @@ use crate::report::bench::bench_table;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Workload files or folders (searched recursively for *.json).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "scale")]
     pub paths: Vec<PathBuf>,
+    /// Instead of files: `--method auto` on generated graphs of 1k-100k operators and the
+    /// memory-bound GNMT cases (see `cli::bench_scale`); only rows whose name contains
+    /// FILTER (e.g. `gpt`, `wide`, `transformer-1536`).
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["paths", "experts"])]
+    pub scale: Option<String>,
+    /// --scale: the time limit of each run.
+    #[arg(long, value_parser = super::parse_seconds, value_name = "TIME", default_value = "60s", requires = "scale")]
+    pub time_limit: f64,
+    /// --scale: the folder with the published gnmt_inference.json and gnmt_training.json.
+    #[arg(long, value_name = "DIR", default_value = "../shared/workloads/paper/throughput/layer", requires = "scale")]
+    pub gnmt_dir: PathBuf,
     /// Method to time.
     #[arg(long, default_value = "dp")]
     pub method: String,
@@ -31,6 +43,10 @@ pub struct BenchArgs {
 }
 
 pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
+    if let Some(filter) = &args.scale {
+        let limit = super::settings::time_limit("--time-limit", args.time_limit, "")?;
+        return super::bench_scale::run(filter, limit, &args.gnmt_dir, &args.plan_args, args.markdown);
+    }
     let method = super::settings::method_id(&args.method)?;
     let files = named_files(&args.paths)?;
     let exe = std::env::current_exe().map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;

@@ -1,4 +1,4 @@
-//! The cost-model commands: `devices`, `import`, `generate transformer`, and the model
+//! The cost-model commands: `devices`, `import`, `generate transformer|gpt|wide`, and the model
 //! files `plan` accepts directly (`.onnx`).
 //!
 //! Raw flags ([`CostFlags`]) are turned into [`CostSettings`] once, by [`cost_settings`];
@@ -16,6 +16,7 @@ use crate::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, OpGraph,
     Style, TransformerSpec,
 };
+use crate::costmodel::synthetic::{gpt_graph, gpt_layers_for_nodes, wide_graph, GptSpec, WideSpec};
 use crate::io::{check_output_target, workload_to_json, write_atomically};
 use crate::model::Workload;
 
@@ -111,6 +112,59 @@ pub enum GenerateCommand {
     /// An operator-level BERT / GPT-2 / Llama workload, nodes named like the Hugging Face
     /// model's modules and layerId = block index.
     Transformer(TransformerArgs),
+    /// A GPT-like decoder with Q/K/V attention branches and residual edges (scale tests).
+    Gpt(GptArgs),
+    /// Blocks of parallel branches (scale tests for wide graphs).
+    Wide(WideArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct GptArgs {
+    /// Decoder blocks (24 operators each).
+    #[arg(long, conflicts_with = "nodes", value_parser = parse_count)]
+    pub layers: Option<usize>,
+    /// About this many operators: picks the number of blocks. [default: 3000]
+    #[arg(long, value_parser = parse_count)]
+    pub nodes: Option<usize>,
+    /// Hidden size h.
+    #[arg(long, default_value_t = 768, value_parser = parse_count)]
+    pub hidden: usize,
+    /// Attention heads (must divide h).
+    #[arg(long, default_value_t = 12, value_parser = parse_count)]
+    pub heads: usize,
+    /// Vocabulary size.
+    #[arg(long, default_value_t = 50257, value_parser = parse_count)]
+    pub vocab: usize,
+    #[command(flatten)]
+    pub cost: CostFlags,
+    #[command(flatten)]
+    pub counts: CountFlags,
+    /// Write the workload JSON here (atomically) instead of standard output.
+    #[arg(long, value_name = "WORKLOAD.json")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct WideArgs {
+    /// Blocks in sequence.
+    #[arg(long, default_value_t = 8, value_parser = parse_count)]
+    pub blocks: usize,
+    /// Parallel branches per block.
+    #[arg(long, default_value_t = 6, value_parser = parse_count)]
+    pub branches: usize,
+    /// Operators per branch.
+    #[arg(long, default_value_t = 4, value_parser = parse_count)]
+    pub branch_ops: usize,
+    /// Hidden size h.
+    #[arg(long, default_value_t = 1024, value_parser = parse_count)]
+    pub hidden: usize,
+    #[command(flatten)]
+    pub cost: CostFlags,
+    #[command(flatten)]
+    pub counts: CountFlags,
+    /// Write the workload JSON here (atomically) instead of standard output.
+    #[arg(long, value_name = "WORKLOAD.json")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
@@ -171,6 +225,8 @@ pub fn run_cost_command(command: CostCommand) -> Result<(), CliError> {
         CostCommand::Devices(args) => run_devices(args),
         CostCommand::Import(args) => run_import(args),
         CostCommand::Generate(GenerateCommand::Transformer(args)) => run_transformer(args),
+        CostCommand::Generate(GenerateCommand::Gpt(args)) => run_gpt(args),
+        CostCommand::Generate(GenerateCommand::Wide(args)) => run_wide(args),
     }
 }
 
@@ -325,6 +381,59 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
     };
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
     let graph = transformer_graph(&spec, settings.dtype).map_err(CliError::Input)?;
+    let w = to_workload(&graph, &settings)?;
+    write_workload(&w, &graph, &settings, args.out.as_deref())
+}
+
+fn run_gpt(args: GptArgs) -> Result<(), CliError> {
+    let layers = match (args.layers, args.nodes) {
+        (Some(l), _) => l,
+        (None, n) => gpt_layers_for_nodes(n.unwrap_or(3000)),
+    };
+    let size = TransformerSizes::new(layers, args.hidden, args.heads, None, Some(args.vocab))?;
+    let input = import_options(&args.cost)?;
+    let spec = GptSpec {
+        layers: size.layers,
+        hidden: size.hidden,
+        heads: size.heads,
+        seq: input.seq.unwrap_or(512),
+        batch: input.batch.unwrap_or(1),
+        vocab: size.vocab.unwrap_or(args.vocab),
+    };
+    let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let graph = gpt_graph(&spec, settings.dtype).map_err(CliError::Input)?;
+    let w = to_workload(&graph, &settings)?;
+    write_workload(&w, &graph, &settings, args.out.as_deref())
+}
+
+/// The most operators `generate wide` makes.
+const MAX_WIDE_OPS: usize = 200_000;
+
+fn run_wide(args: WideArgs) -> Result<(), CliError> {
+    let input = import_options(&args.cost)?;
+    let size = TransformerSizes::new(1, args.hidden, 1, None, None)?;
+    let ops = args
+        .branches
+        .checked_mul(args.branch_ops)
+        .and_then(|x| x.checked_add(1))
+        .and_then(|x| x.checked_mul(args.blocks))
+        .and_then(|x| x.checked_add(1));
+    if ops.is_none_or(|n| n > MAX_WIDE_OPS) {
+        return Err(CliError::Input(format!(
+            "--blocks {} x (--branches {} x --branch-ops {} + 1) operators are more than {MAX_WIDE_OPS}",
+            args.blocks, args.branches, args.branch_ops
+        )));
+    }
+    let spec = WideSpec {
+        blocks: args.blocks,
+        branches: args.branches,
+        branch_ops: args.branch_ops,
+        hidden: size.hidden,
+        seq: input.seq.unwrap_or(512),
+        batch: input.batch.unwrap_or(1),
+    };
+    let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let graph = wide_graph(&spec, settings.dtype).map_err(CliError::Input)?;
     let w = to_workload(&graph, &settings)?;
     write_workload(&w, &graph, &settings, args.out.as_deref())
 }

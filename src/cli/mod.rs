@@ -10,6 +10,7 @@
 //! internal check failed (a bug: a solver's plan that the scorer rejects).
 
 pub mod bench;
+pub mod bench_scale;
 pub mod costmodel_cmds;
 pub mod export_cmds;
 pub mod settings;
@@ -30,6 +31,7 @@ use crate::model::{human_bytes, parse_bytes, WorkloadError};
 use crate::report::table::status_text;
 use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
 use crate::score::{evaluate_with, DeviceMemory, LatencyScoring};
+use crate::solve::auto::Auto;
 use crate::solve::baselines::expert::Expert;
 use crate::solve::milp::IpExperiment;
 use crate::solve::{self, Method, MethodId, Objective, Outcome, Problem, SolveError, Status};
@@ -66,13 +68,24 @@ pub enum Command {
     Reproduce(ReproduceArgs),
     /// Run a plan through a pipeline schedule, event by event: iteration time, bubble, memory.
     Simulate(simulate::SimulateArgs),
-    /// Time the DP on workload files (each in its own process): time, ideals, pairs, peak memory.
+    /// Time the DP on workload files (each in its own process): time, ideals, pairs, peak
+    /// memory; with --scale, `--method auto` on generated graphs of 1k-100k operators.
     Bench(bench::BenchArgs),
     /// Write a plan in a framework's form: torch, torch-json, deepspeed, megatron, vllm, accelerate.
     Export(export_cmds::ExportArgs),
     /// Cost models: `devices`, `import`, `generate` (see costmodel_cmds).
     #[command(flatten)]
     Cost(costmodel_cmds::CostCommand),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum CoarsenArg {
+    /// Coarsen only when the exact DP does not fit the time limit.
+    Auto,
+    /// Never coarsen (the exact DP only).
+    Off,
+    /// Coarsen by `layerId`.
+    Layers,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
@@ -125,9 +138,17 @@ pub struct PlanArgs {
     /// How to price a model file (ignored for workload JSON, where giving them is an error).
     #[command(flatten)]
     pub model: costmodel_cmds::CostFlags,
-    /// Placement method.
-    #[arg(long, default_value = "dp")]
+    /// Placement method (`auto`: the exact DP when it fits the time limit, else a
+    /// coarsened DP with refinement, then the IP; always a plan with its bound and gap).
+    #[arg(long, default_value = "auto")]
     pub method: String,
+    /// Coarsening for --method auto: auto (when the exact DP does not fit), off (exact DP
+    /// only), layers (by layerId).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub coarsen: Option<CoarsenArg>,
+    /// --method auto: run the DP on the finest coarse level with at most N clusters (1 …).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub coarsen_target: Option<usize>,
     /// What to minimise.
     #[arg(long, value_enum, default_value = "throughput")]
     pub objective: ObjectiveArg,
@@ -141,7 +162,7 @@ pub struct PlanArgs {
     pub pieces: usize,
     #[command(flatten)]
     pub devices: DeviceFlags,
-    /// Time limit, e.g. 60s, 2m (IP, local search; 1ms to 1e9s).
+    /// Time limit, e.g. 60s, 2m (auto: default 60s; IP, local search: none; 1ms to 1e9s).
     #[arg(long, value_parser = parse_seconds, value_name = "TIME")]
     pub time_limit: Option<f64>,
     /// Relative MIP gap to stop at, e.g. 1% or 0.01 (IP; 0 to 100%).
@@ -380,9 +401,10 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     };
     let (w, objective) = fit_to_workload(w, settings.objective, settings.method, &mut settings.notes)?;
     settings.objective = objective;
-    let method: Box<dyn Method> = match &settings.split {
-        Some(path) => Box::new(Expert::new(read_placement(path, &w)?, path.display().to_string())),
-        None => solve::method(settings.method),
+    let method: Box<dyn Method> = match (&settings.split, settings.method) {
+        (Some(path), _) => Box::new(Expert::new(read_placement(path, &w)?, path.display().to_string())),
+        (None, MethodId::Auto) => Box::new(Auto::new(settings.coarsen)),
+        (None, id) => solve::method(id),
     };
     print_notes(&settings.notes);
     let problem = settings.problem(&w);

@@ -20,12 +20,13 @@
 //! | `--seed S` | 0 … 2⁶⁴−1 | any |
 //! | `--max-ideals N` | 1 … 2³²−1 | the DP numbers ideals with 32 bits |
 //! | `--memory-budget B` | 1 MiB … 1 PiB | what the DP's ideals and table may take; beyond it the DP stops before allocating, naming the budget |
+//! | `--coarsen`, `--coarsen-target N` | `--method auto` only; N ≥ 1, not with `--coarsen off` | they steer auto's coarsened path |
 //! | `--time-limit`, `--ip-time-limit` | 1 ms … 10⁹ s (31.7 years) | omit `--time-limit` for none |
 //! | `--gap` | 0 … 1 (100%) | a relative gap above 100% stops at the first plan, as 100% does |
 //! | `--memory` | a finite byte count ≥ 0 | |
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
-//! | `--schedule S` | gpipe, 1f1b | `--method dp` only; interleaved puts v chunks on a device, not one contiguous stage: refused, or with `--report` only simulated (a note says so) |
+//! | `--schedule S` | gpipe, 1f1b | `--method dp` or `auto` (which then runs the exact DP) only; interleaved puts v chunks on a device, not one contiguous stage: refused, or with `--report` only simulated (a note says so) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
@@ -34,13 +35,14 @@
 use std::fmt::Display;
 use std::path::PathBuf;
 
-use super::{CliError, CompareArgs, DeviceFlags, ObjectiveArg, PlanArgs, ReproduceArgs, SearchFlags};
+use super::{CliError, CoarsenArg, CompareArgs, DeviceFlags, ObjectiveArg, PlanArgs, ReproduceArgs, SearchFlags};
 use crate::costmodel::onnx::ImportOptions;
 use crate::costmodel::DType;
 use super::simulate::{PlanScheduleFlags, DEFAULT_MICRO_BATCHES};
 use crate::model::schedule::{Pipeline, Schedule};
 use crate::model::{DeviceSet, Workload};
 use crate::solve::budget::Budget;
+use crate::solve::coarsen::{CoarsenMode, CoarsenSettings};
 use crate::solve::milp::{IpExperiment, IpOptions};
 use crate::solve::{clamp_to_nodes, method_names, Limits, MethodId, Objective, Problem};
 
@@ -275,6 +277,8 @@ pub struct PlanSettings {
     pub contiguous: bool,
     pub devices: DeviceOverrides,
     pub limits: Limits,
+    /// `--coarsen` and `--coarsen-target` (for `--method auto`).
+    pub coarsen: CoarsenSettings,
     /// What the settings decided for the user (implied flags, clamps), one line each.
     pub notes: Vec<String>,
     /// The schedule whose memory the planner prices (`--schedule`, `--micro-batches`).
@@ -306,7 +310,7 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
             "--schedule {schedule}: the planner gives each device one contiguous stage, and {schedule} runs several chunks per device; plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
         )));
     }
-    if method != MethodId::Dp {
+    if method != MethodId::Dp && method != MethodId::Auto {
         if report {
             notes.push(format!("--schedule {schedule} is simulated for --report; {method} plans with MODEL.md's memory (only --method dp plans under a schedule's memory)"));
             return Ok(None);
@@ -350,6 +354,7 @@ impl PlanSettings {
             contiguous,
             devices: DeviceOverrides::new(&args.devices),
             limits,
+            coarsen: coarsen_settings(method, args.coarsen, args.coarsen_target)?,
             notes,
             pipeline,
         })
@@ -359,6 +364,24 @@ impl PlanSettings {
     pub fn problem<'a>(&self, w: &'a Workload) -> Problem<'a> {
         Problem { workload: w, objective: self.objective, contiguous: self.contiguous, limits: self.limits.clone(), pipeline: self.pipeline }
     }
+}
+
+/// `--coarsen MODE` and `--coarsen-target N`: only with `--method auto`, N ≥ 1, and no
+/// target with `--coarsen off`.
+fn coarsen_settings(method: MethodId, mode: Option<CoarsenArg>, target: Option<usize>) -> Result<CoarsenSettings, CliError> {
+    if (mode.is_some() || target.is_some()) && method != MethodId::Auto {
+        return Err(CliError::Input(format!("--coarsen and --coarsen-target are for --method auto, not {method}")));
+    }
+    let mode = match mode.unwrap_or(CoarsenArg::Auto) {
+        CoarsenArg::Auto => CoarsenMode::Auto,
+        CoarsenArg::Off => CoarsenMode::Off,
+        CoarsenArg::Layers => CoarsenMode::Layers,
+    };
+    if mode == CoarsenMode::Off && target.is_some() {
+        return Err(CliError::Input("--coarsen-target needs coarsening; it contradicts --coarsen off".into()));
+    }
+    let target = target.map(|t| at_least("--coarsen-target", t, 1, "the clusters of the level the DP runs on")).transpose()?;
+    Ok(CoarsenSettings { mode, target })
 }
 
 /// The settings of `dnnplace compare`, every flag checked.

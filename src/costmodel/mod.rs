@@ -11,12 +11,14 @@
 //! - [`training`]: backward nodes, their costs, sizes and edges;
 //! - [`onnx`]: ONNX import with shape inference and module paths;
 //! - [`transformer`]: an operator-level BERT / GPT-2 / Llama generator with Hugging Face
-//!   module names.
+//!   module names;
+//! - [`synthetic`]: GPT-like and wide graphs for scale tests.
 
 pub mod graph;
 pub mod onnx;
 pub mod operators;
 pub mod profiles;
+pub mod synthetic;
 pub mod training;
 pub mod transformer;
 

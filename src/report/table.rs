@@ -43,6 +43,9 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
     let mut s = String::new();
     if let Some(o) = outcome {
         let _ = writeln!(s, "method: {}   status: {}   time: {:.3} s", o.method, status_text(o), o.stats.time_s);
+        if let Some(path) = &o.stats.path {
+            let _ = writeln!(s, "path: {path}");
+        }
         let mut extra = Vec::new();
         if let Some(g) = o.stats.groups {
             extra.push(format!("groups: {g}"));
@@ -178,6 +181,7 @@ pub fn evaluation_json(w: &Workload, p: &Placement, outcome: Option<&Outcome>, o
         v["ideals"] = json!(o.stats.ideals);
         v["idealPairs"] = json!(o.stats.ideal_pairs);
         v["notes"] = json!(o.stats.notes);
+        v["path"] = json!(o.stats.path);
     }
     v
 }

@@ -1,12 +1,13 @@
 //! One interface for every method: the [`Method`] trait, the typed [`MethodId`] with its
 //! capabilities, and the registry the command line, `compare` and the reports use.
 
-use super::{baselines, brute_force, dp, milp, Outcome, Problem, SolveError};
+use super::{auto, baselines, brute_force, dp, milp, Outcome, Problem, SolveError};
 
 /// The methods of the registry, typed: what the command line, `compare` and the reports
 /// dispatch on instead of names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MethodId {
+    Auto,
     Dp,
     Ip,
     PipeDream,
@@ -21,7 +22,8 @@ pub enum MethodId {
 
 impl MethodId {
     /// Every method, in registry order.
-    pub const ALL: [MethodId; 10] = [
+    pub const ALL: [MethodId; 11] = [
+        MethodId::Auto,
         MethodId::Dp,
         MethodId::Ip,
         MethodId::PipeDream,
@@ -37,6 +39,7 @@ impl MethodId {
     /// The name on the command line (`--method NAME`).
     pub fn name(self) -> &'static str {
         match self {
+            MethodId::Auto => "auto",
             MethodId::Dp => "dp",
             MethodId::Ip => "ip",
             MethodId::PipeDream => "pipedream",
@@ -75,7 +78,12 @@ impl MethodId {
 
     /// The method runs HiGHS (progress and Ctrl-C are wired for it on the command line).
     pub fn uses_milp_solver(self) -> bool {
-        self == MethodId::Ip
+        matches!(self, MethodId::Ip | MethodId::Auto)
+    }
+
+    /// The method dispatches to others (`auto`): `compare` runs those instead.
+    pub fn dispatches(self) -> bool {
+        self == MethodId::Auto
     }
 }
 
@@ -109,14 +117,16 @@ pub trait Method: Sync {
     }
 }
 
-/// Every method the command line knows, in [`MethodId::ALL`] order.
+/// The methods `compare` runs, in [`MethodId::ALL`] order: all but `auto`, which
+/// dispatches to them ([`MethodId::dispatches`]).
 pub fn methods() -> Vec<Box<dyn Method>> {
-    MethodId::ALL.into_iter().map(method).collect()
+    MethodId::ALL.into_iter().filter(|m| !m.dispatches()).map(method).collect()
 }
 
 /// The method `id` (`expert` without a split: it declines every problem until given one).
 pub fn method(id: MethodId) -> Box<dyn Method> {
     match id {
+        MethodId::Auto => Box::new(auto::Auto::default()),
         MethodId::Dp => Box::new(dp::Dp),
         MethodId::Ip => Box::new(milp::Ip),
         MethodId::PipeDream => Box::new(baselines::pipedream::PipeDream),
@@ -130,7 +140,7 @@ pub fn method(id: MethodId) -> Box<dyn Method> {
     }
 }
 
-/// Names of [`methods`].
+/// Names of every method the command line knows.
 pub fn method_names() -> Vec<&'static str> {
     MethodId::ALL.iter().map(|m| m.name()).collect()
 }

@@ -16,6 +16,9 @@
 //! - [`knapsack`]: the fractional knapsack (compute CPUs can absorb), for the DP and bounds;
 //! - [`layer_granular`]: plans that cut only between layers (`--granularity layer`);
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
+//! - [`coarsen`]: multilevel coarsening, the DP on a coarse level, refinement back down;
+//! - [`auto`]: the default method: the exact DP when its lattice fits the budget,
+//!   otherwise the coarsened path, then the IP for what time is left;
 //! - [`milp`]: integer programs on HiGHS (non-contiguous and contiguous max-load, sync,
 //!   latency);
 //! - [`brute_force`]: exhaustive search, the oracle of the tests;
@@ -23,10 +26,12 @@
 //! - [`baselines`]: the paper's baselines (PipeDream, local search, METIS, greedy,
 //!   single accelerator, expert splits).
 
+pub mod auto;
 pub mod baselines;
 pub mod brute_force;
 pub mod budget;
 pub mod chain;
+pub mod coarsen;
 pub mod compare;
 pub mod dp;
 pub mod ideal_cost;
@@ -42,7 +47,7 @@ pub use method::{method, method_by_name, method_names, methods, Method, MethodId
 pub use outcome::{Outcome, Stats, Status, StopReason};
 
 use crate::model::schedule::Pipeline;
-use crate::model::Workload;
+use crate::model::{Placement, Workload};
 use crate::score::{evaluate, pipeline_memory, DeviceMemory, Evaluation};
 
 /// What to minimise.
@@ -97,6 +102,9 @@ pub struct Limits {
     pub memory_budget_bytes: Option<f64>,
     /// Formulation switches of the IP (docs/ip.md). [default: the measured best]
     pub ip: milp::IpOptions,
+    /// A plan to start from (IP: held and handed to HiGHS instead of running the DP for
+    /// one; `auto` passes its contiguous plan this way). [default: none]
+    pub warm_start: Option<Placement>,
 }
 
 impl Default for Limits {
@@ -110,6 +118,7 @@ impl Default for Limits {
             restarts: 10,
             memory_budget_bytes: None,
             ip: milp::IpOptions::default(),
+            warm_start: None,
         }
     }
 }
@@ -225,7 +234,7 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     } else {
         problem
     };
-    if problem.pipeline.is_some() && method.id() != MethodId::Dp {
+    if problem.pipeline.is_some() && !matches!(method.id(), MethodId::Dp | MethodId::Auto) {
         return Err(SolveError::Unsupported {
             method: method.name().into(),
             what: "planning under a schedule's memory (--schedule; use --method dp)".into(),

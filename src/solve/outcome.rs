@@ -93,13 +93,17 @@ pub enum StopReason {
     /// The DP's proof needed a group DAG with more than `limit` ideals (`--max-ideals` or
     /// what the memory budget holds).
     IdealLimit { limit: usize },
+    /// A heuristic search ran to its end and no exact method fits what is left (`what`:
+    /// which, and why), so the gap stays open before the time limit (`auto` on graphs too
+    /// large for the IP).
+    SearchExhausted { what: String },
 }
 
 impl StopReason {
     /// A stable machine-readable name: `gap-reached`, `solver-gap`, `time-limit`,
     /// `interrupted`, `node-limit`, `iteration-limit`, `memory-budget`,
     /// `solver-memory-limit`, `unreliable-bound`, `plan-above-bound`, `solver-status`,
-    /// `ideal-limit`.
+    /// `ideal-limit`, `search-exhausted`.
     pub fn code(&self) -> &'static str {
         match self {
             StopReason::GapReached { .. } => "gap-reached",
@@ -114,6 +118,7 @@ impl StopReason {
             StopReason::PlanAboveBound => "plan-above-bound",
             StopReason::Solver { .. } => "solver-status",
             StopReason::IdealLimit { .. } => "ideal-limit",
+            StopReason::SearchExhausted { .. } => "search-exhausted",
         }
     }
 
@@ -146,6 +151,7 @@ impl std::fmt::Display for StopReason {
             StopReason::PlanAboveBound => write!(f, "HiGHS's incumbent met the lower bound but the scored plan does not"),
             StopReason::Solver { status } => write!(f, "HiGHS stopped: {status}"),
             StopReason::IdealLimit { limit } => write!(f, "the DP's proof needs more than {limit} ideals"),
+            StopReason::SearchExhausted { what } => write!(f, "{what}"),
         }
     }
 }
@@ -166,6 +172,8 @@ impl From<budget::Exhausted> for StopReason {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     pub time_s: f64,
+    /// Which path an adaptive method took (`auto`: exact DP, coarsened, IP, ...).
+    pub path: Option<String>,
     /// Ideals enumerated (DP).
     pub ideals: Option<usize>,
     /// Pairs `J ⊂ I` whose load was evaluated (DP).

@@ -504,9 +504,12 @@ fn held_plans(problem: &Problem, units: &Grouping, held: &mut Vec<Candidate>, st
         }
     }
     // The DP may take half the time left; the IP needs the rest.
-    match dp::solve_within(w, problem.limits.max_ideals, &problem.limits.budget().share(0.5)) {
-        Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
-        Err(e) => stats.notes.push(format!("no DP plan: {e}")),
+    match &problem.limits.warm_start {
+        Some(p) => held.extend(candidate(problem, p.clone(), "warm start")),
+        None => match dp::solve_within(w, problem.limits.max_ideals, &problem.limits.budget().share(0.5)) {
+            Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
+            Err(e) => stats.notes.push(format!("no DP plan: {e}")),
+        },
     }
     // The latency baseline, so the IP is never worse than what a user would try first.
     match Method::solve(&Greedy, problem) {

@@ -67,7 +67,10 @@
 //!   without forced units has room T), and the other units that the CPUs cannot take
 //!   must fit in the rooms: `Σ_d φ_d ≥ need(T) − fpga(F(T))`. The search either finds
 //!   such an assignment (no proof), proves there is none (T is impossible), or gives up
-//!   after [`NODE_LIMIT`] nodes (no proof). Pruning: total room and total memory against
+//!   after [`NODE_LIMIT`] nodes (no proof). Only the [`PACKING_ITEMS`] largest forced
+//!   units are placed one by one; the compute of the others joins the right-hand side
+//!   (it sits in some bin's φ), which only weakens the test and bounds the recursion
+//!   depth on graphs of thousands of forced units. Pruning: total room and total memory against
 //!   what is left, room of the bins that can still take the smallest forced unit; new
 //!   bins are interchangeable, and without communication so are bins with equal fpga and
 //!   size.
@@ -115,6 +118,10 @@ impl Tests {
 
 /// Search nodes per threshold before the packing test gives up.
 pub const NODE_LIMIT: usize = 200_000;
+
+/// Forced units the packing search places one by one (the largest); the others count as
+/// fluid compute that must fit in the bins' rooms. Also bounds the search's recursion depth.
+pub const PACKING_ITEMS: usize = 512;
 
 /// Units whose h is computed by minimum cuts (the largest that can be forced).
 const CUT_UNITS: usize = 64;
@@ -492,8 +499,13 @@ impl<'a> LowerBound<'a> {
             }
         }
         if self.tests.packing {
+            // The search recurses once per item: only the largest forced units are items;
+            // the others' compute must fit in the rooms like the fluid (a relaxation).
+            let items = &forced[..forced.len().min(PACKING_ITEMS)];
+            let rest: f64 = forced[items.len()..].iter().map(|&g| u[g].fpga_latency).sum();
+            let fluid = if self.tests.volume { fluid + rest } else { rest };
             let cuts = if self.tests.communication { Some(&mut self.cuts) } else { None };
-            let mut search = Search::new(u, &forced, cuts, k, t, self.memory, fluid, self.budget);
+            let mut search = Search::new(u, items, cuts, k, t, self.memory, fluid, self.budget);
             if search.run() == Packing::Impossible {
                 return false;
             }

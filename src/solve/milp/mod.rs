@@ -47,7 +47,8 @@
 //! (the IP then stops with [`StopReason::MemoryBudget`], naming the model's size and
 //! `--memory-budget`), or once the time is up; HiGHS gets the time that is left, and is
 //! not started when none is.
-//! HiGHS callbacks (`kHighsCallbackMipInterrupt` and `kHighsCallbackSimplexInterrupt`,
+//! HiGHS callbacks (`kHighsCallbackMipInterrupt`, `kHighsCallbackSimplexInterrupt` and
+//! `kHighsCallbackIpmInterrupt`, for a root LP solved by interior point,
 //! through `highs-sys`) are installed on every solve: they poll [`interrupt_requested`]
 //! and the deadline and ask HiGHS to stop, which returns the best incumbent found so
 //! far; and, if a progress hook was registered with
@@ -418,7 +419,10 @@ unsafe extern "C" fn callback(
     user_data: *mut c_void,
 ) {
     let mip = callback_type == highs_sys::kHighsCallbackMipInterrupt as c_int;
-    if !mip && callback_type != highs_sys::kHighsCallbackSimplexInterrupt as c_int {
+    if !mip
+        && callback_type != highs_sys::kHighsCallbackSimplexInterrupt as c_int
+        && callback_type != highs_sys::kHighsCallbackIpmInterrupt as c_int
+    {
         return;
     }
     if interrupt_requested() && !data_in.is_null() {
@@ -502,6 +506,7 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
         );
         highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackMipInterrupt as highs_sys::HighsInt);
         highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackSimplexInterrupt as highs_sys::HighsInt);
+        highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackIpmInterrupt as highs_sys::HighsInt);
     }
     let start = Instant::now();
     let solved = model.try_solve().map_err(|e| SolveError::Solver(format!("HiGHS failed: {e:?}")))?;
@@ -634,6 +639,13 @@ pub(crate) struct Candidate {
 /// The DP plan (the contiguous optimum) as a held plan, when the DP can enumerate the
 /// ideals; otherwise a note says why there is none.
 pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Candidate> {
+    if let Some(p) = &problem.limits.warm_start {
+        let held = candidate(problem, p.clone(), "warm start");
+        if held.is_none() {
+            stats.notes.push("the given warm start is not a valid plan for this problem".into());
+        }
+        return held;
+    }
     // The DP may take half the time limit; the IP needs the rest.
     match crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, &problem.limits.budget().share(0.5)) {
         Ok(o) => o.placement.and_then(|p| candidate(problem, p, "dp")),

@@ -1,0 +1,450 @@
+//! `--method auto`, the default: a valid plan within the time limit, with a proven lower
+//! bound and the gap, and the path it took.
+//!
+//! # Contiguous throughput (TPS)
+//!
+//! 1. **Exact.** The size of the ideal lattice of the group DAG is estimated first
+//!    ([`coarsen::lattice_size`], bounded by [`coarsen::coarse_ideal_limit`] for the time
+//!    left). When it fits, the DP runs and its plan is the proven optimum (path
+//!    `exact DP`).
+//! 2. **Coarsened.** Otherwise the multilevel path of [`coarsen`]: the DP on the finest
+//!    level that fits, refinement back down (at most half of the time left). Its lower
+//!    bound is the combinatorial bound on the *fine* groups ([`coarsen::lower_bound`]:
+//!    its cheap tests, then all of them within half of the time left and at most a tenth
+//!    of the limit), so the gap is against every contiguous plan.
+//! 3. **Closing the gap.** With time left, a gap above 1e-7, and at most [`IP_MAX_GROUPS`]
+//!    groups, the contiguous IP (chain of stages, [`crate::solve::milp::stages`]) runs
+//!    warm-started from the plan for the rest of the time: it keeps the better plan and
+//!    the larger bound.
+//! 4. **Never nothing.** If the DP and the coarsened path produce no plan, the greedy
+//!    baseline (and PipeDream's chain split of a topological order on graphs of at most
+//!    [`CHAIN_SPLIT_MAX_GROUPS`] groups) supply one, with the bound from step 2; if they
+//!    fail too, the contiguous IP without a warm start (on at most [`IP_MAX_GROUPS`]
+//!    groups) finds one or proves there is none.
+//!
+//! `--coarsen off` skips step 2 (the exact DP only, then the fallbacks); `--coarsen layers`
+//! skips step 1 and coarsens by `layerId` runs; `--coarsen-target N` skips step 1 and runs
+//! the DP on the finest level with at most N clusters.
+//!
+//! # Other objectives
+//!
+//! Sync, latency and non-contiguous throughput are the IP's ([`crate::solve::milp`]): auto
+//! first finds the contiguous TPS plan above with a third of the time (a valid plan for
+//! all of them, so there is always an answer) and hands it to the IP as its warm start
+//! ([`crate::solve::Limits::warm_start`]) for the rest. Graphs with more than
+//! [`IP_MAX_UNITS`] IP units skip the IP: the contiguous plan is returned, scored under the
+//! objective, with the max-load bound (for TPS and sync, since `max FW + max BW ≥ max
+//! load`) or the latency finish-time bound.
+//!
+//! The time limit defaults to [`DEFAULT_TIME_LIMIT_S`] when none is given.
+
+use std::time::Instant;
+
+use super::baselines::greedy::Greedy;
+use super::baselines::pipedream::PipeDreamTopo;
+use super::budget::Budget;
+use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
+use super::milp::{self, load_bounds, units as ip_units};
+use super::{dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use crate::model::contraction::Contraction;
+use crate::model::Placement;
+use crate::score::evaluate;
+
+/// Seconds auto may run when no time limit is given.
+pub const DEFAULT_TIME_LIMIT_S: f64 = 60.0;
+
+/// Largest group count for which auto runs the contiguous IP to close the gap.
+pub const IP_MAX_GROUPS: usize = 2_000;
+
+/// Largest unit count for which auto hands sync, latency or non-contiguous problems to the IP.
+pub const IP_MAX_UNITS: usize = 5_000;
+
+/// Largest group count for the O(n²) chain-split fallback.
+pub const CHAIN_SPLIT_MAX_GROUPS: usize = 5_000;
+
+/// Plans within this relative distance of their bound are proven optimal (the IP's
+/// default gap, `milp::DEFAULT_GAP`).
+const CLOSED: f64 = 1e-7;
+
+/// The default method (module documentation).
+#[derive(Clone, Debug, Default)]
+pub struct Auto {
+    pub coarsen: CoarsenSettings,
+}
+
+impl Auto {
+    pub fn new(coarsen: CoarsenSettings) -> Auto {
+        Auto { coarsen }
+    }
+}
+
+impl Method for Auto {
+    fn id(&self) -> MethodId {
+        MethodId::Auto
+    }
+
+    fn supports(&self, problem: &Problem) -> Result<(), String> {
+        milp::Ip.supports(problem)
+    }
+
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        let started = Instant::now();
+        if problem.pipeline.is_some() {
+            // Only the exact DP prices a schedule's memory; coarsening and the IP do not.
+            let mut outcome = dp::Dp.solve(problem)?;
+            outcome.method = "auto".into();
+            outcome.stats.notes.push("auto under a schedule's memory: the exact DP (coarsening and the IP do not model it)".into());
+            return Ok(outcome);
+        }
+        let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+        let budget = Budget::new(Some(limit), problem.limits.memory_budget_bytes);
+        let mut outcome = match (problem.objective, problem.contiguous) {
+            (Objective::Throughput, true) => self.contiguous_throughput(problem, &budget)?,
+            _ => self.through_ip(problem, &budget)?,
+        };
+        outcome.method = "auto".into();
+        outcome.stats.time_s = started.elapsed().as_secs_f64();
+        Ok(outcome)
+    }
+
+    fn tolerance(&self) -> f64 {
+        // Plans from the IP carry the scorer's value; DP plans its exact recurrence.
+        milp::TOLERANCE
+    }
+}
+
+/// A contiguous plan and its max load by the scorer.
+struct Found {
+    placement: Placement,
+    max_load: f64,
+    source: String,
+}
+
+fn scored(w: &crate::model::Workload, placement: Placement, source: &str) -> Option<Found> {
+    let e = evaluate(w, &placement, false);
+    (e.is_valid() && e.is_contiguous()).then(|| Found { max_load: e.max_load, placement, source: source.into() })
+}
+
+impl Auto {
+    fn contiguous_throughput(&self, problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
+        let w = problem.workload;
+        let total_s = budget.remaining_s();
+        let mut stats = Stats::default();
+        let c = Contraction::new(w);
+        stats.groups = Some(c.len());
+        let mode = self.coarsen.mode;
+
+        // 1. The exact DP when the lattice fits.
+        let mut path = Vec::new();
+        let mut best: Option<Found> = None;
+        let mut bound = 0.0f64;
+        let try_exact = mode == CoarsenMode::Off || (mode == CoarsenMode::Auto && self.coarsen.target.is_none());
+        if try_exact {
+            // Off: the DP alone, with all the time and the user's --max-ideals. Auto: at
+            // most half of the time, so the coarsened path has the rest if it stops.
+            let (share, limit) = if mode == CoarsenMode::Off {
+                (budget.share(1.0), problem.limits.max_ideals)
+            } else {
+                let share = budget.share(0.5);
+                (share, coarsen::coarse_ideal_limit(share.remaining_s(), problem.limits.max_ideals))
+            };
+            let size = if mode == CoarsenMode::Off {
+                LatticeSize::AtMost(0)
+            } else {
+                let (reduced, _) = dp::reduced_contraction(w);
+                coarsen::lattice_size(&reduced, limit)
+            };
+            if let LatticeSize::MoreThan(n) = size {
+                stats.notes.push(format!(
+                    "exact DP skipped: the ideal lattice has more than {n} ideals (counted before listing; {limit} fit the time)"
+                ));
+            } else {
+                match dp::solve_within(w, limit, &share) {
+                    Ok(mut o) if matches!(o.status, Status::Optimal | Status::Infeasible { .. }) => {
+                        o.stats.path = Some(format!(
+                            "exact DP ({} ideals){}",
+                            o.stats.ideals.map_or("?".into(), |i| i.to_string()),
+                            if o.status == Status::Optimal { ": proven optimal" } else { "" }
+                        ));
+                        return Ok(o);
+                    }
+                    Ok(o) => {
+                        // A plan with a bound but no proof (folds it could not certify).
+                        stats.notes.push(format!("the exact DP stopped early: {:?}", o.status));
+                        if let Some(p) = o.placement {
+                            best = scored(w, p, "exact DP (unproven)");
+                            if best.is_some() {
+                                path.push("exact DP without its proof".into());
+                                bound = bound.max(o.bound);
+                            }
+                        }
+                    }
+                    Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) => {
+                        stats.notes.push(format!("exact DP: {e}"));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+
+        // 2. The coarsened path, and the bound on the fine graph.
+        if mode != CoarsenMode::Off {
+            match coarsen::solve(w, &self.coarsen, &problem.limits, &budget.share(0.5)) {
+                Ok(Some(s)) => {
+                    path.push(format!(
+                        "coarsened: DP on level {} of {} ({} of {} groups), refined down",
+                        s.dp_level,
+                        s.level_sizes.len(),
+                        s.level_sizes[s.dp_level],
+                        s.level_sizes[0]
+                    ));
+                    stats.ideals = s.dp_ideals;
+                    stats.notes.extend(s.notes);
+                    if best.as_ref().is_none_or(|b| s.max_load < b.max_load) {
+                        best = Some(Found { placement: s.placement, max_load: s.max_load, source: "coarsened".into() });
+                    }
+                }
+                Ok(None) => stats.notes.push("coarsened path: no level gave a plan".into()),
+                Err(e) => stats.notes.push(format!("coarsened path failed: {e}")),
+            }
+        }
+        if best.is_none() {
+            for found in fallbacks(problem, &c) {
+                stats.notes.push(format!("fallback {}: {}", found.source, found.max_load));
+                if best.as_ref().is_none_or(|b| found.max_load < b.max_load) {
+                    best = Some(found);
+                }
+            }
+            if let Some(b) = &best {
+                path.push(format!("fallback: {}", b.source));
+            }
+        }
+        let bound_started = Instant::now();
+        // The full bound gets half of what is left, at most a tenth of the whole limit.
+        let share = budget.remaining_s().map(|s| (0.5 * s).min(0.1 * total_s.unwrap_or(s)));
+        let deadline = share.map(|s| Instant::now() + std::time::Duration::from_secs_f64(s));
+        let (fine_bound, finished) = coarsen::lower_bound(w, deadline);
+        bound = bound.max(fine_bound);
+        stats.notes.push(format!(
+            "lower bound {fine_bound} on the fine groups ({:.2} s{})",
+            bound_started.elapsed().as_secs_f64(),
+            if finished { "" } else { ", stopped at its time share" }
+        ));
+
+        // 3. The IP for what is left.
+        let mut status_reason = StopReason::TimeLimit;
+        if let Some(b) = &best {
+            let gap_open = b.max_load > bound * (1.0 + CLOSED);
+            let left = budget.remaining_s().unwrap_or(f64::INFINITY);
+            if gap_open && c.len() <= IP_MAX_GROUPS && left >= 2.0 {
+                let mut ip_problem = problem.clone();
+                ip_problem.limits.warm_start = Some(b.placement.clone());
+                ip_problem.limits.time_limit_s = Some((left - 0.5).max(1.0));
+                let ip_started = Instant::now();
+                match ip_within(&ip_problem, left - 0.25) {
+                    Some(Ok(o)) => {
+                        path.push("contiguous IP from the plan".into());
+                        stats.notes.push(format!(
+                            "IP: {} (bound {}, {:?}) in {:.2} s of {:.2} s given",
+                            o.objective,
+                            o.bound,
+                            o.status,
+                            ip_started.elapsed().as_secs_f64(),
+                            left - 0.5
+                        ));
+                        stats.notes.extend(o.stats.notes.iter().map(|n| format!("IP: {n}")));
+                        bound = bound.max(o.bound.min(o.objective));
+                        if let Some(p) = o.placement {
+                            if o.objective < b.max_load {
+                                best = scored(w, p, "ip");
+                            }
+                        }
+                        if let Status::Feasible { reason } = o.status {
+                            status_reason = reason;
+                        }
+                    }
+                    Some(Err(e)) => stats.notes.push(format!("IP failed: {e}")),
+                    None => stats.notes.push(ABANDONED.into()),
+                }
+            } else if gap_open && c.len() > IP_MAX_GROUPS {
+                status_reason = StopReason::SearchExhausted {
+                    what: format!(
+                        "refinement ended and {} groups are more than the IP's {IP_MAX_GROUPS} (raise --coarsen-target for a finer coarse DP)",
+                        c.len()
+                    ),
+                };
+            }
+        }
+        if best.is_none() && c.len() <= IP_MAX_GROUPS && budget.remaining_s().is_none_or(|s| s >= 0.5) {
+            // The last resort on small graphs: the IP finds a plan if there is one.
+            let mut ip_problem = problem.clone();
+            let left = budget.remaining_s().unwrap_or(DEFAULT_TIME_LIMIT_S);
+            ip_problem.limits.time_limit_s = Some((left - 0.25).max(0.5));
+            ip_problem.limits.max_ideals = ip_problem.limits.max_ideals.min(20_000);
+            match ip_within(&ip_problem, left) {
+                Some(Ok(o)) => {
+                    stats.notes.push(format!("IP without a warm start: {} ({:?})", o.objective, o.status));
+                    if matches!(o.status, Status::Infeasible { .. }) {
+                        bound = f64::INFINITY;
+                    }
+                    if let Some(p) = o.placement {
+                        path.push("contiguous IP (no other path found a plan)".into());
+                        bound = bound.max(o.bound.min(o.objective));
+                        best = scored(w, p, "ip");
+                    }
+                }
+                Some(Err(e)) => stats.notes.push(format!("IP failed: {e}")),
+                None => stats.notes.push(ABANDONED.into()),
+            }
+        }
+        stats.path = Some(path.join("; "));
+        let Some(best) = best else {
+            if bound == f64::INFINITY {
+                return Ok(Outcome {
+                    method: "auto".into(),
+                    placement: None,
+                    objective: f64::INFINITY,
+                    bound,
+                    status: Status::infeasible("no contiguous split fits the devices (proven by the IP); add devices or memory, or allow non-contiguous splits (--non-contiguous)"),
+                    stats,
+                });
+            }
+            return Ok(Outcome {
+                method: "auto".into(),
+                placement: None,
+                objective: f64::INFINITY,
+                bound,
+                status: Status::NoPlan {
+                    reason: StopReason::SearchExhausted {
+                        what: "neither the DP, the coarsened path nor the fallbacks found a contiguous plan (add devices or memory, raise --time-limit, or allow non-contiguous splits with --non-contiguous)".into(),
+                    },
+                },
+                stats,
+            });
+        };
+        let bound = bound.min(best.max_load);
+        let status = if best.max_load <= bound * (1.0 + CLOSED) { Status::Optimal } else { Status::Feasible { reason: status_reason } };
+        Ok(Outcome { method: "auto".into(), placement: Some(best.placement), objective: best.max_load, bound, status, stats })
+    }
+
+    fn through_ip(&self, problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
+        let w = problem.workload;
+        let mut tps = problem.clone();
+        tps.objective = Objective::Throughput;
+        tps.contiguous = true;
+        let first = self.contiguous_throughput(&tps, &budget.share(1.0 / 3.0))?;
+        let mut stats = Stats::default();
+        stats.notes.extend(first.stats.notes.iter().map(|n| format!("contiguous TPS: {n}")));
+        let first_path = first.stats.path.clone().unwrap_or_default();
+        let units = ip_units::units(w, problem.contiguous).0.len();
+        let latency = matches!(problem.objective, Objective::Latency { .. });
+        if units <= IP_MAX_UNITS {
+            let mut ip_problem = problem.clone();
+            ip_problem.limits.warm_start = first.placement.clone();
+            let left = budget.remaining_s().unwrap_or(DEFAULT_TIME_LIMIT_S);
+            ip_problem.limits.time_limit_s = Some((left - 0.5).max(1.0));
+            match ip_within(&ip_problem, left - 0.25) {
+                Some(Ok(mut o)) if o.placement.is_some() || first.placement.is_none() => {
+                    o.stats.path = Some(format!("IP warm-started from the contiguous TPS plan ({first_path})"));
+                    o.stats.notes.extend(stats.notes);
+                    return Ok(o);
+                }
+                Some(Ok(o)) => stats.notes.push(format!("the IP returned no plan: {:?}", o.status)),
+                Some(Err(e)) => stats.notes.push(format!("the IP failed: {e}")),
+                None => stats.notes.push(ABANDONED.into()),
+            }
+        }
+        let Some(placement) = first.placement else {
+            return Ok(Outcome { stats, ..first });
+        };
+        let e = evaluate(w, &placement, latency);
+        let objective = problem.objective.value(&e);
+        let pieces_ok = match problem.objective {
+            Objective::Latency { pieces } => e.latency.as_ref().is_some_and(|l| l.max_pieces() <= pieces),
+            _ => true,
+        };
+        if !pieces_ok {
+            return Err(SolveError::Unsupported {
+                method: "auto".into(),
+                what: format!("latency with {} pieces on a graph of {units} units (more than the IP's {IP_MAX_UNITS})", problem.objective.name()),
+            });
+        }
+        let bound = match problem.objective {
+            Objective::Latency { .. } => {
+                let d = w.devices();
+                let may: Vec<bool> = (0..w.len())
+                    .map(|v| d.accelerators > 0 && w.node(v).supported_on_accelerator && w.node(v).size_bytes <= d.memory_per_accelerator_bytes)
+                    .collect();
+                milp::latency_bound::latency_lower_bound(&milp::latency_bound::finish_bounds(w, &may))
+            }
+            _ => {
+                let (units, _) = ip_units::units(w, problem.contiguous);
+                let hyperedges = units.hyperedges(w, false);
+                load_bounds::LowerBound::new(&units, &hyperedges, w.devices(), load_bounds::Tests::ALL).within(budget.share(0.5)).value()
+            }
+        };
+        let why = if units > IP_MAX_UNITS {
+            format!("IP skipped: {units} units are more than {IP_MAX_UNITS}")
+        } else {
+            "the IP gave no plan".into()
+        };
+        stats.path = Some(format!("contiguous TPS plan ({first_path}); {why}"));
+        let bound = bound.min(objective);
+        Ok(Outcome {
+            method: "auto".into(),
+            placement: Some(match (latency, &e.latency) {
+                (true, Some(l)) => l.attach_cut(placement),
+                _ => placement,
+            }),
+            objective,
+            bound,
+            status: if objective <= bound * (1.0 + CLOSED) {
+                Status::Optimal
+            } else {
+                Status::Feasible { reason: StopReason::SearchExhausted { what: why } }
+            },
+            stats,
+        })
+    }
+}
+
+/// Note for an IP still running at auto's deadline.
+const ABANDONED: &str = "the IP was still running at the time limit (HiGHS checks its limit only between some steps); its answer is not waited for";
+
+/// The IP on `problem` in a worker thread, waited for at most `wait_s` seconds: HiGHS
+/// checks its time limit only between some steps (a phase of the warm-started solve ran
+/// 20 s past its limit on an 8-branch wide graph), and auto answers within the limit.
+/// `None`: still running at the deadline; the thread finishes on HiGHS's own limit and
+/// its answer is dropped.
+fn ip_within(problem: &Problem, wait_s: f64) -> Option<Result<Outcome, SolveError>> {
+    let workload = problem.workload.clone();
+    let (objective, contiguous, limits) = (problem.objective, problem.contiguous, problem.limits.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("auto-ip".into()).spawn(move || {
+        let p = Problem { workload: &workload, objective, contiguous, limits, pipeline: None };
+        let _ = tx.send(milp::Ip.solve(&p));
+    });
+    if spawned.is_err() {
+        return Some(milp::Ip.solve(problem));
+    }
+    rx.recv_timeout(std::time::Duration::from_secs_f64(wait_s.max(0.0))).ok()
+}
+
+/// The greedy baseline and, on graphs small enough, PipeDream's chain split: the valid
+/// contiguous plans among them.
+fn fallbacks(problem: &Problem, c: &Contraction) -> Vec<Found> {
+    let w = problem.workload;
+    let mut found = Vec::new();
+    let mut tps = problem.clone();
+    tps.objective = Objective::Throughput;
+    tps.contiguous = true;
+    if let Ok(o) = Greedy.solve(&tps) {
+        found.extend(o.placement.and_then(|p| scored(w, p, "greedy")));
+    }
+    if c.len() <= CHAIN_SPLIT_MAX_GROUPS && PipeDreamTopo.supports(&tps).is_ok() {
+        if let Ok(o) = PipeDreamTopo.solve(&tps) {
+            found.extend(o.placement.and_then(|p| scored(w, p, "pipedream-topo")));
+        }
+    }
+    found
+}
