@@ -5,6 +5,8 @@
 //!   state, stashed activations) and how they scale with micro-batches in flight;
 //! - [`devices`]: the device set and device names;
 //! - [`placement`]: an assignment of every node to one device;
+//! - [`numerics`]: compensated sums with certified differences and power-of-two rescaling,
+//!   used wherever the scorer and the solvers take sums (the numerics guarantee);
 //! - [`schedule`]: pipeline schedules (GPipe, 1F1B, interleaved) and the micro-batches
 //!   each keeps in flight per stage;
 //! - [`grouping`]: nodes grouped into units with their summed costs and communication
@@ -19,6 +21,7 @@ pub mod devices;
 pub mod grouping;
 pub mod layers;
 pub mod memory;
+pub mod numerics;
 pub mod placement;
 pub mod schedule;
 pub mod workload;

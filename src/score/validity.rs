@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::model::{Device, Placement, Workload};
+use crate::model::numerics::Sum;
 
 /// One broken rule of MODEL.md's "Placement", naming the node or device.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -44,7 +45,7 @@ pub fn violations(w: &Workload, p: &Placement, count_cpus: bool) -> Vec<Violatio
         }
     }
     let d = w.devices();
-    let mut memory: HashMap<usize, f64> = HashMap::new();
+    let mut memory: HashMap<usize, Sum> = HashMap::new();
     let mut class_seen: HashMap<i64, (i64, Device)> = HashMap::new();
     for (v, &device) in p.assignment.iter().enumerate() {
         let node = w.node(v);
@@ -56,7 +57,8 @@ pub fn violations(w: &Workload, p: &Placement, count_cpus: bool) -> Vec<Violatio
                 if !node.supported_on_accelerator {
                     out.push(Violation::Unsupported { node: node.id, device });
                 }
-                *memory.entry(i).or_insert(0.0) += node.size_bytes;
+                let used = memory.entry(i).or_insert(Sum::ZERO);
+                *used = used.plus(node.size_bytes);
             }
             Device::Cpu(i) => {
                 if count_cpus && i >= d.cpus {
@@ -76,7 +78,9 @@ pub fn violations(w: &Workload, p: &Placement, count_cpus: bool) -> Vec<Violatio
             }
         }
     }
-    let mut mem: Vec<(usize, f64)> = memory.into_iter().collect();
+    // Compensated sums (crate::model::numerics): the bytes of a device are its nodes' exact
+    // sum rounded once, as the DP computes them, so the two agree but at a one-ulp tie.
+    let mut mem: Vec<(usize, f64)> = memory.into_iter().map(|(i, s)| (i, s.value())).collect();
     mem.sort_by_key(|&(i, _)| i);
     for (i, used) in mem {
         if used > d.memory_per_accelerator_bytes {

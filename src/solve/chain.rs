@@ -193,14 +193,14 @@ pub fn best_chain_split_within(
 ) -> Result<Option<(f64, Placement)>, Exhausted> {
     let n = order.len();
     let summaries = prefix_summaries(cost, order);
-    let greedy = greedy_bound(cost, &summaries, k, l, memory);
+    let greedy = greedy_bound(cost, &summaries, order, k, l, memory);
     // Without a first bound nothing is pruned: only worth it on short orders.
     if greedy.is_none() && n > 4096 {
         return Ok(None);
     }
-    let pruning = Pruning::new(c, greedy, summaries.heads[n].fpga, k, l);
+    let pruning = Pruning::new(c, greedy, summaries.heads[n].fpga.value(), k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
-    let family = Prefixes::new(n);
+    let family = Prefixes::new(order);
     let relaxation = Relaxation { family: &family, summaries: &summaries, cost, pruning: &pruning, windows: &windows, memory, positioned: None };
     let (table, _) = relaxation.run(budget).map_err(|(reason, _)| reason)?;
     let Some(stages) = reconstruct::stages(&table, n) else { return Ok(None) };
@@ -216,15 +216,15 @@ pub fn best_chain_split_within(
 
 /// The smallest value a greedy split of the prefixes reaches, bisected on the target
 /// (module documentation, step 2); `None` when the greedy finds no split at all.
-fn greedy_bound(cost: &PairCost, s: &Summaries, k: usize, l: usize, memory: f64) -> Option<f64> {
-    let mut hi = greedy_split(cost, s, k, l, memory, f64::INFINITY)?;
+fn greedy_bound(cost: &PairCost, s: &Summaries, order: &[usize], k: usize, l: usize, memory: f64) -> Option<f64> {
+    let mut hi = greedy_split(cost, s, order, k, l, memory, f64::INFINITY)?;
     let mut lo = 0.0;
     for _ in 0..64 {
         if hi - lo <= 1e-9 * hi {
             break;
         }
         let mid = 0.5 * (lo + hi);
-        match greedy_split(cost, s, k, l, memory, mid) {
+        match greedy_split(cost, s, order, k, l, memory, mid) {
             Some(v) => hi = v,
             None => lo = mid,
         }
@@ -235,8 +235,9 @@ fn greedy_bound(cost: &PairCost, s: &Summaries, k: usize, l: usize, memory: f64)
 /// A split of the prefixes whose stages stay within `target`: each stage goes as far as
 /// an accelerator (load ≤ target, fits memory, no unsupported group) or a CPU (time ≤
 /// target) can take it, the accelerator when it reaches at least as far. Returns its max
-/// stage load, or `None` when it runs out of devices.
-fn greedy_split(cost: &PairCost, s: &Summaries, k: usize, l: usize, memory: f64, target: f64) -> Option<f64> {
+/// stage load, or `None` when it runs out of devices. The stage ends are found on the
+/// rounded prefix sums; the loads returned are certified ([`PairCost::accelerator_load`]).
+fn greedy_split(cost: &PairCost, s: &Summaries, order: &[usize], k: usize, l: usize, memory: f64, target: f64) -> Option<f64> {
     let n = s.len() - 1;
     let heads = &s.heads;
     let (mut i, mut acc, mut cpu, mut worst) = (0, k, l, 0.0f64);
@@ -245,23 +246,26 @@ fn greedy_split(cost: &PairCost, s: &Summaries, k: usize, l: usize, memory: f64,
         if acc > 0 {
             for j in i + 1..=n {
                 let (hj, hi) = (&heads[j], &heads[i]);
-                if hj.fpga - hi.fpga > target || hj.size - hi.size > memory || hj.unsupported != hi.unsupported {
+                if hj.fpga.value() - hi.fpga.value() > target
+                    || hj.size.value() - hi.size.value() > memory
+                    || hj.unsupported != hi.unsupported
+                {
                     break;
                 }
-                if let Some(load) = cost.accelerator_load(s, j, i, memory) {
+                if let Some(load) = cost.accelerator_load(s, j, i, memory, || order[i..j].to_vec()) {
                     if load <= target {
                         (ja, la) = (j, load);
                     }
                 }
             }
         }
-        let jc = if cpu > 0 { heads.partition_point(|h| h.cpu - heads[i].cpu <= target) - 1 } else { i };
+        let jc = if cpu > 0 { heads.partition_point(|h| h.cpu.value() - heads[i].cpu.value() <= target) - 1 } else { i };
         if acc > 0 && ja > i && (cpu == 0 || jc <= ja) {
             worst = worst.max(la);
             acc -= 1;
             i = ja;
         } else if cpu > 0 && jc > i {
-            worst = worst.max(heads[jc].cpu - heads[i].cpu);
+            worst = worst.max(cost.cpu_load(s, jc, i, || order[i..jc].to_vec()));
             cpu -= 1;
             i = jc;
         } else {

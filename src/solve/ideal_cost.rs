@@ -26,24 +26,36 @@
 //! O(|C(I)| + deg(g)) from its parent's, where deg(g) is the number of hyperedges holding
 //! `g`. Sums are accumulated in the order groups are added; `a(I)` is re-summed over the
 //! sorted list (the same floating-point sum whichever way `I` was reached).
+//!
+//! **Numerics.** The sums `F`, `a` are compensated [`Sum`]s and every difference is
+//! certified ([`Sum::difference`]: within 2⁻⁵² relative); when cancellation leaves too few
+//! bits (a 1e15 node before 5-unit nodes), the value is summed directly over the groups of
+//! `I \ J`, which the caller lists on demand (O(|I \ J|), or O(Σ_{g∈I\J} deg(g) · log) for
+//! communication). The communication is taken as `a(J) + Σ_{x=0} c(T) − Σ_{x=p} c(T)`
+//! (the formula above with `a(I)` cancelled). Each returned load is thus within 4u of the
+//! exact real load (u = 2⁻⁵³), whatever the magnitudes, provided the sums stay finite
+//! ([`crate::model::numerics::Rescale`]).
+
+use std::cell::OnceCell;
 
 use rayon::prelude::*;
 
 use super::budget::{Budget, Exhausted};
 use super::ideals::Ideals;
+use crate::model::numerics::Sum;
 use crate::model::contraction::Contraction;
 use crate::model::Workload;
 
 /// Per-ideal sums.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct IdealSummary {
-    pub fpga: f64,
-    pub cpu: f64,
-    pub size: f64,
+    pub fpga: Sum,
+    pub cpu: Sum,
+    pub size: Sum,
     /// Σ stashed activation bytes `A` (0 unless planning under a schedule).
     pub stash: f64,
     /// `a(I)`.
-    pub cut: f64,
+    pub cut: Sum,
     pub unsupported: u32,
 }
 
@@ -218,52 +230,82 @@ impl PairCost {
                 }
             }
         }
-        let cut = out[start..].iter().fold(0.0, |s, x| s + self.edge_cost[x.edge as usize]);
+        let cut = out[start..].iter().fold(Sum::ZERO, |s, x| s.plus(self.edge_cost[x.edge as usize]));
         IdealSummary {
-            fpga: head.fpga + self.fpga[g],
-            cpu: head.cpu + self.cpu[g],
-            size: head.size + self.size[g],
+            fpga: head.fpga.plus(self.fpga[g]),
+            cpu: head.cpu.plus(self.cpu[g]),
+            size: head.size.plus(self.size[g]),
             stash: head.stash + self.stash[g],
             cut,
             unsupported: head.unsupported + u32::from(!self.supported[g]),
         }
     }
 
-    /// Communication paid by an accelerator holding `I \ J` (module documentation).
+    /// Communication paid by an accelerator holding `I \ J` (module documentation):
+    /// `a(J) + Σ_{T ∈ C(I) \ C(J)} c(T) − Σ_{T ∈ C(I), |T∩J| = |T∩I|} c(T)`, certified, or
+    /// summed directly over `groups()` (the groups of `I \ J`).
     #[inline(always)]
-    pub fn communication(&self, i: &IdealSummary, ci: &[Crossing], j: &IdealSummary, cj: &[Crossing]) -> f64 {
-        let mut comm = i.cut + j.cut;
+    pub fn communication(&self, ci: &[Crossing], j: &IdealSummary, cj: &[Crossing], groups: impl FnOnce() -> Vec<usize>) -> f64 {
+        let (mut plus, mut minus) = (j.cut, Sum::ZERO);
         let mut b = 0;
         for x in ci {
             while b < cj.len() && cj[b].edge < x.edge {
                 b += 1;
             }
+            let c = self.edge_cost[x.edge as usize];
             if b < cj.len() && cj[b].edge == x.edge {
-                let c = self.edge_cost[x.edge as usize];
                 if cj[b].inside == x.inside {
-                    comm -= 2.0 * c;
-                } else {
-                    comm -= c;
+                    minus = minus.plus(c);
                 }
+            } else {
+                plus = plus.plus(c);
             }
         }
-        comm
+        plus.difference(minus).unwrap_or_else(|| self.direct_communication(&groups()))
+    }
+
+    /// `Σ values[g]` over `groups`. O(|groups|).
+    #[cold]
+    fn direct(values: &[f64], groups: &[usize]) -> f64 {
+        groups.iter().fold(Sum::ZERO, |s, &g| s.plus(values[g])).value()
+    }
+
+    /// `Σ c(T)` over the hyperedges cut by the set `groups`: those holding `0 < x < |T|` of
+    /// its groups. O(Σ_g deg(g) · log).
+    #[cold]
+    fn direct_communication(&self, groups: &[usize]) -> f64 {
+        let mut touched: Vec<u32> = groups.iter().flat_map(|&g| self.touching[g].iter().copied()).collect();
+        touched.sort_unstable();
+        touched
+            .chunk_by(|a, b| a == b)
+            .filter(|run| (run.len() as u32) < self.edge_size[run[0] as usize])
+            .fold(Sum::ZERO, |s, run| s.plus(self.edge_cost[run[0] as usize]))
+            .value()
     }
 
     /// Load of `I \ J` on an accelerator, or `None` if it does not fit or holds an
-    /// unsupported group.
+    /// unsupported group. `groups` lists the groups of `I \ J`; it is called only where a
+    /// certified difference is out of reach (module documentation), at most once.
     #[inline(always)]
-    pub fn accelerator_load(&self, s: &Summaries, i: usize, j: usize, memory: f64) -> Option<f64> {
+    pub fn accelerator_load(&self, s: &Summaries, i: usize, j: usize, memory: f64, groups: impl FnOnce() -> Vec<usize>) -> Option<f64> {
         let (hi, hj) = (&s.heads[i], &s.heads[j]);
-        if hi.unsupported != hj.unsupported || hi.size - hj.size > memory {
+        if hi.unsupported != hj.unsupported {
             return None;
         }
-        Some(hi.fpga - hj.fpga + self.communication(hi, s.crossing(i), hj, s.crossing(j)))
+        let listed = OnceCell::new();
+        let mut groups = Some(groups);
+        let mut members = || listed.get_or_init(|| groups.take().expect("listed once")()).as_slice();
+        let size = hi.size.difference(hj.size).unwrap_or_else(|| Self::direct(&self.size, members()));
+        if size > memory {
+            return None;
+        }
+        let fpga = hi.fpga.difference(hj.fpga).unwrap_or_else(|| Self::direct(&self.fpga, members()));
+        Some(fpga + self.communication(s.crossing(i), hj, s.crossing(j), || members().to_vec()))
     }
 
-    /// Load of `I \ J` on a CPU.
-    #[inline]
-    pub fn cpu_load(i: &IdealSummary, j: &IdealSummary) -> f64 {
-        i.cpu - j.cpu
+    /// Load of `I \ J` on a CPU; `groups` as for [`Self::accelerator_load`].
+    #[inline(always)]
+    pub fn cpu_load(&self, s: &Summaries, i: usize, j: usize, groups: impl FnOnce() -> Vec<usize>) -> f64 {
+        s.heads[i].cpu.difference(s.heads[j].cpu).unwrap_or_else(|| Self::direct(&self.cpu, &groups()))
     }
 }

@@ -29,52 +29,68 @@
 //!
 //! Complexity: O(m log m) to build for m items, O(log m) per [`FractionalKnapsack::value`].
 
+use crate::model::numerics::{Sum, UNIT_ROUNDOFF};
+
 /// The greedy solution of the fractional knapsack, as prefix sums (module docs).
 #[derive(Clone, Debug)]
 pub struct FractionalKnapsack {
     /// `(W_j, V_j)` for j = 0..=m, items of positive weight and value by decreasing ratio.
-    prefix: Vec<(f64, f64)>,
+    prefix: Vec<(Sum, Sum)>,
+    /// `(w_j, v_j)` of those items.
+    items: Vec<(f64, f64)>,
     /// F: the value of the items of weight 0.
-    free: f64,
+    free: Sum,
 }
 
 impl FractionalKnapsack {
     /// The knapsack over `(weight, value)` items, both ≥ 0.
     pub fn new(items: impl IntoIterator<Item = (f64, f64)>) -> Self {
-        let mut free = 0.0;
+        let mut free = Sum::ZERO;
         let mut paid: Vec<(f64, f64)> = Vec::new();
         for (weight, value) in items {
             if weight == 0.0 {
-                free += value;
+                free = free.plus(value);
             } else if value > 0.0 {
                 paid.push((weight, value));
             }
         }
         paid.sort_by(|a, b| (b.1 / b.0).total_cmp(&(a.1 / a.0)));
         let mut prefix = Vec::with_capacity(paid.len() + 1);
-        prefix.push((0.0, 0.0));
-        for (weight, value) in paid {
+        prefix.push((Sum::ZERO, Sum::ZERO));
+        for &(weight, value) in &paid {
             let &(w, v) = prefix.last().expect("starts with (0, 0)");
-            prefix.push((w + weight, v + value));
+            prefix.push((w.plus(weight), v.plus(value)));
         }
-        FractionalKnapsack { prefix, free }
+        FractionalKnapsack { prefix, items: paid, free }
     }
 
-    /// `K(budget)`: the most value within the weight `budget` (∞ gives every item; a
-    /// budget ≤ 0 only the free ones).
+    /// `K(budget)`, rounded up: the most value within the weight `budget` (∞ gives every
+    /// item; a budget ≤ 0 only the free ones).
+    ///
+    /// Numerics: the prefix sums are compensated ([`crate::model::numerics`]) and the last
+    /// item's fraction is taken of the rest `B − W_j` rounded up, without capping it at 1
+    /// (that extends a segment of the concave K, so it stays above K): with ratios of 1e18,
+    /// a rounding of the rest would otherwise move the value by far more than an ulp.
     pub fn value(&self, budget: f64) -> f64 {
         if budget.is_nan() || budget <= 0.0 {
-            return self.free;
+            return self.free.upper_bound();
         }
-        let j = self.prefix.partition_point(|&(w, _)| w <= budget) - 1;
-        let taken = match self.prefix.get(j + 1) {
-            None => self.prefix[j].1,
+        let j = self.prefix.partition_point(|&(w, _)| w.value() <= budget) - 1;
+        let (w0, v0) = self.prefix[j];
+        let taken = match self.items.get(j) {
+            None => v0,
             Some(&(w1, v1)) => {
-                let (w0, v0) = self.prefix[j];
-                v0 + (v1 - v0) * (budget - w0) / (w1 - w0)
+                let rest = Sum::of([budget]).minus_sum(w0).upper_bound().max(0.0);
+                let part = v1 * rest / w1 * (1.0 + 4.0 * UNIT_ROUNDOFF);
+                if !part.is_finite() {
+                    // Past f64's range (an ∞ inside a Sum would make NaN): no limit.
+                    return f64::INFINITY;
+                }
+                v0.plus(part)
             }
         };
-        taken + self.free
+        let value = taken.plus_sum(self.free).upper_bound();
+        if value.is_nan() { f64::INFINITY } else { value }
     }
 }
 
@@ -111,9 +127,11 @@ mod tests {
         // Ratios 3, 2, 1: budget 3 takes the first two whole (weights 1 + 1, values 3 + 2)
         // and half of the third (weight 2, value 2): 6. The free item adds 5.
         let k = FractionalKnapsack::new([(2.0, 2.0), (1.0, 3.0), (0.0, 5.0), (1.0, 2.0)]);
-        assert_eq!(k.value(0.0), 5.0);
-        assert_eq!(k.value(3.0), 11.0);
-        assert_eq!(k.value(f64::INFINITY), 12.0);
+        // Rounded up by a few ulps (numerics), never down.
+        let near = |got: f64, want: f64| got >= want && got - want <= 1e-14 * want;
+        assert!(near(k.value(0.0), 5.0));
+        assert!(near(k.value(3.0), 11.0));
+        assert!(near(k.value(f64::INFINITY), 12.0));
         assert_eq!(FractionalKnapsack::new([]).value(4.0), 0.0);
     }
 
@@ -131,6 +149,19 @@ mod tests {
             let greedy = FractionalKnapsack::new(items.iter().copied()).value(budget);
             let oracle = brute_force(&items, budget);
             prop_assert!((greedy - oracle).abs() <= 1e-9 * oracle.max(1.0), "greedy {greedy}, brute force {oracle}");
+        }
+
+        #[test]
+        fn never_below_brute_force_with_huge_ratios(
+            items in proptest::collection::vec((-6.0f64..15.0, -6.0f64..15.0), 1..7),
+            budget in -6.0f64..15.0,
+        ) {
+            // Weights and values spread over 1e-6 … 1e15: ratios up to 1e21.
+            let items: Vec<(f64, f64)> = items.iter().map(|&(w, v)| (10f64.powf(w), 10f64.powf(v))).collect();
+            let budget = 10f64.powf(budget);
+            let greedy = FractionalKnapsack::new(items.iter().copied()).value(budget);
+            let oracle = brute_force(&items, budget);
+            prop_assert!(greedy >= oracle * (1.0 - 1e-15), "greedy {greedy} below brute force {oracle}");
         }
     }
 }

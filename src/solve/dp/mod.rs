@@ -54,6 +54,7 @@ use super::ideals::{self, EnumerationStop, Ideals};
 use super::knapsack::FractionalKnapsack;
 use super::leaf_folding::fold_leaves;
 use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use crate::model::numerics::Rescale;
 use crate::model::contraction::Contraction;
 use crate::model::schedule::{held_bytes, Pipeline, Schedule};
 use crate::model::{Device, Placement, Workload};
@@ -173,7 +174,25 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
 /// fit with their bytes, with their bytes (`F`, a plan); when the two differ, the DP runs
 /// on the DAG without those folds, and if that is beyond the limits the outcome is `F`'s
 /// plan with `R`'s bound ([`Status::Feasible`]).
+///
+/// Where sums over the workload could overflow, the DP runs on the workload rescaled by
+/// powers of two ([`Rescale::for_sums`]; exact) and its objective and bound are scaled back.
 pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Outcome, SolveError> {
+    let rescale = Rescale::for_sums(w);
+    if rescale.is_identity() {
+        return solve_unscaled(w, max_ideals, budget);
+    }
+    let mut outcome = solve_unscaled(&rescale.apply(w), max_ideals, budget)?;
+    outcome.objective /= rescale.time;
+    outcome.bound /= rescale.time;
+    if matches!(outcome.status, Status::Infeasible { .. }) {
+        outcome.status = infeasibility(w, &Contraction::new(w));
+    }
+    outcome.stats.notes.push(format!("times scaled by {:e} and bytes by {:e} (powers of two) to keep sums finite", rescale.time, rescale.bytes));
+    Ok(outcome)
+}
+
+fn solve_unscaled(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Outcome, SolveError> {
     let start = std::time::Instant::now();
     let folding = fold_leaves(w, Contraction::new(w), true);
     let mut notes = Vec::new();
@@ -358,7 +377,7 @@ fn solve_dag_with(
         let mut best: Option<(f64, usize, usize, Table)> = None;
         let mut pairs = 0;
         for p in 1..=(k + l).min(c.len()) {
-            let pruning = Pruning::new(c, best.as_ref().map(|b| b.0), summaries.heads[full].fpga, k, l);
+            let pruning = Pruning::new(c, best.as_ref().map(|b| b.0), summaries.heads[full].fpga.value(), k, l);
             let positioned = Some(Positioned { pipeline: staged.pipeline, stages: p });
             let relaxation =
                 Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory, positioned };
@@ -392,7 +411,7 @@ fn solve_dag_with(
     if let Some((u, _)) = &upper {
         stats.notes.push(format!("upper bound from chain splits: {u}"));
     }
-    let pruning = Pruning::new(c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga, k, l);
+    let pruning = Pruning::new(c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga.value(), k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
     budget.check().map_err(|r| stopped(r, format!("while sorting {n_ideals} ideals by load")))?;
     let relaxation =

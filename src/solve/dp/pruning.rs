@@ -121,8 +121,8 @@ impl Windows {
             let keys: Vec<f64> = ids.iter().map(|&i| key(&heads[i as usize])).collect();
             (ids, keys)
         };
-        let (by_fpga, fpga_keys) = sorted_by(|s| s.fpga);
-        let (by_cpu, cpu_keys) = if cpus { sorted_by(|s| s.cpu) } else { (Vec::new(), Vec::new()) };
+        let (by_fpga, fpga_keys) = sorted_by(|s| s.fpga.value());
+        let (by_cpu, cpu_keys) = if cpus { sorted_by(|s| s.cpu.value()) } else { (Vec::new(), Vec::new()) };
         Windows { by_fpga, fpga_keys, by_cpu, cpu_keys }
     }
 

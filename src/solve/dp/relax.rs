@@ -53,6 +53,9 @@ pub trait Family: Sync {
     fn top(&self, i: usize) -> Self::Top<'_>;
     /// `J ⊆ I` for `top = self.top(i)`, asked only for `J` on a lower level than `I`.
     fn is_subset(&self, j: usize, top: Self::Top<'_>) -> bool;
+    /// The groups of `I_i \ I_j` for `J ⊆ I` (asked only where a load cannot be certified
+    /// from the summaries' sums: [`crate::solve::ideal_cost`]).
+    fn difference(&self, i: usize, j: usize) -> Vec<usize>;
 }
 
 impl Family for Ideals {
@@ -75,21 +78,29 @@ impl Family for Ideals {
             self.dense_row(j).iter().zip(dense).all(|(x, y)| x & !y == 0)
         }
     }
-}
 
-/// The prefixes `P_0 = ∅ ⊂ P_1 ⊂ … ⊂ P_n` of one order: each prefix is its own level.
-pub struct Prefixes {
-    level_start: Vec<usize>,
-}
-
-impl Prefixes {
-    pub fn new(n: usize) -> Prefixes {
-        Prefixes { level_start: (0..=n + 1).collect() }
+    fn difference(&self, i: usize, j: usize) -> Vec<usize> {
+        self.get(i).difference(&self.get(j))
     }
 }
 
-impl Family for Prefixes {
-    type Top<'a> = ();
+/// The prefixes `P_0 = ∅ ⊂ P_1 ⊂ … ⊂ P_n` of one order: each prefix is its own level.
+pub struct Prefixes<'o> {
+    level_start: Vec<usize>,
+    order: &'o [usize],
+}
+
+impl<'o> Prefixes<'o> {
+    pub fn new(order: &'o [usize]) -> Prefixes<'o> {
+        Prefixes { level_start: (0..=order.len() + 1).collect(), order }
+    }
+}
+
+impl Family for Prefixes<'_> {
+    type Top<'a>
+        = ()
+    where
+        Self: 'a;
 
     fn level_start(&self) -> &[usize] {
         &self.level_start
@@ -100,6 +111,10 @@ impl Family for Prefixes {
     #[inline(always)]
     fn is_subset(&self, _: usize, _: ()) -> bool {
         true
+    }
+
+    fn difference(&self, i: usize, j: usize) -> Vec<usize> {
+        self.order[j..i].to_vec()
     }
 }
 
@@ -236,8 +251,11 @@ impl<F: Family> Relaxation<'_, F> {
         let (k, l, k1) = (p.k, p.l, p.k + 1);
         let s = k1 * (l + 1);
         let heads = &self.summaries.heads;
-        let si = &heads[i];
-        let bands = p.bands(si.fpga);
+        let (fi, ci) = (heads[i].fpga.value(), heads[i].cpu.value());
+        // The keys are rounded sums; a key difference is within this of the exact
+        // difference (numerics: 2u·F(I) plus the sums' tiny error bounds).
+        let (fpga_slack, cpu_slack) = (1e-9 * fi.abs(), 1e-9 * ci.abs());
+        let bands = p.bands(fi);
         if bands.iter().all(|&(a, b)| a > b) {
             return 0;
         }
@@ -245,7 +263,7 @@ impl<F: Family> Relaxation<'_, F> {
         let mut evaluated = 0u64;
         if k > 0 {
             let w = self.windows;
-            let (a, b) = Windows::window(&w.fpga_keys, si.fpga, p.bound);
+            let (a, b) = Windows::window(&w.fpga_keys, fi, p.bound);
             let mut limit = p.cap(&bands, best, 1, 0);
             let mut above = p.reach(&bands, best);
             let keys = &w.fpga_keys;
@@ -253,7 +271,7 @@ impl<F: Family> Relaxation<'_, F> {
             while pos > a {
                 pos -= 1;
                 let fj = keys[pos];
-                if si.fpga - fj > limit {
+                if fi - fj > limit + fpga_slack {
                     break;
                 }
                 if fj > above {
@@ -265,7 +283,7 @@ impl<F: Family> Relaxation<'_, F> {
                 if j >= lo || !self.family.is_subset(j, top) {
                     continue;
                 }
-                let Some(load) = self.cost.accelerator_load(self.summaries, i, j, self.memory) else {
+                let Some(load) = self.cost.accelerator_load(self.summaries, i, j, self.memory, || self.family.difference(i, j)) else {
                     continue;
                 };
                 evaluated += 1;
@@ -274,7 +292,7 @@ impl<F: Family> Relaxation<'_, F> {
                 }
                 let row = &done[j * s..(j + 1) * s];
                 let (hi, hj) = (&heads[i], &heads[j]);
-                let (size, stash) = (hi.size - hj.size, hi.stash - hj.stash);
+                let (size, stash) = (hi.size.minus_sum(hj.size).value(), hi.stash - hj.stash);
                 let mut improved = false;
                 for (cl, &(ka, kb)) in bands.iter().enumerate() {
                     for ck in ka.max(1)..=kb {
@@ -298,15 +316,18 @@ impl<F: Family> Relaxation<'_, F> {
         }
         if l > 0 {
             let w = self.windows;
-            let (a, b) = Windows::window(&w.cpu_keys, si.cpu, p.bound);
+            let (a, b) = Windows::window(&w.cpu_keys, ci, p.bound);
             let mut limit = p.cap(&bands, best, 0, 1);
             for pos in (a..b).rev() {
-                let load = si.cpu - w.cpu_keys[pos];
-                if load > limit {
+                if ci - w.cpu_keys[pos] > limit + cpu_slack {
                     break;
                 }
                 let j = w.by_cpu[pos] as usize;
                 if j >= lo || !self.family.is_subset(j, top) {
+                    continue;
+                }
+                let load = self.cost.cpu_load(self.summaries, i, j, || self.family.difference(i, j));
+                if load > limit {
                     continue;
                 }
                 evaluated += 1;

@@ -86,6 +86,11 @@
 //! search gives up (no proof) — each a weaker but still valid bound. The budget is looked
 //! at between thresholds, before each minimum-cut set and every 1,024 search nodes.
 //!
+//! Numerics: the sums that cancel (`need(T)`, the CPU budget, the pigeon's prefix
+//! differences) are compensated [`Sum`]s rounded towards "possible", so a rounding never
+//! proves a threshold impossible (a 1e15-µs unit that fits a CPU made `need(T)` 0.03 too
+//! large in plain f64).
+//!
 //! Cost: `O(n log n)` per threshold for the first three tests, 13 maximum flows per unit
 //! and 4 per set whose h is needed, the search at most [`NODE_LIMIT`] nodes per
 //! threshold; about 50 thresholds. On the published workloads: under 0.1 s for most,
@@ -100,6 +105,7 @@ use super::LoadBoundUse;
 use crate::model::grouping::{Group, Grouping, Hyperedge};
 use crate::solve::knapsack::FractionalKnapsack;
 use crate::model::{DeviceSet, Workload};
+use crate::model::numerics::{Sum, UNIT_ROUNDOFF};
 use crate::solve::Stats;
 
 /// Which tests the bound runs (the forced-unit test always runs).
@@ -275,7 +281,7 @@ pub struct LowerBound<'a> {
     /// Placeable units by decreasing fpga/cpu (cpu > 0), for the CPU absorption.
     by_ratio: Vec<usize>,
     /// fpga of all placeable units.
-    placeable_fpga: f64,
+    placeable_fpga: Sum,
     budget: Budget,
 }
 
@@ -370,7 +376,7 @@ impl<'a> LowerBound<'a> {
         let placeable: Vec<bool> = units.groups.iter().map(|unit| unit.fits_accelerator(memory)).collect();
         let mut by_ratio: Vec<usize> = (0..n).filter(|&g| placeable[g] && units[g].cpu_latency > 0.0).collect();
         by_ratio.sort_by(|&a, &b| (units[b].fpga_latency / units[b].cpu_latency).total_cmp(&(units[a].fpga_latency / units[a].cpu_latency)));
-        let placeable_fpga = (0..n).filter(|&g| placeable[g]).map(|g| units[g].fpga_latency).sum();
+        let placeable_fpga = Sum::of((0..n).filter(|&g| placeable[g]).map(|g| units[g].fpga_latency));
         let cuts = Cuts {
             fpga: units.groups.iter().map(|unit| unit.fpga_latency).collect(),
             placeable: placeable.clone(),
@@ -477,18 +483,22 @@ impl<'a> LowerBound<'a> {
                 return false;
             }
         }
-        let forced_fpga: f64 = forced.iter().map(|&g| u[g].fpga_latency).sum();
+        let forced_fpga = Sum::of(forced.iter().map(|&g| u[g].fpga_latency));
         let mut fluid = 0.0;
         if self.tests.volume {
-            let budget = l as f64 * t - cpu_only.iter().map(|&g| u[g].cpu_latency).sum::<f64>();
+            // Compensated and rounded towards "possible" (numerics): the CPU budget up, the
+            // compute the accelerators need down.
+            let lt = l as f64 * t;
+            let budget = Sum::of([lt]).minus_sum(Sum::of(cpu_only.iter().map(|&g| u[g].cpu_latency)));
+            let budget = budget.upper_bound() + UNIT_ROUNDOFF * lt;
             if budget < 0.0 {
                 return false;
             }
-            let need = self.placeable_fpga - self.absorb(t, budget);
-            if need > k as f64 * t {
+            let need = self.placeable_fpga.minus_sum(self.absorb(t, budget));
+            if need.lower_bound() > k as f64 * t * (1.0 + UNIT_ROUNDOFF) {
                 return false;
             }
-            fluid = (need - forced_fpga).max(0.0);
+            fluid = need.minus_sum(forced_fpga).lower_bound().max(0.0);
         }
         if self.tests.communication {
             for &g in &forced {
@@ -516,15 +526,16 @@ impl<'a> LowerBound<'a> {
     /// The most fpga time that units with `cpu_g ≤ t` can take off the accelerators
     /// within the CPU budget `budget`: the fractional knapsack of
     /// [`crate::solve::knapsack`] over the placeable units (weight cpu time, value fpga
-    /// time; units with no CPU time are free), nothing without CPUs.
-    fn absorb(&self, t: f64, budget: f64) -> f64 {
+    /// time; units with no CPU time are free), nothing without CPUs. Rounded up (the
+    /// knapsack's value is an upper bound, numerics).
+    fn absorb(&self, t: f64, budget: f64) -> Sum {
         if self.l == 0 {
-            return 0.0;
+            return Sum::ZERO;
         }
         let u = self.units;
         let free = (0..u.len()).filter(|&g| self.placeable[g] && u[g].cpu_latency == 0.0);
         let paid = self.by_ratio.iter().copied().filter(|&g| u[g].cpu_latency <= t);
-        FractionalKnapsack::new(free.chain(paid).map(|g| (u[g].cpu_latency, u[g].fpga_latency))).value(budget)
+        Sum::of([FractionalKnapsack::new(free.chain(paid).map(|g| (u[g].cpu_latency, u[g].fpga_latency))).value(budget)])
     }
 }
 
@@ -535,11 +546,18 @@ pub fn pigeon(mut values: Vec<f64>, k: usize) -> f64 {
         return if values.iter().any(|&v| v > 0.0) { f64::INFINITY } else { 0.0 };
     }
     values.sort_by(|a, b| b.total_cmp(a));
-    let mut prefix = vec![0.0; values.len() + 1];
+    let mut prefix = vec![Sum::ZERO; values.len() + 1];
     for (i, v) in values.iter().enumerate() {
-        prefix[i + 1] = prefix[i] + v;
+        prefix[i + 1] = prefix[i].plus(*v);
     }
-    (1..=values.len()).map(|t| prefix[t] - prefix[t - t.div_ceil(k)]).fold(0.0, f64::max)
+    // Certified prefix differences (numerics), a direct sum where they cancel; rounded down.
+    (1..=values.len())
+        .map(|t| {
+            let from = t - t.div_ceil(k);
+            let part = prefix[t].difference(prefix[from]).unwrap_or_else(|| Sum::of(values[from..t].iter().copied()).value());
+            part * (1.0 - 2.0 * UNIT_ROUNDOFF)
+        })
+        .fold(0.0, f64::max)
 }
 
 /// Room for other units' fpga on an accelerator whose known units have fpga `compute` and
@@ -756,7 +774,9 @@ mod tests {
     fn pigeon_by_hand() {
         // 3 bins; the 4 largest (5, 4, 4, 3): some bin holds two, at least 4 + 3 = 7.
         // The 7 largest: some bin holds 3, at least 3 + 2 + 2 = 7.
-        assert_eq!(pigeon(vec![2.0, 5.0, 4.0, 3.0, 4.0, 2.0, 2.0], 3), 7.0);
+        // Rounded down by at most 2 ulps (numerics), never up.
+        let got = pigeon(vec![2.0, 5.0, 4.0, 3.0, 4.0, 2.0, 2.0], 3);
+        assert!((7.0 * (1.0 - 1e-15)..=7.0).contains(&got), "{got}");
         assert_eq!(pigeon(vec![1.0, 1.0], 0), f64::INFINITY);
         assert_eq!(pigeon(Vec::new(), 2), 0.0);
     }

@@ -12,6 +12,9 @@
 //!   throughput and sync models (with [`min_cut`] for the communication part);
 //! - [`latency_bound`]: communication- and memory-aware finish-time bounds for it;
 //! - [`latency_runs`]: held plans for it, topological orders cut into runs by a DP;
+//! - [`presolve`]: what HiGHS sees — coefficients capped against a held plan and rescaled
+//!   by powers of two so HiGHS never rejects a finite model, and the answer cross-checked
+//!   against the original workload;
 //! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
 //!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
 //!
@@ -60,6 +63,7 @@
 pub mod latency;
 pub mod load_bounds;
 pub mod min_cut;
+pub mod presolve;
 pub mod latency_bound;
 pub mod latency_runs;
 pub mod stages;
@@ -126,10 +130,10 @@ impl Method for Ip {
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
-        match problem.objective {
+        presolve::solve_prepared(problem, |problem| match problem.objective {
             Objective::Throughput | Objective::Sync => throughput::solve(problem),
             Objective::Latency { pieces } => latency::solve(problem, pieces),
-        }
+        })
     }
 
     fn tolerance(&self) -> f64 {
@@ -288,6 +292,11 @@ pub struct IpOptions {
     /// HiGHS options set as given, `(name, value)`, e.g. `("presolve", "off")`; a value is
     /// tried as an integer, a float, a boolean, then a string. [default: none]
     pub highs_options: Vec<(String, String)>,
+    /// Set by [`presolve`] when it capped or rescaled coefficients: the model is then exact
+    /// only within HiGHS's absolute tolerances (integrality 1e-6 times a capped coefficient
+    /// can exceed [`TOLERANCE`]), so an incumbent objective below its plan's score is noted,
+    /// not an error. [default: off; not a flag]
+    pub presolved: bool,
 }
 
 impl Default for IpOptions {
@@ -300,6 +309,7 @@ impl Default for IpOptions {
             load_bound: LoadBoundUse::InModel,
             contiguous_model: ContiguousModel::Stages,
             highs_options: Vec::new(),
+            presolved: false,
         }
     }
 }
@@ -740,7 +750,13 @@ fn scored_ip_plan(
         stats.notes.push("the scorer rejected the IP's plan (rules, contiguity or piece count); kept the best held plan".into());
     }
     if let Some(c) = &ip {
-        if solved.objective < c.score - TOLERANCE * c.score.abs().max(1.0) {
+        let below = solved.objective < c.score - TOLERANCE * c.score.abs().max(1.0);
+        if below && problem.limits.ip.presolved {
+            stats.notes.push(format!(
+                "HiGHS's objective {} is below the score {} of its plan (within its tolerances on presolved coefficients)",
+                solved.objective, c.score
+            ));
+        } else if below {
             return Err(SolveError::Check(format!(
                 "the IP's objective {} is below the scorer's {} for its own plan (formulation bug)",
                 solved.objective, c.score

@@ -1,0 +1,273 @@
+//! Numerically robust sums: double-double accumulators with a running error bound, the
+//! certified difference of two of them, and exact power-of-two rescaling of a workload.
+//!
+//! # The sum type
+//! A [`Sum`] holds an unevaluated pair `hi + lo` (`|lo| ≤ u·|hi|`, `u = 2⁻⁵³`) and `err`, a
+//! bound on `|hi + lo − S|` for the exact real sum `S` of everything added. Adding `x`
+//! uses Knuth's TwoSum, which is error-free: `(s, e) = TwoSum(hi, x)` gives `s + e = hi + x`
+//! exactly; the only rounding is in `e + lo`, whose exact error `r` is found by a second
+//! TwoSum and added to `err` as `|r|`; a third TwoSum renormalises `(s, e + lo)` exactly. After m additions,
+//!
+//! `|hi + lo − S| ≤ err ≤ m · u² · max_k |S_k|`  (S_k the partial sums),
+//!
+//! and `err = 0` whenever no `e + lo` rounded (e.g. all values have few significant bits).
+//!
+//! # Certified differences
+//! Prefix sums of huge values cancel: `F(I) − F(J)` in plain f64 loses every bit below
+//! `u·F(I)` (with `F(I) = 1e15 + 14.97`, `F(I) − F(J)` came out 10 instead of 9.97).
+//! [`Sum::difference`] subtracts two sums in double-double and returns the rounded f64
+//! value `d` only when its total error bound is at most `u·|d|`, so that
+//!
+//! `|d − (S_a − S_b)| ≤ 2u · |S_a − S_b|`  (relative error at most 2⁻⁵², 2 ulps).
+//!
+//! Otherwise it returns `None` and the caller sums the set difference directly (with a
+//! [`Sum`], relative error ≤ m·u² + u). Every stage load of the DP, its chain bound and its
+//! memory checks therefore carries relative error at most 2⁻⁵² plus one rounding per term
+//! kind (compute + communication), i.e. below 4·2⁻⁵³ ≈ 4.5e-16 overall, whatever the
+//! magnitudes, as long as nothing overflows or underflows.
+//!
+//! # Overflow
+//! Sums of finite values can still overflow (two sizes of 1e308 make `inf`, and then
+//! `inf − inf = NaN`). [`Rescale`] multiplies every time by `2^−t` and every byte count by
+//! `2^−b`, chosen so that the largest possible sum (`(3n + m)` times the largest value) stays
+//! below `2^1000`. Multiplying by a power of two is exact (barring underflow of values more
+//! than 2⁹⁷⁰ below the largest), so loads, memory checks and the optimum scale exactly and
+//! the optimal placement is unchanged; the objective is scaled back by `2^t`.
+//!
+//! Complexity: O(1) per operation; [`Rescale::apply`] is O(n + m) for n nodes and m edges.
+
+use crate::model::{DeviceSet, Node, Workload};
+
+/// `u`: the unit roundoff of f64.
+pub const UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
+
+/// Knuth's TwoSum: `s + e = a + b` exactly, `s = fl(a + b)`.
+#[inline]
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// A compensated (double-double) sum with a running bound on its error; see the module doc.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sum {
+    hi: f64,
+    lo: f64,
+    err: f64,
+}
+
+impl Sum {
+    pub const ZERO: Sum = Sum { hi: 0.0, lo: 0.0, err: 0.0 };
+
+    /// The sum of `values`.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Sum {
+        values.into_iter().fold(Sum::ZERO, Sum::plus)
+    }
+
+    /// `self + x`.
+    #[inline]
+    pub fn plus(self, x: f64) -> Sum {
+        let (s, e) = two_sum(self.hi, x);
+        let (t, r) = two_sum(e, self.lo);
+        let (hi, lo) = two_sum(s, t);
+        Sum { hi, lo, err: self.err + r.abs() }
+    }
+
+    /// `self − x`.
+    #[inline]
+    pub fn minus(self, x: f64) -> Sum {
+        self.plus(-x)
+    }
+
+    /// `self + other`, both compensated.
+    #[inline]
+    pub fn plus_sum(self, other: Sum) -> Sum {
+        let s = self.plus(other.hi).plus(other.lo);
+        Sum { err: s.err + other.err, ..s }
+    }
+
+    /// `self − other`, both compensated.
+    #[inline]
+    pub fn minus_sum(self, other: Sum) -> Sum {
+        let s = self.minus(other.hi).minus(other.lo);
+        Sum { err: s.err + other.err, ..s }
+    }
+
+    /// A value certainly ≤ the exact sum (for lower bounds).
+    pub fn lower_bound(self) -> f64 {
+        self.hi - (self.err + 3.0 * UNIT_ROUNDOFF * self.hi.abs())
+    }
+
+    /// A value certainly ≥ the exact sum (for upper bounds).
+    pub fn upper_bound(self) -> f64 {
+        self.hi + (self.err + 3.0 * UNIT_ROUNDOFF * self.hi.abs())
+    }
+
+    /// The sum rounded to f64 (`hi`; within `u·|S| + err` of the exact sum `S`).
+    #[inline]
+    pub fn value(self) -> f64 {
+        self.hi
+    }
+
+    /// A bound on `|hi + lo − S|`.
+    pub fn error_bound(self) -> f64 {
+        self.err
+    }
+
+    /// `self − other` rounded to f64 when that value `d` is certified to be within
+    /// `2u·|exact difference|`; `None` when cancellation leaves too few correct bits.
+    #[inline]
+    pub fn difference(self, other: Sum) -> Option<f64> {
+        let (s, e) = two_sum(self.hi, -other.hi);
+        let (t, r) = two_sum(self.lo, -other.lo);
+        // e + t + r rounds twice: each error at most u times its result.
+        let q = e + t;
+        let tail = q + r;
+        let d = s + tail;
+        let err = self.err + other.err + UNIT_ROUNDOFF * (q.abs() + tail.abs());
+        if err <= UNIT_ROUNDOFF * d.abs() && d.is_finite() {
+            Some(d)
+        } else {
+            None
+        }
+    }
+}
+
+/// Power-of-two scale factors that keep every sum over a workload finite.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rescale {
+    /// Times (compute, communication) are multiplied by this.
+    pub time: f64,
+    /// Byte counts (sizes, memory) are multiplied by this.
+    pub bytes: f64,
+}
+
+/// `2^e` for `e` in the normal exponent range (−1022 … 1023).
+pub fn pow2(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+/// `⌈log₂ x⌉` for finite `x > 0`.
+pub fn ceil_log2(x: f64) -> i32 {
+    x.log2().ceil() as i32
+}
+
+impl Rescale {
+    pub const NONE: Rescale = Rescale { time: 1.0, bytes: 1.0 };
+
+    /// The factors for `w` that make `(3n + m + 4) · max value < 2^1000` for times and for
+    /// bytes separately: 1 (no change) unless the values come within that of `f64::MAX`.
+    pub fn for_sums(w: &Workload) -> Rescale {
+        let terms = (3 * w.len() + w.edges().len() + 4) as f64;
+        let max_time = w
+            .nodes()
+            .iter()
+            .flat_map(|v| [v.fpga_latency, v.cpu_latency])
+            .chain(w.edges().iter().map(|e| e.cost))
+            .fold(0.0, f64::max);
+        let max_bytes = w.nodes().iter().map(|v| v.size_bytes).fold(w.devices().memory_per_accelerator_bytes, f64::max);
+        Rescale { time: Self::down_to(max_time, terms, 1000), bytes: Self::down_to(max_bytes, terms, 1000) }
+    }
+
+    /// The largest power of two ≤ 1 with `terms · max · factor < 2^limit`.
+    pub fn down_to(max: f64, terms: f64, limit: i32) -> f64 {
+        if !max.is_finite() || max <= 0.0 {
+            return 1.0;
+        }
+        let e = ceil_log2(max) + ceil_log2(terms) + 1 - limit;
+        if e <= 0 {
+            1.0
+        } else {
+            pow2(-e.min(1000))
+        }
+    }
+
+    pub fn is_identity(&self) -> bool {
+        *self == Rescale::NONE
+    }
+
+    /// `w` with every time multiplied by `self.time` and every byte count by `self.bytes`.
+    pub fn apply(&self, w: &Workload) -> Workload {
+        self.apply_with(w, |v| v)
+    }
+
+    /// [`Rescale::apply`], each node first passed through `edit`.
+    pub fn apply_with(&self, w: &Workload, mut edit: impl FnMut(Node) -> Node) -> Workload {
+        let (t, b) = (self.time, self.bytes);
+        let nodes: Vec<Node> = w
+            .nodes()
+            .iter()
+            .map(|v| {
+                let mut v = edit(v.clone());
+                v.fpga_latency *= t;
+                v.cpu_latency *= t;
+                v.size_bytes *= b;
+                if let Some(m) = &mut v.memory {
+                    m.weight_bytes *= b;
+                    m.gradient_bytes *= b;
+                    m.optimizer_bytes *= b;
+                    m.activation_bytes *= b;
+                }
+                v
+            })
+            .collect();
+        let edges = w.edges().iter().map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost * t, e.size_bytes * b)).collect();
+        let d = w.devices();
+        let devices = DeviceSet { memory_per_accelerator_bytes: d.memory_per_accelerator_bytes * b, ..d.clone() };
+        Workload::new(nodes, edges, devices).expect("exact power-of-two scaling keeps a valid workload valid")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_difference_survives_cancellation() {
+        let a = Sum::of([1e15, 5.0, 5.0, 4.97]);
+        let b = Sum::of([1e15, 5.0]);
+        let d = a.difference(b).expect("certified");
+        assert!((d - 9.97).abs() <= 2.0 * UNIT_ROUNDOFF * 9.97, "{d}");
+        // Plain f64 prefix sums lose it.
+        assert_eq!((1e15 + 5.0 + 5.0 + 4.97) - (1e15 + 5.0), 10.0);
+    }
+
+    #[test]
+    fn uncertified_difference_is_refused() {
+        // 1e-40 below 1e30: the pair cannot hold it, so no value is claimed.
+        let a = Sum::of([1e30, 1.0, 1e-40]);
+        let b = Sum::of([1e30, 1.0]);
+        if let Some(d) = a.difference(b) {
+            assert!((d - 1e-40).abs() <= 2.0 * UNIT_ROUNDOFF * 1e-40, "{d}");
+        }
+        assert_eq!(Sum::of([3.0, 0.25]).difference(Sum::of([3.0])), Some(0.25));
+        assert_eq!(Sum::of([3.0]).difference(Sum::of([3.0])), Some(0.0));
+    }
+
+    #[test]
+    fn error_bound_covers_the_exact_sum() {
+        // 0.1 has no finite binary expansion: the bound must cover the true rounding.
+        let s = Sum::of(std::iter::repeat_n(0.1, 1000));
+        let exact = 100.0; // 1000 · fl(0.1) differs from 100 by ~5.5e-15
+        assert!((s.value() - exact).abs() <= 1e-13);
+        assert!(s.error_bound() <= 1000.0 * UNIT_ROUNDOFF * UNIT_ROUNDOFF * 100.0);
+    }
+
+    #[test]
+    fn one_sided_bounds_bracket_the_exact_sum() {
+        let s = Sum::of([1e15, 14.97]).minus_sum(Sum::of([1e15, 5.0]));
+        assert!(s.lower_bound() <= 9.97 && 9.97 <= s.upper_bound());
+        assert!(s.upper_bound() - s.lower_bound() < 1e-13);
+    }
+
+    #[test]
+    fn rescale_is_a_power_of_two_and_identity_for_ordinary_values() {
+        assert_eq!(Rescale::down_to(1e15, 100.0, 1000), 1.0);
+        let f = Rescale::down_to(1e308, 8.0, 1000);
+        assert!(f < 1.0 && f > 0.0);
+        assert_eq!(f.to_bits() & ((1u64 << 52) - 1), 0, "a power of two");
+        assert!((1e308 * f * 8.0).is_finite());
+        assert!(1e308 * f * 8.0 < pow2(1000));
+    }
+}
