@@ -11,6 +11,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::settings::{import_options as checked_import_options, DeviceOverrides, TransformerSizes};
 use super::{parse_count, CliError};
+use crate::costmodel::cluster::cluster_from_arg;
 use crate::costmodel::onnx::{import_file, ImportOptions};
 use crate::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, OpGraph,
@@ -18,7 +19,7 @@ use crate::costmodel::{
 };
 use crate::costmodel::synthetic::{gpt_graph, gpt_layers_for_nodes, wide_graph, GptSpec, WideSpec};
 use crate::io::{check_output_target, workload_to_json, write_atomically};
-use crate::model::Workload;
+use crate::model::{Cluster, Workload};
 
 /// Default number of accelerators of an imported or generated workload.
 pub const DEFAULT_ACCELERATORS: usize = 4;
@@ -48,6 +49,12 @@ pub struct CostFlags {
     /// Sequence length (resolves other symbolic input dimensions; 1 to 2^20).
     #[arg(long, value_name = "S", value_parser = parse_count)]
     pub seq: Option<usize>,
+    /// Price for a cluster: `MxNxTYPE` terms joined by `+` (M machines with N accelerators of
+    /// profile TYPE; `NxTYPE` is one machine), e.g. `1x4xa100-80gb+1x4xv100`, or a cluster
+    /// TOML file (docs/cluster.md). Every node is priced on every type; the cluster replaces
+    /// --accelerators and --cpus.
+    #[arg(long, value_name = "SPEC", conflicts_with = "device")]
+    pub cluster: Option<String>,
 }
 
 impl CostFlags {
@@ -59,6 +66,7 @@ impl CostFlags {
             || self.training
             || self.batch.is_some()
             || self.seq.is_some()
+            || self.cluster.is_some()
     }
 }
 
@@ -234,14 +242,48 @@ fn load_profiles(files: &[PathBuf]) -> Result<Vec<DeviceProfile>, CliError> {
     files.iter().map(|f| DeviceProfile::read(f).map_err(|e| CliError::Input(e.to_string()))).collect()
 }
 
-/// Flags → settings: profiles looked up (files first), dtype defaulted.
+/// The cluster of `--cluster` with the profiles of its types, or `None` without the flag.
+pub fn cluster_of(flags: &CostFlags) -> Result<Option<(Cluster, Vec<DeviceProfile>)>, CliError> {
+    let Some(spec) = &flags.cluster else { return Ok(None) };
+    cluster_from_flag(spec, &flags.device_file).map(Some)
+}
+
+/// The cluster of `--cluster SPEC` (short form or TOML file), profiles looked up in
+/// `device_files` first, with the profiles of its types.
+pub fn cluster_from_flag(spec: &str, device_files: &[PathBuf]) -> Result<(Cluster, Vec<DeviceProfile>), CliError> {
+    let loaded = load_profiles(device_files)?;
+    let cluster = cluster_from_arg(spec, &loaded).map_err(CliError::Input)?;
+    let mut profiles = Vec::new();
+    for t in cluster.types() {
+        let p = find_profile(&t.profile, &loaded).map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
+        if !profiles.iter().any(|q: &DeviceProfile| q.name == p.name) {
+            profiles.push(p);
+        }
+    }
+    Ok((cluster, profiles))
+}
+
+/// A workload file planned or scored on `--cluster SPEC`: the cluster replaces the file's
+/// device set (and its cluster section, if any). Nodes are timed on each type by the file's
+/// per-profile `latencies` where it has them, else by `fpgaLatency` scaled by the profile's
+/// speed against the file's reference (docs/cluster.md).
+pub fn workload_on_cluster(w: Workload, spec: &str, device_files: &[PathBuf]) -> Result<Workload, CliError> {
+    // Types that give their speed need no profile here (nothing is priced from one).
+    let cluster = cluster_from_arg(spec, &load_profiles(device_files)?).map_err(CliError::Input)?;
+    let platform = crate::model::Platform { cluster: Some(cluster), ..w.platform().clone() };
+    w.with_platform(platform).map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))
+}
+
+/// Flags → settings: profiles looked up (files first), dtype defaulted. With `--cluster`,
+/// the accelerator is the profile of the cluster's first type.
 pub fn cost_settings(flags: &CostFlags, accelerators: usize, cpus: usize) -> Result<CostSettings, CliError> {
     let loaded = load_profiles(&flags.device_file)?;
     let input = |e: crate::costmodel::ProfileError| CliError::Input(e.to_string());
-    let accelerator = match (&flags.device, loaded.last()) {
-        (Some(name), _) => find_profile(name, &loaded).map_err(input)?,
-        (None, Some(last)) => last.clone(),
-        (None, None) => find_profile("a100-80gb", &[]).map_err(input)?,
+    let first_type = cluster_of(flags)?.map(|(c, _)| c.types().first().map(|t| t.profile.clone()));
+    let accelerator = match (flags.device.clone(), first_type.flatten(), loaded.last()) {
+        (Some(name), _, _) | (None, Some(name), _) => find_profile(&name, &loaded).map_err(input)?,
+        (None, None, Some(last)) => last.clone(),
+        (None, None, None) => find_profile("a100-80gb", &[]).map_err(input)?,
     };
     let cpu = find_profile(flags.cpu_device.as_deref().unwrap_or("cpu-core"), &loaded).map_err(input)?;
     Ok(CostSettings { accelerator, cpu, dtype: flags.dtype.unwrap_or(DType::Fp32), training: flags.training, accelerators, cpus })
@@ -268,15 +310,28 @@ fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
 pub fn load_model_workload(path: &Path, flags: &CostFlags, devices: &DeviceOverrides) -> Result<Workload, CliError> {
     let graph = import_graph(path, flags)?;
     let settings = cost_settings(flags, devices.accelerators.unwrap_or(DEFAULT_ACCELERATORS), devices.cpus.unwrap_or(1))?;
-    let w = to_workload(&graph, &settings)?;
+    let w = price(&graph, flags, &settings)?;
+    if w.cluster().is_some() {
+        return Ok(w);
+    }
     DeviceOverrides { accelerators: None, cpus: None, memory_bytes: devices.memory_bytes }.apply(w)
 }
 
-/// Rejects cost flags given with a workload JSON file (they would be silently ignored).
+/// The workload of `graph`: on the `--cluster` when given, else on `settings`' device set.
+fn price(graph: &OpGraph, flags: &CostFlags, settings: &CostSettings) -> Result<Workload, CliError> {
+    Ok(match cluster_of(flags)? {
+        Some((cluster, profiles)) => crate::costmodel::graph::to_workload_on_cluster(graph, settings, &cluster, &profiles)?,
+        None => to_workload(graph, settings)?,
+    })
+}
+
+/// Rejects cost flags given with a workload JSON file (they would be silently ignored);
+/// `--cluster` (with `--device-file` for its profiles) applies to workload files too.
 pub fn check_no_cost_flags(path: &Path, flags: &CostFlags) -> Result<(), CliError> {
-    if flags.any_set() {
+    let pricing = CostFlags { cluster: None, device_file: Vec::new(), ..flags.clone() };
+    if pricing.any_set() || (flags.cluster.is_none() && !flags.device_file.is_empty()) {
         return Err(CliError::Input(format!(
-            "{} is a workload file: --device, --cpu-device, --device-file, --dtype, --training, --batch and --seq apply to model files (.onnx) only",
+            "{} is a workload file: --device, --cpu-device, --dtype, --training, --batch and --seq apply to model files (.onnx) only (--device-file only with --cluster)",
             path.display()
         )));
     }
@@ -324,6 +379,10 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
         "  time on one {}: {:.3} ms (sum of fpgaLatency); on one CPU core ({}): {:.3} ms (sum of cpuLatency)\n",
         settings.accelerator.name, fpga_ms, settings.cpu.name, cpu_ms
     );
+    let pt = &w.platform().profile_times;
+    for (name, times) in pt.profiles.iter().zip(&pt.times).filter(|(name, _)| **name != settings.accelerator.name) {
+        text += &format!("  time on one {name}: {:.3} ms (sum of latencies.{name})\n", times.iter().sum::<f64>());
+    }
     let buffers = (size - weights - gradients - optimizer - stash).max(0.0);
     let parts: Vec<String> = [
         ("weights", weights),
@@ -337,14 +396,24 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
     .map(|(kind, bytes)| format!("{kind} {}", human_bytes(*bytes)))
     .collect();
     text += &format!("  memory (sum of size, one sample in flight): {} = {}\n", human_bytes(size), parts.join(" + "));
-    text += &format!(
-        "  devices: {} accelerator{} of {} each, {} CPU core{}\n",
-        d.accelerators,
-        if d.accelerators == 1 { "" } else { "s" },
-        human_bytes(d.memory_per_accelerator_bytes),
-        d.cpus,
-        if d.cpus == 1 { "" } else { "s" }
-    );
+    match w.cluster() {
+        Some(c) => {
+            text += "  cluster:\n";
+            for line in c.describe() {
+                text += &format!("    {line}\n");
+            }
+        }
+        None => {
+            text += &format!(
+                "  devices: {} accelerator{} of {} each, {} CPU core{}\n",
+                d.accelerators,
+                if d.accelerators == 1 { "" } else { "s" },
+                human_bytes(d.memory_per_accelerator_bytes),
+                d.cpus,
+                if d.cpus == 1 { "" } else { "s" }
+            )
+        }
+    }
     text
 }
 
@@ -354,7 +423,7 @@ fn run_import(args: ImportArgs) -> Result<(), CliError> {
     }
     let graph = import_graph(&args.model, &args.cost)?;
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
-    let w = to_workload(&graph, &settings)?;
+    let w = price(&graph, &args.cost, &settings)?;
     write_workload(&w, &graph, &settings, args.out.as_deref())
 }
 
@@ -381,7 +450,7 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
     };
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
     let graph = transformer_graph(&spec, settings.dtype).map_err(CliError::Input)?;
-    let w = to_workload(&graph, &settings)?;
+    let w = price(&graph, &args.cost, &settings)?;
     write_workload(&w, &graph, &settings, args.out.as_deref())
 }
 

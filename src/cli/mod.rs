@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod bench_scale;
+pub mod cluster_cmd;
 pub mod costmodel_cmds;
 pub mod export_cmds;
 pub mod settings;
@@ -205,6 +206,21 @@ pub struct PlanArgs {
     pub report: Option<PathBuf>,
     #[command(flatten)]
     pub schedule: simulate::PlanScheduleFlags,
+    /// The scaling curve: the optimum with at most n accelerators for every n from 1 to the
+    /// cluster's size (a workload without a cluster: its device set as one machine).
+    #[arg(long)]
+    pub sweep: bool,
+    /// The cheapest accelerator mix of the cluster whose time per sample is at most this
+    /// many ms (prices per type: the profiles' or the cluster file's price_per_hour).
+    #[arg(long, value_name = "MS", value_parser = settings::parse_positive)]
+    pub target_tps: Option<f64>,
+    /// The fastest accelerator mix of the cluster costing at most this much per hour.
+    #[arg(long, value_name = "PRICE", value_parser = settings::parse_nonnegative)]
+    pub budget: Option<f64>,
+    /// With --sweep, --target-tps or --budget: also draw the sweep (with --sweep) or the
+    /// price frontier (otherwise) as an SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -280,6 +296,15 @@ pub struct ScoreArgs {
     pub objective: ObjectiveArg,
     #[command(flatten)]
     pub devices: DeviceFlags,
+    /// Score on a cluster: `MxNxTYPE` terms joined by `+`, or a cluster TOML file
+    /// (docs/cluster.md). Replaces the workload's device set; devices are numbered
+    /// accelerators machine by machine, then CPU cores.
+    #[arg(long, value_name = "SPEC")]
+    pub cluster: Option<String>,
+    /// Device profile files (JSON) for the types of --cluster; they take precedence over
+    /// the built-in profiles.
+    #[arg(long, value_name = "FILE")]
+    pub device_file: Vec<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -368,9 +393,42 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// Reads a workload file and applies the device overrides.
+/// Reads a workload file (one without a cluster section) and applies the device overrides.
 pub fn load_workload(path: &std::path::Path, devices: &DeviceOverrides) -> Result<crate::model::Workload, CliError> {
-    devices.apply(read_workload(path)?)
+    let w = read_workload(path)?;
+    if w.cluster().is_some() {
+        return Err(CliError::Input(format!(
+            "{}: the workload has a cluster section; only plan and score work on a cluster so far",
+            path.display()
+        )));
+    }
+    devices.apply(w)
+}
+
+/// The workload of `plan`/`score`: a workload file, on `--cluster` when given (which then
+/// replaces its device set and cluster section).
+fn workload_with_cluster(path: &std::path::Path, devices: &DeviceOverrides, cluster: Option<&str>, device_files: &[PathBuf]) -> Result<crate::model::Workload, CliError> {
+    match cluster {
+        Some(spec) => {
+            if *devices != DeviceOverrides::default() {
+                return Err(CliError::Input("--cluster replaces the device set: --accelerators, --cpus and --memory do not apply".into()));
+            }
+            costmodel_cmds::workload_on_cluster(read_workload(path)?, spec, device_files)
+        }
+        None => {
+            let w = read_workload(path)?;
+            if w.cluster().is_none() {
+                return devices.apply(w);
+            }
+            if *devices != DeviceOverrides::default() {
+                return Err(CliError::Input(format!(
+                    "{}: the workload has a cluster section; --accelerators, --cpus and --memory apply to MODEL.md's device set (edit the cluster, or give --cluster)",
+                    path.display()
+                )));
+            }
+            Ok(w)
+        }
+    }
 }
 
 /// The error of a plan without a placement: no placement exists (infeasible), or none was
@@ -397,8 +455,20 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         costmodel_cmds::load_model_workload(&args.workload, &args.model, &settings.devices)?
     } else {
         costmodel_cmds::check_no_cost_flags(&args.workload, &args.model)?;
-        load_workload(&args.workload, &settings.devices)?
+        workload_with_cluster(&args.workload, &settings.devices, args.model.cluster.as_deref(), &args.model.device_file)?
     };
+    let w = if w.cluster().is_none() && (args.sweep || args.target_tps.is_some() || args.budget.is_some()) {
+        let cluster = crate::model::Cluster::model_md(w.devices(), &w.platform().reference);
+        w.with_platform(crate::model::Platform { cluster: Some(cluster), ..w.platform().clone() })?
+    } else {
+        w
+    };
+    if w.cluster().is_some() {
+        return cluster_cmd::run_plan_on_cluster(&args, &settings, &w);
+    }
+    if args.plot.is_some() {
+        return Err(CliError::Input("--plot draws the result of --sweep, --target-tps or --budget".into()));
+    }
     let (w, objective) = fit_to_workload(w, settings.objective, settings.method, &mut settings.notes)?;
     settings.objective = objective;
     let method: Box<dyn Method> = match (&settings.split, settings.method) {
@@ -638,12 +708,15 @@ fn ip_session_setup() {
 
 fn run_score(args: ScoreArgs) -> Result<(), CliError> {
     // The device set is taken as given: a placement file names devices by index.
-    let w = load_workload(&args.workload, &DeviceOverrides::new(&args.devices))?;
+    let w = workload_with_cluster(&args.workload, &DeviceOverrides::new(&args.devices), args.cluster.as_deref(), &args.device_file)?;
     let placement = match (&args.placement, &args.from_export) {
         (_, Some(pair)) => export_cmds::placement_from_export(&w, &pair[0], std::path::Path::new(&pair[1]))?,
         (Some(path), None) => read_placement(path, &w)?,
         (None, None) => return Err(CliError::Input("give a placement file or --from-export FORMAT FILE".into())),
     };
+    if w.cluster().is_some() {
+        return cluster_cmd::run_score_on_cluster(&args, &w, &placement);
+    }
     let objective = match args.objective {
         ObjectiveArg::Throughput => Objective::Throughput,
         ObjectiveArg::Sync => Objective::Sync,

@@ -490,6 +490,22 @@ impl TransformerSizes {
     }
 }
 
+/// A finite number > 0 (`--target-tps`).
+pub fn parse_positive(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("'{text}' is not a finite number > 0")),
+    }
+}
+
+/// A finite number >= 0 (`--budget`).
+pub fn parse_nonnegative(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("'{text}' is not a finite number >= 0")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,3 +547,4 @@ mod tests {
         assert!(threads(Some(0), &mut notes).is_err());
     }
 }
+

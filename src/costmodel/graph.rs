@@ -15,12 +15,19 @@
 //! - edge cost `c(u) = 1e3 · output_bytes(u) / host_link_bytes_per_s` (ms): moving `u`'s
 //!   output over the accelerator's host link; every out-edge of `u` carries it;
 //! - node ids `1..=n` in operator order; `colorClass(v) = id(v)` (each operator is its own
-//!   class; its backward node joins it); `name`, `module` and `layerId` from the operator.
+//!   class; its backward node joins it); `name`, `module` and `layerId` from the operator;
+//! - the workload's [`Reference`] is the accelerator profile: its name, speed and host
+//!   link, what `fpgaLatency` and `c(u)` are priced on.
+//!
+//! [`to_workload_on_cluster`] prices the same graph for a cluster
+//! ([`crate::model::cluster`]): every node gets its roofline time on every profile of the
+//! cluster (`latencies`), `fpgaLatency` and `c(u)` are priced on the first type's profile
+//! (the reference), and the cluster replaces the device set.
 
 use super::operators::{DType, OpCost};
 use super::profiles::DeviceProfile;
 use super::training;
-use crate::model::{DeviceSet, Node, NodeMemory, Workload, WorkloadError};
+use crate::model::{Cluster, DeviceSet, Node, NodeMemory, Platform, ProfileTimes, Reference, Workload, WorkloadError};
 
 /// One operator of an [`OpGraph`].
 #[derive(Clone, Debug)]
@@ -129,5 +136,52 @@ pub fn to_workload(graph: &OpGraph, settings: &CostSettings) -> Result<Workload,
         memory_per_accelerator_bytes: settings.accelerator.memory_bytes,
         cpus: settings.cpus,
     };
-    Workload::new(nodes, edges, devices)
+    let a = &settings.accelerator;
+    let reference = Reference { profile: a.name.clone(), speed: a.speed(), host_bytes_per_s: a.host_link_bytes_per_s };
+    Workload::new(nodes, edges, devices)?.with_platform(Platform { reference, ..Platform::default() })
+}
+
+/// The cost of every node in workload order: the forward operators, then (training) the
+/// backward node of every operator that is not a graph input.
+pub fn node_costs(graph: &OpGraph, training: bool) -> Vec<OpCost> {
+    let forward = graph.ops.iter().map(|o| o.cost.clone());
+    let backward = graph.ops.iter().filter(|o| training && !o.is_input).map(|o| training::backward_cost(&o.cost));
+    forward.chain(backward).collect()
+}
+
+/// Prices `graph` for `cluster` (module documentation). `settings.accelerator` should be the
+/// profile of the cluster's first type (it prices `fpgaLatency` and `c(u)`); `profiles`
+/// must hold the profile of every type. `settings.accelerators` and `settings.cpus` are not
+/// read: the cluster has its own devices.
+///
+/// Complexity: O(|P| · n + m) for |P| distinct profiles.
+pub fn to_workload_on_cluster(
+    graph: &OpGraph,
+    settings: &CostSettings,
+    cluster: &Cluster,
+    profiles: &[DeviceProfile],
+) -> Result<Workload, WorkloadError> {
+    let base = to_workload(graph, settings)?;
+    let costs = node_costs(graph, settings.training);
+    debug_assert_eq!(costs.len(), base.len());
+    let mut names: Vec<String> = Vec::new();
+    for t in cluster.types() {
+        if !names.contains(&t.profile) {
+            names.push(t.profile.clone());
+        }
+    }
+    let mut times = Vec::with_capacity(names.len());
+    for name in &names {
+        let profile = profiles.iter().find(|p| p.name.eq_ignore_ascii_case(name)).ok_or_else(|| WorkloadError::BadCluster {
+            field: format!("type {name}"),
+            message: "has no device profile to price the nodes with".into(),
+        })?;
+        times.push(costs.iter().map(|c| c.time_ms(profile, settings.dtype)).collect());
+    }
+    let platform = Platform {
+        reference: base.platform().reference.clone(),
+        profile_times: ProfileTimes { profiles: names, times },
+        cluster: Some(cluster.clone()),
+    };
+    base.with_platform(platform)
 }

@@ -5,6 +5,8 @@
 //! as floating-point operations (one multiply-add = 2 FLOPs).
 //!
 //! - [`profiles`]: device profiles (datasheet numbers), built-in and from TOML files;
+//! - [`cluster`]: clusters from the `--cluster` short form and cluster files, defaults
+//!   from the profiles;
 //! - [`operators`]: FLOPs and bytes moved per operator from tensor shapes, and the
 //!   roofline time;
 //! - [`graph`]: an operator graph with costs, priced into a [`crate::model::Workload`];
@@ -14,6 +16,7 @@
 //!   module names;
 //! - [`synthetic`]: GPT-like and wide graphs for scale tests.
 
+pub mod cluster;
 pub mod graph;
 pub mod onnx;
 pub mod operators;

@@ -8,8 +8,11 @@
 //! - `memory_bandwidth_bytes_per_s` and `memory_bytes` of the device's own memory;
 //! - `host_link_bytes_per_s`: one direction of the host link (PCIe), the rate at which an
 //!   operator's output moves between the device and host memory — the edge cost `c(u)`;
-//! - `device_link_bytes_per_s`: one direction of the device-to-device link (NVLink);
-//!   informational (MODEL.md routes all traffic through host memory);
+//! - `device_link_bytes_per_s`: one direction of the device-to-device link (NVLink): the
+//!   default peer link of a cluster machine holding this profile
+//!   ([`crate::costmodel::cluster`]); MODEL.md itself routes all traffic through host memory;
+//! - `price_per_hour`: what one device costs to rent per hour (optional, default 0), for
+//!   the cheapest-cluster search; the built-ins carry AWS on-demand list prices;
 //! - three modelling assumptions that are not datasheet numbers: `compute_efficiency` and
 //!   `memory_efficiency` (the fraction of peak a real kernel reaches), and
 //!   `launch_overhead_ms` (a fixed cost per operator: kernel launch / dispatch).
@@ -27,6 +30,7 @@
 //! memory_bytes = 85899345920
 //! host_link_bytes_per_s = 32e9
 //! device_link_bytes_per_s = 300e9
+//! price_per_hour = 4.10
 //! compute_efficiency = 0.6
 //! memory_efficiency = 0.8
 //! launch_overhead_ms = 0.005
@@ -57,6 +61,9 @@ pub struct DeviceProfile {
     pub host_link_bytes_per_s: f64,
     /// Device-to-device link (NVLink), one direction, bytes/s.
     pub device_link_bytes_per_s: f64,
+    /// Price of one device per hour. [default: 0]
+    #[serde(default)]
+    pub price_per_hour: f64,
     /// Fraction of peak FLOP/s a kernel reaches. [default: 0.6] [range: (0, 1]]
     #[serde(default = "default_compute_efficiency")]
     pub compute_efficiency: f64,
@@ -113,6 +120,7 @@ fn gpu(
         memory_bytes: memory,
         host_link_bytes_per_s: host,
         device_link_bytes_per_s: device,
+        price_per_hour: 0.0,
         compute_efficiency: default_compute_efficiency(),
         memory_efficiency: default_memory_efficiency(),
         launch_overhead_ms: default_launch_overhead_ms(),
@@ -120,6 +128,11 @@ fn gpu(
 }
 
 /// The built-in profiles: V100, A100-40GB, A100-80GB, H100 (SXM) and one CPU core.
+///
+/// Prices per accelerator-hour are AWS on-demand list prices (us-east-1) of the 8-GPU
+/// instance divided by 8: p3.16xlarge (8 × V100 16GB) $24.48, p4d.24xlarge (8 × A100 40GB)
+/// $32.77, p4de.24xlarge (8 × A100 80GB) $40.96, p5.48xlarge (8 × H100) $98.32. They include
+/// the host (CPU cores, memory, network), so a CPU core costs nothing extra.
 pub fn builtin_profiles() -> Vec<DeviceProfile> {
     vec![
         // NVIDIA Tesla V100 datasheet (SXM2): 15.7 TFLOPS fp32 (no tf32, so the fp32 number),
@@ -133,7 +146,8 @@ pub fn builtin_profiles() -> Vec<DeviceProfile> {
             16.0 * GIB,
             15.75e9,
             150e9,
-        ),
+        )
+        .priced(3.06),
         // NVIDIA A100 datasheet (SXM, 40GB): 19.5 TFLOPS fp32, 156 TFLOPS tf32, 312 TFLOPS
         // fp16/bf16 (dense, without sparsity); 1,555 GB/s HBM2; PCIe Gen4 x16: 31.5 GB/s per
         // direction; NVLink 3: 600 GB/s total = 300 GB/s per direction.
@@ -145,7 +159,8 @@ pub fn builtin_profiles() -> Vec<DeviceProfile> {
             40.0 * GIB,
             31.5e9,
             300e9,
-        ),
+        )
+        .priced(4.10),
         // NVIDIA A100 datasheet (SXM, 80GB): compute as the 40GB part; 2,039 GB/s HBM2e.
         gpu(
             "a100-80gb",
@@ -155,7 +170,8 @@ pub fn builtin_profiles() -> Vec<DeviceProfile> {
             80.0 * GIB,
             31.5e9,
             300e9,
-        ),
+        )
+        .priced(5.12),
         // NVIDIA H100 datasheet (SXM5): 67 TFLOPS fp32, 494.7 TFLOPS tf32 and 989.4 TFLOPS
         // fp16/bf16 (dense: half the "with sparsity" 989/1,979); 3.35 TB/s HBM3; 80 GB;
         // PCIe Gen5 x16: 63 GB/s per direction; NVLink 4: 900 GB/s total = 450 GB/s per direction.
@@ -167,7 +183,8 @@ pub fn builtin_profiles() -> Vec<DeviceProfile> {
             80.0 * GIB,
             63e9,
             450e9,
-        ),
+        )
+        .priced(12.29),
         // One core of an Intel Xeon Platinum 8380 (Ice Lake SP, Intel ARK): 2.3 GHz base ×
         // 2 AVX-512 FMA units × 16 fp32 lanes × 2 FLOP/FMA = 147.2 GFLOP/s fp32; no tf32/fp16
         // matrix units (fp16 runs at the fp32 rate); 8 channels DDR4-3200 = 204.8 GB/s per
@@ -185,6 +202,7 @@ pub fn builtin_profiles() -> Vec<DeviceProfile> {
             memory_bytes: 256.0 * GIB,
             host_link_bytes_per_s: 5.12e9,
             device_link_bytes_per_s: 5.12e9,
+            price_per_hour: 0.0,
             compute_efficiency: 0.5,
             memory_efficiency: 0.8,
             launch_overhead_ms: 0.001,
@@ -193,6 +211,12 @@ pub fn builtin_profiles() -> Vec<DeviceProfile> {
 }
 
 impl DeviceProfile {
+    /// The same profile with a price per hour.
+    pub fn priced(mut self, price_per_hour: f64) -> DeviceProfile {
+        self.price_per_hour = price_per_hour;
+        self
+    }
+
     /// Checks that every number is finite and positive and the efficiencies are in (0, 1].
     pub fn validate(&self) -> Result<(), ProfileError> {
         let fields: [(&'static str, f64); 8] = [
@@ -219,7 +243,17 @@ impl DeviceProfile {
         if !(self.launch_overhead_ms.is_finite() && self.launch_overhead_ms >= 0.0) {
             return Err(bad("launch_overhead_ms", self.launch_overhead_ms, " (or 0)"));
         }
+        if !(self.price_per_hour.is_finite() && self.price_per_hour >= 0.0) {
+            return Err(bad("price_per_hour", self.price_per_hour, " (or 0)"));
+        }
         Ok(())
+    }
+
+    /// Speed relative to the paper's V100 ([`crate::model::cluster::speed_relative_to_v100`]):
+    /// how much faster than a published workload's `fpgaLatency` a node runs on this device
+    /// when the workload has no time of its own for it.
+    pub fn speed(&self) -> f64 {
+        crate::model::cluster::speed_relative_to_v100(self.peak_fp32_flops, self.memory_bandwidth_bytes_per_s)
     }
 
     /// Parses and validates a TOML profile (format in the module documentation).

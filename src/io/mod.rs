@@ -1,11 +1,13 @@
-//! Readers and writers: workload files, placement files, atomic output.
+//! Readers and writers: workload files, placement files, cluster files, atomic output.
 //!
 //! - [`json`]: the rules of every JSON file read (one value, optional UTF-8 BOM, errors
 //!   with a JSON path and line/column);
 //! - [`workload_json`], [`placement_json`]: the two file formats of MODEL.md;
+//! - [`cluster_file`]: cluster descriptions (TOML, short form) and a workload's cluster section;
 //! - [`input_file`]: input files read whole within a size limit, never a device;
 //! - [`output_file`]: `--out` files, written atomically over regular files only.
 
+pub mod cluster_file;
 pub mod input_file;
 pub mod json;
 pub mod output_file;

@@ -19,11 +19,25 @@
 //! - `weightBytes`, `gradientBytes`, `optimizerBytes`, `activationBytes`: what `size` is
 //!   made of ([`crate::model::memory`]); when any is present the others default to 0, and
 //!   together they may not exceed `size`. Without them `size` keeps its MODEL.md meaning.
+//!
+//! Optional fields for clusters ([`crate::model::cluster`], `docs/cluster.md`); a file
+//! without them means exactly what it means in MODEL.md:
+//! - node `latencies`: the node's time, ms, per device profile
+//!   (`{"a100-80gb": 0.41, "v100": 0.93}`); every node lists the same profiles;
+//! - `reference`: `{"profile": "a100-80gb", "speed": 1.68, "hostBytesPerS": 31.5e9}`, what
+//!   `fpgaLatency` and the edge costs were priced on [default: the paper's V100, speed 1,
+//!   15.75e9];
+//! - `cluster`: the cluster document of [`crate::io::cluster_file`] (same keys). It replaces
+//!   the device set; `maxFPGAs`, `maxSizePerFPGA` and `maxCPUs` then only summarise it and
+//!   are not read.
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use super::cluster_file::ClusterFile;
 use super::IoError;
-use crate::model::{DeviceSet, Node, NodeMemory, Workload};
+use crate::model::{DeviceSet, Node, NodeMemory, Platform, ProfileTimes, Reference, Workload};
 
 /// A 0/1 integer or a boolean.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
@@ -72,6 +86,8 @@ struct RawNode {
     optimizer_bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     activation_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    latencies: Option<BTreeMap<String, f64>>,
 }
 
 impl RawNode {
@@ -98,6 +114,14 @@ struct RawEdge {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "a reference: an object with profile, speed and hostBytesPerS")]
+struct RawReference {
+    profile: String,
+    speed: f64,
+    host_bytes_per_s: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(expecting = "a workload: an object with maxSizePerFPGA, maxFPGAs, maxCPUs, nodes and edges")]
 struct RawWorkload {
     #[serde(rename = "maxSizePerFPGA")]
@@ -106,6 +130,10 @@ struct RawWorkload {
     max_fpgas: usize,
     #[serde(rename = "maxCPUs")]
     max_cpus: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reference: Option<RawReference>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cluster: Option<ClusterFile>,
     nodes: Vec<RawNode>,
     edges: Vec<RawEdge>,
 }
@@ -113,11 +141,26 @@ struct RawWorkload {
 /// Parses and validates a workload from JSON text.
 pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
     let raw: RawWorkload = super::json::parse_json(text)?;
-    let devices = DeviceSet {
-        accelerators: raw.max_fpgas,
-        memory_per_accelerator_bytes: raw.max_size_per_fpga,
-        cpus: raw.max_cpus,
+    let cluster = match &raw.cluster {
+        Some(file) => Some(
+            crate::costmodel::cluster::resolve(file, &[]).map_err(|e| IoError::Format(format!("at cluster.{e}")))?,
+        ),
+        None => None,
     };
+    let devices = match &cluster {
+        Some(c) => c.device_set(),
+        None => DeviceSet {
+            accelerators: raw.max_fpgas,
+            memory_per_accelerator_bytes: raw.max_size_per_fpga,
+            cpus: raw.max_cpus,
+        },
+    };
+    let profile_times = profile_times(&raw.nodes)?;
+    let reference = match raw.reference {
+        Some(r) => Reference { profile: r.profile, speed: r.speed, host_bytes_per_s: r.host_bytes_per_s },
+        None => Reference::paper(),
+    };
+    let platform = Platform { reference, profile_times, cluster };
     let mut nodes = Vec::with_capacity(raw.nodes.len());
     for (i, n) in raw.nodes.into_iter().enumerate() {
         let memory = n.memory();
@@ -142,7 +185,39 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
         });
     }
     let edges = raw.edges.into_iter().map(|e| (e.source_id, e.dest_id, e.cost, e.size)).collect();
-    Ok(Workload::new(nodes, edges, devices)?)
+    let w = Workload::new(nodes, edges, devices)?;
+    if platform == Platform::default() {
+        return Ok(w);
+    }
+    Ok(w.with_platform(platform)?)
+}
+
+/// The nodes' `latencies` as one list per profile; every node must list the same profiles.
+fn profile_times(nodes: &[RawNode]) -> Result<ProfileTimes, IoError> {
+    let Some(first) = nodes.iter().position(|n| n.latencies.is_some()) else {
+        return Ok(ProfileTimes::default());
+    };
+    let profiles: Vec<String> = nodes[first].latencies.as_ref().expect("some").keys().cloned().collect();
+    let mut times = vec![Vec::with_capacity(nodes.len()); profiles.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        let missing = |p: &str| {
+            IoError::Format(format!(
+                "at nodes[{i}].latencies: node {} has no time for profile '{p}', which node {} has; every node lists the same profiles",
+                n.id, nodes[first].id
+            ))
+        };
+        let Some(map) = &n.latencies else { return Err(missing(&profiles[0])) };
+        for (p, list) in profiles.iter().zip(times.iter_mut()) {
+            list.push(*map.get(p).ok_or_else(|| missing(p))?);
+        }
+        if let Some(extra) = map.keys().find(|k| !profiles.contains(k)) {
+            return Err(IoError::Format(format!(
+                "at nodes[{i}].latencies: node {} has a time for profile '{extra}', which node {} lacks; every node lists the same profiles",
+                n.id, nodes[first].id
+            )));
+        }
+    }
+    Ok(ProfileTimes { profiles, times })
 }
 
 /// Reads and validates a workload file.
@@ -153,14 +228,26 @@ pub fn read_workload(path: &std::path::Path) -> Result<Workload, IoError> {
 
 /// Serialises a workload in the same format (flags as booleans).
 pub fn workload_to_json(w: &Workload) -> String {
+    let platform = w.platform();
+    let extended = *platform != Platform::default();
+    let pt = &platform.profile_times;
     let raw = RawWorkload {
+        reference: extended.then(|| RawReference {
+            profile: platform.reference.profile.clone(),
+            speed: platform.reference.speed,
+            host_bytes_per_s: platform.reference.host_bytes_per_s,
+        }),
+        cluster: platform.cluster.as_ref().map(ClusterFile::of_cluster),
         max_size_per_fpga: w.devices().memory_per_accelerator_bytes,
         max_fpgas: w.devices().accelerators,
         max_cpus: w.devices().cpus,
         nodes: w
             .nodes()
             .iter()
-            .map(|n| RawNode {
+            .enumerate()
+            .map(|(v, n)| RawNode {
+                latencies: (!pt.profiles.is_empty())
+                    .then(|| pt.profiles.iter().cloned().zip(pt.times.iter().map(|t| t[v])).collect()),
                 id: n.id,
                 name: n.name.clone(),
                 fpga_latency: n.fpga_latency,

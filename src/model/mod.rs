@@ -4,6 +4,9 @@
 //! - [`memory`]: the kinds a node's memory is made of (weights, gradients, optimizer
 //!   state, stashed activations) and how they scale with micro-batches in flight;
 //! - [`devices`]: the device set and device names;
+//! - [`cluster`]: machines with accelerators of several types and their links, what a
+//!   workload's numbers mean on them, and the communication rule;
+//! - [`cluster_costs`]: a workload priced on a cluster (node times per type, link times);
 //! - [`placement`]: an assignment of every node to one device;
 //! - [`numerics`]: compensated sums with certified differences and power-of-two rescaling,
 //!   used wherever the scorer and the solvers take sums (the numerics guarantee);
@@ -16,6 +19,8 @@
 //! - [`layers`]: layers (`layerId` blocks) with their module names, the units a
 //!   layer-granular plan keeps whole.
 
+pub mod cluster;
+pub mod cluster_costs;
 pub mod contraction;
 pub mod devices;
 pub mod grouping;
@@ -26,6 +31,8 @@ pub mod placement;
 pub mod schedule;
 pub mod workload;
 
+pub use cluster::{AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference};
+pub use cluster_costs::ClusterCosts;
 pub use devices::{human_bytes, parse_bytes, Device, DeviceSet};
 pub use memory::NodeMemory;
 pub use placement::Placement;

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use super::cluster::{Cluster, Platform};
 use super::devices::DeviceSet;
 use super::memory::NodeMemory;
 
@@ -75,6 +76,8 @@ pub enum WorkloadError {
     MemoryExceedsSize { id: i64, parts: f64, size: f64 },
     #[error("the workload has no nodes")]
     Empty,
+    #[error("cluster: {field} {message}")]
+    BadCluster { field: String, message: String },
 }
 
 /// A validated workload. See the module documentation.
@@ -88,6 +91,7 @@ pub struct Workload {
     out_cost: Vec<f64>,
     index_of_id: HashMap<i64, usize>,
     topo_order: Vec<usize>,
+    platform: Platform,
 }
 
 fn check_number(what: impl FnOnce() -> String, field: &'static str, value: f64) -> Result<(), WorkloadError> {
@@ -183,6 +187,7 @@ impl Workload {
             pred,
             index_of_id,
             topo_order,
+            platform: Platform::default(),
         };
         workload.check_some_placement_exists()?;
         Ok(workload)
@@ -256,12 +261,63 @@ impl Workload {
     }
 
     /// The same graph with another device set (re-validated for feasibility).
+    /// A workload with a cluster drops it (the device set is MODEL.md's again).
     pub fn with_devices(&self, devices: DeviceSet) -> Result<Self, WorkloadError> {
         devices.validate()?;
         let mut w = self.clone();
         w.devices = devices;
+        w.platform.cluster = None;
         w.check_some_placement_exists()?;
         Ok(w)
+    }
+
+    /// The same graph with a [`Platform`]: per-profile node times, the reference its numbers
+    /// were priced on and, when `platform.cluster` is set, the cluster whose devices replace
+    /// the device set (which then only summarises it: all accelerators, the largest memory,
+    /// all CPUs). Validates the platform and that every node fits some device of the cluster.
+    pub fn with_platform(&self, platform: Platform) -> Result<Self, WorkloadError> {
+        platform.validate(self.len(), |v| self.nodes[v].id)?;
+        let mut w = self.clone();
+        if let Some(cluster) = &platform.cluster {
+            w.devices = cluster.device_set();
+            w.check_fits_cluster(cluster)?;
+        }
+        w.platform = platform;
+        Ok(w)
+    }
+
+    /// Per-node necessary conditions on a cluster: every node fits some device.
+    fn check_fits_cluster(&self, cluster: &Cluster) -> Result<(), WorkloadError> {
+        if !cluster.cpu_machines().is_empty() {
+            return Ok(());
+        }
+        let largest = cluster.largest_memory_bytes();
+        for node in &self.nodes {
+            if !node.supported_on_accelerator {
+                return Err(WorkloadError::Infeasible {
+                    reason: format!("node {} is not supported on an accelerator and the cluster has no CPU core", node.id),
+                });
+            }
+            if node.size_bytes > largest {
+                return Err(WorkloadError::Infeasible {
+                    reason: format!(
+                        "node {} needs {} bytes, more than the cluster's largest accelerator memory ({largest} bytes), and the cluster has no CPU core",
+                        node.id, node.size_bytes
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What the workload knows about devices beyond MODEL.md ([`Platform`]).
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// The cluster the workload targets, if it has one.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.platform.cluster.as_ref()
     }
 
     pub fn nodes(&self) -> &[Node] {

@@ -3,6 +3,7 @@
 //! - [`tabular`]: the one table renderer (aligned text and Markdown) the others use;
 //! - [`table`]: one plan (`plan`, `score`);
 //! - [`layers`]: what each device holds, by layer range and module path;
+//! - [`cluster`](mod@cluster): a plan on a cluster, per device with machine and type;
 //! - [`compare`]: the comparison of every method on one workload (`compare`);
 //! - [`reproduce`]: the page over every published workload (`reproduce`);
 //! - [`bench`](mod@bench): the timings of `dnnplace bench`;
@@ -12,6 +13,7 @@
 
 pub mod bench;
 pub mod charts;
+pub mod cluster;
 pub mod compare;
 pub mod html;
 pub mod layers;

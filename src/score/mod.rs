@@ -13,12 +13,14 @@
 //! [`CHEAP_LATENCY_STEPS`]; otherwise [`Evaluation::latency`] is `None` and the reports say
 //! it was not computed. Nothing a throughput check needs depends on the latency.
 
+pub mod cluster;
 pub mod contiguity;
 pub mod latency;
 pub mod load;
 pub mod pipeline_memory;
 pub mod validity;
 
+pub use cluster::{evaluate_on_cluster, ClusterEvaluation};
 pub use contiguity::contiguity_violations;
 pub use latency::{greedy_cut_steps, latency, Call, LatencyScore};
 pub use pipeline_memory::{pipeline_memory, DeviceMemory, PipelineMemoryError};

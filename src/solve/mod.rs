@@ -31,6 +31,7 @@ pub mod baselines;
 pub mod brute_force;
 pub mod budget;
 pub mod chain;
+pub mod cluster;
 pub mod coarsen;
 pub mod compare;
 pub mod dp;

@@ -6,6 +6,7 @@
 //! - [`graph`]: the graph coloured by device, collapsed when large;
 //! - [`bars`]: per-device load (compute + communication) and memory against the limit,
 //!   the bottleneck marked;
+//! - [`curve`]: a standalone line chart (the scaling sweep, the price frontier);
 //! - [`gantt`]: the simulated schedule, one row per device, and memory over time.
 //!
 //! Every chart carries `id`, `class` and `data-device` attributes that the tests (and a
@@ -15,6 +16,7 @@
 
 pub mod axis;
 pub mod bars;
+pub mod curve;
 pub mod gantt;
 pub mod graph;
 pub mod layout;

@@ -1,0 +1,1099 @@
+//! The contiguous TPS optimum on a cluster by dynamic programming over the ideals of the
+//! group DAG, with a state that knows what the communication rule of
+//! [`crate::model::cluster`] needs.
+//!
+//! **Plan space.** A contiguous plan on a cluster is a chain of ideals
+//! `∅ = I_0 ⊂ I_1 ⊂ … ⊂ I_r = V`, stage `S_i = I_i \ I_{i−1}` on its own device, and the
+//! stages fill machines in order: each machine's stages are one consecutive run
+//! ([`crate::score::cluster`] states the same space on placements; the cluster brute force
+//! searches it).
+//!
+//! **What a stage's load depends on.** On device `d` (type `t` or a CPU core, machine kind
+//! `κ`), `S = I \ J` costs its compute `x_d(S)`, the sends of its producers (which depend
+//! only on `d`'s machine having a peer link) and, per transfer `τ` it receives, a price
+//! that depends on where `τ`'s producer `p` is: on another machine, on a CPU core of this
+//! machine, or on an accelerator of this machine (the last two differ only on machines with
+//! a peer link). A transfer `τ` here is the set of nodes with one producer group `p(τ)`
+//! and one set of receiver groups `R(τ)` (their costs added, their count kept for the
+//! links' latencies). A producer in `J` was placed before; a producer outside `I` (a
+//! gradient flowing back to an earlier stage) is placed later, so the stage *guesses* where
+//! it will be and the guess is checked when it is placed.
+//!
+//! **State** at ideal `I`: `σ = (κ, o, a, u, λ, γ)` with
+//! - `κ` the kind of the current machine (machines with the same accelerators, CPU cores and
+//!   links are one kind and interchangeable) and `o_κ'` the machines of each kind opened;
+//! - `a` the current machine's accelerators used per type and CPU cores used;
+//! - `u` the accelerators used per type on all machines (kept only for the sweep and the
+//!   cheapest cluster, [`Tracking`]);
+//! - `λ(p) ∈ {E, C, A}` for every producer `p ∈ I` with a receiver outside `I`: on an
+//!   earlier machine, on a CPU core or on an accelerator of the current machine;
+//! - `γ(p) ∈ {N, C, A}` for every producer `p ∉ I` that a stage of the current machine
+//!   receives from: a later machine, a CPU core or an accelerator of the current machine.
+//!
+//! On a machine without a peer link `C` and `A` price the same and are merged.
+//!
+//! **Recurrence.**
+//!
+//! ```text
+//! dp[∅][σ_0] = 0
+//! dp[I][σ'] = min over J ⊊ I, σ at J, a free device d (on the current machine, or the first
+//!             device of a newly opened machine), guesses γ_new for the producers S first
+//!             receives from, with σ' = next(σ, S, d, γ_new), of
+//!               max( dp[J][σ], load_d(S | σ, γ_new) )
+//! answer = min_σ dp[V][σ]
+//! load_d(S) = x_d(S) + Σ_{τ: p(τ)∈S, R(τ)⊄S} send_d(τ) + Σ_{τ: p(τ)∉S, R(τ)∩S≠∅} recv_d(τ, ℓ(p(τ)))
+//! ```
+//!
+//! with `ℓ(p) = E` for `p ∈ J` when `d` opens a machine, `λ(p)` for `p ∈ J` otherwise, and
+//! the (old or new) guess for `p ∉ I`. A transition is valid when `S` fits `d`'s memory and
+//! holds no CPU-only group (on an accelerator), every group of `S` with a guess matches `d`
+//! (`C`/`A` for a CPU/accelerator of the current machine; `N` forbids the current machine),
+//! and a machine is opened only when every guess is `N` (the old machine's guesses are then
+//! satisfied and dropped; the labels all become `E`).
+//!
+//! **Exactness.** A plan of the space determines a unique path of states (its labels and
+//! guesses are the truth), and along it every stage's load is its load under the rule; a
+//! path with a wrong guess is cut when the producer is placed. So the answer is the optimum
+//! over the plan space.
+//!
+//! **Pruning (exact).** With an upper bound `B` (the value of a plan already held, or
+//! ∞), states of value `> B` are dropped, and `J` is restricted to
+//! `F(J) ≥ F(I) − B` for `F` the prefix sums of each group's fastest time on any device,
+//! found by binary search in the ideals sorted by `F`.
+//!
+//! **Complexity.** O(Σ_I Σ_{J∈W(I)} |Σ_J| · D · 3^{q} · (φ + |λ| + |γ|)) time for the
+//! ideals `I`, the window `W(I)`, the states `Σ_J` kept at `J`, `D ≤ (K + 1)(|T| + 1)`
+//! device choices for `K` machine kinds and `|T|` types, `q` new guesses per stage
+//! (0 for inference graphs) and `φ` crossing transfers; memory O(Σ_I |Σ_I|). The
+//! states per ideal are at most `Π_κ (n_κ + 1) · K · Π_t (c_t + 1) · 3^{φ'}` for `n_κ`
+//! machines of kind `κ`, `c_t` accelerators of type `t` per machine (clamped to the number
+//! of groups) and `φ'` producers on the frontier.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::super::budget::Budget;
+use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
+use super::super::{Limits, SolveError, StopReason};
+use crate::model::contraction::Contraction;
+use crate::model::{ClusterCosts, Device, Placement, Workload};
+
+/// What the DP keeps apart besides the plan's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tracking {
+    /// Only the best plan.
+    Best,
+    /// The best plan for every vector of accelerators used per type (the sweep and the
+    /// cheapest cluster read these).
+    PerUsage,
+}
+
+/// Most machine kinds, accelerator types, and labelled producers per ideal the state holds.
+pub const MAX_KINDS: usize = 8;
+pub const MAX_TYPES: usize = 6;
+pub const MAX_WIDTH: usize = 64;
+
+/// Labels (2 bits per frontier producer): where a producer of `I` is.
+const EARLIER: u8 = 0;
+const HERE_CPU: u8 = 1;
+const HERE_ACC: u8 = 2;
+/// Guesses (2 bits per upstream producer): none yet, a later machine, a CPU core or an
+/// accelerator of the current machine.
+const NO_GUESS: u8 = 0;
+const G_LATER: u8 = 1;
+const G_CPU: u8 = 2;
+const G_ACC: u8 = 3;
+/// The "type" of a CPU core in a [`Choice`], and "no current machine".
+const NONE: u8 = u8::MAX;
+
+fn guess_of(label: u8) -> u8 {
+    label + 1
+}
+/// The label a guess prices like (a later machine is priced like an earlier one: over the
+/// network).
+fn label_of(guess: u8) -> u8 {
+    guess - 1
+}
+
+#[inline]
+fn get2(bits: u128, k: usize) -> u8 {
+    (bits >> (2 * k) & 3) as u8
+}
+#[inline]
+fn set2(bits: &mut u128, k: usize, v: u8) {
+    *bits = *bits & !(3u128 << (2 * k)) | (v as u128) << (2 * k);
+}
+
+/// One transfer: the nodes with producer group `p` and receiver groups `recv`.
+#[derive(Clone, Debug)]
+struct Transfer {
+    p: usize,
+    recv: Vec<usize>,
+    /// Nodes merged (each pays the link's latency).
+    count: f64,
+    /// Σ c(u).
+    cost: f64,
+}
+
+/// Latency and bandwidth ratio of a link of one machine kind.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct LinkPrice {
+    latency_ms: f64,
+    scale: f64,
+}
+
+impl LinkPrice {
+    #[inline]
+    fn time(self, t: &Transfer) -> f64 {
+        t.count * self.latency_ms + t.cost * self.scale
+    }
+}
+
+/// Identical machines.
+#[derive(Clone, Debug)]
+struct Kind {
+    machines: Vec<usize>,
+    /// Accelerators per type.
+    per_type: Vec<usize>,
+    cpus: usize,
+    host: LinkPrice,
+    peer: Option<LinkPrice>,
+    network: LinkPrice,
+}
+
+impl Kind {
+    fn devices(&self) -> usize {
+        self.per_type.iter().sum::<usize>() + self.cpus
+    }
+}
+
+/// A device choice of one transition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Choice {
+    /// The stage opens a machine of kind `kind` (else it is on the current one).
+    opens: bool,
+    kind: u8,
+    /// Accelerator type, or [`NONE`] for a CPU core.
+    ty: u8,
+}
+
+/// A state (module documentation), packed: labels by position in the ideal's frontier list,
+/// guesses by position in its upstream list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    current: u8,
+    opened: [u8; MAX_KINDS],
+    /// Per type on the current machine; `usage[MAX_TYPES]` counts CPU cores.
+    usage: [u8; MAX_TYPES + 1],
+    /// Per type on all machines ([`Tracking::PerUsage`] only).
+    used: [u16; MAX_TYPES],
+    labels: u128,
+    guesses: u128,
+}
+
+#[derive(Clone, Debug)]
+struct State {
+    key: Key,
+    value: f64,
+    /// (ideal J, state index at J, choice).
+    back: Option<(u32, u32, Choice)>,
+}
+
+struct Prepared {
+    c: Contraction,
+    types: usize,
+    /// `x[t][g]`.
+    x: Vec<Vec<f64>>,
+    cpu: Vec<f64>,
+    size: Vec<f64>,
+    supported: Vec<bool>,
+    memory: Vec<f64>,
+    transfers: Vec<Transfer>,
+    kinds: Vec<Kind>,
+    clamp: usize,
+}
+
+/// The result of the cluster DP.
+#[derive(Clone, Debug)]
+pub struct ClusterDpResult {
+    /// The optimum and a plan reaching it; `None` when no plan exists (or the run stopped).
+    pub best: Option<(f64, Placement)>,
+    /// With [`Tracking::PerUsage`]: for every vector of accelerators used per type that some
+    /// plan reaches, the least TPS with exactly that usage, and a plan.
+    pub per_usage: Vec<(Vec<usize>, f64, Placement)>,
+    pub ideals: usize,
+    /// States kept over all ideals (after pruning).
+    pub states: usize,
+    /// Pairs `J ⊂ I` relaxed.
+    pub pairs: u64,
+    /// Zero-cost leaf groups folded into their neighbour ([`super::folding`]).
+    pub folded: usize,
+    /// A lower bound on the optimum: the optimum itself after a full run (∞ when no plan
+    /// exists), else the bound of [`bounds`] (0 with [`Tracking::PerUsage`]).
+    pub lower_bound: f64,
+    /// Why the run stopped before its proof (time limit, Ctrl-C, the ideal limit). Then
+    /// `best`, with [`Tracking::Best`], is the optimum over the prefixes of the groups'
+    /// numbering when that run finished (a valid plan, not proven optimal), else `None`;
+    /// `per_usage` is empty.
+    pub stopped: Option<StopReason>,
+}
+
+/// Ideals with per-ideal sums and lists.
+struct IdealData {
+    ideals: Family,
+    x: Vec<Vec<f64>>,
+    cpu: Vec<f64>,
+    size: Vec<f64>,
+    unsupported: Vec<u32>,
+    fastest: Vec<f64>,
+    /// Transfers with groups inside and outside the ideal.
+    crossing: Vec<Vec<u32>>,
+    /// Producers in the ideal with a receiver outside it (they carry labels), sorted.
+    frontier: Vec<Vec<u32>>,
+    /// Producers outside the ideal with a receiver inside it (they may carry guesses), sorted.
+    upstream: Vec<Vec<u32>>,
+}
+
+fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
+    let (c, folded) = super::folding::fold_free_leaves(w, costs, Contraction::new(w));
+    let cluster = costs.cluster();
+    let types = cluster.types().len();
+    let n = c.len();
+    let mut x = vec![vec![0.0; n]; types];
+    for (t, xt) in x.iter_mut().enumerate() {
+        let times = costs.times_of_type(t);
+        for (g, group) in c.groups.iter().enumerate() {
+            xt[g] = group.nodes.iter().map(|&v| times[v]).sum();
+        }
+    }
+    let mut merged: HashMap<(usize, Vec<usize>), (f64, f64)> = HashMap::new();
+    for u in 0..w.len() {
+        let cost = w.out_cost(u);
+        if cost == 0.0 {
+            continue;
+        }
+        let p = c.group_of[u];
+        let mut recv: Vec<usize> = w.successors(u).iter().map(|&s| c.group_of[s]).filter(|&g| g != p).collect();
+        recv.sort_unstable();
+        recv.dedup();
+        if recv.is_empty() {
+            continue;
+        }
+        let e = merged.entry((p, recv)).or_insert((0.0, 0.0));
+        e.0 += 1.0;
+        e.1 += cost;
+    }
+    let mut transfers: Vec<Transfer> = merged.into_iter().map(|((p, recv), (count, cost))| Transfer { p, recv, count, cost }).collect();
+    transfers.sort_by(|a, b| (a.p, &a.recv).cmp(&(b.p, &b.recv)));
+    let b_ref = w.platform().reference.host_bytes_per_s;
+    let price = |l: &crate::model::Link| LinkPrice { latency_ms: l.latency_ms, scale: b_ref / l.bytes_per_s };
+    let mut kinds: Vec<Kind> = Vec::new();
+    for (m, machine) in cluster.machines().iter().enumerate() {
+        let mut per_type = vec![0; types];
+        for &(t, count) in &machine.accelerators {
+            per_type[t] += count;
+        }
+        let kind = Kind {
+            machines: vec![m],
+            per_type,
+            cpus: machine.cpus,
+            host: price(&machine.host),
+            peer: machine.peer.as_ref().map(price),
+            network: price(&machine.network),
+        };
+        match kinds.iter_mut().find(|k| {
+            k.per_type == kind.per_type && k.cpus == kind.cpus && k.host == kind.host && k.peer == kind.peer && k.network == kind.network
+        }) {
+            Some(k) => k.machines.push(m),
+            None => kinds.push(kind),
+        }
+    }
+    let p = Prepared {
+        types,
+        x,
+        cpu: c.groups.iter().map(|g| g.cpu_latency).collect(),
+        size: c.groups.iter().map(|g| g.size_bytes).collect(),
+        supported: c.groups.iter().map(|g| g.supported_on_accelerator).collect(),
+        memory: cluster.types().iter().map(|t| t.memory_bytes).collect(),
+        transfers,
+        kinds,
+        clamp: n,
+        c,
+    };
+    (p, folded)
+}
+
+/// The ideals the recurrence runs over: every ideal of the group DAG, or only the prefixes
+/// `{0..p}`, `p = 0..=n`, of the groups' topological numbering (one per level) for the bound.
+enum Family {
+    Prefixes { level_start: Vec<usize> },
+    All(Ideals),
+}
+
+/// One ideal of a [`Family`], for membership tests.
+#[derive(Clone, Copy)]
+enum Set<'a> {
+    /// `{0..p}`.
+    Prefix(usize),
+    Bits(IdealBits<'a>),
+}
+
+impl Set<'_> {
+    #[inline]
+    fn contains(&self, g: usize) -> bool {
+        match self {
+            Set::Prefix(p) => g < *p,
+            Set::Bits(b) => b.contains(g),
+        }
+    }
+
+    /// The groups of the set, in increasing order.
+    fn groups(&self) -> Vec<usize> {
+        match self {
+            Set::Prefix(p) => (0..*p).collect(),
+            Set::Bits(b) => b.groups(),
+        }
+    }
+}
+
+impl Family {
+    fn prefixes(n: usize) -> Family {
+        Family::Prefixes { level_start: (0..=n + 1).collect() }
+    }
+
+    fn len(&self) -> usize {
+        *self.level_start().last().expect("at least the empty ideal")
+    }
+
+    /// Ideals of level p are `level_start()[p] .. level_start()[p + 1]`.
+    fn level_start(&self) -> &[usize] {
+        match self {
+            Family::Prefixes { level_start } => level_start,
+            Family::All(ideals) => &ideals.level_start,
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Set<'_> {
+        match self {
+            Family::Prefixes { .. } => Set::Prefix(i),
+            Family::All(ideals) => Set::Bits(ideals.get(i)),
+        }
+    }
+
+    /// `I_j ⊆ I_i`.
+    #[inline]
+    fn is_subset(&self, j: usize, i: usize) -> bool {
+        match self {
+            Family::Prefixes { .. } => j <= i,
+            Family::All(ideals) => ideals.is_subset(j, i),
+        }
+    }
+}
+
+fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
+    let count = ideals.len();
+    let n = p.c.len();
+    let mut incident: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (i, t) in p.transfers.iter().enumerate() {
+        incident[t.p].push(i as u32);
+        for &r in &t.recv {
+            incident[r].push(i as u32);
+        }
+    }
+    let cpus = p.kinds.iter().any(|k| k.cpus > 0);
+    let fastest_of: Vec<f64> = (0..n)
+        .map(|g| {
+            let acc = if p.supported[g] { (0..p.types).map(|t| p.x[t][g]).fold(f64::INFINITY, f64::min) } else { f64::INFINITY };
+            acc.min(if cpus { p.cpu[g] } else { f64::INFINITY })
+        })
+        .collect();
+    type PerIdeal = (Vec<f64>, f64, f64, u32, f64, Vec<u32>, Vec<u32>, Vec<u32>);
+    let per: Vec<PerIdeal> = (0..count)
+        .into_par_iter()
+        .map(|i| {
+            let bits = ideals.get(i);
+            let mut xs = vec![0.0; p.types];
+            let (mut cpu, mut size, mut unsupported, mut fastest) = (0.0, 0.0, 0u32, 0.0);
+            let mut crossing: Vec<u32> = Vec::new();
+            for g in bits.groups() {
+                for (t, xt) in xs.iter_mut().enumerate() {
+                    *xt += p.x[t][g];
+                }
+                cpu += p.cpu[g];
+                size += p.size[g];
+                unsupported += u32::from(!p.supported[g]);
+                fastest += fastest_of[g];
+                for &ti in &incident[g] {
+                    let t = &p.transfers[ti as usize];
+                    if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
+                        crossing.push(ti);
+                    }
+                }
+            }
+            crossing.sort_unstable();
+            crossing.dedup();
+            let mut frontier: Vec<u32> = Vec::new();
+            let mut upstream: Vec<u32> = Vec::new();
+            for &ti in &crossing {
+                let t = &p.transfers[ti as usize];
+                if bits.contains(t.p) {
+                    frontier.push(t.p as u32);
+                } else {
+                    upstream.push(t.p as u32);
+                }
+            }
+            for list in [&mut frontier, &mut upstream] {
+                list.sort_unstable();
+                list.dedup();
+            }
+            (xs, cpu, size, unsupported, fastest, crossing, frontier, upstream)
+        })
+        .collect();
+    let mut data = IdealData {
+        ideals,
+        x: Vec::with_capacity(count),
+        cpu: Vec::with_capacity(count),
+        size: Vec::with_capacity(count),
+        unsupported: Vec::with_capacity(count),
+        fastest: Vec::with_capacity(count),
+        crossing: Vec::with_capacity(count),
+        frontier: Vec::with_capacity(count),
+        upstream: Vec::with_capacity(count),
+    };
+    for (xs, cpu, size, unsupported, fastest, crossing, frontier, upstream) in per {
+        if frontier.len() > MAX_WIDTH || upstream.len() > MAX_WIDTH {
+            return Err(SolveError::Unsupported {
+                method: "dp".into(),
+                what: format!(
+                    "a cut with {} producers on one side of a contiguous split (the cluster DP labels at most {MAX_WIDTH}); coarsen the graph",
+                    frontier.len().max(upstream.len())
+                ),
+            });
+        }
+        data.x.push(xs);
+        data.cpu.push(cpu);
+        data.size.push(size);
+        data.unsupported.push(unsupported);
+        data.fastest.push(fastest);
+        data.crossing.push(crossing);
+        data.frontier.push(frontier);
+        data.upstream.push(upstream);
+    }
+    Ok(data)
+}
+
+/// The label a device of this kind gives its producers: `HERE_CPU`/`HERE_ACC`, merged on a
+/// machine without a peer link.
+fn here_label(kind: &Kind, ty: u8) -> u8 {
+    if ty == NONE && kind.peer.is_some() {
+        HERE_CPU
+    } else {
+        HERE_ACC
+    }
+}
+
+/// What a receiving device of `kind` (an accelerator unless `cpu`) pays for `t` from a
+/// producer labelled `label`.
+#[inline]
+fn receive(kind: &Kind, cpu: bool, label: u8, t: &Transfer) -> f64 {
+    match label {
+        EARLIER => kind.network.time(t),
+        HERE_CPU => {
+            if cpu {
+                0.0
+            } else {
+                kind.host.time(t)
+            }
+        }
+        _ => match (cpu, kind.peer) {
+            (false, Some(p)) => p.time(t),
+            (false, None) => kind.host.time(t),
+            (true, Some(_)) => kind.host.time(t),
+            (true, None) => 0.0,
+        },
+    }
+}
+
+/// Solves the contiguous TPS problem on the cluster of `costs` to optimality (module
+/// documentation), keeping per-usage optima when `tracking` asks. `upper_bound` is the value
+/// of a plan the caller holds (∞ for none); with [`Tracking::Best`] the DP first finds its
+/// own bound, the optimum over the prefixes of one topological order (its bound raised from
+/// a lower bound by 1.5× until a plan appears), and prunes with the smaller. Per-usage
+/// optima above a bound would be pruned, so [`Tracking::PerUsage`] uses only the caller's.
+pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Tracking, upper_bound: f64) -> Result<ClusterDpResult, SolveError> {
+    let cluster = costs.cluster();
+    let (p, folded) = prepare(w, costs);
+    if p.types > MAX_TYPES || p.kinds.len() > MAX_KINDS || p.kinds.iter().any(|k| k.machines.len() > 255) {
+        return Err(SolveError::Unsupported {
+            method: "dp".into(),
+            what: format!(
+                "a cluster of {} accelerator types and {} kinds of machine (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
+                cluster.types().len(),
+                p.kinds.len()
+            ),
+        });
+    }
+    let budget = limits.budget();
+    let mut bound = upper_bound;
+    let mut pairs = 0;
+    // With Tracking::Best: the optimum over the prefixes and its plan, held in case the full
+    // run stops; and the lower bound of `bounds`.
+    let mut fallback: Option<(f64, Placement)> = None;
+    let mut lower = 0.0;
+    let stopped = |reason, states, pairs, fallback: Option<(f64, Placement)>, lower: f64| {
+        Ok(ClusterDpResult { best: fallback, per_usage: Vec::new(), ideals: 0, states, pairs, folded, lower_bound: lower, stopped: Some(reason) })
+    };
+    if tracking == Tracking::Best {
+        let chain = ideal_data(&p, Family::prefixes(p.c.len()))?;
+        let (mut b, ceiling) = bounds(&p, &chain);
+        // `bounds` clamps its lower bound to 1e-12 for the search below; a bound that small
+        // is stated as 0.
+        lower = if b > 1e-12 { b } else { 0.0 };
+        let last = chain.ideals.len() - 1;
+        loop {
+            match run(&p, &chain, Tracking::Best, b.min(bound), &budget) {
+                Run::Done(table, n) => {
+                    pairs += n;
+                    if let Some((s, st)) = table[last].iter().enumerate().min_by(|a, b| a.1.value.total_cmp(&b.1.value)) {
+                        bound = bound.min(st.value);
+                        fallback = Some((st.value, reconstruct(&p, &chain, &table, last, s, costs)));
+                        break;
+                    }
+                }
+                Run::Stopped(reason, states, n) => return stopped(reason, states, pairs + n, None, lower),
+            }
+            if b >= ceiling || b >= bound {
+                break;
+            }
+            b = (b * 1.5).min(ceiling);
+        }
+    }
+    let limit = limits.max_ideals;
+    let too_many = |found: usize, how: &str| SolveError::TooManyIdeals { found, limit, which: format!("--max-ideals allows: {how}") };
+    let estimate = ideals::estimate(&p.c);
+    let enumerated = if estimate.lower_bound > limit as u128 {
+        let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
+        let counted = if estimate.exact { "exactly" } else { "at least" };
+        Err(too_many(found, &format!("it has {counted} {found}, counted before enumerating")))
+    } else {
+        Ideals::enumerate(&p.c, limit, &budget).map_err(|e| match e {
+            EnumerationStop::TooMany { found } => too_many(found, &format!("{found} enumerated before stopping")),
+            EnumerationStop::Budget { reason, .. } => SolveError::Stopped { method: "dp".into(), reason, detail: String::new() },
+        })
+    };
+    let ideals = match enumerated {
+        Ok(ideals) => ideals,
+        // The prefixes' optimum is a plan: keep it, stating why it is not proven.
+        Err(SolveError::TooManyIdeals { .. }) if fallback.is_some() => {
+            return stopped(StopReason::IdealLimit { limit }, 0, pairs, fallback, lower);
+        }
+        Err(SolveError::Stopped { reason, .. }) => return stopped(reason.into(), 0, pairs, fallback, lower),
+        Err(e) => return Err(e),
+    };
+    let data = ideal_data(&p, Family::All(ideals))?;
+    let count = data.ideals.len();
+    let table = match run(&p, &data, tracking, bound, &budget) {
+        Run::Done(table, n) => {
+            pairs += n;
+            table
+        }
+        Run::Stopped(reason, states, n) => {
+            let r = stopped(reason, states, pairs + n, fallback, lower);
+            return r.map(|r| ClusterDpResult { ideals: count, ..r });
+        }
+    };
+    let full = count - 1;
+    let states: usize = table.iter().map(Vec::len).sum();
+    let finals = &table[full];
+    let best = finals.iter().enumerate().min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+    let best = best.map(|(s, st)| (st.value, reconstruct(&p, &data, &table, full, s, costs)));
+    let mut per_usage: Vec<(Vec<usize>, f64, Placement)> = Vec::new();
+    if tracking == Tracking::PerUsage {
+        let mut by: HashMap<Vec<u16>, usize> = HashMap::new();
+        for (s, st) in finals.iter().enumerate() {
+            let used = st.key.used[..p.types].to_vec();
+            match by.get(&used) {
+                Some(&o) if finals[o].value <= st.value => {}
+                _ => {
+                    by.insert(used, s);
+                }
+            }
+        }
+        let mut list: Vec<(Vec<u16>, usize)> = by.into_iter().collect();
+        list.sort();
+        for (used, s) in list {
+            let plan = reconstruct(&p, &data, &table, full, s, costs);
+            per_usage.push((used.iter().map(|&x| x as usize).collect(), finals[s].value, plan));
+        }
+    }
+    let lower_bound = best.as_ref().map_or(f64::INFINITY, |b| b.0);
+    Ok(ClusterDpResult { best, per_usage, ideals: count, states, pairs, folded, lower_bound, stopped: None })
+}
+
+/// A lower bound on the optimum (the slowest group on its fastest device; the fastest total
+/// compute over all devices) and a value no stage's load can exceed (every group at its
+/// slowest, every transfer paid at its dearest link as sender and as receiver).
+fn bounds(p: &Prepared, data: &IdealData) -> (f64, f64) {
+    let cpus = p.kinds.iter().any(|k| k.cpus > 0);
+    let devices: usize = p.kinds.iter().map(|k| k.machines.len() * k.devices()).sum();
+    let mut lower: f64 = data.fastest[data.fastest.len() - 1] / devices.max(1) as f64;
+    let mut ceiling = 0.0;
+    for g in 0..p.c.len() {
+        let acc = (0..p.types).filter(|_| p.supported[g]).map(|t| p.x[t][g]);
+        let fastest = acc.clone().fold(if cpus { p.cpu[g] } else { f64::INFINITY }, f64::min);
+        lower = lower.max(fastest);
+        ceiling += acc.fold(if cpus { p.cpu[g] } else { 0.0 }, f64::max);
+    }
+    for t in &p.transfers {
+        let dearest = p.kinds.iter().flat_map(|k| [Some(k.host), k.peer, Some(k.network)]).flatten().map(|l| l.time(t)).fold(0.0, f64::max);
+        ceiling += 2.0 * dearest;
+    }
+    (lower.max(1e-12), ceiling.max(lower) * (1.0 + 1e-9) + 1e-12)
+}
+
+enum Run {
+    /// The states of every ideal, and the pairs relaxed.
+    Done(Vec<Vec<State>>, u64),
+    /// Why, the states kept so far and the pairs relaxed.
+    Stopped(StopReason, usize, u64),
+}
+
+/// The recurrence over `data`'s ideals, level by level, states of value above `upper_bound`
+/// dropped and dominated states removed ([`keep_undominated`]).
+fn run(p: &Prepared, data: &IdealData, tracking: Tracking, upper_bound: f64, budget: &Budget) -> Run {
+    let count = data.ideals.len();
+    let bound = if upper_bound.is_finite() { upper_bound * (1.0 + 1e-9) + 1e-12 } else { f64::INFINITY };
+    let mut order: Vec<u32> = (0..count as u32).collect();
+    order.sort_by(|&a, &b| data.fastest[a as usize].total_cmp(&data.fastest[b as usize]));
+    let keys: Vec<f64> = order.iter().map(|&i| data.fastest[i as usize]).collect();
+    let start = Key { current: NONE, opened: [0; MAX_KINDS], usage: [0; MAX_TYPES + 1], used: [0; MAX_TYPES], labels: 0, guesses: 0 };
+    let track = tracking == Tracking::PerUsage;
+    let mut table: Vec<Vec<State>> = vec![Vec::new(); count];
+    table[0].push(State { key: start, value: 0.0, back: None });
+    let pairs = std::sync::atomic::AtomicU64::new(0);
+    let levels = data.ideals.level_start();
+    for level in 1..levels.len() - 1 {
+        if let Err(e) = budget.check() {
+            return Run::Stopped(e.into(), table.iter().map(Vec::len).sum(), pairs.into_inner());
+        }
+        let (lo, hi) = (levels[level], levels[level + 1]);
+        let (done, rest) = table.split_at_mut(lo);
+        let done: &[Vec<State>] = done;
+        let out_of_budget = std::sync::atomic::AtomicBool::new(false);
+        rest[..hi - lo].par_iter_mut().enumerate().for_each(|(offset, slot)| {
+            if out_of_budget.load(std::sync::atomic::Ordering::Relaxed) || budget.is_exhausted() {
+                out_of_budget.store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            let i = lo + offset;
+            let mut found: FxHashMap<Key, u32> = FxHashMap::default();
+            let mut states: Vec<State> = Vec::new();
+            let hi_key = data.fastest[i];
+            let slack = 1e-9 * hi_key.abs().max(1.0);
+            let from = if bound.is_finite() { keys.partition_point(|&x| x < hi_key - bound - slack) } else { 0 };
+            let to = keys.partition_point(|&x| x <= hi_key + slack);
+            let mut scratch = Scratch::default();
+            let mut relaxed = 0;
+            for &j in &order[from..to] {
+                let j = j as usize;
+                if j >= lo || done[j].is_empty() || !data.ideals.is_subset(j, i) {
+                    continue;
+                }
+                relaxed += 1;
+                relax(p, data, j, i, &done[j], bound, track, &mut scratch, &mut |key, value, back| match found.get(&key) {
+                    Some(&at) => {
+                        let st = &mut states[at as usize];
+                        if value < st.value {
+                            st.value = value;
+                            st.back = Some(back);
+                        }
+                    }
+                    None => {
+                        found.insert(key, states.len() as u32);
+                        states.push(State { key, value, back: Some(back) });
+                    }
+                });
+            }
+            pairs.fetch_add(relaxed, std::sync::atomic::Ordering::Relaxed);
+            *slot = keep_undominated(states);
+        });
+        if out_of_budget.into_inner() {
+            let reason = budget.check().err().map_or(StopReason::TimeLimit, StopReason::from);
+            return Run::Stopped(reason, table.iter().map(Vec::len).sum(), pairs.into_inner());
+        }
+    }
+    Run::Done(table, pairs.into_inner())
+}
+
+/// Drops every state that another state of the same ideal dominates: same current machine
+/// kind, labels, guesses and usage across machines, at most as many machines opened of every
+/// kind and devices used on the current machine, and a value at most as large. Every
+/// continuation of the dominated state is open to the dominating one at the same cost, so
+/// the optimum (and every per-usage optimum) is kept.
+fn keep_undominated(mut states: Vec<State>) -> Vec<State> {
+    if states.len() < 2 {
+        return states;
+    }
+    let group = |k: &Key| (k.current, k.labels, k.guesses, k.used);
+    states.sort_by(|a, b| group(&a.key).cmp(&group(&b.key)).then(a.value.total_cmp(&b.value)));
+    let mut kept: Vec<State> = Vec::with_capacity(states.len());
+    let mut group_start = 0;
+    for st in states {
+        if kept.get(group_start).is_none_or(|k| group(&k.key) != group(&st.key)) {
+            group_start = kept.len();
+        }
+        let dominated = kept[group_start..].iter().any(|k| {
+            k.value <= st.value
+                && k.key.opened.iter().zip(&st.key.opened).all(|(a, b)| a <= b)
+                && k.key.usage.iter().zip(&st.key.usage).all(|(a, b)| a <= b)
+        });
+        if !dominated {
+            kept.push(st);
+        }
+    }
+    kept
+}
+
+/// Per-pair lists, reused across pairs.
+#[derive(Default)]
+struct Scratch {
+    /// Transfers S sends (producer in S, a receiver outside S).
+    sends: Vec<u32>,
+    /// Transfers S receives from J: (transfer, producer's position in J's frontier).
+    from_j: Vec<(u32, u8)>,
+    /// Transfers S receives from outside I: (transfer, producer's position in J's upstream
+    /// list or u8::MAX, producer's position in I's upstream list).
+    from_later: Vec<(u32, u8, u8)>,
+    /// Positions in J's upstream list of producers placed in S.
+    placed: Vec<u8>,
+    /// For each position of I's frontier: the producer is in S (u8::MAX) or its position in
+    /// J's frontier.
+    label_from: Vec<u8>,
+    /// For each position of I's upstream list: the producer's position in J's upstream list,
+    /// or u8::MAX.
+    guess_from: Vec<u8>,
+    /// Distinct new pending producers of a choice: (position in I's upstream list, cost if
+    /// on a later machine, on a CPU core here, on an accelerator here).
+    pending: Vec<(u8, f64, f64, f64)>,
+}
+
+fn position(list: &[u32], g: usize) -> Option<u8> {
+    list.binary_search(&(g as u32)).ok().map(|k| k as u8)
+}
+
+/// Every transition from the states at `j` to ideal `i`, reported as (new key, value, back).
+#[allow(clippy::too_many_arguments)]
+fn relax(
+    p: &Prepared,
+    data: &IdealData,
+    j: usize,
+    i: usize,
+    states: &[State],
+    bound: f64,
+    track: bool,
+    sc: &mut Scratch,
+    emit: &mut dyn FnMut(Key, f64, (u32, u32, Choice)),
+) {
+    let (bi, bj) = (data.ideals.get(i), data.ideals.get(j));
+    let in_s = |g: usize| bi.contains(g) && !bj.contains(g);
+    sc.sends.clear();
+    sc.from_j.clear();
+    sc.from_later.clear();
+    // Crossing transfers of I and of J, each once (both lists are sorted).
+    let (ci, cj) = (&data.crossing[i], &data.crossing[j]);
+    let (mut a, mut b) = (0, 0);
+    while a < ci.len() || b < cj.len() {
+        let ti = match (ci.get(a), cj.get(b)) {
+            (Some(&x), Some(&y)) if x == y => {
+                a += 1;
+                b += 1;
+                x
+            }
+            (Some(&x), Some(&y)) if x < y => {
+                a += 1;
+                x
+            }
+            (Some(&x), None) => {
+                a += 1;
+                x
+            }
+            (_, Some(&y)) => {
+                b += 1;
+                y
+            }
+            (None, None) => unreachable!(),
+        };
+        let t = &p.transfers[ti as usize];
+        if in_s(t.p) {
+            if t.recv.iter().any(|&r| !in_s(r)) {
+                sc.sends.push(ti);
+            }
+        } else if t.recv.iter().any(|&r| in_s(r)) {
+            if bj.contains(t.p) {
+                sc.from_j.push((ti, position(&data.frontier[j], t.p).expect("a producer of J with a receiver outside J")));
+            } else {
+                let at_i = position(&data.upstream[i], t.p).expect("a producer outside I with a receiver in I");
+                sc.from_later.push((ti, position(&data.upstream[j], t.p).unwrap_or(u8::MAX), at_i));
+            }
+        }
+    }
+    sc.placed.clear();
+    sc.placed.extend(data.upstream[j].iter().enumerate().filter(|&(_, &g)| in_s(g as usize)).map(|(k, _)| k as u8));
+    sc.label_from.clear();
+    sc.label_from.extend(
+        data.frontier[i].iter().map(|&g| if in_s(g as usize) { u8::MAX } else { position(&data.frontier[j], g as usize).expect("labelled in J") }),
+    );
+    sc.guess_from.clear();
+    sc.guess_from.extend(data.upstream[i].iter().map(|&g| position(&data.upstream[j], g as usize).unwrap_or(u8::MAX)));
+
+    let size = data.size[i] - data.size[j];
+    let acc_ok = data.unsupported[i] == data.unsupported[j];
+    let last = data.fastest.len() - 1;
+    let rest = data.fastest[last] - data.fastest[i];
+    let rest_slack = 1e-9 * data.fastest[last].max(1.0);
+    // Per kind: what S pays to send on an accelerator of a machine without a peer link, and
+    // what it pays to receive from J when it opens a machine of that kind (all over the network).
+    let send_cost: Vec<f64> = p.kinds.iter().map(|k| if k.peer.is_some() { 0.0 } else { sc.sends.iter().map(|&t| k.host.time(&p.transfers[t as usize])).sum() }).collect();
+    let open_cost: Vec<f64> = p.kinds.iter().map(|k| sc.from_j.iter().map(|&(t, _)| k.network.time(&p.transfers[t as usize])).sum()).collect();
+    let compute = |ty: u8| -> Option<f64> {
+        if ty == NONE {
+            Some(data.cpu[i] - data.cpu[j])
+        } else if acc_ok && size <= p.memory[ty as usize] {
+            Some(data.x[i][ty as usize] - data.x[j][ty as usize])
+        } else {
+            None
+        }
+    };
+
+    for (s_index, st) in states.iter().enumerate() {
+        let key = &st.key;
+        let guesses_all_later = (0..data.upstream[j].len()).all(|k| matches!(get2(key.guesses, k), NO_GUESS | G_LATER));
+        let (free_before, free_here) = free_devices(p, key);
+        // Receiving from J on the current machine, for an accelerator and for a CPU core.
+        let (mut here_acc, mut here_cpu) = (0.0, 0.0);
+        if key.current != NONE {
+            let kind = &p.kinds[key.current as usize];
+            for &(t, k) in &sc.from_j {
+                let t = &p.transfers[t as usize];
+                let label = get2(key.labels, k as usize);
+                here_acc += receive(kind, false, label, t);
+                here_cpu += receive(kind, true, label, t);
+            }
+        }
+        let mut consider = |choice: Choice| {
+            let kind = &p.kinds[choice.kind as usize];
+            let cpu = choice.ty == NONE;
+            let Some(mut load) = compute(choice.ty) else { return };
+            if !cpu {
+                load += send_cost[choice.kind as usize];
+            }
+            load += if choice.opens { open_cost[choice.kind as usize] } else if cpu { here_cpu } else { here_acc };
+            if load.max(st.value) > bound {
+                return;
+            }
+            // The devices left must be able to take the rest within the bound (every stage's
+            // load is at least its fastest compute); opening a machine forfeits the current
+            // machine's free devices.
+            if bound.is_finite() {
+                let left = free_before.saturating_sub(1 + if choice.opens { free_here } else { 0 });
+                if rest > left as f64 * bound + rest_slack {
+                    return;
+                }
+            }
+            let mine = here_label(kind, choice.ty);
+            if !choice.opens && sc.placed.iter().any(|&k| !matches!(get2(key.guesses, k as usize), NO_GUESS) && get2(key.guesses, k as usize) != guess_of(mine)) {
+                return;
+            }
+            sc.pending.clear();
+            for &(t, at_j, at_i) in &sc.from_later {
+                let t = &p.transfers[t as usize];
+                let old = if choice.opens || at_j == u8::MAX { NO_GUESS } else { get2(key.guesses, at_j as usize) };
+                if old != NO_GUESS {
+                    load += receive(kind, cpu, label_of(old), t);
+                    continue;
+                }
+                let costs = (receive(kind, cpu, EARLIER, t), receive(kind, cpu, HERE_CPU, t), receive(kind, cpu, HERE_ACC, t));
+                match sc.pending.iter_mut().find(|e| e.0 == at_i) {
+                    Some(e) => {
+                        e.1 += costs.0;
+                        e.2 += costs.1;
+                        e.3 += costs.2;
+                    }
+                    None => sc.pending.push((at_i, costs.0, costs.1, costs.2)),
+                }
+            }
+            if load.max(st.value) > bound {
+                return;
+            }
+            let mut next = *key;
+            if choice.opens {
+                next.current = choice.kind;
+                next.opened[choice.kind as usize] += 1;
+                next.usage = [0; MAX_TYPES + 1];
+            }
+            next.usage[if cpu { MAX_TYPES } else { choice.ty as usize }] += 1;
+            if track && !cpu {
+                next.used[choice.ty as usize] += 1;
+            }
+            next.labels = 0;
+            for (k, &from) in sc.label_from.iter().enumerate() {
+                let label = if from == u8::MAX {
+                    mine
+                } else if choice.opens {
+                    EARLIER
+                } else {
+                    get2(key.labels, from as usize)
+                };
+                set2(&mut next.labels, k, label);
+            }
+            next.guesses = 0;
+            if !choice.opens {
+                for (k, &from) in sc.guess_from.iter().enumerate() {
+                    if from != u8::MAX {
+                        set2(&mut next.guesses, k, get2(key.guesses, from as usize));
+                    }
+                }
+            }
+            // Which guesses can still come true: a later machine must exist; a CPU core or an
+            // accelerator of this machine must be free for the producer.
+            let mut options = [0u8; 3];
+            let mut n_options = 0;
+            if p.kinds.iter().enumerate().any(|(kk, k)| (next.opened[kk] as usize) < k.machines.len()) {
+                options[n_options] = G_LATER;
+                n_options += 1;
+            }
+            let cpu_free = (next.usage[MAX_TYPES] as usize) < kind.cpus;
+            let acc_free = (0..p.types).any(|t| (next.usage[t] as usize) < kind.per_type[t]);
+            if kind.peer.is_some() {
+                if cpu_free {
+                    options[n_options] = G_CPU;
+                    n_options += 1;
+                }
+                if acc_free {
+                    options[n_options] = G_ACC;
+                    n_options += 1;
+                }
+            } else if cpu_free || acc_free {
+                options[n_options] = G_ACC;
+                n_options += 1;
+            }
+            if sc.pending.is_empty() {
+                emit(next, load.max(st.value), (j as u32, s_index as u32, choice));
+                return;
+            }
+            if n_options == 0 {
+                return;
+            }
+            let combos = n_options.pow(sc.pending.len() as u32);
+            for combo in 0..combos {
+                let mut value = load;
+                let mut guessed = next;
+                let mut c = combo;
+                for e in &sc.pending {
+                    let g = options[c % n_options];
+                    c /= n_options;
+                    value += match g {
+                        G_LATER => e.1,
+                        G_CPU => e.2,
+                        _ => e.3,
+                    };
+                    set2(&mut guessed.guesses, e.0 as usize, g);
+                }
+                let value = value.max(st.value);
+                if value <= bound {
+                    emit(guessed, value, (j as u32, s_index as u32, choice));
+                }
+            }
+        };
+        if key.current != NONE {
+            let k = &p.kinds[key.current as usize];
+            for t in 0..p.types {
+                if (key.usage[t] as usize) < k.per_type[t].min(p.clamp) {
+                    consider(Choice { opens: false, kind: key.current, ty: t as u8 });
+                }
+            }
+            if (key.usage[MAX_TYPES] as usize) < k.cpus.min(p.clamp) {
+                consider(Choice { opens: false, kind: key.current, ty: NONE });
+            }
+        }
+        if guesses_all_later {
+            for (kk, k) in p.kinds.iter().enumerate() {
+                if (key.opened[kk] as usize) < k.machines.len() {
+                    for t in 0..p.types {
+                        if k.per_type[t] > 0 {
+                            consider(Choice { opens: true, kind: kk as u8, ty: t as u8 });
+                        }
+                    }
+                    if k.cpus > 0 {
+                        consider(Choice { opens: true, kind: kk as u8, ty: NONE });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Devices still free in a state (on the current machine and on machines not yet opened),
+/// and those on the current machine.
+fn free_devices(p: &Prepared, key: &Key) -> (usize, usize) {
+    let mut current = 0;
+    if key.current != NONE {
+        let k = &p.kinds[key.current as usize];
+        current += (0..p.types).map(|t| k.per_type[t].saturating_sub(key.usage[t] as usize)).sum::<usize>();
+        current += k.cpus.saturating_sub(key.usage[MAX_TYPES] as usize);
+    }
+    let mut free = current;
+    for (kk, k) in p.kinds.iter().enumerate() {
+        free += (k.machines.len() - key.opened[kk] as usize) * k.devices();
+    }
+    (free, current)
+}
+
+/// The placement of state `s` at ideal `i`, devices numbered as the cluster numbers them.
+fn reconstruct(p: &Prepared, data: &IdealData, table: &[Vec<State>], i: usize, s: usize, costs: &ClusterCosts) -> Placement {
+    let mut stages: Vec<(usize, usize, Choice)> = Vec::new();
+    let (mut i, mut s) = (i, s);
+    while let Some((j, sj, choice)) = table[i][s].back {
+        stages.push((j as usize, i, choice));
+        i = j as usize;
+        s = sj as usize;
+    }
+    stages.reverse();
+    let cluster = costs.cluster();
+    // First accelerator index of each machine and type, and first CPU index of each machine.
+    let mut acc_of: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    for (d, a) in cluster.accelerators().iter().enumerate() {
+        acc_of.entry((a.machine, a.accelerator_type)).or_default().push(d);
+    }
+    let mut cpu_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (d, &m) in cluster.cpu_machines().iter().enumerate() {
+        cpu_of.entry(m).or_default().push(d);
+    }
+    let mut opened = vec![0usize; p.kinds.len()];
+    let mut machine = usize::MAX;
+    let mut next: HashMap<(usize, u8), usize> = HashMap::new();
+    let mut group_device = vec![Device::Cpu(0); p.c.len()];
+    for (j, i, choice) in stages {
+        if choice.opens {
+            machine = p.kinds[choice.kind as usize].machines[opened[choice.kind as usize]];
+            opened[choice.kind as usize] += 1;
+        }
+        let n = next.entry((machine, choice.ty)).or_insert(0);
+        let device = if choice.ty == NONE {
+            Device::Cpu(cpu_of[&machine][*n])
+        } else {
+            Device::Accelerator(acc_of[&(machine, choice.ty as usize)][*n])
+        };
+        *n += 1;
+        let (bi, bj) = (data.ideals.get(i), data.ideals.get(j));
+        for (g, slot) in group_device.iter_mut().enumerate() {
+            if bi.contains(g) && !bj.contains(g) {
+                *slot = device;
+            }
+        }
+    }
+    Placement::new(p.c.group_of.iter().map(|&g| group_device[g]).collect())
+}

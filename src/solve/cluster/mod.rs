@@ -1,0 +1,15 @@
+//! Placement on a cluster ([`crate::model::cluster`]): accelerators of several types on
+//! several machines with a link hierarchy.
+//!
+//! - [`dp`]: the contiguous TPS optimum by dynamic programming over ideals, its state
+//!   extended by machines, types and where producers are;
+//! - [`folding`]: zero-cost leaves folded into their neighbour before the DP;
+//! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
+//! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
+//! - [`brute_force`]: exhaustive search, the oracle of the tests.
+
+pub mod brute_force;
+pub mod dp;
+pub mod folding;
+pub mod plan;
+pub mod sweep;

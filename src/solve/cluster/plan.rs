@@ -1,0 +1,120 @@
+//! A checked plan on a cluster: the cluster DP's plan (or brute force's, for tiny graphs)
+//! re-scored by the independent evaluator [`evaluate_on_cluster`] before anyone sees it.
+//!
+//! The check: the plan breaks no hard rule (devices, colour classes, support, memory per
+//! type), is contiguous on the cluster (per device and filling machines in order), and its
+//! scored TPS `max_d load(d)` equals the solver's value within `1e-9` relative. A plan that
+//! fails is a bug ([`SolveError::Check`]), never printed.
+//!
+//! Per-usage optima ([`Tracking::PerUsage`]) are checked the same way, each against its own
+//! value; the sweep and the cheapest-cluster search ([`super::sweep`]) read only checked
+//! plans.
+
+use std::time::Instant;
+
+use super::brute_force::brute_force;
+use super::dp::{solve, Tracking};
+use crate::model::{ClusterCosts, Placement, Workload};
+use crate::score::{evaluate_on_cluster, ClusterEvaluation};
+use crate::solve::{Limits, Objective, SolveError, StopReason};
+
+/// How a cluster plan is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterMethod {
+    /// The cluster DP ([`super::dp`]): proven optimal over contiguous plans.
+    Dp,
+    /// Exhaustive search over contiguous plans ([`super::brute_force`]; at most
+    /// [`super::brute_force::MAX_CLASSES`] colour classes).
+    BruteForce,
+}
+
+/// One plan with its evaluation.
+#[derive(Clone, Debug)]
+pub struct CheckedPlan {
+    /// Accelerators used per type.
+    pub usage: Vec<usize>,
+    pub value: f64,
+    pub placement: Placement,
+    pub evaluation: ClusterEvaluation,
+}
+
+/// The result of planning on a cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterPlan {
+    pub costs: ClusterCosts,
+    pub method: ClusterMethod,
+    /// The optimum; `None` when no contiguous plan exists.
+    pub best: Option<CheckedPlan>,
+    /// With [`Tracking::PerUsage`] (DP only): the best plan for every usage vector reached.
+    pub per_usage: Vec<CheckedPlan>,
+    pub time_s: f64,
+    /// Ideals enumerated and states kept (DP), plans scored (brute force).
+    pub ideals: usize,
+    pub states: usize,
+    /// A proven lower bound on the optimum (= the optimum when `stopped` is `None`).
+    pub lower_bound: f64,
+    /// Why the run stopped before proving its plan optimal. `best` is then the best plan
+    /// seen (the DP's optimum over one topological order's prefixes), or `None`.
+    pub stopped: Option<StopReason>,
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+fn usage_of(costs: &ClusterCosts, p: &Placement) -> Vec<usize> {
+    let cluster = costs.cluster();
+    let mut used = vec![false; cluster.accelerators().len()];
+    for d in &p.assignment {
+        if let crate::model::Device::Accelerator(i) = *d {
+            used[i] = true;
+        }
+    }
+    let mut usage = vec![0; cluster.types().len()];
+    for (i, a) in cluster.accelerators().iter().enumerate() {
+        usage[a.accelerator_type] += usize::from(used[i]);
+    }
+    usage
+}
+
+/// Re-scores `p`, which a solver says has TPS `value`.
+pub fn check(w: &Workload, costs: &ClusterCosts, value: f64, p: Placement) -> Result<CheckedPlan, SolveError> {
+    let e = evaluate_on_cluster(w, costs, &p);
+    if !e.is_valid() {
+        return Err(SolveError::Check(format!("the cluster plan breaks a rule: {:?}", e.violations)));
+    }
+    if !e.is_contiguous() {
+        return Err(SolveError::Check(format!("the cluster plan is not contiguous: {:?}", e.non_contiguous)));
+    }
+    if !close(e.max_load, value) {
+        return Err(SolveError::Check(format!("the solver says TPS {value}, the scorer {}", e.max_load)));
+    }
+    Ok(CheckedPlan { usage: usage_of(costs, &p), value: e.max_load, placement: p, evaluation: e })
+}
+
+/// Plans `w` on its cluster (`w.cluster()` must be set) and checks every plan it returns.
+pub fn plan_on_cluster(w: &Workload, limits: &Limits, method: ClusterMethod, tracking: Tracking) -> Result<ClusterPlan, SolveError> {
+    if w.cluster().is_none() {
+        return Err(SolveError::Unsupported { method: "cluster planning".into(), what: "a workload without a cluster".into() });
+    }
+    let costs = ClusterCosts::of(w);
+    let start = Instant::now();
+    let (best, per_usage, ideals, states, lower_bound, stopped) = match method {
+        ClusterMethod::Dp => {
+            let r = solve(w, &costs, limits, tracking, f64::INFINITY)?;
+            (r.best, r.per_usage, r.ideals, r.states, r.lower_bound, r.stopped)
+        }
+        ClusterMethod::BruteForce => {
+            if tracking == Tracking::PerUsage {
+                return Err(SolveError::Unsupported { method: "brute-force".into(), what: "per-usage optima with plans on a cluster".into() });
+            }
+            let r = brute_force(w, &costs, Objective::Throughput, true)?;
+            let lower_bound = r.best.as_ref().map_or(f64::INFINITY, |b| b.0);
+            (r.best, Vec::new(), 0, r.plans as usize, lower_bound, None)
+        }
+    };
+    let time_s = start.elapsed().as_secs_f64();
+    let best = best.map(|(v, p)| check(w, &costs, v, p)).transpose()?;
+    let per_usage = per_usage.into_iter().map(|(_, v, p)| check(w, &costs, v, p)).collect::<Result<Vec<_>, _>>()?;
+    Ok(ClusterPlan { costs, method, best, per_usage, time_s, ideals, states, lower_bound, stopped })
+}
