@@ -133,22 +133,10 @@ pub fn cluster_violations(w: &Workload, costs: &ClusterCosts, p: &Placement) -> 
 /// index (module documentation). The placement must name only devices of the cluster.
 pub fn cluster_loads(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<DeviceLoad> {
     let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
-    fn entry(map: &mut BTreeMap<Device, DeviceLoad>, d: Device) -> &mut DeviceLoad {
-        map.entry(d).or_insert(DeviceLoad {
-            device: d,
-            nodes: 0,
-            compute: 0.0,
-            communication: 0.0,
-            load: 0.0,
-            memory_bytes: 0.0,
-            forward_load: 0.0,
-            backward_load: 0.0,
-        })
-    }
     for (v, &d) in p.assignment.iter().enumerate() {
         let node = w.node(v);
         let t = costs.compute(w, v, d);
-        let e = entry(&mut map, d);
+        let e = DeviceLoad::entry(&mut map, d);
         e.nodes += 1;
         e.compute += t;
         e.memory_bytes += node.size_bytes;
@@ -177,7 +165,7 @@ pub fn cluster_loads(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<D
         let backward = w.node(u).is_backward;
         let mut pay = |d: Device, amount: f64| {
             if amount != 0.0 || d.is_accelerator() {
-                let e = entry(&mut map, d);
+                let e = DeviceLoad::entry(&mut map, d);
                 e.communication += amount;
                 if backward {
                     e.backward_load += amount;

@@ -34,10 +34,9 @@ pub struct DeviceLoad {
     pub backward_load: f64,
 }
 
-/// Loads of every device that holds at least one node, accelerators first, by index.
-pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
-    let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
-    fn entry(map: &mut BTreeMap<Device, DeviceLoad>, d: Device) -> &mut DeviceLoad {
+impl DeviceLoad {
+    /// `d`'s row in `map`, created empty (all sums 0) on first use.
+    pub(crate) fn entry(map: &mut BTreeMap<Device, DeviceLoad>, d: Device) -> &mut DeviceLoad {
         map.entry(d).or_insert(DeviceLoad {
             device: d,
             nodes: 0,
@@ -49,9 +48,14 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
             backward_load: 0.0,
         })
     }
+}
+
+/// Loads of every device that holds at least one node, accelerators first, by index.
+pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
+    let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
     for (v, &d) in p.assignment.iter().enumerate() {
         let node = w.node(v);
-        let e = entry(&mut map, d);
+        let e = DeviceLoad::entry(&mut map, d);
         e.nodes += 1;
         let t = if d.is_accelerator() { node.fpga_latency } else { node.cpu_latency };
         e.compute += t;
@@ -82,7 +86,7 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
         let backward = w.node(u).is_backward;
         for d in std::iter::once(du).chain(receivers.iter().copied()) {
             if d.is_accelerator() {
-                let e = entry(&mut map, d);
+                let e = DeviceLoad::entry(&mut map, d);
                 e.communication += c;
                 if backward {
                     e.backward_load += c;
