@@ -238,9 +238,7 @@ impl Auto {
             let left = budget.remaining_s().unwrap_or(f64::INFINITY);
             if gap_open && c.len() <= IP_MAX_GROUPS && left >= 2.0 {
                 let mut ip_problem = problem.clone();
-                // No warm start: the contiguous IP handed this plan proved 11.5 "optimal" where the
-                // optimum is 11.25 (tests/coarsen_properties.rs regression; cause not yet found).
-                // It takes its own DP warm start instead.
+                ip_problem.limits.warm_start = Some(b.placement.clone());
                 ip_problem.limits.time_limit_s = Some((left - 0.5).max(1.0));
                 let ip_started = Instant::now();
                 match ip_within(&ip_problem, left - 0.25) {
