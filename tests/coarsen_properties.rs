@@ -69,7 +69,7 @@ proptest! {
         let optimum = brute_optimum(&w);
         let mode = if layers { CoarsenMode::Layers } else { CoarsenMode::Auto };
         let settings = CoarsenSettings { mode, target: Some(target) };
-        let solved = coarsen::solve(&w, &settings, &Limits::default(), &Budget::unlimited()).unwrap();
+        let solved = coarsen::solve(&w, &settings, &Limits::default(), &Budget::unlimited(), &mut Vec::new()).unwrap();
         if let Some(s) = solved {
             let e = evaluate(&w, &s.placement, false);
             prop_assert!(e.is_valid(), "{:?}", e.violations);
@@ -170,7 +170,7 @@ fn planted_blocks_at_scale_are_split_evenly() {
         let optimum = blocks.div_ceil(k) as f64 * 7.0;
         for mode in [CoarsenMode::Auto, CoarsenMode::Layers] {
             let settings = CoarsenSettings { mode, target: Some(64) };
-            let s = coarsen::solve(&w, &settings, &Limits::default(), &Budget::unlimited()).unwrap().expect("a plan");
+            let s = coarsen::solve(&w, &settings, &Limits::default(), &Budget::unlimited(), &mut Vec::new()).unwrap().expect("a plan");
             assert!(close(s.max_load, optimum), "{blocks} blocks on {k}, {mode:?}: {} != {optimum}; {:?}", s.max_load, s.notes);
         }
         let (bound, _) = coarsen::lower_bound(&w, None);

@@ -16,10 +16,10 @@
 //!    groups, the contiguous IP (chain of stages, [`crate::solve::milp::stages`]) runs
 //!    warm-started from the plan for the rest of the time: it keeps the better plan and
 //!    the larger bound.
-//! 4. **Never nothing.** If the DP and the coarsened path produce no plan, the greedy
-//!    baseline (and PipeDream's chain split of a topological order on graphs of at most
-//!    [`CHAIN_SPLIT_MAX_GROUPS`] groups) supply one, with the bound from step 2; if they
-//!    fail too, the contiguous IP without a warm start (on at most [`IP_MAX_GROUPS`]
+//! 4. **Never nothing.** The greedy baseline (and PipeDream's chain split of a
+//!    topological order on graphs of at most [`CHAIN_SPLIT_MAX_GROUPS`] groups) run after
+//!    the coarsened path: they supply a plan when it has none and replace its plan when
+//!    better, with the bound from step 2; if no plan exists yet, the contiguous IP without a warm start (on at most [`IP_MAX_GROUPS`]
 //!    groups) finds one or proves there is none.
 //!
 //! `--coarsen off` skips step 2 (the exact DP only, then the fallbacks); `--coarsen layers`
@@ -189,7 +189,10 @@ impl Auto {
 
         // 2. The coarsened path, and the bound on the fine graph.
         if mode != CoarsenMode::Off {
-            match coarsen::solve(w, &self.coarsen, &problem.limits, &budget.share(0.5)) {
+            let mut notes = Vec::new();
+            let coarse = coarsen::solve(w, &self.coarsen, &problem.limits, &budget.share(0.5), &mut notes);
+            stats.notes.append(&mut notes);
+            match coarse {
                 Ok(Some(s)) => {
                     path.push(format!(
                         "coarsened: DP on level {} of {} ({} of {} groups), refined down",
@@ -199,7 +202,6 @@ impl Auto {
                         s.level_sizes[0]
                     ));
                     stats.ideals = s.dp_ideals;
-                    stats.notes.extend(s.notes);
                     if best.as_ref().is_none_or(|b| s.max_load < b.max_load) {
                         best = Some(Found { placement: s.placement, max_load: s.max_load, source: "coarsened".into() });
                     }
@@ -208,15 +210,13 @@ impl Auto {
                 Err(e) => stats.notes.push(format!("coarsened path failed: {e}")),
             }
         }
-        if best.is_none() {
-            for found in fallbacks(problem, &c) {
-                stats.notes.push(format!("fallback {}: {}", found.source, found.max_load));
-                if best.as_ref().is_none_or(|b| found.max_load < b.max_load) {
-                    best = Some(found);
-                }
-            }
-            if let Some(b) = &best {
-                path.push(format!("fallback: {}", b.source));
+        // The baselines are cheap (linear, or a chain split on small graphs): they supply a
+        // plan when the paths above have none, and replace theirs when better.
+        for found in fallbacks(problem, &c) {
+            stats.notes.push(format!("baseline {}: {}", found.source, found.max_load));
+            if best.as_ref().is_none_or(|b| found.max_load < b.max_load) {
+                path.push(format!("{} baseline{}", found.source, if best.is_some() { " (better)" } else { "" }));
+                best = Some(found);
             }
         }
         let bound_started = Instant::now();

@@ -142,7 +142,6 @@ pub struct CoarseSolution {
     pub dp_objective: f64,
     /// Refinement moves over all levels.
     pub moves: usize,
-    pub notes: Vec<String>,
 }
 
 /// The contraction whose groups are the clusters of `level` (for the lattice estimate).
@@ -202,12 +201,14 @@ fn build_hierarchy(w: &Workload, c0: &Contraction, settings: &CoarsenSettings, b
 
 /// Solves the contiguous max-load problem of `w` on a coarsened graph (module
 /// documentation). `Err` only for internal failures; `Ok(None)` when no level gives a
-/// plan (the DP found none on any level it could run on).
+/// plan (the DP found none on any level it could run on). What each level gave, and why
+/// one gave nothing, is appended to `notes`.
 pub fn solve(
     w: &Workload,
     settings: &CoarsenSettings,
     limits: &Limits,
     budget: &Budget,
+    notes: &mut Vec<String>,
 ) -> Result<Option<CoarseSolution>, SolveError> {
     let started = std::time::Instant::now();
     let c0 = Contraction::new(w);
@@ -215,13 +216,13 @@ pub fn solve(
     let (k, memory) = (d.accelerators, d.memory_per_accelerator_bytes);
     let (h, first_candidate) = build_hierarchy(w, &c0, settings, budget);
     let sizes = h.sizes();
-    let mut notes = vec![format!(
+    notes.push(format!(
         "coarsened {} groups into {} levels ({}) in {:.2} s",
         sizes[0],
         sizes.len(),
         sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
         started.elapsed().as_secs_f64()
-    )];
+    ));
 
     // Candidate levels, finest first, ending at the coarsest.
     let limit = coarse_ideal_limit(budget.remaining_s(), limits.max_ideals);
@@ -248,31 +249,33 @@ pub fn solve(
     }
 
     notes.push(format!("lattice estimates done at {:.2} s", started.elapsed().as_secs_f64()));
-    // The DP, finest chosen level first; a level that does not fit falls back to the next coarser.
+    // The DP from the coarsest chosen level up to the finest: each level may take half of
+    // the time left, and the finest level solved is kept. Coarse levels cost little (each
+    // is about half the size of the next finer one, so all of them together about as
+    // much as the finest), and the ideal count does not predict the DP's time where wide
+    // windows make it quadratic (a CPU stage holding half of a 200k-operator graph): so
+    // the path has a plan early, and a finer level that stops only costs its share.
     let mut solved = None;
-    while let Some(l) = chosen.pop() {
+    for (i, &l) in chosen.iter().enumerate() {
         let map = h.groups_to(l);
         let Some(cw) = coarse_workload(w, &c0, &map, h.levels[l].len())? else {
             notes.push(format!("level {l}: some cluster fits no device"));
             continue;
         };
-        // The DP's cost grows with the pairs of nested ideals, not only their count (wide
-        // levels are slower per ideal): a level whose DP stops leaves half of the time to
-        // the coarser ones.
-        let attempt = if chosen.is_empty() { budget.share(1.0) } else { budget.share(0.5) };
+        let last = i + 1 == chosen.len();
+        let attempt = if last && solved.is_none() { budget.share(1.0) } else { budget.share(0.5) };
         match dp::solve_within(&cw, limit, &attempt) {
             Ok(outcome) => match outcome.placement {
-                Some(p) => {
-                    solved = Some((l, map, p, outcome.objective, outcome.stats.ideals, outcome.status));
-                    break;
-                }
+                Some(p) => solved = Some((l, map, p, outcome.objective, outcome.stats.ideals, outcome.status)),
                 None => notes.push(format!("level {l}: no contiguous plan keeps its clusters whole")),
             },
             Err(SolveError::TooManyIdeals { found, .. }) => {
                 notes.push(format!("level {l} ({} clusters): more than {found} ideals", h.levels[l].len()));
+                break;
             }
             Err(e @ SolveError::Stopped { .. }) => {
                 notes.push(format!("level {l} ({} clusters): {e}", h.levels[l].len()));
+                break;
             }
             Err(e) => return Err(e),
         }
@@ -353,7 +356,6 @@ pub fn solve(
         dp_ideals,
         dp_objective,
         moves,
-        notes,
     }))
 }
 
