@@ -170,8 +170,9 @@ fn planted_blocks_at_scale_are_split_evenly() {
         let optimum = blocks.div_ceil(k) as f64 * 7.0;
         for mode in [CoarsenMode::Auto, CoarsenMode::Layers] {
             let settings = CoarsenSettings { mode, target: Some(64) };
-            let s = coarsen::solve(&w, &settings, &Limits::default(), &Budget::unlimited(), &mut Vec::new()).unwrap().expect("a plan");
-            assert!(close(s.max_load, optimum), "{blocks} blocks on {k}, {mode:?}: {} != {optimum}; {:?}", s.max_load, s.notes);
+            let mut notes = Vec::new();
+            let s = coarsen::solve(&w, &settings, &Limits::default(), &Budget::unlimited(), &mut notes).unwrap().expect("a plan");
+            assert!(close(s.max_load, optimum), "{blocks} blocks on {k}, {mode:?}: {} != {optimum}; {notes:?}", s.max_load);
         }
         let (bound, _) = coarsen::lower_bound(&w, None);
         assert!(bound <= optimum * (1.0 + 1e-12));
