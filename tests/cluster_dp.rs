@@ -130,3 +130,37 @@ fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
     }
     assert!(kept > 50, "only {kept} plans kept ({refused} refused)");
 }
+
+/// The greedy chain (the plan when the DP stops without one): every plan it returns is
+/// valid and contiguous on the cluster, scores what it says, and is never below the
+/// optimum; it has a plan for most feasible instances. Through `plan_on_cluster` with no
+/// time at all, it is the plan, with the DP's bound.
+#[test]
+fn the_greedy_chain_is_a_checked_plan_never_below_the_optimum() {
+    use dnnplace::solve::budget::Budget;
+    use dnnplace::solve::cluster::greedy::greedy_chain;
+    use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
+    let (mut found, mut feasible) = (0, 0);
+    for seed in 0..300 {
+        let Some(base) = random_workload(seed, Shape { max_nodes: 7, training: seed % 2 == 0, ..Shape::default() }) else { continue };
+        let shape = ClusterShape { max_devices: 5, max_machines: 3, ..ClusterShape::default() };
+        let Some(w) = random_cluster(seed, &base, shape) else { continue };
+        let costs = ClusterCosts::of(&w);
+        let Some((optimum, _)) = brute_force(&w, &costs, Objective::Throughput, true).unwrap().best else { continue };
+        feasible += 1;
+        let Some((value, p)) = greedy_chain(&w, &costs, &Budget::unlimited()) else { continue };
+        found += 1;
+        let e = evaluate_on_cluster(&w, &costs, &p);
+        assert!(e.is_valid() && e.is_contiguous(), "seed {seed}: {:?} {:?}", e.violations, e.non_contiguous);
+        assert!(close(e.max_load, value), "seed {seed}: greedy says {value}, its plan scores {}", e.max_load);
+        assert!(value >= optimum * (1.0 - 1e-9), "seed {seed}: greedy {value} below the optimum {optimum}");
+        let clock = Limits { time_limit_s: Some(0.0), ..Limits::default() };
+        let planned = plan_on_cluster(&w, &clock, ClusterMethod::Dp, Tracking::Best).unwrap();
+        let best = planned.best.expect("the greedy chain's plan when the DP has none");
+        // With no time the bisection stops after its first probe (everything packed at the
+        // total compute), one of the probes the unlimited run also scored.
+        assert!(best.value >= value * (1.0 - 1e-9) && planned.source.contains("greedy"), "seed {seed}: {} from {}", best.value, planned.source);
+        assert!(planned.lower_bound <= optimum * (1.0 + 1e-9), "seed {seed}: bound {} above {optimum}", planned.lower_bound);
+    }
+    assert!(feasible > 100 && found * 10 >= feasible * 7, "greedy plans for {found} of {feasible} feasible instances");
+}

@@ -94,8 +94,9 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
     let status = match &plan.stopped {
         None => "optimal (contiguous plans on the cluster)".to_string(),
         Some(reason) => format!(
-            "feasible, gap {:.3}% ({reason}; best plan over one topological order's prefixes, lower bound {:.6} ms)",
+            "feasible, gap {:.3}% ({reason}; {}, lower bound {:.6} ms)",
             super::table::gap(best.value, plan.lower_bound) * 100.0,
+            plan.source,
             plan.lower_bound
         ),
     };

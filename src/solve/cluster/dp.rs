@@ -393,6 +393,66 @@ impl Family {
     }
 }
 
+/// One ideal's row of [`IdealData`]: compute per type, CPU time, size, unsupported groups,
+/// fastest compute, the transfers it cuts, and their producers inside and outside.
+type PerIdeal = (Vec<f64>, f64, f64, u32, f64, Vec<u32>, Vec<u32>, Vec<u32>);
+
+/// A row from its sums and its (sorted, distinct) crossing transfers; `inside(g)` says
+/// whether group g is in the ideal.
+fn row(p: &Prepared, sums: (Vec<f64>, f64, f64, u32, f64), crossing: Vec<u32>, inside: impl Fn(usize) -> bool) -> PerIdeal {
+    let mut frontier: Vec<u32> = Vec::new();
+    let mut upstream: Vec<u32> = Vec::new();
+    for &ti in &crossing {
+        let t = &p.transfers[ti as usize];
+        if inside(t.p) {
+            frontier.push(t.p as u32);
+        } else {
+            upstream.push(t.p as u32);
+        }
+    }
+    for list in [&mut frontier, &mut upstream] {
+        list.sort_unstable();
+        list.dedup();
+    }
+    let (xs, cpu, size, unsupported, fastest) = sums;
+    (xs, cpu, size, unsupported, fastest, crossing, frontier, upstream)
+}
+
+/// The rows of the `count` prefixes `{0, …, i−1}` of the group order, each from the one
+/// before: the sums grow by group `i − 1`, and a transfer crosses while some but not all
+/// of its endpoint occurrences (producer, receivers) are inside. O(n + m + Σ width).
+fn prefix_rows(p: &Prepared, incident: &[Vec<u32>], fastest_of: &[f64], count: usize) -> Vec<PerIdeal> {
+    let total: Vec<u32> = p.transfers.iter().map(|t| 1 + t.recv.len() as u32).collect();
+    let mut inside = vec![0u32; p.transfers.len()];
+    let mut crossing = std::collections::BTreeSet::new();
+    let mut xs = vec![0.0; p.types];
+    let (mut cpu, mut size, mut unsupported, mut fastest) = (0.0, 0.0, 0u32, 0.0);
+    let mut rows = Vec::with_capacity(count);
+    for i in 0..count {
+        if i > 0 {
+            let g = i - 1;
+            for (t, xt) in xs.iter_mut().enumerate() {
+                *xt += p.x[t][g];
+            }
+            cpu += p.cpu[g];
+            size += p.size[g];
+            unsupported += u32::from(!p.supported[g]);
+            fastest += fastest_of[g];
+            for &ti in &incident[g] {
+                inside[ti as usize] += 1;
+                if inside[ti as usize] == total[ti as usize] {
+                    crossing.remove(&ti);
+                } else {
+                    crossing.insert(ti);
+                }
+            }
+        }
+        let list: Vec<u32> = crossing.iter().copied().collect();
+        rows.push(row(p, (xs.clone(), cpu, size, unsupported, fastest), list, |g| g < i));
+    }
+    rows
+}
+
 fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
     let count = ideals.len();
     let n = p.c.len();
@@ -410,48 +470,37 @@ fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
             acc.min(if cpus { p.cpu[g] } else { f64::INFINITY })
         })
         .collect();
-    type PerIdeal = (Vec<f64>, f64, f64, u32, f64, Vec<u32>, Vec<u32>, Vec<u32>);
-    let per: Vec<PerIdeal> = (0..count)
-        .into_par_iter()
-        .map(|i| {
-            let bits = ideals.get(i);
-            let mut xs = vec![0.0; p.types];
-            let (mut cpu, mut size, mut unsupported, mut fastest) = (0.0, 0.0, 0u32, 0.0);
-            let mut crossing: Vec<u32> = Vec::new();
-            for g in bits.groups() {
-                for (t, xt) in xs.iter_mut().enumerate() {
-                    *xt += p.x[t][g];
-                }
-                cpu += p.cpu[g];
-                size += p.size[g];
-                unsupported += u32::from(!p.supported[g]);
-                fastest += fastest_of[g];
-                for &ti in &incident[g] {
-                    let t = &p.transfers[ti as usize];
-                    if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
-                        crossing.push(ti);
+    let per: Vec<PerIdeal> = match &ideals {
+        // Prefixes of the group order: each row from the previous one, O(n + Σ width).
+        Family::Prefixes { .. } => prefix_rows(p, &incident, &fastest_of, count),
+        Family::All(_) => (0..count)
+            .into_par_iter()
+            .map(|i| {
+                let bits = ideals.get(i);
+                let mut xs = vec![0.0; p.types];
+                let (mut cpu, mut size, mut unsupported, mut fastest) = (0.0, 0.0, 0u32, 0.0);
+                let mut crossing: Vec<u32> = Vec::new();
+                for g in bits.groups() {
+                    for (t, xt) in xs.iter_mut().enumerate() {
+                        *xt += p.x[t][g];
+                    }
+                    cpu += p.cpu[g];
+                    size += p.size[g];
+                    unsupported += u32::from(!p.supported[g]);
+                    fastest += fastest_of[g];
+                    for &ti in &incident[g] {
+                        let t = &p.transfers[ti as usize];
+                        if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
+                            crossing.push(ti);
+                        }
                     }
                 }
-            }
-            crossing.sort_unstable();
-            crossing.dedup();
-            let mut frontier: Vec<u32> = Vec::new();
-            let mut upstream: Vec<u32> = Vec::new();
-            for &ti in &crossing {
-                let t = &p.transfers[ti as usize];
-                if bits.contains(t.p) {
-                    frontier.push(t.p as u32);
-                } else {
-                    upstream.push(t.p as u32);
-                }
-            }
-            for list in [&mut frontier, &mut upstream] {
-                list.sort_unstable();
-                list.dedup();
-            }
-            (xs, cpu, size, unsupported, fastest, crossing, frontier, upstream)
-        })
-        .collect();
+                crossing.sort_unstable();
+                crossing.dedup();
+                row(p, (xs, cpu, size, unsupported, fastest), crossing, |g| bits.contains(g))
+            })
+            .collect(),
+    };
     let mut data = IdealData {
         ideals,
         x: Vec::with_capacity(count),

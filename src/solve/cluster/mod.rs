@@ -4,6 +4,8 @@
 //! - [`dp`]: the contiguous TPS optimum by dynamic programming over ideals, its state
 //!   extended by machines, types and where producers are;
 //! - [`folding`]: zero-cost leaves folded into their neighbour before the DP;
+//! - [`greedy`]: a topological order packed into the accelerators in order, the plan
+//!   when the DP stops without one;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
 //! - [`brute_force`]: exhaustive search, the oracle of the tests.
@@ -11,5 +13,6 @@
 pub mod brute_force;
 pub mod dp;
 pub mod folding;
+pub mod greedy;
 pub mod plan;
 pub mod sweep;

@@ -1,5 +1,6 @@
-//! A checked plan on a cluster: the cluster DP's plan (or brute force's, for tiny graphs)
-//! re-scored by the independent evaluator [`evaluate_on_cluster`] before anyone sees it.
+//! A checked plan on a cluster: the cluster DP's plan (or brute force's, for tiny graphs;
+//! when the DP stops without a plan, the greedy chain of [`super::greedy`], with the DP's
+//! lower bound) re-scored by the independent evaluator [`evaluate_on_cluster`] before anyone sees it.
 //!
 //! The check: the plan breaks no hard rule (devices, colour classes, support, memory per
 //! type), is contiguous on the cluster (per device and filling machines in order), and its
@@ -14,6 +15,8 @@ use std::time::Instant;
 
 use super::brute_force::brute_force;
 use super::dp::{solve, Tracking};
+use super::greedy::greedy_chain;
+use crate::solve::budget::Budget;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::{Limits, Objective, SolveError, StopReason};
@@ -54,8 +57,11 @@ pub struct ClusterPlan {
     /// A proven lower bound on the optimum (= the optimum when `stopped` is `None`).
     pub lower_bound: f64,
     /// Why the run stopped before proving its plan optimal. `best` is then the best plan
-    /// seen (the DP's optimum over one topological order's prefixes), or `None`.
+    /// seen (the DP's optimum over one topological order's prefixes, else the greedy
+    /// chain), or `None`.
     pub stopped: Option<StopReason>,
+    /// Where `best` comes from, for people.
+    pub source: &'static str,
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -99,9 +105,22 @@ pub fn plan_on_cluster(w: &Workload, limits: &Limits, method: ClusterMethod, tra
     }
     let costs = ClusterCosts::of(w);
     let start = Instant::now();
+    let mut source = "the optimum";
     let (best, per_usage, ideals, states, lower_bound, stopped) = match method {
         ClusterMethod::Dp => {
-            let r = solve(w, &costs, limits, tracking, f64::INFINITY)?;
+            // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
+            // (linear per probe) has the rest.
+            let mut dp_limits = limits.clone();
+            dp_limits.time_limit_s = limits.time_limit_s.map(|t| 0.9 * t);
+            let mut r = solve(w, &costs, &dp_limits, tracking, f64::INFINITY)?;
+            if r.stopped.is_some() {
+                source = "best plan over one topological order's prefixes";
+            }
+            if r.best.is_none() && r.stopped.is_some() && tracking == Tracking::Best {
+                let left = limits.time_limit_s.map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
+                r.best = greedy_chain(w, &costs, &Budget::new(left, None));
+                source = "greedy chain of one topological order";
+            }
             (r.best, r.per_usage, r.ideals, r.states, r.lower_bound, r.stopped)
         }
         ClusterMethod::BruteForce => {
@@ -116,5 +135,5 @@ pub fn plan_on_cluster(w: &Workload, limits: &Limits, method: ClusterMethod, tra
     let time_s = start.elapsed().as_secs_f64();
     let best = best.map(|(v, p)| check(w, &costs, v, p)).transpose()?;
     let per_usage = per_usage.into_iter().map(|(_, v, p)| check(w, &costs, v, p)).collect::<Result<Vec<_>, _>>()?;
-    Ok(ClusterPlan { costs, method, best, per_usage, time_s, ideals, states, lower_bound, stopped })
+    Ok(ClusterPlan { costs, method, best, per_usage, time_s, ideals, states, lower_bound, stopped, source })
 }

@@ -1,0 +1,105 @@
+//! A plan on a cluster when the cluster DP stops without one: one topological order of the
+//! groups (colour classes contracted, [`Contraction`]) cut into consecutive stages.
+//!
+//! For a threshold `T`, the groups are walked in topological order and packed into the
+//! accelerators in the cluster's order (machine after machine, so stages fill machines in
+//! order): a group joins the current accelerator while its compute on that accelerator's
+//! type stays within `T` and its memory within the accelerator's; otherwise the next
+//! accelerator opens. A group that may not run on an accelerator, or that fits none left,
+//! goes to the CPU, which holds one consecutive run (a second run fails the probe). Every
+//! stage is `P_j \ P_i` for prefixes `P_i ⊆ P_j` of the order, both ideals, so the plan is
+//! contiguous. Communication is left out of the packing; each probe's plan is scored by
+//! the independent evaluator ([`evaluate_on_cluster`]) and the best valid one is kept.
+//! `T` is bisected between the largest group's fastest time and the total compute
+//! (50 probes, the first 8 even when the time is spent).
+//!
+//! No optimality claim: the caller keeps the DP's lower bound and states the gap.
+//! Complexity: O(n + m) per probe (packing and scoring), O((n + m) · 50) in all.
+
+use crate::model::contraction::Contraction;
+use crate::model::{ClusterCosts, Device, Placement, Workload};
+use crate::score::evaluate_on_cluster;
+use crate::solve::budget::Budget;
+
+/// Probes of the bisection on `T`.
+const PROBES: usize = 50;
+/// Probes made even when the budget is spent (each is linear: a plan is worth them).
+const MIN_PROBES: usize = 8;
+
+/// The best valid plan of the bisection, with its scored max load; `None` if no probe gave
+/// a valid plan (or the budget ran out before one did).
+pub fn greedy_chain(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> Option<(f64, Placement)> {
+    let c = Contraction::new(w);
+    let accelerators = costs.cluster().accelerators().len();
+    let types = costs.cluster().types().len();
+    // time[t][g]: group g on an accelerator of type t.
+    let time: Vec<Vec<f64>> =
+        (0..types).map(|t| c.groups.iter().map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum()).collect()).collect();
+    let total: f64 = c.groups.iter().map(|g| g.cpu_latency.max(g.fpga_latency)).sum::<f64>()
+        + (0..types).map(|t| time[t].iter().sum::<f64>()).fold(0.0, f64::max);
+    let floor = c.groups.iter().enumerate().map(|(g, grp)| (0..types).map(|t| time[t][g]).fold(grp.cpu_latency, f64::min)).fold(0.0, f64::max);
+    let pack = |t_max: f64| -> Option<Placement> {
+        let mut device = vec![Device::Cpu(0); c.len()];
+        let (mut d, mut load, mut memory, mut used) = (0usize, 0.0, 0.0, false);
+        let (mut on_cpu, mut cpu_closed) = (false, false);
+        for (g, grp) in c.groups.iter().enumerate() {
+            let mut placed = false;
+            while grp.supported_on_accelerator && d < accelerators {
+                let t = costs.cluster().accelerators()[d].accelerator_type;
+                if load + time[t][g] <= t_max && memory + grp.size_bytes <= costs.memory_of(d) {
+                    device[g] = Device::Accelerator(d);
+                    load += time[t][g];
+                    memory += grp.size_bytes;
+                    (placed, used) = (true, true);
+                    break;
+                }
+                // The current accelerator is full (or, fresh, too small for g): the next one.
+                d += 1;
+                (load, memory, used) = (0.0, 0.0, false);
+            }
+            if placed {
+                if on_cpu {
+                    (on_cpu, cpu_closed) = (false, true);
+                }
+                continue;
+            }
+            if cpu_closed || costs.cluster().cpu_machines().is_empty() {
+                return None;
+            }
+            if !on_cpu && used {
+                // The accelerator before the CPU's run is closed: its set stays one run.
+                d += 1;
+                (load, memory, used) = (0.0, 0.0, false);
+            }
+            on_cpu = true;
+            device[g] = Device::Cpu(0);
+        }
+        let assignment = (0..w.len()).map(|v| device[c.group_of[v]]).collect();
+        Some(Placement { assignment, pieces: None })
+    };
+    let mut best: Option<(f64, Placement)> = None;
+    let mut consider = |p: Placement| {
+        let e = evaluate_on_cluster(w, costs, &p);
+        if e.is_valid() && e.is_contiguous() && best.as_ref().is_none_or(|(b, _)| e.max_load < *b) {
+            best = Some((e.max_load, p));
+        }
+    };
+    let (mut lo, mut hi) = (floor, total.max(floor));
+    if let Some(p) = pack(hi) {
+        consider(p);
+    }
+    for probe in 0..PROBES {
+        if (probe >= MIN_PROBES && budget.is_exhausted()) || hi - lo <= 1e-9 * hi {
+            break;
+        }
+        let mid = 0.5 * (lo + hi);
+        match pack(mid) {
+            Some(p) => {
+                consider(p);
+                hi = mid;
+            }
+            None => lo = mid,
+        }
+    }
+    best
+}
