@@ -128,3 +128,23 @@ fn sigint_returns_a_valid_best_so_far_report() {
     // A generous bound for a loaded CI machine; the measured answer is well under 1 s.
     assert!(answered < Duration::from_secs(10), "{answered:?}");
 }
+
+/// Found by the fuzzer (a mutated published workload: 2,012 nodes, no edges, 2³² CPUs,
+/// planned with 2,012): PipeDream's chain split ignored `--time-limit` (10 s for 0.5 s),
+/// and auto, which runs it as a baseline, with it. Both now stop at the limit.
+#[test]
+fn the_chain_split_stops_at_the_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes: Vec<String> = (1..=5000).map(|i| format!(r#"{{"id":{i},"fpgaLatency":{},"cpuLatency":{}}}"#, 1 + i % 7, 5 + i % 3)).collect();
+    let json = format!(r#"{{"maxSizePerFPGA":1e12,"maxFPGAs":6,"maxCPUs":4294967296,"nodes":[{}],"edges":[]}}"#, nodes.join(","));
+    let w = dir.path().join("independent.json");
+    std::fs::write(&w, json).unwrap();
+    for method in ["pipedream", "pipedream-topo", "auto"] {
+        let started = Instant::now();
+        let run = dnnplace(&["plan", w.to_str().unwrap(), "--method", method, "--time-limit", "0.5s"]);
+        let took = started.elapsed();
+        // Generous against machine load; unlimited, PipeDream's split takes about 15 s here.
+        assert!(took < Duration::from_secs(4), "{method} took {took:?} for a 0.5 s limit: {}", text(&run.stderr));
+        assert!(matches!(run.status.code(), Some(0) | Some(2)), "{method}: {}", text(&run.stderr));
+    }
+}

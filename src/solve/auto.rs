@@ -212,7 +212,7 @@ impl Auto {
         }
         // The baselines are cheap (linear, or a chain split on small graphs): they supply a
         // plan when the paths above have none, and replace theirs when better.
-        for found in fallbacks(problem, &c) {
+        for found in fallbacks(problem, &c, budget) {
             stats.notes.push(format!("baseline {}: {}", found.source, found.max_load));
             if best.as_ref().is_none_or(|b| found.max_load < b.max_load) {
                 path.push(format!("{} baseline{}", found.source, if best.is_some() { " (better)" } else { "" }));
@@ -432,10 +432,12 @@ fn ip_within(problem: &Problem, wait_s: f64) -> Option<Result<Outcome, SolveErro
 
 /// The greedy baseline and, on graphs small enough, PipeDream's chain split: the valid
 /// contiguous plans among them.
-fn fallbacks(problem: &Problem, c: &Contraction) -> Vec<Found> {
+fn fallbacks(problem: &Problem, c: &Contraction, budget: &Budget) -> Vec<Found> {
     let w = problem.workload;
     let mut found = Vec::new();
     let mut tps = problem.clone();
+    // The chain split stops at the time left (the greedy is linear).
+    tps.limits.time_limit_s = budget.remaining_s();
     tps.objective = Objective::Throughput;
     tps.contiguous = true;
     if let Ok(o) = Greedy.solve(&tps) {

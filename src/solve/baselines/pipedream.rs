@@ -9,7 +9,7 @@
 //! 3. fuse any cycle the fusions create (strongly connected components), which keeps
 //!    every unit a contiguous set;
 //! 4. take the units in a topological order and split that sequence optimally into at
-//!    most k accelerator stages and ℓ CPU stages ([`best_chain_split`], the DP over
+//!    most k accelerator stages and ℓ CPU stages ([`crate::solve::chain::best_chain_split`], the DP over
 //!    prefixes of [`crate::solve::chain`]).
 //!
 //! Every stage is a difference of two prefix ideals, so the plan is contiguous, and the
@@ -30,7 +30,7 @@
 
 use super::{infeasible_outcome, scored_outcome, throughput_only};
 use crate::model::contraction::{strongly_connected_components, Contraction};
-use crate::solve::chain::best_chain_split;
+use crate::solve::chain::best_chain_split_within;
 use crate::solve::ideal_cost::PairCost;
 use crate::solve::leaf_folding::fold_free_leaves;
 use crate::solve::{Method, Outcome, Problem, SolveError};
@@ -81,7 +81,8 @@ fn split_units(name: &str, problem: &Problem, chain: &Contraction, note: String)
     let d = w.devices();
     let cost = PairCost::new(w, chain);
     let order: Vec<usize> = (0..chain.len()).collect();
-    let split = best_chain_split(chain, &cost, &order, d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
+    let split = best_chain_split_within(chain, &cost, &order, d.accelerators, d.cpus, d.memory_per_accelerator_bytes, &problem.limits.budget())
+        .map_err(|reason| SolveError::Stopped { method: name.into(), reason, detail: format!("while splitting {} units", chain.len()) })?;
     let Some((_, placement)) = split else {
         return Ok(infeasible_outcome(
             name,
