@@ -397,9 +397,36 @@ impl Family {
 /// fastest compute, the transfers it cuts, and their producers inside and outside.
 type PerIdeal = (Vec<f64>, f64, f64, u32, f64, Vec<u32>, Vec<u32>, Vec<u32>);
 
+/// An ideal's sums over its groups: compute per type, CPU time, size, unsupported groups
+/// and fastest compute.
+#[derive(Clone)]
+struct Sums {
+    x: Vec<f64>,
+    cpu: f64,
+    size: f64,
+    unsupported: u32,
+    fastest: f64,
+}
+
+impl Sums {
+    fn new(types: usize) -> Sums {
+        Sums { x: vec![0.0; types], cpu: 0.0, size: 0.0, unsupported: 0, fastest: 0.0 }
+    }
+
+    fn add(&mut self, p: &Prepared, fastest_of: &[f64], g: usize) {
+        for (t, xt) in self.x.iter_mut().enumerate() {
+            *xt += p.x[t][g];
+        }
+        self.cpu += p.cpu[g];
+        self.size += p.size[g];
+        self.unsupported += u32::from(!p.supported[g]);
+        self.fastest += fastest_of[g];
+    }
+}
+
 /// A row from its sums and its (sorted, distinct) crossing transfers; `inside(g)` says
 /// whether group g is in the ideal.
-fn row(p: &Prepared, sums: (Vec<f64>, f64, f64, u32, f64), crossing: Vec<u32>, inside: impl Fn(usize) -> bool) -> PerIdeal {
+fn row(p: &Prepared, sums: Sums, crossing: Vec<u32>, inside: impl Fn(usize) -> bool) -> PerIdeal {
     let mut frontier: Vec<u32> = Vec::new();
     let mut upstream: Vec<u32> = Vec::new();
     for &ti in &crossing {
@@ -414,8 +441,7 @@ fn row(p: &Prepared, sums: (Vec<f64>, f64, f64, u32, f64), crossing: Vec<u32>, i
         list.sort_unstable();
         list.dedup();
     }
-    let (xs, cpu, size, unsupported, fastest) = sums;
-    (xs, cpu, size, unsupported, fastest, crossing, frontier, upstream)
+    (sums.x, sums.cpu, sums.size, sums.unsupported, sums.fastest, crossing, frontier, upstream)
 }
 
 /// The rows of the `count` prefixes `{0, …, i−1}` of the group order, each from the one
@@ -425,19 +451,12 @@ fn prefix_rows(p: &Prepared, incident: &[Vec<u32>], fastest_of: &[f64], count: u
     let total: Vec<u32> = p.transfers.iter().map(|t| 1 + t.recv.len() as u32).collect();
     let mut inside = vec![0u32; p.transfers.len()];
     let mut crossing = std::collections::BTreeSet::new();
-    let mut xs = vec![0.0; p.types];
-    let (mut cpu, mut size, mut unsupported, mut fastest) = (0.0, 0.0, 0u32, 0.0);
+    let mut sums = Sums::new(p.types);
     let mut rows = Vec::with_capacity(count);
     for i in 0..count {
         if i > 0 {
             let g = i - 1;
-            for (t, xt) in xs.iter_mut().enumerate() {
-                *xt += p.x[t][g];
-            }
-            cpu += p.cpu[g];
-            size += p.size[g];
-            unsupported += u32::from(!p.supported[g]);
-            fastest += fastest_of[g];
+            sums.add(p, fastest_of, g);
             for &ti in &incident[g] {
                 inside[ti as usize] += 1;
                 if inside[ti as usize] == total[ti as usize] {
@@ -448,7 +467,7 @@ fn prefix_rows(p: &Prepared, incident: &[Vec<u32>], fastest_of: &[f64], count: u
             }
         }
         let list: Vec<u32> = crossing.iter().copied().collect();
-        rows.push(row(p, (xs.clone(), cpu, size, unsupported, fastest), list, |g| g < i));
+        rows.push(row(p, sums.clone(), list, |g| g < i));
     }
     rows
 }
@@ -477,17 +496,10 @@ fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
             .into_par_iter()
             .map(|i| {
                 let bits = ideals.get(i);
-                let mut xs = vec![0.0; p.types];
-                let (mut cpu, mut size, mut unsupported, mut fastest) = (0.0, 0.0, 0u32, 0.0);
+                let mut sums = Sums::new(p.types);
                 let mut crossing: Vec<u32> = Vec::new();
                 for g in bits.groups() {
-                    for (t, xt) in xs.iter_mut().enumerate() {
-                        *xt += p.x[t][g];
-                    }
-                    cpu += p.cpu[g];
-                    size += p.size[g];
-                    unsupported += u32::from(!p.supported[g]);
-                    fastest += fastest_of[g];
+                    sums.add(p, &fastest_of, g);
                     for &ti in &incident[g] {
                         let t = &p.transfers[ti as usize];
                         if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
@@ -497,7 +509,7 @@ fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
                 }
                 crossing.sort_unstable();
                 crossing.dedup();
-                row(p, (xs, cpu, size, unsupported, fastest), crossing, |g| bits.contains(g))
+                row(p, sums, crossing, |g| bits.contains(g))
             })
             .collect(),
     };
