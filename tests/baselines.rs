@@ -475,3 +475,26 @@ fn reproduce_writes_the_results_page() {
     let out = dnnplace(&["reproduce", empty.path().to_str().unwrap(), "--out", out_file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Found by the fuzzer: a 2⁶³-byte class beside 12 bytes on one accelerator of 9 bytes. The
+/// repair took the big class off with a plain subtraction, which left 0 instead of 12, so
+/// the partitioner's plan broke the memory rule (the internal check caught it: exit 3).
+#[test]
+fn the_partitioners_memory_repair_keeps_small_classes_beside_a_huge_one() {
+    let json = r#"{"maxSizePerFPGA":9,"maxFPGAs":2,"maxCPUs":1,"nodes":[
+      {"id":3,"fpgaLatency":0,"cpuLatency":30,"size":6.75,"colorClass":0},
+      {"id":13,"fpgaLatency":3.5,"cpuLatency":15.5,"size":5.25},
+      {"id":23,"fpgaLatency":0,"cpuLatency":0,"size":9223372036854775808,"colorClass":1}],"edges":[]}"#;
+    let w = dnnplace::io::parse_workload(json).unwrap();
+    let problem = dnnplace::solve::Problem {
+        workload: &w,
+        objective: dnnplace::solve::Objective::Throughput,
+        contiguous: false,
+        limits: dnnplace::solve::Limits::default(),
+        pipeline: None,
+    };
+    let method = dnnplace::solve::method_by_name("partitioner").unwrap();
+    let planned = dnnplace::solve::plan(method.as_ref(), &problem).expect("a valid repaired plan");
+    let e = planned.evaluation.expect("scored");
+    assert!(e.is_valid(), "{:?}", e.violations);
+}

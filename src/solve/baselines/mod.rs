@@ -23,6 +23,7 @@ pub mod partitioner;
 pub mod pipedream;
 pub mod single;
 
+use crate::model::numerics::Sum;
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Placement, Workload};
 
@@ -39,13 +40,14 @@ pub fn repair(m: &Grouping, w: &Workload, device: &mut [Device], notes: &mut Vec
     let (k, l, memory) = (d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
     let mut cpu_load = vec![0.0; l];
     let mut acc_compute = vec![0.0; k];
-    let mut acc_memory = vec![0.0; k];
+    // Compensated: taking a 2^63-byte class off must leave the 12 bytes beside it (numerics).
+    let mut acc_memory = vec![Sum::ZERO; k];
     for (x, dev) in device.iter().enumerate() {
         match *dev {
             Device::Cpu(i) => cpu_load[i] += m[x].cpu_latency,
             Device::Accelerator(i) => {
                 acc_compute[i] += m[x].fpga_latency;
-                acc_memory[i] += m[x].size_bytes;
+                acc_memory[i] = acc_memory[i].plus(m[x].size_bytes);
             }
         }
     }
@@ -56,7 +58,7 @@ pub fn repair(m: &Grouping, w: &Workload, device: &mut [Device], notes: &mut Vec
             if !m[x].supported_on_accelerator {
                 let c = least_cpu(&cpu_load)?;
                 acc_compute[i] -= m[x].fpga_latency;
-                acc_memory[i] -= m[x].size_bytes;
+                acc_memory[i] = acc_memory[i].minus(m[x].size_bytes);
                 cpu_load[c] += m[x].cpu_latency;
                 *slot = Device::Cpu(c);
                 unsupported_moved += 1;
@@ -64,19 +66,19 @@ pub fn repair(m: &Grouping, w: &Workload, device: &mut [Device], notes: &mut Vec
         }
     }
     for i in 0..k {
-        while acc_memory[i] > memory {
+        while acc_memory[i].value() > memory {
             let x = (0..m.len())
                 .filter(|&x| device[x] == Device::Accelerator(i))
                 .max_by(|&a, &b| m[a].size_bytes.total_cmp(&m[b].size_bytes).then(b.cmp(&a)))?;
             let target = (0..k)
-                .filter(|&j| j != i && acc_memory[j] + m[x].size_bytes <= memory)
+                .filter(|&j| j != i && acc_memory[j].plus(m[x].size_bytes).value() <= memory)
                 .min_by(|&a, &b| acc_compute[a].total_cmp(&acc_compute[b]).then(a.cmp(&b)));
             acc_compute[i] -= m[x].fpga_latency;
-            acc_memory[i] -= m[x].size_bytes;
+            acc_memory[i] = acc_memory[i].minus(m[x].size_bytes);
             match target {
                 Some(j) => {
                     acc_compute[j] += m[x].fpga_latency;
-                    acc_memory[j] += m[x].size_bytes;
+                    acc_memory[j] = acc_memory[j].plus(m[x].size_bytes);
                     device[x] = Device::Accelerator(j);
                 }
                 None => {
