@@ -288,7 +288,7 @@ pub struct PlanSettings {
 /// The most micro-batches.
 pub const MAX_MICRO_BATCHES: usize = 1 << 20;
 
-/// `--schedule` and `--micro-batches` of `plan`, checked.
+/// `--schedule`, `--micro-batches` and `--recompute` of `plan`, checked.
 fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes: &mut Vec<String>) -> Result<Option<Pipeline>, CliError> {
     if let Some(m) = flags.micro_batches {
         in_range("--micro-batches", m, 1, MAX_MICRO_BATCHES, "the micro-batches of one iteration")?;
@@ -298,9 +298,24 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
             )));
         }
     }
-    let Some(schedule) = flags.schedule else { return Ok(None) };
+    let recompute = flags.recompute.unwrap_or_default();
+    let Some(schedule) = flags.schedule else {
+        return match flags.recompute {
+            Some(r) => Err(CliError::Input(format!(
+                "--recompute {r} needs --schedule gpipe|1f1b: recomputation trades the activations a schedule keeps in flight for a second forward pass"
+            ))),
+            None => Ok(None),
+        };
+    };
+    let planned_only = |why: String| -> Result<(), CliError> {
+        match flags.recompute {
+            Some(r) => Err(CliError::Input(format!("--recompute {r}: {why}, so nothing is planned to recompute"))),
+            None => Ok(()),
+        }
+    };
     if let Schedule::Interleaved { .. } = schedule {
         if report {
+            planned_only(format!("--schedule {schedule} is only simulated (the plan uses MODEL.md's memory)"))?;
             notes.push(format!(
                 "--schedule {schedule} is simulated for --report; the plan is made with MODEL.md's memory (the planner gives each device one contiguous stage, {schedule} runs several chunks per device)"
             ));
@@ -312,6 +327,7 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
     }
     if method != MethodId::Dp && method != MethodId::Auto {
         if report {
+            planned_only(format!("{method} plans with MODEL.md's memory (only --method dp plans under a schedule)"))?;
             notes.push(format!("--schedule {schedule} is simulated for --report; {method} plans with MODEL.md's memory (only --method dp plans under a schedule's memory)"));
             return Ok(None);
         }
@@ -319,7 +335,7 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
             "--schedule: only --method dp plans under a schedule's memory ({method} does not model it)"
         )));
     }
-    Ok(Some(Pipeline { schedule, micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES) }))
+    Ok(Some(Pipeline { schedule, micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES), recompute }))
 }
 
 impl PlanSettings {
