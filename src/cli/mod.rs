@@ -464,6 +464,11 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         w
     };
     if w.cluster().is_some() {
+        if let Some(r) = args.schedule.recompute {
+            return Err(CliError::Input(format!(
+                "--recompute {r}: the cluster planner does not price a schedule's memory (plan without --cluster)"
+            )));
+        }
         return cluster_cmd::run_plan_on_cluster(&args, &settings, &w);
     }
     if args.plot.is_some() {

@@ -27,6 +27,7 @@
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
 //! | `--schedule S` | gpipe, 1f1b | `--method dp` or `auto` (which then runs the exact DP) only; interleaved puts v chunks on a device, not one contiguous stage: refused, or with `--report` only simulated (a note says so) |
+//! | `--recompute R` | none, auto | needs `--schedule` (gpipe, 1f1b) planned by the DP: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute; not with `--cluster` (its planner does not price a schedule's memory) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |

@@ -104,9 +104,14 @@ impl Method for Dp {
 /// The position is the stage's place in the split's chain of ideals: stage `s` of the
 /// chain sends to stage `s + 1`, as a pipeline runtime runs it.
 pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>) -> Result<Outcome, SolveError> {
-    let Some(pipeline) = pipeline else {
+    let Some(mut pipeline) = pipeline else {
         return solve(w, limits);
     };
+    // Nothing stashed: `mem_r = Σ size + c·In ≥ Σ size = mem`, so no stage recomputes.
+    let stashless = pipeline.recompute == Recompute::Auto && held_bytes(w).iter().all(|h| h.stash_bytes == 0.0);
+    if stashless {
+        pipeline.recompute = Recompute::None;
+    }
     if !pipeline.needs_positions() {
         let sized = w.with_sizes(&Pipeline::node_bytes(w, pipeline.uniform_in_flight()));
         let mut outcome = solve(&sized, limits)?;
@@ -117,6 +122,9 @@ pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>)
         ));
         if pipeline.recompute == Recompute::Auto {
             outcome.stats.notes.push("recompute auto: with one micro-batch in flight recomputing never saves memory; no stage recomputes".into());
+        }
+        if stashless {
+            outcome.stats.notes.push("recompute auto: no node stashes activations (no activationBytes), so recomputing never saves memory; no stage recomputes".into());
         }
         return Ok(outcome);
     }
@@ -135,6 +143,9 @@ pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>)
     let mut notes = Vec::new();
     if folding.folded > 0 {
         notes.push(format!("{} zero-cost leaf groups folded into their neighbours", folding.folded));
+    }
+    if stashless {
+        notes.push("recompute auto: no node stashes activations (no activationBytes), so recomputing never saves memory; no stage recomputes".into());
     }
     let run = solve_dag_with(w, &c, limits.max_ideals, &budget, start, Some(&Staged { pipeline, size, stash }))?;
     Ok(run.outcome(Status::Optimal, None, notes, start))
