@@ -78,12 +78,11 @@ struct Holdings {
 
 fn holdings(w: &Workload, assign: &[usize], devices: usize) -> Holdings {
     let mut h = Holdings { size: vec![0.0; devices], stash: vec![0.0; devices], input: vec![0.0; devices], forward_ms: vec![0.0; devices] };
-    for v in 0..w.len() {
-        let n = w.node(v);
-        h.size[assign[v]] += n.size_bytes;
-        h.stash[assign[v]] += n.memory.map_or(0.0, |m| m.activation_bytes.min(n.size_bytes));
+    for (n, &d) in w.nodes().iter().zip(assign) {
+        h.size[d] += n.size_bytes;
+        h.stash[d] += n.memory.map_or(0.0, |m| m.activation_bytes.min(n.size_bytes));
         if !n.is_backward {
-            h.forward_ms[assign[v]] += n.fpga_latency;
+            h.forward_ms[d] += n.fpga_latency;
         }
     }
     // In(d): each forward node's largest forward out-edge size, once per other device
