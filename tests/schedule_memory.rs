@@ -135,7 +135,7 @@ fn dp_matches_brute_force_under_schedules() {
         let Some(w) = staged_workload(seed) else { continue };
         let schedule = if seed % 2 == 0 { Schedule::OneFOneB } else { Schedule::GPipe };
         let m = 1 + (seed as usize / 2) % 4;
-        let pipeline = Pipeline { schedule, micro_batches: m };
+        let pipeline = Pipeline::new(schedule, m);
         let want = brute_force(&w, pipeline);
         let problem = Problem { pipeline: Some(pipeline), ..Problem::throughput(&w) };
         let got = plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed} {schedule} m={m}: {e}"));
@@ -164,7 +164,7 @@ fn one_micro_batch_is_the_default_model() {
         let Some(w) = staged_workload(seed) else { continue };
         let plain = plan(&Dp, &Problem::throughput(&w)).unwrap().objective(dnnplace::solve::Objective::Throughput);
         for schedule in [Schedule::GPipe, Schedule::OneFOneB] {
-            let problem = Problem { pipeline: Some(Pipeline { schedule, micro_batches: 1 }), ..Problem::throughput(&w) };
+            let problem = Problem { pipeline: Some(Pipeline::new(schedule, 1)), ..Problem::throughput(&w) };
             let v = plan(&Dp, &problem).unwrap().objective(dnnplace::solve::Objective::Throughput);
             assert!(close(v, plain) || (v.is_infinite() && plain.is_infinite()), "seed {seed} {schedule}: {v} vs {plain}");
         }
@@ -188,7 +188,7 @@ fn simulated_peaks_equal_the_planners_figure() {
     let w = to_workload(&g, &settings).unwrap();
     let plain = plan(&Dp, &Problem::throughput(&w)).unwrap();
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
-        let pipeline = Pipeline { schedule, micro_batches: m };
+        let pipeline = Pipeline::new(schedule, m);
         // The memory at which the plain optimum's plan needs the most under the schedule,
         // less a little: the schedule-aware DP must find another split.
         let p0 = plain.outcome.placement.clone().unwrap();
@@ -236,7 +236,7 @@ fn layer_granular_plans_under_a_schedule() {
     let plain = plan_by_layers(&Dp, &Problem::throughput(&w), &layers).unwrap();
     let p0 = plain.outcome.placement.clone().unwrap();
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
-        let pipeline = Pipeline { schedule, micro_batches: m };
+        let pipeline = Pipeline::new(schedule, m);
         let need = dnnplace::score::pipeline_memory(&w, &p0, &pipeline).unwrap().iter().map(|d| d.bytes).fold(0.0, f64::max);
         let limit = (need * 0.97).floor();
         let tight = w.with_devices(DeviceSet { memory_per_accelerator_bytes: limit, ..*w.devices() }).unwrap();

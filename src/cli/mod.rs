@@ -464,6 +464,11 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         w
     };
     if w.cluster().is_some() {
+        if let Some(r) = args.schedule.recompute {
+            return Err(CliError::Input(format!(
+                "--recompute {r}: the cluster planner does not price a schedule's memory (plan without --cluster)"
+            )));
+        }
         return cluster_cmd::run_plan_on_cluster(&args, &settings, &w);
     }
     if args.plot.is_some() {
@@ -575,15 +580,19 @@ fn pipeline_memory_text(pipeline: &Pipeline, memory: &[DeviceMemory], limit_byte
     let m = pipeline.micro_batches;
     let mut out = format!("\nmemory under {} with {m} micro-batches (resident + in flight x stash, limit {}):\n", pipeline.schedule, human_bytes(limit_bytes));
     for d in memory.iter().filter(|d| d.device.is_accelerator()) {
-        out += &format!(
-            "{:<8}  stage {:>3}  {} + {} x {} = {}\n",
-            d.device.to_string(),
-            d.stage,
-            human_bytes(d.resident_bytes),
-            d.in_flight,
-            human_bytes(d.stash_bytes),
-            human_bytes(d.bytes)
-        );
+        let parts = if d.recomputes {
+            format!(
+                "{} + {} + {} x {} input = {}   (recomputes: keeps its inputs, its stash only during a backward pass)",
+                human_bytes(d.resident_bytes),
+                human_bytes(d.stash_bytes),
+                d.in_flight,
+                human_bytes(d.input_bytes),
+                human_bytes(d.bytes)
+            )
+        } else {
+            format!("{} + {} x {} = {}", human_bytes(d.resident_bytes), d.in_flight, human_bytes(d.stash_bytes), human_bytes(d.bytes))
+        };
+        out += &format!("{:<8}  stage {:>3}  {parts}\n", d.device.to_string(), d.stage);
     }
     out
 }
@@ -592,14 +601,22 @@ fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_j
     serde_json::json!({
         "schedule": pipeline.schedule.to_string(),
         "microBatches": pipeline.micro_batches,
-        "devices": memory.iter().map(|d| serde_json::json!({
-            "device": d.device.to_string(),
-            "stage": d.stage,
-            "inFlight": d.in_flight,
-            "residentBytes": d.resident_bytes,
-            "stashBytes": d.stash_bytes,
-            "memoryBytes": d.bytes,
-        })).collect::<Vec<_>>(),
+        "recompute": pipeline.recompute.to_string(),
+        "devices": memory.iter().map(|d| {
+            let mut v = serde_json::json!({
+                "device": d.device.to_string(),
+                "stage": d.stage,
+                "inFlight": d.in_flight,
+                "residentBytes": d.resident_bytes,
+                "stashBytes": d.stash_bytes,
+                "memoryBytes": d.bytes,
+            });
+            if d.recomputes {
+                v["recomputes"] = serde_json::json!(true);
+                v["inputBytes"] = serde_json::json!(d.input_bytes);
+            }
+            v
+        }).collect::<Vec<_>>(),
     })
 }
 

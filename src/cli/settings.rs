@@ -27,6 +27,7 @@
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
 //! | `--schedule S` | gpipe, 1f1b | `--method dp` or `auto` (which then runs the exact DP) only; interleaved puts v chunks on a device, not one contiguous stage: refused, or with `--report` only simulated (a note says so) |
+//! | `--recompute R` | none, auto | needs `--schedule` (gpipe, 1f1b) planned by the DP: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute; not with `--cluster` (its planner does not price a schedule's memory) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
@@ -288,7 +289,7 @@ pub struct PlanSettings {
 /// The most micro-batches.
 pub const MAX_MICRO_BATCHES: usize = 1 << 20;
 
-/// `--schedule` and `--micro-batches` of `plan`, checked.
+/// `--schedule`, `--micro-batches` and `--recompute` of `plan`, checked.
 fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes: &mut Vec<String>) -> Result<Option<Pipeline>, CliError> {
     if let Some(m) = flags.micro_batches {
         in_range("--micro-batches", m, 1, MAX_MICRO_BATCHES, "the micro-batches of one iteration")?;
@@ -298,9 +299,24 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
             )));
         }
     }
-    let Some(schedule) = flags.schedule else { return Ok(None) };
+    let recompute = flags.recompute.unwrap_or_default();
+    let Some(schedule) = flags.schedule else {
+        return match flags.recompute {
+            Some(r) => Err(CliError::Input(format!(
+                "--recompute {r} needs --schedule gpipe|1f1b: recomputation trades the activations a schedule keeps in flight for a second forward pass"
+            ))),
+            None => Ok(None),
+        };
+    };
+    let planned_only = |why: String| -> Result<(), CliError> {
+        match flags.recompute {
+            Some(r) => Err(CliError::Input(format!("--recompute {r}: {why}, so nothing is planned to recompute"))),
+            None => Ok(()),
+        }
+    };
     if let Schedule::Interleaved { .. } = schedule {
         if report {
+            planned_only(format!("--schedule {schedule} is only simulated (the plan uses MODEL.md's memory)"))?;
             notes.push(format!(
                 "--schedule {schedule} is simulated for --report; the plan is made with MODEL.md's memory (the planner gives each device one contiguous stage, {schedule} runs several chunks per device)"
             ));
@@ -312,6 +328,7 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
     }
     if method != MethodId::Dp && method != MethodId::Auto {
         if report {
+            planned_only(format!("{method} plans with MODEL.md's memory (only --method dp plans under a schedule)"))?;
             notes.push(format!("--schedule {schedule} is simulated for --report; {method} plans with MODEL.md's memory (only --method dp plans under a schedule's memory)"));
             return Ok(None);
         }
@@ -319,7 +336,7 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
             "--schedule: only --method dp plans under a schedule's memory ({method} does not model it)"
         )));
     }
-    Ok(Some(Pipeline { schedule, micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES) }))
+    Ok(Some(Pipeline { schedule, micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES), recompute }))
 }
 
 impl PlanSettings {

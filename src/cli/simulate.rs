@@ -9,11 +9,12 @@ use clap::{Args, ValueEnum};
 use super::settings::DeviceOverrides;
 use super::{load_workload, CliError, DeviceFlags};
 use crate::io::{read_placement, write_atomically};
-use crate::model::schedule::Schedule;
+use crate::model::recompute::Recompute;
+use crate::model::schedule::{Pipeline, Schedule};
 use crate::model::{Placement, Workload};
 use crate::report::html::{gantt_svg, report_html, ReportInput};
 use crate::report::simulation::{simulation_json, simulation_table};
-use crate::score::Evaluation;
+use crate::score::{recompute_where_needed, Evaluation};
 use crate::simulate::{pipeline_evaluation, simulate, Settings, SimulateError, Simulation};
 use crate::solve::Outcome;
 
@@ -45,6 +46,15 @@ pub struct PlanScheduleFlags {
     /// Micro-batches per iteration, for --schedule and --report (1 to 2^20) [default: 8].
     #[arg(long, value_name = "M", value_parser = super::settings::parse_count)]
     pub micro_batches: Option<usize>,
+    /// Activation recomputation under --schedule: none (every stage stashes its
+    /// activations) or auto (a stage that does not fit otherwise keeps only its inputs and
+    /// runs its forward pass again; docs/schedule.md) [default: none].
+    #[arg(long, value_parser = parse_recompute, value_name = "none|auto")]
+    pub recompute: Option<Recompute>,
+}
+
+fn parse_recompute(text: &str) -> Result<Recompute, String> {
+    text.parse()
 }
 
 impl PlanScheduleFlags {
@@ -86,6 +96,12 @@ pub struct SimulateArgs {
     pub schedule: ScheduleFlags,
     #[command(flatten)]
     pub devices: DeviceFlags,
+    /// Activation recomputation: none (no device recomputes, whatever the plan says) or
+    /// auto (an accelerator recomputes exactly where it does not fit otherwise at its
+    /// place in the chain, as plan --recompute auto chooses; gpipe and 1f1b) [default: as
+    /// the plan file's per-device "recompute" says].
+    #[arg(long, value_parser = parse_recompute, value_name = "none|auto")]
+    pub recompute: Option<Recompute>,
     /// What to print.
     #[arg(long, value_enum, default_value = "text")]
     pub format: SimulateFormat,
@@ -125,10 +141,29 @@ fn page(path: &Path, w: &Workload, placement: &Placement, evaluation: &Evaluatio
     report_html(&ReportInput { title: &title, workload: w, placement, evaluation, outcome, simulation: Some(simulation) })
 }
 
+/// The plan with `simulate --recompute` applied: `none` clears the plan's marks, `auto`
+/// chooses them as the planner does (gpipe and 1f1b only).
+fn recomputed(w: &Workload, placement: Placement, recompute: Option<Recompute>, flags: &ScheduleFlags) -> Result<Placement, CliError> {
+    match recompute {
+        None => Ok(placement),
+        Some(Recompute::None) => Ok(placement.with_recompute(Vec::new())),
+        Some(Recompute::Auto) => {
+            if let Schedule::Interleaved { .. } = flags.schedule {
+                return Err(CliError::Input(format!(
+                    "--recompute auto chooses by the memory of one stage per device (gpipe, 1f1b); with --schedule {} mark the recomputing devices in the plan file (\"recompute\": true)",
+                    flags.schedule
+                )));
+            }
+            let pipeline = Pipeline { schedule: flags.schedule, micro_batches: flags.micro_batches, recompute: Recompute::Auto };
+            recompute_where_needed(w, &placement, &pipeline).map_err(|e| CliError::Input(format!("--recompute auto: {e}")))
+        }
+    }
+}
+
 /// Runs `simulate`.
 pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
     let w = load_workload(&args.workload, &DeviceOverrides::new(&args.devices))?;
-    let placement = read_placement(&args.plan, &w)?;
+    let placement = recomputed(&w, read_placement(&args.plan, &w)?, args.recompute, &args.schedule)?;
     let simulation = simulate(&w, &placement, &args.schedule.settings())?;
     if let Some(path) = &args.report {
         let evaluation = pipeline_evaluation(&w, &placement);

@@ -12,7 +12,10 @@
 //! load that overflowed to infinity. A node that the file does not list is placed
 //! with its colour class when the listed nodes of that class agree on one device (this is
 //! how a forward-only expert split is completed for a training graph), in the piece of
-//! the first listed node of its class; otherwise reading fails naming the node. The file
+//! the first listed node of its class; otherwise reading fails naming the node. An
+//! accelerator that recomputes its activations under a pipeline schedule says so with
+//! `"recompute": true` ([`crate::model::recompute`]); without the field it does not (every
+//! older plan file), and a CPU that says so is refused. The file
 //! is one JSON value (an optional UTF-8 BOM before it, nothing but whitespace after it;
 //! [`super::json`]).
 
@@ -31,6 +34,9 @@ pub struct RawDevice {
     pub nodes: Vec<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pieces: Option<Vec<Vec<i64>>>,
+    /// The device recomputes its activations (accelerators only; absent: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recompute: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -60,6 +66,13 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
     if let Some(i) = raw.cpus.iter().position(|d| d.pieces.is_some()) {
         return Err(IoError::Format(format!("cpus[{i}] lists pieces; a CPU runs its nodes one by one")));
     }
+    if let Some(i) = raw.cpus.iter().position(|d| d.recompute) {
+        return Err(IoError::Format(format!(
+            "cpus[{i}] sets recompute; only an accelerator recomputes its activations (a CPU has no memory limit to save)"
+        )));
+    }
+    let recompute: Vec<Device> =
+        raw.fpgas.iter().enumerate().filter(|(_, d)| d.recompute).map(|(i, _)| Device::Accelerator(i)).collect();
     let lists = raw
         .fpgas
         .iter()
@@ -109,7 +122,7 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
     }
     let listed: Vec<bool> = assignment.iter().map(Option::is_some).collect();
     complete_by_color_class(w, &mut assignment)?;
-    let placement = Placement::new(assignment.into_iter().map(|d| d.expect("completed")).collect());
+    let placement = Placement::new(assignment.into_iter().map(|d| d.expect("completed")).collect()).with_recompute(recompute);
     if !explicit {
         return Ok(placement);
     }
@@ -202,8 +215,18 @@ pub fn placement_to_raw(
     let fpgas = accs
         .iter()
         .zip(loads)
-        .map(|(set, &load)| RawDevice { load, nodes: ids(set), pieces: pieces_of(set) })
+        .enumerate()
+        .map(|(i, (set, &load))| RawDevice {
+            load,
+            nodes: ids(set),
+            pieces: pieces_of(set),
+            recompute: p.recomputes(Device::Accelerator(i)),
+        })
         .collect();
-    let cpus = cpus.iter().zip(cpu_loads).map(|(set, &load)| RawDevice { load, nodes: ids(set), pieces: None }).collect();
+    let cpus = cpus
+        .iter()
+        .zip(cpu_loads)
+        .map(|(set, &load)| RawDevice { load, nodes: ids(set), pieces: None, recompute: false })
+        .collect();
     RawPlacement { max_load: (!latency).then_some(objective), total_latency: latency.then_some(objective), fpgas, cpus }
 }

@@ -12,6 +12,8 @@
 //!   used wherever the scorer and the solvers take sums (the numerics guarantee);
 //! - [`schedule`]: pipeline schedules (GPipe, 1F1B, interleaved) and the micro-batches
 //!   each keeps in flight per stage;
+//! - [`recompute`]: activation recomputation: what a recomputing stage holds and the
+//!   forward pass it adds;
 //! - [`grouping`]: nodes grouped into units with their summed costs and communication
 //!   hyperedges (the unit model of every solver);
 //! - [`contraction`]: colour classes contracted into the forward DAG of groups that
@@ -28,6 +30,7 @@ pub mod layers;
 pub mod memory;
 pub mod numerics;
 pub mod placement;
+pub mod recompute;
 pub mod schedule;
 pub mod workload;
 

@@ -8,6 +8,9 @@
 //! cut into *pieces* (calls): `pieces[v]` is the rank of v's call on its accelerator, and
 //! calls run in increasing rank (ranks need not be consecutive). Without it the scorer
 //! cuts greedily ([`crate::score::latency`]).
+//!
+//! Under a pipeline schedule a placement may also say which accelerators recompute their
+//! activations ([`crate::model::recompute`]); without it none does.
 
 use super::devices::Device;
 
@@ -18,11 +21,28 @@ pub struct Placement {
     /// Latency only: the call rank of each node on its accelerator (read for accelerator
     /// nodes, ignored for CPU nodes); `None` lets the scorer cut.
     pub pieces: Option<Vec<usize>>,
+    /// The accelerators that recompute their activations ([`crate::model::recompute`]),
+    /// sorted, each once; empty: none does.
+    pub recompute: Vec<Device>,
 }
 
 impl Placement {
     pub fn new(assignment: Vec<Device>) -> Self {
-        Placement { assignment, pieces: None }
+        Placement { assignment, pieces: None, recompute: Vec::new() }
+    }
+
+    /// The same placement with `devices` recomputing their activations (sorted and
+    /// deduplicated here).
+    pub fn with_recompute(mut self, mut devices: Vec<Device>) -> Self {
+        devices.sort();
+        devices.dedup();
+        self.recompute = devices;
+        self
+    }
+
+    /// Whether device `d` recomputes its activations.
+    pub fn recomputes(&self, d: Device) -> bool {
+        self.recompute.binary_search(&d).is_ok()
     }
 
     /// The same placement with explicit pieces.
@@ -59,7 +79,8 @@ impl Placement {
     }
 
     /// Renumbers devices so that used accelerators (and CPUs) are `0..` in order of their
-    /// first node; the loads are unchanged.
+    /// first node; the loads are unchanged (a recomputing device keeps recomputing under
+    /// its new number; one that holds no node is dropped).
     pub fn canonical(&self) -> Placement {
         let mut acc_map = std::collections::HashMap::new();
         let mut cpu_map = std::collections::HashMap::new();
@@ -77,6 +98,14 @@ impl Placement {
                 }
             })
             .collect();
-        Placement { assignment, pieces: self.pieces.clone() }
+        let recompute = self
+            .recompute
+            .iter()
+            .filter_map(|d| match *d {
+                Device::Accelerator(i) => acc_map.get(&i).map(|&j| Device::Accelerator(j)),
+                Device::Cpu(i) => cpu_map.get(&i).map(|&j| Device::Cpu(j)),
+            })
+            .collect();
+        Placement { assignment, pieces: self.pieces.clone(), recompute: Vec::new() }.with_recompute(recompute)
     }
 }

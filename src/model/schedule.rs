@@ -47,6 +47,7 @@
 //! plan whose dependencies respect those three monotonicities then runs without deadlock.
 //! Complexity O(T·p) for `T ≤ 2mP + (bubble slots)` slots.
 
+use crate::model::recompute::Recompute;
 use crate::model::Workload;
 
 /// A pipeline schedule.
@@ -229,14 +230,30 @@ pub fn peak_stash_bytes(
 /// `s` (0-based from the first) of a chain of `p` stages holds `size + (c − 1)·A` bytes,
 /// `c = in_flight(S, p, m, s)` ([`in_flight`]): GPipe `m` wherever the stage is, 1F1B
 /// `min(m, p − s)`, a count that depends only on the position from the end, `p − s`.
+/// With `recompute` a stage may hold its inputs instead of its stash and run its forward
+/// pass again ([`crate::model::recompute`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pipeline {
     pub schedule: Schedule,
     /// `m ≥ 1`.
     pub micro_batches: usize,
+    /// Whether the planner may let stages recompute their activations (`--recompute`).
+    pub recompute: Recompute,
 }
 
 impl Pipeline {
+    /// `schedule` with `micro_batches` and no recomputation.
+    pub fn new(schedule: Schedule, micro_batches: usize) -> Pipeline {
+        Pipeline { schedule, micro_batches, recompute: Recompute::None }
+    }
+
+    /// Whether a stage's cost depends on more than per-node sizes: its position (1F1B with
+    /// m > 1), or a choice to recompute (with more than one micro-batch in flight; with one,
+    /// recomputing never helps, [`crate::model::recompute`]).
+    pub fn needs_positions(&self) -> bool {
+        self.depends_on_position() || (self.recompute == Recompute::Auto && self.uniform_in_flight() > 1)
+    }
+
     /// Stashes in flight at stage `s` (0-based) of a chain of `p` stages.
     pub fn in_flight(&self, p: usize, s: usize) -> usize {
         in_flight(self.schedule, p, self.micro_batches, s)

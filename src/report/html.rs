@@ -101,7 +101,8 @@ pub fn device_bars(w: &Workload, e: &Evaluation, simulation: Option<&Simulation>
         .map(|d| DeviceBar {
             device: d.device,
             nodes: d.nodes,
-            compute_ms: d.compute,
+            // A recomputed forward pass is compute (crate::model::recompute).
+            compute_ms: d.compute + d.recompute,
             communication_ms: d.communication,
             memory_bytes: d.memory_bytes,
             peak_memory_bytes: simulation.and_then(|s| s.devices.iter().find(|x| x.device == d.device)).map(|x| x.peak_memory_bytes),
@@ -288,7 +289,7 @@ pub fn report_html(input: &ReportInput) -> String {
             dl.device,
             if is_b { " (bottleneck)" } else { "" },
             dl.nodes,
-            dl.compute,
+            dl.compute + dl.recompute,
             dl.communication,
             dl.load,
             human_bytes(dl.memory_bytes)

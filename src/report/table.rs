@@ -72,16 +72,25 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
         w.devices().cpus
     );
     let _ = writeln!(s);
+    // A plan in which some accelerator recomputes its activations shows the forward pass it
+    // runs again (part of its load) in a column of its own.
+    let recomputing = e.devices.iter().any(|d| d.recomputes);
+    let recompute_header = if recomputing { format!(" {:>16}", "recompute (ms)") } else { String::new() };
     let _ = writeln!(
         s,
-        "{:<8} {:>6} {:>16} {:>16} {:>16} {:>12}",
+        "{:<8} {:>6} {:>16} {:>16}{recompute_header} {:>16} {:>12}",
         "device", "nodes", "compute (ms)", "comm. (ms)", "load (ms)", "memory"
     );
     for d in &e.devices {
         let mark = if Some(d.device) == e.bottleneck { "  <- bottleneck" } else { "" };
+        let recompute = match (recomputing, d.recomputes) {
+            (false, _) => String::new(),
+            (true, true) => format!(" {:>16.9}", d.recompute),
+            (true, false) => format!(" {:>16}", "-"),
+        };
         let _ = writeln!(
             s,
-            "{:<8} {:>6} {:>16.9} {:>16.9} {:>16.9} {:>12}{mark}",
+            "{:<8} {:>6} {:>16.9} {:>16.9}{recompute} {:>16.9} {:>12}{mark}",
             d.device.to_string(),
             d.nodes,
             d.compute,
@@ -89,6 +98,9 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
             d.load,
             human_bytes(d.memory_bytes)
         );
+    }
+    if recomputing {
+        let _ = writeln!(s, "recompute: the forward pass a device runs again before its backward pass, keeping only its inputs between them");
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "TPS (max load):        {:.9} ms", e.max_load);
@@ -151,9 +163,14 @@ pub fn evaluation_json(w: &Workload, p: &Placement, outcome: Option<&Outcome>, o
         .devices
         .iter()
         .map(|d| {
-            json!({"device": d.device.to_string(), "nodes": d.nodes, "compute": d.compute,
+            let mut v = json!({"device": d.device.to_string(), "nodes": d.nodes, "compute": d.compute,
                    "communication": d.communication, "load": d.load, "memoryBytes": d.memory_bytes,
-                   "bottleneck": Some(d.device) == e.bottleneck})
+                   "bottleneck": Some(d.device) == e.bottleneck});
+            if d.recomputes {
+                v["recomputes"] = json!(true);
+                v["recompute"] = json!(d.recompute);
+            }
+            v
         })
         .collect();
     let mut v = json!({

@@ -145,6 +145,15 @@ pub fn cluster_loads(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<D
         } else {
             e.forward_load += t;
         }
+        // A recomputing accelerator runs its forward nodes again, on its own type
+        // (crate::model::recompute), as the MODEL.md scorer counts it.
+        if d.is_accelerator() && p.recomputes(d) {
+            e.recomputes = true;
+            if !node.is_backward {
+                e.recompute += t;
+                e.backward_load += t;
+            }
+        }
     }
     let mut receivers: Vec<Device> = Vec::new();
     for u in 0..w.len() {
@@ -181,7 +190,7 @@ pub fn cluster_loads(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<D
     }
     map.into_values()
         .map(|mut e| {
-            e.load = e.compute + e.communication;
+            e.load = e.compute + e.communication + e.recompute;
             e
         })
         .collect()

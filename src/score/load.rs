@@ -8,6 +8,11 @@
 //! `max_d FW(d) + max_d BW(d)`, communication charged to the side (forward/backward) of
 //! the node `u` that produces it.
 //!
+//! An accelerator that the placement marks as recomputing its activations
+//! ([`crate::model::recompute`]) runs its forward nodes once more:
+//! `load(d) += R(d) = Σ_{v∈S_d, v forward} fpgaLatency(v)`, counted as backward time (the
+//! recomputation runs in the backward phase).
+//!
 //! Computed directly from the edges, node by node: O(n + m).
 
 use std::collections::BTreeMap;
@@ -24,7 +29,11 @@ pub struct DeviceLoad {
     pub compute: f64,
     /// Σ c(u) over In ∪ Out (0 on CPUs).
     pub communication: f64,
-    /// compute + communication.
+    /// Whether the device recomputes its activations (the placement says so).
+    pub recomputes: bool,
+    /// The forward pass it runs again when it recomputes, `R(d)` (0 otherwise).
+    pub recompute: f64,
+    /// compute + communication + recompute.
     pub load: f64,
     /// Σ size of its nodes, bytes.
     pub memory_bytes: f64,
@@ -42,6 +51,8 @@ impl DeviceLoad {
             nodes: 0,
             compute: 0.0,
             communication: 0.0,
+            recomputes: false,
+            recompute: 0.0,
             load: 0.0,
             memory_bytes: 0.0,
             forward_load: 0.0,
@@ -64,6 +75,13 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
             e.backward_load += t;
         } else {
             e.forward_load += t;
+        }
+        if d.is_accelerator() && p.recomputes(d) {
+            e.recomputes = true;
+            if !node.is_backward {
+                e.recompute += t;
+                e.backward_load += t;
+            }
         }
     }
     let mut receivers: Vec<Device> = Vec::new();
@@ -98,7 +116,7 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
     }
     map.into_values()
         .map(|mut e| {
-            e.load = e.compute + e.communication;
+            e.load = e.compute + e.communication + e.recompute;
             e
         })
         .collect()

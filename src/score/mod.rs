@@ -23,7 +23,7 @@ pub mod validity;
 pub use cluster::{evaluate_on_cluster, ClusterEvaluation};
 pub use contiguity::contiguity_violations;
 pub use latency::{greedy_cut_steps, latency, Call, LatencyScore};
-pub use pipeline_memory::{pipeline_memory, DeviceMemory, PipelineMemoryError};
+pub use pipeline_memory::{pipeline_memory, recompute_where_needed, DeviceMemory, PipelineMemoryError};
 pub use load::{device_loads, max_load, sync_objective, tps, DeviceLoad};
 pub use validity::{violations, Violation};
 

@@ -10,6 +10,15 @@
 //! where `c_d = c(s_d)` is the schedule's count of micro-batches in flight at `d`'s place
 //! `s_d` in the pipeline's chain of `P` stages (every device in use is one stage):
 //! GPipe `m`, 1F1B `min(m, P − s_d)` ([`crate::model::schedule::Pipeline::in_flight`]).
+//! An accelerator that the placement marks as recomputing ([`crate::model::recompute`])
+//! holds instead
+//!
+//! ```text
+//! mem_r(d) = Σ_{v on d} resident(v) + Σ_{v on d} A(v) + c_d · In(d)
+//! ```
+//!
+//! with `In(d)` the bytes its forward nodes read from other devices, computed here from the
+//! edges node by node ([`crate::model::recompute::stage_inputs`]).
 //!
 //! **The chain.** A pipeline runs its stages as a chain: any order of the devices that
 //! the forward edges allow (a device graph arc `a → b` puts `a` before `b`). The plan does
@@ -31,6 +40,7 @@
 
 use std::collections::HashMap;
 
+use crate::model::recompute::{stage_bytes, stage_inputs};
 use crate::model::schedule::{held_bytes, Pipeline};
 use crate::model::{Device, Placement, Workload};
 
@@ -42,11 +52,17 @@ pub struct DeviceMemory {
     pub resident_bytes: f64,
     /// Stashed per micro-batch in flight, bytes.
     pub stash_bytes: f64,
+    /// Whether the device recomputes its activations (then it keeps only `input_bytes` per
+    /// micro-batch in flight, and `stash_bytes` once).
+    pub recomputes: bool,
+    /// `In(d)`: the bytes its forward nodes read from other devices.
+    pub input_bytes: f64,
     /// Stage on the chain (0 = first).
     pub stage: usize,
     /// Micro-batches in flight at the stage.
     pub in_flight: usize,
-    /// `resident + in_flight · stash`.
+    /// `resident + in_flight · stash`, or `resident + stash + in_flight · input` when it
+    /// recomputes.
     pub bytes: f64,
 }
 
@@ -62,7 +78,28 @@ pub enum PipelineMemoryError {
 
 /// Every device's memory under `pipeline` in a chain order in which every accelerator
 /// fits `M` bytes (module documentation), devices in order; an error when there is none.
+/// An accelerator recomputes where the placement says so.
 pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
+    chain_memory(w, p, pipeline, false)
+}
+
+/// The placement `p` with the accelerators that recompute chosen as `--recompute auto`
+/// does ([`crate::model::recompute`]): each accelerator recomputes exactly when, at its
+/// place in a chain order that fits, it does not fit with its stash held. The placement's
+/// own recompute marks are ignored. Device `d` fits at place `s` in one of the two ways iff
+/// `s ≥ min(r_d, r'_d)` (the first places where it fits holding its stash and recomputing;
+/// both tests are monotone in `s`), so the earliest-deadline rule with that release decides
+/// exactly whether some order and choice fit; a device then recomputes iff its place is
+/// before `r_d`. An error when no order fits even so.
+pub fn recompute_where_needed(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Result<Placement, PipelineMemoryError> {
+    let memory = chain_memory(w, p, pipeline, true)?;
+    let recompute = memory.iter().filter(|d| d.recomputes).map(|d| d.device).collect();
+    Ok(p.clone().with_recompute(recompute))
+}
+
+/// [`pipeline_memory`]; with `choose`, each accelerator's recomputation as
+/// [`recompute_where_needed`] chooses it.
+fn chain_memory(w: &Workload, p: &Placement, pipeline: &Pipeline, choose: bool) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
     let limit = w.devices().memory_per_accelerator_bytes;
     let mut devices: Vec<Device> = p.assignment.clone();
     devices.sort();
@@ -76,17 +113,33 @@ pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Resu
         resident[d_of(v)] += h.resident_bytes;
         stash[d_of(v)] += h.stash_bytes;
     }
-    let bytes = |d: usize, s: usize| resident[d] + pipeline.in_flight(stages, s) as f64 * stash[d];
-    // Release: the first place where the accelerator fits (counts never rise along the chain).
+    let inputs = stage_inputs(w, p);
+    let input: Vec<f64> = devices.iter().map(|d| inputs.get(d).copied().unwrap_or(0.0)).collect();
+    let mut recomputes: Vec<bool> = devices.iter().map(|&d| d.is_accelerator() && !choose && p.recomputes(d)).collect();
+    let bytes = |d: usize, s: usize, r: bool| stage_bytes(resident[d], stash[d], input[d], pipeline.in_flight(stages, s), r);
+    // Releases: the first place where the accelerator fits (counts never rise along the
+    // chain), holding its stash (`held`) and recomputing.
+    let first_fit = |d: usize, r: bool| (0..stages).find(|&s| bytes(d, s, r) <= limit);
     let mut release = vec![0usize; stages];
-    for d in 0..stages {
-        if devices[d].is_accelerator() {
-            release[d] = (0..stages).find(|&s| bytes(d, s) <= limit).ok_or(PipelineMemoryError::NeverFits {
-                device: devices[d],
-                bytes: bytes(d, stages - 1),
-                limit,
-            })?;
-        }
+    let mut held = vec![0usize; stages];
+    for d in (0..stages).filter(|&d| devices[d].is_accelerator()) {
+        let (hold, recompute) = if choose {
+            (first_fit(d, false), first_fit(d, true))
+        } else if recomputes[d] {
+            (None, first_fit(d, true))
+        } else {
+            (first_fit(d, false), None)
+        };
+        held[d] = hold.unwrap_or(usize::MAX);
+        release[d] = hold.into_iter().chain(recompute).min().ok_or_else(|| PipelineMemoryError::NeverFits {
+            device: devices[d],
+            bytes: if choose {
+                bytes(d, stages - 1, false).min(bytes(d, stages - 1, true))
+            } else {
+                bytes(d, stages - 1, recomputes[d])
+            },
+            limit,
+        })?;
     }
     let mut arcs = vec![Vec::new(); stages];
     for e in w.edges() {
@@ -106,8 +159,13 @@ pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Resu
         stages,
         device: devices[d],
         stage: s,
-        bytes: bytes(d, s),
+        bytes: bytes(d, s, recomputes[d]),
     })?;
+    if choose {
+        for d in (0..stages).filter(|&d| devices[d].is_accelerator()) {
+            recomputes[d] = place[d] < held[d];
+        }
+    }
     Ok((0..stages)
         .map(|d| {
             let in_flight = pipeline.in_flight(stages, place[d]);
@@ -115,9 +173,11 @@ pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Resu
                 device: devices[d],
                 resident_bytes: resident[d],
                 stash_bytes: stash[d],
+                recomputes: recomputes[d],
+                input_bytes: input[d],
                 stage: place[d],
                 in_flight,
-                bytes: resident[d] + in_flight as f64 * stash[d],
+                bytes: stage_bytes(resident[d], stash[d], input[d], in_flight, recomputes[d]),
             }
         })
         .collect())

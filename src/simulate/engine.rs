@@ -9,7 +9,8 @@
 //! touched.
 //!
 //! Memory per device is a step function: resident bytes, plus each piece's stash from the
-//! start of its task to its release (see [`super::stages`]).
+//! start of its task to its release, plus its transient bytes (a recomputed stash) during
+//! its task (see [`super::stages`]).
 //!
 //! Complexity: O(K log K) for K = pieces × m tasks, plus O(arcs × m) countdowns.
 
@@ -104,8 +105,8 @@ impl Loop<'_> {
         self.next[d] += 1;
         let end = now + piece.duration_ms();
         self.runs.push(TaskRun { piece: task / self.m, micro_batch: task % self.m, start_ms: now, end_ms: end });
-        if piece.stash_bytes > 0.0 {
-            self.held[d] += piece.stash_bytes;
+        if piece.stash_bytes + piece.transient_bytes > 0.0 {
+            self.held[d] += piece.stash_bytes + piece.transient_bytes;
             self.record(d, now);
         }
         self.seq += 1;
@@ -128,6 +129,10 @@ impl Loop<'_> {
         let piece = &stages.pieces[p];
         let d = self.device_of[p];
         self.busy[d] = false;
+        if piece.transient_bytes > 0.0 {
+            self.held[d] -= piece.transient_bytes;
+            self.record(d, time);
+        }
         if piece.released_by.is_empty() {
             self.free_stash(p, time);
         }

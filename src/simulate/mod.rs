@@ -64,7 +64,7 @@ pub struct DeviceRun {
     pub load_ms: f64,
     /// `m · load`.
     pub busy_ms: f64,
-    /// The compute part of `busy_ms`.
+    /// The compute part of `busy_ms` (a recomputed forward pass included).
     pub compute_ms: f64,
     /// The communication part of `busy_ms` (receives and sends).
     pub communication_ms: f64,
@@ -187,6 +187,14 @@ pub fn simulate_with_memory(
     if let Some(note) = interleaving_note(&stages, played) {
         notes.push(note);
     }
+    if !p.recompute.is_empty() {
+        let list: Vec<String> = p.recompute.iter().map(Device::to_string).collect();
+        notes.push(format!(
+            "{} recompute{} activations: between the passes only the inputs are held; the forward pass runs again at the start of the backward one",
+            list.join(", "),
+            if list.len() == 1 { "s its" } else { " their" }
+        ));
+    }
 
     // Devices, accelerators first, and each one's resident memory.
     let mut devices: Vec<Device> = stages.pieces.iter().map(|x| x.device).collect();
@@ -204,7 +212,7 @@ pub fn simulate_with_memory(
     let mut compute = vec![0.0; devices.len()];
     for (x, piece) in stages.pieces.iter().enumerate() {
         load[device_of[x]] += piece.duration_ms();
-        compute[device_of[x]] += piece.compute_ms;
+        compute[device_of[x]] += piece.compute_ms + piece.recompute_ms;
     }
     for (d, &device) in devices.iter().enumerate() {
         let scored = scored_loads.iter().find(|x| x.device == device).map_or(0.0, |x| x.load);

@@ -43,6 +43,15 @@
 //! micro-batch. A forward piece nothing mirrors (inference) frees it when its own task
 //! ends; a backward node with no forward piece to mirror holds it during its own task.
 //!
+//! **Recomputation** ([`crate::model::recompute`]). On an accelerator that the plan marks as
+//! recomputing, each forward piece's stash becomes *transient*: the first backward piece
+//! (in the order of one micro-batch) that frees it runs that forward piece's compute again
+//! at the start of its task (`recompute_ms`) and holds the stash only during its own task
+//! (`transient_bytes`); between the passes the device holds only its input `In(d)`, put on
+//! its first forward piece. On a contiguous plan (one forward and one backward piece per
+//! device) the peak is then `resident + A + c·In`, the scorer's figure. A forward piece
+//! that no backward piece frees (inference) runs its compute again in its own task.
+//!
 //! Complexity: O((n + m_E) log n) for n nodes and m_E edges.
 
 use std::collections::HashMap;
@@ -68,6 +77,10 @@ pub struct Piece {
     pub send_ms: f64,
     /// Activations one micro-batch stashes that this piece holds (module doc), bytes.
     pub stash_bytes: f64,
+    /// Forward compute this piece runs again before its own (recomputation, module doc).
+    pub recompute_ms: f64,
+    /// Bytes held only while its own task runs (a recomputed stash, module doc).
+    pub transient_bytes: f64,
     /// Pieces it waits for (same micro-batch).
     pub preds: Vec<usize>,
     /// Pieces that wait for it.
@@ -78,9 +91,9 @@ pub struct Piece {
 }
 
 impl Piece {
-    /// receive + compute + send.
+    /// receive + recompute + compute + send.
     pub fn duration_ms(&self) -> f64 {
-        self.receive_ms + self.compute_ms + self.send_ms
+        self.receive_ms + self.recompute_ms + self.compute_ms + self.send_ms
     }
 }
 
@@ -238,6 +251,8 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
                 receive_ms: 0.0,
                 send_ms: 0.0,
                 stash_bytes: 0.0,
+                recompute_ms: 0.0,
+                transient_bytes: 0.0,
                 preds: preds[x].iter().map(|&y| new_index[y]).collect(),
                 succs: succs[x].iter().map(|&y| new_index[y]).collect(),
                 released_by: Vec::new(),
@@ -255,7 +270,31 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
     charge_communication(w, p, &piece_of, &mut pieces, positions);
     attach_stash_releases(w, &piece_of, &mut pieces);
     attribute_stashes(memory, &piece_of, &mut pieces, positions);
+    if !p.recompute.is_empty() {
+        recompute_stashes(w, p, &mut pieces, positions);
+    }
     Stages { pieces, positions, piece_of }
+}
+
+/// Moves the stashes of recomputing accelerators to their backward pieces (module doc,
+/// "Recomputation").
+fn recompute_stashes(w: &Workload, p: &Placement, pieces: &mut [Piece], positions: usize) {
+    let inputs = crate::model::recompute::stage_inputs(w, p);
+    let rank = |pieces: &[Piece], x: usize| rank_in_micro_batch(&pieces[x], x, positions);
+    for &d in p.recompute.iter().filter(|d| d.is_accelerator()) {
+        let mut forward: Vec<usize> = (0..pieces.len()).filter(|&x| pieces[x].device == d && pieces[x].pass == Pass::Forward).collect();
+        forward.sort_by_key(|&x| rank(pieces, x));
+        for &f in &forward {
+            let (stash, compute) = (pieces[f].stash_bytes, pieces[f].compute_ms);
+            let target = pieces[f].released_by.iter().copied().min_by_key(|&b| rank(pieces, b)).unwrap_or(f);
+            pieces[f].stash_bytes = 0.0;
+            pieces[target].transient_bytes += stash;
+            pieces[target].recompute_ms += compute;
+        }
+        if let Some(&first) = forward.first() {
+            pieces[first].stash_bytes = inputs.get(&d).copied().unwrap_or(0.0);
+        }
+    }
 }
 
 /// Send and receive charges (module doc, "Communication").

@@ -201,7 +201,7 @@ pub fn best_chain_split_within(
     let pruning = Pruning::new(c, greedy, summaries.heads[n].fpga.value(), k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
     let family = Prefixes::new(order);
-    let relaxation = Relaxation { family: &family, summaries: &summaries, cost, pruning: &pruning, windows: &windows, memory, positioned: None };
+    let relaxation = Relaxation { family: &family, summaries: &summaries, cost, pruning: &pruning, windows: &windows, memory, positioned: None, forward: None };
     let (table, _) = relaxation.run(budget).map_err(|(reason, _)| reason)?;
     let Some(stages) = reconstruct::stages(&table, n) else { return Ok(None) };
     let mut group_device = vec![Device::Cpu(0); c.len()];

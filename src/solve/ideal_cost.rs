@@ -20,6 +20,20 @@
 //! for CPU time, size, the stashed activation bytes `A` (planning under a schedule,
 //! [`crate::model::schedule::Pipeline`]) and the count of unsupported groups.
 //!
+//! **Stage inputs** (activation recomputation, [`crate::model::recompute`]). With
+//! [`PairCost::with_stage_inputs`] the hyperedges also include, for every forward node `u`
+//! with output bytes `b(u) > 0`, `T_b(u) = {g(u)} ∪ {g(x) : u → x, x forward}` weighing
+//! `b(T) = b(u)` (cost 0, so communication is unchanged; equal sets are merged, weights
+//! summed). Forward edges are arcs of the group DAG, so an ideal holding any group of
+//! `T_b(u)` holds `g(u)`; hence the stage `I \ J` reads `u` from another stage iff `T ∈ C(J)`
+//! and `T` meets `I \ J`, i.e. unless `|T ∩ I| = |T ∩ J|`:
+//!
+//! `In(I \ J) = Σ_{T ∈ C(J)} b(T) − Σ_{T ∈ C(I) ∩ C(J), |T∩I| = |T∩J|} b(T)`,
+//!
+//! summed directly over the kept terms in one merge of the two cut lists (no cancellation).
+//! The forward compute `R(I \ J)` that a recomputing stage runs again is a prefix difference
+//! of the per-ideal forward sums ([`PairCost::forward_sums`]).
+//!
 //! **Incremental summaries.** `I ∪ {g}` (for `g ∉ I`) has the sums of `I` plus `g`'s, and
 //! `C(I ∪ {g})` is `C(I)` with every `T ∋ g` updated: `|T ∩ I|` grows by one, `T` enters
 //! the list when it becomes non-zero and leaves when it reaches `|T|`. So a summary costs
@@ -163,6 +177,12 @@ pub struct PairCost {
     size: Vec<f64>,
     stash: Vec<f64>,
     supported: Vec<bool>,
+    /// `b(T)` per hyperedge: stage-input bytes (module doc); empty unless
+    /// [`PairCost::with_stage_inputs`].
+    edge_bytes: Vec<f64>,
+    /// Σ fpgaLatency of each group's forward nodes (for recomputation; empty unless
+    /// [`PairCost::with_stage_inputs`]).
+    forward: Vec<f64>,
 }
 
 impl PairCost {
@@ -183,7 +203,88 @@ impl PairCost {
             size: c.groups.iter().map(|g| g.size_bytes).collect(),
             stash: vec![0.0; c.len()],
             supported: c.groups.iter().map(|g| g.supported_on_accelerator).collect(),
+            edge_bytes: Vec::new(),
+            forward: Vec::new(),
         }
+    }
+
+    /// Adds the stage-input hyperedges `T_b(u)` and each group's forward compute (module
+    /// doc), for pricing recomputing stages. O(n + m log m).
+    pub fn with_stage_inputs(mut self, w: &Workload, c: &Contraction) -> PairCost {
+        let b = crate::model::recompute::output_bytes(w);
+        let mut map: std::collections::HashMap<Vec<usize>, f64> = Default::default();
+        for u in (0..w.len()).filter(|&u| b[u] > 0.0) {
+            let mut t: Vec<usize> = std::iter::once(c.group_of[u])
+                .chain(w.successors(u).iter().filter(|&&x| !w.node(x).is_backward).map(|&x| c.group_of[x]))
+                .collect();
+            t.sort_unstable();
+            t.dedup();
+            if t.len() > 1 {
+                *map.entry(t).or_insert(0.0) += b[u];
+            }
+        }
+        let mut list: Vec<(Vec<usize>, f64)> = map.into_iter().collect();
+        list.sort_by(|a, b| a.0.cmp(&b.0));
+        self.edge_bytes = vec![0.0; self.edge_cost.len()];
+        for (t, bytes) in list {
+            let e = self.edge_cost.len() as u32;
+            for &g in &t {
+                self.touching[g].push(e);
+            }
+            self.edge_cost.push(0.0);
+            self.edge_size.push(t.len() as u32);
+            self.edge_bytes.push(bytes);
+        }
+        self.forward = vec![0.0; c.len()];
+        for (v, &g) in c.group_of.iter().enumerate() {
+            if !w.node(v).is_backward {
+                self.forward[g] += w.node(v).fpga_latency;
+            }
+        }
+        self
+    }
+
+    /// Whether [`PairCost::with_stage_inputs`] was applied.
+    pub fn prices_recomputation(&self) -> bool {
+        !self.forward.is_empty()
+    }
+
+    /// The forward compute of every ideal of `ideals`, each from its canonical parent's
+    /// (module doc). O(|𝓘|).
+    pub fn forward_sums(&self, ideals: &Ideals) -> Vec<Sum> {
+        let mut sums = Vec::with_capacity(ideals.len());
+        sums.push(Sum::ZERO);
+        for i in 1..ideals.len() {
+            let (p, g) = ideals.parent(i).expect("a non-empty ideal has a parent");
+            sums.push(sums[p].plus(self.forward[g]));
+        }
+        sums
+    }
+
+    /// `R(I \ J)`: the forward compute of the stage, from the ideals' forward sums
+    /// ([`PairCost::forward_sums`]), certified or summed directly over `groups()`.
+    pub fn forward_compute(&self, fi: Sum, fj: Sum, groups: impl FnOnce() -> Vec<usize>) -> f64 {
+        fi.difference(fj).unwrap_or_else(|| Self::direct(&self.forward, &groups()))
+    }
+
+    /// `In(I \ J)` (module doc) from the cut lists of `I` and `J`. O(|C(I)| + |C(J)|).
+    pub fn stage_input_bytes(&self, ci: &[Crossing], cj: &[Crossing]) -> f64 {
+        let mut input = 0.0;
+        let mut a = 0;
+        for y in cj {
+            let bytes = self.edge_bytes.get(y.edge as usize).copied().unwrap_or(0.0);
+            if bytes == 0.0 {
+                continue;
+            }
+            while a < ci.len() && ci[a].edge < y.edge {
+                a += 1;
+            }
+            let untouched = a < ci.len() && ci[a].edge == y.edge && ci[a].inside == y.inside;
+            if !untouched {
+                input += bytes;
+            }
+        }
+        input
     }
 
     /// Prices memory under a schedule: group `g` holds `size[g]` bytes with one

@@ -306,15 +306,17 @@ fn checked_pipeline_memory(
     let limit = w.devices().memory_per_accelerator_bytes;
     let memory = pipeline_memory(w, placement, pipeline).map_err(|e| SolveError::Check(format!("{}: {e}", method.name())))?;
     if let Some(d) = memory.iter().find(|d| d.device.is_accelerator() && d.bytes > limit * (1.0 + 1e-9)) {
+        let parts = if d.recomputes {
+            format!("recomputing: {} resident + {} stashed once + {} in flight x {} input", d.resident_bytes, d.stash_bytes, d.in_flight, d.input_bytes)
+        } else {
+            format!("{} resident + {} in flight x {} stashed", d.resident_bytes, d.in_flight, d.stash_bytes)
+        };
         return Err(SolveError::Check(format!(
-            "{}'s plan needs {} bytes on {} under {} ({} resident + {} in flight x {} stashed; stage {}), more than its {limit}",
+            "{}'s plan needs {} bytes on {} under {} ({parts}; stage {}), more than its {limit}",
             method.name(),
             d.bytes,
             d.device,
             pipeline.schedule,
-            d.resident_bytes,
-            d.in_flight,
-            d.stash_bytes,
             d.stage
         )));
     }

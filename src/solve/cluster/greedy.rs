@@ -75,7 +75,7 @@ pub fn greedy_chain(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> Opti
             device[g] = Device::Cpu(0);
         }
         let assignment = (0..w.len()).map(|v| device[c.group_of[v]]).collect();
-        Some(Placement { assignment, pieces: None })
+        Some(Placement::new(assignment))
     };
     let mut best: Option<(f64, Placement)> = None;
     let mut consider = |p: Placement| {

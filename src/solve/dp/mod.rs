@@ -56,6 +56,8 @@ use super::leaf_folding::fold_leaves;
 use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::numerics::Rescale;
 use crate::model::contraction::Contraction;
+use crate::model::numerics::Sum;
+use crate::model::recompute::Recompute;
 use crate::model::schedule::{held_bytes, Pipeline, Schedule};
 use crate::model::{Device, Placement, Workload};
 
@@ -90,18 +92,27 @@ impl Method for Dp {
 ///
 /// - A count that does not depend on the position (GPipe: `m`; one micro-batch: 1) is a
 ///   per-node size: the plain DP on the workload with `size + (c − 1)·A` per node.
-/// - 1F1B (`min(m, P − s)` at stage `s` of `P`): the DP with exact device counts and the
-///   stage's position in the state, once per chain length `P` ([`relax`], positioned
-///   memory). Only the leaf folds that are safe under the worst case (`m` in flight
-///   everywhere) are made; the chain bound, priced with one micro-batch, is not used.
+/// - 1F1B (`min(m, P − s)` at stage `s` of `P`), and any schedule with more than one
+///   micro-batch in flight under `--recompute auto`: the DP with exact device counts and
+///   the stage's position in the state, once per chain length `P` ([`relax`], positioned
+///   memory; with recomputation the stage cost `acc_s` of [`relax`]). Only the leaf folds
+///   that are safe under the worst case (`m` in flight everywhere, nothing recomputed)
+///   are made — a weightless leaf also adds no forward time and moving it beside its only
+///   neighbour never adds a stage input; the chain bound, priced with one micro-batch, is
+///   not used.
 ///
 /// The position is the stage's place in the split's chain of ideals: stage `s` of the
 /// chain sends to stage `s + 1`, as a pipeline runtime runs it.
 pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>) -> Result<Outcome, SolveError> {
-    let Some(pipeline) = pipeline else {
+    let Some(mut pipeline) = pipeline else {
         return solve(w, limits);
     };
-    if !pipeline.depends_on_position() {
+    // Nothing stashed: `mem_r = Σ size + c·In ≥ Σ size = mem`, so no stage recomputes.
+    let stashless = pipeline.recompute == Recompute::Auto && held_bytes(w).iter().all(|h| h.stash_bytes == 0.0);
+    if stashless {
+        pipeline.recompute = Recompute::None;
+    }
+    if !pipeline.needs_positions() {
         let sized = w.with_sizes(&Pipeline::node_bytes(w, pipeline.uniform_in_flight()));
         let mut outcome = solve(&sized, limits)?;
         outcome.stats.notes.push(format!(
@@ -109,6 +120,12 @@ pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>)
             describe(&pipeline),
             pipeline.uniform_in_flight() - 1
         ));
+        if pipeline.recompute == Recompute::Auto {
+            outcome.stats.notes.push("recompute auto: with one micro-batch in flight recomputing never saves memory; no stage recomputes".into());
+        }
+        if stashless {
+            outcome.stats.notes.push("recompute auto: no node stashes activations (no activationBytes), so recomputing never saves memory; no stage recomputes".into());
+        }
         return Ok(outcome);
     }
     let start = std::time::Instant::now();
@@ -126,6 +143,9 @@ pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>)
     let mut notes = Vec::new();
     if folding.folded > 0 {
         notes.push(format!("{} zero-cost leaf groups folded into their neighbours", folding.folded));
+    }
+    if stashless {
+        notes.push("recompute auto: no node stashes activations (no activationBytes), so recomputing never saves memory; no stage recomputes".into());
     }
     let run = solve_dag_with(w, &c, limits.max_ideals, &budget, start, Some(&Staged { pipeline, size, stash }))?;
     Ok(run.outcome(Status::Optimal, None, notes, start))
@@ -300,7 +320,8 @@ fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, 
 }
 
 /// Stage memory under a schedule whose stash count depends on the position (1F1B), per
-/// group of the DAG: `size` with one micro-batch in flight, `stash` per further one.
+/// group of the DAG: `size` with one micro-batch in flight, `stash` per further one (and,
+/// with `pipeline.recompute`, the choice to recompute, [`relax`]).
 struct Staged {
     pipeline: Pipeline,
     size: Vec<f64>,
@@ -319,6 +340,9 @@ fn solve_dag_with(
     staged: Option<&Staged>,
 ) -> Result<Run, SolveError> {
     let cost = match staged {
+        Some(st) if st.pipeline.recompute == Recompute::Auto => {
+            PairCost::new(w, c).with_memory(st.size.clone(), st.stash.clone()).with_stage_inputs(w, c)
+        }
         Some(st) => PairCost::new(w, c).with_memory(st.size.clone(), st.stash.clone()),
         None => PairCost::new(w, c),
     };
@@ -359,10 +383,13 @@ fn solve_dag_with(
     let n_ideals = ideals.len();
     let summaries =
         Summaries::of_ideals(&cost, &ideals, budget).map_err(|r| stopped(r, format!("while summarising {n_ideals} ideals")))?;
+    let forward: Option<Vec<Sum>> = cost.prices_recomputation().then(|| cost.forward_sums(&ideals));
     // Under a staged schedule the best table so far is kept beside the one being relaxed.
     let tables = if staged.is_some() { 2 } else { 1 };
+    let forward_bytes = forward.as_ref().map_or(0, |f| f.capacity() * std::mem::size_of::<Sum>());
     let needed = (ideals.heap_bytes()
         + summaries.heap_bytes()
+        + forward_bytes
         + n_ideals * (tables * Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL)) as f64;
     if needed > allowance {
         let what = format!("the DP over {n_ideals} ideals (table, summaries and bitsets)");
@@ -379,8 +406,16 @@ fn solve_dag_with(
         for p in 1..=(k + l).min(c.len()) {
             let pruning = Pruning::new(c, best.as_ref().map(|b| b.0), summaries.heads[full].fpga.value(), k, l);
             let positioned = Some(Positioned { pipeline: staged.pipeline, stages: p });
-            let relaxation =
-                Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory, positioned };
+            let relaxation = Relaxation {
+                family: &ideals,
+                summaries: &summaries,
+                cost: &cost,
+                pruning: &pruning,
+                windows: &windows,
+                memory,
+                positioned,
+                forward: forward.as_deref(),
+            };
             let (table, priced) = relaxation.run(budget).map_err(|(r, level)| match level {
                 0 => stopped(r, format!("while filling the table of {n_ideals} ideals for {p} pipeline stages")),
                 _ => stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals) for {p} pipeline stages")),
@@ -403,7 +438,17 @@ fn solve_dag_with(
             describe(&staged.pipeline),
             stages.len()
         ));
-        let placement = placement_of(&stages, &ideals, c);
+        let recomputing = recomputing_stages(&stages, &summaries, Positioned { pipeline: staged.pipeline, stages: stages.len() }, memory);
+        if staged.pipeline.recompute == Recompute::Auto {
+            stats.notes.push(match recomputing.len() {
+                0 => "recompute auto: every stage fits with its activations stashed; none recomputes".to_string(),
+                r => format!(
+                    "recompute auto: {r} of {} stages recompute their activations (they fit only keeping their inputs)",
+                    stages.len()
+                ),
+            });
+        }
+        let placement = placement_of(&stages, &ideals, c, recomputing);
         return Ok(Run { objective, placement: Some(placement), infeasible: None, stats });
     }
     let upper = chain_upper_bound(c, &cost, k, l, memory, budget)
@@ -415,7 +460,7 @@ fn solve_dag_with(
     let windows = Windows::new(&summaries.heads, l > 0);
     budget.check().map_err(|r| stopped(r, format!("while sorting {n_ideals} ideals by load")))?;
     let relaxation =
-        Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory, positioned: None };
+        Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory, positioned: None, forward: None };
     let levels = ideals.level_start.len() - 2;
     let (table, pairs) = relaxation
         .run(budget)
@@ -428,19 +473,38 @@ fn solve_dag_with(
     let Some(stages) = reconstruct::stages(&table, full) else {
         return Ok(Run { objective: f64::INFINITY, placement: None, infeasible: Some(infeasibility(w, c)), stats });
     };
-    let placement = placement_of(&stages, &ideals, c);
+    let placement = placement_of(&stages, &ideals, c, Vec::new());
     Ok(Run { objective: table.at(full, l, k), placement: Some(placement), infeasible: None, stats })
 }
 
-/// The placement of a split's stages.
-fn placement_of(stages: &[reconstruct::Stage], ideals: &Ideals, c: &Contraction) -> Placement {
+/// The placement of a split's stages, `recompute` the devices that recompute.
+fn placement_of(stages: &[reconstruct::Stage], ideals: &Ideals, c: &Contraction, recompute: Vec<Device>) -> Placement {
     let mut group_device = vec![Device::Cpu(0); c.len()];
     for stage in stages {
         for g in ideals.get(stage.ideal).difference(&ideals.get(stage.from)) {
             group_device[g] = stage.device;
         }
     }
-    Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).canonical()
+    Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).with_recompute(recompute).canonical()
+}
+
+/// The accelerators of a positioned split (`stages`, the last pipeline stage first) whose
+/// stage does not fit with its stash held at its position: the ones the relaxation priced
+/// as recomputing ([`relax`]), by the same test on the same sums.
+fn recomputing_stages(stages: &[reconstruct::Stage], summaries: &Summaries, chain: Positioned, memory: f64) -> Vec<Device> {
+    let p = stages.len();
+    stages
+        .iter()
+        .enumerate()
+        .filter(|(_, st)| st.device.is_accelerator())
+        .filter(|(t, st)| {
+            let (hi, hj) = (&summaries.heads[st.ideal], &summaries.heads[st.from]);
+            let (size, stash) = (hi.size.minus_sum(hj.size).value(), hi.stash - hj.stash);
+            // Walk order t puts the stage at position p − 1 − t, reaching p − t devices.
+            matches!(chain.fit(p - t, size, stash, memory), relax::StageFit::Recompute { .. })
+        })
+        .map(|(_, st)| st.device)
+        .collect()
 }
 
 /// `1f1b with 8 micro-batches`.

@@ -23,7 +23,26 @@
 //! (0-based) of a chain of `P` stages. It fits an accelerator iff
 //! `size(I \ J) + (c_s − 1)·A(I \ J) ≤ M` with `c_s` the schedule's count at `s`
 //! ([`crate::model::schedule::Pipeline::in_flight`]); states with `ℓ' + k' > P` are not
-//! used. The driver ([`super`]) runs this once per `P`.
+//! used. The driver ([`super`]) runs this once per `P`. As states count devices exactly,
+//! a `J` none of whose live states one device fewer is finite cannot improve `I` and is
+//! skipped before its pair is priced: under a binding memory most ideals are beyond
+//! `P − 1` devices for small `P` (a generated 8-layer GPT-2 under 1F1B: 53,195 pairs priced
+//! instead of 1,317,834, the same plan).
+//!
+//! **Recomputation** (`--recompute auto`, [`crate::model::recompute`]): the accelerator
+//! stage cost at position `s` is then
+//!
+//! ```text
+//! acc_s(I \ J) = load(I \ J)           if size + (c_s − 1)·A ≤ M          (no recompute)
+//!              = load(I \ J) + R(I \ J) if not, and size + c_s·In ≤ M      (recompute)
+//!              = ∞                     otherwise
+//! ```
+//!
+//! (`size`, `A`, `In`, `R` of `I \ J`: bytes with one micro-batch, stash, stage input,
+//! forward compute; [`crate::solve::ideal_cost`]), and the recurrence is unchanged with
+//! `acc_s` in place of `acc`: the choice is the stage's own, it changes nothing of any other
+//! stage, and `load ≤ load + R`, so the DP stays exact. `In` and `R` are priced only for
+//! a pair whose stage does not fit without recomputing.
 //!
 //! The budget (time, Ctrl-C) is checked between levels and every few hundred ideals
 //! inside a level.
@@ -36,6 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::pruning::{Pruning, Windows};
+use crate::model::numerics::Sum;
 use crate::model::schedule::Pipeline;
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::ideal_cost::{PairCost, Summaries};
@@ -169,6 +189,9 @@ pub struct Relaxation<'a, F: Family> {
     pub memory: f64,
     /// Exact device counts and position-dependent stage memory (module documentation).
     pub positioned: Option<Positioned>,
+    /// With positioned memory: each ideal's forward compute
+    /// ([`PairCost::forward_sums`]), when stages may recompute (module documentation).
+    pub forward: Option<&'a [Sum]>,
 }
 
 /// A chain of exactly `stages` stages run by `pipeline` (module documentation).
@@ -178,12 +201,31 @@ pub struct Positioned {
     pub stages: usize,
 }
 
+/// How a stage fits an accelerator at its position.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StageFit {
+    /// With its stash held.
+    Held,
+    /// Only if it recomputes: with `in_flight` micro-batches its stash does not fit.
+    Recompute { in_flight: usize },
+    /// Beyond the chain's stages.
+    Beyond,
+}
+
 impl Positioned {
-    /// Whether a stage of `size` bytes stashing `stash` per further micro-batch fits
-    /// `memory` as the stage reaching a state of `devices` devices.
+    /// How a stage of `size` bytes stashing `stash` per further micro-batch fits `memory`
+    /// as the stage reaching a state of `devices` devices.
     #[inline]
-    fn fits(&self, devices: usize, size: f64, stash: f64, memory: f64) -> bool {
-        devices <= self.stages && size + (self.pipeline.in_flight(self.stages, devices - 1) - 1) as f64 * stash <= memory
+    pub fn fit(&self, devices: usize, size: f64, stash: f64, memory: f64) -> StageFit {
+        if devices > self.stages {
+            return StageFit::Beyond;
+        }
+        let in_flight = self.pipeline.in_flight(self.stages, devices - 1);
+        if size + (in_flight - 1) as f64 * stash <= memory {
+            StageFit::Held
+        } else {
+            StageFit::Recompute { in_flight }
+        }
     }
 }
 
@@ -261,6 +303,16 @@ impl<F: Family> Relaxation<'_, F> {
         }
         let top = self.family.top(i);
         let mut evaluated = 0u64;
+        // Exact device counts: `J` can extend to a live state of `I` only if its own state
+        // one device fewer is finite; where memory binds, most `J` are reached by no state
+        // within the chain length, and skipping them before pricing changes nothing.
+        let positioned = self.positioned.is_some();
+        let chain = self.positioned.map_or(usize::MAX, |x| x.stages);
+        let reachable = |row: &[f64], back: usize, from_l: usize| {
+            bands.iter().enumerate().skip(from_l).any(|(cl, &(ka, kb))| {
+                (ka.max(if back == 1 { 1 } else { 0 })..=kb).take_while(|ck| cl + ck <= chain).any(|ck| row[cl * k1 + ck - back].is_finite())
+            })
+        };
         if k > 0 {
             let w = self.windows;
             let (a, b) = Windows::window(&w.fpga_keys, fi, p.bound);
@@ -280,7 +332,7 @@ impl<F: Family> Relaxation<'_, F> {
                     continue;
                 }
                 let j = w.by_fpga[pos] as usize;
-                if j >= lo || !self.family.is_subset(j, top) {
+                if j >= lo || (positioned && !reachable(&done[j * s..(j + 1) * s], 1, 0)) || !self.family.is_subset(j, top) {
                     continue;
                 }
                 let Some(load) = self.cost.accelerator_load(self.summaries, i, j, self.memory, || self.family.difference(i, j)) else {
@@ -293,14 +345,29 @@ impl<F: Family> Relaxation<'_, F> {
                 let row = &done[j * s..(j + 1) * s];
                 let (hi, hj) = (&heads[i], &heads[j]);
                 let (size, stash) = (hi.size.minus_sum(hj.size).value(), hi.stash - hj.stash);
+                // (In, load + R) of the stage, priced the first time a state needs it.
+                let mut recomputed: Option<(f64, f64)> = None;
                 let mut improved = false;
                 for (cl, &(ka, kb)) in bands.iter().enumerate() {
                     for ck in ka.max(1)..=kb {
-                        if self.positioned.is_some_and(|x| !x.fits(cl + ck, size, stash, self.memory)) {
-                            continue;
-                        }
+                        let stage_load = match self.positioned.map(|x| x.fit(cl + ck, size, stash, self.memory)) {
+                            None | Some(StageFit::Held) => load,
+                            Some(StageFit::Beyond) => continue,
+                            Some(StageFit::Recompute { in_flight }) => {
+                                let Some(forward) = self.forward else { continue };
+                                let (input, slower) = *recomputed.get_or_insert_with(|| {
+                                    let input = self.cost.stage_input_bytes(self.summaries.crossing(i), self.summaries.crossing(j));
+                                    let r = self.cost.forward_compute(forward[i], forward[j], || self.family.difference(i, j));
+                                    (input, load + r)
+                                });
+                                if size + in_flight as f64 * input > self.memory || slower > p.bound {
+                                    continue;
+                                }
+                                slower
+                            }
+                        };
                         let st = cl * k1 + ck;
-                        let v = row[st - 1].max(load);
+                        let v = row[st - 1].max(stage_load);
                         if v < best[st] {
                             best[st] = v;
                             back[st] = Link::Accelerator(j as u32);
@@ -323,7 +390,7 @@ impl<F: Family> Relaxation<'_, F> {
                     break;
                 }
                 let j = w.by_cpu[pos] as usize;
-                if j >= lo || !self.family.is_subset(j, top) {
+                if j >= lo || (positioned && !reachable(&done[j * s..(j + 1) * s], k1, 1)) || !self.family.is_subset(j, top) {
                     continue;
                 }
                 let load = self.cost.cpu_load(self.summaries, i, j, || self.family.difference(i, j));
