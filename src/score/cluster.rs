@@ -136,24 +136,9 @@ pub fn cluster_loads(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<D
     for (v, &d) in p.assignment.iter().enumerate() {
         let node = w.node(v);
         let t = costs.compute(w, v, d);
-        let e = DeviceLoad::entry(&mut map, d);
-        e.nodes += 1;
-        e.compute += t;
-        e.memory_bytes += node.size_bytes;
-        if node.is_backward {
-            e.backward_load += t;
-        } else {
-            e.forward_load += t;
-        }
-        // A recomputing accelerator runs its forward nodes again, on its own type
-        // (crate::model::recompute), as the MODEL.md scorer counts it.
-        if d.is_accelerator() && p.recomputes(d) {
-            e.recomputes = true;
-            if !node.is_backward {
-                e.recompute += t;
-                e.backward_load += t;
-            }
-        }
+        // A recomputing accelerator runs its forward nodes again, on its own type, as the
+        // MODEL.md scorer counts it.
+        DeviceLoad::entry(&mut map, d).add_node(node, t, d.is_accelerator() && p.recomputes(d));
     }
     let mut receivers: Vec<Device> = Vec::new();
     for u in 0..w.len() {

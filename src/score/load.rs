@@ -59,6 +59,27 @@ impl DeviceLoad {
             backward_load: 0.0,
         })
     }
+
+    /// Counts `node`, which takes `t` here, into the device's compute, memory and forward
+    /// or backward load; on a device that recomputes (`recomputes`, crate::model::recompute)
+    /// a forward node runs again in the backward pass.
+    pub(crate) fn add_node(&mut self, node: &crate::model::Node, t: f64, recomputes: bool) {
+        self.nodes += 1;
+        self.compute += t;
+        self.memory_bytes += node.size_bytes;
+        if node.is_backward {
+            self.backward_load += t;
+        } else {
+            self.forward_load += t;
+        }
+        if recomputes {
+            self.recomputes = true;
+            if !node.is_backward {
+                self.recompute += t;
+                self.backward_load += t;
+            }
+        }
+    }
 }
 
 /// Loads of every device that holds at least one node, accelerators first, by index.
@@ -66,23 +87,8 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
     let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
     for (v, &d) in p.assignment.iter().enumerate() {
         let node = w.node(v);
-        let e = DeviceLoad::entry(&mut map, d);
-        e.nodes += 1;
         let t = if d.is_accelerator() { node.fpga_latency } else { node.cpu_latency };
-        e.compute += t;
-        e.memory_bytes += node.size_bytes;
-        if node.is_backward {
-            e.backward_load += t;
-        } else {
-            e.forward_load += t;
-        }
-        if d.is_accelerator() && p.recomputes(d) {
-            e.recomputes = true;
-            if !node.is_backward {
-                e.recompute += t;
-                e.backward_load += t;
-            }
-        }
+        DeviceLoad::entry(&mut map, d).add_node(node, t, d.is_accelerator() && p.recomputes(d));
     }
     let mut receivers: Vec<Device> = Vec::new();
     for u in 0..w.len() {
