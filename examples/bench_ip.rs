@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
+use dnnplace::report::table::status_text;
 use dnnplace::score::evaluate;
 use dnnplace::solve::milp::Ip;
-use dnnplace::report::table::status_text;
 use dnnplace::solve::milp::{IpExperiment, IpOptions};
 use dnnplace::solve::{dp, plan, Limits, Objective, Problem, Status};
 
@@ -38,7 +38,11 @@ struct Args {
     #[arg(long)]
     threads: Option<usize>,
     /// Which rows, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "tps,tps-contiguous,latency1,latency2")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "tps,tps-contiguous,latency1,latency2"
+    )]
     rows: Vec<String>,
     /// Keep only workloads whose path contains this.
     #[arg(long, default_value = "")]
@@ -54,8 +58,9 @@ fn parse_experiment(word: &str) -> Result<IpExperiment, String> {
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut list: Vec<PathBuf> =
-        std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+    let mut list: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
     list.retain(|p| p.extension().is_some_and(|e| e == "json"));
     list.sort();
     list
@@ -64,10 +69,28 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 /// (row name, workload folder, objective, contiguous, training graphs only)
 const ROWS: [(&str, &str, Objective, bool, bool); 5] = [
     ("tps", "throughput", Objective::Throughput, false, false),
-    ("tps-contiguous", "throughput", Objective::Throughput, true, false),
+    (
+        "tps-contiguous",
+        "throughput",
+        Objective::Throughput,
+        true,
+        false,
+    ),
     ("sync", "throughput", Objective::Sync, false, true),
-    ("latency1", "latency", Objective::Latency { pieces: 1 }, false, false),
-    ("latency2", "latency", Objective::Latency { pieces: 2 }, false, false),
+    (
+        "latency1",
+        "latency",
+        Objective::Latency { pieces: 1 },
+        false,
+        false,
+    ),
+    (
+        "latency2",
+        "latency",
+        Objective::Latency { pieces: 2 },
+        false,
+        false,
+    ),
 ];
 
 fn main() {
@@ -77,11 +100,20 @@ fn main() {
         eprintln!("{} is absent: nothing to bench", root.display());
         return;
     }
-    if let Some(unknown) = args.rows.iter().find(|r| !ROWS.iter().any(|row| row.0 == r.as_str())) {
-        eprintln!("unknown row {unknown}; rows are {}", ROWS.map(|r| r.0).join(", "));
+    if let Some(unknown) = args
+        .rows
+        .iter()
+        .find(|r| !ROWS.iter().any(|row| row.0 == r.as_str()))
+    {
+        eprintln!(
+            "unknown row {unknown}; rows are {}",
+            ROWS.map(|r| r.0).join(", ")
+        );
         std::process::exit(2);
     }
-    println!("| workload | objective | DP | IP plan | vs DP | IP bound | gap | status | time (s) |");
+    println!(
+        "| workload | objective | DP | IP plan | vs DP | IP bound | gap | status | time (s) |"
+    );
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |");
     for (row, kind, objective, contiguous, training_only) in ROWS {
         if !args.rows.iter().any(|r| r == row) {
@@ -89,7 +121,10 @@ fn main() {
         }
         for granularity in ["layer", "operator"] {
             for path in files(&root.join(kind).join(granularity)) {
-                let name = format!("{kind}/{granularity}/{}", path.file_stem().unwrap().to_string_lossy());
+                let name = format!(
+                    "{kind}/{granularity}/{}",
+                    path.file_stem().unwrap().to_string_lossy()
+                );
                 if !name.contains(&args.filter) || (training_only && !name.contains("training")) {
                     continue;
                 }
@@ -100,19 +135,45 @@ fn main() {
     }
 }
 
-fn bench_row(name: &str, path: &Path, objective: Objective, contiguous: bool, args: &Args) -> String {
+fn bench_row(
+    name: &str,
+    path: &Path,
+    objective: Objective,
+    contiguous: bool,
+    args: &Args,
+) -> String {
     let label = objective_label(objective, contiguous);
     let w = match dnnplace::io::read_workload(path) {
         Ok(w) => w,
         Err(e) => return format!("| {name} | {label} | - | - | - | - | - | error: {e} | - |"),
     };
     let dp_value = match dp::solve(&w, &Limits::default()) {
-        Ok(o) => o.placement.map(|p| objective.value(&evaluate(&w, &p, matches!(objective, Objective::Latency { .. })))),
+        Ok(o) => o.placement.map(|p| {
+            objective.value(&evaluate(
+                &w,
+                &p,
+                matches!(objective, Objective::Latency { .. }),
+            ))
+        }),
         Err(_) => None,
     };
-    let ip = args.ip_experiment.iter().fold(IpOptions::default(), |o, &e| o.with(e));
-    let limits = Limits { time_limit_s: Some(args.limit), threads: args.threads, ip, ..Limits::default() };
-    let problem = Problem { workload: &w, objective, contiguous, limits, pipeline: None };
+    let ip = args
+        .ip_experiment
+        .iter()
+        .fold(IpOptions::default(), |o, &e| o.with(e));
+    let limits = Limits {
+        time_limit_s: Some(args.limit),
+        threads: args.threads,
+        ip,
+        ..Limits::default()
+    };
+    let problem = Problem {
+        workload: &w,
+        objective,
+        contiguous,
+        limits,
+        pipeline: None,
+    };
     let start = Instant::now();
     let p = match plan(&Ip, &problem) {
         Ok(p) => p,
@@ -120,14 +181,21 @@ fn bench_row(name: &str, path: &Path, objective: Objective, contiguous: bool, ar
     };
     let value = p.objective(objective);
     let bound = p.outcome.bound;
-    let gap = if value > 0.0 { 100.0 * (value - bound) / value } else { 0.0 };
+    let gap = if value > 0.0 {
+        100.0 * (value - bound) / value
+    } else {
+        0.0
+    };
     let status = match &p.outcome.status {
         Status::Optimal => "optimal".to_string(),
         Status::Feasible { reason } => reason.to_string(),
         _ => status_text(&p.outcome).replace('|', "\\|"),
     };
     let (dp_text, versus) = match dp_value {
-        Some(d) if d.is_finite() => (format!("{d:.6}"), format!("{:.2}%", 100.0 * (d - value) / d)),
+        Some(d) if d.is_finite() => (
+            format!("{d:.6}"),
+            format!("{:.2}%", 100.0 * (d - value) / d),
+        ),
         _ => ("— (DP: too many ideals)".to_string(), "—".to_string()),
     };
     format!(
@@ -137,7 +205,11 @@ fn bench_row(name: &str, path: &Path, objective: Objective, contiguous: bool, ar
 }
 
 fn objective_label(objective: Objective, contiguous: bool) -> String {
-    let c = if contiguous { "contiguous" } else { "non-contiguous" };
+    let c = if contiguous {
+        "contiguous"
+    } else {
+        "non-contiguous"
+    };
     match objective {
         Objective::Throughput => format!("TPS, {c}"),
         Objective::Sync => format!("sync, {c}"),

@@ -33,9 +33,17 @@ fn main() {
         let w = read_workload(std::path::Path::new(f)).expect("workload");
         for spec in &clusters {
             let cluster = cluster_from_arg(spec, &[]).expect("cluster");
-            let w = w.with_platform(Platform { cluster: Some(cluster), ..w.platform().clone() }).expect("fits");
+            let w = w
+                .with_platform(Platform {
+                    cluster: Some(cluster),
+                    ..w.platform().clone()
+                })
+                .expect("fits");
             let costs = ClusterCosts::of(&w);
-            let limits = Limits { time_limit_s: Some(limit), ..Limits::default() };
+            let limits = Limits {
+                time_limit_s: Some(limit),
+                ..Limits::default()
+            };
             let start = std::time::Instant::now();
             let r = solve(&w, &costs, &limits, Tracking::Best, f64::INFINITY);
             let t = start.elapsed().as_secs_f64();
@@ -43,10 +51,20 @@ fn main() {
             match r {
                 Ok(r) => println!(
                     "| {} | {spec} | {groups} | {} | {} | {} | {t:.2} |",
-                    std::path::Path::new(f).file_stem().unwrap().to_string_lossy(),
+                    std::path::Path::new(f)
+                        .file_stem()
+                        .unwrap()
+                        .to_string_lossy(),
                     r.ideals,
                     r.states,
-                    r.best.map_or(if r.stopped.is_some() { "stopped".to_string() } else { "infeasible".into() }, |b| format!("{:.6}", b.0))
+                    r.best.map_or(
+                        if r.stopped.is_some() {
+                            "stopped".to_string()
+                        } else {
+                            "infeasible".into()
+                        },
+                        |b| format!("{:.6}", b.0)
+                    )
                 ),
                 Err(e) => println!("| {f} | {spec} | {groups} | - | - | {e} | {t:.2} |"),
             }

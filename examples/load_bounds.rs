@@ -17,7 +17,11 @@ use dnnplace::solve::milp::load_bounds::breakdown;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let contiguous = args.iter().any(|a| a == "--contiguous");
-    let filter = args.iter().find(|a| !a.starts_with("--")).cloned().unwrap_or_default();
+    let filter = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .cloned()
+        .unwrap_or_default();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/workloads/paper/throughput");
     if !root.is_dir() {
         eprintln!("{} is absent: nothing to bound", root.display());
@@ -32,7 +36,10 @@ fn main() {
         files.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "json"));
         files.sort();
         for path in files {
-            let name = format!("{granularity}/{}", path.file_stem().unwrap().to_string_lossy());
+            let name = format!(
+                "{granularity}/{}",
+                path.file_stem().unwrap().to_string_lossy()
+            );
             if !name.contains(&filter) {
                 continue;
             }
@@ -46,7 +53,11 @@ fn main() {
             let start = Instant::now();
             let parts = breakdown(&w, contiguous);
             let cells: Vec<String> = parts.iter().map(|(_, v)| format!("{v:.6}")).collect();
-            println!("| {name} | {} | {:.1} |", cells.join(" | "), start.elapsed().as_secs_f64());
+            println!(
+                "| {name} | {} | {:.1} |",
+                cells.join(" | "),
+                start.elapsed().as_secs_f64()
+            );
         }
     }
 }

@@ -13,7 +13,14 @@ use std::time::{Duration, Instant};
 fn chromium() -> Option<PathBuf> {
     let found = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
-        .find(|name| Command::new(name).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()))
+        .find(|name| {
+            Command::new(name)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
         .map(PathBuf::from);
     if found.is_none() {
         if std::env::var_os("DNNPLACE_REQUIRE_BROWSER").is_some() {
@@ -59,12 +66,20 @@ fn browse(browser: &Path, profile: &Path, args: &[String], page: &Path) -> (Stri
         std::thread::sleep(Duration::from_millis(100));
     }
     let output = child.wait_with_output().expect("output");
-    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 fn console_errors(log: &str) -> Vec<&str> {
     log.lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught") || l.contains("Failed to load resource") || l.contains("net::ERR_"))
+        .filter(|l| {
+            l.contains(":CONSOLE")
+                || l.contains("Uncaught")
+                || l.contains("Failed to load resource")
+                || l.contains("net::ERR_")
+        })
         .collect()
 }
 
@@ -83,17 +98,31 @@ fn the_report_renders_in_chromium() {
         .arg(&page)
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     let devices = html.matches("class=\"load-bar").count();
     assert!(devices >= 2, "the plan uses several devices");
 
     // One run: the screenshot and the DOM as rendered.
     let shot = dir.path().join("shot.png");
-    let (dom, log) = browse(&browser, &dir.path().join("profile-a"), &[format!("--screenshot={}", shot.display()), "--dump-dom".to_string()], &page);
+    let (dom, log) = browse(
+        &browser,
+        &dir.path().join("profile-a"),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--dump-dom".to_string(),
+        ],
+        &page,
+    );
 
     // The screenshot: decoded, not blank, colourful.
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); log:\n{log}"))));
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); log:\n{log}")),
+    ));
     let mut reader = decoder.read_info().unwrap();
     let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut buffer).unwrap();
@@ -110,20 +139,55 @@ fn the_report_renders_in_chromium() {
         }
     }
     let total = (info.width * info.height) as usize;
-    println!("screenshot: {} distinct colours, {:.1}% of pixels inked", colours.len(), 100.0 * inked as f64 / total as f64);
-    assert!(colours.len() >= 32, "the page rendered in few colours: {}", colours.len());
-    assert!(inked * 50 >= total, "the page is (nearly) blank: {inked} of {total} pixels inked");
-    assert!(console_errors(&log).is_empty(), "console errors:\n{}", console_errors(&log).join("\n"));
+    println!(
+        "screenshot: {} distinct colours, {:.1}% of pixels inked",
+        colours.len(),
+        100.0 * inked as f64 / total as f64
+    );
+    assert!(
+        colours.len() >= 32,
+        "the page rendered in few colours: {}",
+        colours.len()
+    );
+    assert!(
+        inked * 50 >= total,
+        "the page is (nearly) blank: {inked} of {total} pixels inked"
+    );
+    assert!(
+        console_errors(&log).is_empty(),
+        "console errors:\n{}",
+        console_errors(&log).join("\n")
+    );
 
     // The DOM as rendered: one load bar and one Gantt row per device.
     assert!(dom.contains("<svg"), "no DOM dumped; log:\n{log}");
-    assert_eq!(dom.matches("class=\"load-bar").count(), devices, "load bars in the rendered DOM");
-    assert_eq!(dom.matches("class=\"gantt-row\"").count(), devices, "Gantt rows in the rendered DOM");
+    assert_eq!(
+        dom.matches("class=\"load-bar").count(),
+        devices,
+        "load bars in the rendered DOM"
+    );
+    assert_eq!(
+        dom.matches("class=\"gantt-row\"").count(),
+        devices,
+        "Gantt rows in the rendered DOM"
+    );
     assert!(dom.contains("bottleneck"));
 
     // The console check catches an error: a page whose script throws.
     let bad = dir.path().join("bad.html");
-    std::fs::write(&bad, "<!DOCTYPE html><html><body><p>x</p><script>throw new Error('boom')</script></body></html>").unwrap();
-    let (_, log) = browse(&browser, &dir.path().join("profile-c"), &["--dump-dom".to_string()], &bad);
-    assert!(console_errors(&log).iter().any(|l| l.contains("boom")), "the console check missed a thrown error; log:\n{log}");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><html><body><p>x</p><script>throw new Error('boom')</script></body></html>",
+    )
+    .unwrap();
+    let (_, log) = browse(
+        &browser,
+        &dir.path().join("profile-c"),
+        &["--dump-dom".to_string()],
+        &bad,
+    );
+    assert!(
+        console_errors(&log).iter().any(|l| l.contains("boom")),
+        "the console check missed a thrown error; log:\n{log}"
+    );
 }

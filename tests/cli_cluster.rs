@@ -26,7 +26,11 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 fn json_of(out: &std::process::Output) -> serde_json::Value {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -35,28 +39,66 @@ fn plan_on_random_clusters_equals_brute_force_and_scores_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let (mut checked, mut infeasible) = (0, 0);
     for seed in 0..40u64 {
-        let shape = Shape { max_nodes: 7, ..Default::default() };
-        let Some(w) = random_workload(seed, shape).and_then(|w| random_cluster(seed, &w, ClusterShape::default())) else { continue };
+        let shape = Shape {
+            max_nodes: 7,
+            ..Default::default()
+        };
+        let Some(w) = random_workload(seed, shape)
+            .and_then(|w| random_cluster(seed, &w, ClusterShape::default()))
+        else {
+            continue;
+        };
         let costs = ClusterCosts::of(&w);
-        let oracle = brute_force(&w, &costs, Objective::Throughput, true).unwrap().best;
+        let oracle = brute_force(&w, &costs, Objective::Throughput, true)
+            .unwrap()
+            .best;
         // Once with the cluster in the workload file, once with the cluster as a TOML file.
         let with_section = dir.path().join(format!("w{seed}.json"));
         std::fs::write(&with_section, workload_to_json(&w)).unwrap();
         let bare = dir.path().join(format!("bare{seed}.json"));
-        let platform = Platform { cluster: None, ..w.platform().clone() };
+        let platform = Platform {
+            cluster: None,
+            ..w.platform().clone()
+        };
         std::fs::write(&bare, workload_to_json(&w.with_platform(platform).unwrap())).unwrap();
         let toml = dir.path().join(format!("c{seed}.toml"));
-        std::fs::write(&toml, ClusterFile::of_cluster(w.cluster().unwrap()).to_toml()).unwrap();
+        std::fs::write(
+            &toml,
+            ClusterFile::of_cluster(w.cluster().unwrap()).to_toml(),
+        )
+        .unwrap();
         let out = dir.path().join(format!("p{seed}.json"));
         let runs = [
-            dnnplace().arg("plan").arg(&with_section).arg("--json").arg("--out").arg(&out).output().unwrap(),
-            dnnplace().arg("plan").arg(&bare).arg("--cluster").arg(&toml).arg("--json").output().unwrap(),
+            dnnplace()
+                .arg("plan")
+                .arg(&with_section)
+                .arg("--json")
+                .arg("--out")
+                .arg(&out)
+                .output()
+                .unwrap(),
+            dnnplace()
+                .arg("plan")
+                .arg(&bare)
+                .arg("--cluster")
+                .arg(&toml)
+                .arg("--json")
+                .output()
+                .unwrap(),
         ];
         for run in runs {
             match &oracle {
                 None => {
-                    assert_eq!(run.status.code(), Some(2), "seed {seed}: {}", String::from_utf8_lossy(&run.stderr));
-                    assert!(String::from_utf8_lossy(&run.stderr).contains("no feasible placement"), "seed {seed}");
+                    assert_eq!(
+                        run.status.code(),
+                        Some(2),
+                        "seed {seed}: {}",
+                        String::from_utf8_lossy(&run.stderr)
+                    );
+                    assert!(
+                        String::from_utf8_lossy(&run.stderr).contains("no feasible placement"),
+                        "seed {seed}"
+                    );
                 }
                 Some((b, _)) => {
                     let v = json_of(&run);
@@ -71,15 +113,45 @@ fn plan_on_random_clusters_equals_brute_force_and_scores_the_same() {
             infeasible += 1;
             continue;
         }
-        let scored = json_of(&dnnplace().arg("score").arg(&with_section).arg(&out).arg("--json").output().unwrap());
-        let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        assert!(close(scored["tps"].as_f64().unwrap(), file["maxLoad"].as_f64().unwrap()), "seed {seed}");
+        let scored = json_of(
+            &dnnplace()
+                .arg("score")
+                .arg(&with_section)
+                .arg(&out)
+                .arg("--json")
+                .output()
+                .unwrap(),
+        );
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert!(
+            close(
+                scored["tps"].as_f64().unwrap(),
+                file["maxLoad"].as_f64().unwrap()
+            ),
+            "seed {seed}"
+        );
         assert_eq!(scored["valid"], true);
-        let bf = json_of(&dnnplace().arg("plan").arg(&with_section).arg("--method").arg("brute-force").arg("--json").output().unwrap());
-        assert!(close(bf["tps"].as_f64().unwrap(), oracle.as_ref().unwrap().0), "seed {seed}");
+        let bf = json_of(
+            &dnnplace()
+                .arg("plan")
+                .arg(&with_section)
+                .arg("--method")
+                .arg("brute-force")
+                .arg("--json")
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            close(bf["tps"].as_f64().unwrap(), oracle.as_ref().unwrap().0),
+            "seed {seed}"
+        );
         checked += 1;
     }
-    assert!(checked >= 15 && infeasible <= checked, "checked {checked}, infeasible {infeasible}");
+    assert!(
+        checked >= 15 && infeasible <= checked,
+        "checked {checked}, infeasible {infeasible}"
+    );
 }
 
 #[test]
@@ -87,19 +159,47 @@ fn one_machine_cluster_of_model_md_gives_model_md_optimum() {
     let dir = tempfile::tempdir().unwrap();
     let mut checked = 0;
     for seed in 100..120u64 {
-        let Some(w) = random_workload(seed, Shape { max_nodes: 9, ..Default::default() }) else { continue };
+        let Some(w) = random_workload(
+            seed,
+            Shape {
+                max_nodes: 9,
+                ..Default::default()
+            },
+        ) else {
+            continue;
+        };
         let path = dir.path().join(format!("w{seed}.json"));
         std::fs::write(&path, workload_to_json(&w)).unwrap();
         let toml = dir.path().join(format!("c{seed}.toml"));
-        std::fs::write(&toml, ClusterFile::of_cluster(&Cluster::model_md(w.devices(), &Reference::paper())).to_toml()).unwrap();
-        let old = dnnplace().arg("plan").arg(&path).arg("--json").output().unwrap();
-        let new = dnnplace().arg("plan").arg(&path).arg("--cluster").arg(&toml).arg("--json").output().unwrap();
+        std::fs::write(
+            &toml,
+            ClusterFile::of_cluster(&Cluster::model_md(w.devices(), &Reference::paper())).to_toml(),
+        )
+        .unwrap();
+        let old = dnnplace()
+            .arg("plan")
+            .arg(&path)
+            .arg("--json")
+            .output()
+            .unwrap();
+        let new = dnnplace()
+            .arg("plan")
+            .arg(&path)
+            .arg("--cluster")
+            .arg(&toml)
+            .arg("--json")
+            .output()
+            .unwrap();
         if !old.status.success() {
             assert_eq!(new.status.code(), old.status.code(), "seed {seed}");
             continue;
         }
         let (old, new) = (json_of(&old), json_of(&new));
-        assert_eq!(old["maxLoad"].as_f64().unwrap(), new["tps"].as_f64().unwrap(), "seed {seed}: to the last digit");
+        assert_eq!(
+            old["maxLoad"].as_f64().unwrap(),
+            new["tps"].as_f64().unwrap(),
+            "seed {seed}: to the last digit"
+        );
         checked += 1;
     }
     assert!(checked >= 10, "checked {checked}");
@@ -112,14 +212,31 @@ fn the_worked_example_plans_and_scores() {
     let run = |args: &[&str]| json_of(&dnnplace().args(args).output().unwrap());
     let w = "examples/cluster/workload.json";
     let c = "examples/cluster/cluster.toml";
-    let scored = run(&["score", w, "examples/cluster/plan.json", "--cluster", c, "--json"]);
+    let scored = run(&[
+        "score",
+        w,
+        "examples/cluster/plan.json",
+        "--cluster",
+        c,
+        "--json",
+    ]);
     assert!(close(scored["tps"].as_f64().unwrap(), 10.7));
     let dp = run(&["plan", w, "--cluster", c, "--json"]);
-    let bf = run(&["plan", w, "--cluster", c, "--method", "brute-force", "--json"]);
+    let bf = run(&[
+        "plan",
+        w,
+        "--cluster",
+        c,
+        "--method",
+        "brute-force",
+        "--json",
+    ]);
     let (a, b) = (dp["tps"].as_f64().unwrap(), bf["tps"].as_f64().unwrap());
     assert!(close(a, b) && a <= 10.7, "dp {a}, brute force {b}");
     let devices = dp["devices"].as_array().unwrap();
-    assert!(devices.iter().all(|d| d["machine"].is_string() && d["type"].is_string()));
+    assert!(devices
+        .iter()
+        .all(|d| d["machine"].is_string() && d["type"].is_string()));
 }
 
 #[test]
@@ -127,12 +244,24 @@ fn flags_that_do_not_apply_to_a_cluster_are_refused() {
     let w = "examples/cluster/workload.json";
     let c = "examples/cluster/cluster.toml";
     for (args, says) in [
-        (vec!["plan", w, "--cluster", c, "--method", "ip"], "--method is auto (the cluster DP), dp or brute-force, not ip"),
-        (vec!["plan", w, "--cluster", c, "--objective", "latency"], "throughput"),
-        (vec!["plan", w, "--cluster", c, "--accelerators", "2"], "--accelerators"),
+        (
+            vec!["plan", w, "--cluster", c, "--method", "ip"],
+            "--method is auto (the cluster DP), dp or brute-force, not ip",
+        ),
+        (
+            vec!["plan", w, "--cluster", c, "--objective", "latency"],
+            "throughput",
+        ),
+        (
+            vec!["plan", w, "--cluster", c, "--accelerators", "2"],
+            "--accelerators",
+        ),
         (vec!["plan", w, "--cluster", "2x4xnosuchgpu"], "nosuchgpu"),
         (vec!["plan", w, "--cluster", "2x0.5xv100"], "2x0.5xv100"),
-        (vec!["plan", w, "--cluster", c, "--dtype", "fp16"], "model files"),
+        (
+            vec!["plan", w, "--cluster", c, "--dtype", "fp16"],
+            "model files",
+        ),
     ] {
         let out = dnnplace().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -144,32 +273,99 @@ fn flags_that_do_not_apply_to_a_cluster_are_refused() {
 #[test]
 fn sweep_target_and_budget_through_the_binary() {
     let dir = tempfile::tempdir().unwrap();
-    let (w, c) = ("examples/cluster/workload.json", "examples/cluster/cluster.toml");
+    let (w, c) = (
+        "examples/cluster/workload.json",
+        "examples/cluster/cluster.toml",
+    );
     let plot = dir.path().join("sweep.svg");
-    let v = json_of(&dnnplace().args(["plan", w, "--cluster", c, "--sweep", "--json", "--plot"]).arg(&plot).output().unwrap());
+    let v = json_of(
+        &dnnplace()
+            .args(["plan", w, "--cluster", c, "--sweep", "--json", "--plot"])
+            .arg(&plot)
+            .output()
+            .unwrap(),
+    );
     let rows = v["sweep"].as_array().unwrap();
-    assert_eq!(rows.len(), 4, "one row per accelerator count of the cluster");
+    assert_eq!(
+        rows.len(),
+        4,
+        "one row per accelerator count of the cluster"
+    );
     let tps: Vec<f64> = rows.iter().map(|r| r["tps"].as_f64().unwrap()).collect();
-    assert!(tps.windows(2).all(|p| p[1] <= p[0]), "more devices never hurt: {tps:?}");
+    assert!(
+        tps.windows(2).all(|p| p[1] <= p[0]),
+        "more devices never hurt: {tps:?}"
+    );
     // With every accelerator allowed, the sweep's last row is the plain optimum.
-    let best = json_of(&dnnplace().args(["plan", w, "--cluster", c, "--json"]).output().unwrap());
+    let best = json_of(
+        &dnnplace()
+            .args(["plan", w, "--cluster", c, "--json"])
+            .output()
+            .unwrap(),
+    );
     assert!(close(tps[3], best["tps"].as_f64().unwrap()));
     let svg = std::fs::read_to_string(&plot).unwrap();
     let doc = roxmltree::Document::parse(&svg).unwrap();
-    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("circle")).count(), 4);
+    assert_eq!(
+        doc.descendants()
+            .filter(|n| n.has_tag_name("circle"))
+            .count(),
+        4
+    );
 
     // Cheapest for the plain optimum's TPS: its plan, written and re-scored, meets the target.
     let target = best["tps"].as_f64().unwrap() * 1.000001;
     let out = dir.path().join("plan.json");
-    let run = json_of(&dnnplace().args(["plan", w, "--cluster", c, "--json", "--target-tps", &target.to_string(), "--out"]).arg(&out).output().unwrap());
+    let run = json_of(
+        &dnnplace()
+            .args([
+                "plan",
+                w,
+                "--cluster",
+                c,
+                "--json",
+                "--target-tps",
+                &target.to_string(),
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap(),
+    );
     let price = run["chosen"]["pricePerHour"].as_f64().unwrap();
-    let scored = json_of(&dnnplace().args(["score", w]).arg(&out).args(["--cluster", c, "--json"]).output().unwrap());
+    let scored = json_of(
+        &dnnplace()
+            .args(["score", w])
+            .arg(&out)
+            .args(["--cluster", c, "--json"])
+            .output()
+            .unwrap(),
+    );
     assert!(scored["tps"].as_f64().unwrap() <= target && scored["valid"] == true);
     // A budget of that price buys at least that speed; a budget below every mix buys nothing.
-    let run = json_of(&dnnplace().args(["plan", w, "--cluster", c, "--json", "--budget", &price.to_string()]).output().unwrap());
+    let run = json_of(
+        &dnnplace()
+            .args([
+                "plan",
+                w,
+                "--cluster",
+                c,
+                "--json",
+                "--budget",
+                &price.to_string(),
+            ])
+            .output()
+            .unwrap(),
+    );
     assert!(run["chosen"]["tps"].as_f64().unwrap() <= target);
-    let none = dnnplace().args(["plan", w, "--cluster", c, "--target-tps", "0.001"]).output().unwrap();
-    assert!(none.status.success() && String::from_utf8_lossy(&none.stdout).contains("no mix of this cluster reaches"));
+    let none = dnnplace()
+        .args(["plan", w, "--cluster", c, "--target-tps", "0.001"])
+        .output()
+        .unwrap();
+    assert!(
+        none.status.success()
+            && String::from_utf8_lossy(&none.stdout).contains("no mix of this cluster reaches")
+    );
 }
 
 /// `--max-ideals 1` stops the cluster DP before its proof: the plan printed is the optimum
@@ -180,22 +376,55 @@ fn plan_stopped_by_the_ideal_limit_prints_a_feasible_plan_with_its_bound() {
     let dir = tempfile::tempdir().unwrap();
     let mut checked = 0;
     for seed in 0..40u64 {
-        let shape = Shape { max_nodes: 7, ..Default::default() };
-        let Some(w) = random_workload(seed, shape).and_then(|w| random_cluster(seed, &w, ClusterShape::default())) else { continue };
-        let Some((optimum, _)) = brute_force(&w, &ClusterCosts::of(&w), Objective::Throughput, true).unwrap().best else { continue };
+        let shape = Shape {
+            max_nodes: 7,
+            ..Default::default()
+        };
+        let Some(w) = random_workload(seed, shape)
+            .and_then(|w| random_cluster(seed, &w, ClusterShape::default()))
+        else {
+            continue;
+        };
+        let Some((optimum, _)) =
+            brute_force(&w, &ClusterCosts::of(&w), Objective::Throughput, true)
+                .unwrap()
+                .best
+        else {
+            continue;
+        };
         let file = dir.path().join(format!("w{seed}.json"));
         std::fs::write(&file, workload_to_json(&w)).unwrap();
-        let run = dnnplace().arg("plan").arg(&file).arg("--json").args(["--max-ideals", "1"]).output().unwrap();
+        let run = dnnplace()
+            .arg("plan")
+            .arg(&file)
+            .arg("--json")
+            .args(["--max-ideals", "1"])
+            .output()
+            .unwrap();
         if !run.status.success() {
             continue;
         }
         let v = json_of(&run);
         assert_eq!(v["status"], "feasible", "seed {seed}: {v}");
         assert_eq!(v["stopReason"], "ideal-limit", "seed {seed}");
-        let (bound, value) = (v["lowerBound"].as_f64().unwrap(), v["tps"].as_f64().unwrap());
-        assert!(bound <= optimum * (1.0 + 1e-9) && value >= optimum * (1.0 - 1e-9), "seed {seed}: {bound} <= {optimum} <= {value}");
-        let text = dnnplace().arg("plan").arg(&file).args(["--max-ideals", "1"]).output().unwrap();
-        assert!(String::from_utf8_lossy(&text.stdout).contains("status: feasible, gap"), "seed {seed}");
+        let (bound, value) = (
+            v["lowerBound"].as_f64().unwrap(),
+            v["tps"].as_f64().unwrap(),
+        );
+        assert!(
+            bound <= optimum * (1.0 + 1e-9) && value >= optimum * (1.0 - 1e-9),
+            "seed {seed}: {bound} <= {optimum} <= {value}"
+        );
+        let text = dnnplace()
+            .arg("plan")
+            .arg(&file)
+            .args(["--max-ideals", "1"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&text.stdout).contains("status: feasible, gap"),
+            "seed {seed}"
+        );
         checked += 1;
     }
     assert!(checked > 10, "only {checked}");

@@ -8,19 +8,31 @@ use dnnplace::costmodel::onnx::*;
 use prost::Message;
 
 fn dnnplace(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 /// x (1×3×16×16) → Conv 3×3 (ConstantOfShape weights) → Mystery → Relu.
 fn model_with_an_unknown_operator() -> Vec<u8> {
-    let dim = |d: i64| Dimension { dim_value: Some(d), dim_param: None };
+    let dim = |d: i64| Dimension {
+        dim_value: Some(d),
+        dim_param: None,
+    };
     let input = ValueInfoProto {
         name: Some("x".into()),
         r#type: Some(TypeProto {
             tensor_type: Some(TypeProtoTensor {
                 elem_type: Some(1),
-                shape: Some(TensorShapeProto { dim: vec![dim(1), dim(3), dim(16), dim(16)] }),
+                shape: Some(TensorShapeProto {
+                    dim: vec![dim(1), dim(3), dim(16), dim(16)],
+                }),
             }),
         }),
     };
@@ -36,7 +48,10 @@ fn model_with_an_unknown_operator() -> Vec<u8> {
     let model = ModelProto {
         ir_version: Some(4),
         producer_name: None,
-        opset_import: vec![OperatorSetIdProto { domain: None, version: Some(9) }],
+        opset_import: vec![OperatorSetIdProto {
+            domain: None,
+            version: Some(9),
+        }],
         graph: Some(GraphProto {
             name: None,
             node: vec![
@@ -85,14 +100,30 @@ fn unknown_operators_warn_and_still_plan() {
     let model = dir.path().join("m.onnx");
     std::fs::write(&model, model_with_an_unknown_operator()).unwrap();
     let out = dir.path().join("w.json");
-    let (code, stdout, stderr) =
-        dnnplace(&["import", model.to_str().unwrap(), "--device", "v100", "--out", out.to_str().unwrap()]);
+    let (code, stdout, stderr) = dnnplace(&[
+        "import",
+        model.to_str().unwrap(),
+        "--device",
+        "v100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("warning: node 'my_mystery': unknown operator Mystery"), "{stderr}");
+    assert!(
+        stderr.contains("warning: node 'my_mystery': unknown operator Mystery"),
+        "{stderr}"
+    );
     assert!(stdout.contains("4 nodes"), "{stdout}");
     let w = dnnplace::io::read_workload(&out).unwrap();
     assert_eq!(w.devices().accelerators, 4);
-    let (code, stdout, stderr) = dnnplace(&["plan", model.to_str().unwrap(), "--device", "h100", "--accelerators", "2"]);
+    let (code, stdout, stderr) = dnnplace(&[
+        "plan",
+        model.to_str().unwrap(),
+        "--device",
+        "h100",
+        "--accelerators",
+        "2",
+    ]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("proven optimal"), "{stdout}");
     // Not a model: a clear error, exit 2.
@@ -107,16 +138,42 @@ fn generate_transformer_and_bad_flags() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     let (code, _, stderr) = dnnplace(&[
-        "generate", "transformer", "--layers", "3", "--hidden", "64", "--heads", "4", "--seq", "32", "--batch", "2",
-        "--training", "--dtype", "bf16", "--out", out.to_str().unwrap(),
+        "generate",
+        "transformer",
+        "--layers",
+        "3",
+        "--hidden",
+        "64",
+        "--heads",
+        "4",
+        "--seq",
+        "32",
+        "--batch",
+        "2",
+        "--training",
+        "--dtype",
+        "bf16",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{stderr}");
     let w = dnnplace::io::read_workload(&out).unwrap();
     assert!(w.is_training());
-    let (code, _, stderr) = dnnplace(&["generate", "transformer", "--style", "gpt2", "--head", "bert"]);
+    let (code, _, stderr) = dnnplace(&[
+        "generate",
+        "transformer",
+        "--style",
+        "gpt2",
+        "--head",
+        "bert",
+    ]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("--head bert") && stderr.contains("--style bert"), "{stderr}");
-    let (code, _, stderr) = dnnplace(&["generate", "transformer", "--hidden", "100", "--heads", "3"]);
+    assert!(
+        stderr.contains("--head bert") && stderr.contains("--style bert"),
+        "{stderr}"
+    );
+    let (code, _, stderr) =
+        dnnplace(&["generate", "transformer", "--hidden", "100", "--heads", "3"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("does not divide"), "{stderr}");
     let (code, _, stderr) = dnnplace(&["generate", "transformer", "--device", "tpu-v9"]);
@@ -132,25 +189,58 @@ fn generate_styles_name_nodes_and_print_units() {
     let dir = tempfile::tempdir().unwrap();
     for (style, first_block_op, head) in [
         ("llama", "model.layers.0.input_layernorm", "lm_head"),
-        ("bert", "bert.encoder.layer.0.attention.self.query", "cls.seq_relationship"),
+        (
+            "bert",
+            "bert.encoder.layer.0.attention.self.query",
+            "cls.seq_relationship",
+        ),
         ("gpt2", "transformer.h.0.ln_1", "lm_head"),
     ] {
         let out = dir.path().join(format!("{style}.json"));
         let (code, stdout, stderr) = dnnplace(&[
-            "generate", "transformer", "--style", style, "--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "16",
-            "--training", "--dtype", "bf16", "--out", out.to_str().unwrap(),
+            "generate",
+            "transformer",
+            "--style",
+            style,
+            "--layers",
+            "2",
+            "--hidden",
+            "64",
+            "--heads",
+            "4",
+            "--seq",
+            "16",
+            "--training",
+            "--dtype",
+            "bf16",
+            "--out",
+            out.to_str().unwrap(),
         ]);
         assert_eq!(code, 0, "{stderr}");
         // Units on every number for people: GFLOPs, ms, binary byte units.
-        for unit in ["GFLOPs", " ms (sum of fpgaLatency)", " ms (sum of cpuLatency)", "KiB", "MiB", "80.00 GiB each"] {
+        for unit in [
+            "GFLOPs",
+            " ms (sum of fpgaLatency)",
+            " ms (sum of cpuLatency)",
+            "KiB",
+            "MiB",
+            "80.00 GiB each",
+        ] {
             assert!(stdout.contains(unit), "{style}: no '{unit}' in {stdout}");
         }
-        assert!(stdout.contains("optimizer state") && stdout.contains("stashed activations"), "{stdout}");
+        assert!(
+            stdout.contains("optimizer state") && stdout.contains("stashed activations"),
+            "{stdout}"
+        );
         let w = dnnplace::io::read_workload(&out).unwrap();
         let first = w.nodes().iter().find(|n| n.layer_id == Some(0)).unwrap();
         assert_eq!(first.name.as_deref(), Some(first_block_op), "{style}");
         let last_forward = w.nodes().iter().rfind(|n| !n.is_backward).unwrap();
-        assert_eq!((last_forward.name.as_deref(), last_forward.layer_id), (Some(head), Some(2)), "{style}");
+        assert_eq!(
+            (last_forward.name.as_deref(), last_forward.layer_id),
+            (Some(head), Some(2)),
+            "{style}"
+        );
     }
     let (code, stdout, _) = dnnplace(&["devices"]);
     assert_eq!(code, 0);
@@ -161,13 +251,27 @@ fn generate_styles_name_nodes_and_print_units() {
 
 #[test]
 fn plan_reads_a_light_onnx_model_directly() {
-    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/workloads/onnx/light_squeezenet.onnx");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/workloads/onnx/light_squeezenet.onnx");
     if !model.is_file() {
         println!("skipped: {} is absent", model.display());
         return;
     }
-    let (code, stdout, stderr) =
-        dnnplace(&["plan", model.to_str().unwrap(), "--device", "h100", "--accelerators", "4", "--batch", "16", "--dtype", "fp16"]);
+    let (code, stdout, stderr) = dnnplace(&[
+        "plan",
+        model.to_str().unwrap(),
+        "--device",
+        "h100",
+        "--accelerators",
+        "4",
+        "--batch",
+        "16",
+        "--dtype",
+        "fp16",
+    ]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains("proven optimal") && stdout.contains("acc3"), "{stdout}");
+    assert!(
+        stdout.contains("proven optimal") && stdout.contains("acc3"),
+        "{stdout}"
+    );
 }

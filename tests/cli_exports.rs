@@ -21,11 +21,18 @@ fn llama_file(dir: &Path, spec: Llama) -> PathBuf {
 
 fn run(args: &[&str]) -> (String, String, Option<i32>) {
     let out = dnnplace().args(args).output().unwrap();
-    (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap(), out.status.code())
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code(),
+    )
 }
 
 fn tps(text: &str) -> f64 {
-    let line = text.lines().find(|l| l.starts_with("TPS (max load):")).unwrap_or_else(|| panic!("no TPS in {text}"));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("TPS (max load):"))
+        .unwrap_or_else(|| panic!("no TPS in {text}"));
     line.split_whitespace().nth(3).unwrap().parse().unwrap()
 }
 
@@ -35,11 +42,24 @@ fn plan_by_layers_prints_what_each_device_holds_with_units() {
     let w = llama_file(dir.path(), Llama::default());
     let (text, err, code) = run(&["plan", w.to_str().unwrap(), "--granularity", "layer"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(text.contains("granularity: layer (26 layers (24 blocks model.layers.N)"), "{text}");
-    for row in ["embed_tokens + layers 0-5", "layers 6-11", "layers 12-17", "layers 18-23 + norm + lm_head"] {
+    assert!(
+        text.contains("granularity: layer (26 layers (24 blocks model.layers.N)"),
+        "{text}"
+    );
+    for row in [
+        "embed_tokens + layers 0-5",
+        "layers 6-11",
+        "layers 12-17",
+        "layers 18-23 + norm + lm_head",
+    ] {
         assert!(text.contains(row), "{row}: {text}");
     }
-    assert!(text.contains("model.embed_tokens, model.layers.0-5") && text.contains("load (ms)") && text.contains("MiB"), "{text}");
+    assert!(
+        text.contains("model.embed_tokens, model.layers.0-5")
+            && text.contains("load (ms)")
+            && text.contains("MiB"),
+        "{text}"
+    );
     assert!((tps(&text) - 6.002).abs() < 1e-9, "{text}");
     let (alias, _, code) = run(&["plan", w.to_str().unwrap(), "--split-at", "blocks"]);
     assert_eq!(code, Some(0));
@@ -49,56 +69,144 @@ fn plan_by_layers_prints_what_each_device_holds_with_units() {
 #[test]
 fn every_format_round_trips_through_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
-    let w = llama_file(dir.path(), Llama { embed_ms: 2.0, head_ms: 3.0, ..Llama::default() });
+    let w = llama_file(
+        dir.path(),
+        Llama {
+            embed_ms: 2.0,
+            head_ms: 3.0,
+            ..Llama::default()
+        },
+    );
     let w = w.to_str().unwrap();
     let plan = dir.path().join("plan.json");
-    let (text, err, code) = run(&["plan", w, "--split-at", "blocks", "--out", plan.to_str().unwrap()]);
+    let (text, err, code) = run(&[
+        "plan",
+        w,
+        "--split-at",
+        "blocks",
+        "--out",
+        plan.to_str().unwrap(),
+    ]);
     assert_eq!(code, Some(0), "{err}");
     let planned = tps(&text);
-    for format in ["torch", "torch-json", "deepspeed", "megatron", "vllm", "accelerate"] {
+    for format in [
+        "torch",
+        "torch-json",
+        "deepspeed",
+        "megatron",
+        "vllm",
+        "accelerate",
+    ] {
         let file = dir.path().join(format!("export.{format}"));
-        let (_, err, code) =
-            run(&["export", plan.to_str().unwrap(), "--workload", w, "--format", format, "--out", file.to_str().unwrap()]);
+        let (_, err, code) = run(&[
+            "export",
+            plan.to_str().unwrap(),
+            "--workload",
+            w,
+            "--format",
+            format,
+            "--out",
+            file.to_str().unwrap(),
+        ]);
         assert_eq!(code, Some(0), "{format}: {err}");
-        let (scored, err, code) = run(&["score", w, "--from-export", format, file.to_str().unwrap()]);
+        let (scored, err, code) =
+            run(&["score", w, "--from-export", format, file.to_str().unwrap()]);
         assert_eq!(code, Some(0), "{format}: {err}");
         assert_eq!(tps(&scored), planned, "{format}");
         // plan --export writes the same text.
         let again = dir.path().join(format!("again.{format}"));
-        let (_, err, code) = run(&["plan", w, "--export", format, "--export-out", again.to_str().unwrap()]);
+        let (_, err, code) = run(&[
+            "plan",
+            w,
+            "--export",
+            format,
+            "--export-out",
+            again.to_str().unwrap(),
+        ]);
         assert_eq!(code, Some(0), "{format}: {err}");
-        assert_eq!(std::fs::read_to_string(&again).unwrap(), std::fs::read_to_string(&file).unwrap(), "{format}");
+        assert_eq!(
+            std::fs::read_to_string(&again).unwrap(),
+            std::fs::read_to_string(&file).unwrap(),
+            "{format}"
+        );
     }
     // Without --export-out the export follows the table on stdout.
     let (text, _, _) = run(&["plan", w, "--export", "vllm"]);
-    assert!(text.contains("--- vllm export ---") && text.contains("VLLM_PP_LAYER_PARTITION="), "{text}");
+    assert!(
+        text.contains("--- vllm export ---") && text.contains("VLLM_PP_LAYER_PARTITION="),
+        "{text}"
+    );
 }
 
 #[test]
 fn refusals_exit_2_with_the_reason_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let w = llama_file(dir.path(), Llama { blocks: 4, accelerators: 2, ..Llama::default() });
+    let w = llama_file(
+        dir.path(),
+        Llama {
+            blocks: 4,
+            accelerators: 2,
+            ..Llama::default()
+        },
+    );
     let w = w.to_str().unwrap();
     // An operator-granular plan that cuts a block, built by hand: block 1's last operator on acc1.
-    let workload = llama(Llama { blocks: 4, accelerators: 2, ..Llama::default() });
+    let workload = llama(Llama {
+        blocks: 4,
+        accelerators: 2,
+        ..Llama::default()
+    });
     let on_acc1: Vec<i64> = workload
         .nodes()
         .iter()
         .filter(|n| {
             let name = n.name.as_deref().unwrap();
-            name == "model.layers.1.mlp.down_proj" || name.starts_with("model.layers.2") || name.starts_with("model.layers.3") || name == "model.norm" || name == "lm_head"
+            name == "model.layers.1.mlp.down_proj"
+                || name.starts_with("model.layers.2")
+                || name.starts_with("model.layers.3")
+                || name == "model.norm"
+                || name == "lm_head"
         })
         .map(|n| n.id)
         .collect();
-    let on_acc0: Vec<i64> = workload.nodes().iter().map(|n| n.id).filter(|id| !on_acc1.contains(id)).collect();
+    let on_acc0: Vec<i64> = workload
+        .nodes()
+        .iter()
+        .map(|n| n.id)
+        .filter(|id| !on_acc1.contains(id))
+        .collect();
     let plan = dir.path().join("cut.json");
-    std::fs::write(&plan, serde_json::json!({"fpgas": [{"nodes": on_acc0}, {"nodes": on_acc1}]}).to_string()).unwrap();
+    std::fs::write(
+        &plan,
+        serde_json::json!({"fpgas": [{"nodes": on_acc0}, {"nodes": on_acc1}]}).to_string(),
+    )
+    .unwrap();
     let out = dir.path().join("never.txt");
-    let (_, err, code) = run(&["export", plan.to_str().unwrap(), "--workload", w, "--format", "vllm", "--out", out.to_str().unwrap()]);
+    let (_, err, code) = run(&[
+        "export",
+        plan.to_str().unwrap(),
+        "--workload",
+        w,
+        "--format",
+        "vllm",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("cannot export to vllm: the plan cuts inside layer model.layers.1") && err.contains("acc1 holds 1"), "{err}");
+    assert!(
+        err.contains("cannot export to vllm: the plan cuts inside layer model.layers.1")
+            && err.contains("acc1 holds 1"),
+        "{err}"
+    );
     assert!(!out.exists(), "a refused export writes no file");
-    let (_, err, code) = run(&["export", plan.to_str().unwrap(), "--workload", w, "--format", "onnx"]);
+    let (_, err, code) = run(&[
+        "export",
+        plan.to_str().unwrap(),
+        "--workload",
+        w,
+        "--format",
+        "onnx",
+    ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown export format 'onnx'; known: torch, torch-json, deepspeed, megatron, vllm, accelerate"), "{err}");
     // A hand-written vLLM file whose counts do not add up.
@@ -106,13 +214,38 @@ fn refusals_exit_2_with_the_reason_and_write_nothing() {
     std::fs::write(&bad, "VLLM_PP_LAYER_PARTITION=1,2 vllm serve m -pp 2\n").unwrap();
     let (_, err, code) = run(&["score", w, "--from-export", "vllm", bad.to_str().unwrap()]);
     assert_eq!(code, Some(2));
-    assert!(err.contains("sum(partitions)=3 does not match num_hidden_layers=4"), "{err}");
+    assert!(
+        err.contains("sum(partitions)=3 does not match num_hidden_layers=4"),
+        "{err}"
+    );
     // --export on a plan with a CPU stage, for a pipeline target.
-    let cpu = llama_file(dir.path(), Llama { blocks: 4, accelerators: 1, cpus: 1, ..Llama::default() });
+    let cpu = llama_file(
+        dir.path(),
+        Llama {
+            blocks: 4,
+            accelerators: 1,
+            cpus: 1,
+            ..Llama::default()
+        },
+    );
     let plan2 = dir.path().join("cpu.json");
-    let (_, err, code) = run(&["plan", cpu.to_str().unwrap(), "--method", "greedy", "--export", "megatron", "--memory", "3.5MB", "--out", plan2.to_str().unwrap()]);
+    let (_, err, code) = run(&[
+        "plan",
+        cpu.to_str().unwrap(),
+        "--method",
+        "greedy",
+        "--export",
+        "megatron",
+        "--memory",
+        "3.5MB",
+        "--out",
+        plan2.to_str().unwrap(),
+    ]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("Megatron-LM runs every pipeline stage on a GPU"), "{err}");
+    assert!(
+        err.contains("Megatron-LM runs every pipeline stage on a GPU"),
+        "{err}"
+    );
     assert!(!plan2.exists(), "a refused export writes no plan either");
 }
 
@@ -144,7 +277,13 @@ fn device_rows(text: &str) -> Vec<String> {
     let mut rows: Vec<String> = text
         .lines()
         .filter(|l| l.starts_with("acc"))
-        .map(|l| l.split_once(' ').unwrap().1.trim().replace("  <- bottleneck", ""))
+        .map(|l| {
+            l.split_once(' ')
+                .unwrap()
+                .1
+                .trim()
+                .replace("  <- bottleneck", "")
+        })
         .collect();
     rows.sort();
     rows
@@ -161,38 +300,98 @@ fn score_from_export_reproduces_the_plans_tps_on_bert_tiny_and_generated_models(
     let dir = tempfile::tempdir().unwrap();
     let bert = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bert-tiny.json");
     let mut workloads: Vec<(String, PathBuf)> = vec![("bert-tiny".into(), bert)];
-    for (style, training) in [("gpt2", false), ("llama", false), ("gpt2", true), ("llama", true)] {
+    for (style, training) in [
+        ("gpt2", false),
+        ("llama", false),
+        ("gpt2", true),
+        ("llama", true),
+    ] {
         let out = dir.path().join(format!("{style}-{training}.json"));
         let mut args = vec![
-            "generate", "transformer", "--style", style, "--layers", "6", "--hidden", "256", "--heads", "4", "--seq", "128",
-            "--accelerators", "3", "--out", out.to_str().unwrap(),
+            "generate",
+            "transformer",
+            "--style",
+            style,
+            "--layers",
+            "6",
+            "--hidden",
+            "256",
+            "--heads",
+            "4",
+            "--seq",
+            "128",
+            "--accelerators",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
         ];
         if training {
             args.push("--training");
         }
         let (_, err, code) = run(&args);
         assert_eq!(code, Some(0), "generate {style}: {err}");
-        workloads.push((format!("{style}{}", if training { " training" } else { "" }), out));
+        workloads.push((
+            format!("{style}{}", if training { " training" } else { "" }),
+            out,
+        ));
     }
     for (name, w) in &workloads {
         let w = w.to_str().unwrap();
         let plan = dir.path().join("plan.json");
-        let (text, err, code) = run(&["plan", w, "--granularity", "layer", "--cpus", "0", "--out", plan.to_str().unwrap()]);
+        let (text, err, code) = run(&[
+            "plan",
+            w,
+            "--granularity",
+            "layer",
+            "--cpus",
+            "0",
+            "--out",
+            plan.to_str().unwrap(),
+        ]);
         assert_eq!(code, Some(0), "{name}: {err}");
         let planned = tps(&text);
         let (rescored, err, code) = run(&["score", w, plan.to_str().unwrap(), "--cpus", "0"]);
         assert_eq!(code, Some(0), "{name}: {err}");
         assert_eq!(tps(&rescored), planned, "{name}: the placement file");
-        for format in ["torch", "torch-json", "deepspeed", "megatron", "vllm", "accelerate"] {
+        for format in [
+            "torch",
+            "torch-json",
+            "deepspeed",
+            "megatron",
+            "vllm",
+            "accelerate",
+        ] {
             let file = dir.path().join(format!("export.{format}"));
-            let (_, err, code) =
-                run(&["export", plan.to_str().unwrap(), "--workload", w, "--cpus", "0", "--format", format, "--out", file.to_str().unwrap()]);
+            let (_, err, code) = run(&[
+                "export",
+                plan.to_str().unwrap(),
+                "--workload",
+                w,
+                "--cpus",
+                "0",
+                "--format",
+                format,
+                "--out",
+                file.to_str().unwrap(),
+            ]);
             assert_eq!(code, Some(0), "{name} {format}: {err}");
-            let (scored, err, code) = run(&["score", w, "--cpus", "0", "--from-export", format, file.to_str().unwrap()]);
+            let (scored, err, code) = run(&[
+                "score",
+                w,
+                "--cpus",
+                "0",
+                "--from-export",
+                format,
+                file.to_str().unwrap(),
+            ]);
             assert_eq!(code, Some(0), "{name} {format}: {err}");
             assert_eq!(tps(&scored), planned, "{name} {format}");
             // Exports number GPUs in pipeline order, so compare the rows without the device.
-            assert_eq!(device_rows(&scored), device_rows(&rescored), "{name} {format}: per-device rows");
+            assert_eq!(
+                device_rows(&scored),
+                device_rows(&rescored),
+                "{name} {format}: per-device rows"
+            );
         }
     }
 }

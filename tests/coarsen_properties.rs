@@ -4,12 +4,12 @@
 mod common;
 
 use common::{random_workload, Shape};
+use dnnplace::model::contraction::Contraction;
 use dnnplace::model::{DeviceSet, Node, Workload};
 use dnnplace::score::evaluate;
 use dnnplace::solve::auto::Auto;
 use dnnplace::solve::brute_force::BruteForce;
 use dnnplace::solve::budget::Budget;
-use dnnplace::model::contraction::Contraction;
 use dnnplace::solve::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use dnnplace::solve::dp::Dp;
 use dnnplace::solve::{plan, Limits, Objective, Problem, Status};
@@ -28,14 +28,28 @@ fn timed(w: &Workload, seconds: f64) -> Problem<'_> {
 /// The contiguous optimum by exhaustive search (`None`: infeasible).
 fn brute_optimum(w: &Workload) -> Option<f64> {
     let p = plan(&BruteForce, &Problem::throughput(w)).expect("brute force runs");
-    p.outcome.placement.as_ref().map(|_| p.objective(Objective::Throughput))
+    p.outcome
+        .placement
+        .as_ref()
+        .map(|_| p.objective(Objective::Throughput))
 }
 
 /// The same workload with `layerId = index / 3` (for `--coarsen layers`).
 fn with_layers(w: &Workload) -> Workload {
-    let nodes: Vec<Node> =
-        w.nodes().iter().enumerate().map(|(v, n)| Node { layer_id: Some(v as i64 / 3), ..n.clone() }).collect();
-    let edges = w.edges().iter().map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes)).collect();
+    let nodes: Vec<Node> = w
+        .nodes()
+        .iter()
+        .enumerate()
+        .map(|(v, n)| Node {
+            layer_id: Some(v as i64 / 3),
+            ..n.clone()
+        })
+        .collect();
+    let edges = w
+        .edges()
+        .iter()
+        .map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes))
+        .collect();
     Workload::new(nodes, edges, w.devices().clone()).expect("same graph")
 }
 
@@ -155,12 +169,26 @@ fn planted(blocks: usize, k: usize) -> Workload {
                 memory: None,
             });
         }
-        edges.extend([(id(0), id(1), 50.0, 0.0), (id(0), id(2), 50.0, 0.0), (id(1), id(3), 50.0, 0.0), (id(2), id(3), 50.0, 0.0)]);
+        edges.extend([
+            (id(0), id(1), 50.0, 0.0),
+            (id(0), id(2), 50.0, 0.0),
+            (id(1), id(3), 50.0, 0.0),
+            (id(2), id(3), 50.0, 0.0),
+        ]);
         if j + 1 < blocks as i64 {
             edges.push((id(3), id(4), 0.0, 0.0));
         }
     }
-    Workload::new(nodes, edges, DeviceSet { accelerators: k, memory_per_accelerator_bytes: 1e12, cpus: 0 }).unwrap()
+    Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            accelerators: k,
+            memory_per_accelerator_bytes: 1e12,
+            cpus: 0,
+        },
+    )
+    .unwrap()
 }
 
 #[test]
@@ -169,18 +197,39 @@ fn planted_blocks_at_scale_are_split_evenly() {
         let w = planted(blocks, k);
         let optimum = blocks.div_ceil(k) as f64 * 7.0;
         for mode in [CoarsenMode::Auto, CoarsenMode::Layers] {
-            let settings = CoarsenSettings { mode, target: Some(64) };
+            let settings = CoarsenSettings {
+                mode,
+                target: Some(64),
+            };
             let mut notes = Vec::new();
-            let s = coarsen::solve(&w, &settings, &Limits::default(), &Budget::unlimited(), &mut notes).unwrap().expect("a plan");
-            assert!(close(s.max_load, optimum), "{blocks} blocks on {k}, {mode:?}: {} != {optimum}; {notes:?}", s.max_load);
+            let s = coarsen::solve(
+                &w,
+                &settings,
+                &Limits::default(),
+                &Budget::unlimited(),
+                &mut notes,
+            )
+            .unwrap()
+            .expect("a plan");
+            assert!(
+                close(s.max_load, optimum),
+                "{blocks} blocks on {k}, {mode:?}: {} != {optimum}; {notes:?}",
+                s.max_load
+            );
         }
         let (bound, _) = coarsen::lower_bound(&w, None);
         assert!(bound <= optimum * (1.0 + 1e-12));
         if blocks % k == 0 {
             // The bound is shaved by 1e-9 and bisected to 1e-10 (load_bounds).
-            assert!((bound - optimum).abs() <= 1e-7 * optimum, "volume bound {bound} != {optimum}");
+            assert!(
+                (bound - optimum).abs() <= 1e-7 * optimum,
+                "volume bound {bound} != {optimum}"
+            );
             // Auto proves it through the coarsened path.
-            let auto = Auto::new(CoarsenSettings { mode: CoarsenMode::Auto, target: Some(64) });
+            let auto = Auto::new(CoarsenSettings {
+                mode: CoarsenMode::Auto,
+                target: Some(64),
+            });
             let p = plan(&auto, &timed(&w, 30.0)).unwrap();
             assert_eq!(p.outcome.status, Status::Optimal, "{:?}", p.outcome.stats);
             assert!(close(p.objective(Objective::Throughput), optimum));
@@ -191,9 +240,25 @@ fn planted_blocks_at_scale_are_split_evenly() {
 /// Regression (CI, 2026-11-23): this instance's bound came out 11.5 above the optimum 11.25.
 #[test]
 fn auto_coarsened_bound_regression() {
-    let w = random_workload(6429270561397883550, Shape { max_nodes: 9, ..Shape::default() }).expect("a workload");
+    let w = random_workload(
+        6429270561397883550,
+        Shape {
+            max_nodes: 9,
+            ..Shape::default()
+        },
+    )
+    .expect("a workload");
     let best = brute_optimum(&w).expect("feasible");
-    let auto = Auto::new(CoarsenSettings { mode: CoarsenMode::Auto, target: Some(1) });
+    let auto = Auto::new(CoarsenSettings {
+        mode: CoarsenMode::Auto,
+        target: Some(1),
+    });
     let p = plan(&auto, &timed(&w, 20.0)).unwrap();
-    assert!(p.outcome.bound <= best + 1e-9 * best.max(1.0), "bound {} above the optimum {best}: {:?} {:?}", p.outcome.bound, p.outcome.status, p.outcome.stats);
+    assert!(
+        p.outcome.bound <= best + 1e-9 * best.max(1.0),
+        "bound {} above the optimum {best}: {:?} {:?}",
+        p.outcome.bound,
+        p.outcome.status,
+        p.outcome.stats
+    );
 }

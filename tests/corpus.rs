@@ -42,15 +42,31 @@ fn files(dir: &Path, rel: &str, out: &mut Vec<String>) {
 #[test]
 fn every_malformed_input_gives_its_exit_status_and_message() {
     let dir = corpus();
-    let cases: Cases = toml::from_str(&std::fs::read_to_string(dir.join("cases.toml")).unwrap()).unwrap();
-    assert!(cases.case.len() >= 40, "the corpus has {} cases", cases.case.len());
+    let cases: Cases =
+        toml::from_str(&std::fs::read_to_string(dir.join("cases.toml")).unwrap()).unwrap();
+    assert!(
+        cases.case.len() >= 40,
+        "the corpus has {} cases",
+        cases.case.len()
+    );
     let mut failures = Vec::new();
     for case in &cases.case {
-        let run = Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(&case.args).current_dir(&dir).output().unwrap();
-        let (out, err) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+        let run = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+            .args(&case.args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr),
+        );
         let mut wrong = Vec::new();
         if run.status.code() != Some(case.exit) {
-            wrong.push(format!("exit {:?}, expected {}", run.status.code(), case.exit));
+            wrong.push(format!(
+                "exit {:?}, expected {}",
+                run.status.code(),
+                case.exit
+            ));
         }
         if err.contains("panicked") {
             wrong.push("a panic".into());
@@ -69,10 +85,21 @@ fn every_malformed_input_gives_its_exit_status_and_message() {
             wrong.push("a bad input gets one line starting 'error: '".into());
         }
         if !wrong.is_empty() {
-            failures.push(format!("{} (dnnplace {}): {}\n  stderr: {err}", case.name, case.args.join(" "), wrong.join("; ")));
+            failures.push(format!(
+                "{} (dnnplace {}): {}\n  stderr: {err}",
+                case.name,
+                case.args.join(" "),
+                wrong.join("; ")
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} corpus cases failed:\n{}", failures.len(), cases.case.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} corpus cases failed:\n{}",
+        failures.len(),
+        cases.case.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

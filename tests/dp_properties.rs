@@ -11,7 +11,10 @@ use proptest::prelude::*;
 
 /// c(u): the cost on any out-edge of u, 0 without out-edges.
 fn out_cost(w: &Workload, u: usize) -> f64 {
-    w.edges().iter().find(|e| e.from == u).map_or(0.0, |e| e.cost)
+    w.edges()
+        .iter()
+        .find(|e| e.from == u)
+        .map_or(0.0, |e| e.cost)
 }
 
 /// MODEL.md's loads, literally: In/Out sets per device, then the max.
@@ -23,9 +26,15 @@ fn naive_max_load(w: &Workload, a: &[Device]) -> f64 {
     for d in devices {
         let on = |v: usize| a[v] == d;
         let load = match d {
-            Device::Cpu(_) => (0..w.len()).filter(|&v| on(v)).map(|v| w.node(v).cpu_latency).sum::<f64>(),
+            Device::Cpu(_) => (0..w.len())
+                .filter(|&v| on(v))
+                .map(|v| w.node(v).cpu_latency)
+                .sum::<f64>(),
             Device::Accelerator(_) => {
-                let compute: f64 = (0..w.len()).filter(|&v| on(v)).map(|v| w.node(v).fpga_latency).sum();
+                let compute: f64 = (0..w.len())
+                    .filter(|&v| on(v))
+                    .map(|v| w.node(v).fpga_latency)
+                    .sum();
                 let mut comm = 0.0;
                 for u in 0..w.len() {
                     let out = on(u) && w.edges().iter().any(|e| e.from == u && !on(e.to));
@@ -48,8 +57,12 @@ fn naive_contiguous(w: &Workload, a: &[Device]) -> bool {
     for v0 in (0..w.len()).filter(|&v| fwd(v)) {
         let d = a[v0];
         // Nodes outside d reachable from v0 by forward paths that have left d.
-        let mut stack: Vec<usize> =
-            w.edges().iter().filter(|e| e.from == v0 && fwd(e.to) && a[e.to] != d).map(|e| e.to).collect();
+        let mut stack: Vec<usize> = w
+            .edges()
+            .iter()
+            .filter(|e| e.from == v0 && fwd(e.to) && a[e.to] != d)
+            .map(|e| e.to)
+            .collect();
         let mut seen = vec![false; w.len()];
         while let Some(x) = stack.pop() {
             if std::mem::replace(&mut seen[x], true) {
@@ -69,13 +82,19 @@ fn naive_contiguous(w: &Workload, a: &[Device]) -> bool {
 /// The devices can be ordered as pipeline stages: forward edges between devices form no cycle.
 fn naive_stage_order(w: &Workload, a: &[Device]) -> bool {
     let fwd = |v: usize| !w.node(v).is_backward;
-    let arcs: Vec<(Device, Device)> =
-        w.edges().iter().filter(|e| fwd(e.from) && fwd(e.to) && a[e.from] != a[e.to]).map(|e| (a[e.from], a[e.to])).collect();
+    let arcs: Vec<(Device, Device)> = w
+        .edges()
+        .iter()
+        .filter(|e| fwd(e.from) && fwd(e.to) && a[e.from] != a[e.to])
+        .map(|e| (a[e.from], a[e.to]))
+        .collect();
     let mut left: Vec<Device> = a.to_vec();
     left.sort();
     left.dedup();
     // Repeatedly remove a device with no incoming arc from the devices left.
-    while let Some(i) = (0..left.len()).find(|&i| !arcs.iter().any(|&(x, y)| y == left[i] && left.contains(&x))) {
+    while let Some(i) =
+        (0..left.len()).find(|&i| !arcs.iter().any(|&(x, y)| y == left[i] && left.contains(&x)))
+    {
         left.remove(i);
     }
     left.is_empty()
@@ -85,13 +104,20 @@ fn naive_valid(w: &Workload, a: &[Device]) -> bool {
     let d = w.devices();
     for (v, &dev) in a.iter().enumerate() {
         match dev {
-            Device::Accelerator(i) if i >= d.accelerators || !w.node(v).supported_on_accelerator => return false,
+            Device::Accelerator(i)
+                if i >= d.accelerators || !w.node(v).supported_on_accelerator =>
+            {
+                return false
+            }
             Device::Cpu(i) if i >= d.cpus => return false,
             _ => {}
         }
     }
     for i in 0..d.accelerators {
-        let used: f64 = (0..w.len()).filter(|&v| a[v] == Device::Accelerator(i)).map(|v| w.node(v).size_bytes).sum();
+        let used: f64 = (0..w.len())
+            .filter(|&v| a[v] == Device::Accelerator(i))
+            .map(|v| w.node(v).size_bytes)
+            .sum();
         if used > d.memory_per_accelerator_bytes {
             return false;
         }
@@ -119,8 +145,10 @@ fn naive_contiguous_optimum(w: &Workload) -> Option<f64> {
         }
     }
     let d = w.devices();
-    let all: Vec<Device> =
-        (0..d.accelerators).map(Device::Accelerator).chain((0..d.cpus).map(Device::Cpu)).collect();
+    let all: Vec<Device> = (0..d.accelerators)
+        .map(Device::Accelerator)
+        .chain((0..d.cpus).map(Device::Cpu))
+        .collect();
     let mut best: Option<f64> = None;
     let total = all.len().pow(classes.len() as u32);
     let mut a = vec![Device::Cpu(0); w.len()];
@@ -261,12 +289,22 @@ proptest! {
 
 fn colour_classes_kept(w: &Workload, a: &[Device]) -> bool {
     (0..w.len()).all(|u| {
-        (0..w.len()).all(|v| w.node(u).color_class.is_none() || w.node(u).color_class != w.node(v).color_class || a[u] == a[v])
+        (0..w.len()).all(|v| {
+            w.node(u).color_class.is_none()
+                || w.node(u).color_class != w.node(v).color_class
+                || a[u] == a[v]
+        })
     })
 }
 
 /// The same workload with nodes edited, edge costs scaled, and (with a seed) node order shuffled.
-fn rebuild(w: &Workload, edit: impl Fn(&mut Node), edge_scale: f64, shuffle: Option<u64>, devices: DeviceSet) -> Workload {
+fn rebuild(
+    w: &Workload,
+    edit: impl Fn(&mut Node),
+    edge_scale: f64,
+    shuffle: Option<u64>,
+    devices: DeviceSet,
+) -> Workload {
     let mut order: Vec<usize> = (0..w.len()).collect();
     if let Some(seed) = shuffle {
         let mut r = common::Rng::new(seed ^ 0xABCDEF);
@@ -277,12 +315,23 @@ fn rebuild(w: &Workload, edit: impl Fn(&mut Node), edge_scale: f64, shuffle: Opt
     let mut nodes: Vec<Node> = w.nodes().to_vec();
     let old_ids: Vec<i64> = nodes.iter().map(|n| n.id).collect();
     nodes.iter_mut().for_each(&edit);
-    let new_id: std::collections::HashMap<i64, i64> = old_ids.iter().zip(&nodes).map(|(&o, n)| (o, n.id)).collect();
+    let new_id: std::collections::HashMap<i64, i64> = old_ids
+        .iter()
+        .zip(&nodes)
+        .map(|(&o, n)| (o, n.id))
+        .collect();
     let nodes: Vec<Node> = order.iter().map(|&i| nodes[i].clone()).collect();
     let mut edges: Vec<(i64, i64, f64, f64)> = w
         .edges()
         .iter()
-        .map(|e| (new_id[&w.node(e.from).id], new_id[&w.node(e.to).id], e.cost * edge_scale, e.size_bytes))
+        .map(|e| {
+            (
+                new_id[&w.node(e.from).id],
+                new_id[&w.node(e.to).id],
+                e.cost * edge_scale,
+                e.size_bytes,
+            )
+        })
         .collect();
     edges.reverse();
     Workload::new(nodes, edges, devices).expect("still valid")
@@ -309,9 +358,16 @@ fn leafy_workload(seed: u64) -> Option<Workload> {
         memory: None,
     };
     for i in 0..core {
-        nodes.push(node(i, 1.0 + r.below(8) as f64, 2.0 + r.below(30) as f64, r.below(6) as f64));
+        nodes.push(node(
+            i,
+            1.0 + r.below(8) as f64,
+            2.0 + r.below(30) as f64,
+            r.below(6) as f64,
+        ));
     }
-    let cost: Vec<f64> = (0..core + leaves).map(|_| r.below(3) as f64 * 0.5).collect();
+    let cost: Vec<f64> = (0..core + leaves)
+        .map(|_| r.below(3) as f64 * 0.5)
+        .collect();
     let mut edges = Vec::new();
     for (i, &c) in cost[..core].iter().enumerate() {
         for j in i + 1..core {
@@ -332,7 +388,11 @@ fn leafy_workload(seed: u64) -> Option<Workload> {
     let total: f64 = nodes.iter().map(|n| n.size_bytes).sum();
     let k = 1 + r.below(3) as usize;
     let memory = (total / k as f64 * (1.0 + r.below(4) as f64 * 0.1)).ceil();
-    let devices = DeviceSet { accelerators: k, memory_per_accelerator_bytes: memory, cpus: r.below(2) as usize };
+    let devices = DeviceSet {
+        accelerators: k,
+        memory_per_accelerator_bytes: memory,
+        cpus: r.below(2) as usize,
+    };
     Workload::new(nodes, edges, devices).ok()
 }
 
@@ -343,17 +403,39 @@ fn leafy_workload(seed: u64) -> Option<Workload> {
 fn dp_with_memory_bound_leaves_equals_brute_force() {
     let mut paths: std::collections::BTreeMap<&str, usize> = Default::default();
     for seed in 0..250u64 {
-        let Some(w) = leafy_workload(seed) else { continue };
-        let dp = plan(&Dp, &Problem::throughput(&w)).expect("dp runs and its plan passes the scorer");
+        let Some(w) = leafy_workload(seed) else {
+            continue;
+        };
+        let dp =
+            plan(&Dp, &Problem::throughput(&w)).expect("dp runs and its plan passes the scorer");
         let brute = plan(&BruteForce, &Problem::throughput(&w)).unwrap();
-        let brute_value = brute.outcome.placement.as_ref().map(|_| brute.objective(Objective::Throughput));
-        let dp_value = dp.outcome.placement.as_ref().map(|_| dp.objective(Objective::Throughput));
+        let brute_value = brute
+            .outcome
+            .placement
+            .as_ref()
+            .map(|_| brute.objective(Objective::Throughput));
+        let dp_value = dp
+            .outcome
+            .placement
+            .as_ref()
+            .map(|_| dp.objective(Objective::Throughput));
         match (dp_value, brute_value) {
-            (Some(a), Some(b)) => assert!(close(a, b), "seed {seed}: dp {a} != brute force {b}; {:?}", dp.outcome.stats.notes),
+            (Some(a), Some(b)) => assert!(
+                close(a, b),
+                "seed {seed}: dp {a} != brute force {b}; {:?}",
+                dp.outcome.stats.notes
+            ),
             (None, None) => {}
             other => panic!("seed {seed}: dp and brute force disagree on feasibility: {other:?}"),
         }
-        assert!(matches!(dp.outcome.status, Status::Optimal | Status::Infeasible { .. }), "seed {seed}: {:?}", dp.outcome.status);
+        assert!(
+            matches!(
+                dp.outcome.status,
+                Status::Optimal | Status::Infeasible { .. }
+            ),
+            "seed {seed}: {:?}",
+            dp.outcome.status
+        );
         let notes = dp.outcome.stats.notes.join("; ");
         let path = if notes.contains("weightless fits memory") {
             "weightless plan fits"
@@ -369,7 +451,15 @@ fn dp_with_memory_bound_leaves_equals_brute_force() {
         *paths.entry(path).or_default() += 1;
     }
     println!("{paths:?}");
-    for path in ["weightless plan fits", "folded equals weightless", "kept apart: folding costs", "kept apart: small DAG"] {
-        assert!(paths.get(path).copied().unwrap_or(0) > 0, "path '{path}' never taken: {paths:?}");
+    for path in [
+        "weightless plan fits",
+        "folded equals weightless",
+        "kept apart: folding costs",
+        "kept apart: small DAG",
+    ] {
+        assert!(
+            paths.get(path).copied().unwrap_or(0) > 0,
+            "path '{path}' never taken: {paths:?}"
+        );
     }
 }

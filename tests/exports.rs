@@ -18,7 +18,14 @@ use dnnplace::score::evaluate;
 use dnnplace::solve::{dp::Dp, layer_granular::plan_by_layers, Problem, Status};
 use proptest::prelude::*;
 
-const FORMATS: [&str; 6] = ["torch", "torch-json", "deepspeed", "megatron", "vllm", "accelerate"];
+const FORMATS: [&str; 6] = [
+    "torch",
+    "torch-json",
+    "deepspeed",
+    "megatron",
+    "vllm",
+    "accelerate",
+];
 
 /// The layer-granular DP plan of `w`.
 fn dp_plan(w: &Workload, layers: &Layers) -> Placement {
@@ -51,12 +58,15 @@ fn export_of(format: &str, w: &Workload, layers: &Layers, p: &Placement) -> Resu
 }
 
 fn golden(name: &str, text: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, text).unwrap();
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
     assert_eq!(
         text, expected,
         "{name} differs from tests/golden/{name}; if the cost model, the importer or the format changed on purpose, regenerate with UPDATE_GOLDEN=1 and review the diff"
@@ -65,7 +75,9 @@ fn golden(name: &str, text: &str) {
 
 /// The line of `text` that starts with `prefix` (after leading spaces).
 fn line<'t>(text: &'t str, prefix: &str) -> &'t str {
-    text.lines().find(|l| l.trim_start().starts_with(prefix)).unwrap_or_else(|| panic!("no line {prefix:?} in\n{text}"))
+    text.lines()
+        .find(|l| l.trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in\n{text}"))
 }
 
 #[test]
@@ -81,24 +93,46 @@ fn the_dp_finds_the_planted_split_and_every_format_says_six_per_stage() {
     assert!((tps - (6.0 + 2.0 * 0.001)).abs() < 1e-12, "{tps}");
     assert_eq!(p, split(&w, &layers, &[6, 6, 6, 6]));
 
-    let texts: Vec<(&str, String)> = FORMATS.iter().map(|f| (*f, export_of(f, &w, &layers, &p).unwrap())).collect();
+    let texts: Vec<(&str, String)> = FORMATS
+        .iter()
+        .map(|f| (*f, export_of(f, &w, &layers, &p).unwrap()))
+        .collect();
     let text = |f: &str| texts.iter().find(|(g, _)| *g == f).unwrap().1.clone();
-    assert_eq!(line(&text("vllm"), "VLLM_PP"), "VLLM_PP_LAYER_PARTITION=\"6,6,6,6\" vllm serve MODEL --pipeline-parallel-size 4");
+    assert_eq!(
+        line(&text("vllm"), "VLLM_PP"),
+        "VLLM_PP_LAYER_PARTITION=\"6,6,6,6\" vllm serve MODEL --pipeline-parallel-size 4"
+    );
     assert_eq!(
         line(&text("megatron"), "--pipeline"),
         "--pipeline-model-parallel-size 4 --num-layers 24 --pipeline-model-parallel-layout \"E,t*6|t*6|t*6|t*6,L\""
     );
-    assert!(text("megatron").contains("--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6"));
+    assert!(text("megatron")
+        .contains("--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6"));
     // 26 layers: [input_ids + embed_tokens], 24 blocks, [norm + lm_head].
-    assert_eq!(line(&text("deepspeed"), "parts ="), "parts = [0,7,13,19,26]");
+    assert_eq!(
+        line(&text("deepspeed"), "parts ="),
+        "parts = [0,7,13,19,26]"
+    );
     let torch = text("torch");
     for key in ["model.layers.6", "model.layers.12", "model.layers.18"] {
-        assert!(torch.contains(&format!("\"{key}\": SplitPoint.BEGINNING")), "{torch}");
+        assert!(
+            torch.contains(&format!("\"{key}\": SplitPoint.BEGINNING")),
+            "{torch}"
+        );
     }
     assert_eq!(torch.matches("\": SplitPoint.BEGINNING").count(), 3);
     let accelerate = text("accelerate");
-    for (key, gpu) in [("model.embed_tokens", 0), ("model.layers.5", 0), ("model.layers.6", 1), ("model.layers.23", 3), ("lm_head", 3)] {
-        assert!(accelerate.contains(&format!("\"{key}\": {gpu}")), "{key}: {accelerate}");
+    for (key, gpu) in [
+        ("model.embed_tokens", 0),
+        ("model.layers.5", 0),
+        ("model.layers.6", 1),
+        ("model.layers.23", 3),
+        ("lm_head", 3),
+    ] {
+        assert!(
+            accelerate.contains(&format!("\"{key}\": {gpu}")),
+            "{key}: {accelerate}"
+        );
     }
     for (f, t) in &texts {
         golden(&format!("llama24.{f}"), t);
@@ -109,7 +143,12 @@ fn the_dp_finds_the_planted_split_and_every_format_says_six_per_stage() {
 /// most 4 runs, scored by the evaluator: the oracle of the DP on the relabelled workload.
 #[test]
 fn layer_granular_dp_matches_exhaustive_chain_splits_with_heavy_ends() {
-    let w = llama(Llama { embed_ms: 3.5, head_ms: 4.5, blocks: 12, ..Llama::default() });
+    let w = llama(Llama {
+        embed_ms: 3.5,
+        head_ms: 4.5,
+        blocks: 12,
+        ..Llama::default()
+    });
     let layers = Layers::new(&w).unwrap();
     let n = layers.len();
     let p = dp_plan(&w, &layers);
@@ -119,29 +158,49 @@ fn layer_granular_dp_matches_exhaustive_chain_splits_with_heavy_ends() {
         for b in a..=n {
             for c in b..=n {
                 let cut = [0, a, b, c, n];
-                let device: Vec<Device> =
-                    (0..n).map(|l| Device::Accelerator((0..4).find(|&s| cut[s] <= l && l < cut[s + 1]).unwrap())).collect();
+                let device: Vec<Device> = (0..n)
+                    .map(|l| {
+                        Device::Accelerator(
+                            (0..4).find(|&s| cut[s] <= l && l < cut[s + 1]).unwrap(),
+                        )
+                    })
+                    .collect();
                 let q = Placement::new((0..w.len()).map(|v| device[layers.layer_of[v]]).collect());
                 best = best.min(evaluate(&w, &q, false).max_load);
             }
         }
     }
-    assert!((dp - best).abs() <= 1e-9 * best, "DP {dp} vs exhaustive {best}");
+    assert!(
+        (dp - best).abs() <= 1e-9 * best,
+        "DP {dp} vs exhaustive {best}"
+    );
     // The embedding and head weigh 3.5 and 4.5 blocks: the end stages hold fewer blocks.
     let vllm = export_of("vllm", &w, &layers, &p).unwrap();
-    let counts: Vec<usize> = line(&vllm, "VLLM_PP").split('"').nth(1).unwrap().split(',').map(|c| c.parse().unwrap()).collect();
+    let counts: Vec<usize> = line(&vllm, "VLLM_PP")
+        .split('"')
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(|c| c.parse().unwrap())
+        .collect();
     assert_eq!(counts.iter().sum::<usize>(), 12);
     assert!(counts[0] < counts[1] && counts[3] < counts[2], "{counts:?}");
 }
 
 #[test]
 fn training_graphs_export_like_inference_graphs() {
-    let w = llama(Llama { training: true, ..Llama::default() });
+    let w = llama(Llama {
+        training: true,
+        ..Llama::default()
+    });
     let layers = Layers::new(&w).unwrap();
     assert_eq!(layers.len(), 26, "backward nodes join their block");
     let p = dp_plan(&w, &layers);
     let vllm = export_of("vllm", &w, &layers, &p).unwrap();
-    assert!(vllm.contains("VLLM_PP_LAYER_PARTITION=\"6,6,6,6\""), "{vllm}");
+    assert!(
+        vllm.contains("VLLM_PP_LAYER_PARTITION=\"6,6,6,6\""),
+        "{vllm}"
+    );
     for f in FORMATS {
         export_of(f, &w, &layers, &p).unwrap_or_else(|e| panic!("{f}: {e}"));
     }
@@ -169,11 +228,23 @@ proptest! {
 
 #[test]
 fn a_stage_holding_only_the_embedding_or_the_head() {
-    let w = llama(Llama { blocks: 4, accelerators: 3, ..Llama::default() });
+    let w = llama(Llama {
+        blocks: 4,
+        accelerators: 3,
+        ..Llama::default()
+    });
     let layers = Layers::new(&w).unwrap();
     // Stage 0: input + embedding only; stage 1: blocks 0-3; stage 2: norm + lm_head.
     let device: Vec<Device> = (0..layers.len())
-        .map(|l| Device::Accelerator(if l == 0 { 0 } else if layers.layers[l].block.is_some() { 1 } else { 2 }))
+        .map(|l| {
+            Device::Accelerator(if l == 0 {
+                0
+            } else if layers.layers[l].block.is_some() {
+                1
+            } else {
+                2
+            })
+        })
         .collect();
     let p = Placement::new((0..w.len()).map(|v| device[layers.layer_of[v]]).collect());
     let vllm = export_of("vllm", &w, &layers, &p).unwrap();
@@ -188,19 +259,35 @@ fn a_stage_holding_only_the_embedding_or_the_head() {
 
 #[test]
 fn a_plan_that_cuts_inside_a_block_is_refused_naming_block_and_devices() {
-    let w = llama(Llama { blocks: 4, accelerators: 2, ..Llama::default() });
+    let w = llama(Llama {
+        blocks: 4,
+        accelerators: 2,
+        ..Llama::default()
+    });
     let layers = Layers::new(&w).unwrap();
     let mut p = split(&w, &layers, &[2, 2]);
-    let q_proj = (0..w.len()).find(|&v| w.node(v).name.as_deref() == Some("model.layers.1.mlp.down_proj")).unwrap();
+    let q_proj = (0..w.len())
+        .find(|&v| w.node(v).name.as_deref() == Some("model.layers.1.mlp.down_proj"))
+        .unwrap();
     p.assignment[q_proj] = Device::Accelerator(1);
     let why = LayerPlan::new(&w, &layers, &p).unwrap_err();
-    assert!(why.contains("cuts inside layer model.layers.1") && why.contains("acc0 holds 8") && why.contains("acc1 holds 1"), "{why}");
+    assert!(
+        why.contains("cuts inside layer model.layers.1")
+            && why.contains("acc0 holds 8")
+            && why.contains("acc1 holds 1"),
+        "{why}"
+    );
     assert!(why.contains("--granularity layer"), "{why}");
 }
 
 #[test]
 fn cpu_stages_are_refused_except_by_accelerate() {
-    let w = llama(Llama { blocks: 4, accelerators: 1, cpus: 2, ..Llama::default() });
+    let w = llama(Llama {
+        blocks: 4,
+        accelerators: 1,
+        cpus: 2,
+        ..Llama::default()
+    });
     let layers = Layers::new(&w).unwrap();
     let mut p = split(&w, &layers, &[2, 2]);
     for d in &mut p.assignment {
@@ -210,23 +297,43 @@ fn cpu_stages_are_refused_except_by_accelerate() {
     }
     for f in ["torch", "torch-json", "deepspeed", "megatron", "vllm"] {
         let why = export_of(f, &w, &layers, &p).unwrap_err();
-        assert!(why.contains("GPU") && why.contains("cpu0") && why.contains("--cpus 0"), "{f}: {why}");
+        assert!(
+            why.contains("GPU") && why.contains("cpu0") && why.contains("--cpus 0"),
+            "{f}: {why}"
+        );
     }
     let accelerate = export_of("accelerate", &w, &layers, &p).unwrap();
-    assert!(accelerate.contains("\"model.layers.3\": \"cpu\"") && accelerate.contains("offload"), "{accelerate}");
-    assert!(line(&accelerate, "max_memory").contains("\"cpu\": \""), "{accelerate}");
+    assert!(
+        accelerate.contains("\"model.layers.3\": \"cpu\"") && accelerate.contains("offload"),
+        "{accelerate}"
+    );
+    assert!(
+        line(&accelerate, "max_memory").contains("\"cpu\": \""),
+        "{accelerate}"
+    );
     // Two CPU cores: accelerate has one "cpu".
-    let lm_head = (0..w.len()).find(|&v| w.node(v).name.as_deref() == Some("lm_head")).unwrap();
-    let norm = (0..w.len()).find(|&v| w.node(v).name.as_deref() == Some("model.norm")).unwrap();
+    let lm_head = (0..w.len())
+        .find(|&v| w.node(v).name.as_deref() == Some("lm_head"))
+        .unwrap();
+    let norm = (0..w.len())
+        .find(|&v| w.node(v).name.as_deref() == Some("model.norm"))
+        .unwrap();
     p.assignment[lm_head] = Device::Cpu(1);
     p.assignment[norm] = Device::Cpu(1);
     let why = export_of("accelerate", &w, &layers, &p).unwrap_err();
-    assert!(why.contains("one \"cpu\" device") && why.contains("cpu0, cpu1"), "{why}");
+    assert!(
+        why.contains("one \"cpu\" device") && why.contains("cpu0, cpu1"),
+        "{why}"
+    );
 }
 
 #[test]
 fn devices_are_numbered_in_pipeline_order_and_stages_must_be_runs() {
-    let w = llama(Llama { blocks: 4, accelerators: 2, ..Llama::default() });
+    let w = llama(Llama {
+        blocks: 4,
+        accelerators: 2,
+        ..Llama::default()
+    });
     let layers = Layers::new(&w).unwrap();
     // The plan's acc1 holds the embedding and blocks 0-1: it is the first stage, GPU 0.
     let device: Vec<Device> = (0..layers.len())
@@ -239,7 +346,10 @@ fn devices_are_numbered_in_pipeline_order_and_stages_must_be_runs() {
         .collect();
     let p = Placement::new((0..w.len()).map(|v| device[layers.layer_of[v]]).collect());
     let vllm = export_of("vllm", &w, &layers, &p).unwrap();
-    assert!(vllm.contains("# GPU 0: embed_tokens + layers 0-1 ("), "{vllm}");
+    assert!(
+        vllm.contains("# GPU 0: embed_tokens + layers 0-1 ("),
+        "{vllm}"
+    );
     for f in FORMATS {
         export_of(f, &w, &layers, &p).unwrap_or_else(|e| panic!("{f}: {e}"));
     }
@@ -253,16 +363,29 @@ fn devices_are_numbered_in_pipeline_order_and_stages_must_be_runs() {
     let p = Placement::new((0..w.len()).map(|v| device[layers.layer_of[v]]).collect());
     for f in ["deepspeed", "torch", "torch-json", "vllm", "megatron"] {
         let why = export_of(f, &w, &layers, &p).unwrap_err();
-        assert!(why.contains("run of consecutive layers") && why.contains("model.norm+lm_head"), "{f}: {why}");
+        assert!(
+            why.contains("run of consecutive layers") && why.contains("model.norm+lm_head"),
+            "{f}: {why}"
+        );
     }
-    assert!(export_of("accelerate", &w, &layers, &p).is_ok(), "a device_map needs no contiguity");
+    assert!(
+        export_of("accelerate", &w, &layers, &p).is_ok(),
+        "a device_map needs no contiguity"
+    );
 }
 
 #[test]
 fn files_written_by_hand_are_read_with_the_targets_rules() {
-    let w = llama(Llama { blocks: 26, accelerators: 4, embed_ms: 0.5, head_ms: 1.0, ..Llama::default() });
+    let w = llama(Llama {
+        blocks: 26,
+        accelerators: 4,
+        embed_ms: 0.5,
+        head_ms: 1.0,
+        ..Llama::default()
+    });
     let layers = Layers::new(&w).unwrap();
-    let read = |f: &str, text: &str| read_export(exporter_by_name(f).unwrap().as_ref(), text, &w, &layers);
+    let read =
+        |f: &str, text: &str| read_export(exporter_by_name(f).unwrap().as_ref(), text, &w, &layers);
     let blocks_per_device = |p: &Placement| -> Vec<usize> {
         let mut counts = vec![0; 4];
         for layer in layers.layers.iter().filter(|l| l.block.is_some()) {
@@ -275,43 +398,85 @@ fn files_written_by_hand_are_read_with_the_targets_rules() {
     // vLLM without VLLM_PP_LAYER_PARTITION: get_pp_indices' default split of 26 over 4.
     let p = read("vllm", "vllm serve meta-llama/Llama -pp 4").unwrap();
     assert_eq!(blocks_per_device(&p), vec![6, 7, 7, 6]);
-    let p = read("vllm", "export VLLM_PP_LAYER_PARTITION=5,7,7,7\nvllm serve m --pipeline-parallel-size=4").unwrap();
+    let p = read(
+        "vllm",
+        "export VLLM_PP_LAYER_PARTITION=5,7,7,7\nvllm serve m --pipeline-parallel-size=4",
+    )
+    .unwrap();
     assert_eq!(blocks_per_device(&p), vec![5, 7, 7, 7]);
-    let err = read("vllm", "VLLM_PP_LAYER_PARTITION=5,7,7,7 vllm serve m").unwrap_err().to_string();
+    let err = read("vllm", "VLLM_PP_LAYER_PARTITION=5,7,7,7 vllm serve m")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("does not match pp_size=1"), "{err}");
     // Megatron with first/last flags, and with an interleaved layout (2 ranks, 2 chunks each).
     let p = read("megatron", "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 5 --decoder-last-pipeline-num-layers 9").unwrap();
     assert_eq!(blocks_per_device(&p), vec![5, 6, 6, 9]);
-    let p = read("megatron", "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*6|t*7|t*6|t*7L'").unwrap();
+    let p = read(
+        "megatron",
+        "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*6|t*7|t*6|t*7L'",
+    )
+    .unwrap();
     let mut counts = blocks_per_device(&p);
     counts.truncate(2);
     assert_eq!(counts, vec![12, 14]);
-    assert!(!evaluate(&w, &p, false).is_contiguous(), "interleaved chunks are not contiguous");
-    let err = read("megatron", "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*6|t*7L'").unwrap_err().to_string();
+    assert!(
+        !evaluate(&w, &p, false).is_contiguous(),
+        "interleaved chunks are not contiguous"
+    );
+    let err = read(
+        "megatron",
+        "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*6|t*7L'",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("must match num_layers 26"), "{err}");
     // DeepSpeed JSON, and parts that do not end at the layer count.
     let p = read("deepspeed", "{\"parts\": [0, 8, 15, 22, 28]}").unwrap();
     assert_eq!(blocks_per_device(&p), vec![7, 7, 7, 5]);
-    let err = read("deepspeed", "parts = [0, 8, 15, 22, 27]").unwrap_err().to_string();
-    assert!(err.contains("ends at 27") && err.contains("28 layers"), "{err}");
+    let err = read("deepspeed", "parts = [0, 8, 15, 22, 27]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("ends at 27") && err.contains("28 layers"),
+        "{err}"
+    );
     // torch: a split after a module (END), and a key inside a block.
-    let p = read("torch", "split_spec = {\n  \"model.layers.9\": SplitPoint.END,  # after block 9\n}\n").unwrap();
+    let p = read(
+        "torch",
+        "split_spec = {\n  \"model.layers.9\": SplitPoint.END,  # after block 9\n}\n",
+    )
+    .unwrap();
     assert_eq!(blocks_per_device(&p)[..2], [10, 16]);
-    let err = read("torch-json", "{\"model.layers.9.mlp\": \"BEGINNING\"}").unwrap_err().to_string();
+    let err = read("torch-json", "{\"model.layers.9.mlp\": \"BEGINNING\"}")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("cuts inside layer model.layers.9"), "{err}");
     // accelerate: the whole model on GPU 0 but one block on "cuda:1", nested keys, most specific wins.
-    let p = read("accelerate", "{\"\": 0, \"model.layers\": 0, \"model.layers.13\": \"cuda:1\"}").unwrap();
+    let p = read(
+        "accelerate",
+        "{\"\": 0, \"model.layers\": 0, \"model.layers.13\": \"cuda:1\"}",
+    )
+    .unwrap();
     assert_eq!(blocks_per_device(&p), vec![25, 1, 0, 0]);
-    let err = read("accelerate", "device_map = {\"model\": 0}\n").unwrap_err().to_string();
-    assert!(err.contains("no device for node") && err.contains("lm_head"), "{err}");
-    let err = read("accelerate", "device_map = {\"\": \"disk\"}").unwrap_err().to_string();
+    let err = read("accelerate", "device_map = {\"model\": 0}\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no device for node") && err.contains("lm_head"),
+        "{err}"
+    );
+    let err = read("accelerate", "device_map = {\"\": \"disk\"}")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no counterpart"), "{err}");
 }
 
 /// A workload without a list of numbered blocks: vLLM and Megatron say why they cannot.
 #[test]
 fn decoder_stack_targets_need_numbered_blocks() {
-    let Some(dir) = common::shared_dir("onnx") else { return };
+    let Some(dir) = common::shared_dir("onnx") else {
+        return;
+    };
     let w = onnx_workload(&dir.join("light_vgg19.onnx"), 4);
     let layers = Layers::new(&w).unwrap();
     let p = dp_plan(&w, &layers);
@@ -340,8 +505,15 @@ fn onnx_workload(path: &std::path::Path, accelerators: usize) -> Workload {
 /// exports to every format that takes a list of modules and reads back identically.
 #[test]
 fn imported_onnx_models_export_and_read_back() {
-    let Some(dir) = common::shared_dir("onnx") else { return };
-    for (name, k) in [("light_vgg19", 4), ("light_bvlc_alexnet", 3), ("light_resnet50", 4), ("light_inception_v1", 2)] {
+    let Some(dir) = common::shared_dir("onnx") else {
+        return;
+    };
+    for (name, k) in [
+        ("light_vgg19", 4),
+        ("light_bvlc_alexnet", 3),
+        ("light_resnet50", 4),
+        ("light_inception_v1", 2),
+    ] {
         let w = onnx_workload(&dir.join(format!("{name}.onnx")), k);
         let layers = Layers::new(&w).unwrap();
         let p = dp_plan(&w, &layers);
@@ -349,14 +521,19 @@ fn imported_onnx_models_export_and_read_back() {
         for f in ["torch", "torch-json", "deepspeed", "accelerate"] {
             match export_of(f, &w, &layers, &p) {
                 Ok(text) => {
-                    let back = read_export(exporter_by_name(f).unwrap().as_ref(), &text, &w, &layers).unwrap();
+                    let back =
+                        read_export(exporter_by_name(f).unwrap().as_ref(), &text, &w, &layers)
+                            .unwrap();
                     assert_eq!(evaluate(&w, &back, false).max_load, tps, "{name} {f}");
                     if name == "light_vgg19" && f != "torch-json" {
                         golden(&format!("{name}.{f}"), &text);
                     }
                 }
                 // A branching graph's stages need not be runs of the layer order.
-                Err(why) => assert!(f != "accelerate" && why.contains("run of consecutive layers"), "{name} {f}: {why}"),
+                Err(why) => assert!(
+                    f != "accelerate" && why.contains("run of consecutive layers"),
+                    "{name} {f}: {why}"
+                ),
             }
         }
     }
@@ -368,7 +545,9 @@ fn imported_onnx_models_export_and_read_back() {
 /// layers; golden texts for the llama style.
 #[test]
 fn generated_transformers_export_in_every_format() {
-    use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+    use dnnplace::costmodel::{
+        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
+    };
     for style in [Style::Llama, Style::Gpt2, Style::Bert] {
         let spec = TransformerSpec::new(style, 24, 1024, 16, 512, 2);
         let settings = CostSettings {
@@ -381,20 +560,36 @@ fn generated_transformers_export_in_every_format() {
         };
         let w = to_workload(&transformer_graph(&spec, DType::Bf16).unwrap(), &settings).unwrap();
         let layers = Layers::new(&w).unwrap();
-        assert_eq!(layers.layers.iter().filter(|l| l.block.is_some()).count(), 24, "{style:?}");
+        assert_eq!(
+            layers.layers.iter().filter(|l| l.block.is_some()).count(),
+            24,
+            "{style:?}"
+        );
         let p = dp_plan(&w, &layers);
         let tps = evaluate(&w, &p, false).max_load;
         for f in FORMATS {
-            let text = export_of(f, &w, &layers, &p).unwrap_or_else(|e| panic!("{style:?} {f}: {e}"));
-            let back = read_export(exporter_by_name(f).unwrap().as_ref(), &text, &w, &layers).unwrap();
+            let text =
+                export_of(f, &w, &layers, &p).unwrap_or_else(|e| panic!("{style:?} {f}: {e}"));
+            let back =
+                read_export(exporter_by_name(f).unwrap().as_ref(), &text, &w, &layers).unwrap();
             assert_eq!(evaluate(&w, &back, false).max_load, tps, "{style:?} {f}");
             if style == Style::Llama {
                 golden(&format!("generated-llama24.{f}"), &text);
             }
         }
         let vllm = export_of("vllm", &w, &layers, &p).unwrap();
-        let counts: Vec<usize> = line(&vllm, "VLLM_PP").split('"').nth(1).unwrap().split(',').map(|c| c.parse().unwrap()).collect();
-        assert_eq!((counts.len(), counts.iter().sum::<usize>()), (4, 24), "{style:?}");
+        let counts: Vec<usize> = line(&vllm, "VLLM_PP")
+            .split('"')
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .map(|c| c.parse().unwrap())
+            .collect();
+        assert_eq!(
+            (counts.len(), counts.iter().sum::<usize>()),
+            (4, 24),
+            "{style:?}"
+        );
         let first = export_of("accelerate", &w, &layers, &p).unwrap();
         let embedding = match style {
             Style::Llama => "\"model.embed_tokens\": 0",
@@ -448,11 +643,20 @@ fn megatron_layouts_pass_megatrons_own_parser() {
         let stages = 1 + rng.below(6) as usize;
         let counts: Vec<usize> = (0..stages).map(|_| 1 + rng.below(5) as usize).collect();
         let blocks: usize = counts.iter().sum();
-        let w = llama(Llama { blocks, accelerators: stages, training: round % 2 == 1, ..Llama::default() });
+        let w = llama(Llama {
+            blocks,
+            accelerators: stages,
+            training: round % 2 == 1,
+            ..Llama::default()
+        });
         let layers = Layers::new(&w).unwrap();
         let text = export_of("megatron", &w, &layers, &split(&w, &layers, &counts)).unwrap();
         let words = shell_words(line(&text, "--pipeline")).unwrap();
-        let layout = &words[words.iter().position(|x| x == "--pipeline-model-parallel-layout").unwrap() + 1];
+        let layout = &words[words
+            .iter()
+            .position(|x| x == "--pipeline-model-parallel-layout")
+            .unwrap()
+            + 1];
         let mut ranks = Vec::new();
         let mut start = 0;
         for c in &counts {
@@ -462,7 +666,17 @@ fn megatron_layouts_pass_megatrons_own_parser() {
         cases.push(serde_json::json!({"layout": layout, "pp": stages, "num_layers": blocks, "ranks": ranks}));
     }
     cases.push(serde_json::json!({"layout": "E|t*4|L", "pp": 3, "num_layers": 4, "ranks": [[0, 0], [0, 4], [4, 4]]}));
-    for s in ["Ettt|(tt|)*29,m|L", "tt(E|t|L)*2,mm", "(tE)*3", "E,(t|)*2", "(|t)*2,L", "Et*3|t*3L", "E,t*12|t*12,L", "((t)*2)*3", "t**2"] {
+    for s in [
+        "Ettt|(tt|)*29,m|L",
+        "tt(E|t|L)*2,mm",
+        "(tE)*3",
+        "E,(t|)*2",
+        "(|t)*2,L",
+        "Et*3|t*3L",
+        "E,t*12|t*12,L",
+        "((t)*2)*3",
+        "t**2",
+    ] {
         match parse_layout(s) {
             Ok(list) => cases.push(serde_json::json!({"parse": s, "stages": list.iter().map(|st| st.iter().collect::<String>()).collect::<Vec<_>>()})),
             Err(_) => cases.push(serde_json::json!({"parse": s, "error": true})),
@@ -472,12 +686,20 @@ fn megatron_layouts_pass_megatrons_own_parser() {
         assert!(parse_layout(s).is_err());
         cases.push(serde_json::json!({"parse": s, "error": true}));
     }
-    for (layout, pp, n) in [("Et|tL", 3, 2), ("t|EtL", 2, 2), ("Et|t", 2, 2), ("Et|tL", 2, 3), ("Et|EtL", 2, 2)] {
-        let ours = parse_layout(layout).and_then(|l| dnnplace::export::megatron::validate_layout(&l, pp, n));
+    for (layout, pp, n) in [
+        ("Et|tL", 3, 2),
+        ("t|EtL", 2, 2),
+        ("Et|t", 2, 2),
+        ("Et|tL", 2, 3),
+        ("Et|EtL", 2, 2),
+    ] {
+        let ours = parse_layout(layout)
+            .and_then(|l| dnnplace::export::megatron::validate_layout(&l, pp, n));
         assert!(ours.is_err(), "{layout}");
         cases.push(serde_json::json!({"layout": layout, "pp": pp, "num_layers": n, "error": true}));
     }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/megatron_layout.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/megatron_layout.py");
     let mut child = std::process::Command::new("python3")
         .arg(&script)
         .arg(&site)
@@ -495,7 +717,14 @@ fn megatron_layouts_pass_megatrons_own_parser() {
     }
     let out = child.wait_with_output().unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{report}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(report.contains(&format!("{} passed, 0 failed", cases.len())), "{report}");
+    assert!(
+        out.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        report.contains(&format!("{} passed, 0 failed", cases.len())),
+        "{report}"
+    );
     println!("Megatron-LM's parser: {}", report.trim());
 }

@@ -28,13 +28,19 @@ fn cases(target: Target) -> u64 {
 #[test]
 fn every_reader_survives_mutated_inputs() {
     let seeds = Seeds::builtin();
-    let current: Arc<Mutex<(String, Instant)>> = Arc::new(Mutex::new((String::new(), Instant::now())));
+    let current: Arc<Mutex<(String, Instant)>> =
+        Arc::new(Mutex::new((String::new(), Instant::now())));
     let watched = current.clone();
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_secs(1));
-        let (case, since) = watched.lock().map_or_else(|p| p.into_inner().clone(), |g| g.clone());
+        let (case, since) = watched
+            .lock()
+            .map_or_else(|p| p.into_inner().clone(), |g| g.clone());
         if since.elapsed() > Duration::from_secs(120) {
-            eprintln!("hang: {case} has run for {:.0} s", since.elapsed().as_secs_f64());
+            eprintln!(
+                "hang: {case} has run for {:.0} s",
+                since.elapsed().as_secs_f64()
+            );
             std::process::abort();
         }
     });
@@ -47,17 +53,42 @@ fn every_reader_survives_mutated_inputs() {
             // are #11 point 2, checked by the IP's own property tests; the long runs of
             // `examples/fuzz` include it.
             case.allow_ip = false;
-            *current.lock().unwrap() = (format!("{} case {index} ({})", target.name(), case.description), Instant::now());
+            *current.lock().unwrap() = (
+                format!("{} case {index} ({})", target.name(), case.description),
+                Instant::now(),
+            );
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&case))) {
                 Ok(Ok(Verdict::Accepted)) => accepted += 1,
                 Ok(Ok(Verdict::Rejected(_))) => rejected += 1,
-                Ok(Err(f)) => findings.push(format!("{} case {index} ({}): {}", target.name(), case.description, f.0)),
-                Err(_) => findings.push(format!("{} case {index} ({}): panic (message above)", target.name(), case.description)),
+                Ok(Err(f)) => findings.push(format!(
+                    "{} case {index} ({}): {}",
+                    target.name(),
+                    case.description,
+                    f.0
+                )),
+                Err(_) => findings.push(format!(
+                    "{} case {index} ({}): panic (message above)",
+                    target.name(),
+                    case.description
+                )),
             }
         }
-        eprintln!("{}: {} cases, {accepted} accepted, {rejected} rejected", target.name(), cases(target));
+        eprintln!(
+            "{}: {} cases, {accepted} accepted, {rejected} rejected",
+            target.name(),
+            cases(target)
+        );
         // The mutations must reach both sides of every reader.
-        assert!(accepted > 0 && rejected > 0, "{}: {accepted} accepted, {rejected} rejected", target.name());
+        assert!(
+            accepted > 0 && rejected > 0,
+            "{}: {accepted} accepted, {rejected} rejected",
+            target.name()
+        );
     }
-    assert!(findings.is_empty(), "{} findings:\n{}", findings.len(), findings.join("\n"));
+    assert!(
+        findings.is_empty(),
+        "{} findings:\n{}",
+        findings.len(),
+        findings.join("\n")
+    );
 }

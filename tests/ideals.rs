@@ -6,10 +6,10 @@ mod common;
 
 use common::{random_workload, Rng, Shape};
 use dnnplace::model::contraction::Contraction;
+use dnnplace::model::numerics::{Sum, UNIT_ROUNDOFF};
 use dnnplace::model::{DeviceSet, Node, Workload};
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::ideal_cost::{PairCost, Summaries};
-use dnnplace::model::numerics::{Sum, UNIT_ROUNDOFF};
 use dnnplace::solve::ideals::{estimate, estimate_with, Ideals};
 use proptest::prelude::*;
 
@@ -18,7 +18,13 @@ use proptest::prelude::*;
 fn random_dag(seed: u64) -> Option<Workload> {
     let mut r = Rng::new(seed);
     if r.chance(0.4) {
-        return random_workload(seed, Shape { max_nodes: 12, ..Shape::default() });
+        return random_workload(
+            seed,
+            Shape {
+                max_nodes: 12,
+                ..Shape::default()
+            },
+        );
     }
     let chains = 1 + r.below(4) as usize;
     let length = 1 + r.below(4) as usize;
@@ -53,7 +59,11 @@ fn random_dag(seed: u64) -> Option<Workload> {
             edges.push((a, b, cost[a as usize], 0.0));
         }
     }
-    let devices = DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 100.0, cpus: 1 };
+    let devices = DeviceSet {
+        accelerators: 2,
+        memory_per_accelerator_bytes: 100.0,
+        cpus: 1,
+    };
     Workload::new(nodes, edges, devices).ok()
 }
 
@@ -188,10 +198,24 @@ fn parallel_chains_are_counted_exactly() {
     let mut edges = Vec::new();
     for ch in 0..chains {
         for t in 1..length {
-            edges.push((((t - 1) * chains + ch) as i64, (t * chains + ch) as i64, 1.0, 0.0));
+            edges.push((
+                ((t - 1) * chains + ch) as i64,
+                (t * chains + ch) as i64,
+                1.0,
+                0.0,
+            ));
         }
     }
-    let w = Workload::new(nodes, edges, DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1.0, cpus: 0 }).unwrap();
+    let w = Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            accelerators: 2,
+            memory_per_accelerator_bytes: 1.0,
+            cpus: 0,
+        },
+    )
+    .unwrap();
     // Groups numbered by node index (Kahn, smallest label first): chains interleaved.
     let arcs: Vec<(usize, usize)> = w.edges().iter().map(|e| (e.from, e.to)).collect();
     let c = Contraction::from_labels(&w, &(0..n).collect::<Vec<_>>(), arcs);
@@ -200,7 +224,10 @@ fn parallel_chains_are_counted_exactly() {
     let e = estimate(&c);
     assert_eq!((e.exact, e.upper_bound), (true, truth), "{e:?}");
     let bounded = estimate_with(&c, 100);
-    assert!(!bounded.exact && bounded.lower_bound <= truth && truth <= bounded.upper_bound, "{bounded:?}");
+    assert!(
+        !bounded.exact && bounded.lower_bound <= truth && truth <= bounded.upper_bound,
+        "{bounded:?}"
+    );
 }
 
 /// Past 512 groups the subset test runs on the trimmed words alone: on two parallel
@@ -229,7 +256,12 @@ fn the_trimmed_subset_test_agrees_with_the_group_lists() {
     let mut edges = Vec::new();
     for ch in 0..chains {
         for t in 1..length {
-            edges.push((((t - 1) * chains + ch) as i64, (t * chains + ch) as i64, 1.0, 0.0));
+            edges.push((
+                ((t - 1) * chains + ch) as i64,
+                (t * chains + ch) as i64,
+                1.0,
+                0.0,
+            ));
         }
     }
     // Cross edges from step t of each chain to step t + 5 of the other keep the width down.
@@ -237,11 +269,23 @@ fn the_trimmed_subset_test_agrees_with_the_group_lists() {
         edges.push(((t * chains) as i64, ((t + 5) * chains + 1) as i64, 1.0, 0.0));
         edges.push(((t * chains + 1) as i64, ((t + 5) * chains) as i64, 1.0, 0.0));
     }
-    let w = Workload::new(nodes, edges, DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1.0, cpus: 0 }).unwrap();
+    let w = Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            accelerators: 2,
+            memory_per_accelerator_bytes: 1.0,
+            cpus: 0,
+        },
+    )
+    .unwrap();
     let c = Contraction::new(&w);
     assert!(c.len() > 512, "{} groups", c.len());
     let ideals = Ideals::enumerate(&c, usize::MAX, &Budget::unlimited()).expect("no limit");
-    assert!(ideals.dense_row(0).is_empty(), "plain bitsets kept past 512 groups");
+    assert!(
+        ideals.dense_row(0).is_empty(),
+        "plain bitsets kept past 512 groups"
+    );
     let groups: Vec<Vec<usize>> = (0..ideals.len()).map(|i| ideals.get(i).groups()).collect();
     let subset = |j: usize, i: usize| {
         let set: std::collections::HashSet<usize> = groups[i].iter().copied().collect();
@@ -249,10 +293,17 @@ fn the_trimmed_subset_test_agrees_with_the_group_lists() {
     };
     let (mut yes, mut no) = (0, 0);
     for _ in 0..20_000 {
-        let (j, i) = (r.below(ideals.len() as u64) as usize, r.below(ideals.len() as u64) as usize);
+        let (j, i) = (
+            r.below(ideals.len() as u64) as usize,
+            r.below(ideals.len() as u64) as usize,
+        );
         let truth = subset(j, i);
         assert_eq!(ideals.is_subset(j, i), truth, "J = {j}, I = {i}");
-        if truth { yes += 1 } else { no += 1 }
+        if truth {
+            yes += 1
+        } else {
+            no += 1
+        }
     }
     for i in 1..ideals.len() {
         let (p, _) = ideals.parent(i).expect("not the empty ideal");

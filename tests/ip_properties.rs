@@ -22,28 +22,64 @@ use proptest::prelude::*;
 const ABS: f64 = 1e-5;
 
 fn shape() -> Shape {
-    Shape { max_nodes: 7, max_accelerators: 3, max_cpus: 1, ..Shape::default() }
+    Shape {
+        max_nodes: 7,
+        max_accelerators: 3,
+        max_cpus: 1,
+        ..Shape::default()
+    }
 }
 
 fn problem(w: &Workload, objective: Objective, contiguous: bool) -> Problem<'_> {
-    Problem { workload: w, objective, contiguous, limits: Limits { threads: Some(1), ..Limits::default() }, pipeline: None }
+    Problem {
+        workload: w,
+        objective,
+        contiguous,
+        limits: Limits {
+            threads: Some(1),
+            ..Limits::default()
+        },
+        pipeline: None,
+    }
 }
 
-fn run(method: &dyn dnnplace::solve::Method, w: &Workload, objective: Objective, contiguous: bool) -> Plan {
-    plan(method, &problem(w, objective, contiguous)).unwrap_or_else(|e| panic!("{}: {e}", method.name()))
+fn run(
+    method: &dyn dnnplace::solve::Method,
+    w: &Workload,
+    objective: Objective,
+    contiguous: bool,
+) -> Plan {
+    plan(method, &problem(w, objective, contiguous))
+        .unwrap_or_else(|e| panic!("{}: {e}", method.name()))
 }
 
 /// The IP and the oracle agree on the optimum (both infinite when infeasible).
-fn assert_same_optimum(w: &Workload, objective: Objective, contiguous: bool) -> Result<(), TestCaseError> {
+fn assert_same_optimum(
+    w: &Workload,
+    objective: Objective,
+    contiguous: bool,
+) -> Result<(), TestCaseError> {
     let ip = run(&Ip, w, objective, contiguous);
     let oracle = run(&BruteForce, w, objective, contiguous);
     let (a, b) = (ip.objective(objective), oracle.objective(objective));
     if b.is_finite() {
-        prop_assert!((a - b).abs() <= ABS, "{objective:?} contiguous={contiguous}: ip {a}, brute force {b}; {:?}", ip.outcome.stats.notes);
-        prop_assert_eq!(&ip.outcome.status, &Status::Optimal, "notes {:?}", ip.outcome.stats.notes);
+        prop_assert!(
+            (a - b).abs() <= ABS,
+            "{objective:?} contiguous={contiguous}: ip {a}, brute force {b}; {:?}",
+            ip.outcome.stats.notes
+        );
+        prop_assert_eq!(
+            &ip.outcome.status,
+            &Status::Optimal,
+            "notes {:?}",
+            ip.outcome.stats.notes
+        );
         prop_assert!(ip.outcome.bound <= b + ABS);
     } else {
-        prop_assert!(a.is_infinite(), "brute force finds no plan but the ip does: {a}");
+        prop_assert!(
+            a.is_infinite(),
+            "brute force finds no plan but the ip does: {a}"
+        );
     }
     Ok(())
 }
@@ -54,15 +90,27 @@ fn assert_same_optimum(w: &Workload, objective: Objective, contiguous: bool) -> 
 /// tests/coarsen_properties.rs, `auto_coarsened_bound_regression`.)
 fn warm_started_matches_brute_force(w: &Workload, contiguous: bool) -> Result<(), TestCaseError> {
     use dnnplace::solve::{method, MethodId};
-    let oracle = run(&BruteForce, w, Objective::Throughput, contiguous).objective(Objective::Throughput);
-    for id in [MethodId::Greedy, MethodId::Single, MethodId::PipeDream, MethodId::PipeDreamTopo] {
+    let oracle =
+        run(&BruteForce, w, Objective::Throughput, contiguous).objective(Objective::Throughput);
+    for id in [
+        MethodId::Greedy,
+        MethodId::Single,
+        MethodId::PipeDream,
+        MethodId::PipeDreamTopo,
+    ] {
         let mut p = problem(w, Objective::Throughput, contiguous);
-        let Some(warm) = method(id).solve(&p).ok().and_then(|o| o.placement) else { continue };
+        let Some(warm) = method(id).solve(&p).ok().and_then(|o| o.placement) else {
+            continue;
+        };
         p.limits.warm_start = Some(warm);
         let ip = plan(&Ip, &p).unwrap_or_else(|e| panic!("ip warm-started by {id:?}: {e}"));
         let a = ip.objective(Objective::Throughput);
         if oracle.is_finite() {
-            prop_assert!((a - oracle).abs() <= ABS, "warm start {id:?}, contiguous={contiguous}: ip {a}, brute force {oracle}; {:?}", ip.outcome.stats.notes);
+            prop_assert!(
+                (a - oracle).abs() <= ABS,
+                "warm start {id:?}, contiguous={contiguous}: ip {a}, brute force {oracle}; {:?}",
+                ip.outcome.stats.notes
+            );
             prop_assert_eq!(&ip.outcome.status, &Status::Optimal);
         }
     }
@@ -123,7 +171,12 @@ proptest! {
 
 /// Brute force with cuts enumerated stays small on these.
 fn small_shape() -> Shape {
-    Shape { max_nodes: 6, max_accelerators: 2, max_cpus: 1, ..Shape::default() }
+    Shape {
+        max_nodes: 6,
+        max_accelerators: 2,
+        max_cpus: 1,
+        ..Shape::default()
+    }
 }
 
 /// On 150 fixed seeds the q = 2 latency IP equals exhaustive search and proves it; counts
@@ -133,19 +186,31 @@ fn small_shape() -> Shape {
 fn latency_two_pieces_equals_exhaustive_search_on_many_seeds() {
     let (mut total, mut better_than_greedy) = (0, 0);
     for seed in 0..150u64 {
-        let Some(w) = random_workload(seed, small_shape()) else { continue };
+        let Some(w) = random_workload(seed, small_shape()) else {
+            continue;
+        };
         let objective = Objective::Latency { pieces: 2 };
         let ip = run(&Ip, &w, objective, false);
         let oracle = run(&BruteForce, &w, objective, false);
         let (a, b) = (ip.objective(objective), oracle.objective(objective));
         total += 1;
-        assert!((a - b).abs() <= ABS || (a.is_infinite() && b.is_infinite()), "seed {seed}: ip {a}, exhaustive {b}");
+        assert!(
+            (a - b).abs() <= ABS || (a.is_infinite() && b.is_infinite()),
+            "seed {seed}: ip {a}, exhaustive {b}"
+        );
         if b.is_finite() {
-            assert_eq!(ip.outcome.status, Status::Optimal, "seed {seed}: {:?}", ip.outcome.stats.notes);
+            assert_eq!(
+                ip.outcome.status,
+                Status::Optimal,
+                "seed {seed}: {:?}",
+                ip.outcome.stats.notes
+            );
             let mut greedy = ip.outcome.placement.clone().unwrap();
             greedy.pieces = None;
             let e = dnnplace::score::evaluate(&w, &greedy, true);
-            if e.latency.as_ref().unwrap().max_pieces() <= 2 && e.latency.as_ref().unwrap().total > a + ABS {
+            if e.latency.as_ref().unwrap().max_pieces() <= 2
+                && e.latency.as_ref().unwrap().total > a + ABS
+            {
                 better_than_greedy += 1;
             }
         }
@@ -158,22 +223,48 @@ fn latency_two_pieces_equals_exhaustive_search_on_many_seeds() {
 /// it (1e-6 relative) where it proves optimality. A 10 s limit each.
 #[test]
 fn contiguous_ip_matches_dp_on_paper_layer_workloads() {
-    let Some(dir) = common::shared_dir("paper/throughput/layer") else { return };
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let Some(dir) = common::shared_dir("paper/throughput/layer") else {
+        return;
+    };
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
-    for path in files.iter().filter(|p| p.extension().is_some_and(|e| e == "json")) {
+    for path in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+    {
         let w = dnnplace::io::read_workload(path).unwrap();
         let dp = dp::solve(&w, &Limits::default()).unwrap();
         let mut p = problem(&w, Objective::Throughput, true);
-        p.limits = Limits { time_limit_s: Some(10.0), ..Limits::default() };
+        p.limits = Limits {
+            time_limit_s: Some(10.0),
+            ..Limits::default()
+        };
         let ip = plan(&Ip, &p).unwrap();
         let got = ip.objective(Objective::Throughput);
         let name = path.file_name().unwrap().to_string_lossy();
-        eprintln!("{name}: dp {} ip {got} bound {} status {:?}", dp.objective, ip.outcome.bound, ip.outcome.status);
-        assert!(got <= dp.objective * (1.0 + 1e-9), "{name}: ip {got} worse than dp {}", dp.objective);
-        assert!(ip.outcome.bound <= dp.objective * (1.0 + 1e-6), "{name}: bound {} above the dp optimum", ip.outcome.bound);
+        eprintln!(
+            "{name}: dp {} ip {got} bound {} status {:?}",
+            dp.objective, ip.outcome.bound, ip.outcome.status
+        );
+        assert!(
+            got <= dp.objective * (1.0 + 1e-9),
+            "{name}: ip {got} worse than dp {}",
+            dp.objective
+        );
+        assert!(
+            ip.outcome.bound <= dp.objective * (1.0 + 1e-6),
+            "{name}: bound {} above the dp optimum",
+            ip.outcome.bound
+        );
         if ip.outcome.status == Status::Optimal {
-            assert!((got - dp.objective).abs() <= 1e-6 * dp.objective, "{name}: ip {got} dp {}", dp.objective);
+            assert!(
+                (got - dp.objective).abs() <= 1e-6 * dp.objective,
+                "{name}: ip {got} dp {}",
+                dp.objective
+            );
         }
     }
 }
@@ -183,14 +274,25 @@ fn contiguous_ip_matches_dp_on_paper_layer_workloads() {
 #[test]
 #[ignore]
 fn non_contiguous_ip_beats_the_dp_on_bert24_and_gnmt() {
-    let Some(dir) = common::shared_dir("paper/throughput/layer") else { return };
-    for (name, target) in [("bert24_inference.json", 17.7776), ("gnmt_inference.json", 31.7827)] {
+    let Some(dir) = common::shared_dir("paper/throughput/layer") else {
+        return;
+    };
+    for (name, target) in [
+        ("bert24_inference.json", 17.7776),
+        ("gnmt_inference.json", 31.7827),
+    ] {
         let w = dnnplace::io::read_workload(&dir.join(name)).unwrap();
         let mut p = problem(&w, Objective::Throughput, false);
-        p.limits = Limits { time_limit_s: Some(60.0), ..Limits::default() };
+        p.limits = Limits {
+            time_limit_s: Some(60.0),
+            ..Limits::default()
+        };
         let ip = plan(&Ip, &p).unwrap();
         let got = ip.objective(Objective::Throughput);
-        eprintln!("{name}: ip {got} bound {} status {:?}", ip.outcome.bound, ip.outcome.status);
+        eprintln!(
+            "{name}: ip {got} bound {} status {:?}",
+            ip.outcome.bound, ip.outcome.status
+        );
         assert!(got <= target + 1e-4, "{name}: {got} > {target}");
     }
 }
@@ -203,9 +305,17 @@ fn an_infeasible_contiguous_instance_is_reported_infeasible() {
     let w = random_workload(12700433904607822494, shape()).expect("a workload");
     for objective in [Objective::Sync, Objective::Throughput] {
         let oracle = run(&BruteForce, &w, objective, true);
-        assert!(matches!(oracle.outcome.status, Status::Infeasible { .. }), "{:?}", oracle.outcome.status);
+        assert!(
+            matches!(oracle.outcome.status, Status::Infeasible { .. }),
+            "{:?}",
+            oracle.outcome.status
+        );
         let ip = run(&Ip, &w, objective, true);
-        assert!(matches!(ip.outcome.status, Status::Infeasible { .. }), "{objective:?}: {:?}", ip.outcome.status);
+        assert!(
+            matches!(ip.outcome.status, Status::Infeasible { .. }),
+            "{objective:?}: {:?}",
+            ip.outcome.status
+        );
         let feasible = run(&Ip, &w, objective, false);
         let exhaustive = run(&BruteForce, &w, objective, false);
         assert!((feasible.objective(objective) - exhaustive.objective(objective)).abs() <= ABS);

@@ -18,7 +18,12 @@ use dnnplace::solve::{plan, Limits, Objective, Problem};
 use proptest::prelude::*;
 
 fn shape() -> Shape {
-    Shape { max_nodes: 7, max_accelerators: 3, max_cpus: 1, ..Shape::default() }
+    Shape {
+        max_nodes: 7,
+        max_accelerators: 3,
+        max_cpus: 1,
+        ..Shape::default()
+    }
 }
 
 /// Which nodes may run on an accelerator at all.
@@ -26,7 +31,11 @@ fn allowed(w: &Workload) -> Vec<bool> {
     let d = w.devices();
     w.nodes()
         .iter()
-        .map(|x| d.accelerators > 0 && x.supported_on_accelerator && x.size_bytes <= d.memory_per_accelerator_bytes)
+        .map(|x| {
+            d.accelerators > 0
+                && x.supported_on_accelerator
+                && x.size_bytes <= d.memory_per_accelerator_bytes
+        })
         .collect()
 }
 
@@ -39,7 +48,13 @@ fn tolerance(x: f64) -> f64 {
 fn for_each_placement(w: &Workload, mut visit: impl FnMut(&Placement)) {
     let (class, classes) = dnnplace::model::contraction::class_index(w);
     let k = w.devices().accelerators;
-    fn walk(at: usize, used: usize, k: usize, labels: &mut Vec<Device>, visit: &mut dyn FnMut(&[Device])) {
+    fn walk(
+        at: usize,
+        used: usize,
+        k: usize,
+        labels: &mut Vec<Device>,
+        visit: &mut dyn FnMut(&[Device]),
+    ) {
         if at == labels.len() {
             visit(labels);
             return;
@@ -52,7 +67,9 @@ fn for_each_placement(w: &Workload, mut visit: impl FnMut(&Placement)) {
         walk(at + 1, used, k, labels, visit);
     }
     let mut labels = vec![Device::Cpu(0); classes];
-    walk(0, 0, k, &mut labels, &mut |labels| visit(&Placement::new(class.iter().map(|&c| labels[c]).collect())));
+    walk(0, 0, k, &mut labels, &mut |labels| {
+        visit(&Placement::new(class.iter().map(|&c| labels[c]).collect()))
+    });
 }
 
 /// Every valid placement's finish times respect the bounds; returns how many were checked.
@@ -65,7 +82,15 @@ fn check_every_placement(w: &Workload, bounds: &[FinishBound]) -> Result<usize, 
             return;
         }
         checked += 1;
-        for (v, (&f, b)) in e.latency.as_ref().unwrap().finish.iter().zip(bounds).enumerate() {
+        for (v, (&f, b)) in e
+            .latency
+            .as_ref()
+            .unwrap()
+            .finish
+            .iter()
+            .zip(bounds)
+            .enumerate()
+        {
             let bound = match p.assignment[v] {
                 Device::Accelerator(_) => b.accelerator,
                 Device::Cpu(_) => b.cpu,
@@ -93,8 +118,16 @@ fn critical_path(w: &Workload, flags: &[bool]) -> f64 {
     let mut head = vec![0.0f64; w.len()];
     for &v in w.topological_order() {
         let x = w.node(v);
-        let own = if flags[v] { x.fpga_latency.min(x.cpu_latency) } else { x.cpu_latency };
-        head[v] = own + w.predecessors(v).iter().map(|&u| head[u]).fold(0.0, f64::max);
+        let own = if flags[v] {
+            x.fpga_latency.min(x.cpu_latency)
+        } else {
+            x.cpu_latency
+        };
+        head[v] = own
+            + w.predecessors(v)
+                .iter()
+                .map(|&u| head[u])
+                .fold(0.0, f64::max);
     }
     head.iter().copied().fold(0.0, f64::max)
 }
@@ -107,7 +140,9 @@ fn optimum(w: &Workload, pieces: usize) -> f64 {
         limits: Limits::default(),
         pipeline: None,
     };
-    plan(&BruteForce, &problem).unwrap().objective(Objective::Latency { pieces })
+    plan(&BruteForce, &problem)
+        .unwrap()
+        .objective(Objective::Latency { pieces })
 }
 
 proptest! {
@@ -160,12 +195,17 @@ proptest! {
 fn the_bound_is_often_tight() {
     let (mut tight, mut total, mut above_head) = (0, 0, 0);
     for seed in 0..300u64 {
-        let Some(w) = random_workload(seed, shape()) else { continue };
+        let Some(w) = random_workload(seed, shape()) else {
+            continue;
+        };
         let flags = allowed(&w);
         let bounds = finish_bounds(&w, &flags);
         let bound = latency_lower_bound(&bounds);
         let head = critical_path(&w, &flags);
-        assert!(bound >= head - tolerance(head), "seed {seed}: bound {bound} below the critical path {head}");
+        assert!(
+            bound >= head - tolerance(head),
+            "seed {seed}: bound {bound} below the critical path {head}"
+        );
         let best = optimum(&w, 1);
         total += 1;
         if bound >= best - tolerance(best) {
@@ -186,19 +226,34 @@ fn the_bound_is_often_tight() {
 #[test]
 fn paper_latency_bounds_stay_below_known_plans() {
     for granularity in ["layer", "operator"] {
-        let Some(dir) = common::shared_dir(&format!("paper/latency/{granularity}")) else { return };
-        let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let Some(dir) = common::shared_dir(&format!("paper/latency/{granularity}")) else {
+            return;
+        };
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         files.sort();
-        for path in files.iter().filter(|p| p.extension().is_some_and(|e| e == "json")) {
+        for path in files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        {
             let w = dnnplace::io::read_workload(path).unwrap();
             let flags = allowed(&w);
             let started = std::time::Instant::now();
             let bound = latency_lower_bound(&finish_bounds(&w, &flags));
             let elapsed = started.elapsed().as_secs_f64();
             let head = critical_path(&w, &flags);
-            let all_cpu = evaluate(&w, &Placement::new(vec![Device::Cpu(0); w.len()]), true).latency.as_ref().unwrap().total;
+            let all_cpu = evaluate(&w, &Placement::new(vec![Device::Cpu(0); w.len()]), true)
+                .latency
+                .as_ref()
+                .unwrap()
+                .total;
             let mut known = all_cpu;
-            if let Some(p) = dnnplace::solve::dp::solve(&w, &Limits::default()).ok().and_then(|o| o.placement) {
+            if let Some(p) = dnnplace::solve::dp::solve(&w, &Limits::default())
+                .ok()
+                .and_then(|o| o.placement)
+            {
                 let e = evaluate(&w, &p, true);
                 if e.is_valid() {
                     known = known.min(e.latency.as_ref().unwrap().total);
@@ -208,14 +263,27 @@ fn paper_latency_bounds_stay_below_known_plans() {
             for (p, source) in dnnplace::solve::milp::latency_runs::plans(&w) {
                 let e = evaluate(&w, &p, true);
                 assert!(e.is_valid(), "{source}: invalid plan {:?}", e.violations);
-                assert_eq!(e.latency.as_ref().unwrap().max_pieces(), 1, "{source}: a run was cut into pieces");
+                assert_eq!(
+                    e.latency.as_ref().unwrap().max_pieces(),
+                    1,
+                    "{source}: a run was cut into pieces"
+                );
                 runs.push(format!("{source} {:.6}", e.latency.as_ref().unwrap().total));
                 known = known.min(e.latency.as_ref().unwrap().total);
             }
-            let name = format!("{granularity}/{}", path.file_stem().unwrap().to_string_lossy());
+            let name = format!(
+                "{granularity}/{}",
+                path.file_stem().unwrap().to_string_lossy()
+            );
             eprintln!("{name}: bound {bound:.6} (critical path {head:.6}, {elapsed:.3} s); best known plan {known:.6}; {}", runs.join(", "));
-            assert!(bound >= head - tolerance(head), "{name}: bound {bound} below the critical path {head}");
-            assert!(bound <= known + tolerance(known), "{name}: bound {bound} above a plan of latency {known}");
+            assert!(
+                bound >= head - tolerance(head),
+                "{name}: bound {bound} below the critical path {head}"
+            );
+            assert!(
+                bound <= known + tolerance(known),
+                "{name}: bound {bound} above a plan of latency {known}"
+            );
         }
     }
 }

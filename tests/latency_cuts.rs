@@ -7,12 +7,16 @@ use dnnplace::model::{Device, Placement, Workload};
 use dnnplace::score::{evaluate, Violation};
 
 fn node(id: i64, fpga: f64, cpu: f64) -> String {
-    format!(r#"{{"id": {id}, "fpgaLatency": {fpga}, "cpuLatency": {cpu}, "supportedOnFpga": 1, "isBackwardNode": 0}}"#)
+    format!(
+        r#"{{"id": {id}, "fpgaLatency": {fpga}, "cpuLatency": {cpu}, "supportedOnFpga": 1, "isBackwardNode": 0}}"#
+    )
 }
 
 fn workload(nodes: &[String], edges: &[(i64, i64, f64)]) -> Workload {
-    let edges: Vec<String> =
-        edges.iter().map(|(a, b, c)| format!(r#"{{"sourceId": {a}, "destId": {b}, "cost": {c}}}"#)).collect();
+    let edges: Vec<String> = edges
+        .iter()
+        .map(|(a, b, c)| format!(r#"{{"sourceId": {a}, "destId": {b}, "cost": {c}}}"#))
+        .collect();
     parse_workload(&format!(
         r#"{{"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1, "nodes": [{}], "edges": [{}]}}"#,
         nodes.join(","),
@@ -26,33 +30,67 @@ fn workload(nodes: &[String], edges: &[(i64, i64, f64)]) -> Workload {
 /// Cut [a], [b]: a 0 → 1.5, y 1.5 → 11.5; b starts at max(10, 1.5) → 11. Latency 11.5.
 fn two_calls() -> Workload {
     workload(
-        &[node(1, 10.0, 10.0), node(2, 1.0, 1.0), node(3, 1.0, 1.0), node(4, 10.0, 10.0)],
+        &[
+            node(1, 10.0, 10.0),
+            node(2, 1.0, 1.0),
+            node(3, 1.0, 1.0),
+            node(4, 10.0, 10.0),
+        ],
         &[(1, 3, 0.0), (2, 4, 0.5)],
     )
 }
 
 fn two_calls_assignment() -> Vec<Device> {
-    vec![Device::Cpu(0), Device::Accelerator(0), Device::Accelerator(0), Device::Cpu(0)]
+    vec![
+        Device::Cpu(0),
+        Device::Accelerator(0),
+        Device::Accelerator(0),
+        Device::Cpu(0),
+    ]
 }
 
 #[test]
 fn greedy_cut_and_a_better_explicit_cut() {
     let w = two_calls();
     let greedy = evaluate(&w, &Placement::new(two_calls_assignment()), true);
-    assert!((greedy.latency.as_ref().unwrap().total - 22.5).abs() < 1e-12, "{}", greedy.latency.as_ref().unwrap().total);
+    assert!(
+        (greedy.latency.as_ref().unwrap().total - 22.5).abs() < 1e-12,
+        "{}",
+        greedy.latency.as_ref().unwrap().total
+    );
     assert_eq!(greedy.latency.as_ref().unwrap().max_pieces(), 1);
 
     let cut = Placement::new(two_calls_assignment()).with_pieces(vec![0, 0, 1, 0]);
     let e = evaluate(&w, &cut, true);
     assert!(e.is_valid(), "{:?}", e.violations);
-    assert!((e.latency.as_ref().unwrap().total - 11.5).abs() < 1e-12, "{}", e.latency.as_ref().unwrap().total);
+    assert!(
+        (e.latency.as_ref().unwrap().total - 11.5).abs() < 1e-12,
+        "{}",
+        e.latency.as_ref().unwrap().total
+    );
     assert_eq!(e.latency.as_ref().unwrap().max_pieces(), 2);
-    let starts: Vec<(usize, f64, f64)> = e.latency.as_ref().unwrap().calls.iter().map(|c| (c.rank, c.start, c.duration)).collect();
+    let starts: Vec<(usize, f64, f64)> = e
+        .latency
+        .as_ref()
+        .unwrap()
+        .calls
+        .iter()
+        .map(|c| (c.rank, c.start, c.duration))
+        .collect();
     assert_eq!(starts, vec![(0, 0.0, 1.5), (1, 10.0, 1.0)]);
 
     // The other order: b first (10 → 11), then a (11 → 12.5), y 12.5 → 22.5.
     let reversed = Placement::new(two_calls_assignment()).with_pieces(vec![0, 1, 0, 0]);
-    assert!((evaluate(&w, &reversed, true).latency.as_ref().unwrap().total - 22.5).abs() < 1e-12);
+    assert!(
+        (evaluate(&w, &reversed, true)
+            .latency
+            .as_ref()
+            .unwrap()
+            .total
+            - 22.5)
+            .abs()
+            < 1e-12
+    );
 
     // Ranks need not be consecutive; only their order counts.
     let sparse = Placement::new(two_calls_assignment()).with_pieces(vec![0, 3, 7, 0]);
@@ -62,20 +100,48 @@ fn greedy_cut_and_a_better_explicit_cut() {
 #[test]
 fn a_cut_whose_calls_wait_on_each_other_deadlocks() {
     // 1 (acc) → 2 (CPU) → 3 (acc): one call holding 1 and 3 would wait for itself.
-    let w = workload(&[node(1, 1.0, 1.0), node(2, 1.0, 1.0), node(3, 1.0, 1.0)], &[(1, 2, 0.0), (2, 3, 0.0)]);
-    let assignment = vec![Device::Accelerator(0), Device::Cpu(0), Device::Accelerator(0)];
+    let w = workload(
+        &[node(1, 1.0, 1.0), node(2, 1.0, 1.0), node(3, 1.0, 1.0)],
+        &[(1, 2, 0.0), (2, 3, 0.0)],
+    );
+    let assignment = vec![
+        Device::Accelerator(0),
+        Device::Cpu(0),
+        Device::Accelerator(0),
+    ];
     let one_call = Placement::new(assignment.clone()).with_pieces(vec![0, 0, 0]);
     let e = evaluate(&w, &one_call, true);
     assert!(e.latency.as_ref().unwrap().total.is_infinite());
-    let message = e.violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ");
-    assert!(matches!(e.violations.as_slice(), [Violation::Deadlock(_)]), "{message}");
-    assert!(message.contains("nodes 1, 3") && message.contains("CPU node 2"), "{message}");
+    let message = e
+        .violations
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
+    assert!(
+        matches!(e.violations.as_slice(), [Violation::Deadlock(_)]),
+        "{message}"
+    );
+    assert!(
+        message.contains("nodes 1, 3") && message.contains("CPU node 2"),
+        "{message}"
+    );
     // Not a throughput concern: the same plan is valid for max-load.
     assert!(evaluate(&w, &one_call, false).is_valid());
     // Two calls in dependency order: 1 → 2 → 3, latency 3; the greedy cut finds the same.
     let two = Placement::new(assignment.clone()).with_pieces(vec![0, 0, 1]);
-    assert_eq!(evaluate(&w, &two, true).latency.as_ref().unwrap().total, 3.0);
-    assert_eq!(evaluate(&w, &Placement::new(assignment), true).latency.as_ref().unwrap().total, 3.0);
+    assert_eq!(
+        evaluate(&w, &two, true).latency.as_ref().unwrap().total,
+        3.0
+    );
+    assert_eq!(
+        evaluate(&w, &Placement::new(assignment), true)
+            .latency
+            .as_ref()
+            .unwrap()
+            .total,
+        3.0
+    );
 }
 
 #[test]
@@ -83,25 +149,49 @@ fn wrong_length_pieces_are_a_violation() {
     let w = two_calls();
     let p = Placement::new(two_calls_assignment()).with_pieces(vec![0, 1]);
     let e = evaluate(&w, &p, true);
-    assert!(matches!(e.violations.as_slice(), [Violation::PiecesLength { expected: 4, got: 2 }]));
+    assert!(matches!(
+        e.violations.as_slice(),
+        [Violation::PiecesLength {
+            expected: 4,
+            got: 2
+        }]
+    ));
 }
 
 #[test]
 fn the_cut_survives_the_placement_json() {
     let w = two_calls();
-    let p = parse_placement(r#"{"fpgas": [{"pieces": [[2], [3]]}], "cpus": [{"nodes": [1, 4]}]}"#, &w).unwrap();
+    let p = parse_placement(
+        r#"{"fpgas": [{"pieces": [[2], [3]]}], "cpus": [{"nodes": [1, 4]}]}"#,
+        &w,
+    )
+    .unwrap();
     assert_eq!(p.assignment, two_calls_assignment());
     let e = evaluate(&w, &p, true);
     assert!((e.latency.as_ref().unwrap().total - 11.5).abs() < 1e-12);
 
-    let raw = placement_to_raw(&w, &p, &[0.0], &[0.0], e.latency.as_ref().unwrap().total, true);
+    let raw = placement_to_raw(
+        &w,
+        &p,
+        &[0.0],
+        &[0.0],
+        e.latency.as_ref().unwrap().total,
+        true,
+    );
     let text = serde_json::to_string(&raw).unwrap();
     assert!(text.contains(r#""pieces":[[2],[3]]"#), "{text}");
     let back = parse_placement(&text, &w).unwrap();
-    assert_eq!(evaluate(&w, &back, true).latency.as_ref().unwrap().total, e.latency.as_ref().unwrap().total);
+    assert_eq!(
+        evaluate(&w, &back, true).latency.as_ref().unwrap().total,
+        e.latency.as_ref().unwrap().total
+    );
 
     // Without pieces anywhere the scorer cuts greedily.
-    let plain = parse_placement(r#"{"fpgas": [{"nodes": [2, 3]}], "cpus": [{"nodes": [1, 4]}]}"#, &w).unwrap();
+    let plain = parse_placement(
+        r#"{"fpgas": [{"nodes": [2, 3]}], "cpus": [{"nodes": [1, 4]}]}"#,
+        &w,
+    )
+    .unwrap();
     assert_eq!(plain.pieces, None);
     assert!((evaluate(&w, &plain, true).latency.as_ref().unwrap().total - 22.5).abs() < 1e-12);
 }
@@ -110,12 +200,18 @@ fn the_cut_survives_the_placement_json() {
 fn malformed_pieces_name_the_culprit() {
     let w = two_calls();
     let error = |text: &str| parse_placement(text, &w).unwrap_err().to_string();
-    let e = error(r#"{"fpgas": [{"pieces": [[2], [3]]}], "cpus": [{"nodes": [1], "pieces": [[4]]}]}"#);
+    let e =
+        error(r#"{"fpgas": [{"pieces": [[2], [3]]}], "cpus": [{"nodes": [1], "pieces": [[4]]}]}"#);
     assert!(e.contains("cpus[0] lists pieces"), "{e}");
-    let e = error(r#"{"fpgas": [{"nodes": [2, 3, 4], "pieces": [[2], [3]]}], "cpus": [{"nodes": [1]}]}"#);
+    let e = error(
+        r#"{"fpgas": [{"nodes": [2, 3, 4], "pieces": [[2], [3]]}], "cpus": [{"nodes": [1]}]}"#,
+    );
     assert!(e.contains("node 4") && e.contains("fpgas[0].nodes"), "{e}");
     let e = error(r#"{"fpgas": [{"pieces": [[2], [3, 9]]}], "cpus": [{"nodes": [1, 4]}]}"#);
-    assert!(e.contains("fpgas[0].pieces[1]") && e.contains("node 9"), "{e}");
+    assert!(
+        e.contains("fpgas[0].pieces[1]") && e.contains("node 9"),
+        "{e}"
+    );
     let e = error(r#"{"fpgas": [{"pieces": [[2], [2, 3]]}], "cpus": [{"nodes": [1, 4]}]}"#);
     assert!(e.contains("node 2 is listed twice"), "{e}");
 }
@@ -178,7 +274,9 @@ fn naive_latency(w: &Workload, a: &[Device], ranks: &[usize]) -> Option<f64> {
                 .map(|&v| w.out_cost(v))
                 .sum();
             let incoming: f64 = (0..n)
-                .filter(|u| !inside.contains(u) && w.successors(*u).iter().any(|s| inside.contains(s)))
+                .filter(|u| {
+                    !inside.contains(u) && w.successors(*u).iter().any(|s| inside.contains(s))
+                })
                 .map(|u| w.out_cost(u))
                 .sum();
             compute + out + incoming
@@ -187,7 +285,10 @@ fn naive_latency(w: &Workload, a: &[Device], ranks: &[usize]) -> Option<f64> {
     let mut finish = vec![0.0f64; m];
     for _ in 0..=m {
         for i in 0..m {
-            let start = (0..m).filter(|&j| waits[i][j]).map(|j| finish[j]).fold(0.0, f64::max);
+            let start = (0..m)
+                .filter(|&j| waits[i][j])
+                .map(|j| finish[j])
+                .fold(0.0, f64::max);
             finish[i] = start + duration[i];
         }
     }

@@ -11,7 +11,11 @@ use common::{random_workload, Rng, Shape};
 use dnnplace::model::layers::{layer_labels, LayerError, Layers};
 use dnnplace::model::{Device, Node, Placement, Workload};
 use dnnplace::score::evaluate;
-use dnnplace::solve::{dp::Dp, layer_granular::{contract_by_layers, plan_by_layers}, plan, Problem, Status};
+use dnnplace::solve::{
+    dp::Dp,
+    layer_granular::{contract_by_layers, plan_by_layers},
+    plan, Problem, Status,
+};
 use proptest::prelude::*;
 
 /// `w` with `layerId`s: runs of consecutive node indices (forward nodes first), so most
@@ -26,10 +30,17 @@ fn with_layer_ids(w: &Workload, seed: u64) -> Workload {
             if r.chance(0.6) {
                 layer += 1;
             }
-            Node { layer_id: if r.chance(0.1) { None } else { Some(layer) }, ..n.clone() }
+            Node {
+                layer_id: if r.chance(0.1) { None } else { Some(layer) },
+                ..n.clone()
+            }
         })
         .collect();
-    let edges = w.edges().iter().map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes)).collect();
+    let edges = w
+        .edges()
+        .iter()
+        .map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes))
+        .collect();
     Workload::new(nodes, edges, w.devices().clone()).expect("same graph")
 }
 
@@ -39,8 +50,10 @@ fn with_layer_ids(w: &Workload, seed: u64) -> Workload {
 fn exhaustive(w: &Workload, layers: &Layers) -> Option<f64> {
     let relabelled = contract_by_layers(w, layers).ok()?;
     let d = w.devices();
-    let devices: Vec<Device> =
-        (0..d.accelerators).map(Device::Accelerator).chain((0..d.cpus).map(Device::Cpu)).collect();
+    let devices: Vec<Device> = (0..d.accelerators)
+        .map(Device::Accelerator)
+        .chain((0..d.cpus).map(Device::Cpu))
+        .collect();
     let n = layers.len();
     let total = devices.len().checked_pow(n as u32)?;
     let mut best: Option<f64> = None;
@@ -53,7 +66,11 @@ fn exhaustive(w: &Workload, layers: &Layers) -> Option<f64> {
                 x
             })
             .collect();
-        let p = Placement::new((0..w.len()).map(|v| layer_device[layers.layer_of[v]]).collect());
+        let p = Placement::new(
+            (0..w.len())
+                .map(|v| layer_device[layers.layer_of[v]])
+                .collect(),
+        );
         let e = evaluate(w, &p, false);
         // Contiguity of the layers in the layer graph (the relabelled workload's class graph).
         if e.is_valid() && evaluate(&relabelled, &p, false).is_contiguous() {
@@ -143,7 +160,11 @@ fn labels_join_layer_ids_colour_classes_and_inputs() {
         node(6, None, None, 1.0),
     ];
     let edges = (1..6).map(|i| (i, i + 1, 0.5, 0.0)).collect();
-    let devices = dnnplace::model::DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1.0, cpus: 0 };
+    let devices = dnnplace::model::DeviceSet {
+        accelerators: 2,
+        memory_per_accelerator_bytes: 1.0,
+        cpus: 0,
+    };
     let w = Workload::new(nodes, edges, devices).unwrap();
     let (labels, count) = layer_labels(&w);
     assert_eq!(count, 3);

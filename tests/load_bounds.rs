@@ -21,7 +21,12 @@ use dnnplace::solve::{dp, plan, Limits, Objective, Problem, Status};
 use proptest::prelude::*;
 
 fn shape() -> Shape {
-    Shape { max_nodes: 8, max_accelerators: 3, max_cpus: 2, ..Shape::default() }
+    Shape {
+        max_nodes: 8,
+        max_accelerators: 3,
+        max_cpus: 2,
+        ..Shape::default()
+    }
 }
 
 /// The same workload with every edge cost multiplied by `factor`.
@@ -29,9 +34,17 @@ fn scaled(w: &Workload, factor: f64) -> Workload {
     let edges = w
         .edges()
         .iter()
-        .map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost * factor, e.size_bytes))
+        .map(|e| {
+            (
+                w.node(e.from).id,
+                w.node(e.to).id,
+                e.cost * factor,
+                e.size_bytes,
+            )
+        })
         .collect();
-    Workload::new(w.nodes().to_vec(), edges, w.devices().clone()).expect("scaling costs keeps a workload valid")
+    Workload::new(w.nodes().to_vec(), edges, w.devices().clone())
+        .expect("scaling costs keeps a workload valid")
 }
 
 /// The exhaustive optimum of the max load (∞ if no plan).
@@ -40,10 +53,15 @@ fn optimum(w: &Workload, contiguous: bool) -> f64 {
         workload: w,
         objective: Objective::Throughput,
         contiguous,
-        limits: Limits { threads: Some(1), ..Limits::default() },
+        limits: Limits {
+            threads: Some(1),
+            ..Limits::default()
+        },
         pipeline: None,
     };
-    plan(&BruteForce, &problem).expect("brute force").objective(Objective::Throughput)
+    plan(&BruteForce, &problem)
+        .expect("brute force")
+        .objective(Objective::Throughput)
 }
 
 fn at_most(bound: f64, optimum: f64) -> bool {
@@ -56,10 +74,15 @@ fn sync_optimum(w: &Workload, contiguous: bool) -> f64 {
         workload: w,
         objective: Objective::Sync,
         contiguous,
-        limits: Limits { threads: Some(1), ..Limits::default() },
+        limits: Limits {
+            threads: Some(1),
+            ..Limits::default()
+        },
         pipeline: None,
     };
-    plan(&BruteForce, &problem).expect("brute force").objective(Objective::Sync)
+    plan(&BruteForce, &problem)
+        .expect("brute force")
+        .objective(Objective::Sync)
 }
 
 /// Every test's bound is at most the optimum (non-contiguous and contiguous), the
@@ -71,21 +94,34 @@ fn check(w: &Workload) -> Result<(), TestCaseError> {
     prop_assert!(free <= chained);
     for (test, bound) in breakdown(w, false) {
         prop_assert!(bound.is_finite() && bound >= 0.0, "{test}: {bound}");
-        prop_assert!(at_most(bound, free), "{test}: bound {bound} above the non-contiguous optimum {free}");
+        prop_assert!(
+            at_most(bound, free),
+            "{test}: bound {bound} above the non-contiguous optimum {free}"
+        );
     }
     for (test, bound) in breakdown(w, true) {
-        prop_assert!(at_most(bound, chained), "{test}: bound {bound} above the contiguous optimum {chained}");
+        prop_assert!(
+            at_most(bound, chained),
+            "{test}: bound {bound} above the contiguous optimum {chained}"
+        );
     }
     for (contiguous, best) in [(false, free), (true, chained)] {
         prop_assert!(at_most(model_bounds(w, contiguous, false).total, best));
         let sync = sync_optimum(w, contiguous);
         let bounds = model_bounds(w, contiguous, true);
-        prop_assert!(at_most(bounds.objective(true), sync), "sync bounds {bounds:?} above the sync optimum {sync}");
+        prop_assert!(
+            at_most(bounds.objective(true), sync),
+            "sync bounds {bounds:?} above the sync optimum {sync}"
+        );
     }
     let dp = dp::solve(w, &Limits::default()).expect("dp");
     if dp.placement.is_some() {
         let bound = max_load_lower_bound(w, true);
-        prop_assert!(at_most(bound, dp.objective), "contiguous bound {bound} above the DP optimum {}", dp.objective);
+        prop_assert!(
+            at_most(bound, dp.objective),
+            "contiguous bound {bound} above the DP optimum {}",
+            dp.objective
+        );
         prop_assert!((dp.objective - chained).abs() <= 1e-9 * chained.max(1.0));
     }
     Ok(())
@@ -113,7 +149,9 @@ proptest! {
 fn bound_is_often_tight_on_random_instances() {
     let (mut tight, mut total) = (0, 0);
     for seed in 0..300u64 {
-        let Some(w) = random_workload(seed, shape()) else { continue };
+        let Some(w) = random_workload(seed, shape()) else {
+            continue;
+        };
         let w = scaled(&w, 4.0);
         let best = optimum(&w, false);
         if !best.is_finite() {
@@ -121,7 +159,10 @@ fn bound_is_often_tight_on_random_instances() {
         }
         total += 1;
         let bound = max_load_lower_bound(&w, false);
-        assert!(at_most(bound, best), "seed {seed}: bound {bound} above the optimum {best}");
+        assert!(
+            at_most(bound, best),
+            "seed {seed}: bound {bound} above the optimum {best}"
+        );
         if bound >= best * (1.0 - 1e-8) - 1e-12 {
             tight += 1;
         }
@@ -155,8 +196,16 @@ fn bound_is_tight_on_a_chain_where_pairs_pay_communication() {
     };
     let nodes = (1..=4).map(node).collect();
     let edges = vec![(1, 2, 1.0, 0.0), (2, 3, 2.0, 0.0), (3, 4, 1.0, 0.0)];
-    let w = Workload::new(nodes, edges, DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1.0, cpus: 0 })
-        .unwrap();
+    let w = Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            accelerators: 2,
+            memory_per_accelerator_bytes: 1.0,
+            cpus: 0,
+        },
+    )
+    .unwrap();
     let best = optimum(&w, false);
     assert_eq!(best, 12.0);
     let parts: std::collections::HashMap<_, _> = breakdown(&w, false).into_iter().collect();
@@ -170,7 +219,9 @@ fn bound_is_tight_on_a_chain_where_pairs_pay_communication() {
 /// seconds.
 #[test]
 fn bound_equals_the_ip_optimum_on_paper_bert_l3() {
-    let Some(dir) = common::shared_dir("paper/throughput/operator") else { return };
+    let Some(dir) = common::shared_dir("paper/throughput/operator") else {
+        return;
+    };
     for name in ["bert_l-3_inference.json", "bert_l-3_training.json"] {
         let w = dnnplace::io::read_workload(&dir.join(name)).unwrap();
         let bound = max_load_lower_bound(&w, false);
@@ -178,14 +229,27 @@ fn bound_equals_the_ip_optimum_on_paper_bert_l3() {
             workload: &w,
             objective: Objective::Throughput,
             contiguous: false,
-            limits: Limits { time_limit_s: Some(60.0), threads: Some(1), ..Limits::default() },
+            limits: Limits {
+                time_limit_s: Some(60.0),
+                threads: Some(1),
+                ..Limits::default()
+            },
             pipeline: None,
         };
         let ip = plan(&Ip, &problem).unwrap();
         let got = ip.objective(Objective::Throughput);
-        eprintln!("{name}: bound {bound} ip {got} ({:?}, bound {})", ip.outcome.status, ip.outcome.bound);
+        eprintln!(
+            "{name}: bound {bound} ip {got} ({:?}, bound {})",
+            ip.outcome.status, ip.outcome.bound
+        );
         assert_eq!(ip.outcome.status, Status::Optimal, "{name}");
-        assert!(at_most(bound, got), "{name}: bound {bound} above the optimum {got}");
-        assert!((got - bound).abs() <= 1e-6 * got, "{name}: bound {bound}, optimum {got}");
+        assert!(
+            at_most(bound, got),
+            "{name}: bound {bound} above the optimum {got}"
+        );
+        assert!(
+            (got - bound).abs() <= 1e-6 * got,
+            "{name}: bound {bound}, optimum {got}"
+        );
     }
 }

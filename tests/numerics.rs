@@ -29,23 +29,57 @@ const IP_REL: f64 = 1.1e-5;
 const ISSUE_11: &str = r#"{"maxSizePerFPGA":1e9,"maxFPGAs":2,"maxCPUs":1,"nodes":[{"id":1,"fpgaLatency":1e15,"cpuLatency":0.001},{"id":2,"fpgaLatency":5,"cpuLatency":100},{"id":3,"fpgaLatency":5,"cpuLatency":100},{"id":4,"fpgaLatency":4.97,"cpuLatency":100}],"edges":[{"sourceId":1,"destId":2,"cost":0},{"sourceId":2,"destId":3,"cost":0},{"sourceId":3,"destId":4,"cost":0}]}"#;
 
 fn problem(w: &Workload, objective: Objective, contiguous: bool) -> Problem<'_> {
-    Problem { workload: w, objective, contiguous, limits: Limits { threads: Some(1), ..Limits::default() }, pipeline: None }
+    Problem {
+        workload: w,
+        objective,
+        contiguous,
+        limits: Limits {
+            threads: Some(1),
+            ..Limits::default()
+        },
+        pipeline: None,
+    }
 }
 
 fn run(method: &dyn Method, w: &Workload, objective: Objective, contiguous: bool) -> Plan {
-    plan(method, &problem(w, objective, contiguous)).unwrap_or_else(|e| panic!("{}: {e}", method.name()))
+    plan(method, &problem(w, objective, contiguous))
+        .unwrap_or_else(|e| panic!("{}: {e}", method.name()))
 }
 
 /// `method` proves the oracle's optimum (within `rel`) and never claims less than a plan
 /// the oracle can score.
-fn assert_matches_oracle(method: &dyn Method, w: &Workload, objective: Objective, contiguous: bool, rel: f64) {
+fn assert_matches_oracle(
+    method: &dyn Method,
+    w: &Workload,
+    objective: Objective,
+    contiguous: bool,
+    rel: f64,
+) {
     let got = run(method, w, objective, contiguous);
     let oracle = run(&BruteForce, w, objective, contiguous);
     let (a, b) = (got.objective(objective), oracle.objective(objective));
-    assert_eq!(got.outcome.status, Status::Optimal, "{}: {:?}", method.name(), got.outcome.stats.notes);
-    assert!(a.is_finite() && b.is_finite(), "{} {a} vs oracle {b}", method.name());
-    assert!(a <= b * (1.0 + rel), "{} claims {a} optimal, exhaustive search finds {b}", method.name());
-    assert!(a >= b * (1.0 - 1e-12), "{} scores {a}, below exhaustive search's {b}", method.name());
+    assert_eq!(
+        got.outcome.status,
+        Status::Optimal,
+        "{}: {:?}",
+        method.name(),
+        got.outcome.stats.notes
+    );
+    assert!(
+        a.is_finite() && b.is_finite(),
+        "{} {a} vs oracle {b}",
+        method.name()
+    );
+    assert!(
+        a <= b * (1.0 + rel),
+        "{} claims {a} optimal, exhaustive search finds {b}",
+        method.name()
+    );
+    assert!(
+        a >= b * (1.0 - 1e-12),
+        "{} scores {a}, below exhaustive search's {b}",
+        method.name()
+    );
 }
 
 #[test]
@@ -53,7 +87,11 @@ fn a_1e15_node_before_small_ones_gives_997_not_10() {
     let w = parse_workload(ISSUE_11).unwrap();
     let dp = run(&Dp, &w, Objective::Throughput, true);
     // {1} on the CPU (0.001), {2} and {3, 4} on the accelerators: 5 and 9.97.
-    assert!((dp.objective(Objective::Throughput) - 9.97).abs() < 1e-12, "{}", dp.objective(Objective::Throughput));
+    assert!(
+        (dp.objective(Objective::Throughput) - 9.97).abs() < 1e-12,
+        "{}",
+        dp.objective(Objective::Throughput)
+    );
     assert_matches_oracle(&Dp, &w, Objective::Throughput, true, DP_REL);
     assert_matches_oracle(&Ip, &w, Objective::Throughput, true, IP_REL);
     assert_matches_oracle(&Ip, &w, Objective::Throughput, false, IP_REL);
@@ -104,38 +142,79 @@ fn log_uniform(r: &mut Rng) -> f64 {
 /// The graph, colour classes, backward and unsupported nodes of a [`random_workload`],
 /// with every time and size redrawn log-uniformly over 1e-6 … 1e15.
 fn spread_workload(seed: u64) -> Option<Workload> {
-    let shape = Shape { max_nodes: 6, max_accelerators: 3, max_cpus: 1, ..Shape::default() };
+    let shape = Shape {
+        max_nodes: 6,
+        max_accelerators: 3,
+        max_cpus: 1,
+        ..Shape::default()
+    };
     let base = random_workload(seed, shape)?;
     let mut r = Rng::new(seed ^ 0x5eed);
     let nodes: Vec<Node> = base
         .nodes()
         .iter()
-        .map(|v| Node { fpga_latency: log_uniform(&mut r), cpu_latency: log_uniform(&mut r), size_bytes: log_uniform(&mut r), memory: None, ..v.clone() })
+        .map(|v| Node {
+            fpga_latency: log_uniform(&mut r),
+            cpu_latency: log_uniform(&mut r),
+            size_bytes: log_uniform(&mut r),
+            memory: None,
+            ..v.clone()
+        })
         .collect();
     let cost: Vec<f64> = (0..nodes.len()).map(|_| log_uniform(&mut r)).collect();
-    let edges = base.edges().iter().map(|e| (nodes[e.from].id, nodes[e.to].id, cost[e.from], 0.0)).collect();
+    let edges = base
+        .edges()
+        .iter()
+        .map(|e| (nodes[e.from].id, nodes[e.to].id, cost[e.from], 0.0))
+        .collect();
     let total: f64 = nodes.iter().map(|v| v.size_bytes).sum();
     let k = base.devices().accelerators;
     // Off the knife edge: a set whose exact size is within an ulp of the limit may be judged
     // either way (README, Numerics); the scorer's plain sum is no oracle for that tie.
-    let memory = if r.below(2) == 0 { total } else { (total / k as f64) * (1.0 + r.below(4) as f64 / 4.0) } * (1.0 + 1e-9);
-    let devices = DeviceSet { accelerators: k, memory_per_accelerator_bytes: memory.max(f64::MIN_POSITIVE), cpus: base.devices().cpus };
+    let memory = if r.below(2) == 0 {
+        total
+    } else {
+        (total / k as f64) * (1.0 + r.below(4) as f64 / 4.0)
+    } * (1.0 + 1e-9);
+    let devices = DeviceSet {
+        accelerators: k,
+        memory_per_accelerator_bytes: memory.max(f64::MIN_POSITIVE),
+        cpus: base.devices().cpus,
+    };
     Workload::new(nodes, edges, devices).ok()
 }
 
 /// When `method` says optimal, its objective is within `rel` of exhaustive search; when the
 /// oracle finds no plan, neither does the method.
-fn never_above_oracle(method: &dyn Method, w: &Workload, objective: Objective, contiguous: bool, rel: f64) -> Result<(), TestCaseError> {
+fn never_above_oracle(
+    method: &dyn Method,
+    w: &Workload,
+    objective: Objective,
+    contiguous: bool,
+    rel: f64,
+) -> Result<(), TestCaseError> {
     let got = run(method, w, objective, contiguous);
     let oracle = run(&BruteForce, w, objective, contiguous);
     let (a, b) = (got.objective(objective), oracle.objective(objective));
     if !b.is_finite() {
-        prop_assert!(!a.is_finite(), "{} found {a} where exhaustive search finds no plan", method.name());
+        prop_assert!(
+            !a.is_finite(),
+            "{} found {a} where exhaustive search finds no plan",
+            method.name()
+        );
         return Ok(());
     }
-    prop_assert!(a >= b * (1.0 - 1e-12), "{} scores {a}, below exhaustive search's {b}", method.name());
+    prop_assert!(
+        a >= b * (1.0 - 1e-12),
+        "{} scores {a}, below exhaustive search's {b}",
+        method.name()
+    );
     if got.outcome.status == Status::Optimal {
-        prop_assert!(a <= b * (1.0 + rel), "{} claims {a} optimal, exhaustive search finds {b}", method.name());
+        prop_assert!(
+            a <= b * (1.0 + rel),
+            "{} claims {a} optimal, exhaustive search finds {b}",
+            method.name()
+        );
     }
     Ok(())
 }
@@ -161,10 +240,22 @@ proptest! {
 /// memory row with sizes near 1e11 (src/solve/milp/presolve.rs).
 #[test]
 fn large_coefficients_no_longer_mislead_highs() {
-    for seed in [4467276107763419283, 16889621062611656942, 10157082693573096967, 1703913871437687431, 18061221153904574387, 3835895783442191986, 3276534005997188764, 4265936948820499151, 8710124796487621127, 10909726701742708834u64] {
+    for seed in [
+        4467276107763419283,
+        16889621062611656942,
+        10157082693573096967,
+        1703913871437687431,
+        18061221153904574387,
+        3835895783442191986,
+        3276534005997188764,
+        4265936948820499151,
+        8710124796487621127,
+        10909726701742708834u64,
+    ] {
         let w = spread_workload(seed).expect("a workload");
         for contiguous in [true, false] {
-            never_above_oracle(&Ip, &w, Objective::Throughput, contiguous, IP_REL).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            never_above_oracle(&Ip, &w, Objective::Throughput, contiguous, IP_REL)
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         }
     }
 }
@@ -175,12 +266,19 @@ fn large_coefficients_no_longer_mislead_highs() {
 #[test]
 #[ignore = "a long scan, run by hand"]
 fn scan_many_seeds() {
-    let env = |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
     let (n, salt) = (env("SCAN", 2000), env("SALT", 0));
     let mut wrong = Vec::new();
     for i in 0..n {
         let seed = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
-        let Some(w) = spread_workload(seed) else { continue };
+        let Some(w) = spread_workload(seed) else {
+            continue;
+        };
         for contiguous in [true, false] {
             if let Err(e) = never_above_oracle(&Ip, &w, Objective::Throughput, contiguous, IP_REL) {
                 eprintln!("seed {seed} contiguous={contiguous}: {e}");

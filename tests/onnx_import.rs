@@ -50,17 +50,26 @@ fn every_light_model_imports_validates_and_plans() {
     let Some(dir) = onnx_dir() else { return };
     for name in MODELS {
         let path = dir.join(format!("{name}.onnx"));
-        let imported = import_file(&path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(imported.warnings.is_empty(), "{name}: {:?}", imported.warnings);
+        let imported =
+            import_file(&path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            imported.warnings.is_empty(),
+            "{name}: {:?}",
+            imported.warnings
+        );
         let g = &imported.graph;
         assert!(g.macs() > 1e8, "{name}: {} MACs", g.macs());
         for k in [2, 4, 8] {
             let w = to_workload(g, &settings(k, false)).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let plan = solve::plan(&Dp, &Problem::throughput(&w)).unwrap_or_else(|e| panic!("{name} k={k}: {e}"));
+            let plan = solve::plan(&Dp, &Problem::throughput(&w))
+                .unwrap_or_else(|e| panic!("{name} k={k}: {e}"));
             assert_eq!(plan.outcome.status, Status::Optimal, "{name} k={k}");
             let total: f64 = w.nodes().iter().map(|n| n.fpga_latency).sum();
             let tps = plan.evaluation.as_ref().unwrap().max_load;
-            assert!(tps > 0.0 && tps <= total + 1e-9, "{name} k={k}: TPS {tps} vs total {total}");
+            assert!(
+                tps > 0.0 && tps <= total + 1e-9,
+                "{name} k={k}: TPS {tps} vs total {total}"
+            );
             println!(
                 "{name:<20} ops {:>4} GMACs {:>6.3} params {:>6.1} MB  k={k}: TPS {tps:.4} ms (sum {total:.4} ms), ideals {:?}",
                 g.ops.len(),
@@ -76,8 +85,13 @@ fn every_light_model_imports_validates_and_plans() {
 fn training_graphs_of_the_light_models_validate_and_plan() {
     let Some(dir) = onnx_dir() else { return };
     for name in ["light_resnet50", "light_inception_v1", "light_vgg19"] {
-        let opts = ImportOptions { training: true, ..Default::default() };
-        let g = import_file(&dir.join(format!("{name}.onnx")), &opts).unwrap().graph;
+        let opts = ImportOptions {
+            training: true,
+            ..Default::default()
+        };
+        let g = import_file(&dir.join(format!("{name}.onnx")), &opts)
+            .unwrap()
+            .graph;
         let w = to_workload(&g, &settings(4, true)).unwrap();
         assert!(w.is_training());
         let plan = solve::plan(&Dp, &Problem::throughput(&w)).unwrap();
@@ -88,17 +102,30 @@ fn training_graphs_of_the_light_models_validate_and_plan() {
 #[test]
 fn resnet50_matches_the_published_flop_count() {
     let Some(dir) = onnx_dir() else { return };
-    let g = import_file(&dir.join("light_resnet50.onnx"), &ImportOptions::default()).unwrap().graph;
+    let g = import_file(&dir.join("light_resnet50.onnx"), &ImportOptions::default())
+        .unwrap()
+        .graph;
     // Published: about 4.1 G multiply-adds (≈ 8.2 GFLOPs) per 224×224 image.
     let gmacs = g.macs() / 1e9;
     let gflops = g.flops() / 1e9;
-    println!("ResNet-50: {gmacs:.4} GMACs, {gflops:.4} GFLOPs, {:.2} M parameters", g.param_bytes() / 4e6);
+    println!(
+        "ResNet-50: {gmacs:.4} GMACs, {gflops:.4} GFLOPs, {:.2} M parameters",
+        g.param_bytes() / 4e6
+    );
     assert!((4.0..4.2).contains(&gmacs), "{gmacs} GMACs");
     assert!((8.0..8.4).contains(&gflops), "{gflops} GFLOPs");
     // 25.5 M parameters (conv, BN, fc).
     assert!((25.0..26.5).contains(&(g.param_bytes() / 4e6)));
     // Batch 8 scales the work by 8.
-    let g8 = import_file(&dir.join("light_resnet50.onnx"), &ImportOptions { batch: Some(8), ..Default::default() }).unwrap().graph;
+    let g8 = import_file(
+        &dir.join("light_resnet50.onnx"),
+        &ImportOptions {
+            batch: Some(8),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .graph;
     assert!((g8.macs() / g.macs() - 8.0).abs() < 1e-12);
 }
 
@@ -108,11 +135,18 @@ fn batch_override_scales_every_light_model_exactly() {
     for name in MODELS {
         let path = dir.join(format!("{name}.onnx"));
         let one = import_file(&path, &ImportOptions::default()).unwrap().graph;
-        let opts = ImportOptions { batch: Some(4), dtype: DType::Fp16, ..Default::default() };
+        let opts = ImportOptions {
+            batch: Some(4),
+            dtype: DType::Fp16,
+            ..Default::default()
+        };
         let four = import_file(&path, &opts).unwrap();
         assert!(four.warnings.is_empty(), "{name}: {:?}", four.warnings);
         // Work scales with the batch; parameters do not (and halve in fp16).
-        assert!((four.graph.macs() / one.macs() - 4.0).abs() < 1e-12, "{name}");
+        assert!(
+            (four.graph.macs() / one.macs() - 4.0).abs() < 1e-12,
+            "{name}"
+        );
         assert_eq!(four.graph.param_bytes() * 2.0, one.param_bytes(), "{name}");
     }
 }
@@ -128,7 +162,11 @@ fn batch_override_scales_every_light_model_exactly() {
 /// and 6,998,552 parameters); SqueezeNet is v1.1 (1,235,496); VGG-19 has 143,667,240.
 const PUBLISHED: [(&str, f64, Option<f64>); 6] = [
     ("light_bvlc_alexnet", 60_965_224.0, None),
-    ("light_densenet121", 7_978_856.0 + 4.0 * 41_824.0, Some(2.83)),
+    (
+        "light_densenet121",
+        7_978_856.0 + 4.0 * 41_824.0,
+        Some(2.83),
+    ),
     ("light_inception_v1", 6_998_552.0, None),
     ("light_resnet50", 25_557_032.0 + 2.0 * 26_560.0, Some(4.09)),
     ("light_squeezenet", 1_235_496.0, Some(0.35)),
@@ -145,11 +183,24 @@ fn every_light_model_has_the_published_parameters_and_work_and_one_op_per_onnx_n
         // Independent recount: one op per data input and per ONNX node that reads some
         // non-constant tensor (constants: initializers and whatever is computed from
         // constants only, such as the light models' ConstantOfShape weights).
-        let mut constant: std::collections::HashSet<&str> = graph.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
-        let data_inputs: Vec<&str> = graph.input.iter().map(|i| i.name()).filter(|n| !constant.contains(n)).collect();
+        let mut constant: std::collections::HashSet<&str> = graph
+            .initializer
+            .iter()
+            .filter_map(|t| t.name.as_deref())
+            .collect();
+        let data_inputs: Vec<&str> = graph
+            .input
+            .iter()
+            .map(|i| i.name())
+            .filter(|n| !constant.contains(n))
+            .collect();
         let mut computing: Vec<&NodeProto> = Vec::new();
         for n in &graph.node {
-            if n.input.iter().filter(|i| !i.is_empty()).all(|i| constant.contains(i.as_str())) {
+            if n.input
+                .iter()
+                .filter(|i| !i.is_empty())
+                .all(|i| constant.contains(i.as_str()))
+            {
                 constant.extend(n.output.iter().map(String::as_str));
             } else {
                 computing.push(n);
@@ -162,40 +213,75 @@ fn every_light_model_has_the_published_parameters_and_work_and_one_op_per_onnx_n
         let expected: Vec<String> = data_inputs
             .iter()
             .map(|n| n.to_string())
-            .chain(computing.iter().map(|n| n.name.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| n.output[0].clone())))
+            .chain(computing.iter().map(|n| {
+                n.name
+                    .clone()
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| n.output[0].clone())
+            }))
             .collect();
         let names: Vec<String> = g.ops.iter().map(|o| o.name.clone()).collect();
         assert_eq!(names, expected, "{name}");
         assert!(g.ops.iter().all(|o| o.module.is_none()), "{name}");
         // The workload keeps them, and the weights as weightBytes.
         let w = to_workload(&g, &settings(4, false)).unwrap();
-        assert!(w.nodes().iter().zip(&expected).all(|(n, e)| n.name.as_deref() == Some(e.as_str())));
-        let weights: f64 = w.nodes().iter().map(|n| n.memory.unwrap().weight_bytes).sum();
+        assert!(w
+            .nodes()
+            .iter()
+            .zip(&expected)
+            .all(|(n, e)| n.name.as_deref() == Some(e.as_str())));
+        let weights: f64 = w
+            .nodes()
+            .iter()
+            .map(|n| n.memory.unwrap().weight_bytes)
+            .sum();
         assert_eq!(weights, g.param_bytes(), "{name}");
         if let Some(&(_, params, gmacs)) = PUBLISHED.iter().find(|p| p.0 == name) {
             assert_eq!(g.param_bytes() / 4.0, params, "{name}: parameters");
             if let Some(gmacs) = gmacs {
-                assert_eq!(format!("{:.2}", g.macs() / 1e9), format!("{gmacs:.2}"), "{name}: GMACs {}", g.macs() / 1e9);
+                assert_eq!(
+                    format!("{:.2}", g.macs() / 1e9),
+                    format!("{gmacs:.2}"),
+                    "{name}: GMACs {}",
+                    g.macs() / 1e9
+                );
             }
         }
-        println!("{name:<20} ops {:>4} = {} inputs + {} nodes; params {:>11}; GMACs {:.3}", g.ops.len(), data_inputs.len(), computing.len(), g.param_bytes() / 4.0, g.macs() / 1e9);
+        println!(
+            "{name:<20} ops {:>4} = {} inputs + {} nodes; params {:>11}; GMACs {:.3}",
+            g.ops.len(),
+            data_inputs.len(),
+            computing.len(),
+            g.param_bytes() / 4.0,
+            g.macs() / 1e9
+        );
     }
 }
 
 /// A 2-block MLP exported the way `torch.onnx.export` names nodes, plus one node named the
 /// way the dynamo exporter does (scopes in `metadata_props`).
 fn pytorch_named_model() -> ModelProto {
-    let dim = |d: i64| Dimension { dim_value: Some(d), dim_param: None };
+    let dim = |d: i64| Dimension {
+        dim_value: Some(d),
+        dim_param: None,
+    };
     let tensor = |name: &str, dims: &[i64]| ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(TypeProto {
             tensor_type: Some(TypeProtoTensor {
                 elem_type: Some(1),
-                shape: Some(TensorShapeProto { dim: dims.iter().map(|&d| dim(d)).collect() }),
+                shape: Some(TensorShapeProto {
+                    dim: dims.iter().map(|&d| dim(d)).collect(),
+                }),
             }),
         }),
     };
-    let weight = |name: &str| TensorProto { dims: vec![16, 16], data_type: Some(1), name: Some(name.into()), ..Default::default() };
+    let weight = |name: &str| TensorProto {
+        dims: vec![16, 16],
+        data_type: Some(1),
+        name: Some(name.into()),
+        ..Default::default()
+    };
     let node = |name: &str, op: &str, inputs: &[&str], output: &str| NodeProto {
         input: inputs.iter().map(|s| s.to_string()).collect(),
         output: vec![output.into()],
@@ -211,7 +297,10 @@ fn pytorch_named_model() -> ModelProto {
     ModelProto {
         ir_version: Some(8),
         producer_name: Some("pytorch".into()),
-        opset_import: vec![OperatorSetIdProto { domain: None, version: Some(17) }],
+        opset_import: vec![OperatorSetIdProto {
+            domain: None,
+            version: Some(17),
+        }],
         graph: Some(GraphProto {
             name: Some("main_graph".into()),
             initializer: vec![weight("w0"), weight("w1"), weight("head_w")],
@@ -219,10 +308,20 @@ fn pytorch_named_model() -> ModelProto {
             output: vec![tensor("y", &[2, 16])],
             value_info: vec![],
             node: vec![
-                node("/model/layers.0/mlp/up_proj/MatMul", "MatMul", &["x", "w0"], "a0"),
+                node(
+                    "/model/layers.0/mlp/up_proj/MatMul",
+                    "MatMul",
+                    &["x", "w0"],
+                    "a0",
+                ),
                 node("/model/layers.0/mlp/act_fn/Relu", "Relu", &["a0"], "r0"),
                 node("/model/layers.0/Add", "Add", &["r0", "x"], "h0"),
-                node("/model/layers.1/mlp/up_proj/MatMul", "MatMul", &["h0", "w1"], "a1"),
+                node(
+                    "/model/layers.1/mlp/up_proj/MatMul",
+                    "MatMul",
+                    &["h0", "w1"],
+                    "a1",
+                ),
                 node("/model/layers.1/Add", "Add", &["a1", "h0"], "h1"),
                 dynamo,
             ],
@@ -234,15 +333,28 @@ fn pytorch_named_model() -> ModelProto {
 fn module_paths_come_from_pytorch_node_names_and_survive_the_workload_json() {
     let imported = import_model(&pytorch_named_model(), &ImportOptions::default()).unwrap();
     let g = &imported.graph;
-    let got: Vec<(&str, Option<&str>)> = g.ops.iter().map(|o| (o.name.as_str(), o.module.as_deref())).collect();
+    let got: Vec<(&str, Option<&str>)> = g
+        .ops
+        .iter()
+        .map(|o| (o.name.as_str(), o.module.as_deref()))
+        .collect();
     assert_eq!(
         got,
         [
             ("x", None),
-            ("/model/layers.0/mlp/up_proj/MatMul", Some("model.layers.0.mlp.up_proj")),
-            ("/model/layers.0/mlp/act_fn/Relu", Some("model.layers.0.mlp.act_fn")),
+            (
+                "/model/layers.0/mlp/up_proj/MatMul",
+                Some("model.layers.0.mlp.up_proj")
+            ),
+            (
+                "/model/layers.0/mlp/act_fn/Relu",
+                Some("model.layers.0.mlp.act_fn")
+            ),
             ("/model/layers.0/Add", Some("model.layers.0")),
-            ("/model/layers.1/mlp/up_proj/MatMul", Some("model.layers.1.mlp.up_proj")),
+            (
+                "/model/layers.1/mlp/up_proj/MatMul",
+                Some("model.layers.1.mlp.up_proj")
+            ),
             ("/model/layers.1/Add", Some("model.layers.1")),
             ("node_MatMul_4", Some("lm_head")),
         ]
@@ -250,7 +362,11 @@ fn module_paths_come_from_pytorch_node_names_and_survive_the_workload_json() {
     let w = to_workload(g, &settings(2, true)).unwrap();
     let back = parse_workload(&workload_to_json(&w)).unwrap();
     assert_eq!(back.nodes(), w.nodes());
-    let up = back.nodes().iter().find(|n| n.name.as_deref() == Some("/model/layers.1/mlp/up_proj/MatMul_grad")).unwrap();
+    let up = back
+        .nodes()
+        .iter()
+        .find(|n| n.name.as_deref() == Some("/model/layers.1/mlp/up_proj/MatMul_grad"))
+        .unwrap();
     assert_eq!(up.module.as_deref(), Some("model.layers.1.mlp.up_proj"));
     // 16×16 fp32 weights, their gradients and Adam's two moments on the backward node.
     assert_eq!(up.memory.unwrap().gradient_bytes, 1024.0);

@@ -28,10 +28,17 @@ const REFERENCE: &[(&str, f64)] = &[
 
 fn dp_tps(path: &std::path::Path) -> f64 {
     let w = read_workload(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let p = plan(&Dp, &Problem::throughput(&w)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let p =
+        plan(&Dp, &Problem::throughput(&w)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert_eq!(p.outcome.status, Status::Optimal, "{}", path.display());
     let e = p.evaluation.as_ref().expect("a plan");
-    assert!(e.is_valid() && e.is_contiguous(), "{}: {:?} {:?}", path.display(), e.violations, e.non_contiguous);
+    assert!(
+        e.is_valid() && e.is_contiguous(),
+        "{}: {:?} {:?}",
+        path.display(),
+        e.violations,
+        e.non_contiguous
+    );
     assert!(
         (p.outcome.objective - e.max_load).abs() <= 1e-9 * e.max_load,
         "the plan's objective agrees with the scorer"
@@ -41,19 +48,29 @@ fn dp_tps(path: &std::path::Path) -> f64 {
 
 #[test]
 fn dp_matches_the_reference_optima() {
-    let Some(dir) = common::shared_dir("paper/throughput") else { return };
+    let Some(dir) = common::shared_dir("paper/throughput") else {
+        return;
+    };
     for &(name, reference) in REFERENCE {
         let tps = dp_tps(&dir.join(format!("{name}.json")));
         let rel = (tps - reference) / reference;
         println!("{name:32} ours {tps:.12}  reference {reference:.12}  rel {rel:+.2e}");
-        assert!(rel <= 1e-9, "{name}: ours {tps} is worse than the reference optimum {reference}");
-        assert!(rel >= -1e-9, "{name}: ours {tps} beats the reference {reference}: explain before accepting");
+        assert!(
+            rel <= 1e-9,
+            "{name}: ours {tps} is worse than the reference optimum {reference}"
+        );
+        assert!(
+            rel >= -1e-9,
+            "{name}: ours {tps} beats the reference {reference}: explain before accepting"
+        );
     }
 }
 
 #[test]
 fn inception_layer_graphs_are_solved() {
-    let Some(dir) = common::shared_dir("paper/throughput/layer") else { return };
+    let Some(dir) = common::shared_dir("paper/throughput/layer") else {
+        return;
+    };
     for name in ["inceptionv3_inference", "inceptionv3_training"] {
         let tps = dp_tps(&dir.join(format!("{name}.json")));
         println!("{name}: optimal TPS {tps}");
@@ -63,19 +80,29 @@ fn inception_layer_graphs_are_solved() {
 
 #[test]
 fn expert_splits_score_and_are_no_better_than_the_dp() {
-    let Some(dir) = common::shared_dir("paper") else { return };
+    let Some(dir) = common::shared_dir("paper") else {
+        return;
+    };
     for model in ["bert24", "gnmt", "inceptionv3", "resnet50"] {
         for kind in ["inference", "training"] {
             let workload = dir.join(format!("throughput/layer/{model}_{kind}.json"));
             let own = dir.join(format!("experts/{model}_{kind}_expert.json"));
-            let split = if own.exists() { own } else { dir.join(format!("experts/{model}_inference_expert.json")) };
+            let split = if own.exists() {
+                own
+            } else {
+                dir.join(format!("experts/{model}_inference_expert.json"))
+            };
             let w = read_workload(&workload).unwrap();
-            let p = read_placement(&split, &w).unwrap_or_else(|e| panic!("{}: {e}", split.display()));
+            let p =
+                read_placement(&split, &w).unwrap_or_else(|e| panic!("{}: {e}", split.display()));
             let e = dnnplace::score::evaluate(&w, &p, false);
             assert!(e.is_valid(), "{model}_{kind}: {:?}", e.violations);
             let dp = dp_tps(&workload);
             println!("{model}_{kind}: expert {:.6}  dp {dp:.6}", e.max_load);
-            assert!(dp <= e.max_load * (1.0 + 1e-12), "{model}_{kind}: the expert beats the contiguous optimum");
+            assert!(
+                dp <= e.max_load * (1.0 + 1e-12),
+                "{model}_{kind}: the expert beats the contiguous optimum"
+            );
         }
     }
 }

@@ -28,11 +28,18 @@ fn same(a: f64, b: f64) -> bool {
 /// class, with a stash on most nodes, output bytes on the forward edges, and a memory that
 /// the stash often makes bind.
 fn workload(seed: u64) -> Option<Workload> {
-    let shape = Shape { max_nodes: 6, max_accelerators: 3, max_cpus: 1, ..Shape::default() };
+    let shape = Shape {
+        max_nodes: 6,
+        max_accelerators: 3,
+        max_cpus: 1,
+        ..Shape::default()
+    };
     let w = random_workload(seed, shape)?;
     let mut r = Rng::new(seed ^ 0x00c0_ffee);
     let mut nodes = w.nodes().to_vec();
-    let forward: Vec<usize> = (0..nodes.len()).filter(|&v| !nodes[v].is_backward).collect();
+    let forward: Vec<usize> = (0..nodes.len())
+        .filter(|&v| !nodes[v].is_backward)
+        .collect();
     for v in 0..nodes.len() {
         if nodes[v].is_backward {
             let f = forward[r.below(forward.len() as u64) as usize];
@@ -43,7 +50,10 @@ fn workload(seed: u64) -> Option<Workload> {
     for n in nodes.iter_mut() {
         if r.chance(0.75) {
             let a = n.size_bytes * r.below(5) as f64 / 4.0;
-            n.memory = Some(NodeMemory { activation_bytes: a, ..NodeMemory::default() });
+            n.memory = Some(NodeMemory {
+                activation_bytes: a,
+                ..NodeMemory::default()
+            });
         }
     }
     // Output bytes: most forward nodes send a small tensor; edges of one node may differ
@@ -52,12 +62,34 @@ fn workload(seed: u64) -> Option<Workload> {
     let edges: Vec<(i64, i64, f64, f64)> = w
         .edges()
         .iter()
-        .map(|e| (nodes[e.from].id, nodes[e.to].id, e.cost, out[e.from] + r.below(2) as f64 / 4.0))
+        .map(|e| {
+            (
+                nodes[e.from].id,
+                nodes[e.to].id,
+                e.cost,
+                out[e.from] + r.below(2) as f64 / 4.0,
+            )
+        })
         .collect();
-    let total: f64 = nodes.iter().map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes)).sum();
+    let total: f64 = nodes
+        .iter()
+        .map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes))
+        .sum();
     let d = w.devices();
-    let memory = if r.chance(0.8) { (total / d.accelerators as f64).ceil() + r.below(6) as f64 } else { total * 4.0 + 1.0 };
-    Workload::new(nodes, edges, DeviceSet { memory_per_accelerator_bytes: memory, ..*d }).ok()
+    let memory = if r.chance(0.8) {
+        (total / d.accelerators as f64).ceil() + r.below(6) as f64
+    } else {
+        total * 4.0 + 1.0
+    };
+    Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            memory_per_accelerator_bytes: memory,
+            ..*d
+        },
+    )
+    .ok()
 }
 
 /// Micro-batches in flight at stage `s` of `p` (docs/schedule.md), written out again.
@@ -77,10 +109,17 @@ struct Holdings {
 }
 
 fn holdings(w: &Workload, assign: &[usize], devices: usize) -> Holdings {
-    let mut h = Holdings { size: vec![0.0; devices], stash: vec![0.0; devices], input: vec![0.0; devices], forward_ms: vec![0.0; devices] };
+    let mut h = Holdings {
+        size: vec![0.0; devices],
+        stash: vec![0.0; devices],
+        input: vec![0.0; devices],
+        forward_ms: vec![0.0; devices],
+    };
     for (n, &d) in w.nodes().iter().zip(assign) {
         h.size[d] += n.size_bytes;
-        h.stash[d] += n.memory.map_or(0.0, |m| m.activation_bytes.min(n.size_bytes));
+        h.stash[d] += n
+            .memory
+            .map_or(0.0, |m| m.activation_bytes.min(n.size_bytes));
         if !n.is_backward {
             h.forward_ms[d] += n.fpga_latency;
         }
@@ -89,8 +128,19 @@ fn holdings(w: &Workload, assign: &[usize], devices: usize) -> Holdings {
     // whose forward nodes read it.
     for u in (0..w.len()).filter(|&u| !w.node(u).is_backward) {
         let fwd = |e: &&dnnplace::model::Edge| e.from == u && !w.node(e.to).is_backward;
-        let b = w.edges().iter().filter(fwd).map(|e| e.size_bytes).fold(0.0, f64::max);
-        let mut readers: Vec<usize> = w.edges().iter().filter(fwd).map(|e| assign[e.to]).filter(|&d| d != assign[u]).collect();
+        let b = w
+            .edges()
+            .iter()
+            .filter(fwd)
+            .map(|e| e.size_bytes)
+            .fold(0.0, f64::max);
+        let mut readers: Vec<usize> = w
+            .edges()
+            .iter()
+            .filter(fwd)
+            .map(|e| assign[e.to])
+            .filter(|&d| d != assign[u])
+            .collect();
         readers.sort_unstable();
         readers.dedup();
         for d in readers {
@@ -106,7 +156,10 @@ fn holdings(w: &Workload, assign: &[usize], devices: usize) -> Holdings {
 /// its load is the scorer's plus its forward compute in `R`. The least TPS, or ∞.
 fn brute_force(w: &Workload, schedule: Schedule, m: usize, allow: bool) -> f64 {
     let d = w.devices();
-    let devices: Vec<Device> = (0..d.accelerators).map(Device::Accelerator).chain((0..d.cpus).map(Device::Cpu)).collect();
+    let devices: Vec<Device> = (0..d.accelerators)
+        .map(Device::Accelerator)
+        .chain((0..d.cpus).map(Device::Cpu))
+        .collect();
     let limit = d.memory_per_accelerator_bytes;
     let n = w.len();
     let mut best = f64::INFINITY;
@@ -119,12 +172,33 @@ fn brute_force(w: &Workload, schedule: Schedule, m: usize, allow: bool) -> f64 {
             used.sort_unstable();
             used.dedup();
             let h = holdings(w, &assign, devices.len());
-            let load = |i: usize| e.devices.iter().find(|x| x.device == devices[i]).map_or(0.0, |x| x.load);
-            let accelerators: Vec<usize> = used.iter().copied().filter(|&i| devices[i].is_accelerator()).collect();
-            let subsets = if allow { 1usize << accelerators.len() } else { 1 };
+            let load = |i: usize| {
+                e.devices
+                    .iter()
+                    .find(|x| x.device == devices[i])
+                    .map_or(0.0, |x| x.load)
+            };
+            let accelerators: Vec<usize> = used
+                .iter()
+                .copied()
+                .filter(|&i| devices[i].is_accelerator())
+                .collect();
+            let subsets = if allow {
+                1usize << accelerators.len()
+            } else {
+                1
+            };
             for mask in 0..subsets {
-                let recomputes = |i: usize| accelerators.iter().position(|&a| a == i).is_some_and(|k| mask >> k & 1 == 1);
-                let tps = used.iter().map(|&i| load(i) + if recomputes(i) { h.forward_ms[i] } else { 0.0 }).fold(0.0, f64::max);
+                let recomputes = |i: usize| {
+                    accelerators
+                        .iter()
+                        .position(|&a| a == i)
+                        .is_some_and(|k| mask >> k & 1 == 1)
+                };
+                let tps = used
+                    .iter()
+                    .map(|&i| load(i) + if recomputes(i) { h.forward_ms[i] } else { 0.0 })
+                    .fold(0.0, f64::max);
                 if tps >= best {
                     continue;
                 }
@@ -135,7 +209,10 @@ fn brute_force(w: &Workload, schedule: Schedule, m: usize, allow: bool) -> f64 {
                         h.size[i] + (c as f64 - 1.0) * h.stash[i]
                     }
                 };
-                if some_order_fits(w, &assign, &used, &|i, s| !devices[i].is_accelerator() || bytes(i, in_flight(schedule, m, used.len(), s)) <= limit) {
+                if some_order_fits(w, &assign, &used, &|i, s| {
+                    !devices[i].is_accelerator()
+                        || bytes(i, in_flight(schedule, m, used.len(), s)) <= limit
+                }) {
                     best = tps;
                 }
             }
@@ -154,14 +231,20 @@ fn brute_force(w: &Workload, schedule: Schedule, m: usize, allow: bool) -> f64 {
 
 /// Whether some order of the used devices that the forward edges allow puts every device
 /// `i` at a place `s` with `fits(i, s)`.
-fn some_order_fits(w: &Workload, assign: &[usize], used: &[usize], fits: &dyn Fn(usize, usize) -> bool) -> bool {
+fn some_order_fits(
+    w: &Workload,
+    assign: &[usize],
+    used: &[usize],
+    fits: &dyn Fn(usize, usize) -> bool,
+) -> bool {
     let mut order: Vec<usize> = used.to_vec();
     permutations(&mut order, 0, &mut |order| {
         let place = |dev: usize| order.iter().position(|&x| x == dev).unwrap();
-        let respects = w
-            .edges()
-            .iter()
-            .all(|e| w.node(e.from).is_backward || w.node(e.to).is_backward || place(assign[e.from]) <= place(assign[e.to]));
+        let respects = w.edges().iter().all(|e| {
+            w.node(e.from).is_backward
+                || w.node(e.to).is_backward
+                || place(assign[e.from]) <= place(assign[e.to])
+        });
         respects && order.iter().enumerate().all(|(s, &dev)| fits(dev, s))
     })
 }
@@ -183,8 +266,19 @@ fn permutations(xs: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize]) -> bo
 }
 
 fn planned(w: &Workload, pipeline: Pipeline) -> dnnplace::solve::Plan {
-    plan(&Dp, &Problem { pipeline: Some(pipeline), ..Problem::throughput(w) })
-        .unwrap_or_else(|e| panic!("{} m={} recompute {}: {e}", pipeline.schedule, pipeline.micro_batches, pipeline.recompute))
+    plan(
+        &Dp,
+        &Problem {
+            pipeline: Some(pipeline),
+            ..Problem::throughput(w)
+        },
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "{} m={} recompute {}: {e}",
+            pipeline.schedule, pipeline.micro_batches, pipeline.recompute
+        )
+    })
 }
 
 /// The DP's optimum equals exhaustive search with and without recomputation, under GPipe
@@ -195,18 +289,37 @@ fn dp_matches_brute_force_with_and_without_recompute() {
     let (mut checked, mut lowered, mut enabled) = (0, 0, 0);
     for seed in 0..420u64 {
         let Some(w) = workload(seed) else { continue };
-        let schedule = if seed % 2 == 0 { Schedule::OneFOneB } else { Schedule::GPipe };
+        let schedule = if seed % 2 == 0 {
+            Schedule::OneFOneB
+        } else {
+            Schedule::GPipe
+        };
         let m = 1 + (seed as usize / 2) % 4;
         let mut values = [0.0; 2];
         for (slot, recompute) in [Recompute::None, Recompute::Auto].into_iter().enumerate() {
             let want = brute_force(&w, schedule, m, recompute == Recompute::Auto);
-            let got = planned(&w, Pipeline { schedule, micro_batches: m, recompute });
+            let got = planned(
+                &w,
+                Pipeline {
+                    schedule,
+                    micro_batches: m,
+                    recompute,
+                },
+            );
             let value = got.objective(Objective::Throughput);
             assert!(same(value, want), "seed {seed} {schedule} m={m} recompute {recompute}: dp {value}, brute force {want}");
             if let Some(p) = &got.outcome.placement {
-                assert!(p.recompute.iter().all(|d| d.is_accelerator()), "seed {seed}: {:?}", p.recompute);
+                assert!(
+                    p.recompute.iter().all(|d| d.is_accelerator()),
+                    "seed {seed}: {:?}",
+                    p.recompute
+                );
                 if recompute == Recompute::None || m == 1 {
-                    assert!(p.recompute.is_empty(), "seed {seed} {schedule} m={m} {recompute}: {:?} recompute", p.recompute);
+                    assert!(
+                        p.recompute.is_empty(),
+                        "seed {seed} {schedule} m={m} {recompute}: {:?} recompute",
+                        p.recompute
+                    );
                 }
                 let memory = got.pipeline_memory.as_ref().unwrap();
                 for d in memory {
@@ -216,7 +329,10 @@ fn dp_matches_brute_force_with_and_without_recompute() {
             values[slot] = value;
         }
         let [none, auto] = values;
-        assert!(auto <= none * (1.0 + 1e-9) || none.is_infinite(), "seed {seed}: auto {auto} above none {none}");
+        assert!(
+            auto <= none * (1.0 + 1e-9) || none.is_infinite(),
+            "seed {seed}: auto {auto} above none {none}"
+        );
         if none.is_infinite() && auto.is_finite() {
             enabled += 1;
         } else if auto < none * (1.0 - 1e-9) {
@@ -225,7 +341,10 @@ fn dp_matches_brute_force_with_and_without_recompute() {
         checked += 1;
     }
     eprintln!("{checked} instances: recomputation made {enabled} fit and lowered the optimum of {lowered} more");
-    assert!(checked >= 250 && enabled >= 5 && lowered >= 5, "{checked} checked, {enabled} enabled, {lowered} lowered");
+    assert!(
+        checked >= 250 && enabled >= 5 && lowered >= 5,
+        "{checked} checked, {enabled} enabled, {lowered} lowered"
+    );
 }
 
 /// Five layers, each a forward node (1 ms, 2 bytes) and its backward node (1 ms, 8 bytes,
@@ -246,9 +365,20 @@ const PLANTED: &str = r#"{"maxSizePerFPGA": 30, "maxFPGAs": 2, "maxCPUs": 0, "no
 fn recomputing_makes_a_workload_fit() {
     let w = parse_workload(PLANTED).unwrap();
     let none = planned(&w, Pipeline::new(Schedule::OneFOneB, 4));
-    assert!(none.outcome.placement.is_none(), "none: {:?}", none.outcome.status);
+    assert!(
+        none.outcome.placement.is_none(),
+        "none: {:?}",
+        none.outcome.status
+    );
     assert!(brute_force(&w, Schedule::OneFOneB, 4, false).is_infinite());
-    let auto = planned(&w, Pipeline { schedule: Schedule::OneFOneB, micro_batches: 4, recompute: Recompute::Auto });
+    let auto = planned(
+        &w,
+        Pipeline {
+            schedule: Schedule::OneFOneB,
+            micro_batches: 4,
+            recompute: Recompute::Auto,
+        },
+    );
     assert_eq!(auto.objective(Objective::Throughput), 7.0);
     let p = auto.outcome.placement.clone().unwrap();
     let first = p.assignment[0];
@@ -256,14 +386,43 @@ fn recomputing_makes_a_workload_fit() {
     assert_eq!(p.assignment.iter().filter(|&&d| d == first).count(), 4);
     let memory = auto.pipeline_memory.unwrap();
     let m0 = memory.iter().find(|d| d.device == first).unwrap();
-    assert_eq!((m0.stage, m0.in_flight, m0.recomputes, m0.input_bytes, m0.bytes), (0, 2, true, 0.0, 20.0));
+    assert_eq!(
+        (
+            m0.stage,
+            m0.in_flight,
+            m0.recomputes,
+            m0.input_bytes,
+            m0.bytes
+        ),
+        (0, 2, true, 0.0, 20.0)
+    );
     let m1 = memory.iter().find(|d| d.device != first).unwrap();
-    assert_eq!((m1.stage, m1.in_flight, m1.recomputes, m1.input_bytes, m1.bytes), (1, 1, false, 1.0, 30.0));
+    assert_eq!(
+        (
+            m1.stage,
+            m1.in_flight,
+            m1.recomputes,
+            m1.input_bytes,
+            m1.bytes
+        ),
+        (1, 1, false, 1.0, 30.0)
+    );
     let e = auto.evaluation.unwrap();
     let d0 = e.devices.iter().find(|d| d.device == first).unwrap();
-    assert_eq!((d0.compute, d0.communication, d0.recompute, d0.load), (4.0, 1.0, 2.0, 7.0));
+    assert_eq!(
+        (d0.compute, d0.communication, d0.recompute, d0.load),
+        (4.0, 1.0, 2.0, 7.0)
+    );
     // The simulator runs the recomputation: loads, and peaks equal to the figures.
-    let sim = simulate(&w, &p, &Settings { schedule: Schedule::OneFOneB, micro_batches: 4 }).unwrap();
+    let sim = simulate(
+        &w,
+        &p,
+        &Settings {
+            schedule: Schedule::OneFOneB,
+            micro_batches: 4,
+        },
+    )
+    .unwrap();
     for d in &sim.devices {
         let f = memory.iter().find(|x| x.device == d.device).unwrap();
         assert_eq!(d.peak_memory_bytes, f.bytes, "{}", d.device);
@@ -274,7 +433,8 @@ fn recomputing_makes_a_workload_fit() {
     let unmarked = p.clone().with_recompute(Vec::new());
     assert!(pipeline_memory(&w, &unmarked, &Pipeline::new(Schedule::OneFOneB, 4)).is_err());
     // The scorer's own choice puts the marks back.
-    let chosen = recompute_where_needed(&w, &unmarked, &Pipeline::new(Schedule::OneFOneB, 4)).unwrap();
+    let chosen =
+        recompute_where_needed(&w, &unmarked, &Pipeline::new(Schedule::OneFOneB, 4)).unwrap();
     assert_eq!(chosen.recompute, p.recompute);
 }
 
@@ -284,10 +444,22 @@ fn recomputing_makes_a_workload_fit() {
 fn one_micro_batch_never_recomputes() {
     for seed in 0..150u64 {
         let Some(w) = workload(seed) else { continue };
-        let plain = plan(&Dp, &Problem::throughput(&w)).unwrap().objective(Objective::Throughput);
+        let plain = plan(&Dp, &Problem::throughput(&w))
+            .unwrap()
+            .objective(Objective::Throughput);
         for schedule in [Schedule::GPipe, Schedule::OneFOneB] {
-            let got = planned(&w, Pipeline { schedule, micro_batches: 1, recompute: Recompute::Auto });
-            assert!(same(got.objective(Objective::Throughput), plain), "seed {seed} {schedule}");
+            let got = planned(
+                &w,
+                Pipeline {
+                    schedule,
+                    micro_batches: 1,
+                    recompute: Recompute::Auto,
+                },
+            );
+            assert!(
+                same(got.objective(Objective::Throughput), plain),
+                "seed {seed} {schedule}"
+            );
             assert!(got.outcome.placement.is_none_or(|p| p.recompute.is_empty()));
         }
     }
@@ -299,11 +471,17 @@ fn one_micro_batch_never_recomputes() {
 /// left out for time: the 1F1B DP takes 13 s on it (one relaxation per chain length).
 #[test]
 fn published_training_workloads_unchanged() {
-    let Some(dir) = common::shared_dir("paper/throughput") else { return };
-    let mut files: Vec<_> = ["layer/bert24_training.json", "layer/resnet50_training.json", "operator/bert_l-3_training.json"]
-        .iter()
-        .map(|f| dir.join(f))
-        .collect();
+    let Some(dir) = common::shared_dir("paper/throughput") else {
+        return;
+    };
+    let mut files: Vec<_> = [
+        "layer/bert24_training.json",
+        "layer/resnet50_training.json",
+        "operator/bert_l-3_training.json",
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .collect();
     files.retain(|f| {
         let present = f.exists();
         if !present {
@@ -317,13 +495,27 @@ fn published_training_workloads_unchanged() {
         let want = plain.objective(Objective::Throughput);
         for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
             for recompute in [Recompute::None, Recompute::Auto] {
-                let got = planned(&w, Pipeline { schedule, micro_batches: m, recompute });
+                let got = planned(
+                    &w,
+                    Pipeline {
+                        schedule,
+                        micro_batches: m,
+                        recompute,
+                    },
+                );
                 let value = got.objective(Objective::Throughput);
-                assert!(close(value, want), "{} {schedule} {recompute}: {value} vs {want}", path.display());
+                assert!(
+                    close(value, want),
+                    "{} {schedule} {recompute}: {value} vs {want}",
+                    path.display()
+                );
                 assert!(got.outcome.placement.unwrap().recompute.is_empty());
             }
         }
-        eprintln!("{}: {want} under 1F1B m=8 and GPipe m=4, with and without recompute", path.display());
+        eprintln!(
+            "{}: {want} under 1F1B m=8 and GPipe m=4, with and without recompute",
+            path.display()
+        );
     }
 }
 
@@ -332,7 +524,9 @@ fn published_training_workloads_unchanged() {
 /// and every simulated peak equals the planner's figure and stays within the memory.
 #[test]
 fn generated_gpt2_under_tight_memory() {
-    use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+    use dnnplace::costmodel::{
+        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
+    };
     let settings = CostSettings {
         accelerator: find_profile("a100-80gb", &[]).unwrap(),
         cpu: find_profile("cpu-core", &[]).unwrap(),
@@ -341,26 +535,70 @@ fn generated_gpt2_under_tight_memory() {
         accelerators: 4,
         cpus: 0,
     };
-    let g = transformer_graph(&TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4), DType::Fp16).unwrap();
+    let g = transformer_graph(
+        &TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4),
+        DType::Fp16,
+    )
+    .unwrap();
     let w = to_workload(&g, &settings).unwrap();
     let (mut recomputing_plans, mut better) = (0, 0);
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
         let base = planned(&w, Pipeline::new(schedule, m));
-        let need = base.pipeline_memory.unwrap().iter().map(|d| d.bytes).fold(0.0, f64::max);
-        let tight = w.with_devices(DeviceSet { memory_per_accelerator_bytes: (need * 0.85).floor(), ..*w.devices() }).unwrap();
+        let need = base
+            .pipeline_memory
+            .unwrap()
+            .iter()
+            .map(|d| d.bytes)
+            .fold(0.0, f64::max);
+        let tight = w
+            .with_devices(DeviceSet {
+                memory_per_accelerator_bytes: (need * 0.85).floor(),
+                ..*w.devices()
+            })
+            .unwrap();
         let none = planned(&tight, Pipeline::new(schedule, m)).objective(Objective::Throughput);
-        let auto = planned(&tight, Pipeline { schedule, micro_batches: m, recompute: Recompute::Auto });
+        let auto = planned(
+            &tight,
+            Pipeline {
+                schedule,
+                micro_batches: m,
+                recompute: Recompute::Auto,
+            },
+        );
         let value = auto.objective(Objective::Throughput);
-        assert!(value <= none * (1.0 + 1e-9), "{schedule}: auto {value} above none {none}");
+        assert!(
+            value <= none * (1.0 + 1e-9),
+            "{schedule}: auto {value} above none {none}"
+        );
         better += usize::from(value < none * (1.0 - 1e-9));
-        let p = auto.outcome.placement.clone().unwrap_or_else(|| panic!("{schedule}: no plan with recompute at 85% memory"));
+        let p = auto
+            .outcome
+            .placement
+            .clone()
+            .unwrap_or_else(|| panic!("{schedule}: no plan with recompute at 85% memory"));
         recomputing_plans += usize::from(!p.recompute.is_empty());
         let figures = auto.pipeline_memory.unwrap();
-        let sim = simulate(&tight, &p, &Settings { schedule, micro_batches: m }).unwrap();
+        let sim = simulate(
+            &tight,
+            &p,
+            &Settings {
+                schedule,
+                micro_batches: m,
+            },
+        )
+        .unwrap();
         for d in &sim.devices {
             let f = figures.iter().find(|x| x.device == d.device).unwrap();
-            assert!(close(d.peak_memory_bytes, f.bytes), "{schedule} {}: simulated {} vs planned {}", d.device, d.peak_memory_bytes, f.bytes);
-            assert!(d.peak_memory_bytes <= tight.devices().memory_per_accelerator_bytes * (1.0 + 1e-12));
+            assert!(
+                close(d.peak_memory_bytes, f.bytes),
+                "{schedule} {}: simulated {} vs planned {}",
+                d.device,
+                d.peak_memory_bytes,
+                f.bytes
+            );
+            assert!(
+                d.peak_memory_bytes <= tight.devices().memory_per_accelerator_bytes * (1.0 + 1e-12)
+            );
         }
         eprintln!(
             "{schedule} m={m} at 85% memory: none {none} ms, auto {value} ms ({} of {} stages recompute)",
@@ -368,7 +606,10 @@ fn generated_gpt2_under_tight_memory() {
             figures.len()
         );
     }
-    assert!(recomputing_plans >= 1 && better >= 1, "at 85% memory: {recomputing_plans} plans recompute, {better} better than none");
+    assert!(
+        recomputing_plans >= 1 && better >= 1,
+        "at 85% memory: {recomputing_plans} plans recompute, {better} better than none"
+    );
 }
 
 /// The plan file's per-device `recompute`: written for recomputing accelerators only, read
@@ -389,10 +630,17 @@ fn plan_file_field() {
     assert_eq!(evaluate(&w, &read, false).devices[0].load, 5.0);
     // acc0 runs its two forward nodes again: 4 + 1 + 2.
     let e = evaluate(&w, &p, false);
-    assert_eq!((e.devices[0].recompute, e.devices[0].load, e.max_load), (2.0, 7.0, 7.0));
-    let cpu = r#"{"fpgas": [{"nodes": [1, 2, 3, 4, 5]}], "cpus": [{"nodes": [], "recompute": true}]}"#;
+    assert_eq!(
+        (e.devices[0].recompute, e.devices[0].load, e.max_load),
+        (2.0, 7.0, 7.0)
+    );
+    let cpu =
+        r#"{"fpgas": [{"nodes": [1, 2, 3, 4, 5]}], "cpus": [{"nodes": [], "recompute": true}]}"#;
     let err = parse_placement(cpu, &w).unwrap_err().to_string();
-    assert!(err.contains("cpus[0]") && err.contains("recompute"), "{err}");
+    assert!(
+        err.contains("cpus[0]") && err.contains("recompute"),
+        "{err}"
+    );
 }
 
 /// `plan --recompute`: the per-device fields in the JSON and the table, the plan file that
@@ -405,45 +653,156 @@ fn command_line() {
     std::fs::write(&path, PLANTED).unwrap();
     let w = path.to_str().unwrap();
     let out_path = dir.path().join("plan.json");
-    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args).output().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
     let base = ["plan", w, "--schedule", "1f1b", "--micro-batches", "4"];
-    let out = run(&[&base[..], &["--recompute", "auto", "--json", "--out", out_path.to_str().unwrap()]].concat());
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&[
+        &base[..],
+        &[
+            "--recompute",
+            "auto",
+            "--json",
+            "--out",
+            out_path.to_str().unwrap(),
+        ],
+    ]
+    .concat());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["maxLoad"], 7.0);
     assert_eq!(v["pipeline"]["recompute"], "auto");
-    let recomputing: Vec<&serde_json::Value> = v["devices"].as_array().unwrap().iter().filter(|d| d["recomputes"] == true).collect();
+    let recomputing: Vec<&serde_json::Value> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["recomputes"] == true)
+        .collect();
     assert_eq!(recomputing.len(), 1);
     assert_eq!(recomputing[0]["recompute"], 2.0);
     let fpgas = v["placement"]["fpgas"].as_array().unwrap();
     assert_eq!(fpgas.iter().filter(|d| d["recompute"] == true).count(), 1);
     let table = run(&[&base[..], &["--recompute", "auto"]].concat());
     let text = String::from_utf8_lossy(&table.stdout);
-    assert!(text.contains("recompute (ms)") && text.contains("recomputes: keeps its inputs"), "{text}");
+    assert!(
+        text.contains("recompute (ms)") && text.contains("recomputes: keeps its inputs"),
+        "{text}"
+    );
     // score and simulate read the field back: TPS 7 with the recomputation.
     let score = run(&["score", w, out_path.to_str().unwrap(), "--json"]);
     let s: serde_json::Value = serde_json::from_slice(&score.stdout).unwrap();
-    assert_eq!(s["maxLoad"], 7.0, "{}", String::from_utf8_lossy(&score.stderr));
-    let sim = run(&["simulate", w, out_path.to_str().unwrap(), "--schedule", "1f1b", "--micro-batches", "4", "--format", "json"]);
-    assert_eq!(sim.status.code(), Some(0), "{}", String::from_utf8_lossy(&sim.stderr));
+    assert_eq!(
+        s["maxLoad"],
+        7.0,
+        "{}",
+        String::from_utf8_lossy(&score.stderr)
+    );
+    let sim = run(&[
+        "simulate",
+        w,
+        out_path.to_str().unwrap(),
+        "--schedule",
+        "1f1b",
+        "--micro-batches",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        sim.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
     let s: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
-    let peaks: Vec<f64> = s["devices"].as_array().unwrap().iter().map(|d| d["peakMemoryBytes"].as_f64().unwrap()).collect();
+    let peaks: Vec<f64> = s["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["peakMemoryBytes"].as_f64().unwrap())
+        .collect();
     assert!(peaks.iter().all(|&b| b <= 30.0), "{peaks:?}");
     // simulate --recompute none drops the marks: the first stage then needs 36 bytes.
-    let sim = run(&["simulate", w, out_path.to_str().unwrap(), "--micro-batches", "4", "--recompute", "none", "--format", "json"]);
+    let sim = run(&[
+        "simulate",
+        w,
+        out_path.to_str().unwrap(),
+        "--micro-batches",
+        "4",
+        "--recompute",
+        "none",
+        "--format",
+        "json",
+    ]);
     let s: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
-    let peak = s["devices"].as_array().unwrap().iter().map(|d| d["peakMemoryBytes"].as_f64().unwrap()).fold(0.0, f64::max);
+    let peak = s["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["peakMemoryBytes"].as_f64().unwrap())
+        .fold(0.0, f64::max);
     assert_eq!(peak, 36.0);
     // none: no feasible plan.
     let out = run(&[&base[..], &["--recompute", "none"]].concat());
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no feasible placement"));
     for (args, needle) in [
-        (vec!["plan", w, "--recompute", "auto"], "--recompute auto needs --schedule"),
-        (vec!["plan", w, "--schedule", "1f1b", "--recompute", "sometimes"], "none or auto"),
-        (vec!["plan", w, "--schedule", "interleaved:2", "--report", "r.html", "--recompute", "auto"], "--recompute auto"),
-        (vec!["plan", w, "--schedule", "1f1b", "--method", "greedy", "--report", "r.html", "--recompute", "auto"], "--recompute auto"),
-        (vec!["simulate", w, out_path.to_str().unwrap(), "--schedule", "interleaved:2", "--recompute", "auto"], "--recompute auto"),
+        (
+            vec!["plan", w, "--recompute", "auto"],
+            "--recompute auto needs --schedule",
+        ),
+        (
+            vec!["plan", w, "--schedule", "1f1b", "--recompute", "sometimes"],
+            "none or auto",
+        ),
+        (
+            vec![
+                "plan",
+                w,
+                "--schedule",
+                "interleaved:2",
+                "--report",
+                "r.html",
+                "--recompute",
+                "auto",
+            ],
+            "--recompute auto",
+        ),
+        (
+            vec![
+                "plan",
+                w,
+                "--schedule",
+                "1f1b",
+                "--method",
+                "greedy",
+                "--report",
+                "r.html",
+                "--recompute",
+                "auto",
+            ],
+            "--recompute auto",
+        ),
+        (
+            vec![
+                "simulate",
+                w,
+                out_path.to_str().unwrap(),
+                "--schedule",
+                "interleaved:2",
+                "--recompute",
+                "auto",
+            ],
+            "--recompute auto",
+        ),
     ] {
         let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -481,15 +840,35 @@ fn summaries_price_stage_inputs_exactly() {
                 let p = Placement::new(
                     c.group_of
                         .iter()
-                        .map(|&g| if inside[g] { Device::Accelerator(0) } else if before[g] { Device::Accelerator(1) } else { Device::Cpu(0) })
+                        .map(|&g| {
+                            if inside[g] {
+                                Device::Accelerator(0)
+                            } else if before[g] {
+                                Device::Accelerator(1)
+                            } else {
+                                Device::Cpu(0)
+                            }
+                        })
                         .collect(),
                 );
-                let want = stage_inputs(&w, &p).get(&Device::Accelerator(0)).copied().unwrap_or(0.0);
+                let want = stage_inputs(&w, &p)
+                    .get(&Device::Accelerator(0))
+                    .copied()
+                    .unwrap_or(0.0);
                 let got = cost.stage_input_bytes(summaries.crossing(i), summaries.crossing(j));
-                assert!(close(got, want), "seed {seed}, ideals {i} ⊇ {j}: summaries {got}, nodes {want}");
-                let r: f64 = (0..w.len()).filter(|&v| inside[c.group_of[v]] && !w.node(v).is_backward).map(|v| w.node(v).fpga_latency).sum();
+                assert!(
+                    close(got, want),
+                    "seed {seed}, ideals {i} ⊇ {j}: summaries {got}, nodes {want}"
+                );
+                let r: f64 = (0..w.len())
+                    .filter(|&v| inside[c.group_of[v]] && !w.node(v).is_backward)
+                    .map(|v| w.node(v).fpga_latency)
+                    .sum();
                 let got = cost.forward_compute(forward[i], forward[j], || stage.clone());
-                assert!(close(got, r), "seed {seed}, ideals {i} ⊇ {j}: forward {got} vs {r}");
+                assert!(
+                    close(got, r),
+                    "seed {seed}, ideals {i} ⊇ {j}: forward {got} vs {r}"
+                );
                 pairs += 1;
             }
         }

@@ -18,11 +18,18 @@ fn close(a: f64, b: f64) -> bool {
 /// A random workload whose backward nodes mirror a forward node's class, with a stash on
 /// some nodes and a memory that the stash often makes bind.
 fn staged_workload(seed: u64) -> Option<Workload> {
-    let shape = Shape { max_nodes: 6, max_accelerators: 3, max_cpus: 1, ..Shape::default() };
+    let shape = Shape {
+        max_nodes: 6,
+        max_accelerators: 3,
+        max_cpus: 1,
+        ..Shape::default()
+    };
     let w = random_workload(seed, shape)?;
     let mut r = Rng::new(seed ^ 0x5eed);
     let mut nodes = w.nodes().to_vec();
-    let forward: Vec<usize> = (0..nodes.len()).filter(|&v| !nodes[v].is_backward).collect();
+    let forward: Vec<usize> = (0..nodes.len())
+        .filter(|&v| !nodes[v].is_backward)
+        .collect();
     for v in 0..nodes.len() {
         if nodes[v].is_backward {
             let f = forward[r.below(forward.len() as u64) as usize];
@@ -33,15 +40,36 @@ fn staged_workload(seed: u64) -> Option<Workload> {
     for n in nodes.iter_mut() {
         if r.chance(0.6) {
             let a = n.size_bytes * r.below(5) as f64 / 4.0;
-            n.memory = Some(NodeMemory { activation_bytes: a, ..NodeMemory::default() });
+            n.memory = Some(NodeMemory {
+                activation_bytes: a,
+                ..NodeMemory::default()
+            });
         }
     }
-    let edges: Vec<(i64, i64, f64, f64)> =
-        w.edges().iter().map(|e| (nodes[e.from].id, nodes[e.to].id, e.cost, e.size_bytes)).collect();
-    let total: f64 = nodes.iter().map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes)).sum();
+    let edges: Vec<(i64, i64, f64, f64)> = w
+        .edges()
+        .iter()
+        .map(|e| (nodes[e.from].id, nodes[e.to].id, e.cost, e.size_bytes))
+        .collect();
+    let total: f64 = nodes
+        .iter()
+        .map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes))
+        .sum();
     let d = w.devices();
-    let memory = if r.chance(0.7) { (total / d.accelerators as f64).ceil() + r.below(6) as f64 } else { total * 4.0 + 1.0 };
-    Workload::new(nodes, edges, DeviceSet { memory_per_accelerator_bytes: memory, ..*d }).ok()
+    let memory = if r.chance(0.7) {
+        (total / d.accelerators as f64).ceil() + r.below(6) as f64
+    } else {
+        total * 4.0 + 1.0
+    };
+    Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            memory_per_accelerator_bytes: memory,
+            ..*d
+        },
+    )
+    .ok()
 }
 
 /// In flight at stage `s` of `p` (docs/schedule.md), written out again for the oracle.
@@ -57,8 +85,10 @@ fn in_flight(schedule: Schedule, m: usize, p: usize, s: usize) -> usize {
 /// holding Σ size + (c − 1)·Σ A at its place in the chain. The least TPS, or ∞.
 fn brute_force(w: &Workload, pipeline: Pipeline) -> f64 {
     let d = w.devices();
-    let devices: Vec<Device> =
-        (0..d.accelerators).map(Device::Accelerator).chain((0..d.cpus).map(Device::Cpu)).collect();
+    let devices: Vec<Device> = (0..d.accelerators)
+        .map(Device::Accelerator)
+        .chain((0..d.cpus).map(Device::Cpu))
+        .collect();
     let n = w.len();
     let mut best = f64::INFINITY;
     let mut assign = vec![0usize; n];
@@ -86,14 +116,22 @@ fn brute_force(w: &Workload, pipeline: Pipeline) -> f64 {
     }
 }
 
-fn some_order_fits(w: &Workload, assign: &[usize], used: &[usize], pipeline: Pipeline, devices: &[Device]) -> bool {
+fn some_order_fits(
+    w: &Workload,
+    assign: &[usize],
+    used: &[usize],
+    pipeline: Pipeline,
+    devices: &[Device],
+) -> bool {
     let p = used.len();
     let limit = w.devices().memory_per_accelerator_bytes;
     let mut order: Vec<usize> = used.to_vec();
     permutations(&mut order, 0, &mut |order| {
         let place = |dev: usize| order.iter().position(|&x| x == dev).unwrap();
         let respects = w.edges().iter().all(|e| {
-            w.node(e.from).is_backward || w.node(e.to).is_backward || place(assign[e.from]) <= place(assign[e.to])
+            w.node(e.from).is_backward
+                || w.node(e.to).is_backward
+                || place(assign[e.from]) <= place(assign[e.to])
         });
         respects
             && order.iter().enumerate().all(|(s, &dev)| {
@@ -103,7 +141,13 @@ fn some_order_fits(w: &Workload, assign: &[usize], used: &[usize], pipeline: Pip
                 let c = in_flight(pipeline.schedule, pipeline.micro_batches, p, s);
                 let bytes: f64 = (0..w.len())
                     .filter(|&v| assign[v] == dev)
-                    .map(|v| NodeMemory::bytes_in_flight(w.node(v).memory.as_ref(), w.node(v).size_bytes, c))
+                    .map(|v| {
+                        NodeMemory::bytes_in_flight(
+                            w.node(v).memory.as_ref(),
+                            w.node(v).size_bytes,
+                            c,
+                        )
+                    })
                     .sum();
                 bytes <= limit
             })
@@ -132,20 +176,35 @@ fn permutations(xs: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize]) -> bo
 fn dp_matches_brute_force_under_schedules() {
     let (mut checked, mut binding, mut infeasible) = (0, 0, 0);
     for seed in 0..700u64 {
-        let Some(w) = staged_workload(seed) else { continue };
-        let schedule = if seed % 2 == 0 { Schedule::OneFOneB } else { Schedule::GPipe };
+        let Some(w) = staged_workload(seed) else {
+            continue;
+        };
+        let schedule = if seed % 2 == 0 {
+            Schedule::OneFOneB
+        } else {
+            Schedule::GPipe
+        };
         let m = 1 + (seed as usize / 2) % 4;
         let pipeline = Pipeline::new(schedule, m);
         let want = brute_force(&w, pipeline);
-        let problem = Problem { pipeline: Some(pipeline), ..Problem::throughput(&w) };
-        let got = plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed} {schedule} m={m}: {e}"));
+        let problem = Problem {
+            pipeline: Some(pipeline),
+            ..Problem::throughput(&w)
+        };
+        let got =
+            plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed} {schedule} m={m}: {e}"));
         let value = got.objective(dnnplace::solve::Objective::Throughput);
         assert!(
             close(value, want) || (value.is_infinite() && want.is_infinite()),
             "seed {seed} {schedule} m={m}: dp {value}, brute force {want}"
         );
-        let plain = plan(&Dp, &Problem::throughput(&w)).unwrap().objective(dnnplace::solve::Objective::Throughput);
-        assert!(value >= plain * (1.0 - 1e-9), "seed {seed}: a schedule never lowers the optimum");
+        let plain = plan(&Dp, &Problem::throughput(&w))
+            .unwrap()
+            .objective(dnnplace::solve::Objective::Throughput);
+        assert!(
+            value >= plain * (1.0 - 1e-9),
+            "seed {seed}: a schedule never lowers the optimum"
+        );
         if want.is_infinite() {
             infeasible += 1;
         } else if value > plain * (1.0 + 1e-9) || plain.is_infinite() {
@@ -154,19 +213,34 @@ fn dp_matches_brute_force_under_schedules() {
         checked += 1;
     }
     eprintln!("{checked} instances, {binding} where the schedule's memory raised the optimum, {infeasible} infeasible");
-    assert!(checked >= 400 && binding >= 25, "{checked} checked, {binding} binding");
+    assert!(
+        checked >= 400 && binding >= 25,
+        "{checked} checked, {binding} binding"
+    );
 }
 
 /// One micro-batch in flight is MODEL.md's memory: the same optimum as without a schedule.
 #[test]
 fn one_micro_batch_is_the_default_model() {
     for seed in 0..200u64 {
-        let Some(w) = staged_workload(seed) else { continue };
-        let plain = plan(&Dp, &Problem::throughput(&w)).unwrap().objective(dnnplace::solve::Objective::Throughput);
+        let Some(w) = staged_workload(seed) else {
+            continue;
+        };
+        let plain = plan(&Dp, &Problem::throughput(&w))
+            .unwrap()
+            .objective(dnnplace::solve::Objective::Throughput);
         for schedule in [Schedule::GPipe, Schedule::OneFOneB] {
-            let problem = Problem { pipeline: Some(Pipeline::new(schedule, 1)), ..Problem::throughput(&w) };
-            let v = plan(&Dp, &problem).unwrap().objective(dnnplace::solve::Objective::Throughput);
-            assert!(close(v, plain) || (v.is_infinite() && plain.is_infinite()), "seed {seed} {schedule}: {v} vs {plain}");
+            let problem = Problem {
+                pipeline: Some(Pipeline::new(schedule, 1)),
+                ..Problem::throughput(&w)
+            };
+            let v = plan(&Dp, &problem)
+                .unwrap()
+                .objective(dnnplace::solve::Objective::Throughput);
+            assert!(
+                close(v, plain) || (v.is_infinite() && plain.is_infinite()),
+                "seed {seed} {schedule}: {v} vs {plain}"
+            );
         }
     }
 }
@@ -175,7 +249,9 @@ fn one_micro_batch_is_the_default_model() {
 /// by the scorer's figure, and the simulator's peak on every device equals that figure.
 #[test]
 fn simulated_peaks_equal_the_planners_figure() {
-    use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+    use dnnplace::costmodel::{
+        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
+    };
     let settings = CostSettings {
         accelerator: find_profile("a100-80gb", &[]).unwrap(),
         cpu: find_profile("cpu-core", &[]).unwrap(),
@@ -184,7 +260,11 @@ fn simulated_peaks_equal_the_planners_figure() {
         accelerators: 4,
         cpus: 0,
     };
-    let g = transformer_graph(&TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4), DType::Fp16).unwrap();
+    let g = transformer_graph(
+        &TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4),
+        DType::Fp16,
+    )
+    .unwrap();
     let w = to_workload(&g, &settings).unwrap();
     let plain = plan(&Dp, &Problem::throughput(&w)).unwrap();
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
@@ -192,18 +272,50 @@ fn simulated_peaks_equal_the_planners_figure() {
         // The memory at which the plain optimum's plan needs the most under the schedule,
         // less a little: the schedule-aware DP must find another split.
         let p0 = plain.outcome.placement.clone().unwrap();
-        let need = dnnplace::score::pipeline_memory(&w, &p0, &pipeline).unwrap().iter().map(|d| d.bytes).fold(0.0, f64::max);
+        let need = dnnplace::score::pipeline_memory(&w, &p0, &pipeline)
+            .unwrap()
+            .iter()
+            .map(|d| d.bytes)
+            .fold(0.0, f64::max);
         let tight = w
-            .with_devices(DeviceSet { memory_per_accelerator_bytes: (need * 0.97).floor(), ..*w.devices() })
+            .with_devices(DeviceSet {
+                memory_per_accelerator_bytes: (need * 0.97).floor(),
+                ..*w.devices()
+            })
             .unwrap();
-        let planned = plan(&Dp, &Problem { pipeline: Some(pipeline), ..Problem::throughput(&tight) }).unwrap();
-        let placement = planned.outcome.placement.clone().unwrap_or_else(|| panic!("{schedule}: no plan at 97% memory"));
+        let planned = plan(
+            &Dp,
+            &Problem {
+                pipeline: Some(pipeline),
+                ..Problem::throughput(&tight)
+            },
+        )
+        .unwrap();
+        let placement = planned
+            .outcome
+            .placement
+            .clone()
+            .unwrap_or_else(|| panic!("{schedule}: no plan at 97% memory"));
         let figures = planned.pipeline_memory.clone().unwrap();
-        let sim = simulate(&tight, &placement, &Settings { schedule, micro_batches: m }).unwrap();
+        let sim = simulate(
+            &tight,
+            &placement,
+            &Settings {
+                schedule,
+                micro_batches: m,
+            },
+        )
+        .unwrap();
         let mut compared = 0;
         for d in &sim.devices {
             let f = figures.iter().find(|x| x.device == d.device).unwrap();
-            assert!(close(d.peak_memory_bytes, f.bytes), "{schedule} m={m} {}: simulated {} vs planned {}", d.device, d.peak_memory_bytes, f.bytes);
+            assert!(
+                close(d.peak_memory_bytes, f.bytes),
+                "{schedule} m={m} {}: simulated {} vs planned {}",
+                d.device,
+                d.peak_memory_bytes,
+                f.bytes
+            );
             assert!(f.bytes <= tight.devices().memory_per_accelerator_bytes);
             compared += 1;
         }
@@ -218,7 +330,9 @@ fn simulated_peaks_equal_the_planners_figure() {
 /// layer granularity without it).
 #[test]
 fn layer_granular_plans_under_a_schedule() {
-    use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+    use dnnplace::costmodel::{
+        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
+    };
     use dnnplace::model::layers::Layers;
     use dnnplace::solve::layer_granular::plan_by_layers;
     use dnnplace::solve::Objective;
@@ -230,34 +344,87 @@ fn layer_granular_plans_under_a_schedule() {
         accelerators: 4,
         cpus: 0,
     };
-    let g = transformer_graph(&TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4), DType::Fp16).unwrap();
+    let g = transformer_graph(
+        &TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4),
+        DType::Fp16,
+    )
+    .unwrap();
     let w = to_workload(&g, &settings).unwrap();
     let layers = Layers::new(&w).unwrap();
     let plain = plan_by_layers(&Dp, &Problem::throughput(&w), &layers).unwrap();
     let p0 = plain.outcome.placement.clone().unwrap();
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
         let pipeline = Pipeline::new(schedule, m);
-        let need = dnnplace::score::pipeline_memory(&w, &p0, &pipeline).unwrap().iter().map(|d| d.bytes).fold(0.0, f64::max);
+        let need = dnnplace::score::pipeline_memory(&w, &p0, &pipeline)
+            .unwrap()
+            .iter()
+            .map(|d| d.bytes)
+            .fold(0.0, f64::max);
         let limit = (need * 0.97).floor();
-        let tight = w.with_devices(DeviceSet { memory_per_accelerator_bytes: limit, ..*w.devices() }).unwrap();
-        let problem = Problem { pipeline: Some(pipeline), ..Problem::throughput(&tight) };
+        let tight = w
+            .with_devices(DeviceSet {
+                memory_per_accelerator_bytes: limit,
+                ..*w.devices()
+            })
+            .unwrap();
+        let problem = Problem {
+            pipeline: Some(pipeline),
+            ..Problem::throughput(&tight)
+        };
         let planned = plan_by_layers(&Dp, &problem, &layers).unwrap();
-        let placement = planned.outcome.placement.clone().unwrap_or_else(|| panic!("{schedule}: no layer plan at 97% memory"));
+        let placement = planned
+            .outcome
+            .placement
+            .clone()
+            .unwrap_or_else(|| panic!("{schedule}: no layer plan at 97% memory"));
         for layer in 0..layers.len() {
-            let on: Vec<Device> = (0..w.len()).filter(|&v| layers.layer_of[v] == layer).map(|v| placement.assignment[v]).collect();
-            assert!(on.windows(2).all(|x| x[0] == x[1]), "{schedule}: layer {layer} split over {on:?}");
+            let on: Vec<Device> = (0..w.len())
+                .filter(|&v| layers.layer_of[v] == layer)
+                .map(|v| placement.assignment[v])
+                .collect();
+            assert!(
+                on.windows(2).all(|x| x[0] == x[1]),
+                "{schedule}: layer {layer} split over {on:?}"
+            );
         }
         let figures = planned.pipeline_memory.clone().unwrap();
-        let sim = simulate(&tight, &placement, &Settings { schedule, micro_batches: m }).unwrap();
+        let sim = simulate(
+            &tight,
+            &placement,
+            &Settings {
+                schedule,
+                micro_batches: m,
+            },
+        )
+        .unwrap();
         for d in &sim.devices {
             let f = figures.iter().find(|x| x.device == d.device).unwrap();
-            assert!(close(d.peak_memory_bytes, f.bytes), "{schedule} m={m} {}: simulated {} vs planned {}", d.device, d.peak_memory_bytes, f.bytes);
-            assert!(d.peak_memory_bytes <= limit * (1.0 + 1e-12), "{schedule} {}: {} over {limit}", d.device, d.peak_memory_bytes);
+            assert!(
+                close(d.peak_memory_bytes, f.bytes),
+                "{schedule} m={m} {}: simulated {} vs planned {}",
+                d.device,
+                d.peak_memory_bytes,
+                f.bytes
+            );
+            assert!(
+                d.peak_memory_bytes <= limit * (1.0 + 1e-12),
+                "{schedule} {}: {} over {limit}",
+                d.device,
+                d.peak_memory_bytes
+            );
         }
         let value = planned.objective(Objective::Throughput);
-        let operator = plan(&Dp, &problem).unwrap().objective(Objective::Throughput);
-        assert!(value >= operator * (1.0 - 1e-9), "{schedule}: layer plan {value} below the operator-granular {operator}");
-        assert!(value >= plain.objective(Objective::Throughput) * (1.0 - 1e-9), "{schedule}: {value} below the unconstrained layer plan");
+        let operator = plan(&Dp, &problem)
+            .unwrap()
+            .objective(Objective::Throughput);
+        assert!(
+            value >= operator * (1.0 - 1e-9),
+            "{schedule}: layer plan {value} below the operator-granular {operator}"
+        );
+        assert!(
+            value >= plain.objective(Objective::Throughput) * (1.0 - 1e-9),
+            "{schedule}: {value} below the unconstrained layer plan"
+        );
         eprintln!("{schedule} m={m}: layer plan {value} ms (operator granularity {operator}, no schedule {})", plain.objective(Objective::Throughput));
     }
 }
@@ -271,7 +438,10 @@ fn plan_command_line() {
     let path = dir.path().join("w.json");
     // Four layers of 10 bytes, 4 of them stashed; 2 accelerators of 30 bytes.
     let node = |id: i64| {
-        format!(r#"{{"id":{id},"fpgaLatency":{},"cpuLatency":50,"size":10,"activationBytes":4}}"#, 1 + id % 2)
+        format!(
+            r#"{{"id":{id},"fpgaLatency":{},"cpuLatency":50,"size":10,"activationBytes":4}}"#,
+            1 + id % 2
+        )
     };
     let json = format!(
         r#"{{"maxSizePerFPGA":30,"maxFPGAs":2,"maxCPUs":0,"nodes":[{}],"edges":[{{"sourceId":1,"destId":2,"cost":0.5}},{{"sourceId":2,"destId":3,"cost":0.5}},{{"sourceId":3,"destId":4,"cost":0.5}}]}}"#,
@@ -279,15 +449,36 @@ fn plan_command_line() {
     );
     std::fs::write(&path, json).unwrap();
     let w = path.to_str().unwrap();
-    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args).output().unwrap();
-    let out = run(&["plan", w, "--schedule", "1f1b", "--micro-batches", "4", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "plan",
+        w,
+        "--schedule",
+        "1f1b",
+        "--micro-batches",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let devices = v["pipeline"]["devices"].as_array().unwrap();
     // Two stages: the first holds min(4, 2) = 2 micro-batches, the last 1; a stage of k
     // layers needs 10k + 4k·(c − 1) bytes, so the first stage holds at most 2 layers
     // (28 bytes) and the last at most 3 (30 bytes).
-    let mut in_flight: Vec<u64> = devices.iter().map(|d| d["inFlight"].as_u64().unwrap()).collect();
+    let mut in_flight: Vec<u64> = devices
+        .iter()
+        .map(|d| d["inFlight"].as_u64().unwrap())
+        .collect();
     in_flight.sort_unstable();
     assert_eq!(in_flight, [1, 2]);
     for d in devices {
@@ -298,8 +489,23 @@ fn plan_command_line() {
         assert!(d["memoryBytes"].as_f64().unwrap() <= 30.0);
     }
     // At layer granularity (each node its own layer here) the same figures come out.
-    let out = run(&["plan", w, "--schedule", "1f1b", "--micro-batches", "4", "--granularity", "layer", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&[
+        "plan",
+        w,
+        "--schedule",
+        "1f1b",
+        "--micro-batches",
+        "4",
+        "--granularity",
+        "layer",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let layered: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(layered["pipeline"], v["pipeline"]);
     // Under GPipe every stage holds 4 micro-batches: 10 + 12 = 22 bytes a layer, one layer a stage.
@@ -308,9 +514,18 @@ fn plan_command_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no feasible placement"));
     for (args, needle) in [
         (vec!["--schedule", "interleaved:2"], "one contiguous stage"),
-        (vec!["--schedule", "1f1b", "--method", "ip"], "only --method dp"),
-        (vec!["--micro-batches", "4"], "--micro-batches 4 needs --schedule"),
-        (vec!["--schedule", "1f1b", "--micro-batches", "0"], "--micro-batches 0 is out of range"),
+        (
+            vec!["--schedule", "1f1b", "--method", "ip"],
+            "only --method dp",
+        ),
+        (
+            vec!["--micro-batches", "4"],
+            "--micro-batches 4 needs --schedule",
+        ),
+        (
+            vec!["--schedule", "1f1b", "--micro-batches", "0"],
+            "--micro-batches 0 is out of range",
+        ),
     ] {
         let out = run(&[&["plan", w][..], &args[..]].concat());
         let err = String::from_utf8_lossy(&out.stderr);

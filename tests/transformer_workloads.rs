@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+use dnnplace::costmodel::{
+    find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
+};
 use dnnplace::io::{parse_workload, read_workload, workload_to_json};
 use dnnplace::solve::{self, dp::Dp, Problem, Status};
 
@@ -40,7 +42,14 @@ fn transformers_of_4_to_64_layers_plan() {
                 let spec = TransformerSpec::new(style, layers, 256, 4, 128, 4);
                 let g = transformer_graph(&spec, DType::Fp16).unwrap();
                 let w = to_workload(&g, &settings("a100-80gb", DType::Fp16, training, 8)).unwrap();
-                assert_eq!(w.len(), if training { 2 * g.ops.len() - 1 } else { g.ops.len() });
+                assert_eq!(
+                    w.len(),
+                    if training {
+                        2 * g.ops.len() - 1
+                    } else {
+                        g.ops.len()
+                    }
+                );
                 let plan = solve::plan(&Dp, &Problem::throughput(&w)).unwrap();
                 assert_eq!(plan.outcome.status, Status::Optimal);
                 let (block, before, after) = op_counts(style);
@@ -49,10 +58,16 @@ fn transformers_of_4_to_64_layers_plan() {
                 // handful (Llama's 17-operator block, with two fan-outs, has the most).
                 let ideals = plan.outcome.stats.ideals.unwrap();
                 let per_block = if style == Style::Llama { 30 } else { 25 };
-                assert!(ideals <= per_block * layers + 20, "{style:?} {layers} layers: {ideals} ideals");
+                assert!(
+                    ideals <= per_block * layers + 20,
+                    "{style:?} {layers} layers: {ideals} ideals"
+                );
                 let total: f64 = w.nodes().iter().map(|n| n.fpga_latency).sum();
                 let tps = plan.evaluation.as_ref().unwrap().max_load;
-                assert!(tps < total, "{layers} layers: TPS {tps} vs one device {total}");
+                assert!(
+                    tps < total,
+                    "{layers} layers: TPS {tps} vs one device {total}"
+                );
             }
         }
     }
@@ -77,16 +92,34 @@ fn golden(style: Style) -> (Named, Named, Vec<&'static str>) {
                 ("bert.encoder.layer.{i}.attention.self.query", None),
                 ("bert.encoder.layer.{i}.attention.self.key", None),
                 ("bert.encoder.layer.{i}.attention.self.value", None),
-                ("bert.encoder.layer.{i}.attention.self.scores", Some("bert.encoder.layer.{i}.attention.self")),
-                ("bert.encoder.layer.{i}.attention.self.softmax", Some("bert.encoder.layer.{i}.attention.self")),
-                ("bert.encoder.layer.{i}.attention.self.context", Some("bert.encoder.layer.{i}.attention.self")),
+                (
+                    "bert.encoder.layer.{i}.attention.self.scores",
+                    Some("bert.encoder.layer.{i}.attention.self"),
+                ),
+                (
+                    "bert.encoder.layer.{i}.attention.self.softmax",
+                    Some("bert.encoder.layer.{i}.attention.self"),
+                ),
+                (
+                    "bert.encoder.layer.{i}.attention.self.context",
+                    Some("bert.encoder.layer.{i}.attention.self"),
+                ),
                 ("bert.encoder.layer.{i}.attention.output.dense", None),
-                ("bert.encoder.layer.{i}.attention.output.residual", Some("bert.encoder.layer.{i}.attention.output")),
+                (
+                    "bert.encoder.layer.{i}.attention.output.residual",
+                    Some("bert.encoder.layer.{i}.attention.output"),
+                ),
                 ("bert.encoder.layer.{i}.attention.output.LayerNorm", None),
                 ("bert.encoder.layer.{i}.intermediate.dense", None),
-                ("bert.encoder.layer.{i}.intermediate.intermediate_act_fn", None),
+                (
+                    "bert.encoder.layer.{i}.intermediate.intermediate_act_fn",
+                    None,
+                ),
                 ("bert.encoder.layer.{i}.output.dense", None),
-                ("bert.encoder.layer.{i}.output.residual", Some("bert.encoder.layer.{i}.output")),
+                (
+                    "bert.encoder.layer.{i}.output.residual",
+                    Some("bert.encoder.layer.{i}.output"),
+                ),
                 ("bert.encoder.layer.{i}.output.LayerNorm", None),
             ],
             vec![
@@ -99,13 +132,26 @@ fn golden(style: Style) -> (Named, Named, Vec<&'static str>) {
             ],
         ),
         Style::Gpt2 => (
-            vec![("transformer.wte", None), ("transformer.wpe", None), ("transformer.embeddings_add", Some("transformer"))],
+            vec![
+                ("transformer.wte", None),
+                ("transformer.wpe", None),
+                ("transformer.embeddings_add", Some("transformer")),
+            ],
             vec![
                 ("transformer.h.{i}.ln_1", None),
                 ("transformer.h.{i}.attn.c_attn", None),
-                ("transformer.h.{i}.attn.scores", Some("transformer.h.{i}.attn")),
-                ("transformer.h.{i}.attn.softmax", Some("transformer.h.{i}.attn")),
-                ("transformer.h.{i}.attn.context", Some("transformer.h.{i}.attn")),
+                (
+                    "transformer.h.{i}.attn.scores",
+                    Some("transformer.h.{i}.attn"),
+                ),
+                (
+                    "transformer.h.{i}.attn.softmax",
+                    Some("transformer.h.{i}.attn"),
+                ),
+                (
+                    "transformer.h.{i}.attn.context",
+                    Some("transformer.h.{i}.attn"),
+                ),
                 ("transformer.h.{i}.attn.c_proj", None),
                 ("transformer.h.{i}.attn_residual", Some("transformer.h.{i}")),
                 ("transformer.h.{i}.ln_2", None),
@@ -123,10 +169,22 @@ fn golden(style: Style) -> (Named, Named, Vec<&'static str>) {
                 ("model.layers.{i}.self_attn.q_proj", None),
                 ("model.layers.{i}.self_attn.k_proj", None),
                 ("model.layers.{i}.self_attn.v_proj", None),
-                ("model.layers.{i}.self_attn.rotary", Some("model.layers.{i}.self_attn")),
-                ("model.layers.{i}.self_attn.scores", Some("model.layers.{i}.self_attn")),
-                ("model.layers.{i}.self_attn.softmax", Some("model.layers.{i}.self_attn")),
-                ("model.layers.{i}.self_attn.context", Some("model.layers.{i}.self_attn")),
+                (
+                    "model.layers.{i}.self_attn.rotary",
+                    Some("model.layers.{i}.self_attn"),
+                ),
+                (
+                    "model.layers.{i}.self_attn.scores",
+                    Some("model.layers.{i}.self_attn"),
+                ),
+                (
+                    "model.layers.{i}.self_attn.softmax",
+                    Some("model.layers.{i}.self_attn"),
+                ),
+                (
+                    "model.layers.{i}.self_attn.context",
+                    Some("model.layers.{i}.self_attn"),
+                ),
                 ("model.layers.{i}.self_attn.o_proj", None),
                 ("model.layers.{i}.attn_residual", Some("model.layers.{i}")),
                 ("model.layers.{i}.post_attention_layernorm", None),
@@ -146,7 +204,11 @@ fn golden(style: Style) -> (Named, Named, Vec<&'static str>) {
 fn two_layer_models_have_the_hugging_face_names_and_block_layer_ids() {
     for style in [Style::Bert, Style::Gpt2, Style::Llama] {
         let spec = TransformerSpec::new(style, 2, 64, 4, 16, 2);
-        let w = to_workload(&transformer_graph(&spec, DType::Fp32).unwrap(), &settings("a100-80gb", DType::Fp32, false, 2)).unwrap();
+        let w = to_workload(
+            &transformer_graph(&spec, DType::Fp32).unwrap(),
+            &settings("a100-80gb", DType::Fp32, false, 2),
+        )
+        .unwrap();
         let (embeddings, block, head) = golden(style);
         // (name, module, layerId) expected in node order.
         let mut expected: Vec<(String, Option<String>, i64)> = vec![("input_ids".into(), None, -1)];
@@ -162,8 +224,17 @@ fn two_layer_models_have_the_hugging_face_names_and_block_layer_ids() {
         for name in head {
             expected.push((name.into(), Some(name.into()), 2));
         }
-        let actual: Vec<(String, Option<String>, i64)> =
-            w.nodes().iter().map(|n| (n.name.clone().unwrap(), n.module.clone(), n.layer_id.unwrap())).collect();
+        let actual: Vec<(String, Option<String>, i64)> = w
+            .nodes()
+            .iter()
+            .map(|n| {
+                (
+                    n.name.clone().unwrap(),
+                    n.module.clone(),
+                    n.layer_id.unwrap(),
+                )
+            })
+            .collect();
         assert_eq!(actual, expected, "{style:?}");
     }
 }
@@ -196,8 +267,21 @@ fn memory_parts_add_up_and_follow_the_training_rule() {
     for (i, op) in g.ops.iter().enumerate() {
         let fwd = w.node(i);
         let m = fwd.memory.unwrap();
-        assert_eq!((m.weight_bytes, m.gradient_bytes, m.optimizer_bytes, m.activation_bytes), (op.cost.param_bytes, 0.0, 0.0, 0.0));
-        assert_eq!(fwd.size_bytes, op.cost.param_bytes + op.cost.output_bytes, "{}", op.name);
+        assert_eq!(
+            (
+                m.weight_bytes,
+                m.gradient_bytes,
+                m.optimizer_bytes,
+                m.activation_bytes
+            ),
+            (op.cost.param_bytes, 0.0, 0.0, 0.0)
+        );
+        assert_eq!(
+            fwd.size_bytes,
+            op.cost.param_bytes + op.cost.output_bytes,
+            "{}",
+            op.name
+        );
         if op.is_input {
             continue;
         }
@@ -210,8 +294,17 @@ fn memory_parts_add_up_and_follow_the_training_rule() {
         assert_eq!(back.size_bytes, m.total_bytes(), "{}", op.name);
     }
     // Block 0's weights: 4h² + 3hf + 2h bf16 parameters (f = 256 for h = 64).
-    let block0: f64 = w.nodes().iter().filter(|v| v.layer_id == Some(0)).filter_map(|v| v.memory).map(|m| m.weight_bytes).sum();
-    assert_eq!(block0, 2.0 * (4.0 * 64.0 * 64.0 + 3.0 * 64.0 * 256.0 + 2.0 * 64.0));
+    let block0: f64 = w
+        .nodes()
+        .iter()
+        .filter(|v| v.layer_id == Some(0))
+        .filter_map(|v| v.memory)
+        .map(|m| m.weight_bytes)
+        .sum();
+    assert_eq!(
+        block0,
+        2.0 * (4.0 * 64.0 * 64.0 + 3.0 * 64.0 * 256.0 + 2.0 * 64.0)
+    );
 }
 
 #[test]
@@ -227,12 +320,29 @@ fn the_shipped_example_is_what_the_generator_makes() {
     assert_eq!(w.edges().len(), shipped.edges().len());
     let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * x.abs().max(1.0);
     for (a, b) in w.nodes().iter().zip(shipped.nodes()) {
-        assert_eq!((a.id, &a.name, &a.module, a.layer_id, a.memory), (b.id, &b.name, &b.module, b.layer_id, b.memory));
-        assert!(close(a.fpga_latency, b.fpga_latency) && close(a.cpu_latency, b.cpu_latency), "node {}", a.id);
-        assert!(close(a.size_bytes, b.size_bytes), "node {}: size {} vs {}", a.id, a.size_bytes, b.size_bytes);
+        assert_eq!(
+            (a.id, &a.name, &a.module, a.layer_id, a.memory),
+            (b.id, &b.name, &b.module, b.layer_id, b.memory)
+        );
+        assert!(
+            close(a.fpga_latency, b.fpga_latency) && close(a.cpu_latency, b.cpu_latency),
+            "node {}",
+            a.id
+        );
+        assert!(
+            close(a.size_bytes, b.size_bytes),
+            "node {}: size {} vs {}",
+            a.id,
+            a.size_bytes,
+            b.size_bytes
+        );
     }
     for (v, _) in w.nodes().iter().enumerate() {
-        assert!(close(w.out_cost(v), shipped.out_cost(v)), "out cost of node {}", v + 1);
+        assert!(
+            close(w.out_cost(v), shipped.out_cost(v)),
+            "out cost of node {}",
+            v + 1
+        );
     }
     let plan = solve::plan(&Dp, &Problem::throughput(&shipped)).unwrap();
     assert_eq!(plan.outcome.status, Status::Optimal);
@@ -244,7 +354,8 @@ fn the_shipped_example_is_what_the_generator_makes() {
 #[test]
 #[ignore = "prints a comparison table; needs ../shared"]
 fn bert24_against_the_profiled_layer_workload() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/workloads/paper/throughput/layer/bert24_inference.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/workloads/paper/throughput/layer/bert24_inference.json");
     if !path.is_file() {
         println!("skipped: {} is absent", path.display());
         return;
@@ -276,11 +387,18 @@ fn bert24_against_the_profiled_layer_workload() {
     let mean = |ids: &mut dyn Iterator<Item = i64>| {
         let v: Vec<_> = ids.map(by_id).collect();
         let k = v.len() as f64;
-        (v.iter().map(|n| n.fpga_latency).sum::<f64>() / k, v.iter().map(|n| n.cpu_latency).sum::<f64>() / k)
+        (
+            v.iter().map(|n| n.fpga_latency).sum::<f64>() / k,
+            v.iter().map(|n| n.cpu_latency).sum::<f64>() / k,
+        )
     };
     let rows = [
         ("embeddings (node 3)", embed, mean(&mut [3].into_iter())),
-        ("encoder layer (nodes 5-28, mean)", layer, mean(&mut (5..=28))),
+        (
+            "encoder layer (nodes 5-28, mean)",
+            layer,
+            mean(&mut (5..=28)),
+        ),
         ("pooler (node 29)", pooler, mean(&mut [29].into_iter())),
         ("MLM head (node 30)", mlm, mean(&mut [30].into_iter())),
     ];
@@ -298,9 +416,23 @@ fn bert24_against_the_profiled_layer_workload() {
         );
     }
     // Sizes: ours = parameters + output; profiled the same convention.
-    let layer_size: f64 = g.ops.iter().enumerate().filter(|(_, o)| o.layer_id == Some(0)).map(|(_, o)| o.cost.param_bytes).sum::<f64>()
+    let layer_size: f64 = g
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.layer_id == Some(0))
+        .map(|(_, o)| o.cost.param_bytes)
+        .sum::<f64>()
         + 2.0 * 512.0 * 1024.0 * 4.0;
-    println!("layer size: ours {layer_size} bytes (params + output), profiled {}", by_id(5).size_bytes);
-    let ours_edge = 1e3 * 2.0 * 512.0 * 1024.0 * 4.0 / find_profile("v100", &[]).unwrap().host_link_bytes_per_s;
-    println!("layer output transfer (4 MiB): ours {ours_edge:.4} ms, profiled {:.6} (ratio {:.0})", out_cost(5), ours_edge / out_cost(5));
+    println!(
+        "layer size: ours {layer_size} bytes (params + output), profiled {}",
+        by_id(5).size_bytes
+    );
+    let ours_edge =
+        1e3 * 2.0 * 512.0 * 1024.0 * 4.0 / find_profile("v100", &[]).unwrap().host_link_bytes_per_s;
+    println!(
+        "layer output transfer (4 MiB): ours {ours_edge:.4} ms, profiled {:.6} (ratio {:.0})",
+        out_cost(5),
+        ours_edge / out_cost(5)
+    );
 }

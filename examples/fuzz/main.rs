@@ -75,7 +75,11 @@ fn parse_options() -> Options {
         match a.as_str() {
             "--target" => {
                 let v = value();
-                o.targets = if v == "all" { Target::ALL.to_vec() } else { vec![Target::parse(&v).unwrap_or_else(|| usage())] };
+                o.targets = if v == "all" {
+                    Target::ALL.to_vec()
+                } else {
+                    vec![Target::parse(&v).unwrap_or_else(|| usage())]
+                };
             }
             "--minutes" => o.minutes = value().parse().unwrap_or_else(|_| usage()),
             "--cases" => o.cases = Some(value().parse().unwrap_or_else(|_| usage())),
@@ -100,7 +104,10 @@ fn load_seeds(o: &Options) -> Seeds {
         if dir.is_dir() {
             seeds.add_shared(dir);
         } else if !o.worker {
-            eprintln!("note: {} is absent; fuzzing from the repository's seeds only", dir.display());
+            eprintln!(
+                "note: {} is absent; fuzzing from the repository's seeds only",
+                dir.display()
+            );
         }
     }
     seeds
@@ -121,11 +128,21 @@ fn record_panics() {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        let mut at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let mut at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         // Where in this crate, when the panic is in a library (an allocation, an index).
         let trace = std::backtrace::Backtrace::force_capture().to_string();
-        let frames: Vec<&str> = trace.lines().map(str::trim).filter(|l| l.starts_with("at ./src/")).take(2).collect();
-        let in_crate = info.location().is_some_and(|l| l.file().starts_with("src/"));
+        let frames: Vec<&str> = trace
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("at ./src/"))
+            .take(2)
+            .collect();
+        let in_crate = info
+            .location()
+            .is_some_and(|l| l.file().starts_with("src/"));
         if !frames.is_empty() && !in_crate {
             at = format!("{at} (from {})", frames.join(", "));
         }
@@ -136,13 +153,22 @@ fn record_panics() {
 }
 
 /// Runs one case in this process; `Err` is a finding (panic or oracle failure).
-fn run_guarded(seeds: &Seeds, target: Target, seed: u64, index: u64) -> Result<Verdict, (String, String)> {
+fn run_guarded(
+    seeds: &Seeds,
+    target: Target,
+    seed: u64,
+    index: u64,
+) -> Result<Verdict, (String, String)> {
     let case = make_case(seeds, target, seed, index);
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&case))) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(f)) => Err(("internal".into(), f.0)),
         Err(_) => {
-            let message = LAST_PANIC.lock().ok().and_then(|mut m| m.take()).unwrap_or_default();
+            let message = LAST_PANIC
+                .lock()
+                .ok()
+                .and_then(|mut m| m.take())
+                .unwrap_or_default();
             Err(("panic".into(), message))
         }
     }
@@ -155,7 +181,10 @@ fn one_line(s: &str) -> String {
 /// `--worker`: cases `from, from+1, …` of one target, one status line each on stdout.
 fn worker(o: &Options) {
     let limit = (o.memory_gib * 1024.0 * 1024.0 * 1024.0) as libc::rlim_t;
-    let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+    let rl = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
     // SAFETY: setrlimit reads one plain struct.
     unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) };
     record_panics();
@@ -167,9 +196,19 @@ fn worker(o: &Options) {
         let _ = writeln!(out.lock(), "{MARK}start {index}");
         let started = Instant::now();
         let line = match run_guarded(&seeds, target, o.seed, index) {
-            Ok(Verdict::Accepted) => format!("done {index} accepted {:.3}", started.elapsed().as_secs_f64()),
-            Ok(Verdict::Rejected(_)) => format!("done {index} rejected {:.3}", started.elapsed().as_secs_f64()),
-            Err((kind, message)) => format!("done {index} {kind} {:.3} {}", started.elapsed().as_secs_f64(), one_line(&message)),
+            Ok(Verdict::Accepted) => format!(
+                "done {index} accepted {:.3}",
+                started.elapsed().as_secs_f64()
+            ),
+            Ok(Verdict::Rejected(_)) => format!(
+                "done {index} rejected {:.3}",
+                started.elapsed().as_secs_f64()
+            ),
+            Err((kind, message)) => format!(
+                "done {index} {kind} {:.3} {}",
+                started.elapsed().as_secs_f64(),
+                one_line(&message)
+            ),
         };
         let mut lock = out.lock();
         let _ = writeln!(lock, "{MARK}{line}");
@@ -190,7 +229,10 @@ fn save_finding(o: &Options, seeds: &Seeds, target: Target, index: u64, kind: &s
     let case = make_case(seeds, target, o.seed, index);
     let _ = std::fs::create_dir_all(&o.findings);
     let stem = format!("{}-seed{}-case{index}", target.name(), o.seed);
-    let _ = std::fs::write(o.findings.join(format!("{stem}.{}", target.extension())), &case.input);
+    let _ = std::fs::write(
+        o.findings.join(format!("{stem}.{}", target.extension())),
+        &case.input,
+    );
     let note = format!(
         "{kind}: {message}\ncase: {}\nreplay: cargo run --release --example fuzz -- --target {} --seed {} --replay {index}\n",
         case.description,
@@ -211,7 +253,15 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
     let started = Instant::now();
     'restart: while next < end && Instant::now() < deadline {
         let mut cmd = Command::new(&exe);
-        cmd.args(["--worker", "--target", target.name(), "--seed", &o.seed.to_string(), "--from", &next.to_string()]);
+        cmd.args([
+            "--worker",
+            "--target",
+            target.name(),
+            "--seed",
+            &o.seed.to_string(),
+            "--from",
+            &next.to_string(),
+        ]);
         cmd.args(["--memory-gib", &o.memory_gib.to_string()]);
         if let Some(n) = o.cases {
             cmd.args(["--cases", &(o.from + n - next).to_string()]);
@@ -220,13 +270,18 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
             Some(dir) => cmd.arg("--shared").arg(dir),
             None => cmd.arg("--no-shared"),
         };
-        cmd.env("RAYON_NUM_THREADS", "1").stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env("RAYON_NUM_THREADS", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start a worker");
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         let (tx, rx) = mpsc::channel::<String>();
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -236,10 +291,15 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
         let stderr_tail = std::thread::spawn(move || {
             let mut kept: Vec<String> = Vec::new();
             let mut frames = 0;
-            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
                 let t = line.trim();
                 let frame = t.starts_with("at ./src/") || t.starts_with("at ./examples/");
-                if (frame && frames < 4) || (!line.starts_with(' ') && !t.is_empty() && kept.len() < 12) {
+                if (frame && frames < 4)
+                    || (!line.starts_with(' ') && !t.is_empty() && kept.len() < 12)
+                {
                     frames += usize::from(frame);
                     kept.push(t.to_string());
                 }
@@ -266,13 +326,18 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
                 let _ = child.wait();
                 break 'restart;
             }
-            let wait = Duration::from_secs_f64(o.case_timeout_s).min(left.max(Duration::from_millis(10)));
+            let wait =
+                Duration::from_secs_f64(o.case_timeout_s).min(left.max(Duration::from_millis(10)));
             match rx.recv_timeout(wait) {
                 Ok(line) => {
                     let Some(line) = line.strip_prefix(MARK) else {
                         // Printed by the code under test; one finding per case.
                         let index = current.unwrap_or(next);
-                        if tally.findings.last().is_none_or(|f| f.0 != "stdout" || f.1 != index) {
+                        if tally
+                            .findings
+                            .last()
+                            .is_none_or(|f| f.0 != "stdout" || f.1 != index)
+                        {
                             let message = format!("printed to stdout: {}", line.trim());
                             eprintln!("FINDING {} case {index}: stdout: {message}", target.name());
                             save_finding(o, seeds, target, index, "stdout", &message);
@@ -281,7 +346,13 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
                         continue;
                     };
                     let mut parts = line.splitn(5, ' ');
-                    let (what, index) = (parts.next().unwrap_or(""), parts.next().and_then(|i| i.parse::<u64>().ok()).unwrap_or(next));
+                    let (what, index) = (
+                        parts.next().unwrap_or(""),
+                        parts
+                            .next()
+                            .and_then(|i| i.parse::<u64>().ok())
+                            .unwrap_or(next),
+                    );
                     if what == "start" {
                         current = Some(index);
                         continue;
@@ -325,7 +396,8 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
                     let tail = stderr_tail.join().unwrap_or_default();
                     match current {
                         Some(index) => {
-                            let message = format!("worker died ({status}) during the case; stderr: {tail}");
+                            let message =
+                                format!("worker died ({status}) during the case; stderr: {tail}");
                             eprintln!("FINDING {} case {index}: abort: {message}", target.name());
                             save_finding(o, seeds, target, index, "abort", &message);
                             tally.findings.push(("abort".into(), index, message));
@@ -355,7 +427,11 @@ fn main() {
         for &target in &o.targets {
             let case = make_case(&seeds, target, o.seed, index);
             println!("{} case {index}: {}", target.name(), case.description);
-            println!("input ({} bytes): {}", case.input.len(), String::from_utf8_lossy(&case.input[..case.input.len().min(4000)]));
+            println!(
+                "input ({} bytes): {}",
+                case.input.len(),
+                String::from_utf8_lossy(&case.input[..case.input.len().min(4000)])
+            );
             println!("result: {:?}", run_guarded(&seeds, target, o.seed, index));
         }
         return;

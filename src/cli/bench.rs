@@ -25,7 +25,12 @@ pub struct BenchArgs {
     #[arg(long, value_parser = super::parse_seconds, value_name = "TIME", default_value = "60s", requires = "scale")]
     pub time_limit: f64,
     /// --scale: the folder with the published gnmt_inference.json and gnmt_training.json.
-    #[arg(long, value_name = "DIR", default_value = "../shared/workloads/paper/throughput/layer", requires = "scale")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "../shared/workloads/paper/throughput/layer",
+        requires = "scale"
+    )]
     pub gnmt_dir: PathBuf,
     /// Method to time.
     #[arg(long, default_value = "dp")]
@@ -45,19 +50,39 @@ pub struct BenchArgs {
 pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     if let Some(filter) = &args.scale {
         let limit = super::settings::time_limit("--time-limit", args.time_limit, "")?;
-        return super::bench_scale::run(filter, limit, &args.gnmt_dir, &args.plan_args, args.markdown);
+        return super::bench_scale::run(
+            filter,
+            limit,
+            &args.gnmt_dir,
+            &args.plan_args,
+            args.markdown,
+        );
     }
     let method = super::settings::method_id(&args.method)?;
     let files = named_files(&args.paths)?;
-    let exe = std::env::current_exe().map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;
-    let spec = BenchSpec { exe, method: method.name().into(), plan_args: args.plan_args, experts: args.experts };
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;
+    let spec = BenchSpec {
+        exe,
+        method: method.name().into(),
+        plan_args: args.plan_args,
+        experts: args.experts,
+    };
     let rows = run(&spec, &files).map_err(|e| match e {
         BenchError::Input(e) => CliError::from(e),
         BenchError::Run(e) => CliError::Internal(e),
     })?;
     let table = bench_table(&rows);
     let mut stdout = std::io::stdout().lock();
-    write!(stdout, "{}", if args.markdown { table.markdown() } else { table.text() })?;
+    write!(
+        stdout,
+        "{}",
+        if args.markdown {
+            table.markdown()
+        } else {
+            table.text()
+        }
+    )?;
     stdout.flush()?;
     Ok(())
 }

@@ -21,7 +21,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::costmodel::synthetic::{gpt_graph, gpt_layers_for_nodes, wide_graph, GptSpec, WideSpec};
-use crate::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, OpGraph, TransformerSpec};
+use crate::costmodel::{
+    find_profile, to_workload, transformer_graph, CostSettings, DType, OpGraph, TransformerSpec,
+};
 use crate::io::{read_workload, workload_to_json, write_atomically};
 use crate::model::{DeviceSet, Workload};
 
@@ -50,7 +52,11 @@ fn priced(graph: OpGraph, accelerators: usize, training: bool) -> Result<Workloa
 fn gnmt(path: &Path) -> Result<Workload, CliError> {
     let w = read_workload(path)?;
     let total: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
-    let devices = DeviceSet { accelerators: 4, cpus: 2, memory_per_accelerator_bytes: 1.3 * total / 4.0 };
+    let devices = DeviceSet {
+        accelerators: 4,
+        cpus: 2,
+        memory_per_accelerator_bytes: 1.3 * total / 4.0,
+    };
     Ok(w.with_devices(devices)?)
 }
 
@@ -64,7 +70,11 @@ fn cases(gnmt_dir: &Path) -> Vec<Case> {
                     name: format!("transformer-{layers}-{kind}-k{k}"),
                     build: Box::new(move || {
                         let spec = TransformerSpec::bert(layers, 768, 12, 512, 1);
-                        priced(transformer_graph(&spec, DType::Fp32).map_err(CliError::Internal)?, k, training)
+                        priced(
+                            transformer_graph(&spec, DType::Fp32).map_err(CliError::Internal)?,
+                            k,
+                            training,
+                        )
                     }),
                 });
             }
@@ -75,29 +85,55 @@ fn cases(gnmt_dir: &Path) -> Vec<Case> {
             name: format!("gpt-{}k", nodes / 1000),
             build: Box::new(move || {
                 let spec = GptSpec::gpt2(gpt_layers_for_nodes(nodes));
-                priced(gpt_graph(&spec, DType::Fp32).map_err(CliError::Internal)?, 8, false)
+                priced(
+                    gpt_graph(&spec, DType::Fp32).map_err(CliError::Internal)?,
+                    8,
+                    false,
+                )
             }),
         });
     }
-    for (name, blocks, branches, ops) in [("wide-6x4", 8, 6, 4), ("wide-8x4", 8, 8, 4), ("chains-8x5", 1, 8, 5)] {
+    for (name, blocks, branches, ops) in [
+        ("wide-6x4", 8, 6, 4),
+        ("wide-8x4", 8, 8, 4),
+        ("chains-8x5", 1, 8, 5),
+    ] {
         cases.push(Case {
             name: name.into(),
             build: Box::new(move || {
-                priced(wide_graph(&WideSpec::new(blocks, branches, ops), DType::Fp32).map_err(CliError::Internal)?, 8, false)
+                priced(
+                    wide_graph(&WideSpec::new(blocks, branches, ops), DType::Fp32)
+                        .map_err(CliError::Internal)?,
+                    8,
+                    false,
+                )
             }),
         });
     }
     for kind in ["inference", "training"] {
         let path = gnmt_dir.join(format!("gnmt_{kind}.json"));
-        cases.push(Case { name: format!("gnmt-{kind}-k4-l2-mem1.3"), build: Box::new(move || gnmt(&path)) });
+        cases.push(Case {
+            name: format!("gnmt-{kind}-k4-l2-mem1.3"),
+            build: Box::new(move || gnmt(&path)),
+        });
     }
     cases
 }
 
 /// Runs the scale rows whose name contains `filter`; `plan_args` go to every `plan`.
-pub fn run(filter: &str, time_limit_s: f64, gnmt_dir: &Path, plan_args: &[String], markdown: bool) -> Result<(), CliError> {
-    let exe = std::env::current_exe().map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;
-    let header = ["graph", "nodes", "k", "path", "time s", "wall s", "TPS", "bound", "gap", "status", "peak MiB"];
+pub fn run(
+    filter: &str,
+    time_limit_s: f64,
+    gnmt_dir: &Path,
+    plan_args: &[String],
+    markdown: bool,
+) -> Result<(), CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;
+    let header = [
+        "graph", "nodes", "k", "path", "time s", "wall s", "TPS", "bound", "gap", "status",
+        "peak MiB",
+    ];
     let mut stdout = std::io::stdout().lock();
     if markdown {
         writeln!(stdout, "| {} |", header.join(" | "))?;
@@ -106,17 +142,28 @@ pub fn run(filter: &str, time_limit_s: f64, gnmt_dir: &Path, plan_args: &[String
         writeln!(stdout, "{}", header.join("\t"))?;
     }
     stdout.flush()?;
-    for case in cases(gnmt_dir).into_iter().filter(|c| c.name.contains(filter)) {
+    for case in cases(gnmt_dir)
+        .into_iter()
+        .filter(|c| c.name.contains(filter))
+    {
         let w = match (case.build)() {
             Ok(w) => w,
             Err(e) => {
-                let row = [case.name.clone(), "-".into(), "-".into(), format!("not built: {e}")];
+                let row = [
+                    case.name.clone(),
+                    "-".into(),
+                    "-".into(),
+                    format!("not built: {e}"),
+                ];
                 print_row(&mut stdout, &row, markdown)?;
                 continue;
             }
         };
-        let file: PathBuf =
-            std::env::temp_dir().join(format!("dnnplace-bench-scale-{}-{}.json", std::process::id(), case.name));
+        let file: PathBuf = std::env::temp_dir().join(format!(
+            "dnnplace-bench-scale-{}-{}.json",
+            std::process::id(),
+            case.name
+        ));
         write_atomically(&file, &workload_to_json(&w))?;
         let wall = std::time::Instant::now();
         let output = std::process::Command::new(&exe)
@@ -127,19 +174,39 @@ pub fn run(filter: &str, time_limit_s: f64, gnmt_dir: &Path, plan_args: &[String
             .args(plan_args)
             .output();
         let _ = std::fs::remove_file(&file);
-        let output = output.map_err(|e| CliError::Internal(format!("running {}: {e}", exe.display())))?;
+        let output =
+            output.map_err(|e| CliError::Internal(format!("running {}: {e}", exe.display())))?;
         let wall_s = wall.elapsed().as_secs_f64();
         let (nodes, k) = (w.len().to_string(), w.devices().accelerators.to_string());
         if !output.status.success() {
-            let err = String::from_utf8_lossy(&output.stderr).trim().replace('\n', " ");
-            print_row(&mut stdout, &[case.name, nodes, k, format!("failed: {err}"), "-".into(), format!("{wall_s:.1}")], markdown)?;
+            let err = String::from_utf8_lossy(&output.stderr)
+                .trim()
+                .replace('\n', " ");
+            print_row(
+                &mut stdout,
+                &[
+                    case.name,
+                    nodes,
+                    k,
+                    format!("failed: {err}"),
+                    "-".into(),
+                    format!("{wall_s:.1}"),
+                ],
+                markdown,
+            )?;
             continue;
         }
         let v: serde_json::Value = serde_json::from_slice(&output.stdout)
             .map_err(|e| CliError::Internal(format!("plan --json printed no JSON: {e}")))?;
         let num = |key: &str| v[key].as_f64().unwrap_or(f64::NAN);
         let path = v["path"].as_str().unwrap_or("-").replace('|', "/");
-        let status = v["status"].as_str().unwrap_or("-").split(" (").next().unwrap_or("-").to_string();
+        let status = v["status"]
+            .as_str()
+            .unwrap_or("-")
+            .split(" (")
+            .next()
+            .unwrap_or("-")
+            .to_string();
         let row = [
             case.name,
             nodes,
@@ -151,7 +218,9 @@ pub fn run(filter: &str, time_limit_s: f64, gnmt_dir: &Path, plan_args: &[String
             format!("{:.6}", num("bound")),
             format!("{:.3}%", 100.0 * num("gap")),
             status,
-            v["peakMemoryBytes"].as_u64().map_or("-".into(), |b| format!("{:.0}", b as f64 / (1024.0 * 1024.0))),
+            v["peakMemoryBytes"].as_u64().map_or("-".into(), |b| {
+                format!("{:.0}", b as f64 / (1024.0 * 1024.0))
+            }),
         ];
         print_row(&mut stdout, &row, markdown)?;
     }

@@ -12,13 +12,15 @@ use super::{CliError, PlanArgs, ScoreArgs};
 use crate::io::{placement_json::placement_to_raw, write_atomically};
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 use crate::report::cluster::{
-    choice_line, cluster_device_table, cluster_evaluation_json, cluster_evaluation_text, cluster_lines, cluster_plan_text, frontier_svg, frontier_table,
-    sweep_svg, sweep_table,
+    choice_line, cluster_device_table, cluster_evaluation_json, cluster_evaluation_text,
+    cluster_lines, cluster_plan_text, frontier_svg, frontier_table, sweep_svg, sweep_table,
 };
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::cluster::dp::Tracking;
 use crate::solve::cluster::plan::{plan_on_cluster, CheckedPlan, ClusterMethod};
-use crate::solve::cluster::sweep::{best_within_budget, cheapest_for_target, frontier, price, sweep};
+use crate::solve::cluster::sweep::{
+    best_within_budget, cheapest_for_target, frontier, price, sweep,
+};
 use crate::solve::{MethodId, Objective};
 
 /// What `plan` on a cluster does not do yet, as an error naming the flag.
@@ -28,7 +30,11 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
         // auto, the default, is the cluster DP (which falls back to a checked plan with its gap).
         MethodId::Dp | MethodId::Auto => ClusterMethod::Dp,
         MethodId::BruteForce => ClusterMethod::BruteForce,
-        other => return refuse(&format!("--method is auto (the cluster DP), dp or brute-force, not {other}")),
+        other => {
+            return refuse(&format!(
+                "--method is auto (the cluster DP), dp or brute-force, not {other}"
+            ))
+        }
     };
     if settings.objective != Objective::Throughput {
         return refuse("the objective is throughput (TPS) only");
@@ -48,25 +54,39 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
 /// The placement file (MODEL.md's shape, devices numbered as the cluster numbers them).
 fn placement_file(w: &Workload, p: &Placement, e: &ClusterEvaluation) -> String {
     let (accs, cpus) = p.devices_used();
-    let load_of = |d: Device| e.devices.iter().find(|x| x.device == d).map_or(0.0, |x| x.load);
+    let load_of = |d: Device| {
+        e.devices
+            .iter()
+            .find(|x| x.device == d)
+            .map_or(0.0, |x| x.load)
+    };
     let acc: Vec<f64> = (0..accs).map(|i| load_of(Device::Accelerator(i))).collect();
     let cpu: Vec<f64> = (0..cpus).map(|i| load_of(Device::Cpu(i))).collect();
     let raw = placement_to_raw(w, p, &acc, &cpu, e.max_load, false);
     serde_json::to_string_pretty(&raw).expect("json") + "\n"
 }
 
-pub fn run_plan_on_cluster(args: &PlanArgs, settings: &PlanSettings, w: &Workload) -> Result<(), CliError> {
+pub fn run_plan_on_cluster(
+    args: &PlanArgs,
+    settings: &PlanSettings,
+    w: &Workload,
+) -> Result<(), CliError> {
     let method = check_plan_flags(args, settings)?;
     super::print_notes(&settings.notes);
     if args.sweep || args.target_tps.is_some() || args.budget.is_some() {
         return run_economics(args, settings, w, method);
     }
     if args.plot.is_some() {
-        return Err(CliError::Input("--plot draws the result of --sweep, --target-tps or --budget".into()));
+        return Err(CliError::Input(
+            "--plot draws the result of --sweep, --target-tps or --budget".into(),
+        ));
     }
     let plan = plan_on_cluster(w, &settings.limits, method, Tracking::Best)?;
     if let (Some(reason), None) = (&plan.stopped, &plan.best) {
-        return Err(CliError::Input(format!("no plan: the cluster DP stopped after {:.1} s: {reason}", plan.time_s)));
+        return Err(CliError::Input(format!(
+            "no plan: the cluster DP stopped after {:.1} s: {reason}",
+            plan.time_s
+        )));
     }
     let Some(best) = &plan.best else {
         return Err(CliError::Input(
@@ -86,12 +106,17 @@ pub fn run_plan_on_cluster(args: &PlanArgs, settings: &PlanSettings, w: &Workloa
                 v["status"] = serde_json::json!("feasible");
                 v["stopReason"] = serde_json::json!(reason.code());
                 v["lowerBound"] = serde_json::json!(plan.lower_bound);
-                v["gap"] = serde_json::json!(crate::report::table::gap(best.value, plan.lower_bound));
+                v["gap"] =
+                    serde_json::json!(crate::report::table::gap(best.value, plan.lower_bound));
             }
         }
         v["timeS"] = serde_json::json!(plan.time_s);
         v["usage"] = serde_json::json!(best.usage);
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&v).expect("json")
+        )?;
     } else {
         write!(stdout, "{}", cluster_plan_text(w, &plan, best))?;
         if let Some(out) = &args.out {
@@ -102,7 +127,11 @@ pub fn run_plan_on_cluster(args: &PlanArgs, settings: &PlanSettings, w: &Workloa
     Ok(())
 }
 
-pub fn run_score_on_cluster(args: &ScoreArgs, w: &Workload, placement: &Placement) -> Result<(), CliError> {
+pub fn run_score_on_cluster(
+    args: &ScoreArgs,
+    w: &Workload,
+    placement: &Placement,
+) -> Result<(), CliError> {
     if args.objective != super::ObjectiveArg::Throughput {
         return Err(CliError::Input("on a cluster, score reports throughput (TPS) and sync; --objective latency is not supported".into()));
     }
@@ -110,7 +139,11 @@ pub fn run_score_on_cluster(args: &ScoreArgs, w: &Workload, placement: &Placemen
     let e = evaluate_on_cluster(w, &costs, placement);
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&cluster_evaluation_json(&costs, &e)).expect("json"))?;
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&cluster_evaluation_json(&costs, &e)).expect("json")
+        )?;
     } else {
         write!(stdout, "{}", cluster_evaluation_text(w, &costs, &e))?;
     }
@@ -120,19 +153,33 @@ pub fn run_score_on_cluster(args: &ScoreArgs, w: &Workload, placement: &Placemen
 
 /// `--sweep`, `--target-tps`, `--budget`: one DP run keeping the optimum per accelerator
 /// usage ([`crate::solve::cluster::sweep`]), every plan checked; tables, and the plot.
-fn run_economics(args: &PlanArgs, settings: &PlanSettings, w: &Workload, method: ClusterMethod) -> Result<(), CliError> {
+fn run_economics(
+    args: &PlanArgs,
+    settings: &PlanSettings,
+    w: &Workload,
+    method: ClusterMethod,
+) -> Result<(), CliError> {
     if method != ClusterMethod::Dp {
-        return Err(CliError::Input("--sweep, --target-tps and --budget use the cluster DP (--method dp)".into()));
+        return Err(CliError::Input(
+            "--sweep, --target-tps and --budget use the cluster DP (--method dp)".into(),
+        ));
     }
     if args.out.is_some() && args.sweep {
-        return Err(CliError::Input("--out writes one plan: give it with --target-tps or --budget, not --sweep".into()));
+        return Err(CliError::Input(
+            "--out writes one plan: give it with --target-tps or --budget, not --sweep".into(),
+        ));
     }
     let plan = plan_on_cluster(w, &settings.limits, method, Tracking::PerUsage)?;
     if let Some(reason) = &plan.stopped {
-        return Err(CliError::Input(format!("no result: the cluster DP stopped after {:.1} s: {reason}", plan.time_s)));
+        return Err(CliError::Input(format!(
+            "no result: the cluster DP stopped after {:.1} s: {reason}",
+            plan.time_s
+        )));
     }
     if plan.per_usage.is_empty() {
-        return Err(CliError::Input("no feasible placement: no contiguous plan fits the cluster".into()));
+        return Err(CliError::Input(
+            "no feasible placement: no contiguous plan fits the cluster".into(),
+        ));
     }
     let cluster = plan.costs.cluster();
     let plans = &plan.per_usage;
@@ -152,7 +199,10 @@ fn run_economics(args: &PlanArgs, settings: &PlanSettings, w: &Workload, method:
     }
     if args.target_tps.is_some() || args.budget.is_some() {
         let front = frontier(plans, cluster);
-        text += &format!("\nPareto frontier (time per sample, price per hour):\n{}", frontier_table(cluster, &front));
+        text += &format!(
+            "\nPareto frontier (time per sample, price per hour):\n{}",
+            frontier_table(cluster, &front)
+        );
         if svg.is_none() {
             svg = Some(frontier_svg(cluster, &front));
         }
@@ -160,7 +210,10 @@ fn run_economics(args: &PlanArgs, settings: &PlanSettings, w: &Workload, method:
     if let Some(x) = args.target_tps {
         let p = cheapest_for_target(plans, cluster, x);
         text += &match p {
-            Some(p) => format!("\ncheapest for at most {x} ms per sample: {}\n", choice_line(cluster, p)),
+            Some(p) => format!(
+                "\ncheapest for at most {x} ms per sample: {}\n",
+                choice_line(cluster, p)
+            ),
             None => format!("\nno mix of this cluster reaches {x} ms per sample\n"),
         };
         chosen = chosen.or(p);
@@ -174,14 +227,18 @@ fn run_economics(args: &PlanArgs, settings: &PlanSettings, w: &Workload, method:
         chosen = chosen.or(p);
     }
     if let Some(p) = chosen {
-        text += &format!("\nchosen plan:\n{}", cluster_device_table(&plan.costs, &p.evaluation));
+        text += &format!(
+            "\nchosen plan:\n{}",
+            cluster_device_table(&plan.costs, &p.evaluation)
+        );
     }
     if let (Some(path), Some(page)) = (&args.plot, &svg) {
         write_atomically(path, page)?;
         text += &format!("plot written to {}\n", path.display());
     }
     if let Some(out) = &args.out {
-        let p = chosen.ok_or_else(|| CliError::Input("--out: no plan meets the target or budget".into()))?;
+        let p = chosen
+            .ok_or_else(|| CliError::Input("--out: no plan meets the target or budget".into()))?;
         write_atomically(out, &placement_file(w, &p.placement, &p.evaluation))?;
         text += &format!("placement written to {}\n", out.display());
     }
@@ -199,7 +256,11 @@ fn run_economics(args: &PlanArgs, settings: &PlanSettings, w: &Workload, method:
         if let Some(p) = chosen {
             v["chosen"] = row(p);
         }
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&v).expect("json")
+        )?;
     } else {
         write!(stdout, "{text}")?;
     }

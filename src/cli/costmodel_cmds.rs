@@ -9,15 +9,17 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::settings::{import_options as checked_import_options, DeviceOverrides, TransformerSizes};
+use super::settings::{
+    import_options as checked_import_options, DeviceOverrides, TransformerSizes,
+};
 use super::{parse_count, CliError};
 use crate::costmodel::cluster::cluster_from_arg;
 use crate::costmodel::onnx::{import_file, ImportOptions};
-use crate::costmodel::{
-    builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Head, OpGraph,
-    Style, TransformerSpec,
-};
 use crate::costmodel::synthetic::{gpt_graph, gpt_layers_for_nodes, wide_graph, GptSpec, WideSpec};
+use crate::costmodel::{
+    builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType,
+    DeviceProfile, Head, OpGraph, Style, TransformerSpec,
+};
 use crate::io::{check_output_target, workload_to_json, write_atomically};
 use crate::model::{Cluster, Workload};
 
@@ -239,23 +241,32 @@ pub fn run_cost_command(command: CostCommand) -> Result<(), CliError> {
 }
 
 fn load_profiles(files: &[PathBuf]) -> Result<Vec<DeviceProfile>, CliError> {
-    files.iter().map(|f| DeviceProfile::read(f).map_err(|e| CliError::Input(e.to_string()))).collect()
+    files
+        .iter()
+        .map(|f| DeviceProfile::read(f).map_err(|e| CliError::Input(e.to_string())))
+        .collect()
 }
 
 /// The cluster of `--cluster` with the profiles of its types, or `None` without the flag.
 pub fn cluster_of(flags: &CostFlags) -> Result<Option<(Cluster, Vec<DeviceProfile>)>, CliError> {
-    let Some(spec) = &flags.cluster else { return Ok(None) };
+    let Some(spec) = &flags.cluster else {
+        return Ok(None);
+    };
     cluster_from_flag(spec, &flags.device_file).map(Some)
 }
 
 /// The cluster of `--cluster SPEC` (short form or TOML file), profiles looked up in
 /// `device_files` first, with the profiles of its types.
-pub fn cluster_from_flag(spec: &str, device_files: &[PathBuf]) -> Result<(Cluster, Vec<DeviceProfile>), CliError> {
+pub fn cluster_from_flag(
+    spec: &str,
+    device_files: &[PathBuf],
+) -> Result<(Cluster, Vec<DeviceProfile>), CliError> {
     let loaded = load_profiles(device_files)?;
     let cluster = cluster_from_arg(spec, &loaded).map_err(CliError::Input)?;
     let mut profiles = Vec::new();
     for t in cluster.types() {
-        let p = find_profile(&t.profile, &loaded).map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
+        let p = find_profile(&t.profile, &loaded)
+            .map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
         if !profiles.iter().any(|q: &DeviceProfile| q.name == p.name) {
             profiles.push(p);
         }
@@ -267,39 +278,68 @@ pub fn cluster_from_flag(spec: &str, device_files: &[PathBuf]) -> Result<(Cluste
 /// device set (and its cluster section, if any). Nodes are timed on each type by the file's
 /// per-profile `latencies` where it has them, else by `fpgaLatency` scaled by the profile's
 /// speed against the file's reference (docs/cluster.md).
-pub fn workload_on_cluster(w: Workload, spec: &str, device_files: &[PathBuf]) -> Result<Workload, CliError> {
+pub fn workload_on_cluster(
+    w: Workload,
+    spec: &str,
+    device_files: &[PathBuf],
+) -> Result<Workload, CliError> {
     // Types that give their speed need no profile here (nothing is priced from one).
     let cluster = cluster_from_arg(spec, &load_profiles(device_files)?).map_err(CliError::Input)?;
-    let platform = crate::model::Platform { cluster: Some(cluster), ..w.platform().clone() };
-    w.with_platform(platform).map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))
+    let platform = crate::model::Platform {
+        cluster: Some(cluster),
+        ..w.platform().clone()
+    };
+    w.with_platform(platform)
+        .map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))
 }
 
 /// Flags → settings: profiles looked up (files first), dtype defaulted. With `--cluster`,
 /// the accelerator is the profile of the cluster's first type.
-pub fn cost_settings(flags: &CostFlags, accelerators: usize, cpus: usize) -> Result<CostSettings, CliError> {
+pub fn cost_settings(
+    flags: &CostFlags,
+    accelerators: usize,
+    cpus: usize,
+) -> Result<CostSettings, CliError> {
     let loaded = load_profiles(&flags.device_file)?;
     let input = |e: crate::costmodel::ProfileError| CliError::Input(e.to_string());
     let first_type = cluster_of(flags)?.map(|(c, _)| c.types().first().map(|t| t.profile.clone()));
     let accelerator = match (flags.device.clone(), first_type.flatten(), loaded.last()) {
-        (Some(name), _, _) | (None, Some(name), _) => find_profile(&name, &loaded).map_err(input)?,
+        (Some(name), _, _) | (None, Some(name), _) => {
+            find_profile(&name, &loaded).map_err(input)?
+        }
         (None, None, Some(last)) => last.clone(),
         (None, None, None) => find_profile("a100-80gb", &[]).map_err(input)?,
     };
-    let cpu = find_profile(flags.cpu_device.as_deref().unwrap_or("cpu-core"), &loaded).map_err(input)?;
-    Ok(CostSettings { accelerator, cpu, dtype: flags.dtype.unwrap_or(DType::Fp32), training: flags.training, accelerators, cpus })
+    let cpu =
+        find_profile(flags.cpu_device.as_deref().unwrap_or("cpu-core"), &loaded).map_err(input)?;
+    Ok(CostSettings {
+        accelerator,
+        cpu,
+        dtype: flags.dtype.unwrap_or(DType::Fp32),
+        training: flags.training,
+        accelerators,
+        cpus,
+    })
 }
 
 fn import_options(flags: &CostFlags) -> Result<ImportOptions, CliError> {
-    checked_import_options(flags.batch, flags.seq, flags.dtype.unwrap_or(DType::Fp32), flags.training)
+    checked_import_options(
+        flags.batch,
+        flags.seq,
+        flags.dtype.unwrap_or(DType::Fp32),
+        flags.training,
+    )
 }
 
 /// True for the model files `plan` imports instead of reading as workload JSON.
 pub fn is_model_file(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
 fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
-    let imported = import_file(path, &import_options(flags)?).map_err(|e| CliError::Input(e.to_string()))?;
+    let imported =
+        import_file(path, &import_options(flags)?).map_err(|e| CliError::Input(e.to_string()))?;
     for w in &imported.warnings {
         eprintln!("warning: {w}");
     }
@@ -307,20 +347,39 @@ fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
 }
 
 /// `plan MODEL.onnx`: import with `flags`, then apply `--accelerators/--cpus/--memory`.
-pub fn load_model_workload(path: &Path, flags: &CostFlags, devices: &DeviceOverrides) -> Result<Workload, CliError> {
+pub fn load_model_workload(
+    path: &Path,
+    flags: &CostFlags,
+    devices: &DeviceOverrides,
+) -> Result<Workload, CliError> {
     let graph = import_graph(path, flags)?;
-    let settings = cost_settings(flags, devices.accelerators.unwrap_or(DEFAULT_ACCELERATORS), devices.cpus.unwrap_or(1))?;
+    let settings = cost_settings(
+        flags,
+        devices.accelerators.unwrap_or(DEFAULT_ACCELERATORS),
+        devices.cpus.unwrap_or(1),
+    )?;
     let w = price(&graph, flags, &settings)?;
     if w.cluster().is_some() {
         return Ok(w);
     }
-    DeviceOverrides { accelerators: None, cpus: None, memory_bytes: devices.memory_bytes }.apply(w)
+    DeviceOverrides {
+        accelerators: None,
+        cpus: None,
+        memory_bytes: devices.memory_bytes,
+    }
+    .apply(w)
 }
 
 /// The workload of `graph`: on the `--cluster` when given, else on `settings`' device set.
-fn price(graph: &OpGraph, flags: &CostFlags, settings: &CostSettings) -> Result<Workload, CliError> {
+fn price(
+    graph: &OpGraph,
+    flags: &CostFlags,
+    settings: &CostSettings,
+) -> Result<Workload, CliError> {
     Ok(match cluster_of(flags)? {
-        Some((cluster, profiles)) => crate::costmodel::graph::to_workload_on_cluster(graph, settings, &cluster, &profiles)?,
+        Some((cluster, profiles)) => {
+            crate::costmodel::graph::to_workload_on_cluster(graph, settings, &cluster, &profiles)?
+        }
         None => to_workload(graph, settings)?,
     })
 }
@@ -328,7 +387,11 @@ fn price(graph: &OpGraph, flags: &CostFlags, settings: &CostSettings) -> Result<
 /// Rejects cost flags given with a workload JSON file (they would be silently ignored);
 /// `--cluster` (with `--device-file` for its profiles) applies to workload files too.
 pub fn check_no_cost_flags(path: &Path, flags: &CostFlags) -> Result<(), CliError> {
-    let pricing = CostFlags { cluster: None, device_file: Vec::new(), ..flags.clone() };
+    let pricing = CostFlags {
+        cluster: None,
+        device_file: Vec::new(),
+        ..flags.clone()
+    };
     if pricing.any_set() || (flags.cluster.is_none() && !flags.device_file.is_empty()) {
         return Err(CliError::Input(format!(
             "{} is a workload file: --device, --cpu-device, --dtype, --training, --batch and --seq apply to model files (.onnx) only (--device-file only with --cluster)",
@@ -338,13 +401,23 @@ pub fn check_no_cost_flags(path: &Path, flags: &CostFlags) -> Result<(), CliErro
     Ok(())
 }
 
-fn write_workload(w: &Workload, graph: &OpGraph, settings: &CostSettings, out: Option<&Path>) -> Result<(), CliError> {
+fn write_workload(
+    w: &Workload,
+    graph: &OpGraph,
+    settings: &CostSettings,
+    out: Option<&Path>,
+) -> Result<(), CliError> {
     let json = workload_to_json(w) + "\n";
     match out {
         Some(path) => {
             write_atomically(path, &json)?;
             let mut stdout = std::io::stdout().lock();
-            write!(stdout, "wrote {}\n{}", path.display(), workload_summary(w, graph, settings))?;
+            write!(
+                stdout,
+                "wrote {}\n{}",
+                path.display(),
+                workload_summary(w, graph, settings)
+            )?;
             stdout.flush()?;
         }
         None => {
@@ -364,9 +437,19 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
     let fpga_ms: f64 = w.nodes().iter().map(|n| n.fpga_latency).sum();
     let cpu_ms: f64 = w.nodes().iter().map(|n| n.cpu_latency).sum();
     let size: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
-    let part = |f: fn(&crate::model::NodeMemory) -> f64| -> f64 { w.nodes().iter().filter_map(|n| n.memory.as_ref()).map(f).sum() };
-    let (weights, gradients, optimizer, stash) =
-        (part(|m| m.weight_bytes), part(|m| m.gradient_bytes), part(|m| m.optimizer_bytes), part(|m| m.activation_bytes));
+    let part = |f: fn(&crate::model::NodeMemory) -> f64| -> f64 {
+        w.nodes()
+            .iter()
+            .filter_map(|n| n.memory.as_ref())
+            .map(f)
+            .sum()
+    };
+    let (weights, gradients, optimizer, stash) = (
+        part(|m| m.weight_bytes),
+        part(|m| m.gradient_bytes),
+        part(|m| m.optimizer_bytes),
+        part(|m| m.activation_bytes),
+    );
     let mut text = format!(
         "  {} nodes, {} edges; {:.3} GFLOPs and {} of parameters per forward pass ({})\n",
         w.len(),
@@ -380,8 +463,16 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
         settings.accelerator.name, fpga_ms, settings.cpu.name, cpu_ms
     );
     let pt = &w.platform().profile_times;
-    for (name, times) in pt.profiles.iter().zip(&pt.times).filter(|(name, _)| **name != settings.accelerator.name) {
-        text += &format!("  time on one {name}: {:.3} ms (sum of latencies.{name})\n", times.iter().sum::<f64>());
+    for (name, times) in pt
+        .profiles
+        .iter()
+        .zip(&pt.times)
+        .filter(|(name, _)| **name != settings.accelerator.name)
+    {
+        text += &format!(
+            "  time on one {name}: {:.3} ms (sum of latencies.{name})\n",
+            times.iter().sum::<f64>()
+        );
     }
     let buffers = (size - weights - gradients - optimizer - stash).max(0.0);
     let parts: Vec<String> = [
@@ -395,7 +486,11 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
     .filter(|(_, bytes)| *bytes > 0.0)
     .map(|(kind, bytes)| format!("{kind} {}", human_bytes(*bytes)))
     .collect();
-    text += &format!("  memory (sum of size, one sample in flight): {} = {}\n", human_bytes(size), parts.join(" + "));
+    text += &format!(
+        "  memory (sum of size, one sample in flight): {} = {}\n",
+        human_bytes(size),
+        parts.join(" + ")
+    );
     match w.cluster() {
         Some(c) => {
             text += "  cluster:\n";
@@ -438,8 +533,14 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
     };
     let size = TransformerSizes::new(args.layers, args.hidden, args.heads, args.ffn, args.vocab)?;
     let input = import_options(&args.cost)?;
-    let mut spec =
-        TransformerSpec::new(style, size.layers, size.hidden, size.heads, input.seq.unwrap_or(512), input.batch.unwrap_or(1));
+    let mut spec = TransformerSpec::new(
+        style,
+        size.layers,
+        size.hidden,
+        size.heads,
+        input.seq.unwrap_or(512),
+        input.batch.unwrap_or(1),
+    );
     spec.ffn = size.ffn.unwrap_or(spec.ffn);
     spec.vocab = size.vocab.unwrap_or(spec.vocab);
     spec.head = match args.head {
@@ -519,7 +620,17 @@ fn run_devices(args: DevicesArgs) -> Result<(), CliError> {
     writeln!(
         stdout,
         "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7} {:>7}  description",
-        "name", "fp32", "tf32", "fp16/bf16", "mem BW", "memory", "host", "d2d", "compute", "memory", "launch"
+        "name",
+        "fp32",
+        "tf32",
+        "fp16/bf16",
+        "mem BW",
+        "memory",
+        "host",
+        "d2d",
+        "compute",
+        "memory",
+        "launch"
     )?;
     writeln!(
         stdout,

@@ -50,12 +50,19 @@ pub struct ExportArgs {
 /// The exporter named `name`, or an input error listing the formats.
 pub fn exporter(name: &str) -> Result<Box<dyn Exporter>, CliError> {
     export::exporter_by_name(name).ok_or_else(|| {
-        CliError::Input(format!("unknown export format '{name}'; known: {}", export::format_names().join(", ")))
+        CliError::Input(format!(
+            "unknown export format '{name}'; known: {}",
+            export::format_names().join(", ")
+        ))
     })
 }
 
 /// A workload from JSON or a model file, as `plan` reads it.
-pub fn workload_from(path: &Path, model: &CostFlags, devices: &DeviceFlags) -> Result<Workload, CliError> {
+pub fn workload_from(
+    path: &Path,
+    model: &CostFlags,
+    devices: &DeviceFlags,
+) -> Result<Workload, CliError> {
     let devices = DeviceOverrides::new(devices);
     if costmodel_cmds::is_model_file(path) {
         costmodel_cmds::load_model_workload(path, model, &devices)
@@ -85,10 +92,16 @@ impl From<ExportError> for CliError {
 }
 
 /// The export text of `placement` for the format `name` (checked both ways).
-pub fn export_text(name: &str, w: &Workload, layers: &Layers, placement: &Placement) -> Result<String, CliError> {
+pub fn export_text(
+    name: &str,
+    w: &Workload,
+    layers: &Layers,
+    placement: &Placement,
+) -> Result<String, CliError> {
     let exporter = exporter(name)?;
-    let plan = LayerPlan::new(w, layers, placement)
-        .map_err(|reason| CliError::Input(format!("cannot export to {}: {reason}", exporter.name())))?;
+    let plan = LayerPlan::new(w, layers, placement).map_err(|reason| {
+        CliError::Input(format!("cannot export to {}: {reason}", exporter.name()))
+    })?;
     Ok(export::export(exporter.as_ref(), &plan)?)
 }
 
@@ -103,7 +116,12 @@ pub fn run_export(args: ExportArgs) -> Result<(), CliError> {
         Some(out) => {
             write_atomically(out, &text)?;
             let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "{} export written to {}", exporter.name(), out.display())?;
+            writeln!(
+                stdout,
+                "{} export written to {}",
+                exporter.name(),
+                out.display()
+            )?;
             stdout.flush()?;
         }
         None => {
@@ -116,9 +134,14 @@ pub fn run_export(args: ExportArgs) -> Result<(), CliError> {
 }
 
 /// `score --from-export FORMAT FILE`: the placement a framework's file describes.
-pub fn placement_from_export(w: &Workload, format: &str, file: &Path) -> Result<Placement, CliError> {
+pub fn placement_from_export(
+    w: &Workload,
+    format: &str,
+    file: &Path,
+) -> Result<Placement, CliError> {
     let exporter = exporter(format)?;
-    let text = std::fs::read_to_string(file).map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
     let layers = layers_of(w)?;
     export::read_export(exporter.as_ref(), &text, w, &layers)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))

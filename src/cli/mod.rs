@@ -30,13 +30,18 @@ use crate::io::{check_output_target, read_placement, read_workload, write_atomic
 use crate::model::schedule::Pipeline;
 use crate::model::{human_bytes, parse_bytes, WorkloadError};
 use crate::report::table::status_text;
-use crate::report::{comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json, plan_table};
+use crate::report::{
+    comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json,
+    plan_table,
+};
 use crate::score::{evaluate_with, DeviceMemory, LatencyScoring};
 use crate::solve::auto::Auto;
 use crate::solve::baselines::expert::Expert;
 use crate::solve::milp::IpExperiment;
 use crate::solve::{self, Method, MethodId, Objective, Outcome, Problem, SolveError, Status};
-use settings::{fit_to_workload, CompareSettings, DeviceOverrides, PlanSettings, ReproduceSettings};
+use settings::{
+    fit_to_workload, CompareSettings, DeviceOverrides, PlanSettings, ReproduceSettings,
+};
 
 /// The exit statuses, as `--help` prints them.
 pub const EXIT_STATUS: &str = "Exit status:
@@ -285,7 +290,10 @@ pub struct ScoreArgs {
     /// Workload JSON file.
     pub workload: PathBuf,
     /// Placement JSON file (MODEL.md shape; unlisted nodes follow their colour class).
-    #[arg(required_unless_present = "from_export", conflicts_with = "from_export")]
+    #[arg(
+        required_unless_present = "from_export",
+        conflicts_with = "from_export"
+    )]
     pub placement: Option<PathBuf>,
     /// Score a framework's split instead: FORMAT (torch, torch-json, deepspeed, megatron,
     /// vllm, accelerate) and the FILE in that form.
@@ -394,7 +402,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 /// Reads a workload file (one without a cluster section) and applies the device overrides.
-pub fn load_workload(path: &std::path::Path, devices: &DeviceOverrides) -> Result<crate::model::Workload, CliError> {
+pub fn load_workload(
+    path: &std::path::Path,
+    devices: &DeviceOverrides,
+) -> Result<crate::model::Workload, CliError> {
     let w = read_workload(path)?;
     if w.cluster().is_some() {
         return Err(CliError::Input(format!(
@@ -407,7 +418,12 @@ pub fn load_workload(path: &std::path::Path, devices: &DeviceOverrides) -> Resul
 
 /// The workload of `plan`/`score`: a workload file, on `--cluster` when given (which then
 /// replaces its device set and cluster section).
-fn workload_with_cluster(path: &std::path::Path, devices: &DeviceOverrides, cluster: Option<&str>, device_files: &[PathBuf]) -> Result<crate::model::Workload, CliError> {
+fn workload_with_cluster(
+    path: &std::path::Path,
+    devices: &DeviceOverrides,
+    cluster: Option<&str>,
+    device_files: &[PathBuf],
+) -> Result<crate::model::Workload, CliError> {
     match cluster {
         Some(spec) => {
             if *devices != DeviceOverrides::default() {
@@ -455,11 +471,21 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         costmodel_cmds::load_model_workload(&args.workload, &args.model, &settings.devices)?
     } else {
         costmodel_cmds::check_no_cost_flags(&args.workload, &args.model)?;
-        workload_with_cluster(&args.workload, &settings.devices, args.model.cluster.as_deref(), &args.model.device_file)?
+        workload_with_cluster(
+            &args.workload,
+            &settings.devices,
+            args.model.cluster.as_deref(),
+            &args.model.device_file,
+        )?
     };
-    let w = if w.cluster().is_none() && (args.sweep || args.target_tps.is_some() || args.budget.is_some()) {
+    let w = if w.cluster().is_none()
+        && (args.sweep || args.target_tps.is_some() || args.budget.is_some())
+    {
         let cluster = crate::model::Cluster::model_md(w.devices(), &w.platform().reference);
-        w.with_platform(crate::model::Platform { cluster: Some(cluster), ..w.platform().clone() })?
+        w.with_platform(crate::model::Platform {
+            cluster: Some(cluster),
+            ..w.platform().clone()
+        })?
     } else {
         w
     };
@@ -472,12 +498,18 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         return cluster_cmd::run_plan_on_cluster(&args, &settings, &w);
     }
     if args.plot.is_some() {
-        return Err(CliError::Input("--plot draws the result of --sweep, --target-tps or --budget".into()));
+        return Err(CliError::Input(
+            "--plot draws the result of --sweep, --target-tps or --budget".into(),
+        ));
     }
-    let (w, objective) = fit_to_workload(w, settings.objective, settings.method, &mut settings.notes)?;
+    let (w, objective) =
+        fit_to_workload(w, settings.objective, settings.method, &mut settings.notes)?;
     settings.objective = objective;
     let method: Box<dyn Method> = match (&settings.split, settings.method) {
-        (Some(path), _) => Box::new(Expert::new(read_placement(path, &w)?, path.display().to_string())),
+        (Some(path), _) => Box::new(Expert::new(
+            read_placement(path, &w)?,
+            path.display().to_string(),
+        )),
         (None, MethodId::Auto) => Box::new(Auto::new(settings.coarsen)),
         (None, id) => solve::method(id),
     };
@@ -509,7 +541,14 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         return Err(no_plan_error(&plan.outcome));
     };
     let report = match &args.report {
-        Some(_) => Some(simulate::plan_report(&args.workload, &w, placement, evaluation, Some(&plan.outcome), &args.schedule.simulated())?),
+        Some(_) => Some(simulate::plan_report(
+            &args.workload,
+            &w,
+            placement,
+            evaluation,
+            Some(&plan.outcome),
+            &args.schedule.simulated(),
+        )?),
         None => None,
     };
     let names = match &layers {
@@ -522,13 +561,19 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
                 Some(l) => l.clone(),
                 None => export_cmds::layers_of(&w)?,
             };
-            Some((format, export_cmds::export_text(format, &w, &export_layers, placement)?))
+            Some((
+                format,
+                export_cmds::export_text(format, &w, &export_layers, placement)?,
+            ))
         }
         None => None,
     };
     if let Some(out) = &args.out {
         let file = placement_json(&w, placement, evaluation, problem.objective);
-        write_atomically(out, &(serde_json::to_string_pretty(&file).expect("json") + "\n"))?;
+        write_atomically(
+            out,
+            &(serde_json::to_string_pretty(&file).expect("json") + "\n"),
+        )?;
     }
     if let (Some(path), Some(page)) = (&args.report, &report) {
         write_atomically(path, page)?;
@@ -538,7 +583,13 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let mut v = evaluation_json(&w, placement, Some(&plan.outcome), problem.objective, evaluation);
+        let mut v = evaluation_json(
+            &w,
+            placement,
+            Some(&plan.outcome),
+            problem.objective,
+            evaluation,
+        );
         v["peakMemoryBytes"] = serde_json::json!(peak_memory_bytes());
         v["holdings"] = crate::report::layers::holdings_json(&w, &names, placement);
         if let Some((format, text)) = &export {
@@ -547,17 +598,37 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         if let (Some(pipeline), Some(memory)) = (&problem.pipeline, &plan.pipeline_memory) {
             v["pipeline"] = pipeline_memory_json(pipeline, memory);
         }
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&v).expect("json")
+        )?;
     } else {
-        write!(stdout, "{}", plan_table(&w, Some(&plan.outcome), problem.objective, evaluation))?;
+        write!(
+            stdout,
+            "{}",
+            plan_table(&w, Some(&plan.outcome), problem.objective, evaluation)
+        )?;
         if layers.is_some() {
-            writeln!(stdout, "\ngranularity: layer ({}; stage boundaries only between layers)", crate::report::layers::layers_summary(&names))?;
+            writeln!(
+                stdout,
+                "\ngranularity: layer ({}; stage boundaries only between layers)",
+                crate::report::layers::layers_summary(&names)
+            )?;
         } else {
             writeln!(stdout)?;
         }
-        write!(stdout, "{}", crate::report::layers::holdings_table(&w, &names, placement, evaluation))?;
+        write!(
+            stdout,
+            "{}",
+            crate::report::layers::holdings_table(&w, &names, placement, evaluation)
+        )?;
         if let (Some(pipeline), Some(memory)) = (&problem.pipeline, &plan.pipeline_memory) {
-            write!(stdout, "{}", pipeline_memory_text(pipeline, memory, w.devices().memory_per_accelerator_bytes))?;
+            write!(
+                stdout,
+                "{}",
+                pipeline_memory_text(pipeline, memory, w.devices().memory_per_accelerator_bytes)
+            )?;
         }
         if let Some(out) = &args.out {
             writeln!(stdout, "placement written to {}", out.display())?;
@@ -566,7 +637,9 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
             writeln!(stdout, "report written to {}", path.display())?;
         }
         match (&export, &args.export_out) {
-            (Some((format, _)), Some(out)) => writeln!(stdout, "{format} export written to {}", out.display())?,
+            (Some((format, _)), Some(out)) => {
+                writeln!(stdout, "{format} export written to {}", out.display())?
+            }
             (Some((format, text)), None) => write!(stdout, "\n--- {format} export ---\n{text}")?,
             _ => {}
         }
@@ -578,7 +651,11 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
 /// The accelerators' memory under the planned schedule, one line each.
 fn pipeline_memory_text(pipeline: &Pipeline, memory: &[DeviceMemory], limit_bytes: f64) -> String {
     let m = pipeline.micro_batches;
-    let mut out = format!("\nmemory under {} with {m} micro-batches (resident + in flight x stash, limit {}):\n", pipeline.schedule, human_bytes(limit_bytes));
+    let mut out = format!(
+        "\nmemory under {} with {m} micro-batches (resident + in flight x stash, limit {}):\n",
+        pipeline.schedule,
+        human_bytes(limit_bytes)
+    );
     for d in memory.iter().filter(|d| d.device.is_accelerator()) {
         let parts = if d.recomputes {
             format!(
@@ -590,9 +667,19 @@ fn pipeline_memory_text(pipeline: &Pipeline, memory: &[DeviceMemory], limit_byte
                 human_bytes(d.bytes)
             )
         } else {
-            format!("{} + {} x {} = {}", human_bytes(d.resident_bytes), d.in_flight, human_bytes(d.stash_bytes), human_bytes(d.bytes))
+            format!(
+                "{} + {} x {} = {}",
+                human_bytes(d.resident_bytes),
+                d.in_flight,
+                human_bytes(d.stash_bytes),
+                human_bytes(d.bytes)
+            )
         };
-        out += &format!("{:<8}  stage {:>3}  {parts}\n", d.device.to_string(), d.stage);
+        out += &format!(
+            "{:<8}  stage {:>3}  {parts}\n",
+            d.device.to_string(),
+            d.stage
+        );
     }
     out
 }
@@ -631,13 +718,30 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
         }
     }
     // Each method runs on the device set clamped to the node count (solve::plan); say so once.
-    let problem = Problem { workload: &w, objective: settings.objective, contiguous: true, limits: settings.limits.clone(), pipeline: None };
+    let problem = Problem {
+        workload: &w,
+        objective: settings.objective,
+        contiguous: true,
+        limits: settings.limits.clone(),
+        pipeline: None,
+    };
     print_notes(&solve::clamp_to_nodes(&problem)?.notes);
     sigint_setup();
-    let comparison = solve::compare::compare_within(&w, settings.objective, &settings.limits, &list, false, &settings.budget());
+    let comparison = solve::compare::compare_within(
+        &w,
+        settings.objective,
+        &settings.limits,
+        &list,
+        false,
+        &settings.budget(),
+    );
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison_json(&comparison)).expect("json"))?;
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&comparison_json(&comparison)).expect("json")
+        )?;
     } else if args.markdown {
         write!(stdout, "{}", comparison_markdown(&comparison))?;
     } else {
@@ -673,13 +777,28 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         args.restarts
     );
     let started = std::time::Instant::now();
-    let run = crate::experiments::reproduce::reproduce(&args.dir, &settings.limits, settings.jobs, |case| {
-        eprintln!("[{:>6.1} s] {}/{}", started.elapsed().as_secs_f64(), case.section, case.name);
-    })?;
+    let run = crate::experiments::reproduce::reproduce(
+        &args.dir,
+        &settings.limits,
+        settings.jobs,
+        |case| {
+            eprintln!(
+                "[{:>6.1} s] {}/{}",
+                started.elapsed().as_secs_f64(),
+                case.section,
+                case.name
+            );
+        },
+    )?;
     let page = crate::report::reproduce::results_page(&run, &settings.limits, &command);
     write_atomically(&args.out, &page)?;
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "wrote {} in {:.1} s", args.out.display(), started.elapsed().as_secs_f64())?;
+    writeln!(
+        stdout,
+        "wrote {} in {:.1} s",
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    )?;
     stdout.flush()?;
     Ok(())
 }
@@ -700,7 +819,10 @@ fn sigint_setup() {
     solve::budget::clear_interrupt();
     // SAFETY: the handler only touches an atomic and calls _exit.
     unsafe {
-        libc::signal(libc::SIGINT, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
     }
 }
 
@@ -709,7 +831,10 @@ fn ip_session_setup() {
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         fn show(p: &solve::milp::Progress) {
             let gap = if p.incumbent.is_finite() && p.incumbent.abs() > 0.0 {
-                format!("{:.3}%", 100.0 * (p.incumbent - p.bound).max(0.0) / p.incumbent.abs())
+                format!(
+                    "{:.3}%",
+                    100.0 * (p.incumbent - p.bound).max(0.0) / p.incumbent.abs()
+                )
             } else {
                 "-".into()
             };
@@ -725,11 +850,22 @@ fn ip_session_setup() {
 
 fn run_score(args: ScoreArgs) -> Result<(), CliError> {
     // The device set is taken as given: a placement file names devices by index.
-    let w = workload_with_cluster(&args.workload, &DeviceOverrides::new(&args.devices), args.cluster.as_deref(), &args.device_file)?;
+    let w = workload_with_cluster(
+        &args.workload,
+        &DeviceOverrides::new(&args.devices),
+        args.cluster.as_deref(),
+        &args.device_file,
+    )?;
     let placement = match (&args.placement, &args.from_export) {
-        (_, Some(pair)) => export_cmds::placement_from_export(&w, &pair[0], std::path::Path::new(&pair[1]))?,
+        (_, Some(pair)) => {
+            export_cmds::placement_from_export(&w, &pair[0], std::path::Path::new(&pair[1]))?
+        }
         (Some(path), None) => read_placement(path, &w)?,
-        (None, None) => return Err(CliError::Input("give a placement file or --from-export FORMAT FILE".into())),
+        (None, None) => {
+            return Err(CliError::Input(
+                "give a placement file or --from-export FORMAT FILE".into(),
+            ))
+        }
     };
     if w.cluster().is_some() {
         return cluster_cmd::run_score_on_cluster(&args, &w, &placement);
@@ -741,18 +877,34 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
     };
     let latency = matches!(objective, Objective::Latency { .. });
     // `score` always reports latency, however long the greedy cut takes.
-    let scoring = if latency { LatencyScoring::Rules } else { LatencyScoring::Always };
+    let scoring = if latency {
+        LatencyScoring::Rules
+    } else {
+        LatencyScoring::Always
+    };
     let e = evaluate_with(&w, &placement, scoring);
-    let placement = if latency { e.attach_cut(placement) } else { placement };
+    let placement = if latency {
+        e.attach_cut(placement)
+    } else {
+        placement
+    };
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let v = evaluation_json(&w, &placement, None, objective, &e);
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&v).expect("json")
+        )?;
     } else {
         write!(stdout, "{}", plan_table(&w, None, objective, &e))?;
         writeln!(stdout)?;
         let names = export_cmds::layers_for_names(&w);
-        write!(stdout, "{}", crate::report::layers::holdings_table(&w, &names, &placement, &e))?;
+        write!(
+            stdout,
+            "{}",
+            crate::report::layers::holdings_table(&w, &names, &placement, &e)
+        )?;
     }
     stdout.flush()?;
     match e.violations.len() {

@@ -36,17 +36,19 @@
 use std::fmt::Display;
 use std::path::PathBuf;
 
-use super::{CliError, CoarsenArg, CompareArgs, DeviceFlags, ObjectiveArg, PlanArgs, ReproduceArgs, SearchFlags};
+use super::simulate::{PlanScheduleFlags, DEFAULT_MICRO_BATCHES};
+use super::{
+    CliError, CoarsenArg, CompareArgs, DeviceFlags, ObjectiveArg, PlanArgs, ReproduceArgs,
+    SearchFlags,
+};
 use crate::costmodel::onnx::ImportOptions;
 use crate::costmodel::DType;
-use super::simulate::{PlanScheduleFlags, DEFAULT_MICRO_BATCHES};
 use crate::model::schedule::{Pipeline, Schedule};
 use crate::model::{DeviceSet, Workload};
 use crate::solve::budget::Budget;
 use crate::solve::coarsen::{CoarsenMode, CoarsenSettings};
 use crate::solve::milp::{IpExperiment, IpOptions};
 use crate::solve::{clamp_to_nodes, method_names, Limits, MethodId, Objective, Problem};
-
 
 /// The longest time limit, seconds (about 31.7 years).
 pub const MAX_TIME_LIMIT_S: f64 = 1e9;
@@ -80,7 +82,9 @@ pub fn parse_count(text: &str) -> Result<usize, String> {
                 Err(format!("'{text}' is too large (at most {})", usize::MAX))
             }
         }
-        _ => Err(format!("'{text}' is not a count (a whole number ≥ 0, e.g. 4 or 1e6)")),
+        _ => Err(format!(
+            "'{text}' is not a count (a whole number ≥ 0, e.g. 4 or 1e6)"
+        )),
     }
 }
 
@@ -120,9 +124,17 @@ pub fn parse_fraction(text: &str) -> Result<f64, String> {
 
 /// `value` of `flag` if it lies in `lo..=hi`; otherwise an error naming the flag, the value,
 /// the range and `why` the range is what it is.
-fn in_range<T: PartialOrd + Display>(flag: &str, value: T, lo: T, hi: T, why: &str) -> Result<T, CliError> {
+fn in_range<T: PartialOrd + Display>(
+    flag: &str,
+    value: T,
+    lo: T,
+    hi: T,
+    why: &str,
+) -> Result<T, CliError> {
     if value < lo || value > hi {
-        return Err(CliError::Input(format!("{flag} {value} is out of range ({lo} to {hi}): {why}")));
+        return Err(CliError::Input(format!(
+            "{flag} {value} is out of range ({lo} to {hi}): {why}"
+        )));
     }
     Ok(value)
 }
@@ -130,7 +142,9 @@ fn in_range<T: PartialOrd + Display>(flag: &str, value: T, lo: T, hi: T, why: &s
 /// `value` of `flag` if it is at least `lo`.
 fn at_least(flag: &str, value: usize, lo: usize, what: &str) -> Result<usize, CliError> {
     if value < lo {
-        return Err(CliError::Input(format!("{flag} {value} is out of range: {what} must be at least {lo}")));
+        return Err(CliError::Input(format!(
+            "{flag} {value} is out of range: {what} must be at least {lo}"
+        )));
     }
     Ok(value)
 }
@@ -157,8 +171,12 @@ pub fn time_limit(flag: &str, seconds: f64, hint: &str) -> Result<f64, CliError>
 
 /// The method called `name`.
 pub fn method_id(name: &str) -> Result<MethodId, CliError> {
-    MethodId::from_name(name)
-        .ok_or_else(|| CliError::Input(format!("unknown method '{name}'; known: {}", method_names().join(", "))))
+    MethodId::from_name(name).ok_or_else(|| {
+        CliError::Input(format!(
+            "unknown method '{name}'; known: {}",
+            method_names().join(", ")
+        ))
+    })
 }
 
 /// `--threads`: at least 1; more than the machine's cores is clamped to them, with a note.
@@ -167,7 +185,9 @@ fn threads(value: Option<usize>, notes: &mut Vec<String>) -> Result<Option<usize
     at_least("--threads", n, 1, "the number of solver threads")?;
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     if n > cores {
-        notes.push(format!("--threads {n} is more than the {cores} cores of this machine: using {cores}"));
+        notes.push(format!(
+            "--threads {n} is more than the {cores} cores of this machine: using {cores}"
+        ));
         return Ok(Some(cores));
     }
     Ok(Some(n))
@@ -185,8 +205,13 @@ fn restarts(value: usize) -> Result<usize, CliError> {
 
 /// `--max-ideals`, `--seed`, `--restarts`, `--memory-budget` into the fields of [`Limits`].
 fn search_limits(flags: &SearchFlags, limits: &mut Limits) -> Result<(), CliError> {
-    limits.max_ideals =
-        in_range("--max-ideals", flags.max_ideals, 1, MAX_IDEALS, "the DP numbers ideals with 32 bits; coarsen the graph instead")?;
+    limits.max_ideals = in_range(
+        "--max-ideals",
+        flags.max_ideals,
+        1,
+        MAX_IDEALS,
+        "the DP numbers ideals with 32 bits; coarsen the graph instead",
+    )?;
     limits.seed = flags.seed as u64;
     limits.restarts = restarts(flags.restarts)?;
     limits.memory_budget_bytes = Some(memory_budget(flags.memory_budget)?);
@@ -206,7 +231,9 @@ fn memory_budget(bytes: f64) -> Result<f64, CliError> {
 
 /// `--ip-experiment` and `--highs-option` as [`IpOptions`].
 fn ip_options(experiments: &[IpExperiment], highs_options: &[(String, String)]) -> IpOptions {
-    let mut options = experiments.iter().fold(IpOptions::default(), |o, &e| o.with(e));
+    let mut options = experiments
+        .iter()
+        .fold(IpOptions::default(), |o, &e| o.with(e));
     options.highs_options = highs_options.to_vec();
     options
 }
@@ -215,7 +242,10 @@ fn ip_options(experiments: &[IpExperiment], highs_options: &[(String, String)]) 
 pub fn parse_ip_experiment(word: &str) -> Result<IpExperiment, String> {
     IpExperiment::from_word(word.trim()).ok_or_else(|| {
         let words: Vec<&str> = IpExperiment::ALL.iter().map(|e| e.word()).collect();
-        format!("unknown IP experiment '{word}'; known: {}", words.join(", "))
+        format!(
+            "unknown IP experiment '{word}'; known: {}",
+            words.join(", ")
+        )
     })
 }
 
@@ -241,7 +271,11 @@ impl DeviceOverrides {
     /// Every count is allowed here (more devices than nodes is clamped once the workload is
     /// known, by [`fit_to_workload`]); the byte count was checked by its parser.
     pub fn new(flags: &DeviceFlags) -> DeviceOverrides {
-        DeviceOverrides { accelerators: flags.accelerators, cpus: flags.cpus, memory_bytes: flags.memory }
+        DeviceOverrides {
+            accelerators: flags.accelerators,
+            cpus: flags.cpus,
+            memory_bytes: flags.memory,
+        }
     }
 
     /// `w` with these overrides (re-validated for feasibility).
@@ -253,7 +287,9 @@ impl DeviceOverrides {
         let devices = DeviceSet {
             accelerators: self.accelerators.unwrap_or(d.accelerators),
             cpus: self.cpus.unwrap_or(d.cpus),
-            memory_per_accelerator_bytes: self.memory_bytes.unwrap_or(d.memory_per_accelerator_bytes),
+            memory_per_accelerator_bytes: self
+                .memory_bytes
+                .unwrap_or(d.memory_per_accelerator_bytes),
         };
         Ok(w.with_devices(devices)?)
     }
@@ -290,9 +326,20 @@ pub struct PlanSettings {
 pub const MAX_MICRO_BATCHES: usize = 1 << 20;
 
 /// `--schedule`, `--micro-batches` and `--recompute` of `plan`, checked.
-fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes: &mut Vec<String>) -> Result<Option<Pipeline>, CliError> {
+fn pipeline_of(
+    flags: &PlanScheduleFlags,
+    method: MethodId,
+    report: bool,
+    notes: &mut Vec<String>,
+) -> Result<Option<Pipeline>, CliError> {
     if let Some(m) = flags.micro_batches {
-        in_range("--micro-batches", m, 1, MAX_MICRO_BATCHES, "the micro-batches of one iteration")?;
+        in_range(
+            "--micro-batches",
+            m,
+            1,
+            MAX_MICRO_BATCHES,
+            "the micro-batches of one iteration",
+        )?;
         if flags.schedule.is_none() && !report {
             return Err(CliError::Input(format!(
                 "--micro-batches {m} needs --schedule gpipe|1f1b (the memory to plan) or --report (the schedule to simulate)"
@@ -310,13 +357,17 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
     };
     let planned_only = |why: String| -> Result<(), CliError> {
         match flags.recompute {
-            Some(r) => Err(CliError::Input(format!("--recompute {r}: {why}, so nothing is planned to recompute"))),
+            Some(r) => Err(CliError::Input(format!(
+                "--recompute {r}: {why}, so nothing is planned to recompute"
+            ))),
             None => Ok(()),
         }
     };
     if let Schedule::Interleaved { .. } = schedule {
         if report {
-            planned_only(format!("--schedule {schedule} is only simulated (the plan uses MODEL.md's memory)"))?;
+            planned_only(format!(
+                "--schedule {schedule} is only simulated (the plan uses MODEL.md's memory)"
+            ))?;
             notes.push(format!(
                 "--schedule {schedule} is simulated for --report; the plan is made with MODEL.md's memory (the planner gives each device one contiguous stage, {schedule} runs several chunks per device)"
             ));
@@ -328,7 +379,9 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
     }
     if method != MethodId::Dp && method != MethodId::Auto {
         if report {
-            planned_only(format!("{method} plans with MODEL.md's memory (only --method dp plans under a schedule)"))?;
+            planned_only(format!(
+                "{method} plans with MODEL.md's memory (only --method dp plans under a schedule)"
+            ))?;
             notes.push(format!("--schedule {schedule} is simulated for --report; {method} plans with MODEL.md's memory (only --method dp plans under a schedule's memory)"));
             return Ok(None);
         }
@@ -336,7 +389,11 @@ fn pipeline_of(flags: &PlanScheduleFlags, method: MethodId, report: bool, notes:
             "--schedule: only --method dp plans under a schedule's memory ({method} does not model it)"
         )));
     }
-    Ok(Some(Pipeline { schedule, micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES), recompute }))
+    Ok(Some(Pipeline {
+        schedule,
+        micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES),
+        recompute,
+    }))
 }
 
 impl PlanSettings {
@@ -344,7 +401,11 @@ impl PlanSettings {
         let method = method_id(&args.method)?;
         match (&args.split, method) {
             (Some(_), MethodId::Expert) | (None, _) => {}
-            (Some(_), other) => return Err(CliError::Input(format!("--split is for --method expert, not {other}"))),
+            (Some(_), other) => {
+                return Err(CliError::Input(format!(
+                    "--split is for --method expert, not {other}"
+                )))
+            }
         }
         let mut notes = Vec::new();
         let mut contiguous = !args.non_contiguous;
@@ -353,10 +414,21 @@ impl PlanSettings {
             notes.push(format!("{method} only makes non-contiguous plans: solving the non-contiguous problem (as with --non-contiguous)"));
         }
         let mut limits = Limits {
-            time_limit_s: args.time_limit.map(|t| time_limit("--time-limit", t, "; omit it for no limit")).transpose()?,
+            time_limit_s: args
+                .time_limit
+                .map(|t| time_limit("--time-limit", t, "; omit it for no limit"))
+                .transpose()?,
             mip_gap: args
                 .gap
-                .map(|g| in_range("--gap", g, 0.0, 1.0, "a relative gap above 100% stops at the first plan, as 100% does"))
+                .map(|g| {
+                    in_range(
+                        "--gap",
+                        g,
+                        0.0,
+                        1.0,
+                        "a relative gap above 100% stops at the first plan, as 100% does",
+                    )
+                })
                 .transpose()?,
             threads: threads(args.threads, &mut notes)?,
             ip: ip_options(&args.ip_experiment, &args.highs_option),
@@ -379,15 +451,27 @@ impl PlanSettings {
 
     /// The problem on `w`.
     pub fn problem<'a>(&self, w: &'a Workload) -> Problem<'a> {
-        Problem { workload: w, objective: self.objective, contiguous: self.contiguous, limits: self.limits.clone(), pipeline: self.pipeline }
+        Problem {
+            workload: w,
+            objective: self.objective,
+            contiguous: self.contiguous,
+            limits: self.limits.clone(),
+            pipeline: self.pipeline,
+        }
     }
 }
 
 /// `--coarsen MODE` and `--coarsen-target N`: only with `--method auto`, N ≥ 1, and no
 /// target with `--coarsen off`.
-fn coarsen_settings(method: MethodId, mode: Option<CoarsenArg>, target: Option<usize>) -> Result<CoarsenSettings, CliError> {
+fn coarsen_settings(
+    method: MethodId,
+    mode: Option<CoarsenArg>,
+    target: Option<usize>,
+) -> Result<CoarsenSettings, CliError> {
     if (mode.is_some() || target.is_some()) && method != MethodId::Auto {
-        return Err(CliError::Input(format!("--coarsen and --coarsen-target are for --method auto, not {method}")));
+        return Err(CliError::Input(format!(
+            "--coarsen and --coarsen-target are for --method auto, not {method}"
+        )));
     }
     let mode = match mode.unwrap_or(CoarsenArg::Auto) {
         CoarsenArg::Auto => CoarsenMode::Auto,
@@ -395,9 +479,20 @@ fn coarsen_settings(method: MethodId, mode: Option<CoarsenArg>, target: Option<u
         CoarsenArg::Layers => CoarsenMode::Layers,
     };
     if mode == CoarsenMode::Off && target.is_some() {
-        return Err(CliError::Input("--coarsen-target needs coarsening; it contradicts --coarsen off".into()));
+        return Err(CliError::Input(
+            "--coarsen-target needs coarsening; it contradicts --coarsen off".into(),
+        ));
     }
-    let target = target.map(|t| at_least("--coarsen-target", t, 1, "the clusters of the level the DP runs on")).transpose()?;
+    let target = target
+        .map(|t| {
+            at_least(
+                "--coarsen-target",
+                t,
+                1,
+                "the clusters of the level the DP runs on",
+            )
+        })
+        .transpose()?;
     Ok(CoarsenSettings { mode, target })
 }
 
@@ -414,14 +509,19 @@ pub struct CompareSettings {
 
 impl CompareSettings {
     pub fn new(args: &CompareArgs) -> Result<CompareSettings, CliError> {
-        let mut limits =
-            Limits { time_limit_s: Some(time_limit("--ip-time-limit", args.ip_time_limit, "")?), ..Limits::default() };
+        let mut limits = Limits {
+            time_limit_s: Some(time_limit("--ip-time-limit", args.ip_time_limit, "")?),
+            ..Limits::default()
+        };
         search_limits(&args.search, &mut limits)?;
         Ok(CompareSettings {
             objective: objective_of(args.objective, args.pieces)?,
             devices: DeviceOverrides::new(&args.devices),
             limits,
-            total_time_limit_s: args.time_limit.map(|t| time_limit("--time-limit", t, "; omit it for no limit")).transpose()?,
+            total_time_limit_s: args
+                .time_limit
+                .map(|t| time_limit("--time-limit", t, "; omit it for no limit"))
+                .transpose()?,
         })
     }
 
@@ -448,7 +548,13 @@ impl ReproduceSettings {
             ..Limits::default()
         };
         let jobs = match args.jobs {
-            Some(j) => in_range("--jobs", j, 1, MAX_JOBS, "workloads run at a time, one thread each")?,
+            Some(j) => in_range(
+                "--jobs",
+                j,
+                1,
+                MAX_JOBS,
+                "workloads run at a time, one thread each",
+            )?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         Ok(ReproduceSettings { limits, jobs })
@@ -467,7 +573,13 @@ pub fn fit_to_workload(
     if !method.searches() {
         return Ok((w, objective));
     }
-    let problem = Problem { workload: &w, objective, contiguous: true, limits: Limits::default(), pipeline: None };
+    let problem = Problem {
+        workload: &w,
+        objective,
+        contiguous: true,
+        limits: Limits::default(),
+        pipeline: None,
+    };
     let clamped = clamp_to_nodes(&problem)?;
     notes.extend(clamped.notes);
     let objective = clamped.objective.unwrap_or(objective);
@@ -475,11 +587,30 @@ pub fn fit_to_workload(
 }
 
 /// `--batch` and `--seq` of an import, checked.
-pub fn import_options(batch: Option<usize>, seq: Option<usize>, dtype: DType, training: bool) -> Result<ImportOptions, CliError> {
+pub fn import_options(
+    batch: Option<usize>,
+    seq: Option<usize>,
+    dtype: DType,
+    training: bool,
+) -> Result<ImportOptions, CliError> {
     let dimension = |flag: &str, v: Option<usize>| {
-        v.map(|v| in_range(flag, v, 1, MAX_DIMENSION, "tensor sizes must stay exact in 64 bits")).transpose()
+        v.map(|v| {
+            in_range(
+                flag,
+                v,
+                1,
+                MAX_DIMENSION,
+                "tensor sizes must stay exact in 64 bits",
+            )
+        })
+        .transpose()
     };
-    Ok(ImportOptions { batch: dimension("--batch", batch)?, seq: dimension("--seq", seq)?, dtype, training })
+    Ok(ImportOptions {
+        batch: dimension("--batch", batch)?,
+        seq: dimension("--seq", seq)?,
+        dtype,
+        training,
+    })
 }
 
 /// The sizes of a generated transformer, checked.
@@ -495,14 +626,30 @@ pub struct TransformerSizes {
 }
 
 impl TransformerSizes {
-    pub fn new(layers: usize, hidden: usize, heads: usize, ffn: Option<usize>, vocab: Option<usize>) -> Result<Self, CliError> {
+    pub fn new(
+        layers: usize,
+        hidden: usize,
+        heads: usize,
+        ffn: Option<usize>,
+        vocab: Option<usize>,
+    ) -> Result<Self, CliError> {
         let why = "products such as batch·seq·hidden must stay exact in 64 bits";
         Ok(TransformerSizes {
-            layers: in_range("--layers", layers, 1, MAX_LAYERS, "a block is about 20 operators: 10,000 blocks are 200,000 operators")?,
+            layers: in_range(
+                "--layers",
+                layers,
+                1,
+                MAX_LAYERS,
+                "a block is about 20 operators: 10,000 blocks are 200,000 operators",
+            )?,
             hidden: in_range("--hidden", hidden, 1, MAX_DIMENSION, why)?,
             heads: in_range("--heads", heads, 1, MAX_DIMENSION, why)?,
-            ffn: ffn.map(|f| in_range("--ffn", f, 1, MAX_DIMENSION, why)).transpose()?,
-            vocab: vocab.map(|v| in_range("--vocab", v, 1, MAX_DIMENSION, why)).transpose()?,
+            ffn: ffn
+                .map(|f| in_range("--ffn", f, 1, MAX_DIMENSION, why))
+                .transpose()?,
+            vocab: vocab
+                .map(|v| in_range("--vocab", v, 1, MAX_DIMENSION, why))
+                .transpose()?,
         })
     }
 }
@@ -542,16 +689,32 @@ mod tests {
 
     #[test]
     fn ranges_name_the_flag_the_value_and_the_reason() {
-        let e = time_limit("--time-limit", 1e99, "").unwrap_err().to_string();
-        assert!(e.contains("--time-limit 1e99 s is out of range (1 ms to 1e9 s"), "{e}");
+        let e = time_limit("--time-limit", 1e99, "")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--time-limit 1e99 s is out of range (1 ms to 1e9 s"),
+            "{e}"
+        );
         assert!(time_limit("--time-limit", 0.0, "").is_err());
         assert_eq!(time_limit("--time-limit", 60.0, "").unwrap(), 60.0);
         let e = restarts(0).unwrap_err().to_string();
-        assert!(e.contains("--restarts 0 is out of range (1 to 1000000)"), "{e}");
+        assert!(
+            e.contains("--restarts 0 is out of range (1 to 1000000)"),
+            "{e}"
+        );
         let e = memory_budget(1000.0).unwrap_err().to_string();
-        assert!(e.contains("--memory-budget 1000 B is out of range (1 MiB to 1 PiB)"), "{e}");
-        assert_eq!(memory_budget(4.0 * 1024.0 * 1024.0 * 1024.0).unwrap(), 4294967296.0);
-        let e = import_options(Some(0), None, DType::Fp32, false).unwrap_err().to_string();
+        assert!(
+            e.contains("--memory-budget 1000 B is out of range (1 MiB to 1 PiB)"),
+            "{e}"
+        );
+        assert_eq!(
+            memory_budget(4.0 * 1024.0 * 1024.0 * 1024.0).unwrap(),
+            4294967296.0
+        );
+        let e = import_options(Some(0), None, DType::Fp32, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--batch 0 is out of range"), "{e}");
     }
 
@@ -564,4 +727,3 @@ mod tests {
         assert!(threads(Some(0), &mut notes).is_err());
     }
 }
-

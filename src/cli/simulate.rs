@@ -72,7 +72,10 @@ pub const DEFAULT_MICRO_BATCHES: usize = 8;
 
 impl ScheduleFlags {
     pub fn settings(&self) -> Settings {
-        Settings { schedule: self.schedule, micro_batches: self.micro_batches }
+        Settings {
+            schedule: self.schedule,
+            micro_batches: self.micro_batches,
+        }
     }
 }
 
@@ -120,7 +123,10 @@ impl From<SimulateError> for CliError {
 }
 
 fn title(path: &Path) -> String {
-    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 /// The report page of a plan: simulates it with `flags` and renders everything.
@@ -133,17 +139,43 @@ pub fn plan_report(
     flags: &ScheduleFlags,
 ) -> Result<String, CliError> {
     let simulation = simulate(w, placement, &flags.settings())?;
-    Ok(page(workload_path, w, placement, evaluation, outcome, &simulation))
+    Ok(page(
+        workload_path,
+        w,
+        placement,
+        evaluation,
+        outcome,
+        &simulation,
+    ))
 }
 
-fn page(path: &Path, w: &Workload, placement: &Placement, evaluation: &Evaluation, outcome: Option<&Outcome>, simulation: &Simulation) -> String {
+fn page(
+    path: &Path,
+    w: &Workload,
+    placement: &Placement,
+    evaluation: &Evaluation,
+    outcome: Option<&Outcome>,
+    simulation: &Simulation,
+) -> String {
     let title = title(path);
-    report_html(&ReportInput { title: &title, workload: w, placement, evaluation, outcome, simulation: Some(simulation) })
+    report_html(&ReportInput {
+        title: &title,
+        workload: w,
+        placement,
+        evaluation,
+        outcome,
+        simulation: Some(simulation),
+    })
 }
 
 /// The plan with `simulate --recompute` applied: `none` clears the plan's marks, `auto`
 /// chooses them as the planner does (gpipe and 1f1b only).
-fn recomputed(w: &Workload, placement: Placement, recompute: Option<Recompute>, flags: &ScheduleFlags) -> Result<Placement, CliError> {
+fn recomputed(
+    w: &Workload,
+    placement: Placement,
+    recompute: Option<Recompute>,
+    flags: &ScheduleFlags,
+) -> Result<Placement, CliError> {
     match recompute {
         None => Ok(placement),
         Some(Recompute::None) => Ok(placement.with_recompute(Vec::new())),
@@ -154,8 +186,13 @@ fn recomputed(w: &Workload, placement: Placement, recompute: Option<Recompute>, 
                     flags.schedule
                 )));
             }
-            let pipeline = Pipeline { schedule: flags.schedule, micro_batches: flags.micro_batches, recompute: Recompute::Auto };
-            recompute_where_needed(w, &placement, &pipeline).map_err(|e| CliError::Input(format!("--recompute auto: {e}")))
+            let pipeline = Pipeline {
+                schedule: flags.schedule,
+                micro_batches: flags.micro_batches,
+                recompute: Recompute::Auto,
+            };
+            recompute_where_needed(w, &placement, &pipeline)
+                .map_err(|e| CliError::Input(format!("--recompute auto: {e}")))
         }
     }
 }
@@ -163,11 +200,26 @@ fn recomputed(w: &Workload, placement: Placement, recompute: Option<Recompute>, 
 /// Runs `simulate`.
 pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
     let w = load_workload(&args.workload, &DeviceOverrides::new(&args.devices))?;
-    let placement = recomputed(&w, read_placement(&args.plan, &w)?, args.recompute, &args.schedule)?;
+    let placement = recomputed(
+        &w,
+        read_placement(&args.plan, &w)?,
+        args.recompute,
+        &args.schedule,
+    )?;
     let simulation = simulate(&w, &placement, &args.schedule.settings())?;
     if let Some(path) = &args.report {
         let evaluation = pipeline_evaluation(&w, &placement);
-        write_atomically(path, &page(&args.workload, &w, &placement, &evaluation, None, &simulation))?;
+        write_atomically(
+            path,
+            &page(
+                &args.workload,
+                &w,
+                &placement,
+                &evaluation,
+                None,
+                &simulation,
+            ),
+        )?;
     }
     let mut stdout = std::io::stdout().lock();
     match args.format {
@@ -177,7 +229,11 @@ pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
                 writeln!(stdout, "report written to {}", path.display())?;
             }
         }
-        SimulateFormat::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&simulation_json(&simulation)).expect("json"))?,
+        SimulateFormat::Json => writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&simulation_json(&simulation)).expect("json")
+        )?,
         SimulateFormat::Svg => write!(stdout, "{}", gantt_svg(&simulation))?,
     }
     stdout.flush()?;

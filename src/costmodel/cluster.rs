@@ -41,7 +41,10 @@ pub const NETWORK_LATENCY_MS: f64 = 0.02;
 pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster, String> {
     let network = match &file.network {
         Some(l) => link(l, NETWORK_LATENCY_MS, "network")?,
-        None => Link { bytes_per_s: NETWORK_BYTES_PER_S, latency_ms: NETWORK_LATENCY_MS },
+        None => Link {
+            bytes_per_s: NETWORK_BYTES_PER_S,
+            latency_ms: NETWORK_LATENCY_MS,
+        },
     };
     let mut types: Vec<AcceleratorType> = Vec::new();
     let mut machines = Vec::new();
@@ -63,37 +66,63 @@ pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster
             if acc.count == 0 {
                 return Err(format!("{}: must be at least 1", at("count")));
             }
-            let needs_profile = acc.memory.is_none() || acc.price_per_hour.is_none() || acc.speed.is_none() || spec.host.is_none() || spec.peer.is_none();
+            let needs_profile = acc.memory.is_none()
+                || acc.price_per_hour.is_none()
+                || acc.speed.is_none()
+                || spec.host.is_none()
+                || spec.peer.is_none();
             let profile = if needs_profile {
-                Some(find_profile(&acc.profile, profiles).map_err(|err| format!("{}: {err}", at("profile")))?)
+                Some(
+                    find_profile(&acc.profile, profiles)
+                        .map_err(|err| format!("{}: {err}", at("profile")))?,
+                )
             } else {
                 None
             };
             let memory = match &acc.memory {
-                Some(b) => b.bytes().map_err(|err| format!("{}: {err}", at("memory")))?,
+                Some(b) => b
+                    .bytes()
+                    .map_err(|err| format!("{}: {err}", at("memory")))?,
                 None => profile.as_ref().expect("looked up").memory_bytes,
             };
-            let price = acc.price_per_hour.unwrap_or_else(|| profile.as_ref().expect("looked up").price_per_hour);
-            let speed = acc.speed.unwrap_or_else(|| profile.as_ref().expect("looked up").speed());
+            let price = acc
+                .price_per_hour
+                .unwrap_or_else(|| profile.as_ref().expect("looked up").price_per_hour);
+            let speed = acc
+                .speed
+                .unwrap_or_else(|| profile.as_ref().expect("looked up").speed());
             check(price, at("price_per_hour"), false)?;
             check(speed, at("speed"), true)?;
             if let Some(p) = &profile {
                 slowest_host = slowest_host.min(p.host_link_bytes_per_s);
-                peer_default = Some(peer_default.map_or(p.device_link_bytes_per_s, |x: f64| x.min(p.device_link_bytes_per_s)));
+                peer_default = Some(peer_default.map_or(p.device_link_bytes_per_s, |x: f64| {
+                    x.min(p.device_link_bytes_per_s)
+                }));
             }
-            one_profile &= spec.accelerators[0].profile.eq_ignore_ascii_case(&acc.profile);
+            one_profile &= spec.accelerators[0]
+                .profile
+                .eq_ignore_ascii_case(&acc.profile);
             let t = type_index(&mut types, &acc.profile, memory, price, speed);
             entries.push((t, acc.count));
         }
         let host = match &spec.host {
             Some(l) => link(l, HOST_LATENCY_MS, &at("host"))?,
-            None if slowest_host.is_finite() => Link { bytes_per_s: slowest_host, latency_ms: HOST_LATENCY_MS },
-            None => Link { bytes_per_s: 15.75e9, latency_ms: HOST_LATENCY_MS },
+            None if slowest_host.is_finite() => Link {
+                bytes_per_s: slowest_host,
+                latency_ms: HOST_LATENCY_MS,
+            },
+            None => Link {
+                bytes_per_s: 15.75e9,
+                latency_ms: HOST_LATENCY_MS,
+            },
         };
         let peer = match &spec.peer {
             Some(PeerSpec::None) => None,
             Some(PeerSpec::Link(l)) => Some(link(l, PEER_LATENCY_MS, &at("peer"))?),
-            None if one_profile => peer_default.map(|b| Link { bytes_per_s: b, latency_ms: PEER_LATENCY_MS }),
+            None if one_profile => peer_default.map(|b| Link {
+                bytes_per_s: b,
+                latency_ms: PEER_LATENCY_MS,
+            }),
             None => None,
         };
         let machine_network = match &spec.network {
@@ -127,7 +156,10 @@ fn check(value: f64, field: String, positive: bool) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("{field}: is {value}; it must be a finite number {}", if positive { "> 0" } else { ">= 0" }))
+        Err(format!(
+            "{field}: is {value}; it must be a finite number {}",
+            if positive { "> 0" } else { ">= 0" }
+        ))
     }
 }
 
@@ -135,21 +167,42 @@ fn link(l: &LinkSpec, default_latency_ms: f64, field: &str) -> Result<Link, Stri
     check(l.bytes_per_s, format!("{field}.bytes_per_s"), true)?;
     let latency_ms = l.latency_ms.unwrap_or(default_latency_ms);
     check(latency_ms, format!("{field}.latency_ms"), false)?;
-    Ok(Link { bytes_per_s: l.bytes_per_s, latency_ms })
+    Ok(Link {
+        bytes_per_s: l.bytes_per_s,
+        latency_ms,
+    })
 }
 
 /// The type with these numbers, added when new (module documentation for its name).
-fn type_index(types: &mut Vec<AcceleratorType>, profile: &str, memory: f64, price: f64, speed: f64) -> usize {
+fn type_index(
+    types: &mut Vec<AcceleratorType>,
+    profile: &str,
+    memory: f64,
+    price: f64,
+    speed: f64,
+) -> usize {
     let profile = profile.to_ascii_lowercase();
-    if let Some(t) = types
-        .iter()
-        .position(|t| t.profile == profile && t.memory_bytes == memory && t.price_per_hour == price && t.speed == speed)
-    {
+    if let Some(t) = types.iter().position(|t| {
+        t.profile == profile
+            && t.memory_bytes == memory
+            && t.price_per_hour == price
+            && t.speed == speed
+    }) {
         return t;
     }
     let same = types.iter().filter(|t| t.profile == profile).count();
-    let name = if same == 0 { profile.clone() } else { format!("{profile}#{}", same + 1) };
-    types.push(AcceleratorType { name, profile, memory_bytes: memory, price_per_hour: price, speed });
+    let name = if same == 0 {
+        profile.clone()
+    } else {
+        format!("{profile}#{}", same + 1)
+    };
+    types.push(AcceleratorType {
+        name,
+        profile,
+        memory_bytes: memory,
+        price_per_hour: price,
+        speed,
+    });
     types.len() - 1
 }
 
@@ -161,8 +214,12 @@ pub fn parse_short(text: &str) -> Result<ClusterFile, String> {
         let parts: Vec<&str> = term.splitn(3, ['x', 'X']).collect();
         let number = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n > 0);
         let (count, per_machine, profile) = match parts.as_slice() {
-            [m, n, ty] if number(m).is_some() && number(n).is_some() => (number(m), number(n), ty.to_string()),
-            [n, rest @ ..] if number(n).is_some() && !rest.is_empty() => (Some(1), number(n), rest.join("x")),
+            [m, n, ty] if number(m).is_some() && number(n).is_some() => {
+                (number(m), number(n), ty.to_string())
+            }
+            [n, rest @ ..] if number(n).is_some() && !rest.is_empty() => {
+                (Some(1), number(n), rest.join("x"))
+            }
             _ => (None, None, String::new()),
         };
         let (Some(count), Some(n)) = (count, per_machine) else {
@@ -185,7 +242,10 @@ pub fn parse_short(text: &str) -> Result<ClusterFile, String> {
             ..MachineSpec::default()
         });
     }
-    Ok(ClusterFile { machines, ..ClusterFile::default() })
+    Ok(ClusterFile {
+        machines,
+        ..ClusterFile::default()
+    })
 }
 
 /// The `--cluster` argument: a TOML file when it names one (or ends in `.toml`), else the
@@ -198,7 +258,12 @@ pub fn cluster_from_arg(arg: &str, profiles: &[DeviceProfile]) -> Result<Cluster
         return resolve(&file, profiles).map_err(|e| format!("{arg}: {e}"));
     }
     let file = parse_short(arg)?;
-    resolve(&file, profiles).map_err(|e| format!("--cluster {arg}: {}", e.split_once(": ").map_or(e.as_str(), |(_, m)| m)))
+    resolve(&file, profiles).map_err(|e| {
+        format!(
+            "--cluster {arg}: {}",
+            e.split_once(": ").map_or(e.as_str(), |(_, m)| m)
+        )
+    })
 }
 
 #[cfg(test)]
@@ -211,18 +276,48 @@ mod tests {
     fn short_form() {
         let c = cluster_from_arg("1x4xa100-80gb+1x4xv100", &[]).unwrap();
         assert_eq!(c.machines().len(), 2);
-        assert_eq!(c.types().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a100-80gb", "v100"]);
+        assert_eq!(
+            c.types()
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>(),
+            ["a100-80gb", "v100"]
+        );
         assert_eq!(c.types()[1].memory_bytes, 16.0 * GIB);
         assert_eq!(c.types()[0].price_per_hour, 5.12);
         let m = &c.machines()[0];
-        assert_eq!(m.host, Link { bytes_per_s: 31.5e9, latency_ms: HOST_LATENCY_MS });
-        assert_eq!(m.peer, Some(Link { bytes_per_s: 300e9, latency_ms: PEER_LATENCY_MS }));
+        assert_eq!(
+            m.host,
+            Link {
+                bytes_per_s: 31.5e9,
+                latency_ms: HOST_LATENCY_MS
+            }
+        );
+        assert_eq!(
+            m.peer,
+            Some(Link {
+                bytes_per_s: 300e9,
+                latency_ms: PEER_LATENCY_MS
+            })
+        );
         assert_eq!(m.network.bytes_per_s, NETWORK_BYTES_PER_S);
         assert_eq!(m.cpus, 1);
         let two = cluster_from_arg("2x8xa100-80gb", &[]).unwrap();
-        assert_eq!(two.machines().iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["m0", "m1"]);
+        assert_eq!(
+            two.machines()
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>(),
+            ["m0", "m1"]
+        );
         assert_eq!(two.accelerators().len(), 16);
-        assert_eq!(cluster_from_arg("8xh100", &[]).unwrap().accelerators().len(), 8);
+        assert_eq!(
+            cluster_from_arg("8xh100", &[])
+                .unwrap()
+                .accelerators()
+                .len(),
+            8
+        );
     }
 
     #[test]
@@ -258,7 +353,10 @@ mod tests {
         assert_eq!(c.types()[2].memory_bytes, 40.0 * GIB);
         let mixed = &c.machines()[0];
         assert_eq!(mixed.host.bytes_per_s, 15.75e9, "the slowest host link");
-        assert!(mixed.peer.is_none(), "two profiles share no peer link by default");
+        assert!(
+            mixed.peer.is_none(),
+            "two profiles share no peer link by default"
+        );
         assert_eq!(c.machines()[1].name, "m1");
         assert_eq!(c.machines()[2].name, "m2");
         assert!(c.machines()[2].peer.is_none());
@@ -270,7 +368,11 @@ mod tests {
                 a.profile = format!("custom-{}", a.profile);
             }
         }
-        assert_eq!(resolve(&again, &[]).unwrap().accelerators(), c.accelerators(), "no profile is looked up");
+        assert_eq!(
+            resolve(&again, &[]).unwrap().accelerators(),
+            c.accelerators(),
+            "no profile is looked up"
+        );
     }
 
     #[test]

@@ -27,7 +27,10 @@
 use super::operators::{DType, OpCost};
 use super::profiles::DeviceProfile;
 use super::training;
-use crate::model::{Cluster, DeviceSet, Node, NodeMemory, Platform, ProfileTimes, Reference, Workload, WorkloadError};
+use crate::model::{
+    Cluster, DeviceSet, Node, NodeMemory, Platform, ProfileTimes, Reference, Workload,
+    WorkloadError,
+};
 
 /// One operator of an [`OpGraph`].
 #[derive(Clone, Debug)]
@@ -109,7 +112,10 @@ pub fn to_workload(graph: &OpGraph, settings: &CostSettings) -> Result<Workload,
     let mut edges = Vec::new();
     for (i, op) in graph.ops.iter().enumerate() {
         let id = i as i64 + 1;
-        let memory = NodeMemory { weight_bytes: op.cost.param_bytes, ..NodeMemory::default() };
+        let memory = NodeMemory {
+            weight_bytes: op.cost.param_bytes,
+            ..NodeMemory::default()
+        };
         nodes.push(Node {
             id,
             name: Some(op.name.clone()),
@@ -125,7 +131,12 @@ pub fn to_workload(graph: &OpGraph, settings: &CostSettings) -> Result<Workload,
         });
         for &u in &op.inputs {
             let bytes = graph.ops[u].cost.output_bytes;
-            edges.push((u as i64 + 1, id, transfer_ms(bytes, &settings.accelerator), bytes));
+            edges.push((
+                u as i64 + 1,
+                id,
+                transfer_ms(bytes, &settings.accelerator),
+                bytes,
+            ));
         }
     }
     if settings.training {
@@ -137,15 +148,26 @@ pub fn to_workload(graph: &OpGraph, settings: &CostSettings) -> Result<Workload,
         cpus: settings.cpus,
     };
     let a = &settings.accelerator;
-    let reference = Reference { profile: a.name.clone(), speed: a.speed(), host_bytes_per_s: a.host_link_bytes_per_s };
-    Workload::new(nodes, edges, devices)?.with_platform(Platform { reference, ..Platform::default() })
+    let reference = Reference {
+        profile: a.name.clone(),
+        speed: a.speed(),
+        host_bytes_per_s: a.host_link_bytes_per_s,
+    };
+    Workload::new(nodes, edges, devices)?.with_platform(Platform {
+        reference,
+        ..Platform::default()
+    })
 }
 
 /// The cost of every node in workload order: the forward operators, then (training) the
 /// backward node of every operator that is not a graph input.
 pub fn node_costs(graph: &OpGraph, training: bool) -> Vec<OpCost> {
     let forward = graph.ops.iter().map(|o| o.cost.clone());
-    let backward = graph.ops.iter().filter(|o| training && !o.is_input).map(|o| training::backward_cost(&o.cost));
+    let backward = graph
+        .ops
+        .iter()
+        .filter(|o| training && !o.is_input)
+        .map(|o| training::backward_cost(&o.cost));
     forward.chain(backward).collect()
 }
 
@@ -172,15 +194,26 @@ pub fn to_workload_on_cluster(
     }
     let mut times = Vec::with_capacity(names.len());
     for name in &names {
-        let profile = profiles.iter().find(|p| p.name.eq_ignore_ascii_case(name)).ok_or_else(|| WorkloadError::BadCluster {
-            field: format!("type {name}"),
-            message: "has no device profile to price the nodes with".into(),
-        })?;
-        times.push(costs.iter().map(|c| c.time_ms(profile, settings.dtype)).collect());
+        let profile = profiles
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| WorkloadError::BadCluster {
+                field: format!("type {name}"),
+                message: "has no device profile to price the nodes with".into(),
+            })?;
+        times.push(
+            costs
+                .iter()
+                .map(|c| c.time_ms(profile, settings.dtype))
+                .collect(),
+        );
     }
     let platform = Platform {
         reference: base.platform().reference.clone(),
-        profile_times: ProfileTimes { profiles: names, times },
+        profile_times: ProfileTimes {
+            profiles: names,
+            times,
+        },
         cluster: Some(cluster.clone()),
     };
     base.with_platform(platform)

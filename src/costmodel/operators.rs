@@ -61,7 +61,9 @@ impl DType {
             "tf32" => Ok(DType::Tf32),
             "fp16" | "float16" | "half" => Ok(DType::Fp16),
             "bf16" | "bfloat16" => Ok(DType::Bf16),
-            _ => Err(format!("unknown dtype '{text}' (use fp32, tf32, fp16 or bf16)")),
+            _ => Err(format!(
+                "unknown dtype '{text}' (use fp32, tf32, fp16 or bf16)"
+            )),
         }
     }
 
@@ -107,12 +109,27 @@ pub struct OpCost {
 impl OpCost {
     /// An operator reading `inputs` activation elements and `params` parameter elements,
     /// writing `outputs` elements, with `flops` FLOPs and `macs` MACs.
-    pub fn new(class: OpClass, flops: f64, macs: f64, inputs: f64, params: f64, outputs: f64, e: f64) -> OpCost {
+    pub fn new(
+        class: OpClass,
+        flops: f64,
+        macs: f64,
+        inputs: f64,
+        params: f64,
+        outputs: f64,
+        e: f64,
+    ) -> OpCost {
         OpCost::from_bytes(class, flops, macs, inputs * e, params * e, outputs * e)
     }
 
     /// The same with byte counts (tensors of mixed element types).
-    pub fn from_bytes(class: OpClass, flops: f64, macs: f64, input_bytes: f64, param_bytes: f64, output_bytes: f64) -> OpCost {
+    pub fn from_bytes(
+        class: OpClass,
+        flops: f64,
+        macs: f64,
+        input_bytes: f64,
+        param_bytes: f64,
+        output_bytes: f64,
+    ) -> OpCost {
         OpCost {
             class,
             flops,
@@ -126,7 +143,15 @@ impl OpCost {
 
     /// A graph input: no work; its output of `output_bytes` leaves it.
     pub fn input(output_bytes: f64) -> OpCost {
-        OpCost { class: OpClass::Movement, flops: 0.0, macs: 0.0, bytes_moved: 0.0, param_bytes: 0.0, output_bytes, input_bytes: 0.0 }
+        OpCost {
+            class: OpClass::Movement,
+            flops: 0.0,
+            macs: 0.0,
+            bytes_moved: 0.0,
+            param_bytes: 0.0,
+            output_bytes,
+            input_bytes: 0.0,
+        }
     }
 
     /// The roofline time on `device` in milliseconds (module documentation).
@@ -141,7 +166,8 @@ impl OpCost {
             _ => device.peak_fp32_flops,
         };
         let compute_s = self.flops / (peak * device.compute_efficiency);
-        let memory_s = self.bytes_moved / (device.memory_bandwidth_bytes_per_s * device.memory_efficiency);
+        let memory_s =
+            self.bytes_moved / (device.memory_bandwidth_bytes_per_s * device.memory_efficiency);
         1e3 * compute_s.max(memory_s) + device.launch_overhead_ms
     }
 }
@@ -169,34 +195,79 @@ pub fn conv(input: &[usize], weight: &[usize], output: &[usize], bias: bool, e: 
 /// `MACs = β·m·n·k`, `FLOPs = 2·MACs (+ β·m·n with a bias)`. When `weight_is_param`, the
 /// (k×n) operand is a parameter (a linear layer: read once, counted in `size`); otherwise both
 /// operands are activations (attention scores and context).
-pub fn matmul(batch: usize, m: usize, k: usize, n: usize, bias: bool, weight_is_param: bool, e: f64) -> OpCost {
+pub fn matmul(
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    bias: bool,
+    weight_is_param: bool,
+    e: f64,
+) -> OpCost {
     let (b, m, k, n) = (batch as f64, m as f64, k as f64, n as f64);
     let macs = b * m * n * k;
     let flops = 2.0 * macs + if bias { b * m * n } else { 0.0 };
     let bias_params = if bias { n } else { 0.0 };
-    let (inputs, params) =
-        if weight_is_param { (b * m * k, k * n + bias_params) } else { (b * m * k + b * k * n, bias_params) };
+    let (inputs, params) = if weight_is_param {
+        (b * m * k, k * n + bias_params)
+    } else {
+        (b * m * k + b * k * n, bias_params)
+    };
     OpCost::new(OpClass::Matmul, flops, macs, inputs, params, b * m * n, e)
 }
 
 /// An elementwise operator writing `elements` output elements from `inputs` input elements
 /// (all operands together), `flops_per_element` FLOPs per output element: `FLOPs = f·|Y|`.
 /// `params` parameter elements are read too (a constant operand).
-pub fn elementwise(elements: f64, inputs: f64, flops_per_element: f64, params: f64, e: f64) -> OpCost {
-    let class = if flops_per_element > 0.0 { OpClass::Vector } else { OpClass::Movement };
-    OpCost::new(class, flops_per_element * elements, 0.0, inputs, params, elements, e)
+pub fn elementwise(
+    elements: f64,
+    inputs: f64,
+    flops_per_element: f64,
+    params: f64,
+    e: f64,
+) -> OpCost {
+    let class = if flops_per_element > 0.0 {
+        OpClass::Vector
+    } else {
+        OpClass::Movement
+    };
+    OpCost::new(
+        class,
+        flops_per_element * elements,
+        0.0,
+        inputs,
+        params,
+        elements,
+        e,
+    )
 }
 
 /// Normalisation over `elements` elements with `params` affine parameters:
 /// `FLOPs = 8·|Y|` (LayerNorm, training BatchNorm) or `2·|Y|` (inference BatchNorm).
 pub fn normalization(elements: f64, params: f64, with_statistics: bool, e: f64) -> OpCost {
     let f = if with_statistics { 8.0 } else { 2.0 };
-    OpCost::new(OpClass::Vector, f * elements, 0.0, elements, params, elements, e)
+    OpCost::new(
+        OpClass::Vector,
+        f * elements,
+        0.0,
+        elements,
+        params,
+        elements,
+        e,
+    )
 }
 
 /// Softmax over `elements` elements: `FLOPs = 5·|Y|`.
 pub fn softmax(elements: f64, e: f64) -> OpCost {
-    OpCost::new(OpClass::Vector, 5.0 * elements, 0.0, elements, 0.0, elements, e)
+    OpCost::new(
+        OpClass::Vector,
+        5.0 * elements,
+        0.0,
+        elements,
+        0.0,
+        elements,
+        e,
+    )
 }
 
 /// Max or average pooling with a window of `window` elements: `FLOPs = window·|Y|`.
@@ -207,7 +278,15 @@ pub fn pool(input: &[usize], output: &[usize], window: f64, e: f64) -> OpCost {
 
 /// Local response normalisation across `size` channels: `FLOPs = (2·size + 3)·|Y|`.
 pub fn lrn(elements: f64, size: f64, e: f64) -> OpCost {
-    OpCost::new(OpClass::Vector, (2.0 * size + 3.0) * elements, 0.0, elements, 0.0, elements, e)
+    OpCost::new(
+        OpClass::Vector,
+        (2.0 * size + 3.0) * elements,
+        0.0,
+        elements,
+        0.0,
+        elements,
+        e,
+    )
 }
 
 /// Pure data movement: read `inputs` elements, write `outputs` elements, no FLOPs
@@ -224,13 +303,25 @@ mod tests {
     #[test]
     fn conv_3x3_by_hand() {
         // 1×64×56×56 → 1×64×56×56, 3×3, pad 1: 56·56·64 outputs × 64·9 MACs each.
-        let c = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 64, 56, 56], false, 4.0);
+        let c = conv(
+            &[1, 64, 56, 56],
+            &[64, 64, 3, 3],
+            &[1, 64, 56, 56],
+            false,
+            4.0,
+        );
         assert_eq!(c.macs, 115_605_504.0); // 200704 × 576
         assert_eq!(c.flops, 231_211_008.0);
         assert_eq!(c.param_bytes, 36_864.0 * 4.0);
         assert_eq!(c.bytes_moved, (200_704.0 * 2.0 + 36_864.0) * 4.0);
         // Grouped (depthwise) with a bias: 1×32×10×10, 32 groups, 3×3.
-        let d = conv(&[1, 32, 10, 10], &[32, 1, 3, 3], &[1, 32, 10, 10], true, 2.0);
+        let d = conv(
+            &[1, 32, 10, 10],
+            &[32, 1, 3, 3],
+            &[1, 32, 10, 10],
+            true,
+            2.0,
+        );
         assert_eq!(d.macs, 3200.0 * 9.0);
         assert_eq!(d.flops, 2.0 * 28_800.0 + 3200.0);
         assert_eq!(d.param_bytes, (288.0 + 32.0) * 2.0);
@@ -264,6 +355,9 @@ mod tests {
         let r = elementwise(1e8, 1e8, 1.0, 0.0, 4.0);
         let expected = 1e3 * 8e8 / (2039e9 * 0.8) + 0.005;
         assert!((r.time_ms(&a100, DType::Fp32) - expected).abs() < 1e-12);
-        assert_eq!(movement(0.0, 0.0, 0.0, 4.0).time_ms(&a100, DType::Fp32), 0.0);
+        assert_eq!(
+            movement(0.0, 0.0, 0.0, 4.0).time_ms(&a100, DType::Fp32),
+            0.0
+        );
     }
 }

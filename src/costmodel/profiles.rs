@@ -91,7 +91,12 @@ pub enum ProfileError {
     #[error("{path}: {message}")]
     File { path: String, message: String },
     #[error("device profile '{name}': {field} is {value}; it must be a finite number > 0{extra}")]
-    BadNumber { name: String, field: &'static str, value: f64, extra: &'static str },
+    BadNumber {
+        name: String,
+        field: &'static str,
+        value: f64,
+        extra: &'static str,
+    },
     #[error("unknown device '{name}'; known: {known}")]
     Unknown { name: String, known: String },
 }
@@ -223,25 +228,43 @@ impl DeviceProfile {
             ("peak_fp32_flops", self.peak_fp32_flops),
             ("peak_tf32_flops", self.peak_tf32_flops),
             ("peak_fp16_flops", self.peak_fp16_flops),
-            ("memory_bandwidth_bytes_per_s", self.memory_bandwidth_bytes_per_s),
+            (
+                "memory_bandwidth_bytes_per_s",
+                self.memory_bandwidth_bytes_per_s,
+            ),
             ("memory_bytes", self.memory_bytes),
             ("host_link_bytes_per_s", self.host_link_bytes_per_s),
             ("device_link_bytes_per_s", self.device_link_bytes_per_s),
             ("compute_efficiency", self.compute_efficiency),
         ];
-        let bad = |field, value, extra| ProfileError::BadNumber { name: self.name.clone(), field, value, extra };
-        for (field, value) in fields.into_iter().chain([("memory_efficiency", self.memory_efficiency)]) {
+        let bad = |field, value, extra| ProfileError::BadNumber {
+            name: self.name.clone(),
+            field,
+            value,
+            extra,
+        };
+        for (field, value) in fields
+            .into_iter()
+            .chain([("memory_efficiency", self.memory_efficiency)])
+        {
             if !(value.is_finite() && value > 0.0) {
                 return Err(bad(field, value, ""));
             }
         }
-        for (field, value) in [("compute_efficiency", self.compute_efficiency), ("memory_efficiency", self.memory_efficiency)] {
+        for (field, value) in [
+            ("compute_efficiency", self.compute_efficiency),
+            ("memory_efficiency", self.memory_efficiency),
+        ] {
             if value > 1.0 {
                 return Err(bad(field, value, " and at most 1"));
             }
         }
         if !(self.launch_overhead_ms.is_finite() && self.launch_overhead_ms >= 0.0) {
-            return Err(bad("launch_overhead_ms", self.launch_overhead_ms, " (or 0)"));
+            return Err(bad(
+                "launch_overhead_ms",
+                self.launch_overhead_ms,
+                " (or 0)",
+            ));
         }
         if !(self.price_per_hour.is_finite() && self.price_per_hour >= 0.0) {
             return Err(bad("price_per_hour", self.price_per_hour, " (or 0)"));
@@ -253,7 +276,10 @@ impl DeviceProfile {
     /// how much faster than a published workload's `fpgaLatency` a node runs on this device
     /// when the workload has no time of its own for it.
     pub fn speed(&self) -> f64 {
-        crate::model::cluster::speed_relative_to_v100(self.peak_fp32_flops, self.memory_bandwidth_bytes_per_s)
+        crate::model::cluster::speed_relative_to_v100(
+            self.peak_fp32_flops,
+            self.memory_bandwidth_bytes_per_s,
+        )
     }
 
     /// Parses and validates a TOML profile (format in the module documentation).
@@ -265,7 +291,10 @@ impl DeviceProfile {
 
     /// Reads a TOML profile file.
     pub fn read(path: &std::path::Path) -> Result<Self, ProfileError> {
-        let err = |message: String| ProfileError::File { path: path.display().to_string(), message };
+        let err = |message: String| ProfileError::File {
+            path: path.display().to_string(),
+            message,
+        };
         let text = crate::io::read_input_text(path, crate::io::TEXT_LIMIT_BYTES).map_err(err)?;
         Self::from_toml(&text).map_err(err)
     }
@@ -280,10 +309,17 @@ impl DeviceProfile {
 /// and the built-ins.
 pub fn find_profile(name: &str, extra: &[DeviceProfile]) -> Result<DeviceProfile, ProfileError> {
     let all: Vec<DeviceProfile> = extra.iter().cloned().chain(builtin_profiles()).collect();
-    all.iter().find(|p| p.name.eq_ignore_ascii_case(name)).cloned().ok_or_else(|| ProfileError::Unknown {
-        name: name.into(),
-        known: all.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
-    })
+    all.iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+        .cloned()
+        .ok_or_else(|| ProfileError::Unknown {
+            name: name.into(),
+            known: all
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 #[cfg(test)]
@@ -299,7 +335,10 @@ mod tests {
         let mut names: Vec<_> = all.iter().map(|p| p.name.clone()).collect();
         names.dedup();
         assert_eq!(names.len(), all.len());
-        assert_eq!(find_profile("A100-80GB", &[]).unwrap().memory_bytes, 80.0 * GIB);
+        assert_eq!(
+            find_profile("A100-80GB", &[]).unwrap().memory_bytes,
+            80.0 * GIB
+        );
         assert!(find_profile("tpu-v9", &[]).is_err());
     }
 
@@ -312,7 +351,9 @@ mod tests {
                     device_link_bytes_per_s = 1e10\n";
         let p = DeviceProfile::from_toml(text).unwrap();
         assert_eq!(p.compute_efficiency, 0.6);
-        assert!(DeviceProfile::from_toml(&text.replace("1e11", "-1")).unwrap_err().contains("memory_bandwidth"));
+        assert!(DeviceProfile::from_toml(&text.replace("1e11", "-1"))
+            .unwrap_err()
+            .contains("memory_bandwidth"));
         assert!(DeviceProfile::from_toml(&format!("{text}speed = 3\n")).is_err());
     }
 }

@@ -49,7 +49,14 @@ pub struct GptSpec {
 impl GptSpec {
     /// GPT-2 small shapes (h = 768, 12 heads, V = 50257) at s = 512, with `layers` blocks.
     pub fn gpt2(layers: usize) -> Self {
-        GptSpec { layers, hidden: 768, heads: 12, seq: 512, batch: 1, vocab: 50257 }
+        GptSpec {
+            layers,
+            hidden: 768,
+            heads: 12,
+            seq: 512,
+            batch: 1,
+            vocab: 50257,
+        }
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -66,7 +73,10 @@ impl GptSpec {
             }
         }
         if !self.hidden.is_multiple_of(self.heads) {
-            return Err(format!("--heads {} does not divide --hidden {}", self.heads, self.hidden));
+            return Err(format!(
+                "--heads {} does not divide --hidden {}",
+                self.heads, self.hidden
+            ));
         }
         Ok(())
     }
@@ -80,7 +90,9 @@ pub const GPT_EXTRA_OPS: usize = 6;
 
 /// The number of blocks whose graph has about `nodes` operators (at least one).
 pub fn gpt_layers_for_nodes(nodes: usize) -> usize {
-    (nodes.saturating_sub(GPT_EXTRA_OPS) as f64 / GPT_OPS_PER_LAYER as f64).round().max(1.0) as usize
+    (nodes.saturating_sub(GPT_EXTRA_OPS) as f64 / GPT_OPS_PER_LAYER as f64)
+        .round()
+        .max(1.0) as usize
 }
 
 /// Builds the GPT-like graph (module documentation).
@@ -96,9 +108,22 @@ pub fn gpt_graph(spec: &GptSpec, dtype: DType) -> Result<OpGraph, String> {
     let bsf = (bs * f) as f64;
     let scores = (b * a * s * s) as f64;
     let mut g = OpGraph::default();
-    let add = |g: &mut OpGraph, name: String, op_type: &str, cost: OpCost, inputs: Vec<usize>, layer: usize| {
+    let add = |g: &mut OpGraph,
+               name: String,
+               op_type: &str,
+               cost: OpCost,
+               inputs: Vec<usize>,
+               layer: usize| {
         let module = module_of(&name);
-        g.push(Op { name, module, op_type: op_type.into(), cost, inputs, layer_id: Some(layer as i64), is_input: false })
+        g.push(Op {
+            name,
+            module,
+            op_type: op_type.into(),
+            cost,
+            inputs,
+            layer_id: Some(layer as i64),
+            is_input: false,
+        })
     };
     let input = g.push(Op {
         name: "input_ids".into(),
@@ -109,39 +134,193 @@ pub fn gpt_graph(spec: &GptSpec, dtype: DType) -> Result<OpGraph, String> {
         layer_id: Some(0),
         is_input: true,
     });
-    let wte = add(&mut g, "wte".into(), "Gather", operators::movement(bs as f64, bsh, v as f64 * hf, e), vec![input], 0);
-    let wpe = add(&mut g, "wpe".into(), "Gather", operators::movement(bs as f64, bsh, s as f64 * hf, e), vec![input], 0);
-    let mut x = add(&mut g, "embed_add".into(), "Add", operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e), vec![wte, wpe], 0);
+    let wte = add(
+        &mut g,
+        "wte".into(),
+        "Gather",
+        operators::movement(bs as f64, bsh, v as f64 * hf, e),
+        vec![input],
+        0,
+    );
+    let wpe = add(
+        &mut g,
+        "wpe".into(),
+        "Gather",
+        operators::movement(bs as f64, bsh, s as f64 * hf, e),
+        vec![input],
+        0,
+    );
+    let mut x = add(
+        &mut g,
+        "embed_add".into(),
+        "Add",
+        operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e),
+        vec![wte, wpe],
+        0,
+    );
     for l in 1..=spec.layers {
         let name = |op: &str| format!("h.{}.{op}", l - 1);
         let linear = |k: usize, n: usize| operators::matmul(1, bs, k, n, true, true, e);
-        let ln1 = add(&mut g, name("ln_1"), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![x], l);
+        let ln1 = add(
+            &mut g,
+            name("ln_1"),
+            "LayerNorm",
+            operators::normalization(bsh, 2.0 * hf, true, e),
+            vec![x],
+            l,
+        );
         let mut heads = Vec::new();
         for p in ["q", "k", "v"] {
-            let proj = add(&mut g, name(&format!("attn.{p}_proj")), "MatMul", linear(h, h), vec![ln1], l);
-            let reshape = add(&mut g, name(&format!("attn.{p}_reshape")), "Reshape", operators::movement(bsh, bsh, 0.0, e), vec![proj], l);
-            heads.push(add(&mut g, name(&format!("attn.{p}_transpose")), "Transpose", operators::movement(bsh, bsh, 0.0, e), vec![reshape], l));
+            let proj = add(
+                &mut g,
+                name(&format!("attn.{p}_proj")),
+                "MatMul",
+                linear(h, h),
+                vec![ln1],
+                l,
+            );
+            let reshape = add(
+                &mut g,
+                name(&format!("attn.{p}_reshape")),
+                "Reshape",
+                operators::movement(bsh, bsh, 0.0, e),
+                vec![proj],
+                l,
+            );
+            heads.push(add(
+                &mut g,
+                name(&format!("attn.{p}_transpose")),
+                "Transpose",
+                operators::movement(bsh, bsh, 0.0, e),
+                vec![reshape],
+                l,
+            ));
         }
         let qk = operators::matmul(b * a, s, d, s, false, false, e);
-        let sc = add(&mut g, name("attn.scores"), "MatMul", qk, vec![heads[0], heads[1]], l);
-        let sc = add(&mut g, name("attn.scale"), "Div", operators::elementwise(scores, scores, 1.0, 0.0, e), vec![sc], l);
-        let sc = add(&mut g, name("attn.mask"), "Where", operators::elementwise(scores, 2.0 * scores, 1.0, 0.0, e), vec![sc], l);
-        let probs = add(&mut g, name("attn.softmax"), "Softmax", operators::softmax(scores, e), vec![sc], l);
+        let sc = add(
+            &mut g,
+            name("attn.scores"),
+            "MatMul",
+            qk,
+            vec![heads[0], heads[1]],
+            l,
+        );
+        let sc = add(
+            &mut g,
+            name("attn.scale"),
+            "Div",
+            operators::elementwise(scores, scores, 1.0, 0.0, e),
+            vec![sc],
+            l,
+        );
+        let sc = add(
+            &mut g,
+            name("attn.mask"),
+            "Where",
+            operators::elementwise(scores, 2.0 * scores, 1.0, 0.0, e),
+            vec![sc],
+            l,
+        );
+        let probs = add(
+            &mut g,
+            name("attn.softmax"),
+            "Softmax",
+            operators::softmax(scores, e),
+            vec![sc],
+            l,
+        );
         let pv = operators::matmul(b * a, s, s, d, false, false, e);
-        let ctx = add(&mut g, name("attn.context"), "MatMul", pv, vec![probs, heads[2]], l);
-        let ctx = add(&mut g, name("attn.merge_transpose"), "Transpose", operators::movement(bsh, bsh, 0.0, e), vec![ctx], l);
-        let ctx = add(&mut g, name("attn.merge_reshape"), "Reshape", operators::movement(bsh, bsh, 0.0, e), vec![ctx], l);
-        let out = add(&mut g, name("attn.out_proj"), "MatMul", linear(h, h), vec![ctx], l);
-        let res1 = add(&mut g, name("residual_1"), "Add", operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e), vec![out, x], l);
-        let ln2 = add(&mut g, name("ln_2"), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![res1], l);
+        let ctx = add(
+            &mut g,
+            name("attn.context"),
+            "MatMul",
+            pv,
+            vec![probs, heads[2]],
+            l,
+        );
+        let ctx = add(
+            &mut g,
+            name("attn.merge_transpose"),
+            "Transpose",
+            operators::movement(bsh, bsh, 0.0, e),
+            vec![ctx],
+            l,
+        );
+        let ctx = add(
+            &mut g,
+            name("attn.merge_reshape"),
+            "Reshape",
+            operators::movement(bsh, bsh, 0.0, e),
+            vec![ctx],
+            l,
+        );
+        let out = add(
+            &mut g,
+            name("attn.out_proj"),
+            "MatMul",
+            linear(h, h),
+            vec![ctx],
+            l,
+        );
+        let res1 = add(
+            &mut g,
+            name("residual_1"),
+            "Add",
+            operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e),
+            vec![out, x],
+            l,
+        );
+        let ln2 = add(
+            &mut g,
+            name("ln_2"),
+            "LayerNorm",
+            operators::normalization(bsh, 2.0 * hf, true, e),
+            vec![res1],
+            l,
+        );
         let up = add(&mut g, name("mlp.fc"), "MatMul", linear(h, f), vec![ln2], l);
-        let gelu = add(&mut g, name("mlp.gelu"), "Gelu", operators::elementwise(bsf, bsf, 8.0, 0.0, e), vec![up], l);
-        let down = add(&mut g, name("mlp.proj"), "MatMul", linear(f, h), vec![gelu], l);
-        x = add(&mut g, name("residual_2"), "Add", operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e), vec![down, res1], l);
+        let gelu = add(
+            &mut g,
+            name("mlp.gelu"),
+            "Gelu",
+            operators::elementwise(bsf, bsf, 8.0, 0.0, e),
+            vec![up],
+            l,
+        );
+        let down = add(
+            &mut g,
+            name("mlp.proj"),
+            "MatMul",
+            linear(f, h),
+            vec![gelu],
+            l,
+        );
+        x = add(
+            &mut g,
+            name("residual_2"),
+            "Add",
+            operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e),
+            vec![down, res1],
+            l,
+        );
     }
     let top = spec.layers + 1;
-    let lnf = add(&mut g, "ln_f".into(), "LayerNorm", operators::normalization(bsh, 2.0 * hf, true, e), vec![x], top);
-    add(&mut g, "lm_head".into(), "MatMul", operators::matmul(1, bs, h, v, false, true, e), vec![lnf], top);
+    let lnf = add(
+        &mut g,
+        "ln_f".into(),
+        "LayerNorm",
+        operators::normalization(bsh, 2.0 * hf, true, e),
+        vec![x],
+        top,
+    );
+    add(
+        &mut g,
+        "lm_head".into(),
+        "MatMul",
+        operators::matmul(1, bs, h, v, false, true, e),
+        vec![lnf],
+        top,
+    );
     Ok(g)
 }
 
@@ -150,7 +329,11 @@ pub fn gpt_graph(spec: &GptSpec, dtype: DType) -> Result<OpGraph, String> {
 /// `h.3.attn.scores`).
 fn module_of(name: &str) -> Option<String> {
     let last = name.rsplit('.').next().unwrap_or(name);
-    let layer = last.ends_with("_proj") || matches!(last, "fc" | "proj" | "ln_1" | "ln_2" | "ln_f" | "lm_head" | "wte" | "wpe");
+    let layer = last.ends_with("_proj")
+        || matches!(
+            last,
+            "fc" | "proj" | "ln_1" | "ln_2" | "ln_f" | "lm_head" | "wte" | "wpe"
+        );
     if layer {
         Some(name.to_string())
     } else {
@@ -173,7 +356,14 @@ pub struct WideSpec {
 impl WideSpec {
     /// `blocks` blocks of `branches` branches of `branch_ops` operators, h = 1024, s = 512.
     pub fn new(blocks: usize, branches: usize, branch_ops: usize) -> Self {
-        WideSpec { blocks, branches, branch_ops, hidden: 1024, seq: 512, batch: 1 }
+        WideSpec {
+            blocks,
+            branches,
+            branch_ops,
+            hidden: 1024,
+            seq: 512,
+            batch: 1,
+        }
     }
 }
 
@@ -247,7 +437,10 @@ mod tests {
     fn gpt_node_count_and_fan_out() {
         let g = gpt_graph(&GptSpec::gpt2(3), DType::Fp32).unwrap();
         assert_eq!(g.ops.len(), 3 * GPT_OPS_PER_LAYER + GPT_EXTRA_OPS);
-        assert_eq!(gpt_layers_for_nodes(3 * GPT_OPS_PER_LAYER + GPT_EXTRA_OPS), 3);
+        assert_eq!(
+            gpt_layers_for_nodes(3 * GPT_OPS_PER_LAYER + GPT_EXTRA_OPS),
+            3
+        );
         // ln_1 feeds the three projections; residual_1 reads the block input.
         let ln1 = g.ops.iter().position(|o| o.name == "h.1.ln_1").unwrap();
         let readers = g.ops.iter().filter(|o| o.inputs.contains(&ln1)).count();
@@ -256,7 +449,12 @@ mod tests {
         assert_eq!(g.ops[res1.inputs[1]].name, "h.0.residual_2");
         // Products per block: 24bsh² + 4bs²h MACs·2, as the transformer generator's.
         let (s, h) = (512.0, 768.0);
-        let macs: f64 = g.ops.iter().filter(|o| o.name.starts_with("h.1.")).map(|o| o.cost.macs).sum();
+        let macs: f64 = g
+            .ops
+            .iter()
+            .filter(|o| o.name.starts_with("h.1."))
+            .map(|o| o.cost.macs)
+            .sum();
         assert_eq!(2.0 * macs, 24.0 * s * h * h + 4.0 * s * s * h);
     }
 

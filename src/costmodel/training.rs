@@ -91,7 +91,12 @@ pub(crate) fn add_backward(
         let grad = op.cost.input_bytes;
         for &u in &op.inputs {
             if !graph.ops[u].is_input {
-                edges.push((id + n, u as i64 + 1 + n, transfer_ms(grad, &settings.accelerator), grad));
+                edges.push((
+                    id + n,
+                    u as i64 + 1 + n,
+                    transfer_ms(grad, &settings.accelerator),
+                    grad,
+                ));
             }
         }
     }

@@ -130,7 +130,14 @@ pub struct TransformerSpec {
 
 impl TransformerSpec {
     /// The reference shapes of `style`: its feed-forward width, vocabulary and head.
-    pub fn new(style: Style, layers: usize, hidden: usize, heads: usize, seq: usize, batch: usize) -> Self {
+    pub fn new(
+        style: Style,
+        layers: usize,
+        hidden: usize,
+        heads: usize,
+        seq: usize,
+        batch: usize,
+    ) -> Self {
         TransformerSpec {
             layers,
             hidden,
@@ -166,7 +173,10 @@ impl TransformerSpec {
             }
         }
         if !self.hidden.is_multiple_of(self.heads) {
-            return Err(format!("--heads {} does not divide --hidden {}", self.heads, self.hidden));
+            return Err(format!(
+                "--heads {} does not divide --hidden {}",
+                self.heads, self.hidden
+            ));
         }
         if self.head == Head::Bert && self.style != Style::Bert {
             return Err(format!(
@@ -179,18 +189,33 @@ impl TransformerSpec {
 
     /// The closed-form FLOPs of one block (module documentation), for any `ffn = f`.
     pub fn layer_flops_closed_form(&self) -> f64 {
-        let (b, s, h, a, f) =
-            (self.batch as f64, self.seq as f64, self.hidden as f64, self.heads as f64, self.ffn as f64);
+        let (b, s, h, a, f) = (
+            self.batch as f64,
+            self.seq as f64,
+            self.hidden as f64,
+            self.heads as f64,
+            self.ffn as f64,
+        );
         let attention = 4.0 * b * s * s * h + 7.0 * a * b * s * s;
         match self.style {
             // Q, K, V, out: 8bsh² + 4bsh; MLP: 4bshf + bsf + bsh, GELU 8bsf; residuals 2bsh;
             // two layer norms 16bsh.
             Style::Bert | Style::Gpt2 => {
-                8.0 * b * s * h * h + 4.0 * b * s * h * f + attention + 23.0 * b * s * h + 9.0 * b * s * f
+                8.0 * b * s * h * h
+                    + 4.0 * b * s * h * f
+                    + attention
+                    + 23.0 * b * s * h
+                    + 9.0 * b * s * f
             }
             // Q, K, V, O: 8bsh²; gate, up, down: 6bshf; SiLU 5bsf + product bsf; RoPE 6bsh;
             // residuals 2bsh; two RMSNorms 8bsh.
-            Style::Llama => 8.0 * b * s * h * h + 6.0 * b * s * h * f + attention + 16.0 * b * s * h + 6.0 * b * s * f,
+            Style::Llama => {
+                8.0 * b * s * h * h
+                    + 6.0 * b * s * h * f
+                    + attention
+                    + 16.0 * b * s * h
+                    + 6.0 * b * s * f
+            }
         }
     }
 
@@ -231,7 +256,11 @@ impl TransformerSpec {
 /// ```
 pub fn transformer_graph(spec: &TransformerSpec, dtype: DType) -> Result<OpGraph, String> {
     spec.validate()?;
-    let mut g = Builder { g: OpGraph::default(), spec, e: dtype.bytes() };
+    let mut g = Builder {
+        g: OpGraph::default(),
+        spec,
+        e: dtype.bytes(),
+    };
     let input = g.g.push(Op {
         name: "input_ids".into(),
         module: None,
@@ -273,7 +302,15 @@ impl Builder<'_> {
     }
 
     /// Adds an operator named `name`, run by `module`, in layer `layer`.
-    fn push(&mut self, name: String, module: &str, op_type: &str, cost: OpCost, inputs: Vec<usize>, layer: i64) -> usize {
+    fn push(
+        &mut self,
+        name: String,
+        module: &str,
+        op_type: &str,
+        cost: OpCost,
+        inputs: Vec<usize>,
+        layer: i64,
+    ) -> usize {
         self.g.push(Op {
             name,
             module: Some(module.to_string()),
@@ -286,7 +323,15 @@ impl Builder<'_> {
     }
 
     /// A Linear module `k → n` over every token.
-    fn linear(&mut self, module: &str, k: usize, n: usize, bias: bool, input: usize, layer: i64) -> usize {
+    fn linear(
+        &mut self,
+        module: &str,
+        k: usize,
+        n: usize,
+        bias: bool,
+        input: usize,
+        layer: i64,
+    ) -> usize {
         let bs = self.spec.batch * self.spec.seq;
         let cost = operators::matmul(1, bs, k, n, bias, true, self.e);
         self.push(module.into(), module, "MatMul", cost, vec![input], layer)
@@ -294,21 +339,39 @@ impl Builder<'_> {
 
     /// A LayerNorm module over every token (`8·|Y|`, parameters `2h`).
     fn layer_norm(&mut self, module: &str, input: usize, layer: i64) -> usize {
-        let cost = operators::normalization(self.bsh(), 2.0 * self.spec.hidden as f64, true, self.e);
+        let cost =
+            operators::normalization(self.bsh(), 2.0 * self.spec.hidden as f64, true, self.e);
         self.push(module.into(), module, "LayerNorm", cost, vec![input], layer)
     }
 
     /// An RMSNorm module over every token (`4·|Y|`, parameters `h`).
     fn rms_norm(&mut self, module: &str, input: usize, layer: i64) -> usize {
         let y = self.bsh();
-        let cost = OpCost::new(OpClass::Vector, 4.0 * y, 0.0, y, self.spec.hidden as f64, y, self.e);
+        let cost = OpCost::new(
+            OpClass::Vector,
+            4.0 * y,
+            0.0,
+            y,
+            self.spec.hidden as f64,
+            y,
+            self.e,
+        );
         self.push(module.into(), module, "RMSNorm", cost, vec![input], layer)
     }
 
     /// An elementwise operator of `per` FLOPs per output element over `elements` outputs,
     /// reading `inputs` (each as large as the output).
     #[allow(clippy::too_many_arguments)]
-    fn pointwise(&mut self, name: String, module: &str, op_type: &str, per: f64, elements: f64, inputs: Vec<usize>, layer: i64) -> usize {
+    fn pointwise(
+        &mut self,
+        name: String,
+        module: &str,
+        op_type: &str,
+        per: f64,
+        elements: f64,
+        inputs: Vec<usize>,
+        layer: i64,
+    ) -> usize {
         let read = inputs.len() as f64 * elements;
         let cost = operators::elementwise(elements, read, per, 0.0, self.e);
         self.push(name, module, op_type, cost, inputs, layer)
@@ -319,33 +382,82 @@ impl Builder<'_> {
         let table = (rows * self.spec.hidden) as f64 * self.e;
         let moved = OpCost::new(OpClass::Movement, 0.0, 0.0, out, 0.0, out, self.e);
         // The table is resident (size) but only the gathered rows move.
-        let cost = OpCost { param_bytes: table, ..moved };
-        self.push(module.into(), module, "Embedding", cost, vec![input], EMBEDDINGS_LAYER)
+        let cost = OpCost {
+            param_bytes: table,
+            ..moved
+        };
+        self.push(
+            module.into(),
+            module,
+            "Embedding",
+            cost,
+            vec![input],
+            EMBEDDINGS_LAYER,
+        )
     }
 
     /// Scores `QKᵀ`, softmax (scale, mask: 7 FLOPs per score) and context `P·V` of module
     /// `attn`; returns the context.
     fn attention_core(&mut self, attn: &str, qk: Vec<usize>, v: usize, layer: i64) -> usize {
-        let (b, s, h, a) = (self.spec.batch, self.spec.seq, self.spec.hidden, self.spec.heads);
+        let (b, s, h, a) = (
+            self.spec.batch,
+            self.spec.seq,
+            self.spec.hidden,
+            self.spec.heads,
+        );
         let d = h / a;
         let scores = operators::matmul(b * a, s, d, s, false, false, self.e);
         let scores = self.push(format!("{attn}.scores"), attn, "MatMul", scores, qk, layer);
         let p = (b * a * s * s) as f64;
         let softmax = OpCost::new(OpClass::Vector, 7.0 * p, 0.0, p, 0.0, p, self.e);
-        let probs = self.push(format!("{attn}.softmax"), attn, "Softmax", softmax, vec![scores], layer);
+        let probs = self.push(
+            format!("{attn}.softmax"),
+            attn,
+            "Softmax",
+            softmax,
+            vec![scores],
+            layer,
+        );
         let context = operators::matmul(b * a, s, s, d, false, false, self.e);
-        self.push(format!("{attn}.context"), attn, "MatMul", context, vec![probs, v], layer)
+        self.push(
+            format!("{attn}.context"),
+            attn,
+            "MatMul",
+            context,
+            vec![probs, v],
+            layer,
+        )
     }
 
     fn bert_embeddings(&mut self, input: usize) -> usize {
         let s = self.spec;
         let (bsh, sh) = (self.bsh(), (s.seq * s.hidden) as f64);
         let word = self.gather("bert.embeddings.word_embeddings", s.vocab, bsh, input);
-        let position = self.gather("bert.embeddings.position_embeddings", s.seq.max(512), sh, input);
+        let position = self.gather(
+            "bert.embeddings.position_embeddings",
+            s.seq.max(512),
+            sh,
+            input,
+        );
         let token_type = self.gather("bert.embeddings.token_type_embeddings", 2, bsh, input);
-        let sum = OpCost::new(OpClass::Vector, 2.0 * bsh, 0.0, 2.0 * bsh + sh, 0.0, bsh, self.e);
+        let sum = OpCost::new(
+            OpClass::Vector,
+            2.0 * bsh,
+            0.0,
+            2.0 * bsh + sh,
+            0.0,
+            bsh,
+            self.e,
+        );
         let m = "bert.embeddings";
-        let sum = self.push(format!("{m}.add"), m, "Add", sum, vec![word, position, token_type], EMBEDDINGS_LAYER);
+        let sum = self.push(
+            format!("{m}.add"),
+            m,
+            "Add",
+            sum,
+            vec![word, position, token_type],
+            EMBEDDINGS_LAYER,
+        );
         self.layer_norm("bert.embeddings.LayerNorm", sum, EMBEDDINGS_LAYER)
     }
 
@@ -355,7 +467,14 @@ impl Builder<'_> {
         let wte = self.gather("transformer.wte", s.vocab, bsh, input);
         let wpe = self.gather("transformer.wpe", s.seq.max(1024), sh, input);
         let sum = OpCost::new(OpClass::Vector, bsh, 0.0, bsh + sh, 0.0, bsh, self.e);
-        self.push("transformer.embeddings_add".into(), "transformer", "Add", sum, vec![wte, wpe], EMBEDDINGS_LAYER)
+        self.push(
+            "transformer.embeddings_add".into(),
+            "transformer",
+            "Add",
+            sum,
+            vec![wte, wpe],
+            EMBEDDINGS_LAYER,
+        )
     }
 
     fn bert_block(&mut self, i: usize, x: usize) -> usize {
@@ -368,7 +487,15 @@ impl Builder<'_> {
         let ctx = self.attention_core(&attn, vec![q, k], v, l);
         let out = format!("{p}.attention.output");
         let dense = self.linear(&format!("{out}.dense"), h, h, true, ctx, l);
-        let res = self.pointwise(format!("{out}.residual"), &out, "Add", 1.0, self.bsh(), vec![dense, x], l);
+        let res = self.pointwise(
+            format!("{out}.residual"),
+            &out,
+            "Add",
+            1.0,
+            self.bsh(),
+            vec![dense, x],
+            l,
+        );
         let x1 = self.layer_norm(&format!("{out}.LayerNorm"), res, l);
         let up = self.linear(&format!("{p}.intermediate.dense"), h, f, true, x1, l);
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
@@ -376,7 +503,15 @@ impl Builder<'_> {
         let act = self.pointwise(act.clone(), &act, "Gelu", 8.0, bsf, vec![up], l);
         let down = self.linear(&format!("{p}.output.dense"), f, h, true, act, l);
         let out = format!("{p}.output");
-        let res = self.pointwise(format!("{out}.residual"), &out, "Add", 1.0, self.bsh(), vec![down, x1], l);
+        let res = self.pointwise(
+            format!("{out}.residual"),
+            &out,
+            "Add",
+            1.0,
+            self.bsh(),
+            vec![down, x1],
+            l,
+        );
         self.layer_norm(&format!("{out}.LayerNorm"), res, l)
     }
 
@@ -388,14 +523,30 @@ impl Builder<'_> {
         let qkv = self.linear(&format!("{attn}.c_attn"), h, 3 * h, true, ln1, l);
         let ctx = self.attention_core(&attn, vec![qkv], qkv, l);
         let proj = self.linear(&format!("{attn}.c_proj"), h, h, true, ctx, l);
-        let x1 = self.pointwise(format!("{p}.attn_residual"), &p, "Add", 1.0, self.bsh(), vec![proj, x], l);
+        let x1 = self.pointwise(
+            format!("{p}.attn_residual"),
+            &p,
+            "Add",
+            1.0,
+            self.bsh(),
+            vec![proj, x],
+            l,
+        );
         let ln2 = self.layer_norm(&format!("{p}.ln_2"), x1, l);
         let up = self.linear(&format!("{p}.mlp.c_fc"), h, f, true, ln2, l);
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
         let act = format!("{p}.mlp.act");
         let act = self.pointwise(act.clone(), &act, "Gelu", 8.0, bsf, vec![up], l);
         let down = self.linear(&format!("{p}.mlp.c_proj"), f, h, true, act, l);
-        self.pointwise(format!("{p}.mlp_residual"), &p, "Add", 1.0, self.bsh(), vec![down, x1], l)
+        self.pointwise(
+            format!("{p}.mlp_residual"),
+            &p,
+            "Add",
+            1.0,
+            self.bsh(),
+            vec![down, x1],
+            l,
+        )
     }
 
     fn llama_block(&mut self, i: usize, x: usize) -> usize {
@@ -409,10 +560,25 @@ impl Builder<'_> {
         // RoPE on q and k: x·cos + rotate(x)·sin, 3 FLOPs per element of each.
         let qk = 2.0 * self.bsh();
         let rope = OpCost::new(OpClass::Vector, 3.0 * qk, 0.0, qk, 0.0, qk, self.e);
-        let rope = self.push(format!("{attn}.rotary"), &attn, "Rotary", rope, vec![q, k], l);
+        let rope = self.push(
+            format!("{attn}.rotary"),
+            &attn,
+            "Rotary",
+            rope,
+            vec![q, k],
+            l,
+        );
         let ctx = self.attention_core(&attn, vec![rope], v, l);
         let o = self.linear(&format!("{attn}.o_proj"), h, h, false, ctx, l);
-        let x1 = self.pointwise(format!("{p}.attn_residual"), &p, "Add", 1.0, self.bsh(), vec![o, x], l);
+        let x1 = self.pointwise(
+            format!("{p}.attn_residual"),
+            &p,
+            "Add",
+            1.0,
+            self.bsh(),
+            vec![o, x],
+            l,
+        );
         let ln2 = self.rms_norm(&format!("{p}.post_attention_layernorm"), x1, l);
         let mlp = format!("{p}.mlp");
         let gate = self.linear(&format!("{mlp}.gate_proj"), h, f, false, ln2, l);
@@ -420,9 +586,25 @@ impl Builder<'_> {
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
         let act = format!("{mlp}.act_fn");
         let act = self.pointwise(act.clone(), &act, "Silu", 5.0, bsf, vec![gate], l);
-        let mul = self.pointwise(format!("{mlp}.mul"), &mlp, "Mul", 1.0, bsf, vec![act, up], l);
+        let mul = self.pointwise(
+            format!("{mlp}.mul"),
+            &mlp,
+            "Mul",
+            1.0,
+            bsf,
+            vec![act, up],
+            l,
+        );
         let down = self.linear(&format!("{mlp}.down_proj"), f, h, false, mul, l);
-        self.pointwise(format!("{p}.mlp_residual"), &p, "Add", 1.0, self.bsh(), vec![down, x1], l)
+        self.pointwise(
+            format!("{p}.mlp_residual"),
+            &p,
+            "Add",
+            1.0,
+            self.bsh(),
+            vec![down, x1],
+            l,
+        )
     }
 
     /// The final norm (GPT-2, Llama) and the head, in layer `L`.
@@ -435,10 +617,24 @@ impl Builder<'_> {
                     // Pooler on the first token of each sequence, then tanh (8 FLOPs per element).
                     let mut pooler = operators::matmul(1, s.batch, h, h, true, true, self.e);
                     pooler.flops += 8.0 * (s.batch * h) as f64;
-                    let pooled = self.push("bert.pooler".into(), "bert.pooler", "Gemm", pooler, vec![x], top);
+                    let pooled = self.push(
+                        "bert.pooler".into(),
+                        "bert.pooler",
+                        "Gemm",
+                        pooler,
+                        vec![x],
+                        top,
+                    );
                     self.bert_lm_head(x, top);
                     let nsp = operators::matmul(1, s.batch, h, 2, true, true, self.e);
-                    self.push("cls.seq_relationship".into(), "cls.seq_relationship", "Gemm", nsp, vec![pooled], top);
+                    self.push(
+                        "cls.seq_relationship".into(),
+                        "cls.seq_relationship",
+                        "Gemm",
+                        nsp,
+                        vec![pooled],
+                        top,
+                    );
                 } else if s.head == Head::Lm {
                     self.bert_lm_head(x, top);
                 }
@@ -481,7 +677,8 @@ mod tests {
         let spec = TransformerSpec::bert(12, 768, 12, 512, 1);
         let g = transformer_graph(&spec, DType::Fp32).unwrap();
         let (b, s, h, a) = (1.0, 512.0, 768.0, 12.0);
-        let closed = 24.0 * b * s * h * h + 4.0 * b * s * s * h + 7.0 * a * b * s * s + 59.0 * b * s * h;
+        let closed =
+            24.0 * b * s * h * h + 4.0 * b * s * s * h + 7.0 * a * b * s * s + 59.0 * b * s * h;
         assert_eq!(spec.layer_flops_closed_form(), closed);
         for l in 0..12 {
             let flops: f64 = layer_ops(&g, l).map(|o| o.cost.flops).sum();
@@ -504,14 +701,21 @@ mod tests {
                 let flops: f64 = layer_ops(&g, l).map(|o| o.cost.flops).sum();
                 assert_eq!(flops, spec.layer_flops_closed_form(), "{style:?} layer {l}");
                 let params: f64 = layer_ops(&g, l).map(|o| o.cost.param_bytes).sum::<f64>() / 2.0;
-                assert_eq!(params, spec.layer_params_closed_form(), "{style:?} layer {l}");
+                assert_eq!(
+                    params,
+                    spec.layer_params_closed_form(),
+                    "{style:?} layer {l}"
+                );
             }
         }
         // Llama-2-7B's feed-forward width and its block's parameters: 4h² + 3hf + 2h.
         let llama = TransformerSpec::new(Style::Llama, 32, 4096, 32, 4096, 1);
         assert_eq!(llama.ffn, 11008);
         assert_eq!(llama.layer_params_closed_form(), 202_383_360.0);
-        assert_eq!(TransformerSpec::new(Style::Llama, 1, 5120, 40, 8, 1).ffn, 13824);
+        assert_eq!(
+            TransformerSpec::new(Style::Llama, 1, 5120, 40, 8, 1).ffn,
+            13824
+        );
     }
 
     #[test]
@@ -522,20 +726,38 @@ mod tests {
         let g = transformer_graph(&spec, DType::Fp32).unwrap();
         let op = |n: &str| g.ops.iter().find(|o| o.name == n).unwrap().cost.clone();
         // Q projection: (8×8)·(8×8) + bias: 2·8·8·8 + 64 = 1088.
-        assert_eq!(op("bert.encoder.layer.0.attention.self.query").flops, 1088.0);
+        assert_eq!(
+            op("bert.encoder.layer.0.attention.self.query").flops,
+            1088.0
+        );
         // Scores: 4 (b·a) products (4×4)·(4×4): 4·2·64 = 512 FLOPs; context the same.
-        assert_eq!(op("bert.encoder.layer.0.attention.self.scores").flops, 512.0);
-        assert_eq!(op("bert.encoder.layer.0.attention.self.context").flops, 512.0);
+        assert_eq!(
+            op("bert.encoder.layer.0.attention.self.scores").flops,
+            512.0
+        );
+        assert_eq!(
+            op("bert.encoder.layer.0.attention.self.context").flops,
+            512.0
+        );
         // Softmax over 2·2·4·4 = 64 scores at 7 FLOPs.
-        assert_eq!(op("bert.encoder.layer.0.attention.self.softmax").flops, 448.0);
+        assert_eq!(
+            op("bert.encoder.layer.0.attention.self.softmax").flops,
+            448.0
+        );
         // The 14 operators of a block; params of the block 12h² + 13h with f = 4h.
         assert_eq!(layer_ops(&g, 0).count(), 14);
         let params: f64 = layer_ops(&g, 0).map(|o| o.cost.param_bytes).sum::<f64>() / 4.0;
         assert_eq!(params, 12.0 * 64.0 + 13.0 * 8.0);
         // Embedding tables: V·h + 512·h + 2·h parameters, none of them read whole.
         let word = op("bert.embeddings.word_embeddings");
-        assert_eq!((word.param_bytes, word.bytes_moved), (80.0 * 4.0, 2.0 * 64.0 * 4.0));
-        assert_eq!(op("bert.embeddings.position_embeddings").param_bytes, 512.0 * 8.0 * 4.0);
+        assert_eq!(
+            (word.param_bytes, word.bytes_moved),
+            (80.0 * 4.0, 2.0 * 64.0 * 4.0)
+        );
+        assert_eq!(
+            op("bert.embeddings.position_embeddings").param_bytes,
+            512.0 * 8.0 * 4.0
+        );
     }
 
     #[test]
@@ -544,6 +766,8 @@ mod tests {
         assert!(transformer_graph(&TransformerSpec::bert(0, 64, 4, 8, 1), DType::Fp32).is_err());
         let mut gpt = TransformerSpec::new(Style::Gpt2, 2, 64, 4, 8, 1);
         gpt.head = Head::Bert;
-        assert!(transformer_graph(&gpt, DType::Fp32).unwrap_err().contains("--style bert"));
+        assert!(transformer_graph(&gpt, DType::Fp32)
+            .unwrap_err()
+            .contains("--style bert"));
     }
 }

@@ -71,8 +71,15 @@ pub fn named_files(paths: &[PathBuf]) -> Result<Vec<(String, PathBuf)>, IoError>
     let mut files = Vec::new();
     for p in paths {
         for f in super::workload_files(p)? {
-            let short = f.strip_prefix(p).ok().filter(|s| !s.as_os_str().is_empty()).map(|s| s.with_extension(""));
-            files.push((short.map_or_else(|| f.display().to_string(), |s| s.display().to_string()), f));
+            let short = f
+                .strip_prefix(p)
+                .ok()
+                .filter(|s| !s.as_os_str().is_empty())
+                .map(|s| s.with_extension(""));
+            files.push((
+                short.map_or_else(|| f.display().to_string(), |s| s.display().to_string()),
+                f,
+            ));
         }
     }
     Ok(files)
@@ -80,7 +87,10 @@ pub fn named_files(paths: &[PathBuf]) -> Result<Vec<(String, PathBuf)>, IoError>
 
 /// Times `spec` on every file, one after the other.
 pub fn run(spec: &BenchSpec, files: &[(String, PathBuf)]) -> Result<Vec<BenchRow>, BenchError> {
-    files.iter().map(|(name, file)| run_one(spec, name, file)).collect()
+    files
+        .iter()
+        .map(|(name, file)| run_one(spec, name, file))
+        .collect()
 }
 
 fn run_one(spec: &BenchSpec, name: &str, file: &Path) -> Result<BenchRow, BenchError> {
@@ -100,8 +110,14 @@ fn run_one(spec: &BenchSpec, name: &str, file: &Path) -> Result<BenchRow, BenchE
         _ => ExpertScore::None,
     };
     if !output.status.success() {
-        let err = String::from_utf8_lossy(&output.stderr).trim().replace('\n', " ");
-        return Ok(BenchRow { name: name.into(), run: Err(err), expert });
+        let err = String::from_utf8_lossy(&output.stderr)
+            .trim()
+            .replace('\n', " ");
+        return Ok(BenchRow {
+            name: name.into(),
+            run: Err(err),
+            expert,
+        });
     }
     let v: serde_json::Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| BenchError::Run(format!("plan --json printed no JSON: {e}")))?;
@@ -113,11 +129,17 @@ fn run_one(spec: &BenchSpec, name: &str, file: &Path) -> Result<BenchRow, BenchE
         peak_memory_bytes: v["peakMemoryBytes"].as_u64(),
         objective: v["value"].as_f64(),
     };
-    Ok(BenchRow { name: name.into(), run: Ok(run), expert })
+    Ok(BenchRow {
+        name: name.into(),
+        run: Ok(run),
+        expert,
+    })
 }
 
 fn expert_score(dir: &Path, stem: &str, file: &Path) -> Result<ExpertScore, BenchError> {
-    let Some(split) = super::expert_split(dir, stem) else { return Ok(ExpertScore::None) };
+    let Some(split) = super::expert_split(dir, stem) else {
+        return Ok(ExpertScore::None);
+    };
     let w = read_workload(file)?;
     // A split of the same name may belong to another granularity (layer vs operator).
     Ok(match read_placement(&split, &w) {

@@ -23,7 +23,10 @@ pub fn workload_files(path: &Path) -> Result<Vec<PathBuf>, IoError> {
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), IoError> {
     if path.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|source| IoError::File { path: path.display().to_string(), source })?
+            .map_err(|source| IoError::File {
+                path: path.display().to_string(),
+                source,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .collect();
         entries.sort();
@@ -35,7 +38,10 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), IoError> {
     } else if path.exists() {
         out.push(path.to_path_buf());
     } else {
-        return Err(IoError::Format(format!("{}: no such file or folder", path.display())));
+        return Err(IoError::Format(format!(
+            "{}: no such file or folder",
+            path.display()
+        )));
     }
     Ok(())
 }

@@ -56,9 +56,22 @@ pub fn cases(dir: &Path) -> Result<Vec<Case>, IoError> {
             .collect();
         files.sort();
         for path in files {
-            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let expert = if section.ends_with("/layer") { expert_for(dir, &name) } else { None };
-            out.push(Case { section: section.into(), path, name, objective, expert });
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let expert = if section.ends_with("/layer") {
+                expert_for(dir, &name)
+            } else {
+                None
+            };
+            out.push(Case {
+                section: section.into(),
+                path,
+                name,
+                objective,
+                expert,
+            });
         }
     }
     if out.is_empty() {
@@ -82,19 +95,28 @@ pub type CaseResult = Result<(Comparison, Option<String>), String>;
 /// in the page, not a failure of the whole run.
 pub fn run_case(case: &Case, limits: &Limits) -> CaseResult {
     let w = read_workload(&case.path).map_err(|e| e.to_string())?;
-    let mut list: Vec<Box<dyn Method>> = methods().into_iter().filter(|m| m.id() != MethodId::Expert).collect();
+    let mut list: Vec<Box<dyn Method>> = methods()
+        .into_iter()
+        .filter(|m| m.id() != MethodId::Expert)
+        .collect();
     let mut expert_note = None;
     if let Some(path) = &case.expert {
         match read_placement(path, &w) {
             Ok(p) => {
-                let shown = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                let shown = path
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 list.push(Box::new(Expert::new(p, format!("experts/{shown}"))));
                 expert_note = Some(format!("expert split: `experts/{shown}`"));
             }
             Err(e) => expert_note = Some(format!("expert split not usable: {e}")),
         }
     }
-    Ok((compare(&w, case.objective, limits, &list, true), expert_note))
+    Ok((
+        compare(&w, case.objective, limits, &list, true),
+        expert_note,
+    ))
 }
 
 /// Every case of a folder with its result, in [`cases`] order.
@@ -110,7 +132,12 @@ pub struct Reproduction {
 
 /// Runs every case under `dir`, `jobs` workloads at a time (at least 1, at most one per
 /// case). `progress` is told about each workload before it runs.
-pub fn reproduce(dir: &Path, limits: &Limits, jobs: usize, progress: impl Fn(&Case) + Sync) -> Result<Reproduction, IoError> {
+pub fn reproduce(
+    dir: &Path,
+    limits: &Limits,
+    jobs: usize,
+    progress: impl Fn(&Case) + Sync,
+) -> Result<Reproduction, IoError> {
     let cases = cases(dir)?;
     let started = std::time::Instant::now();
     let jobs = jobs.clamp(1, cases.len());
@@ -123,13 +150,24 @@ pub fn reproduce(dir: &Path, limits: &Limits, jobs: usize, progress: impl Fn(&Ca
                 let Some(case) = cases.get(i) else { break };
                 progress(case);
                 let result = run_case(case, limits);
-                *slots[i].lock().expect("no worker panics while holding a slot") = Some(result);
+                *slots[i]
+                    .lock()
+                    .expect("no worker panics while holding a slot") = Some(result);
             });
         }
     });
     let results: Vec<CaseResult> = slots
         .into_iter()
-        .map(|slot| slot.into_inner().expect("no worker panicked").expect("every case ran"))
+        .map(|slot| {
+            slot.into_inner()
+                .expect("no worker panicked")
+                .expect("every case ran")
+        })
         .collect();
-    Ok(Reproduction { cases, results, jobs, elapsed_s: started.elapsed().as_secs_f64() })
+    Ok(Reproduction {
+        cases,
+        results,
+        jobs,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
 }

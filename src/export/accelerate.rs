@@ -51,7 +51,11 @@ impl Exporter for Accelerate {
         let cpus = plan.cpus_used();
         if cpus.len() > 1 {
             let names: Vec<String> = cpus.iter().map(Device::to_string).collect();
-            return Err(format!("accelerate has one \"cpu\" device, but the plan uses {} CPU cores ({})", cpus.len(), names.join(", ")));
+            return Err(format!(
+                "accelerate has one \"cpu\" device, but the plan uses {} CPU cores ({})",
+                cpus.len(),
+                names.join(", ")
+            ));
         }
         let mut entries: Vec<(String, Device)> = Vec::new();
         for (l, layer) in plan.layers.layers.iter().enumerate() {
@@ -65,7 +69,9 @@ impl Exporter for Accelerate {
                 let d = plan.layer_device[l];
                 match entries.iter().find(|(k, _)| k == m) {
                     Some((_, e)) if *e != d => {
-                        return Err(format!("module {m} is in two layers that the plan puts on {e} and {d}"))
+                        return Err(format!(
+                            "module {m} is in two layers that the plan puts on {e} and {d}"
+                        ))
                     }
                     Some(_) => {}
                     None => entries.push((m.clone(), d)),
@@ -78,8 +84,11 @@ impl Exporter for Accelerate {
         };
         let mut memory: BTreeMap<Device, f64> = BTreeMap::new();
         for (l, &d) in plan.layer_device.iter().enumerate() {
-            *memory.entry(d).or_insert(0.0) +=
-                plan.layers.layers[l].nodes.iter().map(|&v| plan.workload.node(v).size_bytes).sum::<f64>();
+            *memory.entry(d).or_insert(0.0) += plan.layers.layers[l]
+                .nodes
+                .iter()
+                .map(|&v| plan.workload.node(v).size_bytes)
+                .sum::<f64>();
         }
         let budget: Vec<String> = memory
             .iter()
@@ -108,11 +117,19 @@ impl Exporter for Accelerate {
         text.push_str("device_map = {\n");
         let lines: Vec<String> = entries
             .iter()
-            .map(|(k, d)| format!("    {}: {}", serde_json::to_string(k).expect("string"), value(d)))
+            .map(|(k, d)| {
+                format!(
+                    "    {}: {}",
+                    serde_json::to_string(k).expect("string"),
+                    value(d)
+                )
+            })
             .collect();
         text.push_str(&lines.join(",\n"));
         text.push_str("\n}\n");
-        text.push_str("# Each device's budget is what this plan puts on it (rounded up to a MiB).\n");
+        text.push_str(
+            "# Each device's budget is what this plan puts on it (rounded up to a MiB).\n",
+        );
         text.push_str(&format!("max_memory = {{{}}}\n", budget.join(", ")));
         text.push_str(
             "# model = AutoModelForCausalLM.from_pretrained(MODEL, device_map=device_map, max_memory=max_memory)\n",
@@ -130,7 +147,8 @@ impl Exporter for Accelerate {
             check_max_memory(memory, &keys)?;
         }
         // The most specific key: the path itself, then its ancestors, then "" (O(depth)).
-        let by_key: std::collections::HashMap<&str, Device> = keys.iter().map(|(k, d)| (k.as_str(), *d)).collect();
+        let by_key: std::collections::HashMap<&str, Device> =
+            keys.iter().map(|(k, d)| (k.as_str(), *d)).collect();
         let resolve = |path: &str| -> Option<Device> {
             let mut p = path;
             loop {
@@ -150,7 +168,8 @@ impl Exporter for Accelerate {
                 containers.insert(&k[..i]);
             }
         }
-        let mut assignment: Vec<Option<Device>> = (0..w.len()).map(|v| resolve(&node_module(w, v)?)).collect();
+        let mut assignment: Vec<Option<Device>> =
+            (0..w.len()).map(|v| resolve(&node_module(w, v)?)).collect();
         // A node without a module or without work (a graph input), or one computed in a
         // container's own forward (its module is an ancestor of keys: GPT-2's embedding
         // sum in `transformer`), owns no parameters a key must cover: it follows the
@@ -160,12 +179,14 @@ impl Exporter for Accelerate {
             match node_module(w, v) {
                 None => true,
                 Some(path) => {
-                    (node.fpga_latency == 0.0 && node.cpu_latency == 0.0) || containers.contains(path.as_str())
+                    (node.fpga_latency == 0.0 && node.cpu_latency == 0.0)
+                        || containers.contains(path.as_str())
                 }
             }
         };
         for layer in &layers.layers {
-            let mut devices: Vec<Device> = layer.nodes.iter().filter_map(|&v| assignment[v]).collect();
+            let mut devices: Vec<Device> =
+                layer.nodes.iter().filter_map(|&v| assignment[v]).collect();
             devices.sort();
             devices.dedup();
             if let [d] = devices.as_slice() {
@@ -202,11 +223,15 @@ fn device_of(key: &str, value: &Value) -> Result<Device, String> {
         },
         Value::String(s) => match s.as_str() {
             "cpu" => Ok(Device::Cpu(0)),
-            "disk" | "mps" | "meta" => bad("this device has no counterpart in dnnplace's model (accelerators and CPU cores)"),
+            "disk" | "mps" | "meta" => bad(
+                "this device has no counterpart in dnnplace's model (accelerators and CPU cores)",
+            ),
             other => {
                 let (kind, index) = other.split_once(':').unwrap_or((other, "0"));
                 match (kind, index.parse::<usize>()) {
-                    ("cuda" | "xpu" | "npu" | "mlu" | "musa" | "hpu" | "sdaa", Ok(i)) => Ok(Device::Accelerator(i)),
+                    ("cuda" | "xpu" | "npu" | "mlu" | "musa" | "hpu" | "sdaa", Ok(i)) => {
+                        Ok(Device::Accelerator(i))
+                    }
                     _ => bad("expected a GPU index, \"cpu\" or a device such as \"cuda:1\""),
                 }
             }
@@ -217,7 +242,9 @@ fn device_of(key: &str, value: &Value) -> Result<Device, String> {
 
 /// `convert_file_size_to_int`: bytes from an integer or a string with a unit.
 pub fn size_to_bytes(value: &Value) -> Result<u64, String> {
-    let bad = || format!("`size` {value} is not in a valid format. Use an integer for bytes, or a string with an unit (like '5.0GB').");
+    let bad = || {
+        format!("`size` {value} is not in a valid format. Use an integer for bytes, or a string with an unit (like '5.0GB').")
+    };
     match value {
         Value::Number(n) => n.as_u64().ok_or_else(bad),
         Value::String(s) => {
@@ -252,7 +279,10 @@ pub fn size_to_bytes(value: &Value) -> Result<u64, String> {
 }
 
 /// `get_max_memory`'s key rule, sizes that parse, and a budget for every device in the map.
-fn check_max_memory(memory: &BTreeMap<String, Value>, keys: &[(String, Device)]) -> Result<(), String> {
+fn check_max_memory(
+    memory: &BTreeMap<String, Value>,
+    keys: &[(String, Device)],
+) -> Result<(), String> {
     for (k, v) in memory {
         if !(k.parse::<usize>().is_ok() || ["mps", "cpu", "disk"].contains(&k.as_str())) {
             return Err(format!(
@@ -267,7 +297,9 @@ fn check_max_memory(memory: &BTreeMap<String, Value>, keys: &[(String, Device)])
             Device::Cpu(_) => "cpu".to_string(),
         };
         if !memory.contains_key(&name) {
-            return Err(format!("max_memory has no entry for device {name}, which device_map[{key:?}] uses"));
+            return Err(format!(
+                "max_memory has no entry for device {name}, which device_map[{key:?}] uses"
+            ));
         }
     }
     Ok(())
@@ -280,14 +312,18 @@ type Maps = (BTreeMap<String, Value>, Option<BTreeMap<String, Value>>);
 fn parse(text: &str) -> Result<Maps, String> {
     if let Ok(Value::Object(v)) = serde_json::from_str::<Value>(text) {
         if let Some(Value::Object(map)) = v.get("device_map") {
-            let memory = v.get("max_memory").and_then(Value::as_object).map(|m| m.clone().into_iter().collect());
+            let memory = v
+                .get("max_memory")
+                .and_then(Value::as_object)
+                .map(|m| m.clone().into_iter().collect());
             return Ok((map.clone().into_iter().collect(), memory));
         }
         return Ok((v.into_iter().collect(), None));
     }
-    let map = literal(text, "device_map")?.ok_or("no `device_map = {...}` and no JSON device_map")?;
-    let map: BTreeMap<String, Value> =
-        serde_json::from_str(&map).map_err(|e| format!("device_map = {{...}}: not a dict of \"module\": device ({e})"))?;
+    let map =
+        literal(text, "device_map")?.ok_or("no `device_map = {...}` and no JSON device_map")?;
+    let map: BTreeMap<String, Value> = serde_json::from_str(&map)
+        .map_err(|e| format!("device_map = {{...}}: not a dict of \"module\": device ({e})"))?;
     let memory = match literal(text, "max_memory")? {
         Some(m) => Some(python_scalar_dict(&m).map_err(|e| format!("max_memory = {{...}}: {e}"))?),
         None => None,
@@ -299,16 +335,31 @@ fn parse(text: &str) -> Result<Maps, String> {
 fn literal(text: &str, name: &str) -> Result<Option<String>, String> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
-        let found = line.trim_start().strip_prefix(name).is_some_and(|r| r.trim_start().starts_with('='));
+        let found = line
+            .trim_start()
+            .strip_prefix(name)
+            .is_some_and(|r| r.trim_start().starts_with('='));
         if found {
-            let open = offset + text[offset..].find('{').ok_or(format!("{name} = has no `{{`"))?;
-            let close = open + text[open..].find('}').ok_or(format!("{name} = {{ has no closing `}}`"))?;
+            let open = offset
+                + text[offset..]
+                    .find('{')
+                    .ok_or(format!("{name} = has no `{{`"))?;
+            let close = open
+                + text[open..]
+                    .find('}')
+                    .ok_or(format!("{name} = {{ has no closing `}}`"))?;
             let body: String = text[open..=close]
                 .lines()
                 .map(|l| l.split_once('#').map_or(l, |(code, _)| code))
                 .collect::<Vec<_>>()
                 .join("\n");
-            return Ok(Some(body.trim_end_matches('}').trim_end().trim_end_matches(',').to_string() + "}"));
+            return Ok(Some(
+                body.trim_end_matches('}')
+                    .trim_end()
+                    .trim_end_matches(',')
+                    .to_string()
+                    + "}",
+            ));
         }
         offset += line.len();
     }
@@ -321,9 +372,15 @@ fn python_scalar_dict(body: &str) -> Result<BTreeMap<String, Value>, String> {
     let inner = body.trim().trim_start_matches('{').trim_end_matches('}');
     let mut quoted: Vec<String> = Vec::new();
     for entry in inner.split(',').filter(|e| !e.trim().is_empty()) {
-        let (k, v) = entry.split_once(':').ok_or(format!("{entry:?} is not `key: value`"))?;
+        let (k, v) = entry
+            .split_once(':')
+            .ok_or(format!("{entry:?} is not `key: value`"))?;
         let k = k.trim();
-        let key = if k.chars().all(|c| c.is_ascii_digit()) && !k.is_empty() { format!("\"{k}\"") } else { k.to_string() };
+        let key = if k.chars().all(|c| c.is_ascii_digit()) && !k.is_empty() {
+            format!("\"{k}\"")
+        } else {
+            k.to_string()
+        };
         quoted.push(format!("{key}: {}", v.trim()));
     }
     serde_json::from_str(&format!("{{{}}}", quoted.join(", "))).map_err(|e| e.to_string())
@@ -340,7 +397,10 @@ mod tests {
         assert_eq!(size_to_bytes(&json!("1MiB")).unwrap(), 1_048_576);
         assert_eq!(size_to_bytes(&json!("5.0GB")).unwrap(), 5_000_000_000);
         assert_eq!(size_to_bytes(&json!("8Mb")).unwrap(), 1_000_000);
-        assert_eq!(size_to_bytes(&json!("2gib")).unwrap(), 2 * 1024 * 1024 * 1024);
+        assert_eq!(
+            size_to_bytes(&json!("2gib")).unwrap(),
+            2 * 1024 * 1024 * 1024
+        );
         assert_eq!(size_to_bytes(&json!(1234)).unwrap(), 1234);
         assert!(size_to_bytes(&json!("12 parsecs")).is_err());
         assert!(size_to_bytes(&json!("10")).is_err());
@@ -356,9 +416,14 @@ mod tests {
     #[test]
     fn device_values() {
         assert_eq!(device_of("a", &json!(2)).unwrap(), Device::Accelerator(2));
-        assert_eq!(device_of("a", &json!("cuda:3")).unwrap(), Device::Accelerator(3));
+        assert_eq!(
+            device_of("a", &json!("cuda:3")).unwrap(),
+            Device::Accelerator(3)
+        );
         assert_eq!(device_of("a", &json!("cpu")).unwrap(), Device::Cpu(0));
-        assert!(device_of("a", &json!("disk")).unwrap_err().contains("no counterpart"));
+        assert!(device_of("a", &json!("disk"))
+            .unwrap_err()
+            .contains("no counterpart"));
         assert!(device_of("a", &json!(-1)).is_err());
     }
 }

@@ -44,7 +44,9 @@ impl Exporter for DeepSpeed {
     fn render(&self, plan: &LayerPlan) -> Result<String, String> {
         plan.accelerators_only("DeepSpeed's PipelineModule")?;
         let stages = plan.stages()?;
-        let names: Vec<String> = (0..plan.layers.len()).map(|l| plan.layers.name(plan.workload, l)).collect();
+        let names: Vec<String> = (0..plan.layers.len())
+            .map(|l| plan.layers.name(plan.workload, l))
+            .collect();
         let mut parts: Vec<usize> = stages.iter().map(|s| s.layers.start).collect();
         parts.push(plan.layers.len());
         let n = stages.len();
@@ -56,8 +58,14 @@ impl Exporter for DeepSpeed {
         );
         text.push_str(&plan.device_comments("# "));
         text.push_str("# The layer list this split assumes, in order (build your LayerSpecs in this order):\n");
-        text.push_str(&format!("layers = {}\n", serde_json::to_string(&names).expect("strings")));
-        text.push_str(&format!("parts = {}\n", serde_json::to_string(&parts).expect("integers")));
+        text.push_str(&format!(
+            "layers = {}\n",
+            serde_json::to_string(&names).expect("strings")
+        ));
+        text.push_str(&format!(
+            "parts = {}\n",
+            serde_json::to_string(&parts).expect("integers")
+        ));
         text.push_str(&format!(
             r#"
 # partition_method ("uniform", "parameters", "type:REGEX") takes no explicit boundaries;
@@ -89,28 +97,42 @@ def planned_pipeline_module(parts):
         let n = layers.len();
         if let Some(names) = &file.layers {
             if names.len() != n {
-                return Err(format!("the file lists {} layers but the workload has {n}", names.len()));
+                return Err(format!(
+                    "the file lists {} layers but the workload has {n}",
+                    names.len()
+                ));
             }
             for (l, name) in names.iter().enumerate() {
                 let ours = layers.name(w, l);
                 if *name != ours {
-                    return Err(format!("layers[{l}] is {name:?} but the workload's layer {l} is {ours:?}"));
+                    return Err(format!(
+                        "layers[{l}] is {name:?} but the workload's layer {l} is {ours:?}"
+                    ));
                 }
             }
         }
         let parts = &file.parts;
         if parts.len() < 2 {
-            return Err(format!("parts {parts:?} needs at least two entries (one stage)"));
+            return Err(format!(
+                "parts {parts:?} needs at least two entries (one stage)"
+            ));
         }
         if parts[0] != 0 {
-            return Err(format!("parts {parts:?} starts at {}: layers before it would be built by no stage", parts[0]));
+            return Err(format!(
+                "parts {parts:?} starts at {}: layers before it would be built by no stage",
+                parts[0]
+            ));
         }
         if let Some(i) = (1..parts.len()).find(|&i| parts[i] < parts[i - 1]) {
-            return Err(format!("parts {parts:?} decreases at index {i}; stage_owner needs parts[s] <= parts[s+1]"));
+            return Err(format!(
+                "parts {parts:?} decreases at index {i}; stage_owner needs parts[s] <= parts[s+1]"
+            ));
         }
         let end = *parts.last().expect("two entries");
         if end != n as i64 {
-            return Err(format!("parts {parts:?} ends at {end} but the layer list has {n} layers"));
+            return Err(format!(
+                "parts {parts:?} ends at {end} but the layer list has {n} layers"
+            ));
         }
         let mut layer_device = vec![Device::Accelerator(0); n];
         for (s, bounds) in parts.windows(2).enumerate() {
@@ -134,11 +156,15 @@ fn parse(text: &str) -> Result<PartsFile, String> {
             (!value.starts_with('=')).then_some(value.trim())
         })
     };
-    let parts_text = assigned("parts").ok_or("no `parts = [...]` line and no JSON object with \"parts\"")?;
-    let parts: Vec<i64> =
-        serde_json::from_str(parts_text).map_err(|e| format!("parts = {parts_text}: not a list of integers ({e})"))?;
+    let parts_text =
+        assigned("parts").ok_or("no `parts = [...]` line and no JSON object with \"parts\"")?;
+    let parts: Vec<i64> = serde_json::from_str(parts_text)
+        .map_err(|e| format!("parts = {parts_text}: not a list of integers ({e})"))?;
     let layers = match assigned("layers") {
-        Some(t) => Some(serde_json::from_str(t).map_err(|e| format!("layers = {t}: not a list of strings ({e})"))?),
+        Some(t) => Some(
+            serde_json::from_str(t)
+                .map_err(|e| format!("layers = {t}: not a list of strings ({e})"))?,
+        ),
         None => None,
     };
     Ok(PartsFile { parts, layers })

@@ -30,7 +30,10 @@
 //! `E` on the first, `t*k` for its `k` blocks, `L` on the last; the first/last flags are
 //! given as an alternative when they express the same split.
 
-use super::{flag_value, has_switch, placement_of_layers, positive, shell_words, DecoderStack, Exporter, LayerPlan};
+use super::{
+    flag_value, has_switch, placement_of_layers, positive, shell_words, DecoderStack, Exporter,
+    LayerPlan,
+};
 use crate::model::layers::Layers;
 use crate::model::{Device, Placement, Workload};
 
@@ -54,8 +57,12 @@ impl Exporter for Megatron {
         let stages = plan.stages()?;
         let stack = plan.decoder_stack("Megatron-LM", &stages)?;
         let last = stages.len() - 1;
-        let counts: Vec<usize> =
-            stages.iter().map(|s| (s.layers.start.max(stack.blocks.start)..s.layers.end.min(stack.blocks.end)).len()).collect();
+        let counts: Vec<usize> = stages
+            .iter()
+            .map(|s| {
+                (s.layers.start.max(stack.blocks.start)..s.layers.end.min(stack.blocks.end)).len()
+            })
+            .collect();
         let layout: Vec<String> = counts
             .iter()
             .enumerate()
@@ -99,7 +106,8 @@ impl Exporter for Megatron {
     }
 
     fn read(&self, text: &str, w: &Workload, layers: &Layers) -> Result<Placement, String> {
-        let stack = DecoderStack::of(w, layers).map_err(|why| format!("Megatron-LM splits a decoder stack: {why}"))?;
+        let stack = DecoderStack::of(w, layers)
+            .map_err(|why| format!("Megatron-LM splits a decoder stack: {why}"))?;
         let words = shell_words(text)?;
         let ranks = match flag_value(&words, &["--pipeline-model-parallel-size"])? {
             Some(v) => positive("--pipeline-model-parallel-size", v)?,
@@ -109,7 +117,9 @@ impl Exporter for Megatron {
         if let Some(v) = flag_value(&words, &["--num-layers"])? {
             let given = positive("--num-layers", v)?;
             if given != num_layers {
-                return Err(format!("--num-layers {given} but the workload has {num_layers} decoder blocks"));
+                return Err(format!(
+                    "--num-layers {given} but the workload has {num_layers} decoder blocks"
+                ));
             }
         }
         let first = flag_value(&words, &["--decoder-first-pipeline-num-layers"])?;
@@ -117,17 +127,26 @@ impl Exporter for Megatron {
         let embedding = has_switch(&words, "--account-for-embedding-in-pipeline-split");
         let loss = has_switch(&words, "--account-for-loss-in-pipeline-split");
         // (rank of each virtual stage, its layers) in list order.
-        let stages: Vec<(usize, Vec<char>)> = match flag_value(&words, &["--pipeline-model-parallel-layout"])? {
+        let stages: Vec<(usize, Vec<char>)> = match flag_value(
+            &words,
+            &["--pipeline-model-parallel-layout"],
+        )? {
             Some(layout) => {
                 if first.is_some() || last.is_some() || embedding || loss {
                     return Err("pipeline_model_parallel_layout cannot be set with other pipeline layout arguments (--decoder-first/last-pipeline-num-layers, --account-for-*-in-pipeline-split)".into());
                 }
                 let list = parse_layout(layout)?;
                 validate_layout(&list, ranks, num_layers)?;
-                list.into_iter().enumerate().map(|(k, stage)| (k % ranks, stage)).collect()
+                list.into_iter()
+                    .enumerate()
+                    .map(|(k, stage)| (k % ranks, stage))
+                    .collect()
             }
             None => {
-                for flag in ["--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank"] {
+                for flag in [
+                    "--num-layers-per-virtual-pipeline-stage",
+                    "--num-virtual-stages-per-pipeline-rank",
+                ] {
                     if flag_value(&words, &[flag])?.is_some() {
                         return Err(format!("{flag}: interleaved schedules are read from --pipeline-model-parallel-layout only"));
                     }
@@ -156,8 +175,14 @@ impl Exporter for Megatron {
         for (rank, stage) in &stages {
             for &c in stage {
                 match c {
-                    'E' => stack.pre.clone().for_each(|l| layer_device[l] = Device::Accelerator(*rank)),
-                    'L' => stack.post.clone().for_each(|l| layer_device[l] = Device::Accelerator(*rank)),
+                    'E' => stack
+                        .pre
+                        .clone()
+                        .for_each(|l| layer_device[l] = Device::Accelerator(*rank)),
+                    'L' => stack
+                        .post
+                        .clone()
+                        .for_each(|l| layer_device[l] = Device::Accelerator(*rank)),
                     _ => {
                         layer_device[next_block] = Device::Accelerator(*rank);
                         next_block += 1;
@@ -186,7 +211,9 @@ fn first_last(counts: &[usize]) -> Result<String, String> {
             ));
         }
     }
-    Ok(format!(" --decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {g}"))
+    Ok(format!(
+        " --decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {g}"
+    ))
 }
 
 /// Decoder layers per rank without a layout string (module documentation).
@@ -202,8 +229,12 @@ fn uneven_counts(
         if embedding || loss {
             return Err("num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be set at the same time with account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split".into());
         }
-        let first = first.map(|v| positive("--decoder-first-pipeline-num-layers", v)).transpose()?;
-        let last = last.map(|v| positive("--decoder-last-pipeline-num-layers", v)).transpose()?;
+        let first = first
+            .map(|v| positive("--decoder-first-pipeline-num-layers", v))
+            .transpose()?;
+        let last = last
+            .map(|v| positive("--decoder-last-pipeline-num-layers", v))
+            .transpose()?;
         let mut left = num_layers as i64;
         let mut stages_left = ranks as i64;
         for k in [first, last].into_iter().flatten() {
@@ -243,7 +274,10 @@ fn uneven_counts(
     counts[0] -= i64::from(embedding);
     counts[ranks - 1] -= i64::from(loss);
     if counts.iter().any(|&c| c < 0) {
-        return Err("Not enough layers in the first or last pipeline stage for the embedding or loss layer".into());
+        return Err(
+            "Not enough layers in the first or last pipeline stage for the embedding or loss layer"
+                .into(),
+        );
     }
     Ok(counts.into_iter().map(|c| c as usize).collect())
 }
@@ -270,7 +304,9 @@ pub fn parse_layout(layout: &str) -> Result<Vec<Vec<char>>, String> {
 
 /// The digits at `text[i..]` as a count, and where they end.
 fn count_at(text: &[char], i: usize) -> Option<(usize, usize)> {
-    let end = (i..text.len()).find(|&j| !text[j].is_ascii_digit()).unwrap_or(text.len());
+    let end = (i..text.len())
+        .find(|&j| !text[j].is_ascii_digit())
+        .unwrap_or(text.len());
     if end == i {
         return None;
     }
@@ -280,7 +316,9 @@ fn count_at(text: &[char], i: usize) -> Option<(usize, usize)> {
 
 fn push_copies(out: &mut Vec<char>, what: &[char], n: usize) -> Result<(), String> {
     if out.len().saturating_add(what.len().saturating_mul(n)) > MAX_EXPANDED {
-        return Err(format!("the layout expands to more than {MAX_EXPANDED} characters"));
+        return Err(format!(
+            "the layout expands to more than {MAX_EXPANDED} characters"
+        ));
     }
     for _ in 0..n {
         out.extend_from_slice(what);
@@ -339,10 +377,16 @@ pub fn validate_layout(list: &[Vec<char>], ranks: usize, num_layers: usize) -> R
     let flat: Vec<char> = list.iter().flatten().copied().collect();
     let count = |c: char| flat.iter().filter(|&&x| x == c).count();
     if flat.first() != Some(&'E') {
-        return Err(format!("The first layer must be embedding (E), but got {:?}", flat.first()));
+        return Err(format!(
+            "The first layer must be embedding (E), but got {:?}",
+            flat.first()
+        ));
     }
     if flat.last() != Some(&'L') {
-        return Err(format!("The last layer must be loss (L), but got {:?}", flat.last()));
+        return Err(format!(
+            "The last layer must be loss (L), but got {:?}",
+            flat.last()
+        ));
     }
     if count('E') != 1 {
         return Err("Embedding (E) must be specified exactly once".into());
@@ -351,7 +395,10 @@ pub fn validate_layout(list: &[Vec<char>], ranks: usize, num_layers: usize) -> R
         return Err("Loss (L) must be specified exactly once".into());
     }
     if count('t') != num_layers {
-        return Err(format!("Number of decoder layers (t) {} must match num_layers {num_layers}", count('t')));
+        return Err(format!(
+            "Number of decoder layers (t) {} must match num_layers {num_layers}",
+            count('t')
+        ));
     }
     if count('m') != 0 {
         return Err("the layout has MTP layers (m), which the workload does not model".into());
@@ -364,7 +411,11 @@ mod tests {
     use super::*;
 
     fn expanded(layout: &str) -> Vec<String> {
-        parse_layout(layout).unwrap().into_iter().map(|s| s.into_iter().collect()).collect()
+        parse_layout(layout)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.into_iter().collect())
+            .collect()
     }
 
     #[test]
@@ -385,23 +436,50 @@ mod tests {
 
     #[test]
     fn bad_layouts_are_rejected_with_megatrons_reason() {
-        assert!(parse_layout("Ex|L").unwrap_err().contains("Invalid layer character"));
-        assert!(validate_layout(&parse_layout("Et|tL").unwrap(), 3, 2).unwrap_err().contains("divisible"));
-        assert!(validate_layout(&parse_layout("t|EtL").unwrap(), 2, 2).unwrap_err().contains("first layer"));
-        assert!(validate_layout(&parse_layout("Et|t").unwrap(), 2, 2).unwrap_err().contains("last layer"));
-        assert!(validate_layout(&parse_layout("Et|tL").unwrap(), 2, 3).unwrap_err().contains("must match num_layers"));
-        assert!(validate_layout(&parse_layout("Et|EtL").unwrap(), 2, 2).unwrap_err().contains("exactly once"));
+        assert!(parse_layout("Ex|L")
+            .unwrap_err()
+            .contains("Invalid layer character"));
+        assert!(validate_layout(&parse_layout("Et|tL").unwrap(), 3, 2)
+            .unwrap_err()
+            .contains("divisible"));
+        assert!(validate_layout(&parse_layout("t|EtL").unwrap(), 2, 2)
+            .unwrap_err()
+            .contains("first layer"));
+        assert!(validate_layout(&parse_layout("Et|t").unwrap(), 2, 2)
+            .unwrap_err()
+            .contains("last layer"));
+        assert!(validate_layout(&parse_layout("Et|tL").unwrap(), 2, 3)
+            .unwrap_err()
+            .contains("must match num_layers"));
+        assert!(validate_layout(&parse_layout("Et|EtL").unwrap(), 2, 2)
+            .unwrap_err()
+            .contains("exactly once"));
         assert!(parse_layout("t*99999999").unwrap_err().contains("expands"));
     }
 
     #[test]
     fn uneven_counts_follow_transformer_block() {
-        assert_eq!(uneven_counts(24, 4, Some("5"), Some("7"), false, false).unwrap(), vec![5, 6, 6, 7]);
-        assert_eq!(uneven_counts(24, 4, None, None, false, false).unwrap(), vec![6, 6, 6, 6]);
-        assert_eq!(uneven_counts(22, 4, None, None, true, true).unwrap(), vec![5, 6, 6, 5]);
-        assert!(uneven_counts(24, 4, Some("5"), Some("6"), false, false).unwrap_err().contains("divisible"));
-        assert!(uneven_counts(24, 2, Some("5"), Some("6"), false, false).unwrap_err().contains("Mismatch"));
-        assert!(uneven_counts(23, 4, None, None, false, false).unwrap_err().contains("divisible"));
+        assert_eq!(
+            uneven_counts(24, 4, Some("5"), Some("7"), false, false).unwrap(),
+            vec![5, 6, 6, 7]
+        );
+        assert_eq!(
+            uneven_counts(24, 4, None, None, false, false).unwrap(),
+            vec![6, 6, 6, 6]
+        );
+        assert_eq!(
+            uneven_counts(22, 4, None, None, true, true).unwrap(),
+            vec![5, 6, 6, 5]
+        );
+        assert!(uneven_counts(24, 4, Some("5"), Some("6"), false, false)
+            .unwrap_err()
+            .contains("divisible"));
+        assert!(uneven_counts(24, 2, Some("5"), Some("6"), false, false)
+            .unwrap_err()
+            .contains("Mismatch"));
+        assert!(uneven_counts(23, 4, None, None, false, false)
+            .unwrap_err()
+            .contains("divisible"));
     }
 
     #[test]

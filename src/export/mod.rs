@@ -44,13 +44,22 @@ use crate::score::{evaluate, Evaluation};
 pub enum ExportError {
     /// The plan cannot be expressed in the target's form (exit 2).
     #[error("cannot export to {format}: {reason}")]
-    Refused { format: &'static str, reason: String },
+    Refused {
+        format: &'static str,
+        reason: String,
+    },
     /// A file in the target's form that its rules reject (exit 2).
     #[error("{format} export: {reason}")]
-    Unreadable { format: &'static str, reason: String },
+    Unreadable {
+        format: &'static str,
+        reason: String,
+    },
     /// Our own text failed its target's rules: a bug (exit 3).
     #[error("internal check failed: the {format} export {reason}")]
-    Internal { format: &'static str, reason: String },
+    Internal {
+        format: &'static str,
+        reason: String,
+    },
 }
 
 /// One target: turns a checked plan into text and reads such text back.
@@ -91,19 +100,37 @@ pub fn format_names() -> Vec<&'static str> {
 /// that it gives the plan's placement (module documentation).
 pub fn export(exporter: &dyn Exporter, plan: &LayerPlan) -> Result<String, ExportError> {
     let format = exporter.name();
-    let text = exporter.render(plan).map_err(|reason| ExportError::Refused { format, reason })?;
+    let text = exporter
+        .render(plan)
+        .map_err(|reason| ExportError::Refused { format, reason })?;
     let back = exporter
         .read(&text, plan.workload, plan.layers)
-        .map_err(|m| ExportError::Internal { format, reason: format!("breaks its target's rules: {m}") })?;
+        .map_err(|m| ExportError::Internal {
+            format,
+            reason: format!("breaks its target's rules: {m}"),
+        })?;
     if back.assignment != plan.placement().assignment {
-        return Err(ExportError::Internal { format, reason: "reads back as a different placement".into() });
+        return Err(ExportError::Internal {
+            format,
+            reason: "reads back as a different placement".into(),
+        });
     }
     Ok(text)
 }
 
 /// Reads a file in `exporter`'s form into a placement of `w`.
-pub fn read_export(exporter: &dyn Exporter, text: &str, w: &Workload, layers: &Layers) -> Result<Placement, ExportError> {
-    exporter.read(text, w, layers).map_err(|reason| ExportError::Unreadable { format: exporter.name(), reason })
+pub fn read_export(
+    exporter: &dyn Exporter,
+    text: &str,
+    w: &Workload,
+    layers: &Layers,
+) -> Result<Placement, ExportError> {
+    exporter
+        .read(text, w, layers)
+        .map_err(|reason| ExportError::Unreadable {
+            format: exporter.name(),
+            reason,
+        })
 }
 
 /// A pipeline stage: one device and a run of consecutive layers.
@@ -131,8 +158,16 @@ impl DecoderStack {
         let Some(list) = &layers.block_list else {
             return Err("the workload has no list of numbered blocks (module paths like model.layers.N in the node names, with a layerId per block)".into());
         };
-        let first = layers.layers.iter().position(|l| l.block.is_some()).expect("a block list has blocks");
-        let last = layers.layers.iter().rposition(|l| l.block.is_some()).expect("a block list has blocks");
+        let first = layers
+            .layers
+            .iter()
+            .position(|l| l.block.is_some())
+            .expect("a block list has blocks");
+        let last = layers
+            .layers
+            .iter()
+            .rposition(|l| l.block.is_some())
+            .expect("a block list has blocks");
         for (k, l) in (first..=last).enumerate() {
             match layers.layers[l].block {
                 Some(i) if i == k => {}
@@ -149,7 +184,11 @@ impl DecoderStack {
                 }
             }
         }
-        Ok(DecoderStack { pre: 0..first, blocks: first..last + 1, post: last + 1..layers.len() })
+        Ok(DecoderStack {
+            pre: 0..first,
+            blocks: first..last + 1,
+            post: last + 1..layers.len(),
+        })
     }
 }
 
@@ -169,7 +208,11 @@ pub struct LayerPlan<'a> {
 impl<'a> LayerPlan<'a> {
     /// Checks `placement` for export; `Err` says which rule it breaks (the plan is invalid,
     /// or it cuts inside a layer, naming the layer and its devices).
-    pub fn new(w: &'a Workload, layers: &'a Layers, placement: &Placement) -> Result<LayerPlan<'a>, String> {
+    pub fn new(
+        w: &'a Workload,
+        layers: &'a Layers,
+        placement: &Placement,
+    ) -> Result<LayerPlan<'a>, String> {
         let evaluation = evaluate(w, placement, false);
         if let Some(v) = evaluation.violations.first() {
             return Err(format!("the plan is not valid for this workload: {v}"));
@@ -189,8 +232,15 @@ impl<'a> LayerPlan<'a> {
             for &v in &layer.nodes {
                 *counts.entry(placement.assignment[v]).or_insert(0) += 1;
             }
-            let held: Vec<String> = counts.iter().map(|(d, c)| format!("{d} holds {c}")).collect();
-            let more = if cut.len() > 1 { format!(" (and {} more layers are cut)", cut.len() - 1) } else { String::new() };
+            let held: Vec<String> = counts
+                .iter()
+                .map(|(d, c)| format!("{d} holds {c}"))
+                .collect();
+            let more = if cut.len() > 1 {
+                format!(" (and {} more layers are cut)", cut.len() - 1)
+            } else {
+                String::new()
+            };
             return Err(format!(
                 "the plan cuts inside layer {} ({} nodes: {}){more}; frameworks split only between layers: plan with --granularity layer",
                 layers.name(w, l),
@@ -199,7 +249,10 @@ impl<'a> LayerPlan<'a> {
             ));
         }
         let mut accelerator_rank: std::collections::HashMap<usize, usize> = Default::default();
-        let original_device: Vec<Device> = device_of.into_iter().map(|d| d.expect("every layer has nodes")).collect();
+        let original_device: Vec<Device> = device_of
+            .into_iter()
+            .map(|d| d.expect("every layer has nodes"))
+            .collect();
         let layer_device = original_device
             .iter()
             .map(|&d| match d {
@@ -210,7 +263,13 @@ impl<'a> LayerPlan<'a> {
                 Device::Cpu(_) => Device::Cpu(0),
             })
             .collect();
-        Ok(LayerPlan { workload: w, layers, evaluation, layer_device, original_device })
+        Ok(LayerPlan {
+            workload: w,
+            layers,
+            evaluation,
+            layer_device,
+            original_device,
+        })
     }
 
     /// The plan's placement with canonical devices: what every reader gives back.
@@ -220,8 +279,13 @@ impl<'a> LayerPlan<'a> {
 
     /// CPU cores the original plan uses.
     pub fn cpus_used(&self) -> Vec<Device> {
-        let mut cpus: Vec<Device> =
-            self.evaluation.devices.iter().map(|d| d.device).filter(|d| !d.is_accelerator()).collect();
+        let mut cpus: Vec<Device> = self
+            .evaluation
+            .devices
+            .iter()
+            .map(|d| d.device)
+            .filter(|d| !d.is_accelerator())
+            .collect();
         cpus.sort();
         cpus
     }
@@ -232,7 +296,11 @@ impl<'a> LayerPlan<'a> {
         let Some(&cpu) = cpus.first() else {
             return Ok(());
         };
-        let l = self.layer_device.iter().position(|d| !d.is_accelerator()).expect("a CPU holds a layer");
+        let l = self
+            .layer_device
+            .iter()
+            .position(|d| !d.is_accelerator())
+            .expect("a CPU holds a layer");
         Err(format!(
             "{target} runs every pipeline stage on a GPU, but the plan puts layer {} on {cpu}; plan without CPUs (--cpus 0)",
             self.layers.name(self.workload, l)
@@ -257,7 +325,10 @@ impl<'a> LayerPlan<'a> {
                             self.layer_device[between]
                         ));
                     }
-                    stages.push(Stage { device: d, layers: l..l + 1 });
+                    stages.push(Stage {
+                        device: d,
+                        layers: l..l + 1,
+                    });
                 }
             }
         }
@@ -266,7 +337,8 @@ impl<'a> LayerPlan<'a> {
 
     /// The decoder stack, with `pre` on the first stage and `post` on the last, or why not.
     pub fn decoder_stack(&self, target: &str, stages: &[Stage]) -> Result<DecoderStack, String> {
-        let stack = DecoderStack::of(self.workload, self.layers).map_err(|why| format!("{target} splits a decoder stack: {why}"))?;
+        let stack = DecoderStack::of(self.workload, self.layers)
+            .map_err(|why| format!("{target} splits a decoder stack: {why}"))?;
         let (first, last) = (&stages[0], &stages[stages.len() - 1]);
         for l in stack.pre.clone() {
             if !first.layers.contains(&l) {
@@ -297,7 +369,11 @@ impl<'a> LayerPlan<'a> {
         for (l, &d) in self.layer_device.iter().enumerate() {
             match by_device.iter_mut().find(|(e, _, _)| *e == d) {
                 Some((_, _, nodes)) => nodes.extend(&self.layers.layers[l].nodes),
-                None => by_device.push((d, self.original_device[l], self.layers.layers[l].nodes.clone())),
+                None => by_device.push((
+                    d,
+                    self.original_device[l],
+                    self.layers.layers[l].nodes.clone(),
+                )),
             }
         }
         let mut text = String::new();
@@ -306,8 +382,12 @@ impl<'a> LayerPlan<'a> {
                 Device::Accelerator(i) => format!("GPU {i}"),
                 Device::Cpu(_) => "CPU".into(),
             };
-            let (load, memory) =
-                self.evaluation.devices.iter().find(|x| x.device == *original).map_or((0.0, 0.0), |x| (x.load, x.memory_bytes));
+            let (load, memory) = self
+                .evaluation
+                .devices
+                .iter()
+                .find(|x| x.device == *original)
+                .map_or((0.0, 0.0), |x| (x.load, x.memory_bytes));
             text.push_str(&format!(
                 "{prefix}{name}: {} (load {load:.3} ms, memory {})\n",
                 self.layers.describe(self.workload, nodes, 12),
@@ -320,12 +400,19 @@ impl<'a> LayerPlan<'a> {
 
 /// The stage index holding layer `l`.
 fn stage_of(stages: &[Stage], l: usize) -> usize {
-    stages.iter().position(|s| s.layers.contains(&l)).unwrap_or(0)
+    stages
+        .iter()
+        .position(|s| s.layers.contains(&l))
+        .unwrap_or(0)
 }
 
 /// Every node on the device of its layer.
 pub fn placement_of_layers(w: &Workload, layers: &Layers, layer_device: &[Device]) -> Placement {
-    Placement::new((0..w.len()).map(|v| layer_device[layers.layer_of[v]]).collect())
+    Placement::new(
+        (0..w.len())
+            .map(|v| layer_device[layers.layer_of[v]])
+            .collect(),
+    )
 }
 
 /// The words of a shell command text (quotes removed, `#` comments and line continuations
@@ -342,9 +429,14 @@ pub fn flag_value<'w>(words: &'w [String], names: &[&str]) -> Result<Option<&'w 
     for (i, word) in words.iter().enumerate() {
         for name in names {
             if word == name {
-                let value = words.get(i + 1).ok_or_else(|| format!("{name} is given without a value"))?;
+                let value = words
+                    .get(i + 1)
+                    .ok_or_else(|| format!("{name} is given without a value"))?;
                 found = Some(value.as_str());
-            } else if let Some(value) = word.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
+            } else if let Some(value) = word
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('='))
+            {
                 found = Some(value);
             }
         }

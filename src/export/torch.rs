@@ -61,7 +61,10 @@ impl Exporter for Torch {
             keys.push(first.clone());
         }
         if self.json {
-            let spec: serde_json::Map<String, Value> = keys.iter().map(|k| (k.clone(), json!("BEGINNING"))).collect();
+            let spec: serde_json::Map<String, Value> = keys
+                .iter()
+                .map(|k| (k.clone(), json!("BEGINNING")))
+                .collect();
             let stage_list: Vec<Value> = stages
                 .iter()
                 .enumerate()
@@ -87,10 +90,17 @@ impl Exporter for Torch {
             stages.len()
         );
         text.push_str(&plan.device_comments("# "));
-        text.push_str("from torch.distributed.pipelining import SplitPoint, pipeline\n\nsplit_spec = {\n");
+        text.push_str(
+            "from torch.distributed.pipelining import SplitPoint, pipeline\n\nsplit_spec = {\n",
+        );
         let entries: Vec<String> = keys
             .iter()
-            .map(|k| format!("    {}: SplitPoint.BEGINNING", serde_json::to_string(k).expect("string")))
+            .map(|k| {
+                format!(
+                    "    {}: SplitPoint.BEGINNING",
+                    serde_json::to_string(k).expect("string")
+                )
+            })
             .collect();
         text.push_str(&entries.join(",\n"));
         if !entries.is_empty() {
@@ -128,7 +138,9 @@ impl Exporter for Torch {
                 other => return Err(format!("{key:?}: unknown split point {other:?} (SplitPoint.BEGINNING or SplitPoint.END)")),
             };
             if let Some((_, k)) = boundaries.iter().find(|(b, _)| *b == boundary) {
-                return Err(format!("{key:?} and {k:?} split at the same place, which leaves an empty stage"));
+                return Err(format!(
+                    "{key:?} and {k:?} split at the same place, which leaves an empty stage"
+                ));
             }
             boundaries.push((boundary, key.clone()));
         }
@@ -147,7 +159,11 @@ fn parse_spec(text: &str) -> Result<BTreeMap<String, String>, String> {
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         let map = v.get("split_spec").cloned().unwrap_or(v);
         return serde_json::from_value::<BTreeMap<String, String>>(map)
-            .map(|m| m.into_iter().map(|(k, p)| (k, p.trim_start_matches("SplitPoint.").to_string())).collect())
+            .map(|m| {
+                m.into_iter()
+                    .map(|(k, p)| (k, p.trim_start_matches("SplitPoint.").to_string()))
+                    .collect()
+            })
             .map_err(|e| format!("split_spec: {e}"));
     }
     let start = text
@@ -158,12 +174,17 @@ fn parse_spec(text: &str) -> Result<BTreeMap<String, String>, String> {
             Some((at, line))
         })
         .find(|(_, line)| {
-            line.trim_start().strip_prefix("split_spec").is_some_and(|r| r.trim_start().starts_with('='))
+            line.trim_start()
+                .strip_prefix("split_spec")
+                .is_some_and(|r| r.trim_start().starts_with('='))
         })
         .map(|(at, _)| at)
         .ok_or("no `split_spec = {...}` and no JSON split_spec")?;
     let open = start + text[start..].find('{').ok_or("split_spec = has no `{`")?;
-    let close = open + text[open..].find('}').ok_or("split_spec = { has no closing `}`")?;
+    let close = open
+        + text[open..]
+            .find('}')
+            .ok_or("split_spec = { has no closing `}`")?;
     let body: String = text[open..=close]
         .lines()
         .map(|line| line.split_once('#').map_or(line, |(code, _)| code))
@@ -171,7 +192,12 @@ fn parse_spec(text: &str) -> Result<BTreeMap<String, String>, String> {
         .join("\n")
         .replace("SplitPoint.BEGINNING", "\"BEGINNING\"")
         .replace("SplitPoint.END", "\"END\"");
-    let trimmed = body.trim_end_matches('}').trim_end().trim_end_matches(',').to_string() + "}";
+    let trimmed = body
+        .trim_end_matches('}')
+        .trim_end()
+        .trim_end_matches(',')
+        .to_string()
+        + "}";
     serde_json::from_str::<BTreeMap<String, String>>(&trimmed)
         .map_err(|e| format!("split_spec = {{...}}: write it as {{\"module.path\": SplitPoint.BEGINNING, ...}} ({e})"))
 }
@@ -179,13 +205,19 @@ fn parse_spec(text: &str) -> Result<BTreeMap<String, String>, String> {
 /// The layer whose first (`begin`) or last module is `key`; a key inside a layer cuts it.
 fn find_layer(w: &Workload, layers: &Layers, key: &str, begin: bool) -> Result<usize, String> {
     for (l, layer) in layers.layers.iter().enumerate() {
-        let edge = if begin { layer.modules.first() } else { layer.modules.last() };
+        let edge = if begin {
+            layer.modules.first()
+        } else {
+            layer.modules.last()
+        };
         if edge.is_some_and(|m| m == key) {
             return Ok(l);
         }
     }
     let inside = layers.layers.iter().position(|layer| {
-        layer.modules.iter().any(|m| m == key || m.starts_with(&format!("{key}.")) || key.starts_with(&format!("{m}.")))
+        layer.modules.iter().any(|m| {
+            m == key || m.starts_with(&format!("{key}.")) || key.starts_with(&format!("{m}."))
+        })
     });
     match inside {
         Some(l) => Err(format!(

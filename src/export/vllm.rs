@@ -16,7 +16,9 @@
 //! only the embedding): vLLM's parser accepts it. A negative count, which vLLM does not
 //! check, is refused on reading: it is no split.
 
-use super::{flag_value, placement_of_layers, positive, shell_words, DecoderStack, Exporter, LayerPlan};
+use super::{
+    flag_value, placement_of_layers, positive, shell_words, DecoderStack, Exporter, LayerPlan,
+};
 use crate::model::layers::Layers;
 use crate::model::{Device, Placement, Workload};
 
@@ -40,7 +42,11 @@ impl Exporter for Vllm {
         let stack = plan.decoder_stack("vLLM", &stages)?;
         let counts: Vec<String> = stages
             .iter()
-            .map(|s| (s.layers.start.max(stack.blocks.start)..s.layers.end.min(stack.blocks.end)).len().to_string())
+            .map(|s| {
+                (s.layers.start.max(stack.blocks.start)..s.layers.end.min(stack.blocks.end))
+                    .len()
+                    .to_string()
+            })
             .collect();
         let mut text = format!(
             "# dnnplace export: vLLM pipeline parallelism, {} stages over {} hidden layers.\n\
@@ -60,7 +66,8 @@ impl Exporter for Vllm {
     }
 
     fn read(&self, text: &str, w: &Workload, layers: &Layers) -> Result<Placement, String> {
-        let stack = DecoderStack::of(w, layers).map_err(|why| format!("vLLM splits a decoder stack: {why}"))?;
+        let stack = DecoderStack::of(w, layers)
+            .map_err(|why| format!("vLLM splits a decoder stack: {why}"))?;
         let words = shell_words(text)?;
         let ranks = match flag_value(&words, &["--pipeline-parallel-size", "-pp"])? {
             Some(v) => positive("--pipeline-parallel-size", v)?,
@@ -94,11 +101,9 @@ impl Exporter for Vllm {
 fn explicit_partitions(value: &str, ranks: usize, hidden: usize) -> Result<Vec<usize>, String> {
     let mut partitions = Vec::new();
     for part in value.split(',') {
-        let count: i64 = part
-            .trim()
-            .trim_start_matches('+')
-            .parse()
-            .map_err(|_| format!("Invalid partition string: {value} ({part:?} is not an integer)"))?;
+        let count: i64 = part.trim().trim_start_matches('+').parse().map_err(|_| {
+            format!("Invalid partition string: {value} ({part:?} is not an integer)")
+        })?;
         if count < 0 {
             return Err(format!("{VARIABLE}={value} has a negative count {count}"));
         }
@@ -144,10 +149,21 @@ mod tests {
 
     #[test]
     fn explicit_partitions_follow_vllms_checks() {
-        assert_eq!(explicit_partitions("6, 6,6,+6", 4, 24).unwrap(), vec![6, 6, 6, 6]);
-        assert!(explicit_partitions("6,6,6", 4, 24).unwrap_err().contains("len(partitions)=3 does not match pp_size=4"));
-        assert!(explicit_partitions("6,6,6,5", 4, 24).unwrap_err().contains("sum(partitions)=23"));
-        assert!(explicit_partitions("6,x,6,6", 4, 24).unwrap_err().contains("Invalid partition string"));
-        assert!(explicit_partitions("7,-1,6,12", 4, 24).unwrap_err().contains("negative"));
+        assert_eq!(
+            explicit_partitions("6, 6,6,+6", 4, 24).unwrap(),
+            vec![6, 6, 6, 6]
+        );
+        assert!(explicit_partitions("6,6,6", 4, 24)
+            .unwrap_err()
+            .contains("len(partitions)=3 does not match pp_size=4"));
+        assert!(explicit_partitions("6,6,6,5", 4, 24)
+            .unwrap_err()
+            .contains("sum(partitions)=23"));
+        assert!(explicit_partitions("6,x,6,6", 4, 24)
+            .unwrap_err()
+            .contains("Invalid partition string"));
+        assert!(explicit_partitions("7,-1,6,12", 4, 24)
+            .unwrap_err()
+            .contains("negative"));
     }
 }

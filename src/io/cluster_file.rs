@@ -66,7 +66,8 @@ impl<'de> Deserialize<'de> for PeerSpec {
                 }
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<PeerSpec, A::Error> {
-                LinkSpec::deserialize(de::value::MapAccessDeserializer::new(map)).map(PeerSpec::Link)
+                LinkSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(PeerSpec::Link)
             }
         }
         d.deserialize_any(V)
@@ -86,7 +87,9 @@ impl BytesSpec {
     pub fn bytes(&self) -> Result<f64, String> {
         match self {
             BytesSpec::Number(b) if b.is_finite() && *b >= 0.0 => Ok(*b),
-            BytesSpec::Number(b) => Err(format!("is {b}; it must be a finite number of bytes >= 0")),
+            BytesSpec::Number(b) => {
+                Err(format!("is {b}; it must be a finite number of bytes >= 0"))
+            }
             BytesSpec::Text(t) => crate::model::parse_bytes(t),
         }
     }
@@ -151,7 +154,10 @@ impl ClusterFile {
     /// The document of a resolved cluster, every number explicit (so it resolves to the same
     /// cluster without any device profile).
     pub fn of_cluster(c: &crate::model::Cluster) -> ClusterFile {
-        let link = |l: &crate::model::Link| LinkSpec { bytes_per_s: l.bytes_per_s, latency_ms: Some(l.latency_ms) };
+        let link = |l: &crate::model::Link| LinkSpec {
+            bytes_per_s: l.bytes_per_s,
+            latency_ms: Some(l.latency_ms),
+        };
         let machines = c
             .machines()
             .iter()
@@ -160,7 +166,11 @@ impl ClusterFile {
                 count: None,
                 cpus: Some(m.cpus),
                 host: Some(link(&m.host)),
-                peer: Some(m.peer.as_ref().map_or(PeerSpec::None, |p| PeerSpec::Link(link(p)))),
+                peer: Some(
+                    m.peer
+                        .as_ref()
+                        .map_or(PeerSpec::None, |p| PeerSpec::Link(link(p))),
+                ),
                 network: Some(link(&m.network)),
                 accelerators: m
                     .accelerators
@@ -178,7 +188,11 @@ impl ClusterFile {
                     .collect(),
             })
             .collect();
-        ClusterFile { cpu_price_per_hour: Some(c.cpu_price_per_hour()), network: None, machines }
+        ClusterFile {
+            cpu_price_per_hour: Some(c.cpu_price_per_hour()),
+            network: None,
+            machines,
+        }
     }
 }
 
@@ -206,8 +220,22 @@ mod tests {
         let f = ClusterFile::from_toml(text).unwrap();
         assert_eq!(f.machines.len(), 2);
         assert_eq!(f.machines[0].peer, Some(PeerSpec::None));
-        assert_eq!(f.machines[1].peer, Some(PeerSpec::Link(LinkSpec { bytes_per_s: 1e11, latency_ms: None })));
-        assert_eq!(f.machines[0].accelerators[1].memory.as_ref().unwrap().bytes().unwrap(), 40.0 * 1024.0 * 1024.0 * 1024.0);
+        assert_eq!(
+            f.machines[1].peer,
+            Some(PeerSpec::Link(LinkSpec {
+                bytes_per_s: 1e11,
+                latency_ms: None
+            }))
+        );
+        assert_eq!(
+            f.machines[0].accelerators[1]
+                .memory
+                .as_ref()
+                .unwrap()
+                .bytes()
+                .unwrap(),
+            40.0 * 1024.0 * 1024.0 * 1024.0
+        );
         assert_eq!(ClusterFile::from_toml(&f.to_toml()).unwrap(), f);
         let json = serde_json::to_string(&f).unwrap();
         assert_eq!(serde_json::from_str::<ClusterFile>(&json).unwrap(), f);
@@ -219,7 +247,8 @@ mod tests {
         assert!(e.contains("peer") && e.contains("none"), "{e}");
         let e = ClusterFile::from_toml("[[machines]]\ngpus = 3\n").unwrap_err();
         assert!(e.contains("gpus"), "{e}");
-        let e = ClusterFile::from_toml("[[machines]]\naccelerators = [{ profile = \"v100\" }]\n").unwrap_err();
+        let e = ClusterFile::from_toml("[[machines]]\naccelerators = [{ profile = \"v100\" }]\n")
+            .unwrap_err();
         assert!(e.contains("count"), "{e}");
     }
 }

@@ -43,13 +43,20 @@ pub fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     if let Some(kind) = kind {
         return Err(format!("it is {kind}, not a file"));
     }
-    let too_big = || format!("the file is larger than {}, the most this reader accepts", human(limit));
+    let too_big = || {
+        format!(
+            "the file is larger than {}, the most this reader accepts",
+            human(limit)
+        )
+    };
     if t.is_file() && meta.len() > limit {
         return Err(too_big());
     }
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
     if bytes.len() as u64 > limit {
         return Err(too_big());
     }
@@ -60,12 +67,18 @@ pub fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
 /// UTF-8 (a UTF-16 byte-order mark is named as such).
 pub fn text_of(bytes: &[u8]) -> Result<&str, String> {
     if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-        return Err("the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8".into());
+        return Err(
+            "the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+                .into(),
+        );
     }
     std::str::from_utf8(bytes).map_err(|e| {
         let at = e.valid_up_to();
         let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
-        format!("the file is not UTF-8 text: invalid byte 0x{:02X} at byte offset {at} (line {line})", bytes[at])
+        format!(
+            "the file is not UTF-8 text: invalid byte 0x{:02X} at byte offset {at} (line {line})",
+            bytes[at]
+        )
     })
 }
 
@@ -82,14 +95,20 @@ mod tests {
 
     #[test]
     fn devices_folders_and_oversized_files_are_refused_before_reading() {
-        assert!(read_input(Path::new("/dev/zero"), 10).unwrap_err().contains("character device"));
+        assert!(read_input(Path::new("/dev/zero"), 10)
+            .unwrap_err()
+            .contains("character device"));
         let dir = tempfile::tempdir().unwrap();
-        assert!(read_input(dir.path(), 10).unwrap_err().contains("a directory"));
+        assert!(read_input(dir.path(), 10)
+            .unwrap_err()
+            .contains("a directory"));
         let big = dir.path().join("big.json");
         std::fs::write(&big, "x".repeat(11)).unwrap();
         assert!(read_input(&big, 10).unwrap_err().contains("larger than"));
         assert_eq!(read_input(&big, 11).unwrap().len(), 11);
-        assert!(read_input(&dir.path().join("missing"), 10).unwrap_err().contains("No such file"));
+        assert!(read_input(&dir.path().join("missing"), 10)
+            .unwrap_err()
+            .contains("No such file"));
     }
 
     #[test]
@@ -102,7 +121,10 @@ mod tests {
         let writer_path = fifo.clone();
         let writer = std::thread::spawn(move || {
             use std::io::Write;
-            let mut f = std::fs::OpenOptions::new().write(true).open(writer_path).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(writer_path)
+                .unwrap();
             // The reader stops after limit + 1 bytes; a closed pipe then ends the writer.
             let _ = f.write_all(&[b'a'; 100]);
         });

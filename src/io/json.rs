@@ -21,9 +21,14 @@ const BOM: char = '\u{feff}';
 pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, IoError> {
     let text = text.strip_prefix(BOM).unwrap_or(text);
     // serde would read an array positionally into a struct's fields; every file is an object.
-    if let Some(at) = text.find(|c: char| !c.is_ascii_whitespace()).filter(|&i| text[i..].starts_with('[')) {
+    if let Some(at) = text
+        .find(|c: char| !c.is_ascii_whitespace())
+        .filter(|&i| text[i..].starts_with('['))
+    {
         let line = 1 + text[..at].matches('\n').count();
-        return Err(IoError::Format(format!("expected a JSON object {{…}}, found an array at line {line}")));
+        return Err(IoError::Format(format!(
+            "expected a JSON object {{…}}, found an array at line {line}"
+        )));
     }
     let de = &mut serde_json::Deserializer::from_str(text);
     let value: T = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
@@ -35,7 +40,8 @@ pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, IoError> {
             IoError::Format(format!("at {path}: {inner}"))
         }
     })?;
-    de.end().map_err(|e| IoError::Format(format!("text after the end of the JSON document: {e}")))?;
+    de.end()
+        .map_err(|e| IoError::Format(format!("text after the end of the JSON document: {e}")))?;
     Ok(value)
 }
 
@@ -53,31 +59,53 @@ mod tests {
     fn one_value_with_optional_bom() {
         let ok = Pair { a: 1, b: vec![2.0] };
         assert_eq!(parse_json::<Pair>(r#"{"a":1,"b":[2]}"#).unwrap(), ok);
-        assert_eq!(parse_json::<Pair>("\u{feff}{\"a\":1,\"b\":[2]}\n\n").unwrap(), ok);
+        assert_eq!(
+            parse_json::<Pair>("\u{feff}{\"a\":1,\"b\":[2]}\n\n").unwrap(),
+            ok
+        );
         // A BOM anywhere else is not whitespace.
         assert!(parse_json::<Pair>(" \u{feff}{\"a\":1,\"b\":[2]}").is_err());
     }
 
     #[test]
     fn trailing_text_names_its_position() {
-        let err = parse_json::<Pair>("{\"a\":1,\"b\":[2]}\n}{ garbage").unwrap_err().to_string();
-        assert!(err.contains("after the end of the JSON document") && err.contains("line 2 column 1"), "{err}");
-        let err = parse_json::<Pair>("{\"a\":1,\"b\":[2]} {\"a\":1,\"b\":[]}").unwrap_err().to_string();
+        let err = parse_json::<Pair>("{\"a\":1,\"b\":[2]}\n}{ garbage")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("after the end of the JSON document") && err.contains("line 2 column 1"),
+            "{err}"
+        );
+        let err = parse_json::<Pair>("{\"a\":1,\"b\":[2]} {\"a\":1,\"b\":[]}")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 1 column 17"), "{err}");
     }
 
     #[test]
     fn field_errors_carry_their_path() {
-        let err = parse_json::<Pair>(r#"{"a":1,"b":[2,"x"]}"#).unwrap_err().to_string();
+        let err = parse_json::<Pair>(r#"{"a":1,"b":[2,"x"]}"#)
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("at b[1]:"), "{err}");
         let err = parse_json::<Pair>("").unwrap_err().to_string();
         assert!(err.starts_with("EOF while parsing"), "{err}");
         let deep = "[".repeat(100_000);
         let deep = format!("{{\"a\": {deep}");
-        assert!(parse_json::<serde_json::Value>(&deep).unwrap_err().to_string().contains("recursion limit"));
+        assert!(parse_json::<serde_json::Value>(&deep)
+            .unwrap_err()
+            .to_string()
+            .contains("recursion limit"));
         // An unknown field is skipped without recursion, however deep.
-        let ignored = format!("{{\"a\": 1, \"b\": [], \"x\": {}{}}}", "[".repeat(1_000_000), "]".repeat(1_000_000));
-        assert_eq!(parse_json::<Pair>(&ignored).unwrap(), Pair { a: 1, b: vec![] });
+        let ignored = format!(
+            "{{\"a\": 1, \"b\": [], \"x\": {}{}}}",
+            "[".repeat(1_000_000),
+            "]".repeat(1_000_000)
+        );
+        assert_eq!(
+            parse_json::<Pair>(&ignored).unwrap(),
+            Pair { a: 1, b: vec![] }
+        );
         let err = parse_json::<Pair>("\n [1, [2]]").unwrap_err().to_string();
         assert!(err.contains("found an array at line 2"), "{err}");
     }

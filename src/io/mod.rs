@@ -27,7 +27,10 @@ use crate::model::WorkloadError;
 #[derive(Debug, thiserror::Error)]
 pub enum IoError {
     #[error("{path}: {source}")]
-    File { path: String, source: std::io::Error },
+    File {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Format(String),
     #[error("invalid workload: {0}")]
@@ -40,12 +43,18 @@ impl IoError {
     fn in_file(self, path: &Path) -> IoError {
         match self {
             IoError::File { .. } | IoError::InFile { .. } => self,
-            other => IoError::InFile { path: path.display().to_string(), message: other.to_string() },
+            other => IoError::InFile {
+                path: path.display().to_string(),
+                message: other.to_string(),
+            },
         }
     }
 }
 
 /// Reads a whole text file ([`input_file`]); every error names the file.
 pub(crate) fn read_text(path: &Path) -> Result<String, IoError> {
-    read_input_text(path, TEXT_LIMIT_BYTES).map_err(|message| IoError::InFile { path: path.display().to_string(), message })
+    read_input_text(path, TEXT_LIMIT_BYTES).map_err(|message| IoError::InFile {
+        path: path.display().to_string(),
+        message,
+    })
 }

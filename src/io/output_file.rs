@@ -27,7 +27,10 @@ use std::path::{Path, PathBuf};
 use super::IoError;
 
 fn refuse(path: &Path, message: String) -> IoError {
-    IoError::InFile { path: path.display().to_string(), message }
+    IoError::InFile {
+        path: path.display().to_string(),
+        message,
+    }
 }
 
 /// What a non-regular file is, for the message.
@@ -62,7 +65,10 @@ fn folder_of<'a>(path: &Path, target: &'a Path) -> Result<&'a Path, IoError> {
         _ => Path::new("."),
     };
     if !dir.is_dir() {
-        return Err(refuse(path, format!("the folder {} does not exist", dir.display())));
+        return Err(refuse(
+            path,
+            format!("the folder {} does not exist", dir.display()),
+        ));
     }
     Ok(dir)
 }
@@ -70,32 +76,57 @@ fn folder_of<'a>(path: &Path, target: &'a Path) -> Result<&'a Path, IoError> {
 /// The path to replace and, when it exists, its metadata.
 fn resolve_target(path: &Path) -> Result<(PathBuf, Option<std::fs::Metadata>), IoError> {
     let refuse_kind = |t| {
-        refuse(path, format!("refusing to replace it: it is {}, not a regular file (give a file name for --out)", kind_of(t)))
+        refuse(
+            path,
+            format!(
+                "refusing to replace it: it is {}, not a regular file (give a file name for --out)",
+                kind_of(t)
+            ),
+        )
     };
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => {
-            let real = std::fs::canonicalize(path).map_err(|source| IoError::File { path: path.display().to_string(), source })?;
+            let real = std::fs::canonicalize(path).map_err(|source| IoError::File {
+                path: path.display().to_string(),
+                source,
+            })?;
             Ok((real, Some(m)))
         }
         Ok(m) => Err(refuse_kind(m.file_type())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::symlink_metadata(path)
+        {
             Ok(link) if link.file_type().is_symlink() => {
-                let to = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
-                Err(refuse(path, format!("refusing to write through a symbolic link to a missing file ({to})")))
+                let to = std::fs::read_link(path)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".into());
+                Err(refuse(
+                    path,
+                    format!("refusing to write through a symbolic link to a missing file ({to})"),
+                ))
             }
             _ => Ok((path.to_path_buf(), None)),
         },
-        Err(source) => Err(IoError::File { path: path.display().to_string(), source }),
+        Err(source) => Err(IoError::File {
+            path: path.display().to_string(),
+            source,
+        }),
     }
 }
 
 /// Writes `contents` to `path` atomically (module documentation).
 pub fn write_atomically(path: &Path, contents: &str) -> Result<(), IoError> {
-    let err = |source| IoError::File { path: path.display().to_string(), source };
+    let err = |source| IoError::File {
+        path: path.display().to_string(),
+        source,
+    };
     let (target, existing) = resolve_target(path)?;
     let dir = folder_of(path, &target)?;
-    let name = target.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let mode = existing.as_ref().map_or(0o666, |m| m.permissions().mode() & 0o7777);
+    let name = target
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let mode = existing
+        .as_ref()
+        .map_or(0o666, |m| m.permissions().mode() & 0o7777);
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
@@ -107,7 +138,9 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), IoError> {
         // Best effort: only root may give a file away; the mode is set after the owner
         // because a change of owner may clear the set-id bits.
         let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid()), Some(m.gid()));
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode)).map_err(err)?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(err)?;
     }
     tmp.write_all(contents.as_bytes()).map_err(err)?;
     tmp.as_file().sync_all().map_err(err)?;
@@ -131,7 +164,10 @@ mod tests {
     /// would race with other tests creating files).
     fn umask() -> u32 {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status.lines().find_map(|l| l.strip_prefix("Umask:")).expect("Umask line");
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .expect("Umask line");
         u32::from_str_radix(line.trim(), 8).unwrap()
     }
 
@@ -145,7 +181,10 @@ mod tests {
         std::fs::write(&old, "old").unwrap();
         std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
         write_atomically(&old, "new").unwrap();
-        assert_eq!((mode(&old), std::fs::read_to_string(&old).unwrap().as_str()), (0o640, "new"));
+        assert_eq!(
+            (mode(&old), std::fs::read_to_string(&old).unwrap().as_str()),
+            (0o640, "new")
+        );
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
@@ -158,7 +197,10 @@ mod tests {
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         write_atomically(&link, "new").unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
         let dangling = dir.path().join("dangling.json");
         std::os::unix::fs::symlink(dir.path().join("missing"), &dangling).unwrap();
@@ -177,16 +219,31 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         let e = write_atomically(&fifo, "x").unwrap_err().to_string();
         assert!(e.contains("FIFO"), "{e}");
-        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
         let sock = dir.path().join("sock");
         let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        assert!(write_atomically(&sock, "x").unwrap_err().to_string().contains("a socket"));
+        assert!(write_atomically(&sock, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("a socket"));
         // A character device, through a link so that nothing under /dev is at risk.
         let null = dir.path().join("null");
         std::os::unix::fs::symlink("/dev/null", &null).unwrap();
-        assert!(write_atomically(&null, "x").unwrap_err().to_string().contains("character device"));
-        assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        assert!(write_atomically(&null, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("character device"));
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
         let missing = dir.path().join("no/such/folder/out.json");
-        assert!(write_atomically(&missing, "x").unwrap_err().to_string().contains("does not exist"));
+        assert!(write_atomically(&missing, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist"));
     }
 }

@@ -40,7 +40,10 @@ pub struct RawDevice {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "a placement: an object with fpgas and cpus")]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "a placement: an object with fpgas and cpus"
+)]
 pub struct RawPlacement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_load: Option<f64>,
@@ -64,31 +67,49 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
     let mut rank: Vec<Option<usize>> = vec![None; w.len()];
     let explicit = raw.fpgas.iter().any(|d| d.pieces.is_some());
     if let Some(i) = raw.cpus.iter().position(|d| d.pieces.is_some()) {
-        return Err(IoError::Format(format!("cpus[{i}] lists pieces; a CPU runs its nodes one by one")));
+        return Err(IoError::Format(format!(
+            "cpus[{i}] lists pieces; a CPU runs its nodes one by one"
+        )));
     }
     if let Some(i) = raw.cpus.iter().position(|d| d.recompute) {
         return Err(IoError::Format(format!(
             "cpus[{i}] sets recompute; only an accelerator recomputes its activations (a CPU has no memory limit to save)"
         )));
     }
-    let recompute: Vec<Device> =
-        raw.fpgas.iter().enumerate().filter(|(_, d)| d.recompute).map(|(i, _)| Device::Accelerator(i)).collect();
+    let recompute: Vec<Device> = raw
+        .fpgas
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.recompute)
+        .map(|(i, _)| Device::Accelerator(i))
+        .collect();
     let lists = raw
         .fpgas
         .iter()
         .enumerate()
         .map(|(i, d)| (Device::Accelerator(i), format!("fpgas[{i}]"), d))
-        .chain(raw.cpus.iter().enumerate().map(|(i, d)| (Device::Cpu(i), format!("cpus[{i}]"), d)));
+        .chain(
+            raw.cpus
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (Device::Cpu(i), format!("cpus[{i}]"), d)),
+        );
     for (device, path, list) in lists {
         let index = |id: i64, at: &str| {
-            w.index_of(id).ok_or_else(|| IoError::Format(format!("{at} lists node {id}, which the workload does not have")))
+            w.index_of(id).ok_or_else(|| {
+                IoError::Format(format!(
+                    "{at} lists node {id}, which the workload does not have"
+                ))
+            })
         };
         if let Some(pieces) = &list.pieces {
             for (j, piece) in pieces.iter().enumerate() {
                 for &id in piece {
                     let v = index(id, &format!("{path}.pieces[{j}]"))?;
                     if let Some(other) = assignment[v] {
-                        return Err(IoError::Format(format!("node {id} is listed twice: on {other} and in {path}.pieces[{j}]")));
+                        return Err(IoError::Format(format!(
+                            "node {id} is listed twice: on {other} and in {path}.pieces[{j}]"
+                        )));
                     }
                     assignment[v] = Some(device);
                     rank[v] = Some(j);
@@ -97,7 +118,9 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
             for &id in &list.nodes {
                 let v = index(id, &path)?;
                 if assignment[v] != Some(device) {
-                    return Err(IoError::Format(format!("{path}.nodes lists node {id}, which none of its pieces holds")));
+                    return Err(IoError::Format(format!(
+                        "{path}.nodes lists node {id}, which none of its pieces holds"
+                    )));
                 }
             }
             let listed = pieces.iter().map(Vec::len).sum::<usize>();
@@ -112,7 +135,9 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
         for &id in &list.nodes {
             let v = index(id, &path)?;
             if let Some(other) = assignment[v] {
-                return Err(IoError::Format(format!("node {id} is listed twice: on {other} and in {path}")));
+                return Err(IoError::Format(format!(
+                    "node {id} is listed twice: on {other} and in {path}"
+                )));
             }
             assignment[v] = Some(device);
             if matches!(device, Device::Accelerator(_)) {
@@ -122,7 +147,13 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
     }
     let listed: Vec<bool> = assignment.iter().map(Option::is_some).collect();
     complete_by_color_class(w, &mut assignment)?;
-    let placement = Placement::new(assignment.into_iter().map(|d| d.expect("completed")).collect()).with_recompute(recompute);
+    let placement = Placement::new(
+        assignment
+            .into_iter()
+            .map(|d| d.expect("completed"))
+            .collect(),
+    )
+    .with_recompute(recompute);
     if !explicit {
         return Ok(placement);
     }
@@ -134,13 +165,22 @@ pub fn parse_placement(text: &str, w: &Workload) -> Result<Placement, IoError> {
         }
     }
     let ranks = (0..w.len())
-        .map(|v| rank[v].or_else(|| w.node(v).color_class.and_then(|c| class_rank.get(&c).copied())).unwrap_or(0))
+        .map(|v| {
+            rank[v]
+                .or_else(|| {
+                    w.node(v)
+                        .color_class
+                        .and_then(|c| class_rank.get(&c).copied())
+                })
+                .unwrap_or(0)
+        })
         .collect();
     Ok(placement.with_pieces(ranks))
 }
 
 fn complete_by_color_class(w: &Workload, assignment: &mut [Option<Device>]) -> Result<(), IoError> {
-    let mut class_device: std::collections::HashMap<i64, Result<Device, (Device, Device)>> = Default::default();
+    let mut class_device: std::collections::HashMap<i64, Result<Device, (Device, Device)>> =
+        Default::default();
     for (v, node) in w.nodes().iter().enumerate() {
         if let (Some(c), Some(d)) = (node.color_class, assignment[v]) {
             class_device
@@ -161,15 +201,15 @@ fn complete_by_color_class(w: &Workload, assignment: &mut [Option<Device>]) -> R
         }
         let id = node.id;
         let Some(class) = node.color_class else {
-            return Err(IoError::Format(format!("node {id} is not listed and has no colour class to infer its device from")));
+            return Err(IoError::Format(format!(
+                "node {id} is not listed and has no colour class to infer its device from"
+            )));
         };
         match class_device.get(&class) {
             Some(Ok(d)) => assignment[v] = Some(*d),
-            Some(Err((a, b))) => {
-                return Err(IoError::Format(format!(
-                    "node {id} is not listed and its colour class {class} is split between {a} and {b}"
-                )))
-            }
+            Some(Err((a, b))) => return Err(IoError::Format(format!(
+                "node {id} is not listed and its colour class {class} is split between {a} and {b}"
+            ))),
             None => {
                 return Err(IoError::Format(format!(
                     "node {id} is not listed and no node of its colour class {class} is listed"
@@ -226,7 +266,17 @@ pub fn placement_to_raw(
     let cpus = cpus
         .iter()
         .zip(cpu_loads)
-        .map(|(set, &load)| RawDevice { load, nodes: ids(set), pieces: None, recompute: false })
+        .map(|(set, &load)| RawDevice {
+            load,
+            nodes: ids(set),
+            pieces: None,
+            recompute: false,
+        })
         .collect();
-    RawPlacement { max_load: (!latency).then_some(objective), total_latency: latency.then_some(objective), fpgas, cpus }
+    RawPlacement {
+        max_load: (!latency).then_some(objective),
+        total_latency: latency.then_some(objective),
+        fpgas,
+        cpus,
+    }
 }

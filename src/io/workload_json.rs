@@ -53,13 +53,18 @@ impl Flag {
             Flag::Bool(b) => Ok(b),
             Flag::Int(0) => Ok(false),
             Flag::Int(1) => Ok(true),
-            Flag::Int(other) => Err(IoError::Format(format!("{path}: expected true/false or 0/1, found {other}"))),
+            Flag::Int(other) => Err(IoError::Format(format!(
+                "{path}: expected true/false or 0/1, found {other}"
+            ))),
         }
     }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "a node: an object with id, fpgaLatency and cpuLatency")]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "a node: an object with id, fpgaLatency and cpuLatency"
+)]
 struct RawNode {
     id: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +98,12 @@ struct RawNode {
 impl RawNode {
     /// The memory breakdown, when the file gives any part of it (the others are then 0).
     fn memory(&self) -> Option<NodeMemory> {
-        let parts = [self.weight_bytes, self.gradient_bytes, self.optimizer_bytes, self.activation_bytes];
+        let parts = [
+            self.weight_bytes,
+            self.gradient_bytes,
+            self.optimizer_bytes,
+            self.activation_bytes,
+        ];
         parts.iter().any(Option::is_some).then(|| NodeMemory {
             weight_bytes: self.weight_bytes.unwrap_or(0.0),
             gradient_bytes: self.gradient_bytes.unwrap_or(0.0),
@@ -104,7 +114,10 @@ impl RawNode {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an edge: an object with sourceId, destId and cost")]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an edge: an object with sourceId, destId and cost"
+)]
 struct RawEdge {
     source_id: i64,
     dest_id: i64,
@@ -114,7 +127,10 @@ struct RawEdge {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "a reference: an object with profile, speed and hostBytesPerS")]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "a reference: an object with profile, speed and hostBytesPerS"
+)]
 struct RawReference {
     profile: String,
     speed: f64,
@@ -122,7 +138,9 @@ struct RawReference {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(expecting = "a workload: an object with maxSizePerFPGA, maxFPGAs, maxCPUs, nodes and edges")]
+#[serde(
+    expecting = "a workload: an object with maxSizePerFPGA, maxFPGAs, maxCPUs, nodes and edges"
+)]
 struct RawWorkload {
     #[serde(rename = "maxSizePerFPGA")]
     max_size_per_fpga: f64,
@@ -143,7 +161,8 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
     let raw: RawWorkload = super::json::parse_json(text)?;
     let cluster = match &raw.cluster {
         Some(file) => Some(
-            crate::costmodel::cluster::resolve(file, &[]).map_err(|e| IoError::Format(format!("at cluster.{e}")))?,
+            crate::costmodel::cluster::resolve(file, &[])
+                .map_err(|e| IoError::Format(format!("at cluster.{e}")))?,
         ),
         None => None,
     };
@@ -157,10 +176,18 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
     };
     let profile_times = profile_times(&raw.nodes)?;
     let reference = match raw.reference {
-        Some(r) => Reference { profile: r.profile, speed: r.speed, host_bytes_per_s: r.host_bytes_per_s },
+        Some(r) => Reference {
+            profile: r.profile,
+            speed: r.speed,
+            host_bytes_per_s: r.host_bytes_per_s,
+        },
         None => Reference::paper(),
     };
-    let platform = Platform { reference, profile_times, cluster };
+    let platform = Platform {
+        reference,
+        profile_times,
+        cluster,
+    };
     let mut nodes = Vec::with_capacity(raw.nodes.len());
     for (i, n) in raw.nodes.into_iter().enumerate() {
         let memory = n.memory();
@@ -184,7 +211,11 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
             memory,
         });
     }
-    let edges = raw.edges.into_iter().map(|e| (e.source_id, e.dest_id, e.cost, e.size)).collect();
+    let edges = raw
+        .edges
+        .into_iter()
+        .map(|e| (e.source_id, e.dest_id, e.cost, e.size))
+        .collect();
     let w = Workload::new(nodes, edges, devices)?;
     if platform == Platform::default() {
         return Ok(w);
@@ -197,7 +228,13 @@ fn profile_times(nodes: &[RawNode]) -> Result<ProfileTimes, IoError> {
     let Some(first) = nodes.iter().position(|n| n.latencies.is_some()) else {
         return Ok(ProfileTimes::default());
     };
-    let profiles: Vec<String> = nodes[first].latencies.as_ref().expect("some").keys().cloned().collect();
+    let profiles: Vec<String> = nodes[first]
+        .latencies
+        .as_ref()
+        .expect("some")
+        .keys()
+        .cloned()
+        .collect();
     let mut times = vec![Vec::with_capacity(nodes.len()); profiles.len()];
     for (i, n) in nodes.iter().enumerate() {
         let missing = |p: &str| {
@@ -206,7 +243,9 @@ fn profile_times(nodes: &[RawNode]) -> Result<ProfileTimes, IoError> {
                 n.id, nodes[first].id
             ))
         };
-        let Some(map) = &n.latencies else { return Err(missing(&profiles[0])) };
+        let Some(map) = &n.latencies else {
+            return Err(missing(&profiles[0]));
+        };
         for (p, list) in profiles.iter().zip(times.iter_mut()) {
             list.push(*map.get(p).ok_or_else(|| missing(p))?);
         }
@@ -246,8 +285,13 @@ pub fn workload_to_json(w: &Workload) -> String {
             .iter()
             .enumerate()
             .map(|(v, n)| RawNode {
-                latencies: (!pt.profiles.is_empty())
-                    .then(|| pt.profiles.iter().cloned().zip(pt.times.iter().map(|t| t[v])).collect()),
+                latencies: (!pt.profiles.is_empty()).then(|| {
+                    pt.profiles
+                        .iter()
+                        .cloned()
+                        .zip(pt.times.iter().map(|t| t[v]))
+                        .collect()
+                }),
                 id: n.id,
                 name: n.name.clone(),
                 fpga_latency: n.fpga_latency,

@@ -142,7 +142,11 @@ impl Reference {
     /// The published workloads' reference: an NVIDIA V100 16 GB (speed 1) behind PCIe 3 x16
     /// (15.75 GB/s per direction), the machine they were profiled on.
     pub fn paper() -> Reference {
-        Reference { profile: "v100".into(), speed: 1.0, host_bytes_per_s: 15.75e9 }
+        Reference {
+            profile: "v100".into(),
+            speed: 1.0,
+            host_bytes_per_s: 15.75e9,
+        }
     }
 }
 
@@ -153,15 +157,26 @@ impl Default for Reference {
 }
 
 fn bad(field: String, value: f64, rule: &str) -> WorkloadError {
-    WorkloadError::BadCluster { field, message: format!("is {value}; it must be {rule}") }
+    WorkloadError::BadCluster {
+        field,
+        message: format!("is {value}; it must be {rule}"),
+    }
 }
 
 fn check_link(field: String, l: &Link) -> Result<(), WorkloadError> {
     if !(l.bytes_per_s.is_finite() && l.bytes_per_s > 0.0) {
-        return Err(bad(format!("{field}.bytes_per_s"), l.bytes_per_s, "a finite number > 0"));
+        return Err(bad(
+            format!("{field}.bytes_per_s"),
+            l.bytes_per_s,
+            "a finite number > 0",
+        ));
     }
     if !(l.latency_ms.is_finite() && l.latency_ms >= 0.0) {
-        return Err(bad(format!("{field}.latency_ms"), l.latency_ms, "a finite number >= 0"));
+        return Err(bad(
+            format!("{field}.latency_ms"),
+            l.latency_ms,
+            "a finite number >= 0",
+        ));
     }
     Ok(())
 }
@@ -169,24 +184,43 @@ fn check_link(field: String, l: &Link) -> Result<(), WorkloadError> {
 impl Cluster {
     /// Validates and builds a cluster: at least one device, unique names, every number
     /// finite (bandwidths and speeds > 0, the rest ≥ 0), every type used by a machine.
-    pub fn new(types: Vec<AcceleratorType>, machines: Vec<Machine>, cpu_price_per_hour: f64) -> Result<Cluster, WorkloadError> {
+    pub fn new(
+        types: Vec<AcceleratorType>,
+        machines: Vec<Machine>,
+        cpu_price_per_hour: f64,
+    ) -> Result<Cluster, WorkloadError> {
         for (i, t) in types.iter().enumerate() {
             if types[..i].iter().any(|o| o.name == t.name) {
-                return Err(WorkloadError::BadCluster { field: format!("types[{i}].name"), message: format!("'{}' is used twice", t.name) });
+                return Err(WorkloadError::BadCluster {
+                    field: format!("types[{i}].name"),
+                    message: format!("'{}' is used twice", t.name),
+                });
             }
             let f = |x: &str| format!("type {}.{x}", t.name);
             if !(t.memory_bytes.is_finite() && t.memory_bytes >= 0.0) {
-                return Err(bad(f("memory"), t.memory_bytes, "a finite number of bytes >= 0"));
+                return Err(bad(
+                    f("memory"),
+                    t.memory_bytes,
+                    "a finite number of bytes >= 0",
+                ));
             }
             if !(t.price_per_hour.is_finite() && t.price_per_hour >= 0.0) {
-                return Err(bad(f("price_per_hour"), t.price_per_hour, "a finite number >= 0"));
+                return Err(bad(
+                    f("price_per_hour"),
+                    t.price_per_hour,
+                    "a finite number >= 0",
+                ));
             }
             if !(t.speed.is_finite() && t.speed > 0.0) {
                 return Err(bad(f("speed"), t.speed, "a finite number > 0"));
             }
         }
         if !(cpu_price_per_hour.is_finite() && cpu_price_per_hour >= 0.0) {
-            return Err(bad("cpu_price_per_hour".into(), cpu_price_per_hour, "a finite number >= 0"));
+            return Err(bad(
+                "cpu_price_per_hour".into(),
+                cpu_price_per_hour,
+                "a finite number >= 0",
+            ));
         }
         let mut accelerators = Vec::new();
         let mut cpus = Vec::new();
@@ -209,22 +243,39 @@ impl Cluster {
                         message: format!("refers to type {t}, but there are {} types", types.len()),
                     });
                 }
-                accelerators.extend(std::iter::repeat_n(AcceleratorSlot { accelerator_type: t, machine: m }, count));
+                accelerators.extend(std::iter::repeat_n(
+                    AcceleratorSlot {
+                        accelerator_type: t,
+                        machine: m,
+                    },
+                    count,
+                ));
             }
         }
         for (m, machine) in machines.iter().enumerate() {
             cpus.extend(std::iter::repeat_n(m, machine.cpus));
         }
         if accelerators.is_empty() && cpus.is_empty() {
-            return Err(WorkloadError::BadCluster { field: "machines".into(), message: "hold no accelerator and no CPU core".into() });
+            return Err(WorkloadError::BadCluster {
+                field: "machines".into(),
+                message: "hold no accelerator and no CPU core".into(),
+            });
         }
-        if let Some(t) = (0..types.len()).find(|&t| !accelerators.iter().any(|a| a.accelerator_type == t)) {
+        if let Some(t) =
+            (0..types.len()).find(|&t| !accelerators.iter().any(|a| a.accelerator_type == t))
+        {
             return Err(WorkloadError::BadCluster {
                 field: format!("types[{t}]"),
                 message: format!("type '{}' is on no machine", types[t].name),
             });
         }
-        Ok(Cluster { types, machines, cpu_price_per_hour, accelerators, cpus })
+        Ok(Cluster {
+            types,
+            machines,
+            cpu_price_per_hour,
+            accelerators,
+            cpus,
+        })
     }
 
     pub fn types(&self) -> &[AcceleratorType] {
@@ -247,7 +298,10 @@ impl Cluster {
     }
     /// Number of accelerators of type `t`.
     pub fn count_of_type(&self, t: usize) -> usize {
-        self.accelerators.iter().filter(|a| a.accelerator_type == t).count()
+        self.accelerators
+            .iter()
+            .filter(|a| a.accelerator_type == t)
+            .count()
     }
     /// The machine of a device, or `None` for an index past the cluster's devices.
     pub fn machine_of(&self, d: super::Device) -> Option<usize> {
@@ -258,14 +312,20 @@ impl Cluster {
     }
     /// Largest accelerator memory, bytes (0 without accelerators).
     pub fn largest_memory_bytes(&self) -> f64 {
-        self.accelerators.iter().map(|a| self.types[a.accelerator_type].memory_bytes).fold(0.0, f64::max)
+        self.accelerators
+            .iter()
+            .map(|a| self.types[a.accelerator_type].memory_bytes)
+            .fold(0.0, f64::max)
     }
 
     /// MODEL.md's device set as a cluster: one machine `m0` with `k` accelerators of one type
     /// (named after `reference.profile`, speed `reference.speed`, price 0) and `ℓ` CPU cores,
     /// a host link with `λ = 0` and `B = B_ref`, no peer link. Scores exactly as MODEL.md.
     pub fn model_md(devices: &super::DeviceSet, reference: &Reference) -> Cluster {
-        let host = Link { bytes_per_s: reference.host_bytes_per_s, latency_ms: 0.0 };
+        let host = Link {
+            bytes_per_s: reference.host_bytes_per_s,
+            latency_ms: 0.0,
+        };
         let ty = AcceleratorType {
             name: reference.profile.clone(),
             profile: reference.profile.clone(),
@@ -273,9 +333,24 @@ impl Cluster {
             price_per_hour: 0.0,
             speed: reference.speed,
         };
-        let types = if devices.accelerators > 0 { vec![ty] } else { Vec::new() };
-        let accelerators = if devices.accelerators > 0 { vec![(0, devices.accelerators)] } else { Vec::new() };
-        let machine = Machine { name: "m0".into(), accelerators, cpus: devices.cpus, host, peer: None, network: host };
+        let types = if devices.accelerators > 0 {
+            vec![ty]
+        } else {
+            Vec::new()
+        };
+        let accelerators = if devices.accelerators > 0 {
+            vec![(0, devices.accelerators)]
+        } else {
+            Vec::new()
+        };
+        let machine = Machine {
+            name: "m0".into(),
+            accelerators,
+            cpus: devices.cpus,
+            host,
+            peer: None,
+            network: host,
+        };
         Cluster::new(types, vec![machine], 0.0).expect("a valid device set is a valid cluster")
     }
 
@@ -298,7 +373,11 @@ impl Cluster {
                     .iter()
                     .map(|&(t, n)| format!("{n} x {}", self.types[t].name))
                     .collect();
-                parts.push(format!("{} CPU core{}", m.cpus, if m.cpus == 1 { "" } else { "s" }));
+                parts.push(format!(
+                    "{} CPU core{}",
+                    m.cpus,
+                    if m.cpus == 1 { "" } else { "s" }
+                ));
                 format!("{}: {}", m.name, parts.join(", "))
             })
             .collect()
@@ -316,7 +395,10 @@ pub struct ProfileTimes {
 impl ProfileTimes {
     /// The times for `profile`, if the workload has them.
     pub fn get(&self, profile: &str) -> Option<&[f64]> {
-        self.profiles.iter().position(|p| p == profile).map(|i| self.times[i].as_slice())
+        self.profiles
+            .iter()
+            .position(|p| p == profile)
+            .map(|i| self.times[i].as_slice())
     }
 }
 
@@ -333,24 +415,43 @@ pub struct Platform {
 impl Platform {
     /// Checks the platform against a workload of `n` nodes: one time per node per profile,
     /// each finite and ≥ 0, profiles named once; a finite positive reference.
-    pub(crate) fn validate(&self, n: usize, node_id: impl Fn(usize) -> i64) -> Result<(), WorkloadError> {
+    pub(crate) fn validate(
+        &self,
+        n: usize,
+        node_id: impl Fn(usize) -> i64,
+    ) -> Result<(), WorkloadError> {
         let r = &self.reference;
         if !(r.speed.is_finite() && r.speed > 0.0) {
-            return Err(bad("reference.speed".into(), r.speed, "a finite number > 0"));
+            return Err(bad(
+                "reference.speed".into(),
+                r.speed,
+                "a finite number > 0",
+            ));
         }
         if !(r.host_bytes_per_s.is_finite() && r.host_bytes_per_s > 0.0) {
-            return Err(bad("reference.host_bytes_per_s".into(), r.host_bytes_per_s, "a finite number > 0"));
+            return Err(bad(
+                "reference.host_bytes_per_s".into(),
+                r.host_bytes_per_s,
+                "a finite number > 0",
+            ));
         }
         let pt = &self.profile_times;
         if pt.profiles.len() != pt.times.len() {
             return Err(WorkloadError::BadCluster {
                 field: "latencies".into(),
-                message: format!("{} profiles but {} time lists", pt.profiles.len(), pt.times.len()),
+                message: format!(
+                    "{} profiles but {} time lists",
+                    pt.profiles.len(),
+                    pt.times.len()
+                ),
             });
         }
         for (p, (name, times)) in pt.profiles.iter().zip(&pt.times).enumerate() {
             if pt.profiles[..p].contains(name) {
-                return Err(WorkloadError::BadCluster { field: "latencies".into(), message: format!("profile '{name}' appears twice") });
+                return Err(WorkloadError::BadCluster {
+                    field: "latencies".into(),
+                    message: format!("profile '{name}' appears twice"),
+                });
             }
             if times.len() != n {
                 return Err(WorkloadError::BadCluster {
@@ -359,7 +460,11 @@ impl Platform {
                 });
             }
             if let Some(v) = times.iter().position(|x| !(x.is_finite() && *x >= 0.0)) {
-                return Err(WorkloadError::BadNumber { what: format!("node {}", node_id(v)), field: "latencies", value: times[v] });
+                return Err(WorkloadError::BadNumber {
+                    what: format!("node {}", node_id(v)),
+                    field: "latencies",
+                    value: times[v],
+                });
             }
         }
         Ok(())
@@ -381,11 +486,20 @@ mod tests {
     use crate::model::{Device, DeviceSet};
 
     fn link(b: f64) -> Link {
-        Link { bytes_per_s: b, latency_ms: 0.01 }
+        Link {
+            bytes_per_s: b,
+            latency_ms: 0.01,
+        }
     }
 
     fn ty(name: &str, memory: f64) -> AcceleratorType {
-        AcceleratorType { name: name.into(), profile: name.into(), memory_bytes: memory, price_per_hour: 1.0, speed: 1.0 }
+        AcceleratorType {
+            name: name.into(),
+            profile: name.into(),
+            memory_bytes: memory,
+            price_per_hour: 1.0,
+            speed: 1.0,
+        }
     }
 
     #[test]
@@ -398,34 +512,88 @@ mod tests {
             peer: None,
             network: link(1e9),
         };
-        let c = Cluster::new(vec![ty("a", 8.0), ty("b", 4.0)], vec![m("m0", vec![(0, 2), (1, 1)], 1), m("m1", vec![(1, 2)], 2)], 0.0)
-            .unwrap();
-        let types: Vec<usize> = c.accelerators().iter().map(|a| a.accelerator_type).collect();
+        let c = Cluster::new(
+            vec![ty("a", 8.0), ty("b", 4.0)],
+            vec![m("m0", vec![(0, 2), (1, 1)], 1), m("m1", vec![(1, 2)], 2)],
+            0.0,
+        )
+        .unwrap();
+        let types: Vec<usize> = c
+            .accelerators()
+            .iter()
+            .map(|a| a.accelerator_type)
+            .collect();
         assert_eq!(types, [0, 0, 1, 1, 1]);
         assert_eq!(c.cpu_machines(), [0, 1, 1]);
         assert_eq!(c.machine_of(Device::Accelerator(3)), Some(1));
         assert_eq!(c.machine_of(Device::Cpu(0)), Some(0));
         assert_eq!(c.machine_of(Device::Cpu(3)), None);
         assert_eq!(c.count_of_type(1), 3);
-        assert_eq!(c.device_set(), DeviceSet { accelerators: 5, memory_per_accelerator_bytes: 8.0, cpus: 3 });
+        assert_eq!(
+            c.device_set(),
+            DeviceSet {
+                accelerators: 5,
+                memory_per_accelerator_bytes: 8.0,
+                cpus: 3
+            }
+        );
     }
 
     #[test]
     fn bad_clusters_name_the_field() {
-        let m = Machine { name: "m0".into(), accelerators: vec![(0, 1)], cpus: 0, host: link(0.0), peer: None, network: link(1.0) };
-        let e = Cluster::new(vec![ty("a", 1.0)], vec![m.clone()], 0.0).unwrap_err().to_string();
+        let m = Machine {
+            name: "m0".into(),
+            accelerators: vec![(0, 1)],
+            cpus: 0,
+            host: link(0.0),
+            peer: None,
+            network: link(1.0),
+        };
+        let e = Cluster::new(vec![ty("a", 1.0)], vec![m.clone()], 0.0)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("machines[0].host.bytes_per_s"), "{e}");
-        let unused = Cluster::new(vec![ty("a", 1.0), ty("b", 1.0)], vec![Machine { host: link(1.0), ..m.clone() }], 0.0);
-        assert!(unused.unwrap_err().to_string().contains("'b' is on no machine"));
-        let empty = Machine { accelerators: vec![], host: link(1.0), ..m };
-        assert!(Cluster::new(vec![], vec![empty], 0.0).unwrap_err().to_string().contains("no accelerator and no CPU"));
+        let unused = Cluster::new(
+            vec![ty("a", 1.0), ty("b", 1.0)],
+            vec![Machine {
+                host: link(1.0),
+                ..m.clone()
+            }],
+            0.0,
+        );
+        assert!(unused
+            .unwrap_err()
+            .to_string()
+            .contains("'b' is on no machine"));
+        let empty = Machine {
+            accelerators: vec![],
+            host: link(1.0),
+            ..m
+        };
+        assert!(Cluster::new(vec![], vec![empty], 0.0)
+            .unwrap_err()
+            .to_string()
+            .contains("no accelerator and no CPU"));
     }
 
     #[test]
     fn model_md_cluster() {
-        let c = Cluster::model_md(&DeviceSet { accelerators: 3, memory_per_accelerator_bytes: 5.0, cpus: 2 }, &Reference::paper());
+        let c = Cluster::model_md(
+            &DeviceSet {
+                accelerators: 3,
+                memory_per_accelerator_bytes: 5.0,
+                cpus: 2,
+            },
+            &Reference::paper(),
+        );
         assert_eq!(c.accelerators().len(), 3);
-        assert_eq!(c.machines()[0].host, Link { bytes_per_s: 15.75e9, latency_ms: 0.0 });
+        assert_eq!(
+            c.machines()[0].host,
+            Link {
+                bytes_per_s: 15.75e9,
+                latency_ms: 0.0
+            }
+        );
         assert!(c.machines()[0].peer.is_none());
         assert_eq!(speed_relative_to_v100(15.7e12, 900e9), 1.0);
     }

@@ -20,7 +20,10 @@ struct Priced {
 
 impl Priced {
     fn new(l: &Link, b_ref: f64) -> Priced {
-        Priced { latency_ms: l.latency_ms, scale: b_ref / l.bytes_per_s }
+        Priced {
+            latency_ms: l.latency_ms,
+            scale: b_ref / l.bytes_per_s,
+        }
     }
     #[inline]
     fn time(self, c: f64) -> f64 {
@@ -75,7 +78,12 @@ impl ClusterCosts {
                 network: Priced::new(&m.network, b_ref),
             })
             .collect();
-        ClusterCosts { cluster: cluster.clone(), times, links, out_cost: (0..w.len()).map(|u| w.out_cost(u)).collect() }
+        ClusterCosts {
+            cluster: cluster.clone(),
+            times,
+            links,
+            out_cost: (0..w.len()).map(|u| w.out_cost(u)).collect(),
+        }
     }
 
     /// The workload's own cluster, or MODEL.md's device set as one ([`Cluster::model_md`]).
@@ -149,7 +157,11 @@ impl ClusterCosts {
         if ms != mr {
             return self.network(mr, u);
         }
-        match (sender.is_accelerator(), receiver.is_accelerator(), self.peer(mr, u)) {
+        match (
+            sender.is_accelerator(),
+            receiver.is_accelerator(),
+            self.peer(mr, u),
+        ) {
             (true, true, Some(p)) => p,
             (_, true, _) => self.host(mr, u),
             (true, false, Some(_)) => self.host(mr, u),
@@ -170,7 +182,9 @@ impl ClusterCosts {
     /// a CPU core.
     pub fn compute(&self, w: &Workload, v: usize, d: Device) -> f64 {
         match d {
-            Device::Accelerator(i) => self.times[self.cluster.accelerators()[i].accelerator_type][v],
+            Device::Accelerator(i) => {
+                self.times[self.cluster.accelerators()[i].accelerator_type][v]
+            }
             Device::Cpu(_) => w.node(v).cpu_latency,
         }
     }

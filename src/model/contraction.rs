@@ -110,7 +110,11 @@ impl Contraction {
     /// Builds the group DAG from a label per node (nodes with one label form a group) and
     /// arcs between labels, which must form a DAG once self-arcs are dropped. Groups are
     /// numbered in Kahn's order, smallest label first.
-    pub fn from_labels(w: &Workload, label: &[usize], mut arcs: Vec<(usize, usize)>) -> Contraction {
+    pub fn from_labels(
+        w: &Workload,
+        label: &[usize],
+        mut arcs: Vec<(usize, usize)>,
+    ) -> Contraction {
         let labels = label.iter().copied().max().map_or(0, |c| c + 1);
         arcs.retain(|&(a, b)| a != b);
         arcs.sort_unstable();
@@ -120,7 +124,10 @@ impl Contraction {
             used[x] = true;
         }
         let (position, components) = kahn_positions(labels, &arcs, &used);
-        debug_assert!(label.iter().all(|&x| position[x] != usize::MAX), "the labels' arcs form a DAG");
+        debug_assert!(
+            label.iter().all(|&x| position[x] != usize::MAX),
+            "the labels' arcs form a DAG"
+        );
 
         let group_of: Vec<usize> = label.iter().map(|&x| position[x]).collect();
         let Grouping { group_of, groups } = Grouping::new(w, group_of, components);
@@ -136,7 +143,12 @@ impl Contraction {
             list.sort_unstable();
             list.dedup();
         }
-        Contraction { groups, group_of, succ, pred }
+        Contraction {
+            groups,
+            group_of,
+            succ,
+            pred,
+        }
     }
 
     /// Number of groups.
@@ -152,17 +164,27 @@ impl Contraction {
     /// [`super::grouping`] (`T(u) = {g(u)} ∪ {g(x) : u → x}`, cut by a device that meets
     /// it without containing it; equal sets merged, singletons dropped).
     pub fn communication_hyperedges(&self, w: &Workload) -> Vec<(Vec<usize>, f64)> {
-        hyperedges(w, &self.group_of, false).into_iter().map(|e| (e.groups, e.cost)).collect()
+        hyperedges(w, &self.group_of, false)
+            .into_iter()
+            .map(|e| (e.groups, e.cost))
+            .collect()
     }
 
     /// The arcs `a → b` of the group DAG (`a < b`), by `a` then `b`.
     pub fn arcs(&self) -> Vec<(usize, usize)> {
-        self.succ.iter().enumerate().flat_map(|(a, s)| s.iter().map(move |&b| (a, b))).collect()
+        self.succ
+            .iter()
+            .enumerate()
+            .flat_map(|(a, s)| s.iter().map(move |&b| (a, b)))
+            .collect()
     }
 
     /// The groups as a [`Grouping`] (the unit model the solvers share), dropping the arcs.
     pub fn into_grouping(self) -> Grouping {
-        Grouping { group_of: self.group_of, groups: self.groups }
+        Grouping {
+            group_of: self.group_of,
+            groups: self.groups,
+        }
     }
 }
 
@@ -176,7 +198,10 @@ fn kahn_positions(labels: usize, arcs: &[(usize, usize)], used: &[bool]) -> (Vec
         succ[a].push(b);
         indegree[b] += 1;
     }
-    let mut ready: BinaryHeap<Reverse<usize>> = (0..labels).filter(|&c| indegree[c] == 0).map(Reverse).collect();
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..labels)
+        .filter(|&c| indegree[c] == 0)
+        .map(Reverse)
+        .collect();
     let mut position = vec![usize::MAX; labels];
     let mut next = 0;
     while let Some(Reverse(c)) = ready.pop() {

@@ -20,13 +20,21 @@ impl DeviceSet {
     /// The same device set for a graph of `nodes` nodes: a placement puts every node on one
     /// device, so more than `nodes` accelerators (or CPUs) is the same as `nodes`.
     pub fn clamped_to(&self, nodes: usize) -> DeviceSet {
-        DeviceSet { accelerators: self.accelerators.min(nodes), cpus: self.cpus.min(nodes), ..self.clone() }
+        DeviceSet {
+            accelerators: self.accelerators.min(nodes),
+            cpus: self.cpus.min(nodes),
+            ..self.clone()
+        }
     }
 
     pub(crate) fn validate(&self) -> Result<(), WorkloadError> {
         let m = self.memory_per_accelerator_bytes;
         if !(m.is_finite() && m >= 0.0) {
-            return Err(WorkloadError::BadNumber { what: "the device set".into(), field: "maxSizePerFPGA", value: m });
+            return Err(WorkloadError::BadNumber {
+                what: "the device set".into(),
+                field: "maxSizePerFPGA",
+                value: m,
+            });
         }
         Ok(())
     }
@@ -61,19 +69,24 @@ pub fn parse_bytes(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (number, unit) = (t[..split].trim(), t[split..].trim());
-    let value: f64 = number.parse().map_err(|_| format!("'{text}' is not a byte count (try 16GiB or 17179869184)"))?;
-    let scale = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1024.0 * 1024.0,
-        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "t" | "tib" => 1024.0f64.powi(4),
-        other => return Err(format!("unknown byte unit '{other}' in '{text}' (use B, KB, MB, GB, KiB, MiB, GiB, TiB)")),
-    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a byte count (try 16GiB or 17179869184)"))?;
+    let scale =
+        match unit.to_ascii_lowercase().as_str() {
+            "" | "b" => 1.0,
+            "kb" => 1e3,
+            "mb" => 1e6,
+            "gb" => 1e9,
+            "tb" => 1e12,
+            "k" | "kib" => 1024.0,
+            "m" | "mib" => 1024.0 * 1024.0,
+            "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+            "t" | "tib" => 1024.0f64.powi(4),
+            other => return Err(format!(
+                "unknown byte unit '{other}' in '{text}' (use B, KB, MB, GB, KiB, MiB, GiB, TiB)"
+            )),
+        };
     let bytes = value * scale;
     if !(bytes.is_finite() && bytes >= 0.0) {
         return Err(format!("'{text}' is not a non-negative byte count"));

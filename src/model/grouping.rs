@@ -87,7 +87,13 @@ pub struct Grouping {
 impl Grouping {
     /// The groups of a dense labelling `group_of[v] ∈ 0..count` (every label used).
     pub fn new(w: &Workload, group_of: Vec<usize>, count: usize) -> Grouping {
-        let mut groups = vec![Group { supported_on_accelerator: true, ..Group::default() }; count];
+        let mut groups = vec![
+            Group {
+                supported_on_accelerator: true,
+                ..Group::default()
+            };
+            count
+        ];
         for (v, node) in w.nodes().iter().enumerate() {
             let g = &mut groups[group_of[v]];
             g.nodes.push(v);
@@ -164,15 +170,24 @@ pub fn hyperedges(w: &Workload, label: &[usize], by_side: bool) -> Vec<Hyperedge
         if c == 0.0 {
             continue;
         }
-        let mut t: Vec<usize> = std::iter::once(label[u]).chain(w.successors(u).iter().map(|&x| label[x])).collect();
+        let mut t: Vec<usize> = std::iter::once(label[u])
+            .chain(w.successors(u).iter().map(|&x| label[x]))
+            .collect();
         t.sort_unstable();
         t.dedup();
         if t.len() > 1 {
-            *map.entry((t, by_side && w.node(u).is_backward)).or_insert(0.0) += c;
+            *map.entry((t, by_side && w.node(u).is_backward))
+                .or_insert(0.0) += c;
         }
     }
-    let mut list: Vec<Hyperedge> =
-        map.into_iter().map(|((groups, backward), cost)| Hyperedge { groups, cost, backward }).collect();
+    let mut list: Vec<Hyperedge> = map
+        .into_iter()
+        .map(|((groups, backward), cost)| Hyperedge {
+            groups,
+            cost,
+            backward,
+        })
+        .collect();
     list.sort_by(|a, b| (&a.groups, a.backward).cmp(&(&b.groups, b.backward)));
     list
 }

@@ -100,7 +100,11 @@ pub fn layer_labels(w: &Workload) -> (Vec<usize>, usize) {
     for (v, node) in w.nodes().iter().enumerate() {
         // A backward node joins a layer through its colour class only (see the module
         // documentation: an orphan backward class keeps its own label).
-        let layer_id = if node.is_backward { None } else { node.layer_id };
+        let layer_id = if node.is_backward {
+            None
+        } else {
+            node.layer_id
+        };
         for (key, map) in [(layer_id, &mut by_layer), (node.color_class, &mut by_class)] {
             if let Some(k) = key {
                 let first = *map.entry(k).or_insert(v);
@@ -114,7 +118,10 @@ pub fn layer_labels(w: &Workload) -> (Vec<usize>, usize) {
     // A graph input without a layerId (no predecessor, no work) joins the layer it feeds
     // when it feeds one node: its tensor lives where it is consumed.
     for (v, node) in w.nodes().iter().enumerate() {
-        let input = node.layer_id.is_none() && w.predecessors(v).is_empty() && node.fpga_latency == 0.0 && node.cpu_latency == 0.0;
+        let input = node.layer_id.is_none()
+            && w.predecessors(v).is_empty()
+            && node.fpga_latency == 0.0
+            && node.cpu_latency == 0.0;
         if let (true, [only]) = (input && !node.is_backward, w.successors(v)) {
             let (a, b) = (find(&mut parent, v), find(&mut parent, *only));
             if a != b {
@@ -141,7 +148,11 @@ pub fn module_path(name: &str) -> String {
         return name.to_string();
     }
     let segments: Vec<&str> = name.split('/').filter(|s| !s.is_empty()).collect();
-    let scopes = if segments.len() > 1 { &segments[..segments.len() - 1] } else { &segments[..] };
+    let scopes = if segments.len() > 1 {
+        &segments[..segments.len() - 1]
+    } else {
+        &segments[..]
+    };
     let mut path = String::new();
     for s in scopes {
         if path.is_empty() || s.starts_with(&format!("{path}.")) {
@@ -161,7 +172,11 @@ pub fn node_module(w: &Workload, v: usize) -> Option<String> {
         return Some(m.to_string());
     }
     let name = node.name.as_deref()?;
-    let name = if node.is_backward { name.strip_suffix("_grad").unwrap_or(name) } else { name };
+    let name = if node.is_backward {
+        name.strip_suffix("_grad").unwrap_or(name)
+    } else {
+        name
+    };
     Some(module_path(name)).filter(|p| !p.is_empty())
 }
 
@@ -172,7 +187,12 @@ fn common_prefix<'a>(paths: impl IntoIterator<Item = &'a str>) -> String {
         let parts: Vec<&str> = p.split('.').collect();
         prefix = Some(match prefix {
             None => parts,
-            Some(q) => q.iter().zip(&parts).take_while(|(a, b)| a == b).map(|(a, _)| *a).collect(),
+            Some(q) => q
+                .iter()
+                .zip(&parts)
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| *a)
+                .collect(),
         });
     }
     prefix.unwrap_or_default().join(".")
@@ -217,8 +237,10 @@ impl Layers {
                 indegree[b] += 1;
             }
         }
-        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize)>> =
-            (0..count).filter(|&a| indegree[a] == 0).map(|a| std::cmp::Reverse((first[a], a))).collect();
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize)>> = (0..count)
+            .filter(|&a| indegree[a] == 0)
+            .map(|a| std::cmp::Reverse((first[a], a)))
+            .collect();
         let mut order = Vec::with_capacity(count);
         while let Some(std::cmp::Reverse((_, a))) = ready.pop() {
             order.push(a);
@@ -230,15 +252,23 @@ impl Layers {
             }
         }
         if order.len() < count {
-            return Err(LayerError::NotContiguous { cycle: describe_cycle(w, labels, &succ) });
+            return Err(LayerError::NotContiguous {
+                cycle: describe_cycle(w, labels, &succ),
+            });
         }
         let mut index_of_label = vec![0usize; count];
         for (i, &a) in order.iter().enumerate() {
             index_of_label[a] = i;
         }
         let layer_of: Vec<usize> = labels.iter().map(|&a| index_of_label[a]).collect();
-        let mut layers: Vec<Layer> =
-            (0..count).map(|_| Layer { layer_ids: Vec::new(), nodes: Vec::new(), modules: Vec::new(), block: None }).collect();
+        let mut layers: Vec<Layer> = (0..count)
+            .map(|_| Layer {
+                layer_ids: Vec::new(),
+                nodes: Vec::new(),
+                modules: Vec::new(),
+                block: None,
+            })
+            .collect();
         for &v in w.topological_order() {
             let layer = &mut layers[layer_of[v]];
             layer.nodes.push(v);
@@ -248,7 +278,10 @@ impl Layers {
                 }
             }
         }
-        let paths: Vec<Vec<String>> = layers.iter().map(|layer| layer_paths(w, &layer.nodes)).collect();
+        let paths: Vec<Vec<String>> = layers
+            .iter()
+            .map(|layer| layer_paths(w, &layer.nodes))
+            .collect();
         for (layer, modules) in layers.iter_mut().zip(layer_modules(&paths)) {
             layer.layer_ids.sort_unstable();
             layer.modules = modules;
@@ -276,7 +309,13 @@ impl Layers {
             }
         }
         let unlabelled_nodes = w.nodes().iter().filter(|n| n.layer_id.is_none()).count();
-        Ok(Layers { layers, layer_of, succ: layer_succ, block_list, unlabelled_nodes })
+        Ok(Layers {
+            layers,
+            layer_of,
+            succ: layer_succ,
+            block_list,
+            unlabelled_nodes,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -310,7 +349,12 @@ impl Layers {
         if layer.modules.is_empty() {
             return self.name(w, l);
         }
-        layer.modules.iter().map(|m| m.rsplit('.').next().unwrap_or(m).to_string()).collect::<Vec<_>>().join(" + ")
+        layer
+            .modules
+            .iter()
+            .map(|m| m.rsplit('.').next().unwrap_or(m).to_string())
+            .collect::<Vec<_>>()
+            .join(" + ")
     }
 
     /// What a set of nodes holds, for people: whole layers in order with runs of blocks
@@ -335,7 +379,11 @@ impl Layers {
         let mut run: Option<(usize, usize, usize)> = None; // (first block, last block, last layer)
         let flush = |run: &mut Option<(usize, usize, usize)>, items: &mut Vec<String>| {
             if let Some((a, b, _)) = run.take() {
-                let range = if a == b { format!("{a}") } else { format!("{a}-{b}") };
+                let range = if a == b {
+                    format!("{a}")
+                } else {
+                    format!("{a}-{b}")
+                };
                 items.push(match (full, &self.block_list) {
                     (true, Some(p)) => format!("{p}.{range}"),
                     _ if a == b => format!("layer {range}"),
@@ -367,7 +415,10 @@ impl Layers {
                     if whole {
                         items.push(name);
                     } else {
-                        items.push(format!("part of {name} ({count} of {} nodes)", layer.nodes.len()));
+                        items.push(format!(
+                            "part of {name} ({count} of {} nodes)",
+                            layer.nodes.len()
+                        ));
                     }
                 }
             }
@@ -390,14 +441,26 @@ fn layer_paths(w: &Workload, nodes: &[usize]) -> Vec<String> {
     let named = |v: &usize| -> Option<(String, bool)> {
         let path = node_module(w, *v)?;
         let node = w.node(*v);
-        let input = w.predecessors(*v).is_empty() && node.fpga_latency == 0.0 && node.cpu_latency == 0.0;
+        let input =
+            w.predecessors(*v).is_empty() && node.fpga_latency == 0.0 && node.cpu_latency == 0.0;
         Some((path, !input))
     };
     let forward: Vec<&usize> = nodes.iter().filter(|&&v| !w.node(v).is_backward).collect();
-    let candidates: Vec<(String, bool)> =
-        if forward.is_empty() { nodes.iter().filter_map(named).collect() } else { forward.into_iter().filter_map(named).collect() };
-    let working: Vec<&String> = candidates.iter().filter(|(_, work)| *work).map(|(p, _)| p).collect();
-    let paths: Vec<&String> = if working.is_empty() { candidates.iter().map(|(p, _)| p).collect() } else { working };
+    let candidates: Vec<(String, bool)> = if forward.is_empty() {
+        nodes.iter().filter_map(named).collect()
+    } else {
+        forward.into_iter().filter_map(named).collect()
+    };
+    let working: Vec<&String> = candidates
+        .iter()
+        .filter(|(_, work)| *work)
+        .map(|(p, _)| p)
+        .collect();
+    let paths: Vec<&String> = if working.is_empty() {
+        candidates.iter().map(|(p, _)| p).collect()
+    } else {
+        working
+    };
     let mut distinct: Vec<String> = Vec::new();
     for p in paths {
         if !distinct.contains(p) {
@@ -425,13 +488,21 @@ fn layer_modules(paths: &[Vec<String>]) -> Vec<Vec<String>> {
             }
         }
     }
-    let container = |p: &str, l: usize| ancestors.get(p).is_some_and(|owners| owners.iter().any(|&m| m != l));
+    let container = |p: &str, l: usize| {
+        ancestors
+            .get(p)
+            .is_some_and(|owners| owners.iter().any(|&m| m != l))
+    };
     paths
         .iter()
         .enumerate()
         .map(|(l, list)| {
             let own: Vec<&String> = list.iter().filter(|p| !container(p, l)).collect();
-            let own = if own.is_empty() { list.iter().collect() } else { own };
+            let own = if own.is_empty() {
+                list.iter().collect()
+            } else {
+                own
+            };
             let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
             for p in own {
                 let head = p.split('.').next().unwrap_or(p);
@@ -474,7 +545,10 @@ fn find_block_list(layers: &[Layer]) -> Option<String> {
         sorted.len() == list.len()
     });
     let best = count.iter().map(|(_, list)| list.len()).max()?;
-    count.into_iter().find(|(_, list)| list.len() == best).map(|(p, _)| p)
+    count
+        .into_iter()
+        .find(|(_, list)| list.len() == best)
+        .map(|(p, _)| p)
 }
 
 /// One cycle of the layer graph, each arc with a witness edge:
@@ -486,7 +560,9 @@ fn describe_cycle(w: &Workload, labels: &[usize], succ: &[Vec<usize>]) -> String
     for &c in &component {
         *size.entry(c).or_insert(0) += 1;
     }
-    let start = (0..succ.len()).find(|&a| size[&component[a]] > 1).expect("a stalled order has a cycle");
+    let start = (0..succ.len())
+        .find(|&a| size[&component[a]] > 1)
+        .expect("a stalled order has a cycle");
     let inside = |a: usize| component[a] == component[start];
     // Breadth-first search inside the component for the shortest way back to `start`.
     let mut parent: HashMap<usize, usize> = HashMap::new();
@@ -532,15 +608,27 @@ fn render_cycle(w: &Workload, labels: &[usize], cycle: &[usize]) -> String {
     let mut text = label_name(cycle[0]);
     for pair in cycle.windows(2) {
         let (a, b) = (pair[0], pair[1]);
-        let forward = |e: &&crate::model::Edge| !w.node(e.from).is_backward && !w.node(e.to).is_backward;
-        let witness = match w.edges().iter().filter(forward).find(|e| labels[e.from] == a && labels[e.to] == b) {
+        let forward =
+            |e: &&crate::model::Edge| !w.node(e.from).is_backward && !w.node(e.to).is_backward;
+        let witness = match w
+            .edges()
+            .iter()
+            .filter(forward)
+            .find(|e| labels[e.from] == a && labels[e.to] == b)
+        {
             Some(e) => format!(" (edge {} -> {})", w.node(e.from).id, w.node(e.to).id),
             // A mirror arc: a backward edge from b's layer to a's.
             None => w
                 .edges()
                 .iter()
                 .find(|e| labels[e.from] == b && labels[e.to] == a)
-                .map(|e| format!(" (mirroring backward edge {} -> {})", w.node(e.from).id, w.node(e.to).id))
+                .map(|e| {
+                    format!(
+                        " (mirroring backward edge {} -> {})",
+                        w.node(e.from).id,
+                        w.node(e.to).id
+                    )
+                })
                 .unwrap_or_default(),
         };
         text.push_str(&format!(" -> {}{witness}", label_name(b)));
@@ -554,16 +642,28 @@ mod tests {
 
     #[test]
     fn module_paths_of_onnx_and_dotted_names() {
-        assert_eq!(module_path("model.layers.3.self_attn.q_proj"), "model.layers.3.self_attn.q_proj");
-        assert_eq!(module_path("/model/layers.3/self_attn/q_proj/MatMul"), "model.layers.3.self_attn.q_proj");
+        assert_eq!(
+            module_path("model.layers.3.self_attn.q_proj"),
+            "model.layers.3.self_attn.q_proj"
+        );
+        assert_eq!(
+            module_path("/model/layers.3/self_attn/q_proj/MatMul"),
+            "model.layers.3.self_attn.q_proj"
+        );
         assert_eq!(module_path("/layer1/layer1.0/conv1/Conv"), "layer1.0.conv1");
         assert_eq!(module_path("/Add_3"), "Add_3");
     }
 
     #[test]
     fn common_prefix_by_components() {
-        assert_eq!(common_prefix(["model.layers.3.mlp", "model.layers.3.self_attn.q"]), "model.layers.3");
-        assert_eq!(common_prefix(["model.layers.1", "model.layers.12"]), "model.layers");
+        assert_eq!(
+            common_prefix(["model.layers.3.mlp", "model.layers.3.self_attn.q"]),
+            "model.layers.3"
+        );
+        assert_eq!(
+            common_prefix(["model.layers.1", "model.layers.12"]),
+            "model.layers"
+        );
         assert_eq!(block_of("model.layers.12"), Some(("model.layers", 12)));
         assert_eq!(block_of("lm_head"), None);
     }

@@ -69,7 +69,12 @@ mod tests {
 
     #[test]
     fn one_micro_batch_is_todays_size() {
-        let m = NodeMemory { weight_bytes: 40.0, gradient_bytes: 40.0, optimizer_bytes: 80.0, activation_bytes: 16.0 };
+        let m = NodeMemory {
+            weight_bytes: 40.0,
+            gradient_bytes: 40.0,
+            optimizer_bytes: 80.0,
+            activation_bytes: 16.0,
+        };
         assert_eq!(m.total_bytes(), 176.0);
         assert_eq!(NodeMemory::bytes_in_flight(Some(&m), 200.0, 1), 200.0);
         // Four micro-batches in flight: three more stashes.

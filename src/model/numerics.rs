@@ -58,7 +58,11 @@ pub struct Sum {
 }
 
 impl Sum {
-    pub const ZERO: Sum = Sum { hi: 0.0, lo: 0.0, err: 0.0 };
+    pub const ZERO: Sum = Sum {
+        hi: 0.0,
+        lo: 0.0,
+        err: 0.0,
+    };
 
     /// The sum of `values`.
     pub fn of(values: impl IntoIterator<Item = f64>) -> Sum {
@@ -71,7 +75,11 @@ impl Sum {
         let (s, e) = two_sum(self.hi, x);
         let (t, r) = two_sum(e, self.lo);
         let (hi, lo) = two_sum(s, t);
-        Sum { hi, lo, err: self.err + r.abs() }
+        Sum {
+            hi,
+            lo,
+            err: self.err + r.abs(),
+        }
     }
 
     /// `self − x`.
@@ -84,14 +92,20 @@ impl Sum {
     #[inline]
     pub fn plus_sum(self, other: Sum) -> Sum {
         let s = self.plus(other.hi).plus(other.lo);
-        Sum { err: s.err + other.err, ..s }
+        Sum {
+            err: s.err + other.err,
+            ..s
+        }
     }
 
     /// `self − other`, both compensated.
     #[inline]
     pub fn minus_sum(self, other: Sum) -> Sum {
         let s = self.minus(other.hi).minus(other.lo);
-        Sum { err: s.err + other.err, ..s }
+        Sum {
+            err: s.err + other.err,
+            ..s
+        }
     }
 
     /// A value certainly ≤ the exact sum (for lower bounds).
@@ -154,7 +168,10 @@ pub fn ceil_log2(x: f64) -> i32 {
 }
 
 impl Rescale {
-    pub const NONE: Rescale = Rescale { time: 1.0, bytes: 1.0 };
+    pub const NONE: Rescale = Rescale {
+        time: 1.0,
+        bytes: 1.0,
+    };
 
     /// The factors for `w` that make `(3n + m + 4) · max value < 2^1000` for times and for
     /// bytes separately: 1 (no change) unless the values come within that of `f64::MAX`.
@@ -166,8 +183,15 @@ impl Rescale {
             .flat_map(|v| [v.fpga_latency, v.cpu_latency])
             .chain(w.edges().iter().map(|e| e.cost))
             .fold(0.0, f64::max);
-        let max_bytes = w.nodes().iter().map(|v| v.size_bytes).fold(w.devices().memory_per_accelerator_bytes, f64::max);
-        Rescale { time: Self::down_to(max_time, terms, 1000), bytes: Self::down_to(max_bytes, terms, 1000) }
+        let max_bytes = w
+            .nodes()
+            .iter()
+            .map(|v| v.size_bytes)
+            .fold(w.devices().memory_per_accelerator_bytes, f64::max);
+        Rescale {
+            time: Self::down_to(max_time, terms, 1000),
+            bytes: Self::down_to(max_bytes, terms, 1000),
+        }
     }
 
     /// The largest power of two ≤ 1 with `terms · max · factor < 2^limit`.
@@ -212,10 +236,25 @@ impl Rescale {
                 v
             })
             .collect();
-        let edges = w.edges().iter().map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost * t, e.size_bytes * b)).collect();
+        let edges = w
+            .edges()
+            .iter()
+            .map(|e| {
+                (
+                    w.node(e.from).id,
+                    w.node(e.to).id,
+                    e.cost * t,
+                    e.size_bytes * b,
+                )
+            })
+            .collect();
         let d = w.devices();
-        let devices = DeviceSet { memory_per_accelerator_bytes: d.memory_per_accelerator_bytes * b, ..d.clone() };
-        Workload::new(nodes, edges, devices).expect("exact power-of-two scaling keeps a valid workload valid")
+        let devices = DeviceSet {
+            memory_per_accelerator_bytes: d.memory_per_accelerator_bytes * b,
+            ..d.clone()
+        };
+        Workload::new(nodes, edges, devices)
+            .expect("exact power-of-two scaling keeps a valid workload valid")
     }
 }
 

@@ -28,7 +28,11 @@ pub struct Placement {
 
 impl Placement {
     pub fn new(assignment: Vec<Device>) -> Self {
-        Placement { assignment, pieces: None, recompute: Vec::new() }
+        Placement {
+            assignment,
+            pieces: None,
+            recompute: Vec::new(),
+        }
     }
 
     /// The same placement with `devices` recomputing their activations (sorted and
@@ -52,7 +56,11 @@ impl Placement {
     }
 
     /// Node indices on each accelerator `0..k` and each CPU `0..l`.
-    pub fn node_sets(&self, accelerators: usize, cpus: usize) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    pub fn node_sets(
+        &self,
+        accelerators: usize,
+        cpus: usize,
+    ) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
         let mut accs = vec![Vec::new(); accelerators];
         let mut cpu_sets = vec![Vec::new(); cpus];
         for (v, d) in self.assignment.iter().enumerate() {
@@ -106,6 +114,11 @@ impl Placement {
                 Device::Cpu(i) => cpu_map.get(&i).map(|&j| Device::Cpu(j)),
             })
             .collect();
-        Placement { assignment, pieces: self.pieces.clone(), recompute: Vec::new() }.with_recompute(recompute)
+        Placement {
+            assignment,
+            pieces: self.pieces.clone(),
+            recompute: Vec::new(),
+        }
+        .with_recompute(recompute)
     }
 }

@@ -89,7 +89,9 @@ impl std::str::FromStr for Recompute {
         match text.trim().to_ascii_lowercase().as_str() {
             "none" | "off" => Ok(Recompute::None),
             "auto" => Ok(Recompute::Auto),
-            _ => Err(format!("unknown recompute mode '{text}' (use none or auto)")),
+            _ => Err(format!(
+                "unknown recompute mode '{text}' (use none or auto)"
+            )),
         }
     }
 }
@@ -131,7 +133,13 @@ pub fn stage_inputs(w: &Workload, p: &Placement) -> BTreeMap<Device, f64> {
 /// `mem(S, c)` or `mem_r(S, c)` (module doc) of a stage holding `resident` bytes
 /// throughout, stashing `stash` per micro-batch and reading `input` bytes from other
 /// devices, with `in_flight` micro-batches in flight.
-pub fn stage_bytes(resident: f64, stash: f64, input: f64, in_flight: usize, recompute: bool) -> f64 {
+pub fn stage_bytes(
+    resident: f64,
+    stash: f64,
+    input: f64,
+    in_flight: usize,
+    recompute: bool,
+) -> f64 {
     let c = in_flight as f64;
     if recompute {
         resident + stash + c * input
@@ -149,7 +157,10 @@ mod tests {
         for text in ["none", "auto"] {
             assert_eq!(text.parse::<Recompute>().unwrap().to_string(), text);
         }
-        assert!("sometimes".parse::<Recompute>().unwrap_err().contains("none or auto"));
+        assert!("sometimes"
+            .parse::<Recompute>()
+            .unwrap_err()
+            .contains("none or auto"));
     }
 
     /// The two forms of the module doc agree, and one micro-batch never gains.
@@ -158,9 +169,18 @@ mod tests {
         let (resident, stash, input) = (100.0, 40.0, 6.0);
         let size = resident + stash;
         for c in 1..6 {
-            assert_eq!(stage_bytes(resident, stash, input, c, false), size + (c as f64 - 1.0) * stash);
-            assert_eq!(stage_bytes(resident, stash, input, c, true), size + c as f64 * input);
+            assert_eq!(
+                stage_bytes(resident, stash, input, c, false),
+                size + (c as f64 - 1.0) * stash
+            );
+            assert_eq!(
+                stage_bytes(resident, stash, input, c, true),
+                size + c as f64 * input
+            );
         }
-        assert!(stage_bytes(resident, stash, input, 1, true) >= stage_bytes(resident, stash, input, 1, false));
+        assert!(
+            stage_bytes(resident, stash, input, 1, true)
+                >= stage_bytes(resident, stash, input, 1, false)
+        );
     }
 }

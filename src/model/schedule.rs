@@ -95,11 +95,17 @@ impl std::str::FromStr for Schedule {
         if let Some(v) = t.strip_prefix("interleaved:") {
             return match v.parse::<usize>() {
                 Ok(v) if v >= 2 => Ok(Schedule::Interleaved { chunks: v }),
-                Ok(_) => Err(format!("'{text}': interleaved needs at least 2 chunks per device (use 1f1b for one)")),
-                Err(_) => Err(format!("'{text}': the number of chunks after 'interleaved:' must be an integer")),
+                Ok(_) => Err(format!(
+                    "'{text}': interleaved needs at least 2 chunks per device (use 1f1b for one)"
+                )),
+                Err(_) => Err(format!(
+                    "'{text}': the number of chunks after 'interleaved:' must be an integer"
+                )),
             };
         }
-        Err(format!("unknown schedule '{text}' (use gpipe, 1f1b or interleaved[:v])"))
+        Err(format!(
+            "unknown schedule '{text}' (use gpipe, 1f1b or interleaved[:v])"
+        ))
     }
 }
 
@@ -127,9 +133,17 @@ pub enum ScheduleError {
     #[error("a pipeline needs at least one stage")]
     NoStages,
     #[error("{schedule} needs the number of stages ({stages}) to be a multiple of its {chunks} chunks per device")]
-    StagesNotDivisible { schedule: Schedule, stages: usize, chunks: usize },
+    StagesNotDivisible {
+        schedule: Schedule,
+        stages: usize,
+        chunks: usize,
+    },
     #[error("{schedule} needs the number of micro-batches ({micro_batches}) to be a multiple of the {devices} pipeline devices (as Megatron-LM does)")]
-    MicroBatchesNotDivisible { schedule: Schedule, micro_batches: usize, devices: usize },
+    MicroBatchesNotDivisible {
+        schedule: Schedule,
+        micro_batches: usize,
+        devices: usize,
+    },
     #[error("internal: the {schedule} timetable deadlocked at slot {slot}")]
     Deadlock { schedule: Schedule, slot: usize },
 }
@@ -143,7 +157,11 @@ fn check(schedule: Schedule, p: usize, m: usize) -> Result<(), ScheduleError> {
     }
     if let Schedule::Interleaved { .. } = schedule {
         if !m.is_multiple_of(p) {
-            return Err(ScheduleError::MicroBatchesNotDivisible { schedule, micro_batches: m, devices: p });
+            return Err(ScheduleError::MicroBatchesNotDivisible {
+                schedule,
+                micro_batches: m,
+                devices: p,
+            });
         }
     }
     Ok(())
@@ -169,19 +187,34 @@ pub fn warmup_steps(schedule: Schedule, p: usize, m: usize, d: usize) -> usize {
 /// The order of device `d` (0-based) of a pipeline of `p` devices and `m` micro-batches.
 ///
 /// Complexity O(m·v).
-pub fn device_order(schedule: Schedule, p: usize, m: usize, d: usize) -> Result<Vec<Step>, ScheduleError> {
+pub fn device_order(
+    schedule: Schedule,
+    p: usize,
+    m: usize,
+    d: usize,
+) -> Result<Vec<Step>, ScheduleError> {
     check(schedule, p, m)?;
     let v = schedule.chunks();
     let total = m * v;
     let forward = |k: usize| match schedule {
-        Schedule::Interleaved { .. } => {
-            Step { pass: Pass::Forward, micro_batch: (k / (p * v)) * p + k % p, chunk: (k % (p * v)) / p }
-        }
-        _ => Step { pass: Pass::Forward, micro_batch: k, chunk: 0 },
+        Schedule::Interleaved { .. } => Step {
+            pass: Pass::Forward,
+            micro_batch: (k / (p * v)) * p + k % p,
+            chunk: (k % (p * v)) / p,
+        },
+        _ => Step {
+            pass: Pass::Forward,
+            micro_batch: k,
+            chunk: 0,
+        },
     };
     let backward = |k: usize| {
         let f = forward(k);
-        Step { pass: Pass::Backward, micro_batch: f.micro_batch, chunk: v - 1 - f.chunk }
+        Step {
+            pass: Pass::Backward,
+            micro_batch: f.micro_batch,
+            chunk: v - 1 - f.chunk,
+        }
     };
     let w = warmup_steps(schedule, p, m, d);
     let mut order = Vec::with_capacity(2 * total);
@@ -244,14 +277,19 @@ pub struct Pipeline {
 impl Pipeline {
     /// `schedule` with `micro_batches` and no recomputation.
     pub fn new(schedule: Schedule, micro_batches: usize) -> Pipeline {
-        Pipeline { schedule, micro_batches, recompute: Recompute::None }
+        Pipeline {
+            schedule,
+            micro_batches,
+            recompute: Recompute::None,
+        }
     }
 
     /// Whether a stage's cost depends on more than per-node sizes: its position (1F1B with
     /// m > 1), or a choice to recompute (with more than one micro-batch in flight; with one,
     /// recomputing never helps, [`crate::model::recompute`]).
     pub fn needs_positions(&self) -> bool {
-        self.depends_on_position() || (self.recompute == Recompute::Auto && self.uniform_in_flight() > 1)
+        self.depends_on_position()
+            || (self.recompute == Recompute::Auto && self.uniform_in_flight() > 1)
     }
 
     /// Stashes in flight at stage `s` (0-based) of a chain of `p` stages.
@@ -277,7 +315,10 @@ impl Pipeline {
     /// Every node's bytes with `c` stashes in flight: `size + (c − 1)·A` (the bytes of
     /// [`held_bytes`] with the stash counted `c` times).
     pub fn node_bytes(w: &Workload, c: usize) -> Vec<f64> {
-        held_bytes(w).iter().map(|h| stage_memory_bytes(h.resident_bytes, h.stash_bytes, c.max(1))).collect()
+        held_bytes(w)
+            .iter()
+            .map(|h| stage_memory_bytes(h.resident_bytes, h.stash_bytes, c.max(1)))
+            .collect()
     }
 }
 
@@ -305,8 +346,14 @@ pub fn held_bytes(w: &Workload) -> Vec<HeldBytes> {
     w.nodes()
         .iter()
         .map(|n| {
-            let stash = n.memory.map_or(0.0, |m| m.activation_bytes).min(n.size_bytes);
-            HeldBytes { resident_bytes: n.size_bytes - stash, stash_bytes: stash }
+            let stash = n
+                .memory
+                .map_or(0.0, |m| m.activation_bytes)
+                .min(n.size_bytes);
+            HeldBytes {
+                resident_bytes: n.size_bytes - stash,
+                stash_bytes: stash,
+            }
         })
         .collect()
 }
@@ -347,10 +394,16 @@ pub fn timetable(schedule: Schedule, stages: usize, m: usize) -> Result<Timetabl
     }
     let v = schedule.chunks();
     if !stages.is_multiple_of(v) {
-        return Err(ScheduleError::StagesNotDivisible { schedule, stages, chunks: v });
+        return Err(ScheduleError::StagesNotDivisible {
+            schedule,
+            stages,
+            chunks: v,
+        });
     }
     let p = stages / v;
-    let orders: Vec<Vec<Step>> = (0..p).map(|d| device_order(schedule, p, m, d)).collect::<Result<_, _>>()?;
+    let orders: Vec<Vec<Step>> = (0..p)
+        .map(|d| device_order(schedule, p, m, d))
+        .collect::<Result<_, _>>()?;
     const NOT_YET: usize = usize::MAX;
     let mut forward = vec![NOT_YET; stages * m];
     let mut backward = vec![NOT_YET; stages * m];
@@ -360,7 +413,9 @@ pub fn timetable(schedule: Schedule, stages: usize, m: usize) -> Result<Timetabl
     while left > 0 {
         let mut started = false;
         for d in 0..p {
-            let Some(step) = orders[d].get(next[d]) else { continue };
+            let Some(step) = orders[d].get(next[d]) else {
+                continue;
+            };
             let s = step.chunk * p + d;
             let i = step.micro_batch;
             // A task that started at slot t ends at t + 1: its dependant may start at t + 1.
@@ -387,7 +442,12 @@ pub fn timetable(schedule: Schedule, stages: usize, m: usize) -> Result<Timetabl
         }
         slot += 1;
     }
-    Ok(Timetable { stages, micro_batches: m, forward, backward })
+    Ok(Timetable {
+        stages,
+        micro_batches: m,
+        forward,
+        backward,
+    })
 }
 
 #[cfg(test)]
@@ -400,16 +460,30 @@ mod tests {
             let s: Schedule = text.parse().unwrap();
             assert_eq!(s.to_string(), text);
         }
-        assert_eq!("interleaved".parse::<Schedule>().unwrap(), Schedule::Interleaved { chunks: 2 });
-        assert!("interleaved:1".parse::<Schedule>().unwrap_err().contains("at least 2"));
-        assert!("zigzag".parse::<Schedule>().unwrap_err().contains("unknown schedule"));
+        assert_eq!(
+            "interleaved".parse::<Schedule>().unwrap(),
+            Schedule::Interleaved { chunks: 2 }
+        );
+        assert!("interleaved:1"
+            .parse::<Schedule>()
+            .unwrap_err()
+            .contains("at least 2"));
+        assert!("zigzag"
+            .parse::<Schedule>()
+            .unwrap_err()
+            .contains("unknown schedule"));
     }
 
     /// Every device's order runs each (pass, micro-batch, chunk) exactly once, and a
     /// chunk's backward of a micro-batch comes after its forward.
     #[test]
     fn orders_are_permutations() {
-        for schedule in [Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved { chunks: 2 }, Schedule::Interleaved { chunks: 3 }] {
+        for schedule in [
+            Schedule::GPipe,
+            Schedule::OneFOneB,
+            Schedule::Interleaved { chunks: 2 },
+            Schedule::Interleaved { chunks: 3 },
+        ] {
             for p in 1..6 {
                 for m in [p, 2 * p, 3 * p + usize::from(schedule.chunks() == 1)] {
                     let v = schedule.chunks();
@@ -418,9 +492,16 @@ mod tests {
                         assert_eq!(order.len(), 2 * m * v);
                         let mut seen = std::collections::HashSet::new();
                         for (k, st) in order.iter().enumerate() {
-                            assert!(seen.insert((st.pass, st.micro_batch, st.chunk)), "{schedule} p={p} m={m} d={d}: {st:?} twice");
+                            assert!(
+                                seen.insert((st.pass, st.micro_batch, st.chunk)),
+                                "{schedule} p={p} m={m} d={d}: {st:?} twice"
+                            );
                             if st.pass == Pass::Backward {
-                                let f = order.iter().position(|x| x.pass == Pass::Forward && x.micro_batch == st.micro_batch && x.chunk == st.chunk);
+                                let f = order.iter().position(|x| {
+                                    x.pass == Pass::Forward
+                                        && x.micro_batch == st.micro_batch
+                                        && x.chunk == st.chunk
+                                });
                                 assert!(f.is_some_and(|f| f < k));
                             }
                         }
@@ -452,7 +533,11 @@ mod tests {
                     for d in 0..p {
                         let s = Schedule::Interleaved { chunks: v };
                         let peak = peak_stash_bytes(s, p, m, d, &vec![1.0; v]).unwrap();
-                        assert_eq!(peak, in_flight(s, p, m, d) as f64, "v={v} p={p} m={m} d={d}");
+                        assert_eq!(
+                            peak,
+                            in_flight(s, p, m, d) as f64,
+                            "v={v} p={p} m={m} d={d}"
+                        );
                     }
                 }
             }
@@ -470,8 +555,12 @@ mod tests {
                     assert_eq!(t.length(), 2 * (m + p - 1), "{s} p={p} m={m}");
                     for i in 0..m {
                         for st in 1..p {
-                            assert!(t.slot(Pass::Forward, i, st - 1) < t.slot(Pass::Forward, i, st));
-                            assert!(t.slot(Pass::Backward, i, st) < t.slot(Pass::Backward, i, st - 1));
+                            assert!(
+                                t.slot(Pass::Forward, i, st - 1) < t.slot(Pass::Forward, i, st)
+                            );
+                            assert!(
+                                t.slot(Pass::Backward, i, st) < t.slot(Pass::Backward, i, st - 1)
+                            );
                         }
                         assert!(t.slot(Pass::Forward, i, p - 1) < t.slot(Pass::Backward, i, p - 1));
                     }
@@ -484,8 +573,12 @@ mod tests {
                     let t = timetable(Schedule::Interleaved { chunks: v }, p * v, m).unwrap();
                     for i in 0..m {
                         for st in 1..p * v {
-                            assert!(t.slot(Pass::Forward, i, st - 1) < t.slot(Pass::Forward, i, st));
-                            assert!(t.slot(Pass::Backward, i, st) < t.slot(Pass::Backward, i, st - 1));
+                            assert!(
+                                t.slot(Pass::Forward, i, st - 1) < t.slot(Pass::Forward, i, st)
+                            );
+                            assert!(
+                                t.slot(Pass::Backward, i, st) < t.slot(Pass::Backward, i, st - 1)
+                            );
                         }
                     }
                 }
@@ -495,7 +588,10 @@ mod tests {
 
     #[test]
     fn bad_sizes() {
-        assert_eq!(device_order(Schedule::GPipe, 2, 0, 0).unwrap_err(), ScheduleError::NoMicroBatches);
+        assert_eq!(
+            device_order(Schedule::GPipe, 2, 0, 0).unwrap_err(),
+            ScheduleError::NoMicroBatches
+        );
         assert!(matches!(
             timetable(Schedule::Interleaved { chunks: 2 }, 5, 4).unwrap_err(),
             ScheduleError::StagesNotDivisible { .. }

@@ -57,15 +57,33 @@ pub struct Edge {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum WorkloadError {
     #[error("duplicate node id {id} (nodes #{first} and #{second} in the file)")]
-    DuplicateId { id: i64, first: usize, second: usize },
+    DuplicateId {
+        id: i64,
+        first: usize,
+        second: usize,
+    },
     #[error("edge #{edge} ({from} -> {to}) refers to unknown node id {unknown}")]
-    UnknownEndpoint { edge: usize, from: i64, to: i64, unknown: i64 },
+    UnknownEndpoint {
+        edge: usize,
+        from: i64,
+        to: i64,
+        unknown: i64,
+    },
     #[error("edge #{edge} is a self-loop on node {id}")]
     SelfLoop { edge: usize, id: i64 },
     #[error("node {id} has out-edges with different costs: {first} and {second} (edge #{edge}); the cost of an edge is the cost of its source's output")]
-    DifferingOutCosts { id: i64, first: f64, second: f64, edge: usize },
+    DifferingOutCosts {
+        id: i64,
+        first: f64,
+        second: f64,
+        edge: usize,
+    },
     #[error("{field} of {what} is {value}; it must be a finite number >= 0")]
-    BadNumber { what: String, field: &'static str, value: f64 },
+    BadNumber {
+        what: String,
+        field: &'static str,
+        value: f64,
+    },
     #[error("edge #{edge} goes from backward node {from} to forward node {to}")]
     BackwardToForward { edge: usize, from: i64, to: i64 },
     #[error("the graph has a cycle through node {id}: {path}")]
@@ -94,11 +112,19 @@ pub struct Workload {
     platform: Platform,
 }
 
-fn check_number(what: impl FnOnce() -> String, field: &'static str, value: f64) -> Result<(), WorkloadError> {
+fn check_number(
+    what: impl FnOnce() -> String,
+    field: &'static str,
+    value: f64,
+) -> Result<(), WorkloadError> {
     if value.is_finite() && value >= 0.0 {
         Ok(())
     } else {
-        Err(WorkloadError::BadNumber { what: what(), field, value })
+        Err(WorkloadError::BadNumber {
+            what: what(),
+            field,
+            value,
+        })
     }
 }
 
@@ -121,7 +147,11 @@ impl Workload {
     /// Validates and builds a workload. Edges are given by file ids (`sourceId`, `destId`).
     ///
     /// Complexity: O(n + m) plus hashing, for n nodes and m edges.
-    pub fn new(nodes: Vec<Node>, edges: Vec<(i64, i64, f64, f64)>, devices: DeviceSet) -> Result<Self, WorkloadError> {
+    pub fn new(
+        nodes: Vec<Node>,
+        edges: Vec<(i64, i64, f64, f64)>,
+        devices: DeviceSet,
+    ) -> Result<Self, WorkloadError> {
         if nodes.is_empty() {
             return Err(WorkloadError::Empty);
         }
@@ -129,7 +159,11 @@ impl Workload {
         let mut index_of_id = HashMap::with_capacity(nodes.len());
         for (i, node) in nodes.iter().enumerate() {
             if let Some(first) = index_of_id.insert(node.id, i) {
-                return Err(WorkloadError::DuplicateId { id: node.id, first, second: i });
+                return Err(WorkloadError::DuplicateId {
+                    id: node.id,
+                    first,
+                    second: i,
+                });
             }
             let what = || format!("node {}", node.id);
             check_number(what, "fpgaLatency", node.fpga_latency)?;
@@ -146,40 +180,63 @@ impl Workload {
         let mut built = Vec::with_capacity(edges.len());
         for (e, &(from_id, to_id, cost, size)) in edges.iter().enumerate() {
             let lookup = |id: i64| {
-                index_of_id.get(&id).copied().ok_or(WorkloadError::UnknownEndpoint {
-                    edge: e,
-                    from: from_id,
-                    to: to_id,
-                    unknown: id,
-                })
+                index_of_id
+                    .get(&id)
+                    .copied()
+                    .ok_or(WorkloadError::UnknownEndpoint {
+                        edge: e,
+                        from: from_id,
+                        to: to_id,
+                        unknown: id,
+                    })
             };
             let (from, to) = (lookup(from_id)?, lookup(to_id)?);
             if from == to {
-                return Err(WorkloadError::SelfLoop { edge: e, id: from_id });
+                return Err(WorkloadError::SelfLoop {
+                    edge: e,
+                    id: from_id,
+                });
             }
             let what = || format!("edge #{e} ({from_id} -> {to_id})");
             check_number(what, "cost", cost)?;
             check_number(what, "size", size)?;
             match out_cost[from] {
                 Some((c, _)) if c != cost => {
-                    return Err(WorkloadError::DifferingOutCosts { id: from_id, first: c, second: cost, edge: e })
+                    return Err(WorkloadError::DifferingOutCosts {
+                        id: from_id,
+                        first: c,
+                        second: cost,
+                        edge: e,
+                    })
                 }
                 Some(_) => {}
                 None => out_cost[from] = Some((cost, e)),
             }
             if nodes[from].is_backward && !nodes[to].is_backward {
-                return Err(WorkloadError::BackwardToForward { edge: e, from: from_id, to: to_id });
+                return Err(WorkloadError::BackwardToForward {
+                    edge: e,
+                    from: from_id,
+                    to: to_id,
+                });
             }
             // Parallel edges carry no extra meaning in the model; keep one.
             if !succ[from].contains(&to) {
                 succ[from].push(to);
                 pred[to].push(from);
             }
-            built.push(Edge { from, to, cost, size_bytes: size });
+            built.push(Edge {
+                from,
+                to,
+                cost,
+                size_bytes: size,
+            });
         }
         let topo_order = topological_order(&nodes, &succ, &pred)?;
         let workload = Workload {
-            out_cost: out_cost.into_iter().map(|c| c.map_or(0.0, |(c, _)| c)).collect(),
+            out_cost: out_cost
+                .into_iter()
+                .map(|c| c.map_or(0.0, |(c, _)| c))
+                .collect(),
             nodes,
             edges: built,
             devices,
@@ -197,7 +254,9 @@ impl Workload {
     fn check_some_placement_exists(&self) -> Result<(), WorkloadError> {
         let d = &self.devices;
         if d.accelerators == 0 && d.cpus == 0 {
-            return Err(WorkloadError::Infeasible { reason: "the device set has no accelerator and no CPU".into() });
+            return Err(WorkloadError::Infeasible {
+                reason: "the device set has no accelerator and no CPU".into(),
+            });
         }
         if d.cpus > 0 {
             return Ok(());
@@ -209,7 +268,10 @@ impl Workload {
         for node in &self.nodes {
             if !node.supported_on_accelerator {
                 return Err(WorkloadError::Infeasible {
-                    reason: format!("node {} is not supported on an accelerator and maxCPUs is 0", node.id),
+                    reason: format!(
+                        "node {} is not supported on an accelerator and maxCPUs is 0",
+                        node.id
+                    ),
                 });
             }
             if node.size_bytes > d.memory_per_accelerator_bytes {
@@ -365,11 +427,17 @@ impl Workload {
 }
 
 /// Kahn's algorithm; on a cycle, returns the ids along one cycle.
-fn topological_order(nodes: &[Node], succ: &[Vec<usize>], pred: &[Vec<usize>]) -> Result<Vec<usize>, WorkloadError> {
+fn topological_order(
+    nodes: &[Node],
+    succ: &[Vec<usize>],
+    pred: &[Vec<usize>],
+) -> Result<Vec<usize>, WorkloadError> {
     let n = nodes.len();
     let mut indegree: Vec<usize> = pred.iter().map(Vec::len).collect();
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
-        (0..n).filter(|&v| indegree[v] == 0).map(std::cmp::Reverse).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..n)
+        .filter(|&v| indegree[v] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
     let mut order = Vec::with_capacity(n);
     while let Some(std::cmp::Reverse(v)) = ready.pop() {
         order.push(v);
@@ -384,19 +452,31 @@ fn topological_order(nodes: &[Node], succ: &[Vec<usize>], pred: &[Vec<usize>]) -
         return Ok(order);
     }
     // Every unprocessed node has an unprocessed predecessor: walk backwards until a repeat.
-    let start = (0..n).find(|&v| indegree[v] > 0).expect("some node is left");
+    let start = (0..n)
+        .find(|&v| indegree[v] > 0)
+        .expect("some node is left");
     let mut seen = vec![usize::MAX; n];
     let mut walk = vec![start];
     let mut v = start;
     seen[v] = 0;
     loop {
-        v = *pred[v].iter().find(|&&u| indegree[u] > 0).expect("left nodes have left predecessors");
+        v = *pred[v]
+            .iter()
+            .find(|&&u| indegree[u] > 0)
+            .expect("left nodes have left predecessors");
         if seen[v] != usize::MAX {
             let mut cycle: Vec<i64> = walk[seen[v]..].iter().map(|&u| nodes[u].id).collect();
             cycle.reverse();
             cycle.push(cycle[0]);
-            let path = cycle.iter().map(i64::to_string).collect::<Vec<_>>().join(" -> ");
-            return Err(WorkloadError::Cycle { id: nodes[v].id, path });
+            let path = cycle
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(" -> ");
+            return Err(WorkloadError::Cycle {
+                id: nodes[v].id,
+                path,
+            });
         }
         seen[v] = walk.len();
         walk.push(v);

@@ -18,7 +18,9 @@ use crate::solve::cluster::sweep::{price, SweepRow};
 /// Machine name and type name of a device (`CPU` for a core).
 pub fn device_place(costs: &ClusterCosts, d: Device) -> (String, String, Option<f64>) {
     let cluster = costs.cluster();
-    let machine = cluster.machine_of(d).map_or_else(|| "?".into(), |m| cluster.machines()[m].name.clone());
+    let machine = cluster
+        .machine_of(d)
+        .map_or_else(|| "?".into(), |m| cluster.machines()[m].name.clone());
     match d {
         Device::Accelerator(i) => {
             let t = &cluster.types()[cluster.accelerators()[i].accelerator_type];
@@ -30,7 +32,18 @@ pub fn device_place(costs: &ClusterCosts, d: Device) -> (String, String, Option<
 
 /// The per-device table of an evaluation on a cluster.
 pub fn cluster_device_table(costs: &ClusterCosts, e: &ClusterEvaluation) -> String {
-    let mut t = Table::new(["device", "machine", "type", "nodes", "compute (ms)", "communication (ms)", "load (ms)", "memory", ""]).aligned([
+    let mut t = Table::new([
+        "device",
+        "machine",
+        "type",
+        "nodes",
+        "compute (ms)",
+        "communication (ms)",
+        "load (ms)",
+        "memory",
+        "",
+    ])
+    .aligned([
         Align::Left,
         Align::Left,
         Align::Left,
@@ -47,7 +60,11 @@ pub fn cluster_device_table(costs: &ClusterCosts, e: &ClusterEvaluation) -> Stri
             Some(l) => format!("{} / {}", human_bytes(d.memory_bytes), human_bytes(l)),
             None => human_bytes(d.memory_bytes),
         };
-        let mark = if Some(d.device) == e.bottleneck { "<- bottleneck" } else { "" };
+        let mark = if Some(d.device) == e.bottleneck {
+            "<- bottleneck"
+        } else {
+            ""
+        };
         t.push([
             d.device.to_string(),
             machine,
@@ -65,11 +82,20 @@ pub fn cluster_device_table(costs: &ClusterCosts, e: &ClusterEvaluation) -> Stri
 
 /// The cluster, one line per machine.
 pub fn cluster_lines(costs: &ClusterCosts) -> String {
-    costs.cluster().describe().iter().map(|l| format!("  {l}\n")).collect()
+    costs
+        .cluster()
+        .describe()
+        .iter()
+        .map(|l| format!("  {l}\n"))
+        .collect()
 }
 
 /// `score` on a cluster: the device table, TPS, sync and the checks.
-pub fn cluster_evaluation_text(w: &Workload, costs: &ClusterCosts, e: &ClusterEvaluation) -> String {
+pub fn cluster_evaluation_text(
+    w: &Workload,
+    costs: &ClusterCosts,
+    e: &ClusterEvaluation,
+) -> String {
     let mut s = format!("nodes: {}   cluster:\n{}\n", w.len(), cluster_lines(costs));
     s += &cluster_device_table(costs, e);
     s += &format!("\nTPS (max load):        {:.9} ms\n", e.max_load);
@@ -100,7 +126,10 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
             plan.lower_bound
         ),
     };
-    let mut s = format!("method: {method}   status: {status}   time: {:.3} s\nideals: {}   states: {}\n", plan.time_s, plan.ideals, plan.states);
+    let mut s = format!(
+        "method: {method}   status: {status}   time: {:.3} s\nideals: {}   states: {}\n",
+        plan.time_s, plan.ideals, plan.states
+    );
     s += &cluster_evaluation_text(w, &plan.costs, &best.evaluation);
     s
 }
@@ -128,7 +157,12 @@ pub fn cluster_evaluation_json(costs: &ClusterCosts, e: &ClusterEvaluation) -> V
 }
 
 fn mix(cluster: &crate::model::Cluster, usage: &[usize]) -> String {
-    let parts: Vec<String> = usage.iter().zip(cluster.types()).filter(|(&n, _)| n > 0).map(|(n, t)| format!("{n} x {}", t.name)).collect();
+    let parts: Vec<String> = usage
+        .iter()
+        .zip(cluster.types())
+        .filter(|(&n, _)| n > 0)
+        .map(|(n, t)| format!("{n} x {}", t.name))
+        .collect();
     if parts.is_empty() {
         "CPU only".into()
     } else {
@@ -137,12 +171,25 @@ fn mix(cluster: &crate::model::Cluster, usage: &[usize]) -> String {
 }
 
 fn largest_memory(p: &CheckedPlan) -> f64 {
-    p.evaluation.devices.iter().filter(|d| matches!(d.device, Device::Accelerator(_))).map(|d| d.memory_bytes).fold(0.0, f64::max)
+    p.evaluation
+        .devices
+        .iter()
+        .filter(|d| matches!(d.device, Device::Accelerator(_)))
+        .map(|d| d.memory_bytes)
+        .fold(0.0, f64::max)
 }
 
 /// The sweep as a table: accelerators, mix, TPS, speed-up, efficiency, largest memory.
 pub fn sweep_table(cluster: &crate::model::Cluster, rows: &[SweepRow]) -> String {
-    let mut t = Table::new(["accelerators", "mix", "TPS (ms)", "speed-up", "efficiency", "memory per device (max)"]).aligned([
+    let mut t = Table::new([
+        "accelerators",
+        "mix",
+        "TPS (ms)",
+        "speed-up",
+        "efficiency",
+        "memory per device (max)",
+    ])
+    .aligned([
         Align::Right,
         Align::Left,
         Align::Right,
@@ -160,7 +207,9 @@ pub fn sweep_table(cluster: &crate::model::Cluster, rows: &[SweepRow]) -> String
                     mix(cluster, &p.usage),
                     format!("{:.6}", p.value),
                     speed_up.map_or("-".into(), |s| format!("{s:.3}x")),
-                    speed_up.map_or("-".into(), |s| format!("{:.1}%", 100.0 * s / r.accelerators as f64)),
+                    speed_up.map_or("-".into(), |s| {
+                        format!("{:.1}%", 100.0 * s / r.accelerators as f64)
+                    }),
                     human_bytes(largest_memory(p)),
                 ]);
             }
@@ -172,7 +221,12 @@ pub fn sweep_table(cluster: &crate::model::Cluster, rows: &[SweepRow]) -> String
 
 /// The Pareto frontier of (TPS, price) as a table.
 pub fn frontier_table(cluster: &crate::model::Cluster, plans: &[&CheckedPlan]) -> String {
-    let mut t = Table::new(["price ($/h)", "mix", "TPS (ms)", "samples/s"]).aligned([Align::Right, Align::Left, Align::Right, Align::Right]);
+    let mut t = Table::new(["price ($/h)", "mix", "TPS (ms)", "samples/s"]).aligned([
+        Align::Right,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+    ]);
     for p in plans {
         t.push([
             format!("{:.2}", price(cluster, &p.usage)),
@@ -186,27 +240,65 @@ pub fn frontier_table(cluster: &crate::model::Cluster, plans: &[&CheckedPlan]) -
 
 /// One line naming a chosen plan: its mix, price and TPS.
 pub fn choice_line(cluster: &crate::model::Cluster, p: &CheckedPlan) -> String {
-    format!("{}: {:.6} ms per sample ({:.1} samples/s) at {:.2} $/h", mix(cluster, &p.usage), p.value, 1000.0 / p.value, price(cluster, &p.usage))
+    format!(
+        "{}: {:.6} ms per sample ({:.1} samples/s) at {:.2} $/h",
+        mix(cluster, &p.usage),
+        p.value,
+        1000.0 / p.value,
+        price(cluster, &p.usage)
+    )
 }
 
 /// The sweep plot: TPS per accelerator count.
 pub fn sweep_svg(cluster: &crate::model::Cluster, rows: &[SweepRow]) -> String {
     let pts: Vec<(f64, f64, String)> = rows
         .iter()
-        .filter_map(|r| r.plan.map(|p| (r.accelerators as f64, p.value, format!("{} accelerators ({}): {:.6} ms", r.accelerators, mix(cluster, &p.usage), p.value))))
+        .filter_map(|r| {
+            r.plan.map(|p| {
+                (
+                    r.accelerators as f64,
+                    p.value,
+                    format!(
+                        "{} accelerators ({}): {:.6} ms",
+                        r.accelerators,
+                        mix(cluster, &p.usage),
+                        p.value
+                    ),
+                )
+            })
+        })
         .collect();
     let x = linear(rows.len() as f64, "count");
     let y = linear(pts.iter().map(|p| p.1).fold(0.0, f64::max), "ms");
     let points: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
     let labels: Vec<String> = pts.into_iter().map(|p| p.2).collect();
-    curve("sweep", "Optimal time per sample by accelerators used", &points, &labels, (&x, "accelerators"), (&y, "time per sample")).to_string()
+    curve(
+        "sweep",
+        "Optimal time per sample by accelerators used",
+        &points,
+        &labels,
+        (&x, "accelerators"),
+        (&y, "time per sample"),
+    )
+    .to_string()
 }
 
 /// The frontier plot: TPS per price per hour.
 pub fn frontier_svg(cluster: &crate::model::Cluster, plans: &[&CheckedPlan]) -> String {
-    let points: Vec<(f64, f64)> = plans.iter().map(|p| (price(cluster, &p.usage), p.value)).collect();
+    let points: Vec<(f64, f64)> = plans
+        .iter()
+        .map(|p| (price(cluster, &p.usage), p.value))
+        .collect();
     let labels: Vec<String> = plans.iter().map(|p| choice_line(cluster, p)).collect();
     let x = linear(points.iter().map(|p| p.0).fold(0.0, f64::max), "$/h");
     let y = linear(points.iter().map(|p| p.1).fold(0.0, f64::max), "ms");
-    curve("frontier", "Pareto frontier: time per sample against price", &points, &labels, (&x, "price"), (&y, "time per sample")).to_string()
+    curve(
+        "frontier",
+        "Pareto frontier: time per sample against price",
+        &points,
+        &labels,
+        (&x, "price"),
+        (&y, "time per sample"),
+    )
+    .to_string()
 }

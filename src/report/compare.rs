@@ -13,7 +13,17 @@ use crate::solve::compare::{Comparison, Row};
 use crate::solve::Objective;
 
 /// The cells of one row, as strings, in the order of [`HEADER`].
-pub const HEADER: [&str; 9] = ["method", "TPS", "latency", "devices (acc+cpu)", "max memory", "valid", "contiguous", "time (s)", "status"];
+pub const HEADER: [&str; 9] = [
+    "method",
+    "TPS",
+    "latency",
+    "devices (acc+cpu)",
+    "max memory",
+    "valid",
+    "contiguous",
+    "time (s)",
+    "status",
+];
 
 fn number(x: f64) -> String {
     if x.is_finite() {
@@ -38,13 +48,23 @@ pub fn cells(row: &Row, c: &Comparison) -> [String; 9] {
     match &row.result {
         Ok(plan) => match &plan.evaluation {
             Some(e) => {
-                let accs = e.devices.iter().filter(|d| d.device.is_accelerator()).count();
+                let accs = e
+                    .devices
+                    .iter()
+                    .filter(|d| d.device.is_accelerator())
+                    .count();
                 let cpus = e.devices.len() - accs;
-                let memory = e.devices.iter().filter(|d| d.device.is_accelerator()).map(|d| d.memory_bytes).fold(0.0, f64::max);
+                let memory = e
+                    .devices
+                    .iter()
+                    .filter(|d| d.device.is_accelerator())
+                    .map(|d| d.memory_bytes)
+                    .fold(0.0, f64::max);
                 [
                     row.label(),
                     mark(e.max_load, !latency_primary),
-                    e.latency_total().map_or_else(|| "—".into(), |l| mark(l, latency_primary)),
+                    e.latency_total()
+                        .map_or_else(|| "—".into(), |l| mark(l, latency_primary)),
                     format!("{accs}+{cpus}"),
                     human_bytes(memory),
                     yes(e.is_valid()).into(),
@@ -118,8 +138,13 @@ pub fn comparison_markdown(c: &Comparison) -> String {
         .iter()
         .filter_map(|r| {
             let plan = r.result.as_ref().ok()?;
-            (!plan.outcome.stats.notes.is_empty())
-                .then(|| format!("- `{}`: {}", r.label(), plan.outcome.stats.notes.join("; ").replace('|', "\\|")))
+            (!plan.outcome.stats.notes.is_empty()).then(|| {
+                format!(
+                    "- `{}`: {}",
+                    r.label(),
+                    plan.outcome.stats.notes.join("; ").replace('|', "\\|")
+                )
+            })
         })
         .collect();
     if !notes.is_empty() || !c.skipped.is_empty() {
@@ -166,6 +191,10 @@ pub fn comparison_json(c: &Comparison) -> Value {
             Err(e) => json!({"method": r.method.name(), "contiguousProblem": r.contiguous_problem, "error": e}),
         })
         .collect();
-    let skipped: Vec<Value> = c.skipped.iter().map(|s| json!({"method": s.method.name(), "reason": s.reason})).collect();
+    let skipped: Vec<Value> = c
+        .skipped
+        .iter()
+        .map(|s| json!({"method": s.method.name(), "reason": s.reason}))
+        .collect();
     json!({"objective": c.objective.name(), "best": finite(c.best()), "rows": rows, "notRun": skipped})
 }

@@ -95,7 +95,11 @@ fn pct(x: f64) -> String {
 }
 
 /// The bars of every device that holds nodes.
-pub fn device_bars(w: &Workload, e: &Evaluation, simulation: Option<&Simulation>) -> Vec<DeviceBar> {
+pub fn device_bars(
+    w: &Workload,
+    e: &Evaluation,
+    simulation: Option<&Simulation>,
+) -> Vec<DeviceBar> {
     e.devices
         .iter()
         .map(|d| DeviceBar {
@@ -105,8 +109,13 @@ pub fn device_bars(w: &Workload, e: &Evaluation, simulation: Option<&Simulation>
             compute_ms: d.compute + d.recompute,
             communication_ms: d.communication,
             memory_bytes: d.memory_bytes,
-            peak_memory_bytes: simulation.and_then(|s| s.devices.iter().find(|x| x.device == d.device)).map(|x| x.peak_memory_bytes),
-            memory_limit_bytes: d.device.is_accelerator().then_some(w.devices().memory_per_accelerator_bytes),
+            peak_memory_bytes: simulation
+                .and_then(|s| s.devices.iter().find(|x| x.device == d.device))
+                .map(|x| x.peak_memory_bytes),
+            memory_limit_bytes: d
+                .device
+                .is_accelerator()
+                .then_some(w.devices().memory_per_accelerator_bytes),
         })
         .collect()
 }
@@ -139,25 +148,48 @@ pub fn report_html(input: &ReportInput) -> String {
     // Key figures.
     let mut figures: Vec<(String, String, String)> = Vec::new();
     let bottleneck = e.bottleneck.map_or("-".to_string(), |b| b.to_string());
-    figures.push(("Time-Per-Sample".into(), ms(e.max_load), format!("max load, bottleneck {bottleneck}")));
+    figures.push((
+        "Time-Per-Sample".into(),
+        ms(e.max_load),
+        format!("max load, bottleneck {bottleneck}"),
+    ));
     match input.outcome {
-        Some(o) if o.status == Status::Optimal => {
-            figures.push(("lower bound · gap".into(), format!("{} · 0%", ms(e.max_load)), format!("{}: proven optimal", o.method)))
-        }
+        Some(o) if o.status == Status::Optimal => figures.push((
+            "lower bound · gap".into(),
+            format!("{} · 0%", ms(e.max_load)),
+            format!("{}: proven optimal", o.method),
+        )),
         Some(o) if o.bound > 0.0 => figures.push((
             "lower bound · gap".into(),
             format!("{} · {}", ms(o.bound), pct(gap(o.objective, o.bound))),
             format!("{}: {}", o.method, status_text(o)),
         )),
-        Some(o) => figures.push(("lower bound · gap".into(), "none".into(), format!("{}: {}", o.method, status_text(o)))),
-        None => figures.push(("lower bound · gap".into(), "none".into(), "a given plan, not solved here".into())),
+        Some(o) => figures.push((
+            "lower bound · gap".into(),
+            "none".into(),
+            format!("{}: {}", o.method, status_text(o)),
+        )),
+        None => figures.push((
+            "lower bound · gap".into(),
+            "none".into(),
+            "a given plan, not solved here".into(),
+        )),
     }
     if let Some(s) = sim {
-        let schedule = if s.training { s.schedule.to_string() } else { "plain pipeline".into() };
+        let schedule = if s.training {
+            s.schedule.to_string()
+        } else {
+            "plain pipeline".into()
+        };
         figures.push((
             "iteration time T".into(),
             ms(s.iteration_ms),
-            format!("{schedule}, m = {}; proven T ≥ {} (gap {})", s.micro_batches, ms(s.lower_bound_ms), pct(gap(s.iteration_ms, s.lower_bound_ms))),
+            format!(
+                "{schedule}, m = {}; proven T ≥ {} (gap {})",
+                s.micro_batches,
+                ms(s.lower_bound_ms),
+                pct(gap(s.iteration_ms, s.lower_bound_ms))
+            ),
         ));
         figures.push((
             "time per sample".into(),
@@ -167,14 +199,28 @@ pub fn report_html(input: &ReportInput) -> String {
                 None => "T/m".into(),
             },
         ));
-        figures.push(("bubble".into(), pct(s.bubble_fraction), "idle share of the devices' time".into()));
+        figures.push((
+            "bubble".into(),
+            pct(s.bubble_fraction),
+            "idle share of the devices' time".into(),
+        ));
     }
     let peak = e
         .devices
         .iter()
-        .map(|dl| sim.and_then(|s| s.devices.iter().find(|x| x.device == dl.device)).map_or(dl.memory_bytes, |r| r.peak_memory_bytes))
+        .map(|dl| {
+            sim.and_then(|s| s.devices.iter().find(|x| x.device == dl.device))
+                .map_or(dl.memory_bytes, |r| r.peak_memory_bytes)
+        })
         .fold(0.0, f64::max);
-    figures.push(("largest memory".into(), human_bytes(peak), format!("limit {} per accelerator", human_bytes(d.memory_per_accelerator_bytes))));
+    figures.push((
+        "largest memory".into(),
+        human_bytes(peak),
+        format!(
+            "limit {} per accelerator",
+            human_bytes(d.memory_per_accelerator_bytes)
+        ),
+    ));
     let _ = writeln!(page, "<div class=\"figures\" id=\"figures\">");
     for (name, value, detail) in &figures {
         let _ = writeln!(
@@ -219,14 +265,21 @@ pub fn report_html(input: &ReportInput) -> String {
         }
         let _ = writeln!(page, "<div class=\"scroll\">{chart}</div>");
         let _ = writeln!(page, "<h2 id=\"memory-over-time\">Memory over time</h2>");
-        let constant = s.devices.iter().all(|x| x.peak_memory_bytes <= x.resident_bytes);
+        let constant = s
+            .devices
+            .iter()
+            .all(|x| x.peak_memory_bytes <= x.resident_bytes);
         if constant {
             let _ = writeln!(
                 page,
                 "<p class=\"note\">The workload gives no activation bytes per node (<code>activationBytes</code>), so each node's <code>size</code> is held for the whole run and memory is flat; with them (the generator and the ONNX importer write them), the stashes of in-flight micro-batches show here.</p>"
             );
         }
-        let _ = writeln!(page, "<div class=\"scroll\">{}</div>", gantt::memory_over_time(s));
+        let _ = writeln!(
+            page,
+            "<div class=\"scroll\">{}</div>",
+            gantt::memory_over_time(s)
+        );
         if !s.notes.is_empty() {
             let _ = writeln!(page, "<ul>");
             for n in &s.notes {
@@ -247,27 +300,75 @@ pub fn report_html(input: &ReportInput) -> String {
     let _ = writeln!(page, "<div class=\"scroll\">{}</div>", view.document);
 
     // Details.
-    let _ = writeln!(page, "<h2 id=\"details\">Details</h2>\n<div class=\"pair\"><table class=\"facts\">");
+    let _ = writeln!(
+        page,
+        "<h2 id=\"details\">Details</h2>\n<div class=\"pair\"><table class=\"facts\">"
+    );
     let mut fact = |name: &str, value: String| {
-        let _ = writeln!(page, "<tr><td>{}</td><td>{}</td></tr>", escape(name), escape(&value));
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            escape(name),
+            escape(&value)
+        );
     };
-    fact("Time-Per-Sample (max load)", format!("{:.9} ms", e.max_load));
+    fact(
+        "Time-Per-Sample (max load)",
+        format!("{:.9} ms", e.max_load),
+    );
     if let Some(o) = input.outcome {
-        fact("method · status", format!("{} · {}", o.method, status_text(o)));
-        fact("lower bound", if o.bound > 0.0 { format!("{:.9} ms", o.bound) } else { "none".into() });
+        fact(
+            "method · status",
+            format!("{} · {}", o.method, status_text(o)),
+        );
+        fact(
+            "lower bound",
+            if o.bound > 0.0 {
+                format!("{:.9} ms", o.bound)
+            } else {
+                "none".into()
+            },
+        );
         fact("solve time", format!("{:.3} s", o.stats.time_s));
     }
-    fact("synchronous objective (max FW + max BW)", format!("{:.9} ms", e.sync_objective));
+    fact(
+        "synchronous objective (max FW + max BW)",
+        format!("{:.9} ms", e.sync_objective),
+    );
     match e.latency_total() {
-        None => fact("latency (one sample)", "not computed for a pipeline simulation".into()),
+        None => fact(
+            "latency (one sample)",
+            "not computed for a pipeline simulation".into(),
+        ),
         Some(total) => fact("latency (one sample)", format!("{total:.9} ms")),
     }
-    fact("valid · contiguous", format!("{} · {}", if e.is_valid() { "yes" } else { "no" }, if e.is_contiguous() { "yes" } else { "no" }));
+    fact(
+        "valid · contiguous",
+        format!(
+            "{} · {}",
+            if e.is_valid() { "yes" } else { "no" },
+            if e.is_contiguous() { "yes" } else { "no" }
+        ),
+    );
     if let Some(s) = sim {
-        fact("simulated", format!("{} stages, {} pieces, {} tasks", s.stages.positions, s.stages.pieces.len(), s.tasks.len()));
+        fact(
+            "simulated",
+            format!(
+                "{} stages, {} pieces, {} tasks",
+                s.stages.positions,
+                s.stages.pieces.len(),
+                s.tasks.len()
+            ),
+        );
         fact("iteration time T", format!("{:.6} ms", s.iteration_ms));
-        fact("proven bounds on T", format!("{:.6} ≤ T ≤ {:.6} ms", s.lower_bound_ms, s.upper_bound_ms));
-        fact("time per sample T/m", format!("{:.6} ms", s.time_per_sample_ms));
+        fact(
+            "proven bounds on T",
+            format!("{:.6} ≤ T ≤ {:.6} ms", s.lower_bound_ms, s.upper_bound_ms),
+        );
+        fact(
+            "time per sample T/m",
+            format!("{:.6} ms", s.time_per_sample_ms),
+        );
         if let Some(steady) = s.steady_time_per_sample_ms {
             fact("steady-state time per sample", format!("{steady:.6} ms"));
         }
@@ -302,12 +403,21 @@ pub fn report_html(input: &ReportInput) -> String {
                 run.map_or("-".into(), |r| pct(r.idle_fraction))
             );
         }
-        let limit = if dl.device.is_accelerator() { human_bytes(d.memory_per_accelerator_bytes) } else { "none (CPU)".into() };
+        let limit = if dl.device.is_accelerator() {
+            human_bytes(d.memory_per_accelerator_bytes)
+        } else {
+            "none (CPU)".into()
+        };
         let _ = writeln!(page, "<td>{limit}</td></tr>");
     }
     let _ = writeln!(page, "</table></div>");
 
-    let violations: Vec<String> = e.violations.iter().chain(&e.non_contiguous).map(|v| v.to_string()).collect();
+    let violations: Vec<String> = e
+        .violations
+        .iter()
+        .chain(&e.non_contiguous)
+        .map(|v| v.to_string())
+        .collect();
     if !violations.is_empty() {
         let _ = writeln!(page, "<h2>Rules broken</h2>\n<ul>");
         for v in violations {
@@ -326,6 +436,8 @@ pub fn report_html(input: &ReportInput) -> String {
 /// The Gantt chart alone, as a standalone SVG file with its own styles.
 pub fn gantt_svg(simulation: &Simulation) -> String {
     let (chart, _) = gantt::gantt(simulation);
-    let chart = chart.add(svg::node::element::Style::new(format!("text {{ font-family: system-ui, sans-serif; }} {STYLE}")));
+    let chart = chart.add(svg::node::element::Style::new(format!(
+        "text {{ font-family: system-ui, sans-serif; }} {STYLE}"
+    )));
     format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{chart}\n")
 }

@@ -6,10 +6,13 @@
 //! (MiB/GiB) and the module paths (`model.embed_tokens, model.layers.0-7`). Long lists
 //! are cut after a few items with a count of the rest. Laid out by [`crate::report::tabular`].
 
+use crate::model::human_bytes;
 use crate::model::layers::Layers;
 use crate::model::{Device, Placement, Workload};
-use crate::model::human_bytes;
-use crate::report::tabular::{Align::{Left, Right}, Table};
+use crate::report::tabular::{
+    Align::{Left, Right},
+    Table,
+};
 use crate::score::Evaluation;
 
 /// Items shown per cell before `… (+N more)`.
@@ -31,10 +34,20 @@ fn nodes_by_device(layers: &Layers, placement: &Placement) -> Vec<(Device, Vec<u
 }
 
 /// The per-device table of names (module documentation).
-pub fn holdings_table(w: &Workload, layers: &Layers, placement: &Placement, e: &Evaluation) -> String {
-    let mut table = Table::new(["device", "holds", "load (ms)", "memory", "modules"]).aligned([Left, Left, Right, Right, Left]);
+pub fn holdings_table(
+    w: &Workload,
+    layers: &Layers,
+    placement: &Placement,
+    e: &Evaluation,
+) -> String {
+    let mut table = Table::new(["device", "holds", "load (ms)", "memory", "modules"])
+        .aligned([Left, Left, Right, Right, Left]);
     for (d, nodes) in nodes_by_device(layers, placement) {
-        let (load, memory) = e.devices.iter().find(|x| x.device == d).map_or((0.0, 0.0), |x| (x.load, x.memory_bytes));
+        let (load, memory) = e
+            .devices
+            .iter()
+            .find(|x| x.device == d)
+            .map_or((0.0, 0.0), |x| (x.load, x.memory_bytes));
         table.push([
             d.to_string(),
             layers.describe(w, &nodes, ITEMS_SHOWN),
@@ -54,7 +67,10 @@ pub fn layers_summary(layers: &Layers) -> String {
         s.push_str(&format!(" ({blocks} blocks {list}.N)"));
     }
     if layers.unlabelled_nodes > 0 {
-        s.push_str(&format!(", {} nodes without a layerId are layers of their own", layers.unlabelled_nodes));
+        s.push_str(&format!(
+            ", {} nodes without a layerId are layers of their own",
+            layers.unlabelled_nodes
+        ));
     }
     s
 }

@@ -31,7 +31,9 @@ pub fn results_page(run: &Reproduction, limits: &Limits, command: &str) -> Strin
         run.elapsed_s,
         limits.restarts,
         limits.seed,
-        limits.time_limit_s.map_or("none".into(), |t| format!("{t} s")),
+        limits
+            .time_limit_s
+            .map_or("none".into(), |t| format!("{t} s")),
     );
     let _ = writeln!(
         s,
@@ -40,8 +42,12 @@ pub fn results_page(run: &Reproduction, limits: &Limits, command: &str) -> Strin
          \"(non-contiguous)\" rows solved the problem without the contiguity rule.\n"
     );
     for (section, objective) in SECTIONS {
-        let items: Vec<(&Case, &CaseResult)> =
-            run.cases.iter().zip(&run.results).filter(|(c, _)| c.section == section).collect();
+        let items: Vec<(&Case, &CaseResult)> = run
+            .cases
+            .iter()
+            .zip(&run.results)
+            .filter(|(c, _)| c.section == section)
+            .collect();
         if items.is_empty() {
             continue;
         }
@@ -67,7 +73,10 @@ pub fn results_page(run: &Reproduction, limits: &Limits, command: &str) -> Strin
 
 /// Whether the DP's TPS is at most every contiguous plan's (`None` without a DP plan).
 pub fn dp_at_most_contiguous(c: &Comparison) -> Option<bool> {
-    let dp = c.rows.iter().find(|r| r.method == MethodId::Dp && r.contiguous_problem)?;
+    let dp = c
+        .rows
+        .iter()
+        .find(|r| r.method == MethodId::Dp && r.contiguous_problem)?;
     let dp_value = dp.result.as_ref().ok()?.evaluation.as_ref()?.max_load;
     Some(c.rows.iter().all(|r| {
         let Ok(plan) = &r.result else { return true };

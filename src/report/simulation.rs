@@ -5,14 +5,21 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::table::gap;
-use super::tabular::{Align::{Left, Right}, Table};
+use super::tabular::{
+    Align::{Left, Right},
+    Table,
+};
 use crate::model::human_bytes;
 use crate::simulate::Simulation;
 
 /// The table printed by `simulate`.
 pub fn simulation_table(s: &Simulation) -> String {
     let mut out = String::new();
-    let schedule = if s.training { s.schedule.to_string() } else { "plain pipeline (inference)".to_string() };
+    let schedule = if s.training {
+        s.schedule.to_string()
+    } else {
+        "plain pipeline (inference)".to_string()
+    };
     let _ = writeln!(
         out,
         "schedule: {schedule}   micro-batches: {}   stages: {}   pieces: {}   tasks: {}",
@@ -23,11 +30,25 @@ pub fn simulation_table(s: &Simulation) -> String {
     );
     let _ = writeln!(out);
     let mut table = Table::new([
-        "device", "pieces", "load/sample ms", "busy ms", "compute ms", "comm ms", "idle", "resident", "peak memory", "limit", "",
+        "device",
+        "pieces",
+        "load/sample ms",
+        "busy ms",
+        "compute ms",
+        "comm ms",
+        "idle",
+        "resident",
+        "peak memory",
+        "limit",
+        "",
     ])
-    .aligned([Left, Right, Right, Right, Right, Right, Right, Right, Right, Right, Left]);
+    .aligned([
+        Left, Right, Right, Right, Right, Right, Right, Right, Right, Right, Left,
+    ]);
     for d in &s.devices {
-        let over = d.memory_limit_bytes.is_some_and(|l| d.peak_memory_bytes > l);
+        let over = d
+            .memory_limit_bytes
+            .is_some_and(|l| d.peak_memory_bytes > l);
         let mut marks = Vec::new();
         if Some(d.device) == s.bottleneck {
             marks.push("<- bottleneck");
@@ -59,11 +80,19 @@ pub fn simulation_table(s: &Simulation) -> String {
         s.upper_bound_ms,
         100.0 * gap(s.iteration_ms, s.lower_bound_ms)
     );
-    let _ = writeln!(out, "time per sample T/m:            {:.6} ms   (fill and drain included)", s.time_per_sample_ms);
+    let _ = writeln!(
+        out,
+        "time per sample T/m:            {:.6} ms   (fill and drain included)",
+        s.time_per_sample_ms
+    );
     if let Some(steady) = s.steady_time_per_sample_ms {
         let _ = writeln!(out, "steady-state time per sample:   {steady:.6} ms   (one more micro-batch; the plan's TPS is {:.6} ms)", s.max_load_ms);
     }
-    let _ = writeln!(out, "bubble:                         {:.2}%   (idle share of the devices' time)", 100.0 * s.bubble_fraction);
+    let _ = writeln!(
+        out,
+        "bubble:                         {:.2}%   (idle share of the devices' time)",
+        100.0 * s.bubble_fraction
+    );
     for n in &s.notes {
         let _ = writeln!(out, "note: {n}");
     }

@@ -39,10 +39,21 @@ pub fn gap(objective: f64, bound: f64) -> f64 {
 }
 
 /// The table printed by `plan` and `score`.
-pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective, e: &Evaluation) -> String {
+pub fn plan_table(
+    w: &Workload,
+    outcome: Option<&Outcome>,
+    objective: Objective,
+    e: &Evaluation,
+) -> String {
     let mut s = String::new();
     if let Some(o) = outcome {
-        let _ = writeln!(s, "method: {}   status: {}   time: {:.3} s", o.method, status_text(o), o.stats.time_s);
+        let _ = writeln!(
+            s,
+            "method: {}   status: {}   time: {:.3} s",
+            o.method,
+            status_text(o),
+            o.stats.time_s
+        );
         if let Some(path) = &o.stats.path {
             let _ = writeln!(s, "path: {path}");
         }
@@ -75,14 +86,22 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
     // A plan in which some accelerator recomputes its activations shows the forward pass it
     // runs again (part of its load) in a column of its own.
     let recomputing = e.devices.iter().any(|d| d.recomputes);
-    let recompute_header = if recomputing { format!(" {:>16}", "recompute (ms)") } else { String::new() };
+    let recompute_header = if recomputing {
+        format!(" {:>16}", "recompute (ms)")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
         "{:<8} {:>6} {:>16} {:>16}{recompute_header} {:>16} {:>12}",
         "device", "nodes", "compute (ms)", "comm. (ms)", "load (ms)", "memory"
     );
     for d in &e.devices {
-        let mark = if Some(d.device) == e.bottleneck { "  <- bottleneck" } else { "" };
+        let mark = if Some(d.device) == e.bottleneck {
+            "  <- bottleneck"
+        } else {
+            ""
+        };
         let recompute = match (recomputing, d.recomputes) {
             (false, _) => String::new(),
             (true, true) => format!(" {:>16.9}", d.recompute),
@@ -107,7 +126,12 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
     let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9} ms", e.sync_objective);
     match &e.latency {
         Some(l) => {
-            let _ = writeln!(s, "latency (one sample):  {:.9} ms   (pieces per accelerator: max {})", l.total, l.max_pieces());
+            let _ = writeln!(
+                s,
+                "latency (one sample):  {:.9} ms   (pieces per accelerator: max {})",
+                l.total,
+                l.max_pieces()
+            );
         }
         None => {
             let _ = writeln!(s, "latency (one sample):  not computed for this plan (too costly to cut; `dnnplace score` computes it)");
@@ -116,7 +140,11 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
     let calls = e.latency.as_ref().map_or(&[][..], |l| &l.calls[..]);
     if matches!(objective, Objective::Latency { .. }) && !calls.is_empty() {
         let _ = writeln!(s, "calls:");
-        let _ = writeln!(s, "  {:<8} {:>5} {:>6} {:>16} {:>16} {:>16}", "device", "call", "nodes", "start (ms)", "duration (ms)", "end (ms)");
+        let _ = writeln!(
+            s,
+            "  {:<8} {:>5} {:>6} {:>16} {:>16} {:>16}",
+            "device", "call", "nodes", "start (ms)", "duration (ms)", "end (ms)"
+        );
         for c in calls {
             let _ = writeln!(
                 s,
@@ -130,8 +158,18 @@ pub fn plan_table(w: &Workload, outcome: Option<&Outcome>, objective: Objective,
             );
         }
     }
-    let _ = writeln!(s, "objective ({}): {:.9} ms", objective.name(), objective.value(e));
-    let _ = writeln!(s, "valid: {}   contiguous: {}", yes(e.is_valid()), yes(e.is_contiguous()));
+    let _ = writeln!(
+        s,
+        "objective ({}): {:.9} ms",
+        objective.name(),
+        objective.value(e)
+    );
+    let _ = writeln!(
+        s,
+        "valid: {}   contiguous: {}",
+        yes(e.is_valid()),
+        yes(e.is_contiguous())
+    );
     for v in e.violations.iter().chain(&e.non_contiguous) {
         let _ = writeln!(s, "  - {v}");
     }
@@ -149,7 +187,12 @@ fn yes(b: bool) -> &'static str {
 /// The placement file of MODEL.md's shape, loads filled in by the scorer.
 pub fn placement_json(w: &Workload, p: &Placement, e: &Evaluation, objective: Objective) -> Value {
     let (accs, cpus) = p.devices_used();
-    let load_of = |d: Device| e.devices.iter().find(|x| x.device == d).map_or(0.0, |x| x.load);
+    let load_of = |d: Device| {
+        e.devices
+            .iter()
+            .find(|x| x.device == d)
+            .map_or(0.0, |x| x.load)
+    };
     let acc_loads: Vec<f64> = (0..accs).map(|i| load_of(Device::Accelerator(i))).collect();
     let cpu_loads: Vec<f64> = (0..cpus).map(|i| load_of(Device::Cpu(i))).collect();
     let latency = matches!(objective, Objective::Latency { .. });
@@ -158,7 +201,13 @@ pub fn placement_json(w: &Workload, p: &Placement, e: &Evaluation, objective: Ob
 }
 
 /// Everything about a plan as JSON: the placement file plus status, bound and scores.
-pub fn evaluation_json(w: &Workload, p: &Placement, outcome: Option<&Outcome>, objective: Objective, e: &Evaluation) -> Value {
+pub fn evaluation_json(
+    w: &Workload,
+    p: &Placement,
+    outcome: Option<&Outcome>,
+    objective: Objective,
+    e: &Evaluation,
+) -> Value {
     let devices: Vec<Value> = e
         .devices
         .iter()

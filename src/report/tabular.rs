@@ -30,7 +30,11 @@ impl Table {
     pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
         let header: Vec<String> = header.into_iter().map(Into::into).collect();
         let align = vec![Align::Left; header.len()];
-        Table { header, align, rows: Vec::new() }
+        Table {
+            header,
+            align,
+            rows: Vec::new(),
+        }
     }
 
     /// Sets how each column is aligned in text output (one entry per column).
@@ -71,7 +75,13 @@ impl Table {
                 if j > 0 {
                     line.push_str("  ");
                 }
-                let pad = " ".repeat(width.get(j).copied().unwrap_or(0).saturating_sub(cell.chars().count()));
+                let pad = " ".repeat(
+                    width
+                        .get(j)
+                        .copied()
+                        .unwrap_or(0)
+                        .saturating_sub(cell.chars().count()),
+                );
                 match self.align.get(j).copied().unwrap_or(Align::Left) {
                     Align::Left => {
                         line.push_str(cell);
@@ -110,7 +120,8 @@ mod tests {
     use super::*;
 
     fn sample() -> Table {
-        let mut t = Table::new(["name", "value", "note"]).aligned([Align::Left, Align::Right, Align::Left]);
+        let mut t =
+            Table::new(["name", "value", "note"]).aligned([Align::Left, Align::Right, Align::Left]);
         t.push(["a", "1.5", "ok"]);
         t.push(["long name", "12.25", ""]);
         t
@@ -120,7 +131,14 @@ mod tests {
     fn text_pads_each_column_to_its_widest_cell() {
         let text = sample().text();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines, ["name       value  note", "a            1.5  ok", "long name  12.25"]);
+        assert_eq!(
+            lines,
+            [
+                "name       value  note",
+                "a            1.5  ok",
+                "long name  12.25"
+            ]
+        );
     }
 
     #[test]

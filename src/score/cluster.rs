@@ -60,7 +60,12 @@ impl ClusterEvaluation {
 /// Scores `p` on the cluster of `costs`.
 pub fn evaluate_on_cluster(w: &Workload, costs: &ClusterCosts, p: &Placement) -> ClusterEvaluation {
     let violations = cluster_violations(w, costs, p);
-    if violations.iter().any(|v| matches!(v, Violation::WrongLength { .. } | Violation::NoSuchDevice { .. })) {
+    if violations.iter().any(|v| {
+        matches!(
+            v,
+            Violation::WrongLength { .. } | Violation::NoSuchDevice { .. }
+        )
+    }) {
         return ClusterEvaluation {
             devices: Vec::new(),
             max_load: f64::INFINITY,
@@ -76,7 +81,14 @@ pub fn evaluate_on_cluster(w: &Workload, costs: &ClusterCosts, p: &Placement) ->
     if non_contiguous.is_empty() {
         non_contiguous.extend(machine_cycle(w, costs, p));
     }
-    ClusterEvaluation { sync_objective: sync_objective(&devices), devices, max_load: max, bottleneck, violations, non_contiguous }
+    ClusterEvaluation {
+        sync_objective: sync_objective(&devices),
+        devices,
+        max_load: max,
+        bottleneck,
+        violations,
+        non_contiguous,
+    }
 }
 
 /// The hard rules on a cluster: every device exists, colour classes together, unsupported
@@ -84,7 +96,10 @@ pub fn evaluate_on_cluster(w: &Workload, costs: &ClusterCosts, p: &Placement) ->
 pub fn cluster_violations(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<Violation> {
     let mut out = Vec::new();
     if p.assignment.len() != w.len() {
-        out.push(Violation::WrongLength { expected: w.len(), got: p.assignment.len() });
+        out.push(Violation::WrongLength {
+            expected: w.len(),
+            got: p.assignment.len(),
+        });
         return out;
     }
     let c = costs.cluster();
@@ -96,23 +111,40 @@ pub fn cluster_violations(w: &Workload, costs: &ClusterCosts, p: &Placement) -> 
         match device {
             Device::Accelerator(i) => {
                 if i >= k {
-                    out.push(Violation::NoSuchDevice { node: node.id, device, available: k });
+                    out.push(Violation::NoSuchDevice {
+                        node: node.id,
+                        device,
+                        available: k,
+                    });
                     continue;
                 }
                 if !node.supported_on_accelerator {
-                    out.push(Violation::Unsupported { node: node.id, device });
+                    out.push(Violation::Unsupported {
+                        node: node.id,
+                        device,
+                    });
                 }
                 *memory.entry(i).or_insert(0.0) += node.size_bytes;
             }
             Device::Cpu(j) => {
                 if j >= l {
-                    out.push(Violation::NoSuchDevice { node: node.id, device, available: l });
+                    out.push(Violation::NoSuchDevice {
+                        node: node.id,
+                        device,
+                        available: l,
+                    });
                 }
             }
         }
         if let Some(class) = node.color_class {
             match class_seen.get(&class) {
-                Some(&(a, da)) if da != device => out.push(Violation::ColorClassSplit { class, a, da, b: node.id, db: device }),
+                Some(&(a, da)) if da != device => out.push(Violation::ColorClassSplit {
+                    class,
+                    a,
+                    da,
+                    b: node.id,
+                    db: device,
+                }),
                 Some(_) => {}
                 None => {
                     class_seen.insert(class, (node.id, device));
@@ -123,7 +155,11 @@ pub fn cluster_violations(w: &Workload, costs: &ClusterCosts, p: &Placement) -> 
     for (i, used) in memory {
         let limit = costs.memory_of(i);
         if used > limit {
-            out.push(Violation::Memory { device: Device::Accelerator(i), used, limit });
+            out.push(Violation::Memory {
+                device: Device::Accelerator(i),
+                used,
+                limit,
+            });
         }
     }
     out
@@ -194,7 +230,10 @@ pub fn machine_cycle(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Optio
     for (a, list) in succ.iter().enumerate() {
         for &b in list {
             let ((na, da), (nb, db)) = (class_node[a], class_node[b]);
-            let (ma, mb) = (costs.cluster().machine_of(da)?, costs.cluster().machine_of(db)?);
+            let (ma, mb) = (
+                costs.cluster().machine_of(da)?,
+                costs.cluster().machine_of(db)?,
+            );
             if ma != mb && arc[ma][mb].is_none() {
                 arc[ma][mb] = Some((na, nb));
             }
@@ -203,7 +242,12 @@ pub fn machine_cycle(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Optio
     // Depth-first search over at most |machines| vertices.
     let mut state = vec![0u8; machines];
     let mut path = Vec::new();
-    fn visit(m: usize, arc: &[Vec<Option<(i64, i64)>>], state: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
+    fn visit(
+        m: usize,
+        arc: &[Vec<Option<(i64, i64)>>],
+        state: &mut [u8],
+        path: &mut Vec<usize>,
+    ) -> Option<Vec<usize>> {
         state[m] = 1;
         path.push(m);
         for next in 0..arc.len() {
@@ -234,10 +278,17 @@ pub fn machine_cycle(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Optio
                     .windows(2)
                     .map(|s| {
                         let (u, v) = arc[s[0]][s[1]].expect("an arc");
-                        format!("{} -> {} (node {u} -> node {v})", names[s[0]].name, names[s[1]].name)
+                        format!(
+                            "{} -> {} (node {u} -> node {v})",
+                            names[s[0]].name, names[s[1]].name
+                        )
                     })
                     .collect();
-                let device = p.assignment.iter().copied().find(|&d| costs.cluster().machine_of(d) == Some(cycle[0]))?;
+                let device = p
+                    .assignment
+                    .iter()
+                    .copied()
+                    .find(|&d| costs.cluster().machine_of(d) == Some(cycle[0]))?;
                 return Some(Violation::NotContiguous {
                     device,
                     witness: format!(

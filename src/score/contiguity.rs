@@ -62,7 +62,14 @@ pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
             }
         }
         if let Some((last, back)) = found {
-            out.push(walk_violation(device, last, back, &parent, &inside, &class_node));
+            out.push(walk_violation(
+                device,
+                last,
+                back,
+                &parent,
+                &inside,
+                &class_node,
+            ));
         }
     }
     if out.is_empty() {
@@ -88,28 +95,41 @@ fn walk_violation(
         walk.push(x);
     }
     walk.reverse();
-    let names: Vec<String> = walk.iter().map(|&c| format!("node {}", class_node[c])).collect();
+    let names: Vec<String> = walk
+        .iter()
+        .map(|&c| format!("node {}", class_node[c]))
+        .collect();
     Violation::NotContiguous {
         device,
-        witness: format!("the path {} (between colour classes) leaves the set and re-enters it", names.join(" -> ")),
+        witness: format!(
+            "the path {} (between colour classes) leaves the set and re-enters it",
+            names.join(" -> ")
+        ),
     }
 }
 
 /// A cycle of devices feeding each other, if any (devices' sets already contiguous).
-fn device_cycle(succ: &[Vec<usize>], class_device: &[Option<Device>], class_node: &[i64]) -> Option<Violation> {
+fn device_cycle(
+    succ: &[Vec<usize>],
+    class_device: &[Option<Device>],
+    class_node: &[i64],
+) -> Option<Violation> {
     let mut arcs: std::collections::BTreeMap<(Device, Device), (i64, i64)> = Default::default();
     for (a, list) in succ.iter().enumerate() {
         for &b in list {
             if let (Some(da), Some(db)) = (class_device[a], class_device[b]) {
                 if da != db {
-                    arcs.entry((da, db)).or_insert((class_node[a], class_node[b]));
+                    arcs.entry((da, db))
+                        .or_insert((class_node[a], class_node[b]));
                 }
             }
         }
     }
-    let devices: std::collections::BTreeSet<Device> = arcs.keys().flat_map(|&(a, b)| [a, b]).collect();
+    let devices: std::collections::BTreeSet<Device> =
+        arcs.keys().flat_map(|&(a, b)| [a, b]).collect();
     // Depth-first search for a back arc; report the cycle it closes.
-    let mut state: std::collections::BTreeMap<Device, u8> = devices.iter().map(|&d| (d, 0)).collect();
+    let mut state: std::collections::BTreeMap<Device, u8> =
+        devices.iter().map(|&d| (d, 0)).collect();
     let mut path: Vec<Device> = Vec::new();
     fn visit(
         d: Device,
@@ -119,7 +139,10 @@ fn device_cycle(succ: &[Vec<usize>], class_device: &[Option<Device>], class_node
     ) -> Option<Vec<Device>> {
         state.insert(d, 1);
         path.push(d);
-        for (&(_, next), _) in arcs.range((d, Device::Accelerator(0))..).take_while(|((a, _), _)| *a == d) {
+        for (&(_, next), _) in arcs
+            .range((d, Device::Accelerator(0))..)
+            .take_while(|((a, _), _)| *a == d)
+        {
             match state[&next] {
                 1 => {
                     let at = path.iter().position(|&x| x == next).expect("on the path");

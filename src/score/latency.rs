@@ -123,7 +123,9 @@ pub fn greedy_cut_steps(w: &Workload, p: &Placement) -> f64 {
     if p.pieces.is_some() || devices_form_a_pipeline(w, p) {
         return size;
     }
-    let searches = (0..w.len()).filter(|&v| p.assignment[v].is_accelerator() && !w.predecessors(v).is_empty()).count();
+    let searches = (0..w.len())
+        .filter(|&v| p.assignment[v].is_accelerator() && !w.predecessors(v).is_empty())
+        .count();
     size * (1 + searches) as f64
 }
 
@@ -167,9 +169,15 @@ fn pipeline_cut(w: &Workload, p: &Placement) -> Cut {
     let mut pieces: Vec<Piece> = Vec::new();
     let mut open: std::collections::HashMap<usize, usize> = Default::default();
     for &v in w.topological_order() {
-        let Device::Accelerator(acc) = p.assignment[v] else { continue };
+        let Device::Accelerator(acc) = p.assignment[v] else {
+            continue;
+        };
         let id = *open.entry(acc).or_insert_with(|| {
-            pieces.push(Piece { accelerator: acc, nodes: Vec::new(), previous: None });
+            pieces.push(Piece {
+                accelerator: acc,
+                nodes: Vec::new(),
+                previous: None,
+            });
             pieces.len() - 1
         });
         pieces[id].nodes.push(v);
@@ -183,10 +191,16 @@ fn given_cut(p: &Placement, ranks: &[usize]) -> Cut {
     let mut by_piece: std::collections::BTreeMap<(usize, usize), Vec<usize>> = Default::default();
     for (v, d) in p.assignment.iter().enumerate() {
         if let Device::Accelerator(acc) = *d {
-            by_piece.entry((acc, ranks.get(v).copied().unwrap_or(0))).or_default().push(v);
+            by_piece
+                .entry((acc, ranks.get(v).copied().unwrap_or(0)))
+                .or_default()
+                .push(v);
         }
     }
-    let mut cut = Cut { pieces: Vec::with_capacity(by_piece.len()), piece_of: vec![None; p.assignment.len()] };
+    let mut cut = Cut {
+        pieces: Vec::with_capacity(by_piece.len()),
+        piece_of: vec![None; p.assignment.len()],
+    };
     let mut last: Option<usize> = None;
     for ((acc, _), nodes) in by_piece {
         let id = cut.pieces.len();
@@ -194,7 +208,11 @@ fn given_cut(p: &Placement, ranks: &[usize]) -> Cut {
             cut.piece_of[v] = Some(id);
         }
         let previous = last.filter(|&q| cut.pieces[q].accelerator == acc);
-        cut.pieces.push(Piece { accelerator: acc, nodes, previous });
+        cut.pieces.push(Piece {
+            accelerator: acc,
+            nodes,
+            previous,
+        });
         last = Some(id);
     }
     cut
@@ -210,10 +228,13 @@ fn greedy_cut(w: &Workload, p: &Placement) -> Cut {
     let mut piece_stamp: Vec<u32> = Vec::new();
     let mut round = 0u32;
 
-    let item_of = |v: usize, piece_of: &[Option<usize>]| piece_of[v].map_or(Item::Node(v), Item::Piece);
+    let item_of =
+        |v: usize, piece_of: &[Option<usize>]| piece_of[v].map_or(Item::Node(v), Item::Piece);
 
     for &v in w.topological_order() {
-        let Device::Accelerator(acc) = p.assignment[v] else { continue };
+        let Device::Accelerator(acc) = p.assignment[v] else {
+            continue;
+        };
         let mut joined = false;
         if let Some(&current) = open.get(&acc) {
             // Does any outside input of v depend on `current`?
@@ -267,7 +288,11 @@ fn greedy_cut(w: &Workload, p: &Placement) -> Cut {
         }
         if !joined {
             let id = pieces.len();
-            pieces.push(Piece { accelerator: acc, nodes: vec![v], previous: open.get(&acc).copied() });
+            pieces.push(Piece {
+                accelerator: acc,
+                nodes: vec![v],
+                previous: open.get(&acc).copied(),
+            });
             open.insert(acc, id);
             piece_of[v] = Some(id);
         }
@@ -298,7 +323,12 @@ fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
             if w.successors(v).iter().any(|&x| cut.piece_of[x] != Some(q)) {
                 t += w.out_cost(v);
             }
-            inputs.extend(w.predecessors(v).iter().copied().filter(|&u| cut.piece_of[u] != Some(q)));
+            inputs.extend(
+                w.predecessors(v)
+                    .iter()
+                    .copied()
+                    .filter(|&u| cut.piece_of[u] != Some(q)),
+            );
         }
         inputs.sort_unstable();
         inputs.dedup();
@@ -319,7 +349,9 @@ fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
     }
     let mut ready = vec![0.0f64; n_pieces + n];
     let mut item_finish = vec![f64::INFINITY; n_pieces + n];
-    let mut queue: Vec<usize> = (0..n_pieces + n).filter(|&i| live(i) && waiting[i] == 0).collect();
+    let mut queue: Vec<usize> = (0..n_pieces + n)
+        .filter(|&i| live(i) && waiting[i] == 0)
+        .collect();
     while let Some(i) = queue.pop() {
         let f = ready[i] + duration[i];
         item_finish[i] = f;
@@ -332,23 +364,45 @@ fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
         }
     }
     let finish: Vec<f64> = (0..n).map(|v| item_finish[item(v)]).collect();
-    let stuck: Vec<usize> = (0..n_pieces + n).filter(|&i| live(i) && waiting[i] > 0).collect();
+    let stuck: Vec<usize> = (0..n_pieces + n)
+        .filter(|&i| live(i) && waiting[i] > 0)
+        .collect();
     let deadlock = (!stuck.is_empty()).then(|| {
         let describe = |i: usize| {
             if i < n_pieces {
                 let piece = &cut.pieces[i];
-                let ids: Vec<String> = piece.nodes.iter().take(6).map(|&v| w.node(v).id.to_string()).collect();
+                let ids: Vec<String> = piece
+                    .nodes
+                    .iter()
+                    .take(6)
+                    .map(|&v| w.node(v).id.to_string())
+                    .collect();
                 let more = if piece.nodes.len() > 6 { ", …" } else { "" };
-                format!("a call on accelerator {} (nodes {}{more})", piece.accelerator, ids.join(", "))
+                format!(
+                    "a call on accelerator {} (nodes {}{more})",
+                    piece.accelerator,
+                    ids.join(", ")
+                )
             } else {
                 format!("CPU node {}", w.node(i - n_pieces).id)
             }
         };
         let shown: Vec<String> = stuck.iter().take(4).map(|&i| describe(i)).collect();
-        let more = if stuck.len() > 4 { format!(" and {} more", stuck.len() - 4) } else { String::new() };
-        format!("calls wait on each other in a cycle: {}{more}", shown.join("; "))
+        let more = if stuck.len() > 4 {
+            format!(" and {} more", stuck.len() - 4)
+        } else {
+            String::new()
+        };
+        format!(
+            "calls wait on each other in a cycle: {}{more}",
+            shown.join("; ")
+        )
     });
-    let total = if deadlock.is_some() { f64::INFINITY } else { finish.iter().copied().fold(0.0, f64::max) };
+    let total = if deadlock.is_some() {
+        f64::INFINITY
+    } else {
+        finish.iter().copied().fold(0.0, f64::max)
+    };
     // Counts and ranks per accelerator; both cuts create an accelerator's pieces in call order.
     let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
     let rank_of_piece: Vec<usize> = cut
@@ -360,7 +414,11 @@ fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
             *c - 1
         })
         .collect();
-    let piece_rank = cut.piece_of.iter().map(|q| q.map(|q| rank_of_piece[q])).collect();
+    let piece_rank = cut
+        .piece_of
+        .iter()
+        .map(|q| q.map(|q| rank_of_piece[q]))
+        .collect();
     let mut calls: Vec<Call> = cut
         .pieces
         .iter()
@@ -369,12 +427,23 @@ fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
             accelerator: piece.accelerator,
             rank: rank_of_piece[q],
             nodes: piece.nodes.clone(),
-            start: if item_finish[q].is_finite() { ready[q] } else { f64::INFINITY },
+            start: if item_finish[q].is_finite() {
+                ready[q]
+            } else {
+                f64::INFINITY
+            },
             duration: duration[q],
         })
         .collect();
     calls.sort_by_key(|c| (c.accelerator, c.rank));
-    LatencyScore { total, pieces: counts.into_iter().collect(), finish, piece_rank, deadlock, calls }
+    LatencyScore {
+        total,
+        pieces: counts.into_iter().collect(),
+        finish,
+        piece_rank,
+        deadlock,
+        calls,
+    }
 }
 
 #[cfg(test)]
@@ -420,21 +489,38 @@ mod tests {
                     }
                 }
             }
-            let devices = DeviceSet { accelerators: 3, memory_per_accelerator_bytes: 1.0, cpus: 2 };
+            let devices = DeviceSet {
+                accelerators: 3,
+                memory_per_accelerator_bytes: 1.0,
+                cpus: 2,
+            };
             let w = Workload::new(nodes, edges, devices).expect("a valid DAG");
-            let assignment: Vec<Device> =
-                (0..n).map(|_| if next(4) == 0 { Device::Cpu(next(2) as usize) } else { Device::Accelerator(next(3) as usize) }).collect();
+            let assignment: Vec<Device> = (0..n)
+                .map(|_| {
+                    if next(4) == 0 {
+                        Device::Cpu(next(2) as usize)
+                    } else {
+                        Device::Accelerator(next(3) as usize)
+                    }
+                })
+                .collect();
             let p = Placement::new(assignment);
             let greedy = evaluate_cut(&w, &greedy_cut(&w, &p));
             if devices_form_a_pipeline(&w, &p) {
                 pipelines += 1;
                 assert_eq!(evaluate_cut(&w, &pipeline_cut(&w, &p)), greedy, "{p:?}");
-                assert_eq!(greedy.max_pieces(), usize::from(p.assignment.iter().any(|d| d.is_accelerator())));
+                assert_eq!(
+                    greedy.max_pieces(),
+                    usize::from(p.assignment.iter().any(|d| d.is_accelerator()))
+                );
             } else {
                 others += 1;
             }
             assert_eq!(latency(&w, &p), greedy);
         }
-        assert!(pipelines > 300 && others > 300, "{pipelines} pipelines, {others} others");
+        assert!(
+            pipelines > 300 && others > 300,
+            "{pipelines} pipelines, {others} others"
+        );
     }
 }

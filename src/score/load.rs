@@ -87,7 +87,11 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
     let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
     for (v, &d) in p.assignment.iter().enumerate() {
         let node = w.node(v);
-        let t = if d.is_accelerator() { node.fpga_latency } else { node.cpu_latency };
+        let t = if d.is_accelerator() {
+            node.fpga_latency
+        } else {
+            node.cpu_latency
+        };
         DeviceLoad::entry(&mut map, d).add_node(node, t, d.is_accelerator() && p.recomputes(d));
     }
     let mut receivers: Vec<Device> = Vec::new();

@@ -23,8 +23,10 @@ pub mod validity;
 pub use cluster::{evaluate_on_cluster, ClusterEvaluation};
 pub use contiguity::contiguity_violations;
 pub use latency::{greedy_cut_steps, latency, Call, LatencyScore};
-pub use pipeline_memory::{pipeline_memory, recompute_where_needed, DeviceMemory, PipelineMemoryError};
 pub use load::{device_loads, max_load, sync_objective, tps, DeviceLoad};
+pub use pipeline_memory::{
+    pipeline_memory, recompute_where_needed, DeviceMemory, PipelineMemoryError,
+};
 pub use validity::{violations, Violation};
 
 use crate::model::{Device, Placement, Workload};
@@ -118,14 +120,27 @@ pub const CHEAP_LATENCY_STEPS: f64 = 5e7;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn evaluate(w: &Workload, p: &Placement, latency_rules: bool) -> Evaluation {
-    evaluate_with(w, p, if latency_rules { LatencyScoring::Rules } else { LatencyScoring::WhenCheap })
+    evaluate_with(
+        w,
+        p,
+        if latency_rules {
+            LatencyScoring::Rules
+        } else {
+            LatencyScoring::WhenCheap
+        },
+    )
 }
 
 /// Scores `p` on `w`, computing latency as `scoring` says.
 pub fn evaluate_with(w: &Workload, p: &Placement, scoring: LatencyScoring) -> Evaluation {
     let latency_rules = scoring == LatencyScoring::Rules;
     let mut violations = violations(w, p, !latency_rules);
-    if !violations.is_empty() && matches!(violations[0], Violation::WrongLength { .. } | Violation::PiecesLength { .. }) {
+    if !violations.is_empty()
+        && matches!(
+            violations[0],
+            Violation::WrongLength { .. } | Violation::PiecesLength { .. }
+        )
+    {
         return Evaluation {
             devices: Vec::new(),
             max_load: f64::INFINITY,
@@ -144,9 +159,20 @@ pub fn evaluate_with(w: &Workload, p: &Placement, scoring: LatencyScoring) -> Ev
         LatencyScoring::WhenCheap => greedy_cut_steps(w, p) <= CHEAP_LATENCY_STEPS,
     };
     let latency = wanted.then(|| latency(w, p));
-    if let (true, Some(why)) = (latency_rules, latency.as_ref().and_then(|l| l.deadlock.as_ref())) {
+    if let (true, Some(why)) = (
+        latency_rules,
+        latency.as_ref().and_then(|l| l.deadlock.as_ref()),
+    ) {
         violations.push(Violation::Deadlock(why.clone()));
     }
     violations.shrink_to_fit();
-    Evaluation { sync_objective: sync_objective(&devices), devices, max_load, bottleneck, latency, violations, non_contiguous }
+    Evaluation {
+        sync_objective: sync_objective(&devices),
+        devices,
+        max_load,
+        bottleneck,
+        latency,
+        violations,
+        non_contiguous,
+    }
 }

@@ -71,15 +71,28 @@ pub enum PipelineMemoryError {
     #[error("the plan's devices form a cycle through {0}: a schedule runs contiguous stages only")]
     NotContiguous(Device),
     #[error("{device} needs {bytes} bytes even as the last stage (fewest micro-batches in flight), more than its {limit}")]
-    NeverFits { device: Device, bytes: f64, limit: f64 },
+    NeverFits {
+        device: Device,
+        bytes: f64,
+        limit: f64,
+    },
     #[error("no order of the plan's {stages} stages fits every accelerator's memory; {device} would need {bytes} bytes at stage {stage}")]
-    NoOrderFits { stages: usize, device: Device, stage: usize, bytes: f64 },
+    NoOrderFits {
+        stages: usize,
+        device: Device,
+        stage: usize,
+        bytes: f64,
+    },
 }
 
 /// Every device's memory under `pipeline` in a chain order in which every accelerator
 /// fits `M` bytes (module documentation), devices in order; an error when there is none.
 /// An accelerator recomputes where the placement says so.
-pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
+pub fn pipeline_memory(
+    w: &Workload,
+    p: &Placement,
+    pipeline: &Pipeline,
+) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
     chain_memory(w, p, pipeline, false)
 }
 
@@ -91,15 +104,28 @@ pub fn pipeline_memory(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Resu
 /// both tests are monotone in `s`), so the earliest-deadline rule with that release decides
 /// exactly whether some order and choice fit; a device then recomputes iff its place is
 /// before `r_d`. An error when no order fits even so.
-pub fn recompute_where_needed(w: &Workload, p: &Placement, pipeline: &Pipeline) -> Result<Placement, PipelineMemoryError> {
+pub fn recompute_where_needed(
+    w: &Workload,
+    p: &Placement,
+    pipeline: &Pipeline,
+) -> Result<Placement, PipelineMemoryError> {
     let memory = chain_memory(w, p, pipeline, true)?;
-    let recompute = memory.iter().filter(|d| d.recomputes).map(|d| d.device).collect();
+    let recompute = memory
+        .iter()
+        .filter(|d| d.recomputes)
+        .map(|d| d.device)
+        .collect();
     Ok(p.clone().with_recompute(recompute))
 }
 
 /// [`pipeline_memory`]; with `choose`, each accelerator's recomputation as
 /// [`recompute_where_needed`] chooses it.
-fn chain_memory(w: &Workload, p: &Placement, pipeline: &Pipeline, choose: bool) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
+fn chain_memory(
+    w: &Workload,
+    p: &Placement,
+    pipeline: &Pipeline,
+    choose: bool,
+) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
     let limit = w.devices().memory_per_accelerator_bytes;
     let mut devices: Vec<Device> = p.assignment.clone();
     devices.sort();
@@ -114,9 +140,23 @@ fn chain_memory(w: &Workload, p: &Placement, pipeline: &Pipeline, choose: bool) 
         stash[d_of(v)] += h.stash_bytes;
     }
     let inputs = stage_inputs(w, p);
-    let input: Vec<f64> = devices.iter().map(|d| inputs.get(d).copied().unwrap_or(0.0)).collect();
-    let mut recomputes: Vec<bool> = devices.iter().map(|&d| d.is_accelerator() && !choose && p.recomputes(d)).collect();
-    let bytes = |d: usize, s: usize, r: bool| stage_bytes(resident[d], stash[d], input[d], pipeline.in_flight(stages, s), r);
+    let input: Vec<f64> = devices
+        .iter()
+        .map(|d| inputs.get(d).copied().unwrap_or(0.0))
+        .collect();
+    let mut recomputes: Vec<bool> = devices
+        .iter()
+        .map(|&d| d.is_accelerator() && !choose && p.recomputes(d))
+        .collect();
+    let bytes = |d: usize, s: usize, r: bool| {
+        stage_bytes(
+            resident[d],
+            stash[d],
+            input[d],
+            pipeline.in_flight(stages, s),
+            r,
+        )
+    };
     // Releases: the first place where the accelerator fits (counts never rise along the
     // chain), holding its stash (`held`) and recomputing.
     let first_fit = |d: usize, r: bool| (0..stages).find(|&s| bytes(d, s, r) <= limit);
@@ -131,14 +171,16 @@ fn chain_memory(w: &Workload, p: &Placement, pipeline: &Pipeline, choose: bool) 
             (first_fit(d, false), None)
         };
         held[d] = hold.unwrap_or(usize::MAX);
-        release[d] = hold.into_iter().chain(recompute).min().ok_or_else(|| PipelineMemoryError::NeverFits {
-            device: devices[d],
-            bytes: if choose {
-                bytes(d, stages - 1, false).min(bytes(d, stages - 1, true))
-            } else {
-                bytes(d, stages - 1, recomputes[d])
-            },
-            limit,
+        release[d] = hold.into_iter().chain(recompute).min().ok_or_else(|| {
+            PipelineMemoryError::NeverFits {
+                device: devices[d],
+                bytes: if choose {
+                    bytes(d, stages - 1, false).min(bytes(d, stages - 1, true))
+                } else {
+                    bytes(d, stages - 1, recomputes[d])
+                },
+                limit,
+            }
         })?;
     }
     let mut arcs = vec![Vec::new(); stages];
@@ -155,11 +197,13 @@ fn chain_memory(w: &Workload, p: &Placement, pipeline: &Pipeline, choose: bool) 
         list.dedup();
     }
     let order = topological(&arcs).map_err(|d| PipelineMemoryError::NotContiguous(devices[d]))?;
-    let place = latest_first(&arcs, &order, &release).map_err(|(d, s)| PipelineMemoryError::NoOrderFits {
-        stages,
-        device: devices[d],
-        stage: s,
-        bytes: bytes(d, s, recomputes[d]),
+    let place = latest_first(&arcs, &order, &release).map_err(|(d, s)| {
+        PipelineMemoryError::NoOrderFits {
+            stages,
+            device: devices[d],
+            stage: s,
+            bytes: bytes(d, s, recomputes[d]),
+        }
     })?;
     if choose {
         for d in (0..stages).filter(|&d| devices[d].is_accelerator()) {
@@ -202,7 +246,9 @@ fn topological(arcs: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
         }
     }
     if order.len() < n {
-        return Err((0..n).find(|&v| indegree[v] > 0).expect("a vertex left on a cycle"));
+        return Err((0..n)
+            .find(|&v| indegree[v] > 0)
+            .expect("a vertex left on a cycle"));
     }
     Ok(order)
 }
@@ -212,7 +258,11 @@ fn topological(arcs: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
 /// one with the latest tightened release `r'(v) = max(r(v), max_{u→v} r'(u) + 1)` (the
 /// earliest-deadline rule backwards). Returns each vertex's place, or a vertex and the
 /// place it would get too early.
-fn latest_first(arcs: &[Vec<usize>], order: &[usize], release: &[usize]) -> Result<Vec<usize>, (usize, usize)> {
+fn latest_first(
+    arcs: &[Vec<usize>],
+    order: &[usize],
+    release: &[usize],
+) -> Result<Vec<usize>, (usize, usize)> {
     let n = arcs.len();
     let mut tight = release.to_vec();
     for &a in order {
@@ -227,11 +277,15 @@ fn latest_first(arcs: &[Vec<usize>], order: &[usize], release: &[usize]) -> Resu
             preds[b].push(a);
         }
     }
-    let mut ready: std::collections::BinaryHeap<(usize, usize)> =
-        (0..n).filter(|&v| waiting[v] == 0).map(|v| (tight[v], v)).collect();
+    let mut ready: std::collections::BinaryHeap<(usize, usize)> = (0..n)
+        .filter(|&v| waiting[v] == 0)
+        .map(|v| (tight[v], v))
+        .collect();
     let mut place = vec![0; n];
     for s in (0..n).rev() {
-        let (_, v) = ready.pop().expect("an acyclic graph always has a vertex ready");
+        let (_, v) = ready
+            .pop()
+            .expect("an acyclic graph always has a vertex ready");
         if s < release[v] {
             return Err((v, s));
         }
@@ -245,4 +299,3 @@ fn latest_first(arcs: &[Vec<usize>], order: &[usize], release: &[usize]) -> Resu
     }
     Ok(place)
 }
-

@@ -30,13 +30,23 @@ pub fn iteration_bounds(stages: &Stages, m: usize, device_of: &[usize]) -> (f64,
     // Pieces are numbered in a topological order of their graph.
     let mut before = vec![0.0f64; pieces.len()];
     for x in 0..pieces.len() {
-        before[x] = pieces[x].preds.iter().map(|&y| before[y] + t[y]).fold(0.0, f64::max);
+        before[x] = pieces[x]
+            .preds
+            .iter()
+            .map(|&y| before[y] + t[y])
+            .fold(0.0, f64::max);
     }
     let mut after = vec![0.0f64; pieces.len()];
     for x in (0..pieces.len()).rev() {
-        after[x] = pieces[x].succs.iter().map(|&y| after[y] + t[y]).fold(0.0, f64::max);
+        after[x] = pieces[x]
+            .succs
+            .iter()
+            .map(|&y| after[y] + t[y])
+            .fold(0.0, f64::max);
     }
-    let critical = (0..pieces.len()).map(|x| before[x] + t[x] + after[x]).fold(0.0, f64::max);
+    let critical = (0..pieces.len())
+        .map(|x| before[x] + t[x] + after[x])
+        .fold(0.0, f64::max);
     let devices = device_of.iter().copied().max().map_or(0, |d| d + 1);
     let mut head = vec![f64::INFINITY; devices];
     let mut tail = vec![f64::INFINITY; devices];
@@ -47,6 +57,11 @@ pub fn iteration_bounds(stages: &Stages, m: usize, device_of: &[usize]) -> (f64,
         tail[d] = tail[d].min(after[x]);
         load[d] += t[x];
     }
-    let per_device = (0..devices).map(|d| head[d] + m as f64 * load[d] + tail[d]).fold(0.0, f64::max);
-    (critical.max(per_device), m as f64 * load.iter().sum::<f64>())
+    let per_device = (0..devices)
+        .map(|d| head[d] + m as f64 * load[d] + tail[d])
+        .fold(0.0, f64::max);
+    (
+        critical.max(per_device),
+        m as f64 * load.iter().sum::<f64>(),
+    )
 }

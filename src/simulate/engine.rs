@@ -17,7 +17,6 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-
 use super::stages::Stages;
 
 /// One task as it ran.
@@ -57,7 +56,10 @@ impl PartialOrd for End {
 impl Ord for End {
     /// Reversed: the earliest end is the greatest, for a max-heap.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.time.total_cmp(&self.time).then(other.seq.cmp(&self.seq))
+        other
+            .time
+            .total_cmp(&self.time)
+            .then(other.seq.cmp(&self.seq))
     }
 }
 
@@ -96,7 +98,9 @@ impl Loop<'_> {
         if self.busy[d] {
             return;
         }
-        let Some(&task) = self.orders[d].get(self.next[d]) else { return };
+        let Some(&task) = self.orders[d].get(self.next[d]) else {
+            return;
+        };
         if self.waiting[task] > 0 {
             return;
         }
@@ -104,13 +108,22 @@ impl Loop<'_> {
         self.busy[d] = true;
         self.next[d] += 1;
         let end = now + piece.duration_ms();
-        self.runs.push(TaskRun { piece: task / self.m, micro_batch: task % self.m, start_ms: now, end_ms: end });
+        self.runs.push(TaskRun {
+            piece: task / self.m,
+            micro_batch: task % self.m,
+            start_ms: now,
+            end_ms: end,
+        });
         if piece.stash_bytes + piece.transient_bytes > 0.0 {
             self.held[d] += piece.stash_bytes + piece.transient_bytes;
             self.record(d, now);
         }
         self.seq += 1;
-        self.queue.push(End { time: end, seq: self.seq, task });
+        self.queue.push(End {
+            time: end,
+            seq: self.seq,
+            task,
+        });
     }
 
     fn free_stash(&mut self, f: usize, time: f64) {
@@ -160,7 +173,13 @@ impl Loop<'_> {
 /// (`piece·m + micro_batch`) of device `d` in schedule order, `resident[d]` its resident
 /// bytes. Returns `Err` naming the first stuck task if some never start (a bug: the orders
 /// are built to make that impossible).
-pub(crate) fn run(stages: &Stages, m: usize, device_of: &[usize], orders: &[Vec<usize>], resident: &[f64]) -> Result<Run, String> {
+pub(crate) fn run(
+    stages: &Stages,
+    m: usize,
+    device_of: &[usize],
+    orders: &[Vec<usize>],
+    resident: &[f64],
+) -> Result<Run, String> {
     let pieces = &stages.pieces;
     let task_count = pieces.len() * m;
     let mut frees: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
@@ -176,8 +195,12 @@ pub(crate) fn run(stages: &Stages, m: usize, device_of: &[usize], orders: &[Vec<
         orders,
         next: vec![0; orders.len()],
         busy: vec![false; orders.len()],
-        waiting: (0..task_count).map(|t| pieces[t / m].preds.len() as u32).collect(),
-        stash_holders: (0..task_count).map(|t| pieces[t / m].released_by.len() as u32).collect(),
+        waiting: (0..task_count)
+            .map(|t| pieces[t / m].preds.len() as u32)
+            .collect(),
+        stash_holders: (0..task_count)
+            .map(|t| pieces[t / m].released_by.len() as u32)
+            .collect(),
         frees,
         held: resident.to_vec(),
         memory: resident.iter().map(|&r| vec![(0.0, r)]).collect(),
@@ -204,5 +227,8 @@ pub(crate) fn run(stages: &Stages, m: usize, device_of: &[usize], orders: &[Vec<
             state.waiting[task]
         ));
     }
-    Ok(Run { tasks: state.runs, memory: state.memory })
+    Ok(Run {
+        tasks: state.runs,
+        memory: state.memory,
+    })
 }

@@ -43,7 +43,9 @@ pub use stages::{Piece, Stages};
 
 use crate::model::schedule::{held_bytes, timetable, HeldBytes, Pass, Schedule, ScheduleError};
 use crate::model::{Device, Placement, Workload};
-use crate::score::{contiguity_violations, device_loads, max_load, sync_objective, violations, Evaluation};
+use crate::score::{
+    contiguity_violations, device_loads, max_load, sync_objective, violations, Evaluation,
+};
 
 /// The most tasks (pieces × micro-batches) one simulation runs.
 pub const MAX_TASKS: usize = 20_000_000;
@@ -122,7 +124,10 @@ impl Simulation {
     /// Index into [`Simulation::devices`] of a piece's device.
     pub fn device_index(&self, piece: usize) -> usize {
         let d = self.stages.pieces[piece].device;
-        self.devices.iter().position(|x| x.device == d).expect("every piece's device is listed")
+        self.devices
+            .iter()
+            .position(|x| x.device == d)
+            .expect("every piece's device is listed")
     }
 }
 
@@ -134,13 +139,21 @@ pub enum SimulateError {
     #[error("{0}")]
     Schedule(#[from] ScheduleError),
     #[error("{tasks} tasks ({pieces} pieces x {micro_batches} micro-batches) is more than the {MAX_TASKS} one simulation runs; use fewer micro-batches")]
-    TooLarge { tasks: usize, pieces: usize, micro_batches: usize },
+    TooLarge {
+        tasks: usize,
+        pieces: usize,
+        micro_batches: usize,
+    },
     #[error("internal check failed: {0}")]
     Check(String),
 }
 
 /// Simulates `p` on `w` with each node's memory from [`held_bytes`].
-pub fn simulate(w: &Workload, p: &Placement, settings: &Settings) -> Result<Simulation, SimulateError> {
+pub fn simulate(
+    w: &Workload,
+    p: &Placement,
+    settings: &Settings,
+) -> Result<Simulation, SimulateError> {
     simulate_with_memory(w, p, settings, &held_bytes(w))
 }
 
@@ -160,18 +173,30 @@ pub fn simulate_with_memory(
     let broken = violations(w, p, true);
     if let Some(v) = broken.first() {
         let more = broken.len() - 1;
-        let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        let tail = if more > 0 {
+            format!(" (and {more} more)")
+        } else {
+            String::new()
+        };
         return Err(SimulateError::InvalidPlan(format!("{v}{tail}")));
     }
     if memory.len() != w.len() {
-        return Err(SimulateError::Check(format!("{} memory entries for {} nodes", memory.len(), w.len())));
+        return Err(SimulateError::Check(format!(
+            "{} memory entries for {} nodes",
+            memory.len(),
+            w.len()
+        )));
     }
     let scored_loads = device_loads(w, p);
     let (max_load_ms, bottleneck) = max_load(&scored_loads);
     let stages = stages::cut(w, p, memory);
     let tasks = stages.pieces.len().saturating_mul(m);
     if tasks > MAX_TASKS {
-        return Err(SimulateError::TooLarge { tasks, pieces: stages.pieces.len(), micro_batches: m });
+        return Err(SimulateError::TooLarge {
+            tasks,
+            pieces: stages.pieces.len(),
+            micro_batches: m,
+        });
     }
     let training = stages.pieces.iter().any(|x| x.pass == Pass::Backward);
     let mut notes = Vec::new();
@@ -200,11 +225,16 @@ pub fn simulate_with_memory(
     let mut devices: Vec<Device> = stages.pieces.iter().map(|x| x.device).collect();
     devices.sort();
     devices.dedup();
-    let device_of: Vec<usize> =
-        stages.pieces.iter().map(|x| devices.binary_search(&x.device).expect("listed")).collect();
+    let device_of: Vec<usize> = stages
+        .pieces
+        .iter()
+        .map(|x| devices.binary_search(&x.device).expect("listed"))
+        .collect();
     let mut resident = vec![0.0; devices.len()];
     for (v, mem) in memory.iter().enumerate() {
-        resident[devices.binary_search(&p.assignment[v]).expect("every node is on a listed device")] += mem.resident_bytes;
+        resident[devices
+            .binary_search(&p.assignment[v])
+            .expect("every node is on a listed device")] += mem.resident_bytes;
     }
 
     // The tasks of one micro-batch take each device's MODEL.md load.
@@ -215,7 +245,10 @@ pub fn simulate_with_memory(
         compute[device_of[x]] += piece.compute_ms + piece.recompute_ms;
     }
     for (d, &device) in devices.iter().enumerate() {
-        let scored = scored_loads.iter().find(|x| x.device == device).map_or(0.0, |x| x.load);
+        let scored = scored_loads
+            .iter()
+            .find(|x| x.device == device)
+            .map_or(0.0, |x| x.load);
         if (scored - load[d]).abs() > 1e-9 * scored.abs().max(1.0) {
             return Err(SimulateError::Check(format!(
                 "{device}'s tasks of one micro-batch take {} but the scorer's load is {scored}",
@@ -240,7 +273,12 @@ pub fn simulate_with_memory(
         None
     };
     let iteration_ms = last_end(&run);
-    let first_completion_ms = run.tasks.iter().filter(|t| t.micro_batch == 0).map(|t| t.end_ms).fold(0.0, f64::max);
+    let first_completion_ms = run
+        .tasks
+        .iter()
+        .filter(|t| t.micro_batch == 0)
+        .map(|t| t.end_ms)
+        .fold(0.0, f64::max);
     let (lower_bound_ms, upper_bound_ms) = bounds::iteration_bounds(&stages, m, &device_of);
     let mf = m as f64;
     let device_runs: Vec<DeviceRun> = devices
@@ -254,18 +292,27 @@ pub fn simulate_with_memory(
                 busy_ms: busy,
                 compute_ms: mf * compute[d],
                 communication_ms: mf * (load[d] - compute[d]),
-                idle_fraction: if iteration_ms > 0.0 { 1.0 - busy / iteration_ms } else { 0.0 },
+                idle_fraction: if iteration_ms > 0.0 {
+                    1.0 - busy / iteration_ms
+                } else {
+                    0.0
+                },
                 resident_bytes: resident[d],
                 peak_memory_bytes: run.memory[d].iter().map(|&(_, b)| b).fold(0.0, f64::max),
                 memory: run.memory[d].clone(),
-                memory_limit_bytes: device.is_accelerator().then_some(w.devices().memory_per_accelerator_bytes),
+                memory_limit_bytes: device
+                    .is_accelerator()
+                    .then_some(w.devices().memory_per_accelerator_bytes),
                 pieces: device_of.iter().filter(|&&x| x == d).count(),
             }
         })
         .collect();
     let busy_total: f64 = device_runs.iter().map(|d| d.busy_ms).sum();
-    let bubble_fraction =
-        if iteration_ms > 0.0 { 1.0 - busy_total / (device_runs.len() as f64 * iteration_ms) } else { 0.0 };
+    let bubble_fraction = if iteration_ms > 0.0 {
+        1.0 - busy_total / (device_runs.len() as f64 * iteration_ms)
+    } else {
+        0.0
+    };
     Ok(Simulation {
         schedule: settings.schedule,
         micro_batches: m,

@@ -205,8 +205,10 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
         preds[b].push(a);
     }
     let mut indegree: Vec<usize> = preds.iter().map(Vec::len).collect();
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
-        (0..count).filter(|&x| indegree[x] == 0).map(std::cmp::Reverse).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..count)
+        .filter(|&x| indegree[x] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
     let mut order = Vec::with_capacity(count);
     while let Some(std::cmp::Reverse(x)) = ready.pop() {
         order.push(x);
@@ -217,13 +219,22 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
             }
         }
     }
-    assert_eq!(order.len(), count, "the piece graph is acyclic by construction (module doc)");
+    assert_eq!(
+        order.len(),
+        count,
+        "the piece graph is acyclic by construction (module doc)"
+    );
 
     // Depths and positions.
     let passes: Vec<Pass> = raw.iter().map(|(u, _)| unit_key[*u].1).collect();
     let mut depth = vec![0usize; count];
     for &x in &order {
-        depth[x] = preds[x].iter().filter(|&&y| passes[y] == passes[x]).map(|&y| depth[y] + 1).max().unwrap_or(0);
+        depth[x] = preds[x]
+            .iter()
+            .filter(|&&y| passes[y] == passes[x])
+            .map(|&y| depth[y] + 1)
+            .max()
+            .unwrap_or(0);
     }
     let positions = depth.iter().copied().max().unwrap_or(0) + 1;
 
@@ -241,7 +252,13 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
                 Pass::Forward => depth[x],
                 Pass::Backward => positions - 1 - depth[x],
             };
-            let latency = |v: usize| if device.is_accelerator() { w.node(v).fpga_latency } else { w.node(v).cpu_latency };
+            let latency = |v: usize| {
+                if device.is_accelerator() {
+                    w.node(v).fpga_latency
+                } else {
+                    w.node(v).cpu_latency
+                }
+            };
             Piece {
                 device,
                 pass,
@@ -273,7 +290,11 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
     if !p.recompute.is_empty() {
         recompute_stashes(w, p, &mut pieces, positions);
     }
-    Stages { pieces, positions, piece_of }
+    Stages {
+        pieces,
+        positions,
+        piece_of,
+    }
 }
 
 /// Moves the stashes of recomputing accelerators to their backward pieces (module doc,
@@ -282,11 +303,18 @@ fn recompute_stashes(w: &Workload, p: &Placement, pieces: &mut [Piece], position
     let inputs = crate::model::recompute::stage_inputs(w, p);
     let rank = |pieces: &[Piece], x: usize| rank_in_micro_batch(&pieces[x], x, positions);
     for &d in p.recompute.iter().filter(|d| d.is_accelerator()) {
-        let mut forward: Vec<usize> = (0..pieces.len()).filter(|&x| pieces[x].device == d && pieces[x].pass == Pass::Forward).collect();
+        let mut forward: Vec<usize> = (0..pieces.len())
+            .filter(|&x| pieces[x].device == d && pieces[x].pass == Pass::Forward)
+            .collect();
         forward.sort_by_key(|&x| rank(pieces, x));
         for &f in &forward {
             let (stash, compute) = (pieces[f].stash_bytes, pieces[f].compute_ms);
-            let target = pieces[f].released_by.iter().copied().min_by_key(|&b| rank(pieces, b)).unwrap_or(f);
+            let target = pieces[f]
+                .released_by
+                .iter()
+                .copied()
+                .min_by_key(|&b| rank(pieces, b))
+                .unwrap_or(f);
             pieces[f].stash_bytes = 0.0;
             pieces[target].transient_bytes += stash;
             pieces[target].recompute_ms += compute;
@@ -298,7 +326,13 @@ fn recompute_stashes(w: &Workload, p: &Placement, pieces: &mut [Piece], position
 }
 
 /// Send and receive charges (module doc, "Communication").
-fn charge_communication(w: &Workload, p: &Placement, piece_of: &[usize], pieces: &mut [Piece], positions: usize) {
+fn charge_communication(
+    w: &Workload,
+    p: &Placement,
+    piece_of: &[usize],
+    pieces: &mut [Piece],
+    positions: usize,
+) {
     let mut first_receiver: Vec<(Device, usize)> = Vec::new();
     for u in 0..w.len() {
         let c = w.out_cost(u);
@@ -340,7 +374,11 @@ fn charge_communication(w: &Workload, p: &Placement, piece_of: &[usize], pieces:
 /// Which backward pieces free each forward piece's stash (module doc, "Stash").
 fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece]) {
     let mut by_class: HashMap<(Device, i64), Vec<usize>> = HashMap::new();
-    for (b, piece) in pieces.iter().enumerate().filter(|(_, x)| x.pass == Pass::Backward) {
+    for (b, piece) in pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.pass == Pass::Backward)
+    {
         for &v in &piece.nodes {
             if let Some(c) = w.node(v).color_class {
                 by_class.entry((piece.device, c)).or_default().push(b);
@@ -348,9 +386,17 @@ fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece])
         }
     }
     let mut releases: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
-    for (f, piece) in pieces.iter().enumerate().filter(|(_, x)| x.pass == Pass::Forward) {
+    for (f, piece) in pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.pass == Pass::Forward)
+    {
         for &v in &piece.nodes {
-            if let Some(list) = w.node(v).color_class.and_then(|c| by_class.get(&(piece.device, c))) {
+            if let Some(list) = w
+                .node(v)
+                .color_class
+                .and_then(|c| by_class.get(&(piece.device, c)))
+            {
                 releases[f].extend(list);
             }
             for &x in w.successors(v) {
@@ -369,7 +415,12 @@ fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece])
 }
 
 /// Puts every node's stash on its holder piece (module doc, "Stash").
-fn attribute_stashes(memory: &[HeldBytes], piece_of: &[usize], pieces: &mut [Piece], positions: usize) {
+fn attribute_stashes(
+    memory: &[HeldBytes],
+    piece_of: &[usize],
+    pieces: &mut [Piece],
+    positions: usize,
+) {
     let mut mirrored: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
     for (f, piece) in pieces.iter().enumerate() {
         for &b in &piece.released_by {

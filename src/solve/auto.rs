@@ -45,7 +45,9 @@ use super::baselines::pipedream::PipeDreamTopo;
 use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp::{self, load_bounds, units as ip_units};
-use super::{dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use super::{
+    dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
+};
 use crate::model::contraction::Contraction;
 use crate::model::Placement;
 use crate::score::evaluate;
@@ -122,11 +124,19 @@ struct Found {
 
 fn scored(w: &crate::model::Workload, placement: Placement, source: &str) -> Option<Found> {
     let e = evaluate(w, &placement, false);
-    (e.is_valid() && e.is_contiguous()).then(|| Found { max_load: e.max_load, placement, source: source.into() })
+    (e.is_valid() && e.is_contiguous()).then(|| Found {
+        max_load: e.max_load,
+        placement,
+        source: source.into(),
+    })
 }
 
 impl Auto {
-    fn contiguous_throughput(&self, problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
+    fn contiguous_throughput(
+        &self,
+        problem: &Problem,
+        budget: &Budget,
+    ) -> Result<Outcome, SolveError> {
         let w = problem.workload;
         let total_s = budget.remaining_s();
         let mut stats = Stats::default();
@@ -138,7 +148,8 @@ impl Auto {
         let mut path = Vec::new();
         let mut best: Option<Found> = None;
         let mut bound = 0.0f64;
-        let try_exact = mode == CoarsenMode::Off || (mode == CoarsenMode::Auto && self.coarsen.target.is_none());
+        let try_exact = mode == CoarsenMode::Off
+            || (mode == CoarsenMode::Auto && self.coarsen.target.is_none());
         if try_exact {
             // Off: the DP alone, with all the time and the user's --max-ideals. Auto: at
             // most half of the time, so the coarsened path has the rest if it stops.
@@ -146,7 +157,10 @@ impl Auto {
                 (budget.share(1.0), problem.limits.max_ideals)
             } else {
                 let share = budget.share(0.5);
-                (share, coarsen::coarse_ideal_limit(share.remaining_s(), problem.limits.max_ideals))
+                (
+                    share,
+                    coarsen::coarse_ideal_limit(share.remaining_s(), problem.limits.max_ideals),
+                )
             };
             let size = if mode == CoarsenMode::Off {
                 LatticeSize::AtMost(0)
@@ -160,17 +174,25 @@ impl Auto {
                 ));
             } else {
                 match dp::solve_within(w, limit, &share) {
-                    Ok(mut o) if matches!(o.status, Status::Optimal | Status::Infeasible { .. }) => {
+                    Ok(mut o)
+                        if matches!(o.status, Status::Optimal | Status::Infeasible { .. }) =>
+                    {
                         o.stats.path = Some(format!(
                             "exact DP ({} ideals){}",
                             o.stats.ideals.map_or("?".into(), |i| i.to_string()),
-                            if o.status == Status::Optimal { ": proven optimal" } else { "" }
+                            if o.status == Status::Optimal {
+                                ": proven optimal"
+                            } else {
+                                ""
+                            }
                         ));
                         return Ok(o);
                     }
                     Ok(o) => {
                         // A plan with a bound but no proof (folds it could not certify).
-                        stats.notes.push(format!("the exact DP stopped early: {:?}", o.status));
+                        stats
+                            .notes
+                            .push(format!("the exact DP stopped early: {:?}", o.status));
                         if let Some(p) = o.placement {
                             best = scored(w, p, "exact DP (unproven)");
                             if best.is_some() {
@@ -190,7 +212,13 @@ impl Auto {
         // 2. The coarsened path, and the bound on the fine graph.
         if mode != CoarsenMode::Off {
             let mut notes = Vec::new();
-            let coarse = coarsen::solve(w, &self.coarsen, &problem.limits, &budget.share(0.5), &mut notes);
+            let coarse = coarsen::solve(
+                w,
+                &self.coarsen,
+                &problem.limits,
+                &budget.share(0.5),
+                &mut notes,
+            );
             stats.notes.append(&mut notes);
             match coarse {
                 Ok(Some(s)) => {
@@ -203,32 +231,50 @@ impl Auto {
                     ));
                     stats.ideals = s.dp_ideals;
                     if best.as_ref().is_none_or(|b| s.max_load < b.max_load) {
-                        best = Some(Found { placement: s.placement, max_load: s.max_load, source: "coarsened".into() });
+                        best = Some(Found {
+                            placement: s.placement,
+                            max_load: s.max_load,
+                            source: "coarsened".into(),
+                        });
                     }
                 }
-                Ok(None) => stats.notes.push("coarsened path: no level gave a plan".into()),
+                Ok(None) => stats
+                    .notes
+                    .push("coarsened path: no level gave a plan".into()),
                 Err(e) => stats.notes.push(format!("coarsened path failed: {e}")),
             }
         }
         // The baselines are cheap (linear, or a chain split on small graphs): they supply a
         // plan when the paths above have none, and replace theirs when better.
         for found in fallbacks(problem, &c, budget) {
-            stats.notes.push(format!("baseline {}: {}", found.source, found.max_load));
+            stats
+                .notes
+                .push(format!("baseline {}: {}", found.source, found.max_load));
             if best.as_ref().is_none_or(|b| found.max_load < b.max_load) {
-                path.push(format!("{} baseline{}", found.source, if best.is_some() { " (better)" } else { "" }));
+                path.push(format!(
+                    "{} baseline{}",
+                    found.source,
+                    if best.is_some() { " (better)" } else { "" }
+                ));
                 best = Some(found);
             }
         }
         let bound_started = Instant::now();
         // The full bound gets half of what is left, at most a tenth of the whole limit.
-        let share = budget.remaining_s().map(|s| (0.5 * s).min(0.1 * total_s.unwrap_or(s)));
+        let share = budget
+            .remaining_s()
+            .map(|s| (0.5 * s).min(0.1 * total_s.unwrap_or(s)));
         let deadline = share.map(|s| Instant::now() + std::time::Duration::from_secs_f64(s));
         let (fine_bound, finished) = coarsen::lower_bound(w, deadline);
         bound = bound.max(fine_bound);
         stats.notes.push(format!(
             "lower bound {fine_bound} on the fine groups ({:.2} s{})",
             bound_started.elapsed().as_secs_f64(),
-            if finished { "" } else { ", stopped at its time share" }
+            if finished {
+                ""
+            } else {
+                ", stopped at its time share"
+            }
         ));
 
         // 3. The IP for what is left.
@@ -252,7 +298,9 @@ impl Auto {
                             ip_started.elapsed().as_secs_f64(),
                             left - 0.5
                         ));
-                        stats.notes.extend(o.stats.notes.iter().map(|n| format!("IP: {n}")));
+                        stats
+                            .notes
+                            .extend(o.stats.notes.iter().map(|n| format!("IP: {n}")));
                         bound = bound.max(o.bound.min(o.objective));
                         if let Some(p) = o.placement {
                             if o.objective < b.max_load {
@@ -275,7 +323,10 @@ impl Auto {
                 };
             }
         }
-        if best.is_none() && c.len() <= IP_MAX_GROUPS && budget.remaining_s().is_none_or(|s| s >= 0.5) {
+        if best.is_none()
+            && c.len() <= IP_MAX_GROUPS
+            && budget.remaining_s().is_none_or(|s| s >= 0.5)
+        {
             // The last resort on small graphs: the IP finds a plan if there is one.
             let mut ip_problem = problem.clone();
             let left = budget.remaining_s().unwrap_or(DEFAULT_TIME_LIMIT_S);
@@ -283,7 +334,10 @@ impl Auto {
             ip_problem.limits.max_ideals = ip_problem.limits.max_ideals.min(20_000);
             match ip_within(&ip_problem, left) {
                 Some(Ok(o)) => {
-                    stats.notes.push(format!("IP without a warm start: {} ({:?})", o.objective, o.status));
+                    stats.notes.push(format!(
+                        "IP without a warm start: {} ({:?})",
+                        o.objective, o.status
+                    ));
                     if matches!(o.status, Status::Infeasible { .. }) {
                         bound = f64::INFINITY;
                     }
@@ -323,8 +377,21 @@ impl Auto {
             });
         };
         let bound = bound.min(best.max_load);
-        let status = if best.max_load <= bound * (1.0 + CLOSED) { Status::Optimal } else { Status::Feasible { reason: status_reason } };
-        Ok(Outcome { method: "auto".into(), placement: Some(best.placement), objective: best.max_load, bound, status, stats })
+        let status = if best.max_load <= bound * (1.0 + CLOSED) {
+            Status::Optimal
+        } else {
+            Status::Feasible {
+                reason: status_reason,
+            }
+        };
+        Ok(Outcome {
+            method: "auto".into(),
+            placement: Some(best.placement),
+            objective: best.max_load,
+            bound,
+            status,
+            stats,
+        })
     }
 
     fn through_ip(&self, problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
@@ -334,7 +401,13 @@ impl Auto {
         tps.contiguous = true;
         let first = self.contiguous_throughput(&tps, &budget.share(1.0 / 3.0))?;
         let mut stats = Stats::default();
-        stats.notes.extend(first.stats.notes.iter().map(|n| format!("contiguous TPS: {n}")));
+        stats.notes.extend(
+            first
+                .stats
+                .notes
+                .iter()
+                .map(|n| format!("contiguous TPS: {n}")),
+        );
         let first_path = first.stats.path.clone().unwrap_or_default();
         let units = ip_units::units(w, problem.contiguous).0.len();
         let latency = matches!(problem.objective, Objective::Latency { .. });
@@ -345,11 +418,15 @@ impl Auto {
             ip_problem.limits.time_limit_s = Some((left - 0.5).max(1.0));
             match ip_within(&ip_problem, left - 0.25) {
                 Some(Ok(mut o)) if o.placement.is_some() || first.placement.is_none() => {
-                    o.stats.path = Some(format!("IP warm-started from the contiguous TPS plan ({first_path})"));
+                    o.stats.path = Some(format!(
+                        "IP warm-started from the contiguous TPS plan ({first_path})"
+                    ));
                     o.stats.notes.extend(stats.notes);
                     return Ok(o);
                 }
-                Some(Ok(o)) => stats.notes.push(format!("the IP returned no plan: {:?}", o.status)),
+                Some(Ok(o)) => stats
+                    .notes
+                    .push(format!("the IP returned no plan: {:?}", o.status)),
                 Some(Err(e)) => stats.notes.push(format!("the IP failed: {e}")),
                 None => stats.notes.push(ABANDONED.into()),
             }
@@ -360,7 +437,9 @@ impl Auto {
         let e = evaluate(w, &placement, latency);
         let objective = problem.objective.value(&e);
         let pieces_ok = match problem.objective {
-            Objective::Latency { pieces } => e.latency.as_ref().is_some_and(|l| l.max_pieces() <= pieces),
+            Objective::Latency { pieces } => {
+                e.latency.as_ref().is_some_and(|l| l.max_pieces() <= pieces)
+            }
             _ => true,
         };
         if !pieces_ok {
@@ -373,14 +452,27 @@ impl Auto {
             Objective::Latency { .. } => {
                 let d = w.devices();
                 let may: Vec<bool> = (0..w.len())
-                    .map(|v| d.accelerators > 0 && w.node(v).supported_on_accelerator && w.node(v).size_bytes <= d.memory_per_accelerator_bytes)
+                    .map(|v| {
+                        d.accelerators > 0
+                            && w.node(v).supported_on_accelerator
+                            && w.node(v).size_bytes <= d.memory_per_accelerator_bytes
+                    })
                     .collect();
-                milp::latency_bound::latency_lower_bound(&milp::latency_bound::finish_bounds(w, &may))
+                milp::latency_bound::latency_lower_bound(&milp::latency_bound::finish_bounds(
+                    w, &may,
+                ))
             }
             _ => {
                 let (units, _) = ip_units::units(w, problem.contiguous);
                 let hyperedges = units.hyperedges(w, false);
-                load_bounds::LowerBound::new(&units, &hyperedges, w.devices(), load_bounds::Tests::ALL).within(budget.share(0.5)).value()
+                load_bounds::LowerBound::new(
+                    &units,
+                    &hyperedges,
+                    w.devices(),
+                    load_bounds::Tests::ALL,
+                )
+                .within(budget.share(0.5))
+                .value()
             }
         };
         let why = if units > IP_MAX_UNITS {
@@ -401,7 +493,9 @@ impl Auto {
             status: if objective <= bound * (1.0 + CLOSED) {
                 Status::Optimal
             } else {
-                Status::Feasible { reason: StopReason::SearchExhausted { what: why } }
+                Status::Feasible {
+                    reason: StopReason::SearchExhausted { what: why },
+                }
             },
             stats,
         })
@@ -418,16 +512,29 @@ const ABANDONED: &str = "the IP was still running at the time limit (HiGHS check
 /// its answer is dropped.
 fn ip_within(problem: &Problem, wait_s: f64) -> Option<Result<Outcome, SolveError>> {
     let workload = problem.workload.clone();
-    let (objective, contiguous, limits) = (problem.objective, problem.contiguous, problem.limits.clone());
+    let (objective, contiguous, limits) = (
+        problem.objective,
+        problem.contiguous,
+        problem.limits.clone(),
+    );
     let (tx, rx) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new().name("auto-ip".into()).spawn(move || {
-        let p = Problem { workload: &workload, objective, contiguous, limits, pipeline: None };
-        let _ = tx.send(milp::Ip.solve(&p));
-    });
+    let spawned = std::thread::Builder::new()
+        .name("auto-ip".into())
+        .spawn(move || {
+            let p = Problem {
+                workload: &workload,
+                objective,
+                contiguous,
+                limits,
+                pipeline: None,
+            };
+            let _ = tx.send(milp::Ip.solve(&p));
+        });
     if spawned.is_err() {
         return Some(milp::Ip.solve(problem));
     }
-    rx.recv_timeout(std::time::Duration::from_secs_f64(wait_s.max(0.0))).ok()
+    rx.recv_timeout(std::time::Duration::from_secs_f64(wait_s.max(0.0)))
+        .ok()
 }
 
 /// The greedy baseline and, on graphs small enough, PipeDream's chain split: the valid

@@ -61,15 +61,23 @@ impl Method for BruteForce {
         };
         let mut visit = |labels: &[Device]| {
             let base = Placement::new(class.iter().map(|&c| labels[c]).collect());
-            let on_acc: Vec<usize> =
-                (0..base.assignment.len()).filter(|&v| matches!(base.assignment[v], Device::Accelerator(_))).collect();
+            let on_acc: Vec<usize> = (0..base.assignment.len())
+                .filter(|&v| matches!(base.assignment[v], Device::Accelerator(_)))
+                .collect();
             let mut ranks = vec![0usize; base.assignment.len()];
             loop {
                 if cut_is_canonical(&base, &on_acc, &ranks) {
                     count += 1;
-                    let p = if latency { base.clone().with_pieces(ranks.clone()) } else { base.clone() };
+                    let p = if latency {
+                        base.clone().with_pieces(ranks.clone())
+                    } else {
+                        base.clone()
+                    };
                     let e = evaluate(w, &p, latency);
-                    if e.is_valid() && (!problem.contiguous || e.is_contiguous()) && (!latency || e.max_pieces() <= pieces) {
+                    if e.is_valid()
+                        && (!problem.contiguous || e.is_contiguous())
+                        && (!latency || e.max_pieces() <= pieces)
+                    {
                         let v = problem.objective.value(&e);
                         if best.as_ref().is_none_or(|(b, _)| v < *b) {
                             best = Some((v, p));
@@ -83,7 +91,10 @@ impl Method for BruteForce {
             }
         };
         enumerate(0, 0, 0, k, l, &mut labels, &mut visit);
-        let stats = Stats { notes: vec![format!("{count} plans")], ..Stats::default() };
+        let stats = Stats {
+            notes: vec![format!("{count} plans")],
+            ..Stats::default()
+        };
         Ok(match best {
             Some((v, p)) => Outcome {
                 method: "brute-force".into(),

@@ -41,7 +41,11 @@ pub enum Exhausted {
     /// Ctrl-C (or [`request_interrupt`]).
     Interrupted,
     /// `what` needed `needed_bytes`, more than the `budget_bytes` left.
-    Memory { what: String, needed_bytes: f64, budget_bytes: f64 },
+    Memory {
+        what: String,
+        needed_bytes: f64,
+        budget_bytes: f64,
+    },
 }
 
 impl std::fmt::Display for Exhausted {
@@ -79,7 +83,11 @@ impl Budget {
             .filter(|t| t.is_finite() && *t >= 0.0)
             .and_then(|t| Duration::try_from_secs_f64(t).ok())
             .and_then(|d| start.checked_add(d));
-        Budget { start, deadline, memory_bytes }
+        Budget {
+            start,
+            deadline,
+            memory_bytes,
+        }
     }
 
     /// No limits (still answers Ctrl-C).
@@ -110,7 +118,8 @@ impl Budget {
 
     /// Seconds left (`None`: no time limit; 0 once past the deadline).
     pub fn remaining_s(&self) -> Option<f64> {
-        self.deadline.map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64())
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64())
     }
 
     /// The deadline, if any.
@@ -125,7 +134,11 @@ impl Budget {
             let left = d.saturating_duration_since(now);
             now + left.mul_f64(fraction.clamp(0.0, 1.0))
         });
-        Budget { start: now, deadline, memory_bytes: self.memory_bytes }
+        Budget {
+            start: now,
+            deadline,
+            memory_bytes: self.memory_bytes,
+        }
     }
 
     /// The memory allowance, bytes (`None`: unlimited).
@@ -136,9 +149,11 @@ impl Budget {
     /// `Err` if allocating `needed_bytes` for `what` would exceed the memory allowance.
     pub fn reserve(&self, what: &str, needed_bytes: f64) -> Result<(), Exhausted> {
         match self.memory_bytes {
-            Some(budget) if needed_bytes > budget => {
-                Err(Exhausted::Memory { what: what.to_string(), needed_bytes, budget_bytes: budget })
-            }
+            Some(budget) if needed_bytes > budget => Err(Exhausted::Memory {
+                what: what.to_string(),
+                needed_bytes,
+                budget_bytes: budget,
+            }),
             _ => Ok(()),
         }
     }
@@ -150,9 +165,16 @@ mod tests {
 
     #[test]
     fn a_zero_time_limit_is_exhausted_at_once_and_none_never_is() {
-        assert_eq!(Budget::new(Some(0.0), None).check(), Err(Exhausted::TimeLimit));
+        assert_eq!(
+            Budget::new(Some(0.0), None).check(),
+            Err(Exhausted::TimeLimit)
+        );
         assert_eq!(Budget::new(None, None).check(), Ok(()));
-        assert_eq!(Budget::new(Some(1e300), None).check(), Ok(()), "an unrepresentable deadline is no deadline");
+        assert_eq!(
+            Budget::new(Some(1e300), None).check(),
+            Ok(()),
+            "an unrepresentable deadline is no deadline"
+        );
         assert!(Budget::new(Some(1e300), None).remaining_s().is_none());
     }
 
@@ -161,7 +183,10 @@ mod tests {
         let b = Budget::new(Some(100.0), None);
         let half = b.share(0.5);
         let (left, part) = (b.remaining_s().unwrap(), half.remaining_s().unwrap());
-        assert!(part <= left * 0.5 + 1e-3 && part > left * 0.4, "{part} vs {left}");
+        assert!(
+            part <= left * 0.5 + 1e-3 && part > left * 0.4,
+            "{part} vs {left}"
+        );
         assert!(Budget::new(None, None).share(0.5).remaining_s().is_none());
     }
 
@@ -170,7 +195,11 @@ mod tests {
         let b = Budget::new(None, Some(GIB));
         assert!(b.reserve("the DP table", 0.5 * GIB).is_ok());
         let e = b.reserve("the DP table", 3.0 * GIB).unwrap_err();
-        assert!(e.to_string().contains("the DP table needs 3.00 GiB, more than the memory budget of 1.00 GiB"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("the DP table needs 3.00 GiB, more than the memory budget of 1.00 GiB"),
+            "{e}"
+        );
         assert!(Budget::unlimited().reserve("anything", 1e30).is_ok());
     }
 }

@@ -157,7 +157,11 @@ pub fn chain_upper_bound(
     let mut best: Option<(f64, Placement)> = None;
     let index_order: Vec<usize> = (0..c.len()).collect();
     let depth_first = depth_first_order(c);
-    let orders = if depth_first == index_order { vec![index_order] } else { vec![index_order, depth_first] };
+    let orders = if depth_first == index_order {
+        vec![index_order]
+    } else {
+        vec![index_order, depth_first]
+    };
     for order in orders {
         if let Some(found) = best_chain_split_within(c, cost, &order, k, l, memory, budget)? {
             if best.as_ref().is_none_or(|(b, _)| found.0 < *b) {
@@ -201,9 +205,20 @@ pub fn best_chain_split_within(
     let pruning = Pruning::new(c, greedy, summaries.heads[n].fpga.value(), k, l);
     let windows = Windows::new(&summaries.heads, l > 0);
     let family = Prefixes::new(order);
-    let relaxation = Relaxation { family: &family, summaries: &summaries, cost, pruning: &pruning, windows: &windows, memory, positioned: None, forward: None };
+    let relaxation = Relaxation {
+        family: &family,
+        summaries: &summaries,
+        cost,
+        pruning: &pruning,
+        windows: &windows,
+        memory,
+        positioned: None,
+        forward: None,
+    };
     let (table, _) = relaxation.run(budget).map_err(|(reason, _)| reason)?;
-    let Some(stages) = reconstruct::stages(&table, n) else { return Ok(None) };
+    let Some(stages) = reconstruct::stages(&table, n) else {
+        return Ok(None);
+    };
     let mut group_device = vec![Device::Cpu(0); c.len()];
     for stage in &stages {
         for &g in &order[stage.from..stage.ideal] {
@@ -216,7 +231,14 @@ pub fn best_chain_split_within(
 
 /// The smallest value a greedy split of the prefixes reaches, bisected on the target
 /// (module documentation, step 2); `None` when the greedy finds no split at all.
-fn greedy_bound(cost: &PairCost, s: &Summaries, order: &[usize], k: usize, l: usize, memory: f64) -> Option<f64> {
+fn greedy_bound(
+    cost: &PairCost,
+    s: &Summaries,
+    order: &[usize],
+    k: usize,
+    l: usize,
+    memory: f64,
+) -> Option<f64> {
     let mut hi = greedy_split(cost, s, order, k, l, memory, f64::INFINITY)?;
     let mut lo = 0.0;
     for _ in 0..64 {
@@ -237,7 +259,15 @@ fn greedy_bound(cost: &PairCost, s: &Summaries, order: &[usize], k: usize, l: us
 /// target) can take it, the accelerator when it reaches at least as far. Returns its max
 /// stage load, or `None` when it runs out of devices. The stage ends are found on the
 /// rounded prefix sums; the loads returned are certified ([`PairCost::accelerator_load`]).
-fn greedy_split(cost: &PairCost, s: &Summaries, order: &[usize], k: usize, l: usize, memory: f64, target: f64) -> Option<f64> {
+fn greedy_split(
+    cost: &PairCost,
+    s: &Summaries,
+    order: &[usize],
+    k: usize,
+    l: usize,
+    memory: f64,
+    target: f64,
+) -> Option<f64> {
     let n = s.len() - 1;
     let heads = &s.heads;
     let (mut i, mut acc, mut cpu, mut worst) = (0, k, l, 0.0f64);
@@ -252,14 +282,19 @@ fn greedy_split(cost: &PairCost, s: &Summaries, order: &[usize], k: usize, l: us
                 {
                     break;
                 }
-                if let Some(load) = cost.accelerator_load(s, j, i, memory, || order[i..j].to_vec()) {
+                if let Some(load) = cost.accelerator_load(s, j, i, memory, || order[i..j].to_vec())
+                {
                     if load <= target {
                         (ja, la) = (j, load);
                     }
                 }
             }
         }
-        let jc = if cpu > 0 { heads.partition_point(|h| h.cpu.value() - heads[i].cpu.value() <= target) - 1 } else { i };
+        let jc = if cpu > 0 {
+            heads.partition_point(|h| h.cpu.value() - heads[i].cpu.value() <= target) - 1
+        } else {
+            i
+        };
         if acc > 0 && ja > i && (cpu == 0 || jc <= ja) {
             worst = worst.max(la);
             acc -= 1;
@@ -300,8 +335,20 @@ mod tests {
     #[test]
     fn splits_a_chain_of_weights_evenly() {
         let w = [3.0, 1.0, 2.0, 2.0, 4.0];
-        let prefix: Vec<f64> = std::iter::once(0.0).chain(w.iter().scan(0.0, |s, x| { *s += x; Some(*s) })).collect();
-        let split = split_chain(5, 3, 0, |i, j| Some(prefix[j] - prefix[i]), |_, _| f64::INFINITY).unwrap();
+        let prefix: Vec<f64> = std::iter::once(0.0)
+            .chain(w.iter().scan(0.0, |s, x| {
+                *s += x;
+                Some(*s)
+            }))
+            .collect();
+        let split = split_chain(
+            5,
+            3,
+            0,
+            |i, j| Some(prefix[j] - prefix[i]),
+            |_, _| f64::INFINITY,
+        )
+        .unwrap();
         // [3,1] [2,2] [4] -> 4
         assert_eq!(split.objective, 4.0);
         assert_eq!(split.stages.len(), 3);
@@ -315,9 +362,13 @@ mod tests {
     #[test]
     fn device_counts_near_usize_max_are_the_same_as_n() {
         let cost = |i: usize, j: usize| Some((j - i) as f64);
-        let huge = split_chain(3, usize::MAX, usize::MAX, cost, |i, j| 2.0 * (j - i) as f64).unwrap();
+        let huge =
+            split_chain(3, usize::MAX, usize::MAX, cost, |i, j| 2.0 * (j - i) as f64).unwrap();
         let small = split_chain(3, 3, 3, cost, |i, j| 2.0 * (j - i) as f64).unwrap();
         assert_eq!((huge.objective, huge.stages.len()), (1.0, 3));
-        assert_eq!((huge.objective, &huge.stages), (small.objective, &small.stages));
+        assert_eq!(
+            (huge.objective, &huge.stages),
+            (small.objective, &small.stages)
+        );
     }
 }

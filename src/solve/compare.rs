@@ -49,7 +49,9 @@ pub struct Comparison {
 impl Row {
     /// The primary objective of this row's plan (∞ without a plan).
     pub fn value(&self, objective: Objective) -> f64 {
-        self.result.as_ref().map_or(f64::INFINITY, |p| p.objective(objective))
+        self.result
+            .as_ref()
+            .map_or(f64::INFINITY, |p| p.objective(objective))
     }
 
     /// The method name with the problem variant when it matters.
@@ -75,7 +77,14 @@ pub fn compare(
     methods: &[Box<dyn Method>],
     skip_proven_contiguous: bool,
 ) -> Comparison {
-    compare_within(w, objective, limits, methods, skip_proven_contiguous, &Budget::unlimited())
+    compare_within(
+        w,
+        objective,
+        limits,
+        methods,
+        skip_proven_contiguous,
+        &Budget::unlimited(),
+    )
 }
 
 /// [`compare`] within `budget` (module docs).
@@ -91,7 +100,10 @@ pub fn compare_within(
     let mut skipped = Vec::new();
     for (i, method) in methods.iter().enumerate() {
         if let Err(e) = budget.check() {
-            skipped.push(Skipped { method: method.id(), reason: e.to_string() });
+            skipped.push(Skipped {
+                method: method.id(),
+                reason: e.to_string(),
+            });
             continue;
         }
         // The limits of a run starting now: its own, or its share of what is left.
@@ -103,17 +115,30 @@ pub fn compare_within(
             }
             limits
         };
-        let problem = |contiguous| Problem { workload: w, objective, contiguous, limits: limits_now(), pipeline: None };
+        let problem = |contiguous| Problem {
+            workload: w,
+            objective,
+            contiguous,
+            limits: limits_now(),
+            pipeline: None,
+        };
         let (contiguous, relaxed) = (problem(true), problem(false));
         let mut ran_contiguous = None;
         let mut contiguous_support = method.supports(&contiguous);
         let proven_by = rows.iter().find(|r| {
-            r.contiguous_problem && r.result.as_ref().is_ok_and(|p| p.outcome.status == Status::Optimal)
+            r.contiguous_problem
+                && r.result
+                    .as_ref()
+                    .is_ok_and(|p| p.outcome.status == Status::Optimal)
         });
         let exact = method.proves_optimality();
-        if let (true, true, Ok(()), Some(by), Ok(())) =
-            (skip_proven_contiguous, exact, &contiguous_support, proven_by, method.supports(&relaxed))
-        {
+        if let (true, true, Ok(()), Some(by), Ok(())) = (
+            skip_proven_contiguous,
+            exact,
+            &contiguous_support,
+            proven_by,
+            method.supports(&relaxed),
+        ) {
             skipped.push(Skipped {
                 method: method.id(),
                 reason: format!("contiguous problem skipped: `{}` already proved its optimum; run on the non-contiguous one", by.method),
@@ -126,37 +151,68 @@ pub fn compare_within(
             ran_contiguous = Some(match &result {
                 Ok(p) => match &p.outcome.status {
                     Status::Optimal => true,
-                    Status::Infeasible { non_contiguous_may_help, .. } => *non_contiguous_may_help,
+                    Status::Infeasible {
+                        non_contiguous_may_help,
+                        ..
+                    } => *non_contiguous_may_help,
                     _ => false,
                 },
                 Err(_) => false,
             });
-            rows.push(Row { method: method.id(), contiguous_problem: true, result });
+            rows.push(Row {
+                method: method.id(),
+                contiguous_problem: true,
+                result,
+            });
         }
         match method.supports(&relaxed) {
             Ok(()) if ran_contiguous.is_none_or(|exact| exact) && budget.is_exhausted() => {
-                let reason = budget.check().err().map_or_else(String::new, |e| e.to_string());
-                skipped.push(Skipped { method: method.id(), reason: format!("non-contiguous problem not run: {reason}") });
+                let reason = budget
+                    .check()
+                    .err()
+                    .map_or_else(String::new, |e| e.to_string());
+                skipped.push(Skipped {
+                    method: method.id(),
+                    reason: format!("non-contiguous problem not run: {reason}"),
+                });
             }
             Ok(()) if ran_contiguous.is_none_or(|exact| exact) => {
                 let result = plan(method.as_ref(), &problem(false)).map_err(|e| e.to_string());
-                rows.push(Row { method: method.id(), contiguous_problem: false, result });
+                rows.push(Row {
+                    method: method.id(),
+                    contiguous_problem: false,
+                    result,
+                });
             }
             Ok(()) => {}
             Err(why) => {
                 if let (Err(why_contiguous), None) = (contiguous_support, ran_contiguous) {
-                    let reason = if why == why_contiguous { why } else { format!("{why_contiguous}; {why}") };
-                    skipped.push(Skipped { method: method.id(), reason: format!("does not support {reason}") });
+                    let reason = if why == why_contiguous {
+                        why
+                    } else {
+                        format!("{why_contiguous}; {why}")
+                    };
+                    skipped.push(Skipped {
+                        method: method.id(),
+                        reason: format!("does not support {reason}"),
+                    });
                 }
             }
         }
     }
-    Comparison { objective, rows, skipped }
+    Comparison {
+        objective,
+        rows,
+        skipped,
+    }
 }
 
 impl Comparison {
     /// The least primary objective over the rows with a plan.
     pub fn best(&self) -> f64 {
-        self.rows.iter().map(|r| r.value(self.objective)).fold(f64::INFINITY, f64::min)
+        self.rows
+            .iter()
+            .map(|r| r.value(self.objective))
+            .fold(f64::INFINITY, f64::min)
     }
 }

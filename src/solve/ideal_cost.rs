@@ -56,8 +56,8 @@ use rayon::prelude::*;
 
 use super::budget::{Budget, Exhausted};
 use super::ideals::Ideals;
-use crate::model::numerics::Sum;
 use crate::model::contraction::Contraction;
+use crate::model::numerics::Sum;
 use crate::model::Workload;
 
 /// Per-ideal sums.
@@ -91,7 +91,11 @@ pub struct Summaries {
 impl Summaries {
     /// The summary of the empty ideal only.
     pub fn empty() -> Summaries {
-        Summaries { heads: vec![IdealSummary::default()], start: vec![0, 0], crossing: Vec::new() }
+        Summaries {
+            heads: vec![IdealSummary::default()],
+            start: vec![0, 0],
+            crossing: Vec::new(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -130,7 +134,11 @@ impl Summaries {
 
     /// Summaries of every ideal of `ideals`, level by level, each from its canonical
     /// parent's; levels in parallel, the budget checked between blocks.
-    pub fn of_ideals(cost: &PairCost, ideals: &Ideals, budget: &Budget) -> Result<Summaries, Exhausted> {
+    pub fn of_ideals(
+        cost: &PairCost,
+        ideals: &Ideals,
+        budget: &Budget,
+    ) -> Result<Summaries, Exhausted> {
         const BLOCK: usize = 1024;
         let mut s = Summaries::empty();
         for level in 1..ideals.level_start.len() - 1 {
@@ -202,7 +210,11 @@ impl PairCost {
             cpu: c.groups.iter().map(|g| g.cpu_latency).collect(),
             size: c.groups.iter().map(|g| g.size_bytes).collect(),
             stash: vec![0.0; c.len()],
-            supported: c.groups.iter().map(|g| g.supported_on_accelerator).collect(),
+            supported: c
+                .groups
+                .iter()
+                .map(|g| g.supported_on_accelerator)
+                .collect(),
             edge_bytes: Vec::new(),
             forward: Vec::new(),
         }
@@ -215,7 +227,12 @@ impl PairCost {
         let mut map: std::collections::HashMap<Vec<usize>, f64> = Default::default();
         for u in (0..w.len()).filter(|&u| b[u] > 0.0) {
             let mut t: Vec<usize> = std::iter::once(c.group_of[u])
-                .chain(w.successors(u).iter().filter(|&&x| !w.node(x).is_backward).map(|&x| c.group_of[x]))
+                .chain(
+                    w.successors(u)
+                        .iter()
+                        .filter(|&&x| !w.node(x).is_backward)
+                        .map(|&x| c.group_of[x]),
+                )
                 .collect();
             t.sort_unstable();
             t.dedup();
@@ -264,7 +281,8 @@ impl PairCost {
     /// `R(I \ J)`: the forward compute of the stage, from the ideals' forward sums
     /// ([`PairCost::forward_sums`]), certified or summed directly over `groups()`.
     pub fn forward_compute(&self, fi: Sum, fj: Sum, groups: impl FnOnce() -> Vec<usize>) -> f64 {
-        fi.difference(fj).unwrap_or_else(|| Self::direct(&self.forward, &groups()))
+        fi.difference(fj)
+            .unwrap_or_else(|| Self::direct(&self.forward, &groups()))
     }
 
     /// `In(I \ J)` (module doc) from the cut lists of `I` and `J`. O(|C(I)| + |C(J)|).
@@ -290,7 +308,10 @@ impl PairCost {
     /// Prices memory under a schedule: group `g` holds `size[g]` bytes with one
     /// micro-batch in flight and stashes `stash[g]` more per further micro-batch.
     pub fn with_memory(mut self, size: Vec<f64>, stash: Vec<f64>) -> PairCost {
-        assert!(size.len() == self.fpga.len() && stash.len() == self.fpga.len(), "one figure per group");
+        assert!(
+            size.len() == self.fpga.len() && stash.len() == self.fpga.len(),
+            "one figure per group"
+        );
         self.size = size;
         self.stash = stash;
         self
@@ -308,7 +329,13 @@ impl PairCost {
 
     /// The summary of `I ∪ {g}` from `I`'s (`head`, `crossing`), its cut list appended to
     /// `out`. O(|C(I)| + deg(g)).
-    pub fn extend_into(&self, head: &IdealSummary, crossing: &[Crossing], g: usize, out: &mut Vec<Crossing>) -> IdealSummary {
+    pub fn extend_into(
+        &self,
+        head: &IdealSummary,
+        crossing: &[Crossing],
+        g: usize,
+        out: &mut Vec<Crossing>,
+    ) -> IdealSummary {
         let start = out.len();
         let touch = &self.touching[g];
         let (mut a, mut b) = (0, 0);
@@ -331,7 +358,9 @@ impl PairCost {
                 }
             }
         }
-        let cut = out[start..].iter().fold(Sum::ZERO, |s, x| s.plus(self.edge_cost[x.edge as usize]));
+        let cut = out[start..]
+            .iter()
+            .fold(Sum::ZERO, |s, x| s.plus(self.edge_cost[x.edge as usize]));
         IdealSummary {
             fpga: head.fpga.plus(self.fpga[g]),
             cpu: head.cpu.plus(self.cpu[g]),
@@ -346,7 +375,13 @@ impl PairCost {
     /// `a(J) + Σ_{T ∈ C(I) \ C(J)} c(T) − Σ_{T ∈ C(I), |T∩J| = |T∩I|} c(T)`, certified, or
     /// summed directly over `groups()` (the groups of `I \ J`).
     #[inline(always)]
-    pub fn communication(&self, ci: &[Crossing], j: &IdealSummary, cj: &[Crossing], groups: impl FnOnce() -> Vec<usize>) -> f64 {
+    pub fn communication(
+        &self,
+        ci: &[Crossing],
+        j: &IdealSummary,
+        cj: &[Crossing],
+        groups: impl FnOnce() -> Vec<usize>,
+    ) -> f64 {
         let (mut plus, mut minus) = (j.cut, Sum::ZERO);
         let mut b = 0;
         for x in ci {
@@ -362,20 +397,27 @@ impl PairCost {
                 plus = plus.plus(c);
             }
         }
-        plus.difference(minus).unwrap_or_else(|| self.direct_communication(&groups()))
+        plus.difference(minus)
+            .unwrap_or_else(|| self.direct_communication(&groups()))
     }
 
     /// `Σ values[g]` over `groups`. O(|groups|).
     #[cold]
     fn direct(values: &[f64], groups: &[usize]) -> f64 {
-        groups.iter().fold(Sum::ZERO, |s, &g| s.plus(values[g])).value()
+        groups
+            .iter()
+            .fold(Sum::ZERO, |s, &g| s.plus(values[g]))
+            .value()
     }
 
     /// `Σ c(T)` over the hyperedges cut by the set `groups`: those holding `0 < x < |T|` of
     /// its groups. O(Σ_g deg(g) · log).
     #[cold]
     fn direct_communication(&self, groups: &[usize]) -> f64 {
-        let mut touched: Vec<u32> = groups.iter().flat_map(|&g| self.touching[g].iter().copied()).collect();
+        let mut touched: Vec<u32> = groups
+            .iter()
+            .flat_map(|&g| self.touching[g].iter().copied())
+            .collect();
         touched.sort_unstable();
         touched
             .chunk_by(|a, b| a == b)
@@ -388,25 +430,51 @@ impl PairCost {
     /// unsupported group. `groups` lists the groups of `I \ J`; it is called only where a
     /// certified difference is out of reach (module documentation), at most once.
     #[inline(always)]
-    pub fn accelerator_load(&self, s: &Summaries, i: usize, j: usize, memory: f64, groups: impl FnOnce() -> Vec<usize>) -> Option<f64> {
+    pub fn accelerator_load(
+        &self,
+        s: &Summaries,
+        i: usize,
+        j: usize,
+        memory: f64,
+        groups: impl FnOnce() -> Vec<usize>,
+    ) -> Option<f64> {
         let (hi, hj) = (&s.heads[i], &s.heads[j]);
         if hi.unsupported != hj.unsupported {
             return None;
         }
         let listed = OnceCell::new();
         let mut groups = Some(groups);
-        let mut members = || listed.get_or_init(|| groups.take().expect("listed once")()).as_slice();
-        let size = hi.size.difference(hj.size).unwrap_or_else(|| Self::direct(&self.size, members()));
+        let mut members = || {
+            listed
+                .get_or_init(|| groups.take().expect("listed once")())
+                .as_slice()
+        };
+        let size = hi
+            .size
+            .difference(hj.size)
+            .unwrap_or_else(|| Self::direct(&self.size, members()));
         if size > memory {
             return None;
         }
-        let fpga = hi.fpga.difference(hj.fpga).unwrap_or_else(|| Self::direct(&self.fpga, members()));
+        let fpga = hi
+            .fpga
+            .difference(hj.fpga)
+            .unwrap_or_else(|| Self::direct(&self.fpga, members()));
         Some(fpga + self.communication(s.crossing(i), hj, s.crossing(j), || members().to_vec()))
     }
 
     /// Load of `I \ J` on a CPU; `groups` as for [`Self::accelerator_load`].
     #[inline(always)]
-    pub fn cpu_load(&self, s: &Summaries, i: usize, j: usize, groups: impl FnOnce() -> Vec<usize>) -> f64 {
-        s.heads[i].cpu.difference(s.heads[j].cpu).unwrap_or_else(|| Self::direct(&self.cpu, &groups()))
+    pub fn cpu_load(
+        &self,
+        s: &Summaries,
+        i: usize,
+        j: usize,
+        groups: impl FnOnce() -> Vec<usize>,
+    ) -> f64 {
+        s.heads[i]
+            .cpu
+            .difference(s.heads[j].cpu)
+            .unwrap_or_else(|| Self::direct(&self.cpu, &groups()))
     }
 }

@@ -61,7 +61,11 @@ impl FractionalKnapsack {
             let &(w, v) = prefix.last().expect("starts with (0, 0)");
             prefix.push((w.plus(weight), v.plus(value)));
         }
-        FractionalKnapsack { prefix, items: paid, free }
+        FractionalKnapsack {
+            prefix,
+            items: paid,
+            free,
+        }
     }
 
     /// `K(budget)`, rounded up: the most value within the weight `budget` (∞ gives every
@@ -90,7 +94,11 @@ impl FractionalKnapsack {
             }
         };
         let value = taken.plus_sum(self.free).upper_bound();
-        if value.is_nan() { f64::INFINITY } else { value }
+        if value.is_nan() {
+            f64::INFINITY
+        } else {
+            value
+        }
     }
 }
 
@@ -115,7 +123,13 @@ mod tests {
             let rest = budget - weight;
             let fraction = (0..m)
                 .filter(|&i| !inside(i))
-                .map(|i| if items[i].0 <= rest { items[i].1 } else { items[i].1 * rest / items[i].0 })
+                .map(|i| {
+                    if items[i].0 <= rest {
+                        items[i].1
+                    } else {
+                        items[i].1 * rest / items[i].0
+                    }
+                })
                 .fold(0.0, f64::max);
             best = best.max(value + fraction);
         }

@@ -45,15 +45,26 @@ pub fn contract_by_layers(w: &Workload, layers: &Layers) -> Result<Workload, Wor
         .nodes()
         .iter()
         .enumerate()
-        .map(|(v, node)| Node { color_class: Some(layers.layer_of[v] as i64), ..node.clone() })
+        .map(|(v, node)| Node {
+            color_class: Some(layers.layer_of[v] as i64),
+            ..node.clone()
+        })
         .collect();
-    let edges = w.edges().iter().map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes)).collect();
+    let edges = w
+        .edges()
+        .iter()
+        .map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes))
+        .collect();
     Workload::new(nodes, edges, w.devices().clone())
 }
 
 /// Runs `method` on the layer-relabelled workload and re-scores its plan on the original
 /// (module documentation). The outcome's notes say how many layers the plan kept whole.
-pub fn plan_by_layers(method: &dyn Method, problem: &Problem, layers: &Layers) -> Result<Plan, SolveError> {
+pub fn plan_by_layers(
+    method: &dyn Method,
+    problem: &Problem,
+    layers: &Layers,
+) -> Result<Plan, SolveError> {
     let w = problem.workload;
     let relabelled = match contract_by_layers(w, layers) {
         Ok(r) => r,
@@ -70,10 +81,17 @@ pub fn plan_by_layers(method: &dyn Method, problem: &Problem, layers: &Layers) -
                 status: Status::infeasible(reason),
                 stats: Stats::default(),
             };
-            return Ok(Plan { outcome, evaluation: None, pipeline_memory: None });
+            return Ok(Plan {
+                outcome,
+                evaluation: None,
+                pipeline_memory: None,
+            });
         }
     };
-    let coarse = Problem { workload: &relabelled, ..problem.clone() };
+    let coarse = Problem {
+        workload: &relabelled,
+        ..problem.clone()
+    };
     let mut result = plan(method, &coarse)?;
     let Some(placement) = &result.outcome.placement else {
         return Ok(result);
@@ -81,11 +99,15 @@ pub fn plan_by_layers(method: &dyn Method, problem: &Problem, layers: &Layers) -
     let latency_rules = matches!(problem.objective, super::Objective::Latency { .. });
     let evaluation = evaluate(w, placement, latency_rules);
     if let Some(v) = evaluation.violations.first() {
-        return Err(SolveError::Check(format!("the layer-granular plan is invalid on the original workload: {v}")));
+        return Err(SolveError::Check(format!(
+            "the layer-granular plan is invalid on the original workload: {v}"
+        )));
     }
     if problem.contiguous {
         if let Some(v) = evaluation.non_contiguous.first() {
-            return Err(SolveError::Check(format!("the layer-granular plan is not contiguous on the original workload: {v}")));
+            return Err(SolveError::Check(format!(
+                "the layer-granular plan is not contiguous on the original workload: {v}"
+            )));
         }
     }
     let scored = problem.objective.value(&evaluation);
@@ -96,7 +118,9 @@ pub fn plan_by_layers(method: &dyn Method, problem: &Problem, layers: &Layers) -
         )));
     }
     if let Some(pipeline) = &problem.pipeline {
-        result.pipeline_memory = Some(super::checked_pipeline_memory(method, w, placement, pipeline)?);
+        result.pipeline_memory = Some(super::checked_pipeline_memory(
+            method, w, placement, pipeline,
+        )?);
     }
     result.outcome.objective = scored;
     result.outcome.bound = result.outcome.bound.min(scored);

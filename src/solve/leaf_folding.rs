@@ -96,14 +96,22 @@ pub fn fold_leaves(w: &Workload, c: Contraction, memory_aware: bool) -> Folding 
         let mut any = false;
         for g in 0..n {
             let group = &current.groups[g];
-            if taken[g] || group.fpga_latency != 0.0 || group.cpu_latency != 0.0 || !group.supported_on_accelerator {
+            if taken[g]
+                || group.fpga_latency != 0.0
+                || group.cpu_latency != 0.0
+                || !group.supported_on_accelerator
+            {
                 continue;
             }
             let binds = group.size_bytes != 0.0 && !memory_never_binds;
             if binds && !memory_aware {
                 continue;
             }
-            let mut neighbours: Vec<usize> = current.pred[g].iter().chain(&current.succ[g]).copied().collect();
+            let mut neighbours: Vec<usize> = current.pred[g]
+                .iter()
+                .chain(&current.succ[g])
+                .copied()
+                .collect();
             neighbours.dedup();
             let h = match neighbours.as_slice() {
                 [h] => *h,
@@ -113,7 +121,10 @@ pub fn fold_leaves(w: &Workload, c: Contraction, memory_aware: bool) -> Folding 
             if taken[h] || target[h] != h {
                 continue;
             }
-            if !touching[g].iter().all(|&t| hyperedges[t].0.binary_search(&h).is_ok()) {
+            if !touching[g]
+                .iter()
+                .all(|&t| hyperedges[t].0.binary_search(&h).is_ok())
+            {
                 continue;
             }
             target[g] = h;
@@ -135,7 +146,12 @@ pub fn fold_leaves(w: &Workload, c: Contraction, memory_aware: bool) -> Folding 
                     kept_bytes[current.group_of[v]] += node.size_bytes;
                 }
             }
-            return Folding { contraction: current, folded, memory_bound, kept_bytes };
+            return Folding {
+                contraction: current,
+                folded,
+                memory_bound,
+                kept_bytes,
+            };
         }
         let label: Vec<usize> = current.group_of.iter().map(|&g| target[g]).collect();
         let arcs: Vec<(usize, usize)> = (0..n)

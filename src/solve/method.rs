@@ -120,7 +120,11 @@ pub trait Method: Sync {
 /// The methods `compare` runs, in [`MethodId::ALL`] order: all but `auto`, which
 /// dispatches to them ([`MethodId::dispatches`]).
 pub fn methods() -> Vec<Box<dyn Method>> {
-    MethodId::ALL.into_iter().filter(|m| !m.dispatches()).map(method).collect()
+    MethodId::ALL
+        .into_iter()
+        .filter(|m| !m.dispatches())
+        .map(method)
+        .collect()
 }
 
 /// The method `id` (`expert` without a split: it declines every problem until given one).
@@ -161,7 +165,10 @@ mod tests {
             assert_eq!(method(id).id(), id);
         }
         assert_eq!(MethodId::from_name("magic"), None);
-        let exact: Vec<MethodId> = MethodId::ALL.into_iter().filter(|m| m.proves_optimality()).collect();
+        let exact: Vec<MethodId> = MethodId::ALL
+            .into_iter()
+            .filter(|m| m.proves_optimality())
+            .collect();
         assert_eq!(exact, [MethodId::Dp, MethodId::Ip, MethodId::BruteForce]);
     }
 }

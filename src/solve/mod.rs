@@ -147,7 +147,13 @@ pub struct Problem<'a> {
 impl<'a> Problem<'a> {
     /// Contiguous TPS minimisation with default limits.
     pub fn throughput(workload: &'a Workload) -> Self {
-        Problem { workload, objective: Objective::Throughput, contiguous: true, limits: Limits::default(), pipeline: None }
+        Problem {
+            workload,
+            objective: Objective::Throughput,
+            contiguous: true,
+            limits: Limits::default(),
+            pipeline: None,
+        }
     }
 }
 
@@ -158,11 +164,19 @@ pub enum SolveError {
     /// budget holds for the device count; `which` says which applied and how `found` was
     /// counted.
     #[error("the group DAG has more than {limit} ideals, the most {which}; coarsen the graph (fuse layers) or use --method ip")]
-    TooManyIdeals { found: usize, limit: usize, which: String },
+    TooManyIdeals {
+        found: usize,
+        limit: usize,
+        which: String,
+    },
     /// A method ran out of its budget (time, Ctrl-C, memory) before it had a plan;
     /// `detail` says how far it got and what to change.
     #[error("{method} stopped without a plan: {reason} {detail}")]
-    Stopped { method: String, reason: budget::Exhausted, detail: String },
+    Stopped {
+        method: String,
+        reason: budget::Exhausted,
+        detail: String,
+    },
     #[error("method {method} does not support {what}")]
     Unsupported { method: String, what: String },
     #[error("solver failure: {0}")]
@@ -184,7 +198,9 @@ pub struct Plan {
 impl Plan {
     /// The objective as the scorer computes it (infinite when there is no plan).
     pub fn objective(&self, objective: Objective) -> f64 {
-        self.evaluation.as_ref().map_or(f64::INFINITY, |e| objective.value(e))
+        self.evaluation
+            .as_ref()
+            .map_or(f64::INFINITY, |e| objective.value(e))
     }
 }
 
@@ -221,7 +237,11 @@ impl Plan {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
-    let clamped = if method.id().searches() { clamp_to_nodes(problem)? } else { Clamped::default() };
+    let clamped = if method.id().searches() {
+        clamp_to_nodes(problem)?
+    } else {
+        Clamped::default()
+    };
     let narrowed;
     let run = if clamped.workload.is_some() || clamped.objective.is_some() {
         narrowed = Problem {
@@ -241,7 +261,12 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
             what: "planning under a schedule's memory (--schedule; use --method dp)".into(),
         });
     }
-    method.supports(run).map_err(|what| SolveError::Unsupported { method: method.name().into(), what })?;
+    method
+        .supports(run)
+        .map_err(|what| SolveError::Unsupported {
+            method: method.name().into(),
+            what,
+        })?;
     let start = std::time::Instant::now();
     let mut outcome = method.solve(run)?;
     outcome.stats.notes.splice(0..0, clamped.notes);
@@ -249,16 +274,26 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         outcome.stats.time_s = start.elapsed().as_secs_f64();
     }
     let Some(placement) = &outcome.placement else {
-        return Ok(Plan { outcome, evaluation: None, pipeline_memory: None });
+        return Ok(Plan {
+            outcome,
+            evaluation: None,
+            pipeline_memory: None,
+        });
     };
     let latency_rules = matches!(problem.objective, Objective::Latency { .. });
     let evaluation = evaluate(problem.workload, placement, latency_rules);
     if let Some(v) = evaluation.violations.first() {
-        return Err(SolveError::Check(format!("{} produced an invalid plan: {v}", method.name())));
+        return Err(SolveError::Check(format!(
+            "{} produced an invalid plan: {v}",
+            method.name()
+        )));
     }
     if problem.contiguous {
         if let Some(v) = evaluation.non_contiguous.first() {
-            return Err(SolveError::Check(format!("{} promised a contiguous plan: {v}", method.name())));
+            return Err(SolveError::Check(format!(
+                "{} promised a contiguous plan: {v}",
+                method.name()
+            )));
         }
     }
     if let Objective::Latency { pieces } = problem.objective {
@@ -271,7 +306,12 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         }
     }
     let pipeline_memory = match &problem.pipeline {
-        Some(pipeline) => Some(checked_pipeline_memory(method, problem.workload, placement, pipeline)?),
+        Some(pipeline) => Some(checked_pipeline_memory(
+            method,
+            problem.workload,
+            placement,
+            pipeline,
+        )?),
         None => None,
     };
     if latency_rules && placement.pieces.is_none() {
@@ -289,10 +329,17 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     outcome.objective = scored;
     if outcome.bound > scored {
         // A bound above a plan we hold is unsound (MODEL.md, Numerics): clamp and say so.
-        outcome.stats.notes.push(format!("the reported bound {} exceeded the plan's score; clamped", outcome.bound));
+        outcome.stats.notes.push(format!(
+            "the reported bound {} exceeded the plan's score; clamped",
+            outcome.bound
+        ));
         outcome.bound = scored;
     }
-    Ok(Plan { outcome, evaluation: Some(evaluation), pipeline_memory })
+    Ok(Plan {
+        outcome,
+        evaluation: Some(evaluation),
+        pipeline_memory,
+    })
 }
 
 /// The scorer's memory of every device under `pipeline`; an error if an accelerator
@@ -304,12 +351,22 @@ fn checked_pipeline_memory(
     pipeline: &Pipeline,
 ) -> Result<Vec<DeviceMemory>, SolveError> {
     let limit = w.devices().memory_per_accelerator_bytes;
-    let memory = pipeline_memory(w, placement, pipeline).map_err(|e| SolveError::Check(format!("{}: {e}", method.name())))?;
-    if let Some(d) = memory.iter().find(|d| d.device.is_accelerator() && d.bytes > limit * (1.0 + 1e-9)) {
+    let memory = pipeline_memory(w, placement, pipeline)
+        .map_err(|e| SolveError::Check(format!("{}: {e}", method.name())))?;
+    if let Some(d) = memory
+        .iter()
+        .find(|d| d.device.is_accelerator() && d.bytes > limit * (1.0 + 1e-9))
+    {
         let parts = if d.recomputes {
-            format!("recomputing: {} resident + {} stashed once + {} in flight x {} input", d.resident_bytes, d.stash_bytes, d.in_flight, d.input_bytes)
+            format!(
+                "recomputing: {} resident + {} stashed once + {} in flight x {} input",
+                d.resident_bytes, d.stash_bytes, d.in_flight, d.input_bytes
+            )
         } else {
-            format!("{} resident + {} in flight x {} stashed", d.resident_bytes, d.in_flight, d.stash_bytes)
+            format!(
+                "{} resident + {} in flight x {} stashed",
+                d.resident_bytes, d.in_flight, d.stash_bytes
+            )
         };
         return Err(SolveError::Check(format!(
             "{}'s plan needs {} bytes on {} under {} ({parts}; stage {}), more than its {limit}",
@@ -341,7 +398,11 @@ pub struct Clamped {
 pub fn clamp_to_nodes(problem: &Problem) -> Result<Clamped, SolveError> {
     let w = problem.workload;
     let n = w.len();
-    let nodes = if n == 1 { "1 node".to_string() } else { format!("{n} nodes") };
+    let nodes = if n == 1 {
+        "1 node".to_string()
+    } else {
+        format!("{n} nodes")
+    };
     let d = w.devices();
     let mut out = Clamped::default();
     let devices = d.clamped_to(n);
@@ -353,7 +414,10 @@ pub fn clamp_to_nodes(problem: &Problem) -> Result<Clamped, SolveError> {
                 ));
             }
         }
-        out.workload = Some(w.with_devices(devices).map_err(|e| SolveError::Check(format!("clamping the device set: {e}")))?);
+        out.workload = Some(
+            w.with_devices(devices)
+                .map_err(|e| SolveError::Check(format!("clamping the device set: {e}")))?,
+        );
     }
     if let Objective::Latency { pieces } = problem.objective {
         if pieces > n {
@@ -378,7 +442,10 @@ mod tests {
                           {"id": 2, "fpgaLatency": 1, "cpuLatency": 1}]}"#,
         )
         .unwrap();
-        let problem = Problem { objective: Objective::Latency { pieces: 10 }, ..Problem::throughput(&w) };
+        let problem = Problem {
+            objective: Objective::Latency { pieces: 10 },
+            ..Problem::throughput(&w)
+        };
         let c = clamp_to_nodes(&problem).unwrap();
         let d = c.workload.as_ref().unwrap().devices();
         assert_eq!((d.accelerators, d.cpus), (3, 2));

@@ -26,7 +26,10 @@ pub enum Status {
     /// No placement satisfies the rules; `reason` says which rule to relax.
     /// `non_contiguous_may_help`: the obstacle is the contiguity rule itself, so the
     /// non-contiguous problem may have a plan.
-    Infeasible { reason: String, non_contiguous_may_help: bool },
+    Infeasible {
+        reason: String,
+        non_contiguous_may_help: bool,
+    },
     /// The run stopped for `reason` before it found a plan. One may exist: this is not a
     /// proof of infeasibility.
     NoPlan { reason: StopReason },
@@ -35,7 +38,10 @@ pub enum Status {
 impl Status {
     /// [`Status::Infeasible`] with a reason that does not involve contiguity.
     pub fn infeasible(reason: impl Into<String>) -> Status {
-        Status::Infeasible { reason: reason.into(), non_contiguous_may_help: false }
+        Status::Infeasible {
+            reason: reason.into(),
+            non_contiguous_may_help: false,
+        }
     }
 
     /// A stable machine-readable name of the kind of outcome: `optimal`, `feasible`,
@@ -80,7 +86,11 @@ pub enum StopReason {
     /// The solver's simplex iteration limit.
     IterationLimit,
     /// `what` needed `needed_bytes`, more than the memory budget's `budget_bytes`.
-    MemoryBudget { what: String, needed_bytes: f64, budget_bytes: f64 },
+    MemoryBudget {
+        what: String,
+        needed_bytes: f64,
+        budget_bytes: f64,
+    },
     /// The solver ran out of memory (HiGHS's `kMemoryLimit`).
     SolverMemoryLimit,
     /// The solver's bound exceeds the score of a plan we hold, so its proof is not trusted.
@@ -127,7 +137,9 @@ impl StopReason {
         match self {
             StopReason::TimeLimit => Some("raise --time-limit"),
             StopReason::GapReached { .. } => Some("lower --gap"),
-            StopReason::SolverMemoryLimit => Some("coarsen the graph, or give the solver more memory"),
+            StopReason::SolverMemoryLimit => {
+                Some("coarsen the graph, or give the solver more memory")
+            }
             StopReason::IdealLimit { .. } => Some("raise --max-ideals or --memory-budget"),
             _ => None,
         }
@@ -137,20 +149,41 @@ impl StopReason {
 impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StopReason::GapReached { gap } => write!(f, "reached the requested gap {:.4}%", gap * 100.0),
-            StopReason::SolverGap { gap } => write!(f, "HiGHS stopped at its gap {:.4}%", gap * 100.0),
+            StopReason::GapReached { gap } => {
+                write!(f, "reached the requested gap {:.4}%", gap * 100.0)
+            }
+            StopReason::SolverGap { gap } => {
+                write!(f, "HiGHS stopped at its gap {:.4}%", gap * 100.0)
+            }
             StopReason::TimeLimit => write!(f, "time limit"),
             StopReason::Interrupted => write!(f, "interrupted"),
             StopReason::NodeLimit => write!(f, "HiGHS reached its node limit"),
             StopReason::IterationLimit => write!(f, "HiGHS reached its iteration limit"),
-            StopReason::MemoryBudget { what, needed_bytes, budget_bytes } => {
-                write!(f, "{}", budget::Exhausted::Memory { what: what.clone(), needed_bytes: *needed_bytes, budget_bytes: *budget_bytes })
+            StopReason::MemoryBudget {
+                what,
+                needed_bytes,
+                budget_bytes,
+            } => {
+                write!(
+                    f,
+                    "{}",
+                    budget::Exhausted::Memory {
+                        what: what.clone(),
+                        needed_bytes: *needed_bytes,
+                        budget_bytes: *budget_bytes
+                    }
+                )
             }
             StopReason::SolverMemoryLimit => write!(f, "HiGHS ran out of memory"),
             StopReason::UnreliableBound => write!(f, "HiGHS's bound is unreliable"),
-            StopReason::PlanAboveBound => write!(f, "HiGHS's incumbent met the lower bound but the scored plan does not"),
+            StopReason::PlanAboveBound => write!(
+                f,
+                "HiGHS's incumbent met the lower bound but the scored plan does not"
+            ),
             StopReason::Solver { status } => write!(f, "HiGHS stopped: {status}"),
-            StopReason::IdealLimit { limit } => write!(f, "the DP's proof needs more than {limit} ideals"),
+            StopReason::IdealLimit { limit } => {
+                write!(f, "the DP's proof needs more than {limit} ideals")
+            }
             StopReason::SearchExhausted { what } => write!(f, "{what}"),
         }
     }
@@ -161,9 +194,15 @@ impl From<budget::Exhausted> for StopReason {
         match e {
             budget::Exhausted::TimeLimit => StopReason::TimeLimit,
             budget::Exhausted::Interrupted => StopReason::Interrupted,
-            budget::Exhausted::Memory { what, needed_bytes, budget_bytes } => {
-                StopReason::MemoryBudget { what, needed_bytes, budget_bytes }
-            }
+            budget::Exhausted::Memory {
+                what,
+                needed_bytes,
+                budget_bytes,
+            } => StopReason::MemoryBudget {
+                what,
+                needed_bytes,
+                budget_bytes,
+            },
         }
     }
 }
@@ -203,9 +242,19 @@ mod tests {
 
     #[test]
     fn budget_exhaustion_converts_to_the_same_stop_reason() {
-        assert_eq!(StopReason::from(budget::Exhausted::TimeLimit), StopReason::TimeLimit);
-        assert_eq!(StopReason::from(budget::Exhausted::Interrupted), StopReason::Interrupted);
-        let memory = budget::Exhausted::Memory { what: "the DP table".into(), needed_bytes: 3e9, budget_bytes: 1e9 };
+        assert_eq!(
+            StopReason::from(budget::Exhausted::TimeLimit),
+            StopReason::TimeLimit
+        );
+        assert_eq!(
+            StopReason::from(budget::Exhausted::Interrupted),
+            StopReason::Interrupted
+        );
+        let memory = budget::Exhausted::Memory {
+            what: "the DP table".into(),
+            needed_bytes: 3e9,
+            budget_bytes: 1e9,
+        };
         let reason = StopReason::from(memory.clone());
         assert_eq!(reason.code(), "memory-budget");
         assert_eq!(reason.to_string(), memory.to_string());
@@ -213,12 +262,26 @@ mod tests {
 
     #[test]
     fn statuses_have_stable_codes_and_no_plan_is_not_infeasible() {
-        let no_plan = Status::NoPlan { reason: StopReason::TimeLimit };
-        assert_eq!((no_plan.kind(), no_plan.stop_reason().map(StopReason::code)), ("no-plan", Some("time-limit")));
+        let no_plan = Status::NoPlan {
+            reason: StopReason::TimeLimit,
+        };
+        assert_eq!(
+            (no_plan.kind(), no_plan.stop_reason().map(StopReason::code)),
+            ("no-plan", Some("time-limit"))
+        );
         assert_eq!(Status::infeasible("x").kind(), "infeasible");
         assert_eq!(Status::infeasible("x").stop_reason(), None);
-        let gap = Status::Feasible { reason: StopReason::GapReached { gap: 0.01 } };
-        assert_eq!(gap.stop_reason().unwrap().to_string(), "reached the requested gap 1.0000%");
-        assert_eq!(StopReason::TimeLimit.to_string(), "time limit", "docs/results.md and the README quote it");
+        let gap = Status::Feasible {
+            reason: StopReason::GapReached { gap: 0.01 },
+        };
+        assert_eq!(
+            gap.stop_reason().unwrap().to_string(),
+            "reached the requested gap 1.0000%"
+        );
+        assert_eq!(
+            StopReason::TimeLimit.to_string(),
+            "time limit",
+            "docs/results.md and the README quote it"
+        );
     }
 }

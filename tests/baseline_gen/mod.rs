@@ -32,7 +32,15 @@ pub struct Spec {
 
 impl Spec {
     pub fn new(nodes: usize, shape: Shape, accelerators: usize, cpus: usize) -> Self {
-        Spec { nodes, shape, accelerators, cpus, memory_fraction: 2.0, unsupported: 0.0, paired_classes: 0.0 }
+        Spec {
+            nodes,
+            shape,
+            accelerators,
+            cpus,
+            memory_fraction: 2.0,
+            unsupported: 0.0,
+            paired_classes: 0.0,
+        }
     }
 }
 
@@ -65,7 +73,9 @@ pub fn random_workload(spec: &Spec, seed: u64) -> Option<Workload> {
             memory: None,
         });
     }
-    let cost: Vec<f64> = (0..n).map(|_| (uniform(&mut rng, 0.0, 3.0) * 4.0).round() / 4.0).collect();
+    let cost: Vec<f64> = (0..n)
+        .map(|_| (uniform(&mut rng, 0.0, 3.0) * 4.0).round() / 4.0)
+        .collect();
     let mut edges = Vec::new();
     for v in 1..n {
         let preds: Vec<usize> = match spec.shape {
@@ -92,4 +102,3 @@ pub fn random_workload(spec: &Spec, seed: u64) -> Option<Workload> {
     };
     Workload::new(nodes, edges, devices).ok()
 }
-

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use super::common::Rng;
-use dnnplace::model::{AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference, Workload};
+use dnnplace::model::{
+    AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference, Workload,
+};
 
 /// Knobs of [`random_cluster`].
 #[derive(Clone, Copy, Debug)]
@@ -20,12 +22,20 @@ pub struct ClusterShape {
 
 impl Default for ClusterShape {
     fn default() -> Self {
-        ClusterShape { max_types: 3, max_machines: 3, max_devices: 5, peer: None }
+        ClusterShape {
+            max_types: 3,
+            max_machines: 3,
+            max_devices: 5,
+            peer: None,
+        }
     }
 }
 
 fn link(r: &mut Rng) -> Link {
-    Link { bytes_per_s: [5e9, 1e10, 2e10, 4e10][r.below(4) as usize], latency_ms: [0.0, 0.0, 0.25, 0.5][r.below(4) as usize] }
+    Link {
+        bytes_per_s: [5e9, 1e10, 2e10, 4e10][r.below(4) as usize],
+        latency_ms: [0.0, 0.0, 0.25, 0.5][r.below(4) as usize],
+    }
 }
 
 /// A random cluster for `w` (memory between a third of and all of its total size), and
@@ -39,7 +49,11 @@ pub fn random_cluster(seed: u64, w: &Workload, shape: ClusterShape) -> Option<Wo
         .map(|t| AcceleratorType {
             name: format!("t{t}"),
             profile: format!("p{t}"),
-            memory_bytes: if r.chance(0.5) { (total * (1 + r.below(3)) as f64 / 3.0).ceil() } else { total + 1.0 },
+            memory_bytes: if r.chance(0.5) {
+                (total * (1 + r.below(3)) as f64 / 3.0).ceil()
+            } else {
+                total + 1.0
+            },
             price_per_hour: (1 + r.below(5)) as f64,
             speed: [0.5, 1.0, 2.0][r.below(3) as usize],
         })
@@ -60,14 +74,25 @@ pub fn random_cluster(seed: u64, w: &Workload, shape: ClusterShape) -> Option<Wo
             used[t] = true;
             accelerators.push((t, count));
         }
-        let cpus = if devices < shape.max_devices && r.chance(0.5) { 1 } else { 0 };
+        let cpus = if devices < shape.max_devices && r.chance(0.5) {
+            1
+        } else {
+            0
+        };
         devices += cpus;
         let peer = match shape.peer {
             Some(true) => Some(link(&mut r)),
             Some(false) => None,
             None => r.chance(0.5).then(|| link(&mut r)),
         };
-        machines.push(Machine { name: format!("m{m}"), accelerators, cpus, host: link(&mut r), peer, network: link(&mut r) });
+        machines.push(Machine {
+            name: format!("m{m}"),
+            accelerators,
+            cpus,
+            host: link(&mut r),
+            peer,
+            network: link(&mut r),
+        });
     }
     // Types no machine holds are dropped (the cluster rejects them).
     let keep: Vec<usize> = (0..types_n).filter(|&t| used[t]).collect();
@@ -82,9 +107,20 @@ pub fn random_cluster(seed: u64, w: &Workload, shape: ClusterShape) -> Option<Wo
     for t in cluster.types() {
         if r.chance(0.5) {
             profile_times.profiles.push(t.profile.clone());
-            profile_times.times.push(w.nodes().iter().map(|_| r.value(10)).collect());
+            profile_times
+                .times
+                .push(w.nodes().iter().map(|_| r.value(10)).collect());
         }
     }
-    let reference = Reference { profile: "ref".into(), speed: 1.0, host_bytes_per_s: 1e10 };
-    w.with_platform(Platform { reference, profile_times, cluster: Some(cluster) }).ok()
+    let reference = Reference {
+        profile: "ref".into(),
+        speed: 1.0,
+        host_bytes_per_s: 1e10,
+    };
+    w.with_platform(Platform {
+        reference,
+        profile_times,
+        cluster: Some(cluster),
+    })
+    .ok()
 }

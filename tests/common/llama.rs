@@ -22,7 +22,16 @@ pub struct Llama {
 
 impl Default for Llama {
     fn default() -> Self {
-        Llama { blocks: 24, block_ms: 1.0, embed_ms: 0.0, head_ms: 0.0, comm_ms: 0.001, accelerators: 4, cpus: 0, training: false }
+        Llama {
+            blocks: 24,
+            block_ms: 1.0,
+            embed_ms: 0.0,
+            head_ms: 0.0,
+            comm_ms: 0.001,
+            accelerators: 4,
+            cpus: 0,
+            training: false,
+        }
     }
 }
 
@@ -45,28 +54,35 @@ const BLOCK_OPS: [(&str, f64); 9] = [
 pub fn llama(spec: Llama) -> Workload {
     let mut nodes: Vec<Node> = Vec::new();
     let mut edges: Vec<(i64, i64)> = Vec::new();
-    let mut add = |nodes: &mut Vec<Node>, name: String, ms: f64, layer: usize, inputs: &[i64]| -> i64 {
-        let id = nodes.len() as i64 + 1;
-        nodes.push(Node {
-            id,
-            name: Some(name),
-            module: None,
-            fpga_latency: ms,
-            cpu_latency: 10.0 * ms,
-            size_bytes: 1e6,
-            supported_on_accelerator: true,
-            is_backward: false,
-            color_class: Some(id),
-            layer_id: Some(layer as i64),
-            memory: None,
-        });
-        for &u in inputs {
-            edges.push((u, id));
-        }
-        id
-    };
+    let mut add =
+        |nodes: &mut Vec<Node>, name: String, ms: f64, layer: usize, inputs: &[i64]| -> i64 {
+            let id = nodes.len() as i64 + 1;
+            nodes.push(Node {
+                id,
+                name: Some(name),
+                module: None,
+                fpga_latency: ms,
+                cpu_latency: 10.0 * ms,
+                size_bytes: 1e6,
+                supported_on_accelerator: true,
+                is_backward: false,
+                color_class: Some(id),
+                layer_id: Some(layer as i64),
+                memory: None,
+            });
+            for &u in inputs {
+                edges.push((u, id));
+            }
+            id
+        };
     let input = add(&mut nodes, "input_ids".into(), 0.0, 0, &[]);
-    let mut x = add(&mut nodes, "model.embed_tokens".into(), spec.embed_ms, 0, &[input]);
+    let mut x = add(
+        &mut nodes,
+        "model.embed_tokens".into(),
+        spec.embed_ms,
+        0,
+        &[input],
+    );
     for b in 0..spec.blocks {
         let l = b + 1;
         let name = |op: &str| format!("model.layers.{b}.{op}");
@@ -82,10 +98,25 @@ pub fn llama(spec: Llama) -> Workload {
         x = add(&mut nodes, name(BLOCK_OPS[8].0), t(8), l, &[gate, up, ln2]);
     }
     let top = spec.blocks + 1;
-    let norm = add(&mut nodes, "model.norm".into(), spec.head_ms * 0.1, top, &[x]);
-    add(&mut nodes, "lm_head".into(), spec.head_ms * 0.9, top, &[norm]);
+    let norm = add(
+        &mut nodes,
+        "model.norm".into(),
+        spec.head_ms * 0.1,
+        top,
+        &[x],
+    );
+    add(
+        &mut nodes,
+        "lm_head".into(),
+        spec.head_ms * 0.9,
+        top,
+        &[norm],
+    );
     let forward = nodes.len() as i64;
-    let mut all_edges: Vec<(i64, i64, f64, f64)> = edges.iter().map(|&(u, v)| (u, v, spec.comm_ms, 4096.0)).collect();
+    let mut all_edges: Vec<(i64, i64, f64, f64)> = edges
+        .iter()
+        .map(|&(u, v)| (u, v, spec.comm_ms, 4096.0))
+        .collect();
     if spec.training {
         let mut backward = Vec::new();
         for node in nodes.iter().skip(1) {
@@ -107,6 +138,10 @@ pub fn llama(spec: Llama) -> Workload {
         }
         nodes.extend(backward);
     }
-    let devices = DeviceSet { accelerators: spec.accelerators, memory_per_accelerator_bytes: 80e9, cpus: spec.cpus };
+    let devices = DeviceSet {
+        accelerators: spec.accelerators,
+        memory_per_accelerator_bytes: 80e9,
+        cpus: spec.cpus,
+    };
     Workload::new(nodes, all_edges, devices).expect("a valid llama workload")
 }

@@ -68,7 +68,11 @@ impl Default for Shape {
 pub fn random_workload(seed: u64, shape: Shape) -> Option<Workload> {
     let mut r = Rng::new(seed);
     let n = 1 + r.below(shape.max_nodes) as usize;
-    let backward = if shape.training && n >= 3 && r.chance(0.5) { r.below(n as u64 / 2 + 1) as usize } else { 0 };
+    let backward = if shape.training && n >= 3 && r.chance(0.5) {
+        r.below(n as u64 / 2 + 1) as usize
+    } else {
+        0
+    };
     let forward = n - backward;
     let mut nodes = Vec::new();
     for i in 0..n {
@@ -117,18 +121,31 @@ pub fn random_workload(seed: u64, shape: Shape) -> Option<Workload> {
     }
     let total: f64 = nodes.iter().map(|x| x.size_bytes).sum();
     let k = 1 + r.below(shape.max_accelerators) as usize;
-    let memory = if shape.tight_memory && r.chance(0.5) { (total / k as f64).ceil() + r.below(4) as f64 } else { total + 1.0 };
-    let devices = DeviceSet { accelerators: k, memory_per_accelerator_bytes: memory, cpus: r.below(shape.max_cpus + 1) as usize };
+    let memory = if shape.tight_memory && r.chance(0.5) {
+        (total / k as f64).ceil() + r.below(4) as f64
+    } else {
+        total + 1.0
+    };
+    let devices = DeviceSet {
+        accelerators: k,
+        memory_per_accelerator_bytes: memory,
+        cpus: r.below(shape.max_cpus + 1) as usize,
+    };
     Workload::new(nodes, edges, devices).ok()
 }
 
 /// Path to the shared workloads, or `None` (with a printed reason) when absent.
 pub fn shared_dir(sub: &str) -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/workloads").join(sub);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/workloads")
+        .join(sub);
     if dir.is_dir() {
         Some(dir)
     } else if std::env::var_os("DNNPLACE_REQUIRE_SHARED").is_some() {
-        panic!("{} is absent but DNNPLACE_REQUIRE_SHARED is set", dir.display());
+        panic!(
+            "{} is absent but DNNPLACE_REQUIRE_SHARED is set",
+            dir.display()
+        );
     } else {
         eprintln!("SKIPPED: {} is absent (tests over the published workloads need ../shared beside the checkout)", dir.display());
         None

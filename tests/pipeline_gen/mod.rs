@@ -11,7 +11,15 @@ use dnnplace::model::{Device, DeviceSet, Node, Placement, Workload};
 /// every edge costs `cost`. Stage `s` holds layers `[s·layers, (s+1)·layers)` and runs on
 /// accelerator `s mod devices` (so `devices < stages` gives `stages / devices` chunks per
 /// device, interleaved-style). Each node's `size` is 1 byte.
-pub fn uniform_chain(stages: usize, layers: usize, devices: usize, f: f64, b: f64, training: bool, cost: f64) -> (Workload, Placement) {
+pub fn uniform_chain(
+    stages: usize,
+    layers: usize,
+    devices: usize,
+    f: f64,
+    b: f64,
+    training: bool,
+    cost: f64,
+) -> (Workload, Placement) {
     let n = stages * layers;
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
@@ -46,8 +54,19 @@ pub fn uniform_chain(stages: usize, layers: usize, devices: usize, f: f64, b: f6
         }
     }
     let total = nodes.len() as f64;
-    let w = Workload::new(nodes, edges, DeviceSet { accelerators: devices, memory_per_accelerator_bytes: total, cpus: 0 }).unwrap();
-    let assignment = (0..w.len()).map(|v| Device::Accelerator(((v % n) / layers) % devices)).collect();
+    let w = Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            accelerators: devices,
+            memory_per_accelerator_bytes: total,
+            cpus: 0,
+        },
+    )
+    .unwrap();
+    let assignment = (0..w.len())
+        .map(|v| Device::Accelerator(((v % n) / layers) % devices))
+        .collect();
     (w, Placement::new(assignment))
 }
 
@@ -71,7 +90,11 @@ pub fn random_placement(w: &Workload, seed: u64) -> Option<Placement> {
                 return None;
             }
             let k = next(choices);
-            Some(if k < d.accelerators { Device::Accelerator(k) } else { Device::Cpu(k - d.accelerators) })
+            Some(if k < d.accelerators {
+                Device::Accelerator(k)
+            } else {
+                Device::Cpu(k - d.accelerators)
+            })
         };
         let device = match node.color_class.and_then(|c| class_device.get(&c).copied()) {
             Some(device) => device,
@@ -84,5 +107,7 @@ pub fn random_placement(w: &Workload, seed: u64) -> Option<Placement> {
         assignment.push(device);
     }
     let p = Placement::new(assignment);
-    dnnplace::score::evaluate(w, &p, false).is_valid().then_some(p)
+    dnnplace::score::evaluate(w, &p, false)
+        .is_valid()
+        .then_some(p)
 }

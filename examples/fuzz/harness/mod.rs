@@ -30,7 +30,10 @@ pub mod seeds;
 use std::sync::Arc;
 
 use dnnplace::costmodel::onnx::{decode_model, import_model, ImportOptions};
-use dnnplace::costmodel::{find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Style, TransformerSpec};
+use dnnplace::costmodel::{
+    find_profile, to_workload, transformer_graph, CostSettings, DType, DeviceProfile, Style,
+    TransformerSpec,
+};
 use dnnplace::io::{parse_placement, parse_workload, text_of, workload_to_json};
 use dnnplace::model::{Device, Placement, Workload};
 use dnnplace::report::{evaluation_json, placement_json, plan_table};
@@ -50,7 +53,12 @@ pub enum Target {
 }
 
 impl Target {
-    pub const ALL: [Target; 4] = [Target::Workload, Target::Placement, Target::Onnx, Target::Profile];
+    pub const ALL: [Target; 4] = [
+        Target::Workload,
+        Target::Placement,
+        Target::Onnx,
+        Target::Profile,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -103,7 +111,9 @@ pub struct Finding(pub String);
 
 /// splitmix64 of the three numbers: independent streams per (run seed, target, case).
 fn mix(seed: u64, target: Target, index: u64) -> u64 {
-    let mut z = seed ^ (target as u64 + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut z = seed
+        ^ (target as u64 + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+        ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -122,7 +132,12 @@ pub fn make_case(seeds: &Seeds, target: Target, run_seed: u64, index: u64) -> Ca
     let (seed_name, input, workload) = match target {
         Target::Workload => {
             let seed = choose(&mut r, &seeds.workloads);
-            let donors: Vec<&[u8]> = seeds.workloads.iter().take(8).map(|s| s.text.as_slice()).collect();
+            let donors: Vec<&[u8]> = seeds
+                .workloads
+                .iter()
+                .take(8)
+                .map(|s| s.text.as_slice())
+                .collect();
             let mut text = seed.text.clone();
             if r.chance(0.85) {
                 if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&seed.text) {
@@ -135,7 +150,12 @@ pub fn make_case(seeds: &Seeds, target: Target, run_seed: u64, index: u64) -> Ca
                             mutate::mutate_value(&mut r, &mut v);
                         }
                     }
-                    text = if r.chance(0.5) { serde_json::to_vec(&v) } else { serde_json::to_vec_pretty(&v) }.expect("a value serialises");
+                    text = if r.chance(0.5) {
+                        serde_json::to_vec(&v)
+                    } else {
+                        serde_json::to_vec_pretty(&v)
+                    }
+                    .expect("a value serialises");
                 }
             }
             if ops.is_empty() || r.chance(0.35) {
@@ -187,7 +207,11 @@ pub fn make_case(seeds: &Seeds, target: Target, run_seed: u64, index: u64) -> Ca
                 if r.chance(0.2) {
                     // A length-delimited field declaring 2^32 − 1 (or 2^63) bytes.
                     ops.push("huge-length".into());
-                    let header: &[u8] = if r.chance(0.5) { b"\x3a\xff\xff\xff\xff\x0f" } else { b"\x3a\xff\xff\xff\xff\xff\xff\xff\xff\x7f" };
+                    let header: &[u8] = if r.chance(0.5) {
+                        b"\x3a\xff\xff\xff\xff\x0f"
+                    } else {
+                        b"\x3a\xff\xff\xff\xff\xff\xff\xff\xff\x7f"
+                    };
                     let at = r.below(bytes.len() as u64 + 1) as usize;
                     bytes.splice(at..at, header.iter().copied());
                 } else {
@@ -241,15 +265,22 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
                 Ok(w) => w,
                 Err(e) => return rejected(e.to_string()),
             };
-            let again = parse_workload(&workload_to_json(&w)).map_err(|e| internal("the written workload does not read back", e))?;
-            if again.nodes() != w.nodes() || again.edges() != w.edges() || again.devices() != w.devices() {
+            let again = parse_workload(&workload_to_json(&w))
+                .map_err(|e| internal("the written workload does not read back", e))?;
+            if again.nodes() != w.nodes()
+                || again.edges() != w.edges()
+                || again.devices() != w.devices()
+            {
                 return Err(Finding("the written workload reads back different".into()));
             }
             exercise(&w, &mut r, case.allow_ip, true)?;
             Ok(Verdict::Accepted)
         }
         Target::Placement => {
-            let w = case.workload.as_ref().expect("a placement case has its workload");
+            let w = case
+                .workload
+                .as_ref()
+                .expect("a placement case has its workload");
             let text = match text_of(&case.input) {
                 Ok(t) => t,
                 Err(m) => return rejected(m),
@@ -267,9 +298,15 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
                 Err(e) => return rejected(e.to_string()),
             };
             let options = ImportOptions {
-                batch: *choose(&mut r, &[None, Some(1), Some(3), Some(1 << 20), Some(1 << 40)]),
+                batch: *choose(
+                    &mut r,
+                    &[None, Some(1), Some(3), Some(1 << 20), Some(1 << 40)],
+                ),
                 seq: *choose(&mut r, &[None, Some(1), Some(128), Some(1 << 30)]),
-                dtype: *choose(&mut r, &[DType::Fp32, DType::Fp16, DType::Tf32, DType::Bf16]),
+                dtype: *choose(
+                    &mut r,
+                    &[DType::Fp32, DType::Fp16, DType::Tf32, DType::Bf16],
+                ),
                 training: r.chance(0.5),
             };
             let imported = match import_model(&model, &options) {
@@ -277,7 +314,11 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
                 Err(e) => return rejected(e.to_string()),
             };
             let settings = CostSettings {
-                accelerator: find_profile(choose::<&str>(&mut r, &["a100-80gb", "v100", "h100"]), &[]).expect("built in"),
+                accelerator: find_profile(
+                    choose::<&str>(&mut r, &["a100-80gb", "v100", "h100"]),
+                    &[],
+                )
+                .expect("built in"),
                 cpu: find_profile("cpu-core", &[]).expect("built in"),
                 dtype: options.dtype,
                 training: options.training,
@@ -300,16 +341,39 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
                 Ok(p) => p,
                 Err(m) => return rejected(m),
             };
-            let again = DeviceProfile::from_toml(&profile.to_toml()).map_err(|e| internal("the written profile does not read back", e))?;
+            let again = DeviceProfile::from_toml(&profile.to_toml())
+                .map_err(|e| internal("the written profile does not read back", e))?;
             if again != profile {
-                return Err(Finding(format!("the written profile reads back different: {again:?} vs {profile:?}")));
+                return Err(Finding(format!(
+                    "the written profile reads back different: {again:?} vs {profile:?}"
+                )));
             }
             let mut spec = TransformerSpec::new(Style::Gpt2, 1, 16, 2, 8, 1);
             spec.vocab = 50;
-            let graph = transformer_graph(&spec, DType::Fp32).map_err(|e| internal("the fixed transformer spec", e))?;
-            let builtin = find_profile(if r.chance(0.5) { "cpu-core" } else { "a100-80gb" }, &[]).expect("built in");
-            let (accelerator, cpu) = if r.chance(0.7) { (profile, builtin) } else { (builtin, profile) };
-            let settings = CostSettings { accelerator, cpu, dtype: DType::Fp32, training: r.chance(0.5), accelerators: 2, cpus: 1 };
+            let graph = transformer_graph(&spec, DType::Fp32)
+                .map_err(|e| internal("the fixed transformer spec", e))?;
+            let builtin = find_profile(
+                if r.chance(0.5) {
+                    "cpu-core"
+                } else {
+                    "a100-80gb"
+                },
+                &[],
+            )
+            .expect("built in");
+            let (accelerator, cpu) = if r.chance(0.7) {
+                (profile, builtin)
+            } else {
+                (builtin, profile)
+            };
+            let settings = CostSettings {
+                accelerator,
+                cpu,
+                dtype: DType::Fp32,
+                training: r.chance(0.5),
+                accelerators: 2,
+                cpus: 1,
+            };
             let w = match to_workload(&graph, &settings) {
                 Ok(w) => w,
                 Err(e) => return rejected(e.to_string()),
@@ -324,17 +388,42 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
 /// written and read back to the same assignment.
 fn score_and_round_trip(w: &Workload, p: &Placement, latency: bool) -> Result<(), Finding> {
     let e = evaluate(w, p, latency);
-    let objective = if latency { Objective::Latency { pieces: usize::MAX } } else { Objective::Throughput };
-    let p = if latency { e.attach_cut(p.clone()) } else { p.clone() };
+    let objective = if latency {
+        Objective::Latency { pieces: usize::MAX }
+    } else {
+        Objective::Throughput
+    };
+    let p = if latency {
+        e.attach_cut(p.clone())
+    } else {
+        p.clone()
+    };
     let _ = plan_table(w, None, objective, &e);
     let _ = evaluation_json(w, &p, None, objective, &e);
-    if e.violations.iter().any(|v| matches!(v, dnnplace::score::Violation::WrongLength { .. } | dnnplace::score::Violation::PiecesLength { .. })) {
-        return Err(Finding(format!("the reader built a placement of the wrong length: {:?}", e.violations)));
+    if e.violations.iter().any(|v| {
+        matches!(
+            v,
+            dnnplace::score::Violation::WrongLength { .. }
+                | dnnplace::score::Violation::PiecesLength { .. }
+        )
+    }) {
+        return Err(Finding(format!(
+            "the reader built a placement of the wrong length: {:?}",
+            e.violations
+        )));
     }
-    let file = serde_json::to_string(&placement_json(w, &p, &e, objective)).map_err(|e| internal("placement JSON", e))?;
-    let back = parse_placement(&file, w).map_err(|err| internal(&format!("the written placement does not read back ({file})"), err))?;
+    let file = serde_json::to_string(&placement_json(w, &p, &e, objective))
+        .map_err(|e| internal("placement JSON", e))?;
+    let back = parse_placement(&file, w).map_err(|err| {
+        internal(
+            &format!("the written placement does not read back ({file})"),
+            err,
+        )
+    })?;
     if back.assignment != p.assignment {
-        return Err(Finding(format!("the written placement reads back a different assignment: {file}")));
+        return Err(Finding(format!(
+            "the written placement reads back a different assignment: {file}"
+        )));
     }
     Ok(())
 }
@@ -349,9 +438,20 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
     // one device more than exist of each kind, everything on the first CPU.
     let k = w.devices().accelerators.clamp(1, 64);
     let l = w.devices().cpus.clamp(1, 64);
-    let round_robin: Vec<Device> =
-        (0..w.len()).map(|v| if v % 2 == 0 { Device::Accelerator(v / 2 % (k + 1)) } else { Device::Cpu(v / 2 % (l + 1)) }).collect();
-    for assignment in [vec![Device::Accelerator(0); w.len()], round_robin, vec![Device::Cpu(0); w.len()]] {
+    let round_robin: Vec<Device> = (0..w.len())
+        .map(|v| {
+            if v % 2 == 0 {
+                Device::Accelerator(v / 2 % (k + 1))
+            } else {
+                Device::Cpu(v / 2 % (l + 1))
+            }
+        })
+        .collect();
+    for assignment in [
+        vec![Device::Accelerator(0); w.len()],
+        round_robin,
+        vec![Device::Cpu(0); w.len()],
+    ] {
         let latency = r.chance(0.5);
         let e = evaluate(w, &Placement::new(assignment.clone()), latency);
         let _ = plan_table(w, None, Objective::Throughput, &e);
@@ -363,9 +463,23 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
         (Objective::Latency { pieces: 1 }, true),
         (Objective::Latency { pieces: 2 }, false),
     ];
-    let limits = Limits { time_limit_s: Some(0.5), max_ideals: 20_000, threads: Some(1), restarts: 1, seed: r.next(), ..Limits::default() };
+    let limits = Limits {
+        time_limit_s: Some(0.5),
+        max_ideals: 20_000,
+        threads: Some(1),
+        restarts: 1,
+        seed: r.next(),
+        ..Limits::default()
+    };
     let names: Vec<&str> = if all_methods {
-        solve::method_names().into_iter().filter(|&m| m != "expert" && (m != "ip" || (allow_ip && w.len() <= 30)) && (m != "brute-force" || w.len() <= 8)).collect()
+        solve::method_names()
+            .into_iter()
+            .filter(|&m| {
+                m != "expert"
+                    && (m != "ip" || (allow_ip && w.len() <= 30))
+                    && (m != "brute-force" || w.len() <= 8)
+            })
+            .collect()
     } else {
         vec!["dp", "greedy"]
     };
@@ -373,26 +487,53 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
         let method = solve::method_by_name(name).expect("a listed method");
         let supported: Vec<_> = variants
             .iter()
-            .filter(|(objective, contiguous)| method.supports(&Problem { workload: w, objective: *objective, contiguous: *contiguous, limits: limits.clone(), pipeline: None }).is_ok())
+            .filter(|(objective, contiguous)| {
+                method
+                    .supports(&Problem {
+                        workload: w,
+                        objective: *objective,
+                        contiguous: *contiguous,
+                        limits: limits.clone(),
+                        pipeline: None,
+                    })
+                    .is_ok()
+            })
             .collect();
         if supported.is_empty() {
             continue;
         }
         let &(objective, contiguous) = *choose(r, &supported);
-        let problem = Problem { workload: w, objective, contiguous, limits: limits.clone(), pipeline: None };
+        let problem = Problem {
+            workload: w,
+            objective,
+            contiguous,
+            limits: limits.clone(),
+            pipeline: None,
+        };
         match solve::plan(method.as_ref(), &problem) {
             Ok(plan) => {
                 if let (Some(p), Some(e)) = (&plan.outcome.placement, &plan.evaluation) {
                     let _ = plan_table(w, Some(&plan.outcome), objective, e);
-                    let file = serde_json::to_string(&placement_json(w, p, e, objective)).map_err(|e| internal("placement JSON", e))?;
-                    let back = parse_placement(&file, w).map_err(|err| internal(&format!("{name}'s plan file does not read back"), err))?;
+                    let file = serde_json::to_string(&placement_json(w, p, e, objective))
+                        .map_err(|e| internal("placement JSON", e))?;
+                    let back = parse_placement(&file, w).map_err(|err| {
+                        internal(&format!("{name}'s plan file does not read back"), err)
+                    })?;
                     if back.assignment != p.assignment {
-                        return Err(Finding(format!("{name}'s plan file reads back a different assignment")));
+                        return Err(Finding(format!(
+                            "{name}'s plan file reads back a different assignment"
+                        )));
                     }
                 }
             }
             Err(e @ (SolveError::Check(_) | SolveError::Solver(_))) => {
-                return Err(internal(&format!("plan --method {name} ({}, contiguous: {contiguous})", objective.name()), e))
+                return Err(internal(
+                    &format!(
+                        "plan --method {name} ({}, contiguous: {contiguous})",
+                        objective.name()
+                    ),
+                    e,
+                ))
             }
             Err(_) => {}
         }

@@ -78,7 +78,13 @@ const INSERTS: &[&[u8]] = &[
 /// One random byte-level mutation.
 pub fn mutate_bytes(r: &mut Rng, data: &mut Vec<u8>, donors: &[&[u8]]) {
     let len = data.len();
-    let pos = |r: &mut Rng, len: usize| if len == 0 { 0 } else { r.below(len as u64 + 1) as usize };
+    let pos = |r: &mut Rng, len: usize| {
+        if len == 0 {
+            0
+        } else {
+            r.below(len as u64 + 1) as usize
+        }
+    };
     match r.below(12) {
         0 => {
             let at = pos(r, len);
@@ -156,9 +162,11 @@ pub fn mutate_bytes(r: &mut Rng, data: &mut Vec<u8>, donors: &[&[u8]]) {
 
 /// Replaces one run of number characters (`-0-9.eE+`) with a token of [`NUMBER_TOKENS`].
 pub fn replace_number(r: &mut Rng, data: &mut Vec<u8>) {
-    let is_num = |b: u8| b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'e' || b == b'E' || b == b'+';
-    let starts: Vec<usize> =
-        (0..data.len()).filter(|&i| data[i].is_ascii_digit() && (i == 0 || !is_num(data[i - 1]))).collect();
+    let is_num =
+        |b: u8| b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'e' || b == b'E' || b == b'+';
+    let starts: Vec<usize> = (0..data.len())
+        .filter(|&i| data[i].is_ascii_digit() && (i == 0 || !is_num(data[i - 1])))
+        .collect();
     if starts.is_empty() {
         return;
     }
@@ -206,7 +214,12 @@ fn count(v: &Value) -> usize {
 }
 
 /// Applies `f` to the `k`-th node of a pre-order walk; true once applied.
-fn apply_nth(v: &mut Value, k: &mut usize, r: &mut Rng, f: &mut dyn FnMut(&mut Rng, &mut Value)) -> bool {
+fn apply_nth(
+    v: &mut Value,
+    k: &mut usize,
+    r: &mut Rng,
+    f: &mut dyn FnMut(&mut Rng, &mut Value),
+) -> bool {
     if *k == 0 {
         f(r, v);
         return true;
@@ -232,7 +245,11 @@ pub fn mutate_value(r: &mut Rng, v: &mut Value) {
         2 => with_random_node(r, v, |r, x| {
             if let Value::Object(o) = x {
                 if !o.is_empty() {
-                    let key = o.keys().nth(r.below(o.len() as u64) as usize).cloned().expect("in range");
+                    let key = o
+                        .keys()
+                        .nth(r.below(o.len() as u64) as usize)
+                        .cloned()
+                        .expect("in range");
                     o.remove(&key);
                 }
             }
@@ -275,15 +292,25 @@ fn put(v: &mut Value, key: &str, x: Value) {
 }
 
 fn ids(v: &Value) -> Vec<i64> {
-    v["nodes"].as_array().map(|a| a.iter().filter_map(|n| n["id"].as_i64()).collect()).unwrap_or_default()
+    v["nodes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n["id"].as_i64()).collect())
+        .unwrap_or_default()
 }
 
 /// One mutation that knows the workload format: edges that break rules, extreme device
 /// counts, flags, colour classes.
 pub fn mutate_workload(r: &mut Rng, v: &mut Value) {
     let ids = ids(v);
-    let pick = |r: &mut Rng| if ids.is_empty() { 1 } else { ids[r.below(ids.len() as u64) as usize] };
-    let edge = |from: i64, to: i64, cost: f64| json!({"sourceId": from, "destId": to, "cost": cost});
+    let pick = |r: &mut Rng| {
+        if ids.is_empty() {
+            1
+        } else {
+            ids[r.below(ids.len() as u64) as usize]
+        }
+    };
+    let edge =
+        |from: i64, to: i64, cost: f64| json!({"sourceId": from, "destId": to, "cost": cost});
     let push_edge = |v: &mut Value, e: Value| {
         if let Some(a) = v.get_mut("edges").and_then(Value::as_array_mut) {
             a.push(e);
@@ -298,7 +325,11 @@ pub fn mutate_workload(r: &mut Rng, v: &mut Value) {
             // A back edge: from a late node to an early one (a cycle when a path exists).
             if let Some(es) = v["edges"].as_array() {
                 if let Some(e) = es.get(r.below(es.len().max(1) as u64) as usize) {
-                    let back = edge(e["destId"].as_i64().unwrap_or(1), e["sourceId"].as_i64().unwrap_or(1), 0.0);
+                    let back = edge(
+                        e["destId"].as_i64().unwrap_or(1),
+                        e["sourceId"].as_i64().unwrap_or(1),
+                        0.0,
+                    );
                     push_edge(v, back);
                 }
             }
@@ -313,7 +344,17 @@ pub fn mutate_workload(r: &mut Rng, v: &mut Value) {
         }
         4 => {
             let key = if r.chance(0.5) { "maxFPGAs" } else { "maxCPUs" };
-            let big = [0u64, 1, 2, 1000, 1 << 20, 1 << 32, (1 << 63) - 1, 1 << 63, u64::MAX][r.below(9) as usize];
+            let big = [
+                0u64,
+                1,
+                2,
+                1000,
+                1 << 20,
+                1 << 32,
+                (1 << 63) - 1,
+                1 << 63,
+                u64::MAX,
+            ][r.below(9) as usize];
             put(v, key, json!(big));
         }
         5 => {
@@ -324,8 +365,16 @@ pub fn mutate_workload(r: &mut Rng, v: &mut Value) {
             if let Some(nodes) = v.get_mut("nodes").and_then(Value::as_array_mut) {
                 let at = r.below(nodes.len().max(1) as u64) as usize;
                 if let Some(n) = nodes.get_mut(at) {
-                    let field = ["fpgaLatency", "cpuLatency", "size", "colorClass", "id", "isBackwardNode", "supportedOnFpga", "layerId"]
-                        [r.below(8) as usize];
+                    let field = [
+                        "fpgaLatency",
+                        "cpuLatency",
+                        "size",
+                        "colorClass",
+                        "id",
+                        "isBackwardNode",
+                        "supportedOnFpga",
+                        "layerId",
+                    ][r.below(8) as usize];
                     let x = match r.below(4) {
                         0 => odd_value(r),
                         1 => json!(r.below(3)),
@@ -342,7 +391,8 @@ pub fn mutate_workload(r: &mut Rng, v: &mut Value) {
                 let flip = r.below(nodes.len().max(1) as u64) as usize;
                 for (i, n) in nodes.iter_mut().enumerate() {
                     if i == flip || r.chance(0.1) {
-                        let backward = n["isBackwardNode"].as_bool() == Some(true) || n["isBackwardNode"] == json!(1);
+                        let backward = n["isBackwardNode"].as_bool() == Some(true)
+                            || n["isBackwardNode"] == json!(1);
                         put(n, "isBackwardNode", json!(!backward));
                     }
                 }
@@ -362,7 +412,10 @@ pub fn mutate_workload(r: &mut Rng, v: &mut Value) {
         10 => {
             // Duplicate id.
             if let Some(nodes) = v.get_mut("nodes").and_then(Value::as_array_mut) {
-                if let Some(n) = nodes.get(r.below(nodes.len().max(1) as u64) as usize).cloned() {
+                if let Some(n) = nodes
+                    .get(r.below(nodes.len().max(1) as u64) as usize)
+                    .cloned()
+                {
                     nodes.push(n);
                 }
             }
@@ -398,12 +451,20 @@ pub fn mutate_workload(r: &mut Rng, v: &mut Value) {
 /// One mutation that knows the placement format: unknown nodes, devices out of range,
 /// nodes listed twice, pieces.
 pub fn mutate_placement(r: &mut Rng, v: &mut Value, node_ids: &[i64]) {
-    let pick = |r: &mut Rng| if node_ids.is_empty() { 1 } else { node_ids[r.below(node_ids.len() as u64) as usize] };
+    let pick = |r: &mut Rng| {
+        if node_ids.is_empty() {
+            1
+        } else {
+            node_ids[r.below(node_ids.len() as u64) as usize]
+        }
+    };
     let kind = if r.chance(0.7) { "fpgas" } else { "cpus" };
     if !v[kind].is_array() {
         put(v, kind, json!([]));
     }
-    let Some(devices) = v.get_mut(kind).and_then(Value::as_array_mut) else { return };
+    let Some(devices) = v.get_mut(kind).and_then(Value::as_array_mut) else {
+        return;
+    };
     match r.below(9) {
         0 => {
             let id = if r.chance(0.5) { 1_000_000_007 } else { -1 };
@@ -445,8 +506,15 @@ pub fn mutate_placement(r: &mut Rng, v: &mut Value, node_ids: &[i64]) {
             if n > 0 {
                 let d = &mut devices[r.below(n as u64) as usize];
                 let nodes: Vec<Value> = d["nodes"].as_array().cloned().unwrap_or_default();
-                let cut = if nodes.is_empty() { 0 } else { r.below(nodes.len() as u64 + 1) as usize };
-                let mut pieces = vec![Value::Array(nodes[..cut].to_vec()), Value::Array(nodes[cut..].to_vec())];
+                let cut = if nodes.is_empty() {
+                    0
+                } else {
+                    r.below(nodes.len() as u64 + 1) as usize
+                };
+                let mut pieces = vec![
+                    Value::Array(nodes[..cut].to_vec()),
+                    Value::Array(nodes[cut..].to_vec()),
+                ];
                 if r.chance(0.5) {
                     pieces.reverse();
                 }
@@ -486,10 +554,34 @@ pub fn mutate_placement(r: &mut Rng, v: &mut Value, node_ids: &[i64]) {
 pub fn mutate_toml(r: &mut Rng, text: &str) -> String {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let n = lines.len();
-    let i = if n == 0 { 0 } else { r.below(n as u64) as usize };
+    let i = if n == 0 {
+        0
+    } else {
+        r.below(n as u64) as usize
+    };
     const VALUES: &[&str] = &[
-        "-1", "0", "nan", "+nan", "inf", "-inf", "1e308", "1e-308", "1e999", "\"str\"", "[1, 2]", "{ a = 1 }", "true", "0x10",
-        "1_000", "2.0", "1e-30", "1e30", "", "\"\"", "'''\nx'''", "1979-05-27T07:32:00Z",
+        "-1",
+        "0",
+        "nan",
+        "+nan",
+        "inf",
+        "-inf",
+        "1e308",
+        "1e-308",
+        "1e999",
+        "\"str\"",
+        "[1, 2]",
+        "{ a = 1 }",
+        "true",
+        "0x10",
+        "1_000",
+        "2.0",
+        "1e-30",
+        "1e30",
+        "",
+        "\"\"",
+        "'''\nx'''",
+        "1979-05-27T07:32:00Z",
     ];
     match r.below(8) {
         0 if n > 0 => {
@@ -503,9 +595,22 @@ pub fn mutate_toml(r: &mut Rng, text: &str) -> String {
             let key = lines[i].split('=').next().unwrap_or("").trim().to_string();
             lines[i] = format!("{key} = {}", VALUES[r.below(VALUES.len() as u64) as usize]);
         }
-        4 => lines.push(["speed = 3", "[table]", "[[array]]", "name = \"again\"", "}{ garbage", "x.y = 1"][r.below(6) as usize].into()),
+        4 => lines.push(
+            [
+                "speed = 3",
+                "[table]",
+                "[[array]]",
+                "name = \"again\"",
+                "}{ garbage",
+                "x.y = 1",
+            ][r.below(6) as usize]
+                .into(),
+        ),
         5 => {
-            let name = format!("name = \"{}\"", ["", " ", "a\\u0000b", "h100", "ÿ"][r.below(5) as usize]);
+            let name = format!(
+                "name = \"{}\"",
+                ["", " ", "a\\u0000b", "h100", "ÿ"][r.below(5) as usize]
+            );
             lines.insert(0, name);
         }
         6 => return lines.join("\r\n"),
@@ -520,32 +625,86 @@ pub fn mutate_toml(r: &mut Rng, text: &str) -> String {
 
 /// Operator types the importer knows (and one it does not).
 const OP_TYPES: &[&str] = &[
-    "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm", "MatMul", "Relu", "Add", "Mul", "Concat", "Reshape", "Flatten",
-    "Transpose", "Gather", "Unsqueeze", "Squeeze", "Softmax", "BatchNormalization", "Dropout", "ReduceMean", "Shape",
-    "Constant", "ConstantOfShape", "Cast", "Identity", "Sum", "Where", "Frobnicate", "",
+    "Conv",
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "Gemm",
+    "MatMul",
+    "Relu",
+    "Add",
+    "Mul",
+    "Concat",
+    "Reshape",
+    "Flatten",
+    "Transpose",
+    "Gather",
+    "Unsqueeze",
+    "Squeeze",
+    "Softmax",
+    "BatchNormalization",
+    "Dropout",
+    "ReduceMean",
+    "Shape",
+    "Constant",
+    "ConstantOfShape",
+    "Cast",
+    "Identity",
+    "Sum",
+    "Where",
+    "Frobnicate",
+    "",
 ];
 
 /// Dimensions that break shape arithmetic.
-const DIMS: &[i64] = &[-1, 0, 1, 3, -7, 1 << 20, 1 << 31, 1 << 40, 1 << 62, i64::MAX, i64::MIN];
+const DIMS: &[i64] = &[
+    -1,
+    0,
+    1,
+    3,
+    -7,
+    1 << 20,
+    1 << 31,
+    1 << 40,
+    1 << 62,
+    i64::MAX,
+    i64::MIN,
+];
 
 /// One structural mutation of an ONNX model: shapes, attributes, operator types, the wiring.
 pub fn mutate_onnx(r: &mut Rng, m: &mut dnnplace::costmodel::onnx::ModelProto) {
     use dnnplace::costmodel::onnx::{AttributeProto, Dimension};
     let dim = |r: &mut Rng| DIMS[r.below(DIMS.len() as u64) as usize];
     let Some(g) = m.graph.as_mut() else { return };
-    let pick = |r: &mut Rng, n: usize| if n == 0 { None } else { Some(r.below(n as u64) as usize) };
+    let pick = |r: &mut Rng, n: usize| {
+        if n == 0 {
+            None
+        } else {
+            Some(r.below(n as u64) as usize)
+        }
+    };
     match r.below(12) {
         0 => {
             // A graph input's shape.
             if let Some(i) = pick(r, g.input.len()) {
-                if let Some(tt) = g.input[i].r#type.as_mut().and_then(|t| t.tensor_type.as_mut()) {
+                if let Some(tt) = g.input[i]
+                    .r#type
+                    .as_mut()
+                    .and_then(|t| t.tensor_type.as_mut())
+                {
                     let shape = tt.shape.get_or_insert_with(Default::default);
                     match r.below(3) {
                         0 => shape.dim.clear(),
-                        1 => shape.dim.push(Dimension { dim_value: Some(dim(r)), dim_param: None }),
+                        1 => shape.dim.push(Dimension {
+                            dim_value: Some(dim(r)),
+                            dim_param: None,
+                        }),
                         _ => {
                             if let Some(j) = pick(r, shape.dim.len()) {
-                                shape.dim[j] = Dimension { dim_value: Some(dim(r)), dim_param: None };
+                                shape.dim[j] = Dimension {
+                                    dim_value: Some(dim(r)),
+                                    dim_param: None,
+                                };
                             }
                         }
                     }
@@ -575,14 +734,42 @@ pub fn mutate_onnx(r: &mut Rng, m: &mut dnnplace::costmodel::onnx::ModelProto) {
         }
         2 | 3 => {
             if let Some(i) = pick(r, g.node.len()) {
-                let names = ["strides", "pads", "dilations", "kernel_shape", "axis", "axes", "perm", "group", "transA", "transB", "keepdims", "to", "ceil_mode", "auto_pad", "shape", "value"];
+                let names = [
+                    "strides",
+                    "pads",
+                    "dilations",
+                    "kernel_shape",
+                    "axis",
+                    "axes",
+                    "perm",
+                    "group",
+                    "transA",
+                    "transB",
+                    "keepdims",
+                    "to",
+                    "ceil_mode",
+                    "auto_pad",
+                    "shape",
+                    "value",
+                ];
                 let name = names[r.below(names.len() as u64) as usize].to_string();
                 let node = &mut g.node[i];
-                node.attribute.retain(|a| a.name.as_deref() != Some(name.as_str()));
-                let mut a = AttributeProto { name: Some(name.clone()), ..Default::default() };
+                node.attribute
+                    .retain(|a| a.name.as_deref() != Some(name.as_str()));
+                let mut a = AttributeProto {
+                    name: Some(name.clone()),
+                    ..Default::default()
+                };
                 match name.as_str() {
-                    "auto_pad" => a.s = Some([&b"SAME_UPPER"[..], b"VALID", b"NOTSET", b"\xff"][r.below(4) as usize].to_vec()),
-                    "axis" | "group" | "transA" | "transB" | "keepdims" | "to" | "ceil_mode" => a.i = Some(dim(r)),
+                    "auto_pad" => {
+                        a.s = Some(
+                            [&b"SAME_UPPER"[..], b"VALID", b"NOTSET", b"\xff"][r.below(4) as usize]
+                                .to_vec(),
+                        )
+                    }
+                    "axis" | "group" | "transA" | "transB" | "keepdims" | "to" | "ceil_mode" => {
+                        a.i = Some(dim(r))
+                    }
                     "value" => a.t = Some(Default::default()),
                     _ => a.ints = (0..r.below(5)).map(|_| dim(r)).collect(),
                 }
@@ -641,7 +828,12 @@ pub fn mutate_onnx(r: &mut Rng, m: &mut dnnplace::costmodel::onnx::ModelProto) {
         }
         10 => {
             if let Some(i) = pick(r, g.value_info.len()) {
-                if let Some(shape) = g.value_info[i].r#type.as_mut().and_then(|t| t.tensor_type.as_mut()).and_then(|t| t.shape.as_mut()) {
+                if let Some(shape) = g.value_info[i]
+                    .r#type
+                    .as_mut()
+                    .and_then(|t| t.tensor_type.as_mut())
+                    .and_then(|t| t.shape.as_mut())
+                {
                     if let Some(j) = pick(r, shape.dim.len()) {
                         shape.dim[j].dim_value = Some(dim(r));
                     }

@@ -12,10 +12,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use dnnplace::costmodel::onnx::{
-    AttributeProto, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
-    TypeProtoTensor, ValueInfoProto,
+    AttributeProto, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
 };
-use dnnplace::costmodel::{builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec};
+use dnnplace::costmodel::{
+    builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, Style,
+    TransformerSpec,
+};
 use dnnplace::io::{parse_workload, workload_to_json};
 use dnnplace::model::Workload;
 use dnnplace::report::placement_json;
@@ -67,15 +70,37 @@ fn transformer_workload(style: Style, training: bool) -> Workload {
 
 /// Placements of `w`: the DP's and greedy's plans, and a latency plan with its calls.
 fn plans_of(name: &str, w: &Arc<Workload>, out: &mut Vec<PlacementSeed>) {
-    let limits = Limits { max_ideals: 20_000, time_limit_s: Some(2.0), ..Limits::default() };
-    let variants = [("dp", Objective::Throughput, true), ("greedy", Objective::Throughput, true), ("dp", Objective::Latency { pieces: 2 }, false)];
+    let limits = Limits {
+        max_ideals: 20_000,
+        time_limit_s: Some(2.0),
+        ..Limits::default()
+    };
+    let variants = [
+        ("dp", Objective::Throughput, true),
+        ("greedy", Objective::Throughput, true),
+        ("dp", Objective::Latency { pieces: 2 }, false),
+    ];
     for (method, objective, contiguous) in variants {
         let m = solve::method_by_name(method).expect("known method");
-        let problem = Problem { workload: w, objective, contiguous, limits: limits.clone(), pipeline: None };
-        let Ok(plan) = solve::plan(m.as_ref(), &problem) else { continue };
-        let (Some(p), Some(e)) = (&plan.outcome.placement, &plan.evaluation) else { continue };
+        let problem = Problem {
+            workload: w,
+            objective,
+            contiguous,
+            limits: limits.clone(),
+            pipeline: None,
+        };
+        let Ok(plan) = solve::plan(m.as_ref(), &problem) else {
+            continue;
+        };
+        let (Some(p), Some(e)) = (&plan.outcome.placement, &plan.evaluation) else {
+            continue;
+        };
         let text = serde_json::to_vec(&placement_json(w, p, e, objective)).expect("json");
-        out.push(PlacementSeed { name: format!("{name}/{method}-{}", objective.name()), workload: w.clone(), text });
+        out.push(PlacementSeed {
+            name: format!("{name}/{method}-{}", objective.name()),
+            workload: w.clone(),
+            text,
+        });
     }
 }
 
@@ -90,9 +115,15 @@ fn vi(name: &str, dims: &[i64]) -> ValueInfoProto {
                         .iter()
                         .map(|&d| {
                             if d > 0 {
-                                Dimension { dim_value: Some(d), dim_param: None }
+                                Dimension {
+                                    dim_value: Some(d),
+                                    dim_param: None,
+                                }
                             } else {
-                                Dimension { dim_value: None, dim_param: Some("N".into()) }
+                                Dimension {
+                                    dim_value: None,
+                                    dim_param: Some("N".into()),
+                                }
                             }
                         })
                         .collect(),
@@ -114,19 +145,38 @@ fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributePro
 }
 
 fn ints(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto { name: Some(name.into()), ints: v.to_vec(), ..Default::default() }
+    AttributeProto {
+        name: Some(name.into()),
+        ints: v.to_vec(),
+        ..Default::default()
+    }
 }
 
 fn int(name: &str, v: i64) -> AttributeProto {
-    AttributeProto { name: Some(name.into()), i: Some(v), ..Default::default() }
+    AttributeProto {
+        name: Some(name.into()),
+        i: Some(v),
+        ..Default::default()
+    }
 }
 
 fn int64s(name: &str, v: &[i64]) -> TensorProto {
-    TensorProto { dims: vec![v.len() as i64], data_type: Some(7), int64_data: v.to_vec(), name: Some(name.into()), ..Default::default() }
+    TensorProto {
+        dims: vec![v.len() as i64],
+        data_type: Some(7),
+        int64_data: v.to_vec(),
+        name: Some(name.into()),
+        ..Default::default()
+    }
 }
 
 fn float_init(name: &str, dims: &[i64]) -> TensorProto {
-    TensorProto { dims: dims.to_vec(), data_type: Some(1), name: Some(name.into()), ..Default::default() }
+    TensorProto {
+        dims: dims.to_vec(),
+        data_type: Some(1),
+        name: Some(name.into()),
+        ..Default::default()
+    }
 }
 
 fn model(name: &str, graph: GraphProto) -> Vec<u8> {
@@ -135,7 +185,10 @@ fn model(name: &str, graph: GraphProto) -> Vec<u8> {
         ir_version: Some(7),
         producer_name: Some(format!("dnnplace fuzz seed {name}")),
         graph: Some(graph),
-        opset_import: vec![OperatorSetIdProto { domain: None, version: Some(13) }],
+        opset_import: vec![OperatorSetIdProto {
+            domain: None,
+            version: Some(13),
+        }],
     }
     .encode_to_vec()
 }
@@ -151,7 +204,11 @@ pub fn onnx_models() -> Vec<(String, Vec<u8>)> {
             node("Gemm", &["r", "w2"], &["y"], vec![int("transB", 1)]),
             node("Softmax", &["y"], &["out"], vec![int("axis", -1)]),
         ],
-        initializer: vec![float_init("w1", &[32, 64]), float_init("b1", &[64]), float_init("w2", &[10, 64])],
+        initializer: vec![
+            float_init("w1", &[32, 64]),
+            float_init("b1", &[64]),
+            float_init("w2", &[10, 64]),
+        ],
         input: vec![vi("x", &[0, 32])],
         output: vec![vi("out", &[0, 10])],
         value_info: vec![],
@@ -160,10 +217,29 @@ pub fn onnx_models() -> Vec<(String, Vec<u8>)> {
         name: Some("cnn".into()),
         node: vec![
             node("ConstantOfShape", &["w_shape"], &["w"], vec![]),
-            node("Conv", &["x", "w"], &["c"], vec![ints("kernel_shape", &[3, 3]), ints("pads", &[1, 1, 1, 1]), ints("strides", &[1, 1])]),
-            node("BatchNormalization", &["c", "s", "bb", "m", "v"], &["bn"], vec![]),
+            node(
+                "Conv",
+                &["x", "w"],
+                &["c"],
+                vec![
+                    ints("kernel_shape", &[3, 3]),
+                    ints("pads", &[1, 1, 1, 1]),
+                    ints("strides", &[1, 1]),
+                ],
+            ),
+            node(
+                "BatchNormalization",
+                &["c", "s", "bb", "m", "v"],
+                &["bn"],
+                vec![],
+            ),
             node("Relu", &["bn"], &["r"], vec![]),
-            node("MaxPool", &["r"], &["p"], vec![ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])]),
+            node(
+                "MaxPool",
+                &["r"],
+                &["p"],
+                vec![ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])],
+            ),
             node("GlobalAveragePool", &["p"], &["g"], vec![]),
             node("Flatten", &["g"], &["f"], vec![int("axis", 1)]),
             node("Reshape", &["f", "flat"], &["out"], vec![]),
@@ -193,13 +269,28 @@ pub fn onnx_models() -> Vec<(String, Vec<u8>)> {
             node("MatMul", &["e", "wk"], &["k"], vec![]),
             node("Reshape", &["q", "heads"], &["qh"], vec![]),
             node("Reshape", &["k", "heads"], &["kh"], vec![]),
-            node("Transpose", &["qh"], &["qt"], vec![ints("perm", &[0, 2, 1, 3])]),
-            node("Transpose", &["kh"], &["kt"], vec![ints("perm", &[0, 2, 3, 1])]),
+            node(
+                "Transpose",
+                &["qh"],
+                &["qt"],
+                vec![ints("perm", &[0, 2, 1, 3])],
+            ),
+            node(
+                "Transpose",
+                &["kh"],
+                &["kt"],
+                vec![ints("perm", &[0, 2, 3, 1])],
+            ),
             node("MatMul", &["qt", "kt"], &["s"], vec![]),
             node("Softmax", &["s"], &["a"], vec![int("axis", -1)]),
             node("Unsqueeze", &["a", "ax"], &["u"], vec![]),
             node("Squeeze", &["u", "ax"], &["sq"], vec![]),
-            node("ReduceMean", &["sq"], &["rm"], vec![ints("axes", &[-1]), int("keepdims", 1)]),
+            node(
+                "ReduceMean",
+                &["sq"],
+                &["rm"],
+                vec![ints("axes", &[-1]), int("keepdims", 1)],
+            ),
             node("Concat", &["rm", "rm"], &["cat"], vec![int("axis", -1)]),
             node("Dropout", &["cat"], &["out"], vec![]),
         ],
@@ -210,11 +301,18 @@ pub fn onnx_models() -> Vec<(String, Vec<u8>)> {
             int64s("heads", &[2, 8, 4, 8]),
             int64s("ax", &[1]),
         ],
-        input: vec![ValueInfoProto { name: Some("ids".into()), r#type: int_ids }],
+        input: vec![ValueInfoProto {
+            name: Some("ids".into()),
+            r#type: int_ids,
+        }],
         output: vec![vi("out", &[2, 4, 8, 2])],
         value_info: vec![],
     };
-    vec![("mlp".into(), model("mlp", mlp)), ("cnn".into(), model("cnn", cnn)), ("attention".into(), model("attention", attention))]
+    vec![
+        ("mlp".into(), model("mlp", mlp)),
+        ("cnn".into(), model("cnn", cnn)),
+        ("attention".into(), model("attention", attention)),
+    ]
 }
 
 impl Seeds {
@@ -222,12 +320,27 @@ impl Seeds {
     pub fn builtin() -> Seeds {
         let mut s = Seeds::default();
         let mut workloads: Vec<(String, Workload)> = Vec::new();
-        let example = std::fs::read_to_string(manifest("examples/bert-tiny.json")).expect("the shipped example");
-        workloads.push(("examples/bert-tiny.json".into(), parse_workload(&example).expect("the example is valid")));
+        let example = std::fs::read_to_string(manifest("examples/bert-tiny.json"))
+            .expect("the shipped example");
+        workloads.push((
+            "examples/bert-tiny.json".into(),
+            parse_workload(&example).expect("the example is valid"),
+        ));
         let shapes = [
-            Shape { max_nodes: 6, ..Default::default() },
-            Shape { max_nodes: 12, ..Default::default() },
-            Shape { max_nodes: 25, training: false, tight_memory: false, ..Default::default() },
+            Shape {
+                max_nodes: 6,
+                ..Default::default()
+            },
+            Shape {
+                max_nodes: 12,
+                ..Default::default()
+            },
+            Shape {
+                max_nodes: 25,
+                training: false,
+                tight_memory: false,
+                ..Default::default()
+            },
         ];
         for (i, shape) in shapes.iter().enumerate() {
             let mut found = 0;
@@ -241,16 +354,31 @@ impl Seeds {
                 }
             }
         }
-        workloads.push(("generated/bert-inference".into(), transformer_workload(Style::Bert, false)));
-        workloads.push(("generated/gpt2-training".into(), transformer_workload(Style::Gpt2, true)));
-        workloads.push(("generated/llama-training".into(), transformer_workload(Style::Llama, true)));
+        workloads.push((
+            "generated/bert-inference".into(),
+            transformer_workload(Style::Bert, false),
+        ));
+        workloads.push((
+            "generated/gpt2-training".into(),
+            transformer_workload(Style::Gpt2, true),
+        ));
+        workloads.push((
+            "generated/llama-training".into(),
+            transformer_workload(Style::Llama, true),
+        ));
         for (name, w) in workloads {
             let w = Arc::new(w);
             plans_of(&name, &w, &mut s.placements);
-            s.workloads.push(WorkloadSeed { name, text: workload_to_json(&w).into_bytes() });
+            s.workloads.push(WorkloadSeed {
+                name,
+                text: workload_to_json(&w).into_bytes(),
+            });
         }
         s.onnx = onnx_models();
-        s.profiles = builtin_profiles().into_iter().map(|p| (format!("profile/{}", p.name), p.to_toml().into_bytes())).collect();
+        s.profiles = builtin_profiles()
+            .into_iter()
+            .map(|p| (format!("profile/{}", p.name), p.to_toml().into_bytes()))
+            .collect();
         s
     }
 
@@ -260,7 +388,9 @@ impl Seeds {
         let mut files = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&d) else { continue };
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
             for e in entries.flatten() {
                 let p = e.path();
                 if p.is_dir() {
@@ -273,12 +403,16 @@ impl Seeds {
         files.sort();
         let rel = |p: &Path| p.strip_prefix(dir).unwrap_or(p).display().to_string();
         for p in &files {
-            let Ok(bytes) = std::fs::read(p) else { continue };
+            let Ok(bytes) = std::fs::read(p) else {
+                continue;
+            };
             let name = rel(p);
             match p.extension().and_then(|e| e.to_str()) {
                 Some("onnx") => self.onnx.push((name, bytes)),
                 Some("json") if !name.contains("experts/") => {
-                    let Ok(w) = parse_workload(&String::from_utf8_lossy(&bytes)) else { continue };
+                    let Ok(w) = parse_workload(&String::from_utf8_lossy(&bytes)) else {
+                        continue;
+                    };
                     let w = Arc::new(w);
                     if w.len() <= 400 {
                         plans_of(&name, &w, &mut self.placements);
@@ -287,11 +421,25 @@ impl Seeds {
                 }
                 Some("json") => {
                     // experts/X_expert.json is a split of throughput/layer/X.json.
-                    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("").trim_end_matches("_expert");
-                    let wpath = dir.join("paper/throughput/layer").join(format!("{stem}.json"));
-                    let Ok(wtext) = std::fs::read_to_string(&wpath) else { continue };
-                    let Ok(w) = parse_workload(&wtext) else { continue };
-                    self.placements.push(PlacementSeed { name, workload: Arc::new(w), text: bytes });
+                    let stem = p
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .unwrap_or("")
+                        .trim_end_matches("_expert");
+                    let wpath = dir
+                        .join("paper/throughput/layer")
+                        .join(format!("{stem}.json"));
+                    let Ok(wtext) = std::fs::read_to_string(&wpath) else {
+                        continue;
+                    };
+                    let Ok(w) = parse_workload(&wtext) else {
+                        continue;
+                    };
+                    self.placements.push(PlacementSeed {
+                        name,
+                        workload: Arc::new(w),
+                        text: bytes,
+                    });
                 }
                 _ => {}
             }

@@ -93,7 +93,10 @@ struct GraphFacts<'g> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Imported, ImportError> {
-    let graph = model.graph.as_ref().ok_or_else(|| ImportError::Decode("the file has no graph".into()))?;
+    let graph = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| ImportError::Decode("the file has no graph".into()))?;
     let mut state = ImportState {
         options,
         e: options.dtype.bytes(),
@@ -122,9 +125,14 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
         import_node(index, node, &facts, &mut state)?;
     }
     if state.ops.ops.iter().all(|o| o.is_input) {
-        return Err(ImportError::Model("the graph has no operator that reads a data input".into()));
+        return Err(ImportError::Model(
+            "the graph has no operator that reads a data input".into(),
+        ));
     }
-    Ok(Imported { graph: state.ops, warnings: state.warnings })
+    Ok(Imported {
+        graph: state.ops,
+        warnings: state.warnings,
+    })
 }
 
 /// Step 1: every initializer is a constant tensor.
@@ -132,20 +140,35 @@ fn read_initializers(graph: &GraphProto, state: &mut ImportState) -> Result<(), 
     for init in &graph.initializer {
         let name = init.name.clone().unwrap_or_default();
         let (elem_bytes, is_float) = elem_info(init.data_type.unwrap_or(1), state.e);
-        let shape = dims_of(init).map_err(|m| ImportError::Model(format!("initializer '{name}': {m}")))?;
+        let shape =
+            dims_of(init).map_err(|m| ImportError::Model(format!("initializer '{name}': {m}")))?;
         check_elements(&format!("initializer '{name}'"), &shape)?;
         let ints = tensor_ints(init);
-        state.tensors.insert(name, Tensor { shape, elem_bytes, is_float, constant: true, ints, producer: None });
+        state.tensors.insert(
+            name,
+            Tensor {
+                shape,
+                elem_bytes,
+                is_float,
+                constant: true,
+                ints,
+                producer: None,
+            },
+        );
     }
     Ok(())
 }
 
 /// The fixed first dimension of the first data input, if any: the file's batch.
 fn file_batch(graph: &GraphProto, tensors: &HashMap<String, Tensor>) -> Option<i64> {
-    graph.input.iter().filter(|i| !tensors.contains_key(i.name())).find_map(|i| {
-        let dims = &i.r#type.as_ref()?.tensor_type.as_ref()?.shape.as_ref()?.dim;
-        dims.first()?.dim_value.filter(|&v| v > 0)
-    })
+    graph
+        .input
+        .iter()
+        .filter(|i| !tensors.contains_key(i.name()))
+        .find_map(|i| {
+            let dims = &i.r#type.as_ref()?.tensor_type.as_ref()?.shape.as_ref()?.dim;
+            dims.first()?.dim_value.filter(|&v| v > 0)
+        })
 }
 
 /// Step 2: every data input becomes an `Input` op producing its tensor.
@@ -157,8 +180,15 @@ fn read_inputs(graph: &GraphProto, state: &mut ImportState) -> Result<(), Import
         }
         let tt = input.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());
         let (elem_bytes, is_float) = elem_info(tt.and_then(|t| t.elem_type).unwrap_or(1), state.e);
-        let dims = tt.and_then(|t| t.shape.as_ref()).map(|s| s.dim.clone()).unwrap_or_default();
-        let shape: Vec<usize> = dims.iter().enumerate().map(|(axis, d)| input_dimension(&name, axis, d, state)).collect();
+        let dims = tt
+            .and_then(|t| t.shape.as_ref())
+            .map(|s| s.dim.clone())
+            .unwrap_or_default();
+        let shape: Vec<usize> = dims
+            .iter()
+            .enumerate()
+            .map(|(axis, d)| input_dimension(&name, axis, d, state))
+            .collect();
         check_elements(&format!("input '{name}'"), &shape)?;
         let bytes = numel(&shape) * elem_bytes;
         let producer = state.ops.push(Op {
@@ -170,7 +200,17 @@ fn read_inputs(graph: &GraphProto, state: &mut ImportState) -> Result<(), Import
             layer_id: None,
             is_input: true,
         });
-        state.tensors.insert(name, Tensor { shape, elem_bytes, is_float, constant: false, ints: None, producer: Some(producer) });
+        state.tensors.insert(
+            name,
+            Tensor {
+                shape,
+                elem_bytes,
+                is_float,
+                constant: false,
+                ints: None,
+                producer: Some(producer),
+            },
+        );
     }
     Ok(())
 }
@@ -219,7 +259,10 @@ fn declared_shapes(graph: &GraphProto) -> HashMap<&str, Vec<usize>> {
         .iter()
         .filter_map(|v| {
             let dims = &v.r#type.as_ref()?.tensor_type.as_ref()?.shape.as_ref()?.dim;
-            let shape: Option<Vec<usize>> = dims.iter().map(|d| d.dim_value.filter(|&x| x > 0).map(|x| x as usize)).collect();
+            let shape: Option<Vec<usize>> = dims
+                .iter()
+                .map(|d| d.dim_value.filter(|&x| x > 0).map(|x| x as usize))
+                .collect();
             Some((v.name(), shape?))
         })
         .collect()
@@ -229,12 +272,21 @@ fn declared_shapes(graph: &GraphProto) -> HashMap<&str, Vec<usize>> {
 fn display_name(node: &NodeProto, index: usize, op_type: &str) -> String {
     match node.name.as_deref() {
         Some(n) if !n.is_empty() => n.to_string(),
-        _ => node.output.first().cloned().unwrap_or_else(|| format!("{op_type}_{index}")),
+        _ => node
+            .output
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("{op_type}_{index}")),
     }
 }
 
 /// Step 4 for one node (module documentation).
-fn import_node(index: usize, node: &NodeProto, facts: &GraphFacts, state: &mut ImportState) -> Result<(), ImportError> {
+fn import_node(
+    index: usize,
+    node: &NodeProto,
+    facts: &GraphFacts,
+    state: &mut ImportState,
+) -> Result<(), ImportError> {
     let op_type = node.op_type.clone().unwrap_or_default();
     let display = display_name(node, index, &op_type);
     let inputs = resolve_inputs(node, &display, &op_type, &state.tensors)?;
@@ -257,11 +309,17 @@ fn import_node(index: usize, node: &NodeProto, facts: &GraphFacts, state: &mut I
                     "node '{display}': {reason}; assuming output shape {fallback:?} and a conservative cost (10 FLOPs per output element plus all inputs and outputs moved)"
                 ));
             }
-            (vec![float_tensor(fallback, state.e); node.output.len().max(1)], false)
+            (
+                vec![float_tensor(fallback, state.e); node.output.len().max(1)],
+                false,
+            )
         }
     };
     for t in &outputs {
-        check_elements(&format!("the output of node '{display}' ({op_type})"), &t.shape)?;
+        check_elements(
+            &format!("the output of node '{display}' ({op_type})"),
+            &t.shape,
+        )?;
     }
     if all_constant {
         for (name, mut t) in node.output.iter().zip(outputs) {
@@ -278,9 +336,19 @@ fn import_node(index: usize, node: &NodeProto, facts: &GraphFacts, state: &mut I
         .filter(|(name, _)| facts.consumed.contains(name.as_str()))
         .map(|(_, t)| numel(&t.shape) * t.elem_bytes)
         .sum();
-    let (class, flops, macs) =
-        if known { work_of(&ctx, &outputs) } else { (OpClass::Vector, 10.0 * numel(&outputs[0].shape), 0.0) };
-    let cost = OpCost::from_bytes(class, flops, macs, read.input_bytes, read.param_bytes, output_bytes);
+    let (class, flops, macs) = if known {
+        work_of(&ctx, &outputs)
+    } else {
+        (OpClass::Vector, 10.0 * numel(&outputs[0].shape), 0.0)
+    };
+    let cost = OpCost::from_bytes(
+        class,
+        flops,
+        macs,
+        read.input_bytes,
+        read.param_bytes,
+        output_bytes,
+    );
     let op = Op {
         name: display,
         module: module_of(node),
@@ -327,7 +395,14 @@ fn fallback_shape(node: &NodeProto, inputs: &[Option<&Tensor>], facts: &GraphFac
     node.output
         .first()
         .and_then(|o| facts.declared.get(o.as_str()).cloned())
-        .or_else(|| inputs.iter().flatten().find(|t| !t.constant).or(inputs.iter().flatten().next()).map(|t| t.shape.clone()))
+        .or_else(|| {
+            inputs
+                .iter()
+                .flatten()
+                .find(|t| !t.constant)
+                .or(inputs.iter().flatten().next())
+                .map(|t| t.shape.clone())
+        })
         .unwrap_or_default()
 }
 
@@ -341,8 +416,16 @@ struct ReadBytes {
     producers: Vec<usize>,
 }
 
-fn read_bytes(node: &NodeProto, inputs: &[Option<&Tensor>], charged: &mut HashSet<String>) -> ReadBytes {
-    let mut read = ReadBytes { input_bytes: 0.0, param_bytes: 0.0, producers: Vec::new() };
+fn read_bytes(
+    node: &NodeProto,
+    inputs: &[Option<&Tensor>],
+    charged: &mut HashSet<String>,
+) -> ReadBytes {
+    let mut read = ReadBytes {
+        input_bytes: 0.0,
+        param_bytes: 0.0,
+        producers: Vec::new(),
+    };
     for (name, t) in node.input.iter().zip(inputs) {
         let Some(t) = t else { continue };
         let bytes = numel(&t.shape) * t.elem_bytes;

@@ -64,7 +64,12 @@ pub struct ImportOptions {
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { batch: None, seq: None, dtype: DType::Fp32, training: false }
+        ImportOptions {
+            batch: None,
+            seq: None,
+            dtype: DType::Fp32,
+            training: false,
+        }
     }
 }
 
@@ -97,8 +102,14 @@ pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, ImportError> {
 }
 
 /// Reads and imports an ONNX file.
-pub fn import_file(path: &std::path::Path, options: &ImportOptions) -> Result<Imported, ImportError> {
-    let file_err = |message: String| ImportError::File { path: path.display().to_string(), message };
+pub fn import_file(
+    path: &std::path::Path,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let file_err = |message: String| ImportError::File {
+        path: path.display().to_string(),
+        message,
+    };
     // 2 GiB: protobuf's limit on one message (larger models keep weights in external files).
     let bytes = crate::io::read_input(path, 2 << 30).map_err(file_err)?;
     let model = decode_model(&bytes).map_err(|e| file_err(e.to_string()))?;
@@ -118,7 +129,19 @@ mod tests {
                     shape: Some(TensorShapeProto {
                         dim: dims
                             .iter()
-                            .map(|&d| if d > 0 { Dimension { dim_value: Some(d), dim_param: None } } else { Dimension { dim_value: None, dim_param: Some("N".into()) } })
+                            .map(|&d| {
+                                if d > 0 {
+                                    Dimension {
+                                        dim_value: Some(d),
+                                        dim_param: None,
+                                    }
+                                } else {
+                                    Dimension {
+                                        dim_value: None,
+                                        dim_param: Some("N".into()),
+                                    }
+                                }
+                            })
                             .collect(),
                     }),
                 }),
@@ -139,11 +162,21 @@ mod tests {
     }
 
     fn ints(name: &str, v: &[i64]) -> AttributeProto {
-        AttributeProto { name: Some(name.into()), ints: v.to_vec(), ..Default::default() }
+        AttributeProto {
+            name: Some(name.into()),
+            ints: v.to_vec(),
+            ..Default::default()
+        }
     }
 
     fn shape_init(name: &str, v: &[i64]) -> TensorProto {
-        TensorProto { dims: vec![v.len() as i64], data_type: Some(7), int64_data: v.to_vec(), name: Some(name.into()), ..Default::default() }
+        TensorProto {
+            dims: vec![v.len() as i64],
+            data_type: Some(7),
+            int64_data: v.to_vec(),
+            name: Some(name.into()),
+            ..Default::default()
+        }
     }
 
     /// x (N×3×8×8) → Conv 3×3 pad 1 (weights from ConstantOfShape) → Relu → Frobnicate →
@@ -152,16 +185,27 @@ mod tests {
         ModelProto {
             ir_version: Some(4),
             producer_name: None,
-            opset_import: vec![OperatorSetIdProto { domain: None, version: Some(9) }],
+            opset_import: vec![OperatorSetIdProto {
+                domain: None,
+                version: Some(9),
+            }],
             graph: Some(GraphProto {
                 name: Some("tiny".into()),
-                initializer: vec![shape_init("w_shape", &[4, 3, 3, 3]), shape_init("flat", &[1, -1])],
+                initializer: vec![
+                    shape_init("w_shape", &[4, 3, 3, 3]),
+                    shape_init("flat", &[1, -1]),
+                ],
                 input: vec![vi("x", &[1, 3, 8, 8])],
                 output: vec![vi("out", &[1, 256])],
                 value_info: vec![],
                 node: vec![
                     node("ConstantOfShape", &["w_shape"], &["w"], vec![]),
-                    node("Conv", &["x", "w"], &["c"], vec![ints("kernel_shape", &[3, 3]), ints("pads", &[1, 1, 1, 1])]),
+                    node(
+                        "Conv",
+                        &["x", "w"],
+                        &["c"],
+                        vec![ints("kernel_shape", &[3, 3]), ints("pads", &[1, 1, 1, 1])],
+                    ),
                     node("Relu", &["c"], &["r"], vec![]),
                     node("Frobnicate", &["r"], &["f"], vec![]),
                     node("Reshape", &["f", "flat"], &["out"], vec![]),
@@ -183,10 +227,17 @@ mod tests {
         assert_eq!(conv.param_bytes, 108.0 * 4.0);
         assert_eq!(g.ops[1].inputs, vec![0]);
         assert_eq!(imported.warnings.len(), 1);
-        assert!(imported.warnings[0].contains("Frobnicate"), "{:?}", imported.warnings);
+        assert!(
+            imported.warnings[0].contains("Frobnicate"),
+            "{:?}",
+            imported.warnings
+        );
         assert_eq!(g.ops[3].cost.flops, 2560.0);
         // Batch 8: the Reshape's literal 1 is read as the batch.
-        let opts = ImportOptions { batch: Some(8), ..Default::default() };
+        let opts = ImportOptions {
+            batch: Some(8),
+            ..Default::default()
+        };
         let g8 = import_model(&model, &opts).unwrap().graph;
         assert_eq!(g8.ops[4].cost.output_bytes, 8.0 * 256.0 * 4.0);
         assert_eq!(g8.macs(), 8.0 * g.macs());
@@ -197,7 +248,9 @@ mod tests {
         assert!(decode_model(b"definitely not protobuf \xff\xff\xff").is_err());
         let mut m = tiny_model();
         m.graph.as_mut().unwrap().node.remove(0);
-        let err = import_model(&m, &ImportOptions::default()).unwrap_err().to_string();
+        let err = import_model(&m, &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("reads 'w'"), "{err}");
     }
 }

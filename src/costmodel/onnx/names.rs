@@ -32,7 +32,10 @@ pub const NAME_SCOPES_KEY: &str = "pkg.torch.onnx.name_scopes";
 
 /// The module path of `node` (module documentation), or `None`.
 pub fn module_of(node: &NodeProto) -> Option<String> {
-    let scopes = node.metadata_props.iter().find(|p| p.key.as_deref() == Some(NAME_SCOPES_KEY));
+    let scopes = node
+        .metadata_props
+        .iter()
+        .find(|p| p.key.as_deref() == Some(NAME_SCOPES_KEY));
     if let Some(value) = scopes.and_then(|p| p.value.as_deref()) {
         return module_from_name_scopes(value);
     }
@@ -48,8 +51,13 @@ pub fn module_from_scoped_name(name: &str) -> Option<String> {
         if scope.is_empty() || scope.split('.').any(str::is_empty) {
             return None;
         }
-        let (head, numbers) = scope.split_once('.').map_or((scope, ""), |(h, rest)| (h, rest));
-        let numbered = !numbers.is_empty() && numbers.split('.').all(|a| a.bytes().all(|b| b.is_ascii_digit()));
+        let (head, numbers) = scope
+            .split_once('.')
+            .map_or((scope, ""), |(h, rest)| (h, rest));
+        let numbered = !numbers.is_empty()
+            && numbers
+                .split('.')
+                .all(|a| a.bytes().all(|b| b.is_ascii_digit()));
         match last_word(&path) {
             Some((word, end)) if numbered && word == head => {
                 path.truncate(end);
@@ -86,7 +94,9 @@ pub fn module_from_name_scopes(value: &str) -> Option<String> {
         .split(',')
         .map(|e| {
             let e = e.trim();
-            e.strip_prefix('\'').and_then(|e| e.strip_suffix('\'')).or_else(|| e.strip_prefix('"')?.strip_suffix('"'))
+            e.strip_prefix('\'')
+                .and_then(|e| e.strip_suffix('\''))
+                .or_else(|| e.strip_prefix('"')?.strip_suffix('"'))
         })
         .collect::<Option<_>>()?;
     match entries.as_slice() {
@@ -103,15 +113,36 @@ mod tests {
     #[test]
     fn pytorch_scoped_names() {
         let cases = [
-            ("/model/layers.3/self_attn/q_proj/MatMul", Some("model.layers.3.self_attn.q_proj")),
-            ("/model/layers.3/self_attn/MatMul_1", Some("model.layers.3.self_attn")),
-            ("/model/layers.11/mlp/act_fn/Sigmoid", Some("model.layers.11.mlp.act_fn")),
-            ("/bert/encoder/layer.3/attention/self/query/MatMul", Some("bert.encoder.layer.3.attention.self.query")),
-            ("/transformer/h.3/attn/c_attn/Gemm", Some("transformer.h.3.attn.c_attn")),
+            (
+                "/model/layers.3/self_attn/q_proj/MatMul",
+                Some("model.layers.3.self_attn.q_proj"),
+            ),
+            (
+                "/model/layers.3/self_attn/MatMul_1",
+                Some("model.layers.3.self_attn"),
+            ),
+            (
+                "/model/layers.11/mlp/act_fn/Sigmoid",
+                Some("model.layers.11.mlp.act_fn"),
+            ),
+            (
+                "/bert/encoder/layer.3/attention/self/query/MatMul",
+                Some("bert.encoder.layer.3.attention.self.query"),
+            ),
+            (
+                "/transformer/h.3/attn/c_attn/Gemm",
+                Some("transformer.h.3.attn.c_attn"),
+            ),
             ("/layer1/layer1.0/conv1/Conv", Some("layer1.0.conv1")),
-            ("/model/layer1/layer1.0/downsample/downsample.0/Conv", Some("model.layer1.0.downsample.0")),
+            (
+                "/model/layer1/layer1.0/downsample/downsample.0/Conv",
+                Some("model.layer1.0.downsample.0"),
+            ),
             ("/blocks.3/mlp/mlp.2/MatMul", Some("blocks.3.mlp.2")),
-            ("/features/features.0/features.0.1/Conv", Some("features.0.1")),
+            (
+                "/features/features.0/features.0.1/Conv",
+                Some("features.0.1"),
+            ),
             ("/lm_head/MatMul", Some("lm_head")),
             ("/Add", None),
             ("n17", None),
@@ -127,17 +158,26 @@ mod tests {
     #[test]
     fn dynamo_name_scopes() {
         let v = "['', 'model', 'model.layers.3', 'model.layers.3.self_attn', 'model.layers.3.self_attn.q_proj', 'linear_8']";
-        assert_eq!(module_from_name_scopes(v).as_deref(), Some("model.layers.3.self_attn.q_proj"));
+        assert_eq!(
+            module_from_name_scopes(v).as_deref(),
+            Some("model.layers.3.self_attn.q_proj")
+        );
         assert_eq!(module_from_name_scopes("['', 'add_3']"), None);
         assert_eq!(module_from_name_scopes("not a list"), None);
         // The metadata wins over the node name.
         let node = NodeProto {
             name: Some("/x/Add".into()),
-            metadata_props: vec![StringStringEntryProto { key: Some(NAME_SCOPES_KEY.into()), value: Some("['', 'a', 'a.b', 'add']".into()) }],
+            metadata_props: vec![StringStringEntryProto {
+                key: Some(NAME_SCOPES_KEY.into()),
+                value: Some("['', 'a', 'a.b', 'add']".into()),
+            }],
             ..Default::default()
         };
         assert_eq!(module_of(&node).as_deref(), Some("a.b"));
-        let node = NodeProto { name: Some("/x/Add".into()), ..Default::default() };
+        let node = NodeProto {
+            name: Some("/x/Add".into()),
+            ..Default::default()
+        };
         assert_eq!(module_of(&node).as_deref(), Some("x"));
     }
 }

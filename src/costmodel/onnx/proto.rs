@@ -157,11 +157,11 @@ pub struct Dimension {
 /// the chosen dtype's size, whatever the file stores.
 pub(super) fn elem_info(data_type: i32, e: f64) -> (f64, bool) {
     match data_type {
-        1 | 10 | 11 | 16 => (e, true),        // FLOAT, FLOAT16, DOUBLE, BFLOAT16
-        2 | 3 | 9 => (1.0, false),            // UINT8, INT8, BOOL
-        4 | 5 => (2.0, false),                // UINT16, INT16
-        6 | 12 => (4.0, false),               // INT32, UINT32
-        7 | 13 => (8.0, false),               // INT64, UINT64
+        1 | 10 | 11 | 16 => (e, true), // FLOAT, FLOAT16, DOUBLE, BFLOAT16
+        2 | 3 | 9 => (1.0, false),     // UINT8, INT8, BOOL
+        4 | 5 => (2.0, false),         // UINT16, INT16
+        6 | 12 => (4.0, false),        // INT32, UINT32
+        7 | 13 => (8.0, false),        // INT64, UINT64
         _ => (e, true),
     }
 }
@@ -173,7 +173,9 @@ pub(super) fn tensor_ints(t: &TensorProto) -> Option<Vec<i64>> {
                 Some(t.int64_data.clone())
             } else {
                 t.raw_data.as_ref().map(|r| {
-                    r.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+                    r.chunks_exact(8)
+                        .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+                        .collect()
                 })
             }
         }
@@ -182,7 +184,9 @@ pub(super) fn tensor_ints(t: &TensorProto) -> Option<Vec<i64>> {
                 Some(t.int32_data.iter().map(|&x| x as i64).collect())
             } else {
                 t.raw_data.as_ref().map(|r| {
-                    r.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as i64).collect()
+                    r.chunks_exact(4)
+                        .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as i64)
+                        .collect()
                 })
             }
         }
@@ -191,6 +195,8 @@ pub(super) fn tensor_ints(t: &TensorProto) -> Option<Vec<i64>> {
 }
 
 pub(super) fn dims_of(t: &TensorProto) -> Result<Vec<usize>, String> {
-    t.dims.iter().map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}"))).collect()
+    t.dims
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}")))
+        .collect()
 }
-

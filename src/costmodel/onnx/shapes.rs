@@ -41,7 +41,14 @@ pub(super) struct Tensor {
 
 /// A non-constant float tensor of `shape` with `e`-byte elements.
 pub(super) fn float_tensor(shape: Vec<usize>, e: f64) -> Tensor {
-    Tensor { shape, elem_bytes: e, is_float: true, constant: false, ints: None, producer: None }
+    Tensor {
+        shape,
+        elem_bytes: e,
+        is_float: true,
+        constant: false,
+        ints: None,
+        producer: None,
+    }
 }
 
 /// Attributes of one node, by name.
@@ -58,7 +65,9 @@ impl Attrs<'_> {
         self.get(name).map(|a| a.ints.clone())
     }
     pub fn string(&self, name: &str) -> Option<String> {
-        self.get(name).and_then(|a| a.s.as_ref()).map(|s| String::from_utf8_lossy(s).into_owned())
+        self.get(name)
+            .and_then(|a| a.s.as_ref())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
     }
 }
 
@@ -76,7 +85,11 @@ pub(super) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub fn input(&self, i: usize) -> Result<&Tensor, String> {
-        self.inputs.get(i).copied().flatten().ok_or_else(|| format!("{} needs input #{i}", self.op_type))
+        self.inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| format!("{} needs input #{i}", self.op_type))
     }
     pub fn shape(&self, i: usize) -> Result<&[usize], String> {
         Ok(&self.input(i)?.shape)
@@ -111,9 +124,12 @@ pub(super) fn infer(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
         "GlobalAveragePool" | "GlobalMaxPool" => global_pool(ctx),
         "Gemm" => gemm(ctx),
         "MatMul" => matmul(ctx),
-        "BatchNormalization" | "InstanceNormalization" | "LayerNormalization" | "LRN" | "Softmax" | "LogSoftmax" => {
-            Ok(vec![ctx.like(ctx.shape(0)?.to_vec())])
-        }
+        "BatchNormalization"
+        | "InstanceNormalization"
+        | "LayerNormalization"
+        | "LRN"
+        | "Softmax"
+        | "LogSoftmax" => Ok(vec![ctx.like(ctx.shape(0)?.to_vec())]),
         "Dropout" => dropout(ctx),
         "Flatten" => flatten(ctx),
         "Reshape" => reshape(ctx),
@@ -146,7 +162,12 @@ fn unary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
 
 /// Broadcast of every present input.
 fn binary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
-    let shapes: Vec<&[usize]> = ctx.inputs.iter().flatten().map(|t| t.shape.as_slice()).collect();
+    let shapes: Vec<&[usize]> = ctx
+        .inputs
+        .iter()
+        .flatten()
+        .map(|t| t.shape.as_slice())
+        .collect();
     Ok(vec![ctx.like(broadcast(&shapes)?)])
 }
 
@@ -174,24 +195,58 @@ pub(super) fn broadcast(shapes: &[&[usize]]) -> Result<Vec<usize>, String> {
 fn constant(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let tensor = match ctx.op_type {
         "Constant" => {
-            let t = ctx.attrs.get("value").and_then(|a| a.t.as_ref()).ok_or("Constant without a tensor value")?;
+            let t = ctx
+                .attrs
+                .get("value")
+                .and_then(|a| a.t.as_ref())
+                .ok_or("Constant without a tensor value")?;
             let (elem_bytes, is_float) = elem_info(t.data_type.unwrap_or(1), ctx.e);
-            Tensor { shape: dims_of(t)?, elem_bytes, is_float, constant: true, ints: tensor_ints(t), producer: None }
+            Tensor {
+                shape: dims_of(t)?,
+                elem_bytes,
+                is_float,
+                constant: true,
+                ints: tensor_ints(t),
+                producer: None,
+            }
         }
         "ConstantOfShape" => {
-            let dims = ctx.input(0)?.ints.clone().ok_or("ConstantOfShape of a shape that is not a constant")?;
+            let dims = ctx
+                .input(0)?
+                .ints
+                .clone()
+                .ok_or("ConstantOfShape of a shape that is not a constant")?;
             let shape = dims
                 .iter()
                 .map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}")))
                 .collect::<Result<_, _>>()?;
-            let dtype = ctx.attrs.get("value").and_then(|a| a.t.as_ref()).and_then(|t| t.data_type).unwrap_or(1);
+            let dtype = ctx
+                .attrs
+                .get("value")
+                .and_then(|a| a.t.as_ref())
+                .and_then(|t| t.data_type)
+                .unwrap_or(1);
             let (elem_bytes, is_float) = elem_info(dtype, ctx.e);
-            Tensor { shape, elem_bytes, is_float, constant: true, ints: None, producer: None }
+            Tensor {
+                shape,
+                elem_bytes,
+                is_float,
+                constant: true,
+                ints: None,
+                producer: None,
+            }
         }
         _ => {
             let s = ctx.shape(0)?;
             let ints = s.iter().map(|&d| d as i64).collect();
-            Tensor { shape: vec![s.len()], elem_bytes: 8.0, is_float: false, constant: true, ints: Some(ints), producer: None }
+            Tensor {
+                shape: vec![s.len()],
+                elem_bytes: 8.0,
+                is_float: false,
+                constant: true,
+                ints: Some(ints),
+                producer: None,
+            }
         }
     };
     Ok(vec![tensor])
@@ -207,7 +262,10 @@ fn conv(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     }
     let group = ctx.attrs.int("group", 1).max(1) as usize;
     if w[1] * group != x[1] {
-        return Err(format!("Conv weight {w:?} with {group} groups does not match input channels {}", x[1]));
+        return Err(format!(
+            "Conv weight {w:?} with {group} groups does not match input channels {}",
+            x[1]
+        ));
     }
     let kernel: Vec<usize> = w[2..].to_vec();
     let mut out = vec![x[0], w[0]];
@@ -218,8 +276,13 @@ fn conv(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
 /// (N, C, x₁, …) → (N, C, o₁, …); MaxPool also has an 8-byte index output.
 fn pool(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
-    let kernel: Vec<usize> =
-        ctx.attrs.ints("kernel_shape").ok_or("pooling without kernel_shape")?.iter().map(|&k| k.max(1) as usize).collect();
+    let kernel: Vec<usize> = ctx
+        .attrs
+        .ints("kernel_shape")
+        .ok_or("pooling without kernel_shape")?
+        .iter()
+        .map(|&k| k.max(1) as usize)
+        .collect();
     // spatial_out checks the rank (2 + the kernel's) before x[0], x[1] are read.
     let spatial = spatial_out(ctx, x, &kernel)?;
     let mut out = vec![x[0], x[1]];
@@ -242,15 +305,27 @@ fn global_pool(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
 
 /// Spatial output sizes of Conv and pooling: `floor((x + p_b + p_e − dil·(k−1) − 1) / s) + 1`
 /// (ceil with `ceil_mode`), or `ceil(x / s)` for `SAME_*` auto padding.
-pub(super) fn spatial_out(ctx: &Ctx, input: &[usize], kernel: &[usize]) -> Result<Vec<usize>, String> {
+pub(super) fn spatial_out(
+    ctx: &Ctx,
+    input: &[usize],
+    kernel: &[usize],
+) -> Result<Vec<usize>, String> {
     let n = kernel.len();
     if input.len() != n + 2 {
-        return Err(format!("{} input of rank {} with a {}-d kernel", ctx.op_type, input.len(), n));
+        return Err(format!(
+            "{} input of rank {} with a {}-d kernel",
+            ctx.op_type,
+            input.len(),
+            n
+        ));
     }
     let strides = ctx.attrs.ints("strides").unwrap_or_else(|| vec![1; n]);
     let dilations = ctx.attrs.ints("dilations").unwrap_or_else(|| vec![1; n]);
     let pads = ctx.attrs.ints("pads").unwrap_or_else(|| vec![0; 2 * n]);
-    let auto_pad = ctx.attrs.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
+    let auto_pad = ctx
+        .attrs
+        .string("auto_pad")
+        .unwrap_or_else(|| "NOTSET".into());
     let ceil_mode = ctx.attrs.int("ceil_mode", 0) == 1;
     if strides.len() != n || dilations.len() != n || pads.len() != 2 * n {
         return Err("strides, dilations or pads do not match the kernel rank".into());
@@ -288,8 +363,16 @@ fn gemm(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     if a.len() != 2 || b.len() != 2 {
         return Err(format!("Gemm of {a:?} and {b:?}"));
     }
-    let m = if ctx.attrs.int("transA", 0) == 1 { a[1] } else { a[0] };
-    let n = if ctx.attrs.int("transB", 0) == 1 { b[0] } else { b[1] };
+    let m = if ctx.attrs.int("transA", 0) == 1 {
+        a[1]
+    } else {
+        a[0]
+    };
+    let n = if ctx.attrs.int("transB", 0) == 1 {
+        b[0]
+    } else {
+        b[1]
+    };
     Ok(vec![ctx.like(vec![m, n])])
 }
 
@@ -307,10 +390,20 @@ fn matmul(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
         r => (b[r - 2], Some(b[r - 1])),
     };
     if k1 != k2 {
-        return Err(format!("MatMul of {a:?} and {b:?}: inner dimensions differ"));
+        return Err(format!(
+            "MatMul of {a:?} and {b:?}: inner dimensions differ"
+        ));
     }
-    let batch_a = if a.len() > 2 { &a[..a.len() - 2] } else { &[][..] };
-    let batch_b = if b.len() > 2 { &b[..b.len() - 2] } else { &[][..] };
+    let batch_a = if a.len() > 2 {
+        &a[..a.len() - 2]
+    } else {
+        &[][..]
+    };
+    let batch_b = if b.len() > 2 {
+        &b[..b.len() - 2]
+    } else {
+        &[][..]
+    };
     let mut out = broadcast(&[batch_a, batch_b])?;
     out.extend(m);
     out.extend(n);
@@ -334,7 +427,10 @@ fn dropout(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
 fn flatten(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
     let axis = axis_index(ctx.attrs.int("axis", 1), x.len())?;
-    Ok(vec![ctx.like(vec![x[..axis].iter().product(), x[axis..].iter().product()])])
+    Ok(vec![ctx.like(vec![
+        x[..axis].iter().product(),
+        x[axis..].iter().product(),
+    ])])
 }
 
 /// The target shape (input #1, or the opset-1 `shape` attribute): `0` copies the input's
@@ -344,7 +440,10 @@ fn reshape(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
     let mut target = match ctx.input(1).ok().and_then(|t| t.ints.clone()) {
         Some(t) => t,
-        None => ctx.attrs.ints("shape").ok_or("Reshape to a shape that is not a constant")?,
+        None => ctx
+            .attrs
+            .ints("shape")
+            .ok_or("Reshape to a shape that is not a constant")?,
     };
     if let Some((file_batch, batch)) = ctx.batch_override {
         if target.first() == Some(&file_batch) && x.first() == Some(&batch) {
@@ -356,7 +455,10 @@ fn reshape(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let mut unknown = None;
     for (i, &d) in target.iter().enumerate() {
         match d {
-            0 => out.push(*x.get(i).ok_or("Reshape copies a dimension the input lacks")?),
+            0 => out.push(
+                *x.get(i)
+                    .ok_or("Reshape copies a dimension the input lacks")?,
+            ),
             -1 => {
                 unknown = Some(i);
                 out.push(1);
@@ -379,7 +481,9 @@ fn reshape(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
 
 /// Axes from the attribute (opset < 13) or input #1 (opset 13).
 fn squeeze_axes(ctx: &Ctx) -> Option<Vec<i64>> {
-    ctx.attrs.ints("axes").or_else(|| ctx.input(1).ok().and_then(|t| t.ints.clone()))
+    ctx.attrs
+        .ints("axes")
+        .or_else(|| ctx.input(1).ok().and_then(|t| t.ints.clone()))
 }
 
 /// Inserts a 1 at every axis (axes index the output).
@@ -387,7 +491,10 @@ fn unsqueeze(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
     let axes = squeeze_axes(ctx).ok_or("Unsqueeze without axes")?;
     let rank = x.len() + axes.len();
-    let mut axes: Vec<usize> = axes.iter().map(|&a| axis_index(a, rank)).collect::<Result<_, _>>()?;
+    let mut axes: Vec<usize> = axes
+        .iter()
+        .map(|&a| axis_index(a, rank))
+        .collect::<Result<_, _>>()?;
     axes.sort_unstable();
     let mut out = x.to_vec();
     for a in axes {
@@ -404,8 +511,15 @@ fn squeeze(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
     let out = match squeeze_axes(ctx) {
         Some(axes) => {
-            let axes: Vec<usize> = axes.iter().map(|&a| axis_index(a, x.len())).collect::<Result<_, _>>()?;
-            x.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect()
+            let axes: Vec<usize> = axes
+                .iter()
+                .map(|&a| axis_index(a, x.len()))
+                .collect::<Result<_, _>>()?;
+            x.iter()
+                .enumerate()
+                .filter(|(i, _)| !axes.contains(i))
+                .map(|(_, &d)| d)
+                .collect()
         }
         None => x.iter().copied().filter(|&d| d != 1).collect(),
     };
@@ -421,7 +535,10 @@ fn transpose(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
         Some(p) => p.iter().map(|&i| i as usize).collect(),
         None => (0..x.len()).rev().collect(),
     };
-    let out = perm.iter().map(|&i| x.get(i).copied().ok_or("Transpose perm out of range")).collect::<Result<_, _>>()?;
+    let out = perm
+        .iter()
+        .map(|&i| x.get(i).copied().ok_or("Transpose perm out of range"))
+        .collect::<Result<_, _>>()?;
     Ok(vec![ctx.like(out)])
 }
 
@@ -442,7 +559,13 @@ fn concat(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     }
     let mut t = ctx.like(out);
     if ctx.inputs.iter().flatten().all(|t| t.ints.is_some()) {
-        t.ints = Some(ctx.inputs.iter().flatten().flat_map(|t| t.ints.clone().unwrap_or_default()).collect());
+        t.ints = Some(
+            ctx.inputs
+                .iter()
+                .flatten()
+                .flat_map(|t| t.ints.clone().unwrap_or_default())
+                .collect(),
+        );
     }
     Ok(vec![t])
 }
@@ -470,11 +593,23 @@ fn reduce(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
     let keep = ctx.attrs.int("keepdims", 1) == 1;
     let axes: Vec<usize> = match ctx.attrs.ints("axes") {
-        Some(a) => a.iter().map(|&a| axis_index(a, x.len())).collect::<Result<_, _>>()?,
+        Some(a) => a
+            .iter()
+            .map(|&a| axis_index(a, x.len()))
+            .collect::<Result<_, _>>()?,
         None => (0..x.len()).collect(),
     };
-    let out =
-        x.iter().enumerate().filter_map(|(i, &d)| if axes.contains(&i) { keep.then_some(1) } else { Some(d) }).collect();
+    let out = x
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &d)| {
+            if axes.contains(&i) {
+                keep.then_some(1)
+            } else {
+                Some(d)
+            }
+        })
+        .collect();
     Ok(vec![ctx.like(out)])
 }
 
@@ -492,21 +627,42 @@ mod tests {
     use super::*;
 
     fn ints(name: &str, v: &[i64]) -> AttributeProto {
-        AttributeProto { name: Some(name.into()), ints: v.to_vec(), ..Default::default() }
+        AttributeProto {
+            name: Some(name.into()),
+            ints: v.to_vec(),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn conv_and_pool_output_sizes() {
-        let attrs = [ints("strides", &[2, 2]), ints("pads", &[3, 3, 3, 3]), ints("kernel_shape", &[7, 7])];
+        let attrs = [
+            ints("strides", &[2, 2]),
+            ints("pads", &[3, 3, 3, 3]),
+            ints("kernel_shape", &[7, 7]),
+        ];
         let a = Attrs(&attrs);
         let x = float_tensor(vec![1, 3, 224, 224], 4.0);
         let inputs = [Some(&x)];
-        let ctx = Ctx { op_type: "MaxPool", attrs: &a, inputs: &inputs, batch_override: None, training: false, e: 4.0 };
-        assert_eq!(spatial_out(&ctx, &x.shape, &[7, 7]).unwrap(), vec![112, 112]);
+        let ctx = Ctx {
+            op_type: "MaxPool",
+            attrs: &a,
+            inputs: &inputs,
+            batch_override: None,
+            training: false,
+            e: 4.0,
+        };
+        assert_eq!(
+            spatial_out(&ctx, &x.shape, &[7, 7]).unwrap(),
+            vec![112, 112]
+        );
         // The MaxPool's (value, index) outputs.
         let outs = infer(&ctx).unwrap();
         assert_eq!(outs.len(), 2);
-        assert_eq!((outs[0].shape.clone(), outs[1].elem_bytes), (vec![1, 3, 112, 112], 8.0));
+        assert_eq!(
+            (outs[0].shape.clone(), outs[1].elem_bytes),
+            (vec![1, 3, 112, 112], 8.0)
+        );
         assert_eq!(broadcast(&[&[8, 1, 3], &[4, 1]]).unwrap(), vec![8, 4, 3]);
         assert!(broadcast(&[&[2, 3], &[4, 3]]).is_err());
     }
@@ -519,12 +675,24 @@ mod tests {
         let mut target = float_tensor(vec![3], 4.0);
         target.ints = Some(vec![0, -1, 5]);
         let inputs = [Some(&x), Some(&target)];
-        let ctx = |op| Ctx { op_type: op, attrs: &a, inputs: &inputs, batch_override: None, training: false, e: 4.0 };
+        let ctx = |op| Ctx {
+            op_type: op,
+            attrs: &a,
+            inputs: &inputs,
+            batch_override: None,
+            training: false,
+            e: 4.0,
+        };
         assert_eq!(infer(&ctx("Reshape")).unwrap()[0].shape, vec![2, 12, 5]);
         assert_eq!(infer(&ctx("Flatten")).unwrap()[0].shape, vec![2, 60]);
         assert_eq!(infer(&ctx("Transpose")).unwrap()[0].shape, vec![5, 4, 3, 2]);
         // Opset-13 Unsqueeze with axes [0, -1, 5] (input #1) on a 4-d input: rank 7.
-        assert_eq!(infer(&ctx("Unsqueeze")).unwrap()[0].shape, vec![1, 2, 3, 4, 5, 1, 1]);
-        assert!(infer(&ctx("Frobnicate")).unwrap_err().contains("unknown operator"));
+        assert_eq!(
+            infer(&ctx("Unsqueeze")).unwrap()[0].shape,
+            vec![1, 2, 3, 4, 5, 1, 1]
+        );
+        assert!(infer(&ctx("Frobnicate"))
+            .unwrap_err()
+            .contains("unknown operator"));
     }
 }

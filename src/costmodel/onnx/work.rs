@@ -55,8 +55,10 @@ pub(super) const UNARY: &[(&str, f64)] = &[
 
 /// Broadcasting elementwise operators (PRelu is priced as unary: [`UNARY`] is looked up
 /// first).
-pub(super) const BINARY: &[&str] =
-    &["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Greater", "Less", "And", "Or", "Where", "PRelu"];
+pub(super) const BINARY: &[&str] = &[
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Greater", "Less",
+    "And", "Or", "Where", "PRelu",
+];
 
 /// (class, FLOPs, MACs) of a node (module documentation).
 pub(super) fn work_of(ctx: &Ctx, outputs: &[Tensor]) -> (OpClass, f64, f64) {
@@ -68,20 +70,36 @@ pub(super) fn work_of(ctx: &Ctx, outputs: &[Tensor]) -> (OpClass, f64, f64) {
     }
     if BINARY.contains(&op) {
         let j = ctx.inputs.iter().flatten().count() as f64;
-        let per = if op == "Sum" || op == "Mean" { (j - 1.0).max(1.0) } else { 1.0 };
+        let per = if op == "Sum" || op == "Mean" {
+            (j - 1.0).max(1.0)
+        } else {
+            1.0
+        };
         return parts(operators::elementwise(y, j * y, per, 0.0, e));
     }
     match op {
         "Conv" | "Gemm" | "MatMul" => matrix_product(ctx, outputs),
         "MaxPool" | "AveragePool" | "LpPool" => {
-            let window: f64 = ctx.attrs.ints("kernel_shape").unwrap_or_default().iter().map(|&k| k as f64).product();
-            parts(operators::pool(&input_shape(ctx, 0), &outputs[0].shape, window, e))
+            let window: f64 = ctx
+                .attrs
+                .ints("kernel_shape")
+                .unwrap_or_default()
+                .iter()
+                .map(|&k| k as f64)
+                .product();
+            parts(operators::pool(
+                &input_shape(ctx, 0),
+                &outputs[0].shape,
+                window,
+                e,
+            ))
         }
-        "GlobalAveragePool" | "GlobalMaxPool" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" => {
-            (OpClass::Vector, numel(&input_shape(ctx, 0)), 0.0)
-        }
+        "GlobalAveragePool" | "GlobalMaxPool" | "ReduceMean" | "ReduceSum" | "ReduceMax"
+        | "ReduceMin" => (OpClass::Vector, numel(&input_shape(ctx, 0)), 0.0),
         "BatchNormalization" => parts(operators::normalization(y, 0.0, ctx.training, e)),
-        "InstanceNormalization" | "LayerNormalization" => parts(operators::normalization(y, 0.0, true, e)),
+        "InstanceNormalization" | "LayerNormalization" => {
+            parts(operators::normalization(y, 0.0, true, e))
+        }
         "LRN" => parts(operators::lrn(y, ctx.attrs.int("size", 5) as f64, e)),
         "Softmax" | "LogSoftmax" => parts(operators::softmax(y, e)),
         // Inference dropout is the identity (data movement); training draws a mask and scales.
@@ -95,10 +113,20 @@ fn matrix_product(ctx: &Ctx, outputs: &[Tensor]) -> (OpClass, f64, f64) {
     let has = |i: usize| ctx.inputs.get(i).copied().flatten().is_some();
     let out = &outputs[0].shape;
     match ctx.op_type {
-        "Conv" => parts(operators::conv(&input_shape(ctx, 0), &input_shape(ctx, 1), out, has(2), ctx.e)),
+        "Conv" => parts(operators::conv(
+            &input_shape(ctx, 0),
+            &input_shape(ctx, 1),
+            out,
+            has(2),
+            ctx.e,
+        )),
         "Gemm" => {
             let a = input_shape(ctx, 0);
-            let k = if ctx.attrs.int("transA", 0) == 1 { a[0] } else { a[1] };
+            let k = if ctx.attrs.int("transA", 0) == 1 {
+                a[0]
+            } else {
+                a[1]
+            };
             parts(operators::matmul(1, out[0], k, out[1], has(2), true, ctx.e))
         }
         _ => {
@@ -111,7 +139,10 @@ fn matrix_product(ctx: &Ctx, outputs: &[Tensor]) -> (OpClass, f64, f64) {
 
 /// The shape of input `i`, which shape inference has already required to exist.
 fn input_shape(ctx: &Ctx, i: usize) -> Vec<usize> {
-    ctx.inputs[i].expect("shape inference succeeded, so the input exists").shape.clone()
+    ctx.inputs[i]
+        .expect("shape inference succeeded, so the input exists")
+        .shape
+        .clone()
 }
 
 fn parts(c: OpCost) -> (OpClass, f64, f64) {

@@ -42,7 +42,12 @@ impl Scale {
     /// A time axis in ms covering `[0, max_ms]`, rounded up to a whole step.
     pub fn time(max_ms: f64) -> Scale {
         let step = nice_step(max_ms, 6);
-        Scale { max: (max_ms / step).ceil().max(1.0) * step, unit_size: 1.0, unit: "ms", step }
+        Scale {
+            max: (max_ms / step).ceil().max(1.0) * step,
+            unit_size: 1.0,
+            unit: "ms",
+            step,
+        }
     }
 
     /// A memory axis covering `[0, max_bytes]` in the binary unit that fits.
@@ -50,18 +55,29 @@ impl Scale {
         let (unit_size, unit) = byte_unit(max_bytes);
         let shown = max_bytes / unit_size;
         let step = nice_step(shown, 5);
-        Scale { max: (shown / step).ceil().max(1.0) * step * unit_size, unit_size, unit, step }
+        Scale {
+            max: (shown / step).ceil().max(1.0) * step * unit_size,
+            unit_size,
+            unit,
+            step,
+        }
     }
 
     /// Tick values in data units.
     pub fn ticks(&self) -> Vec<f64> {
         let count = (self.max / self.unit_size / self.step).round() as usize;
-        (0..=count).map(|k| k as f64 * self.step * self.unit_size).collect()
+        (0..=count)
+            .map(|k| k as f64 * self.step * self.unit_size)
+            .collect()
     }
 
     /// A value in displayed units, with as many decimals as the step needs.
     pub fn label(&self, value: f64) -> String {
-        let decimals = if self.step >= 1.0 { 0 } else { (-self.step.log10().floor()) as usize };
+        let decimals = if self.step >= 1.0 {
+            0
+        } else {
+            (-self.step.log10().floor()) as usize
+        };
         format!("{:.*}", decimals, value / self.unit_size)
     }
 
@@ -77,7 +93,13 @@ impl Scale {
 
 /// The binary unit for a byte count: (bytes per unit, name).
 pub fn byte_unit(bytes: f64) -> (f64, &'static str) {
-    let units = [(1.0, "B"), (1024.0, "KiB"), (1024.0 * 1024.0, "MiB"), (1024f64.powi(3), "GiB"), (1024f64.powi(4), "TiB")];
+    let units = [
+        (1.0, "B"),
+        (1024.0, "KiB"),
+        (1024.0 * 1024.0, "MiB"),
+        (1024f64.powi(3), "GiB"),
+        (1024f64.powi(4), "TiB"),
+    ];
     let mut chosen = units[0];
     for u in units {
         if bytes >= u.0 {
@@ -89,15 +111,49 @@ pub fn byte_unit(bytes: f64) -> (f64, &'static str) {
 
 /// A horizontal axis at height `y` from `x0` over `length` pixels: baseline, ticks with
 /// labels, light grid lines up to `grid_top`, and the title `"{title} ({unit})"`.
-pub fn horizontal(scale: &Scale, x0: f64, y: f64, length: f64, grid_top: f64, title: &str) -> Group {
+pub fn horizontal(
+    scale: &Scale,
+    x0: f64,
+    y: f64,
+    length: f64,
+    grid_top: f64,
+    title: &str,
+) -> Group {
     let mut g = Group::new().set("class", "axis");
-    g = g.add(Line::new().set("x1", round(x0)).set("y1", round(y)).set("x2", round(x0 + length)).set("y2", round(y)).set("class", "axis-line"));
+    g = g.add(
+        Line::new()
+            .set("x1", round(x0))
+            .set("y1", round(y))
+            .set("x2", round(x0 + length))
+            .set("y2", round(y))
+            .set("class", "axis-line"),
+    );
     for t in scale.ticks() {
         let x = round(x0 + scale.px(t, length));
         g = g
-            .add(Line::new().set("x1", x).set("y1", round(grid_top)).set("x2", x).set("y2", round(y)).set("class", "grid"))
-            .add(Line::new().set("x1", x).set("y1", round(y)).set("x2", x).set("y2", round(y + 4.0)).set("class", "axis-line"))
-            .add(Text::new(scale.label(t)).set("x", x).set("y", round(y + 16.0)).set("text-anchor", "middle").set("class", "tick"));
+            .add(
+                Line::new()
+                    .set("x1", x)
+                    .set("y1", round(grid_top))
+                    .set("x2", x)
+                    .set("y2", round(y))
+                    .set("class", "grid"),
+            )
+            .add(
+                Line::new()
+                    .set("x1", x)
+                    .set("y1", round(y))
+                    .set("x2", x)
+                    .set("y2", round(y + 4.0))
+                    .set("class", "axis-line"),
+            )
+            .add(
+                Text::new(scale.label(t))
+                    .set("x", x)
+                    .set("y", round(y + 16.0))
+                    .set("text-anchor", "middle")
+                    .set("class", "tick"),
+            );
     }
     g.add(
         Text::new(format!("{title} ({})", scale.unit))
@@ -109,21 +165,55 @@ pub fn horizontal(scale: &Scale, x0: f64, y: f64, length: f64, grid_top: f64, ti
 }
 
 /// A vertical axis at `x` from `y0` (bottom) up over `length` pixels, labels on the left.
-pub fn vertical(scale: &Scale, x: f64, y0: f64, length: f64, grid_right: f64, title: &str) -> Group {
+pub fn vertical(
+    scale: &Scale,
+    x: f64,
+    y0: f64,
+    length: f64,
+    grid_right: f64,
+    title: &str,
+) -> Group {
     let mut g = Group::new().set("class", "axis");
-    g = g.add(Line::new().set("x1", round(x)).set("y1", round(y0)).set("x2", round(x)).set("y2", round(y0 - length)).set("class", "axis-line"));
+    g = g.add(
+        Line::new()
+            .set("x1", round(x))
+            .set("y1", round(y0))
+            .set("x2", round(x))
+            .set("y2", round(y0 - length))
+            .set("class", "axis-line"),
+    );
     for t in scale.ticks() {
         let y = round(y0 - scale.px(t, length));
         g = g
-            .add(Line::new().set("x1", round(x)).set("y1", y).set("x2", round(grid_right)).set("y2", y).set("class", "grid"))
-            .add(Text::new(scale.label(t)).set("x", round(x - 6.0)).set("y", round(y + 4.0)).set("text-anchor", "end").set("class", "tick"));
+            .add(
+                Line::new()
+                    .set("x1", round(x))
+                    .set("y1", y)
+                    .set("x2", round(grid_right))
+                    .set("y2", y)
+                    .set("class", "grid"),
+            )
+            .add(
+                Text::new(scale.label(t))
+                    .set("x", round(x - 6.0))
+                    .set("y", round(y + 4.0))
+                    .set("text-anchor", "end")
+                    .set("class", "tick"),
+            );
     }
     g.add(
         Text::new(format!("{title} ({})", scale.unit))
             .set("x", round(x - 44.0))
             .set("y", round(y0 - length / 2.0))
             .set("text-anchor", "middle")
-            .set("transform", format!("rotate(-90 {} {})", round(x - 44.0), round(y0 - length / 2.0)))
+            .set(
+                "transform",
+                format!(
+                    "rotate(-90 {} {})",
+                    round(x - 44.0),
+                    round(y0 - length / 2.0)
+                ),
+            )
             .set("class", "axis-title"),
     )
 }

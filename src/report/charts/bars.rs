@@ -47,29 +47,67 @@ fn frame(rows: usize, id: &str, label: &str) -> (Document, f64) {
 
 fn swatch(x: f64, fill: &str, opacity: f64, text: &str) -> Group {
     Group::new()
-        .add(Rectangle::new().set("x", x).set("y", 8).set("width", 14).set("height", 12).set("fill", fill).set("fill-opacity", opacity).set("stroke", "#333").set("stroke-width", 0.5))
-        .add(Text::new(text).set("x", x + 19.0).set("y", 18).set("class", "legend"))
+        .add(
+            Rectangle::new()
+                .set("x", x)
+                .set("y", 8)
+                .set("width", 14)
+                .set("height", 12)
+                .set("fill", fill)
+                .set("fill-opacity", opacity)
+                .set("stroke", "#333")
+                .set("stroke-width", 0.5),
+        )
+        .add(
+            Text::new(text)
+                .set("x", x + 19.0)
+                .set("y", 18)
+                .set("class", "legend"),
+        )
 }
 
 /// The load chart (module doc). `bound` is drawn when it is positive.
-pub fn loads(devices: &[DeviceBar], bottleneck: Option<Device>, tps: f64, bound: Option<f64>) -> Document {
+pub fn loads(
+    devices: &[DeviceBar],
+    bottleneck: Option<Device>,
+    tps: f64,
+    bound: Option<f64>,
+) -> Document {
     let (mut doc, height) = frame(devices.len(), "loads", "load per sample of every device");
     let length = WIDTH - LEFT - RIGHT;
-    let max = devices.iter().map(|d| d.compute_ms + d.communication_ms).fold(tps, f64::max);
+    let max = devices
+        .iter()
+        .map(|d| d.compute_ms + d.communication_ms)
+        .fold(tps, f64::max);
     let scale = Scale::time(max);
     let axis_y = TOP + devices.len() as f64 * ROW + 6.0;
     doc = doc
         .add(swatch(LEFT, "#888", 1.0, "compute"))
         .add(swatch(LEFT + 90.0, "#888", 0.35, "communication"))
-        .add(axis::horizontal(&scale, LEFT, axis_y, length, TOP - 6.0, "load per sample"));
+        .add(axis::horizontal(
+            &scale,
+            LEFT,
+            axis_y,
+            length,
+            TOP - 6.0,
+            "load per sample",
+        ));
     for (r, d) in devices.iter().enumerate() {
         let y = TOP + r as f64 * ROW + (ROW - BAR) / 2.0;
         let colour = device_colour(d.device);
         let load = d.compute_ms + d.communication_ms;
         let is_bottleneck = Some(d.device) == bottleneck;
         let label = device_label(d.device);
-        let mut row = Group::new().set("class", "bar-row").set("data-device", label.clone());
-        row = row.add(Text::new(label.clone()).set("x", LEFT - 8.0).set("y", round(y + BAR - 4.0)).set("text-anchor", "end").set("class", "row-label"));
+        let mut row = Group::new()
+            .set("class", "bar-row")
+            .set("data-device", label.clone());
+        row = row.add(
+            Text::new(label.clone())
+                .set("x", LEFT - 8.0)
+                .set("y", round(y + BAR - 4.0))
+                .set("text-anchor", "end")
+                .set("class", "row-label"),
+        );
         row = row.add(
             Rectangle::new()
                 .set("x", LEFT)
@@ -97,7 +135,14 @@ pub fn loads(devices: &[DeviceBar], bottleneck: Option<Device>, tps: f64, bound:
             .set("fill", "none")
             .set("stroke", if is_bottleneck { "#000" } else { "#555" })
             .set("stroke-width", if is_bottleneck { 2.5 } else { 0.6 })
-            .set("class", if is_bottleneck { "load-bar is-bottleneck" } else { "load-bar" })
+            .set(
+                "class",
+                if is_bottleneck {
+                    "load-bar is-bottleneck"
+                } else {
+                    "load-bar"
+                },
+            )
             .set("data-device", label.clone())
             .add(Title::new(format!(
                 "{label}: {} nodes; compute {} + communication {} = load {} per sample",
@@ -112,54 +157,139 @@ pub fn loads(devices: &[DeviceBar], bottleneck: Option<Device>, tps: f64, bound:
         if is_bottleneck {
             tag.push_str("  \u{25c0} bottleneck");
         }
-        let mut text = Text::new(tag).set("x", round(value_x)).set("y", round(y + BAR - 4.0)).set("class", "value");
+        let mut text = Text::new(tag)
+            .set("x", round(value_x))
+            .set("y", round(y + BAR - 4.0))
+            .set("class", "value");
         if is_bottleneck {
-            text = text.set("class", "value bottleneck").set("data-device", label);
+            text = text
+                .set("class", "value bottleneck")
+                .set("data-device", label);
         }
         row = row.add(text);
         doc = doc.add(row);
     }
     let bottom = TOP + devices.len() as f64 * ROW;
-    doc = doc.add(value_line(&scale, length, bottom, tps, "tps-line", format!("TPS {}", ms(tps)), 0.0));
+    doc = doc.add(value_line(
+        &scale,
+        length,
+        bottom,
+        tps,
+        "tps-line",
+        format!("TPS {}", ms(tps)),
+        0.0,
+    ));
     if let Some(b) = bound.filter(|&b| b > 0.0 && b < tps * (1.0 - 1e-9)) {
-        doc = doc.add(value_line(&scale, length, bottom, b, "bound-line", format!("lower bound {}", ms(b)), 12.0));
+        doc = doc.add(value_line(
+            &scale,
+            length,
+            bottom,
+            b,
+            "bound-line",
+            format!("lower bound {}", ms(b)),
+            12.0,
+        ));
     }
     let _ = height;
     doc
 }
 
 /// A labelled vertical line at `value` across the rows.
-fn value_line(scale: &Scale, length: f64, bottom: f64, value: f64, class: &str, text: String, dy: f64) -> Group {
+fn value_line(
+    scale: &Scale,
+    length: f64,
+    bottom: f64,
+    value: f64,
+    class: &str,
+    text: String,
+    dy: f64,
+) -> Group {
     let x = round(LEFT + scale.px(value, length));
     Group::new()
-        .add(Line::new().set("x1", x).set("y1", TOP - 4.0).set("x2", x).set("y2", round(bottom)).set("class", class.to_string()))
-        .add(Text::new(text).set("x", x).set("y", round(TOP - 8.0 - dy)).set("text-anchor", "middle").set("class", format!("{class}-label")))
+        .add(
+            Line::new()
+                .set("x1", x)
+                .set("y1", TOP - 4.0)
+                .set("x2", x)
+                .set("y2", round(bottom))
+                .set("class", class.to_string()),
+        )
+        .add(
+            Text::new(text)
+                .set("x", x)
+                .set("y", round(TOP - 8.0 - dy))
+                .set("text-anchor", "middle")
+                .set("class", format!("{class}-label")),
+        )
 }
 
 /// The memory chart (module doc).
 pub fn memory(devices: &[DeviceBar]) -> Document {
-    let (mut doc, _) = frame(devices.len(), "memory", "memory of every device against its limit");
+    let (mut doc, _) = frame(
+        devices.len(),
+        "memory",
+        "memory of every device against its limit",
+    );
     let length = WIDTH - LEFT - RIGHT;
     let max = devices
         .iter()
-        .map(|d| d.memory_bytes.max(d.peak_memory_bytes.unwrap_or(0.0)).max(d.memory_limit_bytes.unwrap_or(0.0)))
+        .map(|d| {
+            d.memory_bytes
+                .max(d.peak_memory_bytes.unwrap_or(0.0))
+                .max(d.memory_limit_bytes.unwrap_or(0.0))
+        })
         .fold(1.0, f64::max);
     let scale = Scale::bytes(max);
     let axis_y = TOP + devices.len() as f64 * ROW + 6.0;
     doc = doc
         .add(swatch(LEFT, "#888", 1.0, "nodes (size)"))
-        .add(swatch(LEFT + 100.0, "#888", 0.35, "more stash at the simulated peak"))
-        .add(Line::new().set("x1", LEFT + 330.0).set("y1", 14).set("x2", LEFT + 344.0).set("y2", 14).set("class", "limit-line"))
-        .add(Text::new("limit").set("x", LEFT + 349.0).set("y", 18).set("class", "legend"))
-        .add(axis::horizontal(&scale, LEFT, axis_y, length, TOP - 6.0, "memory"));
+        .add(swatch(
+            LEFT + 100.0,
+            "#888",
+            0.35,
+            "more stash at the simulated peak",
+        ))
+        .add(
+            Line::new()
+                .set("x1", LEFT + 330.0)
+                .set("y1", 14)
+                .set("x2", LEFT + 344.0)
+                .set("y2", 14)
+                .set("class", "limit-line"),
+        )
+        .add(
+            Text::new("limit")
+                .set("x", LEFT + 349.0)
+                .set("y", 18)
+                .set("class", "legend"),
+        )
+        .add(axis::horizontal(
+            &scale,
+            LEFT,
+            axis_y,
+            length,
+            TOP - 6.0,
+            "memory",
+        ));
     for (r, d) in devices.iter().enumerate() {
         let y = TOP + r as f64 * ROW + (ROW - BAR) / 2.0;
         let colour = device_colour(d.device);
         let label = device_label(d.device);
-        let peak = d.peak_memory_bytes.unwrap_or(d.memory_bytes).max(d.memory_bytes);
+        let peak = d
+            .peak_memory_bytes
+            .unwrap_or(d.memory_bytes)
+            .max(d.memory_bytes);
         let over = d.memory_limit_bytes.is_some_and(|limit| peak > limit);
-        let mut row = Group::new().set("class", "bar-row").set("data-device", label.clone());
-        row = row.add(Text::new(label.clone()).set("x", LEFT - 8.0).set("y", round(y + BAR - 4.0)).set("text-anchor", "end").set("class", "row-label"));
+        let mut row = Group::new()
+            .set("class", "bar-row")
+            .set("data-device", label.clone());
+        row = row.add(
+            Text::new(label.clone())
+                .set("x", LEFT - 8.0)
+                .set("y", round(y + BAR - 4.0))
+                .set("text-anchor", "end")
+                .set("class", "row-label"),
+        );
         row = row.add(
             Rectangle::new()
                 .set("x", LEFT)
@@ -172,8 +302,12 @@ pub fn memory(devices: &[DeviceBar]) -> Document {
                 .add(Title::new(format!(
                     "{label}: {} of node memory{}{}",
                     bytes(d.memory_bytes),
-                    d.peak_memory_bytes.map_or(String::new(), |p| format!("; simulated peak {}", bytes(p))),
-                    d.memory_limit_bytes.map_or("; CPU memory is not limited".to_string(), |l| format!("; limit {}", bytes(l)))
+                    d.peak_memory_bytes
+                        .map_or(String::new(), |p| format!("; simulated peak {}", bytes(p))),
+                    d.memory_limit_bytes.map_or(
+                        "; CPU memory is not limited".to_string(),
+                        |l| format!("; limit {}", bytes(l))
+                    )
                 ))),
         );
         if peak > d.memory_bytes {
@@ -189,7 +323,13 @@ pub fn memory(devices: &[DeviceBar]) -> Document {
             );
         }
         let text = match d.memory_limit_bytes {
-            Some(limit) => format!("{} ({:.1}% of {}){}", bytes(peak), 100.0 * peak / limit.max(f64::MIN_POSITIVE), bytes(limit), if over { " OVER" } else { "" }),
+            Some(limit) => format!(
+                "{} ({:.1}% of {}){}",
+                bytes(peak),
+                100.0 * peak / limit.max(f64::MIN_POSITIVE),
+                bytes(limit),
+                if over { " OVER" } else { "" }
+            ),
             None => format!("{} (CPU, no limit)", bytes(peak)),
         };
         // A long bar carries its value inside, so the text stays in the chart.
@@ -200,15 +340,25 @@ pub fn memory(devices: &[DeviceBar]) -> Document {
                 .set("x", round(if inside { end - 4.0 } else { end + 6.0 }))
                 .set("y", round(y + BAR - 4.0))
                 .set("text-anchor", if inside { "end" } else { "start" })
-                .set("class", match (over, inside) {
-                    (true, _) => "value over-limit",
-                    (false, true) => "value inside",
-                    (false, false) => "value",
-                }),
+                .set(
+                    "class",
+                    match (over, inside) {
+                        (true, _) => "value over-limit",
+                        (false, true) => "value inside",
+                        (false, false) => "value",
+                    },
+                ),
         );
         if let Some(limit) = d.memory_limit_bytes {
             let x = round(LEFT + scale.px(limit, length));
-            row = row.add(Line::new().set("x1", x).set("y1", round(y - 3.0)).set("x2", x).set("y2", round(y + BAR + 3.0)).set("class", "limit-line"));
+            row = row.add(
+                Line::new()
+                    .set("x1", x)
+                    .set("y1", round(y - 3.0))
+                    .set("x2", x)
+                    .set("y2", round(y + BAR + 3.0))
+                    .set("class", "limit-line"),
+            );
         }
         doc = doc.add(row);
     }

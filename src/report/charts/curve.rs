@@ -23,11 +23,23 @@ const CSS: &str = "text { font: 12px sans-serif; fill: #222 } .grid { stroke: #e
 /// A linear scale from 0 covering `max`, in `unit`.
 pub fn linear(max: f64, unit: &'static str) -> Scale {
     let step = nice_step(max, 6);
-    Scale { max: (max / step).ceil().max(1.0) * step, unit_size: 1.0, unit, step }
+    Scale {
+        max: (max / step).ceil().max(1.0) * step,
+        unit_size: 1.0,
+        unit,
+        step,
+    }
 }
 
 /// The chart (module doc). `labels[i]` is point i's tooltip.
-pub fn curve(id: &str, title: &str, points: &[(f64, f64)], labels: &[String], x: (&Scale, &str), y: (&Scale, &str)) -> Document {
+pub fn curve(
+    id: &str,
+    title: &str,
+    points: &[(f64, f64)],
+    labels: &[String],
+    x: (&Scale, &str),
+    y: (&Scale, &str),
+) -> Document {
     let (w, h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let mut doc = Document::new()
         .set("id", id)
@@ -38,15 +50,32 @@ pub fn curve(id: &str, title: &str, points: &[(f64, f64)], labels: &[String], x:
         .set("role", "img")
         .set("aria-label", title)
         .add(Style::new(CSS))
-        .add(Text::new(title).set("x", LEFT).set("y", 22).set("class", "title"))
+        .add(
+            Text::new(title)
+                .set("x", LEFT)
+                .set("y", 22)
+                .set("class", "title"),
+        )
         .add(axis::horizontal(x.0, LEFT, TOP + h, w, TOP, x.1))
         .add(axis::vertical(y.0, LEFT, TOP + h, h, LEFT + w, y.1));
     let at = |(px, py): (f64, f64)| (round(LEFT + x.0.px(px, w)), round(TOP + h - y.0.px(py, h)));
-    let line: Vec<String> = points.iter().map(|&p| at(p)).map(|(a, b)| format!("{a},{b}")).collect();
-    doc = doc.add(Polyline::new().set("points", line.join(" ")).set("class", "curve"));
+    let line: Vec<String> = points
+        .iter()
+        .map(|&p| at(p))
+        .map(|(a, b)| format!("{a},{b}"))
+        .collect();
+    doc = doc.add(
+        Polyline::new()
+            .set("points", line.join(" "))
+            .set("class", "curve"),
+    );
     for (i, &p) in points.iter().enumerate() {
         let (cx, cy) = at(p);
-        let mut c = Circle::new().set("cx", cx).set("cy", cy).set("r", 3.5).set("class", "point");
+        let mut c = Circle::new()
+            .set("cx", cx)
+            .set("cy", cy)
+            .set("r", 3.5)
+            .set("class", "point");
         if let Some(l) = labels.get(i) {
             c = c.add(Title::new(l.clone()));
         }

@@ -58,10 +58,29 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
         .add(legend_box(LEFT + 90.0, 0.45, "backward"))
         .add(
             Group::new()
-                .add(Rectangle::new().set("x", LEFT + 190.0).set("y", 6).set("width", 14).set("height", 12).set("class", "comm"))
-                .add(Text::new("receive / send (on the device, not overlapped)").set("x", LEFT + 209.0).set("y", 16).set("class", "legend")),
+                .add(
+                    Rectangle::new()
+                        .set("x", LEFT + 190.0)
+                        .set("y", 6)
+                        .set("width", 14)
+                        .set("height", 12)
+                        .set("class", "comm"),
+                )
+                .add(
+                    Text::new("receive / send (on the device, not overlapped)")
+                        .set("x", LEFT + 209.0)
+                        .set("y", 16)
+                        .set("class", "legend"),
+                ),
         )
-        .add(axis::horizontal(&scale, LEFT, TOP + rows as f64 * ROW + 4.0, length, TOP, "time"));
+        .add(axis::horizontal(
+            &scale,
+            LEFT,
+            TOP + rows as f64 * ROW + 4.0,
+            length,
+            TOP,
+            "time",
+        ));
     let mut per_device: Vec<Vec<Box>> = (0..rows).map(|_| Vec::new()).collect();
     for t in &sim.tasks {
         let d = sim.device_index(t.piece);
@@ -79,17 +98,40 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
                 continue;
             }
         }
-        list.push(Box { start: t.start_ms, end: t.end_ms, pass: Some(pass), first: t.micro_batch, last: t.micro_batch, count: 1, piece: t.piece });
+        list.push(Box {
+            start: t.start_ms,
+            end: t.end_ms,
+            pass: Some(pass),
+            first: t.micro_batch,
+            last: t.micro_batch,
+            count: 1,
+            piece: t.piece,
+        });
     }
     for (d, boxes) in per_device.iter().enumerate() {
         let device = sim.devices[d].device;
         let label = device_label(device);
         let colour = device_colour(device);
         let y = TOP + d as f64 * ROW + (ROW - BAR) / 2.0;
-        let mut row = Group::new().set("class", "gantt-row").set("data-device", label.clone());
+        let mut row = Group::new()
+            .set("class", "gantt-row")
+            .set("data-device", label.clone());
         row = row
-            .add(Text::new(label.clone()).set("x", LEFT - 8.0).set("y", round(y + BAR - 6.0)).set("text-anchor", "end").set("class", "row-label"))
-            .add(Rectangle::new().set("x", LEFT).set("y", round(y)).set("width", length).set("height", BAR).set("class", "lane"));
+            .add(
+                Text::new(label.clone())
+                    .set("x", LEFT - 8.0)
+                    .set("y", round(y + BAR - 6.0))
+                    .set("text-anchor", "end")
+                    .set("class", "row-label"),
+            )
+            .add(
+                Rectangle::new()
+                    .set("x", LEFT)
+                    .set("y", round(y))
+                    .set("width", length)
+                    .set("height", BAR)
+                    .set("class", "lane"),
+            );
         for b in boxes {
             let x = LEFT + scale.px(b.start, length);
             let w = scale.px(b.end - b.start, length).max(0.3);
@@ -132,7 +174,10 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
             );
             if b.count == 1 {
                 let duration = (b.end - b.start).max(f64::MIN_POSITIVE);
-                for (offset, part) in [(0.0, piece.receive_ms), (b.end - b.start - piece.send_ms, piece.send_ms)] {
+                for (offset, part) in [
+                    (0.0, piece.receive_ms),
+                    (b.end - b.start - piece.send_ms, piece.send_ms),
+                ] {
                     if part > 0.0 && part / duration * w >= 0.5 {
                         task = task.add(
                             Rectangle::new()
@@ -145,7 +190,13 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
                     }
                 }
                 if w >= 16.0 {
-                    task = task.add(Text::new(b.first.to_string()).set("x", round(x + w / 2.0)).set("y", round(y + BAR - 6.0)).set("text-anchor", "middle").set("class", "mb"));
+                    task = task.add(
+                        Text::new(b.first.to_string())
+                            .set("x", round(x + w / 2.0))
+                            .set("y", round(y + BAR - 6.0))
+                            .set("text-anchor", "middle")
+                            .set("class", "mb"),
+                    );
                 }
             }
             row = row.add(task);
@@ -163,8 +214,23 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
 
 fn legend_box(x: f64, opacity: f64, text: &str) -> Group {
     Group::new()
-        .add(Rectangle::new().set("x", x).set("y", 6).set("width", 14).set("height", 12).set("fill", "#888").set("fill-opacity", opacity).set("stroke", "#333").set("stroke-width", 0.5))
-        .add(Text::new(text).set("x", x + 19.0).set("y", 16).set("class", "legend"))
+        .add(
+            Rectangle::new()
+                .set("x", x)
+                .set("y", 6)
+                .set("width", 14)
+                .set("height", 12)
+                .set("fill", "#888")
+                .set("fill-opacity", opacity)
+                .set("stroke", "#333")
+                .set("stroke-width", 0.5),
+        )
+        .add(
+            Text::new(text)
+                .set("x", x + 19.0)
+                .set("y", 16)
+                .set("class", "legend"),
+        )
 }
 
 /// Memory over time: one step line per device and the accelerator limit.
@@ -177,12 +243,27 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
     let left = 90.0;
     let length = WIDTH - left - RIGHT;
     let time = Scale::time(sim.iteration_ms);
-    let limit = sim.devices.iter().filter_map(|d| d.memory_limit_bytes).fold(0.0, f64::max);
-    let peak = sim.devices.iter().map(|d| d.peak_memory_bytes).fold(0.0, f64::max);
+    let limit = sim
+        .devices
+        .iter()
+        .filter_map(|d| d.memory_limit_bytes)
+        .fold(0.0, f64::max);
+    let peak = sim
+        .devices
+        .iter()
+        .map(|d| d.peak_memory_bytes)
+        .fold(0.0, f64::max);
     // The limit sets the scale only when it is within twice the peak; otherwise the lines
     // would be flat against the axis, and the limit is named instead.
     let limit_shown = limit > 0.0 && limit <= 2.0 * peak;
-    let memory = Scale::bytes(if limit_shown { limit.max(peak) } else { peak * 1.15 }.max(1.0));
+    let memory = Scale::bytes(
+        if limit_shown {
+            limit.max(peak)
+        } else {
+            peak * 1.15
+        }
+        .max(1.0),
+    );
     let y_of = |b: f64| top + plot - memory.px(b, plot);
     let mut doc = Document::new()
         .set("id", "memory-time")
@@ -193,22 +274,52 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
         .set("role", "img")
         .set("aria-label", "memory of every device over time");
     doc = doc
-        .add(axis::horizontal(&time, left, top + plot, length, top, "time"))
-        .add(axis::vertical(&memory, left, top + plot, plot, left + length, "memory"));
+        .add(axis::horizontal(
+            &time,
+            left,
+            top + plot,
+            length,
+            top,
+            "time",
+        ))
+        .add(axis::vertical(
+            &memory,
+            left,
+            top + plot,
+            plot,
+            left + length,
+            "memory",
+        ));
     if limit > 0.0 && !limit_shown {
         doc = doc.add(
-            Text::new(format!("accelerator limit {} (above this chart)", bytes(limit)))
-                .set("x", left + length - 4.0)
-                .set("y", round(top - 6.0))
-                .set("text-anchor", "end")
-                .set("class", "legend"),
+            Text::new(format!(
+                "accelerator limit {} (above this chart)",
+                bytes(limit)
+            ))
+            .set("x", left + length - 4.0)
+            .set("y", round(top - 6.0))
+            .set("text-anchor", "end")
+            .set("class", "legend"),
         );
     }
     if limit_shown {
         let y = round(y_of(limit));
         doc = doc
-            .add(Line::new().set("x1", left).set("y1", y).set("x2", left + length).set("y2", y).set("class", "limit-line"))
-            .add(Text::new(format!("accelerator limit {}", bytes(limit))).set("x", left + length - 4.0).set("y", round(y - 4.0)).set("text-anchor", "end").set("class", "legend"));
+            .add(
+                Line::new()
+                    .set("x1", left)
+                    .set("y1", y)
+                    .set("x2", left + length)
+                    .set("y2", y)
+                    .set("class", "limit-line"),
+            )
+            .add(
+                Text::new(format!("accelerator limit {}", bytes(limit)))
+                    .set("x", left + length - 4.0)
+                    .set("y", round(y - 4.0))
+                    .set("text-anchor", "end")
+                    .set("class", "legend"),
+            );
     }
     for (k, d) in sim.devices.iter().enumerate() {
         let x_legend = left + 150.0 * (k % PER_ROW) as f64;
@@ -222,7 +333,10 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
             }
             points.push((x, round(y_of(b))));
         }
-        points.push((round(left + time.px(sim.iteration_ms, length)), points.last().map_or(round(y_of(0.0)), |p| p.1)));
+        points.push((
+            round(left + time.px(sim.iteration_ms, length)),
+            points.last().map_or(round(y_of(0.0)), |p| p.1),
+        ));
         let text: Vec<String> = points.iter().map(|(x, y)| format!("{x},{y}")).collect();
         doc = doc.add(
             Polyline::new()
@@ -232,11 +346,27 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
                 .set("stroke-width", 1.6)
                 .set("class", "memory-line")
                 .set("data-device", label.clone())
-                .add(Title::new(format!("{label}: peak {} (resident {})", bytes(d.peak_memory_bytes), bytes(d.resident_bytes)))),
+                .add(Title::new(format!(
+                    "{label}: peak {} (resident {})",
+                    bytes(d.peak_memory_bytes),
+                    bytes(d.resident_bytes)
+                ))),
         );
         doc = doc
-            .add(Rectangle::new().set("x", round(x_legend)).set("y", y_legend).set("width", 14).set("height", 4).set("fill", device_colour(d.device)))
-            .add(Text::new(format!("{label} peak {}", bytes(d.peak_memory_bytes))).set("x", round(x_legend + 18.0)).set("y", y_legend + 6.0).set("class", "legend"));
+            .add(
+                Rectangle::new()
+                    .set("x", round(x_legend))
+                    .set("y", y_legend)
+                    .set("width", 14)
+                    .set("height", 4)
+                    .set("fill", device_colour(d.device)),
+            )
+            .add(
+                Text::new(format!("{label} peak {}", bytes(d.peak_memory_bytes)))
+                    .set("x", round(x_legend + 18.0))
+                    .set("y", y_legend + 6.0)
+                    .set("class", "legend"),
+            );
     }
     doc
 }

@@ -41,13 +41,23 @@ struct Vertex {
 }
 
 /// Groups nodes by `label` (dense indices) into vertices.
-fn collapse_by(w: &Workload, p: &Placement, position: &[usize], label: &[usize]) -> (Vec<Vertex>, Vec<usize>) {
+fn collapse_by(
+    w: &Workload,
+    p: &Placement,
+    position: &[usize],
+    label: &[usize],
+) -> (Vec<Vertex>, Vec<usize>) {
     let mut index: HashMap<usize, usize> = HashMap::new();
     let mut vertices: Vec<Vertex> = Vec::new();
     let mut vertex_of = vec![0usize; w.len()];
     for &v in w.topological_order() {
         let id = *index.entry(label[v]).or_insert_with(|| {
-            vertices.push(Vertex { nodes: Vec::new(), device: p.assignment[v], backward: w.node(v).is_backward, key: position[v] });
+            vertices.push(Vertex {
+                nodes: Vec::new(),
+                device: p.assignment[v],
+                backward: w.node(v).is_backward,
+                key: position[v],
+            });
             vertices.len() - 1
         });
         vertices[id].nodes.push(v);
@@ -87,11 +97,17 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
             .then(|| dense((0..n).map(|v| (w.node(v).layer_id, p.assignment[v], pass(v)))))
             .filter(|(_, count)| *count <= cap);
         match by_layer {
-            Some((labels, count)) => (labels, Some(format!("{n} nodes drawn as {count} blocks: one per layerId, device and pass"))),
+            Some((labels, count)) => (
+                labels,
+                Some(format!(
+                    "{n} nodes drawn as {count} blocks: one per layerId, device and pass"
+                )),
+            ),
             None => {
                 let mut width = n.div_ceil(cap).max(1);
                 loop {
-                    let (labels, count) = dense((0..n).map(|v| (position[v] / width, p.assignment[v], pass(v))));
+                    let (labels, count) =
+                        dense((0..n).map(|v| (position[v] / width, p.assignment[v], pass(v))));
                     if count <= cap || width >= n {
                         break (
                             labels,
@@ -137,7 +153,9 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
     let mut devices: Vec<Device> = vertices.iter().map(|x| x.device).collect();
     devices.sort();
     devices.dedup();
-    let width = width.max(300.0).max(2.0 * margin + 80.0 * devices.len() as f64);
+    let width = width
+        .max(300.0)
+        .max(2.0 * margin + 80.0 * devices.len() as f64);
     let mut document = Document::new()
         .set("id", "graph")
         .set("class", "chart")
@@ -152,8 +170,20 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
     for (i, &d) in devices.iter().enumerate() {
         let x = margin + 80.0 * i as f64;
         legend_group = legend_group
-            .add(Rectangle::new().set("x", round(x)).set("y", 6).set("width", 12).set("height", 12).set("fill", device_colour(d)))
-            .add(Text::new(device_label(d)).set("x", round(x + 16.0)).set("y", 16).set("class", "legend"));
+            .add(
+                Rectangle::new()
+                    .set("x", round(x))
+                    .set("y", 6)
+                    .set("width", 12)
+                    .set("height", 12)
+                    .set("fill", device_colour(d)),
+            )
+            .add(
+                Text::new(device_label(d))
+                    .set("x", round(x + 16.0))
+                    .set("y", 16)
+                    .set("class", "legend"),
+            );
     }
     document = document.add(legend_group);
 
@@ -169,10 +199,19 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
         let (x2, y2) = at(b);
         let bend = (x2 - x1).abs().max(dx) / 2.0;
         let forward = x2 >= x1;
-        let (c1, c2) = if forward { (x1 + bend, x2 - bend) } else { (x1 + bend, x2 + bend) };
-        let data = Data::new()
-            .move_to((round(x1), round(y1)))
-            .cubic_curve_to((round(c1), round(y1), round(c2), round(y2), round(x2), round(y2)));
+        let (c1, c2) = if forward {
+            (x1 + bend, x2 - bend)
+        } else {
+            (x1 + bend, x2 + bend)
+        };
+        let data = Data::new().move_to((round(x1), round(y1))).cubic_curve_to((
+            round(c1),
+            round(y1),
+            round(c2),
+            round(y2),
+            round(x2),
+            round(y2),
+        ));
         edges = edges.add(Path::new().set("d", data).set("class", "edge"));
     }
     document = document.add(edges);
@@ -182,7 +221,11 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
         let (x, y) = at(i);
         let label = device_label(vertex.device);
         let title = vertex_title(w, vertex);
-        let r = if vertex.nodes.len() > 1 { radius * 1.25 } else { radius };
+        let r = if vertex.nodes.len() > 1 {
+            radius * 1.25
+        } else {
+            radius
+        };
         let class = match (vertex.nodes.len() > 1, vertex.backward) {
             (false, false) => "graph-node forward",
             (false, true) => "graph-node backward",
@@ -201,17 +244,39 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
         );
     }
     document = document.add(nodes);
-    GraphView { document, drawn: vertices.len(), note: how }
+    GraphView {
+        document,
+        drawn: vertices.len(),
+        note: how,
+    }
 }
 
 fn vertex_title(w: &Workload, vertex: &Vertex) -> String {
     let device = device_label(vertex.device);
-    let latency = |v: usize| if vertex.device.is_accelerator() { w.node(v).fpga_latency } else { w.node(v).cpu_latency };
-    let pass = if vertex.backward { "backward" } else { "forward" };
+    let latency = |v: usize| {
+        if vertex.device.is_accelerator() {
+            w.node(v).fpga_latency
+        } else {
+            w.node(v).cpu_latency
+        }
+    };
+    let pass = if vertex.backward {
+        "backward"
+    } else {
+        "forward"
+    };
     if let [v] = vertex.nodes[..] {
         let node = w.node(v);
-        let name = node.name.clone().unwrap_or_else(|| format!("node {}", node.id));
-        return format!("{name} (id {}) on {device}, {pass}: {}, {}", node.id, ms(latency(v)), bytes(node.size_bytes));
+        let name = node
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("node {}", node.id));
+        return format!(
+            "{name} (id {}) on {device}, {pass}: {}, {}",
+            node.id,
+            ms(latency(v)),
+            bytes(node.size_bytes)
+        );
     }
     let time: f64 = vertex.nodes.iter().map(|&v| latency(v)).sum();
     let size: f64 = vertex.nodes.iter().map(|&v| w.node(v).size_bytes).sum();
@@ -219,8 +284,23 @@ fn vertex_title(w: &Workload, vertex: &Vertex) -> String {
         .nodes
         .iter()
         .take(6)
-        .map(|&v| w.node(v).name.clone().unwrap_or_else(|| format!("node {}", w.node(v).id)))
+        .map(|&v| {
+            w.node(v)
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("node {}", w.node(v).id))
+        })
         .collect();
-    let more = if vertex.nodes.len() > names.len() { format!(", … ({} more)", vertex.nodes.len() - names.len()) } else { String::new() };
-    format!("{} nodes on {device}, {pass}: {}, {}: {}{more}", vertex.nodes.len(), ms(time), bytes(size), names.join(", "))
+    let more = if vertex.nodes.len() > names.len() {
+        format!(", … ({} more)", vertex.nodes.len() - names.len())
+    } else {
+        String::new()
+    };
+    format!(
+        "{} nodes on {device}, {pass}: {}, {}: {}{more}",
+        vertex.nodes.len(),
+        ms(time),
+        bytes(size),
+        names.join(", ")
+    )
 }

@@ -83,7 +83,11 @@ pub fn layered(n: usize, arcs: &[(usize, usize)], key: &[usize]) -> Layout {
     reindex(&layers, &mut index);
     for _round in 0..4 {
         for downward in [true, false] {
-            let order: Vec<usize> = if downward { (1..count).collect() } else { (0..count.saturating_sub(1)).rev().collect() };
+            let order: Vec<usize> = if downward {
+                (1..count).collect()
+            } else {
+                (0..count.saturating_sub(1)).rev().collect()
+            };
             for l in order {
                 let neighbours = if downward { &preds } else { &succs };
                 let mut scored: Vec<(f64, usize)> = layers[l]
@@ -93,7 +97,10 @@ pub fn layered(n: usize, arcs: &[(usize, usize)], key: &[usize]) -> Layout {
                         let b = if list.is_empty() {
                             relative(&layers, &index, &layer, v)
                         } else {
-                            list.iter().map(|&u| relative(&layers, &index, &layer, u)).sum::<f64>() / list.len() as f64
+                            list.iter()
+                                .map(|&u| relative(&layers, &index, &layer, u))
+                                .sum::<f64>()
+                                / list.len() as f64
                         };
                         (b, v)
                     })
@@ -106,7 +113,11 @@ pub fn layered(n: usize, arcs: &[(usize, usize)], key: &[usize]) -> Layout {
             }
         }
     }
-    Layout { layer, index, layers }
+    Layout {
+        layer,
+        index,
+        layers,
+    }
 }
 
 #[cfg(test)]
@@ -116,7 +127,11 @@ mod tests {
     #[test]
     fn layers_follow_longest_paths_and_orders_are_permutations() {
         // 0 → 1 → 3, 0 → 2 → 3, 0 → 3, plus a back arc 3 → 0 that layering ignores.
-        let l = layered(4, &[(0, 1), (1, 3), (0, 2), (2, 3), (0, 3), (3, 0)], &[0, 1, 2, 3]);
+        let l = layered(
+            4,
+            &[(0, 1), (1, 3), (0, 2), (2, 3), (0, 3), (3, 0)],
+            &[0, 1, 2, 3],
+        );
         assert_eq!(l.layer, vec![0, 1, 1, 2]);
         assert_eq!(l.layers.len(), 3);
         let mut seen: Vec<usize> = l.layers.concat();
@@ -133,7 +148,11 @@ mod tests {
     #[test]
     fn sources_sit_beside_their_first_consumer() {
         // Chain 0 → 1 → 2 → 3; weight 4 → 3, weight 5 → 1 (keys: weights first).
-        let l = layered(6, &[(0, 1), (1, 2), (2, 3), (4, 3), (5, 1)], &[2, 3, 4, 5, 0, 1]);
+        let l = layered(
+            6,
+            &[(0, 1), (1, 2), (2, 3), (4, 3), (5, 1)],
+            &[2, 3, 4, 5, 0, 1],
+        );
         assert_eq!(l.layer, vec![0, 1, 2, 3, 2, 0]);
     }
 

@@ -31,8 +31,10 @@ pub fn round(x: f64) -> f64 {
 /// The colour of a device: Tableau 10 for the first ten accelerators, then golden-angle
 /// hues; greys for CPU cores.
 pub fn device_colour(device: Device) -> String {
-    const TABLEAU: [&str; 10] =
-        ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#86bcb6"];
+    const TABLEAU: [&str; 10] = [
+        "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+        "#9c755f", "#86bcb6",
+    ];
     match device {
         Device::Accelerator(i) if i < TABLEAU.len() => TABLEAU[i].to_string(),
         Device::Accelerator(i) => format!("hsl({:.0}, 55%, 55%)", (i as f64 * 137.508) % 360.0),

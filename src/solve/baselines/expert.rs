@@ -21,7 +21,9 @@ pub struct Expert {
 
 impl Expert {
     pub fn new(placement: Placement, source: impl Into<String>) -> Self {
-        Expert { split: Some((placement, source.into())) }
+        Expert {
+            split: Some((placement, source.into())),
+        }
     }
 }
 
@@ -40,7 +42,9 @@ impl Method for Expert {
         let latency = matches!(problem.objective, Objective::Latency { .. });
         let e = crate::score::evaluate(problem.workload, placement, latency);
         if let Some(v) = e.violations.first() {
-            return Err(format!("this device set: the split {source} breaks a rule ({v})"));
+            return Err(format!(
+                "this device set: the split {source} breaks a rule ({v})"
+            ));
         }
         {
             if problem.contiguous && !e.is_contiguous() {
@@ -63,6 +67,11 @@ impl Method for Expert {
             method: self.name().into(),
             what: "a problem without a split file".into(),
         })?;
-        Ok(scored_outcome(self.name(), problem, placement.clone(), vec![format!("split read from {source}")]))
+        Ok(scored_outcome(
+            self.name(),
+            problem,
+            placement.clone(),
+            vec![format!("split read from {source}")],
+        ))
     }
 }

@@ -44,7 +44,8 @@ impl Method for Greedy {
                 "the accelerators' memory is used up (or a node may not run on one) and there is no CPU".into(),
             ));
         }
-        let placement = crate::model::Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect());
+        let placement =
+            crate::model::Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect());
         let mut notes = Vec::new();
         if cpu_runs > 0 {
             notes.push(format!("{cpu_runs} runs of groups on CPUs"));
@@ -64,7 +65,9 @@ impl Method for Greedy {
         if let Objective::Latency { pieces } = problem.objective {
             // A run of groups is one piece of the order, but in a training graph it is two
             // calls: the backward nodes come back after later forward nodes ran elsewhere.
-            let calls = crate::score::evaluate(w, &placement, true).latency.map_or(0, |l| l.max_pieces());
+            let calls = crate::score::evaluate(w, &placement, true)
+                .latency
+                .map_or(0, |l| l.max_pieces());
             if calls > pieces {
                 return Ok(infeasible_outcome(
                     self.name(),
@@ -117,7 +120,11 @@ fn fill(c: &Contraction, d: &DeviceSet, latency: bool) -> (Vec<Device>, usize) {
                     on_cpu = true;
                 }
                 let run = cpu_runs - 1;
-                Device::Cpu(if latency { run } else { run.min(d.cpus.saturating_sub(1)) })
+                Device::Cpu(if latency {
+                    run
+                } else {
+                    run.min(d.cpus.saturating_sub(1))
+                })
             }
         };
     }

@@ -52,7 +52,11 @@ impl ClassModel {
         let classes = Grouping::classes(w);
         let hyperedges = classes.hyperedges(w, false);
         let incident = incidence(&hyperedges, classes.len());
-        ClassModel { classes, hyperedges, incident }
+        ClassModel {
+            classes,
+            hyperedges,
+            incident,
+        }
     }
 
     /// Number of classes.
@@ -81,7 +85,9 @@ impl Method for LocalSearch {
     fn supports(&self, problem: &Problem) -> Result<(), String> {
         super::throughput_only(problem)?;
         if problem.contiguous {
-            return Err("contiguous problems: its moves ignore contiguity (use --non-contiguous)".into());
+            return Err(
+                "contiguous problems: its moves ignore contiguity (use --non-contiguous)".into(),
+            );
         }
         Ok(())
     }
@@ -91,18 +97,34 @@ impl Method for LocalSearch {
         let Some((placement, _)) = search.best else {
             if let Some(reason) = search.stopped {
                 let mut outcome = infeasible_outcome(self.name(), String::new());
-                outcome.status = Status::NoPlan { reason: reason.into() };
+                outcome.status = Status::NoPlan {
+                    reason: reason.into(),
+                };
                 outcome.stats.notes = search.notes;
                 return Ok(outcome);
             }
             return Ok(infeasible_outcome(
                 self.name(),
-                "no random start fits the devices' memory (and there is no CPU to take the rest)".into(),
+                "no random start fits the devices' memory (and there is no CPU to take the rest)"
+                    .into(),
             ));
         };
-        let runs: Vec<String> =
-            search.restarts.iter().map(|x| format!("{:.4} → {:.4} ({} moves)", x.start_tps, x.final_tps, x.moves)).collect();
-        let mut notes = vec![format!("{} restarts from seed {}, TPS start → local optimum: {}", runs.len(), problem.limits.seed, runs.join(", "))];
+        let runs: Vec<String> = search
+            .restarts
+            .iter()
+            .map(|x| {
+                format!(
+                    "{:.4} → {:.4} ({} moves)",
+                    x.start_tps, x.final_tps, x.moves
+                )
+            })
+            .collect();
+        let mut notes = vec![format!(
+            "{} restarts from seed {}, TPS start → local optimum: {}",
+            runs.len(),
+            problem.limits.seed,
+            runs.join(", ")
+        )];
         notes.extend(search.notes);
         Ok(scored_outcome(self.name(), problem, placement, notes))
     }
@@ -134,9 +156,18 @@ pub fn search(w: &Workload, limits: &Limits) -> Search {
     let d = w.devices();
     let (k, l) = (d.accelerators, d.cpus);
     let mut rng = SplitMix64::new(limits.seed);
-    let mut out = Search { best: None, restarts: Vec::new(), notes: Vec::new(), stopped: None };
+    let mut out = Search {
+        best: None,
+        restarts: Vec::new(),
+        notes: Vec::new(),
+        stopped: None,
+    };
     let counts = 4.0 * m.hyperedges.len() as f64 * (k as f64 + l as f64);
-    let what = format!("local search's counts ({} hyperedges × {} devices)", m.hyperedges.len(), k as f64 + l as f64);
+    let what = format!(
+        "local search's counts ({} hyperedges × {} devices)",
+        m.hyperedges.len(),
+        k as f64 + l as f64
+    );
     if let Err(e) = budget.reserve(&what, counts) {
         out.stopped = Some(e);
         return out;
@@ -153,7 +184,15 @@ pub fn search(w: &Workload, limits: &Limits) -> Search {
             continue;
         };
         let to_devices = |dev: &[usize]| -> Vec<Device> {
-            dev.iter().map(|&i| if i < k { Device::Accelerator(i) } else { Device::Cpu(i - k) }).collect()
+            dev.iter()
+                .map(|&i| {
+                    if i < k {
+                        Device::Accelerator(i)
+                    } else {
+                        Device::Cpu(i - k)
+                    }
+                })
+                .collect()
         };
         let start_tps = tps(w, &m.placement(&to_devices(&start)));
         let mut state = State::new(&m, k, l, d.memory_per_accelerator_bytes, start);
@@ -163,7 +202,11 @@ pub fn search(w: &Workload, limits: &Limits) -> Search {
         }
         let placement = m.placement(&to_devices(&state.device));
         let final_tps = tps(w, &placement);
-        out.restarts.push(Restart { start_tps, final_tps, moves });
+        out.restarts.push(Restart {
+            start_tps,
+            final_tps,
+            moves,
+        });
         if out.best.as_ref().is_none_or(|(_, b)| final_tps < *b) {
             out.best = Some((placement, final_tps));
         }
@@ -173,13 +216,21 @@ pub fn search(w: &Workload, limits: &Limits) -> Search {
         }
     }
     if skipped > 0 {
-        out.notes.push(format!("{skipped} random starts found no room and were skipped"));
+        out.notes.push(format!(
+            "{skipped} random starts found no room and were skipped"
+        ));
     }
     out
 }
 
 /// A random valid start (device index per class), or `None` if a class fits nowhere.
-fn random_start(m: &ClassModel, k: usize, l: usize, memory: f64, rng: &mut SplitMix64) -> Option<Vec<usize>> {
+fn random_start(
+    m: &ClassModel,
+    k: usize,
+    l: usize,
+    memory: f64,
+    rng: &mut SplitMix64,
+) -> Option<Vec<usize>> {
     let mut order: Vec<usize> = (0..m.len()).collect();
     for i in (1..order.len()).rev() {
         order.swap(i, rng.below(i + 1));
@@ -270,8 +321,18 @@ impl<'a> State<'a> {
     pub fn priced(&self, x: usize, b: usize) -> (f64, f64) {
         let (m, k, dn) = (self.m, self.k, self.devices);
         let a = self.device[x];
-        let mut la = self.load[a] - if a < k { m.classes[x].fpga_latency } else { m.classes[x].cpu_latency };
-        let mut lb = self.load[b] + if b < k { m.classes[x].fpga_latency } else { m.classes[x].cpu_latency };
+        let mut la = self.load[a]
+            - if a < k {
+                m.classes[x].fpga_latency
+            } else {
+                m.classes[x].cpu_latency
+            };
+        let mut lb = self.load[b]
+            + if b < k {
+                m.classes[x].fpga_latency
+            } else {
+                m.classes[x].cpu_latency
+            };
         if a < k || b < k {
             for &t in &m.incident[x] {
                 let (s, cost) = (m.hyperedges[t].groups.len() as u32, &m.hyperedges[t].cost);
@@ -330,7 +391,11 @@ impl<'a> State<'a> {
             top.truncate(3);
             let max = self.load[top[0]];
             let squares: f64 = self.load.iter().map(|x| x * x).sum();
-            let others = |a: usize, b: usize| top.iter().find(|&&d| d != a && d != b).map_or(0.0, |&d| self.load[d]);
+            let others = |a: usize, b: usize| {
+                top.iter()
+                    .find(|&&d| d != a && d != b)
+                    .map_or(0.0, |&d| self.load[d])
+            };
             let mut best: Option<(f64, f64, usize, usize, f64, f64)> = None;
             for x in 0..m.len() {
                 if x.is_multiple_of(CLASSES_PER_CHECK) {
@@ -344,11 +409,18 @@ impl<'a> State<'a> {
                     if b == a {
                         continue;
                     }
-                    if b < k && (!m.classes[x].supported_on_accelerator || self.used[b] + m.classes[x].size_bytes > self.memory) {
+                    if b < k
+                        && (!m.classes[x].supported_on_accelerator
+                            || self.used[b] + m.classes[x].size_bytes > self.memory)
+                    {
                         continue;
                     }
                     if self.classes_on[b] == 0 {
-                        let tried = if b < k { &mut tried_empty_acc } else { &mut tried_empty_cpu };
+                        let tried = if b < k {
+                            &mut tried_empty_acc
+                        } else {
+                            &mut tried_empty_cpu
+                        };
                         if *tried {
                             continue;
                         }
@@ -356,13 +428,18 @@ impl<'a> State<'a> {
                     }
                     let (la, lb) = self.priced(x, b);
                     let new_max = la.max(lb).max(others(a, b));
-                    let new_squares = squares - self.load[a] * self.load[a] - self.load[b] * self.load[b] + la * la + lb * lb;
+                    let new_squares =
+                        squares - self.load[a] * self.load[a] - self.load[b] * self.load[b]
+                            + la * la
+                            + lb * lb;
                     let better_than_current = new_max < max * (1.0 - 1e-12)
                         || (new_max <= max && new_squares < squares * (1.0 - 1e-12));
                     if !better_than_current {
                         continue;
                     }
-                    if best.is_none_or(|(bm, bs, ..)| new_max < bm || (new_max == bm && new_squares < bs)) {
+                    if best.is_none_or(|(bm, bs, ..)| {
+                        new_max < bm || (new_max == bm && new_squares < bs)
+                    }) {
                         best = Some((new_max, new_squares, x, b, la, lb));
                     }
                 }

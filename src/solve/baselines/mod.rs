@@ -23,8 +23,8 @@ pub mod partitioner;
 pub mod pipedream;
 pub mod single;
 
-use crate::model::numerics::Sum;
 use crate::model::grouping::Grouping;
+use crate::model::numerics::Sum;
 use crate::model::{Device, Placement, Workload};
 
 /// Makes a class assignment valid, deterministically, and says what it moved:
@@ -35,7 +35,12 @@ use crate::model::{Device, Placement, Workload};
 ///
 /// Returns `None` when a class fits nowhere (no CPU and no accelerator with room).
 /// Complexity: O(C · (k + ℓ)) moves of C classes at most.
-pub fn repair(m: &Grouping, w: &Workload, device: &mut [Device], notes: &mut Vec<String>) -> Option<()> {
+pub fn repair(
+    m: &Grouping,
+    w: &Workload,
+    device: &mut [Device],
+    notes: &mut Vec<String>,
+) -> Option<()> {
     let d = w.devices();
     let (k, l, memory) = (d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
     let mut cpu_load = vec![0.0; l];
@@ -91,10 +96,14 @@ pub fn repair(m: &Grouping, w: &Workload, device: &mut [Device], notes: &mut Vec
         }
     }
     if unsupported_moved > 0 {
-        notes.push(format!("{unsupported_moved} colour classes not supported on accelerators moved to CPUs"));
+        notes.push(format!(
+            "{unsupported_moved} colour classes not supported on accelerators moved to CPUs"
+        ));
     }
     if memory_moved > 0 {
-        notes.push(format!("{memory_moved} colour classes moved off accelerators that exceeded their memory"));
+        notes.push(format!(
+            "{memory_moved} colour classes moved off accelerators that exceeded their memory"
+        ));
     }
     Some(())
 }
@@ -124,7 +133,12 @@ impl SplitMix64 {
 }
 
 /// A heuristic's outcome: the plan scored by the evaluator under the problem's objective.
-pub(crate) fn scored_outcome(method: &str, problem: &super::Problem, placement: Placement, notes: Vec<String>) -> super::Outcome {
+pub(crate) fn scored_outcome(
+    method: &str,
+    problem: &super::Problem,
+    placement: Placement,
+    notes: Vec<String>,
+) -> super::Outcome {
     let latency_rules = matches!(problem.objective, super::Objective::Latency { .. });
     let e = crate::score::evaluate(problem.workload, &placement, latency_rules);
     super::Outcome {
@@ -133,7 +147,10 @@ pub(crate) fn scored_outcome(method: &str, problem: &super::Problem, placement: 
         placement: Some(placement),
         bound: 0.0,
         status: super::Status::Heuristic,
-        stats: super::Stats { notes, ..super::Stats::default() },
+        stats: super::Stats {
+            notes,
+            ..super::Stats::default()
+        },
     }
 }
 
@@ -151,8 +168,14 @@ pub(crate) fn infeasible_outcome(method: &str, reason: String) -> super::Outcome
 
 /// [`infeasible_outcome`] of a contiguous problem whose obstacle is the contiguity rule.
 pub(crate) fn contiguity_infeasible_outcome(method: &str, reason: String) -> super::Outcome {
-    let status = super::Status::Infeasible { reason, non_contiguous_may_help: true };
-    super::Outcome { status, ..infeasible_outcome(method, String::new()) }
+    let status = super::Status::Infeasible {
+        reason,
+        non_contiguous_may_help: true,
+    };
+    super::Outcome {
+        status,
+        ..infeasible_outcome(method, String::new())
+    }
 }
 
 /// `Err` unless the objective is TPS: the planners below minimise the max load only.

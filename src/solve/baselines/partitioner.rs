@@ -43,7 +43,10 @@ impl Method for Partitioner {
     fn supports(&self, problem: &Problem) -> Result<(), String> {
         throughput_only(problem)?;
         if problem.contiguous {
-            return Err("contiguous problems: METIS parts need not be contiguous (use --non-contiguous)".into());
+            return Err(
+                "contiguous problems: METIS parts need not be contiguous (use --non-contiguous)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -67,10 +70,15 @@ impl Method for Partitioner {
                     continue;
                 }
             };
-            let mut device: Vec<Device> = part.iter().map(|&p| Device::Accelerator(p as usize)).collect();
+            let mut device: Vec<Device> = part
+                .iter()
+                .map(|&p| Device::Accelerator(p as usize))
+                .collect();
             let mut notes = Vec::new();
             if repair(&m, w, &mut device, &mut notes).is_none() {
-                failures.push(format!("{parts} parts: a colour class fits on no device after partitioning"));
+                failures.push(format!(
+                    "{parts} parts: a colour class fits on no device after partitioning"
+                ));
                 continue;
             }
             let tps = tps(w, &m.placement(&device));
@@ -88,7 +96,10 @@ impl Method for Partitioner {
             }
             return Ok(infeasible_outcome(self.name(), reason));
         };
-        notes.insert(0, format!("best of METIS k-way partitions into 1..={k} parts: {parts} parts"));
+        notes.insert(
+            0,
+            format!("best of METIS k-way partitions into 1..={k} parts: {parts} parts"),
+        );
         notes.extend(failures);
         let placement = m.placement(&device).canonical();
         Ok(scored_outcome(self.name(), problem, placement, notes))
@@ -116,7 +127,13 @@ impl MetisGraph {
         }
         let total_edge: f64 = weight.values().sum();
         let total_compute: f64 = m.groups.iter().map(|g| g.fpga_latency).sum();
-        let scale = |x: f64, total: f64| if total > 0.0 { (x / total * 1e6).round() as metis::Idx } else { 0 };
+        let scale = |x: f64, total: f64| {
+            if total > 0.0 {
+                (x / total * 1e6).round() as metis::Idx
+            } else {
+                0
+            }
+        };
         let mut adj: Vec<Vec<(usize, metis::Idx)>> = vec![Vec::new(); n];
         for (&(a, b), &c) in &weight {
             let wgt = scale(c, total_edge).max(1);
@@ -133,8 +150,17 @@ impl MetisGraph {
             }
             xadj.push(adjncy.len() as metis::Idx);
         }
-        let vwgt = m.groups.iter().map(|g| scale(g.fpga_latency, total_compute)).collect();
-        MetisGraph { xadj, adjncy, adjwgt, vwgt }
+        let vwgt = m
+            .groups
+            .iter()
+            .map(|g| scale(g.fpga_latency, total_compute))
+            .collect();
+        MetisGraph {
+            xadj,
+            adjncy,
+            adjwgt,
+            vwgt,
+        }
     }
 
     /// The part of each class in a k-way partition into `parts` parts.
@@ -168,7 +194,9 @@ static STDOUT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl QuietStdout {
     fn new() -> QuietStdout {
-        let lock = STDOUT_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lock = STDOUT_LOCK
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         // SAFETY: plain descriptor calls; Rust's stdout writes straight to fd 1 (it is
         // flushed first), so nothing of ours is redirected by mistake.
         let saved = unsafe {

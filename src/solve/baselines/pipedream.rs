@@ -50,7 +50,11 @@ impl Method for PipeDream {
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let c = Contraction::new(problem.workload);
         let chain = fuse_biconnected_tails(problem.workload, &c);
-        let note = format!("{} groups fused into {} chain units (biconnected tails)", c.len(), chain.len());
+        let note = format!(
+            "{} groups fused into {} chain units (biconnected tails)",
+            c.len(),
+            chain.len()
+        );
         split_units(self.name(), problem, &chain, note)
     }
 }
@@ -69,20 +73,41 @@ impl Method for PipeDreamTopo {
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
-        let (chain, folded) = fold_free_leaves(problem.workload, Contraction::new(problem.workload));
-        let note = format!("{} units in topological order ({folded} zero-cost leaves folded)", chain.len());
+        let (chain, folded) =
+            fold_free_leaves(problem.workload, Contraction::new(problem.workload));
+        let note = format!(
+            "{} units in topological order ({folded} zero-cost leaves folded)",
+            chain.len()
+        );
         split_units(self.name(), problem, &chain, note)
     }
 }
 
 /// Step 4: the optimal split of the units of `chain` in index (topological) order.
-fn split_units(name: &str, problem: &Problem, chain: &Contraction, note: String) -> Result<Outcome, SolveError> {
+fn split_units(
+    name: &str,
+    problem: &Problem,
+    chain: &Contraction,
+    note: String,
+) -> Result<Outcome, SolveError> {
     let w = problem.workload;
     let d = w.devices();
     let cost = PairCost::new(w, chain);
     let order: Vec<usize> = (0..chain.len()).collect();
-    let split = best_chain_split_within(chain, &cost, &order, d.accelerators, d.cpus, d.memory_per_accelerator_bytes, &problem.limits.budget())
-        .map_err(|reason| SolveError::Stopped { method: name.into(), reason, detail: format!("while splitting {} units", chain.len()) })?;
+    let split = best_chain_split_within(
+        chain,
+        &cost,
+        &order,
+        d.accelerators,
+        d.cpus,
+        d.memory_per_accelerator_bytes,
+        &problem.limits.budget(),
+    )
+    .map_err(|reason| SolveError::Stopped {
+        method: name.into(),
+        reason,
+        detail: format!("while splitting {} units", chain.len()),
+    })?;
     let Some((_, placement)) = split else {
         return Ok(infeasible_outcome(
             name,
@@ -103,7 +128,9 @@ fn split_units(name: &str, problem: &Problem, chain: &Contraction, note: String)
 /// Steps 2–3 of the module documentation: the contraction whose groups are the fused units.
 pub fn fuse_biconnected_tails(w: &crate::model::Workload, c: &Contraction) -> Contraction {
     let n = c.len();
-    let edges: Vec<(usize, usize)> = (0..n).flat_map(|a| c.succ[a].iter().map(move |&b| (a, b))).collect();
+    let edges: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| c.succ[a].iter().map(move |&b| (a, b)))
+        .collect();
     let mut parent: Vec<usize> = (0..n).collect();
     fn find(parent: &mut [usize], mut x: usize) -> usize {
         while parent[x] != x {
@@ -132,7 +159,10 @@ pub fn fuse_biconnected_tails(w: &crate::model::Workload, c: &Contraction) -> Co
     }
     let component = strongly_connected_components(&succ);
     let label: Vec<usize> = c.group_of.iter().map(|&g| component[unit[g]]).collect();
-    let arcs: Vec<(usize, usize)> = edges.iter().map(|&(a, b)| (component[unit[a]], component[unit[b]])).collect();
+    let arcs: Vec<(usize, usize)> = edges
+        .iter()
+        .map(|&(a, b)| (component[unit[a]], component[unit[b]]))
+        .collect();
     Contraction::from_labels(w, &label, arcs)
 }
 

@@ -24,7 +24,10 @@ impl Method for Single {
         let w = problem.workload;
         let d = w.devices();
         if d.accelerators == 0 {
-            return Ok(infeasible_outcome(self.name(), "the device set has no accelerator".into()));
+            return Ok(infeasible_outcome(
+                self.name(),
+                "the device set has no accelerator".into(),
+            ));
         }
         if let Some(node) = w.nodes().iter().find(|n| !n.supported_on_accelerator) {
             return Ok(infeasible_outcome(

@@ -33,9 +33,17 @@ pub struct Exhaustive {
 
 /// Minimises `objective` (throughput or sync) over every placement of `w` on the cluster of
 /// `costs`, contiguous ones only when `contiguous`.
-pub fn brute_force(w: &Workload, costs: &ClusterCosts, objective: Objective, contiguous: bool) -> Result<Exhaustive, SolveError> {
+pub fn brute_force(
+    w: &Workload,
+    costs: &ClusterCosts,
+    objective: Objective,
+    contiguous: bool,
+) -> Result<Exhaustive, SolveError> {
     if matches!(objective, Objective::Latency { .. }) {
-        return Err(SolveError::Unsupported { method: "brute-force".into(), what: "the latency objective on a cluster".into() });
+        return Err(SolveError::Unsupported {
+            method: "brute-force".into(),
+            what: "the latency objective on a cluster".into(),
+        });
     }
     let (class, classes) = class_index(w);
     if classes > MAX_CLASSES {
@@ -76,7 +84,11 @@ pub fn brute_force(w: &Workload, costs: &ClusterCosts, objective: Objective, con
         }
     };
     enumerate(0, &groups, &mut used, &mut labels, &mut visit);
-    Ok(Exhaustive { best, plans, per_usage })
+    Ok(Exhaustive {
+        best,
+        plans,
+        per_usage,
+    })
 }
 
 /// Devices grouped by (machine, type) for accelerators and by machine for CPU cores, each
@@ -90,8 +102,18 @@ pub fn interchangeable_groups(costs: &ClusterCosts) -> Vec<Vec<Device>> {
         .accelerators()
         .iter()
         .enumerate()
-        .map(|(i, a)| ((a.machine, Some(a.accelerator_type)), Device::Accelerator(i)))
-        .chain(c.cpu_machines().iter().enumerate().map(|(j, &m)| ((m, None), Device::Cpu(j))));
+        .map(|(i, a)| {
+            (
+                (a.machine, Some(a.accelerator_type)),
+                Device::Accelerator(i),
+            )
+        })
+        .chain(
+            c.cpu_machines()
+                .iter()
+                .enumerate()
+                .map(|(j, &m)| ((m, None), Device::Cpu(j))),
+        );
     for (key, d) in devices {
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, list)) => list.push(d),
@@ -101,7 +123,13 @@ pub fn interchangeable_groups(costs: &ClusterCosts) -> Vec<Vec<Device>> {
     groups.into_iter().map(|(_, list)| list).collect()
 }
 
-fn enumerate(at: usize, groups: &[Vec<Device>], used: &mut [usize], labels: &mut [Device], visit: &mut impl FnMut(&[Device])) {
+fn enumerate(
+    at: usize,
+    groups: &[Vec<Device>],
+    used: &mut [usize],
+    labels: &mut [Device],
+    visit: &mut impl FnMut(&[Device]),
+) {
     if at == labels.len() {
         visit(labels);
         return;

@@ -275,7 +275,12 @@ fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
             continue;
         }
         let p = c.group_of[u];
-        let mut recv: Vec<usize> = w.successors(u).iter().map(|&s| c.group_of[s]).filter(|&g| g != p).collect();
+        let mut recv: Vec<usize> = w
+            .successors(u)
+            .iter()
+            .map(|&s| c.group_of[s])
+            .filter(|&g| g != p)
+            .collect();
         recv.sort_unstable();
         recv.dedup();
         if recv.is_empty() {
@@ -285,10 +290,21 @@ fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
         e.0 += 1.0;
         e.1 += cost;
     }
-    let mut transfers: Vec<Transfer> = merged.into_iter().map(|((p, recv), (count, cost))| Transfer { p, recv, count, cost }).collect();
+    let mut transfers: Vec<Transfer> = merged
+        .into_iter()
+        .map(|((p, recv), (count, cost))| Transfer {
+            p,
+            recv,
+            count,
+            cost,
+        })
+        .collect();
     transfers.sort_by(|a, b| (a.p, &a.recv).cmp(&(b.p, &b.recv)));
     let b_ref = w.platform().reference.host_bytes_per_s;
-    let price = |l: &crate::model::Link| LinkPrice { latency_ms: l.latency_ms, scale: b_ref / l.bytes_per_s };
+    let price = |l: &crate::model::Link| LinkPrice {
+        latency_ms: l.latency_ms,
+        scale: b_ref / l.bytes_per_s,
+    };
     let mut kinds: Vec<Kind> = Vec::new();
     for (m, machine) in cluster.machines().iter().enumerate() {
         let mut per_type = vec![0; types];
@@ -304,7 +320,11 @@ fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
             network: price(&machine.network),
         };
         match kinds.iter_mut().find(|k| {
-            k.per_type == kind.per_type && k.cpus == kind.cpus && k.host == kind.host && k.peer == kind.peer && k.network == kind.network
+            k.per_type == kind.per_type
+                && k.cpus == kind.cpus
+                && k.host == kind.host
+                && k.peer == kind.peer
+                && k.network == kind.network
         }) {
             Some(k) => k.machines.push(m),
             None => kinds.push(kind),
@@ -315,7 +335,11 @@ fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
         x,
         cpu: c.groups.iter().map(|g| g.cpu_latency).collect(),
         size: c.groups.iter().map(|g| g.size_bytes).collect(),
-        supported: c.groups.iter().map(|g| g.supported_on_accelerator).collect(),
+        supported: c
+            .groups
+            .iter()
+            .map(|g| g.supported_on_accelerator)
+            .collect(),
         memory: cluster.types().iter().map(|t| t.memory_bytes).collect(),
         transfers,
         kinds,
@@ -360,7 +384,9 @@ impl Set<'_> {
 
 impl Family {
     fn prefixes(n: usize) -> Family {
-        Family::Prefixes { level_start: (0..=n + 1).collect() }
+        Family::Prefixes {
+            level_start: (0..=n + 1).collect(),
+        }
     }
 
     fn len(&self) -> usize {
@@ -410,7 +436,13 @@ struct Sums {
 
 impl Sums {
     fn new(types: usize) -> Sums {
-        Sums { x: vec![0.0; types], cpu: 0.0, size: 0.0, unsupported: 0, fastest: 0.0 }
+        Sums {
+            x: vec![0.0; types],
+            cpu: 0.0,
+            size: 0.0,
+            unsupported: 0,
+            fastest: 0.0,
+        }
     }
 
     fn add(&mut self, p: &Prepared, fastest_of: &[f64], g: usize) {
@@ -441,14 +473,32 @@ fn row(p: &Prepared, sums: Sums, crossing: Vec<u32>, inside: impl Fn(usize) -> b
         list.sort_unstable();
         list.dedup();
     }
-    (sums.x, sums.cpu, sums.size, sums.unsupported, sums.fastest, crossing, frontier, upstream)
+    (
+        sums.x,
+        sums.cpu,
+        sums.size,
+        sums.unsupported,
+        sums.fastest,
+        crossing,
+        frontier,
+        upstream,
+    )
 }
 
 /// The rows of the `count` prefixes `{0, …, i−1}` of the group order, each from the one
 /// before: the sums grow by group `i − 1`, and a transfer crosses while some but not all
 /// of its endpoint occurrences (producer, receivers) are inside. O(n + m + Σ width).
-fn prefix_rows(p: &Prepared, incident: &[Vec<u32>], fastest_of: &[f64], count: usize) -> Vec<PerIdeal> {
-    let total: Vec<u32> = p.transfers.iter().map(|t| 1 + t.recv.len() as u32).collect();
+fn prefix_rows(
+    p: &Prepared,
+    incident: &[Vec<u32>],
+    fastest_of: &[f64],
+    count: usize,
+) -> Vec<PerIdeal> {
+    let total: Vec<u32> = p
+        .transfers
+        .iter()
+        .map(|t| 1 + t.recv.len() as u32)
+        .collect();
     let mut inside = vec![0u32; p.transfers.len()];
     let mut crossing = std::collections::BTreeSet::new();
     let mut sums = Sums::new(p.types);
@@ -485,7 +535,13 @@ fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
     let cpus = p.kinds.iter().any(|k| k.cpus > 0);
     let fastest_of: Vec<f64> = (0..n)
         .map(|g| {
-            let acc = if p.supported[g] { (0..p.types).map(|t| p.x[t][g]).fold(f64::INFINITY, f64::min) } else { f64::INFINITY };
+            let acc = if p.supported[g] {
+                (0..p.types)
+                    .map(|t| p.x[t][g])
+                    .fold(f64::INFINITY, f64::min)
+            } else {
+                f64::INFINITY
+            };
             acc.min(if cpus { p.cpu[g] } else { f64::INFINITY })
         })
         .collect();
@@ -584,10 +640,19 @@ fn receive(kind: &Kind, cpu: bool, label: u8, t: &Transfer) -> f64 {
 /// own bound, the optimum over the prefixes of one topological order (its bound raised from
 /// a lower bound by 1.5× until a plan appears), and prunes with the smaller. Per-usage
 /// optima above a bound would be pruned, so [`Tracking::PerUsage`] uses only the caller's.
-pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Tracking, upper_bound: f64) -> Result<ClusterDpResult, SolveError> {
+pub fn solve(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    tracking: Tracking,
+    upper_bound: f64,
+) -> Result<ClusterDpResult, SolveError> {
     let cluster = costs.cluster();
     let (p, folded) = prepare(w, costs);
-    if p.types > MAX_TYPES || p.kinds.len() > MAX_KINDS || p.kinds.iter().any(|k| k.machines.len() > 255) {
+    if p.types > MAX_TYPES
+        || p.kinds.len() > MAX_KINDS
+        || p.kinds.iter().any(|k| k.machines.len() > 255)
+    {
         return Err(SolveError::Unsupported {
             method: "dp".into(),
             what: format!(
@@ -605,7 +670,16 @@ pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Trac
     let mut fallback: Option<(f64, Placement)> = None;
     let mut lower = 0.0;
     let stopped = |reason, states, pairs, fallback: Option<(f64, Placement)>, lower: f64| {
-        Ok(ClusterDpResult { best: fallback, per_usage: Vec::new(), ideals: 0, states, pairs, folded, lower_bound: lower, stopped: Some(reason) })
+        Ok(ClusterDpResult {
+            best: fallback,
+            per_usage: Vec::new(),
+            ideals: 0,
+            states,
+            pairs,
+            folded,
+            lower_bound: lower,
+            stopped: Some(reason),
+        })
     };
     if tracking == Tracking::Best {
         let chain = ideal_data(&p, Family::prefixes(p.c.len()))?;
@@ -618,13 +692,20 @@ pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Trac
             match run(&p, &chain, Tracking::Best, b.min(bound), &budget) {
                 Run::Done(table, n) => {
                     pairs += n;
-                    if let Some((s, st)) = table[last].iter().enumerate().min_by(|a, b| a.1.value.total_cmp(&b.1.value)) {
+                    if let Some((s, st)) = table[last]
+                        .iter()
+                        .enumerate()
+                        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+                    {
                         bound = bound.min(st.value);
-                        fallback = Some((st.value, reconstruct(&p, &chain, &table, last, s, costs)));
+                        fallback =
+                            Some((st.value, reconstruct(&p, &chain, &table, last, s, costs)));
                         break;
                     }
                 }
-                Run::Stopped(reason, states, n) => return stopped(reason, states, pairs + n, None, lower),
+                Run::Stopped(reason, states, n) => {
+                    return stopped(reason, states, pairs + n, None, lower)
+                }
             }
             if b >= ceiling || b >= bound {
                 break;
@@ -633,16 +714,33 @@ pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Trac
         }
     }
     let limit = limits.max_ideals;
-    let too_many = |found: usize, how: &str| SolveError::TooManyIdeals { found, limit, which: format!("--max-ideals allows: {how}") };
+    let too_many = |found: usize, how: &str| SolveError::TooManyIdeals {
+        found,
+        limit,
+        which: format!("--max-ideals allows: {how}"),
+    };
     let estimate = ideals::estimate(&p.c);
     let enumerated = if estimate.lower_bound > limit as u128 {
         let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
-        let counted = if estimate.exact { "exactly" } else { "at least" };
-        Err(too_many(found, &format!("it has {counted} {found}, counted before enumerating")))
+        let counted = if estimate.exact {
+            "exactly"
+        } else {
+            "at least"
+        };
+        Err(too_many(
+            found,
+            &format!("it has {counted} {found}, counted before enumerating"),
+        ))
     } else {
         Ideals::enumerate(&p.c, limit, &budget).map_err(|e| match e {
-            EnumerationStop::TooMany { found } => too_many(found, &format!("{found} enumerated before stopping")),
-            EnumerationStop::Budget { reason, .. } => SolveError::Stopped { method: "dp".into(), reason, detail: String::new() },
+            EnumerationStop::TooMany { found } => {
+                too_many(found, &format!("{found} enumerated before stopping"))
+            }
+            EnumerationStop::Budget { reason, .. } => SolveError::Stopped {
+                method: "dp".into(),
+                reason,
+                detail: String::new(),
+            },
         })
     };
     let ideals = match enumerated {
@@ -651,7 +749,9 @@ pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Trac
         Err(SolveError::TooManyIdeals { .. }) if fallback.is_some() => {
             return stopped(StopReason::IdealLimit { limit }, 0, pairs, fallback, lower);
         }
-        Err(SolveError::Stopped { reason, .. }) => return stopped(reason.into(), 0, pairs, fallback, lower),
+        Err(SolveError::Stopped { reason, .. }) => {
+            return stopped(reason.into(), 0, pairs, fallback, lower)
+        }
         Err(e) => return Err(e),
     };
     let data = ideal_data(&p, Family::All(ideals))?;
@@ -669,7 +769,10 @@ pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Trac
     let full = count - 1;
     let states: usize = table.iter().map(Vec::len).sum();
     let finals = &table[full];
-    let best = finals.iter().enumerate().min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+    let best = finals
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
     let best = best.map(|(s, st)| (st.value, reconstruct(&p, &data, &table, full, s, costs)));
     let mut per_usage: Vec<(Vec<usize>, f64, Placement)> = Vec::new();
     if tracking == Tracking::PerUsage {
@@ -687,11 +790,24 @@ pub fn solve(w: &Workload, costs: &ClusterCosts, limits: &Limits, tracking: Trac
         list.sort();
         for (used, s) in list {
             let plan = reconstruct(&p, &data, &table, full, s, costs);
-            per_usage.push((used.iter().map(|&x| x as usize).collect(), finals[s].value, plan));
+            per_usage.push((
+                used.iter().map(|&x| x as usize).collect(),
+                finals[s].value,
+                plan,
+            ));
         }
     }
     let lower_bound = best.as_ref().map_or(f64::INFINITY, |b| b.0);
-    Ok(ClusterDpResult { best, per_usage, ideals: count, states, pairs, folded, lower_bound, stopped: None })
+    Ok(ClusterDpResult {
+        best,
+        per_usage,
+        ideals: count,
+        states,
+        pairs,
+        folded,
+        lower_bound,
+        stopped: None,
+    })
 }
 
 /// A lower bound on the optimum (the slowest group on its fastest device; the fastest total
@@ -704,12 +820,20 @@ fn bounds(p: &Prepared, data: &IdealData) -> (f64, f64) {
     let mut ceiling = 0.0;
     for g in 0..p.c.len() {
         let acc = (0..p.types).filter(|_| p.supported[g]).map(|t| p.x[t][g]);
-        let fastest = acc.clone().fold(if cpus { p.cpu[g] } else { f64::INFINITY }, f64::min);
+        let fastest = acc
+            .clone()
+            .fold(if cpus { p.cpu[g] } else { f64::INFINITY }, f64::min);
         lower = lower.max(fastest);
         ceiling += acc.fold(if cpus { p.cpu[g] } else { 0.0 }, f64::max);
     }
     for t in &p.transfers {
-        let dearest = p.kinds.iter().flat_map(|k| [Some(k.host), k.peer, Some(k.network)]).flatten().map(|l| l.time(t)).fold(0.0, f64::max);
+        let dearest = p
+            .kinds
+            .iter()
+            .flat_map(|k| [Some(k.host), k.peer, Some(k.network)])
+            .flatten()
+            .map(|l| l.time(t))
+            .fold(0.0, f64::max);
         ceiling += 2.0 * dearest;
     }
     (lower.max(1e-12), ceiling.max(lower) * (1.0 + 1e-9) + 1e-12)
@@ -724,65 +848,115 @@ enum Run {
 
 /// The recurrence over `data`'s ideals, level by level, states of value above `upper_bound`
 /// dropped and dominated states removed ([`keep_undominated`]).
-fn run(p: &Prepared, data: &IdealData, tracking: Tracking, upper_bound: f64, budget: &Budget) -> Run {
+fn run(
+    p: &Prepared,
+    data: &IdealData,
+    tracking: Tracking,
+    upper_bound: f64,
+    budget: &Budget,
+) -> Run {
     let count = data.ideals.len();
-    let bound = if upper_bound.is_finite() { upper_bound * (1.0 + 1e-9) + 1e-12 } else { f64::INFINITY };
+    let bound = if upper_bound.is_finite() {
+        upper_bound * (1.0 + 1e-9) + 1e-12
+    } else {
+        f64::INFINITY
+    };
     let mut order: Vec<u32> = (0..count as u32).collect();
     order.sort_by(|&a, &b| data.fastest[a as usize].total_cmp(&data.fastest[b as usize]));
     let keys: Vec<f64> = order.iter().map(|&i| data.fastest[i as usize]).collect();
-    let start = Key { current: NONE, opened: [0; MAX_KINDS], usage: [0; MAX_TYPES + 1], used: [0; MAX_TYPES], labels: 0, guesses: 0 };
+    let start = Key {
+        current: NONE,
+        opened: [0; MAX_KINDS],
+        usage: [0; MAX_TYPES + 1],
+        used: [0; MAX_TYPES],
+        labels: 0,
+        guesses: 0,
+    };
     let track = tracking == Tracking::PerUsage;
     let mut table: Vec<Vec<State>> = vec![Vec::new(); count];
-    table[0].push(State { key: start, value: 0.0, back: None });
+    table[0].push(State {
+        key: start,
+        value: 0.0,
+        back: None,
+    });
     let pairs = std::sync::atomic::AtomicU64::new(0);
     let levels = data.ideals.level_start();
     for level in 1..levels.len() - 1 {
         if let Err(e) = budget.check() {
-            return Run::Stopped(e.into(), table.iter().map(Vec::len).sum(), pairs.into_inner());
+            return Run::Stopped(
+                e.into(),
+                table.iter().map(Vec::len).sum(),
+                pairs.into_inner(),
+            );
         }
         let (lo, hi) = (levels[level], levels[level + 1]);
         let (done, rest) = table.split_at_mut(lo);
         let done: &[Vec<State>] = done;
         let out_of_budget = std::sync::atomic::AtomicBool::new(false);
-        rest[..hi - lo].par_iter_mut().enumerate().for_each(|(offset, slot)| {
-            if out_of_budget.load(std::sync::atomic::Ordering::Relaxed) || budget.is_exhausted() {
-                out_of_budget.store(true, std::sync::atomic::Ordering::Relaxed);
-                return;
-            }
-            let i = lo + offset;
-            let mut found: FxHashMap<Key, u32> = FxHashMap::default();
-            let mut states: Vec<State> = Vec::new();
-            let hi_key = data.fastest[i];
-            let slack = 1e-9 * hi_key.abs().max(1.0);
-            let from = if bound.is_finite() { keys.partition_point(|&x| x < hi_key - bound - slack) } else { 0 };
-            let to = keys.partition_point(|&x| x <= hi_key + slack);
-            let mut scratch = Scratch::default();
-            let mut relaxed = 0;
-            for &j in &order[from..to] {
-                let j = j as usize;
-                if j >= lo || done[j].is_empty() || !data.ideals.is_subset(j, i) {
-                    continue;
+        rest[..hi - lo]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(offset, slot)| {
+                if out_of_budget.load(std::sync::atomic::Ordering::Relaxed) || budget.is_exhausted()
+                {
+                    out_of_budget.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return;
                 }
-                relaxed += 1;
-                relax(p, data, j, i, &done[j], bound, track, &mut scratch, &mut |key, value, back| match found.get(&key) {
-                    Some(&at) => {
-                        let st = &mut states[at as usize];
-                        if value < st.value {
-                            st.value = value;
-                            st.back = Some(back);
-                        }
+                let i = lo + offset;
+                let mut found: FxHashMap<Key, u32> = FxHashMap::default();
+                let mut states: Vec<State> = Vec::new();
+                let hi_key = data.fastest[i];
+                let slack = 1e-9 * hi_key.abs().max(1.0);
+                let from = if bound.is_finite() {
+                    keys.partition_point(|&x| x < hi_key - bound - slack)
+                } else {
+                    0
+                };
+                let to = keys.partition_point(|&x| x <= hi_key + slack);
+                let mut scratch = Scratch::default();
+                let mut relaxed = 0;
+                for &j in &order[from..to] {
+                    let j = j as usize;
+                    if j >= lo || done[j].is_empty() || !data.ideals.is_subset(j, i) {
+                        continue;
                     }
-                    None => {
-                        found.insert(key, states.len() as u32);
-                        states.push(State { key, value, back: Some(back) });
-                    }
-                });
-            }
-            pairs.fetch_add(relaxed, std::sync::atomic::Ordering::Relaxed);
-            *slot = keep_undominated(states);
-        });
+                    relaxed += 1;
+                    relax(
+                        p,
+                        data,
+                        j,
+                        i,
+                        &done[j],
+                        bound,
+                        track,
+                        &mut scratch,
+                        &mut |key, value, back| match found.get(&key) {
+                            Some(&at) => {
+                                let st = &mut states[at as usize];
+                                if value < st.value {
+                                    st.value = value;
+                                    st.back = Some(back);
+                                }
+                            }
+                            None => {
+                                found.insert(key, states.len() as u32);
+                                states.push(State {
+                                    key,
+                                    value,
+                                    back: Some(back),
+                                });
+                            }
+                        },
+                    );
+                }
+                pairs.fetch_add(relaxed, std::sync::atomic::Ordering::Relaxed);
+                *slot = keep_undominated(states);
+            });
         if out_of_budget.into_inner() {
-            let reason = budget.check().err().map_or(StopReason::TimeLimit, StopReason::from);
+            let reason = budget
+                .check()
+                .err()
+                .map_or(StopReason::TimeLimit, StopReason::from);
             return Run::Stopped(reason, table.iter().map(Vec::len).sum(), pairs.into_inner());
         }
     }
@@ -799,11 +973,18 @@ fn keep_undominated(mut states: Vec<State>) -> Vec<State> {
         return states;
     }
     let group = |k: &Key| (k.current, k.labels, k.guesses, k.used);
-    states.sort_by(|a, b| group(&a.key).cmp(&group(&b.key)).then(a.value.total_cmp(&b.value)));
+    states.sort_by(|a, b| {
+        group(&a.key)
+            .cmp(&group(&b.key))
+            .then(a.value.total_cmp(&b.value))
+    });
     let mut kept: Vec<State> = Vec::with_capacity(states.len());
     let mut group_start = 0;
     for st in states {
-        if kept.get(group_start).is_none_or(|k| group(&k.key) != group(&st.key)) {
+        if kept
+            .get(group_start)
+            .is_none_or(|k| group(&k.key) != group(&st.key))
+        {
             group_start = kept.len();
         }
         let dominated = kept[group_start..].iter().any(|k| {
@@ -894,21 +1075,44 @@ fn relax(
             }
         } else if t.recv.iter().any(|&r| in_s(r)) {
             if bj.contains(t.p) {
-                sc.from_j.push((ti, position(&data.frontier[j], t.p).expect("a producer of J with a receiver outside J")));
+                sc.from_j.push((
+                    ti,
+                    position(&data.frontier[j], t.p)
+                        .expect("a producer of J with a receiver outside J"),
+                ));
             } else {
-                let at_i = position(&data.upstream[i], t.p).expect("a producer outside I with a receiver in I");
-                sc.from_later.push((ti, position(&data.upstream[j], t.p).unwrap_or(u8::MAX), at_i));
+                let at_i = position(&data.upstream[i], t.p)
+                    .expect("a producer outside I with a receiver in I");
+                sc.from_later.push((
+                    ti,
+                    position(&data.upstream[j], t.p).unwrap_or(u8::MAX),
+                    at_i,
+                ));
             }
         }
     }
     sc.placed.clear();
-    sc.placed.extend(data.upstream[j].iter().enumerate().filter(|&(_, &g)| in_s(g as usize)).map(|(k, _)| k as u8));
-    sc.label_from.clear();
-    sc.label_from.extend(
-        data.frontier[i].iter().map(|&g| if in_s(g as usize) { u8::MAX } else { position(&data.frontier[j], g as usize).expect("labelled in J") }),
+    sc.placed.extend(
+        data.upstream[j]
+            .iter()
+            .enumerate()
+            .filter(|&(_, &g)| in_s(g as usize))
+            .map(|(k, _)| k as u8),
     );
+    sc.label_from.clear();
+    sc.label_from.extend(data.frontier[i].iter().map(|&g| {
+        if in_s(g as usize) {
+            u8::MAX
+        } else {
+            position(&data.frontier[j], g as usize).expect("labelled in J")
+        }
+    }));
     sc.guess_from.clear();
-    sc.guess_from.extend(data.upstream[i].iter().map(|&g| position(&data.upstream[j], g as usize).unwrap_or(u8::MAX)));
+    sc.guess_from.extend(
+        data.upstream[i]
+            .iter()
+            .map(|&g| position(&data.upstream[j], g as usize).unwrap_or(u8::MAX)),
+    );
 
     let size = data.size[i] - data.size[j];
     let acc_ok = data.unsupported[i] == data.unsupported[j];
@@ -917,8 +1121,30 @@ fn relax(
     let rest_slack = 1e-9 * data.fastest[last].max(1.0);
     // Per kind: what S pays to send on an accelerator of a machine without a peer link, and
     // what it pays to receive from J when it opens a machine of that kind (all over the network).
-    let send_cost: Vec<f64> = p.kinds.iter().map(|k| if k.peer.is_some() { 0.0 } else { sc.sends.iter().map(|&t| k.host.time(&p.transfers[t as usize])).sum() }).collect();
-    let open_cost: Vec<f64> = p.kinds.iter().map(|k| sc.from_j.iter().map(|&(t, _)| k.network.time(&p.transfers[t as usize])).sum()).collect();
+    let send_cost: Vec<f64> = p
+        .kinds
+        .iter()
+        .map(|k| {
+            if k.peer.is_some() {
+                0.0
+            } else {
+                sc.sends
+                    .iter()
+                    .map(|&t| k.host.time(&p.transfers[t as usize]))
+                    .sum()
+            }
+        })
+        .collect();
+    let open_cost: Vec<f64> = p
+        .kinds
+        .iter()
+        .map(|k| {
+            sc.from_j
+                .iter()
+                .map(|&(t, _)| k.network.time(&p.transfers[t as usize]))
+                .sum()
+        })
+        .collect();
     let compute = |ty: u8| -> Option<f64> {
         if ty == NONE {
             Some(data.cpu[i] - data.cpu[j])
@@ -931,7 +1157,8 @@ fn relax(
 
     for (s_index, st) in states.iter().enumerate() {
         let key = &st.key;
-        let guesses_all_later = (0..data.upstream[j].len()).all(|k| matches!(get2(key.guesses, k), NO_GUESS | G_LATER));
+        let guesses_all_later =
+            (0..data.upstream[j].len()).all(|k| matches!(get2(key.guesses, k), NO_GUESS | G_LATER));
         let (free_before, free_here) = free_devices(p, key);
         // Receiving from J on the current machine, for an accelerator and for a CPU core.
         let (mut here_acc, mut here_cpu) = (0.0, 0.0);
@@ -947,11 +1174,19 @@ fn relax(
         let mut consider = |choice: Choice| {
             let kind = &p.kinds[choice.kind as usize];
             let cpu = choice.ty == NONE;
-            let Some(mut load) = compute(choice.ty) else { return };
+            let Some(mut load) = compute(choice.ty) else {
+                return;
+            };
             if !cpu {
                 load += send_cost[choice.kind as usize];
             }
-            load += if choice.opens { open_cost[choice.kind as usize] } else if cpu { here_cpu } else { here_acc };
+            load += if choice.opens {
+                open_cost[choice.kind as usize]
+            } else if cpu {
+                here_cpu
+            } else {
+                here_acc
+            };
             if load.max(st.value) > bound {
                 return;
             }
@@ -965,18 +1200,31 @@ fn relax(
                 }
             }
             let mine = here_label(kind, choice.ty);
-            if !choice.opens && sc.placed.iter().any(|&k| !matches!(get2(key.guesses, k as usize), NO_GUESS) && get2(key.guesses, k as usize) != guess_of(mine)) {
+            if !choice.opens
+                && sc.placed.iter().any(|&k| {
+                    !matches!(get2(key.guesses, k as usize), NO_GUESS)
+                        && get2(key.guesses, k as usize) != guess_of(mine)
+                })
+            {
                 return;
             }
             sc.pending.clear();
             for &(t, at_j, at_i) in &sc.from_later {
                 let t = &p.transfers[t as usize];
-                let old = if choice.opens || at_j == u8::MAX { NO_GUESS } else { get2(key.guesses, at_j as usize) };
+                let old = if choice.opens || at_j == u8::MAX {
+                    NO_GUESS
+                } else {
+                    get2(key.guesses, at_j as usize)
+                };
                 if old != NO_GUESS {
                     load += receive(kind, cpu, label_of(old), t);
                     continue;
                 }
-                let costs = (receive(kind, cpu, EARLIER, t), receive(kind, cpu, HERE_CPU, t), receive(kind, cpu, HERE_ACC, t));
+                let costs = (
+                    receive(kind, cpu, EARLIER, t),
+                    receive(kind, cpu, HERE_CPU, t),
+                    receive(kind, cpu, HERE_ACC, t),
+                );
                 match sc.pending.iter_mut().find(|e| e.0 == at_i) {
                     Some(e) => {
                         e.1 += costs.0;
@@ -1022,7 +1270,11 @@ fn relax(
             // accelerator of this machine must be free for the producer.
             let mut options = [0u8; 3];
             let mut n_options = 0;
-            if p.kinds.iter().enumerate().any(|(kk, k)| (next.opened[kk] as usize) < k.machines.len()) {
+            if p.kinds
+                .iter()
+                .enumerate()
+                .any(|(kk, k)| (next.opened[kk] as usize) < k.machines.len())
+            {
                 options[n_options] = G_LATER;
                 n_options += 1;
             }
@@ -1073,11 +1325,19 @@ fn relax(
             let k = &p.kinds[key.current as usize];
             for t in 0..p.types {
                 if (key.usage[t] as usize) < k.per_type[t].min(p.clamp) {
-                    consider(Choice { opens: false, kind: key.current, ty: t as u8 });
+                    consider(Choice {
+                        opens: false,
+                        kind: key.current,
+                        ty: t as u8,
+                    });
                 }
             }
             if (key.usage[MAX_TYPES] as usize) < k.cpus.min(p.clamp) {
-                consider(Choice { opens: false, kind: key.current, ty: NONE });
+                consider(Choice {
+                    opens: false,
+                    kind: key.current,
+                    ty: NONE,
+                });
             }
         }
         if guesses_all_later {
@@ -1085,11 +1345,19 @@ fn relax(
                 if (key.opened[kk] as usize) < k.machines.len() {
                     for t in 0..p.types {
                         if k.per_type[t] > 0 {
-                            consider(Choice { opens: true, kind: kk as u8, ty: t as u8 });
+                            consider(Choice {
+                                opens: true,
+                                kind: kk as u8,
+                                ty: t as u8,
+                            });
                         }
                     }
                     if k.cpus > 0 {
-                        consider(Choice { opens: true, kind: kk as u8, ty: NONE });
+                        consider(Choice {
+                            opens: true,
+                            kind: kk as u8,
+                            ty: NONE,
+                        });
                     }
                 }
             }
@@ -1103,7 +1371,9 @@ fn free_devices(p: &Prepared, key: &Key) -> (usize, usize) {
     let mut current = 0;
     if key.current != NONE {
         let k = &p.kinds[key.current as usize];
-        current += (0..p.types).map(|t| k.per_type[t].saturating_sub(key.usage[t] as usize)).sum::<usize>();
+        current += (0..p.types)
+            .map(|t| k.per_type[t].saturating_sub(key.usage[t] as usize))
+            .sum::<usize>();
         current += k.cpus.saturating_sub(key.usage[MAX_TYPES] as usize);
     }
     let mut free = current;
@@ -1114,7 +1384,14 @@ fn free_devices(p: &Prepared, key: &Key) -> (usize, usize) {
 }
 
 /// The placement of state `s` at ideal `i`, devices numbered as the cluster numbers them.
-fn reconstruct(p: &Prepared, data: &IdealData, table: &[Vec<State>], i: usize, s: usize, costs: &ClusterCosts) -> Placement {
+fn reconstruct(
+    p: &Prepared,
+    data: &IdealData,
+    table: &[Vec<State>],
+    i: usize,
+    s: usize,
+    costs: &ClusterCosts,
+) -> Placement {
     let mut stages: Vec<(usize, usize, Choice)> = Vec::new();
     let (mut i, mut s) = (i, s);
     while let Some((j, sj, choice)) = table[i][s].back {
@@ -1127,7 +1404,10 @@ fn reconstruct(p: &Prepared, data: &IdealData, table: &[Vec<State>], i: usize, s
     // First accelerator index of each machine and type, and first CPU index of each machine.
     let mut acc_of: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
     for (d, a) in cluster.accelerators().iter().enumerate() {
-        acc_of.entry((a.machine, a.accelerator_type)).or_default().push(d);
+        acc_of
+            .entry((a.machine, a.accelerator_type))
+            .or_default()
+            .push(d);
     }
     let mut cpu_of: HashMap<usize, Vec<usize>> = HashMap::new();
     for (d, &m) in cluster.cpu_machines().iter().enumerate() {

@@ -26,12 +26,22 @@ use crate::model::contraction::Contraction;
 use crate::model::{ClusterCosts, Workload};
 
 /// The contraction with every free leaf folded into its neighbour, and how many were folded.
-pub fn fold_free_leaves(w: &Workload, costs: &ClusterCosts, c: Contraction) -> (Contraction, usize) {
+pub fn fold_free_leaves(
+    w: &Workload,
+    costs: &ClusterCosts,
+    c: Contraction,
+) -> (Contraction, usize) {
     let cluster = costs.cluster();
-    let smallest = cluster.types().iter().map(|t| t.memory_bytes).fold(f64::INFINITY, f64::min);
+    let smallest = cluster
+        .types()
+        .iter()
+        .map(|t| t.memory_bytes)
+        .fold(f64::INFINITY, f64::min);
     let total_size: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
     let memory_never_binds = total_size <= smallest;
-    let free_node = |v: usize| w.node(v).cpu_latency == 0.0 && (0..cluster.types().len()).all(|t| costs.time(t, v) == 0.0);
+    let free_node = |v: usize| {
+        w.node(v).cpu_latency == 0.0 && (0..cluster.types().len()).all(|t| costs.time(t, v) == 0.0)
+    };
     let mut current = c;
     let mut folded = 0;
     loop {
@@ -45,7 +55,12 @@ pub fn fold_free_leaves(w: &Workload, costs: &ClusterCosts, c: Contraction) -> (
                 continue;
             }
             let pg = current.group_of[u];
-            let mut recv: Vec<usize> = w.successors(u).iter().map(|&x| current.group_of[x]).filter(|&g| g != pg).collect();
+            let mut recv: Vec<usize> = w
+                .successors(u)
+                .iter()
+                .map(|&x| current.group_of[x])
+                .filter(|&g| g != pg)
+                .collect();
             recv.sort_unstable();
             recv.dedup();
             for &r in &recv {
@@ -62,14 +77,21 @@ pub fn fold_free_leaves(w: &Workload, costs: &ClusterCosts, c: Contraction) -> (
         let mut any = false;
         for g in 0..n {
             let group = &current.groups[g];
-            if taken[g] || !group.supported_on_accelerator || !group.nodes.iter().all(|&v| free_node(v)) {
+            if taken[g]
+                || !group.supported_on_accelerator
+                || !group.nodes.iter().all(|&v| free_node(v))
+            {
                 continue;
             }
             if group.size_bytes != 0.0 && !memory_never_binds {
                 continue;
             }
             let touched = !receives[g].is_empty() || !sends_to[g].is_empty();
-            let mut neighbours: Vec<usize> = current.pred[g].iter().chain(&current.succ[g]).copied().collect();
+            let mut neighbours: Vec<usize> = current.pred[g]
+                .iter()
+                .chain(&current.succ[g])
+                .copied()
+                .collect();
             neighbours.dedup();
             let h = match neighbours.as_slice() {
                 [h] => *h,
@@ -80,7 +102,9 @@ pub fn fold_free_leaves(w: &Workload, costs: &ClusterCosts, c: Contraction) -> (
                 continue;
             }
             let sends_ok = sends_to[g].iter().all(|&r| r == h);
-            let receives_ok = receives[g].iter().all(|(pg, recv)| *pg == h || recv.contains(&h));
+            let receives_ok = receives[g]
+                .iter()
+                .all(|(pg, recv)| *pg == h || recv.contains(&h));
             if !sends_ok || !receives_ok {
                 continue;
             }

@@ -28,16 +28,41 @@ const MIN_PROBES: usize = 8;
 
 /// The best valid plan of the bisection, with its scored max load; `None` if no probe gave
 /// a valid plan (or the budget ran out before one did).
-pub fn greedy_chain(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> Option<(f64, Placement)> {
+pub fn greedy_chain(
+    w: &Workload,
+    costs: &ClusterCosts,
+    budget: &Budget,
+) -> Option<(f64, Placement)> {
     let c = Contraction::new(w);
     let accelerators = costs.cluster().accelerators().len();
     let types = costs.cluster().types().len();
     // time[t][g]: group g on an accelerator of type t.
-    let time: Vec<Vec<f64>> =
-        (0..types).map(|t| c.groups.iter().map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum()).collect()).collect();
-    let total: f64 = c.groups.iter().map(|g| g.cpu_latency.max(g.fpga_latency)).sum::<f64>()
-        + (0..types).map(|t| time[t].iter().sum::<f64>()).fold(0.0, f64::max);
-    let floor = c.groups.iter().enumerate().map(|(g, grp)| (0..types).map(|t| time[t][g]).fold(grp.cpu_latency, f64::min)).fold(0.0, f64::max);
+    let time: Vec<Vec<f64>> = (0..types)
+        .map(|t| {
+            c.groups
+                .iter()
+                .map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum())
+                .collect()
+        })
+        .collect();
+    let total: f64 = c
+        .groups
+        .iter()
+        .map(|g| g.cpu_latency.max(g.fpga_latency))
+        .sum::<f64>()
+        + (0..types)
+            .map(|t| time[t].iter().sum::<f64>())
+            .fold(0.0, f64::max);
+    let floor = c
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(g, grp)| {
+            (0..types)
+                .map(|t| time[t][g])
+                .fold(grp.cpu_latency, f64::min)
+        })
+        .fold(0.0, f64::max);
     let pack = |t_max: f64| -> Option<Placement> {
         let mut device = vec![Device::Cpu(0); c.len()];
         let (mut d, mut load, mut memory, mut used) = (0usize, 0.0, 0.0, false);

@@ -16,9 +16,9 @@ use std::time::Instant;
 use super::brute_force::brute_force;
 use super::dp::{solve, Tracking};
 use super::greedy::greedy_chain;
-use crate::solve::budget::Budget;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
+use crate::solve::budget::Budget;
 use crate::solve::{Limits, Objective, SolveError, StopReason};
 
 /// How a cluster plan is found.
@@ -84,24 +84,51 @@ fn usage_of(costs: &ClusterCosts, p: &Placement) -> Vec<usize> {
 }
 
 /// Re-scores `p`, which a solver says has TPS `value`.
-pub fn check(w: &Workload, costs: &ClusterCosts, value: f64, p: Placement) -> Result<CheckedPlan, SolveError> {
+pub fn check(
+    w: &Workload,
+    costs: &ClusterCosts,
+    value: f64,
+    p: Placement,
+) -> Result<CheckedPlan, SolveError> {
     let e = evaluate_on_cluster(w, costs, &p);
     if !e.is_valid() {
-        return Err(SolveError::Check(format!("the cluster plan breaks a rule: {:?}", e.violations)));
+        return Err(SolveError::Check(format!(
+            "the cluster plan breaks a rule: {:?}",
+            e.violations
+        )));
     }
     if !e.is_contiguous() {
-        return Err(SolveError::Check(format!("the cluster plan is not contiguous: {:?}", e.non_contiguous)));
+        return Err(SolveError::Check(format!(
+            "the cluster plan is not contiguous: {:?}",
+            e.non_contiguous
+        )));
     }
     if !close(e.max_load, value) {
-        return Err(SolveError::Check(format!("the solver says TPS {value}, the scorer {}", e.max_load)));
+        return Err(SolveError::Check(format!(
+            "the solver says TPS {value}, the scorer {}",
+            e.max_load
+        )));
     }
-    Ok(CheckedPlan { usage: usage_of(costs, &p), value: e.max_load, placement: p, evaluation: e })
+    Ok(CheckedPlan {
+        usage: usage_of(costs, &p),
+        value: e.max_load,
+        placement: p,
+        evaluation: e,
+    })
 }
 
 /// Plans `w` on its cluster (`w.cluster()` must be set) and checks every plan it returns.
-pub fn plan_on_cluster(w: &Workload, limits: &Limits, method: ClusterMethod, tracking: Tracking) -> Result<ClusterPlan, SolveError> {
+pub fn plan_on_cluster(
+    w: &Workload,
+    limits: &Limits,
+    method: ClusterMethod,
+    tracking: Tracking,
+) -> Result<ClusterPlan, SolveError> {
     if w.cluster().is_none() {
-        return Err(SolveError::Unsupported { method: "cluster planning".into(), what: "a workload without a cluster".into() });
+        return Err(SolveError::Unsupported {
+            method: "cluster planning".into(),
+            what: "a workload without a cluster".into(),
+        });
     }
     let costs = ClusterCosts::of(w);
     let start = Instant::now();
@@ -117,15 +144,27 @@ pub fn plan_on_cluster(w: &Workload, limits: &Limits, method: ClusterMethod, tra
                 source = "best plan over one topological order's prefixes";
             }
             if r.best.is_none() && r.stopped.is_some() && tracking == Tracking::Best {
-                let left = limits.time_limit_s.map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
+                let left = limits
+                    .time_limit_s
+                    .map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
                 r.best = greedy_chain(w, &costs, &Budget::new(left, None));
                 source = "greedy chain of one topological order";
             }
-            (r.best, r.per_usage, r.ideals, r.states, r.lower_bound, r.stopped)
+            (
+                r.best,
+                r.per_usage,
+                r.ideals,
+                r.states,
+                r.lower_bound,
+                r.stopped,
+            )
         }
         ClusterMethod::BruteForce => {
             if tracking == Tracking::PerUsage {
-                return Err(SolveError::Unsupported { method: "brute-force".into(), what: "per-usage optima with plans on a cluster".into() });
+                return Err(SolveError::Unsupported {
+                    method: "brute-force".into(),
+                    what: "per-usage optima with plans on a cluster".into(),
+                });
             }
             let r = brute_force(w, &costs, Objective::Throughput, true)?;
             let lower_bound = r.best.as_ref().map_or(f64::INFINITY, |b| b.0);
@@ -134,6 +173,20 @@ pub fn plan_on_cluster(w: &Workload, limits: &Limits, method: ClusterMethod, tra
     };
     let time_s = start.elapsed().as_secs_f64();
     let best = best.map(|(v, p)| check(w, &costs, v, p)).transpose()?;
-    let per_usage = per_usage.into_iter().map(|(_, v, p)| check(w, &costs, v, p)).collect::<Result<Vec<_>, _>>()?;
-    Ok(ClusterPlan { costs, method, best, per_usage, time_s, ideals, states, lower_bound, stopped, source })
+    let per_usage = per_usage
+        .into_iter()
+        .map(|(_, v, p)| check(w, &costs, v, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ClusterPlan {
+        costs,
+        method,
+        best,
+        per_usage,
+        time_s,
+        ideals,
+        states,
+        lower_bound,
+        stopped,
+        source,
+    })
 }

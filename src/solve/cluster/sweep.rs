@@ -37,36 +37,63 @@ pub fn sweep<'a>(plans: &'a [CheckedPlan], cluster: &Cluster) -> Vec<SweepRow<'a
     (1..=cluster.accelerators().len())
         .map(|n| SweepRow {
             accelerators: n,
-            plan: plans.iter().filter(|p| p.usage.iter().sum::<usize>() <= n).min_by(|a, b| a.value.total_cmp(&b.value)),
+            plan: plans
+                .iter()
+                .filter(|p| p.usage.iter().sum::<usize>() <= n)
+                .min_by(|a, b| a.value.total_cmp(&b.value)),
         })
         .collect()
 }
 
 /// `π(u)`, per hour.
 pub fn price(cluster: &Cluster, usage: &[usize]) -> f64 {
-    usage.iter().zip(cluster.types()).map(|(&n, t)| n as f64 * t.price_per_hour).sum()
+    usage
+        .iter()
+        .zip(cluster.types())
+        .map(|(&n, t)| n as f64 * t.price_per_hour)
+        .sum()
 }
 
 /// The cheapest plan whose TPS is at most `target_ms`.
-pub fn cheapest_for_target<'a>(plans: &'a [CheckedPlan], cluster: &Cluster, target_ms: f64) -> Option<&'a CheckedPlan> {
+pub fn cheapest_for_target<'a>(
+    plans: &'a [CheckedPlan],
+    cluster: &Cluster,
+    target_ms: f64,
+) -> Option<&'a CheckedPlan> {
     plans
         .iter()
         .filter(|p| p.value <= target_ms)
-        .min_by(|a, b| price(cluster, &a.usage).total_cmp(&price(cluster, &b.usage)).then(a.value.total_cmp(&b.value)))
+        .min_by(|a, b| {
+            price(cluster, &a.usage)
+                .total_cmp(&price(cluster, &b.usage))
+                .then(a.value.total_cmp(&b.value))
+        })
 }
 
 /// The fastest plan whose price per hour is at most `budget`.
-pub fn best_within_budget<'a>(plans: &'a [CheckedPlan], cluster: &Cluster, budget: f64) -> Option<&'a CheckedPlan> {
+pub fn best_within_budget<'a>(
+    plans: &'a [CheckedPlan],
+    cluster: &Cluster,
+    budget: f64,
+) -> Option<&'a CheckedPlan> {
     plans
         .iter()
         .filter(|p| price(cluster, &p.usage) <= budget)
-        .min_by(|a, b| a.value.total_cmp(&b.value).then(price(cluster, &a.usage).total_cmp(&price(cluster, &b.usage))))
+        .min_by(|a, b| {
+            a.value
+                .total_cmp(&b.value)
+                .then(price(cluster, &a.usage).total_cmp(&price(cluster, &b.usage)))
+        })
 }
 
 /// The Pareto frontier of (TPS, price), by increasing price (and decreasing TPS).
 pub fn frontier<'a>(plans: &'a [CheckedPlan], cluster: &Cluster) -> Vec<&'a CheckedPlan> {
     let mut sorted: Vec<&CheckedPlan> = plans.iter().collect();
-    sorted.sort_by(|a, b| price(cluster, &a.usage).total_cmp(&price(cluster, &b.usage)).then(a.value.total_cmp(&b.value)));
+    sorted.sort_by(|a, b| {
+        price(cluster, &a.usage)
+            .total_cmp(&price(cluster, &b.usage))
+            .then(a.value.total_cmp(&b.value))
+    });
     let mut out: Vec<&CheckedPlan> = Vec::new();
     for p in sorted {
         if out.last().is_none_or(|q| p.value < q.value) {

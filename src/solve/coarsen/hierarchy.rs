@@ -83,13 +83,26 @@ impl Level {
                 first.filter(|_| g.nodes.iter().all(|&v| w.node(v).layer_id == first))
             })
             .collect();
-        let pinned = c.groups.iter().map(|g| g.nodes.iter().all(|&v| w.node(v).is_backward)).collect();
-        let to_u32 = |lists: &[Vec<usize>]| lists.iter().map(|l| l.iter().map(|&x| x as u32).collect()).collect();
+        let pinned = c
+            .groups
+            .iter()
+            .map(|g| g.nodes.iter().all(|&v| w.node(v).is_backward))
+            .collect();
+        let to_u32 = |lists: &[Vec<usize>]| {
+            lists
+                .iter()
+                .map(|l| l.iter().map(|&x| x as u32).collect())
+                .collect()
+        };
         Level {
             fpga: c.groups.iter().map(|g| g.fpga_latency).collect(),
             cpu: c.groups.iter().map(|g| g.cpu_latency).collect(),
             size: c.groups.iter().map(|g| g.size_bytes).collect(),
-            supported: c.groups.iter().map(|g| g.supported_on_accelerator).collect(),
+            supported: c
+                .groups
+                .iter()
+                .map(|g| g.supported_on_accelerator)
+                .collect(),
             pinned,
             layer,
             succ: to_u32(&c.succ),
@@ -106,7 +119,13 @@ impl Level {
 
     fn checked(self, n: usize) -> Level {
         debug_assert!(self.fpga.len() == n && self.succ.len() == n && self.pred.len() == n);
-        debug_assert!(self.succ.iter().enumerate().all(|(u, s)| s.iter().all(|&v| v as usize > u)), "topological numbering");
+        debug_assert!(
+            self.succ
+                .iter()
+                .enumerate()
+                .all(|(u, s)| s.iter().all(|&v| v as usize > u)),
+            "topological numbering"
+        );
         self
     }
 
@@ -189,7 +208,10 @@ impl Level {
     /// (Kahn's algorithm with a stack, lowest index first).
     pub fn depth_first_order(&self) -> Vec<u32> {
         let mut indegree: Vec<usize> = self.pred.iter().map(Vec::len).collect();
-        let mut stack: Vec<u32> = (0..self.len() as u32).rev().filter(|&g| indegree[g as usize] == 0).collect();
+        let mut stack: Vec<u32> = (0..self.len() as u32)
+            .rev()
+            .filter(|&g| indegree[g as usize] == 0)
+            .collect();
         let mut order = Vec::with_capacity(self.len());
         while let Some(g) = stack.pop() {
             order.push(g);
@@ -210,8 +232,10 @@ impl Level {
         use std::cmp::Reverse;
         let key = |g: u32| (self.layer[g as usize].unwrap_or(i64::MAX), g);
         let mut indegree: Vec<usize> = self.pred.iter().map(Vec::len).collect();
-        let mut ready: std::collections::BinaryHeap<Reverse<(i64, u32)>> =
-            (0..self.len() as u32).filter(|&g| indegree[g as usize] == 0).map(|g| Reverse(key(g))).collect();
+        let mut ready: std::collections::BinaryHeap<Reverse<(i64, u32)>> = (0..self.len() as u32)
+            .filter(|&g| indegree[g as usize] == 0)
+            .map(|g| Reverse(key(g)))
+            .collect();
         let mut order = Vec::with_capacity(self.len());
         while let Some(Reverse((_, g))) = ready.pop() {
             order.push(g);
@@ -260,7 +284,9 @@ impl Caps {
             && fits(a) == fits(b)
             && level.fpga[a] + level.fpga[b] <= self.fpga
             && level.cpu[a] + level.cpu[b] <= self.cpu
-            && (!fits(a) || level.size[a] + level.size[b] <= self.size_bytes.max(level.size[a].max(level.size[b])))
+            && (!fits(a)
+                || level.size[a] + level.size[b]
+                    <= self.size_bytes.max(level.size[a].max(level.size[b])))
     }
 }
 
@@ -282,18 +308,28 @@ fn number_runs(order: &[u32], joins_next: &[bool]) -> (Vec<u32>, usize) {
 /// may not merge stay alone).
 pub fn layer_pass(level: &Level, caps: &Caps) -> (Vec<u32>, usize) {
     let order = level.layer_order();
-    let unbounded = Caps { fpga: f64::INFINITY, cpu: f64::INFINITY, size_bytes: caps.memory_bytes, ..*caps };
+    let unbounded = Caps {
+        fpga: f64::INFINITY,
+        cpu: f64::INFINITY,
+        size_bytes: caps.memory_bytes,
+        ..*caps
+    };
     let mut joins = vec![false; order.len()];
     for i in 0..order.len().saturating_sub(1) {
         let (a, b) = (order[i] as usize, order[i + 1] as usize);
-        joins[i] = level.layer[a].is_some() && level.layer[a] == level.layer[b] && unbounded.can_merge(level, a, b);
+        joins[i] = level.layer[a].is_some()
+            && level.layer[a] == level.layer[b]
+            && unbounded.can_merge(level, a, b);
     }
     // A run that fits an accelerator must keep fitting as a whole.
     if let Some(&first) = order.first() {
         let mut run_size = level.size[first as usize];
         for i in 0..order.len() - 1 {
             let next = order[i + 1] as usize;
-            if joins[i] && (run_size + level.size[next] <= caps.memory_bytes || level.size[next] > caps.memory_bytes) {
+            if joins[i]
+                && (run_size + level.size[next] <= caps.memory_bytes
+                    || level.size[next] > caps.memory_bytes)
+            {
                 run_size += level.size[next];
             } else {
                 joins[i] = false;
@@ -373,7 +409,12 @@ impl Hierarchy {
 
     /// Adds matching passes until the coarsest level has at most `min_clusters` clusters,
     /// or stops shrinking, or `keep_going` says stop.
-    pub fn coarsen(&mut self, caps: &Caps, min_clusters: usize, mut keep_going: impl FnMut() -> bool) {
+    pub fn coarsen(
+        &mut self,
+        caps: &Caps,
+        min_clusters: usize,
+        mut keep_going: impl FnMut() -> bool,
+    ) {
         let mut unconnected = false;
         loop {
             let top = self.levels.last().expect("level 0");
@@ -496,7 +537,16 @@ mod tests {
                 edges.push((base + 1, base + 5, 1.0, 0.0));
             }
         }
-        let w = Workload::new(nodes, edges, DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1e9, cpus: 1 }).unwrap();
+        let w = Workload::new(
+            nodes,
+            edges,
+            DeviceSet {
+                accelerators: 2,
+                memory_per_accelerator_bytes: 1e9,
+                cpus: 1,
+            },
+        )
+        .unwrap();
         let c = Contraction::new(&w);
         let base = Level::from_contraction(&w, &c);
         let caps = Caps::for_devices(&base, 1, 0, 1e9);

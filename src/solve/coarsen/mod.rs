@@ -148,7 +148,12 @@ pub struct CoarseSolution {
 fn level_contraction(w: &Workload, c0: &Contraction, map: &[u32], level: &Level) -> Contraction {
     let group_of: Vec<usize> = (0..w.len()).map(|v| map[c0.group_of[v]] as usize).collect();
     let grouping = Grouping::new(w, group_of, level.len());
-    let to_usize = |lists: &[Vec<u32>]| lists.iter().map(|l| l.iter().map(|&x| x as usize).collect()).collect();
+    let to_usize = |lists: &[Vec<u32>]| {
+        lists
+            .iter()
+            .map(|l| l.iter().map(|&x| x as usize).collect())
+            .collect()
+    };
     Contraction {
         groups: grouping.groups,
         group_of: grouping.group_of,
@@ -160,7 +165,12 @@ fn level_contraction(w: &Workload, c0: &Contraction, map: &[u32], level: &Level)
 /// The coarse workload of the module documentation: colour class = cluster, except for
 /// classes without forward nodes. `Ok(None)` when it has no placement at all (a cluster
 /// that fits no device), which the DP would report as infeasible.
-fn coarse_workload(w: &Workload, c0: &Contraction, map: &[u32], clusters: usize) -> Result<Option<Workload>, SolveError> {
+fn coarse_workload(
+    w: &Workload,
+    c0: &Contraction,
+    map: &[u32],
+    clusters: usize,
+) -> Result<Option<Workload>, SolveError> {
     let (class, classes) = class_index(w);
     let mut has_forward = vec![false; classes];
     for (v, node) in w.nodes().iter().enumerate() {
@@ -171,30 +181,55 @@ fn coarse_workload(w: &Workload, c0: &Contraction, map: &[u32], clusters: usize)
         .iter()
         .enumerate()
         .map(|(v, node)| {
-            let label = if has_forward[class[v]] { map[c0.group_of[v]] as usize } else { clusters + class[v] };
-            Node { color_class: Some(label as i64), ..node.clone() }
+            let label = if has_forward[class[v]] {
+                map[c0.group_of[v]] as usize
+            } else {
+                clusters + class[v]
+            };
+            Node {
+                color_class: Some(label as i64),
+                ..node.clone()
+            }
         })
         .collect();
-    let edges = w.edges().iter().map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes)).collect();
+    let edges = w
+        .edges()
+        .iter()
+        .map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes))
+        .collect();
     match Workload::new(nodes, edges, w.devices().clone()) {
         Ok(cw) => Ok(Some(cw)),
         Err(WorkloadError::Infeasible { .. }) => Ok(None),
-        Err(e) => Err(SolveError::Check(format!("the coarse workload is invalid: {e}"))),
+        Err(e) => Err(SolveError::Check(format!(
+            "the coarse workload is invalid: {e}"
+        ))),
     }
 }
 
 /// Builds the levels for `settings`.
-fn build_hierarchy(w: &Workload, c0: &Contraction, settings: &CoarsenSettings, budget: &Budget) -> (Hierarchy, usize) {
+fn build_hierarchy(
+    w: &Workload,
+    c0: &Contraction,
+    settings: &CoarsenSettings,
+    budget: &Budget,
+) -> (Hierarchy, usize) {
     let d = w.devices();
     let base = Level::from_contraction(w, c0);
-    let caps = Caps::for_devices(&base, d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
+    let caps = Caps::for_devices(
+        &base,
+        d.accelerators,
+        d.cpus,
+        d.memory_per_accelerator_bytes,
+    );
     let mut h = Hierarchy::new(base);
     let mut first_candidate = 0;
     if settings.mode == CoarsenMode::Layers {
         h.by_layers(&caps);
         first_candidate = h.levels.len() - 1;
     }
-    let min = settings.target.map_or(MIN_CLUSTERS, |t| t.clamp(1, MIN_CLUSTERS));
+    let min = settings
+        .target
+        .map_or(MIN_CLUSTERS, |t| t.clamp(1, MIN_CLUSTERS));
     h.coarsen(&caps, min, || !budget.is_exhausted());
     (h, first_candidate)
 }
@@ -220,7 +255,11 @@ pub fn solve(
         "coarsened {} groups into {} levels ({}) in {:.2} s",
         sizes[0],
         sizes.len(),
-        sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
+        sizes
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
         started.elapsed().as_secs_f64()
     ));
 
@@ -228,7 +267,10 @@ pub fn solve(
     let limit = coarse_ideal_limit(budget.remaining_s(), limits.max_ideals);
     let mut candidates: Vec<usize> = (first_candidate..h.levels.len()).collect();
     if let Some(target) = settings.target {
-        let at = candidates.iter().position(|&l| sizes[l] <= target).unwrap_or(candidates.len() - 1);
+        let at = candidates
+            .iter()
+            .position(|&l| sizes[l] <= target)
+            .unwrap_or(candidates.len() - 1);
         candidates.drain(..at);
     }
     // The finest candidate whose lattice fits, scanning from the coarsest.
@@ -248,7 +290,10 @@ pub fn solve(
         chosen.push(*candidates.last().expect("a level"));
     }
 
-    notes.push(format!("lattice estimates done at {:.2} s", started.elapsed().as_secs_f64()));
+    notes.push(format!(
+        "lattice estimates done at {:.2} s",
+        started.elapsed().as_secs_f64()
+    ));
     // The DP from the coarsest chosen level up to the finest: each level may take half of
     // the time left, and the finest level solved is kept. Coarse levels cost little (each
     // is about half the size of the next finer one, so all of them together about as
@@ -263,14 +308,32 @@ pub fn solve(
             continue;
         };
         let last = i + 1 == chosen.len();
-        let attempt = if last && solved.is_none() { budget.share(1.0) } else { budget.share(0.5) };
+        let attempt = if last && solved.is_none() {
+            budget.share(1.0)
+        } else {
+            budget.share(0.5)
+        };
         match dp::solve_within(&cw, limit, &attempt) {
             Ok(outcome) => match outcome.placement {
-                Some(p) => solved = Some((l, map, p, outcome.objective, outcome.stats.ideals, outcome.status)),
-                None => notes.push(format!("level {l}: no contiguous plan keeps its clusters whole")),
+                Some(p) => {
+                    solved = Some((
+                        l,
+                        map,
+                        p,
+                        outcome.objective,
+                        outcome.stats.ideals,
+                        outcome.status,
+                    ))
+                }
+                None => notes.push(format!(
+                    "level {l}: no contiguous plan keeps its clusters whole"
+                )),
             },
             Err(SolveError::TooManyIdeals { found, .. }) => {
-                notes.push(format!("level {l} ({} clusters): more than {found} ideals", h.levels[l].len()));
+                notes.push(format!(
+                    "level {l} ({} clusters): more than {found} ideals",
+                    h.levels[l].len()
+                ));
                 break;
             }
             Err(e @ SolveError::Stopped { .. }) => {
@@ -291,7 +354,11 @@ pub fn solve(
         "DP on level {dp_level} ({} clusters, {} ideals): {dp_objective}{} (done at {:.2} s)",
         level.len(),
         dp_ideals.map_or("?".into(), |i| i.to_string()),
-        if dp_status == Status::Optimal { "" } else { " (not proven optimal on its level)" },
+        if dp_status == Status::Optimal {
+            ""
+        } else {
+            " (not proven optimal on its level)"
+        },
         started.elapsed().as_secs_f64()
     ));
 
@@ -303,12 +370,17 @@ pub fn solve(
         match device[x] {
             None => device[x] = Some(dv),
             Some(other) if other != dv => {
-                return Err(SolveError::Check(format!("the coarse DP split cluster {x} of level {dp_level}")));
+                return Err(SolveError::Check(format!(
+                    "the coarse DP split cluster {x} of level {dp_level}"
+                )));
             }
             _ => {}
         }
     }
-    let device: Vec<Device> = device.into_iter().map(|x| x.expect("every cluster has nodes")).collect();
+    let device: Vec<Device> = device
+        .into_iter()
+        .map(|x| x.expect("every cluster has nodes"))
+        .collect();
     let mut plan = StagePlan::from_devices(level, &device, k)
         .ok_or_else(|| SolveError::Check("the coarse DP's plan is not contiguous".into()))?;
 
@@ -335,12 +407,24 @@ pub fn solve(
         plan = r.into_plan();
     }
     let stage_device = plan.stage_devices();
-    let placement =
-        Placement::new((0..w.len()).map(|v| stage_device[plan.stage_of[c0.group_of[v]] as usize]).collect()).canonical();
+    let placement = Placement::new(
+        (0..w.len())
+            .map(|v| stage_device[plan.stage_of[c0.group_of[v]] as usize])
+            .collect(),
+    )
+    .canonical();
     let e = evaluate(w, &placement, false);
     if !e.is_valid() || !e.is_contiguous() {
-        let why = e.violations.iter().chain(&e.non_contiguous).next().map(|v| v.to_string()).unwrap_or_default();
-        return Err(SolveError::Check(format!("the refined coarse plan is rejected by the scorer: {why}")));
+        let why = e
+            .violations
+            .iter()
+            .chain(&e.non_contiguous)
+            .next()
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        return Err(SolveError::Check(format!(
+            "the refined coarse plan is rejected by the scorer: {why}"
+        )));
     }
     notes.push(format!(
         "refinement: {moves} moves, max load {} -> {} (done at {:.2} s)",
@@ -365,15 +449,30 @@ pub fn solve(
 pub fn lower_bound(w: &Workload, deadline: Option<std::time::Instant>) -> (f64, bool) {
     let (units, _) = units(w, true);
     let hyperedges = units.hyperedges(w, false);
-    let cheap = Tests { pigeon: true, volume: true, communication: false, packing: false };
+    let cheap = Tests {
+        pigeon: true,
+        volume: true,
+        communication: false,
+        packing: false,
+    };
     let budget = deadline.map_or_else(crate::solve::budget::Budget::unlimited, |d| {
-        crate::solve::budget::Budget::new(Some(d.saturating_duration_since(std::time::Instant::now()).as_secs_f64()), None)
+        crate::solve::budget::Budget::new(
+            Some(
+                d.saturating_duration_since(std::time::Instant::now())
+                    .as_secs_f64(),
+            ),
+            None,
+        )
     });
-    let quick = LowerBound::new(&units, &hyperedges, w.devices(), cheap).within(budget).value();
+    let quick = LowerBound::new(&units, &hyperedges, w.devices(), cheap)
+        .within(budget)
+        .value();
     if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
         return (quick, false);
     }
-    let full = LowerBound::new(&units, &hyperedges, w.devices(), Tests::ALL).within(budget).value();
+    let full = LowerBound::new(&units, &hyperedges, w.devices(), Tests::ALL)
+        .within(budget)
+        .value();
     let finished = deadline.is_none_or(|d| std::time::Instant::now() < d);
     (quick.max(full), finished)
 }

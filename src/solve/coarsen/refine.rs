@@ -80,7 +80,11 @@ impl StagePlan {
     /// the device graph (smallest device first among the ready ones), followed by the
     /// unused accelerators as empty stages (of `accelerators` in all). `None` when the
     /// devices' graph has a cycle (the plan is not contiguous).
-    pub fn from_devices(level: &Level, device: &[Device], accelerators: usize) -> Option<StagePlan> {
+    pub fn from_devices(
+        level: &Level,
+        device: &[Device],
+        accelerators: usize,
+    ) -> Option<StagePlan> {
         let mut used: Vec<Device> = device.to_vec();
         used.sort();
         used.dedup();
@@ -104,13 +108,19 @@ impl StagePlan {
                 indegree[b] += 1;
             }
         }
-        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
-            (0..m).filter(|&d| indegree[d] == 0).map(std::cmp::Reverse).collect();
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..m)
+            .filter(|&d| indegree[d] == 0)
+            .map(std::cmp::Reverse)
+            .collect();
         let mut stage_of_device = vec![u32::MAX; m];
         let mut kinds = Vec::with_capacity(m);
         while let Some(std::cmp::Reverse(d)) = ready.pop() {
             stage_of_device[d] = kinds.len() as u32;
-            kinds.push(if used[d].is_accelerator() { Kind::Accelerator } else { Kind::Cpu });
+            kinds.push(if used[d].is_accelerator() {
+                Kind::Accelerator
+            } else {
+                Kind::Cpu
+            });
             for &e in &succ[d] {
                 indegree[e] -= 1;
                 if indegree[e] == 0 {
@@ -122,14 +132,23 @@ impl StagePlan {
             return None;
         }
         let used_accelerators = used.iter().filter(|d| d.is_accelerator()).count();
-        kinds.extend(std::iter::repeat_n(Kind::Accelerator, accelerators.saturating_sub(used_accelerators)));
-        Some(StagePlan { stage_of: device.iter().map(|&d| stage_of_device[index(d)]).collect(), kinds })
+        kinds.extend(std::iter::repeat_n(
+            Kind::Accelerator,
+            accelerators.saturating_sub(used_accelerators),
+        ));
+        Some(StagePlan {
+            stage_of: device.iter().map(|&d| stage_of_device[index(d)]).collect(),
+            kinds,
+        })
     }
 
     /// The same plan on the level below, whose clusters have the parents `parent_of_below`.
     pub fn project(&self, parent_of_below: &[u32]) -> StagePlan {
         StagePlan {
-            stage_of: parent_of_below.iter().map(|&p| self.stage_of[p as usize]).collect(),
+            stage_of: parent_of_below
+                .iter()
+                .map(|&p| self.stage_of[p as usize])
+                .collect(),
             kinds: self.kinds.clone(),
         }
     }
@@ -154,7 +173,10 @@ impl StagePlan {
 
     /// Whether `s(u) ≤ s(v)` for every arc of `level`.
     pub fn is_monotone(&self, level: &Level) -> bool {
-        level.succ.iter().enumerate().all(|(u, list)| list.iter().all(|&v| self.stage_of[u] <= self.stage_of[v as usize]))
+        level.succ.iter().enumerate().all(|(u, list)| {
+            list.iter()
+                .all(|&v| self.stage_of[u] <= self.stage_of[v as usize])
+        })
     }
 }
 
@@ -209,7 +231,8 @@ impl<'a> Refiner<'a> {
         }
         let mut members = vec![Vec::new(); stages];
         let mut slot = vec![0u32; n];
-        let (mut fpga, mut cpu, mut size) = (vec![0.0; stages], vec![0.0; stages], vec![0.0; stages]);
+        let (mut fpga, mut cpu, mut size) =
+            (vec![0.0; stages], vec![0.0; stages], vec![0.0; stages]);
         let mut unsupported = vec![0u32; stages];
         for (x, slot_x) in slot.iter_mut().enumerate() {
             let s = plan.stage_of[x] as usize;
@@ -230,7 +253,22 @@ impl<'a> Refiner<'a> {
             }
         }
         let pair_clean = vec![false; stages.saturating_sub(1)];
-        Refiner { level, memory, plan, incident, counts, members, slot, fpga, cpu, size, unsupported, comm, pair_clean, moves: 0 }
+        Refiner {
+            level,
+            memory,
+            plan,
+            incident,
+            counts,
+            members,
+            slot,
+            fpga,
+            cpu,
+            size,
+            unsupported,
+            comm,
+            pair_clean,
+            moves: 0,
+        }
     }
 
     /// The load of stage s.
@@ -243,7 +281,9 @@ impl<'a> Refiner<'a> {
 
     /// The largest load.
     pub fn max_load(&self) -> f64 {
-        (0..self.plan.kinds.len()).map(|s| self.load(s)).fold(0.0, f64::max)
+        (0..self.plan.kinds.len())
+            .map(|s| self.load(s))
+            .fold(0.0, f64::max)
     }
 
     /// The plan as it stands.
@@ -252,20 +292,30 @@ impl<'a> Refiner<'a> {
     }
 
     fn count(&self, e: usize, s: u32) -> u32 {
-        self.counts[e].iter().find(|(st, _)| *st == s).map_or(0, |&(_, k)| k)
+        self.counts[e]
+            .iter()
+            .find(|(st, _)| *st == s)
+            .map_or(0, |&(_, k)| k)
     }
 
     /// Whether g may move from its stage to `to` (order, support, memory).
     fn movable(&self, g: usize, to: usize) -> bool {
         let from = self.plan.stage_of[g] as usize;
         let order_ok = if to == from + 1 {
-            self.level.succ[g].iter().all(|&h| self.plan.stage_of[h as usize] as usize > from)
+            self.level.succ[g]
+                .iter()
+                .all(|&h| self.plan.stage_of[h as usize] as usize > from)
         } else {
-            to + 1 == from && self.level.pred[g].iter().all(|&p| (self.plan.stage_of[p as usize] as usize) < from)
+            to + 1 == from
+                && self.level.pred[g]
+                    .iter()
+                    .all(|&p| (self.plan.stage_of[p as usize] as usize) < from)
         };
         order_ok
             && match self.plan.kinds[to] {
-                Kind::Accelerator => self.level.supported[g] && self.size[to] + self.level.size[g] <= self.memory,
+                Kind::Accelerator => {
+                    self.level.supported[g] && self.size[to] + self.level.size[g] <= self.memory
+                }
                 Kind::Cpu => true,
             }
     }
@@ -286,7 +336,10 @@ impl<'a> Refiner<'a> {
             Kind::Accelerator => self.fpga[s] + sign * self.level.fpga[g] + comm,
             Kind::Cpu => self.cpu[s] + sign * self.level.cpu[g],
         };
-        Effect { from_load: load(from, comm_from, -1.0), to_load: load(to, comm_to, 1.0) }
+        Effect {
+            from_load: load(from, comm_from, -1.0),
+            to_load: load(to, comm_to, 1.0),
+        }
     }
 
     fn apply(&mut self, g: usize, to: usize) {
@@ -297,10 +350,15 @@ impl<'a> Refiner<'a> {
             let len = t.len() as u32;
             let cut = |k: u32| k > 0 && k < len;
             let (kf, kt) = (self.count(e, from as u32), self.count(e, to as u32));
-            self.comm[from] += cost * (f64::from(u8::from(cut(kf - 1))) - f64::from(u8::from(cut(kf))));
-            self.comm[to] += cost * (f64::from(u8::from(cut(kt + 1))) - f64::from(u8::from(cut(kt))));
+            self.comm[from] +=
+                cost * (f64::from(u8::from(cut(kf - 1))) - f64::from(u8::from(cut(kf))));
+            self.comm[to] +=
+                cost * (f64::from(u8::from(cut(kt + 1))) - f64::from(u8::from(cut(kt))));
             let c = &mut self.counts[e];
-            let i = c.iter().position(|(s, _)| *s == from as u32).expect("g's stage holds a member");
+            let i = c
+                .iter()
+                .position(|(s, _)| *s == from as u32)
+                .expect("g's stage holds a member");
             c[i].1 -= 1;
             if c[i].1 == 0 {
                 c.swap_remove(i);
@@ -387,13 +445,20 @@ impl<'a> Refiner<'a> {
     fn rebalance_pair(&mut self, s: usize) -> bool {
         let t = s + 1;
         let before = self.load(s).max(self.load(t));
-        let mut union: Vec<u32> = self.members[s].iter().chain(&self.members[t]).copied().collect();
+        let mut union: Vec<u32> = self.members[s]
+            .iter()
+            .chain(&self.members[t])
+            .copied()
+            .collect();
         if union.len() < 2 {
             return false;
         }
         union.sort_unstable();
         let moves = self.moves;
-        let original: Vec<bool> = union.iter().map(|&g| self.plan.stage_of[g as usize] as usize == t).collect();
+        let original: Vec<bool> = union
+            .iter()
+            .map(|&g| self.plan.stage_of[g as usize] as usize == t)
+            .collect();
         // Everything into t, largest index first (successors move before predecessors).
         for &g in union.iter().rev() {
             if self.plan.stage_of[g as usize] as usize == s {
@@ -404,7 +469,13 @@ impl<'a> Refiner<'a> {
             Kind::Accelerator => r.unsupported[x] == 0 && r.size[x] <= r.memory,
             Kind::Cpu => true,
         };
-        let value = |r: &Self| if fits(r, s) && fits(r, t) { r.load(s).max(r.load(t)) } else { f64::INFINITY };
+        let value = |r: &Self| {
+            if fits(r, s) && fits(r, t) {
+                r.load(s).max(r.load(t))
+            } else {
+                f64::INFINITY
+            }
+        };
         let mut best = (0usize, value(self));
         for (i, &g) in union.iter().enumerate() {
             self.apply(g as usize, s);
@@ -446,11 +517,16 @@ impl<'a> Refiner<'a> {
             if budget.is_exhausted() {
                 return;
             }
-            let Some((b, max)) = (0..stages).map(|s| (s, self.load(s))).max_by(|x, y| x.1.total_cmp(&y.1)) else {
+            let Some((b, max)) = (0..stages)
+                .map(|s| (s, self.load(s)))
+                .max_by(|x, y| x.1.total_cmp(&y.1))
+            else {
                 return;
             };
             let cap = max - 1e-12 * max.abs().max(1.0);
-            let shed = [1isize, -1].iter().any(|&dir| self.shed(b, dir, cap, cap, stages, budget));
+            let shed = [1isize, -1]
+                .iter()
+                .any(|&dir| self.shed(b, dir, cap, cap, stages, budget));
             if !shed {
                 return;
             }
@@ -460,8 +536,19 @@ impl<'a> Refiner<'a> {
     /// Moves clusters from stage s towards `s + dir` until `load(s) ≤ target`, keeping every
     /// receiving stage at most `cap`; false if it cannot (moves made stay; they never raise
     /// a stage above `cap`).
-    fn shed(&mut self, s: usize, dir: isize, target: f64, cap: f64, depth: usize, budget: &Budget) -> bool {
-        let Some(t) = s.checked_add_signed(dir).filter(|&t| t < self.plan.kinds.len()) else {
+    fn shed(
+        &mut self,
+        s: usize,
+        dir: isize,
+        target: f64,
+        cap: f64,
+        depth: usize,
+        budget: &Budget,
+    ) -> bool {
+        let Some(t) = s
+            .checked_add_signed(dir)
+            .filter(|&t| t < self.plan.kinds.len())
+        else {
             return false;
         };
         loop {
@@ -535,8 +622,19 @@ mod tests {
                 memory: None,
             })
             .collect();
-        let edges = (1..weights.len() as i64).map(|i| (i - 1, i, comm, 0.0)).collect();
-        Workload::new(nodes, edges, DeviceSet { accelerators: k, memory_per_accelerator_bytes: 1e9, cpus: 0 }).unwrap()
+        let edges = (1..weights.len() as i64)
+            .map(|i| (i - 1, i, comm, 0.0))
+            .collect();
+        Workload::new(
+            nodes,
+            edges,
+            DeviceSet {
+                accelerators: k,
+                memory_per_accelerator_bytes: 1e9,
+                cpus: 0,
+            },
+        )
+        .unwrap()
     }
 
     /// A chain of 12 unit nodes on 3 accelerators, started from the split 8 | 2 | 2:
@@ -547,8 +645,21 @@ mod tests {
         let w = chain(&[1.0; 12], 0.1, 3);
         let c = Contraction::new(&w);
         let level = Level::from_contraction(&w, &c);
-        let stage_of: Vec<u32> = (0..12).map(|i| if i < 8 { 0 } else if i < 10 { 1 } else { 2 }).collect();
-        let plan = StagePlan { stage_of, kinds: vec![Kind::Accelerator; 3] };
+        let stage_of: Vec<u32> = (0..12)
+            .map(|i| {
+                if i < 8 {
+                    0
+                } else if i < 10 {
+                    1
+                } else {
+                    2
+                }
+            })
+            .collect();
+        let plan = StagePlan {
+            stage_of,
+            kinds: vec![Kind::Accelerator; 3],
+        };
         assert!(plan.is_monotone(&level));
         let mut r = Refiner::new(&level, plan, 1e9);
         assert!((r.max_load() - 8.1).abs() < 1e-9);
@@ -558,7 +669,11 @@ mod tests {
         let plan = r.into_plan();
         assert!(plan.is_monotone(&level));
         let devices = plan.stage_devices();
-        let placement = crate::model::Placement::new((0..12).map(|v| devices[plan.stage_of[c.group_of[v]] as usize]).collect());
+        let placement = crate::model::Placement::new(
+            (0..12)
+                .map(|v| devices[plan.stage_of[c.group_of[v]] as usize])
+                .collect(),
+        );
         let e = evaluate(&w, &placement, false);
         assert!(e.is_valid() && e.is_contiguous());
         assert!((e.max_load - 4.2).abs() < 1e-9, "{}", e.max_load);

@@ -54,8 +54,8 @@ use super::ideals::{self, EnumerationStop, Ideals};
 use super::knapsack::FractionalKnapsack;
 use super::leaf_folding::fold_leaves;
 use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
-use crate::model::numerics::Rescale;
 use crate::model::contraction::Contraction;
+use crate::model::numerics::Rescale;
 use crate::model::numerics::Sum;
 use crate::model::recompute::Recompute;
 use crate::model::schedule::{held_bytes, Pipeline, Schedule};
@@ -71,12 +71,19 @@ impl Method for Dp {
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
         if problem.objective != Objective::Throughput {
-            return Err(format!("the {} objective (use --method ip)", problem.objective.name()));
+            return Err(format!(
+                "the {} objective (use --method ip)",
+                problem.objective.name()
+            ));
         }
         if !problem.contiguous {
             return Err("non-contiguous splits (use --method ip)".into());
         }
-        if let Some(Pipeline { schedule: Schedule::Interleaved { .. }, .. }) = problem.pipeline {
+        if let Some(Pipeline {
+            schedule: Schedule::Interleaved { .. },
+            ..
+        }) = problem.pipeline
+        {
             return Err("planning for an interleaved schedule: its v chunks per device are not one contiguous stage each; plan with --schedule 1f1b and simulate the plan with interleaved".into());
         }
         Ok(())
@@ -103,12 +110,17 @@ impl Method for Dp {
 ///
 /// The position is the stage's place in the split's chain of ideals: stage `s` of the
 /// chain sends to stage `s + 1`, as a pipeline runtime runs it.
-pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>) -> Result<Outcome, SolveError> {
+pub fn solve_pipeline(
+    w: &Workload,
+    limits: &Limits,
+    pipeline: Option<Pipeline>,
+) -> Result<Outcome, SolveError> {
     let Some(mut pipeline) = pipeline else {
         return solve(w, limits);
     };
     // Nothing stashed: `mem_r = Σ size + c·In ≥ Σ size = mem`, so no stage recomputes.
-    let stashless = pipeline.recompute == Recompute::Auto && held_bytes(w).iter().all(|h| h.stash_bytes == 0.0);
+    let stashless =
+        pipeline.recompute == Recompute::Auto && held_bytes(w).iter().all(|h| h.stash_bytes == 0.0);
     if stashless {
         pipeline.recompute = Recompute::None;
     }
@@ -142,12 +154,26 @@ pub fn solve_pipeline(w: &Workload, limits: &Limits, pipeline: Option<Pipeline>)
     }
     let mut notes = Vec::new();
     if folding.folded > 0 {
-        notes.push(format!("{} zero-cost leaf groups folded into their neighbours", folding.folded));
+        notes.push(format!(
+            "{} zero-cost leaf groups folded into their neighbours",
+            folding.folded
+        ));
     }
     if stashless {
         notes.push("recompute auto: no node stashes activations (no activationBytes), so recomputing never saves memory; no stage recomputes".into());
     }
-    let run = solve_dag_with(w, &c, limits.max_ideals, &budget, start, Some(&Staged { pipeline, size, stash }))?;
+    let run = solve_dag_with(
+        w,
+        &c,
+        limits.max_ideals,
+        &budget,
+        start,
+        Some(&Staged {
+            pipeline,
+            size,
+            stash,
+        }),
+    )?;
     Ok(run.outcome(Status::Optimal, None, notes, start))
 }
 
@@ -197,7 +223,11 @@ pub fn solve(w: &Workload, limits: &Limits) -> Result<Outcome, SolveError> {
 ///
 /// Where sums over the workload could overflow, the DP runs on the workload rescaled by
 /// powers of two ([`Rescale::for_sums`]; exact) and its objective and bound are scaled back.
-pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Outcome, SolveError> {
+pub fn solve_within(
+    w: &Workload,
+    max_ideals: usize,
+    budget: &Budget,
+) -> Result<Outcome, SolveError> {
     let rescale = Rescale::for_sums(w);
     if rescale.is_identity() {
         return solve_unscaled(w, max_ideals, budget);
@@ -208,7 +238,10 @@ pub fn solve_within(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<
     if matches!(outcome.status, Status::Infeasible { .. }) {
         outcome.status = infeasibility(w, &Contraction::new(w));
     }
-    outcome.stats.notes.push(format!("times scaled by {:e} and bytes by {:e} (powers of two) to keep sums finite", rescale.time, rescale.bytes));
+    outcome.stats.notes.push(format!(
+        "times scaled by {:e} and bytes by {:e} (powers of two) to keep sums finite",
+        rescale.time, rescale.bytes
+    ));
     Ok(outcome)
 }
 
@@ -218,7 +251,9 @@ fn solve_unscaled(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Ou
     let mut notes = Vec::new();
     let safe_folds = folding.folded - folding.memory_bound;
     if safe_folds > 0 {
-        notes.push(format!("{safe_folds} zero-cost leaf groups folded into their neighbours"));
+        notes.push(format!(
+            "{safe_folds} zero-cost leaf groups folded into their neighbours"
+        ));
     }
     if folding.memory_bound == 0 {
         let run = solve_dag(w, &folding.contraction, max_ideals, budget, start)?;
@@ -226,7 +261,10 @@ fn solve_unscaled(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Ou
     }
     let leaves = folding.memory_bound;
     let safe = fold_leaves(w, Contraction::new(w), false);
-    let (relaxed, unfolded) = (ideals::estimate(&folding.contraction), ideals::estimate(&safe.contraction));
+    let (relaxed, unfolded) = (
+        ideals::estimate(&folding.contraction),
+        ideals::estimate(&safe.contraction),
+    );
     if unfolded.upper_bound <= relaxed.upper_bound.saturating_mul(2) {
         notes.push(format!("{leaves} zero-cost leaf groups with bytes kept apart (memory binds; the DAG stays small)"));
         let run = solve_dag(w, &safe.contraction, max_ideals, budget, start)?;
@@ -256,7 +294,9 @@ fn solve_unscaled(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Ou
             notes.push(format!("{leaves} zero-cost leaf groups with bytes kept apart (folding them costs: {} > {lower})", folded.objective));
             Ok(run.outcome(Status::Optimal, None, notes, start))
         }
-        Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) if folded.placement.is_some() => {
+        Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. }))
+            if folded.placement.is_some() =>
+        {
             notes.push(format!(
                 "{leaves} zero-cost leaves folded into their neighbours under a binding memory; the DAG without that folding is beyond the limits ({e})"
             ));
@@ -279,7 +319,8 @@ fn fits_memory(w: &Workload, p: &Placement) -> bool {
             *used.entry(a).or_insert(0.0) += w.node(v).size_bytes;
         }
     }
-    used.values().all(|&b| b <= w.devices().memory_per_accelerator_bytes)
+    used.values()
+        .all(|&b| b <= w.devices().memory_per_accelerator_bytes)
 }
 
 /// The DP's result on one group DAG.
@@ -295,7 +336,13 @@ struct Run {
 impl Run {
     /// The outcome: `status` when there is a plan, [`Status::Infeasible`] otherwise;
     /// `bound` the proven lower bound when it is not the objective.
-    fn outcome(self, status: Status, bound: Option<f64>, notes: Vec<String>, start: std::time::Instant) -> Outcome {
+    fn outcome(
+        self,
+        status: Status,
+        bound: Option<f64>,
+        notes: Vec<String>,
+        start: std::time::Instant,
+    ) -> Outcome {
         let mut stats = self.stats;
         stats.notes.splice(0..0, notes);
         stats.time_s = start.elapsed().as_secs_f64();
@@ -315,7 +362,13 @@ impl Run {
 }
 
 /// The exact DP on the group DAG `c`.
-fn solve_dag(w: &Workload, c: &Contraction, max_ideals: usize, budget: &Budget, start: std::time::Instant) -> Result<Run, SolveError> {
+fn solve_dag(
+    w: &Workload,
+    c: &Contraction,
+    max_ideals: usize,
+    budget: &Budget,
+    start: std::time::Instant,
+) -> Result<Run, SolveError> {
     solve_dag_with(w, c, max_ideals, budget, start, None)
 }
 
@@ -340,14 +393,18 @@ fn solve_dag_with(
     staged: Option<&Staged>,
 ) -> Result<Run, SolveError> {
     let cost = match staged {
-        Some(st) if st.pipeline.recompute == Recompute::Auto => {
-            PairCost::new(w, c).with_memory(st.size.clone(), st.stash.clone()).with_stage_inputs(w, c)
-        }
+        Some(st) if st.pipeline.recompute == Recompute::Auto => PairCost::new(w, c)
+            .with_memory(st.size.clone(), st.stash.clone())
+            .with_stage_inputs(w, c),
         Some(st) => PairCost::new(w, c).with_memory(st.size.clone(), st.stash.clone()),
         None => PairCost::new(w, c),
     };
     let devices = w.devices();
-    let (k, l, memory) = (devices.accelerators, devices.cpus, devices.memory_per_accelerator_bytes);
+    let (k, l, memory) = (
+        devices.accelerators,
+        devices.cpus,
+        devices.memory_per_accelerator_bytes,
+    );
     let stopped = |reason: Exhausted, phase: String| SolveError::Stopped {
         method: "dp".into(),
         detail: stop_detail(&reason, &phase, start.elapsed().as_secs_f64()),
@@ -356,7 +413,9 @@ fn solve_dag_with(
 
     let allowance = budget.memory_bytes().unwrap_or(DEFAULT_MEMORY_BUDGET_BYTES);
     let per_ideal = fixed_bytes_per_ideal(k, l);
-    let memory_cap = (allowance / per_ideal as f64).floor().min(usize::MAX as f64) as usize;
+    let memory_cap = (allowance / per_ideal as f64)
+        .floor()
+        .min(usize::MAX as f64) as usize;
     let (limit, which) = if max_ideals <= memory_cap {
         (max_ideals, "--max-ideals allows".to_string())
     } else {
@@ -371,32 +430,61 @@ fn solve_dag_with(
     let estimate = ideals::estimate(c);
     if estimate.lower_bound > limit as u128 {
         let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
-        let counted = if estimate.exact { "exactly" } else { "at least" };
-        return Err(SolveError::TooManyIdeals { found, limit, which: format!("{which}: it has {counted} {found}, counted before enumerating") });
+        let counted = if estimate.exact {
+            "exactly"
+        } else {
+            "at least"
+        };
+        return Err(SolveError::TooManyIdeals {
+            found,
+            limit,
+            which: format!("{which}: it has {counted} {found}, counted before enumerating"),
+        });
     }
     let ideals = Ideals::enumerate(c, limit, budget).map_err(|e| match e {
-        EnumerationStop::TooMany { found } => {
-            SolveError::TooManyIdeals { found, limit, which: format!("{which}: {found} enumerated before stopping") }
+        EnumerationStop::TooMany { found } => SolveError::TooManyIdeals {
+            found,
+            limit,
+            which: format!("{which}: {found} enumerated before stopping"),
+        },
+        EnumerationStop::Budget { reason, found } => {
+            stopped(reason, format!("while enumerating ideals ({found} so far)"))
         }
-        EnumerationStop::Budget { reason, found } => stopped(reason, format!("while enumerating ideals ({found} so far)")),
     })?;
     let n_ideals = ideals.len();
-    let summaries =
-        Summaries::of_ideals(&cost, &ideals, budget).map_err(|r| stopped(r, format!("while summarising {n_ideals} ideals")))?;
-    let forward: Option<Vec<Sum>> = cost.prices_recomputation().then(|| cost.forward_sums(&ideals));
+    let summaries = Summaries::of_ideals(&cost, &ideals, budget)
+        .map_err(|r| stopped(r, format!("while summarising {n_ideals} ideals")))?;
+    let forward: Option<Vec<Sum>> = cost
+        .prices_recomputation()
+        .then(|| cost.forward_sums(&ideals));
     // Under a staged schedule the best table so far is kept beside the one being relaxed.
     let tables = if staged.is_some() { 2 } else { 1 };
-    let forward_bytes = forward.as_ref().map_or(0, |f| f.capacity() * std::mem::size_of::<Sum>());
+    let forward_bytes = forward
+        .as_ref()
+        .map_or(0, |f| f.capacity() * std::mem::size_of::<Sum>());
     let needed = (ideals.heap_bytes()
         + summaries.heap_bytes()
         + forward_bytes
-        + n_ideals * (tables * Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL)) as f64;
+        + n_ideals
+            * (tables * Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL))
+        as f64;
     if needed > allowance {
         let what = format!("the DP over {n_ideals} ideals (table, summaries and bitsets)");
-        return Err(stopped(Exhausted::Memory { what, needed_bytes: needed, budget_bytes: allowance }, String::new()));
+        return Err(stopped(
+            Exhausted::Memory {
+                what,
+                needed_bytes: needed,
+                budget_bytes: allowance,
+            },
+            String::new(),
+        ));
     }
 
-    let mut stats = Stats { ideals: Some(n_ideals), groups: Some(c.len()), ..Stats::default() };
+    let mut stats = Stats {
+        ideals: Some(n_ideals),
+        groups: Some(c.len()),
+        ..Stats::default()
+    };
     let full = n_ideals - 1;
     if let Some(staged) = staged {
         let windows = Windows::new(&summaries.heads, l > 0);
@@ -404,8 +492,17 @@ fn solve_dag_with(
         let mut best: Option<(f64, usize, usize, Table)> = None;
         let mut pairs = 0;
         for p in 1..=(k + l).min(c.len()) {
-            let pruning = Pruning::new(c, best.as_ref().map(|b| b.0), summaries.heads[full].fpga.value(), k, l);
-            let positioned = Some(Positioned { pipeline: staged.pipeline, stages: p });
+            let pruning = Pruning::new(
+                c,
+                best.as_ref().map(|b| b.0),
+                summaries.heads[full].fpga.value(),
+                k,
+                l,
+            );
+            let positioned = Some(Positioned {
+                pipeline: staged.pipeline,
+                stages: p,
+            });
             let relaxation = Relaxation {
                 family: &ideals,
                 summaries: &summaries,
@@ -421,7 +518,9 @@ fn solve_dag_with(
                 _ => stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals) for {p} pipeline stages")),
             })?;
             pairs += priced;
-            let ends = (0..=l.min(p)).filter(|&cl| p - cl <= k).map(|cl| (table.at(full, cl, p - cl), cl, p - cl));
+            let ends = (0..=l.min(p))
+                .filter(|&cl| p - cl <= k)
+                .map(|cl| (table.at(full, cl, p - cl), cl, p - cl));
             if let Some((v, cl, ck)) = ends.min_by(|a, b| a.0.total_cmp(&b.0)) {
                 if v < best.as_ref().map_or(f64::INFINITY, |b| b.0) {
                     best = Some((v, cl, ck, table));
@@ -430,15 +529,29 @@ fn solve_dag_with(
         }
         stats.ideal_pairs = Some(pairs);
         let Some((objective, cl, ck, table)) = best else {
-            return Ok(Run { objective: f64::INFINITY, placement: None, infeasible: Some(infeasibility(w, c)), stats });
+            return Ok(Run {
+                objective: f64::INFINITY,
+                placement: None,
+                infeasible: Some(infeasibility(w, c)),
+                stats,
+            });
         };
-        let stages = reconstruct::stages_from(&table, full, cl, ck).expect("the best state is finite");
+        let stages =
+            reconstruct::stages_from(&table, full, cl, ck).expect("the best state is finite");
         stats.notes.push(format!(
             "{}: {} pipeline stages, each holding its size plus (in flight - 1) x its stashed activations",
             describe(&staged.pipeline),
             stages.len()
         ));
-        let recomputing = recomputing_stages(&stages, &summaries, Positioned { pipeline: staged.pipeline, stages: stages.len() }, memory);
+        let recomputing = recomputing_stages(
+            &stages,
+            &summaries,
+            Positioned {
+                pipeline: staged.pipeline,
+                stages: stages.len(),
+            },
+            memory,
+        );
         if staged.pipeline.recompute == Recompute::Auto {
             stats.notes.push(match recomputing.len() {
                 0 => "recompute auto: every stage fits with its activations stashed; none recomputes".to_string(),
@@ -449,49 +562,99 @@ fn solve_dag_with(
             });
         }
         let placement = placement_of(&stages, &ideals, c, recomputing);
-        return Ok(Run { objective, placement: Some(placement), infeasible: None, stats });
+        return Ok(Run {
+            objective,
+            placement: Some(placement),
+            infeasible: None,
+            stats,
+        });
     }
-    let upper = chain_upper_bound(c, &cost, k, l, memory, budget)
-        .map_err(|r| stopped(r, format!("while computing the chain bound ({n_ideals} ideals enumerated)")))?;
+    let upper = chain_upper_bound(c, &cost, k, l, memory, budget).map_err(|r| {
+        stopped(
+            r,
+            format!("while computing the chain bound ({n_ideals} ideals enumerated)"),
+        )
+    })?;
     if let Some((u, _)) = &upper {
-        stats.notes.push(format!("upper bound from chain splits: {u}"));
+        stats
+            .notes
+            .push(format!("upper bound from chain splits: {u}"));
     }
-    let pruning = Pruning::new(c, upper.map(|(u, _)| u), summaries.heads[n_ideals - 1].fpga.value(), k, l);
+    let pruning = Pruning::new(
+        c,
+        upper.map(|(u, _)| u),
+        summaries.heads[n_ideals - 1].fpga.value(),
+        k,
+        l,
+    );
     let windows = Windows::new(&summaries.heads, l > 0);
-    budget.check().map_err(|r| stopped(r, format!("while sorting {n_ideals} ideals by load")))?;
-    let relaxation =
-        Relaxation { family: &ideals, summaries: &summaries, cost: &cost, pruning: &pruning, windows: &windows, memory, positioned: None, forward: None };
+    budget
+        .check()
+        .map_err(|r| stopped(r, format!("while sorting {n_ideals} ideals by load")))?;
+    let relaxation = Relaxation {
+        family: &ideals,
+        summaries: &summaries,
+        cost: &cost,
+        pruning: &pruning,
+        windows: &windows,
+        memory,
+        positioned: None,
+        forward: None,
+    };
     let levels = ideals.level_start.len() - 2;
-    let (table, pairs) = relaxation
-        .run(budget)
-        .map_err(|(r, level)| match level {
-            0 => stopped(r, format!("while filling the table of {n_ideals} ideals")),
-            _ => stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals)")),
-        })?;
+    let (table, pairs) = relaxation.run(budget).map_err(|(r, level)| match level {
+        0 => stopped(r, format!("while filling the table of {n_ideals} ideals")),
+        _ => stopped(
+            r,
+            format!("while relaxing level {level} of {levels} ({n_ideals} ideals)"),
+        ),
+    })?;
     stats.ideal_pairs = Some(pairs);
 
     let Some(stages) = reconstruct::stages(&table, full) else {
-        return Ok(Run { objective: f64::INFINITY, placement: None, infeasible: Some(infeasibility(w, c)), stats });
+        return Ok(Run {
+            objective: f64::INFINITY,
+            placement: None,
+            infeasible: Some(infeasibility(w, c)),
+            stats,
+        });
     };
     let placement = placement_of(&stages, &ideals, c, Vec::new());
-    Ok(Run { objective: table.at(full, l, k), placement: Some(placement), infeasible: None, stats })
+    Ok(Run {
+        objective: table.at(full, l, k),
+        placement: Some(placement),
+        infeasible: None,
+        stats,
+    })
 }
 
 /// The placement of a split's stages, `recompute` the devices that recompute.
-fn placement_of(stages: &[reconstruct::Stage], ideals: &Ideals, c: &Contraction, recompute: Vec<Device>) -> Placement {
+fn placement_of(
+    stages: &[reconstruct::Stage],
+    ideals: &Ideals,
+    c: &Contraction,
+    recompute: Vec<Device>,
+) -> Placement {
     let mut group_device = vec![Device::Cpu(0); c.len()];
     for stage in stages {
         for g in ideals.get(stage.ideal).difference(&ideals.get(stage.from)) {
             group_device[g] = stage.device;
         }
     }
-    Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect()).with_recompute(recompute).canonical()
+    Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect())
+        .with_recompute(recompute)
+        .canonical()
 }
 
 /// The accelerators of a positioned split (`stages`, the last pipeline stage first) whose
 /// stage does not fit with its stash held at its position: the ones the relaxation priced
 /// as recomputing ([`relax`]), by the same test on the same sums.
-fn recomputing_stages(stages: &[reconstruct::Stage], summaries: &Summaries, chain: Positioned, memory: f64) -> Vec<Device> {
+fn recomputing_stages(
+    stages: &[reconstruct::Stage],
+    summaries: &Summaries,
+    chain: Positioned,
+    memory: f64,
+) -> Vec<Device> {
     let p = stages.len();
     stages
         .iter()
@@ -501,7 +664,10 @@ fn recomputing_stages(stages: &[reconstruct::Stage], summaries: &Summaries, chai
             let (hi, hj) = (&summaries.heads[st.ideal], &summaries.heads[st.from]);
             let (size, stash) = (hi.size.minus_sum(hj.size).value(), hi.stash - hj.stash);
             // Walk order t puts the stage at position p − 1 − t, reaching p − t devices.
-            matches!(chain.fit(p - t, size, stash, memory), relax::StageFit::Recompute { .. })
+            matches!(
+                chain.fit(p - t, size, stash, memory),
+                relax::StageFit::Recompute { .. }
+            )
         })
         .map(|(_, st)| st.device)
         .collect()
@@ -510,7 +676,11 @@ fn recomputing_stages(stages: &[reconstruct::Stage], summaries: &Summaries, chai
 /// `1f1b with 8 micro-batches`.
 fn describe(p: &Pipeline) -> String {
     let m = p.micro_batches;
-    format!("{} with {m} micro-batch{}", p.schedule, if m == 1 { "" } else { "es" })
+    format!(
+        "{} with {m} micro-batch{}",
+        p.schedule,
+        if m == 1 { "" } else { "es" }
+    )
 }
 
 /// What a stopped run was doing and what to change.
@@ -536,7 +706,9 @@ struct CpuAbsorption(FractionalKnapsack);
 
 impl CpuAbsorption {
     fn new(c: &Contraction) -> Self {
-        CpuAbsorption(FractionalKnapsack::new(c.groups.iter().map(|g| (g.cpu_latency, g.fpga_latency))))
+        CpuAbsorption(FractionalKnapsack::new(
+            c.groups.iter().map(|g| (g.cpu_latency, g.fpga_latency)),
+        ))
     }
 
     fn at(&self, budget: f64) -> f64 {
@@ -552,7 +724,11 @@ impl CpuAbsorption {
 
 fn infeasibility(w: &Workload, c: &Contraction) -> Status {
     let d = w.devices();
-    if let Some(g) = c.groups.iter().find(|g| g.size_bytes > d.memory_per_accelerator_bytes && d.cpus == 0) {
+    if let Some(g) = c
+        .groups
+        .iter()
+        .find(|g| g.size_bytes > d.memory_per_accelerator_bytes && d.cpus == 0)
+    {
         return Status::infeasible(format!(
             "the nodes that must share a device with node {} need {} bytes, more than an accelerator's {} bytes, and there is no CPU",
             w.node(g.nodes[0]).id,
@@ -564,5 +740,8 @@ fn infeasibility(w: &Workload, c: &Contraction) -> Status {
         "no contiguous split into at most {} accelerators of {} bytes and {} CPUs exists; add devices or memory, or allow non-contiguous splits (--method ip)",
         d.accelerators, d.memory_per_accelerator_bytes, d.cpus
     );
-    Status::Infeasible { reason, non_contiguous_may_help: true }
+    Status::Infeasible {
+        reason,
+        non_contiguous_may_help: true,
+    }
 }

@@ -39,9 +39,21 @@ pub type Bands = Vec<(usize, usize)>;
 
 impl Pruning {
     /// Rules for the bound `upper` (`None`: no pruning) on `k` accelerators and `l` CPUs.
-    pub fn new(c: &Contraction, upper: Option<f64>, total_fpga: f64, k: usize, l: usize) -> Pruning {
+    pub fn new(
+        c: &Contraction,
+        upper: Option<f64>,
+        total_fpga: f64,
+        k: usize,
+        l: usize,
+    ) -> Pruning {
         let bound = upper.map_or(f64::INFINITY, |u| u * (1.0 + 1e-9) + 1e-12);
-        Pruning { bound, absorb: CpuAbsorption::new(c), total_fpga, k, l }
+        Pruning {
+            bound,
+            absorb: CpuAbsorption::new(c),
+            total_fpga,
+            k,
+            l,
+        }
     }
 
     /// The live band of `k'` for `ℓ' = cl` at an ideal of compute `fpga`.
@@ -53,8 +65,16 @@ impl Pruning {
         let slack = 1e-9 * self.total_fpga.max(1.0);
         let before = fpga - self.absorb.at(cl as f64 * bound) - slack;
         let after = self.total_fpga - fpga - self.absorb.at((self.l - cl) as f64 * bound) - slack;
-        let lo = if before <= 0.0 { 0 } else { (before / bound).ceil() as usize };
-        let hi = if after <= 0.0 { k } else { k.saturating_sub((after / bound).ceil() as usize) };
+        let lo = if before <= 0.0 {
+            0
+        } else {
+            (before / bound).ceil() as usize
+        };
+        let hi = if after <= 0.0 {
+            k
+        } else {
+            k.saturating_sub((after / bound).ceil() as usize)
+        };
         if lo > hi || (after > 0.0 && (after / bound).ceil() as usize > k) {
             (1, 0)
         } else {
@@ -115,21 +135,36 @@ impl Windows {
     pub fn new(heads: &[IdealSummary], cpus: bool) -> Windows {
         let sorted_by = |key: fn(&IdealSummary) -> f64| {
             let mut ids: Vec<u32> = (0..heads.len() as u32).collect();
-            if !ids.windows(2).all(|p| key(&heads[p[0] as usize]) <= key(&heads[p[1] as usize])) {
+            if !ids
+                .windows(2)
+                .all(|p| key(&heads[p[0] as usize]) <= key(&heads[p[1] as usize]))
+            {
                 ids.sort_by(|&a, &b| key(&heads[a as usize]).total_cmp(&key(&heads[b as usize])));
             }
             let keys: Vec<f64> = ids.iter().map(|&i| key(&heads[i as usize])).collect();
             (ids, keys)
         };
         let (by_fpga, fpga_keys) = sorted_by(|s| s.fpga.value());
-        let (by_cpu, cpu_keys) = if cpus { sorted_by(|s| s.cpu.value()) } else { (Vec::new(), Vec::new()) };
-        Windows { by_fpga, fpga_keys, by_cpu, cpu_keys }
+        let (by_cpu, cpu_keys) = if cpus {
+            sorted_by(|s| s.cpu.value())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Windows {
+            by_fpga,
+            fpga_keys,
+            by_cpu,
+            cpu_keys,
+        }
     }
 
     /// Positions `[a, b)` in `keys` of the ideals with `key − bound ≤ x ≤ key` (with slack).
     pub fn window(keys: &[f64], key: f64, bound: f64) -> (usize, usize) {
         let slack = 1e-9 * key.abs().max(1.0);
-        (keys.partition_point(|&x| x < key - bound - slack), keys.partition_point(|&x| x <= key + slack))
+        (
+            keys.partition_point(|&x| x < key - bound - slack),
+            keys.partition_point(|&x| x <= key + slack),
+        )
     }
 
     /// Bytes per ideal.

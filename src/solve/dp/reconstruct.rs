@@ -40,13 +40,21 @@ pub fn stages_from(table: &Table, full: usize, l: usize, k: usize) -> Option<Vec
             Link::FewerAccelerators => ck -= 1,
             Link::FewerCpus => cl -= 1,
             Link::Accelerator(j) => {
-                out.push(Stage { ideal: i, from: j as usize, device: Device::Accelerator(next_acc) });
+                out.push(Stage {
+                    ideal: i,
+                    from: j as usize,
+                    device: Device::Accelerator(next_acc),
+                });
                 next_acc += 1;
                 ck -= 1;
                 i = j as usize;
             }
             Link::Cpu(j) => {
-                out.push(Stage { ideal: i, from: j as usize, device: Device::Cpu(next_cpu) });
+                out.push(Stage {
+                    ideal: i,
+                    from: j as usize,
+                    device: Device::Cpu(next_cpu),
+                });
                 next_cpu += 1;
                 cl -= 1;
                 i = j as usize;

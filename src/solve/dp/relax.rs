@@ -95,7 +95,10 @@ impl Family for Ideals {
         if dense.is_empty() {
             Ideals::is_subset(self, j, i)
         } else {
-            self.dense_row(j).iter().zip(dense).all(|(x, y)| x & !y == 0)
+            self.dense_row(j)
+                .iter()
+                .zip(dense)
+                .all(|(x, y)| x & !y == 0)
         }
     }
 
@@ -112,7 +115,10 @@ pub struct Prefixes<'o> {
 
 impl<'o> Prefixes<'o> {
     pub fn new(order: &'o [usize]) -> Prefixes<'o> {
-        Prefixes { level_start: (0..=order.len() + 1).collect(), order }
+        Prefixes {
+            level_start: (0..=order.len() + 1).collect(),
+            order,
+        }
     }
 }
 
@@ -277,9 +283,15 @@ impl<F: Family> Relaxation<'_, F> {
                 pairs.fetch_add(evaluated, Ordering::Relaxed);
             };
             if hi - lo < PARALLEL_LEVEL {
-                rest.chunks_mut(s).zip(links.chunks_mut(s)).enumerate().for_each(one);
+                rest.chunks_mut(s)
+                    .zip(links.chunks_mut(s))
+                    .enumerate()
+                    .for_each(one);
             } else {
-                rest.par_chunks_mut(s).zip(links.par_chunks_mut(s)).enumerate().for_each(one);
+                rest.par_chunks_mut(s)
+                    .zip(links.par_chunks_mut(s))
+                    .enumerate()
+                    .for_each(one);
             }
             budget.check().map_err(|r| (r, level))?;
         }
@@ -288,7 +300,14 @@ impl<F: Family> Relaxation<'_, F> {
 
     /// Relaxes every state of ideal `i` (level starting at `lo`) from the rows `done` of
     /// lower levels. Returns the number of pairs priced.
-    fn relax_ideal(&self, i: usize, lo: usize, done: &[f64], best: &mut [f64], back: &mut [Link]) -> u64 {
+    fn relax_ideal(
+        &self,
+        i: usize,
+        lo: usize,
+        done: &[f64],
+        best: &mut [f64],
+        back: &mut [Link],
+    ) -> u64 {
         let p = self.pruning;
         let (k, l, k1) = (p.k, p.l, p.k + 1);
         let s = k1 * (l + 1);
@@ -309,9 +328,15 @@ impl<F: Family> Relaxation<'_, F> {
         let positioned = self.positioned.is_some();
         let chain = self.positioned.map_or(usize::MAX, |x| x.stages);
         let reachable = |row: &[f64], back: usize, from_l: usize| {
-            bands.iter().enumerate().skip(from_l).any(|(cl, &(ka, kb))| {
-                (ka.max(if back == 1 { 1 } else { 0 })..=kb).take_while(|ck| cl + ck <= chain).any(|ck| row[cl * k1 + ck - back].is_finite())
-            })
+            bands
+                .iter()
+                .enumerate()
+                .skip(from_l)
+                .any(|(cl, &(ka, kb))| {
+                    (ka.max(if back == 1 { 1 } else { 0 })..=kb)
+                        .take_while(|ck| cl + ck <= chain)
+                        .any(|ck| row[cl * k1 + ck - back].is_finite())
+                })
         };
         if k > 0 {
             let w = self.windows;
@@ -332,10 +357,18 @@ impl<F: Family> Relaxation<'_, F> {
                     continue;
                 }
                 let j = w.by_fpga[pos] as usize;
-                if j >= lo || (positioned && !reachable(&done[j * s..(j + 1) * s], 1, 0)) || !self.family.is_subset(j, top) {
+                if j >= lo
+                    || (positioned && !reachable(&done[j * s..(j + 1) * s], 1, 0))
+                    || !self.family.is_subset(j, top)
+                {
                     continue;
                 }
-                let Some(load) = self.cost.accelerator_load(self.summaries, i, j, self.memory, || self.family.difference(i, j)) else {
+                let Some(load) =
+                    self.cost
+                        .accelerator_load(self.summaries, i, j, self.memory, || {
+                            self.family.difference(i, j)
+                        })
+                else {
                     continue;
                 };
                 evaluated += 1;
@@ -350,17 +383,29 @@ impl<F: Family> Relaxation<'_, F> {
                 let mut improved = false;
                 for (cl, &(ka, kb)) in bands.iter().enumerate() {
                     for ck in ka.max(1)..=kb {
-                        let stage_load = match self.positioned.map(|x| x.fit(cl + ck, size, stash, self.memory)) {
+                        let stage_load = match self
+                            .positioned
+                            .map(|x| x.fit(cl + ck, size, stash, self.memory))
+                        {
                             None | Some(StageFit::Held) => load,
                             Some(StageFit::Beyond) => continue,
                             Some(StageFit::Recompute { in_flight }) => {
-                                let Some(forward) = self.forward else { continue };
+                                let Some(forward) = self.forward else {
+                                    continue;
+                                };
                                 let (input, slower) = *recomputed.get_or_insert_with(|| {
-                                    let input = self.cost.stage_input_bytes(self.summaries.crossing(i), self.summaries.crossing(j));
-                                    let r = self.cost.forward_compute(forward[i], forward[j], || self.family.difference(i, j));
+                                    let input = self.cost.stage_input_bytes(
+                                        self.summaries.crossing(i),
+                                        self.summaries.crossing(j),
+                                    );
+                                    let r =
+                                        self.cost.forward_compute(forward[i], forward[j], || {
+                                            self.family.difference(i, j)
+                                        });
                                     (input, load + r)
                                 });
-                                if size + in_flight as f64 * input > self.memory || slower > p.bound {
+                                if size + in_flight as f64 * input > self.memory || slower > p.bound
+                                {
                                     continue;
                                 }
                                 slower
@@ -390,10 +435,15 @@ impl<F: Family> Relaxation<'_, F> {
                     break;
                 }
                 let j = w.by_cpu[pos] as usize;
-                if j >= lo || (positioned && !reachable(&done[j * s..(j + 1) * s], k1, 1)) || !self.family.is_subset(j, top) {
+                if j >= lo
+                    || (positioned && !reachable(&done[j * s..(j + 1) * s], k1, 1))
+                    || !self.family.is_subset(j, top)
+                {
                     continue;
                 }
-                let load = self.cost.cpu_load(self.summaries, i, j, || self.family.difference(i, j));
+                let load = self
+                    .cost
+                    .cpu_load(self.summaries, i, j, || self.family.difference(i, j));
                 if load > limit {
                     continue;
                 }

@@ -26,7 +26,10 @@ pub struct IdealBits<'a> {
 
 impl<'a> IdealBits<'a> {
     /// The empty set.
-    pub const EMPTY: IdealBits<'static> = IdealBits { base: 0, words: &[] };
+    pub const EMPTY: IdealBits<'static> = IdealBits {
+        base: 0,
+        words: &[],
+    };
 
     /// Whether group `g` is in the set.
     #[inline]
@@ -35,7 +38,9 @@ impl<'a> IdealBits<'a> {
         if w < self.base {
             return true;
         }
-        self.words.get(w - self.base).is_some_and(|x| x >> (g % 64) & 1 == 1)
+        self.words
+            .get(w - self.base)
+            .is_some_and(|x| x >> (g % 64) & 1 == 1)
     }
 
     /// One past the index of the last word that may be non-zero.
@@ -88,7 +93,10 @@ impl<'a> IdealBits<'a> {
 /// `bits`, and returns its base. O(stored words).
 pub fn push_with(bits: IdealBits, g: usize, out: &mut Vec<u64>) -> usize {
     let top = g / 64;
-    debug_assert!(top >= bits.base && top + 1 >= bits.end(), "g is above every group of the set");
+    debug_assert!(
+        top >= bits.base && top + 1 >= bits.end(),
+        "g is above every group of the set"
+    );
     let start = out.len();
     out.extend_from_slice(bits.words);
     out.resize(start + top + 1 - bits.base, 0);
@@ -107,7 +115,11 @@ pub fn push_with(bits: IdealBits, g: usize, out: &mut Vec<u64>) -> usize {
 /// The normalised (base, words) of a plain bitset of ⌈n/64⌉ words.
 pub fn trim(full: &[u64]) -> (usize, &[u64]) {
     let base = full.iter().take_while(|&&x| x == !0).count();
-    let end = full.iter().rposition(|&x| x != 0).map_or(0, |e| e + 1).max(base);
+    let end = full
+        .iter()
+        .rposition(|&x| x != 0)
+        .map_or(0, |e| e + 1)
+        .max(base);
     (base, &full[base..end])
 }
 
@@ -151,7 +163,16 @@ mod tests {
             let (fa, fb) = (from_groups(&a, n), from_groups(&b, n));
             let (ba, wa) = trim(&fa);
             let (bb, wb) = trim(&fb);
-            let (ta, tb) = (IdealBits { base: ba, words: wa }, IdealBits { base: bb, words: wb });
+            let (ta, tb) = (
+                IdealBits {
+                    base: ba,
+                    words: wa,
+                },
+                IdealBits {
+                    base: bb,
+                    words: wb,
+                },
+            );
             for g in 0..n {
                 assert_eq!(ta.contains(g), a.contains(&g));
             }

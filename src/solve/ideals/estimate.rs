@@ -52,7 +52,11 @@ pub fn estimate_with(c: &Contraction, max_states: usize) -> IdealEstimate {
     let mut free: Vec<usize> = Vec::new();
     let mut slots = 0usize;
     let mut live: Vec<usize> = Vec::new();
-    let mut states = States { words: 1, keys: vec![0], counts: vec![1] };
+    let mut states = States {
+        words: 1,
+        keys: vec![0],
+        counts: vec![1],
+    };
     let mut lower: u128 = 1;
     let mut exact = true;
     for g in 0..n {
@@ -84,7 +88,9 @@ pub fn estimate_with(c: &Contraction, max_states: usize) -> IdealEstimate {
         }
         while states.len() > max_states {
             exact = false;
-            let Some(at) = (0..live.len()).max_by_key(|&i| (last_succ[live[i]], live[i])) else { break };
+            let Some(at) = (0..live.len()).max_by_key(|&i| (last_succ[live[i]], live[i])) else {
+                break;
+            };
             let p = live.swap_remove(at);
             let s = slot_of[p].take().expect("live");
             states.clear(s);
@@ -92,11 +98,22 @@ pub fn estimate_with(c: &Contraction, max_states: usize) -> IdealEstimate {
             states.merge();
         }
     }
-    let total = states.counts.iter().fold(0u128, |a, &b| a.saturating_add(b));
+    let total = states
+        .counts
+        .iter()
+        .fold(0u128, |a, &b| a.saturating_add(b));
     if exact {
-        IdealEstimate { lower_bound: total, upper_bound: total, exact }
+        IdealEstimate {
+            lower_bound: total,
+            upper_bound: total,
+            exact,
+        }
     } else {
-        IdealEstimate { lower_bound: lower.max(n as u128 + 1), upper_bound: total, exact }
+        IdealEstimate {
+            lower_bound: lower.max(n as u128 + 1),
+            upper_bound: total,
+            exact,
+        }
     }
 }
 

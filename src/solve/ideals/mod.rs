@@ -99,11 +99,19 @@ struct Batch {
 impl Ideals {
     /// Enumerates all ideals of `c`, stopping with [`EnumerationStop::TooMany`] past `limit`
     /// ideals and with [`EnumerationStop::Budget`] when `budget` runs out.
-    pub fn enumerate(c: &Contraction, limit: usize, budget: &Budget) -> Result<Ideals, EnumerationStop> {
+    pub fn enumerate(
+        c: &Contraction,
+        limit: usize,
+        budget: &Budget,
+    ) -> Result<Ideals, EnumerationStop> {
         let n = c.len();
         assert!(n < u32::MAX as usize, "group indices fit in u32");
         let mut ideals = Ideals {
-            spans: vec![Span { start: 0, base: 0, len: 0 }],
+            spans: vec![Span {
+                start: 0,
+                base: 0,
+                len: 0,
+            }],
             words: Vec::new(),
             level_start: vec![0, 1],
             parent: vec![u32::MAX],
@@ -111,10 +119,16 @@ impl Ideals {
             dense: Vec::new(),
             dense_words: 0,
         };
-        let mut cand: Vec<u32> = (0..n).filter(|&g| c.pred[g].is_empty()).map(|g| g as u32).collect();
+        let mut cand: Vec<u32> = (0..n)
+            .filter(|&g| c.pred[g].is_empty())
+            .map(|g| g as u32)
+            .collect();
         let mut cand_start: Vec<usize> = vec![0, cand.len()];
         for _ in 0..n {
-            let (from, to) = (ideals.level_start[ideals.level_start.len() - 2], ideals.spans.len());
+            let (from, to) = (
+                ideals.level_start[ideals.level_start.len() - 2],
+                ideals.spans.len(),
+            );
             let mut next_cand: Vec<u32> = Vec::new();
             let mut next_start: Vec<usize> = vec![0];
             for block in (from..to).step_by(BLOCK) {
@@ -135,7 +149,11 @@ impl Ideals {
                     let offset = ideals.words.len();
                     let mut at = 0usize;
                     for (&base, &len) in b.base.iter().zip(&b.len) {
-                        ideals.spans.push(Span { start: offset + at, base, len });
+                        ideals.spans.push(Span {
+                            start: offset + at,
+                            base,
+                            len,
+                        });
                         at += len as usize;
                     }
                     ideals.words.extend_from_slice(&b.words);
@@ -150,7 +168,9 @@ impl Ideals {
                 if found > limit {
                     return Err(EnumerationStop::TooMany { found });
                 }
-                budget.check().map_err(|reason| EnumerationStop::Budget { reason, found })?;
+                budget
+                    .check()
+                    .map_err(|reason| EnumerationStop::Budget { reason, found })?;
             }
             ideals.level_start.push(ideals.spans.len());
             cand = next_cand;
@@ -181,7 +201,10 @@ impl Ideals {
             out.len.push((out.words.len() - start) as u32);
             out.parent.push(i as u32);
             out.added.push(g as u32);
-            let child = IdealBits { base, words: &out.words[start..] };
+            let child = IdealBits {
+                base,
+                words: &out.words[start..],
+            };
             let first = out.cand.len();
             out.cand.extend_from_slice(&a[pos + 1..]);
             let rest = out.cand.len();
@@ -210,7 +233,10 @@ impl Ideals {
     #[inline]
     pub fn get(&self, i: usize) -> IdealBits<'_> {
         let s = self.spans[i];
-        IdealBits { base: s.base as usize, words: &self.words[s.start..s.start + s.len as usize] }
+        IdealBits {
+            base: s.base as usize,
+            words: &self.words[s.start..s.start + s.len as usize],
+        }
     }
 
     /// Ideal `i` as a plain bitset of ⌈n/64⌉ words on small DAGs (at most
@@ -225,7 +251,11 @@ impl Ideals {
     #[inline(always)]
     pub fn is_subset(&self, j: usize, i: usize) -> bool {
         if self.dense_words > 0 {
-            return self.dense_row(j).iter().zip(self.dense_row(i)).all(|(x, y)| x & !y == 0);
+            return self
+                .dense_row(j)
+                .iter()
+                .zip(self.dense_row(i))
+                .all(|(x, y)| x & !y == 0);
         }
         let (sj, si) = (self.spans[j], self.spans[i]);
         let (bj, bi) = (sj.base as usize, si.base as usize);

@@ -75,7 +75,9 @@ use std::time::Instant;
 
 use super::latency_bound::{self, FinishBound};
 use super::latency_runs;
-use super::units::{canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units};
+use super::units::{
+    canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units,
+};
 use super::{candidate, finish, run, Builder, Candidate, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
@@ -89,19 +91,34 @@ pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
 
 /// The IP, given the held plans of the caller (`None`: build them here). The time limit
 /// covers building them: HiGHS gets what is left.
-fn solve_holding(problem: &Problem, q: usize, given: Option<&[Placement]>) -> Result<Outcome, SolveError> {
+fn solve_holding(
+    problem: &Problem,
+    q: usize,
+    given: Option<&[Placement]>,
+) -> Result<Outcome, SolveError> {
     let started = Instant::now();
     let w = problem.workload;
     let (units, arcs) = units(w, problem.contiguous);
-    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
+    let mut stats = Stats {
+        groups: Some(units.len()),
+        ..Stats::default()
+    };
     let held = held(problem, q, given, &units, &mut stats, started)?;
     let warm = held.into_iter().min_by(|a, b| a.score.total_cmp(&b.score));
-    let upper = warm.as_ref().map_or_else(|| trivial_upper_bound(w, &units), |c| c.score);
+    let upper = warm
+        .as_ref()
+        .map_or_else(|| trivial_upper_bound(w, &units), |c| c.score);
 
-    let items = if q == 1 { units.clone() } else { Grouping::singletons(w) };
+    let items = if q == 1 {
+        units.clone()
+    } else {
+        Grouping::singletons(w)
+    };
     let mut b = Builder::within(super::remaining(problem, started).limits.budget());
     let mut model = CallModel::variables(&mut b, w, q, &units, &items, upper);
-    stats.notes.push(format!("finish-time lower bound {}", model.critical));
+    stats
+        .notes
+        .push(format!("finish-time lower bound {}", model.critical));
     model.add_membership(&mut b);
     model.add_one_accelerator(&mut b);
     model.add_memory(&mut b);
@@ -136,12 +153,22 @@ fn solve_holding(problem: &Problem, q: usize, given: Option<&[Placement]>) -> Re
         b.columns(),
         b.rows
     ));
-    stats.notes.push(format!("model built after {:.2} s", started.elapsed().as_secs_f64()));
-    let mut solved = run(b, &super::remaining(problem, started), warm_values.as_deref())?;
+    stats.notes.push(format!(
+        "model built after {:.2} s",
+        started.elapsed().as_secs_f64()
+    ));
+    let mut solved = run(
+        b,
+        &super::remaining(problem, started),
+        warm_values.as_deref(),
+    )?;
     // The finish-time bound holds whatever HiGHS reached (it may stop before its root LP).
     solved.bound = solved.bound.max(model.critical);
-    let from_ip = solved.columns.as_ref().map(|values| model.placement(values, problem.contiguous));
-    finish(problem, &solved, from_ip, warm, stats)
+    let from_ip = solved
+        .columns
+        .as_ref()
+        .map(|values| model.placement(values, problem.contiguous));
+    finish(problem, &solved, from_ip, warm, stats, started)
 }
 
 /// The plans held before the model is built: the caller's, or [`held_plans`]; for q ≥ 2
@@ -157,23 +184,40 @@ fn held(
 ) -> Result<Vec<Candidate>, SolveError> {
     let mut held: Vec<Candidate> = Vec::new();
     match given {
-        Some(plans) => held.extend(plans.iter().filter_map(|p| candidate(problem, p.clone(), "held by the caller"))),
+        Some(plans) => held.extend(
+            plans
+                .iter()
+                .filter_map(|p| candidate(problem, p.clone(), "held by the caller")),
+        ),
         None => held_plans(problem, units, &mut held, stats),
     }
     if q >= 2 {
         // The one-piece IP is smaller and often finds the plan to beat.
         let mut one = problem.clone();
         one.objective = Objective::Latency { pieces: 1 };
-        one.limits.time_limit_s = super::remaining(problem, started).limits.time_limit_s.map(|t| t / 2.0);
+        one.limits.time_limit_s = super::remaining(problem, started)
+            .limits
+            .time_limit_s
+            .map(|t| t / 2.0);
         let plans: Vec<Placement> = held.iter().map(|c| c.placement.clone()).collect();
         let o = solve_holding(&one, 1, Some(&plans))?;
-        stats.notes.push(format!("one-piece IP: {} ({:?})", o.objective, o.status));
-        held.extend(o.placement.and_then(|p| candidate(problem, p, "one-piece ip")));
+        stats
+            .notes
+            .push(format!("one-piece IP: {} ({:?})", o.objective, o.status));
+        held.extend(
+            o.placement
+                .and_then(|p| candidate(problem, p, "one-piece ip")),
+        );
     }
     for c in &held {
-        stats.notes.push(format!("held plan ({}) scores {}", c.source, c.score));
+        stats
+            .notes
+            .push(format!("held plan ({}) scores {}", c.source, c.score));
     }
-    stats.notes.push(format!("held plans after {:.2} s", started.elapsed().as_secs_f64()));
+    stats.notes.push(format!(
+        "held plans after {:.2} s",
+        started.elapsed().as_secs_f64()
+    ));
     Ok(held)
 }
 
@@ -219,30 +263,62 @@ struct CallModel<'a> {
 impl<'a> CallModel<'a> {
     /// The columns of the module docs' first line (and `a[g,d]` when q ≥ 2) for items
     /// `items` of `units` in `q` slots per accelerator, with `upper` = U.
-    fn variables(b: &mut Builder, w: &'a Workload, q: usize, units: &'a Grouping, items: &'a Grouping, upper: f64) -> Self {
+    fn variables(
+        b: &mut Builder,
+        w: &'a Workload,
+        q: usize,
+        units: &'a Grouping,
+        items: &'a Grouping,
+        upper: f64,
+    ) -> Self {
         let memory = w.devices().memory_per_accelerator_bytes;
-        let item_fits: Vec<bool> =
-            (items.groups.iter()).map(|item| units[units.group_of[item.nodes[0]]].fits_accelerator(memory)).collect();
-        let may_accelerate: Vec<bool> =
-            (0..w.len()).map(|v| w.devices().accelerators > 0 && item_fits[items.group_of[v]]).collect();
+        let item_fits: Vec<bool> = (items.groups.iter())
+            .map(|item| units[units.group_of[item.nodes[0]]].fits_accelerator(memory))
+            .collect();
+        let may_accelerate: Vec<bool> = (0..w.len())
+            .map(|v| w.devices().accelerators > 0 && item_fits[items.group_of[v]])
+            .collect();
         let head = latency_bound::finish_bounds(w, &may_accelerate);
         let critical = latency_bound::latency_lower_bound(&head);
         let (n, k) = (w.len(), w.devices().accelerators);
         let big = upper * (1.0 + 1e-6) + 1e-6;
         let positions = (n + k * q) as f64;
         let x: Vec<Vec<Vec<Var>>> = (0..k)
-            .map(|_| (0..q).map(|_| item_fits.iter().map(|&fits| b.binary(0.0, fits)).collect()).collect())
+            .map(|_| {
+                (0..q)
+                    .map(|_| item_fits.iter().map(|&fits| b.binary(0.0, fits)).collect())
+                    .collect()
+            })
             .collect();
         let latency = b.continuous(1.0, critical.min(big), big);
-        let finish = head.iter().map(|h| b.continuous(0.0, h.min().min(big), big)).collect();
+        let finish = head
+            .iter()
+            .map(|h| b.continuous(0.0, h.min().min(big), big))
+            .collect();
         let pos = (0..n).map(|_| b.continuous(0.0, 0.0, positions)).collect();
-        let mut per_slot = |hi: f64| -> Vec<Vec<Var>> { (0..k).map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, hi)).collect()).collect() };
+        let mut per_slot = |hi: f64| -> Vec<Vec<Var>> {
+            (0..k)
+                .map(|_| (0..q).map(|_| b.continuous(0.0, 0.0, hi)).collect())
+                .collect()
+        };
         let (start, duration, slot_pos) = (per_slot(big), per_slot(big), per_slot(positions));
         let member = if q == 1 {
             x.iter().map(|slots| slots[0].clone()).collect()
         } else {
-            let bound = |g: usize| if units[g].fits_accelerator(memory) { 1.0 } else { 0.0 };
-            (0..k).map(|_| (0..units.len()).map(|g| b.continuous(0.0, 0.0, bound(g))).collect()).collect()
+            let bound = |g: usize| {
+                if units[g].fits_accelerator(memory) {
+                    1.0
+                } else {
+                    0.0
+                }
+            };
+            (0..k)
+                .map(|_| {
+                    (0..units.len())
+                        .map(|g| b.continuous(0.0, 0.0, bound(g)))
+                        .collect()
+                })
+                .collect()
         };
         CallModel {
             w,
@@ -290,7 +366,8 @@ impl<'a> CallModel<'a> {
         for (slots, row) in self.x.iter().zip(&self.member) {
             for (unit, &a) in self.units.groups.iter().zip(row) {
                 for &v in &unit.nodes {
-                    let mut terms: Vec<(Var, f64)> = slots.iter().map(|slot| (slot[v], 1.0)).collect();
+                    let mut terms: Vec<(Var, f64)> =
+                        slots.iter().map(|slot| (slot[v], 1.0)).collect();
                     terms.push((a, -1.0));
                     b.eq(&terms, 0.0);
                 }
@@ -340,14 +417,31 @@ impl<'a> CallModel<'a> {
 
     /// `S[d,j] + D[d,j] ≤ L`.
     fn add_slot_end(&self, b: &mut Builder, d: usize, j: usize) {
-        b.le(&[(self.start[d][j], 1.0), (self.duration[d][j], 1.0), (self.latency, -1.0)], 0.0);
+        b.le(
+            &[
+                (self.start[d][j], 1.0),
+                (self.duration[d][j], 1.0),
+                (self.latency, -1.0),
+            ],
+            0.0,
+        );
     }
 
     /// `S[d,j+1] ≥ S[d,j] + D[d,j]` and `P[d,j+1] ≥ P[d,j] + 1` (slots one after another).
     fn add_slot_order(&self, b: &mut Builder, d: usize, j: usize) {
         if j + 1 < self.start[d].len() {
-            b.ge(&[(self.start[d][j + 1], 1.0), (self.start[d][j], -1.0), (self.duration[d][j], -1.0)], 0.0);
-            b.ge(&[(self.slot_pos[d][j + 1], 1.0), (self.slot_pos[d][j], -1.0)], 1.0);
+            b.ge(
+                &[
+                    (self.start[d][j + 1], 1.0),
+                    (self.start[d][j], -1.0),
+                    (self.duration[d][j], -1.0),
+                ],
+                0.0,
+            );
+            b.ge(
+                &[(self.slot_pos[d][j + 1], 1.0), (self.slot_pos[d][j], -1.0)],
+                1.0,
+            );
         }
     }
 
@@ -359,7 +453,10 @@ impl<'a> CallModel<'a> {
     /// `F_v ≥ f_cpu(v) (1 − a_v) + f_acc(v) a_v` (when v may run on an accelerator and the
     /// two bounds differ; `a_v ∈ {0, 1}`).
     fn add_finish_bound(&self, b: &mut Builder, v: usize) {
-        let (f_cpu, f_acc) = (self.head[v].cpu.min(self.big), self.head[v].accelerator.min(self.big));
+        let (f_cpu, f_acc) = (
+            self.head[v].cpu.min(self.big),
+            self.head[v].accelerator.min(self.big),
+        );
         if self.may_accelerate[v] && f_acc != f_cpu {
             let mut terms = vec![(self.finish[v], 1.0)];
             terms.extend(self.on_accelerator(self.items.group_of[v], f_cpu - f_acc));
@@ -423,7 +520,15 @@ impl<'a> CallModel<'a> {
         }
         for (d, j) in self.slots() {
             let slot = &self.x[d][j];
-            b.ge(&[(self.start[d][j], 1.0), (self.finish[u], -1.0), (slot[iv], -self.big), (slot[iu], self.big)], -self.big);
+            b.ge(
+                &[
+                    (self.start[d][j], 1.0),
+                    (self.finish[u], -1.0),
+                    (slot[iv], -self.big),
+                    (slot[iu], self.big),
+                ],
+                -self.big,
+            );
         }
     }
 
@@ -437,9 +542,31 @@ impl<'a> CallModel<'a> {
         let (big, big_pos) = (self.big, self.big_pos);
         for (d, j) in self.slots() {
             let x = self.x[d][j][i];
-            b.ge(&[(self.finish[v], 1.0), (self.start[d][j], -1.0), (self.duration[d][j], -1.0), (x, -big)], -big);
-            b.le(&[(self.pos[v], 1.0), (self.slot_pos[d][j], -1.0), (x, big_pos)], big_pos);
-            b.le(&[(self.slot_pos[d][j], 1.0), (self.pos[v], -1.0), (x, big_pos)], big_pos);
+            b.ge(
+                &[
+                    (self.finish[v], 1.0),
+                    (self.start[d][j], -1.0),
+                    (self.duration[d][j], -1.0),
+                    (x, -big),
+                ],
+                -big,
+            );
+            b.le(
+                &[
+                    (self.pos[v], 1.0),
+                    (self.slot_pos[d][j], -1.0),
+                    (x, big_pos),
+                ],
+                big_pos,
+            );
+            b.le(
+                &[
+                    (self.slot_pos[d][j], 1.0),
+                    (self.pos[v], -1.0),
+                    (x, big_pos),
+                ],
+                big_pos,
+            );
         }
     }
 
@@ -475,15 +602,21 @@ impl<'a> CallModel<'a> {
     /// The plan of a solution with its cut: every item in the slot whose binary is > 0.5
     /// (rank j on accelerator d), or on a CPU (one per unit when `contiguous`).
     fn placement(&self, values: &[f64], contiguous: bool) -> Placement {
-        let slot_of = |i: usize| self.slots().find(|&(d, j)| values[self.x[d][j][i].index()] > 0.5);
+        let slot_of = |i: usize| {
+            self.slots()
+                .find(|&(d, j)| values[self.x[d][j][i].index()] > 0.5)
+        };
         let slots: Vec<Option<(usize, usize)>> = (0..self.items.len()).map(slot_of).collect();
         let device: Vec<Device> = (self.units.groups.iter().enumerate())
             .map(|(g, unit)| {
                 let cpu = Device::Cpu(if contiguous { g } else { 0 });
-                slots[self.items.group_of[unit.nodes[0]]].map_or(cpu, |(d, _)| Device::Accelerator(d))
+                slots[self.items.group_of[unit.nodes[0]]]
+                    .map_or(cpu, |(d, _)| Device::Accelerator(d))
             })
             .collect();
-        let ranks: Vec<usize> = (0..self.w.len()).map(|v| slots[self.items.group_of[v]].map_or(0, |(_, j)| j)).collect();
+        let ranks: Vec<usize> = (0..self.w.len())
+            .map(|v| slots[self.items.group_of[v]].map_or(0, |(_, j)| j))
+            .collect();
         self.units.placement(&device).with_pieces(ranks)
     }
 }
@@ -496,8 +629,16 @@ fn held_plans(problem: &Problem, units: &Grouping, held: &mut Vec<Candidate>, st
     let all_cpu: Vec<Device> = (0..units.len()).map(cpu_label).collect();
     held.extend(candidate(problem, units.placement(&all_cpu), "all on CPU"));
     if w.devices().accelerators > 0 {
-        held.extend(candidate(problem, units.placement(&one_accelerator(w, units, cpu_label)), "one accelerator"));
-        held.extend(candidate(problem, units.placement(&topological_runs(w, units, cpu_label)), "topological runs"));
+        held.extend(candidate(
+            problem,
+            units.placement(&one_accelerator(w, units, cpu_label)),
+            "one accelerator",
+        ));
+        held.extend(candidate(
+            problem,
+            units.placement(&topological_runs(w, units, cpu_label)),
+            "topological runs",
+        ));
         // The best cut of a topological order into runs, by DP (super::latency_runs).
         for (p, source) in latency_runs::plans(w) {
             held.extend(candidate(problem, p, source));
@@ -506,7 +647,11 @@ fn held_plans(problem: &Problem, units: &Grouping, held: &mut Vec<Candidate>, st
     // The DP may take half the time left; the IP needs the rest.
     match &problem.limits.warm_start {
         Some(p) => held.extend(candidate(problem, p.clone(), "warm start")),
-        None => match dp::solve_within(w, problem.limits.max_ideals, &problem.limits.budget().share(0.5)) {
+        None => match dp::solve_within(
+            w,
+            problem.limits.max_ideals,
+            &problem.limits.budget().share(0.5),
+        ) {
             Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
             Err(e) => stats.notes.push(format!("no DP plan: {e}")),
         },
@@ -519,7 +664,11 @@ fn held_plans(problem: &Problem, units: &Grouping, held: &mut Vec<Candidate>, st
 }
 
 /// Units in index order onto accelerator 0 while its memory allows; the rest on CPUs.
-fn one_accelerator(w: &Workload, units: &Grouping, cpu_label: impl Fn(usize) -> Device) -> Vec<Device> {
+fn one_accelerator(
+    w: &Workload,
+    units: &Grouping,
+    cpu_label: impl Fn(usize) -> Device,
+) -> Vec<Device> {
     let memory = w.devices().memory_per_accelerator_bytes;
     let mut used = 0.0;
     (units.groups.iter().enumerate())
@@ -538,7 +687,11 @@ fn one_accelerator(w: &Workload, units: &Grouping, cpu_label: impl Fn(usize) -> 
 /// node until the next unit does not fit, then accelerator 1, …; units that fit nowhere go
 /// to CPUs and close the current run. Arcs only go forward, so the calls form no cycle
 /// (unless colour classes span runs; the scorer checks).
-fn topological_runs(w: &Workload, units: &Grouping, cpu_label: impl Fn(usize) -> Device) -> Vec<Device> {
+fn topological_runs(
+    w: &Workload,
+    units: &Grouping,
+    cpu_label: impl Fn(usize) -> Device,
+) -> Vec<Device> {
     let devices = w.devices();
     let (k, memory) = (devices.accelerators, devices.memory_per_accelerator_bytes);
     let mut position = vec![0; w.len()];

@@ -172,7 +172,9 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
     let n = w.len();
     assert_eq!(on_accelerator.len(), n, "one flag per node");
     let memory = w.devices().memory_per_accelerator_bytes;
-    let allowed: Vec<bool> = (0..n).map(|v| on_accelerator[v] && w.node(v).size_bytes <= memory).collect();
+    let allowed: Vec<bool> = (0..n)
+        .map(|v| on_accelerator[v] && w.node(v).size_bytes <= memory)
+        .collect();
     let grid = MemoryGrid::new(w, &allowed);
     let (h, cpu) = heads(w, &allowed, &grid);
     let t = tails(w, &allowed, &grid);
@@ -180,11 +182,16 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
     (0..n)
         .map(|v| {
             let accelerator = if allowed[v] {
-                (grid.units[v]..width).map(|a| h[v * width + a] + t[v * width + full - a]).fold(f64::INFINITY, f64::min)
+                (grid.units[v]..width)
+                    .map(|a| h[v * width + a] + t[v * width + full - a])
+                    .fold(f64::INFINITY, f64::min)
             } else {
                 f64::INFINITY
             };
-            FinishBound { cpu: cpu[v], accelerator }
+            FinishBound {
+                cpu: cpu[v],
+                accelerator,
+            }
         })
         .collect()
 }
@@ -209,7 +216,15 @@ impl MemoryGrid {
             0
         };
         let units = (0..n)
-            .map(|v| if steps == 0 { 0 } else { (size(v) / memory * steps as f64 * (1.0 - 1e-9)).floor().max(0.0) as usize })
+            .map(|v| {
+                if steps == 0 {
+                    0
+                } else {
+                    (size(v) / memory * steps as f64 * (1.0 - 1e-9))
+                        .floor()
+                        .max(0.0) as usize
+                }
+            })
             .collect();
         MemoryGrid { steps, units }
     }
@@ -241,15 +256,24 @@ fn heads(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> (Vec<f64>, Vec<f6
             continue;
         }
         // Private inputs of v: predecessors whose only successor is v, with a cost.
-        let mut private: Vec<usize> =
-            w.predecessors(v).iter().copied().filter(|&u| w.successors(u).len() == 1 && cost(u) > 0.0).collect();
+        let mut private: Vec<usize> = w
+            .predecessors(v)
+            .iter()
+            .copied()
+            .filter(|&u| w.successors(u).len() == 1 && cost(u) > 0.0)
+            .collect();
         private.sort_by(|&a, &b| cost(b).total_cmp(&cost(a)));
         // Per predecessor u: the options that do not depend on the budget, and the choices
         // (memory units, In cost) for the private inputs other than u.
         option.clear();
         for &u in w.predecessors(v) {
             let fixed = (cpu[u] + cost(u)).min(h[u * width + full] + 2.0 * cost(u));
-            let side: Vec<usize> = private.iter().copied().filter(|&x| x != u).take(MAX_SIDE).collect();
+            let side: Vec<usize> = private
+                .iter()
+                .copied()
+                .filter(|&x| x != u)
+                .take(MAX_SIDE)
+                .collect();
             option.push((u, fixed, side_choices(&side, allowed, units, cost)));
         }
         for b in units[v]..width {
@@ -301,17 +325,28 @@ fn tails(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> Vec<f64> {
 /// subset S that joins v's piece (only inputs that may go on an accelerator), the memory
 /// units it takes and the In cost the others add; dominated pairs dropped, sorted by
 /// units.
-fn side_choices(side: &[usize], allowed: &[bool], units: &[usize], cost: impl Fn(usize) -> f64) -> Vec<(usize, f64)> {
+fn side_choices(
+    side: &[usize],
+    allowed: &[bool],
+    units: &[usize],
+    cost: impl Fn(usize) -> f64,
+) -> Vec<(usize, f64)> {
     let mut all: Vec<(usize, f64)> = (0..1usize << side.len())
-        .filter(|mask| side.iter().enumerate().all(|(i, &x)| mask >> i & 1 == 0 || allowed[x]))
+        .filter(|mask| {
+            side.iter()
+                .enumerate()
+                .all(|(i, &x)| mask >> i & 1 == 0 || allowed[x])
+        })
         .map(|mask| {
-            side.iter().enumerate().fold((0, 0.0), |(used, paid), (i, &x)| {
-                if mask >> i & 1 == 1 {
-                    (used + units[x], paid)
-                } else {
-                    (used, paid + cost(x))
-                }
-            })
+            side.iter()
+                .enumerate()
+                .fold((0, 0.0), |(used, paid), (i, &x)| {
+                    if mask >> i & 1 == 1 {
+                        (used + units[x], paid)
+                    } else {
+                        (used, paid + cost(x))
+                    }
+                })
         })
         .collect();
     all.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
@@ -352,8 +387,17 @@ mod tests {
 
     /// a → b, fpga 1 and 2, cpu 10 and 20, c(a) = 3, 6 bytes each, two accelerators.
     fn chain(memory: f64) -> Workload {
-        let devices = DeviceSet { accelerators: 2, memory_per_accelerator_bytes: memory, cpus: 1 };
-        Workload::new(vec![node(1, 1.0, 10.0, 6.0), node(2, 2.0, 20.0, 6.0)], vec![(1, 2, 3.0, 0.0)], devices).unwrap()
+        let devices = DeviceSet {
+            accelerators: 2,
+            memory_per_accelerator_bytes: memory,
+            cpus: 1,
+        };
+        Workload::new(
+            vec![node(1, 1.0, 10.0, 6.0), node(2, 2.0, 20.0, 6.0)],
+            vec![(1, 2, 3.0, 0.0)],
+            devices,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -364,8 +408,20 @@ mod tests {
         // f_acc(b) = 2 + min(f_cpu(a) + 3, H(a) + 2·3) = 2 + min(13, 7) = 9
         // (a on accelerator 0 sends, b on accelerator 1 receives).
         let f = finish_bounds(&chain(10.0), &[true, true]);
-        assert_eq!(f[0], FinishBound { cpu: 10.0, accelerator: 4.0 });
-        assert_eq!(f[1], FinishBound { cpu: 24.0, accelerator: 9.0 });
+        assert_eq!(
+            f[0],
+            FinishBound {
+                cpu: 10.0,
+                accelerator: 4.0
+            }
+        );
+        assert_eq!(
+            f[1],
+            FinishBound {
+                cpu: 24.0,
+                accelerator: 9.0
+            }
+        );
         // The optimum: a on accelerator 0 (1 + 3), b on accelerator 1 (3 + 2) = 9.
         assert_eq!(latency_lower_bound(&f), 9.0);
     }
@@ -376,8 +432,20 @@ mod tests {
         // both (T(a) = min(c(a), fpga(b)) = 2). b on a CPU after a on an accelerator:
         // 1 + 3 + 20 = 24 < 10 + 20.
         let f = finish_bounds(&chain(20.0), &[true, true]);
-        assert_eq!(f[0], FinishBound { cpu: 10.0, accelerator: 3.0 });
-        assert_eq!(f[1], FinishBound { cpu: 24.0, accelerator: 3.0 });
+        assert_eq!(
+            f[0],
+            FinishBound {
+                cpu: 10.0,
+                accelerator: 3.0
+            }
+        );
+        assert_eq!(
+            f[1],
+            FinishBound {
+                cpu: 24.0,
+                accelerator: 3.0
+            }
+        );
         assert_eq!(latency_lower_bound(&f), 3.0);
     }
 
@@ -385,8 +453,20 @@ mod tests {
     fn cpu_only_nodes() {
         // b may not go on an accelerator: f_acc(a) = 1 + 3 (it must send), f_cpu(b) = 4 + 20.
         let f = finish_bounds(&chain(20.0), &[true, false]);
-        assert_eq!(f[0], FinishBound { cpu: 10.0, accelerator: 4.0 });
-        assert_eq!(f[1], FinishBound { cpu: 24.0, accelerator: f64::INFINITY });
+        assert_eq!(
+            f[0],
+            FinishBound {
+                cpu: 10.0,
+                accelerator: 4.0
+            }
+        );
+        assert_eq!(
+            f[1],
+            FinishBound {
+                cpu: 24.0,
+                accelerator: f64::INFINITY
+            }
+        );
         assert_eq!(latency_lower_bound(&f), 24.0);
     }
 }

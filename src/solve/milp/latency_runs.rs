@@ -127,7 +127,8 @@ fn cut(w: &Workload, c: &Contraction, order: &[usize]) -> Option<Placement> {
             }
         }
     }
-    let a = (0..width).min_by(|&x, &y| best[groups * width + x].total_cmp(&best[groups * width + y]))?;
+    let a = (0..width)
+        .min_by(|&x, &y| best[groups * width + x].total_cmp(&best[groups * width + y]))?;
     if !best[groups * width + a].is_finite() {
         return None;
     }
@@ -178,7 +179,11 @@ impl RunCost {
             self.in_run[y] = i;
         }
         for &y in &group.nodes {
-            let count = w.successors(y).iter().filter(|&&s| self.in_run[s] != i).count();
+            let count = w
+                .successors(y)
+                .iter()
+                .filter(|&&s| self.in_run[s] != i)
+                .count();
             self.outside[y] = count;
             if count > 0 {
                 self.cost_out += w.out_cost(y);
@@ -206,13 +211,23 @@ impl RunCost {
 
 /// The plan of the back links `from`, ending with `a` accelerators used: each run on its
 /// accelerator, each CPU group on a CPU of its own.
-fn walk_back(c: &Contraction, order: &[usize], from: &[(usize, bool)], width: usize, mut a: usize) -> Placement {
+fn walk_back(
+    c: &Contraction,
+    order: &[usize],
+    from: &[(usize, bool)],
+    width: usize,
+    mut a: usize,
+) -> Placement {
     let mut device = vec![Device::Cpu(0); c.len()];
     let mut j = order.len();
     while j > 0 {
         let (i, on_accelerator) = from[j * width + a];
         for &g in &order[i..j] {
-            device[g] = if on_accelerator { Device::Accelerator(a - 1) } else { Device::Cpu(g) };
+            device[g] = if on_accelerator {
+                Device::Accelerator(a - 1)
+            } else {
+                Device::Cpu(g)
+            };
         }
         if on_accelerator {
             a -= 1;

@@ -104,12 +104,12 @@ use std::collections::HashMap;
 
 use super::min_cut::CheapestSet;
 use super::units::units;
-use crate::solve::budget::Budget;
 use super::LoadBoundUse;
 use crate::model::grouping::{Group, Grouping, Hyperedge};
-use crate::solve::knapsack::FractionalKnapsack;
-use crate::model::{DeviceSet, Workload};
 use crate::model::numerics::{Sum, UNIT_ROUNDOFF};
+use crate::model::{DeviceSet, Workload};
+use crate::solve::budget::Budget;
+use crate::solve::knapsack::FractionalKnapsack;
 use crate::solve::Stats;
 
 /// Which tests the bound runs (the forced-unit test always runs).
@@ -122,8 +122,18 @@ pub struct Tests {
 }
 
 impl Tests {
-    pub const ALL: Tests = Tests { pigeon: true, volume: true, communication: true, packing: true };
-    pub const NONE: Tests = Tests { pigeon: false, volume: false, communication: false, packing: false };
+    pub const ALL: Tests = Tests {
+        pigeon: true,
+        volume: true,
+        communication: true,
+        packing: true,
+    };
+    pub const NONE: Tests = Tests {
+        pigeon: false,
+        volume: false,
+        communication: false,
+        packing: false,
+    };
 }
 
 /// Search nodes per threshold before the packing test gives up.
@@ -210,9 +220,20 @@ pub(crate) fn for_model(
     stats.notes.push(format!(
         "combinatorial lower bound {}{} ({:.2} s{}; solve::milp::load_bounds)",
         bounds.total,
-        if sync { format!(" on the max load, {} on F, {} on B", bounds.forward, bounds.backward) } else { String::new() },
+        if sync {
+            format!(
+                " on the max load, {} on F, {} on B",
+                bounds.forward, bounds.backward
+            )
+        } else {
+            String::new()
+        },
         start.elapsed().as_secs_f64(),
-        if budget.is_exhausted() { ", stopped early by the time limit: a weaker bound" } else { "" }
+        if budget.is_exhausted() {
+            ", stopped early by the time limit: a weaker bound"
+        } else {
+            ""
+        }
     ));
     bounds
 }
@@ -227,22 +248,40 @@ pub fn model_bounds(w: &Workload, contiguous: bool, sync: bool) -> ModelBounds {
 
 /// The bound on the max load, then for sync one on each side; with a budget, the max load
 /// gets half of it and each side half of what is left.
-fn compute_model_bounds(units: &Grouping, hyperedges: &[Hyperedge], devices: &DeviceSet, sync: bool, budget: &Budget) -> ModelBounds {
+fn compute_model_bounds(
+    units: &Grouping,
+    hyperedges: &[Hyperedge],
+    devices: &DeviceSet,
+    sync: bool,
+    budget: &Budget,
+) -> ModelBounds {
     let share = if sync { 0.5 } else { 1.0 };
-    let total = LowerBound::new(units, hyperedges, devices, Tests::ALL).within(budget.share(share)).value();
-    let mut bounds = ModelBounds { total, ..ModelBounds::default() };
+    let total = LowerBound::new(units, hyperedges, devices, Tests::ALL)
+        .within(budget.share(share))
+        .value();
+    let mut bounds = ModelBounds {
+        total,
+        ..ModelBounds::default()
+    };
     if sync {
         for backward in [false, true] {
             let mut side = units.clone();
             for (unit, whole) in side.groups.iter_mut().zip(&units.groups) {
                 let (f, c) = (whole.forward_fpga_latency, whole.forward_cpu_latency);
                 (unit.fpga_latency, unit.cpu_latency) = if backward {
-                    ((whole.fpga_latency - f).max(0.0), (whole.cpu_latency - c).max(0.0))
+                    (
+                        (whole.fpga_latency - f).max(0.0),
+                        (whole.cpu_latency - c).max(0.0),
+                    )
                 } else {
                     (f, c)
                 };
             }
-            let edges: Vec<Hyperedge> = hyperedges.iter().filter(|e| e.backward == backward).cloned().collect();
+            let edges: Vec<Hyperedge> = hyperedges
+                .iter()
+                .filter(|e| e.backward == backward)
+                .cloned()
+                .collect();
             let value = LowerBound::new(&side, &edges, devices, Tests::ALL)
                 .within(budget.share(if backward { 1.0 } else { 0.5 }))
                 .value();
@@ -265,10 +304,34 @@ pub fn breakdown(w: &Workload, contiguous: bool) -> Vec<(&'static str, f64)> {
     let one = |tests: Tests| LowerBound::new(&units, &hyperedges, w.devices(), tests).value();
     vec![
         ("forced", one(Tests::NONE)),
-        ("pigeon", one(Tests { pigeon: true, ..Tests::NONE })),
-        ("volume", one(Tests { volume: true, ..Tests::NONE })),
-        ("communication", one(Tests { communication: true, ..Tests::NONE })),
-        ("packing", one(Tests { packing: true, ..Tests::NONE })),
+        (
+            "pigeon",
+            one(Tests {
+                pigeon: true,
+                ..Tests::NONE
+            }),
+        ),
+        (
+            "volume",
+            one(Tests {
+                volume: true,
+                ..Tests::NONE
+            }),
+        ),
+        (
+            "communication",
+            one(Tests {
+                communication: true,
+                ..Tests::NONE
+            }),
+        ),
+        (
+            "packing",
+            one(Tests {
+                packing: true,
+                ..Tests::NONE
+            }),
+        ),
         ("all", one(Tests::ALL)),
     ]
 }
@@ -313,18 +376,29 @@ struct Cuts<'a> {
 impl Cuts<'_> {
     fn compute(&mut self, set: &[usize]) -> Vec<f64> {
         let (fpga, placeable, hyperedges) = (&self.fpga, &self.placeable, self.hyperedges);
-        let network = self.network.get_or_insert_with(|| CheapestSet::new(fpga, placeable, hyperedges));
+        let network = self
+            .network
+            .get_or_insert_with(|| CheapestSet::new(fpga, placeable, hyperedges));
         let trivial: f64 = set.iter().map(|&g| fpga[g]).sum();
         if self.budget.is_exhausted() {
             return self.mu.iter().map(|&mu| mu * trivial).collect();
         }
         if set.len() == 1 {
-            return self.mu.iter().map(|&mu| network.value_of_set(set, mu).max(mu * trivial)).collect();
+            return self
+                .mu
+                .iter()
+                .map(|&mu| network.value_of_set(set, mu).max(mu * trivial))
+                .collect();
         }
         // Sets: a few points, and chords in between (module docs).
-        let points: Vec<(f64, f64)> =
-            SET_MU.iter().map(|&m| (m, network.value_of_set(set, m).max(m * trivial))).collect();
-        self.mu.iter().map(|&mu| chord(&points, mu).max(mu * trivial)).collect()
+        let points: Vec<(f64, f64)> = SET_MU
+            .iter()
+            .map(|&m| (m, network.value_of_set(set, m).max(m * trivial)))
+            .collect();
+        self.mu
+            .iter()
+            .map(|&mu| chord(&points, mu).max(mu * trivial))
+            .collect()
     }
 
     /// h_g on the grid (never fails: `μ·fpga_g` is valid, since S ∋ g).
@@ -346,7 +420,10 @@ impl Cuts<'_> {
         if let Some(values) = self.sets.get(set) {
             return Some(values.clone());
         }
-        if self.sets_left == 0 || self.hyperedges.is_empty() || set.iter().any(|&g| !self.allowed[g]) {
+        if self.sets_left == 0
+            || self.hyperedges.is_empty()
+            || set.iter().any(|&g| !self.allowed[g])
+        {
             return None;
         }
         self.sets_left -= 1;
@@ -377,14 +454,36 @@ struct Bin {
 }
 
 impl<'a> LowerBound<'a> {
-    pub fn new(units: &'a Grouping, hyperedges: &'a [Hyperedge], devices: &DeviceSet, tests: Tests) -> Self {
+    pub fn new(
+        units: &'a Grouping,
+        hyperedges: &'a [Hyperedge],
+        devices: &DeviceSet,
+        tests: Tests,
+    ) -> Self {
         let memory = devices.memory_per_accelerator_bytes;
         let n = units.len();
-        let placeable: Vec<bool> = units.groups.iter().map(|unit| unit.fits_accelerator(memory)).collect();
-        let mut by_ratio: Vec<usize> = (0..n).filter(|&g| placeable[g] && units[g].cpu_latency > 0.0).collect();
-        by_ratio.sort_by(|&a, &b| (units[b].fpga_latency / units[b].cpu_latency).total_cmp(&(units[a].fpga_latency / units[a].cpu_latency)));
-        let placeable_fpga = Sum::of((0..n).filter(|&g| placeable[g]).map(|g| units[g].fpga_latency));
-        let placeable_size = Sum::of((0..n).filter(|&g| placeable[g]).map(|g| units[g].size_bytes));
+        let placeable: Vec<bool> = units
+            .groups
+            .iter()
+            .map(|unit| unit.fits_accelerator(memory))
+            .collect();
+        let mut by_ratio: Vec<usize> = (0..n)
+            .filter(|&g| placeable[g] && units[g].cpu_latency > 0.0)
+            .collect();
+        by_ratio.sort_by(|&a, &b| {
+            (units[b].fpga_latency / units[b].cpu_latency)
+                .total_cmp(&(units[a].fpga_latency / units[a].cpu_latency))
+        });
+        let placeable_fpga = Sum::of(
+            (0..n)
+                .filter(|&g| placeable[g])
+                .map(|g| units[g].fpga_latency),
+        );
+        let placeable_size = Sum::of(
+            (0..n)
+                .filter(|&g| placeable[g])
+                .map(|g| units[g].size_bytes),
+        );
         let cuts = Cuts {
             fpga: units.groups.iter().map(|unit| unit.fpga_latency).collect(),
             placeable: placeable.clone(),
@@ -411,8 +510,15 @@ impl<'a> LowerBound<'a> {
             budget: Budget::unlimited(),
         };
         let floor = lb.forced_floor();
-        let mut candidates: Vec<usize> = (0..n).filter(|&g| lb.placeable[g] && units[g].cpu_latency > floor).collect();
-        candidates.sort_by(|&a, &b| units[b].fpga_latency.total_cmp(&units[a].fpga_latency).then(a.cmp(&b)));
+        let mut candidates: Vec<usize> = (0..n)
+            .filter(|&g| lb.placeable[g] && units[g].cpu_latency > floor)
+            .collect();
+        candidates.sort_by(|&a, &b| {
+            units[b]
+                .fpga_latency
+                .total_cmp(&units[a].fpga_latency)
+                .then(a.cmp(&b))
+        });
         for &g in candidates.iter().take(CUT_UNITS) {
             lb.cuts.allowed[g] = true;
         }
@@ -430,7 +536,13 @@ impl<'a> LowerBound<'a> {
     fn forced_floor(&self) -> f64 {
         let u = self.units;
         (0..u.len())
-            .map(|g| if self.placeable[g] && self.k > 0 { u[g].cpu_latency.min(u[g].fpga_latency) } else { u[g].cpu_latency })
+            .map(|g| {
+                if self.placeable[g] && self.k > 0 {
+                    u[g].cpu_latency.min(u[g].fpga_latency)
+                } else {
+                    u[g].cpu_latency
+                }
+            })
             .fold(0.0, f64::max)
     }
 
@@ -443,7 +555,12 @@ impl<'a> LowerBound<'a> {
             return shave(floor);
         }
         let u = self.units;
-        let total: f64 = u.groups.iter().map(|g| g.fpga_latency).chain(u.groups.iter().map(|g| g.cpu_latency)).sum::<f64>()
+        let total: f64 = u
+            .groups
+            .iter()
+            .map(|g| g.fpga_latency)
+            .chain(u.groups.iter().map(|g| g.cpu_latency))
+            .sum::<f64>()
             + self.cuts.hyperedges.iter().map(|e| e.cost).sum::<f64>();
         let (mut lo, mut hi) = (floor, (total + 1.0).max(2.0 * floor));
         if !self.possible(hi) {
@@ -475,16 +592,25 @@ impl<'a> LowerBound<'a> {
         if cpu_only.iter().any(|&g| u[g].cpu_latency > t) || (!cpu_only.is_empty() && l == 0) {
             return false;
         }
-        let mut forced: Vec<usize> = (0..n).filter(|&g| self.placeable[g] && u[g].cpu_latency > t).collect();
+        let mut forced: Vec<usize> = (0..n)
+            .filter(|&g| self.placeable[g] && u[g].cpu_latency > t)
+            .collect();
         if !forced.is_empty() && k == 0 {
             return false;
         }
         if forced.iter().any(|&g| u[g].fpga_latency > t) {
             return false;
         }
-        forced.sort_by(|&a, &b| u[b].fpga_latency.total_cmp(&u[a].fpga_latency).then(u[b].size_bytes.total_cmp(&u[a].size_bytes)).then(a.cmp(&b)));
+        forced.sort_by(|&a, &b| {
+            u[b].fpga_latency
+                .total_cmp(&u[a].fpga_latency)
+                .then(u[b].size_bytes.total_cmp(&u[a].size_bytes))
+                .then(a.cmp(&b))
+        });
         if self.tests.pigeon {
-            let of = |v: &[usize], f: fn(&Group) -> f64| v.iter().map(|&g| f(&u[g])).collect::<Vec<f64>>();
+            let of = |v: &[usize], f: fn(&Group) -> f64| {
+                v.iter().map(|&g| f(&u[g])).collect::<Vec<f64>>()
+            };
             if pigeon(of(&forced, |g| g.fpga_latency), k) > t
                 || pigeon(of(&forced, |g| g.size_bytes), k) > self.memory
                 || pigeon(of(&cpu_only, |g| g.cpu_latency), l) > t
@@ -498,7 +624,8 @@ impl<'a> LowerBound<'a> {
             // Compensated and rounded towards "possible" (numerics): the CPU budget up, the
             // compute the accelerators need down.
             let lt = l as f64 * t;
-            let budget = Sum::of([lt]).minus_sum(Sum::of(cpu_only.iter().map(|&g| u[g].cpu_latency)));
+            let budget =
+                Sum::of([lt]).minus_sum(Sum::of(cpu_only.iter().map(|&g| u[g].cpu_latency)));
             let budget = budget.upper_bound() + UNIT_ROUNDOFF * lt;
             if budget < 0.0 {
                 return false;
@@ -526,9 +653,20 @@ impl<'a> LowerBound<'a> {
             // The search recurses once per item: only the largest forced units are items;
             // the others' compute must fit in the rooms like the fluid (a relaxation).
             let items = &forced[..forced.len().min(PACKING_ITEMS)];
-            let rest: f64 = forced[items.len()..].iter().map(|&g| u[g].fpga_latency).sum();
-            let fluid = if self.tests.volume { fluid + rest } else { rest };
-            let cuts = if self.tests.communication { Some(&mut self.cuts) } else { None };
+            let rest: f64 = forced[items.len()..]
+                .iter()
+                .map(|&g| u[g].fpga_latency)
+                .sum();
+            let fluid = if self.tests.volume {
+                fluid + rest
+            } else {
+                rest
+            };
+            let cuts = if self.tests.communication {
+                Some(&mut self.cuts)
+            } else {
+                None
+            };
             let mut search = Search::new(u, items, cuts, k, t, self.memory, fluid, self.budget);
             if search.run() == Packing::Impossible {
                 return false;
@@ -548,8 +686,16 @@ impl<'a> LowerBound<'a> {
         }
         let u = self.units;
         let free = (0..u.len()).filter(|&g| self.placeable[g] && u[g].cpu_latency == 0.0);
-        let paid = self.by_ratio.iter().copied().filter(|&g| u[g].cpu_latency <= t);
-        Sum::of([FractionalKnapsack::new(free.chain(paid).map(|g| (u[g].cpu_latency, u[g].fpga_latency))).value(budget)])
+        let paid = self
+            .by_ratio
+            .iter()
+            .copied()
+            .filter(|&g| u[g].cpu_latency <= t);
+        Sum::of([FractionalKnapsack::new(
+            free.chain(paid)
+                .map(|g| (u[g].cpu_latency, u[g].fpga_latency)),
+        )
+        .value(budget)])
     }
 
     /// The most bytes that placeable units with `cpu_g ≤ t` can take off the accelerators
@@ -560,7 +706,9 @@ impl<'a> LowerBound<'a> {
             return Sum::ZERO;
         }
         let u = self.units;
-        let items = (0..u.len()).filter(|&g| self.placeable[g] && u[g].cpu_latency <= t).map(|g| (u[g].cpu_latency, u[g].size_bytes));
+        let items = (0..u.len())
+            .filter(|&g| self.placeable[g] && u[g].cpu_latency <= t)
+            .map(|g| (u[g].cpu_latency, u[g].size_bytes));
         Sum::of([FractionalKnapsack::new(items).value(budget)])
     }
 }
@@ -569,7 +717,11 @@ impl<'a> LowerBound<'a> {
 /// bins holds that many of the t largest. ∞ if k = 0 and there are values > 0.
 pub fn pigeon(mut values: Vec<f64>, k: usize) -> f64 {
     if k == 0 {
-        return if values.iter().any(|&v| v > 0.0) { f64::INFINITY } else { 0.0 };
+        return if values.iter().any(|&v| v > 0.0) {
+            f64::INFINITY
+        } else {
+            0.0
+        };
     }
     values.sort_by(|a, b| b.total_cmp(a));
     let mut prefix = vec![Sum::ZERO; values.len() + 1];
@@ -580,7 +732,9 @@ pub fn pigeon(mut values: Vec<f64>, k: usize) -> f64 {
     (1..=values.len())
         .map(|t| {
             let from = t - t.div_ceil(k);
-            let part = prefix[t].difference(prefix[from]).unwrap_or_else(|| Sum::of(values[from..t].iter().copied()).value());
+            let part = prefix[t]
+                .difference(prefix[from])
+                .unwrap_or_else(|| Sum::of(values[from..t].iter().copied()).value());
             part * (1.0 - 2.0 * UNIT_ROUNDOFF)
         })
         .fold(0.0, f64::max)
@@ -659,7 +813,11 @@ impl<'a, 'b> Search<'a, 'b> {
     fn extend(&mut self, bin: Option<&Bin>, g: usize) -> Option<Bin> {
         let u = self.units;
         let (mut units, compute, size) = match bin {
-            Some(b) => (b.units.clone(), b.compute + u[g].fpga_latency, b.size + u[g].size_bytes),
+            Some(b) => (
+                b.units.clone(),
+                b.compute + u[g].fpga_latency,
+                b.size + u[g].size_bytes,
+            ),
             None => (Vec::new(), u[g].fpga_latency, u[g].size_bytes),
         };
         if size > self.memory {
@@ -687,13 +845,26 @@ impl<'a, 'b> Search<'a, 'b> {
                 h
             }
         };
-        let room = bin_room(self.cuts.as_ref().map_or(&[][..], |c| &c.mu[..]), &h, compute, self.t)?;
-        Some(Bin { units, compute, size, h, room })
+        let room = bin_room(
+            self.cuts.as_ref().map_or(&[][..], |c| &c.mu[..]),
+            &h,
+            compute,
+            self.t,
+        )?;
+        Some(Bin {
+            units,
+            compute,
+            size,
+            h,
+            room,
+        })
     }
 
     fn place(&mut self, i: usize) -> Packing {
         self.nodes += 1;
-        if self.nodes > NODE_LIMIT || (self.nodes.is_multiple_of(1024) && self.budget.is_exhausted()) {
+        if self.nodes > NODE_LIMIT
+            || (self.nodes.is_multiple_of(1024) && self.budget.is_exhausted())
+        {
             return Packing::GaveUp;
         }
         let empty = (self.k - self.bins.len()) as f64;
@@ -701,7 +872,8 @@ impl<'a, 'b> Search<'a, 'b> {
         if room < self.suffix_compute[i] + self.fluid {
             return Packing::Impossible;
         }
-        let memory: f64 = self.bins.iter().map(|b| self.memory - b.size).sum::<f64>() + empty * self.memory;
+        let memory: f64 =
+            self.bins.iter().map(|b| self.memory - b.size).sum::<f64>() + empty * self.memory;
         if memory < self.suffix_size[i] {
             return Packing::Impossible;
         }
@@ -710,8 +882,13 @@ impl<'a, 'b> Search<'a, 'b> {
         }
         // Only bins with room for the smallest forced unit can take forced units.
         let smallest = self.units[self.items[self.items.len() - 1]].fpga_latency;
-        let usable: f64 =
-            self.bins.iter().map(|b| b.room).filter(|&r| r >= smallest).sum::<f64>() + empty * self.t;
+        let usable: f64 = self
+            .bins
+            .iter()
+            .map(|b| b.room)
+            .filter(|&r| r >= smallest)
+            .sum::<f64>()
+            + empty * self.t;
         if usable < self.suffix_compute[i] {
             return Packing::Impossible;
         }
@@ -733,7 +910,9 @@ impl<'a, 'b> Search<'a, 'b> {
                 }
             }
             let current = (!opening).then(|| self.bins[b].clone());
-            let Some(new) = self.extend(current.as_ref(), g) else { continue };
+            let Some(new) = self.extend(current.as_ref(), g) else {
+                continue;
+            };
             if opening {
                 self.bins.push(new);
             } else {
@@ -814,8 +993,16 @@ mod tests {
     #[test]
     fn seven_units_on_three_accelerators_by_hand() {
         let nodes: Vec<Node> = (0..7).map(|i| node(i, 3.0, 100.0)).collect();
-        let w = Workload::new(nodes, Vec::new(), DeviceSet { accelerators: 3, memory_per_accelerator_bytes: 1e9, cpus: 1 })
-            .unwrap();
+        let w = Workload::new(
+            nodes,
+            Vec::new(),
+            DeviceSet {
+                accelerators: 3,
+                memory_per_accelerator_bytes: 1e9,
+                cpus: 1,
+            },
+        )
+        .unwrap();
         let parts: std::collections::HashMap<_, _> = breakdown(&w, false).into_iter().collect();
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-8 * b;
         assert!(close(parts["forced"], 3.0), "{parts:?}");
@@ -838,8 +1025,16 @@ mod tests {
     fn communication_by_hand() {
         let nodes = vec![node(1, 4.0, 50.0), node(2, 4.0, 50.0), node(3, 1.0, 1.0)];
         let edges = vec![(1, 2, 2.0, 0.0), (2, 3, 1.0, 0.0)];
-        let w = Workload::new(nodes, edges, DeviceSet { accelerators: 2, memory_per_accelerator_bytes: 1e9, cpus: 1 })
-            .unwrap();
+        let w = Workload::new(
+            nodes,
+            edges,
+            DeviceSet {
+                accelerators: 2,
+                memory_per_accelerator_bytes: 1e9,
+                cpus: 1,
+            },
+        )
+        .unwrap();
         let parts: std::collections::HashMap<_, _> = breakdown(&w, false).into_iter().collect();
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-8 * b;
         assert!(close(parts["forced"], 4.0), "{parts:?}");

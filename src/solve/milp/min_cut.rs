@@ -45,7 +45,11 @@ const NIL: usize = usize::MAX;
 
 impl Network {
     fn new(vertices: usize) -> Network {
-        Network { head: vec![NIL; vertices], next: Vec::new(), to: Vec::new() }
+        Network {
+            head: vec![NIL; vertices],
+            next: Vec::new(),
+            to: Vec::new(),
+        }
     }
 
     /// Adds the arc `from → to` with `capacity` (and its reverse, of capacity 0) to the
@@ -129,7 +133,8 @@ impl Network {
             let a = current[v];
             let w = self.to[a];
             if residual[a] > eps && level[w] == level[v] + 1 {
-                let pushed = self.augment(residual, w, t, limit.min(residual[a]), level, current, eps);
+                let pushed =
+                    self.augment(residual, w, t, limit.min(residual[a]), level, current, eps);
                 if pushed > 0.0 {
                     if residual[a].is_finite() {
                         residual[a] -= pushed;
@@ -189,7 +194,9 @@ impl CheapestSet {
                 largest = largest.max(fpga[a]);
             }
         }
-        let source_arc = (0..units).map(|a| network.arc(&mut capacity, source, a, 0.0)).collect();
+        let source_arc = (0..units)
+            .map(|a| network.arc(&mut capacity, source, a, 0.0))
+            .collect();
         CheapestSet {
             network,
             capacity,
@@ -221,7 +228,12 @@ impl CheapestSet {
         for &g in set {
             residual[self.source_arc[g]] = f64::INFINITY;
         }
-        self.network.max_flow(&mut residual, self.source, self.sink, self.eps * mu.max(1.0))
+        self.network.max_flow(
+            &mut residual,
+            self.source,
+            self.sink,
+            self.eps * mu.max(1.0),
+        )
     }
 }
 
@@ -230,11 +242,21 @@ mod tests {
     use super::*;
 
     fn edge(units: &[usize], cost: f64) -> Hyperedge {
-        Hyperedge { groups: units.to_vec(), cost, backward: false }
+        Hyperedge {
+            groups: units.to_vec(),
+            cost,
+            backward: false,
+        }
     }
 
     /// Brute force over all sets S ⊇ Q of allowed units.
-    fn brute(fpga: &[f64], allowed: &[bool], hyperedges: &[Hyperedge], set: &[usize], mu: f64) -> f64 {
+    fn brute(
+        fpga: &[f64],
+        allowed: &[bool],
+        hyperedges: &[Hyperedge],
+        set: &[usize],
+        mu: f64,
+    ) -> f64 {
         let n = fpga.len();
         let mut best = f64::INFINITY;
         for mask in 0u32..(1 << n) {
@@ -260,13 +282,27 @@ mod tests {
         // A chain 0 → 1 → 2 → 3 with a fan-out from 1 to {2, 3}, and a CPU-only unit 4.
         let fpga = [1.0, 4.0, 2.0, 0.5, 3.0];
         let allowed = [true, true, true, true, false];
-        let hyperedges = [edge(&[0, 1], 0.75), edge(&[1, 2, 3], 1.5), edge(&[2, 3], 0.25), edge(&[3, 4], 2.0)];
+        let hyperedges = [
+            edge(&[0, 1], 0.75),
+            edge(&[1, 2, 3], 1.5),
+            edge(&[2, 3], 0.25),
+            edge(&[3, 4], 2.0),
+        ];
         let cheapest = CheapestSet::new(&fpga, &allowed, &hyperedges);
-        let sets: Vec<Vec<usize>> = (0..4).map(|g| vec![g]).chain([vec![0, 2], vec![1, 3], vec![0, 3], vec![0, 1, 3]]).collect();
+        let sets: Vec<Vec<usize>> = (0..4)
+            .map(|g| vec![g])
+            .chain([vec![0, 2], vec![1, 3], vec![0, 3], vec![0, 1, 3]])
+            .collect();
         for set in &sets {
             for mu in [0.0, 0.1, 0.5, 1.0, 3.0] {
-                let (got, want) = (cheapest.value_of_set(set, mu), brute(&fpga, &allowed, &hyperedges, set, mu));
-                assert!((got - want).abs() <= 1e-12, "Q {set:?} mu {mu}: flow {got}, brute force {want}");
+                let (got, want) = (
+                    cheapest.value_of_set(set, mu),
+                    brute(&fpga, &allowed, &hyperedges, set, mu),
+                );
+                assert!(
+                    (got - want).abs() <= 1e-12,
+                    "Q {set:?} mu {mu}: flow {got}, brute force {want}"
+                );
             }
         }
         assert_eq!(cheapest.value_of_set(&[0, 4], 1.0), f64::INFINITY);

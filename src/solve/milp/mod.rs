@@ -61,11 +61,11 @@
 //! [`request_interrupt`].
 
 pub mod latency;
+pub mod latency_bound;
+pub mod latency_runs;
 pub mod load_bounds;
 pub mod min_cut;
 pub mod presolve;
-pub mod latency_bound;
-pub mod latency_runs;
 pub mod stages;
 pub mod throughput;
 pub mod units;
@@ -207,7 +207,12 @@ impl Builder {
             return false;
         }
         self.nonzeros += terms;
-        let what = format!("the integer program ({} columns, {} rows, {} nonzeros so far)", self.columns, self.rows + 1, self.nonzeros);
+        let what = format!(
+            "the integer program ({} columns, {} rows, {} nonzeros so far)",
+            self.columns,
+            self.rows + 1,
+            self.nonzeros
+        );
         if let Err(e) = self.budget.reserve(&what, self.estimated_bytes()) {
             self.stopped = Some(e);
             return false;
@@ -225,7 +230,8 @@ impl Builder {
     pub fn binary(&mut self, cost: f64, allowed: bool) -> Var {
         self.integer_columns.push(self.columns);
         self.columns += 1;
-        self.problem.add_integer_column(cost, 0.0..=if allowed { 1.0 } else { 0.0 })
+        self.problem
+            .add_integer_column(cost, 0.0..=if allowed { 1.0 } else { 0.0 })
     }
 
     /// A continuous column in `[lo, hi]`.
@@ -407,6 +413,8 @@ pub(crate) struct Solved {
     pub reached_target: bool,
     /// HiGHS was not run, or was stopped by the budget: why (time, Ctrl-C, memory).
     pub stopped: Option<StopReason>,
+    /// HiGHS was still running at the deadline and its answer was not waited for.
+    pub abandoned: bool,
 }
 
 struct CallbackState {
@@ -481,14 +489,23 @@ pub(crate) const HIGHS_FAILED: &str = "HiGHS failed";
 
 /// Solves `builder`'s model (minimisation) under the problem's limits, warm-started with
 /// values of the integer columns (`warm`, in [`Builder::integer_columns`] order).
-pub(crate) fn run(builder: Builder, problem: &Problem, warm: Option<&[f64]>) -> Result<Solved, SolveError> {
+pub(crate) fn run(
+    builder: Builder,
+    problem: &Problem,
+    warm: Option<&[f64]>,
+) -> Result<Solved, SolveError> {
     run_to(builder, problem, warm, f64::NEG_INFINITY)
 }
 
 /// [`run`], stopping as soon as HiGHS's incumbent objective is at most `target` (a proven
 /// lower bound on the optimum, times 1 + the gap): then nothing better is to be found
 /// ([`Solved::reached_target`]).
-pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, target: f64) -> Result<Solved, SolveError> {
+pub(crate) fn run_to(
+    builder: Builder,
+    problem: &Problem,
+    warm: Option<&[f64]>,
+    target: f64,
+) -> Result<Solved, SolveError> {
     let budget = problem.limits.budget();
     if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
         return Ok(Solved::not_run(reason.into()));
@@ -505,14 +522,73 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
         }
     }
     let hook = PROGRESS_HOOK.read().ok().and_then(|h| *h);
-    let mut state = Box::new(CallbackState {
+    let state = CallbackState {
         last_report_s: 0.0,
         hook,
         target,
         reached_target: false,
         deadline: budget.deadline(),
         timed_out: false,
-    });
+    };
+    // HiGHS's presolve checks neither its time limit nor the interrupt callback between
+    // some of its steps (on bert_l-12 training with 0.5 s left it ran 1.4 s); the solve
+    // runs in a worker thread, waited for until the deadline (or a Ctrl-C) and a grace.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let model = Unshared(model);
+    let spawned = std::thread::Builder::new()
+        .name("highs".into())
+        .spawn(move || drop(tx.send(solve_with_callbacks(model, state))));
+    if let Err(e) = spawned {
+        return Err(SolveError::Solver(format!(
+            "{HIGHS_FAILED}: no thread for the solve: {e}"
+        )));
+    }
+    let grace = std::time::Duration::from_secs_f64(ABANDON_GRACE_S);
+    let mut give_up = budget.deadline().map(|d| d + grace);
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+            Ok(solved) => return solved,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(SolveError::Solver(format!(
+                    "{HIGHS_FAILED}: the solve thread ended without an answer"
+                )));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                if interrupt_requested() {
+                    give_up = Some(give_up.map_or(now + grace, |g| g.min(now + grace)));
+                }
+                if give_up.is_some_and(|g| now >= g) {
+                    let reason = if interrupt_requested() {
+                        StopReason::Interrupted
+                    } else {
+                        StopReason::TimeLimit
+                    };
+                    return Ok(Solved {
+                        abandoned: true,
+                        ..Solved::not_run(reason)
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// How long past the deadline a HiGHS solve is waited for before it is abandoned (it
+/// then stops on its own time limit, in its thread, and its answer is dropped).
+const ABANDON_GRACE_S: f64 = 0.2;
+
+/// A HiGHS model moved into the solve's worker thread. HiGHS instances share no state,
+/// and the model is used by that thread alone from then on.
+struct Unshared(Model);
+
+// SAFETY: see `Unshared`: the model is owned and touched by one thread at a time.
+unsafe impl Send for Unshared {}
+
+/// Runs HiGHS on `model` with the time/interrupt/target callback reading `state`.
+fn solve_with_callbacks(model: Unshared, state: CallbackState) -> Result<Solved, SolveError> {
+    let mut model = model.0;
+    let mut state = Box::new(state);
     // SAFETY: `state` outlives the solve (dropped at the end of this function, after
     // HiGHS returns); the callback only reads HiGHS's data and writes `user_interrupt`.
     unsafe {
@@ -521,26 +597,56 @@ pub(crate) fn run_to(builder: Builder, problem: &Problem, warm: Option<&[f64]>, 
             Some(callback),
             state.as_mut() as *mut CallbackState as *mut c_void,
         );
-        highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackMipInterrupt as highs_sys::HighsInt);
-        highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackSimplexInterrupt as highs_sys::HighsInt);
-        highs_sys::Highs_startCallback(model.as_mut_ptr(), highs_sys::kHighsCallbackIpmInterrupt as highs_sys::HighsInt);
+        highs_sys::Highs_startCallback(
+            model.as_mut_ptr(),
+            highs_sys::kHighsCallbackMipInterrupt as highs_sys::HighsInt,
+        );
+        highs_sys::Highs_startCallback(
+            model.as_mut_ptr(),
+            highs_sys::kHighsCallbackSimplexInterrupt as highs_sys::HighsInt,
+        );
+        highs_sys::Highs_startCallback(
+            model.as_mut_ptr(),
+            highs_sys::kHighsCallbackIpmInterrupt as highs_sys::HighsInt,
+        );
     }
     let start = Instant::now();
-    let solved = model.try_solve().map_err(|e| SolveError::Solver(format!("{HIGHS_FAILED}: {e:?}")))?;
+    let solved = model
+        .try_solve()
+        .map_err(|e| SolveError::Solver(format!("{HIGHS_FAILED}: {e:?}")))?;
     let time_s = start.elapsed().as_secs_f64();
     let (reached_target, timed_out) = (state.reached_target, state.timed_out);
     drop(state);
     let mut status = solved.status();
-    if timed_out && !reached_target && status == HighsModelStatus::ReachedInterrupt && !interrupt_requested() {
+    if timed_out
+        && !reached_target
+        && status == HighsModelStatus::ReachedInterrupt
+        && !interrupt_requested()
+    {
         status = HighsModelStatus::ReachedTimeLimit;
     }
     let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
     let columns = has_solution.then(|| solved.get_solution().columns().to_vec());
-    let bound = solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY);
+    let bound = solved
+        .double_info_value(c"mip_dual_bound")
+        .unwrap_or(f64::NEG_INFINITY);
     let mut nodes: i64 = 0;
     // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
-    unsafe { highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes) };
-    Ok(Solved { status, columns, objective: solved.objective_value(), bound, time_s, nodes, reached_target, stopped: None })
+    unsafe {
+        highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes)
+    };
+    let objective = solved.objective_value();
+    Ok(Solved {
+        status,
+        columns,
+        objective,
+        bound,
+        time_s,
+        nodes,
+        reached_target,
+        stopped: None,
+        abandoned: false,
+    })
 }
 
 impl Solved {
@@ -555,6 +661,7 @@ impl Solved {
             nodes: 0,
             reached_target: false,
             stopped: Some(reason),
+            abandoned: false,
         }
     }
 }
@@ -564,42 +671,69 @@ impl Solved {
 /// `Some` is the outcome to return. `columns` is a float, so huge counts cannot wrap.
 pub(crate) fn refuse_model_size(budget: &Budget, columns: f64, stats: &Stats) -> Option<Outcome> {
     let bytes = BYTES_BASE + columns * BYTES_PER_NONZERO;
-    budget.reserve(&format!("the integer program ({columns:.0} columns)"), bytes).err().map(|e| Outcome {
-        method: "ip".into(),
-        placement: None,
-        objective: f64::INFINITY,
-        bound: 0.0,
-        status: Status::NoPlan { reason: e.into() },
-        stats: stats.clone(),
-    })
+    budget
+        .reserve(
+            &format!("the integer program ({columns:.0} columns)"),
+            bytes,
+        )
+        .err()
+        .map(|e| Outcome {
+            method: "ip".into(),
+            placement: None,
+            objective: f64::INFINITY,
+            bound: 0.0,
+            status: Status::NoPlan { reason: e.into() },
+            stats: stats.clone(),
+        })
 }
 
 /// The problem's limits as HiGHS options: the time left (`time_left_s`, the budget's), gap,
 /// threads (clamped to the cores) and the user's `--highs-option name=value` pairs, each
 /// tried as an integer, a float, a bool and a string, in that order.
-fn set_options(model: &mut Model, problem: &Problem, time_left_s: Option<f64>) -> Result<(), SolveError> {
+fn set_options(
+    model: &mut Model,
+    problem: &Problem,
+    time_left_s: Option<f64>,
+) -> Result<(), SolveError> {
     let limits = &problem.limits;
     let set = |model: &mut Model, name: &str, value: f64| {
-        model.try_set_option(name, value).map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
+        model
+            .try_set_option(name, value)
+            .map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
     };
     if let Some(t) = time_left_s {
         set(model, "time_limit", t.max(1e-3))?;
     }
     set(model, "mip_rel_gap", limits.mip_gap.unwrap_or(DEFAULT_GAP))?;
-    set(model, "mip_feasibility_tolerance", MIP_FEASIBILITY_TOLERANCE)?;
+    set(
+        model,
+        "mip_feasibility_tolerance",
+        MIP_FEASIBILITY_TOLERANCE,
+    )?;
     if let Some(threads) = limits.threads {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         model
-            .try_set_option("threads", threads.clamp(1, cores.min(i32::MAX as usize)) as i32)
+            .try_set_option(
+                "threads",
+                threads.clamp(1, cores.min(i32::MAX as usize)) as i32,
+            )
             .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
     }
     for (name, value) in &limits.ip.highs_options {
-        let ok = value.parse::<i32>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || value.parse::<f64>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || value.parse::<bool>().is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+        let ok = value
+            .parse::<i32>()
+            .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value
+                .parse::<f64>()
+                .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
+            || value
+                .parse::<bool>()
+                .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
             || model.try_set_option(name.as_str(), value.as_str()).is_ok();
         if !ok {
-            return Err(SolveError::Solver(format!("HiGHS refused option {name}={value}")));
+            return Err(SolveError::Solver(format!(
+                "HiGHS refused option {name}={value}"
+            )));
         }
     }
     Ok(())
@@ -607,8 +741,15 @@ fn set_options(model: &mut Model, problem: &Problem, time_left_s: Option<f64>) -
 
 /// Hands HiGHS the values of the integer columns (`values[i]` for column
 /// `integer_columns[i]`) as a partial solution to complete.
-fn set_warm_start(model: &mut Model, integer_columns: &[usize], values: &[f64]) -> Result<(), SolveError> {
-    let index: Vec<highs_sys::HighsInt> = integer_columns.iter().map(|&c| c as highs_sys::HighsInt).collect();
+fn set_warm_start(
+    model: &mut Model,
+    integer_columns: &[usize],
+    values: &[f64],
+) -> Result<(), SolveError> {
+    let index: Vec<highs_sys::HighsInt> = integer_columns
+        .iter()
+        .map(|&c| c as highs_sys::HighsInt)
+        .collect();
     // SAFETY: `index` and `values` have the same length and live across the call.
     let status = unsafe {
         highs_sys::Highs_setSparseSolution(
@@ -634,7 +775,9 @@ fn stop_reason(status: HighsModelStatus) -> StopReason {
         HighsModelStatus::ReachedSolutionLimit => StopReason::NodeLimit,
         HighsModelStatus::ReachedIterationLimit => StopReason::IterationLimit,
         HighsModelStatus::ReachedMemoryLimit => StopReason::SolverMemoryLimit,
-        s => StopReason::Solver { status: format!("{s:?}") },
+        s => StopReason::Solver {
+            status: format!("{s:?}"),
+        },
     }
 }
 
@@ -643,7 +786,10 @@ fn stop_reason(status: HighsModelStatus) -> StopReason {
 /// left: [`run_to`] then does not start HiGHS).
 pub(crate) fn remaining<'a>(problem: &Problem<'a>, started: Instant) -> Problem<'a> {
     let mut rest = problem.clone();
-    rest.limits.time_limit_s = problem.limits.time_limit_s.map(|t| (t - started.elapsed().as_secs_f64()).max(0.0));
+    rest.limits.time_limit_s = problem
+        .limits
+        .time_limit_s
+        .map(|t| (t - started.elapsed().as_secs_f64()).max(0.0));
     rest
 }
 
@@ -660,12 +806,18 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
     if let Some(p) = &problem.limits.warm_start {
         let held = candidate(problem, p.clone(), "warm start");
         if held.is_none() {
-            stats.notes.push("the given warm start is not a valid plan for this problem".into());
+            stats
+                .notes
+                .push("the given warm start is not a valid plan for this problem".into());
         }
         return held;
     }
     // The DP may take half the time limit; the IP needs the rest.
-    match crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, &problem.limits.budget().share(0.5)) {
+    match crate::solve::dp::solve_within(
+        problem.workload,
+        problem.limits.max_ideals,
+        &problem.limits.budget().share(0.5),
+    ) {
         Ok(o) => o.placement.and_then(|p| candidate(problem, p, "dp")),
         Err(e) => {
             stats.notes.push(format!("no DP warm start: {e}"));
@@ -676,7 +828,11 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
 
 /// Scores `placement` and keeps it if it is valid for the problem (rules, contiguity when
 /// promised, piece limit for latency).
-pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'static str) -> Option<Candidate> {
+pub(crate) fn candidate(
+    problem: &Problem,
+    placement: Placement,
+    source: &'static str,
+) -> Option<Candidate> {
     let latency = matches!(problem.objective, Objective::Latency { .. });
     let e = evaluate(problem.workload, &placement, latency);
     if !e.is_valid() || (problem.contiguous && !e.is_contiguous()) {
@@ -687,8 +843,16 @@ pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'stati
             return None;
         }
     }
-    let placement = if latency { e.attach_cut(placement) } else { placement };
-    Some(Candidate { score: problem.objective.value(&e), placement, source })
+    let placement = if latency {
+        e.attach_cut(placement)
+    } else {
+        placement
+    };
+    Some(Candidate {
+        score: problem.objective.value(&e),
+        placement,
+        source,
+    })
 }
 
 /// Turns HiGHS's result, the plan read from it and the warm-start plan into an outcome:
@@ -696,24 +860,34 @@ pub(crate) fn candidate(problem: &Problem, placement: Placement, source: &'stati
 ///
 /// Every model here is exact (its objective equals the scorer's on its own plans), so an
 /// IP objective below the scorer's beyond [`TOLERANCE`] is a formulation bug and an error.
+/// `started`: when the solve began; the outcome's time is the whole solve's (HiGHS's own
+/// is in a note).
 pub(crate) fn finish(
     problem: &Problem,
     solved: &Solved,
     from_ip: Option<Placement>,
     warm: Option<Candidate>,
     mut stats: Stats,
+    started: Instant,
 ) -> Result<Outcome, SolveError> {
     let ip = scored_ip_plan(problem, solved, from_ip, &mut stats)?;
-    stats.time_s = solved.time_s;
+    stats.time_s = started.elapsed().as_secs_f64();
     match &solved.stopped {
+        Some(reason) if solved.abandoned => {
+            stats.notes.push(format!("HiGHS still running when stopped ({reason}; its presolve checks no clock): its answer is not waited for"))
+        }
         Some(reason) => stats.notes.push(format!("HiGHS not run: {reason}")),
         None => stats.notes.push(format!("HiGHS: {:?} after {:.2} s, {} nodes", solved.status, solved.time_s, solved.nodes)),
     }
     if solved.columns.is_some() {
-        stats.notes.push(format!("HiGHS incumbent objective {}", solved.objective));
+        stats
+            .notes
+            .push(format!("HiGHS incumbent objective {}", solved.objective));
     }
     if let Some(w) = &warm {
-        stats.notes.push(format!("warm start ({}) scores {}", w.source, w.score));
+        stats
+            .notes
+            .push(format!("warm start ({}) scores {}", w.source, w.score));
     }
     let best = match (ip, warm) {
         (Some(a), Some(b)) => Some(if b.score < a.score { b } else { a }),
@@ -722,7 +896,11 @@ pub(crate) fn finish(
     let Some(best) = best else {
         return Ok(no_plan(solved, stats));
     };
-    let mut bound = if solved.bound.is_finite() { solved.bound.max(0.0) } else { 0.0 };
+    let mut bound = if solved.bound.is_finite() {
+        solved.bound.max(0.0)
+    } else {
+        0.0
+    };
     if solved.status == HighsModelStatus::Infeasible {
         // With the warm start's objective as a cut-off nothing better exists; but HiGHS
         // does not claim a bound, so we claim none either.
@@ -739,9 +917,19 @@ pub(crate) fn finish(
     bound = bound.min(best.score);
     let status = status_with_plan(problem, solved, best.score, bound, unreliable);
     if best.source != "ip" {
-        stats.notes.push(format!("returning the {} plan: the IP found nothing better", best.source));
+        stats.notes.push(format!(
+            "returning the {} plan: the IP found nothing better",
+            best.source
+        ));
     }
-    Ok(Outcome { method: "ip".into(), placement: Some(best.placement), objective: best.score, bound, status, stats })
+    Ok(Outcome {
+        method: "ip".into(),
+        placement: Some(best.placement),
+        objective: best.score,
+        bound,
+        status,
+        stats,
+    })
 }
 
 /// The IP's plan, scored; `None` (with a note) when the scorer rejects it. An error when
@@ -793,7 +981,11 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
         method: "ip".into(),
         placement: None,
         objective: f64::INFINITY,
-        bound: if matches!(status, Status::Infeasible { .. }) { f64::INFINITY } else { solved.bound.max(0.0) },
+        bound: if matches!(status, Status::Infeasible { .. }) {
+            f64::INFINITY
+        } else {
+            solved.bound.max(0.0)
+        },
         status,
         stats,
     }
@@ -801,30 +993,49 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
 
 /// The status of a run that returns a plan scoring `score` with lower bound `bound`
 /// (already clamped to `score`; `unreliable` when it had to be).
-fn status_with_plan(problem: &Problem, solved: &Solved, score: f64, bound: f64, unreliable: bool) -> Status {
+fn status_with_plan(
+    problem: &Problem,
+    solved: &Solved,
+    score: f64,
+    bound: f64,
+    unreliable: bool,
+) -> Status {
     let gap = problem.limits.mip_gap.unwrap_or(DEFAULT_GAP);
     // HiGHS's objective and bound live within its feasibility tolerances (MODEL.md,
     // Numerics: about 1e-5 absolute), so a plan that close to the bound is proven optimal.
     let closed = score - bound <= (gap * score.abs()).max(1e-5 * score.abs().max(1.0));
     // Stopped at a known lower bound: as good as HiGHS's own proof when the plan meets it.
-    let stopped_at_bound = solved.status == HighsModelStatus::ReachedInterrupt && solved.reached_target;
+    let stopped_at_bound =
+        solved.status == HighsModelStatus::ReachedInterrupt && solved.reached_target;
     let proven = solved.status == HighsModelStatus::Optimal || stopped_at_bound;
     if proven && closed && !unreliable {
         if problem.limits.mip_gap.is_some_and(|g| g > DEFAULT_GAP) && score - bound > 1e-6 {
-            Status::Feasible { reason: StopReason::GapReached { gap } }
+            Status::Feasible {
+                reason: StopReason::GapReached { gap },
+            }
         } else {
             Status::Optimal
         }
     } else if proven && unreliable {
-        Status::Feasible { reason: StopReason::UnreliableBound }
+        Status::Feasible {
+            reason: StopReason::UnreliableBound,
+        }
     } else if stopped_at_bound {
-        Status::Feasible { reason: StopReason::PlanAboveBound }
+        Status::Feasible {
+            reason: StopReason::PlanAboveBound,
+        }
     } else if solved.status == HighsModelStatus::Optimal {
-        Status::Feasible { reason: StopReason::SolverGap { gap } }
+        Status::Feasible {
+            reason: StopReason::SolverGap { gap },
+        }
     } else if let Some(reason) = &solved.stopped {
-        Status::Feasible { reason: reason.clone() }
+        Status::Feasible {
+            reason: reason.clone(),
+        }
     } else {
-        Status::Feasible { reason: stop_reason(solved.status) }
+        Status::Feasible {
+            reason: stop_reason(solved.status),
+        }
     }
 }
 
@@ -834,20 +1045,48 @@ mod tests {
 
     #[test]
     fn every_highs_limit_maps_to_its_own_stop_reason() {
-        assert_eq!(stop_reason(HighsModelStatus::ReachedTimeLimit), StopReason::TimeLimit);
-        assert_eq!(stop_reason(HighsModelStatus::ReachedInterrupt), StopReason::Interrupted);
-        assert_eq!(stop_reason(HighsModelStatus::ReachedSolutionLimit), StopReason::NodeLimit);
-        assert_eq!(stop_reason(HighsModelStatus::ReachedIterationLimit), StopReason::IterationLimit);
-        assert_eq!(stop_reason(HighsModelStatus::ReachedMemoryLimit), StopReason::SolverMemoryLimit);
-        assert_eq!(stop_reason(HighsModelStatus::Unknown), StopReason::Solver { status: "Unknown".into() });
+        assert_eq!(
+            stop_reason(HighsModelStatus::ReachedTimeLimit),
+            StopReason::TimeLimit
+        );
+        assert_eq!(
+            stop_reason(HighsModelStatus::ReachedInterrupt),
+            StopReason::Interrupted
+        );
+        assert_eq!(
+            stop_reason(HighsModelStatus::ReachedSolutionLimit),
+            StopReason::NodeLimit
+        );
+        assert_eq!(
+            stop_reason(HighsModelStatus::ReachedIterationLimit),
+            StopReason::IterationLimit
+        );
+        assert_eq!(
+            stop_reason(HighsModelStatus::ReachedMemoryLimit),
+            StopReason::SolverMemoryLimit
+        );
+        assert_eq!(
+            stop_reason(HighsModelStatus::Unknown),
+            StopReason::Solver {
+                status: "Unknown".into()
+            }
+        );
     }
 
     #[test]
     fn experiments_switch_one_option_each() {
-        let all = IpExperiment::ALL.into_iter().fold(IpOptions::default(), |o, e| o.with(e));
+        let all = IpExperiment::ALL
+            .into_iter()
+            .fold(IpOptions::default(), |o, e| o.with(e));
         assert!(!all.symmetry_breaking && !all.warm_start && !all.reach_rows && !all.capacity_rows);
-        assert_eq!((all.contiguous_model, all.load_bound), (ContiguousModel::Positions, LoadBoundUse::ReportOnly));
-        assert_eq!(IpOptions::default().with(IpExperiment::NoBound).load_bound, LoadBoundUse::Off);
+        assert_eq!(
+            (all.contiguous_model, all.load_bound),
+            (ContiguousModel::Positions, LoadBoundUse::ReportOnly)
+        );
+        assert_eq!(
+            IpOptions::default().with(IpExperiment::NoBound).load_bound,
+            LoadBoundUse::Off
+        );
         for e in IpExperiment::ALL {
             assert_eq!(IpExperiment::from_word(e.word()), Some(e));
             assert_ne!(IpOptions::default().with(e), IpOptions::default(), "{e:?}");

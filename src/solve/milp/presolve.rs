@@ -40,8 +40,8 @@
 //! half the time) and the scorings.
 
 use super::{candidate, Candidate, DEFAULT_GAP};
-use crate::model::Workload;
 use crate::model::numerics::{ceil_log2, pow2, Rescale, Sum};
+use crate::model::Workload;
 use crate::solve::{method, MethodId, Outcome, Problem, SolveError, Status, StopReason};
 
 /// The compute floor (or the largest time) is brought into `[1, 2^TIME_LOG2]`.
@@ -76,12 +76,19 @@ pub(crate) fn solve_prepared(
     let started = std::time::Instant::now();
     let w = problem.workload;
     let held = held_plan(problem);
-    let cap = held.as_ref().map(|c| 2.0 * c.score).filter(|&c| c.is_finite() && c > 0.0);
+    let cap = held
+        .as_ref()
+        .map(|c| 2.0 * c.score)
+        .filter(|&c| c.is_finite() && c > 0.0);
     let memory = w.devices().memory_per_accelerator_bytes;
     let clamp = |x: f64| cap.map_or(x, |c| x.min(c));
-    let changes = w.nodes().iter().any(|v| clamp(v.fpga_latency) != v.fpga_latency || clamp(v.cpu_latency) != v.cpu_latency)
-        || w.edges().iter().any(|e| clamp(e.cost) != e.cost)
-        || w.nodes().iter().any(|v| v.supported_on_accelerator && v.size_bytes > memory);
+    let changes =
+        w.nodes().iter().any(|v| {
+            clamp(v.fpga_latency) != v.fpga_latency || clamp(v.cpu_latency) != v.cpu_latency
+        }) || w.edges().iter().any(|e| clamp(e.cost) != e.cost)
+            || w.nodes()
+                .iter()
+                .any(|v| v.supported_on_accelerator && v.size_bytes > memory);
     let max_time = w
         .nodes()
         .iter()
@@ -89,16 +96,28 @@ pub(crate) fn solve_prepared(
         .chain(w.edges().iter().map(|e| e.cost))
         .map(clamp)
         .fold(0.0, f64::max);
-    let max_bytes = w.nodes().iter().filter(|v| v.size_bytes <= memory).map(|v| v.size_bytes).fold(memory, f64::max);
+    let max_bytes = w
+        .nodes()
+        .iter()
+        .filter(|v| v.size_bytes <= memory)
+        .map(|v| v.size_bytes)
+        .fold(memory, f64::max);
     // Times: the lower bound L into [1, 2^20] (HiGHS's absolute tolerances become relative
     // to the optimum), unless that puts the largest capped time above 2^30.
     let floor = compute_floor(w);
-    let anchor = if floor > 0.0 { floor } else { held.as_ref().map_or(max_time, |c| c.score) };
+    let anchor = if floor > 0.0 {
+        floor
+    } else {
+        held.as_ref().map_or(max_time, |c| c.score)
+    };
     let mut time = into_range(anchor, 0, TIME_LOG2);
     if max_time * time > pow2(COEFFICIENT_LOG2) {
         time = into_range(max_time, i32::MIN, COEFFICIENT_LOG2);
     }
-    let rescale = Rescale { time, bytes: into_range(max_bytes, i32::MIN, BYTES_LOG2) };
+    let rescale = Rescale {
+        time,
+        bytes: into_range(max_bytes, i32::MIN, BYTES_LOG2),
+    };
     // The held plan is the IP's warm start: the DP is not run twice.
     let warm = held.as_ref().map(|c| c.placement.clone());
     if !changes && rescale.is_identity() {
@@ -118,15 +137,24 @@ pub(crate) fn solve_prepared(
         v
     });
     let prepared = clamp_edges(&prepared, cap.map(|c| c * rescale.time));
-    let mut inner = Problem { workload: &prepared, ..super::remaining(problem, started) };
+    let mut inner = Problem {
+        workload: &prepared,
+        ..super::remaining(problem, started)
+    };
     inner.limits.ip.presolved = true;
     inner.limits.warm_start = warm;
     let mut outcome = solve_tolerant(&inner, &solve)?;
     if cap.is_some() && changes {
-        outcome.stats.notes.push(format!("presolve: times above 2 × the held plan's {} capped there", held.as_ref().map_or(0.0, |c| c.score)));
+        outcome.stats.notes.push(format!(
+            "presolve: times above 2 × the held plan's {} capped there",
+            held.as_ref().map_or(0.0, |c| c.score)
+        ));
     }
     if !rescale.is_identity() {
-        outcome.stats.notes.push(format!("coefficients scaled by {:e} (times) and {:e} (bytes), powers of two", rescale.time, rescale.bytes));
+        outcome.stats.notes.push(format!(
+            "coefficients scaled by {:e} (times) and {:e} (bytes), powers of two",
+            rescale.time, rescale.bytes
+        ));
     }
     cross_check(problem, outcome, held, rescale.time)
 }
@@ -135,12 +163,19 @@ pub(crate) fn solve_prepared(
 /// ([`super::MIP_FEASIBILITY_TOLERANCE`]), once more at HiGHS's default 1e-6 in the time
 /// left, with a note. (1e-9 avoids a false "optimal" HiGHS 1.15 proved at 1e-6, but on some
 /// rescaled models HiGHS cannot meet it: tests/numerics.rs, seed 15066912747943284560.)
-fn solve_tolerant(problem: &Problem, solve: &impl Fn(&Problem) -> Result<Outcome, SolveError>) -> Result<Outcome, SolveError> {
+fn solve_tolerant(
+    problem: &Problem,
+    solve: &impl Fn(&Problem) -> Result<Outcome, SolveError>,
+) -> Result<Outcome, SolveError> {
     let started = std::time::Instant::now();
     match solve(problem) {
         Err(SolveError::Solver(message)) if message.starts_with(super::HIGHS_FAILED) => {
             let mut again = super::remaining(problem, started);
-            again.limits.ip.highs_options.insert(0, ("mip_feasibility_tolerance".into(), "1e-6".into()));
+            again
+                .limits
+                .ip
+                .highs_options
+                .insert(0, ("mip_feasibility_tolerance".into(), "1e-6".into()));
             let mut outcome = solve(&again)?;
             outcome.stats.notes.push(format!(
                 "HiGHS failed at integrality tolerance {:e} ({message}); solved again at 1e-6",
@@ -158,7 +193,10 @@ fn solve_tolerant(problem: &Problem, solve: &impl Fn(&Problem) -> Result<Outcome
 /// each at least the device's compute).
 fn compute_floor(w: &Workload) -> f64 {
     let d = w.devices();
-    let least = |v: &crate::model::Node| match (v.supported_on_accelerator && d.accelerators > 0, d.cpus > 0) {
+    let least = |v: &crate::model::Node| match (
+        v.supported_on_accelerator && d.accelerators > 0,
+        d.cpus > 0,
+    ) {
         (true, true) => v.fpga_latency.min(v.cpu_latency),
         (true, false) => v.fpga_latency,
         _ => v.cpu_latency,
@@ -175,8 +213,20 @@ fn clamp_edges(w: &Workload, cap: Option<f64>) -> Workload {
     if w.edges().iter().all(|e| e.cost <= cap) {
         return w.clone();
     }
-    let edges = w.edges().iter().map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost.min(cap), e.size_bytes)).collect();
-    Workload::new(w.nodes().to_vec(), edges, w.devices().clone()).expect("capping edge costs keeps a valid workload valid")
+    let edges = w
+        .edges()
+        .iter()
+        .map(|e| {
+            (
+                w.node(e.from).id,
+                w.node(e.to).id,
+                e.cost.min(cap),
+                e.size_bytes,
+            )
+        })
+        .collect();
+    Workload::new(w.nodes().to_vec(), edges, w.devices().clone())
+        .expect("capping edge costs keeps a valid workload valid")
 }
 
 /// The best plan we hold before HiGHS runs, scored on `problem`: the greedy and
@@ -187,13 +237,17 @@ fn clamp_edges(w: &Workload, cap: Option<f64>) -> Workload {
 fn held_plan(problem: &Problem) -> Option<Candidate> {
     let mut held: Vec<Candidate> = [(MethodId::Greedy, "greedy"), (MethodId::Single, "single")]
         .into_iter()
-        .filter_map(|(id, source)| candidate(problem, method(id).solve(problem).ok()?.placement?, source))
+        .filter_map(|(id, source)| {
+            candidate(problem, method(id).solve(problem).ok()?.placement?, source)
+        })
         .collect();
     match &problem.limits.warm_start {
         Some(p) => held.extend(candidate(problem, p.clone(), "warm start")),
         None => {
             let budget = problem.limits.budget().share(0.5);
-            if let Ok(o) = crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, &budget) {
+            if let Ok(o) =
+                crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, &budget)
+            {
                 held.extend(o.placement.and_then(|p| candidate(problem, p, "dp")));
             }
         }
@@ -203,17 +257,28 @@ fn held_plan(problem: &Problem) -> Option<Candidate> {
 
 /// Scales `outcome` back by `1 / time_factor`, re-scores its plan on the original
 /// workload, keeps the held plan when better and caps the bound by every plan held.
-fn cross_check(problem: &Problem, mut outcome: Outcome, held: Option<Candidate>, time_factor: f64) -> Result<Outcome, SolveError> {
+fn cross_check(
+    problem: &Problem,
+    mut outcome: Outcome,
+    held: Option<Candidate>,
+    time_factor: f64,
+) -> Result<Outcome, SolveError> {
     outcome.bound /= time_factor;
     outcome.objective /= time_factor;
     if outcome.placement.is_none() && !matches!(outcome.status, Status::Infeasible { .. }) {
         // HiGHS stopped before any plan: "no plan within the limits" stays what it is.
         return Ok(outcome);
     }
-    let scored = outcome.placement.take().and_then(|p| candidate(problem, p, "ip"));
+    let scored = outcome
+        .placement
+        .take()
+        .and_then(|p| candidate(problem, p, "ip"));
     let best = match (scored, held) {
         (Some(a), Some(b)) if b.score < a.score => {
-            outcome.stats.notes.push(format!("the {} plan ({}) beats the IP's; returned instead", b.source, b.score));
+            outcome.stats.notes.push(format!(
+                "the {} plan ({}) beats the IP's; returned instead",
+                b.source, b.score
+            ));
             Some(b)
         }
         (a, b) => a.or(b),
@@ -222,22 +287,34 @@ fn cross_check(problem: &Problem, mut outcome: Outcome, held: Option<Candidate>,
         return Ok(outcome);
     };
     if matches!(outcome.status, Status::Infeasible { .. }) {
-        outcome.stats.notes.push("the IP said infeasible, but a held plan is valid: the IP's answer is not trusted".into());
-        outcome.status = Status::Feasible { reason: StopReason::UnreliableBound };
+        outcome.stats.notes.push(
+            "the IP said infeasible, but a held plan is valid: the IP's answer is not trusted"
+                .into(),
+        );
+        outcome.status = Status::Feasible {
+            reason: StopReason::UnreliableBound,
+        };
         outcome.bound = 0.0;
     }
     let gap = problem.limits.mip_gap.unwrap_or(DEFAULT_GAP);
     // Relative: the model was solved at a scale where the held plan scores at least 1.
     let tolerance = (gap * best.score.abs()).max(1e-5 * best.score.abs());
     if outcome.bound > best.score + tolerance {
-        outcome.stats.notes.push(format!("the IP's bound {} exceeds the re-scored plan's {}: not trusted", outcome.bound, best.score));
+        outcome.stats.notes.push(format!(
+            "the IP's bound {} exceeds the re-scored plan's {}: not trusted",
+            outcome.bound, best.score
+        ));
         if outcome.status == Status::Optimal {
-            outcome.status = Status::Feasible { reason: StopReason::UnreliableBound };
+            outcome.status = Status::Feasible {
+                reason: StopReason::UnreliableBound,
+            };
         }
     }
     outcome.bound = outcome.bound.min(best.score).max(0.0);
     if outcome.status == Status::Optimal && best.score - outcome.bound > tolerance {
-        outcome.status = Status::Feasible { reason: StopReason::PlanAboveBound };
+        outcome.status = Status::Feasible {
+            reason: StopReason::PlanAboveBound,
+        };
     }
     outcome.objective = best.score;
     outcome.placement = Some(best.placement);

@@ -59,8 +59,15 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     // One budget for the whole solve: the bound takes a quarter of it, the model is built
     // within it, and HiGHS gets what is left.
     let budget = problem.limits.budget();
-    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
-    let (k, l, n_units) = (devices.accelerators as f64, devices.cpus as f64, units.len() as f64);
+    let mut stats = Stats {
+        groups: Some(units.len()),
+        ..Stats::default()
+    };
+    let (k, l, n_units) = (
+        devices.accelerators as f64,
+        devices.cpus as f64,
+        units.len() as f64,
+    );
     if let Some(outcome) = super::refuse_model_size(&budget, 3.0 * (k + l) * n_units, &stats) {
         return Ok(outcome);
     }
@@ -73,12 +80,26 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     model.add_kind_split(&mut b);
     let hyperedges = units.hyperedges(w, sync);
     let bound_use = problem.limits.ip.load_bound;
-    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &budget.share(0.25), &mut stats);
+    let bounds = super::load_bounds::for_model(
+        &units,
+        &hyperedges,
+        devices,
+        sync,
+        bound_use,
+        &budget.share(0.25),
+        &mut stats,
+    );
     let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
     let (mut all_acc, mut all_cpu) = (Load::default(), Load::default());
     for t in 0..model.stages() {
         model.add_memory(&mut b, t);
-        model.add_loads(&mut b, t, &hyperedges, &objective, [&mut all_acc, &mut all_cpu]);
+        model.add_loads(
+            &mut b,
+            t,
+            &hyperedges,
+            &objective,
+            [&mut all_acc, &mut all_cpu],
+        );
     }
     if problem.limits.ip.capacity_rows {
         objective.add_capacity_rows(&mut b, &all_acc, devices.accelerators as f64);
@@ -86,7 +107,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     }
 
     let warm = dp_warm_start(problem, &mut stats);
-    let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement, &arcs, devices));
+    let warm_values = warm
+        .as_ref()
+        .and_then(|c| model.warm_values(&c.placement, &arcs, devices));
     stats.notes.push(format!(
         "{} groups, {} stages, {} hyperedges, {} columns, {} rows",
         units.len(),
@@ -98,10 +121,18 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     let lower = bounds.objective(sync);
     let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
-    let mut solved = run_to(b, &super::remaining(problem, started), warm_values.as_deref(), target)?;
+    let mut solved = run_to(
+        b,
+        &super::remaining(problem, started),
+        warm_values.as_deref(),
+        target,
+    )?;
     solved.bound = solved.bound.max(lower);
-    let from_ip = solved.columns.as_ref().map(|values| model.placement(values));
-    finish(problem, &solved, from_ip, warm, stats)
+    let from_ip = solved
+        .columns
+        .as_ref()
+        .map(|values| model.placement(values));
+    finish(problem, &solved, from_ip, warm, stats, started)
 }
 
 /// The chain-of-stages model's variables (module docs).
@@ -124,17 +155,36 @@ impl<'a> Stages<'a> {
     fn variables(b: &mut Builder, units: &'a Grouping, devices: &DeviceSet) -> Self {
         let stages = devices.accelerators + devices.cpus;
         let memory = devices.memory_per_accelerator_bytes;
-        let y = units.groups.iter().map(|_| (0..stages).map(|_| b.binary(0.0, true)).collect()).collect();
+        let y = units
+            .groups
+            .iter()
+            .map(|_| (0..stages).map(|_| b.binary(0.0, true)).collect())
+            .collect();
         let kind = (0..stages).map(|_| b.binary(0.0, true)).collect();
         let mut acc: Vec<Vec<Var>> = vec![Vec::with_capacity(units.len()); stages];
         let mut cpu: Vec<Vec<Var>> = vec![Vec::with_capacity(units.len()); stages];
         for unit in &units.groups {
             for t in 0..stages {
-                acc[t].push(b.continuous(0.0, 0.0, if unit.fits_accelerator(memory) { 1.0 } else { 0.0 }));
+                acc[t].push(b.continuous(
+                    0.0,
+                    0.0,
+                    if unit.fits_accelerator(memory) {
+                        1.0
+                    } else {
+                        0.0
+                    },
+                ));
                 cpu[t].push(b.continuous(0.0, 0.0, 1.0));
             }
         }
-        Stages { units, y, kind, acc, cpu, memory }
+        Stages {
+            units,
+            y,
+            kind,
+            acc,
+            cpu,
+            memory,
+        }
     }
 
     /// The number of stages T.
@@ -153,7 +203,10 @@ impl<'a> Stages<'a> {
 
     /// `Σ_t κ[t] = k`.
     fn add_kind_count(&self, b: &mut Builder, accelerators: usize) {
-        b.eq(&self.kind.iter().map(|&v| (v, 1.0)).collect::<Vec<_>>(), accelerators as f64);
+        b.eq(
+            &self.kind.iter().map(|&v| (v, 1.0)).collect::<Vec<_>>(),
+            accelerators as f64,
+        );
     }
 
     /// `Y[g,t] ≤ Y[g,t+1]`: the ideals are nested.
@@ -212,13 +265,24 @@ impl<'a> Stages<'a> {
     /// Stage t's accelerator part (with `z[e,t] ≥ cut of T_e by A[·,t]`) and CPU part
     /// against the objective, each also added to the sums `all = [accelerators, CPUs]`
     /// for the capacity rows.
-    fn add_loads(&self, b: &mut Builder, t: usize, hyperedges: &[Hyperedge], objective: &LoadObjective, all: [&mut Load; 2]) {
+    fn add_loads(
+        &self,
+        b: &mut Builder,
+        t: usize,
+        hyperedges: &[Hyperedge],
+        objective: &LoadObjective,
+        all: [&mut Load; 2],
+    ) {
         let [all_acc, all_cpu] = all;
-        let mut acc = Load::compute(self.units, &self.acc[t], |unit| (unit.fpga_latency, unit.forward_fpga_latency));
+        let mut acc = Load::compute(self.units, &self.acc[t], |unit| {
+            (unit.fpga_latency, unit.forward_fpga_latency)
+        });
         acc.add_communication(b, hyperedges, &self.acc[t]);
         all_acc.extend(&acc);
         objective.add_load_rows(b, acc);
-        let cpu = Load::compute(self.units, &self.cpu[t], |unit| (unit.cpu_latency, unit.forward_cpu_latency));
+        let cpu = Load::compute(self.units, &self.cpu[t], |unit| {
+            (unit.cpu_latency, unit.forward_cpu_latency)
+        });
         all_cpu.extend(&cpu);
         objective.add_load_rows(b, cpu);
     }
@@ -227,8 +291,18 @@ impl<'a> Stages<'a> {
     /// in a pipeline order, the accelerators' kinds set, the unused stages at the end with
     /// the remaining kinds (a group is where its first node is). `None` if the devices
     /// feed each other in a cycle.
-    fn warm_values(&self, placement: &Placement, arcs: &[(usize, usize)], devices: &DeviceSet) -> Option<Vec<f64>> {
-        let device_of_group: Vec<Device> = self.units.groups.iter().map(|g| placement.assignment[g.nodes[0]]).collect();
+    fn warm_values(
+        &self,
+        placement: &Placement,
+        arcs: &[(usize, usize)],
+        devices: &DeviceSet,
+    ) -> Option<Vec<f64>> {
+        let device_of_group: Vec<Device> = self
+            .units
+            .groups
+            .iter()
+            .map(|g| placement.assignment[g.nodes[0]])
+            .collect();
         let order = pipeline_order(&device_of_group, arcs)?;
         let stages = self.stages();
         let mut kinds = vec![0.0; stages];
@@ -247,7 +321,10 @@ impl<'a> Stages<'a> {
         }
         let mut values = Vec::with_capacity(self.units.len() * stages + stages);
         for device in &device_of_group {
-            let s = order.iter().position(|d| d == device).expect("every used device has a stage");
+            let s = order
+                .iter()
+                .position(|d| d == device)
+                .expect("every used device has a stage");
             values.extend((0..stages).map(|t| f64::from(t >= s)));
         }
         values.extend(kinds);
@@ -270,7 +347,9 @@ impl<'a> Stages<'a> {
             }
         }
         let device: Vec<Device> = (self.y.iter())
-            .map(|row| device_of_stage[row.iter().position(|&y| on(y)).unwrap_or(self.stages() - 1)])
+            .map(|row| {
+                device_of_stage[row.iter().position(|&y| on(y)).unwrap_or(self.stages() - 1)]
+            })
             .collect();
         self.units.placement(&device)
     }

@@ -40,7 +40,9 @@
 use std::time::Instant;
 
 use super::load_bounds::ModelBounds;
-use super::units::{canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units};
+use super::units::{
+    canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units,
+};
 use super::{dp_warm_start, finish, run_to, Builder, Var};
 use crate::model::grouping::{Group, Grouping, Hyperedge};
 use crate::model::{Device, DeviceSet, Placement};
@@ -60,9 +62,20 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     // One budget for the whole solve: the bound takes a quarter of it, the model is built
     // within it, and HiGHS gets what is left.
     let budget = problem.limits.budget();
-    let mut stats = Stats { groups: Some(units.len()), ..Stats::default() };
-    let (k, l, n_units) = (devices.accelerators as f64, devices.cpus as f64, units.len() as f64);
-    if let Some(outcome) = super::refuse_model_size(&budget, (k + l) * n_units + k * (n_units + arcs.len() as f64), &stats) {
+    let mut stats = Stats {
+        groups: Some(units.len()),
+        ..Stats::default()
+    };
+    let (k, l, n_units) = (
+        devices.accelerators as f64,
+        devices.cpus as f64,
+        units.len() as f64,
+    );
+    if let Some(outcome) = super::refuse_model_size(
+        &budget,
+        (k + l) * n_units + k * (n_units + arcs.len() as f64),
+        &stats,
+    ) {
         return Ok(outcome);
     }
     let mut b = Builder::within(budget);
@@ -71,7 +84,15 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     model.add_memory(&mut b, devices.memory_per_accelerator_bytes);
     let hyperedges = units.hyperedges(w, sync);
     let bound_use = problem.limits.ip.load_bound;
-    let bounds = super::load_bounds::for_model(&units, &hyperedges, devices, sync, bound_use, &budget.share(0.25), &mut stats);
+    let bounds = super::load_bounds::for_model(
+        &units,
+        &hyperedges,
+        devices,
+        sync,
+        bound_use,
+        &budget.share(0.25),
+        &mut stats,
+    );
     let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
     model.add_accelerator_loads(&mut b, &hyperedges, &objective);
     model.add_cpu_loads(&mut b, &objective);
@@ -84,14 +105,28 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement));
-    stats.notes.push(format!("{} units, {} hyperedges, {} columns, {} rows", units.len(), hyperedges.len(), b.columns(), b.rows));
+    stats.notes.push(format!(
+        "{} units, {} hyperedges, {} columns, {} rows",
+        units.len(),
+        hyperedges.len(),
+        b.columns(),
+        b.rows
+    ));
 
     let lower = bounds.objective(sync);
     let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
-    let mut solved = run_to(b, &super::remaining(problem, started), warm_values.as_deref(), target)?;
+    let mut solved = run_to(
+        b,
+        &super::remaining(problem, started),
+        warm_values.as_deref(),
+        target,
+    )?;
     solved.bound = solved.bound.max(lower);
-    let from_ip = solved.columns.as_ref().map(|values| model.placement(values));
-    finish(problem, &solved, from_ip, warm, stats)
+    let from_ip = solved
+        .columns
+        .as_ref()
+        .map(|values| model.placement(values));
+    finish(problem, &solved, from_ip, warm, stats, started)
 }
 
 /// The per-device assignment model's variables: `x[d][g]` (unit g on accelerator d) and
@@ -107,9 +142,17 @@ impl<'a> Assignment<'a> {
     fn variables(b: &mut Builder, units: &'a Grouping, devices: &DeviceSet) -> Self {
         let memory = devices.memory_per_accelerator_bytes;
         let x = (0..devices.accelerators)
-            .map(|_| units.groups.iter().map(|g| b.binary(0.0, g.fits_accelerator(memory))).collect())
+            .map(|_| {
+                units
+                    .groups
+                    .iter()
+                    .map(|g| b.binary(0.0, g.fits_accelerator(memory)))
+                    .collect()
+            })
             .collect();
-        let y = (0..devices.cpus).map(|_| units.groups.iter().map(|_| b.binary(0.0, true)).collect()).collect();
+        let y = (0..devices.cpus)
+            .map(|_| units.groups.iter().map(|_| b.binary(0.0, true)).collect())
+            .collect();
         Assignment { units, x, y }
     }
 
@@ -142,9 +185,16 @@ impl<'a> Assignment<'a> {
 
     /// `z[e,d] ≥ cut of T_e by accelerator d` and `τ ≥ Σ_g fpga_g x[g,d] + Σ_e c_e z[e,d]`
     /// (sync: `F ≥ FW(d)`, `B ≥ BW(d)`) for every accelerator d.
-    fn add_accelerator_loads(&self, b: &mut Builder, hyperedges: &[Hyperedge], objective: &LoadObjective) {
+    fn add_accelerator_loads(
+        &self,
+        b: &mut Builder,
+        hyperedges: &[Hyperedge],
+        objective: &LoadObjective,
+    ) {
         for row in &self.x {
-            let mut load = Load::compute(self.units, row, |unit| (unit.fpga_latency, unit.forward_fpga_latency));
+            let mut load = Load::compute(self.units, row, |unit| {
+                (unit.fpga_latency, unit.forward_fpga_latency)
+            });
             load.add_communication(b, hyperedges, row);
             objective.add_load_rows(b, load);
         }
@@ -153,7 +203,9 @@ impl<'a> Assignment<'a> {
     /// `τ ≥ Σ_g cpu_g y[g,c]` (sync: `F ≥ FW(c)`, `B ≥ BW(c)`) for every CPU c.
     fn add_cpu_loads(&self, b: &mut Builder, objective: &LoadObjective) {
         for row in &self.y {
-            let load = Load::compute(self.units, row, |unit| (unit.cpu_latency, unit.forward_cpu_latency));
+            let load = Load::compute(self.units, row, |unit| {
+                (unit.cpu_latency, unit.forward_cpu_latency)
+            });
             objective.add_load_rows(b, load);
         }
     }
@@ -183,7 +235,11 @@ impl<'a> Assignment<'a> {
         let device = canonical_devices(self.units, &placement.assignment)?;
         let mut values = Vec::with_capacity((self.x.len() + self.y.len()) * self.units.len());
         for d in 0..self.x.len() {
-            values.extend(device.iter().map(|&dev| f64::from(dev == Device::Accelerator(d))));
+            values.extend(
+                device
+                    .iter()
+                    .map(|&dev| f64::from(dev == Device::Accelerator(d))),
+            );
         }
         for c in 0..self.y.len() {
             values.extend(device.iter().map(|&dev| f64::from(dev == Device::Cpu(c))));
@@ -199,7 +255,9 @@ impl<'a> Assignment<'a> {
                 if let Some(d) = (0..self.x.len()).find(|&d| on(self.x[d][g])) {
                     Device::Accelerator(d)
                 } else {
-                    (0..self.y.len()).find(|&c| on(self.y[c][g])).map_or(Device::Cpu(0), Device::Cpu)
+                    (0..self.y.len())
+                        .find(|&c| on(self.y[c][g]))
+                        .map_or(Device::Cpu(0), Device::Cpu)
                 }
             })
             .collect();
@@ -243,7 +301,12 @@ impl Load {
             let members: Vec<Var> = e.groups.iter().map(|&g| member[g]).collect();
             let z = cut_indicator(b, &members);
             self.total.push((z, e.cost));
-            if e.backward { &mut self.backward } else { &mut self.forward }.push((z, e.cost));
+            if e.backward {
+                &mut self.backward
+            } else {
+                &mut self.forward
+            }
+            .push((z, e.cost));
         }
     }
 }
@@ -291,7 +354,8 @@ impl LoadObjective {
     /// `Σ load ≤ count · τ` (sync: `Σ FW ≤ count · F`, `Σ BW ≤ count · B`); zero terms dropped.
     pub fn add_capacity_rows(&self, b: &mut Builder, all: &Load, count: f64) {
         let row = |b: &mut Builder, terms: &[(Var, f64)], objective: Var| {
-            let mut terms: Vec<(Var, f64)> = terms.iter().copied().filter(|&(_, c)| c != 0.0).collect();
+            let mut terms: Vec<(Var, f64)> =
+                terms.iter().copied().filter(|&(_, c)| c != 0.0).collect();
             terms.push((objective, -count));
             b.le(&terms, 0.0);
         };

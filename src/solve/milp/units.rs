@@ -72,7 +72,8 @@ pub fn units(w: &Workload, contiguous: bool) -> (Grouping, Vec<(usize, usize)>) 
 /// Whether the memory rows `Σ_g size_g x_g ≤ M` can bind: some unit has a size and all
 /// units together exceed `memory`.
 pub(crate) fn memory_binds(units: &Grouping, memory: f64) -> bool {
-    units.groups.iter().any(|g| g.size_bytes > 0.0) && units.groups.iter().map(|g| g.size_bytes).sum::<f64>() > memory
+    units.groups.iter().any(|g| g.size_bytes > 0.0)
+        && units.groups.iter().map(|g| g.size_bytes).sum::<f64>() > memory
 }
 
 /// A continuous `z ∈ [0, 1]` with `z ≥ max_{a} x_a − min_{b} x_b` over the given
@@ -121,7 +122,12 @@ pub(crate) fn contiguity(b: &mut Builder, member: &[Var], arcs: &[(usize, usize)
 /// A cycle of devices (or a path leaving a set and re-entering it) is a cycle of the
 /// quotient graph with at least one arc between different devices: its +1 makes the
 /// positions infeasible. An acyclic quotient has a topological numbering that fits.
-pub(crate) fn device_order(b: &mut Builder, member: &[Vec<Var>], arcs: &[(usize, usize)], units: usize) {
+pub(crate) fn device_order(
+    b: &mut Builder,
+    member: &[Vec<Var>],
+    arcs: &[(usize, usize)],
+    units: usize,
+) {
     let span = (units + member.len()) as f64;
     let big = span + 1.0;
     let tau: Vec<Var> = (0..units).map(|_| b.continuous(0.0, 0.0, span)).collect();
@@ -159,5 +165,9 @@ pub(crate) fn symmetry(b: &mut Builder, member: &[Vec<Var>]) {
 /// The device of every unit, renumbered so that accelerators (and CPUs) are numbered in
 /// order of their lowest unit; `None` if a unit's nodes are on different devices.
 pub fn canonical_devices(units: &Grouping, assignment: &[Device]) -> Option<Vec<Device>> {
-    Some(Placement::new(units.device_of_groups(assignment)?).canonical().assignment)
+    Some(
+        Placement::new(units.device_of_groups(assignment)?)
+            .canonical()
+            .assignment,
+    )
 }
