@@ -262,6 +262,10 @@ fn flags_that_do_not_apply_to_a_cluster_are_refused() {
             vec!["plan", w, "--cluster", c, "--dtype", "fp16"],
             "model files",
         ),
+        (
+            vec!["plan", w, "--cluster", c, "--schedule", "1f1b"],
+            "--schedule 1f1b",
+        ),
     ] {
         let out = dnnplace().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -428,4 +432,113 @@ fn plan_stopped_by_the_ideal_limit_prints_a_feasible_plan_with_its_bound() {
         checked += 1;
     }
     assert!(checked > 10, "only {checked}");
+}
+
+/// `generate gpt|wide --cluster` stores the cluster in the file (it was priced on it and
+/// then written without it): `plan` needs no `--cluster` again, and plans what
+/// `plan --cluster` plans.
+#[test]
+fn generated_workloads_keep_their_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = "1x2xa100-80gb+1x2xv100";
+    for (kind, size) in [
+        ("gpt", ["--layers", "2", "--hidden", "96"]),
+        ("wide", ["--blocks", "2", "--branches", "2"]),
+    ] {
+        let file = dir.path().join(format!("{kind}.json"));
+        let out = dnnplace()
+            .args([
+                "generate",
+                kind,
+                size[0],
+                size[1],
+                size[2],
+                size[3],
+                "--cluster",
+                spec,
+                "--out",
+            ])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert!(v["cluster"].is_object(), "{kind}: no cluster section");
+        let stored = json_of(
+            &dnnplace()
+                .args(["plan", file.to_str().unwrap(), "--json"])
+                .output()
+                .unwrap(),
+        );
+        let devices = stored["devices"].as_array().unwrap();
+        assert!(
+            devices.iter().any(|d| d["type"] == "v100"),
+            "{kind}: {stored}"
+        );
+        let given = json_of(
+            &dnnplace()
+                .args(["plan", file.to_str().unwrap(), "--cluster", spec, "--json"])
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            close(
+                stored["tps"].as_f64().unwrap(),
+                given["tps"].as_f64().unwrap()
+            ),
+            "{kind}"
+        );
+    }
+}
+
+/// The cluster DP checks its table against `--memory-budget` after every level: with a
+/// budget it cannot keep, the plan still comes (the greedy chain's or the prefix DP's),
+/// valid and with the DP's bound, and the reason names the table and the flag.
+#[test]
+fn the_cluster_dp_stops_at_the_memory_budget_with_a_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gpt.json");
+    let made = dnnplace()
+        .args([
+            "generate",
+            "gpt",
+            "--nodes",
+            "1000",
+            "--cluster",
+            "1x4xa100-80gb+1x4xv100",
+            "--out",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let w = file.to_str().unwrap();
+    let free = json_of(&dnnplace().args(["plan", w, "--json"]).output().unwrap());
+    // About 10,800 states of the 1,000-operator graph's table need more than 1 MiB.
+    let tight = json_of(
+        &dnnplace()
+            .args(["plan", w, "--memory-budget", "1MiB", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let text = tight.to_string();
+    assert_eq!(tight["stopReason"], "memory-budget", "{text}");
+    let (best, held) = (
+        free["tps"].as_f64().unwrap(),
+        tight["tps"].as_f64().unwrap(),
+    );
+    assert!(
+        held >= best * (1.0 - 1e-9),
+        "{held} below the optimum {best}"
+    );
+    assert_eq!(tight["valid"], true, "{text}");
 }

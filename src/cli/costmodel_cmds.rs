@@ -572,7 +572,7 @@ fn run_gpt(args: GptArgs) -> Result<(), CliError> {
     };
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
     let graph = gpt_graph(&spec, settings.dtype).map_err(CliError::Input)?;
-    let w = to_workload(&graph, &settings)?;
+    let w = price(&graph, &args.cost, &settings)?;
     write_workload(&w, &graph, &settings, args.out.as_deref())
 }
 
@@ -604,7 +604,7 @@ fn run_wide(args: WideArgs) -> Result<(), CliError> {
     };
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
     let graph = wide_graph(&spec, settings.dtype).map_err(CliError::Input)?;
-    let w = to_workload(&graph, &settings)?;
+    let w = price(&graph, &args.cost, &settings)?;
     write_workload(&w, &graph, &settings, args.out.as_deref())
 }
 

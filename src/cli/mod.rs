@@ -495,6 +495,11 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
                 "--recompute {r}: the cluster planner does not price a schedule's memory (plan without --cluster)"
             )));
         }
+        if let Some(s) = args.schedule.schedule {
+            return Err(CliError::Input(format!(
+                "--schedule {s}: the cluster planner does not price a schedule's memory yet (plan without --cluster, or without --schedule for MODEL.md's one sample in flight)"
+            )));
+        }
         return cluster_cmd::run_plan_on_cluster(&args, &settings, &w);
     }
     if args.plot.is_some() {

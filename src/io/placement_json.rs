@@ -207,9 +207,11 @@ fn complete_by_color_class(w: &Workload, assignment: &mut [Option<Device>]) -> R
         };
         match class_device.get(&class) {
             Some(Ok(d)) => assignment[v] = Some(*d),
-            Some(Err((a, b))) => return Err(IoError::Format(format!(
+            Some(Err((a, b))) => {
+                return Err(IoError::Format(format!(
                 "node {id} is not listed and its colour class {class} is split between {a} and {b}"
-            ))),
+            )))
+            }
             None => {
                 return Err(IoError::Format(format!(
                     "node {id} is not listed and no node of its colour class {class} is listed"

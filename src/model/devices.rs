@@ -72,21 +72,22 @@ pub fn parse_bytes(text: &str) -> Result<f64, String> {
     let value: f64 = number
         .parse()
         .map_err(|_| format!("'{text}' is not a byte count (try 16GiB or 17179869184)"))?;
-    let scale =
-        match unit.to_ascii_lowercase().as_str() {
-            "" | "b" => 1.0,
-            "kb" => 1e3,
-            "mb" => 1e6,
-            "gb" => 1e9,
-            "tb" => 1e12,
-            "k" | "kib" => 1024.0,
-            "m" | "mib" => 1024.0 * 1024.0,
-            "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-            "t" | "tib" => 1024.0f64.powi(4),
-            other => return Err(format!(
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tib" => 1024.0f64.powi(4),
+        other => {
+            return Err(format!(
                 "unknown byte unit '{other}' in '{text}' (use B, KB, MB, GB, KiB, MiB, GiB, TiB)"
-            )),
-        };
+            ))
+        }
+    };
     let bytes = value * scale;
     if !(bytes.is_finite() && bytes >= 0.0) {
         return Err(format!("'{text}' is not a non-negative byte count"));

@@ -880,6 +880,7 @@ fn run(
         back: None,
     });
     let pairs = std::sync::atomic::AtomicU64::new(0);
+    let mut kept = 1;
     let levels = data.ideals.level_start();
     for level in 1..levels.len() - 1 {
         if let Err(e) = budget.check() {
@@ -959,8 +960,23 @@ fn run(
                 .map_or(StopReason::TimeLimit, StopReason::from);
             return Run::Stopped(reason, table.iter().map(Vec::len).sum(), pairs.into_inner());
         }
+        kept += table[lo..hi].iter().map(Vec::len).sum::<usize>();
+        let bytes = table_bytes(kept, hi);
+        if budget.memory_bytes().is_some_and(|m| bytes > m) {
+            let what = format!("the cluster DP's table ({kept} states over {hi} ideals)");
+            if let Err(e) = budget.reserve(&what, bytes) {
+                return Run::Stopped(e.into(), kept, pairs.into_inner());
+            }
+        }
     }
     Run::Done(table, pairs.into_inner())
+}
+
+/// Bytes of a table of `states` states over `ideals` ideals (each ideal's vector header
+/// and the states themselves), checked against `--memory-budget` after every level.
+fn table_bytes(states: usize, ideals: usize) -> f64 {
+    states as f64 * std::mem::size_of::<State>() as f64
+        + ideals as f64 * std::mem::size_of::<Vec<State>>() as f64
 }
 
 /// Drops every state that another state of the same ideal dominates: same current machine
