@@ -57,7 +57,7 @@ use rayon::prelude::*;
 use super::budget::{Budget, Exhausted};
 use super::ideals::Ideals;
 use crate::model::contraction::Contraction;
-use crate::model::numerics::Sum;
+use crate::model::numerics::{Accumulator, Sum};
 use crate::model::Workload;
 
 /// Per-ideal sums.
@@ -382,7 +382,7 @@ impl PairCost {
         cj: &[Crossing],
         groups: impl FnOnce() -> Vec<usize>,
     ) -> f64 {
-        let (mut plus, mut minus) = (j.cut, Sum::ZERO);
+        let (mut plus, mut minus) = (Accumulator::starting_at(j.cut), Accumulator::ZERO);
         let mut b = 0;
         for x in ci {
             while b < cj.len() && cj[b].edge < x.edge {
@@ -397,7 +397,8 @@ impl PairCost {
                 plus = plus.plus(c);
             }
         }
-        plus.difference(minus)
+        plus.sum()
+            .difference(minus.sum())
             .unwrap_or_else(|| self.direct_communication(&groups()))
     }
 
