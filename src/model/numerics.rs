@@ -118,6 +118,27 @@ impl Sum {
         self.hi + (self.err + 3.0 * UNIT_ROUNDOFF * self.hi.abs())
     }
 
+    /// A value certainly ≥ `x − S` (S the exact sum), in a few flops: `x − hi` is split
+    /// exactly by TwoSum, and the two roundings after it, `err` and the margin's own
+    /// rounding are added on top.
+    #[inline]
+    pub fn upper_bound_subtracted_from(self, x: f64) -> f64 {
+        let (s, e) = two_sum(x, -self.hi);
+        let t = e - self.lo;
+        let r = s + t;
+        r + (self.err + 4.0 * UNIT_ROUNDOFF * (r.abs() + t.abs()))
+    }
+
+    /// A value certainly ≥ `S_self + S_other + x` for sums of non-negative terms and
+    /// `x ≥ 0`, in a few flops: five plain additions of terms at most `T = hi + hi' + x`
+    /// in magnitude round by at most `4u·T` together.
+    #[inline]
+    pub fn upper_bound_plus(self, other: Sum, x: f64) -> f64 {
+        let big = self.hi + other.hi + x;
+        let total = big + (self.lo + other.lo);
+        total + (self.err + other.err + 6.0 * UNIT_ROUNDOFF * big.abs())
+    }
+
     /// The sum rounded to f64 (`hi`; within `u·|S| + err` of the exact sum `S`).
     #[inline]
     pub fn value(self) -> f64 {
@@ -391,6 +412,66 @@ mod tests {
                 "{off} > {}",
                 sum.error_bound() * scale
             );
+        }
+    }
+
+    /// The two cheap one-sided bounds the knapsack uses are on the safe side of the exact
+    /// value and within a few ulps of it, checked in exact integer arithmetic (values are
+    /// multiples of 2⁻³⁰ below 2⁸³, as above).
+    #[test]
+    fn cheap_one_sided_bounds_hold_exactly() {
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let scale = (1u64 << 30) as f64;
+        let mut draw = |next: &mut dyn FnMut() -> u64| {
+            let mantissa = (next() >> 11) as f64;
+            let exponent = (next() % 91) as i32 - 60;
+            (mantissa * 2f64.powi(exponent) * scale).trunc() / scale
+        };
+        let exact = |x: f64| (x * scale) as i128;
+        for _ in 0..2000 {
+            let (mut a, mut b) = (Sum::ZERO, Sum::ZERO);
+            let (mut ea, mut eb) = (0i128, 0i128);
+            for _ in 0..1 + next() % 40 {
+                let x = draw(&mut next);
+                a = a.plus(x);
+                ea += exact(x);
+                let y = draw(&mut next);
+                b = b.plus(y);
+                eb += exact(y);
+            }
+            let x = draw(&mut next);
+            let over = |bound: f64, truth: i128| bound * scale - truth as f64;
+            let tol = |truth: i128| {
+                1e-15 * (truth as f64).abs()
+                    + a.error_bound() * scale
+                    + b.error_bound() * scale
+                    + 1.0
+            };
+            let sub = a.upper_bound_subtracted_from(x);
+            let truth = exact(x) - ea;
+            // For an integer t, x ≥ t exactly when ⌊x⌋ ≥ t.
+            assert!(
+                (sub * scale).floor() as i128 >= truth,
+                "{sub} below {truth}"
+            );
+            assert!(
+                over(sub, truth)
+                    <= 8.0 * UNIT_ROUNDOFF * ((ea as f64).abs() + (exact(x) as f64).abs())
+                        + tol(truth)
+            );
+            let plus = a.upper_bound_plus(b, x);
+            let truth = ea + eb + exact(x);
+            assert!(
+                (plus * scale).floor() as i128 >= truth,
+                "{plus} below {truth}"
+            );
+            assert!(over(plus, truth) <= 8.0 * UNIT_ROUNDOFF * truth as f64 + tol(truth));
         }
     }
 

@@ -38,6 +38,8 @@ pub struct FractionalKnapsack {
     prefix: Vec<(Sum, Sum)>,
     /// `(w_j, v_j)` of those items.
     items: Vec<(f64, f64)>,
+    /// `W_j` rounded, for the binary search.
+    weights: Vec<f64>,
     /// F: the value of the items of weight 0.
     free: Sum,
 }
@@ -62,6 +64,7 @@ impl FractionalKnapsack {
             prefix.push((w.plus(weight), v.plus(value)));
         }
         FractionalKnapsack {
+            weights: prefix.iter().map(|(w, _)| w.value()).collect(),
             prefix,
             items: paid,
             free,
@@ -79,21 +82,21 @@ impl FractionalKnapsack {
         if budget.is_nan() || budget <= 0.0 {
             return self.free.upper_bound();
         }
-        let j = self.prefix.partition_point(|&(w, _)| w.value() <= budget) - 1;
+        let j = self.weights.partition_point(|&w| w <= budget) - 1;
         let (w0, v0) = self.prefix[j];
-        let taken = match self.items.get(j) {
-            None => v0,
+        let part = match self.items.get(j) {
+            None => 0.0,
             Some(&(w1, v1)) => {
-                let rest = Sum::of([budget]).minus_sum(w0).upper_bound().max(0.0);
+                let rest = w0.upper_bound_subtracted_from(budget).max(0.0);
                 let part = v1 * rest / w1 * (1.0 + 4.0 * UNIT_ROUNDOFF);
                 if !part.is_finite() {
                     // Past f64's range (an ∞ inside a Sum would make NaN): no limit.
                     return f64::INFINITY;
                 }
-                v0.plus(part)
+                part
             }
         };
-        let value = taken.plus_sum(self.free).upper_bound();
+        let value = v0.upper_bound_plus(self.free, part);
         if value.is_nan() {
             f64::INFINITY
         } else {

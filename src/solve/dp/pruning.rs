@@ -29,6 +29,8 @@ pub struct Pruning {
     /// `U` with slack; infinite when no bound is known (then nothing is pruned).
     pub bound: f64,
     absorb: CpuAbsorption,
+    /// `κ(ℓ'·U)` for `ℓ' = 0..=ℓ`, what the live bands read for every ideal.
+    absorbed_at_bound: Vec<f64>,
     total_fpga: f64,
     pub k: usize,
     pub l: usize,
@@ -47,9 +49,16 @@ impl Pruning {
         l: usize,
     ) -> Pruning {
         let bound = upper.map_or(f64::INFINITY, |u| u * (1.0 + 1e-9) + 1e-12);
+        let absorb = CpuAbsorption::new(c);
+        let absorbed_at_bound = if bound.is_finite() {
+            (0..=l).map(|cl| absorb.at(cl as f64 * bound)).collect()
+        } else {
+            Vec::new()
+        };
         Pruning {
             bound,
-            absorb: CpuAbsorption::new(c),
+            absorb,
+            absorbed_at_bound,
             total_fpga,
             k,
             l,
@@ -63,8 +72,8 @@ impl Pruning {
             return (0, k);
         }
         let slack = 1e-9 * self.total_fpga.max(1.0);
-        let before = fpga - self.absorb.at(cl as f64 * bound) - slack;
-        let after = self.total_fpga - fpga - self.absorb.at((self.l - cl) as f64 * bound) - slack;
+        let before = fpga - self.absorbed_at_bound[cl] - slack;
+        let after = self.total_fpga - fpga - self.absorbed_at_bound[self.l - cl] - slack;
         let lo = if before <= 0.0 {
             0
         } else {
