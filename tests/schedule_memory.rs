@@ -9,7 +9,7 @@ use dnnplace::model::schedule::{Pipeline, Schedule};
 use dnnplace::model::{Device, DeviceSet, NodeMemory, Placement, Workload};
 use dnnplace::score::evaluate;
 use dnnplace::simulate::{simulate, Settings};
-use dnnplace::solve::{dp::Dp, plan, Problem};
+use dnnplace::solve::{dp::Dp, milp::Ip, plan, Problem};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
@@ -215,6 +215,66 @@ fn dp_matches_brute_force_under_schedules() {
     eprintln!("{checked} instances, {binding} where the schedule's memory raised the optimum, {infeasible} infeasible");
     assert!(
         checked >= 400 && binding >= 25,
+        "{checked} checked, {binding} binding"
+    );
+}
+
+/// The contiguous IP under a schedule (stages of a chain, the used ones last, each holding
+/// its stash once per micro-batch in flight at its place) proves the same optimum as the
+/// exhaustive search of the planner's model, and its plan fits as the scorer counts it.
+#[test]
+fn ip_matches_brute_force_under_schedules() {
+    let (mut checked, mut binding, mut infeasible) = (0, 0, 0);
+    for seed in 0..400u64 {
+        let Some(w) = staged_workload(seed) else {
+            continue;
+        };
+        let schedule = if seed % 3 == 0 {
+            Schedule::GPipe
+        } else {
+            Schedule::OneFOneB
+        };
+        let m = 1 + (seed as usize / 3) % 4;
+        let pipeline = Pipeline::new(schedule, m);
+        let want = brute_force(&w, pipeline);
+        let problem = Problem {
+            pipeline: Some(pipeline),
+            contiguous: true,
+            ..Problem::throughput(&w)
+        };
+        let got = match plan(&Ip, &problem) {
+            Ok(p) => p,
+            Err(e) => panic!("seed {seed} {schedule} m={m}: {e}"),
+        };
+        let value = got.objective(dnnplace::solve::Objective::Throughput);
+        if want.is_infinite() {
+            assert!(
+                got.outcome.placement.is_none(),
+                "seed {seed} {schedule} m={m}: ip {value}, brute force finds none"
+            );
+            infeasible += 1;
+        } else {
+            assert!(
+                close(value, want),
+                "seed {seed} {schedule} m={m}: ip {value}, brute force {want}"
+            );
+            assert!(
+                matches!(got.outcome.status, dnnplace::solve::Status::Optimal),
+                "seed {seed}: {:?}",
+                got.outcome.status
+            );
+            let plain = plan(&Dp, &Problem::throughput(&w))
+                .unwrap()
+                .objective(dnnplace::solve::Objective::Throughput);
+            if value > plain * (1.0 + 1e-9) || plain.is_infinite() {
+                binding += 1;
+            }
+        }
+        checked += 1;
+    }
+    eprintln!("{checked} instances, {binding} where the schedule's memory raised the optimum, {infeasible} infeasible");
+    assert!(
+        checked >= 200 && binding >= 15,
         "{checked} checked, {binding} binding"
     );
 }
@@ -515,8 +575,23 @@ fn plan_command_line() {
     for (args, needle) in [
         (vec!["--schedule", "interleaved:2"], "one contiguous stage"),
         (
-            vec!["--schedule", "1f1b", "--method", "ip"],
-            "only --method dp",
+            vec!["--schedule", "1f1b", "--method", "greedy"],
+            "only --method dp, auto and ip",
+        ),
+        (
+            vec!["--schedule", "1f1b", "--method", "ip", "--non-contiguous"],
+            "non-contiguous",
+        ),
+        (
+            vec![
+                "--schedule",
+                "1f1b",
+                "--method",
+                "ip",
+                "--recompute",
+                "auto",
+            ],
+            "--recompute auto",
         ),
         (
             vec!["--micro-batches", "4"],

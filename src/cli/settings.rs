@@ -377,16 +377,16 @@ fn pipeline_of(
             "--schedule {schedule}: the planner gives each device one contiguous stage, and {schedule} runs several chunks per device; plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
         )));
     }
-    if method != MethodId::Dp && method != MethodId::Auto {
+    if !matches!(method, MethodId::Dp | MethodId::Auto | MethodId::Ip) {
         if report {
             planned_only(format!(
-                "{method} plans with MODEL.md's memory (only --method dp plans under a schedule)"
+                "{method} plans with MODEL.md's memory (only --method dp, auto and ip plan under a schedule)"
             ))?;
-            notes.push(format!("--schedule {schedule} is simulated for --report; {method} plans with MODEL.md's memory (only --method dp plans under a schedule's memory)"));
+            notes.push(format!("--schedule {schedule} is simulated for --report; {method} plans with MODEL.md's memory (only --method dp, auto and ip plan under a schedule's memory)"));
             return Ok(None);
         }
         return Err(CliError::Input(format!(
-            "--schedule: only --method dp plans under a schedule's memory ({method} does not model it)"
+            "--schedule: only --method dp, auto and ip plan under a schedule's memory ({method} does not model it)"
         )));
     }
     Ok(Some(Pipeline {

@@ -86,16 +86,20 @@ impl Method for Auto {
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
+        if problem.pipeline.is_some() {
+            // Under a schedule auto is the exact DP (below).
+            return dp::Dp.supports(problem);
+        }
         milp::Ip.supports(problem)
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let started = Instant::now();
         if problem.pipeline.is_some() {
-            // Only the exact DP prices a schedule's memory; coarsening and the IP do not.
+            // The exact DP prices a schedule's memory; coarsening does not.
             let mut outcome = dp::Dp.solve(problem)?;
             outcome.method = "auto".into();
-            outcome.stats.notes.push("auto under a schedule's memory: the exact DP (coarsening and the IP do not model it)".into());
+            outcome.stats.notes.push("auto under a schedule's memory: the exact DP (coarsening does not model it; --method ip does, without --recompute)".into());
             return Ok(outcome);
         }
         let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);

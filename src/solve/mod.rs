@@ -255,10 +255,12 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     } else {
         problem
     };
-    if problem.pipeline.is_some() && !matches!(method.id(), MethodId::Dp | MethodId::Auto) {
+    if problem.pipeline.is_some()
+        && !matches!(method.id(), MethodId::Dp | MethodId::Auto | MethodId::Ip)
+    {
         return Err(SolveError::Unsupported {
             method: method.name().into(),
-            what: "planning under a schedule's memory (--schedule; use --method dp)".into(),
+            what: "planning under a schedule's memory (--schedule; use --method dp or ip)".into(),
         });
     }
     method

@@ -126,6 +126,25 @@ impl Method for Ip {
         if let Objective::Latency { pieces: 0 } = problem.objective {
             return Err("latency with 0 pieces per accelerator".into());
         }
+        if let Some(pipeline) = &problem.pipeline {
+            if problem.objective != Objective::Throughput {
+                return Err("a schedule's memory with an objective other than throughput".into());
+            }
+            if !problem.contiguous {
+                return Err("a schedule's memory in non-contiguous plans (a schedule runs one contiguous stage per device; drop --non-contiguous)".into());
+            }
+            if problem.limits.ip.contiguous_model != ContiguousModel::Stages {
+                return Err(
+                    "a schedule's memory in the positions model (--ip-experiment positions)".into(),
+                );
+            }
+            if pipeline.recompute != crate::model::recompute::Recompute::None {
+                return Err(
+                    "--recompute auto (the IP plans with every stage stashing; use --method dp)"
+                        .into(),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -813,11 +832,7 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
         return held;
     }
     // The DP may take half the time limit; the IP needs the rest.
-    match crate::solve::dp::solve_within(
-        problem.workload,
-        problem.limits.max_ideals,
-        &problem.limits.budget().share(0.5),
-    ) {
+    match dp_plan(problem, &problem.limits.budget().share(0.5)) {
         Ok(o) => o.placement.and_then(|p| candidate(problem, p, "dp")),
         Err(e) => {
             stats.notes.push(format!("no DP warm start: {e}"));
@@ -826,8 +841,22 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
     }
 }
 
+/// The DP's plan within `budget`: the exact contiguous optimum, under the problem's
+/// pipeline schedule when it has one ([`crate::solve::dp::solve_pipeline`]).
+pub(crate) fn dp_plan(problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
+    match problem.pipeline {
+        None => crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, budget),
+        Some(pipeline) => {
+            let mut limits = problem.limits.clone();
+            limits.time_limit_s = budget.remaining_s();
+            crate::solve::dp::solve_pipeline(problem.workload, &limits, Some(pipeline))
+        }
+    }
+}
+
 /// Scores `placement` and keeps it if it is valid for the problem (rules, contiguity when
-/// promised, piece limit for latency).
+/// promised, piece limit for latency, every accelerator's memory under the pipeline
+/// schedule when there is one).
 pub(crate) fn candidate(
     problem: &Problem,
     placement: Placement,
@@ -837,6 +866,19 @@ pub(crate) fn candidate(
     let e = evaluate(problem.workload, &placement, latency);
     if !e.is_valid() || (problem.contiguous && !e.is_contiguous()) {
         return None;
+    }
+    if let Some(pipeline) = &problem.pipeline {
+        let limit = problem.workload.devices().memory_per_accelerator_bytes;
+        let fits = crate::score::pipeline_memory(problem.workload, &placement, pipeline).is_ok_and(
+            |memory| {
+                memory
+                    .iter()
+                    .all(|d| !d.device.is_accelerator() || d.bytes <= limit * (1.0 + 1e-9))
+            },
+        );
+        if !fits {
+            return None;
+        }
     }
     if let Objective::Latency { pieces } = problem.objective {
         if e.max_pieces() > pieces {

@@ -245,9 +245,7 @@ fn held_plan(problem: &Problem) -> Option<Candidate> {
         Some(p) => held.extend(candidate(problem, p.clone(), "warm start")),
         None => {
             let budget = problem.limits.budget().share(0.5);
-            if let Ok(o) =
-                crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, &budget)
-            {
+            if let Ok(o) = super::dp_plan(problem, &budget) {
                 held.extend(o.placement.and_then(|p| candidate(problem, p, "dp")));
             }
         }

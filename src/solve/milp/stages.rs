@@ -33,7 +33,25 @@
 //! (docs/ip.md compares them). Stage t's set is `I_t \ I_{t−1}`: contiguous, and the
 //! stages are a pipeline order, so the plan passes the scorer's contiguity check.
 //!
-//! Warm start ([`Stages::warm_values`]): the DP plan, its devices in a pipeline order.
+//! **Under a pipeline schedule** (`--schedule`, throughput only; [`Pipeline`]) a stage
+//! holds its size plus its stash `S_g` (the groups' stashed activations,
+//! [`crate::model::schedule::held_bytes`]) once more for every further micro-batch in flight
+//! at its place in the chain, as the positioned DP and the scorer count it:
+//!
+//! ```text
+//! add_memory       Σ_g (size_g + (c_t − 1)·S_g) A[g,t] ≤ M,   c_t = c(T − t stages, first place)
+//! ```
+//!
+//! (coefficients above M are clamped to 2M: such a group cannot be on that stage). That is
+//! the count of stage t when the used stages are the last ones, `T − t` of them from t on:
+//! 1F1B `min(m, T − t)`, GPipe `m`. It is exact without ordering the stages: a used stage
+//! with fewer used stages after it has at most this count in truth, so every solution fits
+//! as the scorer counts it, and moving a chain's empty stages to its front gives every used
+//! stage exactly its true count, so no plan is lost.
+//!
+//! Warm start ([`Stages::warm_values`]): the DP plan, its devices in a pipeline order
+//! (under a schedule, the order in which the scorer finds every accelerator fits, with the
+//! used stages last).
 //! Extraction ([`Stages::placement`]): accelerators and CPUs numbered in stage order, each
 //! group on the stage where it first enters the chain.
 //!
@@ -45,7 +63,8 @@ use super::throughput::{Load, LoadObjective};
 use super::units::{memory_binds, units};
 use super::{dp_warm_start, finish, run_to, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
-use crate::model::{Device, DeviceSet, Placement};
+use crate::model::schedule::{held_bytes, Pipeline};
+use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the contiguous throughput or sync IP as a chain of stages.
@@ -72,7 +91,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         return Ok(outcome);
     }
     let mut b = Builder::within(budget);
-    let model = Stages::variables(&mut b, &units, devices);
+    let model = Stages::variables(&mut b, &units, devices, w, problem.pipeline);
     model.add_complete(&mut b);
     model.add_kind_count(&mut b, devices.accelerators);
     model.add_nested(&mut b);
@@ -109,7 +128,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm
         .as_ref()
-        .and_then(|c| model.warm_values(&c.placement, &arcs, devices));
+        .and_then(|c| model.warm_values(&c.placement, &arcs, devices, w));
     stats.notes.push(format!(
         "{} groups, {} stages, {} hyperedges, {} columns, {} rows",
         units.len(),
@@ -147,12 +166,20 @@ struct Stages<'a> {
     cpu: Vec<Vec<Var>>,
     /// Memory per accelerator M, bytes.
     memory: f64,
+    /// The pipeline schedule whose memory the stages hold, and each group's stash.
+    pipeline: Option<(Pipeline, Vec<f64>)>,
 }
 
 impl<'a> Stages<'a> {
     /// `Y`, `κ` (binary) and `A`, `C` (continuous; `A = 0` for groups that do not fit an
     /// accelerator) for `T = k + ℓ` stages.
-    fn variables(b: &mut Builder, units: &'a Grouping, devices: &DeviceSet) -> Self {
+    fn variables(
+        b: &mut Builder,
+        units: &'a Grouping,
+        devices: &DeviceSet,
+        w: &Workload,
+        pipeline: Option<Pipeline>,
+    ) -> Self {
         let stages = devices.accelerators + devices.cpus;
         let memory = devices.memory_per_accelerator_bytes;
         let y = units
@@ -161,6 +188,15 @@ impl<'a> Stages<'a> {
             .map(|_| (0..stages).map(|_| b.binary(0.0, true)).collect())
             .collect();
         let kind = (0..stages).map(|_| b.binary(0.0, true)).collect();
+        let pipeline = pipeline.map(|p| {
+            let held = held_bytes(w);
+            let stash = units
+                .groups
+                .iter()
+                .map(|g| g.nodes.iter().map(|&v| held[v].stash_bytes).sum())
+                .collect();
+            (p, stash)
+        });
         let mut acc: Vec<Vec<Var>> = vec![Vec::with_capacity(units.len()); stages];
         let mut cpu: Vec<Vec<Var>> = vec![Vec::with_capacity(units.len()); stages];
         for unit in &units.groups {
@@ -184,7 +220,16 @@ impl<'a> Stages<'a> {
             acc,
             cpu,
             memory,
+            pipeline,
         }
+    }
+
+    /// Micro-batches in flight at stage t under the schedule (1 without one): with the
+    /// used stages last, stage t is first of a chain of `T − t` stages (module docs).
+    fn in_flight(&self, t: usize) -> usize {
+        self.pipeline
+            .as_ref()
+            .map_or(1, |(p, _)| p.in_flight(self.stages() - t, 0))
     }
 
     /// The number of stages T.
@@ -250,16 +295,32 @@ impl<'a> Stages<'a> {
         self.units[g].fits_accelerator(self.memory)
     }
 
-    /// `Σ_g size_g A[g,t] ≤ M` for stage t (when it can bind).
+    /// `Σ_g size_g A[g,t] ≤ M` for stage t (when it can bind); under a schedule
+    /// `Σ_g (size_g + (c_t − 1)·S_g) A[g,t] ≤ M` (module docs).
     fn add_memory(&self, b: &mut Builder, t: usize) {
-        if !memory_binds(self.units, self.memory) {
+        let Some((_, stash)) = &self.pipeline else {
+            if !memory_binds(self.units, self.memory) {
+                return;
+            }
+            let terms: Vec<(Var, f64)> = (self.units.groups.iter().enumerate())
+                .filter(|&(g, unit)| unit.size_bytes > 0.0 && self.fits(g))
+                .map(|(g, unit)| (self.acc[t][g], unit.size_bytes))
+                .collect();
+            b.le(&terms, self.memory);
             return;
-        }
+        };
+        let further = (self.in_flight(t) - 1) as f64;
         let terms: Vec<(Var, f64)> = (self.units.groups.iter().enumerate())
-            .filter(|&(g, unit)| unit.size_bytes > 0.0 && self.fits(g))
-            .map(|(g, unit)| (self.acc[t][g], unit.size_bytes))
+            .filter(|&(g, _)| self.fits(g))
+            .map(|(g, unit)| {
+                let held = unit.size_bytes + further * stash[g];
+                (self.acc[t][g], held.min(2.0 * self.memory))
+            })
+            .filter(|&(_, bytes)| bytes > 0.0)
             .collect();
-        b.le(&terms, self.memory);
+        if terms.iter().map(|&(_, bytes)| bytes).sum::<f64>() > self.memory {
+            b.le(&terms, self.memory);
+        }
     }
 
     /// Stage t's accelerator part (with `z[e,t] ≥ cut of T_e by A[·,t]`) and CPU part
@@ -296,6 +357,7 @@ impl<'a> Stages<'a> {
         placement: &Placement,
         arcs: &[(usize, usize)],
         devices: &DeviceSet,
+        w: &Workload,
     ) -> Option<Vec<f64>> {
         let device_of_group: Vec<Device> = self
             .units
@@ -303,19 +365,33 @@ impl<'a> Stages<'a> {
             .iter()
             .map(|g| placement.assignment[g.nodes[0]])
             .collect();
-        let order = pipeline_order(&device_of_group, arcs)?;
+        let order = match &self.pipeline {
+            Some((pipeline, _)) => {
+                let mut memory = crate::score::pipeline_memory(w, placement, pipeline).ok()?;
+                memory.sort_by_key(|d| d.stage);
+                memory.into_iter().map(|d| d.device).collect()
+            }
+            None => pipeline_order(&device_of_group, arcs)?,
+        };
         let stages = self.stages();
+        // Under a schedule the used stages are the last ones (their counts are then exact).
+        let shift = if self.pipeline.is_some() {
+            stages.checked_sub(order.len())?
+        } else {
+            0
+        };
         let mut kinds = vec![0.0; stages];
         let mut accelerators = 0;
         for (t, device) in order.iter().enumerate() {
             if device.is_accelerator() {
-                kinds[t] = 1.0;
+                kinds[shift + t] = 1.0;
                 accelerators += 1;
             }
         }
-        for kind in kinds.iter_mut().skip(order.len()) {
+        let unused = (0..shift).chain(shift + order.len()..stages);
+        for t in unused {
             if accelerators < devices.accelerators {
-                *kind = 1.0;
+                kinds[t] = 1.0;
                 accelerators += 1;
             }
         }
@@ -325,7 +401,7 @@ impl<'a> Stages<'a> {
                 .iter()
                 .position(|d| d == device)
                 .expect("every used device has a stage");
-            values.extend((0..stages).map(|t| f64::from(t >= s)));
+            values.extend((0..stages).map(|t| f64::from(t >= shift + s)));
         }
         values.extend(kinds);
         Some(values)
