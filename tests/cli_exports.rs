@@ -395,3 +395,207 @@ fn score_from_export_reproduces_the_plans_tps_on_bert_tiny_and_generated_models(
         }
     }
 }
+
+/// A Llama training graph planned under 1F1B with `--recompute auto` and a memory that
+/// only some stages fit without recomputing: every export carries the recompute choice in
+/// its framework's own terms (DeepSpeed `PipelineModule.activation_checkpoint_interval`
+/// per stage; Megatron-LM `--recompute-granularity full --recompute-method uniform
+/// --recompute-num-layers K`, one setting for all stages, with a warning naming the stages
+/// the plan does not recompute; torch `torch.utils.checkpoint` on the listed stages; vLLM
+/// and accelerate a warning), and the same graph with ample memory exports none of it.
+#[test]
+fn exports_carry_the_recompute_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("train.json");
+    let w = w.to_str().unwrap();
+    let (_, err, code) = run(&[
+        "generate",
+        "transformer",
+        "--style",
+        "llama",
+        "--layers",
+        "8",
+        "--hidden",
+        "256",
+        "--heads",
+        "4",
+        "--ffn",
+        "512",
+        "--vocab",
+        "1000",
+        "--training",
+        "--accelerators",
+        "4",
+        "--cpus",
+        "0",
+        "--out",
+        w,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    for (memory, recomputes) in [("150MiB", true), ("80GiB", false)] {
+        let plan = dir.path().join(format!("plan-{memory}.json"));
+        let plan = plan.to_str().unwrap();
+        let (text, err, code) = run(&[
+            "plan",
+            w,
+            "--schedule",
+            "1f1b",
+            "--micro-batches",
+            "8",
+            "--recompute",
+            "auto",
+            "--memory",
+            memory,
+            "--granularity",
+            "layer",
+            "--out",
+            plan,
+        ]);
+        assert_eq!(code, Some(0), "{err}");
+        // The plan's recomputing stages: its accelerators in pipeline order (by their
+        // first node) and the "recompute": true the plan file marks.
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(plan).unwrap()).unwrap();
+        let mut fpgas: Vec<(u64, bool)> = file["fpgas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| !d["nodes"].as_array().unwrap().is_empty())
+            .map(|d| {
+                let first = d["nodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_u64().unwrap())
+                    .min()
+                    .unwrap();
+                (first, d["recompute"].as_bool().unwrap_or(false))
+            })
+            .collect();
+        fpgas.sort();
+        let planned: Vec<usize> = (0..fpgas.len()).filter(|&s| fpgas[s].1).collect();
+        assert_eq!(!planned.is_empty(), recomputes, "{memory}: {text}");
+        if recomputes {
+            assert!(
+                planned.len() < fpgas.len(),
+                "{memory}: every stage recomputes; the test wants some that do not: {text}"
+            );
+        }
+        let export = |format: &str| {
+            let (text, err, code) = run(&["export", plan, "--workload", w, "--format", format]);
+            assert_eq!(code, Some(0), "{format}: {err}");
+            text
+        };
+
+        // DeepSpeed: `parts = [...]` and, per stage, `activation_checkpoint_interval` (the
+        // PipelineModule attribute forward() reads): the stage's layer count where the plan
+        // recomputes (one checkpointed chunk), 0 where not.
+        let ds = export("deepspeed");
+        let list = |name: &str| -> Option<Vec<i64>> {
+            ds.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name} = ")))
+                .map(|v| serde_json::from_str(v).unwrap())
+        };
+        let parts = list("parts").unwrap();
+        match list("activation_checkpoint_interval") {
+            Some(intervals) => {
+                assert!(recomputes, "{ds}");
+                assert_eq!(intervals.len(), parts.len() - 1, "{ds}");
+                for (s, &i) in intervals.iter().enumerate() {
+                    let want = if planned.contains(&s) {
+                        parts[s + 1] - parts[s]
+                    } else {
+                        0
+                    };
+                    assert_eq!(i, want, "stage {s}: {ds}");
+                }
+                assert!(ds.contains("self.activation_checkpoint_interval = activation_checkpoint_interval[self.stage_id]"), "{ds}");
+                assert!(ds.contains("\"use_reentrant\": false"), "{ds}");
+            }
+            None => assert!(!recomputes, "{ds}"),
+        }
+
+        // Megatron-LM: the flags TransformerConfig's recompute fields become, with K at
+        // least every stage's decoder layers (counted from the layout string here).
+        let mg = export("megatron");
+        let words = shlex::split(&mg.replace("\\\n", " ")).unwrap();
+        let flag = |name: &str| {
+            words
+                .iter()
+                .position(|x| x == name)
+                .map(|i| words[i + 1].clone())
+        };
+        if recomputes {
+            assert_eq!(
+                flag("--recompute-granularity").as_deref(),
+                Some("full"),
+                "{mg}"
+            );
+            assert_eq!(
+                flag("--recompute-method").as_deref(),
+                Some("uniform"),
+                "{mg}"
+            );
+            let k: usize = flag("--recompute-num-layers").unwrap().parse().unwrap();
+            let layout = flag("--pipeline-model-parallel-layout").unwrap();
+            for stage in layout.split('|') {
+                let t: usize = stage
+                    .split(',')
+                    .filter_map(|part| match part.strip_prefix('t') {
+                        Some("") => Some(1),
+                        Some(n) => n.strip_prefix('*').map(|n| n.parse::<usize>().unwrap()),
+                        None => None,
+                    })
+                    .sum();
+                assert!(
+                    k >= t,
+                    "K = {k} < {t} decoder layers of stage {stage}: {mg}"
+                );
+            }
+            let warning = mg
+                .lines()
+                .find(|l| l.starts_with("# WARNING"))
+                .unwrap_or_else(|| panic!("{mg}"));
+            for s in 0..fpgas.len() {
+                assert_eq!(
+                    warning.contains(&format!("GPU {s} (+")),
+                    !planned.contains(&s),
+                    "{warning}"
+                );
+            }
+        } else {
+            assert!(!mg.contains("--recompute"), "{mg}");
+        }
+
+        // torch: the stages to run under torch.utils.checkpoint.
+        let torch = export("torch");
+        let stages: Option<Vec<usize>> = torch
+            .lines()
+            .find_map(|l| l.strip_prefix("recompute_stages = "))
+            .map(|v| serde_json::from_str(v).unwrap());
+        let json: serde_json::Value = serde_json::from_str(&export("torch-json")).unwrap();
+        if recomputes {
+            assert_eq!(stages.as_ref(), Some(&planned), "{torch}");
+            assert!(torch.contains("torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)"), "{torch}");
+            assert_eq!(json["recompute_stages"], serde_json::json!(planned));
+        } else {
+            assert_eq!(stages, None, "{torch}");
+            assert!(!torch.contains("checkpoint"), "{torch}");
+            assert!(json.get("recompute_stages").is_none());
+        }
+
+        // vLLM and accelerate have no such setting: they say so, naming the GPUs.
+        for format in ["vllm", "accelerate"] {
+            let text = export(format);
+            let warning = text
+                .lines()
+                .find(|l| l.contains("WARNING: the plan recomputes"));
+            assert_eq!(warning.is_some(), recomputes, "{format}: {text}");
+            if let Some(line) = warning {
+                for s in &planned {
+                    assert!(line.contains(&format!("GPU {s}")), "{line}");
+                }
+            }
+        }
+    }
+}

@@ -7,11 +7,11 @@
 
 mod common;
 
-use common::{random_workload, Rng, Shape};
+use common::{staged_workload, Staging};
 use dnnplace::io::{parse_placement, parse_workload, placement_to_raw, read_workload};
 use dnnplace::model::recompute::Recompute;
 use dnnplace::model::schedule::{Pipeline, Schedule};
-use dnnplace::model::{Device, DeviceSet, NodeMemory, Placement, Workload};
+use dnnplace::model::{Device, DeviceSet, Placement, Workload};
 use dnnplace::score::{evaluate, pipeline_memory, recompute_where_needed};
 use dnnplace::simulate::{simulate, Settings};
 use dnnplace::solve::{dp::Dp, plan, Objective, Problem};
@@ -24,72 +24,18 @@ fn same(a: f64, b: f64) -> bool {
     close(a, b) || (a.is_infinite() && b.is_infinite())
 }
 
-/// A random training workload (tests/common) whose backward nodes mirror a forward node's
-/// class, with a stash on most nodes, output bytes on the forward edges, and a memory that
-/// the stash often makes bind.
+/// A random training workload (tests/common) with a stash on most nodes, output bytes on
+/// the forward edges, and a memory that the stash often makes bind.
 fn workload(seed: u64) -> Option<Workload> {
-    let shape = Shape {
-        max_nodes: 6,
-        max_accelerators: 3,
-        max_cpus: 1,
-        ..Shape::default()
-    };
-    let w = random_workload(seed, shape)?;
-    let mut r = Rng::new(seed ^ 0x00c0_ffee);
-    let mut nodes = w.nodes().to_vec();
-    let forward: Vec<usize> = (0..nodes.len())
-        .filter(|&v| !nodes[v].is_backward)
-        .collect();
-    for v in 0..nodes.len() {
-        if nodes[v].is_backward {
-            let f = forward[r.below(forward.len() as u64) as usize];
-            let class = *nodes[f].color_class.get_or_insert(1000 + f as i64);
-            nodes[v].color_class = Some(class);
-        }
-    }
-    for n in nodes.iter_mut() {
-        if r.chance(0.75) {
-            let a = n.size_bytes * r.below(5) as f64 / 4.0;
-            n.memory = Some(NodeMemory {
-                activation_bytes: a,
-                ..NodeMemory::default()
-            });
-        }
-    }
-    // Output bytes: most forward nodes send a small tensor; edges of one node may differ
-    // (the model takes the largest).
-    let out: Vec<f64> = (0..nodes.len()).map(|_| r.below(3) as f64 / 2.0).collect();
-    let edges: Vec<(i64, i64, f64, f64)> = w
-        .edges()
-        .iter()
-        .map(|e| {
-            (
-                nodes[e.from].id,
-                nodes[e.to].id,
-                e.cost,
-                out[e.from] + r.below(2) as f64 / 4.0,
-            )
-        })
-        .collect();
-    let total: f64 = nodes
-        .iter()
-        .map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes))
-        .sum();
-    let d = w.devices();
-    let memory = if r.chance(0.8) {
-        (total / d.accelerators as f64).ceil() + r.below(6) as f64
-    } else {
-        total * 4.0 + 1.0
-    };
-    Workload::new(
-        nodes,
-        edges,
-        DeviceSet {
-            memory_per_accelerator_bytes: memory,
-            ..*d
+    staged_workload(
+        seed,
+        Staging {
+            salt: 0x00c0_ffee,
+            stash: 0.75,
+            output_bytes: true,
+            tight: 0.8,
         },
     )
-    .ok()
 }
 
 /// Micro-batches in flight at stage `s` of `p` (docs/schedule.md), written out again.

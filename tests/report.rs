@@ -235,6 +235,78 @@ fn report_structure() {
     );
     assert!(html.contains("chain &lt;4 stages&gt; &amp; &quot;quotes&quot;"));
     assert!(html.contains("lower bound") && html.contains("proven optimal"));
+    assert!(with_class(&loads, "recompute").is_empty() && !html.contains("recomputes"));
+
+    // The same plan with its first accelerator recomputing: that bar gets a labelled
+    // recompute segment as long as the device's forward pass (summed here from the nodes),
+    // between compute and communication, and the page says "recomputes" for it alone.
+    let first = placement.assignment[0];
+    assert!(first.is_accelerator());
+    let recomputing = placement.clone().with_recompute(vec![first]);
+    let e = evaluate(&w, &recomputing, false);
+    let forward: f64 = (0..w.len())
+        .filter(|&v| placement.assignment[v] == first && !w.node(v).is_backward)
+        .map(|v| w.node(v).fpga_latency)
+        .sum();
+    assert!(forward > 0.0);
+    let page = Page::new(report_html(&ReportInput {
+        title: "recomputing",
+        workload: &w,
+        placement: &recomputing,
+        evaluation: &e,
+        outcome: None,
+        simulation: None,
+    }));
+    let loads = roxmltree::Document::parse(page.svg("loads")).unwrap();
+    let segments = with_class(&loads, "recompute");
+    assert_eq!(segments.len(), 1);
+    let label = first.to_string();
+    assert_eq!(segments[0].attribute("data-device"), Some(label.as_str()));
+    let title = segments[0]
+        .children()
+        .find(|c| c.has_tag_name("title"))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        title.contains("recomputes") && title.contains(&format!("{forward:.3} ms")),
+        "{title}"
+    );
+    let x = |n: &roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
+    let row = segments[0].parent().unwrap();
+    let compute = row.children().find(|c| has_class(c, "compute")).unwrap();
+    let communication = row
+        .children()
+        .find(|c| has_class(c, "communication"))
+        .unwrap();
+    let compute_ms = e
+        .devices
+        .iter()
+        .find(|d| d.device == first)
+        .unwrap()
+        .compute;
+    assert!(x(&segments[0], "x") >= x(&compute, "x") + x(&compute, "width") - 0.011);
+    assert!(x(&communication, "x") >= x(&segments[0], "x") + x(&segments[0], "width") - 0.011);
+    let ratio = x(&segments[0], "width") / x(&compute, "width");
+    assert!(
+        (ratio - forward / compute_ms).abs() < 0.05 * ratio + 0.01,
+        "{ratio} vs {}",
+        forward / compute_ms
+    );
+    assert_eq!(with_class(&loads, "recompute-legend").len(), 1);
+    let values: Vec<String> = texts(&loads)
+        .into_iter()
+        .filter(|t| t.contains("recomputes"))
+        .collect();
+    assert_eq!(values.len(), 1, "{values:?}");
+    assert_eq!(
+        page.html.matches("(recomputes: +").count(),
+        1,
+        "the device table says it once"
+    );
+    assert!(page
+        .html
+        .contains(&format!("(recomputes: +{forward:.3} ms)")));
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{random_workload, Rng, Shape};
+use common::{staged_workload, Staging};
 use dnnplace::model::schedule::{Pipeline, Schedule};
 use dnnplace::model::{Device, DeviceSet, NodeMemory, Placement, Workload};
 use dnnplace::score::evaluate;
@@ -15,61 +15,18 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
-/// A random workload whose backward nodes mirror a forward node's class, with a stash on
-/// some nodes and a memory that the stash often makes bind.
-fn staged_workload(seed: u64) -> Option<Workload> {
-    let shape = Shape {
-        max_nodes: 6,
-        max_accelerators: 3,
-        max_cpus: 1,
-        ..Shape::default()
-    };
-    let w = random_workload(seed, shape)?;
-    let mut r = Rng::new(seed ^ 0x5eed);
-    let mut nodes = w.nodes().to_vec();
-    let forward: Vec<usize> = (0..nodes.len())
-        .filter(|&v| !nodes[v].is_backward)
-        .collect();
-    for v in 0..nodes.len() {
-        if nodes[v].is_backward {
-            let f = forward[r.below(forward.len() as u64) as usize];
-            let class = *nodes[f].color_class.get_or_insert(1000 + f as i64);
-            nodes[v].color_class = Some(class);
-        }
-    }
-    for n in nodes.iter_mut() {
-        if r.chance(0.6) {
-            let a = n.size_bytes * r.below(5) as f64 / 4.0;
-            n.memory = Some(NodeMemory {
-                activation_bytes: a,
-                ..NodeMemory::default()
-            });
-        }
-    }
-    let edges: Vec<(i64, i64, f64, f64)> = w
-        .edges()
-        .iter()
-        .map(|e| (nodes[e.from].id, nodes[e.to].id, e.cost, e.size_bytes))
-        .collect();
-    let total: f64 = nodes
-        .iter()
-        .map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes))
-        .sum();
-    let d = w.devices();
-    let memory = if r.chance(0.7) {
-        (total / d.accelerators as f64).ceil() + r.below(6) as f64
-    } else {
-        total * 4.0 + 1.0
-    };
-    Workload::new(
-        nodes,
-        edges,
-        DeviceSet {
-            memory_per_accelerator_bytes: memory,
-            ..*d
+/// A random workload (tests/common) with a stash on some nodes and a memory that the stash
+/// often makes bind.
+fn staged(seed: u64) -> Option<Workload> {
+    staged_workload(
+        seed,
+        Staging {
+            salt: 0x5eed,
+            stash: 0.6,
+            output_bytes: false,
+            tight: 0.7,
         },
     )
-    .ok()
 }
 
 /// In flight at stage `s` of `p` (docs/schedule.md), written out again for the oracle.
@@ -176,7 +133,7 @@ fn permutations(xs: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize]) -> bo
 fn dp_matches_brute_force_under_schedules() {
     let (mut checked, mut binding, mut infeasible) = (0, 0, 0);
     for seed in 0..700u64 {
-        let Some(w) = staged_workload(seed) else {
+        let Some(w) = staged(seed) else {
             continue;
         };
         let schedule = if seed % 2 == 0 {
@@ -283,7 +240,7 @@ fn ip_matches_brute_force_under_schedules() {
 #[test]
 fn one_micro_batch_is_the_default_model() {
     for seed in 0..200u64 {
-        let Some(w) = staged_workload(seed) else {
+        let Some(w) = staged(seed) else {
             continue;
         };
         let plain = plan(&Dp, &Problem::throughput(&w))

@@ -24,6 +24,10 @@
 //! a container's own forward, its module an ancestor of keys), when it follows the other
 //! nodes of its layer; `"disk"`, `"mps"`
 //! and other devices have no counterpart in dnnplace's model and are refused.
+//!
+//! **Recomputation.** A `device_map` has no activation-checkpointing setting (accelerate
+//! checkpoints only inside its FSDP plugin, for all wrapped layers alike); a plan that
+//! recomputes gets a `WARNING` comment naming the GPUs whose modules to checkpoint.
 
 use std::collections::BTreeMap;
 
@@ -114,6 +118,11 @@ impl Exporter for Accelerate {
             );
         }
         text.push_str(&plan.device_comments("# "));
+        text.push_str(&plan.recompute_not_carried(
+            "# ",
+            "accelerate's device_map",
+            "checkpoint those devices' modules yourself, e.g. with torch.utils.checkpoint",
+        ));
         text.push_str("device_map = {\n");
         let lines: Vec<String> = entries
             .iter()

@@ -15,6 +15,19 @@
 //! export's `parts = [...]` (with or without its `layers = [...]`, which must then match
 //! the workload's layers), or JSON `{"parts": [...], "layers": [...]}`; empty stages are
 //! read as DeepSpeed would build them (a stage with no layers).
+//!
+//! **Recomputation.** `PipelineModule.forward` cuts the stage's layers into chunks of
+//! `activation_checkpoint_interval` layers and runs each chunk that has parameters under
+//! `activation_checkpoint_func` (only its input kept; 0: no checkpointing). The attribute
+//! is set in `__init__` and read by every `forward`; `PipelineEngine.__init__`
+//! (`deepspeed/runtime/pipe/engine.py`) overwrites it with the config's
+//! `"pipeline": {"activation_checkpoint_interval": N}` when `N > 0`, one value for every
+//! stage, then calls `_precompute_checkpointable_values`. A stage that recomputes in the
+//! plan keeps only its input, so it gets the interval `b − a` (its layer count: one chunk);
+//! the others 0. The export writes `activation_checkpoint_interval = [..]`, one entry per
+//! stage, and the subclass sets `self.activation_checkpoint_interval` from it by
+//! `self.stage_id` after `PipelineModule.__init__` (the config key must then stay unset).
+//! Reading: stage `s` recomputes when its entry is at least its layer count.
 
 use serde::Deserialize;
 
@@ -30,6 +43,8 @@ struct PartsFile {
     parts: Vec<i64>,
     #[serde(default)]
     layers: Option<Vec<String>>,
+    #[serde(default)]
+    activation_checkpoint_interval: Option<Vec<i64>>,
 }
 
 impl Exporter for DeepSpeed {
@@ -66,8 +81,10 @@ impl Exporter for DeepSpeed {
             "parts = {}\n",
             serde_json::to_string(&parts).expect("integers")
         ));
-        text.push_str(&format!(
-            r#"
+        let recompute = plan.recompute_stages();
+        if recompute.is_empty() {
+            text.push_str(&format!(
+                r#"
 # partition_method ("uniform", "parameters", "type:REGEX") takes no explicit boundaries;
 # this subclass uses the parts above instead.
 from deepspeed.pipe import PipelineModule
@@ -75,21 +92,86 @@ from deepspeed.pipe import PipelineModule
 
 def planned_pipeline_module(parts):
     class PlannedPipelineModule(PipelineModule):
-        def _partition_layers(self, method="uniform"):
-            stages = self._topo.get_dim("pipe")
-            if len(parts) != stages + 1 or parts[0] != 0 or parts[-1] != len(self._layer_specs):
-                raise ValueError(f"parts {{parts}} do not split {{len(self._layer_specs)}} layers into {{stages}} stages")
-            self.parts = list(parts)
-            stage = self._topo.get_coord(self.global_rank).pipe
-            self._set_bounds(start=self.parts[stage], stop=self.parts[stage + 1])
-
+{PARTITION}
     return PlannedPipelineModule
 
 
 # model = planned_pipeline_module(parts)(layers=my_layer_specs, num_stages={n}, loss_fn=my_loss)
 "#
-        ));
+            ));
+        } else {
+            let intervals: Vec<usize> = stages
+                .iter()
+                .enumerate()
+                .map(|(s, st)| {
+                    if recompute.contains(&s) {
+                        st.layers.len()
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            text.push_str(&format!(
+                "# Activation checkpointing per stage (the plan recomputes on {}): stage s runs its\n\
+                 # layers in chunks of activation_checkpoint_interval[s] under activation_checkpoint_func\n\
+                 # (its layer count: one chunk, only the stage's input kept; 0: none). Leave\n\
+                 # \"pipeline\": {{\"activation_checkpoint_interval\": ...}} out of the DeepSpeed config:\n\
+                 # PipelineEngine copies that one value to every stage (deepspeed/runtime/pipe/engine.py).\n\
+                 # Set \"pipeline\": {{\"use_reentrant\": false}} there (non_reentrant_checkpoint): the reentrant\n\
+                 # function loses the gradients of a chunk whose input needs none (the embedding's).\n\
+                 activation_checkpoint_interval = {}\n",
+                super::gpu_list(&recompute),
+                serde_json::to_string(&intervals).expect("integers")
+            ));
+            text.push_str(&format!(
+                r#"
+# partition_method ("uniform", "parameters", "type:REGEX") takes no explicit boundaries;
+# this subclass uses the parts above instead, and the per-stage checkpoint interval.
+from deepspeed.pipe import PipelineModule
+
+
+def planned_pipeline_module(parts, activation_checkpoint_interval):
+    class PlannedPipelineModule(PipelineModule):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.activation_checkpoint_interval = activation_checkpoint_interval[self.stage_id]
+
+{PARTITION}
+    return PlannedPipelineModule
+
+
+# model = planned_pipeline_module(parts, activation_checkpoint_interval)(layers=my_layer_specs, num_stages={n}, loss_fn=my_loss)
+"#
+            ));
+        }
         Ok(text)
+    }
+
+    fn read_recompute(&self, text: &str) -> Result<Option<Vec<usize>>, String> {
+        let file = parse(text)?;
+        let Some(intervals) = &file.activation_checkpoint_interval else {
+            return Ok(Some(Vec::new()));
+        };
+        let stages = file.parts.len().saturating_sub(1);
+        if intervals.len() != stages {
+            return Err(format!(
+                "activation_checkpoint_interval {intervals:?} has {} entries for {stages} stages",
+                intervals.len()
+            ));
+        }
+        if let Some(bad) = intervals.iter().find(|&&i| i < 0) {
+            return Err(format!(
+                "activation_checkpoint_interval {bad} is negative (0 disables checkpointing)"
+            ));
+        }
+        Ok(Some(
+            (0..stages)
+                .filter(|&s| {
+                    let layers = file.parts[s + 1] - file.parts[s];
+                    intervals[s] > 0 && intervals[s] >= layers
+                })
+                .collect(),
+        ))
     }
 
     fn read(&self, text: &str, w: &Workload, layers: &Layers) -> Result<Placement, String> {
@@ -144,6 +226,16 @@ def planned_pipeline_module(parts):
     }
 }
 
+/// The subclass's `_partition_layers`, which sets the planned `parts`.
+const PARTITION: &str = r#"        def _partition_layers(self, method="uniform"):
+            stages = self._topo.get_dim("pipe")
+            if len(parts) != stages + 1 or parts[0] != 0 or parts[-1] != len(self._layer_specs):
+                raise ValueError(f"parts {parts} do not split {len(self._layer_specs)} layers into {stages} stages")
+            self.parts = list(parts)
+            stage = self._topo.get_coord(self.global_rank).pipe
+            self._set_bounds(start=self.parts[stage], stop=self.parts[stage + 1])
+"#;
+
 /// `parts` (and `layers`) from JSON or from `name = [...]` lines.
 fn parse(text: &str) -> Result<PartsFile, String> {
     if let Ok(file) = serde_json::from_str::<PartsFile>(text) {
@@ -167,5 +259,15 @@ fn parse(text: &str) -> Result<PartsFile, String> {
         ),
         None => None,
     };
-    Ok(PartsFile { parts, layers })
+    let activation_checkpoint_interval = match assigned("activation_checkpoint_interval") {
+        Some(t) => Some(serde_json::from_str(t).map_err(|e| {
+            format!("activation_checkpoint_interval = {t}: not a list of integers ({e})")
+        })?),
+        None => None,
+    };
+    Ok(PartsFile {
+        parts,
+        layers,
+        activation_checkpoint_interval,
+    })
 }

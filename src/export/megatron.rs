@@ -29,6 +29,25 @@
 //! last, on accelerators only. The export writes one stage per pipeline rank (`V = 1`):
 //! `E` on the first, `t*k` for its `k` blocks, `L` on the last; the first/last flags are
 //! given as an alternative when they express the same split.
+//!
+//! **Recomputation** (`TransformerConfig.recompute_granularity`, `recompute_method`,
+//! `recompute_num_layers` in `megatron/core/transformer/transformer_config.py`, flags
+//! `--recompute-granularity`, `--recompute-method`, `--recompute-num-layers` made from
+//! those fields by `megatron/training/argument_utils.py`; the chunking in
+//! `megatron/core/recompute.py`). With `full` granularity and the `uniform` method each
+//! model chunk's `n` decoder layers run in chunks of `K = --recompute-num-layers`
+//! (the last one clamped to `n`), each under `tensor_parallel.checkpoint`, keeping only the
+//! chunk's input; so `K ≥ n` checkpoints a stage's decoder layers as one chunk — the
+//! recomputation of [`crate::model::recompute`] (the embedding and the output layer are
+//! never checkpointed). The setting is one for all stages: when any stage recomputes, the
+//! export writes `--recompute-granularity full --recompute-method uniform
+//! --recompute-num-layers K` with `K` the largest stage's decoder-layer count, so every
+//! stage recomputes; when the plan leaves some stages without recomputation, a `WARNING`
+//! comment names them and the forward time each then runs again (memory only falls).
+//! Reading: rank `r` recomputes when the granularity is `full`, the method `uniform` and
+//! `K` at least the decoder layers of each of its chunks (`block` checkpoints layer by
+//! layer, `selective` and `--recompute-activations` only parts of a layer: not read as a
+//! stage that recomputes).
 
 use super::{
     flag_value, has_switch, placement_of_layers, positive, shell_words, DecoderStack, Exporter,
@@ -89,20 +108,47 @@ impl Exporter for Megatron {
              # (megatron/core/transformer/pipeline_parallel_layer_layout.py).\n"
         );
         text.push_str(&plan.device_comments("# "));
+        let recompute_flags = recompute_flags(plan, &counts);
         text.push_str(&format!(
-            "--pipeline-model-parallel-size {p} --num-layers {layers} --pipeline-model-parallel-layout \"{}\"\n",
-            layout.join("|")
+            "--pipeline-model-parallel-size {p} --num-layers {layers} --pipeline-model-parallel-layout \"{}\"{}\n",
+            layout.join("|"),
+            recompute_flags.flags
         ));
+        text.push_str(&recompute_flags.comment);
         if p > 1 {
             text.push_str(&match first_last(&counts) {
                 Ok(flags) => format!(
                     "# The same split for a Megatron-LM without --pipeline-model-parallel-layout:\n\
-                     # --pipeline-model-parallel-size {p} --num-layers {layers}{flags}\n"
+                     # --pipeline-model-parallel-size {p} --num-layers {layers}{flags}{}\n",
+                    recompute_flags.flags
                 ),
                 Err(why) => format!("# --decoder-first/last-pipeline-num-layers cannot express this split: {why}.\n"),
             });
         }
         Ok(text)
+    }
+
+    fn read_recompute(&self, text: &str) -> Result<Option<Vec<usize>>, String> {
+        let words = shell_words(text)?;
+        let ranks = match flag_value(&words, &["--pipeline-model-parallel-size"])? {
+            Some(v) => positive("--pipeline-model-parallel-size", v)?,
+            None => 1,
+        };
+        let num_layers = match flag_value(&words, &["--num-layers"])? {
+            Some(v) => positive("--num-layers", v)?,
+            None => match flag_value(&words, &["--pipeline-model-parallel-layout"])? {
+                Some(layout) => parse_layout(layout)?
+                    .iter()
+                    .flatten()
+                    .filter(|&&c| c == 't')
+                    .count(),
+                None => {
+                    return Err("no --num-layers and no --pipeline-model-parallel-layout".into())
+                }
+            },
+        };
+        let stages = rank_stages(&words, ranks, num_layers)?;
+        recomputing_ranks(&words, &stages, ranks).map(Some)
     }
 
     fn read(&self, text: &str, w: &Workload, layers: &Layers) -> Result<Placement, String> {
@@ -122,54 +168,7 @@ impl Exporter for Megatron {
                 ));
             }
         }
-        let first = flag_value(&words, &["--decoder-first-pipeline-num-layers"])?;
-        let last = flag_value(&words, &["--decoder-last-pipeline-num-layers"])?;
-        let embedding = has_switch(&words, "--account-for-embedding-in-pipeline-split");
-        let loss = has_switch(&words, "--account-for-loss-in-pipeline-split");
-        // (rank of each virtual stage, its layers) in list order.
-        let stages: Vec<(usize, Vec<char>)> = match flag_value(
-            &words,
-            &["--pipeline-model-parallel-layout"],
-        )? {
-            Some(layout) => {
-                if first.is_some() || last.is_some() || embedding || loss {
-                    return Err("pipeline_model_parallel_layout cannot be set with other pipeline layout arguments (--decoder-first/last-pipeline-num-layers, --account-for-*-in-pipeline-split)".into());
-                }
-                let list = parse_layout(layout)?;
-                validate_layout(&list, ranks, num_layers)?;
-                list.into_iter()
-                    .enumerate()
-                    .map(|(k, stage)| (k % ranks, stage))
-                    .collect()
-            }
-            None => {
-                for flag in [
-                    "--num-layers-per-virtual-pipeline-stage",
-                    "--num-virtual-stages-per-pipeline-rank",
-                ] {
-                    if flag_value(&words, &[flag])?.is_some() {
-                        return Err(format!("{flag}: interleaved schedules are read from --pipeline-model-parallel-layout only"));
-                    }
-                }
-                let counts = uneven_counts(num_layers, ranks, first, last, embedding, loss)?;
-                let last_rank = ranks - 1;
-                counts
-                    .into_iter()
-                    .enumerate()
-                    .map(|(r, k)| {
-                        let mut stage: Vec<char> = Vec::new();
-                        if r == 0 {
-                            stage.push('E');
-                        }
-                        stage.extend(std::iter::repeat_n('t', k));
-                        if r == last_rank {
-                            stage.push('L');
-                        }
-                        (r, stage)
-                    })
-                    .collect()
-            }
-        };
+        let stages = rank_stages(&words, ranks, num_layers)?;
         let mut layer_device = vec![Device::Accelerator(0); layers.len()];
         let mut next_block = stack.blocks.start;
         for (rank, stage) in &stages {
@@ -192,6 +191,153 @@ impl Exporter for Megatron {
         }
         Ok(placement_of_layers(w, layers, &layer_device))
     }
+}
+
+/// The recompute flags for the plan (empty without recomputation) and the comment lines
+/// that explain them (module documentation).
+struct RecomputeFlags {
+    flags: String,
+    comment: String,
+}
+
+fn recompute_flags(plan: &LayerPlan, counts: &[usize]) -> RecomputeFlags {
+    let planned = plan.recompute_stages();
+    if planned.is_empty() {
+        return RecomputeFlags {
+            flags: String::new(),
+            comment: String::new(),
+        };
+    }
+    let k = counts.iter().copied().max().unwrap_or(1).max(1);
+    let mut comment = format!(
+        "# Activation recomputation (the plan recomputes on {}): full granularity, uniform method,\n\
+         # {k} decoder layers per recompute chunk = every stage's decoder layers as one chunk\n\
+         # (megatron/core/recompute.py); Megatron-LM applies it to every pipeline stage.\n",
+        super::gpu_list(&planned)
+    );
+    let extra: Vec<String> = (0..counts.len())
+        .filter(|s| !planned.contains(s))
+        .map(|s| format!("GPU {s} (+{:.3} ms)", plan.forward_ms(s)))
+        .collect();
+    if !extra.is_empty() {
+        comment.push_str(&format!(
+            "# WARNING: Megatron-LM has one recompute setting for all pipeline stages; the plan recomputes only on {}, so {} recompute too: their forward pass runs again (the time in brackets), their memory only falls.\n",
+            super::gpu_list(&planned),
+            extra.join(", ")
+        ));
+    }
+    RecomputeFlags {
+        flags: format!(
+            " --recompute-granularity full --recompute-method uniform --recompute-num-layers {k}"
+        ),
+        comment,
+    }
+}
+
+/// The ranks that recompute their decoder layers as one chunk under the recompute flags in
+/// `words` (module documentation), given the ranks' chunks.
+fn recomputing_ranks(
+    words: &[String],
+    stages: &[(usize, Vec<char>)],
+    ranks: usize,
+) -> Result<Vec<usize>, String> {
+    let Some(granularity) = flag_value(words, &["--recompute-granularity"])? else {
+        return Ok(Vec::new());
+    };
+    let method = flag_value(words, &["--recompute-method"])?;
+    let num = flag_value(words, &["--recompute-num-layers"])?;
+    match granularity {
+        "selective" => {
+            if num.is_some() {
+                return Err("When using recompute_granularity: selective recompute_num_layers must be None.".into());
+            }
+            return Ok(Vec::new());
+        }
+        "full" => {}
+        other => {
+            return Err(format!(
+                "When using recompute_granuarlity: {other} must be \"full\" or \"selective\"."
+            ))
+        }
+    }
+    let method = match method {
+        Some(m @ ("uniform" | "block")) => m,
+        Some(m) => return Err(format!("recompute_method: {m} must be \"block\" or \"uniform\".")),
+        None => return Err("Using recompute_granularity: full so recompute_method must be \"block\" or \"uniform\"".into()),
+    };
+    let k = positive(
+        "--recompute-num-layers",
+        num.ok_or("When using recompute_granularity: full recompute_num_layers must be given")?,
+    )?;
+    if method != "uniform" {
+        return Ok(Vec::new());
+    }
+    Ok((0..ranks)
+        .filter(|&r| {
+            stages
+                .iter()
+                .filter(|(rank, _)| *rank == r)
+                .all(|(_, chunk)| chunk.iter().filter(|&&c| c == 't').count() <= k)
+        })
+        .collect())
+}
+
+/// (rank of each virtual stage, its layers) in list order, from the layout or the
+/// first/last flags or the even split (module documentation).
+fn rank_stages(
+    words: &[String],
+    ranks: usize,
+    num_layers: usize,
+) -> Result<Vec<(usize, Vec<char>)>, String> {
+    let first = flag_value(words, &["--decoder-first-pipeline-num-layers"])?;
+    let last = flag_value(words, &["--decoder-last-pipeline-num-layers"])?;
+    let embedding = has_switch(words, "--account-for-embedding-in-pipeline-split");
+    let loss = has_switch(words, "--account-for-loss-in-pipeline-split");
+    // (rank of each virtual stage, its layers) in list order.
+    let stages: Vec<(usize, Vec<char>)> = match flag_value(
+        words,
+        &["--pipeline-model-parallel-layout"],
+    )? {
+        Some(layout) => {
+            if first.is_some() || last.is_some() || embedding || loss {
+                return Err("pipeline_model_parallel_layout cannot be set with other pipeline layout arguments (--decoder-first/last-pipeline-num-layers, --account-for-*-in-pipeline-split)".into());
+            }
+            let list = parse_layout(layout)?;
+            validate_layout(&list, ranks, num_layers)?;
+            list.into_iter()
+                .enumerate()
+                .map(|(k, stage)| (k % ranks, stage))
+                .collect()
+        }
+        None => {
+            for flag in [
+                "--num-layers-per-virtual-pipeline-stage",
+                "--num-virtual-stages-per-pipeline-rank",
+            ] {
+                if flag_value(words, &[flag])?.is_some() {
+                    return Err(format!("{flag}: interleaved schedules are read from --pipeline-model-parallel-layout only"));
+                }
+            }
+            let counts = uneven_counts(num_layers, ranks, first, last, embedding, loss)?;
+            let last_rank = ranks - 1;
+            counts
+                .into_iter()
+                .enumerate()
+                .map(|(r, k)| {
+                    let mut stage: Vec<char> = Vec::new();
+                    if r == 0 {
+                        stage.push('E');
+                    }
+                    stage.extend(std::iter::repeat_n('t', k));
+                    if r == last_rank {
+                        stage.push('L');
+                    }
+                    (r, stage)
+                })
+                .collect()
+        }
+    };
+    Ok(stages)
 }
 
 /// ` --decoder-first-pipeline-num-layers F --decoder-last-pipeline-num-layers G` for the
@@ -490,5 +636,55 @@ mod tests {
         );
         assert!(first_last(&[5, 6, 7, 6]).is_err());
         assert!(first_last(&[0, 12, 12]).is_err());
+    }
+
+    /// TransformerConfig's recompute rules, and which ranks then checkpoint whole stages.
+    #[test]
+    fn recompute_flags_follow_transformer_config() {
+        let read = |flags: &str| {
+            Megatron.read_recompute(&format!(
+                "--pipeline-model-parallel-size 2 --num-layers 6 --pipeline-model-parallel-layout \"E,t*2|t*4,L\" {flags}"
+            ))
+        };
+        assert_eq!(read("").unwrap(), Some(vec![]));
+        assert_eq!(
+            read(
+                "--recompute-granularity full --recompute-method uniform --recompute-num-layers 2"
+            )
+            .unwrap(),
+            Some(vec![0])
+        );
+        assert_eq!(
+            read(
+                "--recompute-granularity full --recompute-method uniform --recompute-num-layers 4"
+            )
+            .unwrap(),
+            Some(vec![0, 1])
+        );
+        assert_eq!(
+            read("--recompute-granularity full --recompute-method block --recompute-num-layers 4")
+                .unwrap(),
+            Some(vec![])
+        );
+        assert_eq!(
+            read("--recompute-granularity selective").unwrap(),
+            Some(vec![])
+        );
+        assert!(
+            read("--recompute-granularity full --recompute-num-layers 4")
+                .unwrap_err()
+                .contains("recompute_method")
+        );
+        assert!(
+            read("--recompute-granularity full --recompute-method uniform")
+                .unwrap_err()
+                .contains("recompute_num_layers")
+        );
+        assert!(
+            read("--recompute-granularity selective --recompute-num-layers 1")
+                .unwrap_err()
+                .contains("must be None")
+        );
+        assert!(read("--recompute-granularity most").is_err());
     }
 }

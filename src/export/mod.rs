@@ -21,11 +21,23 @@
 //! with `pre` on the first stage and `post` on the last — the shape `megatron` and `vllm`
 //! build.
 //!
+//! **Recomputation** ([`crate::model::recompute`]). The plan's recomputing accelerators
+//! ([`LayerPlan::recompute`], canonical numbers, so stage `s` of a pipeline is
+//! accelerator `s`) go into the target's own activation-checkpointing setting where it has
+//! one: per stage where the target can say it per stage (`torch`, `deepspeed`); where it
+//! has one setting for all stages (`megatron`), every stage recomputes as soon as one
+//! does — never fewer than planned, so the plan's memory still holds; the stages that
+//! then recompute beyond the plan are named in a warning comment with their extra forward
+//! time. A target without such a setting (`vllm` serves, `accelerate`'s `device_map`)
+//! says in a comment that the plan's recomputation is not carried.
+//!
 //! **Checked both ways.** [`export`] renders the text, then reads it back with the same
 //! target's reader — which applies the target's rules (counts, sums, ranges, contiguity,
-//! device kinds) — and requires the placement read back to equal the plan's: an export
-//! that its target would reject or read differently is an internal error, never output.
-//! [`read_export`] is the reader alone, for files people bring (`score --from-export`).
+//! device kinds) — and requires the placement read back to equal the plan's and the
+//! recomputing stages read back ([`Exporter::read_recompute`]) to include the plan's
+//! (and to be none when the plan has none): an export that its target would reject or
+//! read differently is an internal error, never output. [`read_export`] is the reader
+//! alone, for files people bring (`score --from-export`).
 
 pub mod accelerate;
 pub mod deepspeed;
@@ -72,6 +84,11 @@ pub trait Exporter: Sync {
     fn render(&self, plan: &LayerPlan) -> Result<String, String>;
     /// A placement of `w` from `text`, under the target's rules, or the rule it breaks.
     fn read(&self, text: &str, w: &Workload, layers: &Layers) -> Result<Placement, String>;
+    /// The pipeline stages that `text` makes recompute their whole forward pass, or `None`
+    /// for a target without an activation-checkpointing setting.
+    fn read_recompute(&self, _text: &str) -> Result<Option<Vec<usize>>, String> {
+        Ok(None)
+    }
 }
 
 /// Every exporter, by `--format` name.
@@ -114,6 +131,24 @@ pub fn export(exporter: &dyn Exporter, plan: &LayerPlan) -> Result<String, Expor
             format,
             reason: "reads back as a different placement".into(),
         });
+    }
+    let planned = plan.recompute_stages();
+    let read = exporter
+        .read_recompute(&text)
+        .map_err(|m| ExportError::Internal {
+            format,
+            reason: format!("has a recompute setting its target rejects: {m}"),
+        })?;
+    if let Some(read) = read {
+        let fewer: Vec<&usize> = planned.iter().filter(|s| !read.contains(s)).collect();
+        if !fewer.is_empty() || (planned.is_empty() && !read.is_empty()) {
+            return Err(ExportError::Internal {
+                format,
+                reason: format!(
+                    "recomputes on stages {read:?} where the plan recomputes on {planned:?}"
+                ),
+            });
+        }
     }
     Ok(text)
 }
@@ -203,6 +238,9 @@ pub struct LayerPlan<'a> {
     pub layer_device: Vec<Device>,
     /// The plan's own device of every layer.
     pub original_device: Vec<Device>,
+    /// The canonical accelerators that recompute their activations, sorted (module
+    /// documentation).
+    pub recompute: Vec<Device>,
 }
 
 impl<'a> LayerPlan<'a> {
@@ -262,19 +300,65 @@ impl<'a> LayerPlan<'a> {
                 }
                 Device::Cpu(_) => Device::Cpu(0),
             })
+            .collect::<Vec<Device>>();
+        let mut recompute: Vec<Device> = layer_device
+            .iter()
+            .zip(&original_device)
+            .filter(|(_, &o)| o.is_accelerator() && placement.recomputes(o))
+            .map(|(&d, _)| d)
             .collect();
+        recompute.sort();
+        recompute.dedup();
         Ok(LayerPlan {
             workload: w,
             layers,
             evaluation,
             layer_device,
             original_device,
+            recompute,
         })
     }
 
     /// The plan's placement with canonical devices: what every reader gives back.
     pub fn placement(&self) -> Placement {
         placement_of_layers(self.workload, self.layers, &self.layer_device)
+    }
+
+    /// The pipeline stages (canonical accelerator numbers) that recompute.
+    pub fn recompute_stages(&self) -> Vec<usize> {
+        self.recompute
+            .iter()
+            .filter_map(|d| match d {
+                Device::Accelerator(i) => Some(*i),
+                Device::Cpu(_) => None,
+            })
+            .collect()
+    }
+
+    /// The forward pass (ms) canonical accelerator `stage` runs again if it recomputes,
+    /// `R(S)` of [`crate::model::recompute`].
+    pub fn forward_ms(&self, stage: usize) -> f64 {
+        let d = Device::Accelerator(stage);
+        (0..self.workload.len())
+            .filter(|&v| {
+                self.layer_device[self.layers.layer_of[v]] == d
+                    && !self.workload.node(v).is_backward
+            })
+            .map(|v| self.workload.node(v).fpga_latency)
+            .sum()
+    }
+
+    /// A comment line saying that `target` has no activation-checkpointing setting, when
+    /// the plan recomputes (empty otherwise): the choice is never dropped silently.
+    pub fn recompute_not_carried(&self, prefix: &str, target: &str, why: &str) -> String {
+        let stages = self.recompute_stages();
+        if stages.is_empty() {
+            return String::new();
+        }
+        format!(
+            "{prefix}WARNING: the plan recomputes activations on {}; {target} has no activation-checkpointing setting here ({why}), so this export does not carry it.\n",
+            gpu_list(&stages)
+        )
     }
 
     /// CPU cores the original plan uses.
@@ -396,6 +480,15 @@ impl<'a> LayerPlan<'a> {
         }
         text
     }
+}
+
+/// `GPU 1, GPU 2` for stages `[1, 2]`.
+pub fn gpu_list(stages: &[usize]) -> String {
+    stages
+        .iter()
+        .map(|s| format!("GPU {s}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The stage index holding layer `l`.

@@ -14,6 +14,17 @@
 //! it), one with `END` the last module of a layer (a split after it); a key inside a layer
 //! cuts it and is refused, as is a key naming no module of the workload, a split before
 //! the first or after the last layer, or two splits at one place (an empty stage).
+//!
+//! **Recomputation.** `split_spec` has no checkpointing setting; a stage is checkpointed
+//! in the stage module itself. `_PipelineStageBase.forward_maybe_with_nosync`
+//! (`torch/distributed/pipelining/stage.py`) runs a micro-batch as `self.submod(*args,
+//! **kwargs)`, so replacing `stage.submod.forward` by
+//! `torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)`
+//! (`torch/utils/checkpoint.py`) keeps only the stage's inputs and runs its forward pass
+//! again in the backward one: the recomputation of [`crate::model::recompute`], per
+//! stage. When the plan recomputes, the export lists the stages in `recompute_stages`
+//! (Python list, or the JSON key of the same name) with a `recompute_stage(stage)` helper
+//! to call after `pipe.build_stage` on those ranks; read back from that list.
 
 use std::collections::BTreeMap;
 
@@ -74,13 +85,18 @@ impl Exporter for Torch {
                            "modules": s.layers.clone().flat_map(|l| plan.layers.layers[l].modules.clone()).collect::<Vec<_>>()})
                 })
                 .collect();
-            let v = json!({
+            let mut v = json!({
                 "format": "torch.distributed.pipelining split_spec",
                 "source": "torch/distributed/pipelining/_IR.py (annotate_split_points, pipeline)",
                 "num_stages": stages.len(),
                 "split_spec": spec,
                 "stages": stage_list,
             });
+            let recompute = plan.recompute_stages();
+            if !recompute.is_empty() {
+                v["recompute_stages"] = json!(recompute);
+                v["recompute"] = json!("torch.utils.checkpoint.checkpoint(stage.submod.forward, *args, use_reentrant=False, **kwargs) on these stages (torch/distributed/pipelining/stage.py: forward_maybe_with_nosync calls self.submod)");
+            }
             return Ok(serde_json::to_string_pretty(&v).expect("json") + "\n");
         }
         let mut text = format!(
@@ -113,7 +129,58 @@ impl Exporter for Torch {
              # stage = pipe.build_stage(rank, device=torch.device(f\"cuda:{{rank}}\"))\n",
             stages.len()
         ));
+        let recompute = plan.recompute_stages();
+        if !recompute.is_empty() {
+            text.push_str(&format!(
+                r#"
+# Activation recomputation (the plan recomputes on {}): these stages run their forward pass
+# under torch.utils.checkpoint, keeping only their inputs until the backward pass
+# (PipelineStage runs a micro-batch as self.submod(*args, **kwargs):
+# torch/distributed/pipelining/stage.py, forward_maybe_with_nosync).
+import torch.utils.checkpoint
+
+recompute_stages = {}
+
+
+def recompute_stage(stage):
+    forward = stage.submod.forward
+
+    def checkpointed(*args, **kwargs):
+        return torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+    stage.submod.forward = checkpointed
+
+
+# if rank in recompute_stages:
+#     recompute_stage(stage)
+"#,
+                super::gpu_list(&recompute),
+                serde_json::to_string(&recompute).expect("integers")
+            ));
+        }
         Ok(text)
+    }
+
+    fn read_recompute(&self, text: &str) -> Result<Option<Vec<usize>>, String> {
+        let list =
+            match serde_json::from_str::<Value>(text) {
+                Ok(v) => v.get("recompute_stages").cloned(),
+                Err(_) => match text.lines().rev().find_map(|line| {
+                    let rest = line.trim_start().strip_prefix("recompute_stages")?;
+                    rest.trim_start().strip_prefix('=').map(str::trim)
+                }) {
+                    Some(t) => Some(serde_json::from_str(t).map_err(|e| {
+                        format!("recompute_stages = {t}: not a list of stages ({e})")
+                    })?),
+                    None => None,
+                },
+            };
+        match list {
+            None => Ok(Some(Vec::new())),
+            Some(v) => serde_json::from_value(v)
+                .map(Some)
+                .map_err(|e| format!("recompute_stages: not a list of stage numbers ({e})")),
+        }
     }
 
     fn read(&self, text: &str, w: &Workload, layers: &Layers) -> Result<Placement, String> {

@@ -15,6 +15,10 @@
 //! export is the count of blocks per stage. A count may be 0 (a first stage that holds
 //! only the embedding): vLLM's parser accepts it. A negative count, which vLLM does not
 //! check, is refused on reading: it is no split.
+//!
+//! **Recomputation.** vLLM serves (forward passes only): it has no activation
+//! checkpointing, so a plan that recomputes gets a `WARNING` comment naming the GPUs and
+//! nothing else.
 
 use super::{
     flag_value, placement_of_layers, positive, shell_words, DecoderStack, Exporter, LayerPlan,
@@ -57,6 +61,11 @@ impl Exporter for Vllm {
             stack.blocks.len()
         );
         text.push_str(&plan.device_comments("# "));
+        text.push_str(&plan.recompute_not_carried(
+            "# ",
+            "vLLM",
+            "it serves: no backward pass, no stash to trade",
+        ));
         text.push_str(&format!(
             "{VARIABLE}=\"{}\" vllm serve MODEL --pipeline-parallel-size {}\n",
             counts.join(","),

@@ -105,8 +105,10 @@ pub fn device_bars(
         .map(|d| DeviceBar {
             device: d.device,
             nodes: d.nodes,
-            // A recomputed forward pass is compute (crate::model::recompute).
-            compute_ms: d.compute + d.recompute,
+            compute_ms: d.compute,
+            // Its own segment (crate::model::recompute).
+            recompute_ms: d.recompute,
+            recomputes: d.recomputes,
             communication_ms: d.communication,
             memory_bytes: d.memory_bytes,
             peak_memory_bytes: simulation
@@ -385,10 +387,11 @@ pub fn report_html(input: &ReportInput) -> String {
         let run = sim.and_then(|s| s.devices.iter().find(|x| x.device == dl.device));
         let _ = write!(
             page,
-            "<tr{}><td><span class=\"swatch\" style=\"background:{colour}\"></span>{}{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td>",
+            "<tr{}><td><span class=\"swatch\" style=\"background:{colour}\"></span>{}{}{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td>",
             if is_b { " class=\"bottleneck\"" } else { "" },
             dl.device,
             if is_b { " (bottleneck)" } else { "" },
+            if dl.recomputes { format!(" (recomputes: +{:.3} ms)", dl.recompute) } else { String::new() },
             dl.nodes,
             dl.compute + dl.recompute,
             dl.communication,

@@ -3,7 +3,7 @@
 
 pub mod llama;
 
-use dnnplace::model::{DeviceSet, Node, Workload};
+use dnnplace::model::{DeviceSet, Node, NodeMemory, Workload};
 
 /// xorshift64*: enough randomness for test instances, no dependency.
 pub struct Rng(u64);
@@ -150,4 +150,88 @@ pub fn shared_dir(sub: &str) -> Option<std::path::PathBuf> {
         eprintln!("SKIPPED: {} is absent (tests over the published workloads need ../shared beside the checkout)", dir.display());
         None
     }
+}
+
+/// How [`staged_workload`] draws: the salt of its second random stream, the chance that
+/// a node stashes activations, whether forward edges carry output bytes (random; else the
+/// edge's own `size`), and the chance that the memory is tight.
+pub struct Staging {
+    pub salt: u64,
+    pub stash: f64,
+    pub output_bytes: bool,
+    pub tight: f64,
+}
+
+/// A random training workload ([`random_workload`], at most 6 nodes, 3 accelerators, 1 CPU)
+/// whose backward nodes mirror a forward node's class, with a stash on some nodes and a
+/// memory that the stash often makes bind (`staging`).
+pub fn staged_workload(seed: u64, staging: Staging) -> Option<Workload> {
+    let shape = Shape {
+        max_nodes: 6,
+        max_accelerators: 3,
+        max_cpus: 1,
+        ..Shape::default()
+    };
+    let w = random_workload(seed, shape)?;
+    let mut r = Rng::new(seed ^ staging.salt);
+    let mut nodes = w.nodes().to_vec();
+    let forward: Vec<usize> = (0..nodes.len())
+        .filter(|&v| !nodes[v].is_backward)
+        .collect();
+    for v in 0..nodes.len() {
+        if nodes[v].is_backward {
+            let f = forward[r.below(forward.len() as u64) as usize];
+            let class = *nodes[f].color_class.get_or_insert(1000 + f as i64);
+            nodes[v].color_class = Some(class);
+        }
+    }
+    for n in nodes.iter_mut() {
+        if r.chance(staging.stash) {
+            let a = n.size_bytes * r.below(5) as f64 / 4.0;
+            n.memory = Some(NodeMemory {
+                activation_bytes: a,
+                ..NodeMemory::default()
+            });
+        }
+    }
+    let edges: Vec<(i64, i64, f64, f64)> = if staging.output_bytes {
+        // Most forward nodes send a small tensor; edges of one node may differ (the model
+        // takes the largest).
+        let out: Vec<f64> = (0..nodes.len()).map(|_| r.below(3) as f64 / 2.0).collect();
+        w.edges()
+            .iter()
+            .map(|e| {
+                (
+                    nodes[e.from].id,
+                    nodes[e.to].id,
+                    e.cost,
+                    out[e.from] + r.below(2) as f64 / 4.0,
+                )
+            })
+            .collect()
+    } else {
+        w.edges()
+            .iter()
+            .map(|e| (nodes[e.from].id, nodes[e.to].id, e.cost, e.size_bytes))
+            .collect()
+    };
+    let total: f64 = nodes
+        .iter()
+        .map(|n| n.size_bytes + 2.0 * n.memory.map_or(0.0, |m| m.activation_bytes))
+        .sum();
+    let d = w.devices();
+    let memory = if r.chance(staging.tight) {
+        (total / d.accelerators as f64).ceil() + r.below(6) as f64
+    } else {
+        total * 4.0 + 1.0
+    };
+    Workload::new(
+        nodes,
+        edges,
+        DeviceSet {
+            memory_per_accelerator_bytes: memory,
+            ..*d
+        },
+    )
+    .ok()
 }

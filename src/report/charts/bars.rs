@@ -1,4 +1,5 @@
-//! Per-device bars: load per sample (compute, then communication, in ms) with the
+//! Per-device bars: load per sample (compute, then the recomputed forward pass of a device
+//! that recomputes its activations, then communication, in ms) with the
 //! plan's TPS and lower bound as vertical lines and the bottleneck marked; memory (bytes
 //! held, and the simulated peak when there is one) against the accelerators' limit.
 
@@ -14,7 +15,13 @@ use crate::model::Device;
 pub struct DeviceBar {
     pub device: Device,
     pub nodes: usize,
+    /// Compute without a recomputed forward pass.
     pub compute_ms: f64,
+    /// The forward pass a recomputing device runs again (`R` of crate::model::recompute;
+    /// 0 when it does not recompute).
+    pub recompute_ms: f64,
+    /// Whether the device recomputes its activations.
+    pub recomputes: bool,
     pub communication_ms: f64,
     /// Σ size of its nodes, bytes (MODEL.md's memory).
     pub memory_bytes: f64,
@@ -22,6 +29,13 @@ pub struct DeviceBar {
     pub peak_memory_bytes: Option<f64>,
     /// `None` for a CPU core.
     pub memory_limit_bytes: Option<f64>,
+}
+
+impl DeviceBar {
+    /// compute + recompute + communication.
+    pub fn load_ms(&self) -> f64 {
+        self.compute_ms + self.recompute_ms + self.communication_ms
+    }
 }
 
 const WIDTH: f64 = 630.0;
@@ -75,27 +89,31 @@ pub fn loads(
 ) -> Document {
     let (mut doc, height) = frame(devices.len(), "loads", "load per sample of every device");
     let length = WIDTH - LEFT - RIGHT;
-    let max = devices
-        .iter()
-        .map(|d| d.compute_ms + d.communication_ms)
-        .fold(tps, f64::max);
+    let max = devices.iter().map(DeviceBar::load_ms).fold(tps, f64::max);
     let scale = Scale::time(max);
     let axis_y = TOP + devices.len() as f64 * ROW + 6.0;
-    doc = doc
-        .add(swatch(LEFT, "#888", 1.0, "compute"))
-        .add(swatch(LEFT + 90.0, "#888", 0.35, "communication"))
-        .add(axis::horizontal(
-            &scale,
-            LEFT,
-            axis_y,
-            length,
-            TOP - 6.0,
-            "load per sample",
-        ));
+    doc = doc.add(swatch(LEFT, "#888", 1.0, "compute")).add(swatch(
+        LEFT + 90.0,
+        "#888",
+        0.35,
+        "communication",
+    ));
+    if devices.iter().any(|d| d.recomputes) {
+        doc = doc
+            .add(swatch(LEFT + 215.0, "#888", 0.65, "recompute").set("class", "recompute-legend"));
+    }
+    doc = doc.add(axis::horizontal(
+        &scale,
+        LEFT,
+        axis_y,
+        length,
+        TOP - 6.0,
+        "load per sample",
+    ));
     for (r, d) in devices.iter().enumerate() {
         let y = TOP + r as f64 * ROW + (ROW - BAR) / 2.0;
         let colour = device_colour(d.device);
-        let load = d.compute_ms + d.communication_ms;
+        let load = d.load_ms();
         let is_bottleneck = Some(d.device) == bottleneck;
         let label = device_label(d.device);
         let mut row = Group::new()
@@ -117,9 +135,32 @@ pub fn loads(
                 .set("fill", colour.clone())
                 .set("class", "compute"),
         );
+        if d.recomputes {
+            row = row.add(
+                Rectangle::new()
+                    .set("x", round(LEFT + scale.px(d.compute_ms, length)))
+                    .set("y", round(y))
+                    .set("width", round(scale.px(d.recompute_ms, length)))
+                    .set("height", BAR)
+                    .set("fill", colour.clone())
+                    .set("fill-opacity", 0.65)
+                    .set("stroke", "#222")
+                    .set("stroke-width", 0.5)
+                    .set("stroke-dasharray", "3 2")
+                    .set("class", "recompute")
+                    .set("data-device", label.clone())
+                    .add(Title::new(format!(
+                        "{label} recomputes its activations: its forward pass runs again before its backward pass, {} per sample",
+                        ms(d.recompute_ms)
+                    ))),
+            );
+        }
         row = row.add(
             Rectangle::new()
-                .set("x", round(LEFT + scale.px(d.compute_ms, length)))
+                .set(
+                    "x",
+                    round(LEFT + scale.px(d.compute_ms + d.recompute_ms, length)),
+                )
                 .set("y", round(y))
                 .set("width", round(scale.px(d.communication_ms, length)))
                 .set("height", BAR)
@@ -144,16 +185,30 @@ pub fn loads(
                 },
             )
             .set("data-device", label.clone())
-            .add(Title::new(format!(
-                "{label}: {} nodes; compute {} + communication {} = load {} per sample",
-                d.nodes,
-                ms(d.compute_ms),
-                ms(d.communication_ms),
-                ms(load)
-            )));
+            .add(Title::new(if d.recomputes {
+                format!(
+                    "{label}: {} nodes; recomputes: compute {} + recompute {} + communication {} = load {} per sample",
+                    d.nodes,
+                    ms(d.compute_ms),
+                    ms(d.recompute_ms),
+                    ms(d.communication_ms),
+                    ms(load)
+                )
+            } else {
+                format!(
+                    "{label}: {} nodes; compute {} + communication {} = load {} per sample",
+                    d.nodes,
+                    ms(d.compute_ms),
+                    ms(d.communication_ms),
+                    ms(load)
+                )
+            }));
         row = row.add(outline);
         let value_x = LEFT + scale.px(load, length) + 6.0;
         let mut tag = ms(load);
+        if d.recomputes {
+            tag.push_str("  recomputes");
+        }
         if is_bottleneck {
             tag.push_str("  \u{25c0} bottleneck");
         }
