@@ -183,7 +183,7 @@ fn dp_matches_brute_force_under_schedules() {
 fn ip_matches_brute_force_under_schedules() {
     let (mut checked, mut binding, mut infeasible) = (0, 0, 0);
     for seed in 0..400u64 {
-        let Some(w) = staged_workload(seed) else {
+        let Some(w) = staged(seed) else {
             continue;
         };
         let schedule = if seed % 3 == 0 {

@@ -428,7 +428,7 @@ mod tests {
             state
         };
         let scale = (1u64 << 30) as f64;
-        let mut draw = |next: &mut dyn FnMut() -> u64| {
+        let draw = |next: &mut dyn FnMut() -> u64| {
             let mantissa = (next() >> 11) as f64;
             let exponent = (next() % 91) as i32 - 60;
             (mantissa * 2f64.powi(exponent) * scale).trunc() / scale
