@@ -14,7 +14,7 @@ use dnnplace::model::schedule::{Pipeline, Schedule};
 use dnnplace::model::{Device, DeviceSet, Placement, Workload};
 use dnnplace::score::{evaluate, pipeline_memory, recompute_where_needed};
 use dnnplace::simulate::{simulate, Settings};
-use dnnplace::solve::{dp::Dp, plan, Objective, Problem};
+use dnnplace::solve::{dp::Dp, milp::Ip, plan, Objective, Problem, Status};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
@@ -289,6 +289,60 @@ fn dp_matches_brute_force_with_and_without_recompute() {
     eprintln!("{checked} instances: recomputation made {enabled} fit and lowered the optimum of {lowered} more");
     assert!(
         checked >= 250 && enabled >= 5 && lowered >= 5,
+        "{checked} checked, {enabled} enabled, {lowered} lowered"
+    );
+}
+
+/// The contiguous IP under a schedule with and without recomputation (ρ per stage, the
+/// product A·ρ linearised, the stage input as a covering variable: src/solve/milp/stages.rs)
+/// proves the exhaustive search's optimum, and the scorer accepts its plan with the
+/// recomputing devices it marks.
+#[test]
+fn ip_matches_brute_force_with_and_without_recompute() {
+    let (mut checked, mut lowered, mut enabled) = (0, 0, 0);
+    for seed in 0..300u64 {
+        let Some(w) = workload(seed) else { continue };
+        let schedule = if seed % 2 == 0 {
+            Schedule::OneFOneB
+        } else {
+            Schedule::GPipe
+        };
+        let m = 1 + (seed as usize / 2) % 4;
+        let mut values = [0.0; 2];
+        for (slot, recompute) in [Recompute::None, Recompute::Auto].into_iter().enumerate() {
+            let want = brute_force(&w, schedule, m, recompute == Recompute::Auto);
+            let problem = Problem {
+                pipeline: Some(Pipeline {
+                    schedule,
+                    micro_batches: m,
+                    recompute,
+                }),
+                contiguous: true,
+                ..Problem::throughput(&w)
+            };
+            let got = plan(&Ip, &problem).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let value = got.objective(Objective::Throughput);
+            assert!(same(value, want), "seed {seed} {schedule} m={m} recompute {recompute}: ip {value}, brute force {want}");
+            if want.is_finite() {
+                assert!(
+                    matches!(got.outcome.status, Status::Optimal),
+                    "seed {seed}: {:?}",
+                    got.outcome.status
+                );
+            }
+            values[slot] = value;
+        }
+        let [none, auto] = values;
+        if none.is_infinite() && auto.is_finite() {
+            enabled += 1;
+        } else if auto < none * (1.0 - 1e-9) {
+            lowered += 1;
+        }
+        checked += 1;
+    }
+    eprintln!("{checked} instances: recomputation made {enabled} fit and lowered the optimum of {lowered} more");
+    assert!(
+        checked >= 150 && enabled >= 3 && lowered >= 3,
         "{checked} checked, {enabled} enabled, {lowered} lowered"
     );
 }

@@ -540,17 +540,6 @@ fn plan_command_line() {
             "non-contiguous",
         ),
         (
-            vec![
-                "--schedule",
-                "1f1b",
-                "--method",
-                "ip",
-                "--recompute",
-                "auto",
-            ],
-            "--recompute auto",
-        ),
-        (
             vec!["--micro-batches", "4"],
             "--micro-batches 4 needs --schedule",
         ),

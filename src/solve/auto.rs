@@ -99,7 +99,7 @@ impl Method for Auto {
             // The exact DP prices a schedule's memory; coarsening does not.
             let mut outcome = dp::Dp.solve(problem)?;
             outcome.method = "auto".into();
-            outcome.stats.notes.push("auto under a schedule's memory: the exact DP (coarsening does not model it; --method ip does, without --recompute)".into());
+            outcome.stats.notes.push("auto under a schedule's memory: the exact DP (coarsening does not model it; --method ip does)".into());
             return Ok(outcome);
         }
         let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);

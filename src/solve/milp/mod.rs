@@ -126,7 +126,7 @@ impl Method for Ip {
         if let Objective::Latency { pieces: 0 } = problem.objective {
             return Err("latency with 0 pieces per accelerator".into());
         }
-        if let Some(pipeline) = &problem.pipeline {
+        if problem.pipeline.is_some() {
             if problem.objective != Objective::Throughput {
                 return Err("a schedule's memory with an objective other than throughput".into());
             }
@@ -136,12 +136,6 @@ impl Method for Ip {
             if problem.limits.ip.contiguous_model != ContiguousModel::Stages {
                 return Err(
                     "a schedule's memory in the positions model (--ip-experiment positions)".into(),
-                );
-            }
-            if pipeline.recompute != crate::model::recompute::Recompute::None {
-                return Err(
-                    "--recompute auto (the IP plans with every stage stashing; use --method dp)"
-                        .into(),
                 );
             }
         }
@@ -863,22 +857,35 @@ pub(crate) fn candidate(
     source: &'static str,
 ) -> Option<Candidate> {
     let latency = matches!(problem.objective, Objective::Latency { .. });
+    let fits = |placement: &Placement, pipeline: &crate::model::schedule::Pipeline| {
+        let limit = problem.workload.devices().memory_per_accelerator_bytes;
+        crate::score::pipeline_memory(problem.workload, placement, pipeline).is_ok_and(|memory| {
+            memory
+                .iter()
+                .all(|d| !d.device.is_accelerator() || d.bytes <= limit * (1.0 + 1e-9))
+        })
+    };
+    let placement = match &problem.pipeline {
+        // Under `--recompute auto` a held plan that does not fit as it is marked (a
+        // baseline's, which marks nothing) recomputes where the scorer finds it must.
+        Some(pipeline)
+            if pipeline.recompute == crate::model::recompute::Recompute::Auto
+                && !fits(&placement, pipeline) =>
+        {
+            crate::score::recompute_where_needed(problem.workload, &placement, pipeline).ok()?
+        }
+        _ => placement,
+    };
     let e = evaluate(problem.workload, &placement, latency);
     if !e.is_valid() || (problem.contiguous && !e.is_contiguous()) {
         return None;
     }
-    if let Some(pipeline) = &problem.pipeline {
-        let limit = problem.workload.devices().memory_per_accelerator_bytes;
-        let fits = crate::score::pipeline_memory(problem.workload, &placement, pipeline).is_ok_and(
-            |memory| {
-                memory
-                    .iter()
-                    .all(|d| !d.device.is_accelerator() || d.bytes <= limit * (1.0 + 1e-9))
-            },
-        );
-        if !fits {
-            return None;
-        }
+    if problem
+        .pipeline
+        .as_ref()
+        .is_some_and(|pipeline| !fits(&placement, pipeline))
+    {
+        return None;
     }
     if let Objective::Latency { pieces } = problem.objective {
         if e.max_pieces() > pieces {

@@ -49,6 +49,22 @@
 //! as the scorer counts it, and moving a chain's empty stages to its front gives every used
 //! stage exactly its true count, so no plan is lost.
 //!
+//! **Recomputation** (`--recompute auto`; [`crate::model::recompute`]) where `c_t > 1`:
+//! `ρ[t] ∈ {0,1}` (stage t recomputes) and `R[g,t] = A[g,t]·ρ[t]` linearised exactly
+//! (`R ≤ A`, `R ≤ ρ`, `R ≥ A + ρ − 1`; A is integral at integral Y), so the stage's held
+//! part is `A − R` and its recomputing part `R`:
+//!
+//! ```text
+//! add_memory       Σ_g (size_g + (c_t − 1)·S_g)(A[g,t] − R[g,t]) ≤ M
+//!                  Σ_g size_g R[g,t] + c_t·Σ_u b_u w[u,t] ≤ M,
+//!                  w[u,t] ≥ R[g(x),t] − A[g(u),t]  for every forward edge u → x (w ≥ 0)
+//! add_loads        τ ≥ (stage t's load) + Σ_g F_g R[g,t]
+//! ```
+//!
+//! with `b_u` the output bytes of forward node u, `w[u,t]` at least "u's tensor enters
+//! recomputing stage t" (exact at the optimum of any row it is in: it only appears with a
+//! positive coefficient in a `≤` row) and `F_g` the forward accelerator time of g. No big-M.
+//!
 //! Warm start ([`Stages::warm_values`]): the DP plan, its devices in a pipeline order
 //! (under a schedule, the order in which the scorer finds every accelerator fits, with the
 //! used stages last).
@@ -63,6 +79,7 @@ use super::throughput::{Load, LoadObjective};
 use super::units::{memory_binds, units};
 use super::{dp_warm_start, finish, run_to, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
+use crate::model::recompute::{output_bytes, Recompute};
 use crate::model::schedule::{held_bytes, Pipeline};
 use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
@@ -110,14 +127,18 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     );
     let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
     let (mut all_acc, mut all_cpu) = (Load::default(), Load::default());
+    let recompute = model.recompute_data(w);
+    let mut rho = Vec::new();
     for t in 0..model.stages() {
-        model.add_memory(&mut b, t);
+        let recomputed = model.add_memory(&mut b, t, recompute.as_ref());
+        rho.push(recomputed.as_ref().map(|r| r.rho));
         model.add_loads(
             &mut b,
             t,
             &hyperedges,
             &objective,
             [&mut all_acc, &mut all_cpu],
+            recomputed.map(|r| r.time),
         );
     }
     if problem.limits.ip.capacity_rows {
@@ -128,7 +149,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let warm = dp_warm_start(problem, &mut stats);
     let warm_values = warm
         .as_ref()
-        .and_then(|c| model.warm_values(&c.placement, &arcs, devices, w));
+        .and_then(|c| model.warm_values(&c.placement, &arcs, devices, w, &rho));
     stats.notes.push(format!(
         "{} groups, {} stages, {} hyperedges, {} columns, {} rows",
         units.len(),
@@ -150,7 +171,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let from_ip = solved
         .columns
         .as_ref()
-        .map(|values| model.placement(values));
+        .map(|values| model.placement(values, &rho));
     finish(problem, &solved, from_ip, warm, stats, started)
 }
 
@@ -295,32 +316,112 @@ impl<'a> Stages<'a> {
         self.units[g].fits_accelerator(self.memory)
     }
 
+    /// What the recomputation rows read (`--recompute auto` under a schedule): every
+    /// forward edge `u → x` between groups with `b_u > 0` as `(u's group, x's group, b_u)`,
+    /// and each group's forward accelerator time `F_g`.
+    fn recompute_data(&self, w: &Workload) -> Option<RecomputeData> {
+        let (pipeline, _) = self.pipeline.as_ref()?;
+        if pipeline.recompute != Recompute::Auto {
+            return None;
+        }
+        let out = output_bytes(w);
+        let group = &self.units.group_of;
+        let mut inputs: Vec<(usize, Vec<usize>, f64)> = Vec::new();
+        for u in (0..w.len()).filter(|&u| out[u] > 0.0) {
+            let mut readers: Vec<usize> = w
+                .successors(u)
+                .iter()
+                .filter(|&&x| !w.node(x).is_backward && group[x] != group[u])
+                .map(|&x| group[x])
+                .collect();
+            readers.sort_unstable();
+            readers.dedup();
+            if !readers.is_empty() {
+                inputs.push((group[u], readers, out[u]));
+            }
+        }
+        let mut forward = vec![0.0; self.units.len()];
+        for v in (0..w.len()).filter(|&v| !w.node(v).is_backward) {
+            forward[group[v]] += w.node(v).fpga_latency;
+        }
+        Some(RecomputeData { inputs, forward })
+    }
+
     /// `Σ_g size_g A[g,t] ≤ M` for stage t (when it can bind); under a schedule
-    /// `Σ_g (size_g + (c_t − 1)·S_g) A[g,t] ≤ M` (module docs).
-    fn add_memory(&self, b: &mut Builder, t: usize) {
+    /// `Σ_g (size_g + (c_t − 1)·S_g) A[g,t] ≤ M`, and with recomputation the two rows of
+    /// the module docs, returning `ρ[t]` and the recomputation time `Σ_g F_g R[g,t]`.
+    fn add_memory(
+        &self,
+        b: &mut Builder,
+        t: usize,
+        recompute: Option<&RecomputeData>,
+    ) -> Option<Recomputed> {
         let Some((_, stash)) = &self.pipeline else {
             if !memory_binds(self.units, self.memory) {
-                return;
+                return None;
             }
             let terms: Vec<(Var, f64)> = (self.units.groups.iter().enumerate())
                 .filter(|&(g, unit)| unit.size_bytes > 0.0 && self.fits(g))
                 .map(|(g, unit)| (self.acc[t][g], unit.size_bytes))
                 .collect();
             b.le(&terms, self.memory);
-            return;
+            return None;
         };
-        let further = (self.in_flight(t) - 1) as f64;
-        let terms: Vec<(Var, f64)> = (self.units.groups.iter().enumerate())
-            .filter(|&(g, _)| self.fits(g))
-            .map(|(g, unit)| {
-                let held = unit.size_bytes + further * stash[g];
-                (self.acc[t][g], held.min(2.0 * self.memory))
-            })
-            .filter(|&(_, bytes)| bytes > 0.0)
-            .collect();
-        if terms.iter().map(|&(_, bytes)| bytes).sum::<f64>() > self.memory {
-            b.le(&terms, self.memory);
+        let c = self.in_flight(t);
+        let held_bytes = |g: usize| {
+            (self.units[g].size_bytes + (c - 1) as f64 * stash[g]).min(2.0 * self.memory)
+        };
+        // With one micro-batch in flight recomputing never fits better (`mem_r ≥ mem`).
+        let recompute = recompute.filter(|_| c > 1);
+        let Some(data) = recompute else {
+            let terms: Vec<(Var, f64)> = (0..self.units.len())
+                .filter(|&g| self.fits(g))
+                .map(|g| (self.acc[t][g], held_bytes(g)))
+                .filter(|&(_, bytes)| bytes > 0.0)
+                .collect();
+            if terms.iter().map(|&(_, bytes)| bytes).sum::<f64>() > self.memory {
+                b.le(&terms, self.memory);
+            }
+            return None;
+        };
+        let rho = b.binary(0.0, true);
+        let (mut held, mut recomputing, mut time) = (Vec::new(), Vec::new(), Vec::new());
+        let mut r = vec![None; self.units.len()];
+        for g in (0..self.units.len()).filter(|&g| self.fits(g)) {
+            let (a, rg) = (self.acc[t][g], b.continuous(0.0, 0.0, 1.0));
+            r[g] = Some(rg);
+            b.le(&[(rg, 1.0), (a, -1.0)], 0.0);
+            b.le(&[(rg, 1.0), (rho, -1.0)], 0.0);
+            b.le(&[(a, 1.0), (rho, 1.0), (rg, -1.0)], 1.0);
+            if held_bytes(g) > 0.0 {
+                held.push((a, held_bytes(g)));
+                held.push((rg, -held_bytes(g)));
+            }
+            let size = self.units[g].size_bytes.min(2.0 * self.memory);
+            if size > 0.0 {
+                recomputing.push((rg, size));
+            }
+            if data.forward[g] > 0.0 {
+                time.push((rg, data.forward[g]));
+            }
         }
+        for (producer, readers, bytes) in &data.inputs {
+            let coefficient = (c as f64 * bytes).min(2.0 * self.memory);
+            let w = b.continuous(0.0, 0.0, 1.0);
+            for &x in readers {
+                let Some(rx) = r[x] else { continue };
+                // w ≥ R[x,t] − A[u,t] (A[u,t] = 0 where u cannot be on an accelerator).
+                let mut terms = vec![(rx, 1.0), (w, -1.0)];
+                if self.fits(*producer) {
+                    terms.push((self.acc[t][*producer], -1.0));
+                }
+                b.le(&terms, 0.0);
+            }
+            recomputing.push((w, coefficient));
+        }
+        b.le(&held, self.memory);
+        b.le(&recomputing, self.memory);
+        Some(Recomputed { rho, time })
     }
 
     /// Stage t's accelerator part (with `z[e,t] ≥ cut of T_e by A[·,t]`) and CPU part
@@ -333,12 +434,17 @@ impl<'a> Stages<'a> {
         hyperedges: &[Hyperedge],
         objective: &LoadObjective,
         all: [&mut Load; 2],
+        recompute_time: Option<Vec<(Var, f64)>>,
     ) {
         let [all_acc, all_cpu] = all;
         let mut acc = Load::compute(self.units, &self.acc[t], |unit| {
             (unit.fpga_latency, unit.forward_fpga_latency)
         });
         acc.add_communication(b, hyperedges, &self.acc[t]);
+        for term in recompute_time.into_iter().flatten() {
+            acc.total.push(term);
+            acc.backward.push(term);
+        }
         all_acc.extend(&acc);
         objective.add_load_rows(b, acc);
         let cpu = Load::compute(self.units, &self.cpu[t], |unit| {
@@ -358,6 +464,7 @@ impl<'a> Stages<'a> {
         arcs: &[(usize, usize)],
         devices: &DeviceSet,
         w: &Workload,
+        rho: &[Option<Var>],
     ) -> Option<Vec<f64>> {
         let device_of_group: Vec<Device> = self
             .units
@@ -404,12 +511,23 @@ impl<'a> Stages<'a> {
             values.extend((0..stages).map(|t| f64::from(t >= shift + s)));
         }
         values.extend(kinds);
+        // ρ[t] (created stage by stage, after Y and κ): the device there recomputes.
+        for (t, r) in rho.iter().enumerate() {
+            if r.is_some() {
+                let recomputes = t >= shift
+                    && order
+                        .get(t - shift)
+                        .is_some_and(|&d| placement.recomputes(d));
+                values.push(f64::from(recomputes));
+            }
+        }
         Some(values)
     }
 
     /// The plan of a solution: accelerators and CPUs numbered in stage order, each group
-    /// on the first stage whose ideal holds it.
-    fn placement(&self, values: &[f64]) -> Placement {
+    /// on the first stage whose ideal holds it, the accelerators of stages with `ρ[t] = 1`
+    /// recomputing.
+    fn placement(&self, values: &[f64], rho: &[Option<Var>]) -> Placement {
         let on = |var: Var| values[var.index()] > 0.5;
         let (mut next_acc, mut next_cpu) = (0, 0);
         let mut device_of_stage = Vec::with_capacity(self.stages());
@@ -427,8 +545,27 @@ impl<'a> Stages<'a> {
                 device_of_stage[row.iter().position(|&y| on(y)).unwrap_or(self.stages() - 1)]
             })
             .collect();
-        self.units.placement(&device)
+        let recompute = (rho.iter().zip(&device_of_stage))
+            .filter(|(r, d)| r.is_some_and(on) && d.is_accelerator() && device.contains(d))
+            .map(|(_, &d)| d)
+            .collect();
+        self.units.placement(&device).with_recompute(recompute)
     }
+}
+
+/// What the recomputation rows read ([`Stages::recompute_data`]).
+struct RecomputeData {
+    /// `(producer group, reader groups, b_u)` of every forward node u with output bytes
+    /// read by a forward node of another group.
+    inputs: Vec<(usize, Vec<usize>, f64)>,
+    /// `F_g`: forward accelerator time per group.
+    forward: Vec<f64>,
+}
+
+/// A stage's recomputation choice and the time it adds.
+struct Recomputed {
+    rho: Var,
+    time: Vec<(Var, f64)>,
 }
 
 /// The devices used by `device_of_group` in a pipeline order (a topological order of the
