@@ -227,13 +227,19 @@ fn planned(w: &Workload, pipeline: Pipeline) -> dnnplace::solve::Plan {
     })
 }
 
-/// The DP's optimum equals exhaustive search with and without recomputation, under GPipe
-/// and 1F1B, m = 1…4; `auto` is never above `none`; the plan passes the scorer's check
-/// (solve::plan) with the recomputing devices it marks, and only accelerators recompute.
-#[test]
-fn dp_matches_brute_force_with_and_without_recompute() {
+/// Plans the random cases of seeds `0..seeds` (1F1B for even seeds, GPipe for odd, m =
+/// 1…4) with and without recomputation by `solve`, asserts each optimum equals the
+/// exhaustive search's and that `auto` is never above `none`, and hands every plan with
+/// the exhaustive value to `check`. Returns the cases checked, those recomputation made
+/// fit and those it lowered.
+fn against_brute_force(
+    seeds: u64,
+    name: &str,
+    solve: impl Fn(&Workload, Pipeline) -> dnnplace::solve::Plan,
+    check: impl Fn(u64, Pipeline, &dnnplace::solve::Plan, f64),
+) -> (usize, usize, usize) {
     let (mut checked, mut lowered, mut enabled) = (0, 0, 0);
-    for seed in 0..420u64 {
+    for seed in 0..seeds {
         let Some(w) = workload(seed) else { continue };
         let schedule = if seed % 2 == 0 {
             Schedule::OneFOneB
@@ -243,35 +249,16 @@ fn dp_matches_brute_force_with_and_without_recompute() {
         let m = 1 + (seed as usize / 2) % 4;
         let mut values = [0.0; 2];
         for (slot, recompute) in [Recompute::None, Recompute::Auto].into_iter().enumerate() {
+            let pipeline = Pipeline {
+                schedule,
+                micro_batches: m,
+                recompute,
+            };
             let want = brute_force(&w, schedule, m, recompute == Recompute::Auto);
-            let got = planned(
-                &w,
-                Pipeline {
-                    schedule,
-                    micro_batches: m,
-                    recompute,
-                },
-            );
+            let got = solve(&w, pipeline);
             let value = got.objective(Objective::Throughput);
-            assert!(same(value, want), "seed {seed} {schedule} m={m} recompute {recompute}: dp {value}, brute force {want}");
-            if let Some(p) = &got.outcome.placement {
-                assert!(
-                    p.recompute.iter().all(|d| d.is_accelerator()),
-                    "seed {seed}: {:?}",
-                    p.recompute
-                );
-                if recompute == Recompute::None || m == 1 {
-                    assert!(
-                        p.recompute.is_empty(),
-                        "seed {seed} {schedule} m={m} {recompute}: {:?} recompute",
-                        p.recompute
-                    );
-                }
-                let memory = got.pipeline_memory.as_ref().unwrap();
-                for d in memory {
-                    assert_eq!(d.recomputes, p.recomputes(d.device));
-                }
-            }
+            assert!(same(value, want), "seed {seed} {schedule} m={m} recompute {recompute}: {name} {value}, brute force {want}");
+            check(seed, pipeline, &got, want);
             values[slot] = value;
         }
         let [none, auto] = values;
@@ -286,7 +273,36 @@ fn dp_matches_brute_force_with_and_without_recompute() {
         }
         checked += 1;
     }
-    eprintln!("{checked} instances: recomputation made {enabled} fit and lowered the optimum of {lowered} more");
+    eprintln!("{name}: {checked} instances: recomputation made {enabled} fit and lowered the optimum of {lowered} more");
+    (checked, enabled, lowered)
+}
+
+/// The DP's optimum equals exhaustive search with and without recomputation, under GPipe
+/// and 1F1B, m = 1…4; `auto` is never above `none`; the plan passes the scorer's check
+/// (solve::plan) with the recomputing devices it marks, and only accelerators recompute.
+#[test]
+fn dp_matches_brute_force_with_and_without_recompute() {
+    let (checked, enabled, lowered) =
+        against_brute_force(420, "dp", planned, |seed, pipeline, got, _| {
+            let Some(p) = &got.outcome.placement else {
+                return;
+            };
+            assert!(
+                p.recompute.iter().all(|d| d.is_accelerator()),
+                "seed {seed}: {:?}",
+                p.recompute
+            );
+            if pipeline.recompute == Recompute::None || pipeline.micro_batches == 1 {
+                assert!(
+                    p.recompute.is_empty(),
+                    "seed {seed} {pipeline:?}: {:?} recompute",
+                    p.recompute
+                );
+            }
+            for d in got.pipeline_memory.as_ref().unwrap() {
+                assert_eq!(d.recomputes, p.recomputes(d.device));
+            }
+        });
     assert!(
         checked >= 250 && enabled >= 5 && lowered >= 5,
         "{checked} checked, {enabled} enabled, {lowered} lowered"
@@ -296,51 +312,26 @@ fn dp_matches_brute_force_with_and_without_recompute() {
 /// The contiguous IP under a schedule with and without recomputation (ρ per stage, the
 /// product A·ρ linearised, the stage input as a covering variable: src/solve/milp/stages.rs)
 /// proves the exhaustive search's optimum, and the scorer accepts its plan with the
-/// recomputing devices it marks.
+/// recomputing devices it marks (solve::plan).
 #[test]
 fn ip_matches_brute_force_with_and_without_recompute() {
-    let (mut checked, mut lowered, mut enabled) = (0, 0, 0);
-    for seed in 0..300u64 {
-        let Some(w) = workload(seed) else { continue };
-        let schedule = if seed % 2 == 0 {
-            Schedule::OneFOneB
-        } else {
-            Schedule::GPipe
+    let ip = |w: &Workload, pipeline: Pipeline| {
+        let problem = Problem {
+            pipeline: Some(pipeline),
+            contiguous: true,
+            ..Problem::throughput(w)
         };
-        let m = 1 + (seed as usize / 2) % 4;
-        let mut values = [0.0; 2];
-        for (slot, recompute) in [Recompute::None, Recompute::Auto].into_iter().enumerate() {
-            let want = brute_force(&w, schedule, m, recompute == Recompute::Auto);
-            let problem = Problem {
-                pipeline: Some(Pipeline {
-                    schedule,
-                    micro_batches: m,
-                    recompute,
-                }),
-                contiguous: true,
-                ..Problem::throughput(&w)
-            };
-            let got = plan(&Ip, &problem).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-            let value = got.objective(Objective::Throughput);
-            assert!(same(value, want), "seed {seed} {schedule} m={m} recompute {recompute}: ip {value}, brute force {want}");
-            if want.is_finite() {
-                assert!(
-                    matches!(got.outcome.status, Status::Optimal),
-                    "seed {seed}: {:?}",
-                    got.outcome.status
-                );
-            }
-            values[slot] = value;
+        plan(&Ip, &problem).unwrap_or_else(|e| panic!("{pipeline:?}: {e}"))
+    };
+    let (checked, enabled, lowered) = against_brute_force(300, "ip", ip, |seed, _, got, want| {
+        if want.is_finite() {
+            assert!(
+                matches!(got.outcome.status, Status::Optimal),
+                "seed {seed}: {:?}",
+                got.outcome.status
+            );
         }
-        let [none, auto] = values;
-        if none.is_infinite() && auto.is_finite() {
-            enabled += 1;
-        } else if auto < none * (1.0 - 1e-9) {
-            lowered += 1;
-        }
-        checked += 1;
-    }
-    eprintln!("{checked} instances: recomputation made {enabled} fit and lowered the optimum of {lowered} more");
+    });
     assert!(
         checked >= 150 && enabled >= 3 && lowered >= 3,
         "{checked} checked, {enabled} enabled, {lowered} lowered"

@@ -376,42 +376,55 @@ mod tests {
         assert!(s.error_bound() <= 1000.0 * UNIT_ROUNDOFF * UNIT_ROUNDOFF * 100.0);
     }
 
+    /// Values on the grid `2⁻³⁰·ℤ` below 2⁸³ (exact as i128 after scaling by
+    /// [`GRID`]), drawn by a xorshift generator: every partial result of a compensated sum
+    /// of them lies on the grid too, so bounds can be checked in exact integer arithmetic.
+    struct Dyadic(u64);
+
+    const GRID: f64 = (1u64 << 30) as f64;
+
+    impl Dyadic {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// A mantissa below 2⁵³ times 2⁻⁶⁰ … 2³⁰, truncated to the grid.
+        fn value(&mut self) -> f64 {
+            let mantissa = (self.next() >> 11) as f64;
+            let exponent = (self.next() % 91) as i32 - 60;
+            (mantissa * 2f64.powi(exponent) * GRID).trunc() / GRID
+        }
+    }
+
+    /// `x` on the grid, scaled to an integer.
+    fn exact(x: f64) -> i128 {
+        (x * GRID) as i128
+    }
+
     /// The accumulator's bound holds on random sums of values from 2⁻³⁰ to 2⁸³ (with a
     /// zero bound this fails: the low part rounds), checked in exact integer arithmetic:
     /// every value is a multiple of 2⁻³⁰ below 2⁸³, so every partial result and the exact
     /// sum are integers after scaling by 2³⁰ and fit an i128.
     #[test]
     fn accumulator_bound_covers_the_exact_sum() {
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let scale = (1u64 << 30) as f64;
+        let mut r = Dyadic(0x9E37_79B9_7F4A_7C15);
         for _ in 0..2000 {
-            let terms = 1 + next() % 300;
-            let first = (next() % 1000) as f64 * 0.5;
-            let (mut acc, mut exact) = (
-                Accumulator::starting_at(Sum::of([first])),
-                (first * scale) as i128,
-            );
+            let terms = 1 + r.next() % 300;
+            let first = (r.next() % 1000) as f64 * 0.5;
+            let (mut acc, mut sum) = (Accumulator::starting_at(Sum::of([first])), exact(first));
             for _ in 0..terms {
-                let mantissa = (next() >> 11) as f64; // below 2^53
-                let exponent = (next() % 91) as i32 - 60; // 2^-60 .. 2^30 times the mantissa
-                let sign = if next() % 4 == 0 { -1.0 } else { 1.0 };
-                let x = sign * (mantissa * 2f64.powi(exponent) * scale).trunc() / scale;
+                let sign = if r.next() % 4 == 0 { -1.0 } else { 1.0 };
+                let x = sign * r.value();
                 acc = acc.plus(x);
-                exact += (x * scale) as i128;
+                sum += exact(x);
             }
-            let sum = acc.sum();
-            let off = ((sum.hi * scale) as i128 + (sum.lo * scale) as i128 - exact).abs() as f64;
-            assert!(
-                off <= sum.error_bound() * scale * (1.0 + 1e-12),
-                "{off} > {}",
-                sum.error_bound() * scale
-            );
+            let got = acc.sum();
+            let off = (exact(got.hi) + exact(got.lo) - sum).abs() as f64;
+            let bound = got.error_bound() * GRID;
+            assert!(off <= bound * (1.0 + 1e-12), "{off} > {bound}");
         }
     }
 
@@ -420,32 +433,20 @@ mod tests {
     /// multiples of 2⁻³⁰ below 2⁸³, as above).
     #[test]
     fn cheap_one_sided_bounds_hold_exactly() {
-        let mut state = 0x2545_F491_4F6C_DD1D_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let scale = (1u64 << 30) as f64;
-        let draw = |next: &mut dyn FnMut() -> u64| {
-            let mantissa = (next() >> 11) as f64;
-            let exponent = (next() % 91) as i32 - 60;
-            (mantissa * 2f64.powi(exponent) * scale).trunc() / scale
-        };
-        let exact = |x: f64| (x * scale) as i128;
+        let mut r = Dyadic(0x2545_F491_4F6C_DD1D);
+        let scale = GRID;
         for _ in 0..2000 {
             let (mut a, mut b) = (Sum::ZERO, Sum::ZERO);
             let (mut ea, mut eb) = (0i128, 0i128);
-            for _ in 0..1 + next() % 40 {
-                let x = draw(&mut next);
+            for _ in 0..1 + r.next() % 40 {
+                let x = r.value();
                 a = a.plus(x);
                 ea += exact(x);
-                let y = draw(&mut next);
+                let y = r.value();
                 b = b.plus(y);
                 eb += exact(y);
             }
-            let x = draw(&mut next);
+            let x = r.value();
             let over = |bound: f64, truth: i128| bound * scale - truth as f64;
             let tol = |truth: i128| {
                 1e-15 * (truth as f64).abs()
