@@ -15,6 +15,13 @@
 //!   memory per accelerator 1.3 × (total size)/k, derived from the files in `--gnmt-dir`
 //!   (read, never copied).
 //!
+//! - `cluster-…` (issue 12's table; `--method auto` on a cluster is the cluster DP with
+//!   its greedy fallback): `generate transformer --layers L` (L ∈ {96, 384}) and the
+//!   published layer graphs (bert24, gnmt, inceptionv3, resnet50; training; from the same
+//!   folder as the GNMT files) on two types (`1xKxa100-80gb+1xKxv100`) and three types
+//!   (`+1xKxh100`) with K ∈ {8, 16} per type, and `cluster-transformer-96-3types-256`:
+//!   3 types × 256 accelerators over 32 machines (`12x8xa100-80gb+10x8xv100+10x8xh100`).
+//!
 //! Workloads go to temporary files that are removed after their row.
 
 use std::io::Write;
@@ -35,17 +42,21 @@ struct Case {
     build: Box<dyn Fn() -> Result<Workload, CliError>>,
 }
 
-fn priced(graph: OpGraph, accelerators: usize, training: bool) -> Result<Workload, CliError> {
+/// a100-80gb accelerators and one CPU core, fp32.
+fn settings(accelerators: usize, training: bool) -> Result<CostSettings, CliError> {
     let input = |e: crate::costmodel::ProfileError| CliError::Internal(e.to_string());
-    let settings = CostSettings {
+    Ok(CostSettings {
         accelerator: find_profile("a100-80gb", &[]).map_err(input)?,
         cpu: find_profile("cpu-core", &[]).map_err(input)?,
         dtype: DType::Fp32,
         training,
         accelerators,
         cpus: 1,
-    };
-    Ok(to_workload(&graph, &settings)?)
+    })
+}
+
+fn priced(graph: OpGraph, accelerators: usize, training: bool) -> Result<Workload, CliError> {
+    Ok(to_workload(&graph, &settings(accelerators, training)?)?)
 }
 
 /// GNMT with k = 4, ℓ = 2 and memory 1.3 × total/k.
@@ -117,6 +128,64 @@ fn cases(gnmt_dir: &Path) -> Vec<Case> {
             build: Box::new(move || gnmt(&path)),
         });
     }
+    cases.extend(cluster_cases(gnmt_dir));
+    cases
+}
+
+/// The cluster rows (module docs).
+fn cluster_cases(layer_dir: &Path) -> Vec<Case> {
+    let mut cases: Vec<Case> = Vec::new();
+    let spec = |types: usize, k: usize| {
+        let mut s = format!("1x{k}xa100-80gb+1x{k}xv100");
+        if types == 3 {
+            s += &format!("+1x{k}xh100");
+        }
+        s
+    };
+    let transformer =
+        |layers: usize, cluster: String| -> Box<dyn Fn() -> Result<Workload, CliError>> {
+            Box::new(move || {
+                let spec = TransformerSpec::bert(layers, 768, 12, 512, 1);
+                let graph = transformer_graph(&spec, DType::Fp32).map_err(CliError::Internal)?;
+                let (cluster, profiles) = super::costmodel_cmds::cluster_from_flag(&cluster, &[])?;
+                let settings = settings(1, false)?;
+                Ok(crate::costmodel::graph::to_workload_on_cluster(
+                    &graph, &settings, &cluster, &profiles,
+                )?)
+            })
+        };
+    for layers in [96, 384] {
+        for types in [2, 3] {
+            for k in [8, 16] {
+                cases.push(Case {
+                    name: format!("cluster-transformer-{layers}-{types}types-k{k}"),
+                    build: transformer(layers, spec(types, k)),
+                });
+            }
+        }
+    }
+    for graph in ["bert24", "gnmt", "inceptionv3", "resnet50"] {
+        for types in [2, 3] {
+            for k in [8, 16] {
+                let path = layer_dir.join(format!("{graph}_training.json"));
+                let cluster = spec(types, k);
+                cases.push(Case {
+                    name: format!("cluster-{graph}_training-{types}types-k{k}"),
+                    build: Box::new(move || {
+                        super::costmodel_cmds::workload_on_cluster(
+                            read_workload(&path)?,
+                            &cluster,
+                            &[],
+                        )
+                    }),
+                });
+            }
+        }
+    }
+    cases.push(Case {
+        name: "cluster-transformer-96-3types-256".into(),
+        build: transformer(96, "12x8xa100-80gb+10x8xv100+10x8xh100".into()),
+    });
     cases
 }
 
@@ -177,7 +246,10 @@ pub fn run(
         let output =
             output.map_err(|e| CliError::Internal(format!("running {}: {e}", exe.display())))?;
         let wall_s = wall.elapsed().as_secs_f64();
-        let (nodes, k) = (w.len().to_string(), w.devices().accelerators.to_string());
+        let accelerators = w
+            .cluster()
+            .map_or(w.devices().accelerators, |c| c.accelerators().len());
+        let (nodes, k) = (w.len().to_string(), accelerators.to_string());
         if !output.status.success() {
             let err = String::from_utf8_lossy(&output.stderr)
                 .trim()
@@ -198,7 +270,25 @@ pub fn run(
         }
         let v: serde_json::Value = serde_json::from_slice(&output.stdout)
             .map_err(|e| CliError::Internal(format!("plan --json printed no JSON: {e}")))?;
-        let num = |key: &str| v[key].as_f64().unwrap_or(f64::NAN);
+        // A plan on a cluster names its value and bound `tps` and `lowerBound`.
+        let num = |key: &str| {
+            let alias = match key {
+                "value" => "tps",
+                "bound" => "lowerBound",
+                _ => key,
+            };
+            v[key]
+                .as_f64()
+                .or_else(|| v[alias].as_f64())
+                .unwrap_or(f64::NAN)
+        };
+        // A proven cluster plan gives no separate bound: it is its own.
+        let proven = v["status"].as_str() == Some("optimal");
+        let (bound, gap) = match (num("bound"), num("gap")) {
+            (b, _) if b.is_nan() && proven => (num("value"), 0.0),
+            (b, g) if g.is_nan() && proven => (b, 0.0),
+            pair => pair,
+        };
         let path = v["path"].as_str().unwrap_or("-").replace('|', "/");
         let status = v["status"]
             .as_str()
@@ -215,8 +305,8 @@ pub fn run(
             format!("{:.1}", num("timeS")),
             format!("{wall_s:.1}"),
             format!("{:.6}", num("value")),
-            format!("{:.6}", num("bound")),
-            format!("{:.3}%", 100.0 * num("gap")),
+            format!("{bound:.6}"),
+            format!("{:.3}%", 100.0 * gap),
             status,
             v["peakMemoryBytes"].as_u64().map_or("-".into(), |b| {
                 format!("{:.0}", b as f64 / (1024.0 * 1024.0))
