@@ -60,25 +60,18 @@ impl GptSpec {
     }
 
     fn validate(&self) -> Result<(), String> {
-        for (name, v) in [
-            ("layers", self.layers),
-            ("hidden", self.hidden),
-            ("heads", self.heads),
-            ("seq", self.seq),
-            ("batch", self.batch),
-            ("vocab", self.vocab),
-        ] {
-            if v == 0 {
-                return Err(format!("--{name} must be at least 1"));
-            }
-        }
-        if !self.hidden.is_multiple_of(self.heads) {
-            return Err(format!(
-                "--heads {} does not divide --hidden {}",
-                self.heads, self.hidden
-            ));
-        }
-        Ok(())
+        super::transformer::check_dimensions(
+            &[
+                ("layers", self.layers),
+                ("hidden", self.hidden),
+                ("heads", self.heads),
+                ("seq", self.seq),
+                ("batch", self.batch),
+                ("vocab", self.vocab),
+            ],
+            self.hidden,
+            self.heads,
+        )
     }
 }
 

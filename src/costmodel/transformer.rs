@@ -159,25 +159,19 @@ impl TransformerSpec {
     /// Checks that every dimension is positive, `heads` divides `hidden`, and the head fits
     /// the style.
     pub fn validate(&self) -> Result<(), String> {
-        for (name, v) in [
-            ("layers", self.layers),
-            ("hidden", self.hidden),
-            ("heads", self.heads),
-            ("ffn", self.ffn),
-            ("seq", self.seq),
-            ("batch", self.batch),
-            ("vocab", self.vocab),
-        ] {
-            if v == 0 {
-                return Err(format!("--{name} must be at least 1"));
-            }
-        }
-        if !self.hidden.is_multiple_of(self.heads) {
-            return Err(format!(
-                "--heads {} does not divide --hidden {}",
-                self.heads, self.hidden
-            ));
-        }
+        check_dimensions(
+            &[
+                ("layers", self.layers),
+                ("hidden", self.hidden),
+                ("heads", self.heads),
+                ("ffn", self.ffn),
+                ("seq", self.seq),
+                ("batch", self.batch),
+                ("vocab", self.vocab),
+            ],
+            self.hidden,
+            self.heads,
+        )?;
         if self.head == Head::Bert && self.style != Style::Bert {
             return Err(format!(
                 "--head bert (pooler + masked-LM + next-sentence) exists only for --style bert; use --head lm or none with --style {}",
@@ -661,6 +655,22 @@ impl Builder<'_> {
         let t = self.layer_norm("cls.predictions.transform.LayerNorm", t, top);
         self.linear("cls.predictions.decoder", h, v, true, t, top);
     }
+}
+
+/// Every named dimension (`--name`) is at least 1 and `heads` divides `hidden`: the
+/// checks a generated transformer's sizes must pass.
+pub(crate) fn check_dimensions(
+    dims: &[(&str, usize)],
+    hidden: usize,
+    heads: usize,
+) -> Result<(), String> {
+    if let Some((name, _)) = dims.iter().find(|(_, v)| *v == 0) {
+        return Err(format!("--{name} must be at least 1"));
+    }
+    if !hidden.is_multiple_of(heads) {
+        return Err(format!("--heads {heads} does not divide --hidden {hidden}"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
