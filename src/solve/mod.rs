@@ -272,9 +272,8 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     let start = std::time::Instant::now();
     let mut outcome = method.solve(run)?;
     outcome.stats.notes.splice(0..0, clamped.notes);
-    if outcome.stats.time_s == 0.0 {
-        outcome.stats.time_s = start.elapsed().as_secs_f64();
-    }
+    // The whole method's time: an IP's held plans and presolve run before its model.
+    outcome.stats.time_s = start.elapsed().as_secs_f64();
     let Some(placement) = &outcome.placement else {
         return Ok(Plan {
             outcome,
