@@ -515,23 +515,7 @@ fn published_training_workloads_unchanged() {
 /// and every simulated peak equals the planner's figure and stays within the memory.
 #[test]
 fn generated_gpt2_under_tight_memory() {
-    use dnnplace::costmodel::{
-        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
-    };
-    let settings = CostSettings {
-        accelerator: find_profile("a100-80gb", &[]).unwrap(),
-        cpu: find_profile("cpu-core", &[]).unwrap(),
-        dtype: DType::Fp16,
-        training: true,
-        accelerators: 4,
-        cpus: 0,
-    };
-    let g = transformer_graph(
-        &TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4),
-        DType::Fp16,
-    )
-    .unwrap();
-    let w = to_workload(&g, &settings).unwrap();
+    let w = common::gpt2_training(0);
     let (mut recomputing_plans, mut better) = (0, 0);
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
         let base = planned(&w, Pipeline::new(schedule, m));

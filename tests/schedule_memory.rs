@@ -266,23 +266,7 @@ fn one_micro_batch_is_the_default_model() {
 /// by the scorer's figure, and the simulator's peak on every device equals that figure.
 #[test]
 fn simulated_peaks_equal_the_planners_figure() {
-    use dnnplace::costmodel::{
-        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
-    };
-    let settings = CostSettings {
-        accelerator: find_profile("a100-80gb", &[]).unwrap(),
-        cpu: find_profile("cpu-core", &[]).unwrap(),
-        dtype: DType::Fp16,
-        training: true,
-        accelerators: 4,
-        cpus: 0,
-    };
-    let g = transformer_graph(
-        &TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4),
-        DType::Fp16,
-    )
-    .unwrap();
-    let w = to_workload(&g, &settings).unwrap();
+    let w = common::gpt2_training(0);
     let plain = plan(&Dp, &Problem::throughput(&w)).unwrap();
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
         let pipeline = Pipeline::new(schedule, m);

@@ -451,24 +451,8 @@ fn bad_input_is_an_error_not_a_panic() {
 /// keeps in flight at its stage: Σ size + (in_flight − 1)·Σ A (`NodeMemory::bytes_in_flight`).
 #[test]
 fn peak_memory_is_the_cost_models_with_memory_parts() {
-    use dnnplace::costmodel::{
-        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
-    };
     use dnnplace::model::NodeMemory;
-    let settings = CostSettings {
-        accelerator: find_profile("a100-80gb", &[]).unwrap(),
-        cpu: find_profile("cpu-core", &[]).unwrap(),
-        dtype: DType::Fp16,
-        training: true,
-        accelerators: 4,
-        cpus: 1,
-    };
-    let g = transformer_graph(
-        &TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4),
-        DType::Fp16,
-    )
-    .unwrap();
-    let w = to_workload(&g, &settings).unwrap();
+    let w = common::gpt2_training(1);
     assert!(
         w.nodes()
             .iter()

@@ -235,3 +235,26 @@ pub fn staged_workload(seed: u64, staging: Staging) -> Option<Workload> {
     )
     .ok()
 }
+
+/// The generated GPT-2 training graph the schedule tests share: 8 blocks, hidden 256,
+/// 4 heads, sequence 128, batch 4, fp16, priced for 4 a100-80gb accelerators and `cpus`
+/// CPU cores (by the project's own generator and cost model).
+pub fn gpt2_training(cpus: usize) -> Workload {
+    use dnnplace::costmodel::{
+        find_profile, to_workload, transformer_graph, CostSettings, DType, Style, TransformerSpec,
+    };
+    let settings = CostSettings {
+        accelerator: find_profile("a100-80gb", &[]).unwrap(),
+        cpu: find_profile("cpu-core", &[]).unwrap(),
+        dtype: DType::Fp16,
+        training: true,
+        accelerators: 4,
+        cpus,
+    };
+    let g = transformer_graph(
+        &TransformerSpec::new(Style::Gpt2, 8, 256, 4, 128, 4),
+        DType::Fp16,
+    )
+    .unwrap();
+    to_workload(&g, &settings).unwrap()
+}
