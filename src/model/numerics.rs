@@ -231,6 +231,75 @@ impl Accumulator {
     }
 }
 
+/// Exact fixed-point images of a set of non-negative f64 values: every value is an integer
+/// multiple of one power of two `2^e` (its lowest set bit at least that), so `x = n·2^e`
+/// with an integer `n` held exactly in an i128. Sums and differences of images are exact
+/// integer arithmetic as long as they stay below 2¹²⁷ in magnitude, which
+/// [`FixedPoint::for_values`] guarantees for every signed sum of the values it was built
+/// from (each used at most once). [`FixedPoint::value`] rounds back once to nearest:
+/// within `u·|exact|`. Built only when the values span at most 125 bits (with their
+/// count) and `2^e` is a normal f64; otherwise `None` and callers use [`Sum`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedPoint {
+    /// One unit is `2^exponent`.
+    exponent: i32,
+}
+
+impl FixedPoint {
+    /// Bits an image and every signed sum of the set may use.
+    const BITS: i32 = 125;
+
+    /// `x = m·2^e` with `m` odd, for finite `x > 0`.
+    fn odd_mantissa(x: f64) -> (u64, i32) {
+        let bits = x.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i32;
+        let fraction = bits & ((1 << 52) - 1);
+        let (m, e) = if biased == 0 {
+            (fraction, -1074)
+        } else {
+            (fraction | 1 << 52, biased - 1075)
+        };
+        let tz = m.trailing_zeros();
+        (m >> tz, e + tz as i32)
+    }
+
+    /// The scale for `values` (each finite and ≥ 0), or `None` when they do not fit.
+    pub fn for_values(values: &[f64]) -> Option<FixedPoint> {
+        let (mut low, mut high) = (i32::MAX, i32::MIN);
+        for &x in values {
+            if !x.is_finite() || x < 0.0 {
+                return None;
+            }
+            if x > 0.0 {
+                let (m, e) = Self::odd_mantissa(x);
+                low = low.min(e);
+                high = high.max(e + 64 - m.leading_zeros() as i32);
+            }
+        }
+        if low == i32::MAX {
+            return Some(FixedPoint { exponent: 0 });
+        }
+        let count_bits = 64 - (values.len() as u64).leading_zeros() as i32;
+        (high - low + count_bits <= Self::BITS && (-1022..=1023 - Self::BITS).contains(&low))
+            .then_some(FixedPoint { exponent: low })
+    }
+
+    /// The exact image `x / 2^e` of a value of the set.
+    pub fn image(&self, x: f64) -> i128 {
+        if x == 0.0 {
+            return 0;
+        }
+        let (m, e) = Self::odd_mantissa(x);
+        i128::from(m) << (e - self.exponent)
+    }
+
+    /// `n·2^e` rounded to nearest (the conversion rounds once; the scaling is exact).
+    #[inline]
+    pub fn value(&self, n: i128) -> f64 {
+        n as f64 * pow2(self.exponent)
+    }
+}
+
 /// Power-of-two scale factors that keep every sum over a workload finite.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rescale {
@@ -402,6 +471,44 @@ mod tests {
     /// `x` on the grid, scaled to an integer.
     fn exact(x: f64) -> i128 {
         (x * GRID) as i128
+    }
+
+    /// Signed sums of fixed-point images round back to the correctly rounded exact sum,
+    /// checked against the grid's own integers (values are multiples of 2⁻³⁰ below 2⁸³,
+    /// so their exact sums are i128s after scaling by 2³⁰, independently of the images'
+    /// bit decomposition); and sets spanning too many bits get no fixed point.
+    #[test]
+    fn fixed_point_sums_are_exact() {
+        let mut r = Dyadic(0x1234_5678_9ABC_DEF1);
+        for _ in 0..2000 {
+            let values: Vec<f64> = (0..1 + r.next() % 200).map(|_| r.value()).collect();
+            let point = FixedPoint::for_values(&values).expect("83 + 30 bits fit");
+            let (mut fixed, mut truth) = (0i128, 0i128);
+            for &x in &values {
+                assert_eq!(point.value(point.image(x)), x);
+                match r.next() % 3 {
+                    0 => {}
+                    1 => {
+                        fixed += point.image(x);
+                        truth += exact(x);
+                    }
+                    _ => {
+                        fixed -= point.image(x);
+                        truth -= exact(x);
+                    }
+                }
+            }
+            assert_eq!(point.value(fixed), truth as f64 / GRID);
+        }
+        assert_eq!(FixedPoint::for_values(&[1e-300, 1e300]), None);
+        assert_eq!(FixedPoint::for_values(&[1.0, -1.0]), None);
+        assert_eq!(FixedPoint::for_values(&[1.0, f64::NAN]), None);
+        assert_eq!(FixedPoint::for_values(&[f64::MIN_POSITIVE / 2.0]), None);
+        let tiny = FixedPoint::for_values(&[0.0, 0.1, 3.0]).expect("fits");
+        assert_eq!(
+            tiny.value(tiny.image(0.1) * 3 + tiny.image(3.0)),
+            0.1 * 3.0 + 3.0
+        );
     }
 
     /// The accumulator's bound holds on random sums of values from 2⁻³⁰ to 2⁸³ (with a

@@ -41,7 +41,12 @@
 //! `g`. Sums are accumulated in the order groups are added; `a(I)` is re-summed over the
 //! sorted list (the same floating-point sum whichever way `I` was reached).
 //!
-//! **Numerics.** The sums `F`, `a` are compensated [`Sum`]s and every difference is
+//! **Numerics.** When the hyperedge costs span at most 125 bits (their count included;
+//! [`FixedPoint`]) — every workload seen so far — communication is computed in exact
+//! integers: each `c(T)` is an i128 multiple of one power of two, `a(I)` is kept exactly,
+//! and `a(J) + Σ_{x=0} c(T) − Σ_{x=p} c(T)` is rounded once, within u of the exact value.
+//! Otherwise, and always for compute and size, the sums are compensated [`Sum`]s and every
+//! difference is
 //! certified ([`Sum::difference`]: within 2⁻⁵² relative); when cancellation leaves too few
 //! bits (a 1e15 node before 5-unit nodes), the value is summed directly over the groups of
 //! `I \ J`, which the caller lists on demand (O(|I \ J|), or O(Σ_{g∈I\J} deg(g) · log) for
@@ -57,7 +62,7 @@ use rayon::prelude::*;
 use super::budget::{Budget, Exhausted};
 use super::ideals::Ideals;
 use crate::model::contraction::Contraction;
-use crate::model::numerics::{Accumulator, Sum};
+use crate::model::numerics::{Accumulator, FixedPoint, Sum};
 use crate::model::Workload;
 
 /// Per-ideal sums.
@@ -70,6 +75,8 @@ pub struct IdealSummary {
     pub stash: f64,
     /// `a(I)`.
     pub cut: Sum,
+    /// `a(I)` as an exact fixed-point image when [`PairCost`] has one (else 0).
+    pub cut_fixed: i128,
     pub unsupported: u32,
 }
 
@@ -191,6 +198,24 @@ pub struct PairCost {
     /// Σ fpgaLatency of each group's forward nodes (for recomputation; empty unless
     /// [`PairCost::with_stage_inputs`]).
     forward: Vec<f64>,
+    /// `c(T)` as exact fixed-point images, when the costs allow one (module doc).
+    fixed: Option<FixedCosts>,
+}
+
+/// The hyperedge costs as exact integers: `c(T) = cost[T]·2^e`.
+struct FixedCosts {
+    point: FixedPoint,
+    cost: Vec<i128>,
+}
+
+impl FixedCosts {
+    fn of(edge_cost: &[f64]) -> Option<FixedCosts> {
+        let point = FixedPoint::for_values(edge_cost)?;
+        Some(FixedCosts {
+            point,
+            cost: edge_cost.iter().map(|&c| point.image(c)).collect(),
+        })
+    }
 }
 
 impl PairCost {
@@ -202,8 +227,10 @@ impl PairCost {
                 touching[g].push(t as u32);
             }
         }
+        let edge_cost: Vec<f64> = hyperedges.iter().map(|(_, c)| *c).collect();
         PairCost {
-            edge_cost: hyperedges.iter().map(|(_, c)| *c).collect(),
+            fixed: FixedCosts::of(&edge_cost),
+            edge_cost,
             edge_size: hyperedges.iter().map(|(t, _)| t.len() as u32).collect(),
             touching,
             fpga: c.groups.iter().map(|g| g.fpga_latency).collect(),
@@ -249,6 +276,9 @@ impl PairCost {
                 self.touching[g].push(e);
             }
             self.edge_cost.push(0.0);
+            if let Some(fixed) = &mut self.fixed {
+                fixed.cost.push(0);
+            }
             self.edge_size.push(t.len() as u32);
             self.edge_bytes.push(bytes);
         }
@@ -361,12 +391,16 @@ impl PairCost {
         let cut = out[start..]
             .iter()
             .fold(Sum::ZERO, |s, x| s.plus(self.edge_cost[x.edge as usize]));
+        let cut_fixed = self.fixed.as_ref().map_or(0, |f| {
+            out[start..].iter().map(|x| f.cost[x.edge as usize]).sum()
+        });
         IdealSummary {
             fpga: head.fpga.plus(self.fpga[g]),
             cpu: head.cpu.plus(self.cpu[g]),
             size: head.size.plus(self.size[g]),
             stash: head.stash + self.stash[g],
             cut,
+            cut_fixed,
             unsupported: head.unsupported + u32::from(!self.supported[g]),
         }
     }
@@ -382,6 +416,24 @@ impl PairCost {
         cj: &[Crossing],
         groups: impl FnOnce() -> Vec<usize>,
     ) -> f64 {
+        if let Some(fixed) = &self.fixed {
+            let mut sum = j.cut_fixed;
+            let mut b = 0;
+            for x in ci {
+                while b < cj.len() && cj[b].edge < x.edge {
+                    b += 1;
+                }
+                let c = fixed.cost[x.edge as usize];
+                if b < cj.len() && cj[b].edge == x.edge {
+                    if cj[b].inside == x.inside {
+                        sum -= c;
+                    }
+                } else {
+                    sum += c;
+                }
+            }
+            return fixed.point.value(sum);
+        }
         let (mut plus, mut minus) = (Accumulator::starting_at(j.cut), Accumulator::ZERO);
         let mut b = 0;
         for x in ci {
