@@ -296,7 +296,12 @@ impl FixedPoint {
     /// `n·2^e` rounded to nearest (the conversion rounds once; the scaling is exact).
     #[inline]
     pub fn value(&self, n: i128) -> f64 {
-        n as f64 * pow2(self.exponent)
+        // Both conversions round to nearest; the i64 one is a single instruction.
+        let rounded = match i64::try_from(n) {
+            Ok(small) => small as f64,
+            Err(_) => n as f64,
+        };
+        rounded * pow2(self.exponent)
     }
 }
 

@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::pruning::{Pruning, Windows};
+use super::pruning::{Pruning, ReachMemo, Windows};
 use crate::model::numerics::Sum;
 use crate::model::schedule::Pipeline;
 use crate::solve::budget::{Budget, Exhausted};
@@ -342,7 +342,8 @@ impl<F: Family> Relaxation<'_, F> {
             let w = self.windows;
             let (a, b) = Windows::window(&w.fpga_keys, fi, p.bound);
             let mut limit = p.cap(&bands, best, 1, 0);
-            let mut above = p.reach(&bands, best);
+            let mut memo = ReachMemo::default();
+            let mut above = p.reach(&bands, best, &mut memo);
             let keys = &w.fpga_keys;
             let mut pos = a + keys[a..b].partition_point(|&x| x <= above);
             while pos > a {
@@ -422,7 +423,7 @@ impl<F: Family> Relaxation<'_, F> {
                 }
                 if improved {
                     limit = p.cap(&bands, best, 1, 0);
-                    above = p.reach(&bands, best);
+                    above = p.reach(&bands, best, &mut memo);
                 }
             }
         }
