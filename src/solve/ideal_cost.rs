@@ -41,10 +41,10 @@
 //! `g`. Sums are accumulated in the order groups are added; `a(I)` is re-summed over the
 //! sorted list (the same floating-point sum whichever way `I` was reached).
 //!
-//! **Numerics.** When the hyperedge costs span at most 125 bits (their count included;
+//! **Numerics.** When the hyperedge costs span at most 116 bits (their count included;
 //! [`FixedPoint`]) — every workload seen so far — communication is computed in exact
 //! integers: each `c(T)` is an i128 multiple of one power of two, `a(I)` is kept exactly,
-//! and `a(J) + Σ_{x=0} c(T) − Σ_{x=p} c(T)` is rounded once, within u of the exact value.
+//! and `a(J) + Σ_{x=0} c(T) − Σ_{x=p} c(T)` is converted back within 2u of the exact value.
 //! Otherwise, and always for compute and size, the sums are compensated [`Sum`]s and every
 //! difference is
 //! certified ([`Sum::difference`]: within 2⁻⁵² relative); when cancellation leaves too few
@@ -432,7 +432,8 @@ impl PairCost {
                     sum += c;
                 }
             }
-            return fixed.point.value(sum);
+            // `sum` is the exact communication of a set: never negative.
+            return fixed.point.nonnegative_value(sum);
         }
         let (mut plus, mut minus) = (Accumulator::starting_at(j.cut), Accumulator::ZERO);
         let mut b = 0;
