@@ -358,3 +358,107 @@ fn the_greedy_chain_is_a_checked_plan_never_below_the_optimum() {
         "greedy plans for {found} of {feasible} feasible instances"
     );
 }
+
+/// The volume bound is below the optimum over *all* placements (exhaustive search without
+/// contiguity) on random clusters with tight memory and CPU-only nodes, and above the
+/// DP's own first bound (total fastest work over all devices) often enough to matter.
+#[test]
+fn the_volume_bound_never_exceeds_the_optimum() {
+    use dnnplace::solve::cluster::volume_bound::volume_bound;
+    let (mut checked, mut positive) = (0, 0);
+    for seed in 0..300 {
+        let Some(base) = random_workload(
+            seed,
+            Shape {
+                max_nodes: 6,
+                training: seed % 2 == 0,
+                ..Shape::default()
+            },
+        ) else {
+            continue;
+        };
+        let shape = ClusterShape {
+            max_devices: 4,
+            max_machines: 2,
+            ..ClusterShape::default()
+        };
+        let Some(w) = random_cluster(seed, &base, shape) else {
+            continue;
+        };
+        let costs = ClusterCosts::of(&w);
+        let Some((optimum, _)) = brute_force(&w, &costs, Objective::Throughput, false)
+            .unwrap()
+            .best
+        else {
+            continue;
+        };
+        let bound = volume_bound(&w, &costs, 10.0);
+        assert!(
+            bound <= optimum * (1.0 + 1e-9),
+            "seed {seed}: volume bound {bound} above the optimum {optimum}"
+        );
+        checked += 1;
+        positive += usize::from(bound > 0.0);
+    }
+    assert!(checked > 100, "only {checked} feasible instances");
+    assert!(
+        positive * 10 > checked * 9,
+        "{positive} of {checked} bounds positive"
+    );
+}
+
+/// On a graph large enough to be coarsened (a 48-layer BERT, 684 operators, on one machine
+/// of 2 A100s and one of 2 V100s), the coarse path's plan is a checked contiguous plan of
+/// the fine graph, never below the fine DP's proven optimum, and the volume bound never
+/// above it; through `plan_on_cluster` the fine DP still proves its optimum.
+#[test]
+fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
+    use dnnplace::cli::costmodel_cmds::cluster_from_flag;
+    use dnnplace::costmodel::graph::to_workload_on_cluster;
+    use dnnplace::costmodel::TransformerSpec;
+    use dnnplace::costmodel::{find_profile, transformer_graph, CostSettings, DType};
+    use dnnplace::solve::cluster::coarse::{coarse_plan, COARSEN_ABOVE};
+    use dnnplace::solve::cluster::plan::{check, plan_on_cluster, ClusterMethod};
+    use dnnplace::solve::cluster::volume_bound::volume_bound;
+    let graph = transformer_graph(&TransformerSpec::bert(48, 256, 4, 128, 1), DType::Fp32).unwrap();
+    let settings = CostSettings {
+        accelerator: find_profile("a100-80gb", &[]).unwrap(),
+        cpu: find_profile("cpu-core", &[]).unwrap(),
+        dtype: DType::Fp32,
+        training: false,
+        accelerators: 1,
+        cpus: 1,
+    };
+    let (cluster, profiles) = cluster_from_flag("1x2xa100-80gb+1x2xv100", &[]).unwrap();
+    let w = to_workload_on_cluster(&graph, &settings, &cluster, &profiles).unwrap();
+    assert!(w.len() > COARSEN_ABOVE, "{} operators", w.len());
+    let costs = ClusterCosts::of(&w);
+    let fine = solve(
+        &w,
+        &costs,
+        &Limits::default(),
+        Tracking::Best,
+        f64::INFINITY,
+    )
+    .unwrap();
+    assert_eq!(fine.stopped, None);
+    let (optimum, _) = fine.best.unwrap();
+    let volume = volume_bound(&w, &costs, 10.0);
+    assert!(
+        volume > 0.0 && volume <= optimum * (1.0 + 1e-9),
+        "{volume} vs {optimum}"
+    );
+    let coarse = coarse_plan(&w, &costs, 60.0, volume, f64::INFINITY)
+        .unwrap()
+        .expect("a coarse plan");
+    let checked = check(&w, &costs, coarse.value, coarse.placement).unwrap();
+    assert!(
+        checked.value >= optimum * (1.0 - 1e-9),
+        "{} < {optimum}",
+        checked.value
+    );
+    let planned =
+        plan_on_cluster(&w, &Limits::default(), ClusterMethod::Dp, Tracking::Best).unwrap();
+    assert_eq!(planned.stopped, None);
+    assert!(close(planned.best.unwrap().value, optimum));
+}

@@ -647,6 +647,19 @@ pub fn solve(
     tracking: Tracking,
     upper_bound: f64,
 ) -> Result<ClusterDpResult, SolveError> {
+    solve_between(w, costs, limits, tracking, 0.0, upper_bound)
+}
+
+/// [`solve`] with a lower bound the caller holds (e.g. [`super::volume_bound`]): the
+/// prefixes' search starts from it and the bound reported is at least it.
+pub fn solve_between(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    tracking: Tracking,
+    lower_bound: f64,
+    upper_bound: f64,
+) -> Result<ClusterDpResult, SolveError> {
     let cluster = costs.cluster();
     let (p, folded) = prepare(w, costs);
     if p.types > MAX_TYPES
@@ -683,7 +696,8 @@ pub fn solve(
     };
     if tracking == Tracking::Best {
         let chain = ideal_data(&p, Family::prefixes(p.c.len()))?;
-        let (mut b, ceiling) = bounds(&p, &chain);
+        let (b0, ceiling) = bounds(&p, &chain);
+        let mut b = b0.max(lower_bound.min(ceiling));
         // `bounds` clamps its lower bound to 1e-12 for the search below; a bound that small
         // is stated as 0.
         lower = if b > 1e-12 { b } else { 0.0 };

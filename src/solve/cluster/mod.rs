@@ -3,16 +3,21 @@
 //!
 //! - [`dp`]: the contiguous TPS optimum by dynamic programming over ideals, its state
 //!   extended by machines, types and where producers are;
+//! - [`coarse`]: the cluster DP on coarsened graphs, plans for large graphs;
 //! - [`folding`]: zero-cost leaves folded into their neighbour before the DP;
 //! - [`greedy`]: a topological order packed into the accelerators in order, the plan
 //!   when the DP stops without one;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
+//! - [`volume_bound`]: a lower bound on every plan from the work each device class must
+//!   absorb (a Lagrangian LP bound, evaluated at HiGHS's multipliers);
 //! - [`brute_force`]: exhaustive search, the oracle of the tests.
 
 pub mod brute_force;
+pub mod coarse;
 pub mod dp;
 pub mod folding;
 pub mod greedy;
 pub mod plan;
 pub mod sweep;
+pub mod volume_bound;

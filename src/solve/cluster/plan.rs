@@ -14,8 +14,10 @@
 use std::time::Instant;
 
 use super::brute_force::brute_force;
-use super::dp::{solve, Tracking};
+use super::coarse::coarse_plan;
+use super::dp::{solve_between, Tracking};
 use super::greedy::greedy_chain;
+use super::volume_bound::volume_bound;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::budget::Budget;
@@ -137,10 +139,41 @@ pub fn plan_on_cluster(
         ClusterMethod::Dp => {
             // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
             // (linear per probe) has the rest.
+            // The volume bound first (at most a tenth of the time): it starts the DP's
+            // search for its own upper bound, and is the bound when the DP stops.
+            let volume = if tracking == Tracking::Best {
+                volume_bound(w, &costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t))
+            } else {
+                0.0
+            };
+            // Large graphs: the DP on coarsened graphs (at most a fifth of the time) gives
+            // a plan, and its value prunes the fine DP.
+            let coarse = if tracking == Tracking::Best {
+                let share = limits.time_limit_s.map_or(20.0, |t| 0.2 * t);
+                coarse_plan(w, &costs, share, volume, f64::INFINITY)?
+            } else {
+                None
+            };
+            let held = coarse.as_ref().map_or(f64::INFINITY, |c| c.value);
             let mut dp_limits = limits.clone();
-            dp_limits.time_limit_s = limits.time_limit_s.map(|t| 0.9 * t);
-            let mut r = solve(w, &costs, &dp_limits, tracking, f64::INFINITY)?;
+            dp_limits.time_limit_s = limits
+                .time_limit_s
+                .map(|t| (0.9 * t - start.elapsed().as_secs_f64()).max(0.0));
+            let mut r = solve_between(w, &costs, &dp_limits, tracking, volume, held)?;
             if r.stopped.is_some() {
+                r.lower_bound = r.lower_bound.max(volume);
+            }
+            if let Some(c) = coarse {
+                let better = r.best.as_ref().is_none_or(|b| c.value < b.0);
+                if r.stopped.is_some() && better {
+                    r.best = Some((c.value, c.placement));
+                    source = "the DP on a coarsened graph";
+                } else if r.stopped.is_none() && r.best.is_none() {
+                    // The fine DP pruned with the coarse value and proved nothing lower.
+                    r.best = Some((c.value, c.placement));
+                }
+            }
+            if r.stopped.is_some() && source == "the optimum" {
                 source = "best plan over one topological order's prefixes";
             }
             if r.best.is_none() && r.stopped.is_some() && tracking == Tracking::Best {

@@ -163,9 +163,10 @@ fn level_contraction(w: &Workload, c0: &Contraction, map: &[u32], level: &Level)
 }
 
 /// The coarse workload of the module documentation: colour class = cluster, except for
-/// classes without forward nodes. `Ok(None)` when it has no placement at all (a cluster
-/// that fits no device), which the DP would report as infeasible.
-fn coarse_workload(
+/// classes without forward nodes; its platform (per-profile times, cluster) is `w`'s.
+/// `Ok(None)` when it has no placement at all (a cluster that fits no device), which the
+/// DP would report as infeasible.
+pub(crate) fn coarse_workload(
     w: &Workload,
     c0: &Contraction,
     map: &[u32],
@@ -197,7 +198,9 @@ fn coarse_workload(
         .iter()
         .map(|e| (w.node(e.from).id, w.node(e.to).id, e.cost, e.size_bytes))
         .collect();
-    match Workload::new(nodes, edges, w.devices().clone()) {
+    match Workload::new(nodes, edges, w.devices().clone())
+        .and_then(|cw| cw.with_platform(w.platform().clone()))
+    {
         Ok(cw) => Ok(Some(cw)),
         Err(WorkloadError::Infeasible { .. }) => Ok(None),
         Err(e) => Err(SolveError::Check(format!(
