@@ -76,6 +76,11 @@ pub trait Family: Sync {
     /// The groups of `I_i \ I_j` for `J ⊆ I` (asked only where a load cannot be certified
     /// from the summaries' sums: [`crate::solve::ideal_cost`]).
     fn difference(&self, i: usize, j: usize) -> Vec<usize>;
+    /// A word with `J ⊆ I ⇒ signature(J) & !signature(I) = 0`, for a quick rejection
+    /// before [`Family::is_subset`] (0 when there is none).
+    fn signature(&self, _i: usize) -> u64 {
+        0
+    }
 }
 
 impl Family for Ideals {
@@ -104,6 +109,11 @@ impl Family for Ideals {
 
     fn difference(&self, i: usize, j: usize) -> Vec<usize> {
         self.get(i).difference(&self.get(j))
+    }
+
+    /// The first word of the dense bitset (groups 0–63), when there is one.
+    fn signature(&self, i: usize) -> u64 {
+        self.dense_row(i).first().copied().unwrap_or(0)
     }
 }
 
@@ -265,6 +275,14 @@ impl<F: Family> Relaxation<'_, F> {
         let mut value = filled(n_ideals * s, f64::INFINITY, budget).map_err(|r| (r, 0))?;
         let mut link = filled(n_ideals * s, Link::None, budget).map_err(|r| (r, 0))?;
         value[..s].iter_mut().for_each(|x| *x = 0.0);
+        // The candidates' signatures in window order: read sequentially, they reject most
+        // non-subsets without touching the ideals' rows.
+        let signatures: Vec<u64> = self
+            .windows
+            .by_fpga
+            .iter()
+            .map(|&j| self.family.signature(j as usize))
+            .collect();
         let pairs = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
         let levels = self.family.level_start();
@@ -279,7 +297,7 @@ impl<F: Family> Relaxation<'_, F> {
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                let evaluated = self.relax_ideal(lo + offset, lo, done, best, back);
+                let evaluated = self.relax_ideal(lo + offset, lo, done, best, back, &signatures);
                 pairs.fetch_add(evaluated, Ordering::Relaxed);
             };
             if hi - lo < PARALLEL_LEVEL {
@@ -307,6 +325,7 @@ impl<F: Family> Relaxation<'_, F> {
         done: &[f64],
         best: &mut [f64],
         back: &mut [Link],
+        signatures: &[u64],
     ) -> u64 {
         let p = self.pruning;
         let (k, l, k1) = (p.k, p.l, p.k + 1);
@@ -321,6 +340,7 @@ impl<F: Family> Relaxation<'_, F> {
             return 0;
         }
         let top = self.family.top(i);
+        let outside = !self.family.signature(i);
         let mut evaluated = 0u64;
         // Exact device counts: `J` can extend to a live state of `I` only if its own state
         // one device fewer is finite; where memory binds, most `J` are reached by no state
@@ -359,6 +379,7 @@ impl<F: Family> Relaxation<'_, F> {
                 }
                 let j = w.by_fpga[pos] as usize;
                 if j >= lo
+                    || signatures[pos] & outside != 0
                     || (positioned && !reachable(&done[j * s..(j + 1) * s], 1, 0))
                     || !self.family.is_subset(j, top)
                 {
