@@ -311,6 +311,14 @@ impl Cluster {
         }
     }
     /// Largest accelerator memory, bytes (0 without accelerators).
+    /// The smallest accelerator memory (∞ without accelerators).
+    pub fn smallest_memory_bytes(&self) -> f64 {
+        self.accelerators
+            .iter()
+            .map(|a| self.types[a.accelerator_type].memory_bytes)
+            .fold(f64::INFINITY, f64::min)
+    }
+
     pub fn largest_memory_bytes(&self) -> f64 {
         self.accelerators
             .iter()

@@ -418,41 +418,49 @@ impl PairCost {
     ) -> f64 {
         if let Some(fixed) = &self.fixed {
             let mut sum = j.cut_fixed;
-            let mut b = 0;
-            for x in ci {
-                while b < cj.len() && cj[b].edge < x.edge {
-                    b += 1;
-                }
-                let c = fixed.cost[x.edge as usize];
-                if b < cj.len() && cj[b].edge == x.edge {
-                    if cj[b].inside == x.inside {
-                        sum -= c;
-                    }
-                } else {
+            Self::changed_terms(ci, cj, |e, enters| {
+                let c = fixed.cost[e as usize];
+                if enters {
                     sum += c;
+                } else {
+                    sum -= c;
                 }
-            }
+            });
             // `sum` is the exact communication of a set: never negative.
             return fixed.point.nonnegative_value(sum);
         }
         let (mut plus, mut minus) = (Accumulator::starting_at(j.cut), Accumulator::ZERO);
+        Self::changed_terms(ci, cj, |e, enters| {
+            let c = self.edge_cost[e as usize];
+            if enters {
+                plus = plus.plus(c);
+            } else {
+                minus = minus.plus(c);
+            }
+        });
+        plus.sum()
+            .difference(minus.sum())
+            .unwrap_or_else(|| self.direct_communication(&groups()))
+    }
+
+    /// The terms of `comm(I \ J) − a(J)` (module doc) in one merge of the cut lists:
+    /// `term(T, true)` for `T ∈ C(I)` that `J` does not touch (`x = 0`, it enters),
+    /// `term(T, false)` for `T ∈ C(I)` whose groups in `I` are all in `J` (`x = p`).
+    #[inline(always)]
+    fn changed_terms(ci: &[Crossing], cj: &[Crossing], mut term: impl FnMut(u32, bool)) {
         let mut b = 0;
         for x in ci {
             while b < cj.len() && cj[b].edge < x.edge {
                 b += 1;
             }
-            let c = self.edge_cost[x.edge as usize];
             if b < cj.len() && cj[b].edge == x.edge {
                 if cj[b].inside == x.inside {
-                    minus = minus.plus(c);
+                    term(x.edge, false);
                 }
             } else {
-                plus = plus.plus(c);
+                term(x.edge, true);
             }
         }
-        plus.sum()
-            .difference(minus.sum())
-            .unwrap_or_else(|| self.direct_communication(&groups()))
     }
 
     /// `Σ values[g]` over `groups`. O(|groups|).

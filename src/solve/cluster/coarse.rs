@@ -63,11 +63,7 @@ pub fn coarse_plan(
         return Ok(None);
     }
     let cluster = costs.cluster();
-    let smallest = cluster
-        .types()
-        .iter()
-        .map(|t| t.memory_bytes)
-        .fold(f64::INFINITY, f64::min);
+    let smallest = cluster.smallest_memory_bytes();
     let base = Level::from_contraction(w, &c0);
     let caps = Caps::for_devices(
         &base,

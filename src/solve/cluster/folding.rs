@@ -32,11 +32,7 @@ pub fn fold_free_leaves(
     c: Contraction,
 ) -> (Contraction, usize) {
     let cluster = costs.cluster();
-    let smallest = cluster
-        .types()
-        .iter()
-        .map(|t| t.memory_bytes)
-        .fold(f64::INFINITY, f64::min);
+    let smallest = cluster.smallest_memory_bytes();
     let total_size: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
     let memory_never_binds = total_size <= smallest;
     let free_node = |v: usize| {
