@@ -57,7 +57,8 @@
 //! then given, not reconstructed: a unit is the nodes of one device, chunk and pass, and
 //! chunk `c` of accelerator `d` of `p` sits at position `c·p + d` for both its passes
 //! (`P = p·v`, empty chunks included), so that each device runs exactly the schedule's
-//! order of its chunks and holds chunk c's stash from `F(i, c)` to `B(i, c)`, as
+//! order of its chunks and holds chunk c's stash from `F(i, c)` to `B(i, c)` (a backward
+//! node's stash is held by a forward piece of its own chunk when it mirrors one), as
 //! [`crate::model::schedule::peak_stash_bytes`] replays it. When the chunks form a chain of
 //! ideals, forward arcs never go to a lower position; [`crate::simulate`] checks the
 //! monotonicities the timetable needs before it uses them.
@@ -323,7 +324,7 @@ pub fn cut_chunks(
 
     charge_communication(w, p, &piece_of, &mut pieces, positions);
     attach_stash_releases(w, &piece_of, &mut pieces);
-    attribute_stashes(memory, &piece_of, &mut pieces, positions);
+    attribute_stashes(memory, &piece_of, &mut pieces, positions, chunks.is_some());
     if !p.recompute.is_empty() {
         recompute_stashes(w, p, &mut pieces, positions);
     }
@@ -451,12 +452,15 @@ fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece])
     }
 }
 
-/// Puts every node's stash on its holder piece (module doc, "Stash").
+/// Puts every node's stash on its holder piece (module doc, "Stash"); with `own_chunk`
+/// (explicit chunks) a backward node's holder is a forward piece of its own chunk when it
+/// mirrors one, as the scorer counts a node's stash in its chunk.
 fn attribute_stashes(
     memory: &[HeldBytes],
     piece_of: &[usize],
     pieces: &mut [Piece],
     positions: usize,
+    own_chunk: bool,
 ) {
     let mut mirrored: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
     for (f, piece) in pieces.iter().enumerate() {
@@ -474,7 +478,10 @@ fn attribute_stashes(
             Pass::Backward => mirrored[own]
                 .iter()
                 .copied()
-                .min_by_key(|&f| rank_in_micro_batch(&pieces[f], f, positions))
+                .min_by_key(|&f| {
+                    let other_chunk = own_chunk && pieces[f].position != pieces[own].position;
+                    (other_chunk, rank_in_micro_batch(&pieces[f], f, positions))
+                })
                 .unwrap_or(own),
         };
         pieces[holder].stash_bytes += held.stash_bytes;
