@@ -243,9 +243,9 @@ fn gpt2_plan_round_trips_and_simulates_at_the_planned_memory() {
         pipeline: Some(pipeline),
         ..Problem::throughput(&w)
     };
-    problem.limits.time_limit_s = Some(20.0);
+    problem.limits.time_limit_s = Some(3.0);
     let got = plan(&Ip, &problem).unwrap();
-    let placement = got.outcome.placement.clone().expect("a plan within 20 s");
+    let placement = got.outcome.placement.clone().expect("a plan within 3 s");
     let memory = got.pipeline_memory.clone().unwrap();
     assert!(memory.iter().all(|d| d.bytes <= w.devices().memory_per_accelerator_bytes));
     let e = dnnplace::score::evaluate(&w, &placement, false);
@@ -357,7 +357,7 @@ fn command_line() {
     let out = dnnplace()
         .arg("plan")
         .arg(&workload)
-        .args(["--schedule", "interleaved:2", "--micro-batches", "8", "--method", "auto", "--memory", "700MiB", "--time-limit", "20s", "--json", "--out"])
+        .args(["--schedule", "interleaved:2", "--micro-batches", "8", "--method", "auto", "--memory", "700MiB", "--time-limit", "3s", "--json", "--out"])
         .arg(&plan_file)
         .output()
         .unwrap();
@@ -392,23 +392,3 @@ fn command_line() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-#[test]
-#[ignore]
-fn debug_seed() {
-    let seed: u64 = std::env::var("SEED").unwrap().parse().unwrap();
-    let w = instance(seed).unwrap();
-    let m = if seed % 2 == 0 { 2 } else { 4 };
-    let schedule = Schedule::Interleaved { chunks: 2 };
-    let pipeline = Pipeline::new(schedule, m);
-    let problem = Problem { pipeline: Some(pipeline), ..Problem::throughput(&w) };
-    let got = plan(&Ip, &problem).unwrap();
-    let placement = got.outcome.placement.as_ref().unwrap();
-    for x in 0..w.len() { let n = w.node(x); println!("node {} bw={} class={:?} size={} stash={:?} -> {} chunk {}", n.id, n.is_backward, n.color_class, n.size_bytes, n.memory.map(|m| m.activation_bytes), placement.assignment[x], placement.chunk(x)); }
-    for e in w.edges() { println!("edge {} -> {}", w.node(e.from).id, w.node(e.to).id); }
-    println!("{:?}", got.pipeline_memory);
-    let sim = simulate(&w, placement, &Settings { schedule, micro_batches: m });
-    println!("{:?}", sim.as_ref().err());
-    let sim = match sim { Ok(s) => s, Err(_) => { let c = dnnplace::simulate::stages::cut(&w, placement, &held_bytes(&w)); for p in &c.pieces { println!("piece {} {:?} pos {} nodes {:?}", p.device, p.pass, p.position, p.nodes); } return; } };
-    for p in &sim.stages.pieces { println!("piece {} {:?} pos {} nodes {:?} stash {} released_by {:?}", p.device, p.pass, p.position, p.nodes, p.stash_bytes, p.released_by); }
-    println!("{:?}", sim.notes);
-}

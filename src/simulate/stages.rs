@@ -58,7 +58,9 @@
 //! chunk `c` of accelerator `d` of `p` sits at position `c·p + d` for both its passes
 //! (`P = p·v`, empty chunks included), so that each device runs exactly the schedule's
 //! order of its chunks and holds chunk c's stash from `F(i, c)` to `B(i, c)` (a backward
-//! node's stash is held by a forward piece of its own chunk when it mirrors one), as
+//! node's stash is held by a forward piece of its own chunk when it mirrors one, and a
+//! forward piece's stash is freed by the backward pieces of its own chunk, at its own end
+//! when the chunk has none), as
 //! [`crate::model::schedule::peak_stash_bytes`] replays it. When the chunks form a chain of
 //! ideals, forward arcs never go to a lower position; [`crate::simulate`] checks the
 //! monotonicities the timetable needs before it uses them.
@@ -323,7 +325,7 @@ pub fn cut_chunks(
     }
 
     charge_communication(w, p, &piece_of, &mut pieces, positions);
-    attach_stash_releases(w, &piece_of, &mut pieces);
+    attach_stash_releases(w, &piece_of, &mut pieces, chunks.is_some());
     attribute_stashes(memory, &piece_of, &mut pieces, positions, chunks.is_some());
     if !p.recompute.is_empty() {
         recompute_stashes(w, p, &mut pieces, positions);
@@ -409,8 +411,11 @@ fn charge_communication(
     }
 }
 
-/// Which backward pieces free each forward piece's stash (module doc, "Stash").
-fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece]) {
+/// Which backward pieces free each forward piece's stash (module doc, "Stash"); with
+/// `own_chunk` (explicit chunks) only those of its own chunk: a chunk's stash lives from
+/// its forward to its backward task (docs/schedule.md), and without a backward piece in
+/// the chunk it is freed when its forward ends.
+fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece], own_chunk: bool) {
     let mut by_class: HashMap<(Device, i64), Vec<usize>> = HashMap::new();
     for (b, piece) in pieces
         .iter()
@@ -445,10 +450,14 @@ fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece])
             }
         }
     }
-    for (piece, mut list) in pieces.iter_mut().zip(releases) {
+    for (f, mut list) in releases.into_iter().enumerate() {
         list.sort_unstable();
         list.dedup();
-        piece.released_by = list;
+        if own_chunk {
+            let position = pieces[f].position;
+            list.retain(|&b| pieces[b].position == position);
+        }
+        pieces[f].released_by = list;
     }
 }
 

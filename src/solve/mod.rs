@@ -291,7 +291,12 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         });
     };
     let latency_rules = matches!(problem.objective, Objective::Latency { .. });
-    let evaluation = evaluate(problem.workload, placement, latency_rules);
+    let mut evaluation = evaluate(problem.workload, placement, latency_rules);
+    if problem.interleaved() {
+        // A device holds several chunks, which are not one contiguous set: the chain of
+        // chunks (checked with the memory below) is what the plan promises instead.
+        evaluation.non_contiguous.clear();
+    }
     if let Some(v) = evaluation.violations.first() {
         return Err(SolveError::Check(format!(
             "{} produced an invalid plan: {v}",

@@ -46,8 +46,11 @@
 //! the groups to k accelerators (the non-contiguous plans, of which the interleaved ones
 //! are a subset). No big-M appears anywhere.
 //!
-//! Warm start: none of its own (the DP plans one stage per device); the held plans of
-//! [`super::presolve`] (a single accelerator) are scored and kept when better.
+//! Warm start: the best valid plan among the held plan of [`super::presolve`] (the DP's
+//! contiguous optimum on the accelerators with GPipe's `m` stashes everywhere, all in
+//! chunk 0: [`chunk_zero_plan`]; a single accelerator) and two cuts of a topological
+//! order into T consecutive stages dealt round-robin to the devices ([`split_plans`]),
+//! which answer at once on graphs where the DP does not.
 //! Extraction ([`Interleaved::placement`]): each group on the first stage whose ideal
 //! holds it, stage t being chunk `⌊t/p⌋` of accelerator `t mod p`.
 //!
@@ -60,8 +63,8 @@ use super::throughput::{Load, LoadObjective};
 use super::units::units;
 use super::{finish, run_to, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
-use crate::model::schedule::{device_order, held_bytes, Pass, Pipeline};
-use crate::model::{Device, DeviceSet, Placement};
+use crate::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedule};
+use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::{Outcome, Problem, SolveError, Stats, Status};
 
 /// Solves the max-load IP of `problem` under its interleaved schedule.
@@ -138,11 +141,16 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     if problem.limits.ip.capacity_rows {
         objective.add_capacity_rows(&mut b, &all, p as f64);
     }
-    let warm = problem
+    let held = problem
         .limits
         .warm_start
         .as_ref()
         .and_then(|placement| super::candidate(problem, placement.clone(), "warm start"));
+    let warm = split_plans(&units, p, v)
+        .into_iter()
+        .filter_map(|placement| super::candidate(problem, placement, "split"))
+        .chain(held)
+        .min_by(|a, b| a.score.total_cmp(&b.score));
     let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement));
     stats.notes.push(format!(
         "{} groups, {p} devices x {v} chunks = {} stages, {} hyperedges, {memory_rows} memory rows, {} columns, {} rows",
@@ -163,6 +171,85 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     solved.bound = solved.bound.max(lower);
     let from_ip = solved.columns.as_ref().map(|values| model.placement(values));
     finish(problem, &solved, from_ip, warm, stats, started)
+}
+
+/// A valid interleaved plan from the DP (the held plan of [`super::presolve`] and the
+/// IP's warm start): the contiguous optimum on the k accelerators alone with every stage
+/// holding `m` stashes (GPipe's memory), its devices renumbered in chain order and every
+/// node in chunk 0. It is an interleaved plan (stages `0 … p−1` are the chain, the later
+/// chunks empty) and fits: a device holds at most `m` stashes of its chunk 0 at once.
+pub fn chunk_zero_plan(
+    w: &Workload,
+    limits: &crate::solve::Limits,
+    budget: &crate::solve::budget::Budget,
+    pipeline: Pipeline,
+) -> Result<Outcome, SolveError> {
+    let accelerators_only = w
+        .with_devices(DeviceSet {
+            cpus: 0,
+            ..w.devices().clone()
+        })
+        .map_err(|e| SolveError::Unsupported {
+            method: "dp".into(),
+            what: format!("the accelerators alone: {e}"),
+        })?;
+    let gpipe = Pipeline::new(Schedule::GPipe, pipeline.micro_batches);
+    let mut limits = limits.clone();
+    limits.time_limit_s = budget.remaining_s();
+    let mut outcome =
+        crate::solve::dp::solve_pipeline(&accelerators_only, &limits, Some(gpipe))?;
+    if let Some(placement) = outcome.placement.take() {
+        let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &gpipe)
+            .map_err(|e| SolveError::Check(format!("the DP's plan under gpipe: {e}")))?;
+        let renumbered = placement
+            .assignment
+            .iter()
+            .map(|d| {
+                let stage = memory.iter().find(|x| x.device == *d).map_or(0, |x| x.stage);
+                Device::Accelerator(stage)
+            })
+            .collect();
+        outcome.placement = Some(Placement::new(renumbered));
+    }
+    Ok(outcome)
+}
+
+/// Plans that cut one topological order of the groups into `T = p·v` consecutive stages
+/// (every prefix of a topological order is an ideal), stage t on chunk `⌊t/p⌋` of
+/// accelerator `t mod p`: one cut balancing the accelerator time, one balancing the
+/// bytes. Heuristic warm starts, O(U·T); the caller scores them.
+fn split_plans(units: &Grouping, p: usize, v: usize) -> Vec<Placement> {
+    let stages = p * v;
+    let weights: [Box<dyn Fn(usize) -> f64>; 2] = [
+        Box::new(|g| units[g].fpga_latency),
+        Box::new(|g| units[g].size_bytes),
+    ];
+    weights
+        .iter()
+        .map(|weight| {
+            let total: f64 = (0..units.len()).map(weight).sum();
+            let mut stage_of = vec![0usize; units.len()];
+            let mut before = 0.0;
+            for (g, stage) in stage_of.iter_mut().enumerate() {
+                // The stage whose share of the total holds the group's midpoint.
+                let mid = before + weight(g) / 2.0;
+                *stage = if total > 0.0 {
+                    ((mid / total * stages as f64) as usize).min(stages - 1)
+                } else {
+                    g * stages / units.len().max(1)
+                };
+                before += weight(g);
+            }
+            let device: Vec<Device> = stage_of.iter().map(|&t| Device::Accelerator(t % p)).collect();
+            let mut chunks = vec![0; units.group_of.len()];
+            for (g, group) in units.groups.iter().enumerate() {
+                for &x in &group.nodes {
+                    chunks[x] = stage_of[g] / p;
+                }
+            }
+            units.placement(&device).with_pieces(chunks)
+        })
+        .collect()
 }
 
 /// The maximal vectors `n` of stashes held per chunk after a forward step of device `d`'s
