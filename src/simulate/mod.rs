@@ -351,8 +351,8 @@ pub fn pipeline_evaluation(w: &Workload, p: &Placement) -> Evaluation {
     }
 }
 
-/// The plan's pieces: under the interleaved schedule, when the plan's chunks form a chain
-/// of ideals on the workload's `k` accelerators and respect the timetable's
+/// The plan's pieces: under the interleaved schedule, when the plan has chunks
+/// ([`Placement::chunk`]) that form a chain of ideals on the workload's `k` accelerators and respect the timetable's
 /// monotonicities (forward arcs never to a lower position, backward arcs never to a
 /// higher one), its chunks are the stages ([`stages::cut_chunks`]); otherwise they are
 /// reconstructed from the unit graph, with a note when the plan has chunks.
@@ -365,13 +365,11 @@ fn cut_for(
 ) -> Stages {
     let v = schedule.chunks();
     let k = w.devices().accelerators;
-    if v == 1 {
+    if v == 1 || p.pieces.is_none() {
         return stages::cut(w, p, memory);
     }
     if let Err(e) = crate::score::contiguity::interleaved_stages(w, p, k, v) {
-        if p.pieces.is_some() {
-            notes.push(format!("the plan's chunks are not used as the {schedule} stages ({e}); stages reconstructed from its data flow"));
-        }
+        notes.push(format!("the plan's chunks are not used as the {schedule} stages ({e}); stages reconstructed from its data flow"));
         return stages::cut(w, p, memory);
     }
     let chunks = stages::Chunks {

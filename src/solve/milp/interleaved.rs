@@ -209,7 +209,7 @@ pub fn chunk_zero_plan(
                 Device::Accelerator(stage)
             })
             .collect();
-        outcome.placement = Some(Placement::new(renumbered));
+        outcome.placement = Some(Placement::new(renumbered).with_pieces(vec![0; w.len()]));
     }
     Ok(outcome)
 }
