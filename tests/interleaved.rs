@@ -94,8 +94,12 @@ fn brute_force(w: &Workload, pipeline: Pipeline) -> (f64, f64) {
             w.node(e.from).is_backward || w.node(e.to).is_backward || stage(e.from) <= stage(e.to)
         });
         if chained {
-            let placement = Placement::new((0..w.len()).map(|x| Device::Accelerator(stage(x) % p)).collect())
-                .with_pieces((0..w.len()).map(|x| stage(x) / p).collect());
+            let placement = Placement::new(
+                (0..w.len())
+                    .map(|x| Device::Accelerator(stage(x) % p))
+                    .collect(),
+            )
+            .with_pieces((0..w.len()).map(|x| stage(x) / p).collect());
             let (tps, _) = max_load(&device_loads(w, &placement));
             unconstrained = unconstrained.min(tps);
             let fits = (0..p).all(|d| {
@@ -105,8 +109,14 @@ fn brute_force(w: &Workload, pipeline: Pipeline) -> (f64, f64) {
                     resident += held[x].resident_bytes;
                     a[stage(x) / p] += held[x].stash_bytes;
                 }
-                peak_bytes(pipeline.schedule, p, pipeline.micro_batches, d, resident, &a)
-                    <= limit * (1.0 + 1e-12)
+                peak_bytes(
+                    pipeline.schedule,
+                    p,
+                    pipeline.micro_batches,
+                    d,
+                    resident,
+                    &a,
+                ) <= limit * (1.0 + 1e-12)
             });
             if fits {
                 best = best.min(tps);
@@ -149,7 +159,10 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
         };
         if w.nodes().iter().any(|x| !x.supported_on_accelerator) {
             let e = plan(&Ip, &problem).expect_err("a node that cannot run on an accelerator");
-            assert!(e.to_string().contains("cannot run on an accelerator"), "{e}");
+            assert!(
+                e.to_string().contains("cannot run on an accelerator"),
+                "{e}"
+            );
             refused += 1;
             continue;
         }
@@ -162,11 +175,18 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
                 got.outcome.placement.is_none(),
                 "seed {seed} m={m}: ip {value}, brute force finds none"
             );
-            assert!(matches!(got.outcome.status, Status::Infeasible { .. }), "seed {seed}: {:?}", got.outcome.status);
+            assert!(
+                matches!(got.outcome.status, Status::Infeasible { .. }),
+                "seed {seed}: {:?}",
+                got.outcome.status
+            );
             infeasible += 1;
             continue;
         }
-        assert!(close(value, want), "seed {seed} m={m}: ip {value}, brute force {want}");
+        assert!(
+            close(value, want),
+            "seed {seed} m={m}: ip {value}, brute force {want}"
+        );
         assert_eq!(got.outcome.status, Status::Optimal, "seed {seed}");
         if want > unconstrained * (1.0 + 1e-9) {
             binding += 1;
@@ -176,7 +196,10 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
             continue;
         }
         let placement = got.outcome.placement.as_ref().unwrap();
-        let memory = got.pipeline_memory.as_ref().expect("planned under a schedule");
+        let memory = got
+            .pipeline_memory
+            .as_ref()
+            .expect("planned under a schedule");
         // A backward edge against the chain (the random backward graph need not mirror
         // the forward one) leaves the timetable no order for the chunks: the simulator
         // says so and reconstructs its own stages, which may not divide into chunks.
@@ -191,9 +214,20 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
             continue;
         }
         simulated += 1;
-        let sim = simulate(&w, placement, &Settings { schedule, micro_batches: m })
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        assert!(sim.notes.iter().all(|n| !n.contains("not used")), "seed {seed}: {:?}", sim.notes);
+        let sim = simulate(
+            &w,
+            placement,
+            &Settings {
+                schedule,
+                micro_batches: m,
+            },
+        )
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(
+            sim.notes.iter().all(|n| !n.contains("not used")),
+            "seed {seed}: {:?}",
+            sim.notes
+        );
         for d in memory {
             let run = sim.devices.iter().find(|r| r.device == d.device).unwrap();
             // A stash that no backward task on its device frees (its node's backward
@@ -201,7 +235,10 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
             // schedule keeps it until the chunk's backward step: the planned figure is
             // then an upper bound.
             let released = sim.stages.pieces.iter().all(|x| {
-                x.device != d.device || x.stash_bytes == 0.0 || x.pass == Pass::Backward || !x.released_by.is_empty()
+                x.device != d.device
+                    || x.stash_bytes == 0.0
+                    || x.pass == Pass::Backward
+                    || !x.released_by.is_empty()
             });
             assert!(
                 run.peak_memory_bytes <= d.bytes * (1.0 + 1e-9)
@@ -232,7 +269,10 @@ fn gpt2_plan_round_trips_and_simulates_at_the_planned_memory() {
     let pipeline = Pipeline::new(schedule, 8);
     // A memory below what the whole model needs on one device under the schedule.
     let held = held_bytes(&w);
-    let total: f64 = held.iter().map(|h| h.resident_bytes + 8.0 * h.stash_bytes).sum();
+    let total: f64 = held
+        .iter()
+        .map(|h| h.resident_bytes + 8.0 * h.stash_bytes)
+        .sum();
     let w = w
         .with_devices(DeviceSet {
             memory_per_accelerator_bytes: (total / 3.0).ceil(),
@@ -247,25 +287,39 @@ fn gpt2_plan_round_trips_and_simulates_at_the_planned_memory() {
     let got = plan(&Ip, &problem).unwrap();
     let placement = got.outcome.placement.clone().expect("a plan within 3 s");
     let memory = got.pipeline_memory.clone().unwrap();
-    assert!(memory.iter().all(|d| d.bytes <= w.devices().memory_per_accelerator_bytes));
+    assert!(memory
+        .iter()
+        .all(|d| d.bytes <= w.devices().memory_per_accelerator_bytes));
     let e = dnnplace::score::evaluate(&w, &placement, false);
     let raw = dnnplace::io::placement_to_raw(
         &w,
         &placement,
-        &e.devices.iter().filter(|d| d.device.is_accelerator()).map(|d| d.load).collect::<Vec<_>>(),
+        &e.devices
+            .iter()
+            .filter(|d| d.device.is_accelerator())
+            .map(|d| d.load)
+            .collect::<Vec<_>>(),
         &[],
         e.max_load,
         false,
     );
     let text = serde_json::to_string(&raw).unwrap();
     let read = dnnplace::io::parse_placement(&text, &w).unwrap();
+    assert_eq!(read.assignment, placement.assignment);
     for x in 0..w.len() {
-        assert_eq!(read.assignment[x], placement.assignment[x]);
         assert_eq!(read.chunk(x), placement.chunk(x), "node {}", w.node(x).id);
     }
     let again = pipeline_memory(&w, &read, &pipeline).unwrap();
     assert_eq!(again, memory);
-    let sim = simulate(&w, &read, &Settings { schedule, micro_batches: 8 }).unwrap();
+    let sim = simulate(
+        &w,
+        &read,
+        &Settings {
+            schedule,
+            micro_batches: 8,
+        },
+    )
+    .unwrap();
     assert_eq!(sim.stages.positions, 8);
     for d in &memory {
         let run = sim.devices.iter().find(|r| r.device == d.device).unwrap();
@@ -282,41 +336,71 @@ fn gpt2_plan_round_trips_and_simulates_at_the_planned_memory() {
         w.devices().memory_per_accelerator_bytes / 1048576.0,
         got.outcome.objective,
         got.outcome.status,
-        memory.iter().map(|d| (d.bytes / 1048576.0).round()).collect::<Vec<_>>()
+        memory
+            .iter()
+            .map(|d| (d.bytes / 1048576.0).round())
+            .collect::<Vec<_>>()
     );
 }
 
 /// The scorer names the node: on a CPU, past the last chunk, or feeding an earlier stage.
 #[test]
 fn scorer_refuses_broken_chunk_chains() {
-    let w = instance((0..100).find(|&s| {
-        instance(s).is_some_and(|w| w.edges().iter().any(|e| !w.node(e.from).is_backward && !w.node(e.to).is_backward))
-    }).unwrap()).unwrap();
+    let w = instance(
+        (0..100)
+            .find(|&s| {
+                instance(s).is_some_and(|w| {
+                    w.edges()
+                        .iter()
+                        .any(|e| !w.node(e.from).is_backward && !w.node(e.to).is_backward)
+                })
+            })
+            .unwrap(),
+    )
+    .unwrap();
     let pipeline = Pipeline::new(Schedule::Interleaved { chunks: 2 }, 2);
-    let e = w.edges().iter().find(|e| !w.node(e.from).is_backward && !w.node(e.to).is_backward).unwrap();
+    let e = w
+        .edges()
+        .iter()
+        .find(|e| !w.node(e.from).is_backward && !w.node(e.to).is_backward)
+        .unwrap();
     let ok = Placement::new(vec![Device::Accelerator(0); w.len()]);
     assert!(pipeline_memory(&w, &ok, &pipeline).is_ok());
     // Everything in chunk 1 of acc0 except the edge's source, in chunk 1 of acc1 (stage 3 > 2).
     let mut assignment = vec![Device::Accelerator(0); w.len()];
-    let mut chunks = vec![1; w.len()];
+    let chunks = vec![1; w.len()];
     let class = w.node(e.from).color_class;
-    for x in 0..w.len() {
+    for (x, device) in assignment.iter_mut().enumerate() {
         if x == e.from || (class.is_some() && w.node(x).color_class == class) {
-            assignment[x] = Device::Accelerator(1);
+            *device = Device::Accelerator(1);
         }
     }
-    chunks[e.from] = 1;
     let broken = Placement::new(assignment).with_pieces(chunks.clone());
-    let err = pipeline_memory(&w, &broken, &pipeline).unwrap_err().to_string();
-    assert!(err.contains(&format!("node {}", w.node(e.from).id)) && err.contains("earlier stage"), "{err}");
+    let err = pipeline_memory(&w, &broken, &pipeline)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("node {}", w.node(e.from).id)) && err.contains("earlier stage"),
+        "{err}"
+    );
     let mut far = chunks.clone();
     far[0] = 2;
-    let err = pipeline_memory(&w, &ok.clone().with_pieces(far), &pipeline).unwrap_err().to_string();
-    assert!(err.contains("chunk 2") && err.contains(&format!("node {}", w.node(0).id)), "{err}");
+    let err = pipeline_memory(&w, &ok.clone().with_pieces(far), &pipeline)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("chunk 2") && err.contains(&format!("node {}", w.node(0).id)),
+        "{err}"
+    );
     let mut cpu = vec![Device::Accelerator(0); w.len()];
     cpu[0] = Device::Cpu(0);
-    let err = pipeline_memory(&w, &Placement::new(cpu), &pipeline).unwrap_err().to_string();
-    assert!(err.contains("CPU cores hold nothing") && err.contains(&format!("node {}", w.node(0).id)), "{err}");
+    let err = pipeline_memory(&w, &Placement::new(cpu), &pipeline)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("CPU cores hold nothing") && err.contains(&format!("node {}", w.node(0).id)),
+        "{err}"
+    );
 }
 
 fn dnnplace() -> Command {
@@ -336,11 +420,21 @@ fn command_line() {
         .arg(&workload)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for (args, needle) in [
         (vec!["--method", "dp"], "--method ip or auto"),
-        (vec!["--method", "ip", "--recompute", "auto"], "--recompute auto"),
-        (vec!["--method", "ip", "--micro-batches", "6"], "multiple of the 4"),
+        (
+            vec!["--method", "ip", "--recompute", "auto"],
+            "--recompute auto",
+        ),
+        (
+            vec!["--method", "ip", "--micro-batches", "6"],
+            "multiple of the 4",
+        ),
     ] {
         let out = dnnplace()
             .arg("plan")
@@ -357,11 +451,28 @@ fn command_line() {
     let out = dnnplace()
         .arg("plan")
         .arg(&workload)
-        .args(["--schedule", "interleaved:2", "--micro-batches", "8", "--method", "auto", "--memory", "700MiB", "--time-limit", "3s", "--json", "--out"])
+        .args([
+            "--schedule",
+            "interleaved:2",
+            "--micro-batches",
+            "8",
+            "--method",
+            "auto",
+            "--memory",
+            "700MiB",
+            "--time-limit",
+            "3s",
+            "--json",
+            "--out",
+        ])
         .arg(&plan_file)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let planned: Vec<f64> = v["pipeline"]["devices"]
         .as_array()
@@ -369,15 +480,30 @@ fn command_line() {
         .iter()
         .map(|d| d["memoryBytes"].as_f64().unwrap())
         .collect();
-    assert!(v["pipeline"]["devices"][0]["chunkStashBytes"].as_array().is_some_and(|a| a.len() == 2));
+    assert!(v["pipeline"]["devices"][0]["chunkStashBytes"]
+        .as_array()
+        .is_some_and(|a| a.len() == 2));
     let out = dnnplace()
         .arg("simulate")
         .arg(&workload)
         .arg(&plan_file)
-        .args(["--schedule", "interleaved:2", "--micro-batches", "8", "--memory", "700MiB", "--format", "json"])
+        .args([
+            "--schedule",
+            "interleaved:2",
+            "--micro-batches",
+            "8",
+            "--memory",
+            "700MiB",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let simulated: Vec<f64> = s["devices"]
         .as_array()
@@ -387,8 +513,10 @@ fn command_line() {
         .collect();
     assert_eq!(planned.len(), simulated.len());
     for (a, b) in planned.iter().zip(&simulated) {
-        assert!(close(*a, *b), "planned {planned:?}, simulated {simulated:?}");
+        assert!(
+            close(*a, *b),
+            "planned {planned:?}, simulated {simulated:?}"
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }
-

@@ -654,11 +654,21 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
 }
 
 /// The accelerators' memory under the planned schedule, one line each.
-fn pipeline_memory_text(pipeline: &Pipeline, memory: &[DeviceMemory], devices: &DeviceSet) -> String {
+fn pipeline_memory_text(
+    pipeline: &Pipeline,
+    memory: &[DeviceMemory],
+    devices: &DeviceSet,
+) -> String {
     let m = pipeline.micro_batches;
     let limit_bytes = devices.memory_per_accelerator_bytes;
     if let Schedule::Interleaved { chunks } = pipeline.schedule {
-        return interleaved_memory_text(pipeline, chunks, devices.accelerators, memory, limit_bytes);
+        return interleaved_memory_text(
+            pipeline,
+            chunks,
+            devices.accelerators,
+            memory,
+            limit_bytes,
+        );
     }
     let mut out = format!(
         "\nmemory under {} with {m} micro-batches (resident + in flight x stash, limit {}):\n",

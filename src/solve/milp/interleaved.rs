@@ -110,7 +110,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     if let Some(outcome) = super::refuse_model_size(&budget, columns, &stats) {
         return Ok(outcome);
     }
-    let mut b = Builder::within(budget.clone());
+    let mut b = Builder::within(budget);
     let model = Interleaved::variables(&mut b, &units, &devices, v);
     model.add_complete(&mut b);
     model.add_nested(&mut b);
@@ -135,9 +135,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         .map(|g| g.nodes.iter().map(|&x| held[x].stash_bytes).sum())
         .collect();
     let mut memory_rows = 0;
-    for d in 0..p {
+    for (d, vectors) in vectors.iter().enumerate() {
         model.add_loads(&mut b, d, &hyperedges, &objective, &mut all);
-        memory_rows += model.add_memory(&mut b, d, &vectors[d], &stash);
+        memory_rows += model.add_memory(&mut b, d, vectors, &stash);
     }
     if problem.limits.ip.capacity_rows {
         objective.add_capacity_rows(&mut b, &all, p as f64);
@@ -170,7 +170,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         target,
     )?;
     solved.bound = solved.bound.max(lower);
-    let from_ip = solved.columns.as_ref().map(|values| model.placement(values));
+    let from_ip = solved
+        .columns
+        .as_ref()
+        .map(|values| model.placement(values));
     finish(problem, &solved, from_ip, warm, stats, started)
 }
 
@@ -197,8 +200,7 @@ pub fn chunk_zero_plan(
     let gpipe = Pipeline::new(Schedule::GPipe, pipeline.micro_batches);
     let mut limits = limits.clone();
     limits.time_limit_s = budget.remaining_s();
-    let mut outcome =
-        crate::solve::dp::solve_pipeline(&accelerators_only, &limits, Some(gpipe))?;
+    let mut outcome = crate::solve::dp::solve_pipeline(&accelerators_only, &limits, Some(gpipe))?;
     if let Some(placement) = outcome.placement.take() {
         let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &gpipe)
             .map_err(|e| SolveError::Check(format!("the DP's plan under gpipe: {e}")))?;
@@ -206,7 +208,10 @@ pub fn chunk_zero_plan(
             .assignment
             .iter()
             .map(|d| {
-                let stage = memory.iter().find(|x| x.device == *d).map_or(0, |x| x.stage);
+                let stage = memory
+                    .iter()
+                    .find(|x| x.device == *d)
+                    .map_or(0, |x| x.stage);
                 Device::Accelerator(stage)
             })
             .collect();
@@ -241,7 +246,10 @@ fn split_plans(units: &Grouping, p: usize, v: usize) -> Vec<Placement> {
                 };
                 before += weight(g);
             }
-            let device: Vec<Device> = stage_of.iter().map(|&t| Device::Accelerator(t % p)).collect();
+            let device: Vec<Device> = stage_of
+                .iter()
+                .map(|&t| Device::Accelerator(t % p))
+                .collect();
             let mut chunks = vec![0; units.group_of.len()];
             for (g, group) in units.groups.iter().enumerate() {
                 for &x in &group.nodes {
@@ -409,39 +417,35 @@ impl<'a> Interleaved<'a> {
     }
 
     /// `Σ_c Σ_g (r_g + n_c·S_g)·A[g, c·p + d] ≤ M` for every `n` in `vectors` (coefficients
-    /// above M clamped to 2M: such a group cannot be in that chunk); rows that cannot
-    /// bind are left out. Returns the rows added.
-    fn add_memory(&self, b: &mut Builder, d: usize, vectors: &[Vec<usize>], stash: &[f64]) -> usize {
+    /// above M clamped to 2M: such a group cannot be in that chunk); a row is left out
+    /// when it cannot bind (each group in its largest term still fits). Returns the rows
+    /// added.
+    fn add_memory(
+        &self,
+        b: &mut Builder,
+        d: usize,
+        vectors: &[Vec<usize>],
+        stash: &[f64],
+    ) -> usize {
         let p = self.devices;
         let mut rows = 0;
         for n in vectors {
             let mut terms = Vec::new();
-            for (c, &count) in n.iter().enumerate() {
-                let t = c * p + d;
-                for g in 0..self.units.len() {
-                    if !self.units[g].fits_accelerator(self.memory) {
-                        continue;
-                    }
-                    let resident = self.units[g].size_bytes - stash[g];
-                    let bytes = (resident + count as f64 * stash[g]).min(2.0 * self.memory);
-                    if bytes > 0.0 {
-                        terms.push((self.acc[t][g], bytes));
+            let mut most = 0.0;
+            for (g, (unit, &s)) in self.units.groups.iter().zip(stash).enumerate() {
+                if !unit.fits_accelerator(self.memory) {
+                    continue;
+                }
+                let bytes =
+                    |count: usize| (unit.size_bytes - s + count as f64 * s).min(2.0 * self.memory);
+                for (c, &count) in n.iter().enumerate() {
+                    if bytes(count) > 0.0 {
+                        terms.push((self.acc[c * p + d][g], bytes(count)));
                     }
                 }
+                most += n.iter().map(|&count| bytes(count)).fold(0.0, f64::max);
             }
-            // Every group counted once per chunk bounds the row's left side from above
-            // only after summing over chunks: keep the row unless even that fits.
-            let most: f64 = (0..self.units.len())
-                .map(|g| {
-                    (0..n.len())
-                        .map(|c| {
-                            let resident = self.units[g].size_bytes - stash[g];
-                            (resident + n[c] as f64 * stash[g]).min(2.0 * self.memory)
-                        })
-                        .fold(0.0, f64::max)
-                })
-                .sum();
-            if most > self.memory && !terms.is_empty() {
+            if most > self.memory {
                 b.le(&terms, self.memory);
                 rows += 1;
             }
@@ -519,8 +523,7 @@ mod tests {
                                 .iter()
                                 .map(|n| n.iter().zip(&a).map(|(&c, &x)| c as f64 * x).sum::<f64>())
                                 .fold(0.0, f64::max);
-                            let peak =
-                                peak_stash_bytes(pipeline.schedule, p, m, d, &a).unwrap();
+                            let peak = peak_stash_bytes(pipeline.schedule, p, m, d, &a).unwrap();
                             assert!(
                                 (rows - peak).abs() <= 1e-9 * peak.max(1.0),
                                 "v={v} p={p} m={m} d={d} a={a:?}: rows {rows}, peak {peak}"

@@ -136,7 +136,10 @@ impl Method for Ip {
                 return Err("a schedule's memory in non-contiguous plans (a schedule runs one contiguous stage per device; drop --non-contiguous)".into());
             }
             if problem.interleaved() {
-                if problem.pipeline.is_some_and(|p| p.recompute == Recompute::Auto) {
+                if problem
+                    .pipeline
+                    .is_some_and(|p| p.recompute == Recompute::Auto)
+                {
                     return Err("--recompute auto under the interleaved schedule (its memory is priced per chunk; recomputation is planned for gpipe and 1f1b only)".into());
                 }
                 let w = problem.workload;
@@ -147,7 +150,13 @@ impl Method for Ip {
                         pipeline.micro_batches,
                         0,
                     )
-                    .map_err(|e| format!("{} on {} accelerators: {e}", pipeline.schedule, w.devices().accelerators))?;
+                    .map_err(|e| {
+                        format!(
+                            "{} on {} accelerators: {e}",
+                            pipeline.schedule,
+                            w.devices().accelerators
+                        )
+                    })?;
                 }
                 if let Some(v) = (0..w.len()).find(|&v| !w.node(v).supported_on_accelerator) {
                     return Err(format!("the interleaved schedule with node {} ({}), which cannot run on an accelerator: every stage is a chunk of an accelerator, and CPU cores hold nothing", w.node(v).id, w.node(v).name.as_deref().unwrap_or("unnamed")));
