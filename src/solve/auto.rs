@@ -101,7 +101,11 @@ impl Method for Auto {
         let started = Instant::now();
         if problem.interleaved() {
             // The DP and coarsening give each device one contiguous stage.
-            let mut outcome = milp::Ip.solve(problem)?;
+            let mut limited = problem.clone();
+            limited.limits.time_limit_s = Some(
+                problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S),
+            );
+            let mut outcome = milp::Ip.solve(&limited)?;
             outcome.method = "auto".into();
             outcome.stats.notes.push("auto under the interleaved schedule: the interleaved IP (the DP and coarsening give each device one contiguous stage)".into());
             return Ok(outcome);

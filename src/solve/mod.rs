@@ -294,8 +294,11 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     let mut evaluation = evaluate(problem.workload, placement, latency_rules);
     if problem.interleaved() {
         // A device holds several chunks, which are not one contiguous set: the chain of
-        // chunks (checked with the memory below) is what the plan promises instead.
+        // chunks (checked with the memory below) is what the plan promises instead. One
+        // sample's latency would run each chunk (forward and backward passes) as one call,
+        // which no training graph can: it is not computed.
         evaluation.non_contiguous.clear();
+        evaluation.latency = None;
     }
     if let Some(v) = evaluation.violations.first() {
         return Err(SolveError::Check(format!(
