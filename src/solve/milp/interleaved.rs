@@ -47,9 +47,10 @@
 //! the groups to k accelerators (the non-contiguous plans, of which the interleaved ones
 //! are a subset). No big-M appears anywhere.
 //!
-//! Warm start: the best valid plan among the held plan of [`super::presolve`] (the DP's
-//! contiguous optimum on the accelerators with GPipe's `m` stashes everywhere, all in
-//! chunk 0: [`chunk_zero_plan`]; a single accelerator) and two cuts of a topological
+//! Warm start: the best valid plan among the held plan of [`super::presolve`] (the
+//! better of two DP plans made with GPipe's `m` stashes everywhere: on the k accelerators
+//! all in chunk 0, and on p·v stages of M/v bytes dealt round-robin: [`dp_plan`];
+//! a single accelerator) and two cuts of a topological
 //! order into T consecutive stages dealt round-robin to the devices ([`split_plans`]),
 //! which answer at once on graphs where the DP does not.
 //! Extraction ([`Interleaved::placement`]): each group on the first stage whose ideal
@@ -178,44 +179,87 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 }
 
 /// A valid interleaved plan from the DP (the held plan of [`super::presolve`] and the
-/// IP's warm start): the contiguous optimum on the k accelerators alone with every stage
-/// holding `m` stashes (GPipe's memory), its devices renumbered in chain order and every
-/// node in chunk 0. It is an interleaved plan (stages `0 … p−1` are the chain, the later
-/// chunks empty) and fits: a device holds at most `m` stashes of its chunk 0 at once.
-pub fn chunk_zero_plan(
+/// IP's warm start), the better of two (each DP within half the budget):
+///
+/// - the contiguous optimum on the k accelerators alone with every stage holding `m`
+///   stashes (GPipe's memory), its devices in chain order and every node in chunk 0 (the
+///   later chunks empty): a device holds at most `m` stashes of its chunk 0 at once;
+/// - the contiguous optimum on `T = p·v` accelerators of `M / v` bytes each under 1F1B
+///   (stage `s` of a chain of `u` used stages holding `min(m, u − s)` stashes), its used
+///   stages put last on the chain of `T` and stage `s` dealt to chunk `⌊s/p⌋` of
+///   accelerator `s mod p`: where the interleaved order keeps no more stashes of a chunk
+///   than 1F1B keeps at that stage, each chunk holds at most `M / v` and the device at
+///   most `M`.
+///
+/// The caller scores them exactly and drops one that does not fit.
+pub fn dp_plan(
     w: &Workload,
     limits: &crate::solve::Limits,
     budget: &crate::solve::budget::Budget,
     pipeline: Pipeline,
 ) -> Result<Outcome, SolveError> {
+    let p = w.devices().accelerators;
+    let v = pipeline.schedule.chunks();
+    let gpipe = Pipeline::new(Schedule::GPipe, pipeline.micro_batches);
+    let first = dp_chain_plan(w, limits, &budget.share(0.5), gpipe, p, 1);
+    let one_f_one_b = Pipeline::new(Schedule::OneFOneB, pipeline.micro_batches);
+    let second = dp_chain_plan(w, limits, budget, one_f_one_b, p, v);
+    let score = |o: &Result<Outcome, SolveError>| match o {
+        Ok(Outcome {
+            placement: Some(placement),
+            ..
+        }) => crate::score::max_load(&crate::score::device_loads(w, placement)).0,
+        _ => f64::INFINITY,
+    };
+    if score(&second) < score(&first) {
+        second
+    } else {
+        first
+    }
+}
+
+/// The DP's contiguous optimum on `p·spread` accelerators of `M / spread` bytes under
+/// `schedule` (gpipe or 1f1b), no CPU, its used stages last on the chain of `p·spread`,
+/// stage `s` on chunk `⌊s/p⌋` of accelerator `s mod p` ([`dp_plan`]).
+fn dp_chain_plan(
+    w: &Workload,
+    limits: &crate::solve::Limits,
+    budget: &crate::solve::budget::Budget,
+    pipeline: Pipeline,
+    p: usize,
+    spread: usize,
+) -> Result<Outcome, SolveError> {
     let accelerators_only = w
         .with_devices(DeviceSet {
             cpus: 0,
-            ..w.devices().clone()
+            accelerators: p * spread,
+            memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes
+                / spread as f64,
         })
         .map_err(|e| SolveError::Unsupported {
             method: "dp".into(),
             what: format!("the accelerators alone: {e}"),
         })?;
-    let gpipe = Pipeline::new(Schedule::GPipe, pipeline.micro_batches);
     let mut limits = limits.clone();
     limits.time_limit_s = budget.remaining_s();
-    let mut outcome = crate::solve::dp::solve_pipeline(&accelerators_only, &limits, Some(gpipe))?;
+    let mut outcome =
+        crate::solve::dp::solve_pipeline(&accelerators_only, &limits, Some(pipeline))?;
     if let Some(placement) = outcome.placement.take() {
-        let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &gpipe)
-            .map_err(|e| SolveError::Check(format!("the DP's plan under gpipe: {e}")))?;
-        let renumbered = placement
-            .assignment
-            .iter()
-            .map(|d| {
-                let stage = memory
+        let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &pipeline)
+            .map_err(|e| {
+                SolveError::Check(format!("the DP's plan under {}: {e}", pipeline.schedule))
+            })?;
+        let shift = p * spread - memory.len();
+        let stage_of = |x: usize| {
+            shift
+                + memory
                     .iter()
-                    .find(|x| x.device == *d)
-                    .map_or(0, |x| x.stage);
-                Device::Accelerator(stage)
-            })
-            .collect();
-        outcome.placement = Some(Placement::new(renumbered).with_pieces(vec![0; w.len()]));
+                    .find(|d| d.device == placement.assignment[x])
+                    .map_or(0, |d| d.stage)
+        };
+        let device = (0..w.len()).map(|x| Device::Accelerator(stage_of(x) % p)).collect();
+        let chunks = (0..w.len()).map(|x| stage_of(x) / p).collect();
+        outcome.placement = Some(Placement::new(device).with_pieces(chunks));
     }
     Ok(outcome)
 }

@@ -867,13 +867,13 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
 
 /// The DP's plan within `budget`: the exact contiguous optimum, under the problem's
 /// pipeline schedule when it has one ([`crate::solve::dp::solve_pipeline`]); under the
-/// interleaved schedule a plan with every chunk but the first empty
-/// ([`interleaved::chunk_zero_plan`]).
+/// interleaved schedule the DP plans of [`interleaved::dp_plan`]
+/// ([`interleaved::dp_plan`]).
 pub(crate) fn dp_plan(problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
     match problem.pipeline {
         None => crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, budget),
         Some(pipeline) if problem.interleaved() => {
-            interleaved::chunk_zero_plan(problem.workload, &problem.limits, budget, pipeline)
+            interleaved::dp_plan(problem.workload, &problem.limits, budget, pipeline)
         }
         Some(pipeline) => {
             let mut limits = problem.limits.clone();
