@@ -514,7 +514,10 @@ fn plan_command_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no feasible placement"));
     for (args, needle) in [
-        (vec!["--schedule", "interleaved:2"], "one contiguous stage"),
+        (
+            vec!["--schedule", "interleaved:2", "--method", "dp"],
+            "one contiguous stage",
+        ),
         (
             vec!["--schedule", "1f1b", "--method", "greedy"],
             "only --method dp, auto and ip",

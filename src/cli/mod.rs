@@ -27,8 +27,8 @@ pub use settings::{parse_count, parse_fraction, parse_seconds};
 
 use crate::experiments::bench::peak_memory_bytes;
 use crate::io::{check_output_target, read_placement, read_workload, write_atomically, IoError};
-use crate::model::schedule::Pipeline;
-use crate::model::{human_bytes, parse_bytes, WorkloadError};
+use crate::model::schedule::{Pipeline, Schedule};
+use crate::model::{human_bytes, parse_bytes, DeviceSet, WorkloadError};
 use crate::report::table::status_text;
 use crate::report::{
     comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json,
@@ -632,7 +632,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
             write!(
                 stdout,
                 "{}",
-                pipeline_memory_text(pipeline, memory, w.devices().memory_per_accelerator_bytes)
+                pipeline_memory_text(pipeline, memory, w.devices())
             )?;
         }
         if let Some(out) = &args.out {
@@ -654,8 +654,22 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
 }
 
 /// The accelerators' memory under the planned schedule, one line each.
-fn pipeline_memory_text(pipeline: &Pipeline, memory: &[DeviceMemory], limit_bytes: f64) -> String {
+fn pipeline_memory_text(
+    pipeline: &Pipeline,
+    memory: &[DeviceMemory],
+    devices: &DeviceSet,
+) -> String {
     let m = pipeline.micro_batches;
+    let limit_bytes = devices.memory_per_accelerator_bytes;
+    if let Schedule::Interleaved { chunks } = pipeline.schedule {
+        return interleaved_memory_text(
+            pipeline,
+            chunks,
+            devices.accelerators,
+            memory,
+            limit_bytes,
+        );
+    }
     let mut out = format!(
         "\nmemory under {} with {m} micro-batches (resident + in flight x stash, limit {}):\n",
         pipeline.schedule,
@@ -689,6 +703,44 @@ fn pipeline_memory_text(pipeline: &Pipeline, memory: &[DeviceMemory], limit_byte
     out
 }
 
+/// The accelerators' chunks and memory under the interleaved schedule, one line each:
+/// chunk c of accelerator d is stage c·p + d.
+fn interleaved_memory_text(
+    pipeline: &Pipeline,
+    chunks: usize,
+    p: usize,
+    memory: &[DeviceMemory],
+    limit_bytes: f64,
+) -> String {
+    let mut out = format!(
+        "\nchunks and memory under {} with {} micro-batches (chunk c of acc d is stage c x {p} + d; resident + the peak of the chunks' stashes in the schedule's order, limit {}):\n",
+        pipeline.schedule,
+        pipeline.micro_batches,
+        human_bytes(limit_bytes)
+    );
+    for d in memory {
+        let parts: Vec<String> = (0..chunks)
+            .map(|c| {
+                format!(
+                    "stage {}: {} nodes, stash {}",
+                    c * p + d.stage,
+                    d.chunk_nodes.get(c).copied().unwrap_or(0),
+                    human_bytes(d.chunk_stash_bytes.get(c).copied().unwrap_or(0.0))
+                )
+            })
+            .collect();
+        out += &format!(
+            "{:<8}  {}   {} + peak {} = {}\n",
+            d.device.to_string(),
+            parts.join(" | "),
+            human_bytes(d.resident_bytes),
+            human_bytes(d.bytes - d.resident_bytes),
+            human_bytes(d.bytes)
+        );
+    }
+    out
+}
+
 fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_json::Value {
     serde_json::json!({
         "schedule": pipeline.schedule.to_string(),
@@ -703,6 +755,10 @@ fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_j
                 "stashBytes": d.stash_bytes,
                 "memoryBytes": d.bytes,
             });
+            if !d.chunk_stash_bytes.is_empty() {
+                v["chunkStashBytes"] = serde_json::json!(d.chunk_stash_bytes);
+                v["chunkNodes"] = serde_json::json!(d.chunk_nodes);
+            }
             if d.recomputes {
                 v["recomputes"] = serde_json::json!(true);
                 v["inputBytes"] = serde_json::json!(d.input_bytes);

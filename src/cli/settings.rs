@@ -26,8 +26,8 @@
 //! | `--memory` | a finite byte count ≥ 0 | |
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
-//! | `--schedule S` | gpipe, 1f1b | `--method dp` or `auto` (which then runs the exact DP) only; interleaved puts v chunks on a device, not one contiguous stage: refused, or with `--report` only simulated (a note says so) |
-//! | `--recompute R` | none, auto | needs `--schedule` (gpipe, 1f1b) planned by the DP: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute; not with `--cluster` (its planner does not price a schedule's memory) |
+//! | `--schedule S` | gpipe, 1f1b, interleaved[:v] | gpipe and 1f1b: `--method dp`, `auto` (which then runs the exact DP) or `ip`; interleaved:v puts v chunks on each accelerator, not one contiguous stage: `--method ip` or `auto` (which then runs the interleaved IP), `m` a multiple of the accelerators k; other methods refused, or with `--report` only simulated (a note says so) |
+//! | `--recompute R` | none, auto | needs `--schedule` gpipe or 1f1b: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute, and under interleaved its memory is priced per chunk (refused); not with `--cluster` (its planner does not price a schedule's memory) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
@@ -43,6 +43,7 @@ use super::{
 };
 use crate::costmodel::onnx::ImportOptions;
 use crate::costmodel::DType;
+use crate::model::recompute::Recompute;
 use crate::model::schedule::{Pipeline, Schedule};
 use crate::model::{DeviceSet, Workload};
 use crate::solve::budget::Budget;
@@ -364,6 +365,18 @@ fn pipeline_of(
         }
     };
     if let Schedule::Interleaved { .. } = schedule {
+        if matches!(method, MethodId::Ip | MethodId::Auto) {
+            if recompute == Recompute::Auto {
+                return Err(CliError::Input(format!(
+                    "--recompute auto with --schedule {schedule}: recomputation is planned for gpipe and 1f1b only (one stage per device); use --recompute none, or --schedule 1f1b"
+                )));
+            }
+            return Ok(Some(Pipeline {
+                schedule,
+                micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES),
+                recompute,
+            }));
+        }
         if report {
             planned_only(format!(
                 "--schedule {schedule} is only simulated (the plan uses MODEL.md's memory)"
@@ -374,7 +387,7 @@ fn pipeline_of(
             return Ok(None);
         }
         return Err(CliError::Input(format!(
-            "--schedule {schedule}: the planner gives each device one contiguous stage, and {schedule} runs several chunks per device; plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
+            "--schedule {schedule}: --method {method} gives each device one contiguous stage, and {schedule} runs several chunks per device; use --method ip or auto (the interleaved IP), or plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
         )));
     }
     if !matches!(method, MethodId::Dp | MethodId::Auto | MethodId::Ip) {

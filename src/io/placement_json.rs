@@ -7,7 +7,12 @@
 //! several calls lists them in call order: `{"nodes": [1,2,3,4], "pieces": [[1,2],[3,4]]}`
 //! (`nodes` may then be left out; when given it must be the union of the pieces). If any
 //! accelerator lists pieces the plan's cut is explicit and an accelerator without `pieces`
-//! is one call; if none does, the scorer cuts greedily. Loads in a file are ignored on
+//! is one call; if none does, the scorer cuts greedily. A throughput plan made under the
+//! interleaved schedule uses the same field for its *chunks*: `"pieces": [[1,2],[],[3]]`
+//! puts nodes 1 and 2 in chunk 0, none in chunk 1 and node 3 in chunk 2 (list `j` is
+//! chunk `j`, empty lists included; [`crate::model::Placement::chunk`]). A throughput plan
+//! that has chunks (every plan made under interleaved) writes them, with the same number
+//! of lists on every accelerator; one without writes none. Loads in a file are ignored on
 //! reading (the scorer recomputes them); a load may be `null`, which is how JSON writes a
 //! load that overflowed to infinity. A node that the file does not list is placed
 //! with its colour class when the listed nodes of that class agree on one device (this is
@@ -245,9 +250,25 @@ pub fn placement_to_raw(
         nodes.sort_unstable();
         nodes
     };
-    // An accelerator cut into several calls lists them (latency only).
+    // Latency: an accelerator cut into several calls lists them. Otherwise the ranks are
+    // interleaved chunks: every accelerator lists chunks 0 … c_max, empty ones as `[]`,
+    // so that list j is chunk j on reading.
+    let chunks = accs
+        .iter()
+        .flatten()
+        .map(|&v| p.chunk(v))
+        .max()
+        .unwrap_or(0)
+        + 1;
     let pieces_of = |set: &[usize]| -> Option<Vec<Vec<i64>>> {
-        let ranks = p.pieces.as_ref().filter(|_| latency)?;
+        let ranks = p.pieces.as_ref()?;
+        if !latency {
+            let mut lists = vec![Vec::new(); chunks];
+            for &v in set {
+                lists[ranks[v]].push(v);
+            }
+            return Some(lists.iter().map(|chunk| ids(chunk)).collect());
+        }
         let mut by_rank: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
         for &v in set {
             by_rank.entry(ranks[v]).or_default().push(v);

@@ -9,6 +9,12 @@
 //! calls run in increasing rank (ranks need not be consecutive). Without it the scorer
 //! cuts greedily ([`crate::score::latency`]).
 //!
+//! Under the interleaved schedule (`--schedule interleaved:v`, [`crate::model::schedule`])
+//! the same ranks are *chunks*: `pieces[v] = c` puts v in chunk c of its accelerator,
+//! which is stage `c·p + d` of the chain when the accelerator is `d` of `p`
+//! ([`Placement::chunk`]). A chunk may be empty. A throughput plan without them has every
+//! node in chunk 0.
+//!
 //! Under a pipeline schedule a placement may also say which accelerators recompute their
 //! activations ([`crate::model::recompute`]); without it none does.
 
@@ -18,8 +24,9 @@ use super::devices::Device;
 pub struct Placement {
     /// `assignment[v]` is the device of node index `v`.
     pub assignment: Vec<Device>,
-    /// Latency only: the call rank of each node on its accelerator (read for accelerator
-    /// nodes, ignored for CPU nodes); `None` lets the scorer cut.
+    /// Latency: the call rank of each node on its accelerator (read for accelerator
+    /// nodes, ignored for CPU nodes); `None` lets the scorer cut. Under the interleaved
+    /// schedule: each node's chunk on its accelerator (module doc).
     pub pieces: Option<Vec<usize>>,
     /// The accelerators that recompute their activations ([`crate::model::recompute`]),
     /// sorted, each once; empty: none does.
@@ -53,6 +60,12 @@ impl Placement {
     pub fn with_pieces(mut self, pieces: Vec<usize>) -> Self {
         self.pieces = Some(pieces);
         self
+    }
+
+    /// The chunk of node `v` on its accelerator under the interleaved schedule: its rank,
+    /// 0 without ranks (module doc).
+    pub fn chunk(&self, v: usize) -> usize {
+        self.pieces.as_ref().map_or(0, |ranks| ranks[v])
     }
 
     /// Node indices on each accelerator `0..k` and each CPU `0..l`.

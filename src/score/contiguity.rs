@@ -184,3 +184,119 @@ fn device_cycle(
     }
     None
 }
+
+/// Why the chunks of an interleaved plan are not a chain of stages
+/// ([`interleaved_stages`]).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ChunkChainError {
+    #[error("node {node} is on {device}: under the interleaved schedule every stage is a chunk of an accelerator, and CPU cores hold nothing")]
+    OnCpu { node: i64, device: Device },
+    #[error("node {node} is in chunk {chunk} of {device}, but the schedule runs {chunks} chunks per device (0 … {})", chunks - 1)]
+    ChunkOutOfRange {
+        node: i64,
+        device: Device,
+        chunk: usize,
+        chunks: usize,
+    },
+    #[error("nodes {a} and {b} share a colour class but are in different stages ({a_at} and {b_at}): a colour class runs in one chunk")]
+    ClassSplit {
+        a: i64,
+        b: i64,
+        a_at: String,
+        b_at: String,
+    },
+    #[error("node {from} ({from_at}) feeds node {to} ({to_at}), an earlier stage: the chunks' stages s = c·p + d must form a chain of ideals (every stage only feeds later ones)")]
+    Backwards {
+        from: i64,
+        to: i64,
+        from_at: String,
+        to_at: String,
+    },
+}
+
+/// The stage of every node of `p` under the interleaved schedule with
+/// `chunks` chunks on each of `devices` accelerators: node `v` on accelerator `d` in
+/// chunk `c = p.chunk(v)` is in stage `s(v) = c·devices + d`, and the union of stages
+/// `0 … s` must be an ideal for every `s` (else an error naming the nodes). On the class graph (the arcs contiguity uses:
+/// forward edges, and mirrored backward edges at orphan classes) that is: every colour
+/// class in one stage, and `s(A) ≤ s(B)` for every arc `A → B` — a prefix of stages is
+/// closed under predecessors iff no arc goes to an earlier stage. O(n + m).
+pub fn interleaved_stages(
+    w: &Workload,
+    p: &Placement,
+    devices: usize,
+    chunks: usize,
+) -> Result<Vec<usize>, ChunkChainError> {
+    let mut stage = Vec::with_capacity(w.len());
+    for (v, &device) in p.assignment.iter().enumerate() {
+        let node = w.node(v).id;
+        let d = match device {
+            Device::Accelerator(d) if d < devices => d,
+            _ => return Err(ChunkChainError::OnCpu { node, device }),
+        };
+        let chunk = p.chunk(v);
+        if chunk >= chunks {
+            return Err(ChunkChainError::ChunkOutOfRange {
+                node,
+                device,
+                chunk,
+                chunks,
+            });
+        }
+        stage.push(chunk * devices + d);
+    }
+    let at = |v: usize| {
+        format!(
+            "{} chunk {}, stage {}",
+            p.assignment[v],
+            p.chunk(v),
+            stage[v]
+        )
+    };
+    let (class, classes) = class_index(w);
+    let mut first: Vec<Option<usize>> = vec![None; classes];
+    for v in 0..w.len() {
+        match first[class[v]] {
+            Some(u) if stage[u] != stage[v] => {
+                return Err(ChunkChainError::ClassSplit {
+                    a: w.node(u).id,
+                    b: w.node(v).id,
+                    a_at: at(u),
+                    b_at: at(v),
+                })
+            }
+            Some(_) => {}
+            None => first[class[v]] = Some(v),
+        }
+    }
+    let mut has_forward = vec![false; classes];
+    for (v, node) in w.nodes().iter().enumerate() {
+        if !node.is_backward {
+            has_forward[class[v]] = true;
+        }
+    }
+    for e in w.edges() {
+        let (a, b) = (class[e.from], class[e.to]);
+        if a == b {
+            continue;
+        }
+        let (fu, fv) = (!w.node(e.from).is_backward, !w.node(e.to).is_backward);
+        // The class graph's arcs (crate::model::contraction::class_graph), node by node.
+        let (x, y) = if fu && fv {
+            (e.from, e.to)
+        } else if !fu && !fv && (!has_forward[a] || !has_forward[b]) {
+            (e.to, e.from)
+        } else {
+            continue;
+        };
+        if stage[x] > stage[y] {
+            return Err(ChunkChainError::Backwards {
+                from: w.node(x).id,
+                to: w.node(y).id,
+                from_at: at(x),
+                to_at: at(y),
+            });
+        }
+    }
+    Ok(stage)
+}

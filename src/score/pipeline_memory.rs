@@ -37,11 +37,24 @@
 //! plan gets [`PipelineMemoryError::NotContiguous`].
 //!
 //! Complexity: O((n + m_E) log m_E + D·P) for n nodes, m_E edges and D = P devices.
+//!
+//! **Interleaved** (`interleaved:v`, [`interleaved_memory`]). The plan's chain is explicit:
+//! every node is on an accelerator `d` of the workload's `p = k` (CPU cores hold nothing)
+//! in chunk `c` ([`Placement::chunk`]), stage `s = c·p + d`, and the stages must form a
+//! chain of ideals ([`crate::score::contiguity::interleaved_stages`]). With `a_c` the
+//! stash of device `d`'s chunk `c` (Σ `A(v)` of its nodes),
+//!
+//! ```text
+//! mem(d) = Σ_{v on d} resident(v) + peak_d(a_0, …, a_{v−1})
+//! ```
+//!
+//! `peak_d` being the exact peak of the device's order replayed with those stashes
+//! ([`crate::model::schedule::peak_stash_bytes`]). O(n + m_E + p·m·v).
 
 use std::collections::HashMap;
 
 use crate::model::recompute::{stage_bytes, stage_inputs};
-use crate::model::schedule::{held_bytes, Pipeline};
+use crate::model::schedule::{held_bytes, in_flight, peak_stash_bytes, Pipeline, Schedule};
 use crate::model::{Device, Placement, Workload};
 
 /// One device's memory under the schedule.
@@ -62,8 +75,14 @@ pub struct DeviceMemory {
     /// Micro-batches in flight at the stage.
     pub in_flight: usize,
     /// `resident + in_flight · stash`, or `resident + stash + in_flight · input` when it
-    /// recomputes.
+    /// recomputes; interleaved: `resident + peak` over its chunks' stashes.
     pub bytes: f64,
+    /// Interleaved only: the stash of each chunk per micro-batch, bytes (empty otherwise);
+    /// `stash_bytes` is their sum, `stage` the device's index `d` (chunk `c` is stage
+    /// `c·p + d`) and `in_flight` the most chunk-stashes it holds at once.
+    pub chunk_stash_bytes: Vec<f64>,
+    /// Interleaved only: the number of nodes in each chunk (empty otherwise).
+    pub chunk_nodes: Vec<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -76,6 +95,12 @@ pub enum PipelineMemoryError {
         bytes: f64,
         limit: f64,
     },
+    #[error("{0}")]
+    Chunks(#[from] crate::score::contiguity::ChunkChainError),
+    #[error("{0}")]
+    Schedule(#[from] crate::model::schedule::ScheduleError),
+    #[error("{device} is marked to recompute its activations; under {schedule} nothing recomputes (the planner and the scorer price recomputation for one stage per device)")]
+    RecomputeInterleaved { device: Device, schedule: Schedule },
     #[error("no order of the plan's {stages} stages fits every accelerator's memory; {device} would need {bytes} bytes at stage {stage}")]
     NoOrderFits {
         stages: usize,
@@ -93,7 +118,58 @@ pub fn pipeline_memory(
     p: &Placement,
     pipeline: &Pipeline,
 ) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
+    if let Schedule::Interleaved { .. } = pipeline.schedule {
+        return interleaved_memory(w, p, pipeline);
+    }
     chain_memory(w, p, pipeline, false)
+}
+
+/// Under `interleaved:v` (module documentation): every accelerator's memory, accelerators
+/// holding nodes in order; an error naming the node when a node is on a CPU, past the last
+/// chunk, or its stage breaks the chain of ideals, or when the plan marks a device as
+/// recomputing. It does not compare with the memory limit (the caller does).
+pub fn interleaved_memory(
+    w: &Workload,
+    p: &Placement,
+    pipeline: &Pipeline,
+) -> Result<Vec<DeviceMemory>, PipelineMemoryError> {
+    let schedule = pipeline.schedule;
+    let v = schedule.chunks();
+    let k = w.devices().accelerators;
+    if let Some(&device) = p.recompute.first() {
+        return Err(PipelineMemoryError::RecomputeInterleaved { device, schedule });
+    }
+    crate::score::contiguity::interleaved_stages(w, p, k, v)?;
+    let mut resident = vec![0.0; k];
+    let mut chunk_stash = vec![vec![0.0; v]; k];
+    let mut used = vec![false; k];
+    let mut chunk_nodes = vec![vec![0usize; v]; k];
+    for (node, h) in held_bytes(w).iter().enumerate() {
+        let Device::Accelerator(d) = p.assignment[node] else {
+            unreachable!("interleaved_stages refuses CPU nodes")
+        };
+        used[d] = true;
+        resident[d] += h.resident_bytes;
+        chunk_stash[d][p.chunk(node)] += h.stash_bytes;
+        chunk_nodes[d][p.chunk(node)] += 1;
+    }
+    let mut out = Vec::new();
+    for d in (0..k).filter(|&d| used[d]) {
+        let peak = peak_stash_bytes(schedule, k, pipeline.micro_batches, d, &chunk_stash[d])?;
+        out.push(DeviceMemory {
+            device: Device::Accelerator(d),
+            resident_bytes: resident[d],
+            stash_bytes: chunk_stash[d].iter().sum(),
+            recomputes: false,
+            input_bytes: 0.0,
+            stage: d,
+            in_flight: in_flight(schedule, k, pipeline.micro_batches, d),
+            bytes: resident[d] + peak,
+            chunk_stash_bytes: std::mem::take(&mut chunk_stash[d]),
+            chunk_nodes: std::mem::take(&mut chunk_nodes[d]),
+        });
+    }
+    Ok(out)
 }
 
 /// The placement `p` with the accelerators that recompute chosen as `--recompute auto`
@@ -109,6 +185,10 @@ pub fn recompute_where_needed(
     p: &Placement,
     pipeline: &Pipeline,
 ) -> Result<Placement, PipelineMemoryError> {
+    if let Schedule::Interleaved { .. } = pipeline.schedule {
+        interleaved_memory(w, &p.clone().with_recompute(Vec::new()), pipeline)?;
+        return Ok(p.clone().with_recompute(Vec::new()));
+    }
     let memory = chain_memory(w, p, pipeline, true)?;
     let recompute = memory
         .iter()
@@ -222,6 +302,8 @@ fn chain_memory(
                 stage: place[d],
                 in_flight,
                 bytes: stage_bytes(resident[d], stash[d], input[d], in_flight, recomputes[d]),
+                chunk_stash_bytes: Vec::new(),
+                chunk_nodes: Vec::new(),
             }
         })
         .collect())

@@ -187,9 +187,10 @@ pub fn simulate_with_memory(
             w.len()
         )));
     }
+    let mut notes = Vec::new();
     let scored_loads = device_loads(w, p);
     let (max_load_ms, bottleneck) = max_load(&scored_loads);
-    let stages = stages::cut(w, p, memory);
+    let stages = cut_for(w, p, memory, settings.schedule, &mut notes);
     let tasks = stages.pieces.len().saturating_mul(m);
     if tasks > MAX_TASKS {
         return Err(SimulateError::TooLarge {
@@ -199,7 +200,6 @@ pub fn simulate_with_memory(
         });
     }
     let training = stages.pieces.iter().any(|x| x.pass == Pass::Backward);
-    let mut notes = Vec::new();
     let played = if training {
         settings.schedule
     } else {
@@ -349,6 +349,50 @@ pub fn pipeline_evaluation(w: &Workload, p: &Placement) -> Evaluation {
         violations: violations(w, p, true),
         non_contiguous: contiguity_violations(w, p),
     }
+}
+
+/// The plan's pieces: under the interleaved schedule, when the plan has chunks
+/// ([`Placement::chunk`]) that form a chain of ideals on the workload's `k` accelerators and respect the timetable's
+/// monotonicities (forward arcs never to a lower position, backward arcs never to a
+/// higher one), its chunks are the stages ([`stages::cut_chunks`]); otherwise they are
+/// reconstructed from the unit graph, with a note when the plan has chunks.
+fn cut_for(
+    w: &Workload,
+    p: &Placement,
+    memory: &[HeldBytes],
+    schedule: Schedule,
+    notes: &mut Vec<String>,
+) -> Stages {
+    let v = schedule.chunks();
+    let k = w.devices().accelerators;
+    if v == 1 || p.pieces.is_none() {
+        return stages::cut(w, p, memory);
+    }
+    if let Err(e) = crate::score::contiguity::interleaved_stages(w, p, k, v) {
+        notes.push(format!("the plan's chunks are not used as the {schedule} stages ({e}); stages reconstructed from its data flow"));
+        return stages::cut(w, p, memory);
+    }
+    let chunks = stages::Chunks {
+        devices: k,
+        chunks: v,
+    };
+    let cut = stages::cut_chunks(w, p, memory, Some(chunks));
+    let monotone = cut.pieces.iter().all(|a| {
+        a.succs.iter().all(|&b| {
+            let b = &cut.pieces[b];
+            match (a.pass, b.pass) {
+                (Pass::Forward, Pass::Forward) => a.position <= b.position,
+                (Pass::Backward, Pass::Backward) => a.position >= b.position,
+                (Pass::Forward, Pass::Backward) => true,
+                (Pass::Backward, Pass::Forward) => false,
+            }
+        })
+    });
+    if monotone {
+        return cut;
+    }
+    notes.push(format!("the plan's chunks are not used as the {schedule} stages (a backward edge runs against the chain of chunks); stages reconstructed from its data flow"));
+    stages::cut(w, p, memory)
 }
 
 /// Builds each device's task order for `m` micro-batches and runs it.

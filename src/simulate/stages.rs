@@ -52,6 +52,19 @@
 //! device) the peak is then `resident + A + c·In`, the scorer's figure. A forward piece
 //! that no backward piece frees (inference) runs its compute again in its own task.
 //!
+//! **Explicit chunks** ([`cut_chunks`]). A plan made for the interleaved schedule says
+//! which chunk of its accelerator each node is in ([`Placement::chunk`]); its stages are
+//! then given, not reconstructed: a unit is the nodes of one device, chunk and pass, and
+//! chunk `c` of accelerator `d` of `p` sits at position `c·p + d` for both its passes
+//! (`P = p·v`, empty chunks included), so that each device runs exactly the schedule's
+//! order of its chunks and holds chunk c's stash from `F(i, c)` to `B(i, c)` (a backward
+//! node's stash is held by a forward piece of its own chunk when it mirrors one, and a
+//! forward piece's stash is freed by the backward pieces of its own chunk, at its own end
+//! when the chunk has none), as
+//! [`crate::model::schedule::peak_stash_bytes`] replays it. When the chunks form a chain of
+//! ideals, forward arcs never go to a lower position; [`crate::simulate`] checks the
+//! monotonicities the timetable needs before it uses them.
+//!
 //! Complexity: O((n + m_E) log n) for n nodes and m_E edges.
 
 use std::collections::HashMap;
@@ -126,15 +139,38 @@ pub fn rank_in_micro_batch(piece: &Piece, index: usize, positions: usize) -> (Pa
     (piece.pass, along, index)
 }
 
+/// An interleaved plan's explicit chain ([`cut_chunks`]): `devices` accelerators with
+/// `chunks` chunks each, node v's chunk being [`Placement::chunk`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunks {
+    pub devices: usize,
+    pub chunks: usize,
+}
+
 /// Cuts `p` into pieces (module doc). `memory[v]` gives each node's stash.
 pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
+    cut_chunks(w, p, memory, None)
+}
+
+/// [`cut`]; with `chunks`, the plan's chunks are its stages (module doc, "Explicit
+/// chunks"): a unit is the nodes of one device, chunk and pass, and chunk `c` of
+/// accelerator `d` sits at position `c·p + d` for both passes, `P = p·v`. The caller
+/// checks that the chunks form a chain of ideals
+/// ([`crate::score::contiguity::interleaved_stages`]).
+pub fn cut_chunks(
+    w: &Workload,
+    p: &Placement,
+    memory: &[HeldBytes],
+    chunks: Option<Chunks>,
+) -> Stages {
     let n = w.len();
     // Units.
-    let mut unit_index: HashMap<(Device, Pass), usize> = HashMap::new();
-    let mut unit_key: Vec<(Device, Pass)> = Vec::new();
+    let mut unit_index: HashMap<(Device, usize, Pass), usize> = HashMap::new();
+    let mut unit_key: Vec<(Device, usize, Pass)> = Vec::new();
+    let chunk_of = |v: usize| if chunks.is_some() { p.chunk(v) } else { 0 };
     let unit: Vec<usize> = (0..n)
         .map(|v| {
-            let key = (p.assignment[v], pass_of(w, v));
+            let key = (p.assignment[v], chunk_of(v), pass_of(w, v));
             *unit_index.entry(key).or_insert_with(|| {
                 unit_key.push(key);
                 unit_key.len() - 1
@@ -226,7 +262,7 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
     );
 
     // Depths and positions.
-    let passes: Vec<Pass> = raw.iter().map(|(u, _)| unit_key[*u].1).collect();
+    let passes: Vec<Pass> = raw.iter().map(|(u, _)| unit_key[*u].2).collect();
     let mut depth = vec![0usize; count];
     for &x in &order {
         depth[x] = preds[x]
@@ -236,7 +272,10 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
             .max()
             .unwrap_or(0);
     }
-    let positions = depth.iter().copied().max().unwrap_or(0) + 1;
+    let positions = match chunks {
+        Some(c) => c.devices * c.chunks,
+        None => depth.iter().copied().max().unwrap_or(0) + 1,
+    };
 
     // Renumber pieces in topological order so that index order is a linear extension.
     let mut new_index = vec![0usize; count];
@@ -247,10 +286,11 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
         .iter()
         .map(|&x| {
             let (u, ref nodes) = raw[x];
-            let (device, pass) = unit_key[u];
-            let position = match pass {
-                Pass::Forward => depth[x],
-                Pass::Backward => positions - 1 - depth[x],
+            let (device, chunk, pass) = unit_key[u];
+            let position = match (chunks, device, pass) {
+                (Some(c), Device::Accelerator(d), _) => chunk * c.devices + d,
+                (_, _, Pass::Forward) => depth[x],
+                (_, _, Pass::Backward) => positions - 1 - depth[x],
             };
             let latency = |v: usize| {
                 if device.is_accelerator() {
@@ -285,8 +325,8 @@ pub fn cut(w: &Workload, p: &Placement, memory: &[HeldBytes]) -> Stages {
     }
 
     charge_communication(w, p, &piece_of, &mut pieces, positions);
-    attach_stash_releases(w, &piece_of, &mut pieces);
-    attribute_stashes(memory, &piece_of, &mut pieces, positions);
+    attach_stash_releases(w, &piece_of, &mut pieces, chunks.is_some());
+    attribute_stashes(memory, &piece_of, &mut pieces, positions, chunks.is_some());
     if !p.recompute.is_empty() {
         recompute_stashes(w, p, &mut pieces, positions);
     }
@@ -371,8 +411,11 @@ fn charge_communication(
     }
 }
 
-/// Which backward pieces free each forward piece's stash (module doc, "Stash").
-fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece]) {
+/// Which backward pieces free each forward piece's stash (module doc, "Stash"); with
+/// `own_chunk` (explicit chunks) only those of its own chunk: a chunk's stash lives from
+/// its forward to its backward task (docs/schedule.md), and without a backward piece in
+/// the chunk it is freed when its forward ends.
+fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece], own_chunk: bool) {
     let mut by_class: HashMap<(Device, i64), Vec<usize>> = HashMap::new();
     for (b, piece) in pieces
         .iter()
@@ -407,19 +450,26 @@ fn attach_stash_releases(w: &Workload, piece_of: &[usize], pieces: &mut [Piece])
             }
         }
     }
-    for (piece, mut list) in pieces.iter_mut().zip(releases) {
+    for (f, mut list) in releases.into_iter().enumerate() {
         list.sort_unstable();
         list.dedup();
-        piece.released_by = list;
+        if own_chunk {
+            let position = pieces[f].position;
+            list.retain(|&b| pieces[b].position == position);
+        }
+        pieces[f].released_by = list;
     }
 }
 
-/// Puts every node's stash on its holder piece (module doc, "Stash").
+/// Puts every node's stash on its holder piece (module doc, "Stash"); with `own_chunk`
+/// (explicit chunks) a backward node's holder is a forward piece of its own chunk when it
+/// mirrors one, as the scorer counts a node's stash in its chunk.
 fn attribute_stashes(
     memory: &[HeldBytes],
     piece_of: &[usize],
     pieces: &mut [Piece],
     positions: usize,
+    own_chunk: bool,
 ) {
     let mut mirrored: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
     for (f, piece) in pieces.iter().enumerate() {
@@ -437,7 +487,10 @@ fn attribute_stashes(
             Pass::Backward => mirrored[own]
                 .iter()
                 .copied()
-                .min_by_key(|&f| rank_in_micro_batch(&pieces[f], f, positions))
+                .min_by_key(|&f| {
+                    let other_chunk = own_chunk && pieces[f].position != pieces[own].position;
+                    (other_chunk, rank_in_micro_batch(&pieces[f], f, positions))
+                })
                 .unwrap_or(own),
         };
         pieces[holder].stash_bytes += held.stash_bytes;

@@ -86,6 +86,10 @@ impl Method for Auto {
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
+        if problem.interleaved() {
+            // Under the interleaved schedule auto is the interleaved IP (below).
+            return milp::Ip.supports(problem);
+        }
         if problem.pipeline.is_some() {
             // Under a schedule auto is the exact DP (below).
             return dp::Dp.supports(problem);
@@ -95,6 +99,17 @@ impl Method for Auto {
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let started = Instant::now();
+        if problem.interleaved() {
+            // The DP and coarsening give each device one contiguous stage.
+            let mut limited = problem.clone();
+            limited.limits.time_limit_s = Some(
+                problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S),
+            );
+            let mut outcome = milp::Ip.solve(&limited)?;
+            outcome.method = "auto".into();
+            outcome.stats.notes.push("auto under the interleaved schedule: the interleaved IP (the DP and coarsening give each device one contiguous stage)".into());
+            return Ok(outcome);
+        }
         if problem.pipeline.is_some() {
             // The exact DP prices a schedule's memory; coarsening does not.
             let mut outcome = dp::Dp.solve(problem)?;

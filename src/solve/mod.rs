@@ -145,6 +145,13 @@ pub struct Problem<'a> {
 }
 
 impl<'a> Problem<'a> {
+    /// Whether the plan is made for the interleaved schedule: its devices hold chunks that
+    /// form a chain of ideals together ([`crate::score::contiguity::interleaved_stages`],
+    /// checked with the memory) instead of one contiguous stage each.
+    pub fn interleaved(&self) -> bool {
+        self.pipeline.is_some_and(|p| p.schedule.chunks() > 1)
+    }
+
     /// Contiguous TPS minimisation with default limits.
     pub fn throughput(workload: &'a Workload) -> Self {
         Problem {
@@ -237,7 +244,9 @@ impl Plan {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
-    let clamped = if method.id().searches() {
+    // Under the interleaved schedule the accelerators' indices are positions on the
+    // chain (stage c·k + d): their count is the pipeline's, not clamped.
+    let clamped = if method.id().searches() && !problem.interleaved() {
         clamp_to_nodes(problem)?
     } else {
         Clamped::default()
@@ -282,14 +291,22 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         });
     };
     let latency_rules = matches!(problem.objective, Objective::Latency { .. });
-    let evaluation = evaluate(problem.workload, placement, latency_rules);
+    let mut evaluation = evaluate(problem.workload, placement, latency_rules);
+    if problem.interleaved() {
+        // A device holds several chunks, which are not one contiguous set: the chain of
+        // chunks (checked with the memory below) is what the plan promises instead. One
+        // sample's latency would run each chunk (forward and backward passes) as one call,
+        // which no training graph can: it is not computed.
+        evaluation.non_contiguous.clear();
+        evaluation.latency = None;
+    }
     if let Some(v) = evaluation.violations.first() {
         return Err(SolveError::Check(format!(
             "{} produced an invalid plan: {v}",
             method.name()
         )));
     }
-    if problem.contiguous {
+    if problem.contiguous && !problem.interleaved() {
         if let Some(v) = evaluation.non_contiguous.first() {
             return Err(SolveError::Check(format!(
                 "{} promised a contiguous plan: {v}",

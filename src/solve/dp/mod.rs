@@ -84,7 +84,7 @@ impl Method for Dp {
             ..
         }) = problem.pipeline
         {
-            return Err("planning for an interleaved schedule: its v chunks per device are not one contiguous stage each; plan with --schedule 1f1b and simulate the plan with interleaved".into());
+            return Err("planning for an interleaved schedule: the DP gives each device one contiguous stage, and interleaved runs v chunks per device (use --method ip or auto, which run the interleaved IP)".into());
         }
         Ok(())
     }

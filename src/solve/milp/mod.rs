@@ -60,6 +60,7 @@
 //! writes to stderr when stderr is a terminal, and a SIGINT handler that calls
 //! [`request_interrupt`].
 
+pub mod interleaved;
 pub mod latency;
 pub mod latency_bound;
 pub mod latency_runs;
@@ -78,6 +79,7 @@ use highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
 
 use super::budget::{Budget, Exhausted};
 use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use crate::model::recompute::Recompute;
 use crate::model::Placement;
 use crate::score::evaluate;
 
@@ -132,6 +134,34 @@ impl Method for Ip {
             }
             if !problem.contiguous {
                 return Err("a schedule's memory in non-contiguous plans (a schedule runs one contiguous stage per device; drop --non-contiguous)".into());
+            }
+            if problem.interleaved() {
+                if problem
+                    .pipeline
+                    .is_some_and(|p| p.recompute == Recompute::Auto)
+                {
+                    return Err("--recompute auto under the interleaved schedule (its memory is priced per chunk; recomputation is planned for gpipe and 1f1b only)".into());
+                }
+                let w = problem.workload;
+                if let Some(pipeline) = problem.pipeline {
+                    crate::model::schedule::device_order(
+                        pipeline.schedule,
+                        w.devices().accelerators.max(1),
+                        pipeline.micro_batches,
+                        0,
+                    )
+                    .map_err(|e| {
+                        format!(
+                            "{} on {} accelerators: {e}",
+                            pipeline.schedule,
+                            w.devices().accelerators
+                        )
+                    })?;
+                }
+                if let Some(v) = (0..w.len()).find(|&v| !w.node(v).supported_on_accelerator) {
+                    return Err(format!("the interleaved schedule with node {} ({}), which cannot run on an accelerator: every stage is a chunk of an accelerator, and CPU cores hold nothing", w.node(v).id, w.node(v).name.as_deref().unwrap_or("unnamed")));
+                }
+                return Ok(());
             }
             if problem.limits.ip.contiguous_model != ContiguousModel::Stages {
                 return Err(
@@ -836,10 +866,15 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
 }
 
 /// The DP's plan within `budget`: the exact contiguous optimum, under the problem's
-/// pipeline schedule when it has one ([`crate::solve::dp::solve_pipeline`]).
+/// pipeline schedule when it has one ([`crate::solve::dp::solve_pipeline`]); under the
+/// interleaved schedule the DP plans of [`interleaved::dp_plan`]
+/// ([`interleaved::dp_plan`]).
 pub(crate) fn dp_plan(problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
     match problem.pipeline {
         None => crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, budget),
+        Some(pipeline) if problem.interleaved() => {
+            interleaved::dp_plan(problem.workload, &problem.limits, budget, pipeline)
+        }
         Some(pipeline) => {
             let mut limits = problem.limits.clone();
             limits.time_limit_s = budget.remaining_s();
@@ -877,7 +912,7 @@ pub(crate) fn candidate(
         _ => placement,
     };
     let e = evaluate(problem.workload, &placement, latency);
-    if !e.is_valid() || (problem.contiguous && !e.is_contiguous()) {
+    if !e.is_valid() || (problem.contiguous && !problem.interleaved() && !e.is_contiguous()) {
         return None;
     }
     if problem

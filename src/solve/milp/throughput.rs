@@ -51,6 +51,9 @@ use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 /// Solves the throughput or sync IP of `problem`.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let started = Instant::now();
+    if problem.interleaved() {
+        return super::interleaved::solve(problem);
+    }
     if problem.contiguous && problem.limits.ip.contiguous_model == super::ContiguousModel::Stages {
         return super::stages::solve(problem);
     }
