@@ -73,8 +73,8 @@ fn classes(w: &Workload, costs: &ClusterCosts) -> Classes {
     for (v, node) in w.nodes().iter().enumerate() {
         let g = class[v];
         bytes[g] += node.size_bytes;
-        for t in 0..types {
-            work[g][t] += if node.supported_on_accelerator {
+        for (t, x) in work[g].iter_mut().take(types).enumerate() {
+            *x += if node.supported_on_accelerator {
                 costs.time(t, v)
             } else {
                 f64::INFINITY
