@@ -553,7 +553,11 @@ mod tests {
             let first = (r.next() % 1000) as f64 * 0.5;
             let (mut acc, mut sum) = (Accumulator::starting_at(Sum::of([first])), exact(first));
             for _ in 0..terms {
-                let sign = if r.next().is_multiple_of(4) { -1.0 } else { 1.0 };
+                let sign = if r.next().is_multiple_of(4) {
+                    -1.0
+                } else {
+                    1.0
+                };
                 let x = sign * r.value();
                 acc = acc.plus(x);
                 sum += exact(x);

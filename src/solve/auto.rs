@@ -102,9 +102,8 @@ impl Method for Auto {
         if problem.interleaved() {
             // The DP and coarsening give each device one contiguous stage.
             let mut limited = problem.clone();
-            limited.limits.time_limit_s = Some(
-                problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S),
-            );
+            limited.limits.time_limit_s =
+                Some(problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S));
             let mut outcome = milp::Ip.solve(&limited)?;
             outcome.method = "auto".into();
             outcome.stats.notes.push("auto under the interleaved schedule: the interleaved IP (the DP and coarsening give each device one contiguous stage)".into());

@@ -12,9 +12,8 @@
 //! ```text
 //! variables        Y[g,t] ∈ {0,1}: g ∈ I_{t+1} (t = 0 … T−1);
 //!                  A[g,t] ∈ [0,1]: g in stage t;  D[g,d] ∈ [0,1]: g on device d
-//! add_complete     Y[g,T−1] = 1
-//! add_nested       Y[g,t] ≤ Y[g,t+1]
-//! add_ideals       Y[w,t] ≤ Y[u,t]      (u → w)    every I_t is an ideal
+//! ideal_chain      (super::units) Y[g,T−1] = 1,  Y[g,t] ≤ Y[g,t+1],
+//!                  Y[w,t] ≤ Y[u,t]  (u → w): every I_t is an ideal
 //! add_stages       A[g,t] = Y[g,t] − Y[g,t−1]  (Y[g,−1] = 0);  A[g,t] = 0 if g cannot be
 //!                  on an accelerator (then the model is infeasible: nowhere else to go)
 //! add_devices      D[g,d] = Σ_c A[g, c·p + d]
@@ -62,8 +61,8 @@
 use std::time::Instant;
 
 use super::throughput::{Load, LoadObjective};
-use super::units::units;
-use super::{finish, run_to, Builder, Var};
+use super::units::{ideal_chain, units};
+use super::{finish, run_to_bound, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedule};
 use crate::model::{Device, DeviceSet, Placement, Workload};
@@ -113,9 +112,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     }
     let mut b = Builder::within(budget);
     let model = Interleaved::variables(&mut b, &units, &devices, v);
-    model.add_complete(&mut b);
-    model.add_nested(&mut b);
-    model.add_ideals(&mut b, &arcs);
+    ideal_chain(&mut b, &model.y, &arcs);
     model.add_stages(&mut b);
     model.add_devices(&mut b);
     let hyperedges = units.hyperedges(w, false);
@@ -163,14 +160,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         b.rows
     ));
     let lower = bounds.objective(false);
-    let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
-    let mut solved = run_to(
-        b,
-        &super::remaining(problem, started),
-        warm_values.as_deref(),
-        target,
-    )?;
-    solved.bound = solved.bound.max(lower);
+    let solved = run_to_bound(b, problem, started, warm_values.as_deref(), lower)?;
     let from_ip = solved
         .columns
         .as_ref()
@@ -233,8 +223,7 @@ fn dp_chain_plan(
         .with_devices(DeviceSet {
             cpus: 0,
             accelerators: p * spread,
-            memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes
-                / spread as f64,
+            memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes / spread as f64,
         })
         .map_err(|e| SolveError::Unsupported {
             method: "dp".into(),
@@ -257,7 +246,9 @@ fn dp_chain_plan(
                     .find(|d| d.device == placement.assignment[x])
                     .map_or(0, |d| d.stage)
         };
-        let device = (0..w.len()).map(|x| Device::Accelerator(stage_of(x) % p)).collect();
+        let device = (0..w.len())
+            .map(|x| Device::Accelerator(stage_of(x) % p))
+            .collect();
         let chunks = (0..w.len()).map(|x| stage_of(x) / p).collect();
         outcome.placement = Some(Placement::new(device).with_pieces(chunks));
     }
@@ -388,33 +379,6 @@ impl<'a> Interleaved<'a> {
 
     fn stages(&self) -> usize {
         self.acc.len()
-    }
-
-    /// `Y[g,T−1] = 1`.
-    fn add_complete(&self, b: &mut Builder) {
-        for row in &self.y {
-            if let Some(&last) = row.last() {
-                b.eq(&[(last, 1.0)], 1.0);
-            }
-        }
-    }
-
-    /// `Y[g,t] ≤ Y[g,t+1]`.
-    fn add_nested(&self, b: &mut Builder) {
-        for row in &self.y {
-            for pair in row.windows(2) {
-                b.le(&[(pair[0], 1.0), (pair[1], -1.0)], 0.0);
-            }
-        }
-    }
-
-    /// `Y[w,t] ≤ Y[u,t]` for every arc `u → w`.
-    fn add_ideals(&self, b: &mut Builder, arcs: &[(usize, usize)]) {
-        for &(u, w) in arcs {
-            for t in 0..self.stages() {
-                b.le(&[(self.y[w][t], 1.0), (self.y[u][t], -1.0)], 0.0);
-            }
-        }
     }
 
     /// `A[g,t] = Y[g,t] − Y[g,t−1]`.

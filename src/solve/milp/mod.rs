@@ -709,6 +709,22 @@ impl Solved {
     }
 }
 
+/// Runs `builder`'s model with the time left since `started`, stopping once the incumbent
+/// is within the gap of `lower` (a proven lower bound), whose value the bound reported
+/// is at least. The max-load models' shared tail.
+pub(crate) fn run_to_bound(
+    builder: Builder,
+    problem: &Problem,
+    started: Instant,
+    warm: Option<&[f64]>,
+    lower: f64,
+) -> Result<Solved, SolveError> {
+    let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(DEFAULT_GAP));
+    let mut solved = run_to(builder, &remaining(problem, started), warm, target)?;
+    solved.bound = solved.bound.max(lower);
+    Ok(solved)
+}
+
 /// Refuses a model of `columns` columns (and at least as many nonzeros: every column is in
 /// some row) before any is built, when HiGHS's estimated memory for it exceeds the budget:
 /// `Some` is the outcome to return. `columns` is a float, so huge counts cannot wrap.

@@ -12,10 +12,9 @@
 //!                  κ[t] ∈ {0,1}: stage t is an accelerator;
 //!                  A[g,t], C[g,t] ∈ [0,1]: g in stage t on an accelerator / a CPU,
 //!                  A[g,t] = 0 if g is unsupported or too large
-//! add_complete     Y[g,T] = 1
+//! ideal_chain      (super::units) Y[g,T] = 1,  Y[g,t] ≤ Y[g,t+1],
+//!                  Y[v,t] ≤ Y[u,t]  (u → v): every I_t is an ideal
 //! add_kind_count   Σ_t κ[t] = k                    (so T − k = ℓ stages are CPUs)
-//! add_nested       Y[g,t] ≤ Y[g,t+1]
-//! add_ideals       Y[v,t] ≤ Y[u,t]      (u → v)    every I_t is an ideal
 //! add_kind_split   A[g,t] + C[g,t] = Y[g,t] − Y[g,t−1],  A[g,t] ≤ κ[t],  C[g,t] ≤ 1 − κ[t]
 //! LoadObjective    τ ≥ LB (sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB)   (super::load_bounds)
 //! for every stage t:
@@ -76,8 +75,8 @@
 use std::time::Instant;
 
 use super::throughput::{Load, LoadObjective};
-use super::units::{memory_binds, units};
-use super::{dp_warm_start, finish, run_to, Builder, Var};
+use super::units::{ideal_chain, memory_binds, units};
+use super::{dp_warm_start, finish, run_to_bound, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::recompute::{output_bytes, Recompute};
 use crate::model::schedule::{held_bytes, Pipeline};
@@ -109,10 +108,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     }
     let mut b = Builder::within(budget);
     let model = Stages::variables(&mut b, &units, devices, w, problem.pipeline);
-    model.add_complete(&mut b);
+    ideal_chain(&mut b, &model.y, &arcs);
     model.add_kind_count(&mut b, devices.accelerators);
-    model.add_nested(&mut b);
-    model.add_ideals(&mut b, &arcs);
     model.add_kind_split(&mut b);
     let hyperedges = units.hyperedges(w, sync);
     let bound_use = problem.limits.ip.load_bound;
@@ -160,14 +157,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     ));
 
     let lower = bounds.objective(sync);
-    let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
-    let mut solved = run_to(
-        b,
-        &super::remaining(problem, started),
-        warm_values.as_deref(),
-        target,
-    )?;
-    solved.bound = solved.bound.max(lower);
+    let solved = run_to_bound(b, problem, started, warm_values.as_deref(), lower)?;
     let from_ip = solved
         .columns
         .as_ref()
@@ -258,39 +248,12 @@ impl<'a> Stages<'a> {
         self.kind.len()
     }
 
-    /// `Y[g,T] = 1`: every group is in the last ideal.
-    fn add_complete(&self, b: &mut Builder) {
-        for row in &self.y {
-            if let Some(&last) = row.last() {
-                b.eq(&[(last, 1.0)], 1.0);
-            }
-        }
-    }
-
     /// `Σ_t κ[t] = k`.
     fn add_kind_count(&self, b: &mut Builder, accelerators: usize) {
         b.eq(
             &self.kind.iter().map(|&v| (v, 1.0)).collect::<Vec<_>>(),
             accelerators as f64,
         );
-    }
-
-    /// `Y[g,t] ≤ Y[g,t+1]`: the ideals are nested.
-    fn add_nested(&self, b: &mut Builder) {
-        for row in &self.y {
-            for pair in row.windows(2) {
-                b.le(&[(pair[0], 1.0), (pair[1], -1.0)], 0.0);
-            }
-        }
-    }
-
-    /// `Y[v,t] ≤ Y[u,t]` for every arc `u → v`: every I_t is an ideal.
-    fn add_ideals(&self, b: &mut Builder, arcs: &[(usize, usize)]) {
-        for &(u, v) in arcs {
-            for t in 0..self.stages() {
-                b.le(&[(self.y[v][t], 1.0), (self.y[u][t], -1.0)], 0.0);
-            }
-        }
     }
 
     /// `A[g,t] + C[g,t] = Y[g,t] − Y[g,t−1]`, `A[g,t] ≤ κ[t]`, `C[g,t] ≤ 1 − κ[t]`.

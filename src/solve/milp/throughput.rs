@@ -43,7 +43,7 @@ use super::load_bounds::ModelBounds;
 use super::units::{
     canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units,
 };
-use super::{dp_warm_start, finish, run_to, Builder, Var};
+use super::{dp_warm_start, finish, run_to_bound, Builder, Var};
 use crate::model::grouping::{Group, Grouping, Hyperedge};
 use crate::model::{Device, DeviceSet, Placement};
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
@@ -117,14 +117,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     ));
 
     let lower = bounds.objective(sync);
-    let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(super::DEFAULT_GAP));
-    let mut solved = run_to(
-        b,
-        &super::remaining(problem, started),
-        warm_values.as_deref(),
-        target,
-    )?;
-    solved.bound = solved.bound.max(lower);
+    let solved = run_to_bound(b, problem, started, warm_values.as_deref(), lower)?;
     let from_ip = solved
         .columns
         .as_ref()

@@ -151,6 +151,27 @@ pub(crate) fn device_order(
 }
 
 /// Symmetry breaking among interchangeable devices: `member[d][g]` is the membership of
+/// A chain of ideals `I_0 ⊆ … ⊆ I_{T−1} = V` on `y[g][t]` (`g ∈ I_t`): `Y[g,T−1] = 1`
+/// (complete), `Y[g,t] ≤ Y[g,t+1]` (nested) and `Y[w,t] ≤ Y[u,t]` for every arc `u → w`
+/// (each `I_t` an ideal). The stage models ([`super::stages`], [`super::interleaved`])
+/// share it.
+pub(crate) fn ideal_chain(b: &mut Builder, y: &[Vec<Var>], arcs: &[(usize, usize)]) {
+    for row in y {
+        if let Some(&last) = row.last() {
+            b.eq(&[(last, 1.0)], 1.0);
+        }
+        for pair in row.windows(2) {
+            b.le(&[(pair[0], 1.0), (pair[1], -1.0)], 0.0);
+        }
+    }
+    let stages = y.first().map_or(0, Vec::len);
+    for &(u, w) in arcs {
+        for t in 0..stages {
+            b.le(&[(y[w][t], 1.0), (y[u][t], -1.0)], 0.0);
+        }
+    }
+}
+
 /// unit g on device d (see the module docs).
 pub(crate) fn symmetry(b: &mut Builder, member: &[Vec<Var>]) {
     for d in 1..member.len() {
