@@ -164,10 +164,9 @@ pub(crate) fn ideal_chain(b: &mut Builder, y: &[Vec<Var>], arcs: &[(usize, usize
             b.le(&[(pair[0], 1.0), (pair[1], -1.0)], 0.0);
         }
     }
-    let stages = y.first().map_or(0, Vec::len);
     for &(u, w) in arcs {
-        for t in 0..stages {
-            b.le(&[(y[w][t], 1.0), (y[u][t], -1.0)], 0.0);
+        for (&later, &earlier) in y[w].iter().zip(&y[u]) {
+            b.le(&[(later, 1.0), (earlier, -1.0)], 0.0);
         }
     }
 }
