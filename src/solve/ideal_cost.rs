@@ -45,8 +45,9 @@
 //! [`FixedPoint`]) — every workload seen so far — communication is computed in exact
 //! integers: each `c(T)` is an i128 multiple of one power of two, `a(I)` is kept exactly,
 //! and `a(J) + Σ_{x=0} c(T) − Σ_{x=p} c(T)` is converted back within 2u of the exact value.
-//! Otherwise, and always for compute and size, the sums are compensated [`Sum`]s and every
-//! difference is
+//! Accelerator compute and size are kept the same way when their per-group values allow
+//! (`F(I) − F(J)` is then an exact integer difference, converted within 2u). Otherwise,
+//! and always for CPU time, the sums are compensated [`Sum`]s and every difference is
 //! certified ([`Sum::difference`]: within 2⁻⁵² relative); when cancellation leaves too few
 //! bits (a 1e15 node before 5-unit nodes), the value is summed directly over the groups of
 //! `I \ J`, which the caller lists on demand (O(|I \ J|), or O(Σ_{g∈I\J} deg(g) · log) for
@@ -77,6 +78,9 @@ pub struct IdealSummary {
     pub cut: Sum,
     /// `a(I)` as an exact fixed-point image when [`PairCost`] has one (else 0).
     pub cut_fixed: i128,
+    /// `F(I)` and the size as exact fixed-point images when [`PairCost`] has them (else 0).
+    pub fpga_fixed: i128,
+    pub size_fixed: i128,
     pub unsupported: u32,
 }
 
@@ -200,9 +204,13 @@ pub struct PairCost {
     forward: Vec<f64>,
     /// `c(T)` as exact fixed-point images, when the costs allow one (module doc).
     fixed: Option<FixedCosts>,
+    /// Each group's accelerator time and size as exact images, when they allow one.
+    fpga_fixed: Option<FixedCosts>,
+    size_fixed: Option<FixedCosts>,
 }
 
-/// The hyperedge costs as exact integers: `c(T) = cost[T]·2^e`.
+/// Values (hyperedge costs, or per-group times or bytes) as exact integers:
+/// `x_i = cost[i]·2^e`.
 struct FixedCosts {
     point: FixedPoint,
     cost: Vec<i128>,
@@ -228,14 +236,18 @@ impl PairCost {
             }
         }
         let edge_cost: Vec<f64> = hyperedges.iter().map(|(_, c)| *c).collect();
+        let fpga: Vec<f64> = c.groups.iter().map(|g| g.fpga_latency).collect();
+        let size: Vec<f64> = c.groups.iter().map(|g| g.size_bytes).collect();
         PairCost {
             fixed: FixedCosts::of(&edge_cost),
+            fpga_fixed: FixedCosts::of(&fpga),
+            size_fixed: FixedCosts::of(&size),
             edge_cost,
             edge_size: hyperedges.iter().map(|(t, _)| t.len() as u32).collect(),
             touching,
-            fpga: c.groups.iter().map(|g| g.fpga_latency).collect(),
+            fpga,
             cpu: c.groups.iter().map(|g| g.cpu_latency).collect(),
-            size: c.groups.iter().map(|g| g.size_bytes).collect(),
+            size,
             stash: vec![0.0; c.len()],
             supported: c
                 .groups
@@ -342,6 +354,7 @@ impl PairCost {
             size.len() == self.fpga.len() && stash.len() == self.fpga.len(),
             "one figure per group"
         );
+        self.size_fixed = FixedCosts::of(&size);
         self.size = size;
         self.stash = stash;
         self
@@ -401,6 +414,8 @@ impl PairCost {
             stash: head.stash + self.stash[g],
             cut,
             cut_fixed,
+            fpga_fixed: head.fpga_fixed + self.fpga_fixed.as_ref().map_or(0, |f| f.cost[g]),
+            size_fixed: head.size_fixed + self.size_fixed.as_ref().map_or(0, |f| f.cost[g]),
             unsupported: head.unsupported + u32::from(!self.supported[g]),
         }
     }
@@ -511,17 +526,23 @@ impl PairCost {
                 .get_or_init(|| groups.take().expect("listed once")())
                 .as_slice()
         };
-        let size = hi
-            .size
-            .difference(hj.size)
-            .unwrap_or_else(|| Self::direct(&self.size, members()));
+        let size = match &self.size_fixed {
+            Some(f) => f.point.nonnegative_value(hi.size_fixed - hj.size_fixed),
+            None => hi
+                .size
+                .difference(hj.size)
+                .unwrap_or_else(|| Self::direct(&self.size, members())),
+        };
         if size > memory {
             return None;
         }
-        let fpga = hi
-            .fpga
-            .difference(hj.fpga)
-            .unwrap_or_else(|| Self::direct(&self.fpga, members()));
+        let fpga = match &self.fpga_fixed {
+            Some(f) => f.point.nonnegative_value(hi.fpga_fixed - hj.fpga_fixed),
+            None => hi
+                .fpga
+                .difference(hj.fpga)
+                .unwrap_or_else(|| Self::direct(&self.fpga, members())),
+        };
         Some(fpga + self.communication(s.crossing(i), hj, s.crossing(j), || members().to_vec()))
     }
 
