@@ -478,6 +478,25 @@ impl PairCost {
         }
     }
 
+    /// `X(I) − X(J)` for a per-group quantity `X` (`values`) kept as an exact image and a
+    /// compensated sum per ideal: the exact difference when `exact` exists, else the
+    /// certified one, else summed directly over the groups of `I \ J` (module doc).
+    #[inline(always)]
+    fn prefix_difference<'m>(
+        exact: &Option<FixedCosts>,
+        (exact_i, sum_i): (i128, Sum),
+        (exact_j, sum_j): (i128, Sum),
+        values: &[f64],
+        members: &mut impl FnMut() -> &'m [usize],
+    ) -> f64 {
+        match exact {
+            Some(f) => f.point.nonnegative_value(exact_i - exact_j),
+            None => sum_i
+                .difference(sum_j)
+                .unwrap_or_else(|| Self::direct(values, members())),
+        }
+    }
+
     /// `Σ values[g]` over `groups`. O(|groups|).
     #[cold]
     fn direct(values: &[f64], groups: &[usize]) -> f64 {
@@ -526,23 +545,23 @@ impl PairCost {
                 .get_or_init(|| groups.take().expect("listed once")())
                 .as_slice()
         };
-        let size = match &self.size_fixed {
-            Some(f) => f.point.nonnegative_value(hi.size_fixed - hj.size_fixed),
-            None => hi
-                .size
-                .difference(hj.size)
-                .unwrap_or_else(|| Self::direct(&self.size, members())),
-        };
+        let size = Self::prefix_difference(
+            &self.size_fixed,
+            (hi.size_fixed, hi.size),
+            (hj.size_fixed, hj.size),
+            &self.size,
+            &mut members,
+        );
         if size > memory {
             return None;
         }
-        let fpga = match &self.fpga_fixed {
-            Some(f) => f.point.nonnegative_value(hi.fpga_fixed - hj.fpga_fixed),
-            None => hi
-                .fpga
-                .difference(hj.fpga)
-                .unwrap_or_else(|| Self::direct(&self.fpga, members())),
-        };
+        let fpga = Self::prefix_difference(
+            &self.fpga_fixed,
+            (hi.fpga_fixed, hi.fpga),
+            (hj.fpga_fixed, hj.fpga),
+            &self.fpga,
+            &mut members,
+        );
         Some(fpga + self.communication(s.crossing(i), hj, s.crossing(j), || members().to_vec()))
     }
 
