@@ -153,6 +153,63 @@ proptest! {
         }
     }
 
+    /// The load of every pair `J ⊊ I` (exact integer differences where the values allow,
+    /// certified ones otherwise) == compute + the hyperedges cut by `I \ J`, summed from
+    /// scratch over its groups, within 4u; and the memory test agrees with the size summed
+    /// the same way. Values are drawn over 60 binary orders now and then, so that both
+    /// paths run.
+    #[test]
+    fn pair_loads_equal_sums_from_scratch(seed in any::<u64>(), spread in any::<bool>()) {
+        let Some(mut w) = random_dag(seed) else { return Ok(()) };
+        if spread {
+            let mut r = Rng::new(seed ^ 0x5eed);
+            let mut nodes = w.nodes().to_vec();
+            for n in &mut nodes {
+                n.fpga_latency *= 2f64.powi(r.below(60) as i32 - 30);
+            }
+            let sizes: Vec<f64> = nodes.iter().map(|n| n.size_bytes * 2f64.powi(r.below(60) as i32)).collect();
+            let id = |v: usize| w.node(v).id;
+            let edges = w.edges().iter().map(|e| (id(e.from), id(e.to), e.cost, e.size_bytes)).collect();
+            w = Workload::new(nodes, edges, w.devices().clone()).expect("the same graph").with_sizes(&sizes);
+        }
+        let c = Contraction::new(&w);
+        prop_assume!(c.len() <= 12);
+        let cost = PairCost::new(&w, &c);
+        let ideals = Ideals::enumerate(&c, usize::MAX, &Budget::unlimited()).expect("no limit");
+        let summaries = Summaries::of_ideals(&cost, &ideals, &Budget::unlimited()).expect("no limit");
+        let hyperedges = c.communication_hyperedges(&w);
+        let close = |a: f64, b: f64| (a - b).abs() <= 4.0 * UNIT_ROUNDOFF * b.abs();
+        for i in 0..ideals.len() {
+            let gi = ideals.get(i).groups();
+            for j in 0..ideals.len() {
+                let gj = ideals.get(j).groups();
+                if j == i || !gj.iter().all(|g| gi.contains(g)) {
+                    continue;
+                }
+                let set: Vec<usize> = gi.iter().copied().filter(|g| !gj.contains(g)).collect();
+                let size = Sum::of(set.iter().map(|&g| c.groups[g].size_bytes)).value();
+                let unsupported = set.iter().any(|&g| !c.groups[g].supported_on_accelerator);
+                let compute = Sum::of(set.iter().map(|&g| c.groups[g].fpga_latency));
+                let comm = Sum::of(hyperedges.iter().filter_map(|(members, cost)| {
+                    let inside = members.iter().filter(|g| set.contains(g)).count();
+                    (inside > 0 && inside < members.len()).then_some(*cost)
+                }));
+                let want = compute.plus_sum(comm).value();
+                // Just below and just above the stage's size: the memory test decides alone.
+                for memory in [size * (1.0 - 1e-12), size * (1.0 + 1e-12), f64::INFINITY] {
+                    let got = cost.accelerator_load(&summaries, i, j, memory, || set.clone());
+                    match got {
+                        Some(load) => {
+                            prop_assert!(!unsupported && size <= memory, "priced a set that cannot be held");
+                            prop_assert!(close(load, want), "I = {gi:?}, J = {gj:?}: {load} vs {want}");
+                        }
+                        None => prop_assert!(unsupported || size > memory, "refused a set that fits: {size} <= {memory}"),
+                    }
+                }
+            }
+        }
+    }
+
     /// The estimate is exact when it says so, and otherwise brackets the count; a state
     /// limit small enough to force forgetting still gives bounds.
     #[test]
