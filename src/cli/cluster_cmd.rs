@@ -1,8 +1,9 @@
 //! `plan` and `score` on a cluster (a workload with a cluster section, or `--cluster`).
 //!
 //! Planning on a cluster solves the contiguous TPS problem ([`crate::solve::cluster`]):
-//! `--method dp` (the default) or `brute-force`; other methods, objectives, non-contiguous
-//! plans, `--split` and `--report` are refused with the reason. Every plan is re-scored by
+//! `--method dp` (the default) or `brute-force`, or with `--method ip` the cluster IP
+//! ([`crate::solve::milp::cluster`]), contiguous or `--non-contiguous`; other methods,
+//! objectives, `--split` and `--report` are refused with the reason. Every plan is re-scored by
 //! the independent evaluator before it is printed ([`crate::solve::cluster::plan`]).
 
 use std::io::Write;
@@ -30,17 +31,20 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
         // auto, the default, is the cluster DP (which falls back to a checked plan with its gap).
         MethodId::Dp | MethodId::Auto => ClusterMethod::Dp,
         MethodId::BruteForce => ClusterMethod::BruteForce,
+        MethodId::Ip => ClusterMethod::Ip {
+            contiguous: settings.contiguous,
+        },
         other => {
             return refuse(&format!(
-                "--method is auto (the cluster DP), dp or brute-force, not {other}"
+                "--method is auto (the cluster DP), dp, ip or brute-force, not {other}"
             ))
         }
     };
     if settings.objective != Objective::Throughput {
         return refuse("the objective is throughput (TPS) only");
     }
-    if !settings.contiguous {
-        return refuse("plans are contiguous (--non-contiguous is not supported)");
+    if !settings.contiguous && !matches!(method, ClusterMethod::Ip { .. }) {
+        return refuse("non-contiguous plans come from --method ip (--non-contiguous with the DP or brute force is not supported)");
     }
     if args.report.is_some() {
         return refuse("--report is not available yet");
@@ -84,14 +88,17 @@ pub fn run_plan_on_cluster(
     let plan = plan_on_cluster(w, &settings.limits, method, Tracking::Best)?;
     if let (Some(reason), None) = (&plan.stopped, &plan.best) {
         return Err(CliError::Input(format!(
-            "no plan: the cluster DP stopped after {:.1} s: {reason}",
+            "no plan: the cluster {} stopped after {:.1} s: {reason}",
+            if matches!(method, ClusterMethod::Ip { .. }) { "IP" } else { "DP" },
             plan.time_s
         )));
     }
     let Some(best) = &plan.best else {
-        return Err(CliError::Input(
-            "no feasible placement: no contiguous plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)".into(),
-        ));
+        return Err(CliError::Input(if method.contiguous() {
+            "no feasible placement: no contiguous plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)".into()
+        } else {
+            "no feasible placement: no plan fits the cluster (memory per type, CPU-only nodes)".into()
+        }));
     };
     if let Some(out) = &args.out {
         write_atomically(out, &placement_file(w, &best.placement, &best.evaluation))?;

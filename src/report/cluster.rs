@@ -116,9 +116,15 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
     let method = match plan.method {
         crate::solve::cluster::plan::ClusterMethod::Dp => "dp",
         crate::solve::cluster::plan::ClusterMethod::BruteForce => "brute-force",
+        crate::solve::cluster::plan::ClusterMethod::Ip { .. } => "ip",
+    };
+    let space = if plan.method.contiguous() {
+        "contiguous plans"
+    } else {
+        "all plans"
     };
     let status = match &plan.stopped {
-        None => "optimal (contiguous plans on the cluster)".to_string(),
+        None => format!("optimal ({space} on the cluster)"),
         Some(reason) => format!(
             "feasible, gap {:.3}% ({reason}; {}, lower bound {:.6} ms)",
             super::table::gap(best.value, plan.lower_bound) * 100.0,
@@ -126,10 +132,15 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
             plan.lower_bound
         ),
     };
-    let mut s = format!(
-        "method: {method}   status: {status}   time: {:.3} s\nideals: {}   states: {}\n",
-        plan.time_s, plan.ideals, plan.states
-    );
+    let mut s = format!("method: {method}   status: {status}   time: {:.3} s\n", plan.time_s);
+    if matches!(plan.method, crate::solve::cluster::plan::ClusterMethod::Ip { .. }) {
+        s += &format!("lower bound: {:.6} ms\n", plan.lower_bound);
+        for note in &plan.notes {
+            s += &format!("note: {note}\n");
+        }
+    } else {
+        s += &format!("ideals: {}   states: {}\n", plan.ideals, plan.states);
+    }
     s += &cluster_evaluation_text(w, &plan.costs, &best.evaluation);
     s
 }

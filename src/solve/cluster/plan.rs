@@ -1,11 +1,18 @@
 //! A checked plan on a cluster: the cluster DP's plan (or brute force's, for tiny graphs;
 //! when the DP stops without a plan, the greedy chain of [`super::greedy`], with the DP's
-//! lower bound) re-scored by the independent evaluator [`evaluate_on_cluster`] before anyone sees it.
+//! lower bound), or the cluster IP's ([`crate::solve::milp::cluster`], warm-started from
+//! the DP's plan), re-scored by the independent evaluator [`evaluate_on_cluster`] before
+//! anyone sees it.
 //!
 //! The check: the plan breaks no hard rule (devices, colour classes, support, memory per
-//! type), is contiguous on the cluster (per device and filling machines in order), and its
-//! scored TPS `max_d load(d)` equals the solver's value within `1e-9` relative. A plan that
-//! fails is a bug ([`SolveError::Check`]), never printed.
+//! type), is contiguous on the cluster (per device and filling machines in order) unless
+//! the IP was asked for non-contiguous plans, and its scored TPS `max_d load(d)` equals
+//! the solver's value within `1e-9` relative. A plan that fails is a bug
+//! ([`SolveError::Check`]), never printed.
+//!
+//! **The IP's time** (`--time-limit t`): the volume bound within `0.05 t`, the cluster DP
+//! (its plan is the warm start; in the contiguous space its bound is a bound too) within
+//! `0.35 t`, the IP with what is left, its model building included.
 //!
 //! Per-usage optima ([`Tracking::PerUsage`]) are checked the same way, each against its own
 //! value; the sweep and the cheapest-cluster search ([`super::sweep`]) read only checked
@@ -31,6 +38,18 @@ pub enum ClusterMethod {
     /// Exhaustive search over contiguous plans ([`super::brute_force`]; at most
     /// [`super::brute_force::MAX_CLASSES`] colour classes).
     BruteForce,
+    /// The cluster IP ([`crate::solve::milp::cluster`]), over contiguous plans or all.
+    Ip { contiguous: bool },
+}
+
+impl ClusterMethod {
+    /// Whether the method's plans are contiguous on the cluster.
+    pub fn contiguous(self) -> bool {
+        match self {
+            ClusterMethod::Ip { contiguous } => contiguous,
+            _ => true,
+        }
+    }
 }
 
 /// One plan with its evaluation.
@@ -64,6 +83,8 @@ pub struct ClusterPlan {
     pub stopped: Option<StopReason>,
     /// Where `best` comes from, for people.
     pub source: &'static str,
+    /// What the solver says about its run (the IP's model size, HiGHS's status).
+    pub notes: Vec<String>,
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -85,12 +106,24 @@ fn usage_of(costs: &ClusterCosts, p: &Placement) -> Vec<usize> {
     usage
 }
 
-/// Re-scores `p`, which a solver says has TPS `value`.
+/// Re-scores `p`, which a solver says has TPS `value` (a contiguous plan).
 pub fn check(
     w: &Workload,
     costs: &ClusterCosts,
     value: f64,
     p: Placement,
+) -> Result<CheckedPlan, SolveError> {
+    check_plan(w, costs, value, p, true)
+}
+
+/// Re-scores `p`, which a solver says has TPS `value`; contiguity is checked when
+/// `contiguous`.
+pub fn check_plan(
+    w: &Workload,
+    costs: &ClusterCosts,
+    value: f64,
+    p: Placement,
+    contiguous: bool,
 ) -> Result<CheckedPlan, SolveError> {
     let e = evaluate_on_cluster(w, costs, &p);
     if !e.is_valid() {
@@ -99,7 +132,7 @@ pub fn check(
             e.violations
         )));
     }
-    if !e.is_contiguous() {
+    if contiguous && !e.is_contiguous() {
         return Err(SolveError::Check(format!(
             "the cluster plan is not contiguous: {:?}",
             e.non_contiguous
@@ -135,6 +168,7 @@ pub fn plan_on_cluster(
     let costs = ClusterCosts::of(w);
     let start = Instant::now();
     let mut source = "the optimum";
+    let mut notes = Vec::new();
     let (best, per_usage, ideals, states, lower_bound, stopped) = match method {
         ClusterMethod::Dp => {
             // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
@@ -203,9 +237,66 @@ pub fn plan_on_cluster(
             let lower_bound = r.best.as_ref().map_or(f64::INFINITY, |b| b.0);
             (r.best, Vec::new(), 0, r.plans as usize, lower_bound, None)
         }
+        ClusterMethod::Ip { contiguous } => {
+            if tracking == Tracking::PerUsage {
+                return Err(SolveError::Unsupported {
+                    method: "ip".into(),
+                    what: "per-usage optima on a cluster (the sweep uses the cluster DP)".into(),
+                });
+            }
+            let share = |f: f64| limits.time_limit_s.map_or(10.0 * f, |t| f * t);
+            let volume = volume_bound(w, &costs, share(0.05));
+            let mut dp_limits = limits.clone();
+            dp_limits.time_limit_s = Some(share(0.35));
+            let dp = plan_on_cluster(w, &dp_limits, ClusterMethod::Dp, Tracking::Best)?;
+            notes.push(format!(
+                "cluster DP (warm start): {} in {:.2} s, {}",
+                dp.best.as_ref().map_or("no plan".to_string(), |b| format!("TPS {}", b.value)),
+                dp.time_s,
+                match &dp.stopped {
+                    None => "optimal over contiguous plans".to_string(),
+                    Some(r) => format!("stopped ({r}), bound {}", dp.lower_bound),
+                }
+            ));
+            notes.push(format!("volume bound {volume}"));
+            // The DP's bound holds in the contiguous space only.
+            let lower = if contiguous {
+                volume.max(if dp.best.is_some() || dp.stopped.is_some() {
+                    dp.lower_bound
+                } else {
+                    0.0
+                })
+            } else {
+                volume
+            };
+            let mut ip_limits = limits.clone();
+            ip_limits.time_limit_s = limits
+                .time_limit_s
+                .map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
+            let held = dp.best.map(|b| b.placement);
+            let (outcome, _) = crate::solve::milp::cluster::solve(
+                w, &costs, &ip_limits, contiguous, held, lower,
+            )?;
+            notes.extend(outcome.stats.notes.iter().cloned());
+            source = if outcome.status == crate::solve::Status::Optimal {
+                "the optimum"
+            } else if outcome.stats.notes.iter().any(|n| n.starts_with("returning the held")) {
+                "the cluster DP's plan (the IP found nothing better)"
+            } else {
+                "the IP's incumbent"
+            };
+            let stopped = match &outcome.status {
+                crate::solve::Status::Optimal | crate::solve::Status::Infeasible { .. } => None,
+                s => Some(s.stop_reason().cloned().unwrap_or(StopReason::TimeLimit)),
+            };
+            let best = outcome.placement.map(|p| (outcome.objective, p));
+            (best, Vec::new(), 0, 0, outcome.bound, stopped)
+        }
     };
     let time_s = start.elapsed().as_secs_f64();
-    let best = best.map(|(v, p)| check(w, &costs, v, p)).transpose()?;
+    let best = best
+        .map(|(v, p)| check_plan(w, &costs, v, p, method.contiguous()))
+        .transpose()?;
     let per_usage = per_usage
         .into_iter()
         .map(|(_, v, p)| check(w, &costs, v, p))
@@ -221,5 +312,6 @@ pub fn plan_on_cluster(
         lower_bound,
         stopped,
         source,
+        notes,
     })
 }

@@ -7,6 +7,8 @@
 //!   models;
 //! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync), non-contiguous;
 //! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
+//! - [`cluster`]: max-load on a cluster (per-type times and memory, communication by
+//!   where the data goes), non-contiguous or in the cluster DP's contiguous plan space;
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
 //! - [`load_bounds`]: combinatorial lower bounds on the max load, handed to the
 //!   throughput and sync models (with [`min_cut`] for the communication part);
@@ -60,6 +62,7 @@
 //! writes to stderr when stderr is a terminal, and a SIGINT handler that calls
 //! [`request_interrupt`].
 
+pub mod cluster;
 pub mod interleaved;
 pub mod latency;
 pub mod latency_bound;
@@ -1093,7 +1096,7 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
 
 /// The status of a run that returns a plan scoring `score` with lower bound `bound`
 /// (already clamped to `score`; `unreliable` when it had to be).
-fn status_with_plan(
+pub(crate) fn status_with_plan(
     problem: &Problem,
     solved: &Solved,
     score: f64,

@@ -54,7 +54,7 @@ const BYTES_LOG2: i32 = 20;
 
 /// The power of two `f` with `x·f` in `[2^lo, 2^hi]` (`lo = i32::MIN`: no lower end), 1 when
 /// already there or `x` is 0; the exponent stays within ±1000.
-fn into_range(x: f64, lo: i32, hi: i32) -> f64 {
+pub(crate) fn into_range(x: f64, lo: i32, hi: i32) -> f64 {
     if !x.is_finite() || x <= 0.0 {
         return 1.0;
     }

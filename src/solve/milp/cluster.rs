@@ -1,0 +1,741 @@
+//! The max-load (TPS) integer program on a cluster ([`crate::model::cluster`]): exact
+//! under the cluster's communication rule, for non-contiguous plans and for the cluster
+//! DP's contiguous plan space.
+//!
+//! **Index sets.** Units `g ∈ U` ([`super::units::units`]: colour classes, or with
+//! contiguity the SCC-fused groups of the group DAG with arcs `A`); devices `d ∈ D`
+//! (accelerators of type `t(d)`, CPU cores), each on machine `μ(d)`; machines `μ ∈ M`.
+//! A *transfer* `τ = (p, R)` merges the nodes `u` with `c(u) > 0` of producer unit `p` whose
+//! successors lie in the units `R ∌ p` (`R ≠ ∅`): they move together. Over link `L` it takes
+//! `t_L(τ) = Σ_{u∈τ} t_L(u)` (each node pays `λ_L`, [`ClusterCosts`]).
+//!
+//! ```text
+//! variables   x[g,d] ∈ {0,1}: unit g on device d; x[g,d] = 0 if d is an accelerator and
+//!             g is CPU-only or size_g > M_{t(d)}                        (support, memory)
+//!             a[p,μ], c[p,μ] ∈ [0,1]: producer p on an accelerator / a CPU core of μ
+//! assignment  Σ_d x[g,d] = 1                                            for every g
+//! memory      Σ_g size_g x[g,d] ≤ M_{t(d)}                              every accelerator d
+//! location    a[p,μ] = Σ_{d acc on μ} x[p,d],  c[p,μ] = Σ_{d CPU on μ} x[p,d]
+//! receivers   m[τ,d] ≥ x[w,d] (w ∈ R)   (m = x[w,d] when |R| = 1)       d holds a receiver
+//! receive     for d on μ, with ρ = m[τ,d] − x[p,d] (d receives τ iff ρ = 1):
+//!   another machine   n[τ,d] ≥ ρ − a[p,μ] − c[p,μ]           priced t_{N_μ}(τ)  (|M| > 1)
+//!   d accelerator, μ without peer link:
+//!                     h[τ,d] ≥ ρ + a[p,μ] + c[p,μ] − 1        priced t_{H_μ}(τ)
+//!   d accelerator, μ with peer link:
+//!                     h[τ,d] ≥ ρ + c[p,μ] − 1                 priced t_{H_μ}(τ)
+//!                     q[τ,d] ≥ ρ + a[p,μ] − 1                 priced t_{P_μ}(τ)
+//!   d a CPU, μ with peer link:
+//!                     h[τ,d] ≥ ρ + a[p,μ] − 1                 priced t_{H_μ}(τ)
+//!   (d a CPU, sender on μ without a peer link, or on a CPU of μ: free)
+//! send        for an accelerator d on μ without peer link:
+//!             i[τ,d] ≤ x[w,d] (w ∈ R),  s[τ,d] ≥ x[p,d] − i[τ,d]       priced t_{H_μ}(τ)
+//! load        τ ≥ Σ_g x_{t(d)}(g) x[g,d] + Σ_τ (price · indicator)     every device d
+//!             (x_{t}(g): the unit's nodes' times on type t; cpuLatency on a CPU)
+//! objective   minimise τ,  τ ≥ LB (the cluster volume bound, the largest unit's
+//!             cheapest time, and the DP's bound in the contiguous space)
+//! symmetry    devices of one type on one machine (CPU cores of one machine) are
+//!             interchangeable: units::symmetry within each such group
+//! ```
+//!
+//! **Why the receive rows are exact.** Fix an integer `x`. Device `d` receives `τ` exactly
+//! when it holds some unit of `R` and not `p` (the scorer's `d ∈ R(u)` for every `u ∈ τ`),
+//! i.e. `ρ = max_{w∈R} x[w,d] − x[p,d] = 1` at the least `m`. Where `p` is, is one of
+//! three disjoint events — on another machine (`a + c = 0` on `μ`), on a CPU core of `μ`
+//! (`c = 1`), on an accelerator of `μ` (`a = 1`) — and each row forces its indicator to 1
+//! exactly when `ρ = 1` and its event holds (its right side is `ρ − 1 + [event]`, ≤ 0
+//! otherwise). The prices are the table of [`crate::model::cluster`] per event; events
+//! with equal prices share one indicator (an accelerator without peer link pays the host
+//! link whether `p` is on a CPU or an accelerator of `μ`). Every indicator has a
+//! non-negative price in a load that is minimised, and no other row bounds it from above,
+//! so at an optimum (and at any solution, up to slack that only raises τ) each equals its
+//! lower bound and the load row is the scorer's load. **Send:** the sender pays `t_H` once
+//! when some receiver unit is elsewhere: `s ≥ x[p,d] − min_{w∈R} x[w,d]`, the min by
+//! `i ≤ x[w,d]` (`i` has no other row, so `i = min` at the least `s`). A node whose
+//! successors are all in its own unit never moves and is no transfer.
+//!
+//! **Contiguous plans** (`contiguous`), the cluster DP's plan space as
+//! [`crate::score::cluster`] checks it: every device's set contiguous (units::contiguity,
+//! reach rows), the devices in a pipeline order (units::device_order, positions), and
+//! the machines too — with `L[g,μ] = a[g,μ] + c[g,μ]` (location rows for every unit) and
+//! positions `π_μ ∈ [0, |M| − 1]`:
+//!
+//! ```text
+//! π_μ' ≥ π_μ + 1 − |M| (2 − L[u,μ] − L[v,μ'])     every arc u → v of A, μ ≠ μ'
+//! ```
+//!
+//! A machine cycle sums to `0 ≥ (cycle length)`: infeasible; an acyclic machine graph has a
+//! topological numbering that satisfies every row (the right side is ≤ 0 when the arc does
+//! not go from μ to μ'). This is exact but weaker in the LP than the DP; use it to check
+//! the DP or on graphs the DP cannot enumerate.
+//!
+//! **Coefficients** are kept small as [`super::presolve`] keeps them (HiGHS 1.15 proves
+//! false optima with large coefficients): every time above twice the held plan's score
+//! `U` is capped at `2U` (sound: a plan paying one such term scores above `U` either way),
+//! times are scaled by the power of two that brings the lower bound into `[1, 2^16]` (or
+//! the largest time down to `2^22`), bytes by the one that brings the memories below `2^20`.
+//! The objective and bound are scaled back; the plan is re-scored by
+//! [`evaluate_on_cluster`], and an IP objective below the scorer's (beyond
+//! [`super::TOLERANCE`], for a plan that pays no capped term) is a formulation bug and an
+//! error.
+//!
+//! **Size.** `|U|·|D|` binaries; `|P|·|M|·2` location columns for `|P|` producer units;
+//! for `|X|` transfers with `r̄` receiver units on average, at most `|X|·|D|·(r̄ + 5)`
+//! rows of ≤ 4 nonzeros (plus the location rows' `|P|·|D|` nonzeros) and `|D|` load rows
+//! of `|U| + 4|X|` nonzeros. Contiguous: `+ |D|·(|U| + 2|A|)` reach rows, `|D|·(2|U| + |A|)`
+//! position rows and `|A|·|M|(|M| − 1)` machine-order rows.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::presolve::into_range;
+use super::units::{contiguity, device_order, symmetry, units};
+use super::{run_to_bound, status_with_plan, Builder, Var, TOLERANCE};
+use crate::model::grouping::Grouping;
+use crate::model::numerics::pow2;
+use crate::model::{ClusterCosts, Device, Placement, Workload};
+use crate::score::evaluate_on_cluster;
+use crate::solve::cluster::brute_force::interchangeable_groups;
+use crate::solve::{Limits, Objective, Outcome, Problem, SolveError, Stats, Status};
+
+/// The time floor (or the largest time) is brought into `[1, 2^TIME_LOG2]`.
+const TIME_LOG2: i32 = 16;
+/// No time coefficient above `2^COEFFICIENT_LOG2`.
+const COEFFICIENT_LOG2: i32 = 22;
+/// Memories and sizes below `2^BYTES_LOG2`.
+const BYTES_LOG2: i32 = 20;
+
+/// One device as the model sees it.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    device: Device,
+    machine: usize,
+    /// Accelerator type, `None` for a CPU core.
+    ty: Option<usize>,
+}
+
+/// Nodes of producer unit `p` with receiver units `recv` (module documentation).
+#[derive(Clone, Debug)]
+struct Transfer {
+    p: usize,
+    recv: Vec<usize>,
+    /// Per machine: `t_H`, `t_P` (0 without peer link), `t_N` summed over the nodes, ms.
+    host: Vec<f64>,
+    peer: Vec<f64>,
+    network: Vec<f64>,
+}
+
+/// The transfers of `w` over the units `group_of`, with their prices per machine.
+fn transfers(w: &Workload, costs: &ClusterCosts, group_of: &[usize]) -> Vec<Transfer> {
+    let machines = costs.cluster().machines().len();
+    let mut index: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
+    let mut out: Vec<Transfer> = Vec::new();
+    for u in 0..w.len() {
+        if w.out_cost(u) == 0.0 {
+            continue;
+        }
+        let p = group_of[u];
+        let mut recv: Vec<usize> = w
+            .successors(u)
+            .iter()
+            .map(|&x| group_of[x])
+            .filter(|&g| g != p)
+            .collect();
+        recv.sort_unstable();
+        recv.dedup();
+        if recv.is_empty() {
+            continue;
+        }
+        let at = *index.entry((p, recv.clone())).or_insert_with(|| {
+            out.push(Transfer {
+                p,
+                recv,
+                host: vec![0.0; machines],
+                peer: vec![0.0; machines],
+                network: vec![0.0; machines],
+            });
+            out.len() - 1
+        });
+        let t = &mut out[at];
+        for m in 0..machines {
+            t.host[m] += costs.host(m, u);
+            t.peer[m] += costs.peer(m, u).unwrap_or(0.0);
+            t.network[m] += costs.network(m, u);
+        }
+    }
+    out
+}
+
+/// The model's variables.
+struct Model {
+    slots: Vec<Slot>,
+    /// `x[d][g]`.
+    x: Vec<Vec<Var>>,
+    /// Interchangeable devices (indices into `slots`), in device order.
+    groups: Vec<Vec<usize>>,
+}
+
+/// What [`solve`] returns beside the outcome: the model's size.
+#[derive(Clone, Debug, Default)]
+pub struct ModelSize {
+    pub units: usize,
+    pub transfers: usize,
+    pub columns: usize,
+    pub rows: usize,
+}
+
+/// Minimises the max load of `w` on the cluster of `costs` by HiGHS, over non-contiguous
+/// plans or (`contiguous`) the cluster DP's plan space, within `limits` (time counted
+/// from the call). `held`: a plan to start from (warm start, and returned when the IP
+/// finds nothing better); `lower`: a proven lower bound on the optimum of this plan space.
+///
+/// The outcome's objective is the scorer's TPS of its plan; its bound is HiGHS's bound
+/// (at least `lower`), clamped to that TPS; `Optimal` only when proven within the gap.
+pub fn solve(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    contiguous: bool,
+    held: Option<Placement>,
+    lower: f64,
+) -> Result<(Outcome, ModelSize), SolveError> {
+    let started = Instant::now();
+    let cluster = costs.cluster();
+    let (units, arcs) = units(w, contiguous);
+    let mut stats = Stats {
+        groups: Some(units.len()),
+        ..Stats::default()
+    };
+    let score = |p: &Placement| {
+        let e = evaluate_on_cluster(w, costs, p);
+        (e.is_valid() && (!contiguous || e.is_contiguous())).then_some(e.max_load)
+    };
+    let held = held.and_then(|p| match score(&p) {
+        Some(v) => Some((v, p)),
+        None => {
+            stats
+                .notes
+                .push("the held plan is not valid for this problem; dropped".into());
+            None
+        }
+    });
+
+    let slots: Vec<Slot> = cluster
+        .accelerators()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Slot {
+            device: Device::Accelerator(i),
+            machine: a.machine,
+            ty: Some(a.accelerator_type),
+        })
+        .chain(cluster.cpu_machines().iter().enumerate().map(|(j, &m)| Slot {
+            device: Device::Cpu(j),
+            machine: m,
+            ty: None,
+        }))
+        .collect();
+    // Unit times per device class (types, then CPU).
+    let types = cluster.types().len();
+    let mut compute = vec![vec![0.0f64; units.len()]; types + 1];
+    for (g, unit) in units.groups.iter().enumerate() {
+        for &v in &unit.nodes {
+            for (t, row) in compute.iter_mut().enumerate().take(types) {
+                row[g] += costs.time(t, v);
+            }
+            compute[types][g] += w.node(v).cpu_latency;
+        }
+    }
+    let class = |s: &Slot| s.ty.unwrap_or(types);
+    let allowed = |s: &Slot, g: usize| match s.ty {
+        None => true,
+        Some(t) => {
+            units.groups[g].supported_on_accelerator
+                && units.groups[g].size_bytes <= cluster.types()[t].memory_bytes
+        }
+    };
+    // The largest unit's cheapest time is a bound on every plan.
+    let mut floor = 0.0f64;
+    for g in 0..units.len() {
+        let cheapest = slots
+            .iter()
+            .filter(|s| allowed(s, g))
+            .map(|s| compute[class(s)][g])
+            .fold(f64::INFINITY, f64::min);
+        floor = floor.max(cheapest);
+    }
+    if !floor.is_finite() {
+        // Some unit fits no device: no plan exists.
+        stats.time_s = started.elapsed().as_secs_f64();
+        let outcome = Outcome {
+            method: "ip".into(),
+            placement: None,
+            objective: f64::INFINITY,
+            bound: f64::INFINITY,
+            status: Status::infeasible(
+                "a colour class fits no device (CPU-only with no CPU core, or larger than every accelerator's memory)",
+            ),
+            stats,
+        };
+        return Ok((outcome, ModelSize::default()));
+    }
+    let lower = lower.max(floor);
+    let transfers = transfers(w, costs, &units.group_of);
+
+    // Coefficients (module documentation).
+    let cap = held
+        .as_ref()
+        .map(|(v, _)| 2.0 * v)
+        .filter(|c| c.is_finite() && *c > 0.0)
+        .unwrap_or(f64::INFINITY);
+    let max_time = compute
+        .iter()
+        .flatten()
+        .chain(transfers.iter().flat_map(|t| t.host.iter().chain(&t.peer).chain(&t.network)))
+        .map(|&x| x.min(cap))
+        .fold(0.0, f64::max);
+    let anchor = if lower > 0.0 {
+        lower
+    } else {
+        held.as_ref().map_or(max_time, |h| h.0)
+    };
+    let mut time_scale = into_range(anchor, 0, TIME_LOG2);
+    if max_time * time_scale > pow2(COEFFICIENT_LOG2) {
+        time_scale = into_range(max_time, i32::MIN, COEFFICIENT_LOG2);
+    }
+    let max_bytes = units
+        .groups
+        .iter()
+        .map(|g| g.size_bytes)
+        .chain(cluster.types().iter().map(|t| t.memory_bytes))
+        .filter(|b| b.is_finite())
+        .fold(0.0, f64::max);
+    let bytes_scale = into_range(max_bytes, i32::MIN, BYTES_LOG2);
+    let time = |x: f64| x.min(cap) * time_scale;
+
+    let budget = limits.budget();
+    let mut b = Builder::within(budget);
+    let x: Vec<Vec<Var>> = slots
+        .iter()
+        .map(|s| (0..units.len()).map(|g| b.binary(0.0, allowed(s, g))).collect())
+        .collect();
+    let model = Model {
+        groups: interchangeable_groups(costs)
+            .into_iter()
+            .map(|list| {
+                list.into_iter()
+                    .map(|d| slots.iter().position(|s| s.device == d).expect("a slot"))
+                    .collect()
+            })
+            .collect(),
+        slots,
+        x,
+    };
+    model.add_assignment(&mut b, units.len());
+    model.add_memory(&mut b, &units, costs, bytes_scale);
+    let tau = b.continuous(1.0, lower * time_scale, f64::INFINITY);
+    let machines = cluster.machines().len();
+    let mut producers: Vec<usize> = transfers.iter().map(|t| t.p).collect();
+    if contiguous && machines > 1 {
+        producers = (0..units.len()).collect();
+    }
+    producers.sort_unstable();
+    producers.dedup();
+    let location = model.add_location(&mut b, &producers, units.len(), machines);
+    let mut loads: Vec<Vec<(Var, f64)>> = model
+        .slots
+        .iter()
+        .enumerate()
+        .map(|(d, s)| {
+            (0..units.len())
+                .map(|g| (model.x[d][g], time(compute[class(s)][g])))
+                .filter(|&(_, c)| c != 0.0)
+                .collect()
+        })
+        .collect();
+    let has_peer: Vec<bool> = (0..machines).map(|m| costs.has_peer(m)).collect();
+    model.add_communication(&mut b, &transfers, &location, &has_peer, &time, &mut loads);
+    for mut load in loads {
+        load.push((tau, -1.0));
+        b.le(&load, 0.0);
+    }
+    if contiguous {
+        for row in &model.x {
+            contiguity(&mut b, row, &arcs);
+        }
+        device_order(&mut b, &model.x, &arcs, units.len());
+        if machines > 1 {
+            add_machine_order(&mut b, &arcs, &location, machines);
+        }
+    }
+    if limits.ip.symmetry_breaking {
+        for group in &model.groups {
+            let rows: Vec<Vec<Var>> = group.iter().map(|&d| model.x[d].clone()).collect();
+            symmetry(&mut b, &rows);
+        }
+    }
+    let size = ModelSize {
+        units: units.len(),
+        transfers: transfers.len(),
+        columns: b.columns(),
+        rows: b.rows,
+    };
+    stats.notes.push(format!(
+        "{} units, {} transfers, {} columns, {} rows; times × {time_scale}, bytes × {bytes_scale}",
+        size.units, size.transfers, size.columns, size.rows
+    ));
+    let warm = held
+        .as_ref()
+        .and_then(|(_, p)| model.warm_values(&units, &p.assignment));
+
+    let problem = Problem {
+        workload: w,
+        objective: Objective::Throughput,
+        contiguous,
+        limits: limits.clone(),
+        pipeline: None,
+    };
+    let solved = run_to_bound(b, &problem, started, warm.as_deref(), lower * time_scale)?;
+
+    // The IP's plan, scored.
+    let mut best: Option<(f64, Placement, &'static str)> = None;
+    if let Some(columns) = &solved.columns {
+        let p = model.placement(&units, columns);
+        match score(&p) {
+            Some(v) => {
+                let objective = solved.objective / time_scale;
+                let tol = TOLERANCE * v.abs().max(1.0);
+                if objective < v - tol && objective < cap * (1.0 - TOLERANCE) {
+                    return Err(SolveError::Check(format!(
+                        "the cluster IP's objective {objective} is below the scorer's {v} for its own plan (formulation bug)"
+                    )));
+                }
+                stats
+                    .notes
+                    .push(format!("HiGHS incumbent objective {objective}"));
+                best = Some((v, p, "ip"));
+            }
+            None => stats.notes.push(
+                "the scorer rejected the IP's plan (rules or contiguity); kept the held plan"
+                    .into(),
+            ),
+        }
+    }
+    if let Some((v, p)) = held {
+        stats.notes.push(format!("held plan scores {v}"));
+        if best.as_ref().is_none_or(|b| v < b.0) {
+            if best.is_some() {
+                stats
+                    .notes
+                    .push("returning the held plan: the IP found nothing better".into());
+            }
+            best = Some((v, p, "held"));
+        }
+    }
+    match &solved.stopped {
+        Some(reason) => stats.notes.push(format!("HiGHS not run to the end: {reason}")),
+        None => stats.notes.push(format!(
+            "HiGHS: {:?} after {:.2} s, {} nodes",
+            solved.status, solved.time_s, solved.nodes
+        )),
+    }
+    stats.time_s = started.elapsed().as_secs_f64();
+    let Some((value, placement, _)) = best else {
+        let status = match solved.status {
+            highs::HighsModelStatus::Infeasible
+            | highs::HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(if contiguous {
+                "the cluster IP is infeasible: no contiguous plan satisfies memory per type, CPU-only nodes and stages filling machines in order"
+            } else {
+                "the cluster IP is infeasible: no plan satisfies memory per type and CPU-only nodes"
+            }),
+            _ => Status::NoPlan {
+                reason: solved
+                    .stopped
+                    .clone()
+                    .unwrap_or(crate::solve::StopReason::Solver {
+                        status: format!("{:?}", solved.status),
+                    }),
+            },
+        };
+        let bound = if matches!(status, Status::Infeasible { .. }) {
+            f64::INFINITY
+        } else {
+            (solved.bound / time_scale).max(lower).max(0.0)
+        };
+        let outcome = Outcome {
+            method: "ip".into(),
+            placement: None,
+            objective: f64::INFINITY,
+            bound,
+            status,
+            stats,
+        };
+        return Ok((outcome, size));
+    };
+    let mut bound = if solved.bound.is_finite() {
+        (solved.bound / time_scale).max(lower)
+    } else {
+        lower
+    };
+    if solved.status == highs::HighsModelStatus::Infeasible {
+        // Infeasible with the held plan as cut-off: HiGHS claims no bound, nor do we.
+        bound = lower;
+    }
+    let unreliable = bound > value + TOLERANCE * value.abs().max(1.0);
+    if unreliable {
+        stats.notes.push(format!(
+            "the bound {bound} exceeds the score {value} of a plan we hold: bound unreliable, clamped"
+        ));
+    }
+    bound = bound.min(value);
+    let status = status_with_plan(&problem, &solved, value, bound, unreliable);
+    let outcome = Outcome {
+        method: "ip".into(),
+        placement: Some(placement),
+        objective: value,
+        bound,
+        status,
+        stats,
+    };
+    Ok((outcome, size))
+}
+
+impl Model {
+    /// `Σ_d x[g,d] = 1` for every unit g.
+    fn add_assignment(&self, b: &mut Builder, units: usize) {
+        for g in 0..units {
+            let terms: Vec<(Var, f64)> = self.x.iter().map(|row| (row[g], 1.0)).collect();
+            b.eq(&terms, 1.0);
+        }
+    }
+
+    /// `Σ_g size_g x[g,d] ≤ M_{t(d)}` for every accelerator d whose memory can bind.
+    fn add_memory(&self, b: &mut Builder, units: &Grouping, costs: &ClusterCosts, scale: f64) {
+        let total: f64 = units.groups.iter().map(|g| g.size_bytes).sum();
+        for (d, s) in self.slots.iter().enumerate() {
+            let Some(t) = s.ty else { continue };
+            let memory = costs.cluster().types()[t].memory_bytes;
+            if total <= memory {
+                continue;
+            }
+            let terms: Vec<(Var, f64)> = (units.groups.iter().enumerate())
+                .filter(|(_, u)| u.size_bytes > 0.0)
+                .map(|(g, u)| (self.x[d][g], u.size_bytes * scale))
+                .collect();
+            if !terms.is_empty() {
+                b.le(&terms, memory * scale);
+            }
+        }
+    }
+
+    /// `a[p,μ] = Σ_{d acc on μ} x[p,d]`, `c[p,μ] = Σ_{d CPU on μ} x[p,d]` for the listed
+    /// units; `None` for the others. Indexed `[g][μ] = (a, c)`; a kind of device the
+    /// machine lacks gets no column.
+    #[allow(clippy::type_complexity)]
+    fn add_location(
+        &self,
+        b: &mut Builder,
+        listed: &[usize],
+        units: usize,
+        machines: usize,
+    ) -> Vec<Option<Vec<(Option<Var>, Option<Var>)>>> {
+        let mut out = vec![None; units];
+        for &g in listed {
+            let per_machine = (0..machines)
+                .map(|m| {
+                    let mut side = |acc: bool| {
+                        let terms: Vec<(Var, f64)> = (self.slots.iter().enumerate())
+                            .filter(|(_, s)| s.machine == m && s.ty.is_some() == acc)
+                            .map(|(d, _)| (self.x[d][g], 1.0))
+                            .collect();
+                        if terms.is_empty() {
+                            return None;
+                        }
+                        let v = b.continuous(0.0, 0.0, 1.0);
+                        let mut row = terms;
+                        row.push((v, -1.0));
+                        b.eq(&row, 0.0);
+                        Some(v)
+                    };
+                    (side(true), side(false))
+                })
+                .collect();
+            out[g] = Some(per_machine);
+        }
+        out
+    }
+
+    /// The receive and send rows of every transfer on every device, their priced
+    /// indicators appended to the devices' loads (module documentation).
+    #[allow(clippy::type_complexity)]
+    fn add_communication(
+        &self,
+        b: &mut Builder,
+        transfers: &[Transfer],
+        location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
+        has_peer: &[bool],
+        time: &impl Fn(f64) -> f64,
+        loads: &mut [Vec<(Var, f64)>],
+    ) {
+        let machines = has_peer.len();
+        for t in transfers {
+            let at = location[t.p].as_ref().expect("producers have location columns");
+            for (d, s) in self.slots.iter().enumerate() {
+                let mu = s.machine;
+                let xp = self.x[d][t.p];
+                // m[τ,d] ≥ x[w,d]: d holds a receiver.
+                let holds = if t.recv.len() == 1 {
+                    self.x[d][t.recv[0]]
+                } else {
+                    let m = b.continuous(0.0, 0.0, 1.0);
+                    for &w in &t.recv {
+                        b.ge(&[(m, 1.0), (self.x[d][w], -1.0)], 0.0);
+                    }
+                    m
+                };
+                let (acc_here, cpu_here) = at[mu];
+                // indicator ≥ ρ + Σ sign·loc − shift, priced `price`.
+                let mut receive = |b: &mut Builder, locs: &[(Option<Var>, f64)], shift: f64, price: f64| {
+                    let price = time(price);
+                    if price == 0.0 {
+                        return;
+                    }
+                    let z = b.continuous(0.0, 0.0, 1.0);
+                    let mut row = vec![(z, 1.0), (holds, -1.0), (xp, 1.0)];
+                    // Rows whose event cannot happen (the machine lacks the sender's kind of
+                    // device) are dropped; an absent side holds nothing (location 0).
+                    if shift > 0.0 && locs.iter().all(|(v, _)| v.is_none()) {
+                        return;
+                    }
+                    row.extend(locs.iter().filter_map(|&(v, sign)| v.map(|v| (v, -sign))));
+                    b.ge(&row, -shift);
+                    loads[d].push((z, price));
+                };
+                if machines > 1 {
+                    receive(b, &[(acc_here, -1.0), (cpu_here, -1.0)], 0.0, t.network[mu]);
+                }
+                match (s.ty.is_some(), has_peer[mu]) {
+                    (true, false) => {
+                        receive(b, &[(acc_here, 1.0), (cpu_here, 1.0)], 1.0, t.host[mu]);
+                    }
+                    (true, true) => {
+                        receive(b, &[(cpu_here, 1.0)], 1.0, t.host[mu]);
+                        receive(b, &[(acc_here, 1.0)], 1.0, t.peer[mu]);
+                    }
+                    (false, true) => {
+                        receive(b, &[(acc_here, 1.0)], 1.0, t.host[mu]);
+                    }
+                    (false, false) => {}
+                }
+                // Send: an accelerator on a machine without peer link pays t_H once.
+                if s.ty.is_some() && !has_peer[mu] {
+                    let price = time(t.host[mu]);
+                    if price == 0.0 {
+                        continue;
+                    }
+                    let inside = if t.recv.len() == 1 {
+                        self.x[d][t.recv[0]]
+                    } else {
+                        let i = b.continuous(0.0, 0.0, 1.0);
+                        for &w in &t.recv {
+                            b.le(&[(i, 1.0), (self.x[d][w], -1.0)], 0.0);
+                        }
+                        i
+                    };
+                    let z = b.continuous(0.0, 0.0, 1.0);
+                    b.ge(&[(z, 1.0), (xp, -1.0), (inside, 1.0)], 0.0);
+                    loads[d].push((z, price));
+                }
+            }
+        }
+    }
+
+    /// Values of the binaries for `assignment`, devices renumbered within each group of
+    /// interchangeable devices in order of their lowest unit (the labelling the symmetry
+    /// rows keep); `None` if it splits a unit.
+    fn warm_values(&self, units: &Grouping, assignment: &[Device]) -> Option<Vec<f64>> {
+        let device_of = units.device_of_groups(assignment)?;
+        let slot_of: HashMap<Device, usize> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(d, s)| (s.device, d))
+            .collect();
+        let mut unit_slot: Vec<usize> = device_of
+            .iter()
+            .map(|dev| slot_of.get(dev).copied())
+            .collect::<Option<_>>()?;
+        for group in &self.groups {
+            // Used devices of the group by lowest unit.
+            let mut used: Vec<(usize, usize)> = Vec::new();
+            for (g, &d) in unit_slot.iter().enumerate() {
+                if group.contains(&d) && !used.iter().any(|&(_, x)| x == d) {
+                    used.push((g, d));
+                }
+            }
+            let rename: HashMap<usize, usize> = used
+                .iter()
+                .enumerate()
+                .map(|(k, &(_, d))| (d, group[k]))
+                .collect();
+            for d in unit_slot.iter_mut() {
+                if let Some(&to) = rename.get(d) {
+                    *d = to;
+                }
+            }
+        }
+        let mut values = Vec::with_capacity(self.x.len() * units.len());
+        for d in 0..self.x.len() {
+            values.extend(unit_slot.iter().map(|&s| f64::from(s == d)));
+        }
+        Some(values)
+    }
+
+    /// The plan of a solution: each unit where its binary is > 0.5.
+    fn placement(&self, units: &Grouping, values: &[f64]) -> Placement {
+        let device: Vec<Device> = (0..units.len())
+            .map(|g| {
+                (0..self.x.len())
+                    .find(|&d| values[self.x[d][g].index()] > 0.5)
+                    .map_or(self.slots[0].device, |d| self.slots[d].device)
+            })
+            .collect();
+        units.placement(&device)
+    }
+}
+
+/// Machines in a pipeline order: `π_μ' ≥ π_μ + 1 − |M|(2 − L[u,μ] − L[v,μ'])` for every
+/// arc and ordered pair of machines (module documentation).
+#[allow(clippy::type_complexity)]
+fn add_machine_order(
+    b: &mut Builder,
+    arcs: &[(usize, usize)],
+    location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
+    machines: usize,
+) {
+    let big = machines as f64;
+    let pi: Vec<Var> = (0..machines)
+        .map(|_| b.continuous(0.0, 0.0, big - 1.0))
+        .collect();
+    let on = |g: usize, m: usize| -> Vec<Var> {
+        let (a, c) = location[g].as_ref().expect("every unit located")[m];
+        a.into_iter().chain(c).collect()
+    };
+    for &(u, v) in arcs {
+        for m in 0..machines {
+            let here = on(u, m);
+            if here.is_empty() {
+                continue;
+            }
+            for n in (0..machines).filter(|&n| n != m) {
+                let there = on(v, n);
+                if there.is_empty() {
+                    continue;
+                }
+                let mut row = vec![(pi[n], 1.0), (pi[m], -1.0)];
+                row.extend(here.iter().map(|&l| (l, -big)));
+                row.extend(there.iter().map(|&l| (l, -big)));
+                b.ge(&row, 1.0 - 2.0 * big);
+            }
+        }
+    }
+}
