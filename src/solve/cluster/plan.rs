@@ -278,12 +278,10 @@ pub fn plan_on_cluster(
                 w, &costs, &ip_limits, contiguous, held, lower,
             )?;
             notes.extend(outcome.stats.notes.iter().cloned());
-            source = if outcome.status == crate::solve::Status::Optimal {
-                "the optimum"
-            } else if outcome.stats.notes.iter().any(|n| n.starts_with("returning the held")) {
-                "the cluster DP's plan (the IP found nothing better)"
-            } else {
-                "the IP's incumbent"
+            source = match (&outcome.status, outcome.stats.path.as_deref()) {
+                (crate::solve::Status::Optimal, _) => "the optimum",
+                (_, Some("held")) => "the cluster DP's plan (the IP found nothing better)",
+                _ => "the IP's incumbent",
             };
             let stopped = match &outcome.status {
                 crate::solve::Status::Optimal | crate::solve::Status::Infeasible { .. } => None,
