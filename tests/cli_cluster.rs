@@ -2,7 +2,8 @@
 //! force (the library's exhaustive search, an independent oracle) on small random clusters
 //! given as a workload's cluster section and as `--cluster FILE`; the written plan scores
 //! the same; a one-machine cluster equal to MODEL.md's device set gives MODEL.md's optimum;
-//! flags that do not apply are refused with exit status 2.
+//! `--method ip` (contiguous and `--non-contiguous`) gives brute force's optimum over its
+//! plan space; flags that do not apply are refused with exit status 2.
 
 mod cluster_gen;
 mod common;
@@ -245,8 +246,12 @@ fn flags_that_do_not_apply_to_a_cluster_are_refused() {
     let c = "examples/cluster/cluster.toml";
     for (args, says) in [
         (
-            vec!["plan", w, "--cluster", c, "--method", "ip"],
-            "--method is auto (the cluster DP), dp or brute-force, not ip",
+            vec!["plan", w, "--cluster", c, "--method", "greedy"],
+            "--method is auto (the cluster DP), dp, ip or brute-force, not greedy",
+        ),
+        (
+            vec!["plan", w, "--cluster", c, "--non-contiguous"],
+            "non-contiguous plans come from --method ip",
         ),
         (
             vec!["plan", w, "--cluster", c, "--objective", "latency"],
@@ -541,4 +546,57 @@ fn the_cluster_dp_stops_at_the_memory_budget_with_a_plan() {
         "{held} below the optimum {best}"
     );
     assert_eq!(tight["valid"], true, "{text}");
+}
+
+#[test]
+fn the_cluster_ip_through_the_binary_equals_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for seed in 0..30u64 {
+        let shape = Shape {
+            max_nodes: 6,
+            ..Default::default()
+        };
+        let Some(w) = random_workload(seed, shape).and_then(|w| {
+            random_cluster(
+                seed,
+                &w,
+                ClusterShape {
+                    max_devices: 4,
+                    ..ClusterShape::default()
+                },
+            )
+        }) else {
+            continue;
+        };
+        let costs = ClusterCosts::of(&w);
+        let file = dir.path().join(format!("w{seed}.json"));
+        std::fs::write(&file, workload_to_json(&w)).unwrap();
+        for contiguous in [true, false] {
+            let Some((b, _)) = brute_force(&w, &costs, Objective::Throughput, contiguous)
+                .unwrap()
+                .best
+            else {
+                continue;
+            };
+            let mut cmd = dnnplace();
+            cmd.arg("plan").arg(&file).args(["--method", "ip", "--json"]);
+            if !contiguous {
+                cmd.arg("--non-contiguous");
+            }
+            let v = json_of(&cmd.output().unwrap());
+            let tps = v["tps"].as_f64().unwrap();
+            assert_eq!(v["status"], "optimal", "seed {seed}");
+            assert!(
+                (tps - b).abs() <= 1e-5 * b.max(1.0),
+                "seed {seed} contiguous {contiguous}: plan {tps}, brute force {b}"
+            );
+            assert_eq!(v["valid"], true);
+            if contiguous {
+                assert_eq!(v["contiguous"], true);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "checked {checked}");
 }

@@ -12,7 +12,8 @@
 //!
 //! **The IP's time** (`--time-limit t`): the volume bound within `0.05 t`, the cluster DP
 //! (its plan is the warm start; in the contiguous space its bound is a bound too) within
-//! `0.35 t`, the IP with what is left, its model building included.
+//! `0.35 t`, the IP with what is left, its model building included. `--ip-experiment
+//! nowarm` drops the DP's plan, `nobound` the bounds (the IP on its own, for measuring it).
 //!
 //! Per-usage optima ([`Tracking::PerUsage`]) are checked the same way, each against its own
 //! value; the sweep and the cheapest-cluster search ([`super::sweep`]) read only checked
@@ -28,6 +29,7 @@ use super::volume_bound::volume_bound;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::budget::Budget;
+use crate::solve::milp::LoadBoundUse;
 use crate::solve::{Limits, Objective, SolveError, StopReason};
 
 /// How a cluster plan is found.
@@ -244,11 +246,36 @@ pub fn plan_on_cluster(
                     what: "per-usage optima on a cluster (the sweep uses the cluster DP)".into(),
                 });
             }
+            // `--ip-experiment nobound` / `nowarm` leave out the bounds / the DP's plan, so
+            // the IP is measured on its own.
             let share = |f: f64| limits.time_limit_s.map_or(10.0 * f, |t| f * t);
-            let volume = volume_bound(w, &costs, share(0.05));
+            let use_bounds = limits.ip.load_bound != LoadBoundUse::Off;
+            let volume = if use_bounds {
+                volume_bound(w, &costs, share(0.05))
+            } else {
+                0.0
+            };
             let mut dp_limits = limits.clone();
             dp_limits.time_limit_s = Some(share(0.35));
-            let dp = plan_on_cluster(w, &dp_limits, ClusterMethod::Dp, Tracking::Best)?;
+            let dp = if use_bounds || limits.ip.warm_start {
+                plan_on_cluster(w, &dp_limits, ClusterMethod::Dp, Tracking::Best)?
+            } else {
+                ClusterPlan {
+                    costs: costs.clone(),
+                    method: ClusterMethod::Dp,
+                    best: None,
+                    per_usage: Vec::new(),
+                    time_s: 0.0,
+                    ideals: 0,
+                    states: 0,
+                    lower_bound: 0.0,
+                    stopped: Some(StopReason::Solver {
+                        status: "not run (--ip-experiment nobound and nowarm)".into(),
+                    }),
+                    source: "",
+                    notes: Vec::new(),
+                }
+            };
             notes.push(format!(
                 "cluster DP (warm start): {} in {:.2} s, {}",
                 dp.best.as_ref().map_or("no plan".to_string(), |b| format!("TPS {}", b.value)),
@@ -260,7 +287,9 @@ pub fn plan_on_cluster(
             ));
             notes.push(format!("volume bound {volume}"));
             // The DP's bound holds in the contiguous space only.
-            let lower = if contiguous {
+            let lower = if !use_bounds {
+                0.0
+            } else if contiguous {
                 volume.max(if dp.best.is_some() || dp.stopped.is_some() {
                     dp.lower_bound
                 } else {
@@ -273,7 +302,10 @@ pub fn plan_on_cluster(
             ip_limits.time_limit_s = limits
                 .time_limit_s
                 .map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
-            let held = dp.best.map(|b| b.placement);
+            let held = dp
+                .best
+                .filter(|_| limits.ip.warm_start)
+                .map(|b| b.placement);
             let (outcome, _) = crate::solve::milp::cluster::solve(
                 w, &costs, &ip_limits, contiguous, held, lower,
             )?;

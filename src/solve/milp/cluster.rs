@@ -280,7 +280,11 @@ pub fn solve(
         };
         return Ok((outcome, ModelSize::default()));
     }
-    let lower = lower.max(floor);
+    let lower = if limits.ip.load_bound == super::LoadBoundUse::Off {
+        lower
+    } else {
+        lower.max(floor)
+    };
     if let Some((value, p)) = &held {
         // A held plan that meets the bound is optimal: nothing to search.
         if *value <= lower * (1.0 + limits.mip_gap.unwrap_or(DEFAULT_GAP)) {
