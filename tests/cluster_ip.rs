@@ -2,8 +2,8 @@
 //! random clusters (1–3 types, 1–3 machines, with and without peer links, tight memory,
 //! CPU-only nodes, training graphs whose gradients flow back across machines): its proven
 //! optimum equals brute force over all plans (non-contiguous) and over the contiguous plan
-//! space (which the cluster DP searches too); every plan it returns is valid and scores
-//! what it says. On MODEL.md's device set as a cluster it equals the single-machine IP.
+//! space (which the cluster DP searches too), for the max load and for `max FW + max BW`;
+//! every plan it returns is valid and scores what it says. On MODEL.md's device set as a cluster it equals the single-machine IP.
 
 mod cluster_gen;
 mod common;
@@ -25,9 +25,14 @@ fn close(a: f64, b: f64) -> bool {
 
 /// The IP (no held plan, no bound given) against brute force on `w`; whether a plan exists.
 fn check(seed: u64, w: &Workload, contiguous: bool) -> bool {
+    check_objective(seed, w, Objective::Throughput, contiguous)
+}
+
+fn check_objective(seed: u64, w: &Workload, objective: Objective, contiguous: bool) -> bool {
+    let sync = objective == Objective::Sync;
     let costs = ClusterCosts::of(w);
-    let exhaustive = brute_force(w, &costs, Objective::Throughput, contiguous).unwrap();
-    let (ip, _) = solve(w, &costs, &Limits::default(), contiguous, None, 0.0).unwrap();
+    let exhaustive = brute_force(w, &costs, objective, contiguous).unwrap();
+    let (ip, _) = solve(w, &costs, &Limits::default(), objective, contiguous, None, 0.0).unwrap();
     match (&exhaustive.best, &ip.placement) {
         (None, None) => {
             assert!(
@@ -46,7 +51,8 @@ fn check(seed: u64, w: &Workload, contiguous: bool) -> bool {
                 e.violations,
                 e.non_contiguous
             );
-            assert_eq!(e.max_load, ip.objective, "seed {seed}: objective is the score");
+            let scored = if sync { e.sync_objective } else { e.max_load };
+            assert_eq!(scored, ip.objective, "seed {seed}: objective is the score");
             assert!(
                 ip.objective >= *b * (1.0 - 1e-12),
                 "seed {seed}: the IP's plan {} beats brute force {b}",
@@ -59,7 +65,7 @@ fn check(seed: u64, w: &Workload, contiguous: bool) -> bool {
                 ip.bound
             );
             assert!(ip.bound <= *b * (1.0 + 1e-9), "seed {seed}: bound above the optimum");
-            if contiguous {
+            if contiguous && !sync {
                 let dp = dp_solve(w, &costs, &Limits::default(), Tracking::Best, f64::INFINITY)
                     .unwrap();
                 let d = dp.best.expect("the DP finds the contiguous plan brute force finds").0;
@@ -160,12 +166,37 @@ fn held_plans_and_bounds_keep_the_optimum() {
         else {
             continue;
         };
-        let (ip, _) = solve(&w, &costs, &Limits::default(), false, Some(p), 0.5 * optimum).unwrap();
+        let (ip, _) = solve(
+            &w,
+            &costs,
+            &Limits::default(),
+            Objective::Throughput,
+            false,
+            Some(p),
+            0.5 * optimum,
+        ).unwrap();
         assert_eq!(ip.status, Status::Optimal, "seed {seed}");
         assert!(close(ip.objective, optimum) && ip.objective >= optimum * (1.0 - 1e-12));
         checked += 1;
     }
     assert!(checked > 30, "only {checked} feasible instances");
+}
+
+/// `max FW + max BW`, communication on the side of the node that produces it.
+#[test]
+fn sync_ip_equals_brute_force() {
+    let mut checked = 0;
+    for seed in 5000..5080 {
+        let shape = ClusterShape {
+            max_devices: 4,
+            ..ClusterShape::default()
+        };
+        let Some(w) = clustered(seed, true, shape) else {
+            continue;
+        };
+        checked += usize::from(check_objective(seed, &w, Objective::Sync, seed % 3 == 0));
+    }
+    assert!(checked > 40, "only {checked} feasible instances");
 }
 
 #[test]
@@ -187,7 +218,15 @@ fn model_md_device_set_as_a_cluster_matches_the_single_machine_ip() {
             ..Problem::throughput(&w)
         };
         let old = plan(&Ip, &problem).unwrap().outcome;
-        let (new, _) = solve(&w, &ClusterCosts::of(&w), &Limits::default(), false, None, 0.0)
+        let (new, _) = solve(
+            &w,
+            &ClusterCosts::of(&w),
+            &Limits::default(),
+            Objective::Throughput,
+            false,
+            None,
+            0.0,
+        )
             .unwrap();
         match (&old.placement, &new.placement) {
             (Some(_), Some(_)) => {

@@ -33,6 +33,7 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
         MethodId::BruteForce => ClusterMethod::BruteForce,
         MethodId::Ip => ClusterMethod::Ip {
             contiguous: settings.contiguous,
+            sync: settings.objective == Objective::Sync,
         },
         other => {
             return refuse(&format!(
@@ -40,8 +41,9 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
             ))
         }
     };
-    if settings.objective != Objective::Throughput {
-        return refuse("the objective is throughput (TPS) only");
+    let sync_ip = settings.objective == Objective::Sync && matches!(method, ClusterMethod::Ip { .. });
+    if settings.objective != Objective::Throughput && !sync_ip {
+        return refuse("the objective is throughput (TPS), or sync with --method ip");
     }
     if !settings.contiguous && !matches!(method, ClusterMethod::Ip { .. }) {
         return refuse("non-contiguous plans come from --method ip (--non-contiguous with the DP or brute force is not supported)");

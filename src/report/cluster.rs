@@ -118,10 +118,11 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
         crate::solve::cluster::plan::ClusterMethod::BruteForce => "brute-force",
         crate::solve::cluster::plan::ClusterMethod::Ip { .. } => "ip",
     };
-    let space = if plan.method.contiguous() {
-        "contiguous plans"
-    } else {
-        "all plans"
+    let space = match (plan.method.contiguous(), plan.method.sync()) {
+        (true, false) => "contiguous plans",
+        (false, false) => "all plans",
+        (true, true) => "max FW + max BW, contiguous plans",
+        (false, true) => "max FW + max BW, all plans",
     };
     let status = match &plan.stopped {
         None => format!("optimal ({space} on the cluster)"),

@@ -40,17 +40,23 @@ pub enum ClusterMethod {
     /// Exhaustive search over contiguous plans ([`super::brute_force`]; at most
     /// [`super::brute_force::MAX_CLASSES`] colour classes).
     BruteForce,
-    /// The cluster IP ([`crate::solve::milp::cluster`]), over contiguous plans or all.
-    Ip { contiguous: bool },
+    /// The cluster IP ([`crate::solve::milp::cluster`]), over contiguous plans or all,
+    /// minimising the max load or (`sync`) `max FW + max BW`.
+    Ip { contiguous: bool, sync: bool },
 }
 
 impl ClusterMethod {
     /// Whether the method's plans are contiguous on the cluster.
     pub fn contiguous(self) -> bool {
         match self {
-            ClusterMethod::Ip { contiguous } => contiguous,
+            ClusterMethod::Ip { contiguous, .. } => contiguous,
             _ => true,
         }
+    }
+
+    /// Whether the method minimises `max FW + max BW` instead of the max load.
+    pub fn sync(self) -> bool {
+        matches!(self, ClusterMethod::Ip { sync: true, .. })
     }
 }
 
@@ -115,17 +121,18 @@ pub fn check(
     value: f64,
     p: Placement,
 ) -> Result<CheckedPlan, SolveError> {
-    check_plan(w, costs, value, p, true)
+    check_plan(w, costs, value, p, true, false)
 }
 
-/// Re-scores `p`, which a solver says has TPS `value`; contiguity is checked when
-/// `contiguous`.
+/// Re-scores `p`, which a solver says has TPS (or with `sync`, `max FW + max BW`)
+/// `value`; contiguity is checked when `contiguous`.
 pub fn check_plan(
     w: &Workload,
     costs: &ClusterCosts,
     value: f64,
     p: Placement,
     contiguous: bool,
+    sync: bool,
 ) -> Result<CheckedPlan, SolveError> {
     let e = evaluate_on_cluster(w, costs, &p);
     if !e.is_valid() {
@@ -140,15 +147,19 @@ pub fn check_plan(
             e.non_contiguous
         )));
     }
-    if !close(e.max_load, value) {
+    let (scored, what) = if sync {
+        (e.sync_objective, "max FW + max BW")
+    } else {
+        (e.max_load, "TPS")
+    };
+    if !close(scored, value) {
         return Err(SolveError::Check(format!(
-            "the solver says TPS {value}, the scorer {}",
-            e.max_load
+            "the solver says {what} {value}, the scorer {scored}"
         )));
     }
     Ok(CheckedPlan {
         usage: usage_of(costs, &p),
-        value: e.max_load,
+        value: scored,
         placement: p,
         evaluation: e,
     })
@@ -239,7 +250,7 @@ pub fn plan_on_cluster(
             let lower_bound = r.best.as_ref().map_or(f64::INFINITY, |b| b.0);
             (r.best, Vec::new(), 0, r.plans as usize, lower_bound, None)
         }
-        ClusterMethod::Ip { contiguous } => {
+        ClusterMethod::Ip { contiguous, sync } => {
             if tracking == Tracking::PerUsage {
                 return Err(SolveError::Unsupported {
                     method: "ip".into(),
@@ -286,7 +297,8 @@ pub fn plan_on_cluster(
                 }
             ));
             notes.push(format!("volume bound {volume}"));
-            // The DP's bound holds in the contiguous space only.
+            // The DP's bound holds in the contiguous space only (for sync too: a plan's
+            // `max FW + max BW` is at least its max load).
             let lower = if !use_bounds {
                 0.0
             } else if contiguous {
@@ -307,7 +319,17 @@ pub fn plan_on_cluster(
                 .filter(|_| limits.ip.warm_start)
                 .map(|b| b.placement);
             let (outcome, _) = crate::solve::milp::cluster::solve(
-                w, &costs, &ip_limits, contiguous, held, lower,
+                w,
+                &costs,
+                &ip_limits,
+                if sync {
+                    Objective::Sync
+                } else {
+                    Objective::Throughput
+                },
+                contiguous,
+                held,
+                lower,
             )?;
             notes.extend(outcome.stats.notes.iter().cloned());
             source = match (&outcome.status, outcome.stats.path.as_deref()) {
@@ -325,7 +347,7 @@ pub fn plan_on_cluster(
     };
     let time_s = start.elapsed().as_secs_f64();
     let best = best
-        .map(|(v, p)| check_plan(w, &costs, v, p, method.contiguous()))
+        .map(|(v, p)| check_plan(w, &costs, v, p, method.contiguous(), method.sync()))
         .transpose()?;
     let per_usage = per_usage
         .into_iter()

@@ -1,4 +1,4 @@
-//! The max-load (TPS) integer program on a cluster ([`crate::model::cluster`]): exact
+//! The max-load (TPS) and synchronous integer programs on a cluster ([`crate::model::cluster`]): exact
 //! under the cluster's communication rule, for non-contiguous plans and for the cluster
 //! DP's contiguous plan space.
 //!
@@ -31,8 +31,11 @@
 //!             i[τ,d] ≤ x[w,d] (w ∈ R),  s[τ,d] ≥ x[p,d] − i[τ,d]       priced t_{H_μ}(τ)
 //! load        τ ≥ Σ_g x_{t(d)}(g) x[g,d] + Σ_τ (price · indicator)     every device d
 //!             (x_{t}(g): the unit's nodes' times on type t; cpuLatency on a CPU)
-//! objective   minimise τ,  τ ≥ LB (the cluster volume bound, the largest unit's
-//!             cheapest time, and the DP's bound in the contiguous space)
+//! objective   minimise τ,  τ ≥ LB (the cluster volume bound, the star bound below, and
+//!             the DP's bound in the contiguous space)
+//! sync        F ≥ FW(d), B ≥ BW(d) instead (compute by the nodes' side, a transfer on
+//!             the side of its producing nodes: transfers are then kept apart by side),
+//!             minimise F + B,  F + B ≥ LB (sync ≥ max load ≥ LB)
 //! symmetry    devices of one type on one machine (CPU cores of one machine) are
 //!             interchangeable: within each such group d_0, d_1, …, with prefix sums
 //!             P[g,d] = Σ_{g'≤g} x[g',d]:  x[g,d_j] ≤ P[g−1,d_{j−1}]  (d_j holds g only
@@ -54,6 +57,15 @@
 //! when some receiver unit is elsewhere: `s ≥ x[p,d] − min_{w∈R} x[w,d]`, the min by
 //! `i ≤ x[w,d]` (`i` has no other row, so `i = min` at the least `s`). A node whose
 //! successors are all in its own unit never moves and is no transfer.
+//!
+//! **The star bound.** The device `d` holding unit `g` pays `x_d(g)` and, for each
+//! producer unit `p` of a transfer into `g`, either receives those transfers (at least
+//! `r(p,g,d)`, the cheapest price of the table over the places other than `d` that exist:
+//! another machine, another CPU core or accelerator of `d`'s machine) or holds `p` too
+//! (`x_d(p)`); distinct producers are distinct units, so these add up:
+//! `TPS ≥ max_g min_{d: g fits d} (x_d(g) + Σ_p min(r(p,g,d), x_d(p)))`. It contains the
+//! largest unit's cheapest time, and holds for every plan (contiguous or not, and for
+//! `max FW + max BW ≥ TPS`).
 //!
 //! **Contiguous plans** (`contiguous`), the cluster DP's plan space as
 //! [`crate::score::cluster`] checks it: every device's set contiguous (units::contiguity,
@@ -83,7 +95,8 @@
 //! **Size.** `|U|·|D|` binaries; `|P|·|M|·2` location columns for `|P|` producer units;
 //! for `|X|` transfers with `r̄` receiver units on average, at most `|X|·|D|·(r̄ + 5)`
 //! rows of ≤ 4 nonzeros (plus the location rows' `|P|·|D|` nonzeros) and `|D|` load rows
-//! of `|U| + 4|X|` nonzeros. Contiguous: `+ |D|·(|U| + 2|A|)` reach rows, `|D|·(2|U| + |A|)`
+//! of `|U| + 4|X|` nonzeros; symmetry `|U|` prefix columns and `2|U|` rows of ≤ 3 nonzeros
+//! per device after the first of its group. Contiguous: `+ |D|·(|U| + 2|A|)` reach rows, `|D|·(2|U| + |A|)`
 //! position rows and `|A|·|M|(|M| − 1)` machine-order rows.
 
 use std::collections::HashMap;
@@ -120,16 +133,25 @@ struct Slot {
 struct Transfer {
     p: usize,
     recv: Vec<usize>,
+    /// Whether the nodes are backward ones (the sync objective counts the transfer on the
+    /// side of its producing nodes; throughput merges both sides).
+    backward: bool,
     /// Per machine: `t_H`, `t_P` (0 without peer link), `t_N` summed over the nodes, ms.
     host: Vec<f64>,
     peer: Vec<f64>,
     network: Vec<f64>,
 }
 
-/// The transfers of `w` over the units `group_of`, with their prices per machine.
-fn transfers(w: &Workload, costs: &ClusterCosts, group_of: &[usize]) -> Vec<Transfer> {
+/// The transfers of `w` over the units `group_of`, with their prices per machine; with
+/// `by_side`, forward and backward nodes apart.
+fn transfers(
+    w: &Workload,
+    costs: &ClusterCosts,
+    group_of: &[usize],
+    by_side: bool,
+) -> Vec<Transfer> {
     let machines = costs.cluster().machines().len();
-    let mut index: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
+    let mut index: HashMap<(usize, Vec<usize>, bool), usize> = HashMap::new();
     let mut out: Vec<Transfer> = Vec::new();
     for u in 0..w.len() {
         if w.out_cost(u) == 0.0 {
@@ -147,10 +169,12 @@ fn transfers(w: &Workload, costs: &ClusterCosts, group_of: &[usize]) -> Vec<Tran
         if recv.is_empty() {
             continue;
         }
-        let at = *index.entry((p, recv.clone())).or_insert_with(|| {
+        let backward = by_side && w.node(u).is_backward;
+        let at = *index.entry((p, recv.clone(), backward)).or_insert_with(|| {
             out.push(Transfer {
                 p,
                 recv,
+                backward,
                 host: vec![0.0; machines],
                 peer: vec![0.0; machines],
                 network: vec![0.0; machines],
@@ -165,6 +189,82 @@ fn transfers(w: &Workload, costs: &ClusterCosts, group_of: &[usize]) -> Vec<Tran
         }
     }
     out
+}
+
+/// The star bound (module documentation): `max_g min_d (x_d(g) + Σ_{p→g} min(r(p,g,d),
+/// x_d(p)))`, with `r` the cheapest price at which `d` can receive `p`'s transfers into
+/// `g` from a device other than `d`. O(|X|·r̄·|D| + |U|·|D|).
+fn star_bound(
+    slots: &[Slot],
+    compute: &[Vec<f64>],
+    types: usize,
+    allowed: &impl Fn(&Slot, usize) -> bool,
+    transfers: &[Transfer],
+    has_peer: &[bool],
+) -> f64 {
+    let units = compute[0].len();
+    // incoming[g]: (producer, transfer), sorted by producer.
+    let mut incoming: Vec<Vec<(usize, usize)>> = vec![Vec::new(); units];
+    for (i, t) in transfers.iter().enumerate() {
+        for &w in &t.recv {
+            incoming[w].push((t.p, i));
+        }
+    }
+    // Per device: the cheapest receive price from elsewhere, per transfer.
+    let cheapest = |t: &Transfer, d: usize| -> f64 {
+        let s = &slots[d];
+        let mu = s.machine;
+        let acc = s.ty.is_some();
+        let other = |f: &dyn Fn(&Slot) -> bool| {
+            slots
+                .iter()
+                .enumerate()
+                .any(|(e, x)| e != d && f(x))
+        };
+        let mut best = f64::INFINITY;
+        if other(&|x| x.machine != mu) {
+            best = best.min(t.network[mu]);
+        }
+        if other(&|x| x.machine == mu && x.ty.is_none()) {
+            best = best.min(if acc { t.host[mu] } else { 0.0 });
+        }
+        if other(&|x| x.machine == mu && x.ty.is_some()) {
+            best = best.min(match (acc, has_peer[mu]) {
+                (true, true) => t.peer[mu],
+                (true, false) => t.host[mu],
+                (false, true) => t.host[mu],
+                (false, false) => 0.0,
+            });
+        }
+        best
+    };
+    let class = |s: &Slot| s.ty.unwrap_or(types);
+    let mut bound = 0.0f64;
+    for (g, list) in incoming.iter_mut().enumerate() {
+        list.sort_unstable();
+        let mut at_best = f64::INFINITY;
+        for (d, s) in slots.iter().enumerate() {
+            if !allowed(s, g) {
+                continue;
+            }
+            let mut load = compute[class(s)][g];
+            for run in list.chunk_by(|a, b| a.0 == b.0) {
+                let p = run[0].0;
+                let receive: f64 = run.iter().map(|&(_, i)| cheapest(&transfers[i], d)).sum();
+                let together = if allowed(s, p) {
+                    compute[class(s)][p]
+                } else {
+                    f64::INFINITY
+                };
+                load += receive.min(together);
+            }
+            at_best = at_best.min(load);
+        }
+        if at_best.is_finite() {
+            bound = bound.max(at_best);
+        }
+    }
+    bound
 }
 
 /// The model's variables.
@@ -185,23 +285,31 @@ pub struct ModelSize {
     pub rows: usize,
 }
 
-/// Minimises the max load of `w` on the cluster of `costs` by HiGHS, over non-contiguous
-/// plans or (`contiguous`) the cluster DP's plan space, within `limits` (time counted
-/// from the call). `held`: a plan to start from (warm start, and returned when the IP
+/// Minimises the max load (`objective` throughput) or `max FW + max BW` (sync) of `w` on
+/// the cluster of `costs` by HiGHS, over non-contiguous plans or (`contiguous`) the
+/// cluster DP's plan space, within `limits` (time counted from the call). `held`: a plan to start from (warm start, and returned when the IP
 /// finds nothing better); `lower`: a proven lower bound on the optimum of this plan space.
 ///
-/// The outcome's objective is the scorer's TPS of its plan; its bound is HiGHS's bound
+/// The outcome's objective is the scorer's value of its plan; its bound is HiGHS's bound
 /// (at least `lower`), clamped to that TPS; `Optimal` only when proven within the gap.
 pub fn solve(
     w: &Workload,
     costs: &ClusterCosts,
     limits: &Limits,
+    objective: Objective,
     contiguous: bool,
     held: Option<Placement>,
     lower: f64,
 ) -> Result<(Outcome, ModelSize), SolveError> {
     let started = Instant::now();
     let cluster = costs.cluster();
+    if matches!(objective, Objective::Latency { .. }) {
+        return Err(SolveError::Unsupported {
+            method: "ip".into(),
+            what: "the latency objective on a cluster".into(),
+        });
+    }
+    let sync = objective == Objective::Sync;
     let (units, arcs) = units(w, contiguous);
     let mut stats = Stats {
         groups: Some(units.len()),
@@ -209,7 +317,11 @@ pub fn solve(
     };
     let score = |p: &Placement| {
         let e = evaluate_on_cluster(w, costs, p);
-        (e.is_valid() && (!contiguous || e.is_contiguous())).then_some(e.max_load)
+        (e.is_valid() && (!contiguous || e.is_contiguous())).then_some(if sync {
+            e.sync_objective
+        } else {
+            e.max_load
+        })
     };
     let held = held.and_then(|p| match score(&p) {
         Some(v) => Some((v, p)),
@@ -239,12 +351,21 @@ pub fn solve(
     // Unit times per device class (types, then CPU).
     let types = cluster.types().len();
     let mut compute = vec![vec![0.0f64; units.len()]; types + 1];
+    // The forward nodes' part (sync).
+    let mut forward = compute.clone();
     for (g, unit) in units.groups.iter().enumerate() {
         for &v in &unit.nodes {
-            for (t, row) in compute.iter_mut().enumerate().take(types) {
-                row[g] += costs.time(t, v);
+            let fw = !w.node(v).is_backward;
+            for t in 0..types {
+                compute[t][g] += costs.time(t, v);
+                if fw {
+                    forward[t][g] += costs.time(t, v);
+                }
             }
             compute[types][g] += w.node(v).cpu_latency;
+            if fw {
+                forward[types][g] += w.node(v).cpu_latency;
+            }
         }
     }
     let class = |s: &Slot| s.ty.unwrap_or(types);
@@ -280,10 +401,15 @@ pub fn solve(
         };
         return Ok((outcome, ModelSize::default()));
     }
+    let transfers = transfers(w, costs, &units.group_of, sync);
+    let machines = cluster.machines().len();
+    let has_peer: Vec<bool> = (0..machines).map(|m| costs.has_peer(m)).collect();
     let lower = if limits.ip.load_bound == super::LoadBoundUse::Off {
         lower
     } else {
-        lower.max(floor)
+        let star = star_bound(&slots, &compute, types, &allowed, &transfers, &has_peer);
+        stats.notes.push(format!("star bound {star}"));
+        lower.max(floor).max(star)
     };
     if let Some((value, p)) = &held {
         // A held plan that meets the bound is optimal: nothing to search.
@@ -306,7 +432,6 @@ pub fn solve(
             return Ok((outcome, ModelSize::default()));
         }
     }
-    let transfers = transfers(w, costs, &units.group_of);
 
     // Coefficients (module documentation).
     let cap = held
@@ -359,8 +484,17 @@ pub fn solve(
     };
     model.add_assignment(&mut b, units.len());
     model.add_memory(&mut b, &units, costs, bytes_scale);
-    let tau = b.continuous(1.0, lower * time_scale, f64::INFINITY);
-    let machines = cluster.machines().len();
+    // τ (throughput), or F and B with F + B ≥ LB (sync ≥ max load ≥ LB).
+    let (tau, backward_side) = if sync {
+        let f = b.continuous(1.0, 0.0, f64::INFINITY);
+        let bw = b.continuous(1.0, 0.0, f64::INFINITY);
+        if lower > 0.0 {
+            b.ge(&[(f, 1.0), (bw, 1.0)], lower * time_scale);
+        }
+        (f, Some(bw))
+    } else {
+        (b.continuous(1.0, lower * time_scale, f64::INFINITY), None)
+    };
     let mut producers: Vec<usize> = transfers.iter().map(|t| t.p).collect();
     if contiguous && machines > 1 {
         producers = (0..units.len()).collect();
@@ -368,22 +502,41 @@ pub fn solve(
     producers.sort_unstable();
     producers.dedup();
     let location = model.add_location(&mut b, &producers, units.len(), machines);
-    let mut loads: Vec<Vec<(Var, f64)>> = model
+    // Per device: [forward, backward] terms (throughput: all in the first).
+    let mut loads: Vec<[Vec<(Var, f64)>; 2]> = model
         .slots
         .iter()
         .enumerate()
         .map(|(d, s)| {
-            (0..units.len())
-                .map(|g| (model.x[d][g], time(compute[class(s)][g])))
-                .filter(|&(_, c)| c != 0.0)
-                .collect()
+            let c = class(s);
+            let side = |f: &dyn Fn(usize) -> f64| -> Vec<(Var, f64)> {
+                (0..units.len())
+                    .map(|g| (model.x[d][g], time(f(g))))
+                    .filter(|&(_, c)| c != 0.0)
+                    .collect()
+            };
+            if sync {
+                [
+                    side(&|g| forward[c][g]),
+                    side(&|g| compute[c][g] - forward[c][g]),
+                ]
+            } else {
+                [side(&|g| compute[c][g]), Vec::new()]
+            }
         })
         .collect();
-    let has_peer: Vec<bool> = (0..machines).map(|m| costs.has_peer(m)).collect();
     model.add_communication(&mut b, &transfers, &location, &has_peer, &time, &mut loads);
-    for mut load in loads {
-        load.push((tau, -1.0));
-        b.le(&load, 0.0);
+    for [fw, bw] in loads {
+        let rows = match backward_side {
+            None => vec![(fw, tau)],
+            Some(bside) => vec![(fw, tau), (bw, bside)],
+        };
+        for (mut row, bounded) in rows {
+            if !row.is_empty() || backward_side.is_none() {
+                row.push((bounded, -1.0));
+                b.le(&row, 0.0);
+            }
+        }
     }
     if contiguous {
         for row in &model.x {
@@ -404,8 +557,12 @@ pub fn solve(
         rows: b.rows,
     };
     stats.notes.push(format!(
-        "{} units, {} transfers, {} columns, {} rows; times × {time_scale}, bytes × {bytes_scale}",
-        size.units, size.transfers, size.columns, size.rows
+        "{} units, {} transfers, {} columns, {} rows, built {:.2} s after the start; times × {time_scale}, bytes × {bytes_scale}",
+        size.units,
+        size.transfers,
+        size.columns,
+        size.rows,
+        started.elapsed().as_secs_f64()
     ));
     let warm = held
         .as_ref()
@@ -413,7 +570,7 @@ pub fn solve(
 
     let problem = Problem {
         workload: w,
-        objective: Objective::Throughput,
+        objective,
         contiguous,
         limits: limits.clone(),
         pipeline: None,
@@ -426,16 +583,16 @@ pub fn solve(
         let p = model.placement(&units, columns);
         match score(&p) {
             Some(v) => {
-                let objective = solved.objective / time_scale;
+                let value = solved.objective / time_scale;
                 let tol = TOLERANCE * v.abs().max(1.0);
-                if objective < v - tol && objective < cap * (1.0 - TOLERANCE) {
+                if value < v - tol && value < cap * (1.0 - TOLERANCE) {
                     return Err(SolveError::Check(format!(
-                        "the cluster IP's objective {objective} is below the scorer's {v} for its own plan (formulation bug)"
+                        "the cluster IP's objective {value} is below the scorer's {v} for its own plan (formulation bug)"
                     )));
                 }
                 stats
                     .notes
-                    .push(format!("HiGHS incumbent objective {objective}"));
+                    .push(format!("HiGHS incumbent objective {value}"));
                 best = Some((v, p, "ip"));
             }
             None => stats.notes.push(
@@ -599,7 +756,7 @@ impl Model {
         location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
         has_peer: &[bool],
         time: &impl Fn(f64) -> f64,
-        loads: &mut [Vec<(Var, f64)>],
+        loads: &mut [[Vec<(Var, f64)>; 2]],
     ) {
         let machines = has_peer.len();
         for t in transfers {
@@ -633,7 +790,7 @@ impl Model {
                     }
                     row.extend(locs.iter().filter_map(|&(v, sign)| v.map(|v| (v, -sign))));
                     b.ge(&row, -shift);
-                    loads[d].push((z, price));
+                    loads[d][usize::from(t.backward)].push((z, price));
                 };
                 if machines > 1 {
                     receive(b, &[(acc_here, -1.0), (cpu_here, -1.0)], 0.0, t.network[mu]);
@@ -668,7 +825,7 @@ impl Model {
                     };
                     let z = b.continuous(0.0, 0.0, 1.0);
                     b.ge(&[(z, 1.0), (xp, -1.0), (inside, 1.0)], 0.0);
-                    loads[d].push((z, price));
+                    loads[d][usize::from(t.backward)].push((z, price));
                 }
             }
         }
