@@ -1,6 +1,6 @@
-//! The max-load (TPS) and synchronous integer programs on a cluster ([`crate::model::cluster`]): exact
-//! under the cluster's communication rule, for non-contiguous plans and for the cluster
-//! DP's contiguous plan space.
+//! The max-load (TPS) and synchronous integer programs on a cluster
+//! ([`crate::model::cluster`]): exact under the cluster's communication rule, for
+//! non-contiguous plans and for the cluster DP's contiguous plan space.
 //!
 //! **Index sets.** Units `g ∈ U` ([`super::units::units`]: colour classes, or with
 //! contiguity the SCC-fused groups of the group DAG with arcs `A`); devices `d ∈ D`
@@ -95,9 +95,10 @@
 //! **Size.** `|U|·|D|` binaries; `|P|·|M|·2` location columns for `|P|` producer units;
 //! for `|X|` transfers with `r̄` receiver units on average, at most `|X|·|D|·(r̄ + 5)`
 //! rows of ≤ 4 nonzeros (plus the location rows' `|P|·|D|` nonzeros) and `|D|` load rows
-//! of `|U| + 4|X|` nonzeros; symmetry `|U|` prefix columns and `2|U|` rows of ≤ 3 nonzeros
-//! per device after the first of its group. Contiguous: `+ |D|·(|U| + 2|A|)` reach rows, `|D|·(2|U| + |A|)`
-//! position rows and `|A|·|M|(|M| − 1)` machine-order rows.
+//! of `|U| + 4|X|` nonzeros; symmetry `|U|` prefix columns and `2|U|` rows of ≤ 3
+//! nonzeros per device after the first of its group. Contiguous: `+ |D|·(|U| + 2|A|)`
+//! reach rows, `|D|·(2|U| + |A|)` position rows and `|A|·|M|(|M| − 1)` machine-order rows.
+//! The star bound is O(|X|·r̄·|D| + |U|·|D|).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -193,7 +194,8 @@ fn transfers(
 
 /// The star bound (module documentation): `max_g min_d (x_d(g) + Σ_{p→g} min(r(p,g,d),
 /// x_d(p)))`, with `r` the cheapest price at which `d` can receive `p`'s transfers into
-/// `g` from a device other than `d`. O(|X|·r̄·|D| + |U|·|D|).
+/// `g` from a device other than `d`. O(|X|·r̄·|D| + |U|·|D|) for `r̄` receiver units per
+/// transfer.
 fn star_bound(
     slots: &[Slot],
     compute: &[Vec<f64>],
@@ -210,25 +212,42 @@ fn star_bound(
             incoming[w].push((t.p, i));
         }
     }
-    // Per device: the cheapest receive price from elsewhere, per transfer.
+    // Per device: whether another machine, another CPU core and another accelerator of
+    // its machine exist (counts per machine, O(|D|)).
+    let machines = has_peer.len();
+    let (mut cpus, mut accs) = (vec![0usize; machines], vec![0usize; machines]);
+    for s in slots {
+        if s.ty.is_some() {
+            accs[s.machine] += 1;
+        } else {
+            cpus[s.machine] += 1;
+        }
+    }
+    let elsewhere: Vec<[bool; 3]> = slots
+        .iter()
+        .map(|s| {
+            let own = |is_acc: bool| usize::from(s.ty.is_some() == is_acc);
+            [
+                slots.len() > cpus[s.machine] + accs[s.machine],
+                cpus[s.machine] > own(false),
+                accs[s.machine] > own(true),
+            ]
+        })
+        .collect();
+    // The cheapest price at which device d receives transfer t from elsewhere.
     let cheapest = |t: &Transfer, d: usize| -> f64 {
         let s = &slots[d];
         let mu = s.machine;
         let acc = s.ty.is_some();
-        let other = |f: &dyn Fn(&Slot) -> bool| {
-            slots
-                .iter()
-                .enumerate()
-                .any(|(e, x)| e != d && f(x))
-        };
+        let [other_machine, other_cpu, other_acc] = elsewhere[d];
         let mut best = f64::INFINITY;
-        if other(&|x| x.machine != mu) {
+        if other_machine {
             best = best.min(t.network[mu]);
         }
-        if other(&|x| x.machine == mu && x.ty.is_none()) {
+        if other_cpu {
             best = best.min(if acc { t.host[mu] } else { 0.0 });
         }
-        if other(&|x| x.machine == mu && x.ty.is_some()) {
+        if other_acc {
             best = best.min(match (acc, has_peer[mu]) {
                 (true, true) => t.peer[mu],
                 (true, false) => t.host[mu],
@@ -376,27 +395,20 @@ pub fn solve(
                 && units.groups[g].size_bytes <= cluster.types()[t].memory_bytes
         }
     };
-    // The largest unit's cheapest time is a bound on every plan.
-    let mut floor = 0.0f64;
-    for g in 0..units.len() {
-        let cheapest = slots
-            .iter()
-            .filter(|s| allowed(s, g))
-            .map(|s| compute[class(s)][g])
-            .fold(f64::INFINITY, f64::min);
-        floor = floor.max(cheapest);
-    }
-    if !floor.is_finite() {
-        // Some unit fits no device: no plan exists.
+    if let Some(g) = (0..units.len()).find(|&g| !slots.iter().any(|s| allowed(s, g))) {
+        // A unit that fits no device: no plan exists.
+        let node = w.node(units.groups[g].nodes[0]);
         stats.time_s = started.elapsed().as_secs_f64();
         let outcome = Outcome {
             method: "ip".into(),
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
-            status: Status::infeasible(
-                "a colour class fits no device (CPU-only with no CPU core, or larger than every accelerator's memory)",
-            ),
+            status: Status::infeasible(format!(
+                "node {} ({}) and its colour class fit no device (CPU-only with no CPU core, or larger than every accelerator's memory)",
+                node.id,
+                node.name.as_deref().unwrap_or("unnamed")
+            )),
             stats,
         };
         return Ok((outcome, ModelSize::default()));
@@ -409,7 +421,7 @@ pub fn solve(
     } else {
         let star = star_bound(&slots, &compute, types, &allowed, &transfers, &has_peer);
         stats.notes.push(format!("star bound {star}"));
-        lower.max(floor).max(star)
+        lower.max(star)
     };
     if let Some((value, p)) = &held {
         // A held plan that meets the bound is optimal: nothing to search.
