@@ -12,7 +12,8 @@
 //!
 //! **The IP's time** (`--time-limit t`): the volume bound within `0.05 t`, the cluster DP
 //! (its plan is the warm start; in the contiguous space its bound is a bound too) within
-//! `0.35 t`, the IP with what is left, its model building included. `--ip-experiment
+//! `0.35 t`, the IP with what is left, its model building included (without a limit:
+//! 0.5 s, 3.5 s, and the IP runs to its proof). `--ip-experiment
 //! nowarm` drops the DP's plan, `nobound` the bounds (the IP on its own, for measuring it).
 //!
 //! Per-usage optima ([`Tracking::PerUsage`]) are checked the same way, each against its own
