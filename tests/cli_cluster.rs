@@ -10,7 +10,7 @@ mod common;
 
 use std::process::Command;
 
-use cluster_gen::{random_cluster, ClusterShape};
+use cluster_gen::{random_cluster, random_clustered, ClusterShape};
 use common::{random_workload, Shape};
 use dnnplace::io::cluster_file::ClusterFile;
 use dnnplace::io::workload_to_json;
@@ -557,16 +557,11 @@ fn the_cluster_ip_through_the_binary_equals_brute_force() {
             max_nodes: 6,
             ..Default::default()
         };
-        let Some(w) = random_workload(seed, shape).and_then(|w| {
-            random_cluster(
-                seed,
-                &w,
-                ClusterShape {
-                    max_devices: 4,
-                    ..ClusterShape::default()
-                },
-            )
-        }) else {
+        let cluster = ClusterShape {
+            max_devices: 4,
+            ..ClusterShape::default()
+        };
+        let Some(w) = random_clustered(seed, shape, cluster) else {
             continue;
         };
         let costs = ClusterCosts::of(&w);

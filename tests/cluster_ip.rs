@@ -8,7 +8,7 @@
 mod cluster_gen;
 mod common;
 
-use cluster_gen::{random_cluster, ClusterShape};
+use cluster_gen::{random_clustered, ClusterShape};
 use common::{random_workload, Shape};
 use dnnplace::model::{ClusterCosts, Workload};
 use dnnplace::score::evaluate_on_cluster;
@@ -83,15 +83,12 @@ fn check_objective(seed: u64, w: &Workload, objective: Objective, contiguous: bo
 }
 
 fn clustered(seed: u64, training: bool, shape: ClusterShape) -> Option<Workload> {
-    let base = random_workload(
-        seed,
-        Shape {
-            max_nodes: 6,
-            training,
-            ..Shape::default()
-        },
-    )?;
-    random_cluster(seed, &base, shape)
+    let nodes = Shape {
+        max_nodes: 6,
+        training,
+        ..Shape::default()
+    };
+    random_clustered(seed, nodes, shape)
 }
 
 #[test]

@@ -6,8 +6,8 @@
 mod cluster_gen;
 mod common;
 
-use cluster_gen::{random_cluster, ClusterShape};
-use common::{random_workload, Shape};
+use cluster_gen::{random_clustered, ClusterShape};
+use common::Shape;
 use dnnplace::model::ClusterCosts;
 use dnnplace::solve::cluster::brute_force::brute_force;
 use dnnplace::solve::cluster::dp::Tracking;
@@ -29,16 +29,11 @@ fn sweep_target_budget_and_frontier_equal_brute_force() {
             max_nodes: 7,
             ..Default::default()
         };
-        let Some(w) = random_workload(seed, shape).and_then(|w| {
-            random_cluster(
-                seed,
-                &w,
-                ClusterShape {
-                    max_devices: 6,
-                    ..Default::default()
-                },
-            )
-        }) else {
+        let cluster = ClusterShape {
+            max_devices: 6,
+            ..Default::default()
+        };
+        let Some(w) = random_clustered(seed, shape, cluster) else {
             continue;
         };
         let costs = ClusterCosts::of(&w);

@@ -219,6 +219,21 @@ fn kahn_positions(labels: usize, arcs: &[(usize, usize)], used: &[bool]) -> (Vec
     (position, next)
 }
 
+/// The groups other than `u`'s own (`group_of[u]`) that hold a successor of `u`, sorted
+/// and distinct: where `u`'s output is received. O(deg(u) log deg(u)).
+pub fn receiving_groups(w: &Workload, group_of: &[usize], u: usize) -> Vec<usize> {
+    let own = group_of[u];
+    let mut recv: Vec<usize> = w
+        .successors(u)
+        .iter()
+        .map(|&x| group_of[x])
+        .filter(|&g| g != own)
+        .collect();
+    recv.sort_unstable();
+    recv.dedup();
+    recv
+}
+
 /// Tarjan's algorithm, iterative. Returns the component index of every vertex.
 pub fn strongly_connected_components(succ: &[Vec<usize>]) -> Vec<usize> {
     let n = succ.len();

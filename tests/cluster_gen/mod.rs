@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use super::common::Rng;
+use super::common::{random_workload, Rng, Shape};
 use dnnplace::model::{
     AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference, Workload,
 };
@@ -123,4 +123,9 @@ pub fn random_cluster(seed: u64, w: &Workload, shape: ClusterShape) -> Option<Wo
         cluster: Some(cluster),
     })
     .ok()
+}
+
+/// A random workload of `shape` on a random cluster of `cluster`, both from `seed`.
+pub fn random_clustered(seed: u64, shape: Shape, cluster: ClusterShape) -> Option<Workload> {
+    random_cluster(seed, &random_workload(seed, shape)?, cluster)
 }

@@ -77,7 +77,7 @@ use rustc_hash::FxHashMap;
 use super::super::budget::Budget;
 use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
-use crate::model::contraction::Contraction;
+use crate::model::contraction::{receiving_groups, Contraction};
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 
 /// What the DP keeps apart besides the plan's value.
@@ -275,14 +275,7 @@ fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
             continue;
         }
         let p = c.group_of[u];
-        let mut recv: Vec<usize> = w
-            .successors(u)
-            .iter()
-            .map(|&s| c.group_of[s])
-            .filter(|&g| g != p)
-            .collect();
-        recv.sort_unstable();
-        recv.dedup();
+        let recv = receiving_groups(w, &c.group_of, u);
         if recv.is_empty() {
             continue;
         }

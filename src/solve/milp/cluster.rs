@@ -106,6 +106,7 @@ use std::time::Instant;
 use super::presolve::into_range;
 use super::units::{contiguity, device_order, units};
 use super::{run_to_bound, status_with_plan, Builder, Var, DEFAULT_GAP, TOLERANCE};
+use crate::model::contraction::receiving_groups;
 use crate::model::grouping::Grouping;
 use crate::model::numerics::pow2;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
@@ -159,14 +160,7 @@ fn transfers(
             continue;
         }
         let p = group_of[u];
-        let mut recv: Vec<usize> = w
-            .successors(u)
-            .iter()
-            .map(|&x| group_of[x])
-            .filter(|&g| g != p)
-            .collect();
-        recv.sort_unstable();
-        recv.dedup();
+        let recv = receiving_groups(w, group_of, u);
         if recv.is_empty() {
             continue;
         }
