@@ -575,7 +575,9 @@ fn the_cluster_ip_through_the_binary_equals_brute_force() {
                 continue;
             };
             let mut cmd = dnnplace();
-            cmd.arg("plan").arg(&file).args(["--method", "ip", "--json"]);
+            cmd.arg("plan")
+                .arg(&file)
+                .args(["--method", "ip", "--json"]);
             if !contiguous {
                 cmd.arg("--non-contiguous");
             }

@@ -32,7 +32,16 @@ fn check_objective(seed: u64, w: &Workload, objective: Objective, contiguous: bo
     let sync = objective == Objective::Sync;
     let costs = ClusterCosts::of(w);
     let exhaustive = brute_force(w, &costs, objective, contiguous).unwrap();
-    let (ip, _) = solve(w, &costs, &Limits::default(), objective, contiguous, None, 0.0).unwrap();
+    let (ip, _) = solve(
+        w,
+        &costs,
+        &Limits::default(),
+        objective,
+        contiguous,
+        None,
+        0.0,
+    )
+    .unwrap();
     match (&exhaustive.best, &ip.placement) {
         (None, None) => {
             assert!(
@@ -64,12 +73,22 @@ fn check_objective(seed: u64, w: &Workload, objective: Objective, contiguous: bo
                 ip.objective,
                 ip.bound
             );
-            assert!(ip.bound <= *b * (1.0 + 1e-9), "seed {seed}: bound above the optimum");
+            assert!(
+                ip.bound <= *b * (1.0 + 1e-9),
+                "seed {seed}: bound above the optimum"
+            );
             if contiguous && !sync {
-                let dp = dp_solve(w, &costs, &Limits::default(), Tracking::Best, f64::INFINITY)
-                    .unwrap();
-                let d = dp.best.expect("the DP finds the contiguous plan brute force finds").0;
-                assert!(close(d, ip.objective), "seed {seed}: DP {d}, IP {}", ip.objective);
+                let dp =
+                    dp_solve(w, &costs, &Limits::default(), Tracking::Best, f64::INFINITY).unwrap();
+                let d = dp
+                    .best
+                    .expect("the DP finds the contiguous plan brute force finds")
+                    .0;
+                assert!(
+                    close(d, ip.objective),
+                    "seed {seed}: DP {d}, IP {}",
+                    ip.objective
+                );
             }
             true
         }
@@ -171,7 +190,8 @@ fn held_plans_and_bounds_keep_the_optimum() {
             false,
             Some(p),
             0.5 * optimum,
-        ).unwrap();
+        )
+        .unwrap();
         assert_eq!(ip.status, Status::Optimal, "seed {seed}");
         assert!(close(ip.objective, optimum) && ip.objective >= optimum * (1.0 - 1e-12));
         checked += 1;
@@ -224,10 +244,13 @@ fn model_md_device_set_as_a_cluster_matches_the_single_machine_ip() {
             None,
             0.0,
         )
-            .unwrap();
+        .unwrap();
         match (&old.placement, &new.placement) {
             (Some(_), Some(_)) => {
-                assert_eq!((&old.status, &new.status), (&Status::Optimal, &Status::Optimal));
+                assert_eq!(
+                    (&old.status, &new.status),
+                    (&Status::Optimal, &Status::Optimal)
+                );
                 assert!(
                     close(old.objective, new.objective),
                     "seed {seed}: IP {}, cluster IP {}",
@@ -236,7 +259,11 @@ fn model_md_device_set_as_a_cluster_matches_the_single_machine_ip() {
                 );
             }
             (None, None) => {}
-            (a, b) => panic!("seed {seed}: IP {:?}, cluster IP {:?}", a.is_some(), b.is_some()),
+            (a, b) => panic!(
+                "seed {seed}: IP {:?}, cluster IP {:?}",
+                a.is_some(),
+                b.is_some()
+            ),
         }
         checked += 1;
     }

@@ -41,7 +41,8 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
             ))
         }
     };
-    let sync_ip = settings.objective == Objective::Sync && matches!(method, ClusterMethod::Ip { .. });
+    let sync_ip =
+        settings.objective == Objective::Sync && matches!(method, ClusterMethod::Ip { .. });
     if settings.objective != Objective::Throughput && !sync_ip {
         return refuse("the objective is throughput (TPS), or sync with --method ip");
     }
@@ -91,7 +92,11 @@ pub fn run_plan_on_cluster(
     if let (Some(reason), None) = (&plan.stopped, &plan.best) {
         return Err(CliError::Input(format!(
             "no plan: the cluster {} stopped after {:.1} s: {reason}",
-            if matches!(method, ClusterMethod::Ip { .. }) { "IP" } else { "DP" },
+            if matches!(method, ClusterMethod::Ip { .. }) {
+                "IP"
+            } else {
+                "DP"
+            },
             plan.time_s
         )));
     }
@@ -99,7 +104,8 @@ pub fn run_plan_on_cluster(
         return Err(CliError::Input(if method.contiguous() {
             "no feasible placement: no contiguous plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)".into()
         } else {
-            "no feasible placement: no plan fits the cluster (memory per type, CPU-only nodes)".into()
+            "no feasible placement: no plan fits the cluster (memory per type, CPU-only nodes)"
+                .into()
         }));
     };
     if let Some(out) = &args.out {

@@ -133,8 +133,14 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
             plan.lower_bound
         ),
     };
-    let mut s = format!("method: {method}   status: {status}   time: {:.3} s\n", plan.time_s);
-    if matches!(plan.method, crate::solve::cluster::plan::ClusterMethod::Ip { .. }) {
+    let mut s = format!(
+        "method: {method}   status: {status}   time: {:.3} s\n",
+        plan.time_s
+    );
+    if matches!(
+        plan.method,
+        crate::solve::cluster::plan::ClusterMethod::Ip { .. }
+    ) {
         s += &format!("lower bound: {:.6} ms\n", plan.lower_bound);
         for note in &plan.notes {
             s += &format!("note: {note}\n");

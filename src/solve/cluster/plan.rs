@@ -290,7 +290,9 @@ pub fn plan_on_cluster(
             };
             notes.push(format!(
                 "cluster DP (warm start): {} in {:.2} s, {}",
-                dp.best.as_ref().map_or("no plan".to_string(), |b| format!("TPS {}", b.value)),
+                dp.best
+                    .as_ref()
+                    .map_or("no plan".to_string(), |b| format!("TPS {}", b.value)),
                 dp.time_s,
                 match &dp.stopped {
                     None => "optimal over contiguous plans".to_string(),

@@ -355,11 +355,17 @@ pub fn solve(
             machine: a.machine,
             ty: Some(a.accelerator_type),
         })
-        .chain(cluster.cpu_machines().iter().enumerate().map(|(j, &m)| Slot {
-            device: Device::Cpu(j),
-            machine: m,
-            ty: None,
-        }))
+        .chain(
+            cluster
+                .cpu_machines()
+                .iter()
+                .enumerate()
+                .map(|(j, &m)| Slot {
+                    device: Device::Cpu(j),
+                    machine: m,
+                    ty: None,
+                }),
+        )
         .collect();
     // Unit times per device class (types, then CPU).
     let types = cluster.types().len();
@@ -448,7 +454,11 @@ pub fn solve(
     let max_time = compute
         .iter()
         .flatten()
-        .chain(transfers.iter().flat_map(|t| t.host.iter().chain(&t.peer).chain(&t.network)))
+        .chain(
+            transfers
+                .iter()
+                .flat_map(|t| t.host.iter().chain(&t.peer).chain(&t.network)),
+        )
         .map(|&x| x.min(cap))
         .fold(0.0, f64::max);
     let anchor = if lower > 0.0 {
@@ -474,7 +484,11 @@ pub fn solve(
     let mut b = Builder::within(budget);
     let x: Vec<Vec<Var>> = slots
         .iter()
-        .map(|s| (0..units.len()).map(|g| b.binary(0.0, allowed(s, g))).collect())
+        .map(|s| {
+            (0..units.len())
+                .map(|g| b.binary(0.0, allowed(s, g)))
+                .collect()
+        })
         .collect();
     let model = Model {
         groups: interchangeable_groups(costs)
@@ -620,7 +634,9 @@ pub fn solve(
     }
     stats.path = best.as_ref().map(|b| b.2.to_string());
     match &solved.stopped {
-        Some(reason) => stats.notes.push(format!("HiGHS not run to the end: {reason}")),
+        Some(reason) => stats
+            .notes
+            .push(format!("HiGHS not run to the end: {reason}")),
         None => stats.notes.push(format!(
             "HiGHS: {:?} after {:.2} s, {} nodes",
             solved.status, solved.time_s, solved.nodes
@@ -766,7 +782,9 @@ impl Model {
     ) {
         let machines = has_peer.len();
         for t in transfers {
-            let at = location[t.p].as_ref().expect("producers have location columns");
+            let at = location[t.p]
+                .as_ref()
+                .expect("producers have location columns");
             for (d, s) in self.slots.iter().enumerate() {
                 let mu = s.machine;
                 let xp = self.x[d][t.p];
@@ -782,22 +800,23 @@ impl Model {
                 };
                 let (acc_here, cpu_here) = at[mu];
                 // indicator ≥ ρ + Σ sign·loc − shift, priced `price`.
-                let mut receive = |b: &mut Builder, locs: &[(Option<Var>, f64)], shift: f64, price: f64| {
-                    let price = time(price);
-                    if price == 0.0 {
-                        return;
-                    }
-                    let z = b.continuous(0.0, 0.0, 1.0);
-                    let mut row = vec![(z, 1.0), (holds, -1.0), (xp, 1.0)];
-                    // Rows whose event cannot happen (the machine lacks the sender's kind of
-                    // device) are dropped; an absent side holds nothing (location 0).
-                    if shift > 0.0 && locs.iter().all(|(v, _)| v.is_none()) {
-                        return;
-                    }
-                    row.extend(locs.iter().filter_map(|&(v, sign)| v.map(|v| (v, -sign))));
-                    b.ge(&row, -shift);
-                    loads[d][usize::from(t.backward)].push((z, price));
-                };
+                let mut receive =
+                    |b: &mut Builder, locs: &[(Option<Var>, f64)], shift: f64, price: f64| {
+                        let price = time(price);
+                        if price == 0.0 {
+                            return;
+                        }
+                        let z = b.continuous(0.0, 0.0, 1.0);
+                        let mut row = vec![(z, 1.0), (holds, -1.0), (xp, 1.0)];
+                        // Rows whose event cannot happen (the machine lacks the sender's kind of
+                        // device) are dropped; an absent side holds nothing (location 0).
+                        if shift > 0.0 && locs.iter().all(|(v, _)| v.is_none()) {
+                            return;
+                        }
+                        row.extend(locs.iter().filter_map(|&(v, sign)| v.map(|v| (v, -sign))));
+                        b.ge(&row, -shift);
+                        loads[d][usize::from(t.backward)].push((z, price));
+                    };
                 if machines > 1 {
                     receive(b, &[(acc_here, -1.0), (cpu_here, -1.0)], 0.0, t.network[mu]);
                 }
