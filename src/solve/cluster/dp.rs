@@ -719,6 +719,20 @@ pub fn solve_between(
             }
             b = (b * 1.5).min(ceiling);
         }
+        // A plan (the prefixes' or the caller's) that meets the lower bound is optimal:
+        // nothing is left to search.
+        if bound <= lower * (1.0 + 1e-9) {
+            return Ok(ClusterDpResult {
+                lower_bound: fallback.as_ref().map_or(bound, |f| f.0),
+                best: fallback,
+                per_usage: Vec::new(),
+                ideals: 0,
+                states: 0,
+                pairs,
+                folded,
+                stopped: None,
+            });
+        }
     }
     let limit = limits.max_ideals;
     let too_many = |found: usize, how: &str| SolveError::TooManyIdeals {

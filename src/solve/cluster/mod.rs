@@ -9,6 +9,9 @@
 //!   when the DP stops without one;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
+//! - [`set_bound`]: a lower bound on every plan from the cheapest set of units a device
+//!   can hold around one unit (a minimum cut per unit and device class);
+//! - [`transfers`]: the transfers between units, priced per machine;
 //! - [`volume_bound`]: a lower bound on every plan from the work each device class must
 //!   absorb (a Lagrangian LP bound, evaluated at HiGHS's multipliers);
 //! - [`brute_force`]: exhaustive search, the oracle of the tests.
@@ -19,5 +22,7 @@ pub mod dp;
 pub mod folding;
 pub mod greedy;
 pub mod plan;
+pub mod set_bound;
 pub mod sweep;
+pub mod transfers;
 pub mod volume_bound;

@@ -26,6 +26,7 @@ use super::brute_force::brute_force;
 use super::coarse::coarse_plan;
 use super::dp::{solve_between, Tracking};
 use super::greedy::greedy_chain;
+use super::set_bound::set_bound;
 use super::volume_bound::volume_bound;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
@@ -187,10 +188,13 @@ pub fn plan_on_cluster(
         ClusterMethod::Dp => {
             // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
             // (linear per probe) has the rest.
-            // The volume bound first (at most a tenth of the time): it starts the DP's
-            // search for its own upper bound, and is the bound when the DP stops.
-            let volume = if tracking == Tracking::Best {
-                volume_bound(w, &costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t))
+            // The set bound (at most a twentieth of the time) and the lower bound (a tenth):
+            // they start the DP's search for its own upper bound, end it when a plan meets
+            // them, and are the bound when the DP stops.
+            let lower = if tracking == Tracking::Best {
+                let share = limits.time_limit_s.map_or(5.0, |t| 0.05 * t);
+                let set = set_bound(w, &costs, &Budget::new(Some(share), None));
+                volume_bound(w, &costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t)).max(set)
             } else {
                 0.0
             };
@@ -198,7 +202,7 @@ pub fn plan_on_cluster(
             // a plan, and its value prunes the fine DP.
             let coarse = if tracking == Tracking::Best {
                 let share = limits.time_limit_s.map_or(20.0, |t| 0.2 * t);
-                coarse_plan(w, &costs, share, volume, f64::INFINITY)?
+                coarse_plan(w, &costs, share, lower, f64::INFINITY)?
             } else {
                 None
             };
@@ -207,9 +211,9 @@ pub fn plan_on_cluster(
             dp_limits.time_limit_s = limits
                 .time_limit_s
                 .map(|t| (0.9 * t - start.elapsed().as_secs_f64()).max(0.0));
-            let mut r = solve_between(w, &costs, &dp_limits, tracking, volume, held)?;
+            let mut r = solve_between(w, &costs, &dp_limits, tracking, lower, held)?;
             if r.stopped.is_some() {
-                r.lower_bound = r.lower_bound.max(volume);
+                r.lower_bound = r.lower_bound.max(lower);
             }
             if let Some(c) = coarse {
                 let better = r.best.as_ref().is_none_or(|b| c.value < b.0);

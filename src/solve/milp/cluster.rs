@@ -106,12 +106,14 @@ use std::time::Instant;
 use super::presolve::into_range;
 use super::units::{contiguity, device_order, units};
 use super::{run_to_bound, status_with_plan, Builder, Var, DEFAULT_GAP, TOLERANCE};
-use crate::model::contraction::receiving_groups;
 use crate::model::grouping::Grouping;
 use crate::model::numerics::pow2;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 use crate::score::evaluate_on_cluster;
 use crate::solve::cluster::brute_force::interchangeable_groups;
+use crate::solve::budget::Budget;
+use crate::solve::cluster::set_bound::set_bound;
+use crate::solve::cluster::transfers::{transfers, Transfer};
 use crate::solve::{Limits, Objective, Outcome, Problem, SolveError, Stats, Status};
 
 /// The time floor (or the largest time) is brought into `[1, 2^TIME_LOG2]`.
@@ -128,156 +130,6 @@ struct Slot {
     machine: usize,
     /// Accelerator type, `None` for a CPU core.
     ty: Option<usize>,
-}
-
-/// Nodes of producer unit `p` with receiver units `recv` (module documentation).
-#[derive(Clone, Debug)]
-struct Transfer {
-    p: usize,
-    recv: Vec<usize>,
-    /// Whether the nodes are backward ones (the sync objective counts the transfer on the
-    /// side of its producing nodes; throughput merges both sides).
-    backward: bool,
-    /// Per machine: `t_H`, `t_P` (0 without peer link), `t_N` summed over the nodes, ms.
-    host: Vec<f64>,
-    peer: Vec<f64>,
-    network: Vec<f64>,
-}
-
-/// The transfers of `w` over the units `group_of`, with their prices per machine; with
-/// `by_side`, forward and backward nodes apart.
-fn transfers(
-    w: &Workload,
-    costs: &ClusterCosts,
-    group_of: &[usize],
-    by_side: bool,
-) -> Vec<Transfer> {
-    let machines = costs.cluster().machines().len();
-    let mut index: HashMap<(usize, Vec<usize>, bool), usize> = HashMap::new();
-    let mut out: Vec<Transfer> = Vec::new();
-    for u in 0..w.len() {
-        if w.out_cost(u) == 0.0 {
-            continue;
-        }
-        let p = group_of[u];
-        let recv = receiving_groups(w, group_of, u);
-        if recv.is_empty() {
-            continue;
-        }
-        let backward = by_side && w.node(u).is_backward;
-        let at = *index.entry((p, recv.clone(), backward)).or_insert_with(|| {
-            out.push(Transfer {
-                p,
-                recv,
-                backward,
-                host: vec![0.0; machines],
-                peer: vec![0.0; machines],
-                network: vec![0.0; machines],
-            });
-            out.len() - 1
-        });
-        let t = &mut out[at];
-        for m in 0..machines {
-            t.host[m] += costs.host(m, u);
-            t.peer[m] += costs.peer(m, u).unwrap_or(0.0);
-            t.network[m] += costs.network(m, u);
-        }
-    }
-    out
-}
-
-/// The star bound (module documentation): `max_g min_d (x_d(g) + Σ_{p→g} min(r(p,g,d),
-/// x_d(p)))`, with `r` the cheapest price at which `d` can receive `p`'s transfers into
-/// `g` from a device other than `d`. O(|X|·r̄·|D| + |U|·|D|) for `r̄` receiver units per
-/// transfer.
-fn star_bound(
-    slots: &[Slot],
-    compute: &[Vec<f64>],
-    types: usize,
-    allowed: &impl Fn(&Slot, usize) -> bool,
-    transfers: &[Transfer],
-    has_peer: &[bool],
-) -> f64 {
-    let units = compute[0].len();
-    // incoming[g]: (producer, transfer), sorted by producer.
-    let mut incoming: Vec<Vec<(usize, usize)>> = vec![Vec::new(); units];
-    for (i, t) in transfers.iter().enumerate() {
-        for &w in &t.recv {
-            incoming[w].push((t.p, i));
-        }
-    }
-    // Per device: whether another machine, another CPU core and another accelerator of
-    // its machine exist (counts per machine, O(|D|)).
-    let machines = has_peer.len();
-    let (mut cpus, mut accs) = (vec![0usize; machines], vec![0usize; machines]);
-    for s in slots {
-        if s.ty.is_some() {
-            accs[s.machine] += 1;
-        } else {
-            cpus[s.machine] += 1;
-        }
-    }
-    let elsewhere: Vec<[bool; 3]> = slots
-        .iter()
-        .map(|s| {
-            let own = |is_acc: bool| usize::from(s.ty.is_some() == is_acc);
-            [
-                slots.len() > cpus[s.machine] + accs[s.machine],
-                cpus[s.machine] > own(false),
-                accs[s.machine] > own(true),
-            ]
-        })
-        .collect();
-    // The cheapest price at which device d receives transfer t from elsewhere.
-    let cheapest = |t: &Transfer, d: usize| -> f64 {
-        let s = &slots[d];
-        let mu = s.machine;
-        let acc = s.ty.is_some();
-        let [other_machine, other_cpu, other_acc] = elsewhere[d];
-        let mut best = f64::INFINITY;
-        if other_machine {
-            best = best.min(t.network[mu]);
-        }
-        if other_cpu {
-            best = best.min(if acc { t.host[mu] } else { 0.0 });
-        }
-        if other_acc {
-            best = best.min(match (acc, has_peer[mu]) {
-                (true, true) => t.peer[mu],
-                (true, false) => t.host[mu],
-                (false, true) => t.host[mu],
-                (false, false) => 0.0,
-            });
-        }
-        best
-    };
-    let class = |s: &Slot| s.ty.unwrap_or(types);
-    let mut bound = 0.0f64;
-    for (g, list) in incoming.iter_mut().enumerate() {
-        list.sort_unstable();
-        let mut at_best = f64::INFINITY;
-        for (d, s) in slots.iter().enumerate() {
-            if !allowed(s, g) {
-                continue;
-            }
-            let mut load = compute[class(s)][g];
-            for run in list.chunk_by(|a, b| a.0 == b.0) {
-                let p = run[0].0;
-                let receive: f64 = run.iter().map(|&(_, i)| cheapest(&transfers[i], d)).sum();
-                let together = if allowed(s, p) {
-                    compute[class(s)][p]
-                } else {
-                    f64::INFINITY
-                };
-                load += receive.min(together);
-            }
-            at_best = at_best.min(load);
-        }
-        if at_best.is_finite() {
-            bound = bound.max(at_best);
-        }
-    }
-    bound
 }
 
 /// The model's variables.
@@ -419,9 +271,10 @@ pub fn solve(
     let lower = if limits.ip.load_bound == super::LoadBoundUse::Off {
         lower
     } else {
-        let star = star_bound(&slots, &compute, types, &allowed, &transfers, &has_peer);
-        stats.notes.push(format!("star bound {star}"));
-        lower.max(star)
+        let budget = Budget::new(limits.time_limit_s.map(|t| 0.05 * t), None);
+        let set = set_bound(w, costs, &budget);
+        stats.notes.push(format!("set bound {set}"));
+        lower.max(set)
     };
     if let Some((value, p)) = &held {
         // A held plan that meets the bound is optimal: nothing to search.

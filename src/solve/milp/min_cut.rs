@@ -35,7 +35,7 @@ const RELATIVE_EPS: f64 = 1e-13;
 /// A flow network: arcs in adjacency lists; capacities live in a separate residual
 /// vector (arc `a ^ 1` is the reverse of arc `a`), so one network serves many flows.
 #[derive(Clone, Debug)]
-struct Network {
+pub(crate) struct Network {
     head: Vec<usize>,
     next: Vec<usize>,
     to: Vec<usize>,
@@ -44,7 +44,7 @@ struct Network {
 const NIL: usize = usize::MAX;
 
 impl Network {
-    fn new(vertices: usize) -> Network {
+    pub(crate) fn new(vertices: usize) -> Network {
         Network {
             head: vec![NIL; vertices],
             next: Vec::new(),
@@ -54,7 +54,7 @@ impl Network {
 
     /// Adds the arc `from → to` with `capacity` (and its reverse, of capacity 0) to the
     /// network and to `residual`; returns the arc's index.
-    fn arc(&mut self, residual: &mut Vec<f64>, from: usize, to: usize, capacity: f64) -> usize {
+    pub(crate) fn arc(&mut self, residual: &mut Vec<f64>, from: usize, to: usize, capacity: f64) -> usize {
         let a = self.to.len();
         for (x, y, c) in [(from, to, capacity), (to, from, 0.0)] {
             self.to.push(y);
@@ -68,7 +68,7 @@ impl Network {
     /// Dinic's algorithm from `s` to `t` on the capacities `residual` (updated to the
     /// residual capacities); returns the value of the flow found (∞ if an
     /// infinite-capacity path exists).
-    fn max_flow(&self, residual: &mut [f64], s: usize, t: usize, eps: f64) -> f64 {
+    pub(crate) fn max_flow(&self, residual: &mut [f64], s: usize, t: usize, eps: f64) -> f64 {
         let n = self.head.len();
         let mut total = 0.0;
         let mut level = vec![usize::MAX; n];
