@@ -190,14 +190,15 @@ fn model_md_device_set_as_a_cluster_matches_the_dp() {
 
 /// Stopped by the ideal limit (`--max-ideals 1`, so no DAG qualifies) the DP keeps the
 /// optimum over one topological order's prefixes: a checked plan no better than the true
-/// optimum (brute force), with a lower bound no higher than it; stopped by the clock before
-/// that plan exists, it returns no plan and says why.
+/// optimum (brute force), with a lower bound no higher than it, unless that plan meets the
+/// lower bounds and is proven optimal (then it equals the brute force); stopped by the
+/// clock before
 #[test]
 fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
     use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
     use dnnplace::solve::StopReason;
-    let (mut kept, mut refused) = (0, 0);
-    for seed in 0..200 {
+    let (mut kept, mut refused, mut proven) = (0, 0, 0);
+    for seed in 0..300 {
         let Some(base) = random_workload(
             seed,
             Shape {
@@ -229,6 +230,12 @@ fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
             ..Limits::default()
         };
         match plan_on_cluster(&w, &limits, ClusterMethod::Dp, Tracking::Best) {
+            // The prefixes' plan met the lower bounds: optimal without any ideal.
+            Ok(p) if p.stopped.is_none() => {
+                let best = p.best.expect("a proven plan");
+                assert!(close(best.value, optimum), "seed {seed}: proven {} vs {optimum}", best.value);
+                proven += 1;
+            }
             Ok(p) => {
                 assert_eq!(
                     p.stopped,
@@ -271,7 +278,10 @@ fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
             "seed {seed}"
         );
     }
-    assert!(kept > 50, "only {kept} plans kept ({refused} refused)");
+    assert!(
+        kept > 50 && proven > 10,
+        "only {kept} plans kept ({refused} refused, {proven} proven)"
+    );
 }
 
 /// The greedy chain (the plan when the DP stops without one): every plan it returns is

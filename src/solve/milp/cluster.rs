@@ -31,7 +31,7 @@
 //!             i[τ,d] ≤ x[w,d] (w ∈ R),  s[τ,d] ≥ x[p,d] − i[τ,d]       priced t_{H_μ}(τ)
 //! load        τ ≥ Σ_g x_{t(d)}(g) x[g,d] + Σ_τ (price · indicator)     every device d
 //!             (x_{t}(g): the unit's nodes' times on type t; cpuLatency on a CPU)
-//! objective   minimise τ,  τ ≥ LB (the cluster volume bound, the star bound below, and
+//! objective   minimise τ,  τ ≥ LB (the cluster volume bound, the set bound below, and
 //!             the DP's bound in the contiguous space)
 //! sync        F ≥ FW(d), B ≥ BW(d) instead (compute by the nodes' side, a transfer on
 //!             the side of its producing nodes: transfers are then kept apart by side),
@@ -58,14 +58,11 @@
 //! `i ≤ x[w,d]` (`i` has no other row, so `i = min` at the least `s`). A node whose
 //! successors are all in its own unit never moves and is no transfer.
 //!
-//! **The star bound.** The device `d` holding unit `g` pays `x_d(g)` and, for each
-//! producer unit `p` of a transfer into `g`, either receives those transfers (at least
-//! `r(p,g,d)`, the cheapest price of the table over the places other than `d` that exist:
-//! another machine, another CPU core or accelerator of `d`'s machine) or holds `p` too
-//! (`x_d(p)`); distinct producers are distinct units, so these add up:
-//! `TPS ≥ max_g min_{d: g fits d} (x_d(g) + Σ_p min(r(p,g,d), x_d(p)))`. It contains the
-//! largest unit's cheapest time, and holds for every plan (contiguous or not, and for
-//! `max FW + max BW ≥ TPS`).
+//! **The set bound** ([`crate::solve::cluster::set_bound`]): the device `d` holding unit
+//! `g` holds some set `S ∋ g` and pays at least its compute and the transfers `S`
+//! receives (at the cheapest price of a place other than `d` that exists) and sends, so
+//! `TPS ≥ max_g min_d min_{S ∋ g} load_d(S)`, one minimum cut per unit and device class.
+//! It holds for every plan (contiguous or not, and for `max FW + max BW ≥ TPS`).
 //!
 //! **Contiguous plans** (`contiguous`), the cluster DP's plan space as
 //! [`crate::score::cluster`] checks it: every device's set contiguous (units::contiguity,
@@ -98,7 +95,6 @@
 //! of `|U| + 4|X|` nonzeros; symmetry `|U|` prefix columns and `2|U|` rows of ≤ 3
 //! nonzeros per device after the first of its group. Contiguous: `+ |D|·(|U| + 2|A|)`
 //! reach rows, `|D|·(2|U| + |A|)` position rows and `|A|·|M|(|M| − 1)` machine-order rows.
-//! The star bound is O(|X|·r̄·|D| + |U|·|D|).
 
 use std::collections::HashMap;
 use std::time::Instant;
