@@ -192,7 +192,7 @@ fn model_md_device_set_as_a_cluster_matches_the_dp() {
 /// optimum over one topological order's prefixes: a checked plan no better than the true
 /// optimum (brute force), with a lower bound no higher than it, unless that plan meets the
 /// lower bounds and is proven optimal (then it equals the brute force); stopped by the
-/// clock before
+/// clock before that plan exists, it returns no plan and says why.
 #[test]
 fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
     use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
