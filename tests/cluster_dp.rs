@@ -233,7 +233,11 @@ fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
             // The prefixes' plan met the lower bounds: optimal without any ideal.
             Ok(p) if p.stopped.is_none() => {
                 let best = p.best.expect("a proven plan");
-                assert!(close(best.value, optimum), "seed {seed}: proven {} vs {optimum}", best.value);
+                assert!(
+                    close(best.value, optimum),
+                    "seed {seed}: proven {} vs {optimum}",
+                    best.value
+                );
                 proven += 1;
             }
             Ok(p) => {

@@ -105,7 +105,12 @@ fn the_set_bound_is_below_every_plan_and_meets_the_per_class_oracle() {
                 let nodes: Vec<usize> = (0..w.len()).filter(|&v| class[v] == c).collect();
                 let cpu: f64 = nodes.iter().map(|&v| w.node(v).cpu_latency).sum();
                 (0..cluster.accelerators().len())
-                    .map(|i| nodes.iter().map(|&v| costs.compute(&w, v, Device::Accelerator(i))).sum())
+                    .map(|i| {
+                        nodes
+                            .iter()
+                            .map(|&v| costs.compute(&w, v, Device::Accelerator(i)))
+                            .sum()
+                    })
                     .chain((!cluster.cpu_machines().is_empty()).then_some(cpu))
                     .fold(f64::INFINITY, f64::min)
             })
@@ -121,5 +126,7 @@ fn the_set_bound_is_below_every_plan_and_meets_the_per_class_oracle() {
         above_cheapest * 4 >= checked,
         "the set bound was above the cheapest time on {above_cheapest} of {checked} instances"
     );
-    eprintln!("{checked} instances: met the oracle {met}, above the cheapest time {above_cheapest}");
+    eprintln!(
+        "{checked} instances: met the oracle {met}, above the cheapest time {above_cheapest}"
+    );
 }

@@ -241,7 +241,11 @@ pub fn plan_on_cluster(
                     r.best = Some((c.value, c.placement));
                 }
             }
-            if let Some((v, _)) = r.best.as_ref().filter(|b| r.stopped.is_some() && meets(b.0)) {
+            if let Some((v, _)) = r
+                .best
+                .as_ref()
+                .filter(|b| r.stopped.is_some() && meets(b.0))
+            {
                 r.lower_bound = *v;
                 r.stopped = None;
             }

@@ -212,8 +212,9 @@ pub fn set_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
                 .iter()
                 .map(|g| match ty {
                     None => g.nodes.iter().map(|&v| w.node(v).cpu_latency).sum(),
-                    Some(t) if g.supported_on_accelerator
-                        && g.size_bytes <= cluster.types()[t].memory_bytes =>
+                    Some(t)
+                        if g.supported_on_accelerator
+                            && g.size_bytes <= cluster.types()[t].memory_bytes =>
                     {
                         g.nodes.iter().map(|&v| costs.time(t, v)).sum()
                     }
@@ -224,9 +225,16 @@ pub fn set_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
         }
     }
     let cheapest: Vec<f64> = (0..units.len())
-        .map(|g| classes.iter().map(|c| c.compute[g]).fold(f64::INFINITY, f64::min))
+        .map(|g| {
+            classes
+                .iter()
+                .map(|c| c.compute[g])
+                .fold(f64::INFINITY, f64::min)
+        })
         .collect();
-    let mut order: Vec<usize> = (0..units.len()).filter(|&g| cheapest[g].is_finite()).collect();
+    let mut order: Vec<usize> = (0..units.len())
+        .filter(|&g| cheapest[g].is_finite())
+        .collect();
     order.sort_by(|&a, &b| cheapest[b].total_cmp(&cheapest[a]));
     let mut bound = 0.0f64;
     for g in order {

@@ -35,7 +35,6 @@ pub fn transfers(
     group_of: &[usize],
     by_side: bool,
 ) -> Vec<Transfer> {
-
     let machines = costs.cluster().machines().len();
     let mut index: HashMap<(usize, Vec<usize>, bool), usize> = HashMap::new();
     let mut out: Vec<Transfer> = Vec::new();

@@ -54,7 +54,13 @@ impl Network {
 
     /// Adds the arc `from → to` with `capacity` (and its reverse, of capacity 0) to the
     /// network and to `residual`; returns the arc's index.
-    pub(crate) fn arc(&mut self, residual: &mut Vec<f64>, from: usize, to: usize, capacity: f64) -> usize {
+    pub(crate) fn arc(
+        &mut self,
+        residual: &mut Vec<f64>,
+        from: usize,
+        to: usize,
+        capacity: f64,
+    ) -> usize {
         let a = self.to.len();
         for (x, y, c) in [(from, to, capacity), (to, from, 0.0)] {
             self.to.push(y);
