@@ -729,8 +729,21 @@ fn interleaved_memory_text(
                 )
             })
             .collect();
+        let recomputes = if d.recomputes {
+            let inputs: Vec<String> = d
+                .chunk_input_bytes
+                .iter()
+                .map(|&b| human_bytes(b))
+                .collect();
+            format!(
+                "   (recomputes: keeps each chunk's input ({}) per micro-batch in flight, a chunk's stash only during its backward pass)",
+                inputs.join(", ")
+            )
+        } else {
+            String::new()
+        };
         out += &format!(
-            "{:<8}  {}   {} + peak {} = {}\n",
+            "{:<8}  {}   {} + peak {} = {}{recomputes}\n",
             d.device.to_string(),
             parts.join(" | "),
             human_bytes(d.resident_bytes),
@@ -762,6 +775,9 @@ fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_j
             if d.recomputes {
                 v["recomputes"] = serde_json::json!(true);
                 v["inputBytes"] = serde_json::json!(d.input_bytes);
+                if !d.chunk_input_bytes.is_empty() {
+                    v["chunkInputBytes"] = serde_json::json!(d.chunk_input_bytes);
+                }
             }
             v
         }).collect::<Vec<_>>(),

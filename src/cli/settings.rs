@@ -27,7 +27,7 @@
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
 //! | `--schedule S` | gpipe, 1f1b, interleaved[:v] | gpipe and 1f1b: `--method dp`, `auto` (which then runs the exact DP) or `ip`; interleaved:v puts v chunks on each accelerator, not one contiguous stage: `--method ip` or `auto` (which then runs the interleaved IP), `m` a multiple of the accelerators k; other methods refused, or with `--report` only simulated (a note says so) |
-//! | `--recompute R` | none, auto | needs `--schedule` gpipe or 1f1b: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute, and under interleaved its memory is priced per chunk (refused); not with `--cluster` (its planner does not price a schedule's memory) |
+//! | `--recompute R` | none, auto | needs `--schedule`: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute; under interleaved an accelerator recomputes all its chunks or none (`--method ip` or `auto`); not with `--cluster` (its planner does not price a schedule's memory) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
@@ -43,7 +43,6 @@ use super::{
 };
 use crate::costmodel::onnx::ImportOptions;
 use crate::costmodel::DType;
-use crate::model::recompute::Recompute;
 use crate::model::schedule::{Pipeline, Schedule};
 use crate::model::{DeviceSet, Workload};
 use crate::solve::budget::Budget;
@@ -351,7 +350,7 @@ fn pipeline_of(
     let Some(schedule) = flags.schedule else {
         return match flags.recompute {
             Some(r) => Err(CliError::Input(format!(
-                "--recompute {r} needs --schedule gpipe|1f1b: recomputation trades the activations a schedule keeps in flight for a second forward pass"
+                "--recompute {r} needs --schedule gpipe|1f1b|interleaved:v: recomputation trades the activations a schedule keeps in flight for a second forward pass"
             ))),
             None => Ok(None),
         };
@@ -366,11 +365,6 @@ fn pipeline_of(
     };
     if let Schedule::Interleaved { .. } = schedule {
         if matches!(method, MethodId::Ip | MethodId::Auto) {
-            if recompute == Recompute::Auto {
-                return Err(CliError::Input(format!(
-                    "--recompute auto with --schedule {schedule}: recomputation is planned for gpipe and 1f1b only (one stage per device); use --recompute none, or --schedule 1f1b"
-                )));
-            }
             return Ok(Some(Pipeline {
                 schedule,
                 micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES),

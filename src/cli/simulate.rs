@@ -101,7 +101,8 @@ pub struct SimulateArgs {
     pub devices: DeviceFlags,
     /// Activation recomputation: none (no device recomputes, whatever the plan says) or
     /// auto (an accelerator recomputes exactly where it does not fit otherwise at its
-    /// place in the chain, as plan --recompute auto chooses; gpipe and 1f1b) [default: as
+    /// place in the chain, as plan --recompute auto chooses; under interleaved, exactly
+    /// where its chunks do not fit otherwise) [default: as
     /// the plan file's per-device "recompute" says].
     #[arg(long, value_parser = parse_recompute, value_name = "none|auto")]
     pub recompute: Option<Recompute>,
@@ -169,7 +170,7 @@ fn page(
 }
 
 /// The plan with `simulate --recompute` applied: `none` clears the plan's marks, `auto`
-/// chooses them as the planner does (gpipe and 1f1b only).
+/// chooses them as the planner does.
 fn recomputed(
     w: &Workload,
     placement: Placement,
@@ -180,12 +181,6 @@ fn recomputed(
         None => Ok(placement),
         Some(Recompute::None) => Ok(placement.with_recompute(Vec::new())),
         Some(Recompute::Auto) => {
-            if let Schedule::Interleaved { .. } = flags.schedule {
-                return Err(CliError::Input(format!(
-                    "--recompute auto chooses by the memory of one stage per device (gpipe, 1f1b); with --schedule {} mark the recomputing devices in the plan file (\"recompute\": true)",
-                    flags.schedule
-                )));
-            }
             let pipeline = Pipeline {
                 schedule: flags.schedule,
                 micro_batches: flags.micro_batches,

@@ -49,11 +49,25 @@
 //! ```
 //!
 //! `peak_d` being the exact peak of the device's order replayed with those stashes
-//! ([`crate::model::schedule::peak_stash_bytes`]). O(n + m_E + p·m·v).
+//! ([`crate::model::schedule::peak_stash_bytes`]). An accelerator that the placement marks
+//! as recomputing (all its chunks; [`crate::model::recompute`], "Under interleaved") holds
+//! instead
+//!
+//! ```text
+//! mem_r(d) = Σ_{v on d} resident(v) + max_β ( a_{c_β} + Σ_c n^β_c · i_c )
+//! ```
+//!
+//! over its backward steps `β` (`n^β` the chunk inputs held then, `i_c` chunk c's stage
+//! input, [`crate::model::recompute::chunk_inputs`]): the exact peak of the replay in which
+//! chunk c's input is held from its forward step to its backward step and its stash only
+//! during the backward step, at most `max_c a_c + peak_d(i_0, …, i_{v−1})`.
+//! O(n + m_E + p·m·v²).
 
 use std::collections::HashMap;
 
-use crate::model::recompute::{stage_bytes, stage_inputs};
+use crate::model::recompute::{
+    chunk_inputs, interleaved_recompute_peak, stage_bytes, stage_inputs,
+};
 use crate::model::schedule::{held_bytes, in_flight, peak_stash_bytes, Pipeline, Schedule};
 use crate::model::{Device, Placement, Workload};
 
@@ -75,7 +89,8 @@ pub struct DeviceMemory {
     /// Micro-batches in flight at the stage.
     pub in_flight: usize,
     /// `resident + in_flight · stash`, or `resident + stash + in_flight · input` when it
-    /// recomputes; interleaved: `resident + peak` over its chunks' stashes.
+    /// recomputes; interleaved: `resident + peak` over its chunks' stashes, or `mem_r(d)`
+    /// of the module doc when it recomputes.
     pub bytes: f64,
     /// Interleaved only: the stash of each chunk per micro-batch, bytes (empty otherwise);
     /// `stash_bytes` is their sum, `stage` the device's index `d` (chunk `c` is stage
@@ -83,6 +98,9 @@ pub struct DeviceMemory {
     pub chunk_stash_bytes: Vec<f64>,
     /// Interleaved only: the number of nodes in each chunk (empty otherwise).
     pub chunk_nodes: Vec<usize>,
+    /// Interleaved only: each chunk's stage input `i_c`, bytes (empty otherwise);
+    /// `input_bytes` is their sum.
+    pub chunk_input_bytes: Vec<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -99,7 +117,7 @@ pub enum PipelineMemoryError {
     Chunks(#[from] crate::score::contiguity::ChunkChainError),
     #[error("{0}")]
     Schedule(#[from] crate::model::schedule::ScheduleError),
-    #[error("{device} is marked to recompute its activations; under {schedule} nothing recomputes (the planner and the scorer price recomputation for one stage per device)")]
+    #[error("{device} is marked to recompute its activations; under {schedule} only accelerators hold chunks, and only they recompute")]
     RecomputeInterleaved { device: Device, schedule: Schedule },
     #[error("no order of the plan's {stages} stages fits every accelerator's memory; {device} would need {bytes} bytes at stage {stage}")]
     NoOrderFits {
@@ -126,8 +144,9 @@ pub fn pipeline_memory(
 
 /// Under `interleaved:v` (module documentation): every accelerator's memory, accelerators
 /// holding nodes in order; an error naming the node when a node is on a CPU, past the last
-/// chunk, or its stage breaks the chain of ideals, or when the plan marks a device as
-/// recomputing. It does not compare with the memory limit (the caller does).
+/// chunk, or its stage breaks the chain of ideals, or when the plan marks a CPU core as
+/// recomputing. An accelerator the plan marks recomputes all its chunks. It does not
+/// compare with the memory limit (the caller does).
 pub fn interleaved_memory(
     w: &Workload,
     p: &Placement,
@@ -136,7 +155,7 @@ pub fn interleaved_memory(
     let schedule = pipeline.schedule;
     let v = schedule.chunks();
     let k = w.devices().accelerators;
-    if let Some(&device) = p.recompute.first() {
+    if let Some(&device) = p.recompute.iter().find(|d| !d.is_accelerator()) {
         return Err(PipelineMemoryError::RecomputeInterleaved { device, schedule });
     }
     crate::score::contiguity::interleaved_stages(w, p, k, v)?;
@@ -153,20 +172,32 @@ pub fn interleaved_memory(
         chunk_stash[d][p.chunk(node)] += h.stash_bytes;
         chunk_nodes[d][p.chunk(node)] += 1;
     }
+    let inputs = chunk_inputs(w, p);
+    let m = pipeline.micro_batches;
     let mut out = Vec::new();
     for d in (0..k).filter(|&d| used[d]) {
-        let peak = peak_stash_bytes(schedule, k, pipeline.micro_batches, d, &chunk_stash[d])?;
+        let device = Device::Accelerator(d);
+        let input: Vec<f64> = (0..v)
+            .map(|c| inputs.get(&(device, c)).copied().unwrap_or(0.0))
+            .collect();
+        let recomputes = p.recomputes(device);
+        let peak = if recomputes {
+            interleaved_recompute_peak(schedule, k, m, d, &chunk_stash[d], &input)?
+        } else {
+            peak_stash_bytes(schedule, k, m, d, &chunk_stash[d])?
+        };
         out.push(DeviceMemory {
-            device: Device::Accelerator(d),
+            device,
             resident_bytes: resident[d],
             stash_bytes: chunk_stash[d].iter().sum(),
-            recomputes: false,
-            input_bytes: 0.0,
+            recomputes,
+            input_bytes: input.iter().sum(),
             stage: d,
             in_flight: in_flight(schedule, k, pipeline.micro_batches, d),
             bytes: resident[d] + peak,
             chunk_stash_bytes: std::mem::take(&mut chunk_stash[d]),
             chunk_nodes: std::mem::take(&mut chunk_nodes[d]),
+            chunk_input_bytes: input,
         });
     }
     Ok(out)
@@ -179,15 +210,24 @@ pub fn interleaved_memory(
 /// `s ≥ min(r_d, r'_d)` (the first places where it fits holding its stash and recomputing;
 /// both tests are monotone in `s`), so the earliest-deadline rule with that release decides
 /// exactly whether some order and choice fit; a device then recomputes iff its place is
-/// before `r_d`. An error when no order fits even so.
+/// before `r_d`. An error when no order fits even so. Under interleaved every device's
+/// place is its own (its chunks' stages), so each accelerator recomputes exactly when it
+/// does not fit holding its stashes and fits recomputing; the caller checks the fit.
 pub fn recompute_where_needed(
     w: &Workload,
     p: &Placement,
     pipeline: &Pipeline,
 ) -> Result<Placement, PipelineMemoryError> {
     if let Schedule::Interleaved { .. } = pipeline.schedule {
-        interleaved_memory(w, &p.clone().with_recompute(Vec::new()), pipeline)?;
-        return Ok(p.clone().with_recompute(Vec::new()));
+        let limit = w.devices().memory_per_accelerator_bytes * (1.0 + 1e-9);
+        let held = interleaved_memory(w, &p.clone().with_recompute(Vec::new()), pipeline)?;
+        let all: Vec<Device> = held.iter().map(|d| d.device).collect();
+        let recomputing = interleaved_memory(w, &p.clone().with_recompute(all), pipeline)?;
+        let recompute = (held.iter().zip(&recomputing))
+            .filter(|(h, r)| h.bytes > limit && r.bytes <= limit)
+            .map(|(h, _)| h.device)
+            .collect();
+        return Ok(p.clone().with_recompute(recompute));
     }
     let memory = chain_memory(w, p, pipeline, true)?;
     let recompute = memory
@@ -304,6 +344,7 @@ fn chain_memory(
                 bytes: stage_bytes(resident[d], stash[d], input[d], in_flight, recomputes[d]),
                 chunk_stash_bytes: Vec::new(),
                 chunk_nodes: Vec::new(),
+                chunk_input_bytes: Vec::new(),
             }
         })
         .collect())

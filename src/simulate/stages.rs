@@ -51,6 +51,9 @@
 //! its first forward piece. On a contiguous plan (one forward and one backward piece per
 //! device) the peak is then `resident + A + c·In`, the scorer's figure. A forward piece
 //! that no backward piece frees (inference) runs its compute again in its own task.
+//! With explicit chunks (below) each chunk recomputes on its own: chunk c's input `i_c`
+//! (`crate::model::recompute::chunk_inputs`) is put on its first forward piece, so the
+//! device's peak is the scorer's `mem_r(d)` under the interleaved schedule.
 //!
 //! **Explicit chunks** ([`cut_chunks`]). A plan made for the interleaved schedule says
 //! which chunk of its accelerator each node is in ([`Placement::chunk`]); its stages are
@@ -328,7 +331,7 @@ pub fn cut_chunks(
     attach_stash_releases(w, &piece_of, &mut pieces, chunks.is_some());
     attribute_stashes(memory, &piece_of, &mut pieces, positions, chunks.is_some());
     if !p.recompute.is_empty() {
-        recompute_stashes(w, p, &mut pieces, positions);
+        recompute_stashes(w, p, &mut pieces, positions, chunks);
     }
     Stages {
         pieces,
@@ -338,9 +341,17 @@ pub fn cut_chunks(
 }
 
 /// Moves the stashes of recomputing accelerators to their backward pieces (module doc,
-/// "Recomputation").
-fn recompute_stashes(w: &Workload, p: &Placement, pieces: &mut [Piece], positions: usize) {
+/// "Recomputation"); with explicit `chunks`, each chunk's input `i_c` goes on the chunk's
+/// first forward piece (held until the chunk's backward ends).
+fn recompute_stashes(
+    w: &Workload,
+    p: &Placement,
+    pieces: &mut [Piece],
+    positions: usize,
+    chunks: Option<Chunks>,
+) {
     let inputs = crate::model::recompute::stage_inputs(w, p);
+    let chunk_inputs = chunks.map(|_| crate::model::recompute::chunk_inputs(w, p));
     let rank = |pieces: &[Piece], x: usize| rank_in_micro_batch(&pieces[x], x, positions);
     for &d in p.recompute.iter().filter(|d| d.is_accelerator()) {
         let mut forward: Vec<usize> = (0..pieces.len())
@@ -359,8 +370,23 @@ fn recompute_stashes(w: &Workload, p: &Placement, pieces: &mut [Piece], position
             pieces[target].transient_bytes += stash;
             pieces[target].recompute_ms += compute;
         }
-        if let Some(&first) = forward.first() {
-            pieces[first].stash_bytes = inputs.get(&d).copied().unwrap_or(0.0);
+        match (chunks, &chunk_inputs) {
+            (Some(c), Some(chunk_inputs)) => {
+                let mut done: Vec<usize> = Vec::new();
+                for &f in &forward {
+                    let position = pieces[f].position;
+                    if !done.contains(&position) {
+                        done.push(position);
+                        let key = (d, position / c.devices);
+                        pieces[f].stash_bytes = chunk_inputs.get(&key).copied().unwrap_or(0.0);
+                    }
+                }
+            }
+            _ => {
+                if let Some(&first) = forward.first() {
+                    pieces[first].stash_bytes = inputs.get(&d).copied().unwrap_or(0.0);
+                }
+            }
         }
     }
 }

@@ -44,7 +44,41 @@
 //! **Loads** are per device (the union of its chunks), MODEL.md's load: the cut rows see
 //! `D`, which is integral at integral Y. The bound `LB` is that of every assignment of
 //! the groups to k accelerators (the non-contiguous plans, of which the interleaved ones
-//! are a subset). No big-M appears anywhere.
+//! are a subset; recomputation only adds time, so it stays a bound).
+//!
+//! **Recomputation** (`--recompute auto`; [`crate::model::recompute`], "Under
+//! interleaved"): device d recomputes all its chunks or none. For every device whose
+//! memory rows can bind, `ρ_d ∈ {0,1}` and `R[g,t] = A[g,t]·ρ_d` for its stages t,
+//! linearised exactly (`R ≤ A`, `R ≤ ρ_d`, `R ≥ A + ρ_d − 1`; A is integral at integral
+//! Y), so that `A − R` is the part held when it does not recompute and `R` the part when
+//! it does; the rows above become, with `in[u,t] ≥ R[x,t] − A[u,t]` for every forward edge
+//! `u → x` between groups with `b_u > 0` (`in ≥ 0`; at least "u's tensor enters stage t of
+//! a recomputing device", exact at the optimum of any row it is in: it only appears with a
+//! positive coefficient in `≤` rows) and `i_t = Σ_u b_u in[u,t]`:
+//!
+//! ```text
+//! add_memory     Σ_c Σ_g (r_g + n_c·S_g)·(A − R)[g, c·p + d] ≤ M          n ∈ N_d
+//!                Σ_{c'} Σ_g (r_g + [c' = c]·S_g)·R[g, c'·p + d]
+//!                    + Σ_{c'} n_{c'}·i_{c'·p+d} ≤ M                      n ∈ N^B_{d,c}, every c
+//! add_loads      τ ≥ load(d) + Σ_t Σ_g F_g R[g,t]   (t over d's stages)
+//! ```
+//!
+//! with `N^B_{d,c}` the maximal held-input vectors of d's backward steps of chunk c
+//! ([`crate::model::recompute::backward_input_vectors`]; a dominated vector never gives
+//! the maximum, as `i ≥ 0`) and `F_g` the group's forward accelerator time. At ρ_d = 0,
+//! `R = 0` and `in = 0` satisfy the recompute rows and the held rows are the rows above;
+//! at ρ_d = 1, `A − R = 0` and the recompute rows are exactly `mem_r(d) ≤ M`. The product
+//! columns take the place of big-M terms: no big-M appears anywhere. A device whose held
+//! rows cannot bind (each group in its largest term fits) gets no ρ_d: recomputing only
+//! adds time there. A device with ρ_d also gets MODEL.md's rule
+//!
+//! ```text
+//! add_size_row   Σ_g size_g·D[g,d] ≤ M
+//! ```
+//!
+//! which every plan obeys (the evaluator checks it: [`crate::score::evaluate`]) and the
+//! held rows imply (the schedule holds every chunk's stash at once after its warm-up), but
+//! `mem_r(d)` may be below it: a recomputing device never holds two chunks' stashes at once.
 //!
 //! Warm start: the best valid plan among the held plan of [`super::presolve`] (the
 //! better of two DP plans made with GPipe's `m` stashes everywhere: on the k accelerators
@@ -55,15 +89,22 @@
 //! Extraction ([`Interleaved::placement`]): each group on the first stage whose ideal
 //! holds it, stage t being chunk `⌊t/p⌋` of accelerator `t mod p`.
 //!
+//! Warm values set `ρ_d` from the plan's recompute marks (a held plan that does not fit
+//! holding its stashes is marked by [`crate::score::recompute_where_needed`] first).
+//!
 //! Size: `T·U` binaries, `(T + p)·U` continuous, `p·H` cut columns for U groups and H
-//! hyperedges; O(T·(U + A) + p·Σ|T_e| + p·|N|·T·U) rows and nonzeros.
+//! hyperedges; O(T·(U + A) + p·Σ|T_e| + p·|N|·T·U) rows and nonzeros. With
+//! recomputation `p` more binaries, `T·(U + I)` more columns for I producer nodes and
+//! O(T·(U + Σ readers) + p·v·|N^B|·T·(U + I)) more rows and nonzeros.
 
 use std::time::Instant;
 
+use super::stages::{recompute_data, RecomputeData};
 use super::throughput::{Load, LoadObjective};
 use super::units::{ideal_chain, units};
 use super::{finish, run_to_bound, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
+use crate::model::recompute::{backward_input_vectors, Recompute};
 use crate::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedule};
 use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::{Outcome, Problem, SolveError, Stats, Status};
@@ -132,10 +173,34 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let stash: Vec<f64> = (units.groups.iter())
         .map(|g| g.nodes.iter().map(|&x| held[x].stash_bytes).sum())
         .collect();
+    let recompute = (pipeline.recompute == Recompute::Auto).then(|| recompute_data(&units, w));
     let mut memory_rows = 0;
+    let mut rho = Vec::with_capacity(p);
     for (d, vectors) in vectors.iter().enumerate() {
-        model.add_loads(&mut b, d, &hyperedges, &objective, &mut all);
-        memory_rows += model.add_memory(&mut b, d, vectors, &stash);
+        let recomputed = match &recompute {
+            Some(data) if model.held_binds(vectors, &stash) => {
+                let inputs =
+                    backward_input_vectors(pipeline.schedule, p, pipeline.micro_batches, d)
+                        .map_err(|e| SolveError::Unsupported {
+                            method: "ip".into(),
+                            what: format!("{} with these sizes: {e}", pipeline.schedule),
+                        })?;
+                let r = model.add_recompute(&mut b, d, &inputs, &stash, data);
+                memory_rows += r.rows + model.add_size_row(&mut b, d);
+                Some(r)
+            }
+            _ => None,
+        };
+        memory_rows += model.add_memory(&mut b, d, vectors, &stash, recomputed.as_ref());
+        model.add_loads(
+            &mut b,
+            d,
+            &hyperedges,
+            &objective,
+            &mut all,
+            recomputed.as_ref(),
+        );
+        rho.push(recomputed.map(|r| r.rho));
     }
     if problem.limits.ip.capacity_rows {
         objective.add_capacity_rows(&mut b, &all, p as f64);
@@ -150,7 +215,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         .filter_map(|placement| super::candidate(problem, placement, "split"))
         .chain(held)
         .min_by(|a, b| a.score.total_cmp(&b.score));
-    let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement));
+    let warm_values = warm
+        .as_ref()
+        .and_then(|c| model.warm_values(&c.placement, &rho));
     stats.notes.push(format!(
         "{} groups, {p} devices x {v} chunks = {} stages, {} hyperedges, {memory_rows} memory rows, {} columns, {} rows",
         units.len(),
@@ -164,7 +231,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let from_ip = solved
         .columns
         .as_ref()
-        .map(|values| model.placement(values));
+        .map(|values| model.placement(values, &rho));
     finish(problem, &solved, from_ip, warm, stats, started)
 }
 
@@ -415,43 +482,77 @@ impl<'a> Interleaved<'a> {
         hyperedges: &[Hyperedge],
         objective: &LoadObjective,
         all: &mut Load,
+        recomputed: Option<&Recomputed>,
     ) {
         let mut load = Load::compute(self.units, &self.dev[d], |unit| {
             (unit.fpga_latency, unit.forward_fpga_latency)
         });
         load.add_communication(b, hyperedges, &self.dev[d]);
+        for &term in recomputed.iter().flat_map(|r| &r.time) {
+            load.total.push(term);
+            load.backward.push(term);
+        }
         all.extend(&load);
         objective.add_load_rows(b, load);
     }
 
+    /// The held bytes of group g in chunk c with `count` stashes in flight, `r_g + count·S_g`
+    /// (clamped to 2M: such a group cannot be in that chunk).
+    fn held(&self, g: usize, stash: &[f64], count: usize) -> f64 {
+        let unit = &self.units[g];
+        (unit.size_bytes - stash[g] + count as f64 * stash[g]).min(2.0 * self.memory)
+    }
+
+    /// Whether some held row of a device can bind: some `n` in `vectors` where the groups,
+    /// each in its largest term, exceed M.
+    fn held_binds(&self, vectors: &[Vec<usize>], stash: &[f64]) -> bool {
+        vectors.iter().any(|n| {
+            (0..self.units.len())
+                .filter(|&g| self.units[g].fits_accelerator(self.memory))
+                .map(|g| {
+                    n.iter()
+                        .map(|&k| self.held(g, stash, k))
+                        .fold(0.0, f64::max)
+                })
+                .sum::<f64>()
+                > self.memory
+        })
+    }
+
     /// `Σ_c Σ_g (r_g + n_c·S_g)·A[g, c·p + d] ≤ M` for every `n` in `vectors` (coefficients
-    /// above M clamped to 2M: such a group cannot be in that chunk); a row is left out
-    /// when it cannot bind (each group in its largest term still fits). Returns the rows
-    /// added.
+    /// above M clamped to 2M: such a group cannot be in that chunk), `A − R` in place of A
+    /// when the device may recompute (`recomputed`); a row is left out when it cannot bind
+    /// (each group in its largest term still fits). Returns the rows added.
     fn add_memory(
         &self,
         b: &mut Builder,
         d: usize,
         vectors: &[Vec<usize>],
         stash: &[f64],
+        recomputed: Option<&Recomputed>,
     ) -> usize {
         let p = self.devices;
         let mut rows = 0;
         for n in vectors {
             let mut terms = Vec::new();
             let mut most = 0.0;
-            for (g, (unit, &s)) in self.units.groups.iter().zip(stash).enumerate() {
-                if !unit.fits_accelerator(self.memory) {
+            for g in 0..self.units.len() {
+                if !self.units[g].fits_accelerator(self.memory) {
                     continue;
                 }
-                let bytes =
-                    |count: usize| (unit.size_bytes - s + count as f64 * s).min(2.0 * self.memory);
                 for (c, &count) in n.iter().enumerate() {
-                    if bytes(count) > 0.0 {
-                        terms.push((self.acc[c * p + d][g], bytes(count)));
+                    let bytes = self.held(g, stash, count);
+                    if bytes > 0.0 {
+                        terms.push((self.acc[c * p + d][g], bytes));
+                        if let Some(r) = recomputed.and_then(|r| r.r[c][g]) {
+                            terms.push((r, -bytes));
+                        }
                     }
                 }
-                most += n.iter().map(|&count| bytes(count)).fold(0.0, f64::max);
+                most += n
+                    .iter()
+                    .map(|&count| self.held(g, stash, count))
+                    .fold(0.0, f64::max);
             }
             if most > self.memory {
                 b.le(&terms, self.memory);
@@ -461,9 +562,112 @@ impl<'a> Interleaved<'a> {
         rows
     }
 
+    /// MODEL.md's rule `Σ_g size_g D[g,d] ≤ M` (coefficients clamped to 2M), which the
+    /// held rows imply but a recomputing device's rows do not (module docs); left out when
+    /// it cannot bind. Returns the rows added.
+    fn add_size_row(&self, b: &mut Builder, d: usize) -> usize {
+        let terms: Vec<(Var, f64)> = (0..self.units.len())
+            .filter(|&g| {
+                self.units[g].fits_accelerator(self.memory) && self.units[g].size_bytes > 0.0
+            })
+            .map(|g| {
+                (
+                    self.dev[d][g],
+                    self.units[g].size_bytes.min(2.0 * self.memory),
+                )
+            })
+            .collect();
+        if terms.iter().map(|&(_, c)| c).sum::<f64>() > self.memory {
+            b.le(&terms, self.memory);
+            return 1;
+        }
+        0
+    }
+
+    /// Device d's recomputation (module docs): `ρ_d`, the products `R[g, c·p + d]` with
+    /// their three rows, the stage-input columns `in[u, c·p + d]`, and one recompute row per
+    /// chunk c and maximal vector of `inputs[c]` (the held-input vectors of d's backward
+    /// steps of chunk c). Returns `ρ_d`, `R` and the time `Σ F_g R`.
+    fn add_recompute(
+        &self,
+        b: &mut Builder,
+        d: usize,
+        inputs: &[Vec<Vec<usize>>],
+        stash: &[f64],
+        data: &RecomputeData,
+    ) -> Recomputed {
+        let p = self.devices;
+        let v = self.stages() / p;
+        let rho = b.binary(0.0, true);
+        let fits = |g: usize| self.units[g].fits_accelerator(self.memory);
+        let mut r = vec![vec![None; self.units.len()]; v];
+        let mut time = Vec::new();
+        for (c, row) in r.iter_mut().enumerate() {
+            for g in (0..self.units.len()).filter(|&g| fits(g)) {
+                let (a, rg) = (self.acc[c * p + d][g], b.continuous(0.0, 0.0, 1.0));
+                row[g] = Some(rg);
+                b.le(&[(rg, 1.0), (a, -1.0)], 0.0);
+                b.le(&[(rg, 1.0), (rho, -1.0)], 0.0);
+                b.le(&[(a, 1.0), (rho, 1.0), (rg, -1.0)], 1.0);
+                if data.forward[g] > 0.0 {
+                    time.push((rg, data.forward[g]));
+                }
+            }
+        }
+        // i_t = Σ_u b_u in[u,t] of chunk c's stage t = c·p + d.
+        let mut input_terms: Vec<Vec<(Var, f64)>> = vec![Vec::new(); v];
+        for (c, terms) in input_terms.iter_mut().enumerate() {
+            for (producer, readers, bytes) in &data.inputs {
+                if readers.iter().all(|&x| r[c][x].is_none()) {
+                    continue;
+                }
+                let column = b.continuous(0.0, 0.0, 1.0);
+                for &x in readers {
+                    let Some(rx) = r[c][x] else { continue };
+                    // in ≥ R[x,t] − A[u,t] (A[u,t] = 0 where u cannot be on an accelerator).
+                    let mut row = vec![(rx, 1.0), (column, -1.0)];
+                    if fits(*producer) {
+                        row.push((self.acc[c * p + d][*producer], -1.0));
+                    }
+                    b.le(&row, 0.0);
+                }
+                terms.push((column, *bytes));
+            }
+        }
+        let dominated =
+            |a: &Vec<usize>, o: &Vec<usize>| a != o && a.iter().zip(o).all(|(x, y)| x <= y);
+        let mut rows = 0;
+        for (c, vectors) in inputs.iter().enumerate() {
+            for n in vectors
+                .iter()
+                .filter(|n| !vectors.iter().any(|o| dominated(n, o)))
+            {
+                let mut terms = Vec::new();
+                for (c2, row) in r.iter().enumerate() {
+                    for (g, rg) in row.iter().enumerate() {
+                        let Some(rg) = *rg else { continue };
+                        let bytes = self.held(g, stash, usize::from(c2 == c));
+                        if bytes > 0.0 {
+                            terms.push((rg, bytes));
+                        }
+                    }
+                    for &(column, bytes) in &input_terms[c2] {
+                        let coefficient = (n[c2] as f64 * bytes).min(2.0 * self.memory);
+                        if coefficient > 0.0 {
+                            terms.push((column, coefficient));
+                        }
+                    }
+                }
+                b.le(&terms, self.memory);
+                rows += 1;
+            }
+        }
+        Recomputed { rho, r, time, rows }
+    }
+
     /// Values of the binaries (Y) for an interleaved `placement`; `None` if it splits a
     /// group between stages.
-    fn warm_values(&self, placement: &Placement) -> Option<Vec<f64>> {
+    fn warm_values(&self, placement: &Placement, rho: &[Option<Var>]) -> Option<Vec<f64>> {
         let p = self.devices;
         let mut values = Vec::with_capacity(self.units.len() * self.stages());
         for group in &self.units.groups {
@@ -477,12 +681,19 @@ impl<'a> Interleaved<'a> {
             }
             values.extend((0..self.stages()).map(|t| f64::from(t >= s)));
         }
+        // ρ_d (created device by device, after Y).
+        for (d, r) in rho.iter().enumerate() {
+            if r.is_some() {
+                values.push(f64::from(placement.recomputes(Device::Accelerator(d))));
+            }
+        }
         Some(values)
     }
 
     /// The plan of a solution: each group on the first stage whose ideal holds it, stage
-    /// t being chunk `⌊t/p⌋` of accelerator `t mod p`.
-    fn placement(&self, values: &[f64]) -> Placement {
+    /// t being chunk `⌊t/p⌋` of accelerator `t mod p`, the accelerators in use with
+    /// `ρ_d = 1` recomputing.
+    fn placement(&self, values: &[f64], rho: &[Option<Var>]) -> Placement {
         let on = |var: Var| values[var.index()] > 0.5;
         let p = self.devices;
         let stage: Vec<usize> = (self.y.iter())
@@ -495,8 +706,27 @@ impl<'a> Interleaved<'a> {
                 chunks[x] = stage[g] / p;
             }
         }
-        self.units.placement(&device).with_pieces(chunks)
+        let recompute = (rho.iter().enumerate())
+            .filter(|(d, r)| r.is_some_and(on) && device.contains(&Device::Accelerator(*d)))
+            .map(|(d, _)| Device::Accelerator(d))
+            .collect();
+        self.units
+            .placement(&device)
+            .with_pieces(chunks)
+            .with_recompute(recompute)
     }
+}
+
+/// A device's recomputation columns ([`Interleaved::add_recompute`]).
+struct Recomputed {
+    /// `ρ_d`.
+    rho: Var,
+    /// `r[c][g] = R[g, c·p + d]` (None where g cannot be on an accelerator).
+    r: Vec<Vec<Option<Var>>>,
+    /// `Σ_g F_g R[g,t]` over d's stages, as terms.
+    time: Vec<(Var, f64)>,
+    /// Recompute memory rows added.
+    rows: usize,
 }
 
 #[cfg(test)]

@@ -82,7 +82,6 @@ use highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
 
 use super::budget::{Budget, Exhausted};
 use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
-use crate::model::recompute::Recompute;
 use crate::model::Placement;
 use crate::score::evaluate;
 
@@ -139,12 +138,6 @@ impl Method for Ip {
                 return Err("a schedule's memory in non-contiguous plans (a schedule runs one contiguous stage per device; drop --non-contiguous)".into());
             }
             if problem.interleaved() {
-                if problem
-                    .pipeline
-                    .is_some_and(|p| p.recompute == Recompute::Auto)
-                {
-                    return Err("--recompute auto under the interleaved schedule (its memory is priced per chunk; recomputation is planned for gpipe and 1f1b only)".into());
-                }
                 let w = problem.workload;
                 if let Some(pipeline) = problem.pipeline {
                     crate::model::schedule::device_order(

@@ -287,27 +287,7 @@ impl<'a> Stages<'a> {
         if pipeline.recompute != Recompute::Auto {
             return None;
         }
-        let out = output_bytes(w);
-        let group = &self.units.group_of;
-        let mut inputs: Vec<(usize, Vec<usize>, f64)> = Vec::new();
-        for u in (0..w.len()).filter(|&u| out[u] > 0.0) {
-            let mut readers: Vec<usize> = w
-                .successors(u)
-                .iter()
-                .filter(|&&x| !w.node(x).is_backward && group[x] != group[u])
-                .map(|&x| group[x])
-                .collect();
-            readers.sort_unstable();
-            readers.dedup();
-            if !readers.is_empty() {
-                inputs.push((group[u], readers, out[u]));
-            }
-        }
-        let mut forward = vec![0.0; self.units.len()];
-        for v in (0..w.len()).filter(|&v| !w.node(v).is_backward) {
-            forward[group[v]] += w.node(v).fpga_latency;
-        }
-        Some(RecomputeData { inputs, forward })
+        Some(recompute_data(self.units, w))
     }
 
     /// `Σ_g size_g A[g,t] ≤ M` for stage t (when it can bind); under a schedule
@@ -516,13 +496,40 @@ impl<'a> Stages<'a> {
     }
 }
 
-/// What the recomputation rows read ([`Stages::recompute_data`]).
-struct RecomputeData {
+/// What the recomputation rows read: every forward edge `u → x` between groups with
+/// `b_u > 0` as `(u's group, x's groups, b_u)`, and each group's forward accelerator time
+/// `F_g` (also the interleaved IP's, [`super::interleaved`]).
+pub(super) fn recompute_data(units: &Grouping, w: &Workload) -> RecomputeData {
+    let out = output_bytes(w);
+    let group = &units.group_of;
+    let mut inputs: Vec<(usize, Vec<usize>, f64)> = Vec::new();
+    for u in (0..w.len()).filter(|&u| out[u] > 0.0) {
+        let mut readers: Vec<usize> = w
+            .successors(u)
+            .iter()
+            .filter(|&&x| !w.node(x).is_backward && group[x] != group[u])
+            .map(|&x| group[x])
+            .collect();
+        readers.sort_unstable();
+        readers.dedup();
+        if !readers.is_empty() {
+            inputs.push((group[u], readers, out[u]));
+        }
+    }
+    let mut forward = vec![0.0; units.len()];
+    for v in (0..w.len()).filter(|&v| !w.node(v).is_backward) {
+        forward[group[v]] += w.node(v).fpga_latency;
+    }
+    RecomputeData { inputs, forward }
+}
+
+/// What the recomputation rows read ([`recompute_data`]).
+pub(super) struct RecomputeData {
     /// `(producer group, reader groups, b_u)` of every forward node u with output bytes
     /// read by a forward node of another group.
-    inputs: Vec<(usize, Vec<usize>, f64)>,
+    pub inputs: Vec<(usize, Vec<usize>, f64)>,
     /// `F_g`: forward accelerator time per group.
-    forward: Vec<f64>,
+    pub forward: Vec<f64>,
 }
 
 /// A stage's recomputation choice and the time it adds.
