@@ -408,8 +408,7 @@ fn dnnplace() -> Command {
 }
 
 /// `plan --schedule interleaved:v` plans with ip and auto, writes the chunks, and the
-/// simulator's peaks equal the printed figures; dp, `--recompute auto` and a count of
-/// micro-batches that is not a multiple of the accelerators are refused with exit 2.
+/// simulator's peaks equal the printed figures; dp and a count of micro-batches that is not a multiple of the accelerators are refused with exit 2.
 #[test]
 fn command_line() {
     let dir = std::env::temp_dir().join(format!("dnnplace-interleaved-{}", std::process::id()));
@@ -427,10 +426,6 @@ fn command_line() {
     );
     for (args, needle) in [
         (vec!["--method", "dp"], "--method ip or auto"),
-        (
-            vec!["--method", "ip", "--recompute", "auto"],
-            "--recompute auto",
-        ),
         (
             vec!["--method", "ip", "--micro-batches", "6"],
             "multiple of the 4",
