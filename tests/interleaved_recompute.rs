@@ -149,9 +149,9 @@ fn brute_force(w: &Workload, pipeline: Pipeline, allow: bool) -> f64 {
                         forward += w.node(x).fpga_latency;
                     }
                 }
-                for c in 0..v {
+                for (c, input) in i.iter_mut().enumerate() {
                     let s = c * p + d;
-                    i[c] = (0..w.len())
+                    *input = (0..w.len())
                         .filter(|&u| stage(u) != s && b[u] > 0.0)
                         .filter(|&u| {
                             w.successors(u)
