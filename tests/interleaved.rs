@@ -7,7 +7,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{staged_workload, Staging};
+use common::{for_each_interleaved_chain, staged_workload, Staging};
 use dnnplace::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedule};
 use dnnplace::model::{Device, DeviceSet, Placement, Workload};
 use dnnplace::score::{device_loads, max_load, pipeline_memory};
@@ -70,72 +70,33 @@ fn peak_bytes(schedule: Schedule, p: usize, m: usize, d: usize, resident: f64, a
 fn brute_force(w: &Workload, pipeline: Pipeline) -> (f64, f64) {
     let p = w.devices().accelerators;
     let v = pipeline.schedule.chunks();
-    let stages = p * v;
     let limit = w.devices().memory_per_accelerator_bytes;
-    let mut classes: Vec<Option<i64>> = Vec::new();
-    let class_of: Vec<usize> = (0..w.len())
-        .map(|x| {
-            let key = w.node(x).color_class.or(Some(-1 - x as i64));
-            match classes.iter().position(|c| *c == key) {
-                Some(i) => i,
-                None => {
-                    classes.push(key);
-                    classes.len() - 1
-                }
-            }
-        })
-        .collect();
     let held = held_bytes(w);
-    let mut label = vec![0usize; classes.len()];
     let (mut best, mut unconstrained) = (f64::INFINITY, f64::INFINITY);
-    loop {
-        let stage = |x: usize| label[class_of[x]];
-        let chained = w.edges().iter().all(|e| {
-            w.node(e.from).is_backward || w.node(e.to).is_backward || stage(e.from) <= stage(e.to)
+    for_each_interleaved_chain(w, p, v, |stage, placement| {
+        let (tps, _) = max_load(&device_loads(w, &placement));
+        unconstrained = unconstrained.min(tps);
+        let fits = (0..p).all(|d| {
+            let mut a = vec![0.0; v];
+            let mut resident = 0.0;
+            for x in (0..w.len()).filter(|&x| stage[x] % p == d) {
+                resident += held[x].resident_bytes;
+                a[stage[x] / p] += held[x].stash_bytes;
+            }
+            peak_bytes(
+                pipeline.schedule,
+                p,
+                pipeline.micro_batches,
+                d,
+                resident,
+                &a,
+            ) <= limit * (1.0 + 1e-12)
         });
-        if chained {
-            let placement = Placement::new(
-                (0..w.len())
-                    .map(|x| Device::Accelerator(stage(x) % p))
-                    .collect(),
-            )
-            .with_pieces((0..w.len()).map(|x| stage(x) / p).collect());
-            let (tps, _) = max_load(&device_loads(w, &placement));
-            unconstrained = unconstrained.min(tps);
-            let fits = (0..p).all(|d| {
-                let mut a = vec![0.0; v];
-                let mut resident = 0.0;
-                for x in (0..w.len()).filter(|&x| stage(x) % p == d) {
-                    resident += held[x].resident_bytes;
-                    a[stage(x) / p] += held[x].stash_bytes;
-                }
-                peak_bytes(
-                    pipeline.schedule,
-                    p,
-                    pipeline.micro_batches,
-                    d,
-                    resident,
-                    &a,
-                ) <= limit * (1.0 + 1e-12)
-            });
-            if fits {
-                best = best.min(tps);
-            }
+        if fits {
+            best = best.min(tps);
         }
-        // Next labelling.
-        let mut i = 0;
-        while i < label.len() {
-            label[i] += 1;
-            if label[i] < stages {
-                break;
-            }
-            label[i] = 0;
-            i += 1;
-        }
-        if i == label.len() {
-            return (best, unconstrained);
-        }
-    }
+    });
+    (best, unconstrained)
 }
 
 /// The interleaved IP proves the exhaustive search's optimum (p = 2, v = 2, m = 2 and 4),

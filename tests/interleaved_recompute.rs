@@ -8,10 +8,10 @@ mod common;
 
 use std::process::Command;
 
-use common::{staged_workload, Staging};
+use common::{for_each_interleaved_chain, staged_workload, Staging};
 use dnnplace::model::recompute::Recompute;
 use dnnplace::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedule};
-use dnnplace::model::{Device, DeviceSet, Placement, Workload};
+use dnnplace::model::{Device, DeviceSet, Workload};
 use dnnplace::score::device_loads;
 use dnnplace::simulate::{simulate, Settings};
 use dnnplace::solve::{milp::Ip, plan, Objective, Problem, Status};
@@ -94,21 +94,7 @@ fn replayed_bytes(
 fn brute_force(w: &Workload, pipeline: Pipeline, allow: bool) -> f64 {
     let p = w.devices().accelerators;
     let v = pipeline.schedule.chunks();
-    let stages = p * v;
     let limit = w.devices().memory_per_accelerator_bytes * (1.0 + 1e-12);
-    let mut classes: Vec<Option<i64>> = Vec::new();
-    let class_of: Vec<usize> = (0..w.len())
-        .map(|x| {
-            let key = w.node(x).color_class.or(Some(-1 - x as i64));
-            match classes.iter().position(|c| *c == key) {
-                Some(i) => i,
-                None => {
-                    classes.push(key);
-                    classes.len() - 1
-                }
-            }
-        })
-        .collect();
     let held = held_bytes(w);
     let forward_edge =
         |from: usize, to: usize| !w.node(from).is_backward && !w.node(to).is_backward;
@@ -119,82 +105,58 @@ fn brute_force(w: &Workload, pipeline: Pipeline, allow: bool) -> f64 {
             b[e.from] = b[e.from].max(e.size_bytes);
         }
     }
-    let mut label = vec![0usize; classes.len()];
     let mut best = f64::INFINITY;
-    loop {
-        let stage = |x: usize| label[class_of[x]];
-        let chained = w
-            .edges()
-            .iter()
-            .all(|e| !forward_edge(e.from, e.to) || stage(e.from) <= stage(e.to));
-        if chained {
-            let placement = Placement::new(
-                (0..w.len())
-                    .map(|x| Device::Accelerator(stage(x) % p))
-                    .collect(),
-            )
-            .with_pieces((0..w.len()).map(|x| stage(x) / p).collect());
-            let loads = device_loads(w, &placement);
-            // Per device: the time with and without recomputing, or ∞ where it does not fit.
-            let mut options = vec![[0.0f64; 2]; p];
-            for (d, option) in options.iter_mut().enumerate() {
-                let on = |x: usize| stage(x) % p == d;
-                let (mut a, mut i) = (vec![0.0; v], vec![0.0; v]);
-                let (mut resident, mut size, mut forward) = (0.0, 0.0, 0.0);
-                for x in (0..w.len()).filter(|&x| on(x)) {
-                    resident += held[x].resident_bytes;
-                    size += w.node(x).size_bytes;
-                    a[stage(x) / p] += held[x].stash_bytes;
-                    if !w.node(x).is_backward {
-                        forward += w.node(x).fpga_latency;
-                    }
-                }
-                for (c, input) in i.iter_mut().enumerate() {
-                    let s = c * p + d;
-                    *input = (0..w.len())
-                        .filter(|&u| stage(u) != s && b[u] > 0.0)
-                        .filter(|&u| {
-                            w.successors(u)
-                                .iter()
-                                .any(|&x| forward_edge(u, x) && stage(x) == s)
-                        })
-                        .map(|u| b[u])
-                        .sum();
-                }
-                let load = loads
-                    .iter()
-                    .find(|l| l.device == Device::Accelerator(d))
-                    .map_or(0.0, |l| l.load);
-                for (r, slot) in option.iter_mut().enumerate() {
-                    let recompute = r == 1;
-                    let bytes = resident + replayed_bytes(pipeline, p, d, &a, &i, recompute);
-                    *slot = if size <= limit && bytes <= limit && (allow || !recompute) {
-                        load + if recompute { forward } else { 0.0 }
-                    } else {
-                        f64::INFINITY
-                    };
+    for_each_interleaved_chain(w, p, v, |stage, placement| {
+        let stage = |x: usize| stage[x];
+        let loads = device_loads(w, &placement);
+        // Per device: the time with and without recomputing, or ∞ where it does not fit.
+        let mut options = vec![[0.0f64; 2]; p];
+        for (d, option) in options.iter_mut().enumerate() {
+            let on = |x: usize| stage(x) % p == d;
+            let (mut a, mut i) = (vec![0.0; v], vec![0.0; v]);
+            let (mut resident, mut size, mut forward) = (0.0, 0.0, 0.0);
+            for x in (0..w.len()).filter(|&x| on(x)) {
+                resident += held[x].resident_bytes;
+                size += w.node(x).size_bytes;
+                a[stage(x) / p] += held[x].stash_bytes;
+                if !w.node(x).is_backward {
+                    forward += w.node(x).fpga_latency;
                 }
             }
-            for set in 0..(1usize << p) {
-                let tps = (0..p)
-                    .map(|d| options[d][(set >> d) & 1])
-                    .fold(0.0, f64::max);
-                best = best.min(tps);
+            for (c, input) in i.iter_mut().enumerate() {
+                let s = c * p + d;
+                *input = (0..w.len())
+                    .filter(|&u| stage(u) != s && b[u] > 0.0)
+                    .filter(|&u| {
+                        w.successors(u)
+                            .iter()
+                            .any(|&x| forward_edge(u, x) && stage(x) == s)
+                    })
+                    .map(|u| b[u])
+                    .sum();
+            }
+            let load = loads
+                .iter()
+                .find(|l| l.device == Device::Accelerator(d))
+                .map_or(0.0, |l| l.load);
+            for (r, slot) in option.iter_mut().enumerate() {
+                let recompute = r == 1;
+                let bytes = resident + replayed_bytes(pipeline, p, d, &a, &i, recompute);
+                *slot = if size <= limit && bytes <= limit && (allow || !recompute) {
+                    load + if recompute { forward } else { 0.0 }
+                } else {
+                    f64::INFINITY
+                };
             }
         }
-        let mut k = 0;
-        while k < label.len() {
-            label[k] += 1;
-            if label[k] < stages {
-                break;
-            }
-            label[k] = 0;
-            k += 1;
+        for set in 0..(1usize << p) {
+            let tps = (0..p)
+                .map(|d| options[d][(set >> d) & 1])
+                .fold(0.0, f64::max);
+            best = best.min(tps);
         }
-        if k == label.len() {
-            return best;
-        }
-    }
+    });
+    best
 }
 
 /// The interleaved IP with `--recompute auto` proves the exhaustive search's optimum over

@@ -258,3 +258,54 @@ pub fn gpt2_training(cpus: usize) -> Workload {
     .unwrap();
     to_workload(&g, &settings).unwrap()
 }
+
+/// Every labelling of the colour classes of `w` with a stage `0 … p·v − 1` that no forward
+/// edge decreases (the chains of p·v ideals of an interleaved plan; drawn backward nodes
+/// share a forward node's class), stage `s` being chunk `s / p` of accelerator `s mod p`:
+/// `visit(stage of every node, the placement)`. O((p·v)^C · (n + m)) for C classes.
+pub fn for_each_interleaved_chain(
+    w: &Workload,
+    p: usize,
+    v: usize,
+    mut visit: impl FnMut(&[usize], dnnplace::model::Placement),
+) {
+    use dnnplace::model::{Device, Placement};
+    let mut classes: Vec<Option<i64>> = Vec::new();
+    let class_of: Vec<usize> = (0..w.len())
+        .map(|x| {
+            let key = w.node(x).color_class.or(Some(-1 - x as i64));
+            match classes.iter().position(|c| *c == key) {
+                Some(i) => i,
+                None => {
+                    classes.push(key);
+                    classes.len() - 1
+                }
+            }
+        })
+        .collect();
+    let mut label = vec![0usize; classes.len()];
+    loop {
+        let stage: Vec<usize> = (0..w.len()).map(|x| label[class_of[x]]).collect();
+        let chained = w.edges().iter().all(|e| {
+            w.node(e.from).is_backward || w.node(e.to).is_backward || stage[e.from] <= stage[e.to]
+        });
+        if chained {
+            let placement =
+                Placement::new(stage.iter().map(|&s| Device::Accelerator(s % p)).collect())
+                    .with_pieces(stage.iter().map(|&s| s / p).collect());
+            visit(&stage, placement);
+        }
+        let mut i = 0;
+        while i < label.len() {
+            label[i] += 1;
+            if label[i] < p * v {
+                break;
+            }
+            label[i] = 0;
+            i += 1;
+        }
+        if i == label.len() {
+            return;
+        }
+    }
+}
