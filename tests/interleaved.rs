@@ -4,6 +4,7 @@
 //! command line's refusals.
 
 mod common;
+mod simulated_peaks;
 
 use std::process::Command;
 
@@ -13,6 +14,7 @@ use dnnplace::model::{Device, DeviceSet, Placement, Workload};
 use dnnplace::score::{device_loads, max_load, pipeline_memory};
 use dnnplace::simulate::{simulate, Settings};
 use dnnplace::solve::{milp::Ip, plan, Objective, Problem, Status};
+use simulated_peaks::assert_simulated_peaks;
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
@@ -439,40 +441,18 @@ fn command_line() {
     assert!(v["pipeline"]["devices"][0]["chunkStashBytes"]
         .as_array()
         .is_some_and(|a| a.len() == 2));
-    let out = dnnplace()
-        .arg("simulate")
-        .arg(&workload)
-        .arg(&plan_file)
-        .args([
+    assert_simulated_peaks(
+        &workload,
+        &plan_file,
+        &[
             "--schedule",
             "interleaved:2",
             "--micro-batches",
             "8",
             "--memory",
             "700MiB",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &planned,
     );
-    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let simulated: Vec<f64> = s["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["peakMemoryBytes"].as_f64().unwrap())
-        .collect();
-    assert_eq!(planned.len(), simulated.len());
-    for (a, b) in planned.iter().zip(&simulated) {
-        assert!(
-            close(*a, *b),
-            "planned {planned:?}, simulated {simulated:?}"
-        );
-    }
     std::fs::remove_dir_all(&dir).ok();
 }

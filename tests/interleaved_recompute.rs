@@ -5,6 +5,7 @@
 //! command line.
 
 mod common;
+mod simulated_peaks;
 
 use std::process::Command;
 
@@ -15,6 +16,7 @@ use dnnplace::model::{Device, DeviceSet, Workload};
 use dnnplace::score::device_loads;
 use dnnplace::simulate::{simulate, Settings};
 use dnnplace::solve::{milp::Ip, plan, Objective, Problem, Status};
+use simulated_peaks::assert_simulated_peaks;
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
@@ -376,40 +378,18 @@ fn command_line() {
         .iter()
         .map(|d| d["memoryBytes"].as_f64().unwrap())
         .collect();
-    let out = dnnplace()
-        .arg("simulate")
-        .arg(&workload)
-        .arg(&plan_file)
-        .args([
+    assert_simulated_peaks(
+        &workload,
+        &plan_file,
+        &[
             "--schedule",
             "interleaved:2",
             "--micro-batches",
             "4",
             "--memory",
             "310MiB",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &planned,
     );
-    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let simulated: Vec<f64> = s["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["peakMemoryBytes"].as_f64().unwrap())
-        .collect();
-    assert_eq!(planned.len(), simulated.len());
-    for (a, b) in planned.iter().zip(&simulated) {
-        assert!(
-            close(*a, *b),
-            "planned {planned:?}, simulated {simulated:?}"
-        );
-    }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -643,8 +643,15 @@ pub fn solve(
     solve_between(w, costs, limits, tracking, 0.0, upper_bound)
 }
 
+/// Whether a plan of value `value` meets the lower bound `lower` within the DP's relative
+/// `1e-9` (then it is optimal).
+pub fn meets_bound(value: f64, lower: f64) -> bool {
+    value <= lower * (1.0 + 1e-9)
+}
+
 /// [`solve`] with a lower bound the caller holds (e.g. [`super::volume_bound`]): the
-/// prefixes' search starts from it and the bound reported is at least it.
+/// prefixes' search starts from it, the bound reported is at least it, and the search ends
+/// as soon as a plan (the caller's `upper_bound`, or the prefixes') meets it.
 pub fn solve_between(
     w: &Workload,
     costs: &ClusterCosts,
@@ -687,6 +694,23 @@ pub fn solve_between(
             stopped: Some(reason),
         })
     };
+    // A plan of value `value` (the prefixes' `best`, or the caller's) that meets the lower
+    // bound is optimal: nothing is left to search.
+    let proven = |best: Option<(f64, Placement)>, value: f64, pairs| {
+        Ok(ClusterDpResult {
+            lower_bound: best.as_ref().map_or(value, |b| b.0),
+            best,
+            per_usage: Vec::new(),
+            ideals: 0,
+            states: 0,
+            pairs,
+            folded,
+            stopped: None,
+        })
+    };
+    if tracking == Tracking::Best && meets_bound(upper_bound, lower_bound) {
+        return proven(None, upper_bound, 0);
+    }
     if tracking == Tracking::Best {
         let chain = ideal_data(&p, Family::prefixes(p.c.len()))?;
         let (b0, ceiling) = bounds(&p, &chain);
@@ -719,19 +743,8 @@ pub fn solve_between(
             }
             b = (b * 1.5).min(ceiling);
         }
-        // A plan (the prefixes' or the caller's) that meets the lower bound is optimal:
-        // nothing is left to search.
-        if bound <= lower * (1.0 + 1e-9) {
-            return Ok(ClusterDpResult {
-                lower_bound: fallback.as_ref().map_or(bound, |f| f.0),
-                best: fallback,
-                per_usage: Vec::new(),
-                ideals: 0,
-                states: 0,
-                pairs,
-                folded,
-                stopped: None,
-            });
+        if meets_bound(bound, lower) {
+            return proven(fallback, bound, pairs);
         }
     }
     let limit = limits.max_ideals;

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use super::brute_force::brute_force;
 use super::coarse::coarse_plan;
-use super::dp::{solve_between, ClusterDpResult, Tracking};
+use super::dp::{meets_bound, solve_between, Tracking};
 use super::greedy::greedy_chain;
 use super::set_bound::set_bound;
 use super::volume_bound::volume_bound;
@@ -188,7 +188,7 @@ pub fn plan_on_cluster(
         ClusterMethod::Dp => {
             // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
             // (linear per probe) has the rest.
-            // The set bound (at most a twentieth of the time) and the lower bound (a tenth):
+            // The set bound (at most a twentieth of the time) and the volume bound (a tenth):
             // they start the DP's search for its own upper bound, end it when a plan meets
             // them, and are the bound when the DP stops.
             let lower = if tracking == Tracking::Best {
@@ -211,23 +211,7 @@ pub fn plan_on_cluster(
             dp_limits.time_limit_s = limits
                 .time_limit_s
                 .map(|t| (0.9 * t - start.elapsed().as_secs_f64()).max(0.0));
-            // A plan that meets the lower bounds is optimal (within the DP's 1e-9).
-            let meets = |v: f64| v <= lower * (1.0 + 1e-9);
-            let mut r = if meets(held) {
-                // The coarse plan: the fine DP has nothing left to prove.
-                ClusterDpResult {
-                    best: None,
-                    per_usage: Vec::new(),
-                    ideals: 0,
-                    states: 0,
-                    pairs: 0,
-                    folded: 0,
-                    lower_bound: held,
-                    stopped: None,
-                }
-            } else {
-                solve_between(w, &costs, &dp_limits, tracking, lower, held)?
-            };
+            let mut r = solve_between(w, &costs, &dp_limits, tracking, lower, held)?;
             if r.stopped.is_some() {
                 r.lower_bound = r.lower_bound.max(lower);
             }
@@ -241,10 +225,11 @@ pub fn plan_on_cluster(
                     r.best = Some((c.value, c.placement));
                 }
             }
+            // A stopped run whose best plan (the coarse one, say) meets the bound is proven.
             if let Some((v, _)) = r
                 .best
                 .as_ref()
-                .filter(|b| r.stopped.is_some() && meets(b.0))
+                .filter(|b| r.stopped.is_some() && meets_bound(b.0, r.lower_bound))
             {
                 r.lower_bound = *v;
                 r.stopped = None;

@@ -51,7 +51,7 @@
 //! `U + X_r + X_s + 2` vertices and `O(U + Σ_τ |R(τ)|)` arcs; building O(C·(U + Σ|R|))
 //! for `C` classes.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use super::transfers::{transfers, Transfer};
 use crate::model::{ClusterCosts, Workload};
@@ -148,7 +148,7 @@ pub fn set_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
         .map(|m| m.cpus + m.accelerators.iter().map(|a| a.1).sum::<usize>())
         .sum();
     // Classes: (type or None for a CPU core, machine); one per distinct key.
-    let mut keys: HashMap<Vec<u64>, ()> = HashMap::new();
+    let mut keys: HashSet<Vec<u64>> = HashSet::new();
     let mut classes: Vec<ClassNetwork> = Vec::new();
     for (mu, m) in machines.iter().enumerate() {
         let accs: usize = m.accelerators.iter().map(|a| a.1).sum();
@@ -180,7 +180,7 @@ pub fn set_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
                     [l.latency_ms.to_bits(), l.bytes_per_s.to_bits()]
                 }));
             }
-            if keys.insert(key, ()).is_some() {
+            if !keys.insert(key) {
                 continue;
             }
             let receive: Vec<f64> = transfers
