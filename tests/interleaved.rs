@@ -13,7 +13,7 @@ use dnnplace::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedu
 use dnnplace::model::{Device, DeviceSet, Placement, Workload};
 use dnnplace::score::{device_loads, max_load, pipeline_memory};
 use dnnplace::simulate::{simulate, Settings};
-use dnnplace::solve::{milp::Ip, plan, Objective, Problem, Status};
+use dnnplace::solve::{dp::Dp, milp::Ip, plan, Objective, Problem, Status};
 use simulated_peaks::assert_simulated_peaks;
 
 fn close(a: f64, b: f64) -> bool {
@@ -130,6 +130,22 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
             continue;
         }
         let (want, unconstrained) = brute_force(&w, pipeline);
+        let dp = plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed} m={m} dp: {e}"));
+        match &dp.outcome.placement {
+            Some(_) => assert!(
+                close(dp.objective(Objective::Throughput), want),
+                "seed {seed} m={m}: dp {}, brute force {want}",
+                dp.objective(Objective::Throughput)
+            ),
+            None => assert!(
+                want.is_infinite() && matches!(dp.outcome.status, Status::Infeasible { .. }),
+                "seed {seed} m={m}: dp {:?}, brute force {want}",
+                dp.outcome.status
+            ),
+        }
+        if want.is_finite() {
+            assert_eq!(dp.outcome.status, Status::Optimal, "seed {seed} dp");
+        }
         let got = plan(&Ip, &problem).unwrap_or_else(|e| panic!("seed {seed} m={m}: {e}"));
         let value = got.objective(Objective::Throughput);
         checked += 1;

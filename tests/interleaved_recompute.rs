@@ -15,7 +15,7 @@ use dnnplace::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedu
 use dnnplace::model::{Device, DeviceSet, Workload};
 use dnnplace::score::device_loads;
 use dnnplace::simulate::{simulate, Settings};
-use dnnplace::solve::{milp::Ip, plan, Objective, Problem, Status};
+use dnnplace::solve::{dp::Dp, milp::Ip, plan, Objective, Problem, Status};
 use simulated_peaks::assert_simulated_peaks;
 
 fn close(a: f64, b: f64) -> bool {
@@ -187,6 +187,25 @@ fn ip_matches_brute_force_with_and_without_recompute() {
                 pipeline: Some(pipeline),
                 ..Problem::throughput(&w)
             };
+            let dp =
+                plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed} {recompute} dp: {e}"));
+            let dp_value = match &dp.outcome.placement {
+                Some(_) => dp.objective(Objective::Throughput),
+                None => f64::INFINITY,
+            };
+            assert!(
+                same(dp_value, want[r]),
+                "seed {seed} m={m} {recompute}: dp {dp_value}, brute force {}",
+                want[r]
+            );
+            assert!(
+                matches!(
+                    dp.outcome.status,
+                    Status::Optimal | Status::Infeasible { .. }
+                ),
+                "seed {seed} {recompute}: dp {:?}",
+                dp.outcome.status
+            );
             let got =
                 plan(&Ip, &problem).unwrap_or_else(|e| panic!("seed {seed} {recompute}: {e}"));
             let value = match &got.outcome.placement {

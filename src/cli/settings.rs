@@ -364,7 +364,7 @@ fn pipeline_of(
         }
     };
     if let Schedule::Interleaved { .. } = schedule {
-        if matches!(method, MethodId::Ip | MethodId::Auto) {
+        if matches!(method, MethodId::Dp | MethodId::Ip | MethodId::Auto) {
             return Ok(Some(Pipeline {
                 schedule,
                 micro_batches: flags.micro_batches.unwrap_or(DEFAULT_MICRO_BATCHES),
@@ -381,7 +381,7 @@ fn pipeline_of(
             return Ok(None);
         }
         return Err(CliError::Input(format!(
-            "--schedule {schedule}: --method {method} gives each device one contiguous stage, and {schedule} runs several chunks per device; use --method ip or auto (the interleaved IP), or plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
+            "--schedule {schedule}: --method {method} gives each device one contiguous stage, and {schedule} runs several chunks per device; use --method dp, ip or auto (the interleaved DP and IP), or plan with --schedule 1f1b and simulate the plan with --schedule {schedule}"
         )));
     }
     if !matches!(method, MethodId::Dp | MethodId::Auto | MethodId::Ip) {

@@ -41,6 +41,7 @@
 //! relax, for |𝓘| ideals, W_I pairs left in the window of `I`, s stored bitset words and φ
 //! the frontier width; memory O(|𝓘| · ((k+1)(ℓ+1) + s + φ)) ([`memory_estimate`]).
 
+pub mod interleaved;
 pub mod pruning;
 pub mod reconstruct;
 pub mod relax;
@@ -58,7 +59,7 @@ use crate::model::contraction::Contraction;
 use crate::model::numerics::Rescale;
 use crate::model::numerics::Sum;
 use crate::model::recompute::Recompute;
-use crate::model::schedule::{held_bytes, Pipeline, Schedule};
+use crate::model::schedule::{held_bytes, Pipeline};
 use crate::model::{Device, Placement, Workload};
 
 /// The ideal-lattice DP (`--method dp`).
@@ -79,17 +80,17 @@ impl Method for Dp {
         if !problem.contiguous {
             return Err("non-contiguous splits (use --method ip)".into());
         }
-        if let Some(Pipeline {
-            schedule: Schedule::Interleaved { .. },
-            ..
-        }) = problem.pipeline
-        {
-            return Err("planning for an interleaved schedule: the DP gives each device one contiguous stage, and interleaved runs v chunks per device (use --method ip or auto, which run the interleaved IP)".into());
+        if problem.interleaved() {
+            // The same conditions as the interleaved IP's (accelerators only, m a multiple of p).
+            return crate::solve::milp::Ip.supports(problem);
         }
         Ok(())
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        if problem.interleaved() {
+            return interleaved::solve(problem);
+        }
         solve_pipeline(problem.workload, &problem.limits, problem.pipeline)
     }
 }

@@ -326,7 +326,7 @@ fn dp_chain_plan(
 /// (every prefix of a topological order is an ideal), stage t on chunk `⌊t/p⌋` of
 /// accelerator `t mod p`: one cut balancing the accelerator time, one balancing the
 /// bytes. Heuristic warm starts, O(U·T); the caller scores them.
-fn split_plans(units: &Grouping, p: usize, v: usize) -> Vec<Placement> {
+pub(crate) fn split_plans(units: &Grouping, p: usize, v: usize) -> Vec<Placement> {
     let stages = p * v;
     let weights: [Box<dyn Fn(usize) -> f64>; 2] = [
         Box::new(|g| units[g].fpga_latency),

@@ -499,7 +499,7 @@ impl<'a> Stages<'a> {
 /// What the recomputation rows read: every forward edge `u → x` between groups with
 /// `b_u > 0` as `(u's group, x's groups, b_u)`, and each group's forward accelerator time
 /// `F_g` (also the interleaved IP's, [`super::interleaved`]).
-pub(super) fn recompute_data(units: &Grouping, w: &Workload) -> RecomputeData {
+pub(crate) fn recompute_data(units: &Grouping, w: &Workload) -> RecomputeData {
     let out = output_bytes(w);
     let group = &units.group_of;
     let mut inputs: Vec<(usize, Vec<usize>, f64)> = Vec::new();
@@ -524,7 +524,7 @@ pub(super) fn recompute_data(units: &Grouping, w: &Workload) -> RecomputeData {
 }
 
 /// What the recomputation rows read ([`recompute_data`]).
-pub(super) struct RecomputeData {
+pub(crate) struct RecomputeData {
     /// `(producer group, reader groups, b_u)` of every forward node u with output bytes
     /// read by a forward node of another group.
     pub inputs: Vec<(usize, Vec<usize>, f64)>,

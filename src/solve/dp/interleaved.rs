@@ -1,0 +1,832 @@
+//! The exact DP under Megatron-LM's interleaved schedule (`--schedule interleaved:v`).
+//!
+//! An interleaved plan ([`crate::model::schedule`]) is a chain of `T = p·v` ideals
+//! `∅ = I_0 ⊆ I_1 ⊆ … ⊆ I_T = V` of the group DAG, stage `t = I_{t+1} \ I_t` being chunk
+//! `⌊t/p⌋` of accelerator `t mod p`. Device `d` holds the union `S_d` of its `v` chunks,
+//! and pays MODEL.md's load of that union (not the sum of its chunks' loads: an edge
+//! between two of its chunks costs nothing) and the schedule's memory of its chunks
+//! (`resident + max_{n ∈ N_d} Σ_c n_c·a_c`, [`crate::solve::milp::interleaved`]). The
+//! objective `max_d load(S_d)` is a maximum of per-device costs, but a device's chunks lie
+//! `p` stages apart, so the DP of [`super`] (one stage per step) cannot price them.
+//!
+//! **Devices as steps.** Write round `r` for the stages `r·p … r·p + p − 1` (chunk `r` of
+//! every device), and `X_r = I_{r·p}` for the ideal where round `r` starts. Taking the
+//! devices in order `d = 0 … p − 1`, device `d` advances every round by one stage at once:
+//! the state before device `d` is the tuple
+//!
+//! ```text
+//! σ_d = (X_1, …, X_{v−1}; F_0, …, F_{v−1}),   F_r = I_{r·p + d},   X_r ⊆ F_r ⊆ X_{r+1}
+//! ```
+//!
+//! (`X_0 = ∅`, `X_v = V`), and device `d` moves to `σ_{d+1}` by choosing `F'_r ⊇ F_r` with
+//! `F'_r ⊆ X_{r+1}` for every `r`; its set is `S_d = ∪_r (F'_r \ F_r)`, known in full at
+//! that step, so its exact load and memory are its cost:
+//!
+//! ```text
+//! f_0(X; F = (∅, X_1, …, X_{v−1})) = 0                       for every X_1 ⊆ … ⊆ X_{v−1}
+//! f_{d+1}(σ') = min over σ → σ' of max(f_d(σ), cost_d(S_d))
+//! answer      = f_p(X; F = (X_1, …, X_{v−1}, V))             (F_r = X_{r+1}: rounds meet)
+//! ```
+//!
+//! with `cost_d(S) = load(S)` if `S` fits holding its stashes, `load(S) + R(S)` if it does
+//! not and fits recomputing (`--recompute auto`; [`crate::model::recompute`]), `∞`
+//! otherwise. Every chain of `T` ideals is one path `σ_0 → … → σ_p` and every path is one
+//! chain, so over the whole ideal lattice `𝓘` this is exact. The junctions `X_r` stay in
+//! the state because round `r − 1` must end exactly where round `r` began.
+//!
+//! **Complexity.** `|σ| ≤ |𝓘|^{2v−1}` states per device and `|𝓘|^v` moves each:
+//! O(p·|𝓘|^{3v−1}·(G + Σ|T_e|)) — `|𝓘|^5` for `v = 2`, polynomial but steep. Two exact
+//! prunings keep it small: an upper bound `U` (the best of the warm-start plans of
+//! [`crate::solve::milp::interleaved`], then of the runs below) drops every move whose
+//! compute alone, or whose value, reaches `U` — moves are listed by increasing compute, so
+//! a loop stops at the first — and every state whose remaining compute exceeds
+//! `(p − d)·U`. A state reached twice keeps the smaller value.
+//!
+//! **Families.** The DP runs over a family of ideals closed under nothing in particular:
+//! any chain drawn from it is a valid plan. First over prefixes of a topological order at
+//! `K = 16, 32, 64, …` cut points (balanced by compute and by count; O(K^{3v−1}) moves,
+//! quick, and each run tightens `U`); then over the whole lattice `𝓘` when it has at most
+//! [`LATTICE_LIMIT`] ideals. Only a finished lattice run proves the optimum (or, with no
+//! plan below `U`, that `U`'s plan is optimal, within a relative 1e-9); otherwise the
+//! outcome reports the combinatorial load bound of [`crate::solve::milp::load_bounds`]
+//! and the gap. The budget (time, Ctrl-C) is checked every 4,096 moves.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::model::contraction::Contraction;
+use crate::model::grouping::{Grouping, Hyperedge};
+use crate::model::recompute::{backward_input_vectors, Recompute};
+use crate::model::schedule::{held_bytes, Pipeline};
+use crate::model::{Device, DeviceSet, Placement};
+use crate::solve::budget::Budget;
+use crate::solve::ideals::Ideals;
+use crate::solve::milp::interleaved::{split_plans, stash_vectors};
+use crate::solve::milp::stages::{recompute_data, RecomputeData};
+use crate::solve::milp::{candidate, Candidate};
+use crate::solve::{Outcome, Problem, SolveError, Stats, Status, StopReason};
+
+/// The largest ideal lattice the exact run takes on.
+pub const LATTICE_LIMIT: usize = 3000;
+/// States kept per device step before a run gives up (about 100 bytes each).
+const STATE_LIMIT: usize = 4_000_000;
+/// About what one state costs, with its key and its index entry.
+const STATE_BYTES: f64 = 100.0;
+/// Relative tolerance of the memory limit, as the scorer's check.
+const MEMORY_TOLERANCE: f64 = 1e-9;
+/// A plan within this relative distance of `U` does not count as better.
+const PRUNE: f64 = 1e-9;
+
+/// Solves the max-load problem of `problem` under its interleaved schedule exactly
+/// (module docs).
+pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
+    let started = Instant::now();
+    let w = problem.workload;
+    let pipeline = problem
+        .pipeline
+        .expect("the interleaved DP runs under a schedule");
+    let p = w.devices().accelerators;
+    let v = pipeline.schedule.chunks();
+    let budget = match problem.limits.time_limit_s {
+        Some(_) => problem.limits.budget(),
+        None => Budget::new(
+            Some(crate::solve::auto::DEFAULT_TIME_LIMIT_S),
+            problem.limits.memory_budget_bytes,
+        ),
+    };
+    let contraction = Contraction::new(w);
+    let mut stats = Stats {
+        groups: Some(contraction.len()),
+        ..Stats::default()
+    };
+    if p == 0 {
+        return Ok(outcome(
+            None,
+            f64::INFINITY,
+            f64::INFINITY,
+            Status::infeasible(
+                "the interleaved schedule runs on accelerators only, and the workload has none",
+            ),
+            stats,
+        ));
+    }
+    let vectors = (0..p)
+        .map(|d| {
+            let inputs = backward_input_vectors(pipeline.schedule, p, pipeline.micro_batches, d);
+            Ok((stash_vectors(&pipeline, p, d)?, inputs?))
+        })
+        .collect::<Result<Vec<_>, crate::model::schedule::ScheduleError>>()
+        .map_err(|e| SolveError::Unsupported {
+            method: "dp".into(),
+            what: format!("{} with these sizes: {e}", pipeline.schedule),
+        })?;
+    // Warm starts: the heuristic plans of the interleaved IP, scored exactly.
+    let heuristic =
+        crate::solve::milp::interleaved::dp_plan(w, &problem.limits, &budget.share(0.2), pipeline)
+            .ok()
+            .and_then(|o| o.placement)
+            .and_then(|placement| candidate(problem, placement, "dp warm start"));
+    let lattice = Ideals::enumerate(&contraction, LATTICE_LIMIT, &budget.share(0.1)).ok();
+    let units = contraction.into_grouping();
+    let mut best: Option<Candidate> = split_plans(&units, p, v)
+        .into_iter()
+        .filter_map(|placement| candidate(problem, placement, "split"))
+        .chain(heuristic)
+        .min_by(|a, b| a.score.total_cmp(&b.score));
+    if let Some(b) = &best {
+        stats
+            .notes
+            .push(format!("warm start ({}) scores {}", b.source, b.score));
+    }
+    let model = Model::new(&units, w, pipeline, p, vectors);
+    let mut moves = 0u64;
+    let mut stop: Option<StopReason> = None;
+    // Chains of prefixes at ever finer cuts: each run only looks below the best so far.
+    let chain_budget = budget.share(0.4);
+    let mut k = 16usize;
+    loop {
+        let family = Family::chain(&units, k);
+        let run = model.run(&family, upper(&best), &chain_budget, &mut moves);
+        if let Some(chain) = run.chain {
+            let placement = model.placement(&family, &chain);
+            if let Some(c) = candidate(problem, placement, "dp") {
+                if c.score < upper(&best) {
+                    best = Some(c);
+                }
+            }
+        }
+        stats.notes.push(format!(
+            "prefix family of {} cuts: {} ({} moves so far)",
+            family.len(),
+            run.stopped
+                .as_ref()
+                .map_or("finished".to_string(), |r| format!("stopped ({r:?})")),
+            moves
+        ));
+        if run.stopped.is_some() || family.len() > units.len() || chain_budget.is_exhausted() {
+            break;
+        }
+        k *= 2;
+    }
+    let mut proven = false;
+    match lattice {
+        Some(ideals) => {
+            stats.ideals = Some(ideals.len());
+            let family = Family::lattice(&units, ideals);
+            let run = model.run(&family, upper(&best), &budget.share(0.9), &mut moves);
+            if let Some(chain) = run.chain {
+                let placement = model.placement(&family, &chain);
+                let c = candidate(problem, placement, "dp").ok_or_else(|| {
+                    SolveError::Check("the interleaved DP's plan fails the scorer".into())
+                })?;
+                if c.score < upper(&best) {
+                    best = Some(c);
+                }
+            }
+            match &run.stopped {
+                None => proven = true,
+                Some(reason) => stop = Some(reason.clone()),
+            }
+            stats.notes.push(format!(
+                "ideal lattice of {} ideals: {}",
+                family.len(),
+                run.stopped
+                    .as_ref()
+                    .map_or("finished: exact".to_string(), |r| format!(
+                        "stopped ({r:?})"
+                    ))
+            ));
+        }
+        None => {
+            stop = Some(StopReason::TimeLimit);
+            stats.notes.push(format!("more than {LATTICE_LIMIT} ideals (or no time to list them): the DP searched chains of prefixes only, so it proves no optimum"));
+        }
+    }
+    stats.ideal_pairs = Some(moves);
+    stats.time_s = started.elapsed().as_secs_f64();
+    if proven {
+        return Ok(match best {
+            Some(c) => outcome(Some(c.placement), c.score, c.score, Status::Optimal, stats),
+            None => outcome(
+                None,
+                f64::INFINITY,
+                f64::INFINITY,
+                Status::infeasible(
+                    "no chain of interleaved chunks fits the accelerators' memory under the schedule",
+                ),
+                stats,
+            ),
+        });
+    }
+    let devices = DeviceSet {
+        cpus: 0,
+        ..w.devices().clone()
+    };
+    let bound = crate::solve::milp::load_bounds::for_model(
+        &units,
+        &model.hyperedges,
+        &devices,
+        false,
+        problem.limits.ip.load_bound,
+        &budget,
+        &mut stats,
+    )
+    .objective(false);
+    let reason = stop.unwrap_or(StopReason::TimeLimit);
+    stats.time_s = started.elapsed().as_secs_f64();
+    Ok(match best {
+        Some(c) => {
+            let bound = bound.min(c.score);
+            outcome(
+                Some(c.placement),
+                c.score,
+                bound,
+                Status::Feasible { reason },
+                stats,
+            )
+        }
+        None => outcome(None, f64::INFINITY, bound, Status::NoPlan { reason }, stats),
+    })
+}
+
+fn upper(best: &Option<Candidate>) -> f64 {
+    best.as_ref().map_or(f64::INFINITY, |c| c.score)
+}
+
+fn outcome(
+    placement: Option<Placement>,
+    objective: f64,
+    bound: f64,
+    status: Status,
+    stats: Stats,
+) -> Outcome {
+    Outcome {
+        method: "dp".into(),
+        placement,
+        objective,
+        bound,
+        status,
+        stats,
+    }
+}
+
+/// A family of ideals of the group DAG, with their sums and, for each, the members that
+/// contain it sorted by compute.
+struct Family {
+    kind: Kind,
+    compute: Vec<f64>,
+    /// `ups[i]`: every member `j ⊇ i`, by increasing compute.
+    ups: Vec<Vec<u32>>,
+    full: usize,
+}
+
+enum Kind {
+    /// Prefixes of the topological order `order`: member `i` holds `order[..cuts[i]]`.
+    Chain {
+        order: Vec<usize>,
+        cuts: Vec<usize>,
+        position: Vec<usize>,
+    },
+    Lattice(Ideals),
+}
+
+impl Family {
+    /// Prefixes of a topological order of the groups at about `k` cuts balanced by compute
+    /// and `k` balanced by count.
+    fn chain(units: &Grouping, k: usize) -> Family {
+        let n = units.len();
+        // Contraction numbers its groups in a topological order.
+        let order: Vec<usize> = (0..n).collect();
+        let total: f64 = units.groups.iter().map(|g| g.fpga_latency).sum();
+        let mut cuts = vec![0, n];
+        let mut before = 0.0;
+        for (i, &g) in order.iter().enumerate() {
+            let mid = before + units[g].fpga_latency / 2.0;
+            before += units[g].fpga_latency;
+            if total > 0.0 {
+                let share = ((mid / total) * k as f64) as usize;
+                let next = (((before / total) * k as f64) as usize).min(k);
+                if next > share {
+                    cuts.push(i + 1);
+                }
+            }
+            if (i + 1) * k / n.max(1) != i * k / n.max(1) {
+                cuts.push(i + 1);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut position = vec![0; n];
+        for (i, &g) in order.iter().enumerate() {
+            position[g] = i;
+        }
+        let mut prefix = vec![0.0; n + 1];
+        for (i, &g) in order.iter().enumerate() {
+            prefix[i + 1] = prefix[i] + units[g].fpga_latency;
+        }
+        let compute: Vec<f64> = cuts.iter().map(|&c| prefix[c]).collect();
+        let len = cuts.len();
+        let ups = (0..len).map(|i| (i as u32..len as u32).collect()).collect();
+        Family {
+            kind: Kind::Chain {
+                order,
+                cuts,
+                position,
+            },
+            compute,
+            ups,
+            full: len - 1,
+        }
+    }
+
+    /// Every ideal.
+    fn lattice(units: &Grouping, ideals: Ideals) -> Family {
+        let len = ideals.len();
+        let compute: Vec<f64> = (0..len)
+            .map(|i| {
+                (ideals.get(i).groups().iter())
+                    .map(|&g| units[g].fpga_latency)
+                    .sum()
+            })
+            .collect();
+        let ups = (0..len)
+            .map(|i| {
+                let mut up: Vec<u32> = (0..len)
+                    .filter(|&j| ideals.is_subset(i, j))
+                    .map(|j| j as u32)
+                    .collect();
+                up.sort_by(|&a, &b| compute[a as usize].total_cmp(&compute[b as usize]));
+                up
+            })
+            .collect();
+        let full = (0..len)
+            .find(|&i| ideals.level_of(i) == units.len())
+            .expect("the whole set is an ideal");
+        Family {
+            kind: Kind::Lattice(ideals),
+            compute,
+            ups,
+            full,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.compute.len()
+    }
+
+    fn is_subset(&self, j: usize, i: usize) -> bool {
+        match &self.kind {
+            Kind::Chain { .. } => j <= i,
+            Kind::Lattice(ideals) => ideals.is_subset(j, i),
+        }
+    }
+
+    fn contains(&self, i: usize, g: usize) -> bool {
+        match &self.kind {
+            Kind::Chain { cuts, position, .. } => position[g] < cuts[i],
+            Kind::Lattice(ideals) => ideals.get(i).contains(g),
+        }
+    }
+
+    /// Appends the groups of `I_i \ I_j` (`j ⊆ i`) to `out`.
+    fn difference(&self, j: usize, i: usize, out: &mut Vec<usize>) {
+        match &self.kind {
+            Kind::Chain { order, cuts, .. } => out.extend_from_slice(&order[cuts[j]..cuts[i]]),
+            Kind::Lattice(ideals) => out.extend(ideals.get(i).difference(&ideals.get(j))),
+        }
+    }
+}
+
+/// The per-group data the device cost reads.
+struct Model<'a> {
+    units: &'a Grouping,
+    p: usize,
+    v: usize,
+    memory: f64,
+    resident: Vec<f64>,
+    stash: Vec<f64>,
+    size: Vec<f64>,
+    hyperedges: Vec<Hyperedge>,
+    incident: Vec<Vec<u32>>,
+    recompute: Option<RecomputeData>,
+    /// Per group, the recompute inputs it reads.
+    reads: Vec<Vec<u32>>,
+    /// Per device: its maximal stash vectors and, per chunk, its backward input vectors.
+    vectors: Vec<(Vec<Vec<usize>>, Vec<Vec<Vec<usize>>>)>,
+}
+
+/// What a run of the DP over one family found.
+struct Run {
+    /// The chain of `T + 1` family members of the best plan below the bound, with the
+    /// devices that recompute.
+    chain: Option<(Vec<usize>, Vec<bool>)>,
+    stopped: Option<StopReason>,
+}
+
+/// A state: its tuple (junctions, then frontiers), value and back link.
+struct State {
+    value: f64,
+    parent: u32,
+    recomputes: bool,
+}
+
+/// Scratch space for [`Model::cost`].
+struct Scratch {
+    stamp: u64,
+    mark: Vec<u64>,
+    chunk: Vec<u8>,
+    seen_edge: Vec<u64>,
+    seen_input: Vec<u64>,
+    groups: Vec<usize>,
+    bounds: Vec<usize>,
+}
+
+impl<'a> Model<'a> {
+    fn new(
+        units: &'a Grouping,
+        w: &crate::model::Workload,
+        pipeline: Pipeline,
+        p: usize,
+        vectors: Vec<(Vec<Vec<usize>>, Vec<Vec<Vec<usize>>>)>,
+    ) -> Model<'a> {
+        let held = held_bytes(w);
+        let stash: Vec<f64> = (units.groups.iter())
+            .map(|g| g.nodes.iter().map(|&x| held[x].stash_bytes).sum())
+            .collect();
+        let size: Vec<f64> = units.groups.iter().map(|g| g.size_bytes).collect();
+        let resident = size.iter().zip(&stash).map(|(s, a)| s - a).collect();
+        let hyperedges = units.hyperedges(w, false);
+        let mut incident = vec![Vec::new(); units.len()];
+        for (e, h) in hyperedges.iter().enumerate() {
+            for &g in &h.groups {
+                incident[g].push(e as u32);
+            }
+        }
+        let recompute = (pipeline.recompute == Recompute::Auto).then(|| recompute_data(units, w));
+        let mut reads = vec![Vec::new(); units.len()];
+        if let Some(data) = &recompute {
+            for (k, (_, readers, _)) in data.inputs.iter().enumerate() {
+                for &g in readers {
+                    reads[g].push(k as u32);
+                }
+            }
+        }
+        Model {
+            units,
+            p,
+            v: pipeline.schedule.chunks(),
+            memory: w.devices().memory_per_accelerator_bytes,
+            resident,
+            stash,
+            size,
+            hyperedges,
+            incident,
+            recompute,
+            reads,
+            vectors,
+        }
+    }
+
+    fn scratch(&self) -> Scratch {
+        Scratch {
+            stamp: 0,
+            mark: vec![0; self.units.len()],
+            chunk: vec![0; self.units.len()],
+            seen_edge: vec![0; self.hyperedges.len()],
+            seen_input: vec![0; self.recompute.as_ref().map_or(0, |r| r.inputs.len())],
+            groups: Vec::new(),
+            bounds: Vec::new(),
+        }
+    }
+
+    /// `cost_d(S)` of device `d` holding chunks `F_r' \ F_r` (`moves[r] = (F_r, F'_r)`),
+    /// and whether it recomputes; `None` when it fits neither way (module docs).
+    fn cost(
+        &self,
+        family: &Family,
+        d: usize,
+        moves: &[(usize, usize)],
+        compute: f64,
+        s: &mut Scratch,
+    ) -> Option<(f64, bool)> {
+        s.stamp += 1;
+        let stamp = s.stamp;
+        s.groups.clear();
+        s.bounds.clear();
+        for &(from, to) in moves {
+            family.difference(from, to, &mut s.groups);
+            s.bounds.push(s.groups.len());
+        }
+        let (mut resident, mut size) = (0.0, 0.0);
+        let mut stash = vec![0.0; self.v];
+        let mut start = 0;
+        for (r, &end) in s.bounds.iter().enumerate() {
+            for &g in &s.groups[start..end] {
+                s.mark[g] = stamp;
+                s.chunk[g] = r as u8;
+                resident += self.resident[g];
+                size += self.size[g];
+                stash[r] += self.stash[g];
+            }
+            start = end;
+        }
+        let limit = self.memory * (1.0 + MEMORY_TOLERANCE);
+        if size > limit {
+            return None;
+        }
+        let (stash_vectors, input_vectors) = &self.vectors[d];
+        let held = stash_vectors
+            .iter()
+            .map(|n| {
+                n.iter()
+                    .zip(&stash)
+                    .map(|(&k, a)| k as f64 * a)
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max);
+        let mut extra = 0.0;
+        let mut recomputes = false;
+        if resident + held > limit {
+            let data = self.recompute.as_ref()?;
+            let mut input = vec![0.0; self.v];
+            for &g in &s.groups {
+                let r = s.chunk[g];
+                for &k in &self.reads[g] {
+                    let (producer, _, bytes) = &data.inputs[k as usize];
+                    // One count per (input, chunk): the stamp encodes the chunk.
+                    let key = stamp * 256 + r as u64;
+                    if s.seen_input[k as usize] == key {
+                        continue;
+                    }
+                    s.seen_input[k as usize] = key;
+                    if s.mark[*producer] != stamp || s.chunk[*producer] != r {
+                        input[r as usize] += bytes;
+                    }
+                }
+            }
+            let peak = input_vectors
+                .iter()
+                .enumerate()
+                .flat_map(|(c, vs)| vs.iter().map(move |n| (c, n)))
+                .map(|(c, n)| {
+                    stash[c]
+                        + n.iter()
+                            .zip(&input)
+                            .map(|(&k, i)| k as f64 * i)
+                            .sum::<f64>()
+                })
+                .fold(0.0, f64::max);
+            if resident + peak > limit {
+                return None;
+            }
+            extra = s.groups.iter().map(|&g| data.forward[g]).sum();
+            recomputes = true;
+        }
+        let mut comm = 0.0;
+        for &g in &s.groups {
+            for &e in &self.incident[g] {
+                if s.seen_edge[e as usize] == stamp {
+                    continue;
+                }
+                s.seen_edge[e as usize] = stamp;
+                let h = &self.hyperedges[e as usize];
+                if h.groups.iter().any(|&x| s.mark[x] != stamp) {
+                    comm += h.cost;
+                }
+            }
+        }
+        Some((compute + comm + extra, recomputes))
+    }
+
+    /// The DP over chains drawn from `family`, looking only below `upper` (module docs).
+    fn run(&self, family: &Family, upper: f64, budget: &Budget, moves: &mut u64) -> Run {
+        let (p, v) = (self.p, self.v);
+        let cut = if upper.is_finite() {
+            upper * (1.0 - PRUNE)
+        } else {
+            f64::INFINITY
+        };
+        let mut s = self.scratch();
+        // Layer 0: every tuple of junctions.
+        let mut keys: Vec<Vec<u32>> = Vec::new();
+        let mut junctions = vec![0u32; v.saturating_sub(1)];
+        fn tuples(
+            family: &Family,
+            r: usize,
+            from: usize,
+            junctions: &mut Vec<u32>,
+            out: &mut Vec<Vec<u32>>,
+        ) {
+            if r == junctions.len() {
+                let mut key = junctions.clone();
+                key.push(0);
+                key.extend_from_slice(junctions);
+                out.push(key);
+                return;
+            }
+            for &j in &family.ups[from] {
+                junctions[r] = j;
+                tuples(family, r + 1, j as usize, junctions, out);
+            }
+        }
+        let empty = 0usize;
+        tuples(family, 0, empty, &mut junctions, &mut keys);
+        let mut layers: Vec<(Vec<Vec<u32>>, Vec<State>)> = Vec::with_capacity(p + 1);
+        let states = keys
+            .iter()
+            .map(|_| State {
+                value: 0.0,
+                parent: u32::MAX,
+                recomputes: false,
+            })
+            .collect();
+        layers.push((keys, states));
+        let mut stopped = None;
+        'devices: for d in 0..p {
+            let last = d + 1 == p;
+            let (keys, states) = &layers[d];
+            let mut next_keys: Vec<Vec<u32>> = Vec::new();
+            let mut next_states: Vec<State> = Vec::new();
+            let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
+            let mut choice = vec![(0usize, 0usize); v];
+            for (i, key) in keys.iter().enumerate() {
+                let value = states[i].value;
+                let limit_of = |r: usize| -> usize {
+                    if r + 1 < v {
+                        key[r] as usize
+                    } else {
+                        family.full
+                    }
+                };
+                let frontier = |r: usize| key[v - 1 + r] as usize;
+                // Depth-first over the rounds: position r tries F'_r in increasing compute.
+                let mut cursor = vec![0usize; v];
+                let mut partial = vec![0.0; v + 1];
+                let mut r = 0usize;
+                loop {
+                    if r == v {
+                        *moves += 1;
+                        if *moves % 4096 == 0 {
+                            if let Err(e) = budget.check() {
+                                stopped = Some(StopReason::from(e));
+                                break 'devices;
+                            }
+                        }
+                        let remaining: f64 = (0..v)
+                            .map(|r| family.compute[limit_of(r)] - family.compute[choice[r].1])
+                            .sum();
+                        // Each later device's load is at least its compute.
+                        let later = (p - d - 1) as f64;
+                        if later == 0.0 || remaining <= later * cut * (1.0 + 1e-12) {
+                            if let Some((cost, recomputes)) =
+                                self.cost(family, d, &choice, partial[v], &mut s)
+                            {
+                                let value = value.max(cost);
+                                if value < cut {
+                                    let mut next: Vec<u32> = key[..v - 1].to_vec();
+                                    next.extend(choice.iter().map(|&(_, to)| to as u32));
+                                    let state = State {
+                                        value,
+                                        parent: i as u32,
+                                        recomputes,
+                                    };
+                                    match index.get(&next) {
+                                        Some(&at) => {
+                                            if value < next_states[at as usize].value {
+                                                next_states[at as usize] = state;
+                                            }
+                                        }
+                                        None => {
+                                            index.insert(next.clone(), next_keys.len() as u32);
+                                            next_keys.push(next);
+                                            next_states.push(state);
+                                            if next_keys.len() > STATE_LIMIT {
+                                                stopped = Some(StopReason::MemoryBudget {
+                                                    what: "the interleaved DP's states".into(),
+                                                    needed_bytes: STATE_BYTES
+                                                        * (STATE_LIMIT + 1) as f64,
+                                                    budget_bytes: STATE_BYTES * STATE_LIMIT as f64,
+                                                });
+                                                break 'devices;
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        r -= 1;
+                        cursor[r] += 1;
+                        continue;
+                    }
+                    let from = frontier(r);
+                    let ups = &family.ups[from];
+                    let mut advanced = false;
+                    while cursor[r] < ups.len() {
+                        let to = ups[cursor[r]] as usize;
+                        let limit = limit_of(r);
+                        if last && to != limit {
+                            cursor[r] += 1;
+                            continue;
+                        }
+                        let add = family.compute[to] - family.compute[from];
+                        if partial[r] + add >= cut {
+                            cursor[r] = ups.len();
+                            break;
+                        }
+                        if !family.is_subset(to, limit) {
+                            cursor[r] += 1;
+                            continue;
+                        }
+                        choice[r] = (from, to);
+                        partial[r + 1] = partial[r] + add;
+                        advanced = true;
+                        break;
+                    }
+                    if advanced {
+                        r += 1;
+                        if r < v {
+                            cursor[r] = 0;
+                        }
+                    } else {
+                        if r == 0 {
+                            break;
+                        }
+                        r -= 1;
+                        cursor[r] += 1;
+                    }
+                }
+            }
+            layers.push((next_keys, next_states));
+        }
+        if stopped.is_some() {
+            return Run {
+                chain: None,
+                stopped,
+            };
+        }
+        let (keys, states) = &layers[p];
+        let Some(end) =
+            (0..keys.len()).min_by(|&a, &b| states[a].value.total_cmp(&states[b].value))
+        else {
+            return Run {
+                chain: None,
+                stopped: None,
+            };
+        };
+        // Back links: layer d's tuple holds F_r = I_{r·p + d}.
+        let mut chain = vec![family.full; p * v + 1];
+        let mut recomputes = vec![false; p];
+        let mut at = end;
+        for d in (0..=p).rev() {
+            let (keys, states) = &layers[d];
+            if d < p {
+                for r in 0..v {
+                    chain[r * p + d] = keys[at][v - 1 + r] as usize;
+                }
+            }
+            if d > 0 {
+                recomputes[d - 1] = states[at].recomputes;
+                at = states[at].parent as usize;
+            }
+        }
+        Run {
+            chain: Some((chain, recomputes)),
+            stopped: None,
+        }
+    }
+
+    /// The plan of a chain of `T + 1` family members: group g on the first stage whose
+    /// ideal holds it.
+    fn placement(
+        &self,
+        family: &Family,
+        (chain, recomputes): &(Vec<usize>, Vec<bool>),
+    ) -> Placement {
+        let p = self.p;
+        let stage_of: Vec<usize> = (0..self.units.len())
+            .map(|g| {
+                (0..chain.len() - 1)
+                    .find(|&t| family.contains(chain[t + 1], g))
+                    .unwrap_or(chain.len() - 2)
+            })
+            .collect();
+        let device: Vec<Device> = stage_of
+            .iter()
+            .map(|&t| Device::Accelerator(t % p))
+            .collect();
+        let mut chunks = vec![0; self.units.group_of.len()];
+        for (g, group) in self.units.groups.iter().enumerate() {
+            for &x in &group.nodes {
+                chunks[x] = stage_of[g] / p;
+            }
+        }
+        let recompute = (0..p)
+            .filter(|&d| recomputes[d])
+            .map(Device::Accelerator)
+            .collect();
+        self.units
+            .placement(&device)
+            .with_pieces(chunks)
+            .with_recompute(recompute)
+    }
+}
