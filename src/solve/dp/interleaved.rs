@@ -142,63 +142,108 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let mut moves = 0u64;
     let mut stop: Option<StopReason> = None;
     // Chains of prefixes at ever finer cuts: each run only looks below the best so far.
-    let chain_budget = budget.share(0.4);
+    // Without the lattice to prove with, the prefix families get (nearly) all the time.
+    let lattice_len = lattice.as_ref().map(|l| l.len());
+    let chain_budget = budget.share(if lattice_len.is_some() { 0.4 } else { 0.9 });
     let mut k = 16usize;
     loop {
-        let family = Family::chain(&units, k);
-        let run = model.run(&family, upper(&best), &chain_budget, &mut moves);
+        let family = Family::chain(&units, k).with_sums(&model.per_group);
+        let run = model.run(&family, below(upper(&best)), &chain_budget, &mut moves);
         if let Some(chain) = run.chain {
             let placement = model.placement(&family, &chain);
-            if let Some(c) = candidate(problem, placement, "dp") {
-                if c.score < upper(&best) {
-                    best = Some(c);
-                }
+            let c = candidate(problem, placement, "dp").ok_or_else(|| {
+                SolveError::Check("the interleaved DP's plan fails the scorer".into())
+            })?;
+            if c.score < upper(&best) {
+                best = Some(c);
             }
         }
         stats.notes.push(format!(
-            "prefix family of {} cuts: {} ({} moves so far)",
+            "prefix family of {} cuts: {}, best {} ({} moves so far)",
             family.len(),
             run.stopped
                 .as_ref()
                 .map_or("finished".to_string(), |r| format!("stopped ({r:?})")),
+            upper(&best),
             moves
         ));
-        if run.stopped.is_some() || family.len() > units.len() || chain_budget.is_exhausted() {
+        // A family near the lattice's size proves nothing the lattice would not.
+        let finer = Family::chain_len(&units, 2 * k);
+        if run.stopped.is_some()
+            || family.len() > units.len()
+            || lattice_len.is_some_and(|n| 2 * finer > n)
+            || chain_budget.is_exhausted()
+        {
             break;
         }
         k *= 2;
     }
     let mut proven = false;
+    // Proven: every load is at least its compute, and the groups' compute is shared by p.
+    let mut lower = (units.groups.iter().map(|g| g.fpga_latency).sum::<f64>() / p as f64).max(
+        units
+            .groups
+            .iter()
+            .map(|g| g.fpga_latency)
+            .fold(0.0, f64::max),
+    );
     match lattice {
         Some(ideals) => {
             stats.ideals = Some(ideals.len());
-            let family = Family::lattice(&units, ideals);
-            let run = model.run(&family, upper(&best), &budget.share(0.9), &mut moves);
-            if let Some(chain) = run.chain {
-                let placement = model.placement(&family, &chain);
-                let c = candidate(problem, placement, "dp").ok_or_else(|| {
-                    SolveError::Check("the interleaved DP's plan fails the scorer".into())
-                })?;
-                if c.score < upper(&best) {
-                    best = Some(c);
+            let family = Family::lattice(&units, ideals).with_sums(&model.per_group);
+            let lattice_budget = budget.share(0.9);
+            // Targets τ rising toward the best plan: a run that finds a plan below τ has
+            // found the optimum (it is the least of all plans below τ); one that finds none
+            // proves τ a lower bound. Runs below the optimum are the cheap ones.
+            for fraction in [0.5, 0.75, 0.9, 0.97, 1.0] {
+                let ub = upper(&best);
+                let target = if ub.is_finite() && fraction < 1.0 {
+                    lower + fraction * (ub - lower)
+                } else {
+                    below(ub)
+                };
+                if ub.is_finite() && target <= lower {
+                    proven = true;
+                    break;
+                }
+                let run = model.run(&family, target, &lattice_budget, &mut moves);
+                stats.notes.push(format!(
+                    "ideal lattice of {} ideals, below {target}: {} ({moves} moves so far)",
+                    family.len(),
+                    match (&run.stopped, &run.chain) {
+                        (Some(r), _) => format!("stopped ({r:?})"),
+                        (None, Some(_)) => "the optimum".to_string(),
+                        (None, None) => "no plan: a lower bound".to_string(),
+                    }
+                ));
+                if let Some(reason) = &run.stopped {
+                    stop = Some(reason.clone());
+                    break;
+                }
+                match run.chain {
+                    Some(chain) => {
+                        let placement = model.placement(&family, &chain);
+                        let c = candidate(problem, placement, "dp").ok_or_else(|| {
+                            SolveError::Check("the interleaved DP's plan fails the scorer".into())
+                        })?;
+                        if c.score < upper(&best) {
+                            best = Some(c);
+                        }
+                        proven = true;
+                        break;
+                    }
+                    None if fraction == 1.0 || !ub.is_finite() => {
+                        proven = true;
+                        break;
+                    }
+                    None => lower = lower.max(target),
                 }
             }
-            match &run.stopped {
-                None => proven = true,
-                Some(reason) => stop = Some(reason.clone()),
-            }
-            stats.notes.push(format!(
-                "ideal lattice of {} ideals: {}",
-                family.len(),
-                run.stopped
-                    .as_ref()
-                    .map_or("finished: exact".to_string(), |r| format!(
-                        "stopped ({r:?})"
-                    ))
-            ));
         }
         None => {
-            stop = Some(StopReason::TimeLimit);
+            stop = Some(StopReason::IdealLimit {
+                limit: LATTICE_LIMIT,
+            });
             stats.notes.push(format!("more than {LATTICE_LIMIT} ideals (or no time to list them): the DP searched chains of prefixes only, so it proves no optimum"));
         }
     }
@@ -231,7 +276,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         &budget,
         &mut stats,
     )
-    .objective(false);
+    .objective(false)
+    .max(lower);
     let reason = stop.unwrap_or(StopReason::TimeLimit);
     stats.time_s = started.elapsed().as_secs_f64();
     Ok(match best {
@@ -247,6 +293,15 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
         None => outcome(None, f64::INFINITY, bound, Status::NoPlan { reason }, stats),
     })
+}
+
+/// The cut that keeps only plans better than `upper` by more than [`PRUNE`].
+fn below(upper: f64) -> f64 {
+    if upper.is_finite() {
+        upper * (1.0 - PRUNE)
+    } else {
+        f64::INFINITY
+    }
 }
 
 fn upper(best: &Option<Candidate>) -> f64 {
@@ -275,6 +330,8 @@ fn outcome(
 struct Family {
     kind: Kind,
     compute: Vec<f64>,
+    /// Per member: its resident, stashed, total bytes and forward time ([`Model::per_group`]).
+    sums: Vec<[f64; 4]>,
     /// `ups[i]`: every member `j ⊇ i`, by increasing compute.
     ups: Vec<Vec<u32>>,
     full: usize,
@@ -297,25 +354,7 @@ impl Family {
         let n = units.len();
         // Contraction numbers its groups in a topological order.
         let order: Vec<usize> = (0..n).collect();
-        let total: f64 = units.groups.iter().map(|g| g.fpga_latency).sum();
-        let mut cuts = vec![0, n];
-        let mut before = 0.0;
-        for (i, &g) in order.iter().enumerate() {
-            let mid = before + units[g].fpga_latency / 2.0;
-            before += units[g].fpga_latency;
-            if total > 0.0 {
-                let share = ((mid / total) * k as f64) as usize;
-                let next = (((before / total) * k as f64) as usize).min(k);
-                if next > share {
-                    cuts.push(i + 1);
-                }
-            }
-            if (i + 1) * k / n.max(1) != i * k / n.max(1) {
-                cuts.push(i + 1);
-            }
-        }
-        cuts.sort_unstable();
-        cuts.dedup();
+        let cuts = Self::cuts(units, k);
         let mut position = vec![0; n];
         for (i, &g) in order.iter().enumerate() {
             position[g] = i;
@@ -334,9 +373,40 @@ impl Family {
                 position,
             },
             compute,
+            sums: Vec::new(),
             ups,
             full: len - 1,
         }
+    }
+
+    /// The members [`Family::chain`] would have.
+    fn chain_len(units: &Grouping, k: usize) -> usize {
+        Self::cuts(units, k).len()
+    }
+
+    /// The cut positions of [`Family::chain`] in the order `0 … n − 1`.
+    fn cuts(units: &Grouping, k: usize) -> Vec<usize> {
+        let n = units.len();
+        let total: f64 = units.groups.iter().map(|g| g.fpga_latency).sum();
+        let mut cuts = vec![0, n];
+        let mut before = 0.0;
+        for (i, unit) in units.groups.iter().enumerate() {
+            let mid = before + unit.fpga_latency / 2.0;
+            before += unit.fpga_latency;
+            if total > 0.0 {
+                let share = ((mid / total) * k as f64) as usize;
+                let next = (((before / total) * k as f64) as usize).min(k);
+                if next > share {
+                    cuts.push(i + 1);
+                }
+            }
+            if (i + 1) * k / n.max(1) != i * k / n.max(1) {
+                cuts.push(i + 1);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        cuts
     }
 
     /// Every ideal.
@@ -365,6 +435,7 @@ impl Family {
         Family {
             kind: Kind::Lattice(ideals),
             compute,
+            sums: Vec::new(),
             ups,
             full,
         }
@@ -372,6 +443,32 @@ impl Family {
 
     fn len(&self) -> usize {
         self.compute.len()
+    }
+
+    /// Fills [`Family::sums`] from the groups' figures.
+    fn with_sums(mut self, per_group: &[[f64; 4]]) -> Family {
+        let add = |a: [f64; 4], b: &[f64; 4]| std::array::from_fn(|i| a[i] + b[i]);
+        self.sums = match &self.kind {
+            Kind::Chain { order, cuts, .. } => {
+                let mut prefix = vec![[0.0; 4]; order.len() + 1];
+                for (i, &g) in order.iter().enumerate() {
+                    prefix[i + 1] = add(prefix[i], &per_group[g]);
+                }
+                cuts.iter().map(|&c| prefix[c]).collect()
+            }
+            Kind::Lattice(ideals) => (0..ideals.len())
+                .map(|i| {
+                    (ideals.get(i).groups().iter())
+                        .fold([0.0; 4], |acc, &g| add(acc, &per_group[g]))
+                })
+                .collect(),
+        };
+        self
+    }
+
+    /// The sums of `I_i \ I_j`.
+    fn between(&self, j: usize, i: usize) -> [f64; 4] {
+        std::array::from_fn(|k| self.sums[i][k] - self.sums[j][k])
     }
 
     fn is_subset(&self, j: usize, i: usize) -> bool {
@@ -403,9 +500,8 @@ struct Model<'a> {
     p: usize,
     v: usize,
     memory: f64,
-    resident: Vec<f64>,
-    stash: Vec<f64>,
-    size: Vec<f64>,
+    /// Per group: resident, stashed and total bytes, forward time.
+    per_group: Vec<[f64; 4]>,
     hyperedges: Vec<Hyperedge>,
     incident: Vec<Vec<u32>>,
     recompute: Option<RecomputeData>,
@@ -438,7 +534,6 @@ struct Scratch {
     seen_edge: Vec<u64>,
     seen_input: Vec<u64>,
     groups: Vec<usize>,
-    bounds: Vec<usize>,
 }
 
 impl<'a> Model<'a> {
@@ -454,7 +549,13 @@ impl<'a> Model<'a> {
             .map(|g| g.nodes.iter().map(|&x| held[x].stash_bytes).sum())
             .collect();
         let size: Vec<f64> = units.groups.iter().map(|g| g.size_bytes).collect();
-        let resident = size.iter().zip(&stash).map(|(s, a)| s - a).collect();
+        let recompute = (pipeline.recompute == Recompute::Auto).then(|| recompute_data(units, w));
+        let per_group = (0..units.len())
+            .map(|g| {
+                let forward = recompute.as_ref().map_or(0.0, |r| r.forward[g]);
+                [size[g] - stash[g], stash[g], size[g], forward]
+            })
+            .collect();
         let hyperedges = units.hyperedges(w, false);
         let mut incident = vec![Vec::new(); units.len()];
         for (e, h) in hyperedges.iter().enumerate() {
@@ -462,7 +563,6 @@ impl<'a> Model<'a> {
                 incident[g].push(e as u32);
             }
         }
-        let recompute = (pipeline.recompute == Recompute::Auto).then(|| recompute_data(units, w));
         let mut reads = vec![Vec::new(); units.len()];
         if let Some(data) = &recompute {
             for (k, (_, readers, _)) in data.inputs.iter().enumerate() {
@@ -476,9 +576,7 @@ impl<'a> Model<'a> {
             p,
             v: pipeline.schedule.chunks(),
             memory: w.devices().memory_per_accelerator_bytes,
-            resident,
-            stash,
-            size,
+            per_group,
             hyperedges,
             incident,
             recompute,
@@ -495,7 +593,6 @@ impl<'a> Model<'a> {
             seen_edge: vec![0; self.hyperedges.len()],
             seen_input: vec![0; self.recompute.as_ref().map_or(0, |r| r.inputs.len())],
             groups: Vec::new(),
-            bounds: Vec::new(),
         }
     }
 
@@ -507,28 +604,19 @@ impl<'a> Model<'a> {
         d: usize,
         moves: &[(usize, usize)],
         compute: f64,
+        cut: f64,
         s: &mut Scratch,
     ) -> Option<(f64, bool)> {
-        s.stamp += 1;
-        let stamp = s.stamp;
-        s.groups.clear();
-        s.bounds.clear();
-        for &(from, to) in moves {
-            family.difference(from, to, &mut s.groups);
-            s.bounds.push(s.groups.len());
-        }
-        let (mut resident, mut size) = (0.0, 0.0);
+        let mut resident = 0.0;
+        let mut size = 0.0;
+        let mut forward = 0.0;
         let mut stash = vec![0.0; self.v];
-        let mut start = 0;
-        for (r, &end) in s.bounds.iter().enumerate() {
-            for &g in &s.groups[start..end] {
-                s.mark[g] = stamp;
-                s.chunk[g] = r as u8;
-                resident += self.resident[g];
-                size += self.size[g];
-                stash[r] += self.stash[g];
-            }
-            start = end;
+        for (r, &(from, to)) in moves.iter().enumerate() {
+            let [held, stashed, total, fwd] = family.between(from, to);
+            resident += held;
+            stash[r] = stashed;
+            size += total;
+            forward += fwd;
         }
         let limit = self.memory * (1.0 + MEMORY_TOLERANCE);
         if size > limit {
@@ -544,10 +632,24 @@ impl<'a> Model<'a> {
                     .sum::<f64>()
             })
             .fold(0.0, f64::max);
-        let mut extra = 0.0;
-        let mut recomputes = false;
-        if resident + held > limit {
-            let data = self.recompute.as_ref()?;
+        let recomputes = resident + held > limit;
+        let extra = if recomputes { forward } else { 0.0 };
+        if recomputes && (self.recompute.is_none() || compute + extra >= cut) {
+            return None;
+        }
+        s.stamp += 1;
+        let stamp = s.stamp;
+        s.groups.clear();
+        let mut start = 0;
+        for (r, &(from, to)) in moves.iter().enumerate() {
+            family.difference(from, to, &mut s.groups);
+            for &g in &s.groups[start..] {
+                s.mark[g] = stamp;
+                s.chunk[g] = r as u8;
+            }
+            start = s.groups.len();
+        }
+        if let Some(data) = self.recompute.as_ref().filter(|_| recomputes) {
             let mut input = vec![0.0; self.v];
             for &g in &s.groups {
                 let r = s.chunk[g];
@@ -579,8 +681,6 @@ impl<'a> Model<'a> {
             if resident + peak > limit {
                 return None;
             }
-            extra = s.groups.iter().map(|&g| data.forward[g]).sum();
-            recomputes = true;
         }
         let mut comm = 0.0;
         for &g in &s.groups {
@@ -592,20 +692,19 @@ impl<'a> Model<'a> {
                 let h = &self.hyperedges[e as usize];
                 if h.groups.iter().any(|&x| s.mark[x] != stamp) {
                     comm += h.cost;
+                    if compute + extra + comm >= cut {
+                        return None;
+                    }
                 }
             }
         }
         Some((compute + comm + extra, recomputes))
     }
 
-    /// The DP over chains drawn from `family`, looking only below `upper` (module docs).
-    fn run(&self, family: &Family, upper: f64, budget: &Budget, moves: &mut u64) -> Run {
+    /// The DP over chains drawn from `family` whose value is below `cut` (module docs): the
+    /// least of them, if any.
+    fn run(&self, family: &Family, cut: f64, budget: &Budget, moves: &mut u64) -> Run {
         let (p, v) = (self.p, self.v);
-        let cut = if upper.is_finite() {
-            upper * (1.0 - PRUNE)
-        } else {
-            f64::INFINITY
-        };
         let mut s = self.scratch();
         // Layer 0: every tuple of junctions.
         let mut keys: Vec<Vec<u32>> = Vec::new();
@@ -660,7 +759,25 @@ impl<'a> Model<'a> {
                 };
                 let frontier = |r: usize| key[v - 1 + r] as usize;
                 // Depth-first over the rounds: position r tries F'_r in increasing compute.
+                // The later devices' loads hold at least their compute, so the last round's
+                // move must reach `need` with the others': skip the moves below it (the
+                // remaining-work test below would drop them one by one).
+                let later_capacity = (p - d - 1) as f64 * cut;
+                let need: f64 =
+                    (0..v).map(|r| family.compute[limit_of(r)]).sum::<f64>() - later_capacity;
+                let first_useful = |chosen: &[(usize, usize)]| -> usize {
+                    if last || !need.is_finite() {
+                        return 0;
+                    }
+                    let reached: f64 = chosen.iter().map(|&(_, to)| family.compute[to]).sum();
+                    let threshold = need - reached - 1e-9 * cut.abs();
+                    family.ups[frontier(v - 1)]
+                        .partition_point(|&j| family.compute[j as usize] < threshold)
+                };
                 let mut cursor = vec![0usize; v];
+                if v == 1 {
+                    cursor[0] = first_useful(&[]);
+                }
                 let mut partial = vec![0.0; v + 1];
                 let mut r = 0usize;
                 loop {
@@ -679,7 +796,7 @@ impl<'a> Model<'a> {
                         let later = (p - d - 1) as f64;
                         if later == 0.0 || remaining <= later * cut * (1.0 + 1e-12) {
                             if let Some((cost, recomputes)) =
-                                self.cost(family, d, &choice, partial[v], &mut s)
+                                self.cost(family, d, &choice, partial[v], cut, &mut s)
                             {
                                 let value = value.max(cost);
                                 if value < cut {
@@ -745,7 +862,11 @@ impl<'a> Model<'a> {
                     if advanced {
                         r += 1;
                         if r < v {
-                            cursor[r] = 0;
+                            cursor[r] = if r + 1 == v {
+                                first_useful(&choice[..r])
+                            } else {
+                                0
+                            };
                         }
                     } else {
                         if r == 0 {
