@@ -237,6 +237,62 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
     );
 }
 
+/// The interleaved DP (`--method dp`) proves the exhaustive search's optimum beyond two
+/// chunks on two devices: `v = 3` on 2 accelerators (junctions of two rounds in its state)
+/// and `v = 2` on 3 accelerators, m = 6, at the same memory levels; infeasible draws are
+/// proven infeasible.
+#[test]
+fn dp_matches_brute_force_with_three_chunks_or_three_devices() {
+    let (mut checked, mut binding, mut infeasible) = (0, 0, 0);
+    for seed in 0..400u64 {
+        let Some(w) = instance(seed) else {
+            continue;
+        };
+        if w.nodes().iter().any(|x| !x.supported_on_accelerator) {
+            continue;
+        }
+        let (w, chunks) = if seed % 2 == 0 {
+            (w, 3)
+        } else {
+            let devices = DeviceSet {
+                accelerators: 3,
+                ..w.devices().clone()
+            };
+            (w.with_devices(devices).unwrap(), 2)
+        };
+        let pipeline = Pipeline::new(Schedule::Interleaved { chunks }, 6);
+        let problem = Problem {
+            pipeline: Some(pipeline),
+            ..Problem::throughput(&w)
+        };
+        let (want, unconstrained) = brute_force(&w, pipeline);
+        let got = plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        checked += 1;
+        if want.is_infinite() {
+            assert!(
+                got.outcome.placement.is_none()
+                    && matches!(got.outcome.status, Status::Infeasible { .. }),
+                "seed {seed}: dp {:?}, brute force finds none",
+                got.outcome.status
+            );
+            infeasible += 1;
+            continue;
+        }
+        let value = got.objective(Objective::Throughput);
+        assert!(
+            close(value, want),
+            "seed {seed} v={chunks}: dp {value}, brute force {want}"
+        );
+        assert_eq!(got.outcome.status, Status::Optimal, "seed {seed}");
+        binding += usize::from(want > unconstrained * (1.0 + 1e-9));
+    }
+    eprintln!("{checked} instances, {binding} where the schedule's memory raised the optimum, {infeasible} infeasible");
+    assert!(
+        checked >= 100 && binding >= 10 && infeasible >= 15,
+        "{checked} checked, {binding} binding, {infeasible} infeasible"
+    );
+}
+
 /// On the generated GPT-2 training graph (4 accelerators), interleaved:2 with 8
 /// micro-batches at a memory where the schedule binds: the IP's plan fits by the
 /// scorer's figure, the plan file keeps its chunks, and the simulator (reading them back)
@@ -386,8 +442,9 @@ fn dnnplace() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dnnplace"))
 }
 
-/// `plan --schedule interleaved:v` plans with ip and auto, writes the chunks, and the
-/// simulator's peaks equal the printed figures; dp and a count of micro-batches that is not a multiple of the accelerators are refused with exit 2.
+/// `plan --schedule interleaved:v` plans with dp and auto (proven optimal), writes the
+/// chunks, and the simulator's peaks equal the printed figures; another method and a count
+/// of micro-batches that is not a multiple of the accelerators are refused with exit 2.
 #[test]
 fn command_line() {
     let dir = std::env::temp_dir().join(format!("dnnplace-interleaved-{}", std::process::id()));
@@ -404,7 +461,7 @@ fn command_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     for (args, needle) in [
-        (vec!["--method", "dp"], "--method ip or auto"),
+        (vec!["--method", "greedy"], "--method dp, ip or auto"),
         (
             vec!["--method", "ip", "--micro-batches", "6"],
             "multiple of the 4",
@@ -421,54 +478,57 @@ fn command_line() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
-    let plan_file = dir.join("plan.json");
-    let out = dnnplace()
-        .arg("plan")
-        .arg(&workload)
-        .args([
-            "--schedule",
-            "interleaved:2",
-            "--micro-batches",
-            "8",
-            "--method",
-            "auto",
-            "--memory",
-            "700MiB",
-            "--time-limit",
-            "3s",
-            "--json",
-            "--out",
-        ])
-        .arg(&plan_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let planned: Vec<f64> = v["pipeline"]["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["memoryBytes"].as_f64().unwrap())
-        .collect();
-    assert!(v["pipeline"]["devices"][0]["chunkStashBytes"]
-        .as_array()
-        .is_some_and(|a| a.len() == 2));
-    assert_simulated_peaks(
-        &workload,
-        &plan_file,
-        &[
-            "--schedule",
-            "interleaved:2",
-            "--micro-batches",
-            "8",
-            "--memory",
-            "700MiB",
-        ],
-        &planned,
-    );
+    for method in ["auto", "dp"] {
+        let plan_file = dir.join(format!("plan-{method}.json"));
+        let out = dnnplace()
+            .arg("plan")
+            .arg(&workload)
+            .args([
+                "--schedule",
+                "interleaved:2",
+                "--micro-batches",
+                "8",
+                "--method",
+                method,
+                "--memory",
+                "700MiB",
+                "--time-limit",
+                "3s",
+                "--json",
+                "--out",
+            ])
+            .arg(&plan_file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["status"], "proven optimal", "{method}: {v}");
+        let planned: Vec<f64> = v["pipeline"]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["memoryBytes"].as_f64().unwrap())
+            .collect();
+        assert!(v["pipeline"]["devices"][0]["chunkStashBytes"]
+            .as_array()
+            .is_some_and(|a| a.len() == 2));
+        assert_simulated_peaks(
+            &workload,
+            &plan_file,
+            &[
+                "--schedule",
+                "interleaved:2",
+                "--micro-batches",
+                "8",
+                "--memory",
+                "700MiB",
+            ],
+            &planned,
+        );
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -100,13 +100,43 @@ impl Method for Auto {
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let started = Instant::now();
         if problem.interleaved() {
-            // The DP and coarsening give each device one contiguous stage.
-            let mut limited = problem.clone();
-            limited.limits.time_limit_s =
-                Some(problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S));
-            let mut outcome = milp::Ip.solve(&limited)?;
+            // The interleaved DP, then (unless it proved its plan) the interleaved IP from
+            // its plan: the IP's bound may close more of the gap.
+            let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+            let mut first = problem.clone();
+            first.limits.time_limit_s = Some(0.6 * limit);
+            let dp = dp::interleaved::solve(&first)?;
+            if dp.status == Status::Optimal
+                || dp.placement.is_none() && matches!(dp.status, Status::Infeasible { .. })
+            {
+                let mut outcome = dp;
+                outcome.method = "auto".into();
+                outcome.stats.notes.push(
+                    "auto under the interleaved schedule: the interleaved DP proved it".into(),
+                );
+                return Ok(outcome);
+            }
+            let mut second = problem.clone();
+            second.limits.time_limit_s = Some((limit - started.elapsed().as_secs_f64()).max(0.0));
+            if let Some(placement) = &dp.placement {
+                second.limits.warm_start = Some(placement.clone());
+            }
+            let mut outcome = milp::Ip.solve(&second)?;
+            if outcome.placement.is_none() && dp.placement.is_some() {
+                outcome.placement = dp.placement;
+                outcome.objective = dp.objective;
+                outcome.status = dp.status;
+            }
+            // Both bounds are proven; the larger holds.
+            outcome.bound = outcome.bound.max(dp.bound).min(outcome.objective);
+            if outcome.placement.is_some()
+                && outcome.objective <= outcome.bound * (1.0 + milp::DEFAULT_GAP)
+            {
+                outcome.status = Status::Optimal;
+            }
             outcome.method = "auto".into();
-            outcome.stats.notes.push("auto under the interleaved schedule: the interleaved IP (the DP and coarsening give each device one contiguous stage)".into());
+            outcome.stats.notes.splice(0..0, dp.stats.notes);
+            outcome.stats.notes.push("auto under the interleaved schedule: the interleaved DP, then the interleaved IP from its plan".into());
             return Ok(outcome);
         }
         if problem.pipeline.is_some() {

@@ -79,14 +79,8 @@ const PRUNE: f64 = 1e-9;
 
 /// Solves the max-load problem of `problem` under its interleaved schedule exactly
 /// (module docs).
+/// Without `--time-limit` it stops after [`crate::solve::auto::DEFAULT_TIME_LIMIT_S`].
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
-    let started = Instant::now();
-    let w = problem.workload;
-    let pipeline = problem
-        .pipeline
-        .expect("the interleaved DP runs under a schedule");
-    let p = w.devices().accelerators;
-    let v = pipeline.schedule.chunks();
     let budget = match problem.limits.time_limit_s {
         Some(_) => problem.limits.budget(),
         None => Budget::new(
@@ -94,6 +88,18 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             problem.limits.memory_budget_bytes,
         ),
     };
+    solve_within(problem, &budget)
+}
+
+/// [`solve`] within `budget`.
+pub fn solve_within(problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
+    let started = Instant::now();
+    let w = problem.workload;
+    let pipeline = problem
+        .pipeline
+        .expect("the interleaved DP runs under a schedule");
+    let p = w.devices().accelerators;
+    let v = pipeline.schedule.chunks();
     let contraction = Contraction::new(w);
     let mut stats = Stats {
         groups: Some(contraction.len()),
@@ -141,12 +147,33 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let model = Model::new(&units, w, pipeline, p, vectors);
     let mut moves = 0u64;
     let mut stop: Option<StopReason> = None;
+    // The combinatorial load bound of every assignment of the groups to the accelerators
+    // (interleaved plans are among them; recomputation only adds time), and the compute
+    // alone: every load is at least its compute, and p devices share the groups'.
+    let devices = DeviceSet {
+        cpus: 0,
+        ..w.devices().clone()
+    };
+    let compute: Vec<f64> = units.groups.iter().map(|g| g.fpga_latency).collect();
+    let mut lower = crate::solve::milp::load_bounds::for_model(
+        &units,
+        &model.hyperedges,
+        &devices,
+        false,
+        problem.limits.ip.load_bound,
+        &budget.share(0.15),
+        &mut stats,
+    )
+    .objective(false)
+    .max(compute.iter().sum::<f64>() / p as f64)
+    .max(compute.iter().copied().fold(0.0, f64::max));
+    let mut proven = best.as_ref().is_some_and(|b| meets_bound(b.score, lower));
     // Chains of prefixes at ever finer cuts: each run only looks below the best so far.
     // Without the lattice to prove with, the prefix families get (nearly) all the time.
     let lattice_len = lattice.as_ref().map(|l| l.len());
     let chain_budget = budget.share(if lattice_len.is_some() { 0.4 } else { 0.9 });
     let mut k = 16usize;
-    loop {
+    while !proven {
         let family = Family::chain(&units, k).with_sums(&model.per_group);
         let run = model.run(&family, below(upper(&best)), &chain_budget, &mut moves);
         if let Some(chain) = run.chain {
@@ -167,6 +194,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             upper(&best),
             moves
         ));
+        proven = meets_bound(upper(&best), lower);
         // A family near the lattice's size proves nothing the lattice would not.
         let finer = Family::chain_len(&units, 2 * k);
         if run.stopped.is_some()
@@ -178,16 +206,13 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
         k *= 2;
     }
-    let mut proven = false;
-    // Proven: every load is at least its compute, and the groups' compute is shared by p.
-    let mut lower = (units.groups.iter().map(|g| g.fpga_latency).sum::<f64>() / p as f64).max(
-        units
-            .groups
-            .iter()
-            .map(|g| g.fpga_latency)
-            .fold(0.0, f64::max),
-    );
+    if proven {
+        stats.notes.push(format!(
+            "the best plan meets the lower bound {lower}: optimal"
+        ));
+    }
     match lattice {
+        _ if proven => {}
         Some(ideals) => {
             stats.ideals = Some(ideals.len());
             let family = Family::lattice(&units, ideals).with_sums(&model.per_group);
@@ -263,21 +288,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             ),
         });
     }
-    let devices = DeviceSet {
-        cpus: 0,
-        ..w.devices().clone()
-    };
-    let bound = crate::solve::milp::load_bounds::for_model(
-        &units,
-        &model.hyperedges,
-        &devices,
-        false,
-        problem.limits.ip.load_bound,
-        &budget,
-        &mut stats,
-    )
-    .objective(false)
-    .max(lower);
+    let bound = lower;
     let reason = stop.unwrap_or(StopReason::TimeLimit);
     stats.time_s = started.elapsed().as_secs_f64();
     Ok(match best {
@@ -293,6 +304,13 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         }
         None => outcome(None, f64::INFINITY, bound, Status::NoPlan { reason }, stats),
     })
+}
+
+/// Whether a plan of value `value` is proven optimal by the lower bound `lower`: within the
+/// relative gap at which the IP declares a plan optimal
+/// ([`crate::solve::milp::DEFAULT_GAP`]; the load bound is a flow value with rounding).
+fn meets_bound(value: f64, lower: f64) -> bool {
+    value <= lower * (1.0 + crate::solve::milp::DEFAULT_GAP)
 }
 
 /// The cut that keeps only plans better than `upper` by more than [`PRUNE`].

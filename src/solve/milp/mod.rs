@@ -879,13 +879,12 @@ pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Cand
 
 /// The DP's plan within `budget`: the exact contiguous optimum, under the problem's
 /// pipeline schedule when it has one ([`crate::solve::dp::solve_pipeline`]); under the
-/// interleaved schedule the DP plans of [`interleaved::dp_plan`]
-/// ([`interleaved::dp_plan`]).
+/// interleaved schedule the interleaved DP's ([`crate::solve::dp::interleaved`]).
 pub(crate) fn dp_plan(problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
     match problem.pipeline {
         None => crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, budget),
-        Some(pipeline) if problem.interleaved() => {
-            interleaved::dp_plan(problem.workload, &problem.limits, budget, pipeline)
+        Some(_) if problem.interleaved() => {
+            crate::solve::dp::interleaved::solve_within(problem, budget)
         }
         Some(pipeline) => {
             let mut limits = problem.limits.clone();
