@@ -26,8 +26,8 @@
 //! | `--memory` | a finite byte count ≥ 0 | |
 //! | `--memory-budget` | 1 MiB … 1 PiB | below 1 MiB no model fits; above 1 PiB is no limit on any machine |
 //! | `--micro-batches M` | 1 … 2²⁰ | needs `--schedule` or `--report`; stash bytes times M stay exact |
-//! | `--schedule S` | gpipe, 1f1b, interleaved[:v] | gpipe and 1f1b: `--method dp`, `auto` (which then runs the exact DP) or `ip`; interleaved:v puts v chunks on each accelerator, not one contiguous stage: `--method ip` or `auto` (which then runs the interleaved IP), `m` a multiple of the accelerators k; other methods refused, or with `--report` only simulated (a note says so) |
-//! | `--recompute R` | none, auto | needs `--schedule`: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute; under interleaved an accelerator recomputes all its chunks or none (`--method ip` or `auto`); not with `--cluster` (its planner does not price a schedule's memory) |
+//! | `--schedule S` | gpipe, 1f1b, interleaved[:v] | gpipe and 1f1b: `--method dp`, `auto` (which then runs the exact DP) or `ip`; interleaved:v puts v chunks on each accelerator, not one contiguous stage: `--method dp` (the interleaved DP), `ip` or `auto` (the DP, then the IP from its plan), `m` a multiple of the accelerators k; other methods refused, or with `--report` only simulated (a note says so) |
+//! | `--recompute R` | none, auto | needs `--schedule`: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute; under interleaved an accelerator recomputes all its chunks or none (`--method dp`, `ip` or `auto`); not with `--cluster` (its planner does not price a schedule's memory) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |

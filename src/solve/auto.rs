@@ -87,7 +87,7 @@ impl Method for Auto {
 
     fn supports(&self, problem: &Problem) -> Result<(), String> {
         if problem.interleaved() {
-            // Under the interleaved schedule auto is the interleaved IP (below).
+            // Under the interleaved schedule auto is the interleaved DP, then IP (below): the IP's conditions.
             return milp::Ip.supports(problem);
         }
         if problem.pipeline.is_some() {
@@ -103,9 +103,11 @@ impl Method for Auto {
             // The interleaved DP, then (unless it proved its plan) the interleaved IP from
             // its plan: the IP's bound may close more of the gap.
             let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
-            let mut first = problem.clone();
-            first.limits.time_limit_s = Some(0.6 * limit);
-            let dp = dp::interleaved::solve(&first)?;
+            let dp = dp::interleaved::solve_within(
+                problem,
+                &Budget::new(Some(0.8 * limit), problem.limits.memory_budget_bytes),
+                false,
+            )?;
             if dp.status == Status::Optimal
                 || dp.placement.is_none() && matches!(dp.status, Status::Infeasible { .. })
             {

@@ -88,11 +88,17 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             problem.limits.memory_budget_bytes,
         ),
     };
-    solve_within(problem, &budget)
+    solve_within(problem, &budget, true)
 }
 
-/// [`solve`] within `budget`.
-pub fn solve_within(problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
+/// [`solve`] within `budget`. Without `unbounded`, the lattice is searched only below a
+/// plan in hand: with none (nothing fits yet) the search over every chain that fits can be
+/// long, and the caller (`auto`) leaves infeasibility to the IP.
+pub fn solve_within(
+    problem: &Problem,
+    budget: &Budget,
+    unbounded: bool,
+) -> Result<Outcome, SolveError> {
     let started = Instant::now();
     let w = problem.workload;
     let pipeline = problem
@@ -213,6 +219,12 @@ pub fn solve_within(problem: &Problem, budget: &Budget) -> Result<Outcome, Solve
     }
     match lattice {
         _ if proven => {}
+        Some(_) if !unbounded && best.is_none() => {
+            stop = Some(StopReason::SearchExhausted {
+                what: "no plan from the prefixes, and the lattice is searched only below one here"
+                    .into(),
+            });
+        }
         Some(ideals) => {
             stats.ideals = Some(ideals.len());
             let family = Family::lattice(&units, ideals).with_sums(&model.per_group);

@@ -81,11 +81,11 @@
 //! `mem_r(d)` may be below it: a recomputing device never holds two chunks' stashes at once.
 //!
 //! Warm start: the best valid plan among the held plan of [`super::presolve`] (the
-//! better of two DP plans made with GPipe's `m` stashes everywhere: on the k accelerators
-//! all in chunk 0, and on p·v stages of M/v bytes dealt round-robin: [`dp_plan`];
-//! a single accelerator) and two cuts of a topological
+//! interleaved DP's plan within half the budget, [`crate::solve::dp::interleaved`], or
+//! the caller's warm start; a single accelerator) and two cuts of a topological
 //! order into T consecutive stages dealt round-robin to the devices ([`split_plans`]),
-//! which answer at once on graphs where the DP does not.
+//! which answer at once on graphs where the DP does not. [`dp_plan`] (two contiguous DP
+//! plans dealt to the chunks) is the interleaved DP's first upper bound.
 //! Extraction ([`Interleaved::placement`]): each group on the first stage whose ideal
 //! holds it, stage t being chunk `⌊t/p⌋` of accelerator `t mod p`.
 //!

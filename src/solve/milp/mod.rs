@@ -884,7 +884,7 @@ pub(crate) fn dp_plan(problem: &Problem, budget: &Budget) -> Result<Outcome, Sol
     match problem.pipeline {
         None => crate::solve::dp::solve_within(problem.workload, problem.limits.max_ideals, budget),
         Some(_) if problem.interleaved() => {
-            crate::solve::dp::interleaved::solve_within(problem, budget)
+            crate::solve::dp::interleaved::solve_within(problem, budget, false)
         }
         Some(pipeline) => {
             let mut limits = problem.limits.clone();
