@@ -52,6 +52,8 @@
 //! and the gap. The budget (time, Ctrl-C) is checked every 4,096 moves.
 
 use std::collections::HashMap;
+
+use rayon::prelude::*;
 use std::time::Instant;
 
 use crate::model::contraction::Contraction;
@@ -72,6 +74,8 @@ pub const LATTICE_LIMIT: usize = 3000;
 const STATE_LIMIT: usize = 4_000_000;
 /// About what one state costs, with its key and its index entry.
 const STATE_BYTES: f64 = 100.0;
+/// States expanded by one parallel task.
+const BLOCK_STATES: usize = 64;
 /// Relative tolerance of the memory limit, as the scorer's check.
 const MEMORY_TOLERANCE: f64 = 1e-9;
 /// A plan within this relative distance of `U` does not count as better.
@@ -524,6 +528,12 @@ impl Family {
     }
 }
 
+/// A device's maximal stash vectors and, per chunk, its backward input vectors.
+type DeviceVectors = (Vec<Vec<usize>>, Vec<Vec<Vec<usize>>>);
+
+/// One parallel block's states (the best per tuple) and its count of moves.
+type Block = Result<(HashMap<Vec<u32>, State>, u64), StopReason>;
+
 /// The per-group data the device cost reads.
 struct Model<'a> {
     units: &'a Grouping,
@@ -538,7 +548,7 @@ struct Model<'a> {
     /// Per group, the recompute inputs it reads.
     reads: Vec<Vec<u32>>,
     /// Per device: its maximal stash vectors and, per chunk, its backward input vectors.
-    vectors: Vec<(Vec<Vec<usize>>, Vec<Vec<Vec<usize>>>)>,
+    vectors: Vec<DeviceVectors>,
 }
 
 /// What a run of the DP over one family found.
@@ -547,6 +557,22 @@ struct Run {
     /// devices that recompute.
     chain: Option<(Vec<usize>, Vec<bool>)>,
     stopped: Option<StopReason>,
+}
+
+/// Keeps `state` for `next` in `table` unless a state of smaller value (or of equal value
+/// and smaller parent) is there.
+fn keep_better(table: &mut HashMap<Vec<u32>, State>, next: Vec<u32>, state: State) {
+    match table.entry(next) {
+        std::collections::hash_map::Entry::Occupied(mut e) => {
+            let old = e.get_mut();
+            if (state.value, state.parent) < (old.value, old.parent) {
+                *old = state;
+            }
+        }
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(state);
+        }
+    }
 }
 
 /// A state: its tuple (junctions, then frontiers), value and back link.
@@ -572,7 +598,7 @@ impl<'a> Model<'a> {
         w: &crate::model::Workload,
         pipeline: Pipeline,
         p: usize,
-        vectors: Vec<(Vec<Vec<usize>>, Vec<Vec<Vec<usize>>>)>,
+        vectors: Vec<DeviceVectors>,
     ) -> Model<'a> {
         let held = held_bytes(w);
         let stash: Vec<f64> = (units.groups.iter())
@@ -735,7 +761,6 @@ impl<'a> Model<'a> {
     /// least of them, if any.
     fn run(&self, family: &Family, cut: f64, budget: &Budget, moves: &mut u64) -> Run {
         let (p, v) = (self.p, self.v);
-        let mut s = self.scratch();
         // Layer 0: every tuple of junctions.
         let mut keys: Vec<Vec<u32>> = Vec::new();
         let mut junctions = vec![0u32; v.saturating_sub(1)];
@@ -770,142 +795,76 @@ impl<'a> Model<'a> {
             })
             .collect();
         layers.push((keys, states));
-        let mut stopped = None;
-        'devices: for d in 0..p {
-            let last = d + 1 == p;
+        let mut stopped: Option<StopReason> = None;
+        for d in 0..p {
             let (keys, states) = &layers[d];
+            // Blocks of states in parallel, each with its own scratch space and table; the
+            // tables are merged keeping the smaller value (on a tie the smaller parent, so
+            // the result does not depend on the threads).
+            let blocks: Vec<Block> = (0..keys.len())
+                .step_by(BLOCK_STATES)
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|start| {
+                    budget.check().map_err(StopReason::from)?;
+                    let mut s = self.scratch();
+                    let mut table: HashMap<Vec<u32>, State> = HashMap::new();
+                    let mut count = 0u64;
+                    for i in start..(start + BLOCK_STATES).min(keys.len()) {
+                        self.expand(
+                            family,
+                            d,
+                            &keys[i],
+                            i,
+                            states[i].value,
+                            cut,
+                            &mut s,
+                            &mut count,
+                            &mut |next, state| keep_better(&mut table, next, state),
+                            budget,
+                        )?;
+                    }
+                    Ok((table, count))
+                })
+                .collect();
+            let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
             let mut next_keys: Vec<Vec<u32>> = Vec::new();
             let mut next_states: Vec<State> = Vec::new();
-            let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
-            let mut choice = vec![(0usize, 0usize); v];
-            for (i, key) in keys.iter().enumerate() {
-                let value = states[i].value;
-                let limit_of = |r: usize| -> usize {
-                    if r + 1 < v {
-                        key[r] as usize
-                    } else {
-                        family.full
-                    }
-                };
-                let frontier = |r: usize| key[v - 1 + r] as usize;
-                // Depth-first over the rounds: position r tries F'_r in increasing compute.
-                // The later devices' loads hold at least their compute, so the last round's
-                // move must reach `need` with the others': skip the moves below it (the
-                // remaining-work test below would drop them one by one).
-                let later_capacity = (p - d - 1) as f64 * cut;
-                let need: f64 =
-                    (0..v).map(|r| family.compute[limit_of(r)]).sum::<f64>() - later_capacity;
-                let first_useful = |chosen: &[(usize, usize)]| -> usize {
-                    if last || !need.is_finite() {
-                        return 0;
-                    }
-                    let reached: f64 = chosen.iter().map(|&(_, to)| family.compute[to]).sum();
-                    let threshold = need - reached - 1e-9 * cut.abs();
-                    family.ups[frontier(v - 1)]
-                        .partition_point(|&j| family.compute[j as usize] < threshold)
-                };
-                let mut cursor = vec![0usize; v];
-                if v == 1 {
-                    cursor[0] = first_useful(&[]);
-                }
-                let mut partial = vec![0.0; v + 1];
-                let mut r = 0usize;
-                loop {
-                    if r == v {
-                        *moves += 1;
-                        if *moves % 4096 == 0 {
-                            if let Err(e) = budget.check() {
-                                stopped = Some(StopReason::from(e));
-                                break 'devices;
-                            }
-                        }
-                        let remaining: f64 = (0..v)
-                            .map(|r| family.compute[limit_of(r)] - family.compute[choice[r].1])
-                            .sum();
-                        // Each later device's load is at least its compute.
-                        let later = (p - d - 1) as f64;
-                        if later == 0.0 || remaining <= later * cut * (1.0 + 1e-12) {
-                            if let Some((cost, recomputes)) =
-                                self.cost(family, d, &choice, partial[v], cut, &mut s)
-                            {
-                                let value = value.max(cost);
-                                if value < cut {
-                                    let mut next: Vec<u32> = key[..v - 1].to_vec();
-                                    next.extend(choice.iter().map(|&(_, to)| to as u32));
-                                    let state = State {
-                                        value,
-                                        parent: i as u32,
-                                        recomputes,
-                                    };
-                                    match index.get(&next) {
-                                        Some(&at) => {
-                                            if value < next_states[at as usize].value {
-                                                next_states[at as usize] = state;
-                                            }
-                                        }
-                                        None => {
-                                            index.insert(next.clone(), next_keys.len() as u32);
-                                            next_keys.push(next);
-                                            next_states.push(state);
-                                            if next_keys.len() > STATE_LIMIT {
-                                                stopped = Some(StopReason::MemoryBudget {
-                                                    what: "the interleaved DP's states".into(),
-                                                    needed_bytes: STATE_BYTES
-                                                        * (STATE_LIMIT + 1) as f64,
-                                                    budget_bytes: STATE_BYTES * STATE_LIMIT as f64,
-                                                });
-                                                break 'devices;
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        r -= 1;
-                        cursor[r] += 1;
-                        continue;
-                    }
-                    let from = frontier(r);
-                    let ups = &family.ups[from];
-                    let mut advanced = false;
-                    while cursor[r] < ups.len() {
-                        let to = ups[cursor[r]] as usize;
-                        let limit = limit_of(r);
-                        if last && to != limit {
-                            cursor[r] += 1;
-                            continue;
-                        }
-                        let add = family.compute[to] - family.compute[from];
-                        if partial[r] + add >= cut {
-                            cursor[r] = ups.len();
-                            break;
-                        }
-                        if !family.is_subset(to, limit) {
-                            cursor[r] += 1;
-                            continue;
-                        }
-                        choice[r] = (from, to);
-                        partial[r + 1] = partial[r] + add;
-                        advanced = true;
+            for block in blocks {
+                let (table, count) = match block {
+                    Ok(b) => b,
+                    Err(reason) => {
+                        stopped = Some(reason);
                         break;
                     }
-                    if advanced {
-                        r += 1;
-                        if r < v {
-                            cursor[r] = if r + 1 == v {
-                                first_useful(&choice[..r])
-                            } else {
-                                0
-                            };
+                };
+                *moves += count;
+                for (next, state) in table {
+                    match index.get(&next) {
+                        Some(&at) => {
+                            let old = &mut next_states[at as usize];
+                            if (state.value, state.parent) < (old.value, old.parent) {
+                                *old = state;
+                            }
                         }
-                    } else {
-                        if r == 0 {
-                            break;
+                        None => {
+                            index.insert(next.clone(), next_keys.len() as u32);
+                            next_keys.push(next);
+                            next_states.push(state);
                         }
-                        r -= 1;
-                        cursor[r] += 1;
                     }
                 }
+                if next_keys.len() > STATE_LIMIT {
+                    stopped = Some(StopReason::MemoryBudget {
+                        what: "the interleaved DP's states".into(),
+                        needed_bytes: STATE_BYTES * next_keys.len() as f64,
+                        budget_bytes: STATE_BYTES * STATE_LIMIT as f64,
+                    });
+                    break;
+                }
+            }
+            if stopped.is_some() {
+                break;
             }
             layers.push((next_keys, next_states));
         }
@@ -943,6 +902,130 @@ impl<'a> Model<'a> {
         Run {
             chain: Some((chain, recomputes)),
             stopped: None,
+        }
+    }
+
+    /// Every move of device `d` from state `i` (tuple `key`, value `value`) whose value
+    /// stays below `cut`, handed to `keep` (module docs: the prunings).
+    #[allow(clippy::too_many_arguments)]
+    fn expand(
+        &self,
+        family: &Family,
+        d: usize,
+        key: &[u32],
+        i: usize,
+        value: f64,
+        cut: f64,
+        s: &mut Scratch,
+        moves: &mut u64,
+        keep: &mut dyn FnMut(Vec<u32>, State),
+        budget: &Budget,
+    ) -> Result<(), StopReason> {
+        let (p, v) = (self.p, self.v);
+        let last = d + 1 == p;
+        let limit_of = |r: usize| -> usize {
+            if r + 1 < v {
+                key[r] as usize
+            } else {
+                family.full
+            }
+        };
+        let frontier = |r: usize| key[v - 1 + r] as usize;
+        // Depth-first over the rounds: position r tries F'_r in increasing compute.
+        // The later devices' loads hold at least their compute, so the last round's
+        // move must reach `need` with the others': skip the moves below it (the
+        // remaining-work test below would drop them one by one).
+        let later_capacity = (p - d - 1) as f64 * cut;
+        let need: f64 = (0..v).map(|r| family.compute[limit_of(r)]).sum::<f64>() - later_capacity;
+        let first_useful = |chosen: &[(usize, usize)]| -> usize {
+            if last || !need.is_finite() {
+                return 0;
+            }
+            let reached: f64 = chosen.iter().map(|&(_, to)| family.compute[to]).sum();
+            let threshold = need - reached - 1e-9 * cut.abs();
+            family.ups[frontier(v - 1)].partition_point(|&j| family.compute[j as usize] < threshold)
+        };
+        let mut choice = vec![(0usize, 0usize); v];
+        let mut cursor = vec![0usize; v];
+        if v == 1 {
+            cursor[0] = first_useful(&[]);
+        }
+        let mut partial = vec![0.0; v + 1];
+        let mut r = 0usize;
+        loop {
+            if r == v {
+                *moves += 1;
+                if (*moves).is_multiple_of(4096) {
+                    budget.check().map_err(StopReason::from)?;
+                }
+                let remaining: f64 = (0..v)
+                    .map(|r| family.compute[limit_of(r)] - family.compute[choice[r].1])
+                    .sum();
+                // Each later device's load is at least its compute.
+                let later = (p - d - 1) as f64;
+                if later == 0.0 || remaining <= later * cut * (1.0 + 1e-12) {
+                    if let Some((cost, recomputes)) =
+                        self.cost(family, d, &choice, partial[v], cut, s)
+                    {
+                        let value = value.max(cost);
+                        if value < cut {
+                            let mut next: Vec<u32> = key[..v - 1].to_vec();
+                            next.extend(choice.iter().map(|&(_, to)| to as u32));
+                            keep(
+                                next,
+                                State {
+                                    value,
+                                    parent: i as u32,
+                                    recomputes,
+                                },
+                            );
+                        }
+                    }
+                }
+                r -= 1;
+                cursor[r] += 1;
+                continue;
+            }
+            let from = frontier(r);
+            let ups = &family.ups[from];
+            let mut advanced = false;
+            while cursor[r] < ups.len() {
+                let to = ups[cursor[r]] as usize;
+                let limit = limit_of(r);
+                if last && to != limit {
+                    cursor[r] += 1;
+                    continue;
+                }
+                let add = family.compute[to] - family.compute[from];
+                if partial[r] + add >= cut {
+                    cursor[r] = ups.len();
+                    break;
+                }
+                if !family.is_subset(to, limit) {
+                    cursor[r] += 1;
+                    continue;
+                }
+                choice[r] = (from, to);
+                partial[r + 1] = partial[r] + add;
+                advanced = true;
+                break;
+            }
+            if advanced {
+                r += 1;
+                if r < v {
+                    cursor[r] = if r + 1 == v {
+                        first_useful(&choice[..r])
+                    } else {
+                        0
+                    };
+                }
+            } else {
+                if r == 0 {
+                    return Ok(());
+                }
+                r -= 1;
+                cursor[r] += 1;
+            }
         }
     }
 
