@@ -205,9 +205,10 @@ fn bad_input_exits_2_and_writes_nothing() {
             page.as_os_str(),
             s("--schedule"),
             s("interleaved:3"),
-            // The DP plans one stage per device; the report simulates interleaved:3.
+            // The greedy baseline plans one stage per device; the report simulates
+            // interleaved:3.
             s("--method"),
-            s("dp"),
+            s("greedy"),
         ],
         "multiple of its 3 chunks",
     );
