@@ -35,26 +35,38 @@
 //! the state because round `r − 1` must end exactly where round `r` began.
 //!
 //! **Complexity.** `|σ| ≤ |𝓘|^{2v−1}` states per device and `|𝓘|^v` moves each:
-//! O(p·|𝓘|^{3v−1}·(G + Σ|T_e|)) — `|𝓘|^5` for `v = 2`, polynomial but steep. Two exact
-//! prunings keep it small: an upper bound `U` (the best of the warm-start plans of
-//! [`crate::solve::milp::interleaved`], then of the runs below) drops every move whose
-//! compute alone, or whose value, reaches `U` — moves are listed by increasing compute, so
-//! a loop stops at the first — and every state whose remaining compute exceeds
-//! `(p − d)·U`. A state reached twice keeps the smaller value.
+//! O(p·|𝓘|^{3v−1}·(G + Σ|T_e|)) — `|𝓘|^5` for `v = 2`, polynomial but steep. Exact
+//! prunings against a target `τ` (only plans of value below `τ` are sought) keep it small:
+//! a move whose compute alone, or whose value, reaches `τ` is not taken (moves come by
+//! increasing compute, so a loop stops at the first); nor one that leaves the later
+//! devices more compute than `(p − d − 1)·τ` (the last round's move starts where that
+//! allows, by binary search); memory is screened from per-ideal sums before any group is
+//! read; a state reached twice keeps the smaller value. The states of one device step are
+//! expanded in parallel (rayon), in blocks with their own tables, merged keeping the
+//! smaller value (ties to the smaller parent: the result does not depend on the threads).
 //!
-//! **Families.** The DP runs over a family of ideals closed under nothing in particular:
-//! any chain drawn from it is a valid plan. First over prefixes of a topological order at
-//! `K = 16, 32, 64, …` cut points (balanced by compute and by count; O(K^{3v−1}) moves,
-//! quick, and each run tightens `U`); then over the whole lattice `𝓘` when it has at most
-//! [`LATTICE_LIMIT`] ideals. Only a finished lattice run proves the optimum (or, with no
-//! plan below `U`, that `U`'s plan is optimal, within a relative 1e-9); otherwise the
-//! outcome reports the combinatorial load bound of [`crate::solve::milp::load_bounds`]
-//! and the gap. The budget (time, Ctrl-C) is checked every 4,096 moves.
+//! **The solve.** Upper bound `U`: the best of the interleaved IP's heuristic plans
+//! ([`crate::solve::milp::interleaved::dp_plan`], its `split_plans`). Lower bound `L`: the
+//! combinatorial load bound of every assignment of the groups to the accelerators
+//! ([`crate::solve::milp::load_bounds`]; interleaved plans are among them and
+//! recomputation only adds time), at least the compute shared by `p`. Then:
+//!
+//! 1. the DP over prefixes of a topological order at `K = 16, 32, 64, …` cuts (balanced
+//!    by compute and by count; any chain drawn from them is a plan), `τ` just below `U`,
+//!    each run tightening `U`;
+//! 2. when the lattice has at most [`LATTICE_LIMIT`] ideals, runs over all of `𝓘` with
+//!    `τ = L + f·(U − L)`, `f = 0.5, 0.75, 0.9, 0.97, 1`: a run that finds no plan below
+//!    `τ` proves `L = τ`, and the first that finds one has found the optimum (the least of
+//!    all plans below `τ`); at `f = 1` a run that finds none proves `U`'s plan optimal.
+//!
+//! A plan within [`crate::solve::milp::DEFAULT_GAP`] of `L` is optimal at once. A run cut
+//! short by the budget (time, Ctrl-C, checked every 4,096 moves and every block of
+//! states) or by the state limit leaves the best plan, `L` and the gap.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use rayon::prelude::*;
-use std::time::Instant;
 
 use crate::model::contraction::Contraction;
 use crate::model::grouping::{Grouping, Hyperedge};
@@ -186,14 +198,8 @@ pub fn solve_within(
     while !proven {
         let family = Family::chain(&units, k).with_sums(&model.per_group);
         let run = model.run(&family, below(upper(&best)), &chain_budget, &mut moves);
-        if let Some(chain) = run.chain {
-            let placement = model.placement(&family, &chain);
-            let c = candidate(problem, placement, "dp").ok_or_else(|| {
-                SolveError::Check("the interleaved DP's plan fails the scorer".into())
-            })?;
-            if c.score < upper(&best) {
-                best = Some(c);
-            }
+        if let Some(chain) = &run.chain {
+            keep_plan(problem, &model, &family, chain, &mut best)?;
         }
         stats.notes.push(format!(
             "prefix family of {} cuts: {}, best {} ({} moves so far)",
@@ -263,13 +269,7 @@ pub fn solve_within(
                 }
                 match run.chain {
                     Some(chain) => {
-                        let placement = model.placement(&family, &chain);
-                        let c = candidate(problem, placement, "dp").ok_or_else(|| {
-                            SolveError::Check("the interleaved DP's plan fails the scorer".into())
-                        })?;
-                        if c.score < upper(&best) {
-                            best = Some(c);
-                        }
+                        keep_plan(problem, &model, &family, &chain, &mut best)?;
                         proven = true;
                         break;
                     }
@@ -320,6 +320,23 @@ pub fn solve_within(
         }
         None => outcome(None, f64::INFINITY, bound, Status::NoPlan { reason }, stats),
     })
+}
+
+/// Scores the plan of a DP chain (an error if the scorer refuses it: the DP's costs are
+/// the scorer's) and keeps it in `best` when better.
+fn keep_plan(
+    problem: &Problem,
+    model: &Model,
+    family: &Family,
+    chain: &(Vec<usize>, Vec<bool>),
+    best: &mut Option<Candidate>,
+) -> Result<(), SolveError> {
+    let c = candidate(problem, model.placement(family, chain), "dp")
+        .ok_or_else(|| SolveError::Check("the interleaved DP's plan fails the scorer".into()))?;
+    if c.score < upper(best) {
+        *best = Some(c);
+    }
+    Ok(())
 }
 
 /// Whether a plan of value `value` is proven optimal by the lower bound `lower`: within the
