@@ -39,8 +39,10 @@ pub struct ScheduleFlags {
 #[derive(Args, Debug, Clone)]
 pub struct PlanScheduleFlags {
     /// Plan each stage's memory as this pipeline schedule keeps micro-batches in flight:
-    /// gpipe or 1f1b (--method dp). Without it a node's size is held once (MODEL.md). Also
-    /// the schedule --report simulates [there default: 1f1b].
+    /// gpipe or 1f1b (--method dp, auto or ip), or interleaved[:v] (v chunks per
+    /// accelerator; the interleaved DP and IP, m a multiple of the accelerators). Without
+    /// it a node's size is held once (MODEL.md). Also the schedule --report simulates
+    /// [there default: 1f1b].
     #[arg(long, value_parser = parse_schedule, value_name = "SCHEDULE")]
     pub schedule: Option<Schedule>,
     /// Micro-batches per iteration, for --schedule and --report (1 to 2^20) [default: 8].
