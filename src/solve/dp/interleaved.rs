@@ -88,6 +88,8 @@ const STATE_LIMIT: usize = 4_000_000;
 const STATE_BYTES: f64 = 100.0;
 /// States expanded by one parallel task.
 const BLOCK_STATES: usize = 64;
+/// The accelerator time's place in [`Figures`].
+const COMPUTE: usize = 4;
 /// Relative tolerance of the memory limit, as the scorer's check.
 const MEMORY_TOLERANCE: f64 = 1e-9;
 /// A plan within this relative distance of `U` does not count as better.
@@ -196,7 +198,7 @@ pub fn solve_within(
     let chain_budget = budget.share(if lattice_len.is_some() { 0.4 } else { 0.9 });
     let mut k = 16usize;
     while !proven {
-        let family = Family::chain(&units, k).with_sums(&model.per_group);
+        let family = Family::chain(&units, k, &model.per_group);
         let run = model.run(&family, below(upper(&best)), &chain_budget, &mut moves);
         if let Some(chain) = &run.chain {
             keep_plan(problem, &model, &family, chain, &mut best)?;
@@ -237,7 +239,7 @@ pub fn solve_within(
         }
         Some(ideals) => {
             stats.ideals = Some(ideals.len());
-            let family = Family::lattice(&units, ideals).with_sums(&model.per_group);
+            let family = Family::lattice(&units, ideals, &model.per_group);
             let lattice_budget = budget.share(0.9);
             // Targets τ rising toward the best plan: a run that finds a plan below τ has
             // found the optimum (it is the least of all plans below τ); one that finds none
@@ -381,50 +383,46 @@ fn outcome(
 struct Family {
     kind: Kind,
     compute: Vec<f64>,
-    /// Per member: its resident, stashed, total bytes and forward time ([`Model::per_group`]).
-    sums: Vec<[f64; 4]>,
+    /// Per member: the sums of its groups' [`Figures`].
+    sums: Vec<Figures>,
     /// `ups[i]`: every member `j ⊇ i`, by increasing compute.
     ups: Vec<Vec<u32>>,
     full: usize,
 }
 
 enum Kind {
-    /// Prefixes of the topological order `order`: member `i` holds `order[..cuts[i]]`.
+    /// Prefixes of the groups' order (Contraction numbers them topologically): member `i`
+    /// holds the groups `0 … cuts[i] − 1`.
     Chain {
-        order: Vec<usize>,
         cuts: Vec<usize>,
-        position: Vec<usize>,
     },
     Lattice(Ideals),
+}
+
+/// A group's figures as [`Family::sums`] adds them up: resident, stashed and total bytes,
+/// forward time, accelerator time.
+type Figures = [f64; 5];
+
+fn add(a: Figures, b: &Figures) -> Figures {
+    std::array::from_fn(|i| a[i] + b[i])
 }
 
 impl Family {
     /// Prefixes of a topological order of the groups at about `k` cuts balanced by compute
     /// and `k` balanced by count.
-    fn chain(units: &Grouping, k: usize) -> Family {
-        let n = units.len();
-        // Contraction numbers its groups in a topological order.
-        let order: Vec<usize> = (0..n).collect();
+    fn chain(units: &Grouping, k: usize, per_group: &[Figures]) -> Family {
         let cuts = Self::cuts(units, k);
-        let mut position = vec![0; n];
-        for (i, &g) in order.iter().enumerate() {
-            position[g] = i;
+        let mut prefix = vec![[0.0; 5]; per_group.len() + 1];
+        for (g, figures) in per_group.iter().enumerate() {
+            prefix[g + 1] = add(prefix[g], figures);
         }
-        let mut prefix = vec![0.0; n + 1];
-        for (i, &g) in order.iter().enumerate() {
-            prefix[i + 1] = prefix[i] + units[g].fpga_latency;
-        }
-        let compute: Vec<f64> = cuts.iter().map(|&c| prefix[c]).collect();
+        let sums: Vec<Figures> = cuts.iter().map(|&c| prefix[c]).collect();
         let len = cuts.len();
         let ups = (0..len).map(|i| (i as u32..len as u32).collect()).collect();
         Family {
-            kind: Kind::Chain {
-                order,
-                cuts,
-                position,
-            },
-            compute,
-            sums: Vec::new(),
+            kind: Kind::Chain { cuts },
+            compute: sums.iter().map(|f| f[COMPUTE]).collect(),
+            sums,
             ups,
             full: len - 1,
         }
@@ -461,15 +459,14 @@ impl Family {
     }
 
     /// Every ideal.
-    fn lattice(units: &Grouping, ideals: Ideals) -> Family {
+    fn lattice(units: &Grouping, ideals: Ideals, per_group: &[Figures]) -> Family {
         let len = ideals.len();
-        let compute: Vec<f64> = (0..len)
+        let sums: Vec<Figures> = (0..len)
             .map(|i| {
-                (ideals.get(i).groups().iter())
-                    .map(|&g| units[g].fpga_latency)
-                    .sum()
+                (ideals.get(i).groups().iter()).fold([0.0; 5], |acc, &g| add(acc, &per_group[g]))
             })
             .collect();
+        let compute: Vec<f64> = sums.iter().map(|f| f[COMPUTE]).collect();
         let ups = (0..len)
             .map(|i| {
                 let mut up: Vec<u32> = (0..len)
@@ -486,7 +483,7 @@ impl Family {
         Family {
             kind: Kind::Lattice(ideals),
             compute,
-            sums: Vec::new(),
+            sums,
             ups,
             full,
         }
@@ -496,29 +493,8 @@ impl Family {
         self.compute.len()
     }
 
-    /// Fills [`Family::sums`] from the groups' figures.
-    fn with_sums(mut self, per_group: &[[f64; 4]]) -> Family {
-        let add = |a: [f64; 4], b: &[f64; 4]| std::array::from_fn(|i| a[i] + b[i]);
-        self.sums = match &self.kind {
-            Kind::Chain { order, cuts, .. } => {
-                let mut prefix = vec![[0.0; 4]; order.len() + 1];
-                for (i, &g) in order.iter().enumerate() {
-                    prefix[i + 1] = add(prefix[i], &per_group[g]);
-                }
-                cuts.iter().map(|&c| prefix[c]).collect()
-            }
-            Kind::Lattice(ideals) => (0..ideals.len())
-                .map(|i| {
-                    (ideals.get(i).groups().iter())
-                        .fold([0.0; 4], |acc, &g| add(acc, &per_group[g]))
-                })
-                .collect(),
-        };
-        self
-    }
-
     /// The sums of `I_i \ I_j`.
-    fn between(&self, j: usize, i: usize) -> [f64; 4] {
+    fn between(&self, j: usize, i: usize) -> Figures {
         std::array::from_fn(|k| self.sums[i][k] - self.sums[j][k])
     }
 
@@ -531,7 +507,7 @@ impl Family {
 
     fn contains(&self, i: usize, g: usize) -> bool {
         match &self.kind {
-            Kind::Chain { cuts, position, .. } => position[g] < cuts[i],
+            Kind::Chain { cuts } => g < cuts[i],
             Kind::Lattice(ideals) => ideals.get(i).contains(g),
         }
     }
@@ -539,7 +515,7 @@ impl Family {
     /// Appends the groups of `I_i \ I_j` (`j ⊆ i`) to `out`.
     fn difference(&self, j: usize, i: usize, out: &mut Vec<usize>) {
         match &self.kind {
-            Kind::Chain { order, cuts, .. } => out.extend_from_slice(&order[cuts[j]..cuts[i]]),
+            Kind::Chain { cuts } => out.extend(cuts[j]..cuts[i]),
             Kind::Lattice(ideals) => out.extend(ideals.get(i).difference(&ideals.get(j))),
         }
     }
@@ -557,8 +533,8 @@ struct Model<'a> {
     p: usize,
     v: usize,
     memory: f64,
-    /// Per group: resident, stashed and total bytes, forward time.
-    per_group: Vec<[f64; 4]>,
+    /// Per group: its [`Figures`].
+    per_group: Vec<Figures>,
     hyperedges: Vec<Hyperedge>,
     incident: Vec<Vec<u32>>,
     recompute: Option<RecomputeData>,
@@ -607,6 +583,9 @@ struct Scratch {
     seen_edge: Vec<u64>,
     seen_input: Vec<u64>,
     groups: Vec<usize>,
+    /// Per chunk of the device being priced: its stash and (recomputing) its input bytes.
+    stash: Vec<f64>,
+    input: Vec<f64>,
 }
 
 impl<'a> Model<'a> {
@@ -626,7 +605,13 @@ impl<'a> Model<'a> {
         let per_group = (0..units.len())
             .map(|g| {
                 let forward = recompute.as_ref().map_or(0.0, |r| r.forward[g]);
-                [size[g] - stash[g], stash[g], size[g], forward]
+                [
+                    size[g] - stash[g],
+                    stash[g],
+                    size[g],
+                    forward,
+                    units[g].fpga_latency,
+                ]
             })
             .collect();
         let hyperedges = units.hyperedges(w, false);
@@ -666,6 +651,8 @@ impl<'a> Model<'a> {
             seen_edge: vec![0; self.hyperedges.len()],
             seen_input: vec![0; self.recompute.as_ref().map_or(0, |r| r.inputs.len())],
             groups: Vec::new(),
+            stash: vec![0.0; self.v],
+            input: vec![0.0; self.v],
         }
     }
 
@@ -683,9 +670,9 @@ impl<'a> Model<'a> {
         let mut resident = 0.0;
         let mut size = 0.0;
         let mut forward = 0.0;
-        let mut stash = vec![0.0; self.v];
+        let stash = &mut s.stash;
         for (r, &(from, to)) in moves.iter().enumerate() {
-            let [held, stashed, total, fwd] = family.between(from, to);
+            let [held, stashed, total, fwd, _] = family.between(from, to);
             resident += held;
             stash[r] = stashed;
             size += total;
@@ -700,7 +687,7 @@ impl<'a> Model<'a> {
             .iter()
             .map(|n| {
                 n.iter()
-                    .zip(&stash)
+                    .zip(stash.iter())
                     .map(|(&k, a)| k as f64 * a)
                     .sum::<f64>()
             })
@@ -723,7 +710,7 @@ impl<'a> Model<'a> {
             start = s.groups.len();
         }
         if let Some(data) = self.recompute.as_ref().filter(|_| recomputes) {
-            let mut input = vec![0.0; self.v];
+            s.input.fill(0.0);
             for &g in &s.groups {
                 let r = s.chunk[g];
                 for &k in &self.reads[g] {
@@ -735,7 +722,7 @@ impl<'a> Model<'a> {
                     }
                     s.seen_input[k as usize] = key;
                     if s.mark[*producer] != stamp || s.chunk[*producer] != r {
-                        input[r as usize] += bytes;
+                        s.input[r as usize] += bytes;
                     }
                 }
             }
@@ -744,9 +731,9 @@ impl<'a> Model<'a> {
                 .enumerate()
                 .flat_map(|(c, vs)| vs.iter().map(move |n| (c, n)))
                 .map(|(c, n)| {
-                    stash[c]
+                    s.stash[c]
                         + n.iter()
-                            .zip(&input)
+                            .zip(&s.input)
                             .map(|(&k, i)| k as f64 * i)
                             .sum::<f64>()
                 })
