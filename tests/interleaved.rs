@@ -507,12 +507,6 @@ fn command_line() {
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["status"], "proven optimal", "{method}: {v}");
-        let planned: Vec<f64> = v["pipeline"]["devices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["memoryBytes"].as_f64().unwrap())
-            .collect();
         assert!(v["pipeline"]["devices"][0]["chunkStashBytes"]
             .as_array()
             .is_some_and(|a| a.len() == 2));
@@ -527,7 +521,7 @@ fn command_line() {
                 "--memory",
                 "700MiB",
             ],
-            &planned,
+            &v,
         );
     }
     std::fs::remove_dir_all(&dir).ok();

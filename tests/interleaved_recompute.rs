@@ -18,6 +18,14 @@ use dnnplace::simulate::{simulate, Settings};
 use dnnplace::solve::{dp::Dp, milp::Ip, plan, Objective, Problem, Status};
 use simulated_peaks::assert_simulated_peaks;
 
+/// A plan's TPS, or ∞ when the method gave no plan.
+fn tps_or_none(got: &dnnplace::solve::Plan) -> f64 {
+    match &got.outcome.placement {
+        Some(_) => got.objective(Objective::Throughput),
+        None => f64::INFINITY,
+    }
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
@@ -189,10 +197,7 @@ fn ip_matches_brute_force_with_and_without_recompute() {
             };
             let dp =
                 plan(&Dp, &problem).unwrap_or_else(|e| panic!("seed {seed} {recompute} dp: {e}"));
-            let dp_value = match &dp.outcome.placement {
-                Some(_) => dp.objective(Objective::Throughput),
-                None => f64::INFINITY,
-            };
+            let dp_value = tps_or_none(&dp);
             assert!(
                 same(dp_value, want[r]),
                 "seed {seed} m={m} {recompute}: dp {dp_value}, brute force {}",
@@ -208,10 +213,7 @@ fn ip_matches_brute_force_with_and_without_recompute() {
             );
             let got =
                 plan(&Ip, &problem).unwrap_or_else(|e| panic!("seed {seed} {recompute}: {e}"));
-            let value = match &got.outcome.placement {
-                Some(_) => got.objective(Objective::Throughput),
-                None => f64::INFINITY,
-            };
+            let value = tps_or_none(&got);
             assert!(
                 same(value, want[r]),
                 "seed {seed} m={m} {recompute}: ip {value}, brute force {}",
@@ -393,10 +395,6 @@ fn command_line() {
     assert!(devices
         .iter()
         .any(|d| d["recomputes"] == serde_json::json!(true)));
-    let planned: Vec<f64> = devices
-        .iter()
-        .map(|d| d["memoryBytes"].as_f64().unwrap())
-        .collect();
     assert_simulated_peaks(
         &workload,
         &plan_file,
@@ -408,7 +406,7 @@ fn command_line() {
             "--memory",
             "310MiB",
         ],
-        &planned,
+        &v,
     );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -3,14 +3,21 @@
 //! `tests/common`: the fuzz example includes that module, and it has no binary to run.
 
 /// Runs `dnnplace simulate WORKLOAD PLAN ARGS --format json` and checks that it succeeds and
-/// that every device's simulated peak memory equals `planned` (bytes, 1e-9 relative), in
-/// device order.
+/// that every device's simulated peak memory equals the planned figure
+/// (`pipeline.devices[].memoryBytes` of `planned`, the plan's `--json` report; bytes, 1e-9
+/// relative), in device order.
 pub fn assert_simulated_peaks(
     workload: &std::path::Path,
     plan: &std::path::Path,
     args: &[&str],
-    planned: &[f64],
+    planned: &serde_json::Value,
 ) {
+    let planned: Vec<f64> = planned["pipeline"]["devices"]
+        .as_array()
+        .expect("a plan made under a schedule")
+        .iter()
+        .map(|d| d["memoryBytes"].as_f64().unwrap())
+        .collect();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dnnplace"))
         .arg("simulate")
         .arg(workload)
