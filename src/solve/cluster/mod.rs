@@ -14,9 +14,12 @@
 //! - [`transfers`]: the transfers between units, priced per machine;
 //! - [`volume_bound`]: a lower bound on every plan from the work each device class must
 //!   absorb (a Lagrangian LP bound, evaluated at HiGHS's multipliers);
+//! - [`chain_bound`]: a lower bound on contiguous plans from the order in which their
+//!   stages take the work (a chain relaxation over a topological order's prefixes);
 //! - [`brute_force`]: exhaustive search, the oracle of the tests.
 
 pub mod brute_force;
+pub mod chain_bound;
 pub mod coarse;
 pub mod dp;
 pub mod folding;

@@ -23,6 +23,7 @@
 use std::time::Instant;
 
 use super::brute_force::brute_force;
+use super::chain_bound::chain_bound;
 use super::coarse::coarse_plan;
 use super::dp::{meets_bound, solve_between, Tracking};
 use super::greedy::greedy_chain;
@@ -188,13 +189,17 @@ pub fn plan_on_cluster(
         ClusterMethod::Dp => {
             // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
             // (linear per probe) has the rest.
-            // The set bound (at most a twentieth of the time) and the volume bound (a tenth):
-            // they start the DP's search for its own upper bound, end it when a plan meets
-            // them, and are the bound when the DP stops.
+            // The set and chain bounds (at most a twentieth of the time each) and the volume
+            // bound (a tenth): they start the DP's search for its own upper bound, end it
+            // when a plan meets them, and are the bound when the DP stops. The chain bound
+            // holds for contiguous plans only, the DP's space.
             let lower = if tracking == Tracking::Best {
                 let share = limits.time_limit_s.map_or(5.0, |t| 0.05 * t);
                 let set = set_bound(w, &costs, &Budget::new(Some(share), None));
-                volume_bound(w, &costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t)).max(set)
+                let chain = chain_bound(w, &costs, &Budget::new(Some(share), None));
+                volume_bound(w, &costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t))
+                    .max(set)
+                    .max(chain)
             } else {
                 0.0
             };
