@@ -476,3 +476,83 @@ fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
     assert_eq!(planned.stopped, None);
     assert!(close(planned.best.unwrap().value, optimum));
 }
+
+/// The tail test drops states that cannot end within the bound; it must never change the
+/// optimum. The DP with it and without it, on random clusters (random DAGs and small
+/// transformers, whose narrow windows let the test cut most), reach the same value, and
+/// both prove it; the plans are checked by the scorer.
+#[test]
+fn the_tail_test_keeps_the_optimum() {
+    use dnnplace::cli::costmodel_cmds::cluster_from_flag;
+    use dnnplace::costmodel::graph::to_workload_on_cluster;
+    use dnnplace::costmodel::TransformerSpec;
+    use dnnplace::costmodel::{find_profile, transformer_graph, CostSettings, DType};
+    use dnnplace::solve::cluster::dp::solve_without_tail_test;
+    use dnnplace::solve::cluster::plan::check;
+    let mut workloads = Vec::new();
+    for seed in 0..120 {
+        let Some(base) = random_workload(
+            seed,
+            Shape {
+                max_nodes: 12,
+                training: seed % 2 == 0,
+                ..Shape::default()
+            },
+        ) else {
+            continue;
+        };
+        let shape = ClusterShape {
+            max_devices: 5,
+            max_machines: 3,
+            peer: [None, Some(true), Some(false)][seed as usize % 3],
+            ..ClusterShape::default()
+        };
+        if let Some(w) = random_cluster(seed, &base, shape) {
+            workloads.push((format!("seed {seed}"), w));
+        }
+    }
+    for (layers, training, cluster) in [
+        (6, false, "1x2xa100-80gb+1x2xv100+1x2xh100"),
+        (8, false, "2x2xv100+1x3xh100"),
+        (4, true, "1x2xa100-80gb+1x2xv100"),
+        (12, false, "3x1xa100-80gb+1x2xv100"),
+    ] {
+        let graph =
+            transformer_graph(&TransformerSpec::bert(layers, 256, 4, 128, 1), DType::Fp32).unwrap();
+        let settings = CostSettings {
+            accelerator: find_profile("a100-80gb", &[]).unwrap(),
+            cpu: find_profile("cpu-core", &[]).unwrap(),
+            dtype: DType::Fp32,
+            training,
+            accelerators: 1,
+            cpus: 1,
+        };
+        let (c, profiles) = cluster_from_flag(cluster, &[]).unwrap();
+        let w = to_workload_on_cluster(&graph, &settings, &c, &profiles).unwrap();
+        workloads.push((format!("{layers}-layer BERT on {cluster}"), w));
+    }
+    let (mut compared, mut transformers) = (0, 0);
+    for (name, w) in &workloads {
+        let costs = ClusterCosts::of(w);
+        let with = solve(w, &costs, &Limits::default(), Tracking::Best, f64::INFINITY).unwrap();
+        let without =
+            solve_without_tail_test(w, &costs, &Limits::default(), f64::INFINITY).unwrap();
+        assert_eq!(with.stopped, None, "{name}");
+        assert_eq!(without.stopped, None, "{name}");
+        match (&with.best, &without.best) {
+            (None, None) => {}
+            (Some((a, pa)), Some((b, _))) => {
+                assert!(close(*a, *b), "{name}: with the tail test {a}, without {b}");
+                check(w, &costs, *a, pa.clone()).unwrap();
+                compared += 1;
+                transformers += usize::from(name.contains("BERT"));
+            }
+            (a, b) => panic!(
+                "{name}: with the tail test {:?}, without {:?}",
+                a.as_ref().map(|x| x.0),
+                b.as_ref().map(|x| x.0)
+            ),
+        }
+    }
+    assert!(compared > 60 && transformers == 4, "{compared} compared");
+}

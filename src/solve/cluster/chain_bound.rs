@@ -139,7 +139,7 @@ pub fn chain_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
 }
 
 /// `R̂(l)` for `l = 0..=n` (module documentation), or `None` when the budget ran out.
-fn windows(c: &Contraction, budget: &Budget) -> Option<Vec<usize>> {
+pub(crate) fn windows(c: &Contraction, budget: &Budget) -> Option<Vec<usize>> {
     let n = c.len();
     // last_out[u] = 1 + the largest group that is not u nor a descendant of u.
     let mut last_out = vec![0usize; n];

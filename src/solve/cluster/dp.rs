@@ -59,7 +59,11 @@
 //! **Pruning (exact).** With an upper bound `B` (the value of a plan already held, or
 //! ∞), states of value `> B` are dropped, and `J` is restricted to
 //! `F(J) ≥ F(I) − B` for `F` the prefix sums of each group's fastest time on any device,
-//! found by binary search in the ideals sorted by `F`.
+//! found by binary search in the ideals sorted by `F`. The *tail test* ([`Tail`]) drops a
+//! new state whose free devices cannot take the groups left within `B`, counting compute
+//! and memory only, in the chain relaxation of [`super::chain_bound`] (over the prefixes
+//! the rest is exactly an interval of the numbering): a usage-vector table per run,
+//! O(|U| · C · log n), and one lookup per new state.
 //!
 //! **Complexity.** O(Σ_I Σ_{J∈W(I)} |Σ_J| · D · 3^{q} · (φ + |λ| + |γ|)) time for the
 //! ideals `I`, the window `W(I)`, the states `Σ_J` kept at `J`, `D ≤ (K + 1)(|T| + 1)`
@@ -660,6 +664,29 @@ pub fn solve_between(
     lower_bound: f64,
     upper_bound: f64,
 ) -> Result<ClusterDpResult, SolveError> {
+    solve_with(w, costs, limits, tracking, lower_bound, upper_bound, true)
+}
+
+/// [`solve`] without the tail test (module doc, "Pruning"): the same optimum, for tests and
+/// measurements of the test itself.
+pub fn solve_without_tail_test(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    upper_bound: f64,
+) -> Result<ClusterDpResult, SolveError> {
+    solve_with(w, costs, limits, Tracking::Best, 0.0, upper_bound, false)
+}
+
+fn solve_with(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    tracking: Tracking,
+    lower_bound: f64,
+    upper_bound: f64,
+    tail_test: bool,
+) -> Result<ClusterDpResult, SolveError> {
     let cluster = costs.cluster();
     let (p, folded) = prepare(w, costs);
     if p.types > MAX_TYPES
@@ -720,7 +747,7 @@ pub fn solve_between(
         lower = if b > 1e-12 { b } else { 0.0 };
         let last = chain.ideals.len() - 1;
         loop {
-            match run(&p, &chain, Tracking::Best, b.min(bound), &budget) {
+            match run(&p, &chain, Tracking::Best, b.min(bound), tail_test, &budget) {
                 Run::Done(table, n) => {
                     pairs += n;
                     if let Some((s, st)) = table[last]
@@ -790,7 +817,7 @@ pub fn solve_between(
     };
     let data = ideal_data(&p, Family::All(ideals))?;
     let count = data.ideals.len();
-    let table = match run(&p, &data, tracking, bound, &budget) {
+    let table = match run(&p, &data, tracking, bound, tail_test, &budget) {
         Run::Done(table, n) => {
             pairs += n;
             table
@@ -887,6 +914,7 @@ fn run(
     data: &IdealData,
     tracking: Tracking,
     upper_bound: f64,
+    tail_test: bool,
     budget: &Budget,
 ) -> Run {
     let count = data.ideals.len();
@@ -907,6 +935,13 @@ fn run(
         guesses: 0,
     };
     let track = tracking == Tracking::PerUsage;
+    let tail = match &data.ideals {
+        _ if !tail_test || !bound.is_finite() => None,
+        Family::Prefixes { .. } => Tail::new(p, bound, None),
+        Family::All(_) => {
+            super::chain_bound::windows(&p.c, budget).and_then(|r| Tail::new(p, bound, Some(&r)))
+        }
+    };
     let mut table: Vec<Vec<State>> = vec![Vec::new(); count];
     table[0].push(State {
         key: start,
@@ -941,6 +976,11 @@ fn run(
                 let mut found: FxHashMap<Key, u32> = FxHashMap::default();
                 let mut states: Vec<State> = Vec::new();
                 let hi_key = data.fastest[i];
+                let h_i = match (&tail, data.ideals.get(i)) {
+                    (None, _) => 0,
+                    (_, Set::Prefix(len)) => len,
+                    (_, Set::Bits(b)) => b.groups().last().map_or(0, |&g| g + 1),
+                };
                 let slack = 1e-9 * hi_key.abs().max(1.0);
                 let from = if bound.is_finite() {
                     keys.partition_point(|&x| x < hi_key - bound - slack)
@@ -964,6 +1004,7 @@ fn run(
                         &done[j],
                         bound,
                         track,
+                        tail.as_ref().filter(|_| i != count - 1).map(|t| (t, h_i)),
                         &mut scratch,
                         &mut |key, value, back| match found.get(&key) {
                             Some(&at) => {
@@ -1077,7 +1118,162 @@ fn position(list: &[u32], g: usize) -> Option<u8> {
 }
 
 /// Every transition from the states at `j` to ideal `i`, reported as (new key, value, back).
-#[allow(clippy::too_many_arguments)]
+/// The tail test (module doc, "Pruning"): for a finite bound `B`, the earliest position
+/// `h` of the groups' numbering from which a vector of free devices (per type, then CPU
+/// cores) can still take the groups after it, each device one stage of load `≤ B` counting
+/// compute and memory only.
+///
+/// Over the prefixes, a state at prefix `h` has exactly the groups from `h` on left:
+/// `T[u] = min_c min(T[u − e_c], back_c(T[u − e_c]))` from `T[0] = n`, with `back_c(e)`
+/// the earliest `h` whose interval `(h, e]` class `c` can take. Over all ideals, the rest
+/// of a state at `I` is charged as in [`super::chain_bound`]: the next stage contains
+/// `(hi(I), lo']`, later ones `(R̂(lo), lo']`, so `T[0] = n + 1` (a stage is still needed),
+/// and `T[u] = min_c min(T[u − e_c], back_c(n), back_c(a_min(T[u − e_c])))` with
+/// `a_min(s) = min{a : R̂(a) ≥ s}`. A state whose `h` is below `T` of its free devices
+/// cannot end within `B` and is dropped.
+struct Tail {
+    /// Per class: devices in the whole cluster (clamped to the groups), and the stride of
+    /// its digit in a usage vector's index.
+    count: Vec<usize>,
+    stride: Vec<usize>,
+    start: Vec<u32>,
+}
+
+/// Usage vectors above this: no tail test.
+const MAX_TAIL_VECTORS: usize = 1 << 20;
+
+/// Compensated prefix sums `s[i] = Σ_{g<i} x[g]`.
+fn prefix_sums(x: impl Iterator<Item = f64>) -> Vec<f64> {
+    let (mut sum, mut comp) = (0.0f64, 0.0f64);
+    let mut out = vec![0.0];
+    for v in x {
+        let t = sum + v;
+        comp += if sum.abs() >= v.abs() {
+            (sum - t) + v
+        } else {
+            (v - t) + sum
+        };
+        sum = t;
+        out.push(sum + comp);
+    }
+    out
+}
+
+impl Tail {
+    /// `windows`: `R̂` for the family of all ideals, `None` for the prefixes.
+    fn new(p: &Prepared, bound: f64, windows: Option<&[usize]>) -> Option<Tail> {
+        let n = p.c.len();
+        let cpus = p.kinds.iter().any(|k| k.cpus > 0);
+        let classes = p.types + usize::from(cpus);
+        let count: Vec<usize> = (0..classes)
+            .map(|c| {
+                p.kinds
+                    .iter()
+                    .map(|k| k.machines.len() * if c < p.types { k.per_type[c] } else { k.cpus })
+                    .sum::<usize>()
+                    .min(n)
+            })
+            .collect();
+        let mut stride = vec![1usize; classes];
+        for c in 1..classes {
+            stride[c] = stride[c - 1].checked_mul(count[c - 1] + 1)?;
+        }
+        let total = stride[classes - 1].checked_mul(count[classes - 1] + 1)?;
+        if total > MAX_TAIL_VECTORS {
+            return None;
+        }
+        let time: Vec<Vec<f64>> = (0..classes)
+            .map(|c| {
+                prefix_sums((0..n).map(|g| match c < p.types {
+                    true if p.supported[g] => p.x[c][g],
+                    true => 0.0,
+                    false => p.cpu[g],
+                }))
+            })
+            .collect();
+        let size = prefix_sums(p.size.iter().copied());
+        let unsupported: Vec<u32> = std::iter::once(0)
+            .chain(p.supported.iter().scan(0u32, |s, &ok| {
+                *s += u32::from(!ok);
+                Some(*s)
+            }))
+            .collect();
+        let fits = |c: usize, h: usize, e: usize| {
+            time[c][e] - time[c][h] <= bound
+                && (c == p.types
+                    || (unsupported[e] == unsupported[h] && size[e] - size[h] <= p.memory[c]))
+        };
+        // `fits(c, h, e)` holds for `h` in some `[h*, e]`.
+        let back = |c: usize, e: usize| {
+            if fits(c, 0, e) {
+                return 0;
+            }
+            let (mut lo, mut hi) = (0usize, e);
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                if fits(c, mid, e) {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            hi
+        };
+        let a_min = |target: usize| windows.map(|r| r.partition_point(|&x| x < target));
+        let mut start = vec![if windows.is_some() { n + 1 } else { n } as u32; total];
+        let mut digits = vec![0usize; classes];
+        for u in 1..total {
+            for (c, d) in digits.iter_mut().enumerate() {
+                if *d < count[c] {
+                    *d += 1;
+                    break;
+                }
+                *d = 0;
+            }
+            let mut best = start[0] as usize;
+            for c in (0..classes).filter(|&c| digits[c] > 0) {
+                let from = start[u - stride[c]] as usize;
+                best = best.min(from);
+                match a_min(from) {
+                    None => best = best.min(back(c, from)),
+                    Some(a) => {
+                        best = best.min(back(c, n));
+                        if a <= n {
+                            best = best.min(back(c, a));
+                        }
+                    }
+                }
+            }
+            start[u] = best as u32;
+        }
+        Some(Tail {
+            count,
+            stride,
+            start,
+        })
+    }
+
+    /// Whether the devices free in `key` can still take the groups after position `h`.
+    fn can_finish(&self, p: &Prepared, key: &Key, h: usize) -> bool {
+        let mut index = 0;
+        for (c, (&count, &stride)) in self.count.iter().zip(&self.stride).enumerate() {
+            let per = |k: &Kind| if c < p.types { k.per_type[c] } else { k.cpus };
+            let mut free: usize = p
+                .kinds
+                .iter()
+                .enumerate()
+                .map(|(kk, k)| (k.machines.len() - key.opened[kk] as usize) * per(k))
+                .sum();
+            if key.current != NONE {
+                let used = key.usage[if c < p.types { c } else { MAX_TYPES }] as usize;
+                free += per(&p.kinds[key.current as usize]).saturating_sub(used);
+            }
+            index += free.min(count) * stride;
+        }
+        h as u32 >= self.start[index]
+    }
+}
+
 fn relax(
     p: &Prepared,
     data: &IdealData,
@@ -1086,6 +1282,8 @@ fn relax(
     states: &[State],
     bound: f64,
     track: bool,
+    // The tail test and the position the rest starts from (`hi(I)`), unless `I` is `V`.
+    tail: Option<(&Tail, usize)>,
     sc: &mut Scratch,
     emit: &mut dyn FnMut(Key, f64, (u32, u32, Choice)),
 ) {
@@ -1315,6 +1513,9 @@ fn relax(
                         set2(&mut next.guesses, k, get2(key.guesses, from as usize));
                     }
                 }
+            }
+            if tail.is_some_and(|(t, h)| !t.can_finish(p, &next, h)) {
+                return;
             }
             // Which guesses can still come true: a later machine must exist; a CPU core or an
             // accelerator of this machine must be free for the producer.
