@@ -1002,9 +1002,11 @@ fn run(
                         j,
                         i,
                         &done[j],
-                        bound,
-                        track,
-                        tail.as_ref().filter(|_| i != count - 1).map(|t| (t, h_i)),
+                        Pruning {
+                            bound,
+                            track,
+                            tail: tail.as_ref().filter(|_| i != count - 1).map(|t| (t, h_i)),
+                        },
                         &mut scratch,
                         &mut |key, value, back| match found.get(&key) {
                             Some(&at) => {
@@ -1117,7 +1119,6 @@ fn position(list: &[u32], g: usize) -> Option<u8> {
     list.binary_search(&(g as u32)).ok().map(|k| k as u8)
 }
 
-/// Every transition from the states at `j` to ideal `i`, reported as (new key, value, back).
 /// The tail test (module doc, "Pruning"): for a finite bound `B`, the earliest position
 /// `h` of the groups' numbering from which a vector of free devices (per type, then CPU
 /// cores) can still take the groups after it, each device one stage of load `≤ B` counting
@@ -1274,19 +1275,29 @@ impl Tail {
     }
 }
 
+/// What a relaxation is pruned by and keeps apart.
+#[derive(Clone, Copy)]
+struct Pruning<'a> {
+    bound: f64,
+    /// Usage per type is kept in the state ([`Tracking::PerUsage`]).
+    track: bool,
+    /// The tail test and the position the rest starts from (`hi(I)`), unless `I` is `V`.
+    tail: Option<(&'a Tail, usize)>,
+}
+
+/// Every transition from the states at `j` to ideal `i`, reported as (new key, value, back).
+#[allow(clippy::too_many_arguments)]
 fn relax(
     p: &Prepared,
     data: &IdealData,
     j: usize,
     i: usize,
     states: &[State],
-    bound: f64,
-    track: bool,
-    // The tail test and the position the rest starts from (`hi(I)`), unless `I` is `V`.
-    tail: Option<(&Tail, usize)>,
+    pruning: Pruning,
     sc: &mut Scratch,
     emit: &mut dyn FnMut(Key, f64, (u32, u32, Choice)),
 ) {
+    let Pruning { bound, track, tail } = pruning;
     let (bi, bj) = (data.ideals.get(i), data.ideals.get(j));
     let in_s = |g: usize| bi.contains(g) && !bj.contains(g);
     sc.sends.clear();
