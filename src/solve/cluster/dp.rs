@@ -746,6 +746,10 @@ fn solve_with(
         // is stated as 0.
         lower = if b > 1e-12 { b } else { 0.0 };
         let last = chain.ideals.len() - 1;
+        // Targets rise by 1%, then by steps half as large again each time: a run whose
+        // target is close above the prefixes' optimum is the cheapest to succeed (the tail
+        // test cuts most), and failing runs below it are cheap too.
+        let mut step = 0.01;
         loop {
             match run(&p, &chain, Tracking::Best, b.min(bound), tail_test, &budget) {
                 Run::Done(table, n) => {
@@ -768,7 +772,8 @@ fn solve_with(
             if b >= ceiling || b >= bound {
                 break;
             }
-            b = (b * 1.5).min(ceiling);
+            b = (b * (1.0 + step)).min(ceiling);
+            step *= 1.5;
         }
         if meets_bound(bound, lower) {
             return proven(fallback, bound, pairs);
