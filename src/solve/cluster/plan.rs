@@ -203,7 +203,7 @@ pub fn plan_on_cluster(
             } else {
                 0.0
             };
-            // Large graphs: the DP on coarsened graphs (at most a fifth of the time) gives
+            // Large graphs: the DP on coarsened graphs (at most a tenth of the time) gives
             // a plan, and its value prunes the fine DP.
             let coarse = if tracking == Tracking::Best {
                 let share = limits.time_limit_s.map_or(20.0, |t| 0.1 * t);
