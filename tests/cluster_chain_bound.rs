@@ -7,8 +7,8 @@
 mod cluster_gen;
 mod common;
 
-use cluster_gen::{random_cluster, ClusterShape};
-use common::{random_workload, Shape};
+use cluster_gen::{random_clustered, ClusterShape};
+use common::Shape;
 use dnnplace::model::ClusterCosts;
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::cluster::brute_force::brute_force;
@@ -21,23 +21,18 @@ use dnnplace::solve::Objective;
 fn the_chain_bound_is_below_every_contiguous_plan_and_often_above_the_other_bounds() {
     let (mut checked, mut above, mut positive) = (0, 0, 0);
     for seed in 0..400 {
-        let Some(base) = random_workload(
-            seed,
-            Shape {
-                max_nodes: 7,
-                training: seed % 2 == 0,
-                ..Shape::default()
-            },
-        ) else {
-            continue;
+        let shape = Shape {
+            max_nodes: 7,
+            training: seed % 2 == 0,
+            ..Shape::default()
         };
-        let shape = ClusterShape {
+        let cluster = ClusterShape {
             max_devices: 4,
             max_machines: 2,
             peer: [None, Some(true), Some(false)][seed as usize % 3],
             ..ClusterShape::default()
         };
-        let Some(w) = random_cluster(seed, &base, shape) else {
+        let Some(w) = random_clustered(seed, shape, cluster) else {
             continue;
         };
         let costs = ClusterCosts::of(&w);

@@ -6,7 +6,7 @@
 mod cluster_gen;
 mod common;
 
-use cluster_gen::{random_cluster, ClusterShape};
+use cluster_gen::{random_cluster, random_clustered, ClusterShape};
 use common::{random_workload, Shape};
 use dnnplace::model::ClusterCosts;
 use dnnplace::score::evaluate_on_cluster;
@@ -126,23 +126,18 @@ fn dp_equals_brute_force_on_random_clusters() {
 fn dp_equals_brute_force_with_peer_links_and_machines() {
     let mut checked = 0;
     for seed in 1000..1200 {
-        let Some(base) = random_workload(
-            seed,
-            Shape {
-                max_nodes: 7,
-                training: true,
-                ..Shape::default()
-            },
-        ) else {
-            continue;
+        let shape = Shape {
+            max_nodes: 7,
+            training: true,
+            ..Shape::default()
         };
-        let shape = ClusterShape {
+        let cluster = ClusterShape {
             max_devices: 5,
             max_machines: 3,
             peer: Some(true),
             ..ClusterShape::default()
         };
-        let Some(w) = random_cluster(seed, &base, shape) else {
+        let Some(w) = random_clustered(seed, shape, cluster) else {
             continue;
         };
         checked += usize::from(check(seed, &w));
@@ -299,22 +294,17 @@ fn the_greedy_chain_is_a_checked_plan_never_below_the_optimum() {
     use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
     let (mut found, mut feasible) = (0, 0);
     for seed in 0..300 {
-        let Some(base) = random_workload(
-            seed,
-            Shape {
-                max_nodes: 7,
-                training: seed % 2 == 0,
-                ..Shape::default()
-            },
-        ) else {
-            continue;
+        let shape = Shape {
+            max_nodes: 7,
+            training: seed % 2 == 0,
+            ..Shape::default()
         };
-        let shape = ClusterShape {
+        let cluster = ClusterShape {
             max_devices: 5,
             max_machines: 3,
             ..ClusterShape::default()
         };
-        let Some(w) = random_cluster(seed, &base, shape) else {
+        let Some(w) = random_clustered(seed, shape, cluster) else {
             continue;
         };
         let costs = ClusterCosts::of(&w);
@@ -381,22 +371,17 @@ fn the_volume_bound_never_exceeds_the_optimum() {
     use dnnplace::solve::cluster::volume_bound::volume_bound;
     let (mut checked, mut positive) = (0, 0);
     for seed in 0..300 {
-        let Some(base) = random_workload(
-            seed,
-            Shape {
-                max_nodes: 6,
-                training: seed % 2 == 0,
-                ..Shape::default()
-            },
-        ) else {
-            continue;
+        let shape = Shape {
+            max_nodes: 6,
+            training: seed % 2 == 0,
+            ..Shape::default()
         };
-        let shape = ClusterShape {
+        let cluster = ClusterShape {
             max_devices: 4,
             max_machines: 2,
             ..ClusterShape::default()
         };
-        let Some(w) = random_cluster(seed, &base, shape) else {
+        let Some(w) = random_clustered(seed, shape, cluster) else {
             continue;
         };
         let costs = ClusterCosts::of(&w);
@@ -491,23 +476,18 @@ fn the_tail_test_keeps_the_optimum() {
     use dnnplace::solve::cluster::plan::check;
     let mut workloads = Vec::new();
     for seed in 0..120 {
-        let Some(base) = random_workload(
-            seed,
-            Shape {
-                max_nodes: 12,
-                training: seed % 2 == 0,
-                ..Shape::default()
-            },
-        ) else {
-            continue;
+        let shape = Shape {
+            max_nodes: 12,
+            training: seed % 2 == 0,
+            ..Shape::default()
         };
-        let shape = ClusterShape {
+        let cluster = ClusterShape {
             max_devices: 5,
             max_machines: 3,
             peer: [None, Some(true), Some(false)][seed as usize % 3],
             ..ClusterShape::default()
         };
-        if let Some(w) = random_cluster(seed, &base, shape) {
+        if let Some(w) = random_clustered(seed, shape, cluster) {
             workloads.push((format!("seed {seed}"), w));
         }
     }

@@ -10,8 +10,8 @@
 mod cluster_gen;
 mod common;
 
-use cluster_gen::{random_cluster, ClusterShape};
-use common::{random_workload, Shape};
+use cluster_gen::{random_clustered, ClusterShape};
+use common::Shape;
 use dnnplace::model::contraction::class_index;
 use dnnplace::model::{ClusterCosts, Device, Placement, Workload};
 use dnnplace::score::evaluate_on_cluster;
@@ -66,23 +66,18 @@ fn per_class_oracle(w: &Workload, costs: &ClusterCosts) -> Option<(f64, f64)> {
 fn the_set_bound_is_below_every_plan_and_meets_the_per_class_oracle() {
     let (mut checked, mut met, mut above_cheapest) = (0, 0, 0);
     for seed in 0..250 {
-        let Some(base) = random_workload(
-            seed,
-            Shape {
-                max_nodes: 6,
-                training: seed % 2 == 0,
-                ..Shape::default()
-            },
-        ) else {
-            continue;
+        let shape = Shape {
+            max_nodes: 6,
+            training: seed % 2 == 0,
+            ..Shape::default()
         };
-        let shape = ClusterShape {
+        let cluster = ClusterShape {
             max_devices: 4,
             max_machines: 2,
             peer: [None, Some(true), Some(false)][seed as usize % 3],
             ..ClusterShape::default()
         };
-        let Some(w) = random_cluster(seed, &base, shape) else {
+        let Some(w) = random_clustered(seed, shape, cluster) else {
             continue;
         };
         let costs = ClusterCosts::of(&w);

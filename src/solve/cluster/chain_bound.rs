@@ -79,7 +79,7 @@ pub fn chain_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
             count: cluster.count_of_type(t).min(n),
             memory: ty.memory_bytes,
             cpu: false,
-            time: prefix_sums(&per_group),
+            time: prefix_sums(per_group),
         });
     }
     let cpus = cluster.cpu_machines().len();
@@ -89,7 +89,7 @@ pub fn chain_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
             count: cpus.min(n),
             memory: f64::INFINITY,
             cpu: true,
-            time: prefix_sums(&per_group),
+            time: prefix_sums(per_group),
         });
     }
     classes.retain(|k| k.count > 0);
@@ -99,7 +99,7 @@ pub fn chain_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
     if classes.is_empty() || vectors.is_none_or(|v| v > MAX_USAGE_VECTORS) {
         return 0.0;
     }
-    let bytes = prefix_sums(&c.groups.iter().map(|g| g.size_bytes).collect::<Vec<_>>());
+    let bytes = prefix_sums(c.groups.iter().map(|g| g.size_bytes));
     let unsupported: Vec<u32> = std::iter::once(0)
         .chain(c.groups.iter().scan(0u32, |s, g| {
             *s += u32::from(!g.supported_on_accelerator);
@@ -203,17 +203,16 @@ pub(crate) fn windows(c: &Contraction, budget: &Budget) -> Option<Vec<usize>> {
 }
 
 /// Neumaier-compensated prefix sums: `s[i] = Σ_{j<i} x[j]`.
-fn prefix_sums(x: &[f64]) -> Vec<f64> {
-    let mut out = Vec::with_capacity(x.len() + 1);
+pub(crate) fn prefix_sums(x: impl IntoIterator<Item = f64>) -> Vec<f64> {
     let (mut sum, mut comp) = (0.0f64, 0.0f64);
-    out.push(0.0);
-    for &v in x {
+    let mut out = vec![0.0];
+    for v in x {
         let t = sum + v;
-        if sum.abs() >= v.abs() {
-            comp += (sum - t) + v;
+        comp += if sum.abs() >= v.abs() {
+            (sum - t) + v
         } else {
-            comp += (v - t) + sum;
-        }
+            (v - t) + sum
+        };
         sum = t;
         out.push(sum + comp);
     }
@@ -308,7 +307,7 @@ mod tests {
 
     #[test]
     fn prefix_sums_add_up() {
-        let s = prefix_sums(&[1e16, 1.0, -1e16, 2.0]);
+        let s = prefix_sums([1e16, 1.0, -1e16, 2.0]);
         assert_eq!(s, vec![0.0, 1e16, 1e16 + 1.0, 1.0, 3.0]);
     }
 }

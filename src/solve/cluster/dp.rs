@@ -1148,23 +1148,6 @@ struct Tail {
 /// Usage vectors above this: no tail test.
 const MAX_TAIL_VECTORS: usize = 1 << 20;
 
-/// Compensated prefix sums `s[i] = Σ_{g<i} x[g]`.
-fn prefix_sums(x: impl Iterator<Item = f64>) -> Vec<f64> {
-    let (mut sum, mut comp) = (0.0f64, 0.0f64);
-    let mut out = vec![0.0];
-    for v in x {
-        let t = sum + v;
-        comp += if sum.abs() >= v.abs() {
-            (sum - t) + v
-        } else {
-            (v - t) + sum
-        };
-        sum = t;
-        out.push(sum + comp);
-    }
-    out
-}
-
 impl Tail {
     /// `windows`: `R̂` for the family of all ideals, `None` for the prefixes.
     fn new(p: &Prepared, bound: f64, windows: Option<&[usize]>) -> Option<Tail> {
@@ -1190,14 +1173,14 @@ impl Tail {
         }
         let time: Vec<Vec<f64>> = (0..classes)
             .map(|c| {
-                prefix_sums((0..n).map(|g| match c < p.types {
+                super::chain_bound::prefix_sums((0..n).map(|g| match c < p.types {
                     true if p.supported[g] => p.x[c][g],
                     true => 0.0,
                     false => p.cpu[g],
                 }))
             })
             .collect();
-        let size = prefix_sums(p.size.iter().copied());
+        let size = super::chain_bound::prefix_sums(p.size.iter().copied());
         let unsupported: Vec<u32> = std::iter::once(0)
             .chain(p.supported.iter().scan(0u32, |s, &ok| {
                 *s += u32::from(!ok);
