@@ -23,16 +23,26 @@
 //! `h_i = R̂(a_i)` and `a_r = n`: communication, machines and the windows
 //! `(a_i, R̂(a_i)]` are left out (relaxed).
 //!
-//! **Deciding `τ`.** From a start `h`, a device of class `c` best charges the farthest `a`
-//! it can (the charge of an interval only shrinks as its start moves right, and `R̂` is
-//! non-decreasing), found by binary search on prefix sums. With `u` the devices used per
-//! class, `reach(u) = max_c R̂(far_c(reach(u − e_c)))` from `reach(0) = 0`; `τ` is feasible
-//! iff some `far_c` reaches `n`. The bound is the largest `τ` found infeasible by
-//! bisection (relative width `1e-12`), scaled down by `1e-12` for the prefix sums'
-//! rounding (they are compensated sums).
+//! **Deciding `τ`.** Let `T[u]` be the earliest start `h` from which the devices of usage
+//! vector `u` (per class) can charge the rest of the line at `τ`. A device of class `c`
+//! charging `(h, a]` is best given the farthest `a` (an interval's charge only shrinks as
+//! its start moves right, and `R̂` is non-decreasing), so, with `back_c(e)` the earliest `h`
+//! whose interval `(h, e]` class `c` can take (binary search on prefix sums) and
+//! `a_min(s) = min{a : R̂(a) ≥ s}`,
+//!
+//! ```text
+//! T[0] = n + 1 (a stage is still needed),
+//! T[u] = min over c with u_c ≥ 1 of min( T[u − e_c], back_c(n), back_c(a_min(T[u − e_c])) )
+//! ```
+//!
+//! (the device unused, the last stage, or a stage followed by the others). `τ` is feasible
+//! iff `T[all devices] = 0`. The bound is the largest `τ` found infeasible by bisection
+//! (relative width `1e-12`), scaled down by `1e-12` for the prefix sums' rounding (they are
+//! compensated sums). The cluster DP's tail test reads the same table at its bound
+//! ([`crate::solve::cluster::dp`]).
 //!
 //! **Cost.** `R` by bit-parallel reachability, 64 sources per pass over the arcs:
-//! O(n/64 · (n + m)) word operations; each test of `τ` O(|U| · C · log n) for the
+//! O(n/64 · (n + m)) word operations; each table O(|U| · C · log n) for the
 //! `|U| = Π_c (n_c + 1)` usage vectors of `C` classes (device counts clamped to `n`). Above
 //! [`MAX_USAGE_VECTORS`] vectors, or past the time given, no bound (0).
 
@@ -44,12 +54,154 @@ use crate::solve::budget::Budget;
 pub const MAX_USAGE_VECTORS: usize = 2_000_000;
 
 /// One device class: an accelerator type or the CPU cores.
-struct Class {
-    count: usize,
-    memory: f64,
-    cpu: bool,
-    /// Compensated prefix sums of the groups' times on the class.
-    time: Vec<f64>,
+pub(crate) struct Class {
+    /// Devices of the class (clamped to the groups).
+    pub count: usize,
+    /// Bytes a device holds (∞ for CPU cores).
+    pub memory: f64,
+    pub cpu: bool,
+    /// The groups' times on the class (0 where an accelerator may not run the group).
+    pub times: Vec<f64>,
+}
+
+/// The relaxed chain (module documentation) over a topological numbering of groups.
+pub(crate) struct Chain {
+    n: usize,
+    /// `R̂(l)`, `l = 0..=n`.
+    windows: Vec<usize>,
+    bytes: Vec<f64>,
+    unsupported: Vec<u32>,
+    /// The classes with devices, with compensated prefix sums of their times, and their
+    /// positions in the list given to [`Chain::new`].
+    classes: Vec<(Class, Vec<f64>)>,
+    given: Vec<usize>,
+    /// Stride of each class's digit in a usage vector's mixed-radix index.
+    stride: Vec<usize>,
+    vectors: usize,
+}
+
+impl Chain {
+    /// The chain of groups with `sizes` and `supported` (on accelerators), `windows` = `R̂`;
+    /// `None` when the usage vectors are more than `max_vectors` (or there is no class).
+    pub(crate) fn new(
+        classes: Vec<Class>,
+        sizes: impl IntoIterator<Item = f64>,
+        supported: impl IntoIterator<Item = bool>,
+        windows: Vec<usize>,
+        max_vectors: usize,
+    ) -> Option<Chain> {
+        let (given, classes): (Vec<usize>, Vec<(Class, Vec<f64>)>) = classes
+            .into_iter()
+            .enumerate()
+            .filter(|(_, k)| k.count > 0)
+            .map(|(c, k)| {
+                let sums = prefix_sums(k.times.iter().copied());
+                (c, (k, sums))
+            })
+            .unzip();
+        let mut stride = Vec::with_capacity(classes.len());
+        let mut vectors = 1usize;
+        for (k, _) in &classes {
+            stride.push(vectors);
+            vectors = vectors.checked_mul(k.count + 1)?;
+        }
+        if classes.is_empty() || vectors > max_vectors {
+            return None;
+        }
+        let unsupported: Vec<u32> = std::iter::once(0)
+            .chain(supported.into_iter().scan(0u32, |s, ok| {
+                *s += u32::from(!ok);
+                Some(*s)
+            }))
+            .collect();
+        Some(Chain {
+            n: windows.len() - 1,
+            windows,
+            bytes: prefix_sums(sizes),
+            unsupported,
+            classes,
+            given,
+            stride,
+            vectors,
+        })
+    }
+
+    /// The index of the usage vector with `free(c)` devices of class `c` (numbered as given
+    /// to [`Chain::new`]; clamped to the class's count).
+    pub(crate) fn index(&self, free: impl Fn(usize) -> usize) -> usize {
+        self.classes
+            .iter()
+            .zip(&self.given)
+            .zip(&self.stride)
+            .map(|(((k, _), &c), stride)| free(c).min(k.count) * stride)
+            .sum()
+    }
+
+    /// `T[u]` for every usage vector at `τ` (module documentation); `None` when the budget
+    /// ran out. With `stop_at_zero` the table ends at the first `T[u] = 0` (then
+    /// `T[all devices] = 0`: `T` only falls as `u` grows).
+    pub(crate) fn earliest_starts(
+        &self,
+        tau: f64,
+        budget: &Budget,
+        stop_at_zero: bool,
+    ) -> Option<Vec<u32>> {
+        let n = self.n;
+        let fits = |(k, time): &(Class, Vec<f64>), h: usize, e: usize| {
+            time[e] - time[h] <= tau
+                && self.bytes[e] - self.bytes[h] <= k.memory
+                && (k.cpu || self.unsupported[e] == self.unsupported[h])
+        };
+        // `fits(k, h, e)` holds for `h` in some `[h*, e]`: charges, bytes and CPU-only groups
+        // only grow as the start moves left.
+        let back = |k: &(Class, Vec<f64>), e: usize| {
+            if fits(k, 0, e) {
+                return 0;
+            }
+            let (mut lo, mut hi) = (0usize, e);
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                if fits(k, mid, e) {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            hi
+        };
+        let mut start = vec![n as u32 + 1; self.vectors];
+        let mut digits = vec![0usize; self.classes.len()];
+        for u in 1..self.vectors {
+            if u % 4096 == 0 && budget.is_exhausted() {
+                return None;
+            }
+            for (d, (k, _)) in digits.iter_mut().zip(&self.classes) {
+                if *d < k.count {
+                    *d += 1;
+                    break;
+                }
+                *d = 0;
+            }
+            let mut best = n + 1;
+            for (c, k) in self.classes.iter().enumerate() {
+                if digits[c] == 0 {
+                    continue;
+                }
+                let from = start[u - self.stride[c]] as usize;
+                best = best.min(from).min(back(k, n));
+                let a = self.windows.partition_point(|&x| x < from);
+                if a <= n {
+                    best = best.min(back(k, a));
+                }
+            }
+            start[u] = best as u32;
+            if stop_at_zero && best == 0 {
+                start.truncate(u + 1);
+                break;
+            }
+        }
+        Some(start)
+    }
 }
 
 /// The chain bound of `w` on its cluster, or 0 when the run stops (`budget`) or the usage
@@ -60,76 +212,64 @@ pub fn chain_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    let Some(reach_end) = windows(&c, budget) else {
+    let Some(windows) = windows(&c, budget) else {
         return 0.0;
     };
     let cluster = costs.cluster();
     let mut classes: Vec<Class> = Vec::new();
     for (t, ty) in cluster.types().iter().enumerate() {
         let times = costs.times_of_type(t);
-        let per_group: Vec<f64> = c
-            .groups
-            .iter()
-            .map(|g| match g.supported_on_accelerator {
-                true => g.nodes.iter().map(|&v| times[v]).sum(),
-                false => 0.0,
-            })
-            .collect();
         classes.push(Class {
             count: cluster.count_of_type(t).min(n),
             memory: ty.memory_bytes,
             cpu: false,
-            time: prefix_sums(per_group),
+            times: c
+                .groups
+                .iter()
+                .map(|g| match g.supported_on_accelerator {
+                    true => g.nodes.iter().map(|&v| times[v]).sum(),
+                    false => 0.0,
+                })
+                .collect(),
         });
     }
-    let cpus = cluster.cpu_machines().len();
-    if cpus > 0 {
-        let per_group: Vec<f64> = c.groups.iter().map(|g| g.cpu_latency).collect();
-        classes.push(Class {
-            count: cpus.min(n),
-            memory: f64::INFINITY,
-            cpu: true,
-            time: prefix_sums(per_group),
-        });
-    }
-    classes.retain(|k| k.count > 0);
-    let vectors = classes
-        .iter()
-        .try_fold(1usize, |acc, k| acc.checked_mul(k.count + 1));
-    if classes.is_empty() || vectors.is_none_or(|v| v > MAX_USAGE_VECTORS) {
-        return 0.0;
-    }
-    let bytes = prefix_sums(c.groups.iter().map(|g| g.size_bytes));
-    let unsupported: Vec<u32> = std::iter::once(0)
-        .chain(c.groups.iter().scan(0u32, |s, g| {
-            *s += u32::from(!g.supported_on_accelerator);
-            Some(*s)
-        }))
-        .collect();
-    let line = Line {
-        n,
-        reach_end,
-        bytes,
-        unsupported,
+    classes.push(Class {
+        count: cluster.cpu_machines().len().min(n),
+        memory: f64::INFINITY,
+        cpu: true,
+        times: c.groups.iter().map(|g| g.cpu_latency).collect(),
+    });
+    let Some(chain) = Chain::new(
         classes,
+        c.groups.iter().map(|g| g.size_bytes),
+        c.groups.iter().map(|g| g.supported_on_accelerator),
+        windows,
+        MAX_USAGE_VECTORS,
+    ) else {
+        return 0.0;
     };
-    // The fastest class holding everything in one stage is an upper end when it fits; else
-    // every group at its slowest on every device.
-    let mut hi: f64 = line
+    let feasible = |tau: f64| {
+        chain
+            .earliest_starts(tau, budget, true)
+            .map(|start| start.last() == Some(&0))
+    };
+    // Every device taking at most the slowest class's total: an upper end when memory lets
+    // the devices hold the groups at all.
+    let mut hi: f64 = chain
         .classes
         .iter()
-        .map(|k| k.time[n])
+        .map(|(_, time)| time[n])
         .filter(|x| x.is_finite())
         .fold(0.0, f64::max)
-        * line.classes.iter().map(|k| k.count).sum::<usize>() as f64;
+        * chain.classes.iter().map(|(k, _)| k.count).sum::<usize>() as f64;
     hi = hi.max(1e-300);
-    if line.feasible(hi, budget) != Some(true) {
+    if feasible(hi) != Some(true) {
         return 0.0;
     }
     let mut lo = 0.0;
     while hi - lo > 1e-12 * hi {
         let mid = 0.5 * (lo + hi);
-        match line.feasible(mid, budget) {
+        match feasible(mid) {
             Some(true) => hi = mid,
             Some(false) => lo = mid,
             None => break,
@@ -217,88 +357,6 @@ pub(crate) fn prefix_sums(x: impl IntoIterator<Item = f64>) -> Vec<f64> {
         out.push(sum + comp);
     }
     out
-}
-
-/// The relaxed chain (module documentation).
-struct Line {
-    n: usize,
-    /// `R̂(l)`, `l = 0..=n`.
-    reach_end: Vec<usize>,
-    bytes: Vec<f64>,
-    unsupported: Vec<u32>,
-    classes: Vec<Class>,
-}
-
-impl Line {
-    /// The farthest `a ≥ h` a device of class `k` can charge `(h, a]` with load `≤ τ`.
-    fn far(&self, k: &Class, h: usize, tau: f64) -> usize {
-        // Charges only grow with `a`, and so do bytes and CPU-only groups: the condition
-        // holds on a prefix of `h..=n`.
-        let ok = |a: usize| {
-            k.time[a] - k.time[h] <= tau
-                && self.bytes[a] - self.bytes[h] <= k.memory
-                && (k.cpu || self.unsupported[a] == self.unsupported[h])
-        };
-        let (mut lo, mut hi) = (h, self.n + 1);
-        while hi - lo > 1 {
-            let mid = (lo + hi) / 2;
-            if ok(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    /// Whether the devices can charge the whole line at `τ`; `None` when the budget ran out.
-    fn feasible(&self, tau: f64, budget: &Budget) -> Option<bool> {
-        let counts: Vec<usize> = self.classes.iter().map(|k| k.count).collect();
-        let total: usize = counts.iter().map(|c| c + 1).product();
-        // Mixed-radix index of a usage vector; vectors in increasing index order have every
-        // `u − e_c` before `u`.
-        let mut stride = vec![1usize; counts.len()];
-        for c in 1..counts.len() {
-            stride[c] = stride[c - 1] * (counts[c - 1] + 1);
-        }
-        let mut reach = vec![usize::MAX; total];
-        reach[0] = 0;
-        let mut digits = vec![0usize; counts.len()];
-        for u in 0..total {
-            if u % 4096 == 0 && budget.is_exhausted() {
-                return None;
-            }
-            if u > 0 {
-                let mut best = usize::MAX;
-                for (c, k) in self.classes.iter().enumerate() {
-                    if digits[c] == 0 {
-                        continue;
-                    }
-                    let from = reach[u - stride[c]];
-                    if from == usize::MAX {
-                        continue;
-                    }
-                    let a = self.far(k, from, tau);
-                    if a == self.n {
-                        return Some(true);
-                    }
-                    let next = self.reach_end[a];
-                    if best == usize::MAX || next > best {
-                        best = next;
-                    }
-                }
-                reach[u] = best;
-            }
-            for (c, d) in digits.iter_mut().enumerate() {
-                if *d < counts[c] {
-                    *d += 1;
-                    break;
-                }
-                *d = 0;
-            }
-        }
-        Some(false)
-    }
 }
 
 #[cfg(test)]

@@ -81,6 +81,7 @@ use rustc_hash::FxHashMap;
 use super::super::budget::Budget;
 use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
+use super::chain_bound::{Chain, Class};
 use crate::model::contraction::{receiving_groups, Contraction};
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 
@@ -942,10 +943,9 @@ fn run(
     let track = tracking == Tracking::PerUsage;
     let tail = match &data.ideals {
         _ if !tail_test || !bound.is_finite() => None,
-        Family::Prefixes { .. } => Tail::new(p, bound, None),
-        Family::All(_) => {
-            super::chain_bound::windows(&p.c, budget).and_then(|r| Tail::new(p, bound, Some(&r)))
-        }
+        Family::Prefixes { .. } => Tail::new(p, bound, None, budget),
+        Family::All(_) => super::chain_bound::windows(&p.c, budget)
+            .and_then(|r| Tail::new(p, bound, Some(r), budget)),
     };
     let mut table: Vec<Vec<State>> = vec![Vec::new(); count];
     table[0].push(State {
@@ -984,7 +984,7 @@ fn run(
                 let h_i = match (&tail, data.ideals.get(i)) {
                     (None, _) => 0,
                     (_, Set::Prefix(len)) => len,
-                    (_, Set::Bits(b)) => b.groups().last().map_or(0, |&g| g + 1),
+                    (_, Set::Bits(b)) => b.hi(),
                 };
                 let slack = 1e-9 * hi_key.abs().max(1.0);
                 let from = if bound.is_finite() {
@@ -1124,24 +1124,15 @@ fn position(list: &[u32], g: usize) -> Option<u8> {
     list.binary_search(&(g as u32)).ok().map(|k| k as u8)
 }
 
-/// The tail test (module doc, "Pruning"): for a finite bound `B`, the earliest position
-/// `h` of the groups' numbering from which a vector of free devices (per type, then CPU
-/// cores) can still take the groups after it, each device one stage of load `≤ B` counting
-/// compute and memory only.
-///
-/// Over the prefixes, a state at prefix `h` has exactly the groups from `h` on left:
-/// `T[u] = min_c min(T[u − e_c], back_c(T[u − e_c]))` from `T[0] = n`, with `back_c(e)`
-/// the earliest `h` whose interval `(h, e]` class `c` can take. Over all ideals, the rest
-/// of a state at `I` is charged as in [`super::chain_bound`]: the next stage contains
-/// `(hi(I), lo']`, later ones `(R̂(lo), lo']`, so `T[0] = n + 1` (a stage is still needed),
-/// and `T[u] = min_c min(T[u − e_c], back_c(n), back_c(a_min(T[u − e_c])))` with
-/// `a_min(s) = min{a : R̂(a) ≥ s}`. A state whose `h` is below `T` of its free devices
-/// cannot end within `B` and is dropped.
+/// The tail test (module doc, "Pruning"): the table of [`super::chain_bound`]'s relaxed
+/// chain at the bound `B`, `T[u]` the earliest position `h` of the groups' numbering from
+/// which a vector `u` of free devices (per type, then CPU cores) can still take the groups
+/// after it with loads `≤ B`, compute and memory only. Over all ideals the rest of a state
+/// at `I` is charged from `h = hi(I)` with the windows `R̂`; over the prefixes the rest is
+/// exactly the interval after `h` (windows `R̂(l) = l`). A state whose `h` is below `T` of
+/// its free devices cannot end within `B` and is dropped.
 struct Tail {
-    /// Per class: devices in the whole cluster (clamped to the groups), and the stride of
-    /// its digit in a usage vector's index.
-    count: Vec<usize>,
-    stride: Vec<usize>,
+    chain: Chain,
     start: Vec<u32>,
 }
 
@@ -1150,102 +1141,42 @@ const MAX_TAIL_VECTORS: usize = 1 << 20;
 
 impl Tail {
     /// `windows`: `R̂` for the family of all ideals, `None` for the prefixes.
-    fn new(p: &Prepared, bound: f64, windows: Option<&[usize]>) -> Option<Tail> {
+    fn new(p: &Prepared, bound: f64, windows: Option<Vec<usize>>, budget: &Budget) -> Option<Tail> {
         let n = p.c.len();
-        let cpus = p.kinds.iter().any(|k| k.cpus > 0);
-        let classes = p.types + usize::from(cpus);
-        let count: Vec<usize> = (0..classes)
-            .map(|c| {
-                p.kinds
+        let per = |k: &Kind, c: usize| if c < p.types { k.per_type[c] } else { k.cpus };
+        let classes = (0..=p.types)
+            .map(|c| Class {
+                count: p
+                    .kinds
                     .iter()
-                    .map(|k| k.machines.len() * if c < p.types { k.per_type[c] } else { k.cpus })
+                    .map(|k| k.machines.len() * per(k, c))
                     .sum::<usize>()
-                    .min(n)
+                    .min(n),
+                memory: p.memory.get(c).copied().unwrap_or(f64::INFINITY),
+                cpu: c == p.types,
+                times: (0..n)
+                    .map(|g| match c < p.types {
+                        true if p.supported[g] => p.x[c][g],
+                        true => 0.0,
+                        false => p.cpu[g],
+                    })
+                    .collect(),
             })
             .collect();
-        let mut stride = vec![1usize; classes];
-        for c in 1..classes {
-            stride[c] = stride[c - 1].checked_mul(count[c - 1] + 1)?;
-        }
-        let total = stride[classes - 1].checked_mul(count[classes - 1] + 1)?;
-        if total > MAX_TAIL_VECTORS {
-            return None;
-        }
-        let time: Vec<Vec<f64>> = (0..classes)
-            .map(|c| {
-                super::chain_bound::prefix_sums((0..n).map(|g| match c < p.types {
-                    true if p.supported[g] => p.x[c][g],
-                    true => 0.0,
-                    false => p.cpu[g],
-                }))
-            })
-            .collect();
-        let size = super::chain_bound::prefix_sums(p.size.iter().copied());
-        let unsupported: Vec<u32> = std::iter::once(0)
-            .chain(p.supported.iter().scan(0u32, |s, &ok| {
-                *s += u32::from(!ok);
-                Some(*s)
-            }))
-            .collect();
-        let fits = |c: usize, h: usize, e: usize| {
-            time[c][e] - time[c][h] <= bound
-                && (c == p.types
-                    || (unsupported[e] == unsupported[h] && size[e] - size[h] <= p.memory[c]))
-        };
-        // `fits(c, h, e)` holds for `h` in some `[h*, e]`.
-        let back = |c: usize, e: usize| {
-            if fits(c, 0, e) {
-                return 0;
-            }
-            let (mut lo, mut hi) = (0usize, e);
-            while hi - lo > 1 {
-                let mid = (lo + hi) / 2;
-                if fits(c, mid, e) {
-                    hi = mid;
-                } else {
-                    lo = mid;
-                }
-            }
-            hi
-        };
-        let a_min = |target: usize| windows.map(|r| r.partition_point(|&x| x < target));
-        let mut start = vec![if windows.is_some() { n + 1 } else { n } as u32; total];
-        let mut digits = vec![0usize; classes];
-        for u in 1..total {
-            for (c, d) in digits.iter_mut().enumerate() {
-                if *d < count[c] {
-                    *d += 1;
-                    break;
-                }
-                *d = 0;
-            }
-            let mut best = start[0] as usize;
-            for c in (0..classes).filter(|&c| digits[c] > 0) {
-                let from = start[u - stride[c]] as usize;
-                best = best.min(from);
-                match a_min(from) {
-                    None => best = best.min(back(c, from)),
-                    Some(a) => {
-                        best = best.min(back(c, n));
-                        if a <= n {
-                            best = best.min(back(c, a));
-                        }
-                    }
-                }
-            }
-            start[u] = best as u32;
-        }
-        Some(Tail {
-            count,
-            stride,
-            start,
-        })
+        let chain = Chain::new(
+            classes,
+            p.size.iter().copied(),
+            p.supported.iter().copied(),
+            windows.unwrap_or_else(|| (0..=n).collect()),
+            MAX_TAIL_VECTORS,
+        )?;
+        let start = chain.earliest_starts(bound, budget, false)?;
+        Some(Tail { chain, start })
     }
 
     /// Whether the devices free in `key` can still take the groups after position `h`.
     fn can_finish(&self, p: &Prepared, key: &Key, h: usize) -> bool {
-        let mut index = 0;
-        for (c, (&count, &stride)) in self.count.iter().zip(&self.stride).enumerate() {
+        let index = self.chain.index(|c| {
             let per = |k: &Kind| if c < p.types { k.per_type[c] } else { k.cpus };
             let mut free: usize = p
                 .kinds
@@ -1257,8 +1188,8 @@ impl Tail {
                 let used = key.usage[if c < p.types { c } else { MAX_TYPES }] as usize;
                 free += per(&p.kinds[key.current as usize]).saturating_sub(used);
             }
-            index += free.min(count) * stride;
-        }
+            free
+        });
         h as u32 >= self.start[index]
     }
 }

@@ -83,6 +83,14 @@ impl<'a> IdealBits<'a> {
         out
     }
 
+    /// One past the set's largest group (0 for the empty set); normalised.
+    pub fn hi(&self) -> usize {
+        match self.words.last() {
+            Some(&w) => (self.end() - 1) * 64 + 64 - w.leading_zeros() as usize,
+            None => 64 * self.base,
+        }
+    }
+
     /// Every group of the set, in increasing order.
     pub fn groups(&self) -> Vec<usize> {
         self.difference(&IdealBits::EMPTY)
@@ -181,6 +189,7 @@ mod tests {
             let diff: Vec<usize> = a.iter().copied().filter(|g| !b.contains(g)).collect();
             assert_eq!(ta.difference(&tb), diff);
             assert_eq!(ta.groups(), a);
+            assert_eq!(ta.hi(), a.last().map_or(0, |&t| t + 1), "{a:?}");
             // push_with: add a group above the largest one.
             let top = a.last().map_or(0, |&t| t + 1);
             if top < n {
