@@ -73,7 +73,7 @@ fn the_chain_bound_is_below_every_contiguous_plan_and_often_above_the_other_boun
 /// cluster DP's proven contiguous optimum.
 #[test]
 fn the_chain_bound_sees_the_layer_mix_on_a_transformer() {
-    use dnnplace::cli::costmodel_cmds::cluster_from_flag;
+    use dnnplace::costmodel::cluster::cluster_and_profiles;
     use dnnplace::costmodel::graph::to_workload_on_cluster;
     use dnnplace::costmodel::TransformerSpec;
     use dnnplace::costmodel::{find_profile, transformer_graph, CostSettings, DType};
@@ -89,7 +89,7 @@ fn the_chain_bound_sees_the_layer_mix_on_a_transformer() {
         accelerators: 1,
         cpus: 1,
     };
-    let (cluster, profiles) = cluster_from_flag("1x2xa100-80gb+1x2xv100+1x2xh100", &[]).unwrap();
+    let (cluster, profiles) = cluster_and_profiles("1x2xa100-80gb+1x2xv100+1x2xh100", &[]).unwrap();
     let w = to_workload_on_cluster(&graph, &settings, &cluster, &profiles).unwrap();
     let costs = ClusterCosts::of(&w);
     let optimum = solve(

@@ -412,7 +412,7 @@ fn the_volume_bound_never_exceeds_the_optimum() {
 /// above it; through `plan_on_cluster` the fine DP still proves its optimum.
 #[test]
 fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
-    use dnnplace::cli::costmodel_cmds::cluster_from_flag;
+    use dnnplace::costmodel::cluster::cluster_and_profiles;
     use dnnplace::costmodel::graph::to_workload_on_cluster;
     use dnnplace::costmodel::TransformerSpec;
     use dnnplace::costmodel::{find_profile, transformer_graph, CostSettings, DType};
@@ -428,7 +428,7 @@ fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
         accelerators: 1,
         cpus: 1,
     };
-    let (cluster, profiles) = cluster_from_flag("1x2xa100-80gb+1x2xv100", &[]).unwrap();
+    let (cluster, profiles) = cluster_and_profiles("1x2xa100-80gb+1x2xv100", &[]).unwrap();
     let w = to_workload_on_cluster(&graph, &settings, &cluster, &profiles).unwrap();
     assert!(w.len() > COARSEN_ABOVE, "{} operators", w.len());
     let costs = ClusterCosts::of(&w);
@@ -468,7 +468,7 @@ fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
 /// both prove it; the plans are checked by the scorer.
 #[test]
 fn the_tail_test_keeps_the_optimum() {
-    use dnnplace::cli::costmodel_cmds::cluster_from_flag;
+    use dnnplace::costmodel::cluster::cluster_and_profiles;
     use dnnplace::costmodel::graph::to_workload_on_cluster;
     use dnnplace::costmodel::TransformerSpec;
     use dnnplace::costmodel::{find_profile, transformer_graph, CostSettings, DType};
@@ -507,7 +507,7 @@ fn the_tail_test_keeps_the_optimum() {
             accelerators: 1,
             cpus: 1,
         };
-        let (c, profiles) = cluster_from_flag(cluster, &[]).unwrap();
+        let (c, profiles) = cluster_and_profiles(cluster, &[]).unwrap();
         let w = to_workload_on_cluster(&graph, &settings, &c, &profiles).unwrap();
         workloads.push((format!("{layers}-layer BERT on {cluster}"), w));
     }

@@ -137,12 +137,12 @@ fn record_panics() {
         let frames: Vec<&str> = trace
             .lines()
             .map(str::trim)
-            .filter(|l| l.starts_with("at ./src/"))
+            .filter(|l| l.starts_with("at ./src/") || l.starts_with("at ./crates/"))
             .take(2)
             .collect();
         let in_crate = info
             .location()
-            .is_some_and(|l| l.file().starts_with("src/"));
+            .is_some_and(|l| l.file().starts_with("src/") || l.file().starts_with("crates/"));
         if !frames.is_empty() && !in_crate {
             at = format!("{at} (from {})", frames.join(", "));
         }
@@ -296,7 +296,9 @@ fn supervise(o: &Options, seeds: &Seeds, target: Target) -> Tally {
                 .map_while(Result::ok)
             {
                 let t = line.trim();
-                let frame = t.starts_with("at ./src/") || t.starts_with("at ./examples/");
+                let frame = t.starts_with("at ./src/")
+                    || t.starts_with("at ./crates/")
+                    || t.starts_with("at ./examples/");
                 if (frame && frames < 4)
                     || (!line.starts_with(' ') && !t.is_empty() && kept.len() < 12)
                 {

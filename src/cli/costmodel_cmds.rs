@@ -262,16 +262,7 @@ pub fn cluster_from_flag(
     device_files: &[PathBuf],
 ) -> Result<(Cluster, Vec<DeviceProfile>), CliError> {
     let loaded = load_profiles(device_files)?;
-    let cluster = cluster_from_arg(spec, &loaded).map_err(CliError::Input)?;
-    let mut profiles = Vec::new();
-    for t in cluster.types() {
-        let p = find_profile(&t.profile, &loaded)
-            .map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
-        if !profiles.iter().any(|q: &DeviceProfile| q.name == p.name) {
-            profiles.push(p);
-        }
-    }
-    Ok((cluster, profiles))
+    crate::costmodel::cluster::cluster_and_profiles(spec, &loaded).map_err(CliError::Input)
 }
 
 /// A workload file planned or scored on `--cluster SPEC`: the cluster replaces the file's

@@ -17,9 +17,9 @@
 //! - [`costmodel`]: device profiles, per-operator costs, ONNX import and a transformer
 //!   generator that turn a model into a workload.
 //!
-//! The binary `dnnplace` (in `src/main.rs` and [`cli`]) sits on top.
+//! The command line (the binary `dnnplace`) is its own crate at the workspace root and sits
+//! on top; this crate exposes no command-line types and never prints.
 
-pub mod cli;
 pub mod costmodel;
 pub mod experiments;
 pub mod export;

@@ -266,6 +266,24 @@ pub fn cluster_from_arg(arg: &str, profiles: &[DeviceProfile]) -> Result<Cluster
     })
 }
 
+/// The `--cluster` argument resolved as [`cluster_from_arg`] does, with the profile of each
+/// of its accelerator types (looked up in `extra` first, then among the built-in profiles),
+/// each profile once, in the order the types first appear.
+pub fn cluster_and_profiles(
+    arg: &str,
+    extra: &[DeviceProfile],
+) -> Result<(Cluster, Vec<DeviceProfile>), String> {
+    let cluster = cluster_from_arg(arg, extra)?;
+    let mut profiles: Vec<DeviceProfile> = Vec::new();
+    for t in cluster.types() {
+        let p = find_profile(&t.profile, extra).map_err(|e| format!("--cluster {arg}: {e}"))?;
+        if !profiles.iter().any(|q| q.name == p.name) {
+            profiles.push(p);
+        }
+    }
+    Ok((cluster, profiles))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

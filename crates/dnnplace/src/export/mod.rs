@@ -475,7 +475,7 @@ impl<'a> LayerPlan<'a> {
             text.push_str(&format!(
                 "{prefix}{name}: {} (load {load:.3} ms, memory {})\n",
                 self.layers.describe(self.workload, nodes, 12),
-                crate::report::table::human_bytes(memory)
+                crate::model::human_bytes(memory)
             ));
         }
         text
