@@ -237,7 +237,13 @@ impl GptBuilder {
         let mut heads = Vec::new();
         for p in ["q", "k", "v"] {
             let cost = self.linear(self.h, self.h);
-            let proj = self.add(name(&format!("attn.{p}_proj")), "MatMul", cost, vec![ln1], l);
+            let proj = self.add(
+                name(&format!("attn.{p}_proj")),
+                "MatMul",
+                cost,
+                vec![ln1],
+                l,
+            );
             let cost = self.movement();
             let reshape = self.add(
                 name(&format!("attn.{p}_reshape")),
@@ -256,7 +262,13 @@ impl GptBuilder {
             ));
         }
         let qk = operators::matmul(b * a, s, d, s, false, false, e);
-        let sc = self.add(name("attn.scores"), "MatMul", qk, vec![heads[0], heads[1]], l);
+        let sc = self.add(
+            name("attn.scores"),
+            "MatMul",
+            qk,
+            vec![heads[0], heads[1]],
+            l,
+        );
         let cost = operators::elementwise(scores, scores, 1.0, 0.0, e);
         let sc = self.add(name("attn.scale"), "Div", cost, vec![sc], l);
         let cost = operators::elementwise(scores, 2.0 * scores, 1.0, 0.0, e);
@@ -266,7 +278,13 @@ impl GptBuilder {
         let pv = operators::matmul(b * a, s, s, d, false, false, e);
         let ctx = self.add(name("attn.context"), "MatMul", pv, vec![probs, heads[2]], l);
         let cost = self.movement();
-        let ctx = self.add(name("attn.merge_transpose"), "Transpose", cost, vec![ctx], l);
+        let ctx = self.add(
+            name("attn.merge_transpose"),
+            "Transpose",
+            cost,
+            vec![ctx],
+            l,
+        );
         let cost = self.movement();
         self.add(name("attn.merge_reshape"), "Reshape", cost, vec![ctx], l)
     }

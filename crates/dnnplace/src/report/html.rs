@@ -254,11 +254,7 @@ fn bound_figure(outcome: Option<&Outcome>, max_load: f64) -> Figure {
             "none".into(),
             format!("{}: {}", o.method, status_text(o)),
         ),
-        None => Figure::new(
-            name,
-            "none".into(),
-            "a given plan, not solved here".into(),
-        ),
+        None => Figure::new(name, "none".into(), "a given plan, not solved here".into()),
     }
 }
 

@@ -214,8 +214,7 @@ pub fn simulate_with_memory(
         .filter(|t| t.micro_batch == 0)
         .map(|t| t.end_ms)
         .fold(0.0, f64::max);
-    let (lower_bound_ms, upper_bound_ms) =
-        bounds::iteration_bounds(&stages, m, &devices.device_of);
+    let (lower_bound_ms, upper_bound_ms) = bounds::iteration_bounds(&stages, m, &devices.device_of);
     let mf = m as f64;
     let device_runs: Vec<DeviceRun> = devices
         .devices
@@ -400,7 +399,9 @@ fn steady_time_per_sample(
     };
     if half >= 1 && half < m {
         let shorter = devices.play(stages, played, half)?;
-        Ok(Some((last_end(run) - last_end(&shorter)) / (m - half) as f64))
+        Ok(Some(
+            (last_end(run) - last_end(&shorter)) / (m - half) as f64,
+        ))
     } else {
         Ok(None)
     }
