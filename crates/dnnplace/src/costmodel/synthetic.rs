@@ -88,27 +88,76 @@ pub fn gpt_layers_for_nodes(nodes: usize) -> usize {
         .max(1.0) as usize
 }
 
-/// Builds the GPT-like graph (module documentation).
+/// Builds the GPT-like graph (module documentation): the embeddings, `L` blocks, the
+/// final LayerNorm and the head.
 pub fn gpt_graph(spec: &GptSpec, dtype: DType) -> Result<OpGraph, String> {
     spec.validate()?;
-    let e = dtype.bytes();
-    let (b, s, h, a, v) = (spec.batch, spec.seq, spec.hidden, spec.heads, spec.vocab);
-    let d = h / a;
-    let bs = b * s;
-    let bsh = (bs * h) as f64;
-    let hf = h as f64;
-    let f = 4 * h;
-    let bsf = (bs * f) as f64;
-    let scores = (b * a * s * s) as f64;
-    let mut g = OpGraph::default();
-    let add = |g: &mut OpGraph,
-               name: String,
-               op_type: &str,
-               cost: OpCost,
-               inputs: Vec<usize>,
-               layer: usize| {
+    let mut gpt = GptBuilder::new(spec, dtype);
+    let mut x = gpt.embeddings();
+    for l in 1..=spec.layers {
+        x = gpt.block(l, x);
+    }
+    gpt.head(x, spec.layers + 1);
+    Ok(gpt.g)
+}
+
+/// The graph of [`gpt_graph`] as it grows, with the shapes its operators are priced by.
+struct GptBuilder {
+    g: OpGraph,
+    /// Bytes per element.
+    e: f64,
+    /// Batch, sequence, hidden, heads, vocabulary, head size `d = h/a`, MLP width `4h`.
+    b: usize,
+    s: usize,
+    h: usize,
+    a: usize,
+    v: usize,
+    d: usize,
+    f: usize,
+}
+
+impl GptBuilder {
+    fn new(spec: &GptSpec, dtype: DType) -> GptBuilder {
+        let (b, s, h, a, v) = (spec.batch, spec.seq, spec.hidden, spec.heads, spec.vocab);
+        GptBuilder {
+            g: OpGraph::default(),
+            e: dtype.bytes(),
+            b,
+            s,
+            h,
+            a,
+            v,
+            d: h / a,
+            f: 4 * h,
+        }
+    }
+
+    /// `b·s`, the tokens of the batch.
+    fn bs(&self) -> usize {
+        self.b * self.s
+    }
+
+    /// `b·s·h`, the elements of one activation.
+    fn bsh(&self) -> f64 {
+        (self.bs() * self.h) as f64
+    }
+
+    /// `b·a·s²`, the elements of the attention scores.
+    fn scores(&self) -> f64 {
+        (self.b * self.a * self.s * self.s) as f64
+    }
+
+    /// Adds operator `name` of block `layer` (its module from [`module_of`]); its index.
+    fn add(
+        &mut self,
+        name: String,
+        op_type: &str,
+        cost: OpCost,
+        inputs: Vec<usize>,
+        layer: usize,
+    ) -> usize {
         let module = module_of(&name);
-        g.push(Op {
+        self.g.push(Op {
             name,
             module,
             op_type: op_type.into(),
@@ -117,204 +166,150 @@ pub fn gpt_graph(spec: &GptSpec, dtype: DType) -> Result<OpGraph, String> {
             layer_id: Some(layer as i64),
             is_input: false,
         })
-    };
-    let input = g.push(Op {
-        name: "input_ids".into(),
-        module: None,
-        op_type: "Input".into(),
-        cost: OpCost::input(bs as f64 * 8.0),
-        inputs: vec![],
-        layer_id: Some(0),
-        is_input: true,
-    });
-    let wte = add(
-        &mut g,
-        "wte".into(),
-        "Gather",
-        operators::movement(bs as f64, bsh, v as f64 * hf, e),
-        vec![input],
-        0,
-    );
-    let wpe = add(
-        &mut g,
-        "wpe".into(),
-        "Gather",
-        operators::movement(bs as f64, bsh, s as f64 * hf, e),
-        vec![input],
-        0,
-    );
-    let mut x = add(
-        &mut g,
-        "embed_add".into(),
-        "Add",
-        operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e),
-        vec![wte, wpe],
-        0,
-    );
-    for l in 1..=spec.layers {
+    }
+
+    /// A linear layer `k → n` over the batch's tokens (with weights and bias).
+    fn linear(&self, k: usize, n: usize) -> OpCost {
+        operators::matmul(1, self.bs(), k, n, true, true, self.e)
+    }
+
+    /// An `Add` of two activations.
+    fn residual(&self) -> OpCost {
+        let bsh = self.bsh();
+        operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, self.e)
+    }
+
+    /// A LayerNorm of one activation.
+    fn layer_norm(&self) -> OpCost {
+        operators::normalization(self.bsh(), 2.0 * self.h as f64, true, self.e)
+    }
+
+    /// A reshape or transpose of one activation: data movement only.
+    fn movement(&self) -> OpCost {
+        operators::movement(self.bsh(), self.bsh(), 0.0, self.e)
+    }
+
+    /// `input_ids → {wte, wpe} → embed_add` (layer 0); the index of `embed_add`.
+    fn embeddings(&mut self) -> usize {
+        let (bs, bsh, hf, e) = (self.bs() as f64, self.bsh(), self.h as f64, self.e);
+        let input = self.g.push(Op {
+            name: "input_ids".into(),
+            module: None,
+            op_type: "Input".into(),
+            cost: OpCost::input(bs * 8.0),
+            inputs: vec![],
+            layer_id: Some(0),
+            is_input: true,
+        });
+        let wte_cost = operators::movement(bs, bsh, self.v as f64 * hf, e);
+        let wte = self.add("wte".into(), "Gather", wte_cost, vec![input], 0);
+        let wpe_cost = operators::movement(bs, bsh, self.s as f64 * hf, e);
+        let wpe = self.add("wpe".into(), "Gather", wpe_cost, vec![input], 0);
+        let cost = self.residual();
+        self.add("embed_add".into(), "Add", cost, vec![wte, wpe], 0)
+    }
+
+    /// Block `l` (1-based, named `h.{l−1}`) on input `x`: attention, its residual, the
+    /// MLP and its residual; the index of `residual_2`.
+    fn block(&mut self, l: usize, x: usize) -> usize {
         let name = |op: &str| format!("h.{}.{op}", l - 1);
-        let linear = |k: usize, n: usize| operators::matmul(1, bs, k, n, true, true, e);
-        let ln1 = add(
-            &mut g,
-            name("ln_1"),
-            "LayerNorm",
-            operators::normalization(bsh, 2.0 * hf, true, e),
-            vec![x],
-            l,
-        );
+        let cost = self.layer_norm();
+        let ln1 = self.add(name("ln_1"), "LayerNorm", cost, vec![x], l);
+        let ctx = self.attention(l, ln1);
+        let cost = self.linear(self.h, self.h);
+        let out = self.add(name("attn.out_proj"), "MatMul", cost, vec![ctx], l);
+        let cost = self.residual();
+        let res1 = self.add(name("residual_1"), "Add", cost, vec![out, x], l);
+        let cost = self.layer_norm();
+        let ln2 = self.add(name("ln_2"), "LayerNorm", cost, vec![res1], l);
+        let down = self.mlp(l, ln2);
+        let cost = self.residual();
+        self.add(name("residual_2"), "Add", cost, vec![down, res1], l)
+    }
+
+    /// Attention of block `l` on `ln1`: the Q, K and V branches (projection, reshape,
+    /// transpose), scores, scale, mask, softmax, context, and the heads merged back; the
+    /// index of `merge_reshape`.
+    fn attention(&mut self, l: usize, ln1: usize) -> usize {
+        let name = |op: &str| format!("h.{}.{op}", l - 1);
+        let (b, s, a, d, e) = (self.b, self.s, self.a, self.d, self.e);
+        let scores = self.scores();
         let mut heads = Vec::new();
         for p in ["q", "k", "v"] {
-            let proj = add(
-                &mut g,
+            let cost = self.linear(self.h, self.h);
+            let proj = self.add(
                 name(&format!("attn.{p}_proj")),
                 "MatMul",
-                linear(h, h),
+                cost,
                 vec![ln1],
                 l,
             );
-            let reshape = add(
-                &mut g,
+            let cost = self.movement();
+            let reshape = self.add(
                 name(&format!("attn.{p}_reshape")),
                 "Reshape",
-                operators::movement(bsh, bsh, 0.0, e),
+                cost,
                 vec![proj],
                 l,
             );
-            heads.push(add(
-                &mut g,
+            let cost = self.movement();
+            heads.push(self.add(
                 name(&format!("attn.{p}_transpose")),
                 "Transpose",
-                operators::movement(bsh, bsh, 0.0, e),
+                cost,
                 vec![reshape],
                 l,
             ));
         }
         let qk = operators::matmul(b * a, s, d, s, false, false, e);
-        let sc = add(
-            &mut g,
+        let sc = self.add(
             name("attn.scores"),
             "MatMul",
             qk,
             vec![heads[0], heads[1]],
             l,
         );
-        let sc = add(
-            &mut g,
-            name("attn.scale"),
-            "Div",
-            operators::elementwise(scores, scores, 1.0, 0.0, e),
-            vec![sc],
-            l,
-        );
-        let sc = add(
-            &mut g,
-            name("attn.mask"),
-            "Where",
-            operators::elementwise(scores, 2.0 * scores, 1.0, 0.0, e),
-            vec![sc],
-            l,
-        );
-        let probs = add(
-            &mut g,
-            name("attn.softmax"),
-            "Softmax",
-            operators::softmax(scores, e),
-            vec![sc],
-            l,
-        );
+        let cost = operators::elementwise(scores, scores, 1.0, 0.0, e);
+        let sc = self.add(name("attn.scale"), "Div", cost, vec![sc], l);
+        let cost = operators::elementwise(scores, 2.0 * scores, 1.0, 0.0, e);
+        let sc = self.add(name("attn.mask"), "Where", cost, vec![sc], l);
+        let cost = operators::softmax(scores, e);
+        let probs = self.add(name("attn.softmax"), "Softmax", cost, vec![sc], l);
         let pv = operators::matmul(b * a, s, s, d, false, false, e);
-        let ctx = add(
-            &mut g,
-            name("attn.context"),
-            "MatMul",
-            pv,
-            vec![probs, heads[2]],
-            l,
-        );
-        let ctx = add(
-            &mut g,
+        let ctx = self.add(name("attn.context"), "MatMul", pv, vec![probs, heads[2]], l);
+        let cost = self.movement();
+        let ctx = self.add(
             name("attn.merge_transpose"),
             "Transpose",
-            operators::movement(bsh, bsh, 0.0, e),
+            cost,
             vec![ctx],
             l,
         );
-        let ctx = add(
-            &mut g,
-            name("attn.merge_reshape"),
-            "Reshape",
-            operators::movement(bsh, bsh, 0.0, e),
-            vec![ctx],
-            l,
-        );
-        let out = add(
-            &mut g,
-            name("attn.out_proj"),
-            "MatMul",
-            linear(h, h),
-            vec![ctx],
-            l,
-        );
-        let res1 = add(
-            &mut g,
-            name("residual_1"),
-            "Add",
-            operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e),
-            vec![out, x],
-            l,
-        );
-        let ln2 = add(
-            &mut g,
-            name("ln_2"),
-            "LayerNorm",
-            operators::normalization(bsh, 2.0 * hf, true, e),
-            vec![res1],
-            l,
-        );
-        let up = add(&mut g, name("mlp.fc"), "MatMul", linear(h, f), vec![ln2], l);
-        let gelu = add(
-            &mut g,
-            name("mlp.gelu"),
-            "Gelu",
-            operators::elementwise(bsf, bsf, 8.0, 0.0, e),
-            vec![up],
-            l,
-        );
-        let down = add(
-            &mut g,
-            name("mlp.proj"),
-            "MatMul",
-            linear(f, h),
-            vec![gelu],
-            l,
-        );
-        x = add(
-            &mut g,
-            name("residual_2"),
-            "Add",
-            operators::elementwise(bsh, 2.0 * bsh, 1.0, 0.0, e),
-            vec![down, res1],
-            l,
-        );
+        let cost = self.movement();
+        self.add(name("attn.merge_reshape"), "Reshape", cost, vec![ctx], l)
     }
-    let top = spec.layers + 1;
-    let lnf = add(
-        &mut g,
-        "ln_f".into(),
-        "LayerNorm",
-        operators::normalization(bsh, 2.0 * hf, true, e),
-        vec![x],
-        top,
-    );
-    add(
-        &mut g,
-        "lm_head".into(),
-        "MatMul",
-        operators::matmul(1, bs, h, v, false, true, e),
-        vec![lnf],
-        top,
-    );
-    Ok(g)
+
+    /// The MLP of block `l` on `ln2`: `fc` (h → 4h), GELU, `proj` (4h → h); the index of
+    /// `proj`.
+    fn mlp(&mut self, l: usize, ln2: usize) -> usize {
+        let name = |op: &str| format!("h.{}.{op}", l - 1);
+        let (h, f) = (self.h, self.f);
+        let bsf = (self.bs() * f) as f64;
+        let cost = self.linear(h, f);
+        let up = self.add(name("mlp.fc"), "MatMul", cost, vec![ln2], l);
+        let cost = operators::elementwise(bsf, bsf, 8.0, 0.0, self.e);
+        let gelu = self.add(name("mlp.gelu"), "Gelu", cost, vec![up], l);
+        let cost = self.linear(f, h);
+        self.add(name("mlp.proj"), "MatMul", cost, vec![gelu], l)
+    }
+
+    /// `ln_f → lm_head` on `x`, as layer `top`.
+    fn head(&mut self, x: usize, top: usize) {
+        let cost = self.layer_norm();
+        let lnf = self.add("ln_f".into(), "LayerNorm", cost, vec![x], top);
+        let cost = operators::matmul(1, self.bs(), self.h, self.v, false, true, self.e);
+        self.add("lm_head".into(), "MatMul", cost, vec![lnf], top);
+    }
 }
 
 /// The module an operator of [`gpt_graph`] belongs to: itself for a layer with weights

@@ -38,7 +38,8 @@ pub fn gap(objective: f64, bound: f64) -> f64 {
     }
 }
 
-/// The table printed by `plan` and `score`.
+/// The table printed by `plan` and `score`: the method's outcome, the device set, one
+/// row per device, then the objectives and the plan's validity.
 pub fn plan_table(
     w: &Workload,
     outcome: Option<&Outcome>,
@@ -47,32 +48,7 @@ pub fn plan_table(
 ) -> String {
     let mut s = String::new();
     if let Some(o) = outcome {
-        let _ = writeln!(
-            s,
-            "method: {}   status: {}   time: {:.3} s",
-            o.method,
-            status_text(o),
-            o.stats.time_s
-        );
-        if let Some(path) = &o.stats.path {
-            let _ = writeln!(s, "path: {path}");
-        }
-        let mut extra = Vec::new();
-        if let Some(g) = o.stats.groups {
-            extra.push(format!("groups: {g}"));
-        }
-        if let Some(i) = o.stats.ideals {
-            extra.push(format!("ideals: {i}"));
-        }
-        if let Some(p) = o.stats.ideal_pairs {
-            extra.push(format!("ideal pairs: {p}"));
-        }
-        if o.bound.is_finite() && o.bound > 0.0 && o.status != Status::Optimal {
-            extra.push(format!("lower bound: {:.9} ms", o.bound));
-        }
-        if !extra.is_empty() {
-            let _ = writeln!(s, "{}", extra.join("   "));
-        }
+        outcome_lines(&mut s, o);
     }
     let _ = writeln!(
         s,
@@ -83,6 +59,62 @@ pub fn plan_table(
         w.devices().cpus
     );
     let _ = writeln!(s);
+    device_rows(&mut s, e);
+    let _ = writeln!(s);
+    let _ = writeln!(s, "TPS (max load):        {:.9} ms", e.max_load);
+    let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9} ms", e.sync_objective);
+    latency_lines(&mut s, objective, e);
+    let _ = writeln!(
+        s,
+        "objective ({}): {:.9} ms",
+        objective.name(),
+        objective.value(e)
+    );
+    let _ = writeln!(
+        s,
+        "valid: {}   contiguous: {}",
+        yes(e.is_valid()),
+        yes(e.is_contiguous())
+    );
+    for v in e.violations.iter().chain(&e.non_contiguous) {
+        let _ = writeln!(s, "  - {v}");
+    }
+    s
+}
+
+/// The method, status and time, the path `auto` took, and the search's sizes and bound.
+fn outcome_lines(s: &mut String, o: &Outcome) {
+    let _ = writeln!(
+        s,
+        "method: {}   status: {}   time: {:.3} s",
+        o.method,
+        status_text(o),
+        o.stats.time_s
+    );
+    if let Some(path) = &o.stats.path {
+        let _ = writeln!(s, "path: {path}");
+    }
+    let mut extra = Vec::new();
+    if let Some(g) = o.stats.groups {
+        extra.push(format!("groups: {g}"));
+    }
+    if let Some(i) = o.stats.ideals {
+        extra.push(format!("ideals: {i}"));
+    }
+    if let Some(p) = o.stats.ideal_pairs {
+        extra.push(format!("ideal pairs: {p}"));
+    }
+    if o.bound.is_finite() && o.bound > 0.0 && o.status != Status::Optimal {
+        extra.push(format!("lower bound: {:.9} ms", o.bound));
+    }
+    if !extra.is_empty() {
+        let _ = writeln!(s, "{}", extra.join("   "));
+    }
+}
+
+/// The header and one row per device (nodes, compute, communication, load, memory), the
+/// bottleneck marked; a recompute column when some accelerator recomputes.
+fn device_rows(s: &mut String, e: &Evaluation) {
     // A plan in which some accelerator recomputes its activations shows the forward pass it
     // runs again (part of its load) in a column of its own.
     let recomputing = e.devices.iter().any(|d| d.recomputes);
@@ -121,9 +153,11 @@ pub fn plan_table(
     if recomputing {
         let _ = writeln!(s, "recompute: the forward pass a device runs again before its backward pass, keeping only its inputs between them");
     }
-    let _ = writeln!(s);
-    let _ = writeln!(s, "TPS (max load):        {:.9} ms", e.max_load);
-    let _ = writeln!(s, "sync (maxFW + maxBW):  {:.9} ms", e.sync_objective);
+}
+
+/// The one-sample latency, and under the latency objective the accelerator calls in
+/// order (start, duration, end).
+fn latency_lines(s: &mut String, objective: Objective, e: &Evaluation) {
     match &e.latency {
         Some(l) => {
             let _ = writeln!(
@@ -158,24 +192,9 @@ pub fn plan_table(
             );
         }
     }
-    let _ = writeln!(
-        s,
-        "objective ({}): {:.9} ms",
-        objective.name(),
-        objective.value(e)
-    );
-    let _ = writeln!(
-        s,
-        "valid: {}   contiguous: {}",
-        yes(e.is_valid()),
-        yes(e.is_contiguous())
-    );
-    for v in e.violations.iter().chain(&e.non_contiguous) {
-        let _ = writeln!(s, "  - {v}");
-    }
-    s
 }
 
+/// `yes` or `no`.
 fn yes(b: bool) -> &'static str {
     if b {
         "yes"

@@ -44,7 +44,8 @@ pub use stages::{Piece, Stages};
 use crate::model::schedule::{held_bytes, timetable, HeldBytes, Pass, Schedule, ScheduleError};
 use crate::model::{Device, Placement, Workload};
 use crate::score::{
-    contiguity_violations, device_loads, max_load, sync_objective, violations, Evaluation,
+    contiguity_violations, device_loads, max_load, sync_objective, violations, DeviceLoad,
+    Evaluation,
 };
 
 /// The most tasks (pieces × micro-batches) one simulation runs.
@@ -157,7 +158,9 @@ pub fn simulate(
     simulate_with_memory(w, p, settings, &held_bytes(w))
 }
 
-/// Simulates `p` on `w`, node `v` holding `memory[v]`.
+/// Simulates `p` on `w`, node `v` holding `memory[v]`: checks the plan, cuts it into
+/// pieces, runs `m` micro-batches (and about `m/2` for the steady state), and sums up
+/// each device's run.
 pub fn simulate_with_memory(
     w: &Workload,
     p: &Placement,
@@ -165,28 +168,7 @@ pub fn simulate_with_memory(
     memory: &[HeldBytes],
 ) -> Result<Simulation, SimulateError> {
     let m = settings.micro_batches;
-    if m == 0 {
-        return Err(ScheduleError::NoMicroBatches.into());
-    }
-    // The scorer's rules and loads; not its single-sample latency, which a pipeline does
-    // not need (and whose greedy cut is quadratic on large training graphs).
-    let broken = violations(w, p, true);
-    if let Some(v) = broken.first() {
-        let more = broken.len() - 1;
-        let tail = if more > 0 {
-            format!(" (and {more} more)")
-        } else {
-            String::new()
-        };
-        return Err(SimulateError::InvalidPlan(format!("{v}{tail}")));
-    }
-    if memory.len() != w.len() {
-        return Err(SimulateError::Check(format!(
-            "{} memory entries for {} nodes",
-            memory.len(),
-            w.len()
-        )));
-    }
+    check_inputs(w, p, memory, m)?;
     let mut notes = Vec::new();
     let scored_loads = device_loads(w, p);
     let (max_load_ms, bottleneck) = max_load(&scored_loads);
@@ -221,57 +203,10 @@ pub fn simulate_with_memory(
         ));
     }
 
-    // Devices, accelerators first, and each one's resident memory.
-    let mut devices: Vec<Device> = stages.pieces.iter().map(|x| x.device).collect();
-    devices.sort();
-    devices.dedup();
-    let device_of: Vec<usize> = stages
-        .pieces
-        .iter()
-        .map(|x| devices.binary_search(&x.device).expect("listed"))
-        .collect();
-    let mut resident = vec![0.0; devices.len()];
-    for (v, mem) in memory.iter().enumerate() {
-        resident[devices
-            .binary_search(&p.assignment[v])
-            .expect("every node is on a listed device")] += mem.resident_bytes;
-    }
-
-    // The tasks of one micro-batch take each device's MODEL.md load.
-    let mut load = vec![0.0; devices.len()];
-    let mut compute = vec![0.0; devices.len()];
-    for (x, piece) in stages.pieces.iter().enumerate() {
-        load[device_of[x]] += piece.duration_ms();
-        compute[device_of[x]] += piece.compute_ms + piece.recompute_ms;
-    }
-    for (d, &device) in devices.iter().enumerate() {
-        let scored = scored_loads
-            .iter()
-            .find(|x| x.device == device)
-            .map_or(0.0, |x| x.load);
-        if (scored - load[d]).abs() > 1e-9 * scored.abs().max(1.0) {
-            return Err(SimulateError::Check(format!(
-                "{device}'s tasks of one micro-batch take {} but the scorer's load is {scored}",
-                load[d]
-            )));
-        }
-    }
-
-    let run = play(&stages, played, m, &device_of, devices.len(), &resident)?;
-    // The marginal time per sample, between m' ≈ m/2 and m micro-batches.
-    let half = match played {
-        Schedule::Interleaved { chunks } => {
-            let p = stages.positions / chunks;
-            (m / 2) / p * p
-        }
-        _ => m / 2,
-    };
-    let steady_time_per_sample_ms = if half >= 1 && half < m {
-        let shorter = play(&stages, played, half, &device_of, devices.len(), &resident)?;
-        Some((last_end(&run) - last_end(&shorter)) / (m - half) as f64)
-    } else {
-        None
-    };
+    let devices = DeviceSet::new(p, &stages, memory);
+    let (load, compute) = devices.loads(&stages, &scored_loads)?;
+    let run = devices.play(&stages, played, m)?;
+    let steady_time_per_sample_ms = steady_time_per_sample(&stages, played, m, &devices, &run)?;
     let iteration_ms = last_end(&run);
     let first_completion_ms = run
         .tasks
@@ -279,9 +214,10 @@ pub fn simulate_with_memory(
         .filter(|t| t.micro_batch == 0)
         .map(|t| t.end_ms)
         .fold(0.0, f64::max);
-    let (lower_bound_ms, upper_bound_ms) = bounds::iteration_bounds(&stages, m, &device_of);
+    let (lower_bound_ms, upper_bound_ms) = bounds::iteration_bounds(&stages, m, &devices.device_of);
     let mf = m as f64;
     let device_runs: Vec<DeviceRun> = devices
+        .devices
         .iter()
         .enumerate()
         .map(|(d, &device)| {
@@ -297,13 +233,13 @@ pub fn simulate_with_memory(
                 } else {
                     0.0
                 },
-                resident_bytes: resident[d],
+                resident_bytes: devices.resident[d],
                 peak_memory_bytes: run.memory[d].iter().map(|&(_, b)| b).fold(0.0, f64::max),
                 memory: run.memory[d].clone(),
                 memory_limit_bytes: device
                     .is_accelerator()
                     .then_some(w.devices().memory_per_accelerator_bytes),
-                pieces: device_of.iter().filter(|&&x| x == d).count(),
+                pieces: devices.device_of.iter().filter(|&&x| x == d).count(),
             }
         })
         .collect();
@@ -331,6 +267,144 @@ pub fn simulate_with_memory(
         upper_bound_ms,
         notes,
     })
+}
+
+/// The errors found before simulating: no micro-batch, a plan that breaks the scorer's
+/// rules (the first rule named, with how many more), a memory list of the wrong length.
+fn check_inputs(
+    w: &Workload,
+    p: &Placement,
+    memory: &[HeldBytes],
+    m: usize,
+) -> Result<(), SimulateError> {
+    if m == 0 {
+        return Err(ScheduleError::NoMicroBatches.into());
+    }
+    // The scorer's rules and loads; not its single-sample latency, which a pipeline does
+    // not need (and whose greedy cut is quadratic on large training graphs).
+    let broken = violations(w, p, true);
+    if let Some(v) = broken.first() {
+        let more = broken.len() - 1;
+        let tail = if more > 0 {
+            format!(" (and {more} more)")
+        } else {
+            String::new()
+        };
+        return Err(SimulateError::InvalidPlan(format!("{v}{tail}")));
+    }
+    if memory.len() != w.len() {
+        return Err(SimulateError::Check(format!(
+            "{} memory entries for {} nodes",
+            memory.len(),
+            w.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The devices that run pieces, accelerators first, with each piece's device and each
+/// device's resident memory.
+struct DeviceSet {
+    devices: Vec<Device>,
+    /// Index into `devices` of every piece.
+    device_of: Vec<usize>,
+    /// Σ resident bytes of the nodes on each device.
+    resident: Vec<f64>,
+}
+
+impl DeviceSet {
+    fn new(p: &Placement, stages: &Stages, memory: &[HeldBytes]) -> DeviceSet {
+        let mut devices: Vec<Device> = stages.pieces.iter().map(|x| x.device).collect();
+        devices.sort();
+        devices.dedup();
+        let device_of: Vec<usize> = stages
+            .pieces
+            .iter()
+            .map(|x| devices.binary_search(&x.device).expect("listed"))
+            .collect();
+        let mut resident = vec![0.0; devices.len()];
+        for (v, mem) in memory.iter().enumerate() {
+            resident[devices
+                .binary_search(&p.assignment[v])
+                .expect("every node is on a listed device")] += mem.resident_bytes;
+        }
+        DeviceSet {
+            devices,
+            device_of,
+            resident,
+        }
+    }
+
+    /// Each device's load and compute (with recompute) per micro-batch, checked against
+    /// the scorer's load: the tasks of one micro-batch take each device's MODEL.md load.
+    fn loads(
+        &self,
+        stages: &Stages,
+        scored_loads: &[DeviceLoad],
+    ) -> Result<(Vec<f64>, Vec<f64>), SimulateError> {
+        let mut load = vec![0.0; self.devices.len()];
+        let mut compute = vec![0.0; self.devices.len()];
+        for (x, piece) in stages.pieces.iter().enumerate() {
+            load[self.device_of[x]] += piece.duration_ms();
+            compute[self.device_of[x]] += piece.compute_ms + piece.recompute_ms;
+        }
+        for (d, &device) in self.devices.iter().enumerate() {
+            let scored = scored_loads
+                .iter()
+                .find(|x| x.device == device)
+                .map_or(0.0, |x| x.load);
+            if (scored - load[d]).abs() > 1e-9 * scored.abs().max(1.0) {
+                return Err(SimulateError::Check(format!(
+                    "{device}'s tasks of one micro-batch take {} but the scorer's load is {scored}",
+                    load[d]
+                )));
+            }
+        }
+        Ok((load, compute))
+    }
+
+    /// [`play`] on these devices.
+    fn play(
+        &self,
+        stages: &Stages,
+        schedule: Schedule,
+        m: usize,
+    ) -> Result<engine::Run, SimulateError> {
+        play(
+            stages,
+            schedule,
+            m,
+            &self.device_of,
+            self.devices.len(),
+            &self.resident,
+        )
+    }
+}
+
+/// The marginal time per sample, between `m' ≈ m/2` and `m` micro-batches (`m'` a
+/// multiple of the device count under the interleaved schedule); `None` when `m' = 0`.
+fn steady_time_per_sample(
+    stages: &Stages,
+    played: Schedule,
+    m: usize,
+    devices: &DeviceSet,
+    run: &engine::Run,
+) -> Result<Option<f64>, SimulateError> {
+    let half = match played {
+        Schedule::Interleaved { chunks } => {
+            let p = stages.positions / chunks;
+            (m / 2) / p * p
+        }
+        _ => m / 2,
+    };
+    if half >= 1 && half < m {
+        let shorter = devices.play(stages, played, half)?;
+        Ok(Some(
+            (last_end(run) - last_end(&shorter)) / (m - half) as f64,
+        ))
+    } else {
+        Ok(None)
+    }
 }
 
 /// The scorer's figures a pipeline report shows (validity, contiguity, loads, TPS, sync),
@@ -419,6 +493,7 @@ fn play(
     engine::run(stages, m, device_of, &orders, resident).map_err(SimulateError::Check)
 }
 
+/// The end of the last task: the iteration time.
 fn last_end(run: &engine::Run) -> f64 {
     run.tasks.iter().map(|t| t.end_ms).fold(0.0, f64::max)
 }

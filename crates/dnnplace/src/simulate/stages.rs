@@ -123,6 +123,7 @@ pub struct Stages {
     pub piece_of: Vec<usize>,
 }
 
+/// The pass node `v` belongs to.
 fn pass_of(w: &Workload, v: usize) -> Pass {
     if w.node(v).is_backward {
         Pass::Backward
@@ -167,108 +168,17 @@ pub fn cut_chunks(
     chunks: Option<Chunks>,
 ) -> Stages {
     let n = w.len();
-    // Units.
-    let mut unit_index: HashMap<(Device, usize, Pass), usize> = HashMap::new();
-    let mut unit_key: Vec<(Device, usize, Pass)> = Vec::new();
-    let chunk_of = |v: usize| if chunks.is_some() { p.chunk(v) } else { 0 };
-    let unit: Vec<usize> = (0..n)
-        .map(|v| {
-            let key = (p.assignment[v], chunk_of(v), pass_of(w, v));
-            *unit_index.entry(key).or_insert_with(|| {
-                unit_key.push(key);
-                unit_key.len() - 1
-            })
-        })
-        .collect();
-    let units = unit_key.len();
-    let mut unit_succ = vec![Vec::new(); units];
-    for e in w.edges() {
-        let (a, b) = (unit[e.from], unit[e.to]);
-        if a != b {
-            unit_succ[a].push(b);
-        }
-    }
-    for list in &mut unit_succ {
-        list.sort_unstable();
-        list.dedup();
-    }
-    let component = strongly_connected_components(&unit_succ);
-    let mut component_size: HashMap<usize, usize> = HashMap::new();
-    for &c in &component {
-        *component_size.entry(c).or_insert(0) += 1;
-    }
-    let on_cycle = |u: usize| component_size[&component[u]] > 1;
-
-    // Levels inside cyclic components; pieces = (unit, level).
-    let mut level = vec![0usize; n];
-    for &v in w.topological_order() {
-        let uv = unit[v];
-        if !on_cycle(uv) {
-            continue;
-        }
-        level[v] = w
-            .predecessors(v)
-            .iter()
-            .filter(|&&u| component[unit[u]] == component[uv])
-            .map(|&u| level[u] + usize::from(unit[u] != uv))
-            .max()
-            .unwrap_or(0);
-    }
-    let mut piece_index: HashMap<(usize, usize), usize> = HashMap::new();
-    let mut raw: Vec<(usize, Vec<usize>)> = Vec::new();
-    let mut piece_of = vec![0usize; n];
-    for &v in w.topological_order() {
-        let key = (unit[v], level[v]);
-        let id = *piece_index.entry(key).or_insert_with(|| {
-            raw.push((unit[v], Vec::new()));
-            raw.len() - 1
-        });
-        raw[id].1.push(v);
-        piece_of[v] = id;
-    }
+    let units = Units::new(w, p, chunks);
+    let level = units.levels(w);
+    let (raw, mut piece_of) = group_pieces(w, &units.unit, &level);
     let count = raw.len();
-
-    // Piece graph and a topological order (Kahn, smallest index first).
-    let mut arcs: Vec<(usize, usize)> = w
-        .edges()
-        .iter()
-        .map(|e| (piece_of[e.from], piece_of[e.to]))
-        .filter(|(a, b)| a != b)
-        .collect();
-    arcs.sort_unstable();
-    arcs.dedup();
-    let mut succs = vec![Vec::new(); count];
-    let mut preds = vec![Vec::new(); count];
-    for &(a, b) in &arcs {
-        succs[a].push(b);
-        preds[b].push(a);
-    }
-    let mut indegree: Vec<usize> = preds.iter().map(Vec::len).collect();
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..count)
-        .filter(|&x| indegree[x] == 0)
-        .map(std::cmp::Reverse)
-        .collect();
-    let mut order = Vec::with_capacity(count);
-    while let Some(std::cmp::Reverse(x)) = ready.pop() {
-        order.push(x);
-        for &y in &succs[x] {
-            indegree[y] -= 1;
-            if indegree[y] == 0 {
-                ready.push(std::cmp::Reverse(y));
-            }
-        }
-    }
-    assert_eq!(
-        order.len(),
-        count,
-        "the piece graph is acyclic by construction (module doc)"
-    );
+    let graph = PieceGraph::new(w, &piece_of, count);
 
     // Depths and positions.
-    let passes: Vec<Pass> = raw.iter().map(|(u, _)| unit_key[*u].2).collect();
+    let passes: Vec<Pass> = raw.iter().map(|(u, _)| units.key[*u].2).collect();
     let mut depth = vec![0usize; count];
-    for &x in &order {
-        depth[x] = preds[x]
+    for &x in &graph.order {
+        depth[x] = graph.preds[x]
             .iter()
             .filter(|&&y| passes[y] == passes[x])
             .map(|&y| depth[y] + 1)
@@ -282,14 +192,15 @@ pub fn cut_chunks(
 
     // Renumber pieces in topological order so that index order is a linear extension.
     let mut new_index = vec![0usize; count];
-    for (i, &x) in order.iter().enumerate() {
+    for (i, &x) in graph.order.iter().enumerate() {
         new_index[x] = i;
     }
-    let mut pieces: Vec<Piece> = order
+    let mut pieces: Vec<Piece> = graph
+        .order
         .iter()
         .map(|&x| {
             let (u, ref nodes) = raw[x];
-            let (device, chunk, pass) = unit_key[u];
+            let (device, chunk, pass) = units.key[u];
             let position = match (chunks, device, pass) {
                 (Some(c), Device::Accelerator(d), _) => chunk * c.devices + d,
                 (_, _, Pass::Forward) => depth[x],
@@ -313,8 +224,8 @@ pub fn cut_chunks(
                 stash_bytes: 0.0,
                 recompute_ms: 0.0,
                 transient_bytes: 0.0,
-                preds: preds[x].iter().map(|&y| new_index[y]).collect(),
-                succs: succs[x].iter().map(|&y| new_index[y]).collect(),
+                preds: graph.preds[x].iter().map(|&y| new_index[y]).collect(),
+                succs: graph.succs[x].iter().map(|&y| new_index[y]).collect(),
                 released_by: Vec::new(),
             }
         })
@@ -337,6 +248,150 @@ pub fn cut_chunks(
         pieces,
         positions,
         piece_of,
+    }
+}
+
+/// The units of a plan (module doc): the nodes of one device, chunk and pass.
+struct Units {
+    /// Unit of every node.
+    unit: Vec<usize>,
+    /// (device, chunk, pass) of every unit, in order of first appearance.
+    key: Vec<(Device, usize, Pass)>,
+}
+
+impl Units {
+    /// Numbers the units by their first node; the chunk is 0 without explicit `chunks`.
+    fn new(w: &Workload, p: &Placement, chunks: Option<Chunks>) -> Units {
+        let mut unit_index: HashMap<(Device, usize, Pass), usize> = HashMap::new();
+        let mut unit_key: Vec<(Device, usize, Pass)> = Vec::new();
+        let chunk_of = |v: usize| if chunks.is_some() { p.chunk(v) } else { 0 };
+        let unit: Vec<usize> = (0..w.len())
+            .map(|v| {
+                let key = (p.assignment[v], chunk_of(v), pass_of(w, v));
+                *unit_index.entry(key).or_insert_with(|| {
+                    unit_key.push(key);
+                    unit_key.len() - 1
+                })
+            })
+            .collect();
+        Units {
+            unit,
+            key: unit_key,
+        }
+    }
+
+    /// Every node's level (module doc, "Cut"): 0 outside the cycles of the unit graph,
+    /// else `ℓ(v) = max over predecessors u in v's component of ℓ(u) + [unit(u) ≠ unit(v)]`.
+    fn levels(&self, w: &Workload) -> Vec<usize> {
+        let unit = &self.unit;
+        let mut unit_succ = vec![Vec::new(); self.key.len()];
+        for e in w.edges() {
+            let (a, b) = (unit[e.from], unit[e.to]);
+            if a != b {
+                unit_succ[a].push(b);
+            }
+        }
+        for list in &mut unit_succ {
+            list.sort_unstable();
+            list.dedup();
+        }
+        let component = strongly_connected_components(&unit_succ);
+        let mut component_size: HashMap<usize, usize> = HashMap::new();
+        for &c in &component {
+            *component_size.entry(c).or_insert(0) += 1;
+        }
+        let on_cycle = |u: usize| component_size[&component[u]] > 1;
+
+        let mut level = vec![0usize; w.len()];
+        for &v in w.topological_order() {
+            let uv = unit[v];
+            if !on_cycle(uv) {
+                continue;
+            }
+            level[v] = w
+                .predecessors(v)
+                .iter()
+                .filter(|&&u| component[unit[u]] == component[uv])
+                .map(|&u| level[u] + usize::from(unit[u] != uv))
+                .max()
+                .unwrap_or(0);
+        }
+        level
+    }
+}
+
+/// The pieces `(unit, level)` in order of first appearance along the topological order,
+/// each with its unit and nodes, and the piece of every node.
+fn group_pieces(
+    w: &Workload,
+    unit: &[usize],
+    level: &[usize],
+) -> (Vec<(usize, Vec<usize>)>, Vec<usize>) {
+    let mut piece_index: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut raw: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut piece_of = vec![0usize; w.len()];
+    for &v in w.topological_order() {
+        let key = (unit[v], level[v]);
+        let id = *piece_index.entry(key).or_insert_with(|| {
+            raw.push((unit[v], Vec::new()));
+            raw.len() - 1
+        });
+        raw[id].1.push(v);
+        piece_of[v] = id;
+    }
+    (raw, piece_of)
+}
+
+/// The piece graph: arcs between the pieces of an edge's ends, and a topological order.
+struct PieceGraph {
+    succs: Vec<Vec<usize>>,
+    preds: Vec<Vec<usize>>,
+    /// Kahn's order, smallest ready index first.
+    order: Vec<usize>,
+}
+
+impl PieceGraph {
+    /// The graph of `count` pieces under `piece_of`, acyclic by construction (module doc).
+    fn new(w: &Workload, piece_of: &[usize], count: usize) -> PieceGraph {
+        let mut arcs: Vec<(usize, usize)> = w
+            .edges()
+            .iter()
+            .map(|e| (piece_of[e.from], piece_of[e.to]))
+            .filter(|(a, b)| a != b)
+            .collect();
+        arcs.sort_unstable();
+        arcs.dedup();
+        let mut succs = vec![Vec::new(); count];
+        let mut preds = vec![Vec::new(); count];
+        for &(a, b) in &arcs {
+            succs[a].push(b);
+            preds[b].push(a);
+        }
+        let mut indegree: Vec<usize> = preds.iter().map(Vec::len).collect();
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..count)
+            .filter(|&x| indegree[x] == 0)
+            .map(std::cmp::Reverse)
+            .collect();
+        let mut order = Vec::with_capacity(count);
+        while let Some(std::cmp::Reverse(x)) = ready.pop() {
+            order.push(x);
+            for &y in &succs[x] {
+                indegree[y] -= 1;
+                if indegree[y] == 0 {
+                    ready.push(std::cmp::Reverse(y));
+                }
+            }
+        }
+        assert_eq!(
+            order.len(),
+            count,
+            "the piece graph is acyclic by construction (module doc)"
+        );
+        PieceGraph {
+            succs,
+            preds,
+            order,
+        }
     }
 }
 

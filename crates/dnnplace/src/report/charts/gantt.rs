@@ -13,7 +13,7 @@ use svg::Document;
 use super::axis::{self, Scale};
 use super::{bytes, device_colour, device_label, ms, round};
 use crate::model::schedule::Pass;
-use crate::simulate::Simulation;
+use crate::simulate::{DeviceRun, Simulation};
 
 /// Most task boxes drawn one by one.
 pub const MAX_BOXES: usize = 6_000;
@@ -37,23 +37,65 @@ struct Box {
     piece: usize,
 }
 
+/// The time axis of the Gantt chart: its scale and the plot's length in pixels.
+struct Timeline {
+    scale: Scale,
+    length: f64,
+}
+
+/// One device's row of the Gantt chart: what every box of the row shares.
+struct Row<'a> {
+    sim: &'a Simulation,
+    timeline: &'a Timeline,
+    label: String,
+    colour: String,
+    /// The top of the row's boxes.
+    y: f64,
+}
+
 /// The Gantt chart, and a note when tasks were merged.
 pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
     let rows = sim.devices.len();
-    let height = TOP + rows as f64 * ROW + BOTTOM;
     let length = WIDTH - LEFT - RIGHT;
-    let scale = Scale::time(sim.iteration_ms);
+    let timeline = Timeline {
+        scale: Scale::time(sim.iteration_ms),
+        length,
+    };
     let merge = sim.tasks.len() > MAX_BOXES;
-    let resolution = scale.max / length / 4.0;
-    let mut doc = Document::new()
+    let resolution = timeline.scale.max / length / 4.0;
+    let mut doc = gantt_frame(rows, &timeline);
+    let per_device = task_boxes(sim, merge, resolution);
+    for (d, boxes) in per_device.iter().enumerate() {
+        let device = sim.devices[d].device;
+        let row = Row {
+            sim,
+            timeline: &timeline,
+            label: device_label(device),
+            colour: device_colour(device),
+            y: TOP + d as f64 * ROW + (ROW - BAR) / 2.0,
+        };
+        doc = doc.add(device_row(&row, boxes));
+    }
+    let note = merge.then(|| {
+        format!(
+            "The schedule has {} tasks; consecutive tasks of one device less than a quarter pixel apart are drawn as one box (hover for its micro-batches).",
+            sim.tasks.len()
+        )
+    });
+    (doc, note)
+}
+
+/// The Gantt chart's document with its legend and time axis, before any row.
+fn gantt_frame(rows: usize, timeline: &Timeline) -> Document {
+    let height = TOP + rows as f64 * ROW + BOTTOM;
+    Document::new()
         .set("id", "gantt")
         .set("class", "chart")
         .set("viewBox", (0, 0, WIDTH, round(height)))
         .set("width", WIDTH)
         .set("height", round(height))
         .set("role", "img")
-        .set("aria-label", "the simulated schedule, one row per device");
-    doc = doc
+        .set("aria-label", "the simulated schedule, one row per device")
         .add(legend_box(LEFT, 1.0, "forward"))
         .add(legend_box(LEFT + 90.0, 0.45, "backward"))
         .add(
@@ -74,14 +116,19 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
                 ),
         )
         .add(axis::horizontal(
-            &scale,
+            &timeline.scale,
             LEFT,
             TOP + rows as f64 * ROW + 4.0,
-            length,
+            timeline.length,
             TOP,
             "time",
-        ));
-    let mut per_device: Vec<Vec<Box>> = (0..rows).map(|_| Vec::new()).collect();
+        ))
+}
+
+/// The boxes of every device, in the simulation's task order: one per task, or, when
+/// `merge`, consecutive tasks of a device less than `resolution` ms apart merged into one.
+fn task_boxes(sim: &Simulation, merge: bool, resolution: f64) -> Vec<Vec<Box>> {
+    let mut per_device: Vec<Vec<Box>> = (0..sim.devices.len()).map(|_| Vec::new()).collect();
     for t in &sim.tasks {
         let d = sim.device_index(t.piece);
         let pass = sim.stages.pieces[t.piece].pass;
@@ -108,110 +155,117 @@ pub fn gantt(sim: &Simulation) -> (Document, Option<String>) {
             piece: t.piece,
         });
     }
-    for (d, boxes) in per_device.iter().enumerate() {
-        let device = sim.devices[d].device;
-        let label = device_label(device);
-        let colour = device_colour(device);
-        let y = TOP + d as f64 * ROW + (ROW - BAR) / 2.0;
-        let mut row = Group::new()
-            .set("class", "gantt-row")
-            .set("data-device", label.clone());
-        row = row
-            .add(
-                Text::new(label.clone())
-                    .set("x", LEFT - 8.0)
-                    .set("y", round(y + BAR - 6.0))
-                    .set("text-anchor", "end")
-                    .set("class", "row-label"),
-            )
-            .add(
-                Rectangle::new()
-                    .set("x", LEFT)
-                    .set("y", round(y))
-                    .set("width", length)
-                    .set("height", BAR)
-                    .set("class", "lane"),
-            );
-        for b in boxes {
-            let x = LEFT + scale.px(b.start, length);
-            let w = scale.px(b.end - b.start, length).max(0.3);
-            let piece = &sim.stages.pieces[b.piece];
-            let name = match b.pass {
-                Some(Pass::Forward) => "forward",
-                Some(Pass::Backward) => "backward",
-                None => "forward and backward",
-            };
-            let what = if b.count == 1 {
-                format!(
-                    "{label} · {name} · micro-batch {} · stage {}: {}–{} (receive {}, compute {}, send {})",
-                    b.first,
-                    piece.position,
-                    ms(b.start),
-                    ms(b.end),
-                    ms(piece.receive_ms),
-                    ms(piece.compute_ms),
-                    ms(piece.send_ms)
-                )
-            } else {
-                format!("{label} · {name} · {} tasks of micro-batches {}–{}: {}–{} (merged: below the drawing's resolution)", b.count, b.first, b.last, ms(b.start), ms(b.end))
-            };
-            let (class, opacity) = match b.pass {
-                Some(Pass::Forward) => ("task forward", 1.0),
-                Some(Pass::Backward) => ("task backward", 0.45),
-                None => ("task mixed", 0.75),
-            };
-            let mut task = Group::new().set("class", class);
-            task = task.add(
-                Rectangle::new()
-                    .set("x", round(x))
-                    .set("y", round(y))
-                    .set("width", round(w))
-                    .set("height", BAR)
-                    .set("fill", colour.clone())
-                    .set("fill-opacity", opacity)
-                    .set("class", "box")
-                    .add(Title::new(what)),
-            );
-            if b.count == 1 {
-                let duration = (b.end - b.start).max(f64::MIN_POSITIVE);
-                for (offset, part) in [
-                    (0.0, piece.receive_ms),
-                    (b.end - b.start - piece.send_ms, piece.send_ms),
-                ] {
-                    if part > 0.0 && part / duration * w >= 0.5 {
-                        task = task.add(
-                            Rectangle::new()
-                                .set("x", round(x + offset / duration * w))
-                                .set("y", round(y))
-                                .set("width", round(part / duration * w))
-                                .set("height", BAR)
-                                .set("class", "comm"),
-                        );
-                    }
-                }
-                if w >= 16.0 {
-                    task = task.add(
-                        Text::new(b.first.to_string())
-                            .set("x", round(x + w / 2.0))
-                            .set("y", round(y + BAR - 6.0))
-                            .set("text-anchor", "middle")
-                            .set("class", "mb"),
-                    );
-                }
-            }
-            row = row.add(task);
-        }
-        doc = doc.add(row);
-    }
-    let note = merge.then(|| {
-        format!(
-            "The schedule has {} tasks; consecutive tasks of one device less than a quarter pixel apart are drawn as one box (hover for its micro-batches).",
-            sim.tasks.len()
-        )
-    });
-    (doc, note)
+    per_device
 }
 
+/// One device's row: its label, its lane and its boxes.
+fn device_row(row: &Row, boxes: &[Box]) -> Group {
+    let mut group = Group::new()
+        .set("class", "gantt-row")
+        .set("data-device", row.label.clone())
+        .add(
+            Text::new(row.label.clone())
+                .set("x", LEFT - 8.0)
+                .set("y", round(row.y + BAR - 6.0))
+                .set("text-anchor", "end")
+                .set("class", "row-label"),
+        )
+        .add(
+            Rectangle::new()
+                .set("x", LEFT)
+                .set("y", round(row.y))
+                .set("width", row.timeline.length)
+                .set("height", BAR)
+                .set("class", "lane"),
+        );
+    for b in boxes {
+        group = group.add(task_box(row, b));
+    }
+    group
+}
+
+/// The hover text of a box: the task's times and its parts, or what a merged box holds.
+fn box_title(row: &Row, b: &Box) -> String {
+    let label = &row.label;
+    let piece = &row.sim.stages.pieces[b.piece];
+    let name = match b.pass {
+        Some(Pass::Forward) => "forward",
+        Some(Pass::Backward) => "backward",
+        None => "forward and backward",
+    };
+    if b.count == 1 {
+        format!(
+            "{label} · {name} · micro-batch {} · stage {}: {}–{} (receive {}, compute {}, send {})",
+            b.first,
+            piece.position,
+            ms(b.start),
+            ms(b.end),
+            ms(piece.receive_ms),
+            ms(piece.compute_ms),
+            ms(piece.send_ms)
+        )
+    } else {
+        format!("{label} · {name} · {} tasks of micro-batches {}–{}: {}–{} (merged: below the drawing's resolution)", b.count, b.first, b.last, ms(b.start), ms(b.end))
+    }
+}
+
+/// One box: the task's rectangle with its title, and for a single task its receive and
+/// send parts shaded (when at least half a pixel wide) and its micro-batch number (when
+/// the box is 16 px wide or more).
+fn task_box(row: &Row, b: &Box) -> Group {
+    let Timeline { scale, length } = row.timeline;
+    let (y, length) = (row.y, *length);
+    let x = LEFT + scale.px(b.start, length);
+    let w = scale.px(b.end - b.start, length).max(0.3);
+    let piece = &row.sim.stages.pieces[b.piece];
+    let (class, opacity) = match b.pass {
+        Some(Pass::Forward) => ("task forward", 1.0),
+        Some(Pass::Backward) => ("task backward", 0.45),
+        None => ("task mixed", 0.75),
+    };
+    let mut task = Group::new().set("class", class);
+    task = task.add(
+        Rectangle::new()
+            .set("x", round(x))
+            .set("y", round(y))
+            .set("width", round(w))
+            .set("height", BAR)
+            .set("fill", row.colour.clone())
+            .set("fill-opacity", opacity)
+            .set("class", "box")
+            .add(Title::new(box_title(row, b))),
+    );
+    if b.count == 1 {
+        let duration = (b.end - b.start).max(f64::MIN_POSITIVE);
+        for (offset, part) in [
+            (0.0, piece.receive_ms),
+            (b.end - b.start - piece.send_ms, piece.send_ms),
+        ] {
+            if part > 0.0 && part / duration * w >= 0.5 {
+                task = task.add(
+                    Rectangle::new()
+                        .set("x", round(x + offset / duration * w))
+                        .set("y", round(y))
+                        .set("width", round(part / duration * w))
+                        .set("height", BAR)
+                        .set("class", "comm"),
+                );
+            }
+        }
+        if w >= 16.0 {
+            task = task.add(
+                Text::new(b.first.to_string())
+                    .set("x", round(x + w / 2.0))
+                    .set("y", round(y + BAR - 6.0))
+                    .set("text-anchor", "middle")
+                    .set("class", "mb"),
+            );
+        }
+    }
+    task
+}
+
+/// A legend entry: a grey square at `x` with the given opacity, and its text.
 fn legend_box(x: f64, opacity: f64, text: &str) -> Group {
     Group::new()
         .add(
@@ -233,16 +287,35 @@ fn legend_box(x: f64, opacity: f64, text: &str) -> Group {
         )
 }
 
+/// Devices per row of the memory chart's legend.
+const PER_ROW: usize = 8;
+
+/// The axes of the memory chart: where the plot lies and its two scales.
+struct MemoryPlot {
+    /// The plot's top, left edge, length and height in pixels.
+    top: f64,
+    left: f64,
+    length: f64,
+    plot: f64,
+    time: Scale,
+    memory: Scale,
+}
+
+impl MemoryPlot {
+    /// The y coordinate of `b` bytes.
+    fn y_of(&self, b: f64) -> f64 {
+        self.top + self.plot - self.memory.px(b, self.plot)
+    }
+}
+
 /// Memory over time: one step line per device and the accelerator limit.
 pub fn memory_over_time(sim: &Simulation) -> Document {
     let plot = 220.0;
-    const PER_ROW: usize = 8;
     let legend_rows = sim.devices.len().div_ceil(PER_ROW).max(1);
     let top = 22.0 + 14.0 * legend_rows as f64;
     let height = top + plot + BOTTOM;
     let left = 90.0;
     let length = WIDTH - left - RIGHT;
-    let time = Scale::time(sim.iteration_ms);
     let limit = sim
         .devices
         .iter()
@@ -264,7 +337,14 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
         }
         .max(1.0),
     );
-    let y_of = |b: f64| top + plot - memory.px(b, plot);
+    let frame = MemoryPlot {
+        top,
+        left,
+        length,
+        plot,
+        time: Scale::time(sim.iteration_ms),
+        memory,
+    };
     let mut doc = Document::new()
         .set("id", "memory-time")
         .set("class", "chart")
@@ -275,7 +355,7 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
         .set("aria-label", "memory of every device over time");
     doc = doc
         .add(axis::horizontal(
-            &time,
+            &frame.time,
             left,
             top + plot,
             length,
@@ -283,13 +363,25 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
             "time",
         ))
         .add(axis::vertical(
-            &memory,
+            &frame.memory,
             left,
             top + plot,
             plot,
             left + length,
             "memory",
         ));
+    doc = limit_mark(doc, &frame, limit, limit_shown);
+    for (k, d) in sim.devices.iter().enumerate() {
+        doc = memory_line(doc, &frame, sim, k, d);
+    }
+    doc
+}
+
+/// The accelerators' limit on the memory chart: a dashed line when it sets the scale,
+/// else named above the chart; nothing without a limit.
+fn limit_mark(doc: Document, frame: &MemoryPlot, limit: f64, limit_shown: bool) -> Document {
+    let (left, length, top) = (frame.left, frame.length, frame.top);
+    let mut doc = doc;
     if limit > 0.0 && !limit_shown {
         doc = doc.add(
             Text::new(format!(
@@ -303,7 +395,7 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
         );
     }
     if limit_shown {
-        let y = round(y_of(limit));
+        let y = round(frame.y_of(limit));
         doc = doc
             .add(
                 Line::new()
@@ -321,52 +413,61 @@ pub fn memory_over_time(sim: &Simulation) -> Document {
                     .set("class", "legend"),
             );
     }
-    for (k, d) in sim.devices.iter().enumerate() {
-        let x_legend = left + 150.0 * (k % PER_ROW) as f64;
-        let y_legend = 8.0 + 14.0 * (k / PER_ROW) as f64;
-        let label = device_label(d.device);
-        let mut points: Vec<(f64, f64)> = Vec::with_capacity(2 * d.memory.len() + 1);
-        for (k, &(t, b)) in d.memory.iter().enumerate() {
-            let x = round(left + time.px(t, length));
-            if k > 0 {
-                points.push((x, points.last().expect("a first point").1));
-            }
-            points.push((x, round(y_of(b))));
-        }
-        points.push((
-            round(left + time.px(sim.iteration_ms, length)),
-            points.last().map_or(round(y_of(0.0)), |p| p.1),
-        ));
-        let text: Vec<String> = points.iter().map(|(x, y)| format!("{x},{y}")).collect();
-        doc = doc.add(
-            Polyline::new()
-                .set("points", text.join(" "))
-                .set("fill", "none")
-                .set("stroke", device_colour(d.device))
-                .set("stroke-width", 1.6)
-                .set("class", "memory-line")
-                .set("data-device", label.clone())
-                .add(Title::new(format!(
-                    "{label}: peak {} (resident {})",
-                    bytes(d.peak_memory_bytes),
-                    bytes(d.resident_bytes)
-                ))),
-        );
-        doc = doc
-            .add(
-                Rectangle::new()
-                    .set("x", round(x_legend))
-                    .set("y", y_legend)
-                    .set("width", 14)
-                    .set("height", 4)
-                    .set("fill", device_colour(d.device)),
-            )
-            .add(
-                Text::new(format!("{label} peak {}", bytes(d.peak_memory_bytes)))
-                    .set("x", round(x_legend + 18.0))
-                    .set("y", y_legend + 6.0)
-                    .set("class", "legend"),
-            );
-    }
     doc
+}
+
+/// Device `k`'s memory as a step line (each level held until the next change, the last
+/// until the end of the iteration) with its peak in the title, and its legend entry.
+fn memory_line(
+    doc: Document,
+    frame: &MemoryPlot,
+    sim: &Simulation,
+    k: usize,
+    d: &DeviceRun,
+) -> Document {
+    let (left, length, time) = (frame.left, frame.length, &frame.time);
+    let x_legend = left + 150.0 * (k % PER_ROW) as f64;
+    let y_legend = 8.0 + 14.0 * (k / PER_ROW) as f64;
+    let label = device_label(d.device);
+    let mut points: Vec<(f64, f64)> = Vec::with_capacity(2 * d.memory.len() + 1);
+    for (k, &(t, b)) in d.memory.iter().enumerate() {
+        let x = round(left + time.px(t, length));
+        if k > 0 {
+            points.push((x, points.last().expect("a first point").1));
+        }
+        points.push((x, round(frame.y_of(b))));
+    }
+    points.push((
+        round(left + time.px(sim.iteration_ms, length)),
+        points.last().map_or(round(frame.y_of(0.0)), |p| p.1),
+    ));
+    let text: Vec<String> = points.iter().map(|(x, y)| format!("{x},{y}")).collect();
+    doc.add(
+        Polyline::new()
+            .set("points", text.join(" "))
+            .set("fill", "none")
+            .set("stroke", device_colour(d.device))
+            .set("stroke-width", 1.6)
+            .set("class", "memory-line")
+            .set("data-device", label.clone())
+            .add(Title::new(format!(
+                "{label}: peak {} (resident {})",
+                bytes(d.peak_memory_bytes),
+                bytes(d.resident_bytes)
+            ))),
+    )
+    .add(
+        Rectangle::new()
+            .set("x", round(x_legend))
+            .set("y", y_legend)
+            .set("width", 14)
+            .set("height", 4)
+            .set("fill", device_colour(d.device)),
+    )
+    .add(
+        Text::new(format!("{label} peak {}", bytes(d.peak_memory_bytes)))
+            .set("x", round(x_legend + 18.0))
+            .set("y", y_legend + 6.0)
+            .set("class", "legend"),
+    )
 }

@@ -17,7 +17,7 @@ use svg::node::element::path::Data;
 use svg::node::element::{Circle, Group, Path, Rectangle, Text, Title};
 use svg::Document;
 
-use super::layout::layered;
+use super::layout::{layered, Layout};
 use super::{bytes, device_colour, device_label, ms, round};
 use crate::model::{Device, Placement, Workload};
 
@@ -86,41 +86,7 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
     for (i, &v) in w.topological_order().iter().enumerate() {
         position[v] = i;
     }
-    let pass = |v: usize| w.node(v).is_backward;
-    let (labels, how) = if n <= cap {
-        ((0..n).collect::<Vec<_>>(), None)
-    } else {
-        let by_layer = w
-            .nodes()
-            .iter()
-            .all(|x| x.layer_id.is_some())
-            .then(|| dense((0..n).map(|v| (w.node(v).layer_id, p.assignment[v], pass(v)))))
-            .filter(|(_, count)| *count <= cap);
-        match by_layer {
-            Some((labels, count)) => (
-                labels,
-                Some(format!(
-                    "{n} nodes drawn as {count} blocks: one per layerId, device and pass"
-                )),
-            ),
-            None => {
-                let mut width = n.div_ceil(cap).max(1);
-                loop {
-                    let (labels, count) =
-                        dense((0..n).map(|v| (position[v] / width, p.assignment[v], pass(v))));
-                    if count <= cap || width >= n {
-                        break (
-                            labels,
-                            Some(format!(
-                                "{n} nodes drawn as {count} blocks: runs of up to {width} consecutive nodes of one topological order on one device and pass"
-                            )),
-                        );
-                    }
-                    width *= 2;
-                }
-            }
-        }
-    };
+    let (labels, how) = block_labels(w, p, &position, cap);
     let (vertices, vertex_of) = collapse_by(w, p, &position, &labels);
     let mut arcs: Vec<(usize, usize)> = w
         .edges()
@@ -131,41 +97,136 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
     arcs.sort_unstable();
     arcs.dedup();
     let keys: Vec<usize> = vertices.iter().map(|x| x.key).collect();
-    let layout = layered(vertices.len(), &arcs, &keys);
-
-    let columns = layout.layers.len().max(1);
-    let tallest = layout.layers.iter().map(Vec::len).max().unwrap_or(1).max(1);
-    let dx = (1240.0 / columns as f64).clamp(14.0, 90.0);
-    let dy = (560.0 / tallest as f64).clamp(9.0, 44.0);
-    let radius = (dx.min(dy) * 0.32).clamp(2.5, 9.0);
-    let margin = 24.0;
-    let legend = 26.0;
-    let width = margin * 2.0 + dx * (columns as f64 - 1.0);
-    let height = legend + margin * 2.0 + dy * (tallest as f64 - 1.0);
-    let at = |v: usize| {
-        let l = layout.layer[v];
-        let size = layout.layers[l].len() as f64;
-        let x = margin + dx * l as f64;
-        let y = legend + margin + dy * ((tallest as f64 - size) / 2.0 + layout.index[v] as f64);
-        (x, y)
-    };
+    let geometry = Geometry::new(layered(vertices.len(), &arcs, &keys));
 
     let mut devices: Vec<Device> = vertices.iter().map(|x| x.device).collect();
     devices.sort();
     devices.dedup();
-    let width = width
+    let margin = geometry.margin;
+    let width = geometry
+        .width
         .max(300.0)
         .max(2.0 * margin + 80.0 * devices.len() as f64);
-    let mut document = Document::new()
+    let height = geometry.height;
+    let document = Document::new()
         .set("id", "graph")
         .set("class", "chart")
         .set("viewBox", (0, 0, round(width), round(height)))
         .set("width", round(width))
         .set("height", round(height))
         .set("role", "img")
-        .set("aria-label", "the operator graph coloured by device");
+        .set("aria-label", "the operator graph coloured by device")
+        .add(legend_row(&devices, margin))
+        .add(arcs_group(&arcs, &geometry))
+        .add(nodes_group(w, &vertices, &geometry));
+    GraphView {
+        document,
+        drawn: vertices.len(),
+        note: how,
+    }
+}
 
-    // Legend: one swatch per device in use.
+/// Each node's vertex label (dense), and the note saying how the graph was collapsed:
+/// the nodes themselves when `n ≤ cap`, else blocks per `layerId`, device and pass when
+/// every node has a `layerId` and they number at most `cap`, else runs of the topological
+/// order per device and pass, the run width doubled until the blocks fit.
+fn block_labels(
+    w: &Workload,
+    p: &Placement,
+    position: &[usize],
+    cap: usize,
+) -> (Vec<usize>, Option<String>) {
+    let n = w.len();
+    let pass = |v: usize| w.node(v).is_backward;
+    if n <= cap {
+        return ((0..n).collect::<Vec<_>>(), None);
+    }
+    let by_layer = w
+        .nodes()
+        .iter()
+        .all(|x| x.layer_id.is_some())
+        .then(|| dense((0..n).map(|v| (w.node(v).layer_id, p.assignment[v], pass(v)))))
+        .filter(|(_, count)| *count <= cap);
+    match by_layer {
+        Some((labels, count)) => (
+            labels,
+            Some(format!(
+                "{n} nodes drawn as {count} blocks: one per layerId, device and pass"
+            )),
+        ),
+        None => {
+            let mut width = n.div_ceil(cap).max(1);
+            loop {
+                let (labels, count) =
+                    dense((0..n).map(|v| (position[v] / width, p.assignment[v], pass(v))));
+                if count <= cap || width >= n {
+                    break (
+                        labels,
+                        Some(format!(
+                            "{n} nodes drawn as {count} blocks: runs of up to {width} consecutive nodes of one topological order on one device and pass"
+                        )),
+                    );
+                }
+                width *= 2;
+            }
+        }
+    }
+}
+
+/// Where the layered layout puts things: column and row spacing, node radius, margins,
+/// and the drawing's size before the legend's width is taken into account.
+struct Geometry {
+    layout: Layout,
+    tallest: usize,
+    dx: f64,
+    dy: f64,
+    radius: f64,
+    margin: f64,
+    legend: f64,
+    width: f64,
+    height: f64,
+}
+
+impl Geometry {
+    /// Spacing that fits the layers into about 1240 × 560 px, clamped to readable sizes.
+    fn new(layout: Layout) -> Geometry {
+        let columns = layout.layers.len().max(1);
+        let tallest = layout.layers.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let dx = (1240.0 / columns as f64).clamp(14.0, 90.0);
+        let dy = (560.0 / tallest as f64).clamp(9.0, 44.0);
+        let radius = (dx.min(dy) * 0.32).clamp(2.5, 9.0);
+        let margin = 24.0;
+        let legend = 26.0;
+        let width = margin * 2.0 + dx * (columns as f64 - 1.0);
+        let height = legend + margin * 2.0 + dy * (tallest as f64 - 1.0);
+        Geometry {
+            layout,
+            tallest,
+            dx,
+            dy,
+            radius,
+            margin,
+            legend,
+            width,
+            height,
+        }
+    }
+
+    /// The centre of vertex `v`: its layer's column, its place in the layer centred.
+    fn at(&self, v: usize) -> (f64, f64) {
+        let layout = &self.layout;
+        let l = layout.layer[v];
+        let size = layout.layers[l].len() as f64;
+        let x = self.margin + self.dx * l as f64;
+        let y = self.legend
+            + self.margin
+            + self.dy * ((self.tallest as f64 - size) / 2.0 + layout.index[v] as f64);
+        (x, y)
+    }
+}
+
+/// The legend: one swatch per device in use.
+fn legend_row(devices: &[Device], margin: f64) -> Group {
     let mut legend_group = Group::new().set("class", "legend-row");
     for (i, &d) in devices.iter().enumerate() {
         let x = margin + 80.0 * i as f64;
@@ -185,19 +246,23 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
                     .set("class", "legend"),
             );
     }
-    document = document.add(legend_group);
+    legend_group
+}
 
-    // Arcs, shortest first when there are too many.
-    let mut drawn_arcs = arcs.clone();
+/// The arcs as cubic curves (backward arcs loop to the right); beyond [`MAX_ARCS`] the
+/// shortest (fewest layers spanned) are kept.
+fn arcs_group(arcs: &[(usize, usize)], geometry: &Geometry) -> Group {
+    let layout = &geometry.layout;
+    let mut drawn_arcs = arcs.to_vec();
     if drawn_arcs.len() > MAX_ARCS {
         drawn_arcs.sort_by_key(|&(a, b)| layout.layer[b].abs_diff(layout.layer[a]));
         drawn_arcs.truncate(MAX_ARCS);
     }
     let mut edges = Group::new().set("class", "edges");
     for &(a, b) in &drawn_arcs {
-        let (x1, y1) = at(a);
-        let (x2, y2) = at(b);
-        let bend = (x2 - x1).abs().max(dx) / 2.0;
+        let (x1, y1) = geometry.at(a);
+        let (x2, y2) = geometry.at(b);
+        let bend = (x2 - x1).abs().max(geometry.dx) / 2.0;
         let forward = x2 >= x1;
         let (c1, c2) = if forward {
             (x1 + bend, x2 - bend)
@@ -214,11 +279,16 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
         ));
         edges = edges.add(Path::new().set("d", data).set("class", "edge"));
     }
-    document = document.add(edges);
+    edges
+}
 
+/// The vertices as circles in their device's colour (blocks a quarter larger), the pass
+/// and block-ness in the class, the contents in the title.
+fn nodes_group(w: &Workload, vertices: &[Vertex], geometry: &Geometry) -> Group {
+    let radius = geometry.radius;
     let mut nodes = Group::new().set("class", "nodes");
     for (i, vertex) in vertices.iter().enumerate() {
-        let (x, y) = at(i);
+        let (x, y) = geometry.at(i);
         let label = device_label(vertex.device);
         let title = vertex_title(w, vertex);
         let r = if vertex.nodes.len() > 1 {
@@ -243,14 +313,11 @@ pub fn graph(w: &Workload, p: &Placement, cap: usize) -> GraphView {
                 .add(Title::new(title)),
         );
     }
-    document = document.add(nodes);
-    GraphView {
-        document,
-        drawn: vertices.len(),
-        note: how,
-    }
+    nodes
 }
 
+/// The hover text of a vertex: a node's name, id, time and memory, or a block's count,
+/// totals and first six names.
 fn vertex_title(w: &Workload, vertex: &Vertex) -> String {
     let device = device_label(vertex.device);
     let latency = |v: usize| {
