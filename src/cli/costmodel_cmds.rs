@@ -263,6 +263,9 @@ pub fn cluster_from_flag(
 ) -> Result<(Cluster, Vec<DeviceProfile>), CliError> {
     let loaded = load_profiles(device_files)?;
     let cluster = cluster_from_arg(spec, &loaded).map_err(CliError::Input)?;
+    for note in cluster.notes() {
+        eprintln!("note: {note}");
+    }
     let mut profiles = Vec::new();
     for t in cluster.types() {
         let p = find_profile(&t.profile, &loaded)
@@ -284,7 +287,12 @@ pub fn workload_on_cluster(
     device_files: &[PathBuf],
 ) -> Result<Workload, CliError> {
     // Types that give their speed need no profile here (nothing is priced from one).
-    let cluster = cluster_from_arg(spec, &load_profiles(device_files)?).map_err(CliError::Input)?;
+    let cluster = crate::costmodel::cluster::cluster_for(
+        spec,
+        &load_profiles(device_files)?,
+        Some(w.len()),
+    )
+    .map_err(CliError::Input)?;
     let platform = crate::model::Platform {
         cluster: Some(cluster),
         ..w.platform().clone()

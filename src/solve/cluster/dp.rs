@@ -331,6 +331,11 @@ fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
             None => kinds.push(kind),
         }
     }
+    // A plan opens at most one machine per group: more machines of a kind are never used
+    // (they are identical), so each kind keeps its first n.
+    for k in &mut kinds {
+        k.machines.truncate(n.max(1));
+    }
     let p = Prepared {
         types,
         x,
@@ -700,9 +705,10 @@ fn solve_with(
         return Err(SolveError::Unsupported {
             method: "dp".into(),
             what: format!(
-                "a cluster of {} accelerator types and {} kinds of machine (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
+                "a cluster of {} accelerator types and {} kinds of machine with up to {} machines of a kind (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
                 cluster.types().len(),
-                p.kinds.len()
+                p.kinds.len(),
+                p.kinds.iter().map(|k| k.machines.len()).max().unwrap_or(0)
             ),
         });
     }
