@@ -18,7 +18,7 @@ use crate::report::cluster::{
 };
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::cluster::dp::Tracking;
-use crate::solve::cluster::plan::{plan_on_cluster, CheckedPlan, ClusterMethod};
+use crate::solve::cluster::plan::{plan_on_cluster, CheckedPlan, ClusterMethod, ClusterPlan};
 use crate::solve::cluster::sweep::{
     best_within_budget, cheapest_for_target, frontier, price, sweep,
 };
@@ -73,6 +73,23 @@ fn placement_file(w: &Workload, p: &Placement, e: &ClusterEvaluation) -> String 
     serde_json::to_string_pretty(&raw).expect("json") + "\n"
 }
 
+/// The outcome fields every plan's JSON carries (README, "JSON output"), with the same
+/// meaning as on one machine: `status`/`outcome` (`optimal` or `feasible`), `stopReason`
+/// (null when proven), `optimal`, `bound` (the proven lower bound; the value itself when
+/// proven) and `gap`; `lowerBound` is kept beside `bound` for older readers.
+fn outcome_fields(v: &mut serde_json::Value, plan: &ClusterPlan, value: f64) {
+    let optimal = plan.stopped.is_none();
+    let bound = if optimal { value } else { plan.lower_bound };
+    let kind = if optimal { "optimal" } else { "feasible" };
+    v["status"] = serde_json::json!(kind);
+    v["outcome"] = serde_json::json!(kind);
+    v["stopReason"] = serde_json::json!(plan.stopped.as_ref().map(|r| r.code()));
+    v["optimal"] = serde_json::json!(optimal);
+    v["bound"] = serde_json::json!(bound);
+    v["lowerBound"] = serde_json::json!(bound);
+    v["gap"] = serde_json::json!(crate::report::table::gap(value, bound));
+}
+
 pub fn run_plan_on_cluster(
     args: &PlanArgs,
     settings: &PlanSettings,
@@ -115,16 +132,7 @@ pub fn run_plan_on_cluster(
     if args.json {
         let mut v = cluster_evaluation_json(&plan.costs, &best.evaluation);
         v["method"] = serde_json::json!(args.method);
-        match &plan.stopped {
-            None => v["status"] = serde_json::json!("optimal"),
-            Some(reason) => {
-                v["status"] = serde_json::json!("feasible");
-                v["stopReason"] = serde_json::json!(reason.code());
-                v["lowerBound"] = serde_json::json!(plan.lower_bound);
-                v["gap"] =
-                    serde_json::json!(crate::report::table::gap(best.value, plan.lower_bound));
-            }
-        }
+        outcome_fields(&mut v, &plan, best.value);
         v["timeS"] = serde_json::json!(plan.time_s);
         v["usage"] = serde_json::json!(best.usage);
         writeln!(

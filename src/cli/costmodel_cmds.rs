@@ -262,7 +262,12 @@ pub fn cluster_from_flag(
     device_files: &[PathBuf],
 ) -> Result<(Cluster, Vec<DeviceProfile>), CliError> {
     let loaded = load_profiles(device_files)?;
-    crate::costmodel::cluster::cluster_and_profiles(spec, &loaded).map_err(CliError::Input)
+    let (cluster, profiles) = crate::costmodel::cluster::cluster_and_profiles(spec, &loaded)
+        .map_err(CliError::Input)?;
+    for note in cluster.notes() {
+        eprintln!("note: {note}");
+    }
+    Ok((cluster, profiles))
 }
 
 /// A workload file planned or scored on `--cluster SPEC`: the cluster replaces the file's
@@ -275,7 +280,12 @@ pub fn workload_on_cluster(
     device_files: &[PathBuf],
 ) -> Result<Workload, CliError> {
     // Types that give their speed need no profile here (nothing is priced from one).
-    let cluster = cluster_from_arg(spec, &load_profiles(device_files)?).map_err(CliError::Input)?;
+    let cluster = crate::costmodel::cluster::cluster_for(
+        spec,
+        &load_profiles(device_files)?,
+        Some(w.len()),
+    )
+    .map_err(CliError::Input)?;
     let platform = crate::model::Platform {
         cluster: Some(cluster),
         ..w.platform().clone()

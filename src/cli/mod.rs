@@ -217,7 +217,7 @@ pub struct PlanArgs {
     pub sweep: bool,
     /// The cheapest accelerator mix of the cluster whose time per sample is at most this
     /// many ms (prices per type: the profiles' or the cluster file's price_per_hour).
-    #[arg(long, value_name = "MS", value_parser = settings::parse_positive)]
+    #[arg(long, value_name = "MS", value_parser = settings::parse_target_tps)]
     pub target_tps: Option<f64>,
     /// The fastest accelerator mix of the cluster costing at most this much per hour.
     #[arg(long, value_name = "PRICE", value_parser = settings::parse_nonnegative)]
@@ -374,9 +374,30 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// The command line: every flag that takes a value also takes a negative number, so
+/// `--pieces -1` reaches the flag's own check and its range message ("must be at least
+/// 1") instead of clap's "unexpected argument '-1'".
+pub fn command() -> clap::Command {
+    fn negatives(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(negatives)
+    }
+    negatives(<Cli as clap::CommandFactory>::command())
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
@@ -419,6 +440,19 @@ pub fn load_workload(
 /// The workload of `plan`/`score`: a workload file, on `--cluster` when given (which then
 /// replaces its device set and cluster section).
 fn workload_with_cluster(
+    path: &std::path::Path,
+    devices: &DeviceOverrides,
+    cluster: Option<&str>,
+    device_files: &[PathBuf],
+) -> Result<crate::model::Workload, CliError> {
+    let w = workload_on_cluster_flag(path, devices, cluster, device_files)?;
+    if let Some(c) = w.cluster() {
+        print_notes(c.notes());
+    }
+    Ok(w)
+}
+
+fn workload_on_cluster_flag(
     path: &std::path::Path,
     devices: &DeviceOverrides,
     cluster: Option<&str>,

@@ -249,11 +249,15 @@ pub fn parse_ip_experiment(word: &str) -> Result<IpExperiment, String> {
     })
 }
 
-/// `--highs-option NAME=VALUE`.
+/// `--highs-option NAME=VALUE`, checked against HiGHS's option table
+/// ([`crate::solve::milp::options`]): an unknown option, a value of the wrong type or out of
+/// range is a usage error (exit 2) naming the option.
 pub fn parse_highs_option(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.trim().is_empty() && !value.trim().is_empty() => {
-            Ok((name.trim().to_string(), value.trim().to_string()))
+            let (name, value) = (name.trim(), value.trim());
+            crate::solve::milp::options::check_highs_option(name, value)?;
+            Ok((name.to_string(), value.to_string()))
         }
         _ => Err(format!("'{text}' is not NAME=VALUE (e.g. presolve=off)")),
     }
@@ -666,6 +670,17 @@ pub fn parse_positive(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
         _ => Err(format!("'{text}' is not a finite number > 0")),
+    }
+}
+
+/// `--target-tps MS`: a time per sample from 1e-9 ms (a picosecond: below any device's
+/// step) to 1e15 ms. Beyond, the cheapest-mix search reports ratios of hundreds of digits.
+pub fn parse_target_tps(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if (1e-9..=1e15).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "'{text}' is not a time per sample from 1e-9 to 1e15 ms"
+        )),
     }
 }
 

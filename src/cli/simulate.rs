@@ -111,6 +111,9 @@ pub struct SimulateArgs {
     /// What to print.
     #[arg(long, value_enum, default_value = "text")]
     pub format: SimulateFormat,
+    /// JSON output, as every other command takes it (the same as --format json).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Also write the visual report (one self-contained HTML file) here.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
@@ -219,7 +222,12 @@ pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
         )?;
     }
     let mut stdout = std::io::stdout().lock();
-    match args.format {
+    let format = if args.json {
+        SimulateFormat::Json
+    } else {
+        args.format
+    };
+    match format {
         SimulateFormat::Text => {
             write!(stdout, "{}", simulation_table(&simulation))?;
             if let Some(path) = &args.report {

@@ -22,7 +22,8 @@
 
 use super::profiles::{find_profile, DeviceProfile};
 use crate::io::cluster_file::{ClusterFile, LinkSpec, MachineSpec, PeerSpec};
-use crate::model::{AcceleratorType, Cluster, Link, Machine};
+use crate::model::count::{MAX_COUNT, MAX_DEVICES};
+use crate::model::{AcceleratorType, Cluster, Count, Link, Machine};
 
 /// Latency of a host-link transfer (a DMA copy and its synchronisation), ms.
 pub const HOST_LATENCY_MS: f64 = 0.01;
@@ -38,7 +39,22 @@ pub const NETWORK_LATENCY_MS: f64 = 0.02;
 ///
 /// A profile is looked up only for a number the document leaves out, so a fully explicit
 /// document (as [`ClusterFile::of_cluster`] writes) needs no profile at all.
+///
+/// Counts beyond what a plan on `nodes` nodes can use (or [`MAX_COUNT`] when the workload
+/// is not known) are clamped, each with a note ([`Cluster::notes`]; [`crate::model::count`]).
 pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster, String> {
+    resolve_for(file, profiles, None)
+}
+
+/// [`resolve`] for a workload of `nodes` nodes (`None`: not known).
+pub fn resolve_for(
+    file: &ClusterFile,
+    profiles: &[DeviceProfile],
+    nodes: Option<usize>,
+) -> Result<Cluster, String> {
+    let limit = nodes.map_or(MAX_COUNT, |n| n.clamp(1, MAX_COUNT));
+    let mut notes = Vec::new();
+    let mut devices: usize = 0;
     let network = match &file.network {
         Some(l) => link(l, NETWORK_LATENCY_MS, "network")?,
         None => Link {
@@ -53,17 +69,25 @@ pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster
     }
     for (m, spec) in file.machines.iter().enumerate() {
         let at = |f: &str| format!("machines[{m}].{f}");
-        let count = spec.count.unwrap_or(1);
+        let count = spec
+            .count
+            .unwrap_or(Count(1))
+            .clamped(limit, &at("count"), &mut notes);
         if count == 0 {
             return Err(format!("{}: must be at least 1", at("count")));
         }
+        let cpus = spec
+            .cpus
+            .unwrap_or(Count(1))
+            .clamped(limit, &at("cpus"), &mut notes);
         let mut entries = Vec::new();
         let mut slowest_host = f64::INFINITY;
         let mut peer_default: Option<f64> = None;
         let mut one_profile = true;
         for (e, acc) in spec.accelerators.iter().enumerate() {
             let at = |f: &str| format!("machines[{m}].accelerators[{e}].{f}");
-            if acc.count == 0 {
+            let acc_count = acc.count.clamped(limit, &at("count"), &mut notes);
+            if acc_count == 0 {
                 return Err(format!("{}: must be at least 1", at("count")));
             }
             let needs_profile = acc.memory.is_none()
@@ -103,7 +127,7 @@ pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster
                 .profile
                 .eq_ignore_ascii_case(&acc.profile);
             let t = type_index(&mut types, &acc.profile, memory, price, speed);
-            entries.push((t, acc.count));
+            entries.push((t, acc_count));
         }
         let host = match &spec.host {
             Some(l) => link(l, HOST_LATENCY_MS, &at("host"))?,
@@ -129,6 +153,17 @@ pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster
             Some(l) => link(l, NETWORK_LATENCY_MS, &at("network"))?,
             None => network,
         };
+        let per_machine = entries.iter().map(|&(_, c)| c).sum::<usize>() + cpus;
+        devices = per_machine
+            .checked_mul(count)
+            .and_then(|d| d.checked_add(devices))
+            .filter(|&d| d <= MAX_DEVICES)
+            .ok_or_else(|| {
+                format!(
+                    "{}: {count} machines of {per_machine} devices each make the cluster hold more than {MAX_DEVICES} devices",
+                    at("count")
+                )
+            })?;
         let base = spec.name.clone();
         for i in 0..count {
             let name = match (&base, count) {
@@ -139,7 +174,7 @@ pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster
             machines.push(Machine {
                 name,
                 accelerators: entries.clone(),
-                cpus: spec.cpus.unwrap_or(1),
+                cpus,
                 host,
                 peer,
                 network: machine_network,
@@ -148,7 +183,9 @@ pub fn resolve(file: &ClusterFile, profiles: &[DeviceProfile]) -> Result<Cluster
     }
     let cpu_price = file.cpu_price_per_hour.unwrap_or(0.0);
     check(cpu_price, "cpu_price_per_hour".into(), false)?;
-    Cluster::new(types, machines, cpu_price).map_err(|e| e.to_string())
+    Cluster::new(types, machines, cpu_price)
+        .map(|c| c.with_notes(notes))
+        .map_err(|e| e.to_string())
 }
 
 fn check(value: f64, field: String, positive: bool) -> Result<(), String> {
@@ -212,13 +249,13 @@ pub fn parse_short(text: &str) -> Result<ClusterFile, String> {
     for term in text.split('+') {
         let term = term.trim();
         let parts: Vec<&str> = term.splitn(3, ['x', 'X']).collect();
-        let number = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n > 0);
+        let number = |s: &str| Count::parse(s).filter(|&n| n.0 > 0);
         let (count, per_machine, profile) = match parts.as_slice() {
             [m, n, ty] if number(m).is_some() && number(n).is_some() => {
                 (number(m), number(n), ty.to_string())
             }
             [n, rest @ ..] if number(n).is_some() && !rest.is_empty() => {
-                (Some(1), number(n), rest.join("x"))
+                (Some(Count(1)), number(n), rest.join("x"))
             }
             _ => (None, None, String::new()),
         };
@@ -251,19 +288,55 @@ pub fn parse_short(text: &str) -> Result<ClusterFile, String> {
 /// The `--cluster` argument: a TOML file when it names one (or ends in `.toml`), else the
 /// short form; resolved with `profiles`.
 pub fn cluster_from_arg(arg: &str, profiles: &[DeviceProfile]) -> Result<Cluster, String> {
+    cluster_for(arg, profiles, None)
+}
+
+/// [`cluster_from_arg`] for a workload of `nodes` nodes: counts clamped to them
+/// ([`resolve_for`]).
+pub fn cluster_for(
+    arg: &str,
+    profiles: &[DeviceProfile],
+    nodes: Option<usize>,
+) -> Result<Cluster, String> {
     let path = std::path::Path::new(arg);
     if arg.ends_with(".toml") || path.is_file() {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{arg}: {e}"))?;
         let file = ClusterFile::from_toml(&text).map_err(|e| format!("{arg}: {e}"))?;
-        return resolve(&file, profiles).map_err(|e| format!("{arg}: {e}"));
+        return resolve_for(&file, profiles, nodes).map_err(|e| format!("{arg}: {e}"));
     }
     let file = parse_short(arg)?;
-    resolve(&file, profiles).map_err(|e| {
+    let cluster = resolve_for(&file, profiles, nodes).map_err(|e| {
         format!(
             "--cluster {arg}: {}",
             e.split_once(": ").map_or(e.as_str(), |(_, m)| m)
         )
-    })
+    })?;
+    // Notes name the term, not the document the short form stands for.
+    let terms: Vec<&str> = arg.split('+').map(str::trim).collect();
+    let notes = cluster
+        .notes()
+        .iter()
+        .map(|note| {
+            let term = note
+                .strip_prefix("machines[")
+                .and_then(|r| r.split_once(']'))
+                .and_then(|(i, _)| i.parse::<usize>().ok())
+                .and_then(|i| terms.get(i));
+            let what = if note.contains(".accelerators[") {
+                "accelerators per machine"
+            } else {
+                "machines"
+            };
+            match (term, note.split_once(" is more than")) {
+                (Some(t), Some((field, rest))) => format!(
+                    "--cluster {t}: {what} {} is more than{rest}",
+                    field.rsplit(" = ").next().unwrap_or(field)
+                ),
+                _ => format!("--cluster {arg}: {note}"),
+            }
+        })
+        .collect();
+    Ok(cluster.with_notes(notes))
 }
 
 /// The `--cluster` argument resolved as [`cluster_from_arg`] does, with the profile of each

@@ -210,6 +210,14 @@ def planned_pipeline_module(parts, activation_checkpoint_interval):
                 "parts {parts:?} decreases at index {i}; stage_owner needs parts[s] <= parts[s+1]"
             ));
         }
+        let stages = parts.len() - 1;
+        let k = w.devices().accelerators;
+        if stages > k {
+            return Err(format!(
+                "parts makes {stages} stages but the workload has {k} accelerator{} (one stage per pipeline rank)",
+                if k == 1 { "" } else { "s" }
+            ));
+        }
         let end = *parts.last().expect("two entries");
         if end != n as i64 {
             return Err(format!(

@@ -155,6 +155,11 @@ impl Exporter for Megatron {
         let stack = DecoderStack::of(w, layers)
             .map_err(|why| format!("Megatron-LM splits a decoder stack: {why}"))?;
         let words = shell_words(text)?;
+        if flag_value(&words, &["--pipeline-model-parallel-size"])?.is_none()
+            && flag_value(&words, &["--pipeline-model-parallel-layout"])?.is_none()
+        {
+            return Err("no split found: neither --pipeline-model-parallel-size nor --pipeline-model-parallel-layout (is this a Megatron-LM command line?)".into());
+        }
         let ranks = match flag_value(&words, &["--pipeline-model-parallel-size"])? {
             Some(v) => positive("--pipeline-model-parallel-size", v)?,
             None => 1,

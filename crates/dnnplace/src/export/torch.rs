@@ -216,14 +216,75 @@ def recompute_stage(stage):
         for (l, device) in layer_device.iter_mut().enumerate() {
             *device = Device::Accelerator(boundaries.iter().filter(|(b, _)| *b <= l).count());
         }
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
+            check_declared(&v, layers, &layer_device, boundaries.len() + 1)?;
+        }
         Ok(placement_of_layers(w, layers, &layer_device))
     }
+}
+
+/// The JSON's `num_stages` and `stages` (written by the export beside `split_spec`), when
+/// present, must agree with the split `split_spec` makes: `num_stages` the number of
+/// stages, `stages` one entry per stage whose `stage`/`rank` is its index and whose
+/// `modules` are the modules of its layers.
+fn check_declared(
+    v: &Value,
+    layers: &Layers,
+    layer_device: &[Device],
+    count: usize,
+) -> Result<(), String> {
+    if let Some(n) = v.get("num_stages") {
+        if n.as_u64() != Some(count as u64) {
+            return Err(format!(
+                "num_stages is {n} but split_spec makes {count} stage{}",
+                if count == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    let Some(list) = v.get("stages") else {
+        return Ok(());
+    };
+    let list = list
+        .as_array()
+        .ok_or_else(|| format!("stages is {list}, not a list"))?;
+    if list.len() != count {
+        return Err(format!(
+            "stages lists {} stages but split_spec makes {count}",
+            list.len()
+        ));
+    }
+    for (i, entry) in list.iter().enumerate() {
+        for key in ["stage", "rank"] {
+            if let Some(x) = entry.get(key) {
+                if x.as_u64() != Some(i as u64) {
+                    return Err(format!("stages[{i}].{key} is {x}, not {i}"));
+                }
+            }
+        }
+        if let Some(modules) = entry.get("modules") {
+            let ours: Vec<&String> = (0..layers.len())
+                .filter(|&l| layer_device[l] == Device::Accelerator(i))
+                .flat_map(|l| layers.layers[l].modules.iter())
+                .collect();
+            let theirs: Vec<String> = serde_json::from_value(modules.clone())
+                .map_err(|e| format!("stages[{i}].modules: not a list of module paths ({e})"))?;
+            if theirs.iter().collect::<Vec<_>>() != ours {
+                return Err(format!(
+                    "stages[{i}].modules does not match the modules split_spec puts on stage {i}"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `key → "BEGINNING" | "END"` from JSON (`{"split_spec": {…}}` or the bare map) or from the
 /// snippet's `split_spec = {…}` dict literal.
 fn parse_spec(text: &str) -> Result<BTreeMap<String, String>, String> {
     if let Ok(v) = serde_json::from_str::<Value>(text) {
+        if v.get("split_spec").is_none() && v.as_object().is_none_or(|m| m.is_empty()) {
+            return Err("no split found: no \"split_spec\" in the JSON".into());
+        }
         let map = v.get("split_spec").cloned().unwrap_or(v);
         return serde_json::from_value::<BTreeMap<String, String>>(map)
             .map(|m| {

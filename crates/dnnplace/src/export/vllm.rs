@@ -78,15 +78,19 @@ impl Exporter for Vllm {
         let stack = DecoderStack::of(w, layers)
             .map_err(|why| format!("vLLM splits a decoder stack: {why}"))?;
         let words = shell_words(text)?;
-        let ranks = match flag_value(&words, &["--pipeline-parallel-size", "-pp"])? {
-            Some(v) => positive("--pipeline-parallel-size", v)?,
-            None => 1,
-        };
-        let hidden = stack.blocks.len();
+        let size = flag_value(&words, &["--pipeline-parallel-size", "-pp"])?;
         let assignment = words.iter().rev().find_map(|word| {
             let (name, value) = word.split_once('=')?;
             (name == VARIABLE).then_some(value)
         });
+        if size.is_none() && assignment.is_none() {
+            return Err(format!("no split found: neither --pipeline-parallel-size (-pp) nor {VARIABLE} (is this a vLLM command line?)"));
+        }
+        let ranks = match size {
+            Some(v) => positive("--pipeline-parallel-size", v)?,
+            None => 1,
+        };
+        let hidden = stack.blocks.len();
         let partitions = match assignment {
             Some(value) => explicit_partitions(value, ranks, hidden)?,
             None => default_partitions(hidden, ranks),

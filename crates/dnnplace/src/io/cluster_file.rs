@@ -21,9 +21,12 @@
 //! also be a string with a unit (`"40GiB"`). Unknown keys are rejected. This module only
 //! reads and writes the document; [`crate::costmodel::cluster`] fills the defaults from the
 //! device profiles and checks every number, naming the field (`machines[1].accelerators[0].count`).
+//! Counts (`count`, `cpus`) are [`Count`]s: whole numbers read without overflow, clamped
+//! to what a plan can use with a note ([`crate::model::count`]).
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
+use crate::model::Count;
 
 /// A link as written: bandwidth and, optionally, latency.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,7 +103,7 @@ impl BytesSpec {
 #[serde(deny_unknown_fields)]
 pub struct AcceleratorSpec {
     pub profile: String,
-    pub count: usize,
+    pub count: Count,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<BytesSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,9 +119,9 @@ pub struct MachineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub count: Option<usize>,
+    pub count: Option<Count>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<usize>,
+    pub cpus: Option<Count>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<LinkSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,7 +167,7 @@ impl ClusterFile {
             .map(|m| MachineSpec {
                 name: Some(m.name.clone()),
                 count: None,
-                cpus: Some(m.cpus),
+                cpus: Some(m.cpus.into()),
                 host: Some(link(&m.host)),
                 peer: Some(
                     m.peer
@@ -179,7 +182,7 @@ impl ClusterFile {
                         let ty = &c.types()[t];
                         AcceleratorSpec {
                             profile: ty.profile.clone(),
-                            count,
+                            count: count.into(),
                             memory: Some(BytesSpec::Number(ty.memory_bytes)),
                             price_per_hour: Some(ty.price_per_hour),
                             speed: Some(ty.speed),

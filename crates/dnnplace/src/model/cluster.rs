@@ -125,6 +125,8 @@ pub struct Cluster {
     cpu_price_per_hour: f64,
     accelerators: Vec<AcceleratorSlot>,
     cpus: Vec<usize>,
+    /// What reading the cluster clamped ([`crate::model::count`]), one note each.
+    notes: Vec<String>,
 }
 
 /// The profile, speed and host bandwidth a workload's `fpgaLatency` and `c(u)` were
@@ -222,6 +224,22 @@ impl Cluster {
                 "a finite number >= 0",
             ));
         }
+        let devices = machines.iter().try_fold(0usize, |total, m| {
+            m.accelerators
+                .iter()
+                .try_fold(m.cpus, |d, &(_, c)| d.checked_add(c))
+                .and_then(|d| d.checked_add(total))
+                .filter(|&d| d <= super::count::MAX_DEVICES)
+        });
+        if devices.is_none() {
+            return Err(WorkloadError::BadCluster {
+                field: "machines".into(),
+                message: format!(
+                    "hold more than {} devices",
+                    super::count::MAX_DEVICES
+                ),
+            });
+        }
         let mut accelerators = Vec::new();
         let mut cpus = Vec::new();
         for (m, machine) in machines.iter().enumerate() {
@@ -275,7 +293,19 @@ impl Cluster {
             cpu_price_per_hour,
             accelerators,
             cpus,
+            notes: Vec::new(),
         })
+    }
+
+    /// The cluster with `notes` on what reading it clamped.
+    pub fn with_notes(mut self, notes: Vec<String>) -> Cluster {
+        self.notes = notes;
+        self
+    }
+
+    /// What reading the cluster clamped (counts beyond what a plan can use), one note each.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     pub fn types(&self) -> &[AcceleratorType] {

@@ -6,6 +6,8 @@
 //! - [`devices`]: the device set and device names;
 //! - [`cluster`]: machines with accelerators of several types and their links, what a
 //!   workload's numbers mean on them, and the communication rule;
+//! - [`count`]: device and machine counts as written (saturating, never overflowing) and
+//!   their clamp to what a plan on n nodes can use;
 //! - [`cluster_costs`]: a workload priced on a cluster (node times per type, link times);
 //! - [`placement`]: an assignment of every node to one device;
 //! - [`numerics`]: compensated sums with certified differences and power-of-two rescaling,
@@ -24,6 +26,7 @@
 pub mod cluster;
 pub mod cluster_costs;
 pub mod contraction;
+pub mod count;
 pub mod devices;
 pub mod grouping;
 pub mod layers;
@@ -36,6 +39,7 @@ pub mod workload;
 
 pub use cluster::{AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference};
 pub use cluster_costs::ClusterCosts;
+pub use count::Count;
 pub use devices::{human_bytes, parse_bytes, Device, DeviceSet};
 pub use memory::NodeMemory;
 pub use placement::Placement;

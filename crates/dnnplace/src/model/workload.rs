@@ -345,7 +345,68 @@ impl Workload {
             w.check_fits_cluster(cluster)?;
         }
         w.platform = platform;
+        if let Some(cluster) = w.platform.cluster.clone() {
+            w.check_cluster_times(&cluster)?;
+        }
         Ok(w)
+    }
+
+    /// Every time the cluster gives is finite: a node's time on each type (its
+    /// `fpgaLatency` scaled by the speeds: 1e15 ms at a speed of 1e-300 overflows) and the
+    /// largest transfer on each machine's links (a bandwidth of 1e-300 bytes/s overflows).
+    fn check_cluster_times(&self, cluster: &Cluster) -> Result<(), WorkloadError> {
+        let costs = super::ClusterCosts::new(self, cluster);
+        for (t, ty) in cluster.types().iter().enumerate() {
+            if let Some(v) = (0..self.len()).find(|&v| !costs.time(t, v).is_finite()) {
+                return Err(WorkloadError::BadCluster {
+                    field: format!("type {}", ty.name),
+                    message: format!(
+                        "node {}'s time on it overflows ({} ms at speed {:e} against the reference's {:e}); the speeds or times are out of range",
+                        self.nodes[v].id,
+                        self.nodes[v].fpga_latency,
+                        ty.speed,
+                        self.platform.reference.speed
+                    ),
+                });
+            }
+            // Stage loads are sums of these: their total must stay finite as well.
+            let total: f64 = (0..self.len()).map(|v| costs.time(t, v)).sum();
+            if !total.is_finite() {
+                return Err(WorkloadError::BadCluster {
+                    field: format!("type {}", ty.name),
+                    message: format!(
+                        "the node times on it add up past the largest number (speed {:e} against the reference's {:e}); the speeds or times are out of range",
+                        ty.speed, self.platform.reference.speed
+                    ),
+                });
+            }
+        }
+        let Some(u) = (0..self.len()).max_by(|&a, &b| self.out_cost(a).total_cmp(&self.out_cost(b)))
+        else {
+            return Ok(());
+        };
+        for (m, machine) in cluster.machines().iter().enumerate() {
+            let times = [
+                ("host", Some(costs.host(m, u))),
+                ("peer", costs.peer(m, u)),
+                ("network", Some(costs.network(m, u))),
+            ];
+            if let Some((link, _)) = times
+                .iter()
+                .find(|(_, t)| t.is_some_and(|t| !t.is_finite()))
+            {
+                return Err(WorkloadError::BadCluster {
+                    field: format!("machines[{m}].{link}"),
+                    message: format!(
+                        "node {}'s output ({} ms at the reference bandwidth) takes an infinite time on machine {}'s {link} link; its bandwidth is out of range",
+                        self.nodes[u].id,
+                        self.out_cost(u),
+                        machine.name
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Per-node necessary conditions on a cluster: every node fits some device.

@@ -3,10 +3,18 @@
 //!
 //! Devices of one kind are interchangeable, so assignments are enumerated up to renaming
 //! (a class may open accelerator `a` only if accelerators `0..a` are already used; the
-//! same for CPUs). For latency, CPU cores are as many as needed, so one CPU label suffices,
-//! and with up to q pieces every cut is tried too: each accelerator node gets a call rank
-//! in `0..q` (the ranks used on one accelerator being `0..r`), a cut that deadlocks is
-//! skipped, so the search is over (assignment, cut) pairs — the plans MODEL.md allows.
+//! same for CPUs). For latency, CPU cores are as many as needed (MODEL.md) and a CPU node's
+//! time does not depend on its core, so a class either goes to an accelerator or runs on a
+//! core of its own: every CPU class gets its own label (`Cpu(0)`, `Cpu(1)`, … in class
+//! order). That labelling is the least constrained one: one class is trivially contiguous,
+//! and merging CPU classes onto one core can only add contiguity breaks and device-graph
+//! cycles, never remove one. So the contiguous latency optimum is searched over every plan
+//! the model allows (one shared CPU label missed the 3 ms plan whose CPU classes sit on
+//! both sides of an accelerator, and proved 12 ms; issue #25). With up to q pieces every
+//! cut is tried too: each accelerator node gets a call rank in `0..q` (the ranks used on
+//! one accelerator being `0..r`; q is clamped to the accelerator nodes), a cut that
+//! deadlocks is skipped, so the search is over (assignment, cut) pairs — the plans
+//! MODEL.md allows.
 //!
 //! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes, times
 //! q^a cuts of the a accelerator nodes for latency with q ≥ 2.
@@ -56,10 +64,16 @@ impl Method for BruteForce {
         let mut labels = vec![Device::Cpu(0); classes];
         let mut count = 0u64;
         let pieces = match problem.objective {
-            Objective::Latency { pieces } => pieces,
+            Objective::Latency { pieces } => pieces.clamp(1, w.len().clamp(1, 63)),
             _ => 1,
         };
+        let mut own = vec![Device::Cpu(0); classes];
         let mut visit = |labels: &[Device]| {
+            let labels = if latency {
+                own_cores(labels, &mut own)
+            } else {
+                labels
+            };
             let base = Placement::new(class.iter().map(|&c| labels[c]).collect());
             let on_acc: Vec<usize> = (0..base.assignment.len())
                 .filter(|&v| matches!(base.assignment[v], Device::Accelerator(_)))
@@ -114,6 +128,22 @@ impl Method for BruteForce {
             },
         })
     }
+}
+
+/// `labels` with every CPU class on a core of its own, numbered in class order (latency:
+/// module documentation).
+fn own_cores<'a>(labels: &[Device], own: &'a mut [Device]) -> &'a [Device] {
+    let mut next = 0;
+    for (o, &d) in own.iter_mut().zip(labels) {
+        *o = match d {
+            Device::Cpu(_) => {
+                next += 1;
+                Device::Cpu(next - 1)
+            }
+            acc => acc,
+        };
+    }
+    own
 }
 
 fn enumerate(

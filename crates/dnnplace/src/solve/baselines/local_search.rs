@@ -126,7 +126,10 @@ impl Method for LocalSearch {
             runs.join(", ")
         )];
         notes.extend(search.notes);
-        Ok(scored_outcome(self.name(), problem, placement, notes))
+        Ok(super::cut_short(
+            scored_outcome(self.name(), problem, placement, notes),
+            search.stopped,
+        ))
     }
 }
 

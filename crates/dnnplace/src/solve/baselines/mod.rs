@@ -154,6 +154,19 @@ pub(crate) fn scored_outcome(
     }
 }
 
+/// A heuristic's outcome whose run the budget cut short (time limit, Ctrl-C, memory): the
+/// plan it holds, [`super::Status::Feasible`] with the real reason (the JSON's
+/// `stopReason`), instead of [`super::Status::Heuristic`], which says it ran to its end.
+pub(crate) fn cut_short(
+    mut outcome: super::Outcome,
+    stopped: Option<super::budget::Exhausted>,
+) -> super::Outcome {
+    if let (Some(e), true) = (stopped, outcome.placement.is_some()) {
+        outcome.status = super::Status::Feasible { reason: e.into() };
+    }
+    outcome
+}
+
 /// An outcome without a plan, with a reason a person can act on.
 pub(crate) fn infeasible_outcome(method: &str, reason: String) -> super::Outcome {
     super::Outcome {

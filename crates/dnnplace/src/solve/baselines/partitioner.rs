@@ -59,8 +59,17 @@ impl Method for Partitioner {
         let seed = (problem.limits.seed % (i32::MAX as u64)) as i32;
         let mut best: Option<(f64, Vec<Device>, usize, Vec<String>)> = None;
         let mut failures = Vec::new();
+        let budget = problem.limits.budget();
+        let mut stopped = None;
         for parts in 1..=k.min(m.len()).max(1) {
             if k == 0 {
+                break;
+            }
+            // Between two partitions: the time limit and Ctrl-C end the search with the
+            // best partition so far.
+            if let (true, Err(e)) = (best.is_some(), budget.check()) {
+                failures.push(format!("{e} before {parts} parts"));
+                stopped = Some(e);
                 break;
             }
             let part = match graph.partition(parts, seed) {
@@ -102,7 +111,10 @@ impl Method for Partitioner {
         );
         notes.extend(failures);
         let placement = m.placement(&device).canonical();
-        Ok(scored_outcome(self.name(), problem, placement, notes))
+        Ok(super::cut_short(
+            scored_outcome(self.name(), problem, placement, notes),
+            stopped,
+        ))
     }
 }
 

@@ -83,6 +83,7 @@ use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
 use super::chain_bound::{Chain, Class};
 use crate::model::contraction::{receiving_groups, Contraction};
+use crate::model::numerics::Sum;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 
 /// What the DP keeps apart besides the plan's value.
@@ -248,9 +249,11 @@ pub struct ClusterDpResult {
 /// Ideals with per-ideal sums and lists.
 struct IdealData {
     ideals: Family,
-    x: Vec<Vec<f64>>,
-    cpu: Vec<f64>,
-    size: Vec<f64>,
+    /// Compensated sums per ideal ([`Sum`]): a stage's compute, CPU time and size are their
+    /// certified differences ([`stage_sum`]).
+    x: Vec<Vec<Sum>>,
+    cpu: Vec<Sum>,
+    size: Vec<Sum>,
     unsupported: Vec<u32>,
     fastest: Vec<f64>,
     /// Transfers with groups inside and outside the ideal.
@@ -327,6 +330,11 @@ fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
             Some(k) => k.machines.push(m),
             None => kinds.push(kind),
         }
+    }
+    // A plan opens at most one machine per group: more machines of a kind are never used
+    // (they are identical), so each kind keeps its first n.
+    for k in &mut kinds {
+        k.machines.truncate(n.max(1));
     }
     let p = Prepared {
         types,
@@ -419,15 +427,15 @@ impl Family {
 
 /// One ideal's row of [`IdealData`]: compute per type, CPU time, size, unsupported groups,
 /// fastest compute, the transfers it cuts, and their producers inside and outside.
-type PerIdeal = (Vec<f64>, f64, f64, u32, f64, Vec<u32>, Vec<u32>, Vec<u32>);
+type PerIdeal = (Vec<Sum>, Sum, Sum, u32, f64, Vec<u32>, Vec<u32>, Vec<u32>);
 
 /// An ideal's sums over its groups: compute per type, CPU time, size, unsupported groups
 /// and fastest compute.
 #[derive(Clone)]
 struct Sums {
-    x: Vec<f64>,
-    cpu: f64,
-    size: f64,
+    x: Vec<Sum>,
+    cpu: Sum,
+    size: Sum,
     unsupported: u32,
     fastest: f64,
 }
@@ -435,9 +443,9 @@ struct Sums {
 impl Sums {
     fn new(types: usize) -> Sums {
         Sums {
-            x: vec![0.0; types],
-            cpu: 0.0,
-            size: 0.0,
+            x: vec![Sum::ZERO; types],
+            cpu: Sum::ZERO,
+            size: Sum::ZERO,
             unsupported: 0,
             fastest: 0.0,
         }
@@ -445,10 +453,10 @@ impl Sums {
 
     fn add(&mut self, p: &Prepared, fastest_of: &[f64], g: usize) {
         for (t, xt) in self.x.iter_mut().enumerate() {
-            *xt += p.x[t][g];
+            *xt = xt.plus(p.x[t][g]);
         }
-        self.cpu += p.cpu[g];
-        self.size += p.size[g];
+        self.cpu = self.cpu.plus(p.cpu[g]);
+        self.size = self.size.plus(p.size[g]);
         self.unsupported += u32::from(!p.supported[g]);
         self.fastest += fastest_of[g];
     }
@@ -697,9 +705,10 @@ fn solve_with(
         return Err(SolveError::Unsupported {
             method: "dp".into(),
             what: format!(
-                "a cluster of {} accelerator types and {} kinds of machine (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
+                "a cluster of {} accelerator types and {} kinds of machine with up to {} machines of a kind (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
                 cluster.types().len(),
-                p.kinds.len()
+                p.kinds.len(),
+                p.kinds.iter().map(|k| k.machines.len()).max().unwrap_or(0)
             ),
         });
     }
@@ -1194,6 +1203,34 @@ impl Tail {
     }
 }
 
+/// `Σ_{g ∈ I_i \\ I_j} values[g]` from the ideals' compensated sums `of`: their certified
+/// difference ([`Sum::difference`], within 2⁻⁵² relative), or, when cancellation leaves too
+/// few correct bits (a 1e15 group before 4.97 of work), the compensated sum over the
+/// stage's groups themselves. Either way within a few ulps of the exact sum, as the
+/// scorer's own sum is, so the DP's loads, memory checks and optimum agree with it.
+fn stage_sum(data: &IdealData, i: usize, j: usize, of: &[Sum], values: &[f64]) -> f64 {
+    of[i].difference(of[j]).unwrap_or_else(|| direct_sum(data, i, j, values))
+}
+
+/// [`stage_sum`] for accelerator type `t` (its sums are stored per ideal, then per type).
+fn stage_x(data: &IdealData, i: usize, j: usize, t: usize, values: &[f64]) -> f64 {
+    data.x[i][t]
+        .difference(data.x[j][t])
+        .unwrap_or_else(|| direct_sum(data, i, j, values))
+}
+
+/// The compensated sum of `values` over `I_i \\ I_j`, group by group.
+fn direct_sum(data: &IdealData, i: usize, j: usize, values: &[f64]) -> f64 {
+    let (bi, bj) = (data.ideals.get(i), data.ideals.get(j));
+    Sum::of(
+        bi.groups()
+            .into_iter()
+            .filter(|&g| !bj.contains(g))
+            .map(|g| values[g]),
+    )
+    .value()
+}
+
 /// What a relaxation is pruned by and keeps apart.
 #[derive(Clone, Copy)]
 struct Pruning<'a> {
@@ -1292,7 +1329,13 @@ fn relax(
             .map(|&g| position(&data.upstream[j], g as usize).unwrap_or(u8::MAX)),
     );
 
-    let size = data.size[i] - data.size[j];
+    let stage = |of: &[Sum], values: &[f64]| stage_sum(data, i, j, of, values);
+    let size = stage(&data.size, &p.size);
+    let cpu_time = stage(&data.cpu, &p.cpu);
+    let mut x = [0.0; MAX_TYPES];
+    for (t, xt) in x.iter_mut().enumerate().take(p.types) {
+        *xt = stage_x(data, i, j, t, &p.x[t]);
+    }
     let acc_ok = data.unsupported[i] == data.unsupported[j];
     let last = data.fastest.len() - 1;
     let rest = data.fastest[last] - data.fastest[i];
@@ -1325,9 +1368,9 @@ fn relax(
         .collect();
     let compute = |ty: u8| -> Option<f64> {
         if ty == NONE {
-            Some(data.cpu[i] - data.cpu[j])
+            Some(cpu_time)
         } else if acc_ok && size <= p.memory[ty as usize] {
-            Some(data.x[i][ty as usize] - data.x[j][ty as usize])
+            Some(x[ty as usize])
         } else {
             None
         }

@@ -25,7 +25,8 @@
 //!          Σ_c n_c μ_c = 1,   μ, ν ≥ 0,   π free
 //! ```
 //!
-//! HiGHS solves it within the time given; the bound reported is `L(μ, ν)` *evaluated*
+//! The LP passes the numeric guard of [`crate::solve::milp::guard`] first: numbers HiGHS
+//! would refuse give the bound 0 (valid) instead of a model. HiGHS solves it within the time given; the bound reported is `L(μ, ν)` *evaluated*
 //! at HiGHS's `μ, ν` (clamped to ≥ 0, divided by `Σ_c n_c μ_c` as computed), each term
 //! rounded down, so the LP solver's tolerances never make it invalid. Communication is
 //! not counted (it only adds load). With one class (MODEL.md's accelerators, no CPUs) it
@@ -41,6 +42,7 @@ use std::time::Instant;
 use highs::{HighsModelStatus, RowProblem, Sense};
 
 use crate::model::contraction::class_index;
+use crate::solve::milp::guard::Guard;
 use crate::model::{ClusterCosts, Workload};
 
 /// The classes' work and the groups' bytes.
@@ -137,11 +139,16 @@ pub fn volume_bound(w: &Workload, costs: &ClusterCosts, seconds: f64) -> f64 {
         .filter(|m| m.is_finite())
         .fold(1.0, f64::max);
     let mut pb = RowProblem::default();
+    // Numbers HiGHS would refuse (a time of 1e308, a speed of 1e-300): no LP, the bound
+    // is 0 (valid, only weak).
+    let mut guard = Guard::default();
     let mu: Vec<_> = (0..k).map(|_| pb.add_column(0.0, 0.0..)).collect();
     let nu: Vec<_> = (0..k)
         .map(|j| {
             if c.memory[j].is_finite() {
-                Some(pb.add_column(-c.count[j] * c.memory[j] / unit, 0.0..))
+                let cost = -c.count[j] * c.memory[j] / unit;
+                guard.cost(cost, || format!("class {j}'s memory"));
+                Some(pb.add_column(cost, 0.0..))
             } else {
                 None
             }
@@ -170,18 +177,31 @@ pub fn volume_bound(w: &Workload, costs: &ClusterCosts, seconds: f64) -> f64 {
             if let Some(n) = nu[j] {
                 terms.push((n, -c.bytes[g] / unit));
             }
+            for &(_, a) in &terms {
+                guard.coefficient(a, || format!("group {g} on class {j}"));
+            }
             pb.add_row(..=0.0, &terms);
         }
     }
     let norm: Vec<_> = (0..k).map(|j| (mu[j], c.count[j])).collect();
+    for &(_, a) in &norm {
+        guard.coefficient(a, || "the normalisation row".into());
+    }
     pb.add_row(1.0..=1.0, &norm);
-    let mut model = pb.optimise(Sense::Maximise);
+    if guard.trouble().is_some() {
+        return 0.0;
+    }
+    let Ok(mut model) = pb.try_optimise(Sense::Maximise) else {
+        return 0.0;
+    };
     model.make_quiet();
-    model.set_option(
-        "time_limit",
-        (seconds - started.elapsed().as_secs_f64()).max(0.01),
-    );
-    let solved = model.solve();
+    let time_limit = (seconds - started.elapsed().as_secs_f64()).max(0.01);
+    if model.try_set_option("time_limit", time_limit).is_err() {
+        return 0.0;
+    }
+    let Ok(solved) = model.try_solve() else {
+        return 0.0;
+    };
     if solved.status() != HighsModelStatus::Optimal {
         return 0.0;
     }

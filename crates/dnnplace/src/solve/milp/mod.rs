@@ -14,6 +14,9 @@
 //!   throughput and sync models (with [`min_cut`] for the communication part);
 //! - [`latency_bound`]: communication- and memory-aware finish-time bounds for it;
 //! - [`latency_runs`]: held plans for it, topological orders cut into runs by a DP;
+//! - [`guard`]: the numeric guard every model passes before HiGHS sees it (numbers HiGHS
+//!   would refuse stop the IP with a clear error, never a panic);
+//! - [`options`]: `--highs-option` checked against HiGHS's own option table;
 //! - [`presolve`]: what HiGHS sees — coefficients capped against a held plan and rescaled
 //!   by powers of two so HiGHS never rejects a finite model, and the answer cross-checked
 //!   against the original workload;
@@ -63,12 +66,14 @@
 //! [`request_interrupt`].
 
 pub mod cluster;
+pub mod guard;
 pub mod interleaved;
 pub mod latency;
 pub mod latency_bound;
 pub mod latency_runs;
 pub mod load_bounds;
 pub mod min_cut;
+pub mod options;
 pub mod presolve;
 pub mod stages;
 pub mod throughput;
@@ -192,6 +197,8 @@ pub(crate) struct Builder {
     nonzeros: usize,
     budget: Budget,
     stopped: Option<Exhausted>,
+    /// The numbers HiGHS would refuse ([`guard`]), checked before the model is handed over.
+    guard: guard::Guard,
 }
 
 /// HiGHS's memory per nonzero, column and row of a MIP, bytes: the Rust row problem
@@ -227,6 +234,7 @@ impl Builder {
             nonzeros: 0,
             budget,
             stopped: None,
+            guard: guard::Guard::default(),
         }
     }
 
@@ -267,6 +275,8 @@ impl Builder {
 
     /// A binary column with objective coefficient `cost`, or fixed to 0 when `allowed` is false.
     pub fn binary(&mut self, cost: f64, allowed: bool) -> Var {
+        let at = self.columns;
+        self.guard.cost(cost, || format!("column {at}"));
         self.integer_columns.push(self.columns);
         self.columns += 1;
         self.problem
@@ -275,6 +285,10 @@ impl Builder {
 
     /// A continuous column in `[lo, hi]`.
     pub fn continuous(&mut self, cost: f64, lo: f64, hi: f64) -> Var {
+        let at = self.columns;
+        self.guard.cost(cost, || format!("column {at}"));
+        self.guard.bound(lo, || format!("column {at}"));
+        self.guard.bound(hi, || format!("column {at}"));
         self.columns += 1;
         self.problem.add_column(cost, lo..=hi)
     }
@@ -284,6 +298,7 @@ impl Builder {
         if !self.admit(terms.len()) {
             return;
         }
+        self.watch(terms, hi);
         self.rows += 1;
         self.problem.add_row(..=hi, terms.iter().copied());
     }
@@ -293,6 +308,7 @@ impl Builder {
         if !self.admit(terms.len()) {
             return;
         }
+        self.watch(terms, lo);
         self.rows += 1;
         self.problem.add_row(lo.., terms.iter().copied());
     }
@@ -302,12 +318,22 @@ impl Builder {
         if !self.admit(terms.len()) {
             return;
         }
+        self.watch(terms, value);
         self.rows += 1;
         self.problem.add_row(value..=value, terms.iter().copied());
     }
 
     pub fn columns(&self) -> usize {
         self.columns
+    }
+
+    /// Passes a row's coefficients and bound through the guard.
+    fn watch(&mut self, terms: &[(Var, f64)], bound: f64) {
+        let row = self.rows;
+        self.guard.bound(bound, || format!("row {row}"));
+        for &(_, a) in terms {
+            self.guard.coefficient(a, || format!("row {row}"));
+        }
     }
 }
 
@@ -549,6 +575,7 @@ pub(crate) fn run_to(
     if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
         return Ok(Solved::not_run(reason.into()));
     }
+    builder.guard.check("ip")?;
     let integer_columns = builder.integer_columns.clone();
     let mut model = Model::try_new(builder.problem)
         .map_err(|e| SolveError::Solver(format!("HiGHS rejected the model: {e:?}")))?;
@@ -775,6 +802,18 @@ fn set_options(
             .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
     }
     for (name, value) in &limits.ip.highs_options {
+        if name == "threads" {
+            // HiGHS allocates per thread: more than the cores only costs memory.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let threads = value.parse::<i64>().map_err(|_| {
+                SolveError::Solver(format!("HiGHS refused option {name}={value}"))
+            })?;
+            let threads = threads.clamp(1, cores.min(i32::MAX as usize) as i64) as i32;
+            model
+                .try_set_option("threads", threads)
+                .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
+            continue;
+        }
         let ok = value
             .parse::<i32>()
             .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
