@@ -12,12 +12,16 @@ Per step: a barrier, the schedule's ``step``, a barrier; the step time is rank 0
 time between the barriers (median over the measured steps, after ``warmup`` untimed
 ones). A stage's busy time is the time its ``forward_one_chunk`` and
 ``backward_one_chunk`` take per step (the stage's compute; the loss, receives and sends
-are outside). Peak memory is the process's peak resident set (``ru_maxrss``): the whole
+are outside), in wall time and in the thread's CPU time: their ratio
+(:attr:`RunResult.contention`) shows whether other work on the machine took the cores.
+:func:`run_many` runs several splits and schedules in one set of processes, one step of
+each in turn, so that their ratios are measured in the same run. Peak memory is the process's peak resident set (``ru_maxrss``): the whole
 process, torch's own memory included.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import multiprocessing as mp
 import os
@@ -26,7 +30,7 @@ import statistics
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -47,8 +51,16 @@ class RunResult:
     busy_ms: List[float]
     #: Per stage: the process's peak resident memory, bytes.
     peak_memory_bytes: List[int]
+    #: Per stage: the CPU time of those calls (the stage's thread), ms.
+    busy_cpu_ms: List[float] = field(default_factory=list)
     #: (max - min) / median of the measured steps.
     spread: float = field(default=0.0)
+
+    @property
+    def contention(self) -> float:
+        """The largest busy wall time / busy CPU time over the stages: 1 on a machine that
+        gives each stage its core, more when other work took the cores."""
+        return max((w / c for w, c in zip(self.busy_ms, self.busy_cpu_ms) if c > 0), default=1.0)
 
 
 class _FirstTensor(nn.Module):
@@ -130,58 +142,69 @@ def _free_port() -> int:
 
 
 def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequence[Any], target: Any,
-            loss_fn: Callable, split: List[str], schedule: str, m: int, steps: int, warmup: int,
-            threads: int, queue: Any) -> None:
+            loss_fn: Callable, configs: List[Tuple[List[str], str]], m: int, steps: int, warmup: int,
+            threads: int, nice: Optional[int], queue: Any) -> None:
     try:
         torch.set_num_threads(threads)
+        if nice is not None:
+            os.nice(nice)
         import resource
 
         import torch.distributed as dist
         from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe, SplitPoint, pipeline
 
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-        wrapped = _FirstTensor(model)
-        spec = {f"inner.{k}": SplitPoint.BEGINNING for k in split}
-        pipe = pipeline(wrapped, mb_args=tuple(example), split_spec=spec)
-        if pipe.num_stages != world:
-            raise RuntimeError(f"pipeline() made {pipe.num_stages} stages, expected {world}")
-        stage = pipe.build_stage(rank, torch.device("cpu"))
-        busy = [0.0]
+        wall, cpu = [0.0], [0.0]
 
         def timed(fn: Callable) -> Callable:
             def wrapper(*a: Any, **k: Any) -> Any:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 try:
                     return fn(*a, **k)
                 finally:
-                    busy[0] += time.perf_counter() - t0
+                    wall[0] += time.perf_counter() - t0
+                    cpu[0] += time.thread_time() - c0
             return wrapper
 
-        stage.forward_one_chunk = timed(stage.forward_one_chunk)
-        stage.backward_one_chunk = timed(stage.backward_one_chunk)
-        cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
-        sched = cls(stage, n_microbatches=m, loss_fn=loss_fn)
+        runs = []
+        for split, schedule in configs:
+            # Every config gets its own copy of the model: stages own their parameters.
+            wrapped = _FirstTensor(copy.deepcopy(model))
+            spec = {f"inner.{k}": SplitPoint.BEGINNING for k in split}
+            pipe = pipeline(wrapped, mb_args=tuple(example), split_spec=spec)
+            if pipe.num_stages != world:
+                raise RuntimeError(f"pipeline() made {pipe.num_stages} stages, expected {world}")
+            stage = pipe.build_stage(rank, torch.device("cpu"))
+            stage.forward_one_chunk = timed(stage.forward_one_chunk)
+            stage.backward_one_chunk = timed(stage.backward_one_chunk)
+            cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
+            runs.append((stage, cls(stage, n_microbatches=m, loss_fn=loss_fn)))
         full = [torch.cat([x] * m) for x in example]
         full_target = torch.cat([target] * m)
-        step_ms, busy_ms = [], []
+        step_ms = [[] for _ in configs]
+        busy_ms = [[] for _ in configs]
+        cpu_ms = [[] for _ in configs]
+        # Round-robin over the configs, so that a drift of the machine's load touches all.
         for i in range(warmup + steps):
-            stage.submod.zero_grad(set_to_none=True)
-            busy[0] = 0.0
-            dist.barrier()
-            t0 = time.perf_counter()
-            if rank == 0:
-                sched.step(*full)
-            elif rank == world - 1:
-                sched.step(target=full_target, losses=[])
-            else:
-                sched.step()
-            dist.barrier()
-            t1 = time.perf_counter()
-            if i >= warmup:
-                step_ms.append(1e3 * (t1 - t0))
-                busy_ms.append(1e3 * busy[0])
+            for c, (stage, sched) in enumerate(runs):
+                stage.submod.zero_grad(set_to_none=True)
+                wall[0] = cpu[0] = 0.0
+                dist.barrier()
+                t0 = time.perf_counter()
+                if rank == 0:
+                    sched.step(*full)
+                elif rank == world - 1:
+                    sched.step(target=full_target, losses=[])
+                else:
+                    sched.step()
+                dist.barrier()
+                t1 = time.perf_counter()
+                if i >= warmup:
+                    step_ms[c].append(1e3 * (t1 - t0))
+                    busy_ms[c].append(1e3 * wall[0])
+                    cpu_ms[c].append(1e3 * cpu[0])
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        queue.put({"rank": rank, "steps": step_ms, "busy": busy_ms, "peak": peak})
+        queue.put({"rank": rank, "steps": step_ms, "busy": busy_ms, "cpu": cpu_ms, "peak": peak})
         dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
         queue.put({"rank": rank, "error": traceback.format_exc()})
@@ -198,6 +221,7 @@ def run(
     steps: int = 5,
     warmup: int = 2,
     threads: int = 1,
+    nice: Optional[int] = None,
     timeout: float = 600.0,
 ) -> RunResult:
     """Runs ``plan`` (a :class:`dnnplace.Plan`, or the list of module paths that begin
@@ -205,21 +229,45 @@ def run(
 
     ``example_inputs`` is one micro-batch (the model's positional arguments), ``target``
     its target; ``loss_fn(output, target)`` must be picklable (a module-level function).
+    ``nice`` changes the stage processes' priority (``os.nice``; negative needs root).
     """
-    if schedule not in ("gpipe", "1f1b"):
-        raise ValueError(f"schedule must be 'gpipe' or '1f1b', not {schedule!r}")
+    return run_many(model, [(plan, schedule)], example_inputs, target, loss_fn, micro_batches, steps,
+                    warmup, threads, nice, timeout)[0]
+
+
+def run_many(
+    model: nn.Module,
+    configs: Sequence[Tuple[Any, str]],
+    example_inputs: Sequence[Any],
+    target: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    micro_batches: int = 8,
+    steps: int = 5,
+    warmup: int = 2,
+    threads: int = 1,
+    nice: Optional[int] = None,
+    timeout: float = 600.0,
+) -> List[RunResult]:
+    """Several (plan, schedule) runs in one set of stage processes, their steps taken in
+    turn (one step of each, then the next round), so that the figures are measured in the
+    same run; all plans must have the same number of stages."""
+    for _, schedule in configs:
+        if schedule not in ("gpipe", "1f1b"):
+            raise ValueError(f"schedule must be 'gpipe' or '1f1b', not {schedule!r}")
     if micro_batches < 1 or steps < 1 or warmup < 0:
         raise ValueError("micro_batches and steps must be at least 1, warmup at least 0")
-    split = split_of(plan)
-    world = len(split) + 1
+    splits = [(split_of(p), schedule) for p, schedule in configs]
+    world = len(splits[0][0]) + 1
+    if any(len(s) + 1 != world for s, _ in splits):
+        raise ValueError("run_many: every plan must have the same number of stages")
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = _free_port()
     model = model.cpu()
     example = [x.cpu() if isinstance(x, torch.Tensor) else x for x in example_inputs]
     procs = [
-        ctx.Process(target=_worker, args=(r, world, port, model, example, target, loss_fn, split, schedule,
-                                          micro_batches, steps, warmup, threads, queue), daemon=True)
+        ctx.Process(target=_worker, args=(r, world, port, model, example, target, loss_fn, splits,
+                                          micro_batches, steps, warmup, threads, nice, queue), daemon=True)
         for r in range(world)
     ]
     for p in procs:
@@ -234,8 +282,8 @@ def run(
             try:
                 r = queue.get(timeout=min(left, 5.0))
             except Exception:  # queue.Empty
-                if any(p.exitcode not in (None, 0) for p in procs) and len(results) < world:
-                    dead = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                dead = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                if dead:
                     raise RuntimeError(f"stage process(es) {dead} died (exit codes "
                                        f"{[procs[i].exitcode for i in dead]})") from None
                 continue
@@ -248,15 +296,21 @@ def run(
             if p.is_alive():
                 p.kill()
                 p.join()
-    steps_ms = results[0]["steps"]
-    med = statistics.median(steps_ms)
-    return RunResult(
-        schedule=schedule,
-        micro_batches=micro_batches,
-        split=split,
-        step_ms=med,
-        steps_ms=steps_ms,
-        busy_ms=[statistics.median(results[r]["busy"]) for r in range(world)],
-        peak_memory_bytes=[results[r]["peak"] for r in range(world)],
-        spread=(max(steps_ms) - min(steps_ms)) / med if med > 0 else 0.0,
-    )
+    out = []
+    for c, (split, schedule) in enumerate(splits):
+        steps_ms = results[0]["steps"][c]
+        med = statistics.median(steps_ms)
+        busy = [statistics.median(results[r]["busy"][c]) for r in range(world)]
+        cpu = [statistics.median(results[r]["cpu"][c]) for r in range(world)]
+        out.append(RunResult(
+            schedule=schedule,
+            micro_batches=micro_batches,
+            split=split,
+            step_ms=med,
+            steps_ms=steps_ms,
+            busy_ms=busy,
+            busy_cpu_ms=cpu,
+            peak_memory_bytes=[results[r]["peak"] for r in range(world)],
+            spread=(max(steps_ms) - min(steps_ms)) / med if med > 0 else 0.0,
+        ))
+    return out

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from .. import Workload, plan as make_plan, simulate
-from ._run import RunResult, equal_layer_split, placement_of_split, run, split_of
+from ._run import RunResult, equal_layer_split, placement_of_split, run_many, split_of
 
 
 @dataclass
@@ -48,17 +48,20 @@ class Validation:
     def table(self) -> str:
         lines = [
             f"{'schedule':<8} {'split':<8} {'stage starts':<24} {'predicted ms':>12} {'measured ms':>12} "
-            f"{'error':>8} {'spread':>7}"
+            f"{'error':>8} {'spread':>7} {'contention':>10}"
         ]
         for r in self.rows:
             lines.append(
                 f"{r.schedule:<8} {r.label:<8} {', '.join(r.split):<24} {r.predicted_ms:>12.1f} "
-                f"{r.measured.step_ms:>12.1f} {100 * r.error:>+7.1f}% {100 * r.measured.spread:>6.1f}%"
+                f"{r.measured.step_ms:>12.1f} {100 * r.error:>+7.1f}% {100 * r.measured.spread:>6.1f}% "
+                f"{r.measured.contention:>10.2f}"
             )
             for s, (p, m) in enumerate(zip(r.predicted_busy_ms, r.measured.busy_ms)):
+                c = r.measured.busy_cpu_ms[s] if r.measured.busy_cpu_ms else float("nan")
                 lines.append(
                     f"{'':<8} {'stage ' + str(s):<8} {'busy per step':<24} {p:>12.1f} {m:>12.1f} "
-                    f"{100 * (m / p - 1) if p > 0 else 0.0:>+7.1f}%   peak RSS "
+                    f"{100 * (m / p - 1) if p > 0 else 0.0:>+7.1f}%   CPU {c:.1f} ms "
+                    f"({100 * (c / p - 1) if p > 0 else 0.0:+.1f}%), peak RSS "
                     f"{r.measured.peak_memory_bytes[s] / 2**20:.0f} MiB"
                 )
         return "\n".join(lines)
@@ -82,6 +85,7 @@ def validate(
     steps: int = 5,
     warmup: int = 2,
     threads: int = 1,
+    nice: Optional[int] = None,
     print_table: bool = True,
     **profile_options: Any,
 ) -> Validation:
@@ -91,7 +95,7 @@ def validate(
         from . import profile
 
         workload = profile(model, example_inputs, loss_fn=loss_fn, target=target, threads=threads,
-                           accelerators=stages, **profile_options)
+                           accelerators=stages, nice=nice, **profile_options)
     chosen = make_plan(workload, accelerators=stages, granularity="layer")
     splits = [("planned", split_of(chosen))]
     if compare_equal:
@@ -99,13 +103,14 @@ def validate(
         if equal != splits[0][1]:
             splits.append(("equal", equal))
     result = Validation(workload=workload, plan=chosen)
-    for schedule in schedules:
-        for label, split in splits:
-            sim = predict(workload, split, schedule, micro_batches)
-            measured = run(model, split, example_inputs, target, loss_fn, schedule=schedule,
-                           micro_batches=micro_batches, steps=steps, warmup=warmup, threads=threads)
-            busy = [d["computeMs"] for d in sim["devices"]]
-            result.rows.append(Row(schedule, label, split, sim["iterationMs"], measured, busy))
+    configs = [(schedule, label, split) for schedule in schedules for label, split in splits]
+    measured = run_many(model, [(split, schedule) for schedule, _, split in configs], example_inputs, target,
+                        loss_fn, micro_batches=micro_batches, steps=steps, warmup=warmup, threads=threads,
+                        nice=nice)
+    for (schedule, label, split), got in zip(configs, measured):
+        sim = predict(workload, split, schedule, micro_batches)
+        busy = [d["computeMs"] for d in sim["devices"]]
+        result.rows.append(Row(schedule, label, split, sim["iterationMs"], got, busy))
     if print_table:
         print(result.table())
     return result
