@@ -41,17 +41,22 @@ def gpt2_model(seq):
     return transformers.GPT2LMHeadModel(cfg), cfg.vocab_size
 
 
-def measure(which, seq, nice, steps, m, clock):
+def measure(which, seq, nice, steps, m, clock, schedules, workload):
     model, vocab = (ci_model if which == "ci" else gpt2_model)(seq)
     x, y = ids(vocab, seq, 1), ids(vocab, seq, 2)
     t0 = time.perf_counter()
-    w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=7, warmup=2, nice=nice, clock=clock)
+    if workload:
+        w = dnnplace.Workload.load(workload)
+    else:
+        w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=7, warmup=2, nice=nice, clock=clock)
     took = time.perf_counter() - t0
     doc = json.loads(w.to_json())
     print(f"{which}: {len(doc['nodes'])} nodes, profiled in {took:.1f} s (7 repeats, 2 warm-up), "
           f"median node spread {100 * timing_spread(w):.1f}%, tied: {doc['tiedParameters']}")
-    w.save(f"/tmp/dnnplace-{which}-profile.json")
-    v = validate(model, (x,), y, lm_loss, workload=w, micro_batches=m, steps=steps, warmup=1, nice=nice)
+    if not workload:
+        w.save(f"/tmp/dnnplace-{which}-profile.json")
+    v = validate(model, (x,), y, lm_loss, workload=w, micro_batches=m, steps=steps, warmup=1, nice=nice,
+                 schedules=schedules, timeout=3000)
     print("plan:", v.plan.status, f"TPS {v.plan.tps_ms:.2f} ms", [d["modules"] for d in v.plan.devices])
 
 
@@ -69,7 +74,7 @@ def analytic(clock):
         rest = {"fwd": 0.0, "bwd": 0.0}
         for n in doc["nodes"]:
             key = "bwd" if n.get("isBackwardNode") else "fwd"
-            (blocks if "layerId" in n and n["layerId"] is not None else rest)[key] += n["fpgaLatency"]
+            (blocks if 0 <= (n.get("layerId") if n.get("layerId") is not None else -1) < 8 else rest)[key] += n["fpgaLatency"]
         return blocks, rest
 
     (mb, mr), (gb, gr) = split(measured), split(gen)
@@ -90,8 +95,10 @@ if __name__ == "__main__":
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("-m", type=int, default=8)
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    ap.add_argument("--schedules", default="gpipe,1f1b")
+    ap.add_argument("--workload", default=None, help="a saved profile instead of profiling again")
     a = ap.parse_args()
     if a.which == "analytic":
         analytic(a.clock)
     else:
-        measure(a.which, a.seq, a.nice, a.steps, a.m, a.clock)
+        measure(a.which, a.seq, a.nice, a.steps, a.m, a.clock, a.schedules.split(","), a.workload)

@@ -32,11 +32,15 @@ use dnnplace::costmodel::{
     Style, TransformerSpec,
 };
 use dnnplace::export::{self, LayerPlan};
-use dnnplace::io::{parse_placement, parse_workload, read_workload, workload_to_json, write_atomically};
+use dnnplace::io::{
+    parse_placement, parse_workload, read_workload, workload_to_json, write_atomically,
+};
 use dnnplace::model::layers::Layers;
 use dnnplace::model::recompute::Recompute;
 use dnnplace::model::schedule::{Pipeline, Schedule};
-use dnnplace::model::{Cluster as CoreCluster, DeviceSet, Placement, Platform, Workload as CoreWorkload};
+use dnnplace::model::{
+    Cluster as CoreCluster, DeviceSet, Placement, Platform, Workload as CoreWorkload,
+};
 use dnnplace::report::html::{report_html, ReportInput};
 use dnnplace::report::simulation::simulation_json;
 use dnnplace::report::table::{evaluation_json, gap, status_text};
@@ -47,10 +51,22 @@ use dnnplace::solve::budget;
 use dnnplace::solve::cluster::dp::Tracking;
 use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
 use dnnplace::solve::coarsen::CoarsenSettings;
-use dnnplace::solve::{self, method_names, Limits, MethodId, Objective, Outcome, Problem, SolveError, Status};
+use dnnplace::solve::{
+    self, method_names, Limits, MethodId, Objective, Outcome, Problem, SolveError, Status,
+};
 
-create_exception!(_dnnplace, InputError, PyValueError, "Bad input: the CLI's exit status 2, with its message.");
-create_exception!(_dnnplace, InternalError, PyRuntimeError, "An internal check failed (a bug): the CLI's exit status 3.");
+create_exception!(
+    _dnnplace,
+    InputError,
+    PyValueError,
+    "Bad input: the CLI's exit status 2, with its message."
+);
+create_exception!(
+    _dnnplace,
+    InternalError,
+    PyRuntimeError,
+    "An internal check failed (a bug): the CLI's exit status 3."
+);
 
 fn input(msg: impl std::fmt::Display) -> PyErr {
     InputError::new_err(msg.to_string())
@@ -80,7 +96,10 @@ pub struct Workload {
 
 impl Workload {
     fn new(inner: CoreWorkload) -> Workload {
-        Workload { inner, source: None }
+        Workload {
+            inner,
+            source: None,
+        }
     }
 
     fn read(text: &str) -> PyResult<Workload> {
@@ -97,7 +116,9 @@ fn keep_extras(out: String, source: &Option<Value>) -> String {
     let (Ok(mut v), Some(src)) = (serde_json::from_str::<Value>(&out), source.as_object()) else {
         return out;
     };
-    let Some(obj) = v.as_object_mut() else { return out };
+    let Some(obj) = v.as_object_mut() else {
+        return out;
+    };
     for (k, x) in src {
         if !obj.contains_key(k) {
             obj.insert(k.clone(), x.clone());
@@ -112,8 +133,12 @@ fn keep_extras(out: String, source: &Option<Value>) -> String {
         .collect();
     if let Some(nodes) = obj.get_mut("nodes").and_then(Value::as_array_mut) {
         for n in nodes.iter_mut() {
-            let Some(id) = n.get("id").and_then(Value::as_i64) else { continue };
-            let (Some(extra), Some(node)) = (src_nodes.get(&id), n.as_object_mut()) else { continue };
+            let Some(id) = n.get("id").and_then(Value::as_i64) else {
+                continue;
+            };
+            let (Some(extra), Some(node)) = (src_nodes.get(&id), n.as_object_mut()) else {
+                continue;
+            };
             for (k, x) in extra.iter() {
                 if !node.contains_key(k) {
                     node.insert(k.clone(), x.clone());
@@ -130,7 +155,8 @@ impl Workload {
     #[staticmethod]
     fn load(path: PathBuf) -> PyResult<Workload> {
         read_workload(&path).map_err(input)?;
-        let text = std::fs::read_to_string(&path).map_err(|e| input(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| input(format!("{}: {e}", path.display())))?;
         Workload::read(&text)
     }
 
@@ -156,9 +182,15 @@ impl Workload {
         cpus: usize,
     ) -> PyResult<Workload> {
         let settings = cost_settings(device, cpu_device, dtype, training, accelerators, cpus)?;
-        let options = ImportOptions { batch, seq, dtype: settings.dtype, training };
+        let options = ImportOptions {
+            batch,
+            seq,
+            dtype: settings.dtype,
+            training,
+        };
         let imported = import_file(&path, &options).map_err(input)?;
-        let w = to_workload(&imported.graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
+        let w = to_workload(&imported.graph, &settings)
+            .map_err(|e| input(format!("invalid workload: {e}")))?;
         Ok(Workload::new(w))
     }
 
@@ -174,7 +206,12 @@ impl Workload {
 
     /// A copy with another device set (`None` keeps the current value).
     #[pyo3(signature = (accelerators=None, cpus=None, memory=None))]
-    fn with_devices(&self, accelerators: Option<usize>, cpus: Option<usize>, memory: Option<&str>) -> PyResult<Workload> {
+    fn with_devices(
+        &self,
+        accelerators: Option<usize>,
+        cpus: Option<usize>,
+        memory: Option<&str>,
+    ) -> PyResult<Workload> {
         Ok(Workload {
             inner: apply_devices(self.inner.clone(), accelerators, cpus, memory)?,
             source: self.source.clone(),
@@ -200,11 +237,23 @@ impl Workload {
 
     fn __repr__(&self) -> String {
         let d = self.inner.devices();
-        format!("<Workload {} nodes, {} accelerators, {} CPUs>", self.inner.nodes().len(), d.accelerators, d.cpus)
+        format!(
+            "<Workload {} nodes, {} accelerators, {} CPUs>",
+            self.inner.nodes().len(),
+            d.accelerators,
+            d.cpus
+        )
     }
 }
 
-fn cost_settings(device: &str, cpu_device: &str, dtype: &str, training: bool, accelerators: usize, cpus: usize) -> PyResult<CostSettings> {
+fn cost_settings(
+    device: &str,
+    cpu_device: &str,
+    dtype: &str,
+    training: bool,
+    accelerators: usize,
+    cpus: usize,
+) -> PyResult<CostSettings> {
     Ok(CostSettings {
         accelerator: find_profile(device, &[]).map_err(input)?,
         cpu: find_profile(cpu_device, &[]).map_err(input)?,
@@ -215,21 +264,29 @@ fn cost_settings(device: &str, cpu_device: &str, dtype: &str, training: bool, ac
     })
 }
 
-fn apply_devices(w: CoreWorkload, accelerators: Option<usize>, cpus: Option<usize>, memory: Option<&str>) -> PyResult<CoreWorkload> {
+fn apply_devices(
+    w: CoreWorkload,
+    accelerators: Option<usize>,
+    cpus: Option<usize>,
+    memory: Option<&str>,
+) -> PyResult<CoreWorkload> {
     if accelerators.is_none() && cpus.is_none() && memory.is_none() {
         return Ok(w);
     }
     if w.cluster().is_some() {
         return Err(input("the workload has a cluster section; accelerators, cpus and memory apply to MODEL.md's device set (give cluster= instead)"));
     }
-    let memory = memory.map(|m| dnnplace::model::parse_bytes(m).map_err(|e| input(format!("memory: {e}")))).transpose()?;
+    let memory = memory
+        .map(|m| dnnplace::model::parse_bytes(m).map_err(|e| input(format!("memory: {e}"))))
+        .transpose()?;
     let d = w.devices();
     let devices = DeviceSet {
         accelerators: accelerators.unwrap_or(d.accelerators),
         cpus: cpus.unwrap_or(d.cpus),
         memory_per_accelerator_bytes: memory.unwrap_or(d.memory_per_accelerator_bytes),
     };
-    w.with_devices(devices).map_err(|e| input(format!("invalid workload: {e}")))
+    w.with_devices(devices)
+        .map_err(|e| input(format!("invalid workload: {e}")))
 }
 
 /// Generates a transformer workload priced with a device profile (`dnnplace generate
@@ -258,7 +315,11 @@ fn generate_transformer(
         "bert" => Style::Bert,
         "gpt2" => Style::Gpt2,
         "llama" => Style::Llama,
-        other => return Err(input(format!("unknown style '{other}'; known: bert, gpt2, llama"))),
+        other => {
+            return Err(input(format!(
+                "unknown style '{other}'; known: bert, gpt2, llama"
+            )))
+        }
     };
     let mut spec = TransformerSpec::new(style, layers, hidden, heads, seq, batch);
     spec.ffn = ffn.unwrap_or(spec.ffn);
@@ -268,7 +329,11 @@ fn generate_transformer(
         Some("bert") => Head::Bert,
         Some("lm") => Head::Lm,
         Some("none") => Head::None,
-        Some(other) => return Err(input(format!("unknown head '{other}'; known: bert, lm, none"))),
+        Some(other) => {
+            return Err(input(format!(
+                "unknown head '{other}'; known: bert, lm, none"
+            )))
+        }
     };
     let settings = cost_settings(device, cpu_device, dtype, training, accelerators, cpus)?;
     let graph = transformer_graph(&spec, settings.dtype).map_err(input)?;
@@ -290,7 +355,10 @@ impl Cluster {
     #[staticmethod]
     fn parse(spec: &str) -> PyResult<Cluster> {
         let inner = cluster_from_arg(spec, &builtin_profiles()).map_err(input)?;
-        Ok(Cluster { inner, spec: spec.to_string() })
+        Ok(Cluster {
+            inner,
+            spec: spec.to_string(),
+        })
     }
 
     /// The number of accelerators.
@@ -300,7 +368,11 @@ impl Cluster {
     }
 
     fn __repr__(&self) -> String {
-        format!("<Cluster {}: {} accelerators>", self.spec, self.inner.device_set().accelerators)
+        format!(
+            "<Cluster {}: {} accelerators>",
+            self.spec,
+            self.inner.device_set().accelerators
+        )
     }
 }
 
@@ -329,7 +401,9 @@ fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyRes
     budget::clear_interrupt();
     match result {
         Ok(r) => Ok((r, interrupted)),
-        Err(_) => Err(InternalError::new_err("the solver panicked (a bug; please report it)")),
+        Err(_) => Err(InternalError::new_err(
+            "the solver panicked (a bug; please report it)",
+        )),
     }
 }
 
@@ -415,7 +489,11 @@ impl Plan {
         for d in self.json["devices"].as_array().into_iter().flatten() {
             let mut d = d.clone();
             let name = d["device"].clone();
-            let held = holdings.as_array().into_iter().flatten().find(|h| h["device"] == name);
+            let held = holdings
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|h| h["device"] == name);
             d["modules"] = held.map_or(json!([]), |h| h["modules"].clone());
             out.push(d);
         }
@@ -445,13 +523,25 @@ impl Plan {
 
     /// Writes the HTML report (the plan simulated under `schedule` with `micro_batches`).
     #[pyo3(signature = (path, schedule="1f1b", micro_batches=DEFAULT_MICRO_BATCHES))]
-    fn report(&self, py: Python<'_>, path: PathBuf, schedule: &str, micro_batches: usize) -> PyResult<()> {
-        let settings = SimSettings { schedule: parse_schedule(schedule)?, micro_batches };
+    fn report(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        schedule: &str,
+        micro_batches: usize,
+    ) -> PyResult<()> {
+        let settings = SimSettings {
+            schedule: parse_schedule(schedule)?,
+            micro_batches,
+        };
         let (w, p) = (&self.workload, &self.placement);
         let Some((evaluation, outcome)) = &self.scored else {
             return Err(input("on a cluster, the report is not available yet (as with the CLI's plan --cluster --report)"));
         };
-        let title = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let title = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         let page = py.detach(|| -> PyResult<String> {
             let simulation = core_simulate(w, p, &settings).map_err(input)?;
             Ok(report_html(&ReportInput {
@@ -467,7 +557,13 @@ impl Plan {
     }
 
     fn __repr__(&self) -> String {
-        format!("<Plan {}={:.6} ms, bound {:.6}, {}>", self.objective, self.value(), self.bound_ms(), self.status())
+        format!(
+            "<Plan {}={:.6} ms, bound {:.6}, {}>",
+            self.objective,
+            self.value(),
+            self.bound_ms(),
+            self.status()
+        )
     }
 }
 
@@ -477,12 +573,16 @@ fn to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
 }
 
 fn parse_schedule(text: &str) -> PyResult<Schedule> {
-    text.parse::<Schedule>().map_err(|e| input(format!("schedule: {e}")))
+    text.parse::<Schedule>()
+        .map_err(|e| input(format!("schedule: {e}")))
 }
 
 fn export_text(format: &str, w: &CoreWorkload, placement: &Placement) -> PyResult<String> {
     let exporter = export::exporter_by_name(format).ok_or_else(|| {
-        input(format!("unknown export format '{format}'; known: {}", export::format_names().join(", ")))
+        input(format!(
+            "unknown export format '{format}'; known: {}",
+            export::format_names().join(", ")
+        ))
     })?;
     let layers = Layers::new(w).map_err(|e| input(format!("layer granularity: {e}")))?;
     let plan = LayerPlan::new(w, &layers, placement)
@@ -498,8 +598,12 @@ fn objective_of(name: &str, pieces: usize) -> PyResult<Objective> {
         "throughput" => Ok(Objective::Throughput),
         "sync" => Ok(Objective::Sync),
         "latency" if pieces >= 1 => Ok(Objective::Latency { pieces }),
-        "latency" => Err(input(format!("pieces {pieces} is out of range: at least 1 (the pieces one accelerator may hold)"))),
-        other => Err(input(format!("unknown objective '{other}'; known: throughput, sync, latency"))),
+        "latency" => Err(input(format!(
+            "pieces {pieces} is out of range: at least 1 (the pieces one accelerator may hold)"
+        ))),
+        other => Err(input(format!(
+            "unknown objective '{other}'; known: throughput, sync, latency"
+        ))),
     }
 }
 
@@ -529,16 +633,24 @@ fn plan(
     cpus: Option<usize>,
     memory: Option<&str>,
 ) -> PyResult<Plan> {
-    let id = MethodId::from_name(method)
-        .ok_or_else(|| input(format!("unknown method '{method}'; known: {}", method_names().join(", "))))?;
+    let id = MethodId::from_name(method).ok_or_else(|| {
+        input(format!(
+            "unknown method '{method}'; known: {}",
+            method_names().join(", ")
+        ))
+    })?;
     if id == MethodId::Expert {
-        return Err(input("method expert scores a given split: use dnnplace.score(workload, placement_json)"));
+        return Err(input(
+            "method expert scores a given split: use dnnplace.score(workload, placement_json)",
+        ));
     }
     let objective = objective_of(objective, pieces)?;
     let contiguous = !non_contiguous && !id.only_non_contiguous();
     if let Some(t) = time_limit {
         if !(1e-3..=1e9).contains(&t) {
-            return Err(input(format!("time_limit {t} s is out of range (1 ms to 1e9 s; omit it for no limit)")));
+            return Err(input(format!(
+                "time_limit {t} s is out of range (1 ms to 1e9 s; omit it for no limit)"
+            )));
         }
     }
     if let Some(g) = gap {
@@ -547,7 +659,9 @@ fn plan(
         }
     }
     if threads == Some(0) {
-        return Err(input("threads 0 is out of range: at least 1 (the number of solver threads)"));
+        return Err(input(
+            "threads 0 is out of range: at least 1 (the number of solver threads)",
+        ));
     }
     let limits = Limits {
         time_limit_s: time_limit,
@@ -558,21 +672,40 @@ fn plan(
     };
     let pipeline = pipeline_of(schedule, micro_batches, recompute, id)?;
     if let Some(c) = cluster {
-        if pipeline.is_some() || granularity.is_some() || accelerators.is_some() || cpus.is_some() || memory.is_some() {
+        if pipeline.is_some()
+            || granularity.is_some()
+            || accelerators.is_some()
+            || cpus.is_some()
+            || memory.is_some()
+        {
             return Err(input("on a cluster, schedule, granularity, accelerators, cpus and memory do not apply (the cluster planner prices MODEL.md's memory)"));
         }
         return plan_cluster(py, &workload.inner, c, id, objective, contiguous, limits);
     }
     let w = apply_devices(workload.inner.clone(), accelerators, cpus, memory)?;
     if w.cluster().is_some() {
-        return Err(input("the workload has a cluster section: give cluster= (the cluster planner)"));
+        return Err(input(
+            "the workload has a cluster section: give cluster= (the cluster planner)",
+        ));
     }
     let layers = match granularity {
         None | Some("operator") => None,
-        Some("layer") | Some("blocks") => Some(Layers::new(&w).map_err(|e| input(format!("layer granularity: {e}")))?),
-        Some(other) => return Err(input(format!("unknown granularity '{other}'; known: operator, layer"))),
+        Some("layer") | Some("blocks") => {
+            Some(Layers::new(&w).map_err(|e| input(format!("layer granularity: {e}")))?)
+        }
+        Some(other) => {
+            return Err(input(format!(
+                "unknown granularity '{other}'; known: operator, layer"
+            )))
+        }
     };
-    let problem = Problem { workload: &w, objective, contiguous, limits, pipeline };
+    let problem = Problem {
+        workload: &w,
+        objective,
+        contiguous,
+        limits,
+        pipeline,
+    };
     let chosen: Box<dyn solve::Method> = match id {
         MethodId::Auto => Box::new(Auto::new(CoarsenSettings::default())),
         other => solve::method(other),
@@ -582,11 +715,20 @@ fn plan(
         None => solve::plan(chosen.as_ref(), &problem),
     })?;
     let checked = result.map_err(solve_err)?;
-    let (Some(placement), Some(evaluation)) = (&checked.outcome.placement, &checked.evaluation) else {
+    let (Some(placement), Some(evaluation)) = (&checked.outcome.placement, &checked.evaluation)
+    else {
         return Err(input(no_plan_message(&checked.outcome)));
     };
-    let names = layers.clone().unwrap_or_else(|| Layers::new(&w).unwrap_or_else(|_| Layers::per_node(&w)));
-    let mut v = evaluation_json(&w, placement, Some(&checked.outcome), problem.objective, evaluation);
+    let names = layers
+        .clone()
+        .unwrap_or_else(|| Layers::new(&w).unwrap_or_else(|_| Layers::per_node(&w)));
+    let mut v = evaluation_json(
+        &w,
+        placement,
+        Some(&checked.outcome),
+        problem.objective,
+        evaluation,
+    );
     v["holdings"] = dnnplace::report::layers::holdings_json(&w, &names, placement);
     Ok(Plan {
         placement: placement.clone(),
@@ -605,14 +747,24 @@ fn no_plan_message(outcome: &Outcome) -> String {
     }
 }
 
-fn pipeline_of(schedule: Option<&str>, micro_batches: Option<usize>, recompute: Option<&str>, id: MethodId) -> PyResult<Option<Pipeline>> {
+fn pipeline_of(
+    schedule: Option<&str>,
+    micro_batches: Option<usize>,
+    recompute: Option<&str>,
+    id: MethodId,
+) -> PyResult<Option<Pipeline>> {
     if let Some(m) = micro_batches {
         if !(1..=1 << 20).contains(&m) {
-            return Err(input(format!("micro_batches {m} is out of range (1 to 1048576)")));
+            return Err(input(format!(
+                "micro_batches {m} is out of range (1 to 1048576)"
+            )));
         }
     }
     let recompute = recompute
-        .map(|r| r.parse::<Recompute>().map_err(|e| input(format!("recompute: {e}"))))
+        .map(|r| {
+            r.parse::<Recompute>()
+                .map_err(|e| input(format!("recompute: {e}")))
+        })
         .transpose()?;
     let Some(schedule) = schedule else {
         if micro_batches.is_some() || recompute.is_some() {
@@ -642,19 +794,35 @@ fn plan_cluster(
     let method = match id {
         MethodId::Dp | MethodId::Auto => ClusterMethod::Dp,
         MethodId::BruteForce => ClusterMethod::BruteForce,
-        MethodId::Ip => ClusterMethod::Ip { contiguous, sync: objective == Objective::Sync },
-        other => return Err(input(format!("on a cluster, the method is auto (the cluster DP), dp, ip or brute-force, not {other}"))),
+        MethodId::Ip => ClusterMethod::Ip {
+            contiguous,
+            sync: objective == Objective::Sync,
+        },
+        other => return Err(input(format!(
+            "on a cluster, the method is auto (the cluster DP), dp, ip or brute-force, not {other}"
+        ))),
     };
     let sync_ip = objective == Objective::Sync && matches!(method, ClusterMethod::Ip { .. });
     if objective != Objective::Throughput && !sync_ip {
-        return Err(input("on a cluster, the objective is throughput (TPS), or sync with method ip"));
+        return Err(input(
+            "on a cluster, the objective is throughput (TPS), or sync with method ip",
+        ));
     }
     if !contiguous && !matches!(method, ClusterMethod::Ip { .. }) {
-        return Err(input("on a cluster, non-contiguous plans come from method ip"));
+        return Err(input(
+            "on a cluster, non-contiguous plans come from method ip",
+        ));
     }
-    let platform = Platform { cluster: Some(cluster.inner.clone()), ..w.platform().clone() };
-    let w = w.clone().with_platform(platform).map_err(|e| input(format!("cluster {}: {e}", cluster.spec)))?;
-    let (result, interrupted) = interruptible(py, || plan_on_cluster(&w, &limits, method, Tracking::Best))?;
+    let platform = Platform {
+        cluster: Some(cluster.inner.clone()),
+        ..w.platform().clone()
+    };
+    let w = w
+        .clone()
+        .with_platform(platform)
+        .map_err(|e| input(format!("cluster {}: {e}", cluster.spec)))?;
+    let (result, interrupted) =
+        interruptible(py, || plan_on_cluster(&w, &limits, method, Tracking::Best))?;
     let plan = result.map_err(solve_err)?;
     let Some(best) = &plan.best else {
         return Err(input(match &plan.stopped {
@@ -669,7 +837,14 @@ fn plan_cluster(
     v["maxLoad"] = json!(best.evaluation.max_load);
     let (status, outcome, bound) = match &plan.stopped {
         None => ("proven optimal".to_string(), "optimal", best.value),
-        Some(_) => (format!("feasible, gap {:.3}%", 100.0 * gap(best.value, plan.lower_bound)), "feasible", plan.lower_bound),
+        Some(_) => (
+            format!(
+                "feasible, gap {:.3}%",
+                100.0 * gap(best.value, plan.lower_bound)
+            ),
+            "feasible",
+            plan.lower_bound,
+        ),
     };
     v["status"] = json!(status);
     v["outcome"] = json!(outcome);
@@ -694,7 +869,9 @@ fn placement_of(w: &CoreWorkload, plan: &Bound<'_, PyAny>) -> PyResult<Placement
     if let Ok(p) = plan.cast::<Plan>() {
         return Ok(p.borrow().placement.clone());
     }
-    let text: String = plan.extract().map_err(|_| input("plan: expected a Plan or placement JSON text"))?;
+    let text: String = plan
+        .extract()
+        .map_err(|_| input("plan: expected a Plan or placement JSON text"))?;
     parse_placement(&text, w).map_err(input)
 }
 
@@ -702,7 +879,12 @@ fn placement_of(w: &CoreWorkload, plan: &Bound<'_, PyAny>) -> PyResult<Placement
 /// TPS, sync and latency, as `dnnplace score --json` prints them (a dict).
 #[pyfunction]
 #[pyo3(signature = (workload, plan, objective="throughput"))]
-fn score(py: Python<'_>, workload: &Workload, plan: &Bound<'_, PyAny>, objective: &str) -> PyResult<Py<PyAny>> {
+fn score(
+    py: Python<'_>,
+    workload: &Workload,
+    plan: &Bound<'_, PyAny>,
+    objective: &str,
+) -> PyResult<Py<PyAny>> {
     // As `dnnplace score`: latency with any number of pieces, and always reported.
     let objective = match objective_of(objective, 1)? {
         Objective::Latency { .. } => Objective::Latency { pieces: usize::MAX },
@@ -712,7 +894,15 @@ fn score(py: Python<'_>, workload: &Workload, plan: &Bound<'_, PyAny>, objective
     let p = placement_of(w, plan)?;
     let v = py.detach(|| {
         let latency = matches!(objective, Objective::Latency { .. });
-        let e = evaluate_with(w, &p, if latency { LatencyScoring::Rules } else { LatencyScoring::Always });
+        let e = evaluate_with(
+            w,
+            &p,
+            if latency {
+                LatencyScoring::Rules
+            } else {
+                LatencyScoring::Always
+            },
+        );
         let p = if latency { e.attach_cut(p) } else { p };
         evaluation_json(w, &p, None, objective, &e)
     });
@@ -723,10 +913,19 @@ fn score(py: Python<'_>, workload: &Workload, plan: &Bound<'_, PyAny>, objective
 /// event, as `dnnplace simulate --format json` prints it (a dict).
 #[pyfunction]
 #[pyo3(signature = (workload, plan, schedule="1f1b", micro_batches=DEFAULT_MICRO_BATCHES))]
-fn simulate(py: Python<'_>, workload: &Workload, plan: &Bound<'_, PyAny>, schedule: &str, micro_batches: usize) -> PyResult<Py<PyAny>> {
+fn simulate(
+    py: Python<'_>,
+    workload: &Workload,
+    plan: &Bound<'_, PyAny>,
+    schedule: &str,
+    micro_batches: usize,
+) -> PyResult<Py<PyAny>> {
     let w = &workload.inner;
     let p = placement_of(w, plan)?;
-    let settings = SimSettings { schedule: parse_schedule(schedule)?, micro_batches };
+    let settings = SimSettings {
+        schedule: parse_schedule(schedule)?,
+        micro_batches,
+    };
     let v = py.detach(|| core_simulate(w, &p, &settings).map(|s| simulation_json(&s)));
     to_py(py, &v.map_err(input)?)
 }

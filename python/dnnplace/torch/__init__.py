@@ -271,7 +271,9 @@ def profile(
         by_path = {path: (mod, layer) for path, mod, layer in units}
         param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
         owners: Dict[int, List[str]] = {}
-        names = {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
+        names: Dict[int, str] = {}
+        for n, p in model.named_parameters(remove_duplicate=False):
+            names.setdefault(id(p), n)
         for path in order:
             for p in by_path[path][0].parameters():
                 owners.setdefault(id(p), [])

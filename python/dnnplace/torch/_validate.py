@@ -86,6 +86,7 @@ def validate(
     warmup: int = 2,
     threads: int = 1,
     nice: Optional[int] = None,
+    timeout: float = 600.0,
     print_table: bool = True,
     **profile_options: Any,
 ) -> Validation:
@@ -106,7 +107,7 @@ def validate(
     configs = [(schedule, label, split) for schedule in schedules for label, split in splits]
     measured = run_many(model, [(split, schedule) for schedule, _, split in configs], example_inputs, target,
                         loss_fn, micro_batches=micro_batches, steps=steps, warmup=warmup, threads=threads,
-                        nice=nice)
+                        nice=nice, timeout=timeout)
     for (schedule, label, split), got in zip(configs, measured):
         sim = predict(workload, split, schedule, micro_batches)
         busy = [d["computeMs"] for d in sim["devices"]]
