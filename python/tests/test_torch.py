@@ -10,7 +10,8 @@ Timing checks compare figures of one run with each other, never with fixed times
 splits and schedules take their steps in turn in one set of processes. A run is too
 noisy to judge when its steps or its profile spread more than 10 %, or when a stage's
 busy wall time exceeds its CPU time by more than 10 % (other work took the cores): it is
-retried twice, then the test skips, printing the figures.
+retried twice (``DNNPLACE_REALRUN_ATTEMPTS`` attempts in all, default 3), then the test
+skips, printing the figures.
 """
 
 import json
@@ -25,6 +26,8 @@ from dnnplace.torch import TinyGPT, profile, timing_spread, validate  # noqa: E4
 from dnnplace.torch.models import lm_loss  # noqa: E402
 
 NOISY = 0.10
+# Attempts of the real-run check before it skips as too noisy (DNNPLACE_REALRUN_ATTEMPTS).
+ATTEMPTS = int(os.environ.get("DNNPLACE_REALRUN_ATTEMPTS", "3"))
 
 
 def small_model(tie=False):
@@ -115,7 +118,7 @@ def _attempt():
 
 def test_real_pipeline_matches_the_prediction():
     notes = []
-    for attempt in range(3):
+    for attempt in range(ATTEMPTS):
         w, v = _attempt()
         spread = max(r.measured.spread for r in v.rows)
         contention = max(r.measured.contention for r in v.rows)
@@ -125,6 +128,7 @@ def test_real_pipeline_matches_the_prediction():
                    f"{1 + NOISY:.2f}), profiling {json.loads(w.to_json())['profile']['timeS']:.1f} s")
         print(f"attempt {attempt + 1}: {figures}")
         if spread <= NOISY and profile_spread <= NOISY and contention <= 1 + NOISY:
+            print(v.table())
             break
         notes.append(f"attempt {attempt + 1} too noisy: {figures}\n{v.table()}")
     else:

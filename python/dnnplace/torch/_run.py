@@ -222,7 +222,7 @@ def run(
     warmup: int = 2,
     threads: int = 1,
     nice: Optional[int] = None,
-    timeout: float = 600.0,
+    timeout: float = 1800.0,
 ) -> RunResult:
     """Runs ``plan`` (a :class:`dnnplace.Plan`, or the list of module paths that begin
     stages 1, 2, ...) as a real pipeline and measures it (module documentation).
@@ -246,7 +246,7 @@ def run_many(
     warmup: int = 2,
     threads: int = 1,
     nice: Optional[int] = None,
-    timeout: float = 600.0,
+    timeout: float = 1800.0,
 ) -> List[RunResult]:
     """Several (plan, schedule) runs in one set of stage processes, their steps taken in
     turn (one step of each, then the next round), so that the figures are measured in the

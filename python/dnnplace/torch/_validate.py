@@ -86,7 +86,7 @@ def validate(
     warmup: int = 2,
     threads: int = 1,
     nice: Optional[int] = None,
-    timeout: float = 600.0,
+    timeout: float = 1800.0,
     print_table: bool = True,
     **profile_options: Any,
 ) -> Validation:
