@@ -182,3 +182,23 @@ def test_ctrl_c_returns_the_best_plan_so_far():
     assert took < 120, took
     # The flag is cleared: the next solve runs to the end.
     assert dnnplace.plan(w.with_devices(accelerators=2), time_limit=60).stop_reason is None
+
+
+def test_onnx_import_equals_the_clis(tmp_path):
+    onnx = SHARED.parent / "onnx" / "light_resnet50.onnx"
+    need(onnx, "the published ONNX models (../shared)")
+    need(CLI, "the CLI (cargo build --release)")
+    out_file = tmp_path / "r.json"
+    out = cli("import", str(onnx), "--device", "h100", "--batch", "8", "--training", "--out", str(out_file))
+    assert out.returncode == 0, out.stderr
+    w = dnnplace.Workload.from_onnx(onnx, device="h100", batch=8, training=True)
+    assert json.loads(w.to_json()) == json.loads(out_file.read_text())
+
+
+def test_report_writes_one_html_page(tmp_path):
+    w = dnnplace.generate_transformer("gpt2", layers=4, hidden=256, heads=4, seq=128, training=True,
+                                      accelerators=2)
+    page = tmp_path / "plan.html"
+    dnnplace.plan(w).report(page, schedule="gpipe", micro_batches=4)
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text
