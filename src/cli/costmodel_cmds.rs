@@ -13,7 +13,6 @@ use super::settings::{
     import_options as checked_import_options, DeviceOverrides, TransformerSizes,
 };
 use super::{parse_count, CliError};
-use crate::costmodel::cluster::cluster_from_arg;
 use crate::costmodel::onnx::{import_file, ImportOptions};
 use crate::costmodel::synthetic::{gpt_graph, gpt_layers_for_nodes, wide_graph, GptSpec, WideSpec};
 use crate::costmodel::{

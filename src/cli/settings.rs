@@ -665,14 +665,6 @@ impl TransformerSizes {
     }
 }
 
-/// A finite number > 0 (`--target-tps`).
-pub fn parse_positive(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err(format!("'{text}' is not a finite number > 0")),
-    }
-}
-
 /// `--target-tps MS`: a time per sample from 1e-9 ms (a picosecond: below any device's
 /// step) to 1e15 ms. Beyond, the cheapest-mix search reports ratios of hundreds of digits.
 pub fn parse_target_tps(text: &str) -> Result<f64, String> {

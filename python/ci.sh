@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The Python package's CI: a virtual environment with pinned PyTorch, transformers,
+# onnxruntime and pytest, then `pip install ./python` (the README's set-up, which builds
+# the Rust extension with maturin), then pytest over python/tests. Called by .ci/run after
+# the Rust build (the API tests compare with target/release/dnnplace).
+#
+# pytest exit 5 (no test collected) is a failure here: a CI that ran nothing has not passed.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+venv="${DNNPLACE_PY_VENV:-$root/target/py-venv}"
+started=$SECONDS
+
+# The Rust build of the extension reuses target/ when the build tools are the ones the
+# Makefile set (a change of CMAKE or LIBCLANG_PATH would rebuild HiGHS).
+if [ -z "${CMAKE:-}" ] && ! command -v cmake >/dev/null 2>&1 && [ -x "$root/.tools/cmake/data/bin/cmake" ]; then
+  export CMAKE="$root/.tools/cmake/data/bin/cmake"
+fi
+if [ -z "${LIBCLANG_PATH:-}" ] && [ -d "$root/.tools/clang/native" ]; then
+  export LIBCLANG_PATH="$root/.tools/clang/native"
+fi
+
+python3 -m venv "$venv"
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+"${pip[@]}" torch==2.15.0 transformers==5.23.0 onnxruntime==1.31.1 pytest==9.2.0
+echo "python ci: dependencies installed in $((SECONDS - started)) s"
+"${pip[@]}" "$here"
+echo "python ci: dnnplace built and installed at $((SECONDS - started)) s"
+
+cd "$here"
+set +e
+"$venv/bin/python" -m pytest tests -v -rs -s
+rc=$?
+set -e
+echo "python ci: pytest finished at $((SECONDS - started)) s (exit $rc)"
+if [ "$rc" -eq 5 ]; then
+  echo "python ci: pytest collected no test" >&2
+  exit 1
+fi
+exit "$rc"

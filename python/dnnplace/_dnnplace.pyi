@@ -1,0 +1,152 @@
+"""Type stubs of the native module (python/src/lib.rs)."""
+
+from os import PathLike
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+_Path = Union[str, PathLike]
+
+class InputError(ValueError):
+    """Bad input: the command line's exit status 2, with its message."""
+
+class InternalError(RuntimeError):
+    """An internal check failed (a bug): the command line's exit status 3."""
+
+class Workload:
+    """A workload: operators with per-node times and memory, and the device set."""
+
+    @staticmethod
+    def load(path: _Path) -> "Workload":
+        """Reads a workload JSON file (MODEL.md format)."""
+    @staticmethod
+    def from_json(text: str) -> "Workload":
+        """Parses workload JSON text."""
+    @staticmethod
+    def from_onnx(
+        path: _Path,
+        device: str = "a100-80gb",
+        cpu_device: str = "cpu-core",
+        training: bool = False,
+        dtype: str = "fp32",
+        batch: Optional[int] = None,
+        seq: Optional[int] = None,
+        accelerators: int = 4,
+        cpus: int = 1,
+    ) -> "Workload":
+        """Imports an ONNX model priced with a device profile's analytic cost model."""
+    def to_json(self) -> str:
+        """The workload as JSON text."""
+    def save(self, path: _Path) -> None:
+        """Writes the workload JSON, atomically."""
+    def with_devices(
+        self, accelerators: Optional[int] = None, cpus: Optional[int] = None, memory: Optional[str] = None
+    ) -> "Workload":
+        """A copy with another device set (memory: bytes with a unit, e.g. "16GiB")."""
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def devices(self) -> Tuple[int, int, float]:
+        """(accelerators, cpus, memory per accelerator in bytes)."""
+    def __len__(self) -> int: ...
+
+class Cluster:
+    """A cluster of accelerator types."""
+
+    @staticmethod
+    def parse(spec: str) -> "Cluster":
+        """`MxNxTYPE` terms joined by `+` ("2x8xh100"), or a cluster TOML file."""
+    @property
+    def accelerators(self) -> int: ...
+
+class Plan:
+    """A placement with its score, bound and status (the CLI's `plan --json`)."""
+
+    @property
+    def tps_ms(self) -> float:
+        """Time-Per-Sample (max device load), ms."""
+    @property
+    def value(self) -> float:
+        """The objective's value, ms."""
+    @property
+    def objective(self) -> str: ...
+    @property
+    def bound_ms(self) -> float:
+        """A proven lower bound on the optimum, ms."""
+    @property
+    def gap(self) -> float:
+        """(value - bound) / value."""
+    @property
+    def status(self) -> str:
+        """Readable status, e.g. "proven optimal"."""
+    @property
+    def outcome(self) -> str:
+        """optimal, feasible or heuristic."""
+    @property
+    def stop_reason(self) -> Optional[str]:
+        """time-limit, interrupted, ... or None."""
+    @property
+    def method(self) -> str: ...
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the solver (the plan is the best found so far)."""
+    @property
+    def devices(self) -> List[Dict[str, Any]]:
+        """Per device: device, nodes, load, compute, communication, memoryBytes, bottleneck, modules."""
+    def placement_json(self) -> str:
+        """The placement JSON, as `plan --out` writes it."""
+    def save(self, path: _Path) -> None: ...
+    def to_json(self) -> str:
+        """The whole plan, as `plan --json` prints it."""
+    def export(self, format: str) -> str:
+        """torch, torch-json, deepspeed, megatron, vllm or accelerate."""
+    def report(self, path: _Path, schedule: str = "1f1b", micro_batches: int = 8) -> None:
+        """Writes the HTML report."""
+
+def generate_transformer(
+    style: str = "gpt2",
+    layers: int = 12,
+    hidden: int = 768,
+    heads: int = 12,
+    seq: int = 512,
+    batch: int = 1,
+    ffn: Optional[int] = None,
+    vocab: Optional[int] = None,
+    head: Optional[str] = None,
+    training: bool = False,
+    dtype: str = "fp32",
+    device: str = "a100-80gb",
+    cpu_device: str = "cpu-core",
+    accelerators: int = 4,
+    cpus: int = 1,
+) -> Workload:
+    """A transformer workload priced with a device profile (`dnnplace generate transformer`)."""
+
+def plan(
+    workload: Workload,
+    cluster: Optional[Cluster] = None,
+    method: str = "auto",
+    objective: str = "throughput",
+    schedule: Optional[str] = None,
+    micro_batches: Optional[int] = None,
+    recompute: Optional[str] = None,
+    time_limit: Optional[float] = None,
+    gap: Optional[float] = None,
+    threads: Optional[int] = None,
+    non_contiguous: bool = False,
+    pieces: int = 1,
+    granularity: Optional[str] = None,
+    accelerators: Optional[int] = None,
+    cpus: Optional[int] = None,
+    memory: Optional[str] = None,
+) -> Plan:
+    """Plans a workload as `dnnplace plan` does; Ctrl-C returns the best plan so far."""
+
+def score(workload: Workload, plan: Union[Plan, str], objective: str = "throughput") -> Dict[str, Any]:
+    """Scores a Plan or placement JSON text (`dnnplace score --json`)."""
+
+def simulate(
+    workload: Workload, plan: Union[Plan, str], schedule: str = "1f1b", micro_batches: int = 8
+) -> Dict[str, Any]:
+    """Runs a plan through a pipeline schedule (`dnnplace simulate --format json`)."""
+
+def device_profiles() -> List[str]:
+    """The built-in device profiles' names."""

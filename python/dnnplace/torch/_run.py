@@ -1,0 +1,316 @@
+"""A plan run for real: ``torch.distributed.pipelining`` stages, one process per stage.
+
+The split is the ``torch`` export's: the module paths that begin stages 1, 2, ... (the
+``split_spec`` keys, ``SplitPoint.BEGINNING``). ``pipeline()`` traces the model (wrapped so
+that its output is the first tensor it returns: the logits of a Hugging Face model) and
+cuts it there; rank ``s`` builds stage ``s`` and runs the schedule (``ScheduleGPipe`` or
+``Schedule1F1B``) on a batch of ``m`` copies of the example micro-batch, the last stage
+computing ``loss_fn``. Processes are started with ``spawn``, talk over gloo on
+127.0.0.1, and each sets ``torch.set_num_threads(threads)``.
+
+Per step: a barrier, the schedule's ``step``, a barrier; the step time is rank 0's wall
+time between the barriers (median over the measured steps, after ``warmup`` untimed
+ones). A stage's busy time is the time its ``forward_one_chunk`` and
+``backward_one_chunk`` take per step (the stage's compute; the loss, receives and sends
+are outside), in wall time and in the thread's CPU time: their ratio
+(:attr:`RunResult.contention`) shows whether other work on the machine took the cores.
+:func:`run_many` runs several splits and schedules in one set of processes, one step of
+each in turn, so that their ratios are measured in the same run. Peak memory is the process's peak resident set (``ru_maxrss``): the whole
+process, torch's own memory included.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+
+@dataclass
+class RunResult:
+    """What one real pipeline run measured."""
+
+    schedule: str
+    micro_batches: int
+    split: List[str]
+    #: Median step time (one iteration of m micro-batches, forward and backward), ms.
+    step_ms: float
+    #: Every measured step, ms.
+    steps_ms: List[float]
+    #: Per stage: busy time per step (median), ms.
+    busy_ms: List[float]
+    #: Per stage: the process's peak resident memory, bytes.
+    peak_memory_bytes: List[int]
+    #: Per stage: the CPU time of those calls (the stage's thread), ms.
+    busy_cpu_ms: List[float] = field(default_factory=list)
+    #: (max - min) / median of the measured steps.
+    spread: float = field(default=0.0)
+
+    @property
+    def contention(self) -> float:
+        """The largest busy wall time / busy CPU time over the stages: 1 on a machine that
+        gives each stage its core, more when other work took the cores."""
+        return max((w / c for w, c in zip(self.busy_ms, self.busy_cpu_ms) if c > 0), default=1.0)
+
+
+class _FirstTensor(nn.Module):
+    """The model with its output reduced to the first tensor it returns."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args: Any) -> torch.Tensor:
+        out = self.inner(*args)
+        if isinstance(out, torch.Tensor):
+            return out
+        if hasattr(out, "to_tuple"):
+            out = out.to_tuple()
+        if isinstance(out, dict):
+            out = tuple(out.values())
+        return out[0]
+
+
+def split_of(plan: Any) -> List[str]:
+    """The module paths that begin stages 1, 2, ... of a plan (its ``torch-json`` export)."""
+    if isinstance(plan, (list, tuple)):
+        return list(plan)
+    spec = json.loads(plan.export("torch-json"))["split_spec"]
+    return list(spec.keys())
+
+
+def equal_layer_split(workload: Any, stages: int) -> List[str]:
+    """The framework default (vLLM's and Megatron-LM's rule): the blocks divided into
+    ``stages`` runs of equal length (the first stages one longer when they do not divide),
+    everything before the first block on stage 0 and after the last on the last stage."""
+    doc = json.loads(workload.to_json())
+    blocks: Dict[int, str] = {}
+    for node in doc["nodes"]:
+        if node.get("isBackwardNode") or "layerId" not in node or "module" not in node:
+            continue
+        layer = node["layerId"]
+        path = node["module"]
+        # The block's own path: its module up to and including the layer index.
+        parts = path.split(".")
+        for j, part in enumerate(parts):
+            if part == str(layer):
+                path = ".".join(parts[: j + 1])
+                break
+        blocks.setdefault(layer, path)
+    order = sorted(blocks)
+    if len(order) < stages:
+        raise ValueError(f"{len(order)} blocks cannot fill {stages} stages")
+    base, extra = divmod(len(order), stages)
+    keys, start = [], 0
+    for s in range(stages - 1):
+        start += base + (1 if s < extra else 0)
+        keys.append(blocks[order[start]])
+    return keys
+
+
+def placement_of_split(workload: Any, split: Sequence[str]) -> str:
+    """Placement JSON (MODEL.md shape) of a split: forward nodes in id order, a new stage at
+    each node whose module is (inside) the next split key; backward nodes follow their
+    colour class."""
+    doc = json.loads(workload.to_json())
+    stages: List[List[int]] = [[] for _ in range(len(split) + 1)]
+    s = 0
+    for node in sorted((n for n in doc["nodes"] if not n.get("isBackwardNode")), key=lambda n: n["id"]):
+        module = node.get("module") or ""
+        if s < len(split) and (module == split[s] or module.startswith(split[s] + ".")):
+            s += 1
+        stages[s].append(node["id"])
+    if s != len(split):
+        raise ValueError(f"split key {split[s]!r} names no module of the workload (or is out of order)")
+    return json.dumps({"fpgas": [{"nodes": ids} for ids in stages], "cpus": []})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequence[Any], target: Any,
+            loss_fn: Callable, configs: List[Tuple[List[str], str]], m: int, steps: int, warmup: int,
+            threads: int, nice: Optional[int], queue: Any) -> None:
+    try:
+        torch.set_num_threads(threads)
+        if nice is not None:
+            os.nice(nice)
+        import resource
+
+        import torch.distributed as dist
+        from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe, SplitPoint, pipeline
+
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+        wall, cpu = [0.0], [0.0]
+
+        def timed(fn: Callable) -> Callable:
+            def wrapper(*a: Any, **k: Any) -> Any:
+                t0, c0 = time.perf_counter(), time.thread_time()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    wall[0] += time.perf_counter() - t0
+                    cpu[0] += time.thread_time() - c0
+            return wrapper
+
+        runs = []
+        for split, schedule in configs:
+            # Every config gets its own copy of the model: stages own their parameters.
+            wrapped = _FirstTensor(copy.deepcopy(model))
+            spec = {f"inner.{k}": SplitPoint.BEGINNING for k in split}
+            pipe = pipeline(wrapped, mb_args=tuple(example), split_spec=spec)
+            if pipe.num_stages != world:
+                raise RuntimeError(f"pipeline() made {pipe.num_stages} stages, expected {world}")
+            stage = pipe.build_stage(rank, torch.device("cpu"))
+            stage.forward_one_chunk = timed(stage.forward_one_chunk)
+            stage.backward_one_chunk = timed(stage.backward_one_chunk)
+            cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
+            runs.append((stage, cls(stage, n_microbatches=m, loss_fn=loss_fn)))
+        full = [torch.cat([x] * m) for x in example]
+        full_target = torch.cat([target] * m)
+        step_ms = [[] for _ in configs]
+        busy_ms = [[] for _ in configs]
+        cpu_ms = [[] for _ in configs]
+        # Round-robin over the configs, so that a drift of the machine's load touches all.
+        for i in range(warmup + steps):
+            for c, (stage, sched) in enumerate(runs):
+                stage.submod.zero_grad(set_to_none=True)
+                wall[0] = cpu[0] = 0.0
+                dist.barrier()
+                t0 = time.perf_counter()
+                if rank == 0:
+                    sched.step(*full)
+                elif rank == world - 1:
+                    sched.step(target=full_target, losses=[])
+                else:
+                    sched.step()
+                dist.barrier()
+                t1 = time.perf_counter()
+                if i >= warmup:
+                    step_ms[c].append(1e3 * (t1 - t0))
+                    busy_ms[c].append(1e3 * wall[0])
+                    cpu_ms[c].append(1e3 * cpu[0])
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        queue.put({"rank": rank, "steps": step_ms, "busy": busy_ms, "cpu": cpu_ms, "peak": peak})
+        dist.destroy_process_group()
+    except BaseException:  # noqa: BLE001 - reported to the parent, which raises
+        queue.put({"rank": rank, "error": traceback.format_exc()})
+
+
+def run(
+    model: nn.Module,
+    plan: Any,
+    example_inputs: Sequence[Any],
+    target: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    schedule: str = "gpipe",
+    micro_batches: int = 8,
+    steps: int = 5,
+    warmup: int = 2,
+    threads: int = 1,
+    nice: Optional[int] = None,
+    timeout: float = 1800.0,
+) -> RunResult:
+    """Runs ``plan`` (a :class:`dnnplace.Plan`, or the list of module paths that begin
+    stages 1, 2, ...) as a real pipeline and measures it (module documentation).
+
+    ``example_inputs`` is one micro-batch (the model's positional arguments), ``target``
+    its target; ``loss_fn(output, target)`` must be picklable (a module-level function).
+    ``nice`` changes the stage processes' priority (``os.nice``; negative needs root).
+    """
+    return run_many(model, [(plan, schedule)], example_inputs, target, loss_fn, micro_batches, steps,
+                    warmup, threads, nice, timeout)[0]
+
+
+def run_many(
+    model: nn.Module,
+    configs: Sequence[Tuple[Any, str]],
+    example_inputs: Sequence[Any],
+    target: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    micro_batches: int = 8,
+    steps: int = 5,
+    warmup: int = 2,
+    threads: int = 1,
+    nice: Optional[int] = None,
+    timeout: float = 1800.0,
+) -> List[RunResult]:
+    """Several (plan, schedule) runs in one set of stage processes, their steps taken in
+    turn (one step of each, then the next round), so that the figures are measured in the
+    same run; all plans must have the same number of stages."""
+    for _, schedule in configs:
+        if schedule not in ("gpipe", "1f1b"):
+            raise ValueError(f"schedule must be 'gpipe' or '1f1b', not {schedule!r}")
+    if micro_batches < 1 or steps < 1 or warmup < 0:
+        raise ValueError("micro_batches and steps must be at least 1, warmup at least 0")
+    splits = [(split_of(p), schedule) for p, schedule in configs]
+    world = len(splits[0][0]) + 1
+    if any(len(s) + 1 != world for s, _ in splits):
+        raise ValueError("run_many: every plan must have the same number of stages")
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    port = _free_port()
+    model = model.cpu()
+    example = [x.cpu() if isinstance(x, torch.Tensor) else x for x in example_inputs]
+    procs = [
+        ctx.Process(target=_worker, args=(r, world, port, model, example, target, loss_fn, splits,
+                                          micro_batches, steps, warmup, threads, nice, queue), daemon=True)
+        for r in range(world)
+    ]
+    for p in procs:
+        p.start()
+    results: Dict[int, Dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while len(results) < world:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the pipeline run did not finish within {timeout:.0f} s")
+            try:
+                r = queue.get(timeout=min(left, 5.0))
+            except Exception:  # queue.Empty
+                dead = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"stage process(es) {dead} died (exit codes "
+                                       f"{[procs[i].exitcode for i in dead]})") from None
+                continue
+            if "error" in r:
+                raise RuntimeError(f"stage {r['rank']} failed:\n{r['error']}")
+            results[r["rank"]] = r
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    out = []
+    for c, (split, schedule) in enumerate(splits):
+        steps_ms = results[0]["steps"][c]
+        med = statistics.median(steps_ms)
+        busy = [statistics.median(results[r]["busy"][c]) for r in range(world)]
+        cpu = [statistics.median(results[r]["cpu"][c]) for r in range(world)]
+        out.append(RunResult(
+            schedule=schedule,
+            micro_batches=micro_batches,
+            split=split,
+            step_ms=med,
+            steps_ms=steps_ms,
+            busy_ms=busy,
+            busy_cpu_ms=cpu,
+            peak_memory_bytes=[results[r]["peak"] for r in range(world)],
+            spread=(max(steps_ms) - min(steps_ms)) / med if med > 0 else 0.0,
+        ))
+    return out
