@@ -259,6 +259,23 @@ fn decoders_keep_the_rules_and_contiguity() {
                 assert!(e.is_valid(), "seed {seed}: {:?}", e.violations);
                 assert!(!contiguous || e.is_contiguous(), "seed {seed}: {:?}", e.non_contiguous);
             }
+            if contiguous {
+                // The policy's labels: any labels give a contiguous plan, with each
+                // device's count kept.
+                let count = devices.count();
+                for _ in 0..30 {
+                    let labels: Vec<usize> = (0..units.len()).map(|_| rng.below(count)).collect();
+                    let stage = decode::by_counts(&units, &labels, count);
+                    for i in 0..count {
+                        let sampled = labels.iter().filter(|&&l| l == i).count();
+                        assert_eq!(stage.iter().filter(|&&s| s == i).count(), sampled);
+                    }
+                    let device: Vec<Device> =
+                        stage.iter().map(|&i| dnnplace::solve::learned::device_at(i, devices.k)).collect();
+                    let e = evaluate(&w, &units.grouping.placement(&device), false);
+                    assert!(e.is_contiguous(), "seed {seed}: {:?}", e.non_contiguous);
+                }
+            }
         }
     }
     assert!(decoded >= 500, "only {decoded} decoded");

@@ -21,14 +21,20 @@
 //! plan is a chain of ideals — contiguous. Every contiguous plan of the units is reachable:
 //! its stages in chain order give π, the cuts and the device order.
 //!
-//! **Monotone labels** ([`monotone`], the policy gradient's contiguous plans): a label per
-//! unit in chain order, raised along the arcs, `ℓ'(g) = max(ℓ(g), max_{p→g} ℓ'(p))`.
-//! Labels never fall along an arc, so `{g : ℓ'(g) ≤ i}` is an ideal for every `i` and
-//! device `i` holds the difference of two ideals: a contiguous plan whose stages follow
-//! the chain order (accelerators first, then CPUs).
+//! **Labels in chain order** ([`by_counts`], the policy gradient's contiguous plans): a
+//! label per unit, a position in the chain order of the devices (accelerators `0..k`, then
+//! CPUs). The units are ordered topologically by least label first (Kahn's algorithm,
+//! ties by index), and device `i` takes the next `c_i = |{g : label(g) = i}|` units of that
+//! order: each device gets as many units as were sampled for it, each stage is an interval
+//! of a topological order, so the plan is a chain of ideals — contiguous. When the labels
+//! already form a chain in device order (`{g : label(g) ≤ i}` an ideal for every `i`), the
+//! plan is exactly the labels: Kahn's algorithm takes every unit of label 0 first, then
+//! those of label 1, and so on. So every contiguous plan whose stages follow the chain
+//! order is reachable.
 //!
 //! Complexity: O(G + D) for non-contiguous keys (plus the accelerators passed over),
-//! O((G + A) log G + D log D) for contiguous keys with A unit arcs, O(G + A) for labels.
+//! O((G + A) log G + D log D) for contiguous keys with A unit arcs, O((G + A) log G + D)
+//! for labels.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -149,15 +155,26 @@ pub fn contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Device>
     (at == n).then_some(out)
 }
 
-/// The monotone projection of the module docs: `labels` (chain positions) raised along
-/// the arcs, in place.
-pub fn monotone(units: &Units, labels: &mut [usize]) {
-    for g in 0..labels.len() {
-        let raised = units.pred[g]
-            .iter()
-            .map(|&p| labels[p as usize])
-            .max()
-            .unwrap_or(0);
-        labels[g] = labels[g].max(raised);
+/// The labels decoder of the module docs: `labels[g]` a chain position in `0..devices`;
+/// returns the chain position each unit gets.
+pub fn by_counts(units: &Units, labels: &[usize], devices: usize) -> Vec<usize> {
+    let mut counts = vec![0usize; devices];
+    for &l in labels {
+        counts[l] += 1;
     }
+    // Labels are small integers: as priorities in [0, 1) they order like the labels.
+    let priority: Vec<f64> = labels
+        .iter()
+        .map(|&l| l as f64 / devices.max(1) as f64)
+        .collect();
+    let order = topological_order(units, &priority);
+    let mut out = vec![0; labels.len()];
+    let mut at = 0;
+    for (stage, &count) in counts.iter().enumerate() {
+        for &g in &order[at..at + count] {
+            out[g] = stage;
+        }
+        at += count;
+    }
+    out
 }

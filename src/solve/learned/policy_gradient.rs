@@ -7,9 +7,10 @@
 //! devices allowed to `g` (a unit that may not run on an accelerator has its accelerators
 //! masked out: the CPU-only rule is kept by construction). θ starts at 0 (uniform). A
 //! placement `a` samples `a_g ~ π_g` independently, `π(a) = Π_g π_g(a_g)`. For the
-//! contiguous problem the sampled labels are chain positions and go through the monotone
-//! projection ([`super::decode::monotone`]), so every plan the scorer sees is contiguous
-//! (its stages follow the chain order: accelerators first, then CPUs).
+//! contiguous problem the sampled labels are chain positions: device `i` of the chain
+//! (accelerators first, then CPUs) takes as many units as sampled it, in a topological
+//! order by label ([`super::decode::by_counts`]), so every plan the scorer sees is
+//! contiguous, and every contiguous plan whose stages follow the chain order can be sampled.
 //!
 //! **Reward.** `R = −√f(a)` for the scorer's objective `f` (TPS, sync or latency; HDP's
 //! √(time per step)), and `R = −√(2·U)` for a plan that breaks a rule (memory: HDP's penalty
@@ -37,7 +38,7 @@
 //! Complexity: O(G·D + n + m) per step (sampling and the gradient, then one scorer call).
 
 use super::super::baselines::SplitMix64;
-use super::decode::monotone;
+use super::decode::by_counts;
 use super::{
     budgets, device_at, finish, group_count, objective_ceiling, unit_interval, Ending, Scorer,
     Units,
@@ -103,10 +104,11 @@ impl Method for PolicyGradient {
                 break;
             }
             policy.sample(&mut rng, &mut labels);
-            let mut placed = labels.clone();
-            if problem.contiguous {
-                monotone(&units, &mut placed);
-            }
+            let placed = if problem.contiguous {
+                by_counts(&units, &labels, count)
+            } else {
+                labels.clone()
+            };
             devices.clear();
             devices.extend(placed.iter().map(|&i| device_at(i, k)));
             let reward = scorer.score(&devices).map_or(penalty, |v| -v.sqrt());
