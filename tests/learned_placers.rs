@@ -294,3 +294,42 @@ fn evaluations_within_reads_the_first_point_close_enough() {
     assert_eq!(evaluations_within(&trace, 10.0, 0.0), Some(90));
     assert_eq!(evaluations_within(&trace, 9.0, 0.01), None);
 }
+
+#[test]
+fn sigint_stops_both_with_their_best_plan_so_far() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let nodes: Vec<String> = (1..=300)
+        .map(|i| format!(r#"{{"id":{i},"fpgaLatency":{},"cpuLatency":{}}}"#, 1 + i % 7, 9 + i % 3))
+        .collect();
+    let edges: Vec<String> = (1..300)
+        .map(|i| format!(r#"{{"sourceId":{i},"destId":{},"cost":0.5}}"#, i + 1))
+        .collect();
+    let path = dir.path().join("chain.json");
+    let json = format!(
+        r#"{{"maxSizePerFPGA":1e12,"maxFPGAs":4,"maxCPUs":1,"nodes":[{}],"edges":[{}]}}"#,
+        nodes.join(","),
+        edges.join(",")
+    );
+    std::fs::write(&path, json).unwrap();
+    for method in ["rl", "genetic"] {
+        let child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+            .args(["plan", path.to_str().unwrap(), "--method", method, "--steps", "1000000", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        // SAFETY: sends SIGINT to the child we spawned (its pid is valid until we wait on it).
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let sent = Instant::now();
+        let run = child.wait_with_output().unwrap();
+        assert_eq!(run.status.code(), Some(0), "{method}: {}", String::from_utf8_lossy(&run.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(v["stopReason"], "interrupted", "{method}: {v}");
+        assert_eq!(v["valid"], true);
+        // Generous for a loaded machine: one step is milliseconds here.
+        assert!(sent.elapsed() < Duration::from_secs(10), "{method}");
+    }
+}

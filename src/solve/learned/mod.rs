@@ -17,7 +17,8 @@
 //!   the scorer; a plan that breaks a rule (memory, support, colour classes), a promised
 //!   contiguity or a piece limit scores `None`. It counts evaluations and records the best
 //!   objective so far against wall time and evaluations (the [`TracePoint`]s of the
-//!   time-to-quality plots).
+//!   time-to-quality plots; their times count from the start of the search, after the
+//!   units are built — milliseconds of coarsening on the published workloads).
 //! - [`finish`]: the outcome: the best plan, the lower bound every method reports (the
 //!   combinatorial max-load bound of [`crate::solve::milp::load_bounds`] for TPS and
 //!   sync — `max_d FW(d) + max_d BW(d) ≥ max_d (FW(d) + BW(d))`, so a max-load bound bounds
@@ -121,9 +122,11 @@ impl Units {
         Units {
             grouping: Grouping::new(w, group_of, count),
             pred: h.levels[level].pred.clone(),
-            source: format!(
-                "{count} clusters of coarsening level {level} (from {groups} groups)"
-            ),
+            source: if level == 0 {
+                format!("the {groups} groups of the contraction, coarsening not needed")
+            } else {
+                format!("{count} clusters of coarsening level {level}, from {groups} groups")
+            },
         }
     }
 
