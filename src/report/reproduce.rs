@@ -66,9 +66,25 @@ fn quality_table(c: &Comparison) -> String {
     );
     for row in c.rows.iter().filter(|r| r.method.searches_both_spaces()) {
         let Ok(plan) = &row.result else { continue };
-        let trace = &plan.outcome.stats.trace;
-        let count = |f: f64| evaluations_within(trace, optimum, f).map_or("never".into(), |e| e.to_string());
         let best = plan.objective(c.objective);
+        if !best.is_finite() {
+            table.push(vec![
+                row.label(),
+                plan.outcome
+                    .stats
+                    .evaluations
+                    .map_or("—".into(), |e| e.to_string()),
+                "never".into(),
+                "never".into(),
+                "no plan".into(),
+                "—".into(),
+            ]);
+            continue;
+        }
+        let trace = &plan.outcome.stats.trace;
+        let count = |f: f64| {
+            evaluations_within(trace, optimum, f).map_or("never".into(), |e| e.to_string())
+        };
         table.push(vec![
             row.label(),
             plan.outcome
