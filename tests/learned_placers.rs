@@ -68,13 +68,22 @@ fn reaches_optimum(method: &dyn Method, contiguous: bool, steps: usize, cpus_all
             let best = optimum(&p);
             let got = plan(method, &p).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             if !best.is_finite() {
-                assert!(got.outcome.placement.is_none(), "seed {seed}: a plan where brute force has none");
+                assert!(
+                    got.outcome.placement.is_none(),
+                    "seed {seed}: a plan where brute force has none"
+                );
                 continue;
             }
             checked += 1;
             let value = got.objective(objective);
-            assert!(value >= best * (1.0 - 1e-9), "seed {seed}: {value} below the optimum {best}");
-            assert!(got.outcome.bound <= best * (1.0 + 1e-9), "seed {seed}: bound above the optimum");
+            assert!(
+                value >= best * (1.0 - 1e-9),
+                "seed {seed}: {value} below the optimum {best}"
+            );
+            assert!(
+                got.outcome.bound <= best * (1.0 + 1e-9),
+                "seed {seed}: bound above the optimum"
+            );
             if close(value, best) {
                 met += 1;
             } else {
@@ -114,10 +123,16 @@ fn every_plan_on_random_instances_is_valid_and_rescored_equal() {
     };
     let mut plans = 0;
     for seed in 100..160u64 {
-        let Some(w) = random_workload(seed, shape) else { continue };
+        let Some(w) = random_workload(seed, shape) else {
+            continue;
+        };
         for (method, steps) in [(&PolicyGradient as &dyn Method, 200), (&Genetic, 10)] {
             for contiguous in [true, false] {
-                for objective in [Objective::Throughput, Objective::Sync, Objective::Latency { pieces: 1 }] {
+                for objective in [
+                    Objective::Throughput,
+                    Objective::Sync,
+                    Objective::Latency { pieces: 1 },
+                ] {
                     let p = problem(&w, objective, contiguous, limits(seed, steps));
                     // `plan` re-scores and fails on a broken rule or a disagreeing objective.
                     let got = plan(method, &p).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
@@ -129,14 +144,22 @@ fn every_plan_on_random_instances_is_valid_and_rescored_equal() {
                     let latency = matches!(objective, Objective::Latency { .. });
                     let e = evaluate(&w, placement, latency);
                     assert!(e.is_valid(), "seed {seed}: {:?}", e.violations);
-                    assert!(!contiguous || e.is_contiguous(), "seed {seed}: not contiguous");
+                    assert!(
+                        !contiguous || e.is_contiguous(),
+                        "seed {seed}: not contiguous"
+                    );
                     assert!(close(objective.value(&e), got.outcome.objective));
                     assert!(got.outcome.bound <= got.outcome.objective);
                     // The trace ends at the plan returned, falling all the way.
                     let trace = &got.outcome.stats.trace;
-                    assert!(close(trace.last().unwrap().objective, got.outcome.objective));
-                    assert!(trace.windows(2).all(|t| t[1].objective < t[0].objective
-                        && t[1].evaluations > t[0].evaluations));
+                    assert!(close(
+                        trace.last().unwrap().objective,
+                        got.outcome.objective
+                    ));
+                    assert!(trace
+                        .windows(2)
+                        .all(|t| t[1].objective < t[0].objective
+                            && t[1].evaluations > t[0].evaluations));
                 }
             }
         }
@@ -160,7 +183,17 @@ fn wide(seed: u64) -> Workload {
 
 #[test]
 fn the_time_limit_holds_and_is_reported() {
-    let w = (0..50).filter_map(|s| random_workload(s, Shape { max_nodes: 60, tight_memory: false, ..Shape::default() }))
+    let w = (0..50)
+        .filter_map(|s| {
+            random_workload(
+                s,
+                Shape {
+                    max_nodes: 60,
+                    tight_memory: false,
+                    ..Shape::default()
+                },
+            )
+        })
         .max_by_key(|w| w.len())
         .unwrap_or_else(|| wide(1));
     for method in [&PolicyGradient as &dyn Method, &Genetic] {
@@ -199,7 +232,13 @@ fn a_memory_budget_too_small_for_the_tables_stops_before_the_search() {
 #[test]
 fn the_same_seed_gives_the_same_plan_and_trace() {
     for seed in 0..6u64 {
-        let Some(w) = random_workload(seed + 500, Shape { max_nodes: 20, ..Shape::default() }) else {
+        let Some(w) = random_workload(
+            seed + 500,
+            Shape {
+                max_nodes: 20,
+                ..Shape::default()
+            },
+        ) else {
             continue;
         };
         for method in [&PolicyGradient as &dyn Method, &Genetic] {
@@ -207,8 +246,12 @@ fn the_same_seed_gives_the_same_plan_and_trace() {
                 let run = || {
                     let p = problem(&w, Objective::Throughput, contiguous, limits(seed, 40));
                     let o = plan(method, &p).expect("a run").outcome;
-                    let trace: Vec<(u64, f64)> =
-                        o.stats.trace.iter().map(|t| (t.evaluations, t.objective)).collect();
+                    let trace: Vec<(u64, f64)> = o
+                        .stats
+                        .trace
+                        .iter()
+                        .map(|t| (t.evaluations, t.objective))
+                        .collect();
                     (o.placement, trace, o.stats.evaluations)
                 };
                 assert_eq!(run(), run(), "{} seed {seed}", method.name());
@@ -222,7 +265,13 @@ fn decoders_keep_the_rules_and_contiguity() {
     let mut rng = dnnplace::solve::baselines::SplitMix64::new(9);
     let mut decoded = 0;
     for seed in 200..260u64 {
-        let Some(w) = random_workload(seed, Shape { max_nodes: 12, ..Shape::default() }) else {
+        let Some(w) = random_workload(
+            seed,
+            Shape {
+                max_nodes: 12,
+                ..Shape::default()
+            },
+        ) else {
             continue;
         };
         let d = w.devices();
@@ -239,8 +288,9 @@ fn decoders_keep_the_rules_and_contiguity() {
                 units.len()
             };
             for _ in 0..30 {
-                let keys: Vec<f64> =
-                    (0..n).map(|_| dnnplace::solve::learned::unit_interval(&mut rng)).collect();
+                let keys: Vec<f64> = (0..n)
+                    .map(|_| dnnplace::solve::learned::unit_interval(&mut rng))
+                    .collect();
                 let plan = if contiguous {
                     decode::contiguous(&units, &keys, devices)
                 } else {
@@ -257,7 +307,11 @@ fn decoders_keep_the_rules_and_contiguity() {
                 }
                 let e = evaluate(&w, &units.grouping.placement(&device), false);
                 assert!(e.is_valid(), "seed {seed}: {:?}", e.violations);
-                assert!(!contiguous || e.is_contiguous(), "seed {seed}: {:?}", e.non_contiguous);
+                assert!(
+                    !contiguous || e.is_contiguous(),
+                    "seed {seed}: {:?}",
+                    e.non_contiguous
+                );
             }
             if contiguous {
                 // The policy's labels: any labels give a contiguous plan, with each
@@ -270,8 +324,10 @@ fn decoders_keep_the_rules_and_contiguity() {
                         let sampled = labels.iter().filter(|&&l| l == i).count();
                         assert_eq!(stage.iter().filter(|&&s| s == i).count(), sampled);
                     }
-                    let device: Vec<Device> =
-                        stage.iter().map(|&i| dnnplace::solve::learned::device_at(i, devices.k)).collect();
+                    let device: Vec<Device> = stage
+                        .iter()
+                        .map(|&i| dnnplace::solve::learned::device_at(i, devices.k))
+                        .collect();
                     let e = evaluate(&w, &units.grouping.placement(&device), false);
                     assert!(e.is_contiguous(), "seed {seed}: {:?}", e.non_contiguous);
                 }
@@ -301,7 +357,13 @@ fn sigint_stops_both_with_their_best_plan_so_far() {
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let nodes: Vec<String> = (1..=300)
-        .map(|i| format!(r#"{{"id":{i},"fpgaLatency":{},"cpuLatency":{}}}"#, 1 + i % 7, 9 + i % 3))
+        .map(|i| {
+            format!(
+                r#"{{"id":{i},"fpgaLatency":{},"cpuLatency":{}}}"#,
+                1 + i % 7,
+                9 + i % 3
+            )
+        })
         .collect();
     let edges: Vec<String> = (1..300)
         .map(|i| format!(r#"{{"sourceId":{i},"destId":{},"cost":0.5}}"#, i + 1))
@@ -315,7 +377,15 @@ fn sigint_stops_both_with_their_best_plan_so_far() {
     std::fs::write(&path, json).unwrap();
     for method in ["rl", "genetic"] {
         let child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
-            .args(["plan", path.to_str().unwrap(), "--method", method, "--steps", "1000000", "--json"])
+            .args([
+                "plan",
+                path.to_str().unwrap(),
+                "--method",
+                method,
+                "--steps",
+                "1000000",
+                "--json",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -325,7 +395,12 @@ fn sigint_stops_both_with_their_best_plan_so_far() {
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         let sent = Instant::now();
         let run = child.wait_with_output().unwrap();
-        assert_eq!(run.status.code(), Some(0), "{method}: {}", String::from_utf8_lossy(&run.stderr));
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{method}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
         assert_eq!(v["stopReason"], "interrupted", "{method}: {v}");
         assert_eq!(v["valid"], true);

@@ -110,7 +110,10 @@ pub fn time_to_quality(title: &str, c: &Comparison) -> Option<Document> {
         return None;
     }
     let reference = optimum.unwrap_or(least);
-    let top = values.fold(0.0, f64::max).min(3.0 * reference).max(least * 1.01);
+    let top = values
+        .fold(0.0, f64::max)
+        .min(3.0 * reference)
+        .max(least * 1.01);
     let (low, high) = (0.98 * least, top * 1.02);
     let last_s = all
         .iter()
@@ -195,17 +198,20 @@ fn frame(
         .set("role", "img")
         .set("aria-label", title)
         .add(Style::new(CSS))
-        .add(Text::new(title).set("x", LEFT).set("y", 22).set("class", "title"));
+        .add(
+            Text::new(title)
+                .set("x", LEFT)
+                .set("y", 22)
+                .set("class", "title"),
+        );
     for d in 0..=decades as i32 {
         let t = EARLIEST_S * 10f64.powi(d);
-        doc = doc
-            .add(grid(x(t), TOP, x(t), TOP + h))
-            .add(
-                Text::new(format!("{t}"))
-                    .set("x", x(t))
-                    .set("y", TOP + h + 16.0)
-                    .set("text-anchor", "middle"),
-            );
+        doc = doc.add(grid(x(t), TOP, x(t), TOP + h)).add(
+            Text::new(format!("{t}"))
+                .set("x", x(t))
+                .set("y", TOP + h + 16.0)
+                .set("text-anchor", "middle"),
+        );
     }
     for i in 0..=5 {
         let v = low + (high - low) * i as f64 / 5.0;

@@ -96,7 +96,14 @@ impl Method for Genetic {
                 stopped: Some(e),
                 what: "0 generations".into(),
             };
-            return Ok(finish("genetic", problem, scorer, ending, bound_budget, notes));
+            return Ok(finish(
+                "genetic",
+                problem,
+                scorer,
+                ending,
+                bound_budget,
+                notes,
+            ));
         }
         let decoder = |keys: &[f64]| {
             if problem.contiguous {
@@ -134,7 +141,14 @@ impl Method for Genetic {
             stopped,
             what: format!("{done} of {generations} generations"),
         };
-        Ok(finish("genetic", problem, scorer, ending, bound_budget, notes))
+        Ok(finish(
+            "genetic",
+            problem,
+            scorer,
+            ending,
+            bound_budget,
+            notes,
+        ))
     }
 }
 

@@ -115,9 +115,7 @@ impl Units {
             .position(|&s| s <= target)
             .unwrap_or(sizes.len() - 1);
         let map = h.groups_to(level);
-        let group_of: Vec<usize> = (0..w.len())
-            .map(|v| map[c0.group_of[v]] as usize)
-            .collect();
+        let group_of: Vec<usize> = (0..w.len()).map(|v| map[c0.group_of[v]] as usize).collect();
         let count = sizes[level];
         Units {
             grouping: Grouping::new(w, group_of, count),
@@ -227,14 +225,9 @@ pub fn lower_bound(problem: &Problem, budget: Budget) -> f64 {
         Objective::Throughput | Objective::Sync => {
             let (units, _) = ip_units::units(w, problem.contiguous);
             let hyperedges = units.hyperedges(w, false);
-            load_bounds::LowerBound::new(
-                &units,
-                &hyperedges,
-                w.devices(),
-                load_bounds::Tests::ALL,
-            )
-            .within(budget)
-            .value()
+            load_bounds::LowerBound::new(&units, &hyperedges, w.devices(), load_bounds::Tests::ALL)
+                .within(budget)
+                .value()
         }
     }
 }

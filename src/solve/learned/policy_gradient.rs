@@ -82,7 +82,10 @@ impl Method for PolicyGradient {
             problem.limits.seed
         )];
         let table = 4.0 * 8.0 * units.len() as f64 * count as f64;
-        let what = format!("the policy's tables ({} units × {count} devices)", units.len());
+        let what = format!(
+            "the policy's tables ({} units × {count} devices)",
+            units.len()
+        );
         if let Err(e) = search.reserve(&what, table) {
             let ending = Ending {
                 stopped: Some(e),
@@ -301,17 +304,30 @@ mod tests {
         p.softmax();
         let gradient = p.loss_gradient(&labels, 1.0);
         let h = 1e-6;
-        for i in 0..6 {
-            let mut plus = Policy { theta: p.theta.clone(), allowed: p.allowed.clone(), probability: vec![0.0; 6], devices: 3 };
+        for (i, &analytic) in gradient.iter().enumerate() {
+            let mut plus = Policy {
+                theta: p.theta.clone(),
+                allowed: p.allowed.clone(),
+                probability: vec![0.0; 6],
+                devices: 3,
+            };
             plus.theta[i] += h;
-            let mut minus = Policy { theta: p.theta.clone(), allowed: p.allowed.clone(), probability: vec![0.0; 6], devices: 3 };
+            let mut minus = Policy {
+                theta: p.theta.clone(),
+                allowed: p.allowed.clone(),
+                probability: vec![0.0; 6],
+                devices: 3,
+            };
             minus.theta[i] -= h;
             let numeric = if p.allowed[i] {
                 (loss(&mut plus, &labels) - loss(&mut minus, &labels)) / (2.0 * h)
             } else {
                 0.0
             };
-            assert!((gradient[i] - numeric).abs() < 1e-6, "θ[{i}]: {} vs {numeric}", gradient[i]);
+            assert!(
+                (analytic - numeric).abs() < 1e-6,
+                "θ[{i}]: {analytic} vs {numeric}"
+            );
         }
         assert_eq!(p.probability[3], 0.0, "a masked device is never drawn");
     }
