@@ -692,6 +692,28 @@ fn reproduce_writes_the_results_page() {
     let training = &page[page.find("### throughput/layer/tiny_training").unwrap()..];
     assert!(training.contains("expert split: `experts/tiny_inference_expert.json`"));
     assert!(!page.contains("**NO**"));
+    // The search placers on both problems, their evaluations to quality, and the
+    // time-to-quality chart written beside the page with every method on it.
+    for needle in [
+        " rl | rl (non-contiguous) | genetic | genetic (non-contiguous) |",
+        "Search placers against the proven contiguous optimum",
+        "![time to quality: throughput/layer/tiny_inference](results/ttq-throughput-layer-tiny_inference.svg)",
+    ] {
+        assert!(page.contains(needle), "missing {needle:?} in\n{page}");
+    }
+    let chart = std::fs::read_to_string(
+        dir.path()
+            .join("docs/results/ttq-throughput-layer-tiny_inference.svg"),
+    )
+    .unwrap();
+    assert!(chart.starts_with("<svg"), "{chart}");
+    for method in ["dp", "rl", "genetic (non-contiguous)", "greedy"] {
+        assert!(
+            chart.contains(&format!("data-method=\"{method}\"")),
+            "no {method} curve in {chart}"
+        );
+    }
+    assert!(chart.contains("dp optimum"), "{chart}");
     // An empty folder is an input error (exit 2), not an empty page.
     let empty = tempfile::tempdir().unwrap();
     let out = dnnplace(&[

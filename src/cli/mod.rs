@@ -116,6 +116,10 @@ pub struct SearchFlags {
     /// Restarts (local search; 1 to 1,000,000).
     #[arg(long, default_value_t = 10, value_parser = parse_count)]
     pub restarts: usize,
+    /// Policy-gradient steps (`--method rl`, default 1,000) or generations (`--method
+    /// genetic`, default 100); 1 to 1,000,000.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub steps: Option<usize>,
     /// Memory the methods may allocate for tables and models in proportion to the input
     /// (IP model, local-search counts, DP tables), e.g. 16GiB (1 MiB to 1 PiB). A method
     /// that would need more stops with a message naming what needed it.
@@ -902,6 +906,16 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         },
     )?;
     let page = crate::report::reproduce::results_page(&run, &settings.limits, &command);
+    let folder = args.out.parent().unwrap_or(std::path::Path::new(""));
+    let charts = crate::report::reproduce::quality_charts(&run);
+    if !charts.is_empty() {
+        let dir = folder.join(crate::report::reproduce::CHARTS_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| CliError::Input(format!("{}: {e}", dir.display())))?;
+    }
+    for (path, svg) in &charts {
+        write_atomically(&folder.join(path), svg)?;
+    }
     write_atomically(&args.out, &page)?;
     let mut stdout = std::io::stdout().lock();
     writeln!(

@@ -17,6 +17,7 @@
 //! | `--pieces Q` | 1 … | more than n is the same as n: clamped with a note |
 //! | `--threads N` | 1 … | more than the machine's cores gains nothing: clamped to the cores with a note |
 //! | `--restarts N` | 1 … 1,000,000 | each restart is a full local search |
+//! | `--steps N` | 1 … 1,000,000 | policy-gradient steps (`rl`) or generations (`genetic`); bound the run with `--time-limit` instead |
 //! | `--seed S` | 0 … 2⁶⁴−1 | any |
 //! | `--max-ideals N` | 1 … 2³²−1 | the DP numbers ideals with 32 bits |
 //! | `--memory-budget B` | 1 MiB … 1 PiB | what the DP's ideals and table may take; beyond it the DP stops before allocating, naming the budget |
@@ -203,7 +204,7 @@ fn restarts(value: usize) -> Result<usize, CliError> {
     )
 }
 
-/// `--max-ideals`, `--seed`, `--restarts`, `--memory-budget` into the fields of [`Limits`].
+/// `--max-ideals`, `--seed`, `--restarts`, `--steps`, `--memory-budget` into the fields of [`Limits`].
 fn search_limits(flags: &SearchFlags, limits: &mut Limits) -> Result<(), CliError> {
     limits.max_ideals = in_range(
         "--max-ideals",
@@ -214,6 +215,18 @@ fn search_limits(flags: &SearchFlags, limits: &mut Limits) -> Result<(), CliErro
     )?;
     limits.seed = flags.seed as u64;
     limits.restarts = restarts(flags.restarts)?;
+    limits.search_steps = flags
+        .steps
+        .map(|n| {
+            in_range(
+                "--steps",
+                n,
+                1,
+                MAX_RESTARTS,
+                "each step scores at least one plan; bound the run with --time-limit instead",
+            )
+        })
+        .transpose()?;
     limits.memory_budget_bytes = Some(memory_budget(flags.memory_budget)?);
     Ok(())
 }

@@ -3,15 +3,105 @@
 //!
 //! For each section the page has a summary (one row per workload, one column per method,
 //! the primary objective; for throughput a column checking that the DP is at most every
-//! contiguous baseline) and then every workload's full comparison table.
+//! contiguous baseline) and then every workload's full comparison table, its
+//! time-to-quality chart ([`quality_charts`], written beside the page) and, for the search
+//! placers (`rl`, `genetic`), the scorer evaluations they needed to come within 5 % and 1 %
+//! of the proven optimum.
 
 use std::fmt::Write;
 
 use super::compare::comparison_markdown;
 use super::tabular::Table;
 use crate::experiments::reproduce::{Case, CaseResult, Reproduction, SECTIONS};
+use crate::report::charts::quality::{reference_lines, time_to_quality};
 use crate::solve::compare::Comparison;
+use crate::solve::learned::{brkga, evaluations_within, policy_gradient};
 use crate::solve::{Limits, MethodId, Objective};
+
+/// The folder of the time-to-quality charts, relative to the page.
+pub const CHARTS_DIR: &str = "results";
+
+/// Where a case's time-to-quality chart goes, relative to the page:
+/// `results/ttq-<section>-<name>.svg` with the section's `/` as `-`.
+pub fn chart_path(case: &Case) -> String {
+    format!(
+        "{CHARTS_DIR}/ttq-{}-{}.svg",
+        case.section.replace('/', "-"),
+        case.name
+    )
+}
+
+/// Every case's time-to-quality chart as (path relative to the page, SVG text); cases
+/// without a plan have none.
+pub fn quality_charts(run: &Reproduction) -> Vec<(String, String)> {
+    run.cases
+        .iter()
+        .zip(&run.results)
+        .filter_map(|(case, result)| {
+            let (c, _) = result.as_ref().ok()?;
+            let title = format!("{}/{}: time to quality", case.section, case.name);
+            let doc = time_to_quality(&title, c)?;
+            Some((chart_path(case), doc.to_string()))
+        })
+        .collect()
+}
+
+/// The search placers' evaluations to come within 5 % and 1 % of the proven optimum.
+fn quality_table(c: &Comparison) -> String {
+    let (proven, _) = reference_lines(c);
+    let Some((optimum, by)) = proven else {
+        return "No proven contiguous optimum: evaluations to quality not computed.\n\n".into();
+    };
+    let mut table = Table::new(
+        [
+            "method",
+            "scorer evaluations",
+            "to within 5%",
+            "to within 1%",
+            "best",
+            "vs optimum",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    for row in c.rows.iter().filter(|r| r.method.searches_both_spaces()) {
+        let Ok(plan) = &row.result else { continue };
+        let best = plan.objective(c.objective);
+        if !best.is_finite() {
+            table.push(vec![
+                row.label(),
+                plan.outcome
+                    .stats
+                    .evaluations
+                    .map_or("—".into(), |e| e.to_string()),
+                "never".into(),
+                "never".into(),
+                "no plan".into(),
+                "—".into(),
+            ]);
+            continue;
+        }
+        let trace = &plan.outcome.stats.trace;
+        let count = |f: f64| {
+            evaluations_within(trace, optimum, f).map_or("never".into(), |e| e.to_string())
+        };
+        table.push(vec![
+            row.label(),
+            plan.outcome
+                .stats
+                .evaluations
+                .map_or("—".into(), |e| e.to_string()),
+            count(0.05),
+            count(0.01),
+            format!("{best:.4}"),
+            format!("{:+.2}%", 100.0 * (best / optimum - 1.0)),
+        ]);
+    }
+    format!(
+        "Search placers against the proven contiguous optimum {optimum:.4} ({by}); non-contiguous rows may go below it. \"never\": not within the limit.\n\n{}\n",
+        table.markdown()
+    )
+}
 
 /// The whole page. `command` is the command line that produced `run` (quoted in the page),
 /// `limits` the limits it ran under.
@@ -25,7 +115,8 @@ pub fn results_page(run: &Reproduction, limits: &Limits, command: &str) -> Strin
          on the machine that ran it, {} workload(s) at a time (the run took {:.0} s in all). \
          Local search: {} restarts, seed {}; time limit per method run: {}. A method that also \
          solves the non-contiguous problem is not rerun on the contiguous one once the DP has \
-         proven its optimum.\n",
+         proven its optimum. rl (policy gradient, HDP-style): {} steps; genetic (BRKGA): {} \
+         generations; both seed {}, each run on the contiguous and the non-contiguous problem.\n",
         env!("CARGO_PKG_VERSION"),
         run.jobs,
         run.elapsed_s,
@@ -34,6 +125,11 @@ pub fn results_page(run: &Reproduction, limits: &Limits, command: &str) -> Strin
         limits
             .time_limit_s
             .map_or("none".into(), |t| format!("{t} s")),
+        limits
+            .search_steps
+            .unwrap_or(policy_gradient::DEFAULT_STEPS),
+        limits.search_steps.unwrap_or(brkga::DEFAULT_GENERATIONS),
+        limits.seed,
     );
     let _ = writeln!(
         s,
@@ -61,6 +157,13 @@ pub fn results_page(run: &Reproduction, limits: &Limits, command: &str) -> Strin
                         let _ = writeln!(s, "{note}\n");
                     }
                     let _ = writeln!(s, "{}", comparison_markdown(c));
+                    let _ = write!(s, "{}", quality_table(c));
+                    let _ = writeln!(
+                        s,
+                        "![time to quality: {section}/{}]({})\n",
+                        case.name,
+                        chart_path(case)
+                    );
                 }
                 Err(e) => {
                     let _ = writeln!(s, "error: {e}\n");

@@ -6,7 +6,8 @@
 //! one is run when the method supports it and either declines the contiguous problem
 //! (local search, METIS, a non-contiguous expert split), or proved the contiguous one
 //! optimal (an exact method: relaxing contiguity may help), or found it infeasible because
-//! of the contiguity rule ([`Status::Infeasible`]'s `non_contiguous_may_help`). A heuristic that produced a
+//! of the contiguity rule ([`Status::Infeasible`]'s `non_contiguous_may_help`), or searches both plan
+//! spaces ([`MethodId::searches_both_spaces`]: `rl`, `genetic`). A heuristic that produced a
 //! contiguous plan, or that cannot place the workload at all, is not run twice. Every plan goes through [`super::plan`],
 //! so every row is re-scored; a method that fails becomes a row with its error.
 //!
@@ -149,6 +150,7 @@ pub fn compare_within(
         if contiguous_support.is_ok() {
             let result = plan(method.as_ref(), &problem(true)).map_err(|e| e.to_string());
             ran_contiguous = Some(match &result {
+                _ if method.id().searches_both_spaces() => true,
                 Ok(p) => match &p.outcome.status {
                     Status::Optimal => true,
                     Status::Infeasible {

@@ -1,7 +1,7 @@
 //! One interface for every method: the [`Method`] trait, the typed [`MethodId`] with its
 //! capabilities, and the registry the command line, `compare` and the reports use.
 
-use super::{auto, baselines, brute_force, dp, milp, Outcome, Problem, SolveError};
+use super::{auto, baselines, brute_force, dp, learned, milp, Outcome, Problem, SolveError};
 
 /// The methods of the registry, typed: what the command line, `compare` and the reports
 /// dispatch on instead of names.
@@ -14,6 +14,8 @@ pub enum MethodId {
     PipeDreamTopo,
     LocalSearch,
     Partitioner,
+    Rl,
+    Genetic,
     Greedy,
     Single,
     Expert,
@@ -22,7 +24,7 @@ pub enum MethodId {
 
 impl MethodId {
     /// Every method, in registry order.
-    pub const ALL: [MethodId; 11] = [
+    pub const ALL: [MethodId; 13] = [
         MethodId::Auto,
         MethodId::Dp,
         MethodId::Ip,
@@ -30,6 +32,8 @@ impl MethodId {
         MethodId::PipeDreamTopo,
         MethodId::LocalSearch,
         MethodId::Partitioner,
+        MethodId::Rl,
+        MethodId::Genetic,
         MethodId::Greedy,
         MethodId::Single,
         MethodId::Expert,
@@ -46,6 +50,8 @@ impl MethodId {
             MethodId::PipeDreamTopo => "pipedream-topo",
             MethodId::LocalSearch => "local-search",
             MethodId::Partitioner => "partitioner",
+            MethodId::Rl => "rl",
+            MethodId::Genetic => "genetic",
             MethodId::Greedy => "greedy",
             MethodId::Single => "single",
             MethodId::Expert => "expert",
@@ -74,6 +80,12 @@ impl MethodId {
     /// device numbers are the file's, so [`super::plan`] does not clamp the device set for it).
     pub fn searches(self) -> bool {
         self != MethodId::Expert
+    }
+
+    /// The method searches the contiguous and the non-contiguous plan spaces alike (the
+    /// search placers, `rl` and `genetic`): `compare` runs it on both problems.
+    pub fn searches_both_spaces(self) -> bool {
+        matches!(self, MethodId::Rl | MethodId::Genetic)
     }
 
     /// The method runs HiGHS (progress and Ctrl-C are wired for it on the command line).
@@ -137,6 +149,8 @@ pub fn method(id: MethodId) -> Box<dyn Method> {
         MethodId::PipeDreamTopo => Box::new(baselines::pipedream::PipeDreamTopo),
         MethodId::LocalSearch => Box::new(baselines::local_search::LocalSearch),
         MethodId::Partitioner => Box::new(baselines::partitioner::Partitioner),
+        MethodId::Rl => Box::new(learned::policy_gradient::PolicyGradient),
+        MethodId::Genetic => Box::new(learned::brkga::Genetic),
         MethodId::Greedy => Box::new(baselines::greedy::Greedy),
         MethodId::Single => Box::new(baselines::single::Single),
         MethodId::Expert => Box::new(baselines::expert::Expert::default()),

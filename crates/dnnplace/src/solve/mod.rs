@@ -40,6 +40,7 @@ pub mod ideals;
 pub mod knapsack;
 pub mod layer_granular;
 pub mod leaf_folding;
+pub mod learned;
 pub mod method;
 pub mod milp;
 pub mod outcome;
@@ -98,6 +99,9 @@ pub struct Limits {
     pub seed: u64,
     /// Restarts (local search). [default: 10]
     pub restarts: usize,
+    /// Policy-gradient steps (`rl`, default 1,000) or generations (`genetic`, default 100).
+    /// [default: none: the method's own]
+    pub search_steps: Option<usize>,
     /// Memory the methods may allocate for their own tables, bytes (the IP's model, local
     /// search's counts, the DP's tables; the CLI's `--memory-budget`, 4 GiB). [default: none]
     pub memory_budget_bytes: Option<f64>,
@@ -117,6 +121,7 @@ impl Default for Limits {
             max_ideals: 2_000_000,
             seed: 1,
             restarts: 10,
+            search_steps: None,
             memory_budget_bytes: None,
             ip: milp::IpOptions::default(),
             warm_start: None,

@@ -221,6 +221,11 @@ pub struct Stats {
     pub groups: Option<usize>,
     /// Free-form notes (what was pruned, solver messages).
     pub notes: Vec<String>,
+    /// Every improvement of the best plan against wall time and scorer evaluations (the
+    /// search placers, `rl` and `genetic`; empty for the other methods).
+    pub trace: Vec<crate::solve::learned::TracePoint>,
+    /// Scorer evaluations of a search placer (`rl`, `genetic`).
+    pub evaluations: Option<u64>,
 }
 
 /// What a method returns.

@@ -7,7 +7,9 @@
 //! - [`bars`]: per-device load (compute + communication) and memory against the limit,
 //!   the bottleneck marked;
 //! - [`curve`]: a standalone line chart (the scaling sweep, the price frontier);
-//! - [`gantt`]: the simulated schedule, one row per device, and memory over time.
+//! - [`gantt`]: the simulated schedule, one row per device, and memory over time;
+//! - [`quality`]: best objective so far against wall time, every method of a comparison
+//!   (`reproduce`'s time-to-quality plots).
 //!
 //! Every chart carries `id`, `class` and `data-device` attributes that the tests (and a
 //! reader of the page source) can rely on: `load-bar`, `memory-bar`, `bottleneck`,
@@ -20,6 +22,7 @@ pub mod curve;
 pub mod gantt;
 pub mod graph;
 pub mod layout;
+pub mod quality;
 
 use crate::model::Device;
 

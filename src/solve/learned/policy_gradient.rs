@@ -1,0 +1,346 @@
+//! `rl`: a policy-gradient placer in the style of the Hierarchical Device Placer (Mirhoseini
+//! et al., ICLR 2018), with our coarsening as the grouper. Policy gradient, HDP-style — not
+//! GDP, Placeto or REGAL, whose learned models are not reproduced here.
+//!
+//! **Policy.** One softmax over the `D = k + ℓ` devices per unit ([`super::Units`], at most
+//! `G = min(256, 20·D)` of them): `π_g(d) = exp θ_{g,d} / Σ_{d'} exp θ_{g,d'}` over the
+//! devices allowed to `g` (a unit that may not run on an accelerator has its accelerators
+//! masked out: the CPU-only rule is kept by construction). θ starts at 0 (uniform). A
+//! placement `a` samples `a_g ~ π_g` independently, `π(a) = Π_g π_g(a_g)`. For the
+//! contiguous problem the sampled labels are chain positions: device `i` of the chain
+//! (accelerators first, then CPUs) takes as many units as sampled it, in a topological
+//! order by label ([`super::decode::by_counts`]), so every plan the scorer sees is
+//! contiguous, and every contiguous plan whose stages follow the chain order can be sampled.
+//!
+//! **Reward.** `R = −√f(a)` for the scorer's objective `f` (TPS, sync or latency; HDP's
+//! √(time per step)), and `R = −√(2·U)` for a plan that breaks a rule (memory: HDP's penalty
+//! for placements that do not fit; piece limits), with `U` the ceiling of
+//! [`super::objective_ceiling`].
+//!
+//! **REINFORCE with a baseline.** The gradient of `J(θ) = E_{a~π}[R(a)]` is
+//! `∇J = E[(R − b) ∇ log π(a)]`, and for a softmax
+//! `∂ log π(a) / ∂θ_{g,d} = 1[d = a_g] − π_g(d)` (other units' parameters do not appear
+//! in `π_g`). One sample per step; `b` is an exponential moving average of the rewards,
+//! `b ← 0.9·b + 0.1·R` after each step (the first reward starts it). The estimate
+//! `ĝ_{g,d} = (R − b)(1[d = a_g] − π_g(d))` is closed-form: no autodiff is needed.
+//!
+//! **Optimiser.** Adam (β₁ = 0.9, β₂ = 0.999, ε = 10⁻⁸) on the loss `−(R − b) log π(a)`, with
+//! learning rate `0.1 · 0.95^⌊t/50⌋` at step `t`: HDP's settings. Adam here is the ten lines
+//! of [`Adam::step`] on a flat `Vec<f64>`: the optimiser crates (`optimization`, `argmin`'s
+//! solvers) drive their own loop over a cost function, and the deep-learning crates
+//! (`candle`, `burn`, `tch`) would bring a tensor runtime for a G×D table whose gradient is
+//! the formula above.
+//!
+//! **Budget.** [`DEFAULT_STEPS`] steps (HDP's "about 1,000") or `Limits::search_steps`;
+//! the time limit and Ctrl-C are looked at before every step; the θ, moment and
+//! probability tables (4·G·D floats) are reserved against `--memory-budget` first.
+//!
+//! Complexity: O(G·D + n + m) per step (sampling and the gradient, then one scorer call).
+
+use super::super::baselines::SplitMix64;
+use super::decode::by_counts;
+use super::{
+    budgets, device_at, finish, group_count, objective_ceiling, unit_interval, Ending, Scorer,
+    Units,
+};
+use crate::solve::{Method, MethodId, Outcome, Problem, SolveError};
+
+/// Steps without `Limits::search_steps` (HDP trains for about 1,000).
+pub const DEFAULT_STEPS: usize = 1000;
+/// Adam's learning rate at step 0 (HDP).
+pub const LEARNING_RATE: f64 = 0.1;
+/// The learning rate is multiplied by this every [`DECAY_EVERY`] steps (HDP).
+pub const DECAY: f64 = 0.95;
+pub const DECAY_EVERY: usize = 50;
+/// The baseline's moving-average decay (HDP).
+pub const BASELINE_DECAY: f64 = 0.9;
+
+/// The policy-gradient placer (`--method rl`).
+pub struct PolicyGradient;
+
+impl Method for PolicyGradient {
+    fn id(&self) -> MethodId {
+        MethodId::Rl
+    }
+
+    fn supports(&self, _problem: &Problem) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        let (search, bound_budget) = budgets(problem);
+        let w = problem.workload;
+        let d = w.devices();
+        let (k, count) = (d.accelerators, d.accelerators + d.cpus);
+        let units = Units::new(w, problem.contiguous, group_count(count), &search);
+        let mut scorer = Scorer::new(problem, &units);
+        let steps = problem.limits.search_steps.unwrap_or(DEFAULT_STEPS);
+        let mut notes = vec![format!(
+            "policy gradient, HDP-style: {} units ({}), {count} devices, seed {}",
+            units.len(),
+            units.source,
+            problem.limits.seed
+        )];
+        let table = 4.0 * 8.0 * units.len() as f64 * count as f64;
+        let what = format!(
+            "the policy's tables ({} units × {count} devices)",
+            units.len()
+        );
+        if let Err(e) = search.reserve(&what, table) {
+            let ending = Ending {
+                stopped: Some(e),
+                what: "0 steps".into(),
+            };
+            return Ok(finish("rl", problem, scorer, ending, bound_budget, notes));
+        }
+        let mut policy = Policy::new(&units, k, count);
+        let mut rng = SplitMix64::new(problem.limits.seed);
+        let penalty = -objective_ceiling(w).sqrt();
+        let mut baseline: Option<f64> = None;
+        let mut adam = Adam::new(policy.theta.len());
+        let (mut stopped, mut done) = (None, 0);
+        let mut labels = vec![0usize; units.len()];
+        let mut devices = Vec::with_capacity(units.len());
+        for t in 0..steps {
+            if let Err(e) = search.check() {
+                stopped = Some(e);
+                break;
+            }
+            policy.sample(&mut rng, &mut labels);
+            let placed = if problem.contiguous {
+                by_counts(&units, &labels, count)
+            } else {
+                labels.clone()
+            };
+            devices.clear();
+            devices.extend(placed.iter().map(|&i| device_at(i, k)));
+            let reward = scorer.score(&devices).map_or(penalty, |v| -v.sqrt());
+            let b = *baseline.get_or_insert(reward);
+            let advantage = reward - b;
+            baseline = Some(BASELINE_DECAY * b + (1.0 - BASELINE_DECAY) * reward);
+            let gradient = policy.loss_gradient(&labels, advantage);
+            let rate = LEARNING_RATE * DECAY.powi((t / DECAY_EVERY) as i32);
+            adam.step(&mut policy.theta, &gradient, rate);
+            done = t + 1;
+        }
+        notes.push(format!(
+            "final policy: {:.1}% of units at probability ≥ 0.9",
+            100.0 * policy.settled(0.9)
+        ));
+        let ending = Ending {
+            stopped,
+            what: format!("{done} of {steps} policy-gradient steps"),
+        };
+        Ok(finish("rl", problem, scorer, ending, bound_budget, notes))
+    }
+}
+
+/// The per-unit softmaxes of the module docs: `theta[g·D + d]`, with the allowed devices.
+pub struct Policy {
+    pub theta: Vec<f64>,
+    allowed: Vec<bool>,
+    probability: Vec<f64>,
+    devices: usize,
+}
+
+impl Policy {
+    /// θ = 0; accelerators masked for units that may not run on one.
+    pub fn new(units: &Units, k: usize, devices: usize) -> Policy {
+        let mut allowed = vec![true; units.len() * devices];
+        for (g, unit) in units.grouping.groups.iter().enumerate() {
+            if !unit.supported_on_accelerator {
+                allowed[g * devices..g * devices + k].fill(false);
+            }
+        }
+        Policy {
+            theta: vec![0.0; units.len() * devices],
+            allowed,
+            probability: vec![0.0; units.len() * devices],
+            devices,
+        }
+    }
+
+    /// Fills `probability` with `π_g(d)` (0 where masked), max-shifted for stability.
+    fn softmax(&mut self) {
+        let dn = self.devices;
+        for g in 0..self.theta.len() / dn.max(1) {
+            let row = g * dn..(g + 1) * dn;
+            let top = row
+                .clone()
+                .filter(|&i| self.allowed[i])
+                .map(|i| self.theta[i])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let mut total = 0.0;
+            for i in row.clone() {
+                let p = if self.allowed[i] {
+                    (self.theta[i] - top).exp()
+                } else {
+                    0.0
+                };
+                self.probability[i] = p;
+                total += p;
+            }
+            for i in row {
+                self.probability[i] /= total.max(f64::MIN_POSITIVE);
+            }
+        }
+    }
+
+    /// Draws `labels[g] ~ π_g` (a unit with no allowed device draws device 0 and the
+    /// scorer rejects the plan).
+    pub fn sample(&mut self, rng: &mut SplitMix64, labels: &mut [usize]) {
+        self.softmax();
+        let dn = self.devices;
+        for (g, label) in labels.iter_mut().enumerate() {
+            let u = unit_interval(rng);
+            let mut acc = 0.0;
+            let row = &self.probability[g * dn..(g + 1) * dn];
+            *label = (0..dn)
+                .filter(|&d| row[d] > 0.0)
+                .find(|&d| {
+                    acc += row[d];
+                    u < acc
+                })
+                .or_else(|| (0..dn).rev().find(|&d| row[d] > 0.0))
+                .unwrap_or(0);
+        }
+    }
+
+    /// `∂/∂θ` of the loss `−A log π(labels)`: `−A (1[d = a_g] − π_g(d))`, 0 where masked.
+    /// Uses the probabilities of the last [`Policy::sample`].
+    pub fn loss_gradient(&self, labels: &[usize], advantage: f64) -> Vec<f64> {
+        let dn = self.devices;
+        let mut out = vec![0.0; self.theta.len()];
+        for (g, &a) in labels.iter().enumerate() {
+            for d in 0..dn {
+                let i = g * dn + d;
+                if self.allowed[i] {
+                    let indicator = if d == a { 1.0 } else { 0.0 };
+                    out[i] = -advantage * (indicator - self.probability[i]);
+                }
+            }
+        }
+        out
+    }
+
+    /// The share of units whose likeliest device has probability at least `p`.
+    pub fn settled(&mut self, p: f64) -> f64 {
+        self.softmax();
+        let dn = self.devices.max(1);
+        let rows = self.probability.len() / dn;
+        if rows == 0 {
+            return 1.0;
+        }
+        let settled = self
+            .probability
+            .chunks(dn)
+            .filter(|row| row.iter().cloned().fold(0.0, f64::max) >= p)
+            .count();
+        settled as f64 / rows as f64
+    }
+}
+
+/// Adam (Kingma & Ba 2015) on a flat parameter vector.
+pub struct Adam {
+    m: Vec<f64>,
+    v: Vec<f64>,
+    t: i32,
+}
+
+impl Adam {
+    pub const BETA1: f64 = 0.9;
+    pub const BETA2: f64 = 0.999;
+    pub const EPSILON: f64 = 1e-8;
+
+    pub fn new(len: usize) -> Adam {
+        Adam {
+            m: vec![0.0; len],
+            v: vec![0.0; len],
+            t: 0,
+        }
+    }
+
+    /// One step against `gradient` (of a loss to minimise) at learning rate `rate`:
+    /// `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`, `θ ← θ − rate · m̂ / (√v̂ + ε)` with the
+    /// bias corrections `m̂ = m / (1 − β₁ᵗ)`, `v̂ = v / (1 − β₂ᵗ)`.
+    pub fn step(&mut self, theta: &mut [f64], gradient: &[f64], rate: f64) {
+        self.t += 1;
+        let (c1, c2) = (
+            1.0 - Self::BETA1.powi(self.t),
+            1.0 - Self::BETA2.powi(self.t),
+        );
+        for i in 0..theta.len() {
+            let g = gradient[i];
+            self.m[i] = Self::BETA1 * self.m[i] + (1.0 - Self::BETA1) * g;
+            self.v[i] = Self::BETA2 * self.v[i] + (1.0 - Self::BETA2) * g * g;
+            theta[i] -= rate * (self.m[i] / c1) / ((self.v[i] / c2).sqrt() + Self::EPSILON);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `−log π(labels)` of a policy whose softmax is up to date.
+    fn loss(p: &mut Policy, labels: &[usize]) -> f64 {
+        p.softmax();
+        labels
+            .iter()
+            .enumerate()
+            .map(|(g, &a)| -p.probability[g * p.devices + a].ln())
+            .sum()
+    }
+
+    #[test]
+    fn the_closed_form_gradient_matches_finite_differences_of_log_pi() {
+        let mut p = Policy {
+            theta: vec![0.3, -1.2, 0.7, 0.0, 2.0, -0.5],
+            allowed: vec![true, true, true, false, true, true],
+            probability: vec![0.0; 6],
+            devices: 3,
+        };
+        let labels = [2, 1];
+        p.softmax();
+        let gradient = p.loss_gradient(&labels, 1.0);
+        let h = 1e-6;
+        for (i, &analytic) in gradient.iter().enumerate() {
+            let mut plus = Policy {
+                theta: p.theta.clone(),
+                allowed: p.allowed.clone(),
+                probability: vec![0.0; 6],
+                devices: 3,
+            };
+            plus.theta[i] += h;
+            let mut minus = Policy {
+                theta: p.theta.clone(),
+                allowed: p.allowed.clone(),
+                probability: vec![0.0; 6],
+                devices: 3,
+            };
+            minus.theta[i] -= h;
+            let numeric = if p.allowed[i] {
+                (loss(&mut plus, &labels) - loss(&mut minus, &labels)) / (2.0 * h)
+            } else {
+                0.0
+            };
+            assert!(
+                (analytic - numeric).abs() < 1e-6,
+                "θ[{i}]: {analytic} vs {numeric}"
+            );
+        }
+        assert_eq!(p.probability[3], 0.0, "a masked device is never drawn");
+    }
+
+    #[test]
+    fn adams_first_step_moves_each_parameter_by_the_rate_against_its_gradient_sign() {
+        // m̂ = g and v̂ = g² after one step, so the step is rate · g / (|g| + ε): within
+        // rate · ε / |g| = 4·10⁻⁹ of the rate.
+        let mut adam = Adam::new(3);
+        let mut theta = vec![1.0, 1.0, 1.0];
+        adam.step(&mut theta, &[4.0, -0.25, 0.0], 0.1);
+        assert!((theta[0] - 0.9).abs() < 1e-8, "{}", theta[0]);
+        assert!((theta[1] - 1.1).abs() < 1e-8, "{}", theta[1]);
+        assert_eq!(theta[2], 1.0);
+    }
+}
