@@ -59,9 +59,19 @@ impl Method for Partitioner {
         let seed = (problem.limits.seed % (i32::MAX as u64)) as i32;
         let mut best: Option<(f64, Vec<Device>, usize, Vec<String>)> = None;
         let mut failures = Vec::new();
+        // Each METIS call and its scoring is linear-ish: one runs whatever the budget,
+        // the next only while it lasts.
+        let budget = problem.limits.budget();
+        let mut stopped = None;
         for parts in 1..=k.min(m.len()).max(1) {
             if k == 0 {
                 break;
+            }
+            if best.is_some() {
+                if let Err(e) = budget.check() {
+                    stopped = Some(format!("{e} after {} part counts", parts - 1));
+                    break;
+                }
             }
             let part = match graph.partition(parts, seed) {
                 Ok(p) => p,
@@ -101,6 +111,9 @@ impl Method for Partitioner {
             format!("best of METIS k-way partitions into 1..={k} parts: {parts} parts"),
         );
         notes.extend(failures);
+        if let Some(why) = stopped {
+            notes.push(format!("stopped: {why}"));
+        }
         let placement = m.placement(&device).canonical();
         Ok(scored_outcome(self.name(), problem, placement, notes))
     }
