@@ -65,7 +65,7 @@ fn sweep_target_budget_and_frontier_equal_brute_force() {
         .unwrap();
         let plans = &plan.per_usage;
 
-        for row in sweep(plans, cluster) {
+        for row in sweep(plans, cluster, &[]) {
             let want = bf
                 .iter()
                 .filter(|(u, _, _)| u.iter().sum::<usize>() <= row.accelerators)

@@ -20,7 +20,7 @@ use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::cluster::dp::Tracking;
 use crate::solve::cluster::plan::{plan_on_cluster, CheckedPlan, ClusterMethod, ClusterPlan};
 use crate::solve::cluster::sweep::{
-    best_within_budget, cheapest_for_target, frontier, price, sweep,
+    best_within_budget, cheapest_for_target, economics, frontier, price, sweep, Economics,
 };
 use crate::solve::{MethodId, Objective};
 
@@ -192,31 +192,39 @@ fn run_economics(
             "--out writes one plan: give it with --target-tps or --budget, not --sweep".into(),
         ));
     }
-    let plan = plan_on_cluster(w, &settings.limits, method, Tracking::PerUsage)?;
-    if let Some(reason) = &plan.stopped {
-        return Err(CliError::Input(format!(
-            "no result: the cluster DP stopped after {:.1} s: {reason}",
-            plan.time_s
-        )));
-    }
+    let Economics { plan, bounds } = economics(w, &settings.limits)?;
     if plan.per_usage.is_empty() {
-        return Err(CliError::Input(
-            "no feasible placement: no contiguous plan fits the cluster".into(),
-        ));
+        return Err(CliError::Input(match &plan.stopped {
+            None => "no feasible placement: no contiguous plan fits the cluster".into(),
+            Some(reason) => format!(
+                "no plan found within the limits: the cluster DP stopped after {:.1} s ({reason}), and no fallback plan fits",
+                plan.time_s
+            ),
+        }));
     }
     let cluster = plan.costs.cluster();
     let plans = &plan.per_usage;
-    let mut text = format!(
-        "method: dp (optimum per accelerator mix)   time: {:.3} s   mixes: {}\nnodes: {}   cluster:\n{}\n",
-        plan.time_s,
-        plans.len(),
+    let mut text = match &plan.stopped {
+        None => format!(
+            "method: dp (optimum per accelerator mix)   time: {:.3} s   mixes: {}\n",
+            plan.time_s,
+            plans.len()
+        ),
+        Some(reason) => format!(
+            "method: dp (best plan found per accelerator count: the per-mix DP stopped, {reason}; each row planned on the cluster's first accelerators, with its gap)   time: {:.3} s   plans: {}\n",
+            plan.time_s,
+            plans.len()
+        ),
+    };
+    text += &format!(
+        "nodes: {}   cluster:\n{}\n",
         w.len(),
         cluster_lines(&plan.costs)
     );
     let mut chosen: Option<&CheckedPlan> = None;
     let mut svg = None;
     if args.sweep {
-        let rows = sweep(plans, cluster);
+        let rows = sweep(plans, cluster, &bounds);
         text += &sweep_table(cluster, &rows);
         svg = Some(sweep_svg(cluster, &rows));
     }
@@ -269,12 +277,27 @@ fn run_economics(
     if args.json {
         let row = |p: &CheckedPlan| serde_json::json!({"usage": p.usage, "tps": p.value, "pricePerHour": price(cluster, &p.usage)});
         let mut v = serde_json::json!({
+            "optimal": plan.stopped.is_none(),
+            "stopReason": plan.stopped.as_ref().map(|r| r.code()),
             "timeS": plan.time_s,
             "mixes": plans.iter().map(row).collect::<Vec<_>>(),
             "frontier": frontier(plans, cluster).into_iter().map(row).collect::<Vec<_>>(),
         });
         if args.sweep {
-            v["sweep"] = sweep(plans, cluster).iter().map(|r| serde_json::json!({"accelerators": r.accelerators, "tps": r.plan.map(|p| p.value), "usage": r.plan.map(|p| p.usage.clone())})).collect();
+            v["sweep"] = sweep(plans, cluster, &bounds)
+                .iter()
+                .map(|r| {
+                    let tps = r.plan.map(|p| p.value);
+                    serde_json::json!({
+                        "accelerators": r.accelerators,
+                        "tps": tps,
+                        "usage": r.plan.map(|p| p.usage.clone()),
+                        "bound": r.bound.is_finite().then_some(r.bound),
+                        "gap": tps.map(|t| crate::report::table::gap(t, r.bound)),
+                        "optimal": tps.is_some_and(|t| t <= r.bound),
+                    })
+                })
+                .collect();
         }
         if let Some(p) = chosen {
             v["chosen"] = row(p);

@@ -501,6 +501,7 @@ fn print_notes(notes: &[String]) {
 }
 
 fn run_plan(args: PlanArgs) -> Result<(), CliError> {
+    let started = std::time::Instant::now();
     let mut settings = PlanSettings::new(&args)?;
     if let Some(out) = &args.out {
         check_output_target(out)?;
@@ -527,6 +528,14 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     } else {
         w
     };
+    // From here every phase of every method polls one budget: the time since the command
+    // began, the memory grown since the input was read, and Ctrl-C.
+    solve::budget::set_run_limits(
+        started,
+        settings.limits.time_limit_s,
+        settings.limits.memory_budget_bytes,
+    );
+    sigint_setup();
     if w.cluster().is_some() {
         if let Some(r) = args.schedule.recompute {
             return Err(CliError::Input(format!(
@@ -567,7 +576,6 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         export_cmds::Granularity::Layer => Some(export_cmds::layers_of(&w)?),
         export_cmds::Granularity::Operator => None,
     };
-    sigint_setup();
     if settings.method.uses_milp_solver() {
         ip_session_setup();
     }
@@ -823,6 +831,7 @@ fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_j
 }
 
 fn run_compare(args: CompareArgs) -> Result<(), CliError> {
+    let started = std::time::Instant::now();
     let settings = CompareSettings::new(&args)?;
     let w = load_workload(&args.workload, &settings.devices)?;
     let mut list: Vec<Box<dyn Method>> = solve::methods();
@@ -841,6 +850,11 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
         pipeline: None,
     };
     print_notes(&solve::clamp_to_nodes(&problem)?.notes);
+    solve::budget::set_run_limits(
+        started,
+        settings.limits.time_limit_s,
+        settings.limits.memory_budget_bytes,
+    );
     sigint_setup();
     let comparison = solve::compare::compare_within(
         &w,

@@ -206,10 +206,12 @@ pub fn sweep_table(cluster: &crate::model::Cluster, rows: &[SweepRow]) -> String
         "speed-up",
         "efficiency",
         "memory per device (max)",
+        "gap",
     ])
     .aligned([
         Align::Right,
         Align::Left,
+        Align::Right,
         Align::Right,
         Align::Right,
         Align::Right,
@@ -229,8 +231,17 @@ pub fn sweep_table(cluster: &crate::model::Cluster, rows: &[SweepRow]) -> String
                         format!("{:.1}%", 100.0 * s / r.accelerators as f64)
                     }),
                     human_bytes(largest_memory(p)),
+                    if p.value <= r.bound {
+                        "optimal".into()
+                    } else {
+                        format!("{:.2}%", 100.0 * super::table::gap(p.value, r.bound))
+                    },
                 ]);
             }
+            None if r.bound.is_finite() => t.push([
+                r.accelerators.to_string(),
+                format!("no plan found in time (bound {:.6})", r.bound),
+            ]),
             None => t.push([r.accelerators.to_string(), "no plan fits".into()]),
         }
     }

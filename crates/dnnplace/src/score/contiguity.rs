@@ -4,7 +4,8 @@
 //! on the graph of colour classes (see [`crate::model::contraction`]): a device's classes
 //! `X` are contiguous when no walk of the class graph leaves `X` and comes back. One
 //! search per device from the classes just outside `X`, so O(k · (C + A)) for k devices,
-//! C classes and A class arcs. This check is written independently of the contraction's
+//! C classes and A class arcs at worst; classes that rank after `X` in a topological
+//! order are never searched, so singleton sets and stages cost their own arcs. This check is written independently of the contraction's
 //! SCC fusion, which the solvers use.
 //!
 //! A contiguous *placement* also needs its devices in a pipeline order: the graph with an
@@ -22,6 +23,15 @@ use crate::model::{Device, Placement, Workload};
 use super::validity::Violation;
 
 /// One violation per device whose classes are not contiguous, with a witness walk.
+///
+/// The search for device `d` skips classes that cannot lead back into its set `X`: with
+/// `rank` a topological numbering of the class graph (Kahn's; classes on or after a
+/// cycle get the largest rank), a walk from `c` to a class of `X` only meets ranks up to
+/// `max rank(X)`, so a class of larger rank is never entered. Skipped classes reach no
+/// class of `X`, so the walks found (and the witness) are the full search's. Only the
+/// classes a search touched are reset, so one device costs its set and the region below
+/// its largest rank, not `C` (the all-on-CPU plans of the latency IP give every class its
+/// own CPU: 50,000 devices on a 50,000-class graph).
 pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
     let (class, classes) = class_index(w);
     let succ = class_graph(w, &class, classes);
@@ -31,19 +41,30 @@ pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
         class_device[class[v]].get_or_insert(d);
         class_node[class[v]] = w.node(v).id;
     }
-    let mut devices: Vec<Device> = class_device.iter().flatten().copied().collect();
-    devices.sort();
-    devices.dedup();
+    let rank = topological_rank(&succ);
+    let mut members: Vec<(Device, usize)> = class_device
+        .iter()
+        .enumerate()
+        .filter_map(|(c, d)| d.map(|d| (d, c)))
+        .collect();
+    members.sort();
     let mut out = Vec::new();
     let mut parent = vec![usize::MAX; classes];
-    for device in devices {
+    let mut touched: Vec<usize> = Vec::new();
+    for set in members.chunk_by(|a, b| a.0 == b.0) {
+        let device = set[0].0;
         let inside = |c: usize| class_device[c] == Some(device);
-        parent.iter_mut().for_each(|x| *x = usize::MAX);
+        let top = set.iter().map(|&(_, c)| rank[c]).max().unwrap_or(0);
+        for &c in &touched {
+            parent[c] = usize::MAX;
+        }
+        touched.clear();
         let mut stack = Vec::new();
-        for a in (0..classes).filter(|&a| inside(a)) {
+        for &(_, a) in set {
             for &b in &succ[a] {
-                if !inside(b) && parent[b] == usize::MAX {
+                if !inside(b) && rank[b] <= top && parent[b] == usize::MAX {
                     parent[b] = a;
+                    touched.push(b);
                     stack.push(b);
                 }
             }
@@ -55,8 +76,9 @@ pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
                     found = Some((b, c));
                     break 'search;
                 }
-                if parent[c] == usize::MAX {
+                if rank[c] <= top && parent[c] == usize::MAX {
                     parent[c] = b;
+                    touched.push(c);
                     stack.push(c);
                 }
             }
@@ -78,6 +100,32 @@ pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A topological numbering of `succ` (Kahn's algorithm); classes it cannot number (on a
+/// cycle, or after one) get `succ.len()`, the largest.
+fn topological_rank(succ: &[Vec<usize>]) -> Vec<usize> {
+    let n = succ.len();
+    let mut indegree = vec![0usize; n];
+    for list in succ {
+        for &b in list {
+            indegree[b] += 1;
+        }
+    }
+    let mut rank = vec![n; n];
+    let mut ready: Vec<usize> = (0..n).filter(|&a| indegree[a] == 0).collect();
+    let mut next = 0;
+    while let Some(a) = ready.pop() {
+        rank[a] = next;
+        next += 1;
+        for &b in &succ[a] {
+            indegree[b] -= 1;
+            if indegree[b] == 0 {
+                ready.push(b);
+            }
+        }
+    }
+    rank
 }
 
 fn walk_violation(

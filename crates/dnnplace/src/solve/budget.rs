@@ -12,11 +12,104 @@
 //! Memory is checked where a method knows how much it is about to allocate
 //! ([`Budget::reserve`]): an allocation that would exceed the budget is refused with a
 //! message naming what needed it and how much, never attempted.
+//!
+//! **The run's limits** ([`set_run_limits`], called once by `plan` and `compare` after the
+//! input is read) bind every budget made afterwards, however a phase computes its share: a
+//! budget's deadline is at most the run's, and [`Budget::check`] also compares the
+//! process's resident memory `R` (Linux: `/proc/self/statm`, read at most every
+//! [`RSS_POLL`]) with the run's allowance `M` over the resident memory `R₀` at that call:
+//! the check fails once `R − R₀ > M`, and [`Budget::reserve`] refuses `b` bytes when
+//! `R − R₀ + b > M`. So a run's peak resident memory is at most `R₀ + M` plus what one
+//! phase allocates between two checks (bounded by its own reservations; measured in
+//! README's reliability table). Without [`set_run_limits`] (library use, tests) neither
+//! applies.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+/// How often [`Budget::check`] reads the resident memory, at most.
+pub const RSS_POLL: Duration = Duration::from_millis(10);
+
+const NONE: u64 = u64::MAX;
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+/// The run's deadline, nanoseconds after [`EPOCH`] (`NONE`: none).
+static RUN_DEADLINE_NS: AtomicU64 = AtomicU64::new(NONE);
+/// The run's memory allowance and the resident bytes when it was set (`NONE`: none).
+static RUN_MEMORY: AtomicU64 = AtomicU64::new(NONE);
+static RUN_BASE_RSS: AtomicU64 = AtomicU64::new(0);
+/// When the resident memory was last read (ns after [`EPOCH`]) and what it was.
+static LAST_POLL_NS: AtomicU64 = AtomicU64::new(0);
+static LAST_RSS: AtomicU64 = AtomicU64::new(0);
+
+fn epoch() -> Instant {
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn since_epoch_ns(t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(epoch()).as_nanos()).unwrap_or(NONE - 1)
+}
+
+/// The process's resident memory in bytes (`None` where it cannot be read).
+pub fn resident_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages.saturating_mul(u64::try_from(page).ok().filter(|&p| p > 0)?))
+}
+
+/// Sets the run's limits (module docs): every budget made from now on ends by
+/// `time_limit_s` after `started` (when the command began), and the process may grow by
+/// at most `memory_bytes` of resident memory from what it holds now. `None`: no such limit.
+pub fn set_run_limits(started: Instant, time_limit_s: Option<f64>, memory_bytes: Option<f64>) {
+    let now = started;
+    let deadline = time_limit_s
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .and_then(|t| Duration::try_from_secs_f64(t).ok())
+        .and_then(|d| now.checked_add(d))
+        .map_or(NONE, since_epoch_ns);
+    RUN_DEADLINE_NS.store(deadline, Ordering::SeqCst);
+    let base = resident_bytes();
+    RUN_BASE_RSS.store(base.unwrap_or(0), Ordering::SeqCst);
+    LAST_RSS.store(base.unwrap_or(0), Ordering::SeqCst);
+    let memory = memory_bytes
+        .filter(|m| m.is_finite() && *m >= 0.0 && base.is_some())
+        .map_or(NONE, |m| m.min((NONE - 1) as f64) as u64);
+    RUN_MEMORY.store(memory, Ordering::SeqCst);
+}
+
+/// The run's deadline, if [`set_run_limits`] gave one.
+fn run_deadline() -> Option<Instant> {
+    match RUN_DEADLINE_NS.load(Ordering::Relaxed) {
+        NONE => None,
+        ns => epoch().checked_add(Duration::from_nanos(ns)),
+    }
+}
+
+/// The run's allowance and the resident memory it has grown by, read at most every
+/// [`RSS_POLL`] ([`Budget::reserve`] is called once per IP row, and a read costs a few
+/// microseconds); `None` without a run memory limit.
+fn run_memory() -> Option<(f64, f64)> {
+    let allowance = RUN_MEMORY.load(Ordering::Relaxed);
+    if allowance == NONE {
+        return None;
+    }
+    let now = since_epoch_ns(Instant::now());
+    let last = LAST_POLL_NS.load(Ordering::Relaxed);
+    let rss = if now.saturating_sub(last) >= RSS_POLL.as_nanos() as u64 {
+        LAST_POLL_NS.store(now, Ordering::Relaxed);
+        let r = resident_bytes().unwrap_or(0);
+        LAST_RSS.store(r, Ordering::Relaxed);
+        r
+    } else {
+        LAST_RSS.load(Ordering::Relaxed)
+    };
+    let grown = rss.saturating_sub(RUN_BASE_RSS.load(Ordering::Relaxed));
+    Some((allowance as f64, grown as f64))
+}
 
 /// Asks every running method to stop and return its best plan so far.
 pub fn request_interrupt() {
@@ -46,6 +139,12 @@ pub enum Exhausted {
         needed_bytes: f64,
         budget_bytes: f64,
     },
+}
+
+/// What is left of the run's memory allowance, bytes (`None`: no run memory limit): for a
+/// phase that sizes a table to fit rather than refusing it.
+pub fn run_memory_left() -> Option<f64> {
+    run_memory().map(|(allowance, grown)| (allowance - grown).max(0.0))
 }
 
 impl std::fmt::Display for Exhausted {
@@ -83,6 +182,10 @@ impl Budget {
             .filter(|t| t.is_finite() && *t >= 0.0)
             .and_then(|t| Duration::try_from_secs_f64(t).ok())
             .and_then(|d| start.checked_add(d));
+        let deadline = match (deadline, run_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         Budget {
             start,
             deadline,
@@ -95,13 +198,23 @@ impl Budget {
         Budget::new(None, None)
     }
 
-    /// `Err` once the deadline has passed or an interrupt was requested.
+    /// `Err` once the deadline has passed, an interrupt was requested, or the run has
+    /// grown past its memory allowance (module docs).
     pub fn check(&self) -> Result<(), Exhausted> {
         if interrupt_requested() {
             return Err(Exhausted::Interrupted);
         }
-        match self.deadline {
-            Some(d) if Instant::now() >= d => Err(Exhausted::TimeLimit),
+        if let Some(d) = self.deadline {
+            if Instant::now() >= d {
+                return Err(Exhausted::TimeLimit);
+            }
+        }
+        match run_memory() {
+            Some((allowance, grown)) if grown > allowance => Err(Exhausted::Memory {
+                what: "the run's resident memory".into(),
+                needed_bytes: grown,
+                budget_bytes: allowance,
+            }),
             _ => Ok(()),
         }
     }
@@ -146,14 +259,29 @@ impl Budget {
         self.memory_bytes
     }
 
-    /// `Err` if allocating `needed_bytes` for `what` would exceed the memory allowance.
+    /// `Err` if allocating `needed_bytes` for `what` would exceed the memory allowance,
+    /// counting what the run has grown by already (module docs).
     pub fn reserve(&self, what: &str, needed_bytes: f64) -> Result<(), Exhausted> {
-        match self.memory_bytes {
-            Some(budget) if needed_bytes > budget => Err(Exhausted::Memory {
-                what: what.to_string(),
-                needed_bytes,
-                budget_bytes: budget,
-            }),
+        if let Some(budget) = self.memory_bytes {
+            if needed_bytes > budget {
+                return Err(Exhausted::Memory {
+                    what: what.to_string(),
+                    needed_bytes,
+                    budget_bytes: budget,
+                });
+            }
+        }
+        match run_memory() {
+            Some((allowance, grown)) if grown + needed_bytes > allowance => {
+                Err(Exhausted::Memory {
+                    what: format!(
+                        "{what}, with {} of the run's memory in use",
+                        crate::model::human_bytes(grown)
+                    ),
+                    needed_bytes,
+                    budget_bytes: allowance,
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -176,6 +304,14 @@ mod tests {
             "an unrepresentable deadline is no deadline"
         );
         assert!(Budget::new(Some(1e300), None).remaining_s().is_none());
+    }
+
+    #[test]
+    fn the_resident_memory_is_read_on_linux() {
+        if cfg!(target_os = "linux") {
+            let r = resident_bytes().expect("/proc/self/statm");
+            assert!(r > 1024 * 1024, "{r}");
+        }
     }
 
     #[test]

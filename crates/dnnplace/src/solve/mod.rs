@@ -248,6 +248,28 @@ impl Plan {
 /// assert!(greedy.objective(Objective::Throughput) >= 5.5);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+/// The most chunks per accelerator the interleaved planners take: the interleaved DP
+/// numbers a device's chunks with a byte.
+pub const MAX_CHUNKS: usize = 256;
+
+/// `interleaved:v` on `w`: its `p·v` stages must not outnumber the nodes (a chain of more
+/// stages than nodes has empty chunks, which no schedule runs), and `v` ≤ [`MAX_CHUNKS`].
+pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveError> {
+    let p = w.devices().accelerators.max(1);
+    let most = (w.len() / p).clamp(2, MAX_CHUNKS);
+    if v > most {
+        return Err(SolveError::Unsupported {
+            method: method.into(),
+            what: format!(
+                "--schedule interleaved:{v} on {p} accelerator{} and {} nodes: {p} × {v} chunks outnumber the nodes (or exceed {MAX_CHUNKS} per accelerator); use at most interleaved:{most}",
+                if p == 1 { "" } else { "s" },
+                w.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
     // Under the interleaved schedule the accelerators' indices are positions on the
     // chain (stage c·k + d): their count is the pipeline's, not clamped.
@@ -269,6 +291,9 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     } else {
         problem
     };
+    if let Some(pipeline) = problem.pipeline.filter(|_| problem.interleaved()) {
+        check_chunks(method.name(), problem.workload, pipeline.schedule.chunks())?;
+    }
     if problem.pipeline.is_some()
         && !matches!(method.id(), MethodId::Dp | MethodId::Auto | MethodId::Ip)
     {

@@ -26,6 +26,8 @@ pub mod single;
 use crate::model::grouping::Grouping;
 use crate::model::numerics::Sum;
 use crate::model::{Device, Placement, Workload};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Makes a class assignment valid, deterministically, and says what it moved:
 /// 1. a class that may not run on an accelerator goes to the least-loaded CPU;
@@ -70,11 +72,24 @@ pub fn repair(
             }
         }
     }
+    // The largest class of each accelerator (ties to the lowest index), from one heap per
+    // accelerator: a class that moves is pushed onto its new accelerator's heap and left
+    // in the old one, skipped when popped there. O(C log C) for C classes, where a scan per
+    // move was O(C) (12,917 moves of a 50,000-class GPT took 4.5 s).
+    let mut heaps: Vec<BinaryHeap<(Size, Reverse<usize>)>> = vec![BinaryHeap::new(); k];
+    for (x, dev) in device.iter().enumerate() {
+        if let Device::Accelerator(i) = *dev {
+            heaps[i].push((Size(m[x].size_bytes), Reverse(x)));
+        }
+    }
     for i in 0..k {
         while acc_memory[i].value() > memory {
-            let x = (0..m.len())
-                .filter(|&x| device[x] == Device::Accelerator(i))
-                .max_by(|&a, &b| m[a].size_bytes.total_cmp(&m[b].size_bytes).then(b.cmp(&a)))?;
+            let x = loop {
+                let (_, Reverse(x)) = heaps[i].pop()?;
+                if device[x] == Device::Accelerator(i) {
+                    break x;
+                }
+            };
             let target = (0..k)
                 .filter(|&j| j != i && acc_memory[j].plus(m[x].size_bytes).value() <= memory)
                 .min_by(|&a, &b| acc_compute[a].total_cmp(&acc_compute[b]).then(a.cmp(&b)));
@@ -85,6 +100,7 @@ pub fn repair(
                     acc_compute[j] += m[x].fpga_latency;
                     acc_memory[j] = acc_memory[j].plus(m[x].size_bytes);
                     device[x] = Device::Accelerator(j);
+                    heaps[j].push((Size(m[x].size_bytes), Reverse(x)));
                 }
                 None => {
                     let c = least_cpu(&cpu_load)?;
@@ -106,6 +122,24 @@ pub fn repair(
         ));
     }
     Some(())
+}
+
+/// A class size ordered by `f64::total_cmp`, for [`repair`]'s heaps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Size(f64);
+
+impl Eq for Size {}
+
+impl PartialOrd for Size {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Size {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// A small deterministic generator (SplitMix64): the same seed gives the same plans on

@@ -21,28 +21,198 @@
 //!
 //! Complexity: O(|L| · |T|) per query and O(|L| log |L|) for the frontier, `L` the list.
 
-use super::plan::CheckedPlan;
-use crate::model::Cluster;
+use std::time::Instant;
+
+use super::dp::Tracking;
+use super::greedy::greedy_chain;
+use super::plan::{check, plan_on_cluster, CheckedPlan, ClusterMethod, ClusterPlan};
+use crate::model::{Cluster, ClusterCosts, Device, Machine, Platform, Workload};
+use crate::solve::budget::Budget;
+use crate::solve::{Limits, SolveError};
 
 /// One row of the sweep: the best plan with at most `accelerators` accelerators.
 #[derive(Clone, Debug)]
 pub struct SweepRow<'a> {
     pub accelerators: usize,
-    /// `None` when no plan uses that few (memory).
+    /// `None` when no plan uses that few (memory), or none was found in time.
     pub plan: Option<&'a CheckedPlan>,
+    /// A proven lower bound on the row's optimum (= the plan's TPS when it is proven).
+    pub bound: f64,
 }
 
-/// `TPS(n)` for `n = 1..=N` (module documentation).
-pub fn sweep<'a>(plans: &'a [CheckedPlan], cluster: &Cluster) -> Vec<SweepRow<'a>> {
+/// `TPS(n)` for `n = 1..=N` (module documentation), each with its bound: `bounds[n − 1]`,
+/// or the plan's own value when `bounds` is empty (the per-usage DP finished: every row
+/// is proven).
+pub fn sweep<'a>(plans: &'a [CheckedPlan], cluster: &Cluster, bounds: &[f64]) -> Vec<SweepRow<'a>> {
     (1..=cluster.accelerators().len())
-        .map(|n| SweepRow {
-            accelerators: n,
-            plan: plans
+        .map(|n| {
+            let plan = plans
                 .iter()
                 .filter(|p| p.usage.iter().sum::<usize>() <= n)
-                .min_by(|a, b| a.value.total_cmp(&b.value)),
+                .min_by(|a, b| a.value.total_cmp(&b.value));
+            let proven = plan.map_or(f64::INFINITY, |p| p.value);
+            SweepRow {
+                accelerators: n,
+                plan,
+                bound: bounds.get(n - 1).map_or(proven, |b| b.min(proven)),
+            }
         })
         .collect()
+}
+
+/// The per-usage plans of the economics queries (`--sweep`, `--target-tps`, `--budget`)
+/// within the time limit, with a lower bound per sweep row.
+#[derive(Clone, Debug)]
+pub struct Economics {
+    /// The per-usage DP's run; its `per_usage` holds every checked plan (the DP's optima,
+    /// or, when it stopped, the best plan found per row).
+    pub plan: ClusterPlan,
+    /// Empty when the DP finished (every row proven), else `bounds[n − 1]` ≤ `TPS(n)`.
+    pub bounds: Vec<f64>,
+}
+
+/// Time the economics queries take without `--time-limit`, seconds (as `auto`).
+pub const DEFAULT_TIME_LIMIT_S: f64 = crate::solve::auto::DEFAULT_TIME_LIMIT_S;
+
+/// The per-usage optima (half of the time limit); when the DP stops first, the rest of
+/// the time is split across the rows `n = N … 1`, each planned by [`plan_on_cluster`] on
+/// the cluster's first `n` accelerators (machines in order; set, chain and volume bounds,
+/// the coarse DP, the DP, the greedy chain), every plan re-checked on the whole cluster.
+/// Row `n`'s bound is the largest of: the whole cluster's bound (fewer accelerators never
+/// help), row `n + 1`'s bound (`TPS(n)` does not increase with `n`), and the compute
+/// bound `Σ_v min_d x_d(v) / (n + ℓ)` (a max load is at least the mean over the `n`
+/// accelerators and `ℓ` CPU cores of the work, each node at its cheapest device).
+pub fn economics(w: &Workload, limits: &Limits) -> Result<Economics, SolveError> {
+    let started = Instant::now();
+    let total = limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+    let mut dp_limits = limits.clone();
+    dp_limits.time_limit_s = Some(0.5 * total);
+    let mut plan = plan_on_cluster(w, &dp_limits, ClusterMethod::Dp, Tracking::PerUsage)?;
+    if plan.stopped.is_none() {
+        return Ok(Economics {
+            plan,
+            bounds: Vec::new(),
+        });
+    }
+    let costs = plan.costs.clone();
+    let cluster = costs.cluster().clone();
+    let n_acc = cluster.accelerators().len();
+    let cpus = cluster.cpu_machines().len();
+    let work = cheapest_work(w, &costs);
+    let mut bounds = vec![0.0; n_acc];
+    let mut whole = 0.0f64;
+    // Once the time is spent (or on Ctrl-C) a row gets the greedy chain alone: its first
+    // probes are linear, where a full plan's set-up is not.
+    let budget = Budget::new(
+        Some((total - started.elapsed().as_secs_f64()).max(0.0)),
+        None,
+    );
+    for n in (1..=n_acc).rev() {
+        let left = budget.remaining_s().unwrap_or(0.0);
+        let mut row_limits = limits.clone();
+        row_limits.time_limit_s = Some(left / n as f64);
+        if let Some(sub) = prefix_workload(w, &cluster, n) {
+            let best = if budget.is_exhausted() {
+                greedy_chain(&sub, &ClusterCosts::of(&sub), &budget)
+            } else {
+                let row = plan_on_cluster(&sub, &row_limits, ClusterMethod::Dp, Tracking::Best)?;
+                if n == n_acc {
+                    whole = row.lower_bound;
+                }
+                row.best.map(|b| (b.value, b.placement))
+            };
+            if let Some((value, placement)) = best {
+                plan.per_usage.push(check(w, &costs, value, placement)?);
+            }
+        }
+        let later = bounds.get(n).copied().unwrap_or(0.0);
+        bounds[n - 1] = whole.max(later).max(work / (n + cpus) as f64);
+    }
+    plan.time_s = started.elapsed().as_secs_f64();
+    Ok(Economics { plan, bounds })
+}
+
+/// `Σ_v min_d x_d(v)`: every node at its cheapest device (an accelerator type, if it may
+/// run on one, or a CPU core, if there is one).
+fn cheapest_work(w: &Workload, costs: &ClusterCosts) -> f64 {
+    let cluster = costs.cluster();
+    let has_cpu = !cluster.cpu_machines().is_empty();
+    (0..w.len())
+        .map(|v| {
+            let node = w.node(v);
+            let accelerator = if node.supported_on_accelerator {
+                (0..cluster.types().len())
+                    .map(|t| costs.time(t, v))
+                    .fold(f64::INFINITY, f64::min)
+            } else {
+                f64::INFINITY
+            };
+            let cpu = if has_cpu {
+                costs.compute(w, v, Device::Cpu(0))
+            } else {
+                f64::INFINITY
+            };
+            let x = accelerator.min(cpu);
+            if x.is_finite() {
+                x
+            } else {
+                0.0
+            }
+        })
+        .sum()
+}
+
+/// `w` on the cluster's first `n` accelerators (every machine kept, with its CPU cores,
+/// so devices keep their numbers; types no accelerator is left of dropped); `None` when
+/// that cluster does not take the workload (a node that fits none of its devices).
+fn prefix_workload(w: &Workload, cluster: &Cluster, n: usize) -> Option<Workload> {
+    let mut left = n;
+    let mut used = vec![false; cluster.types().len()];
+    let machines: Vec<Machine> = cluster
+        .machines()
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            m.accelerators = m
+                .accelerators
+                .iter()
+                .filter_map(|&(t, count)| {
+                    let take = count.min(left);
+                    left -= take;
+                    used[t] |= take > 0;
+                    (take > 0).then_some((t, take))
+                })
+                .collect();
+            m
+        })
+        .collect();
+    let index: Vec<usize> = used
+        .iter()
+        .scan(0, |next, &u| {
+            let i = *next;
+            *next += usize::from(u);
+            Some(i)
+        })
+        .collect();
+    let types = (cluster.types().iter().zip(&used))
+        .filter(|(_, &u)| u)
+        .map(|(t, _)| t.clone())
+        .collect();
+    let machines = machines
+        .into_iter()
+        .map(|mut m| {
+            for a in &mut m.accelerators {
+                a.0 = index[a.0];
+            }
+            m
+        })
+        .collect();
+    let sub = Cluster::new(types, machines, cluster.cpu_price_per_hour()).ok()?;
+    w.with_platform(Platform {
+        cluster: Some(sub),
+        ..w.platform().clone()
+    })
+    .ok()
 }
 
 /// `π(u)`, per hour.

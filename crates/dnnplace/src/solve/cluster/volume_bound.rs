@@ -126,9 +126,12 @@ fn evaluate(c: &Classes, mu: &[f64], nu: &[f64]) -> f64 {
 /// within `seconds` or a group can run nowhere.
 pub fn volume_bound(w: &Workload, costs: &ClusterCosts, seconds: f64) -> f64 {
     let started = Instant::now();
+    // Within the run's deadline too, and not at all after a Ctrl-C.
+    let budget = crate::solve::budget::Budget::new(Some(seconds.max(0.0)), None);
+    let seconds = budget.remaining_s().unwrap_or(0.0);
     let c = classes(w, costs);
     let k = c.count.len();
-    if k == 0 || seconds <= 0.0 {
+    if k == 0 || seconds <= 0.0 || budget.is_exhausted() {
         return 0.0;
     }
     // Bytes in units of the largest finite memory, so ν is of the order of μ.

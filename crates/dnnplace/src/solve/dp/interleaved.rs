@@ -84,8 +84,24 @@ use crate::solve::{Outcome, Problem, SolveError, Stats, Status, StopReason};
 pub const LATTICE_LIMIT: usize = 3000;
 /// States kept per device step before a run gives up (about 100 bytes each).
 const STATE_LIMIT: usize = 4_000_000;
-/// About what one state costs, with its key and its index entry.
-const STATE_BYTES: f64 = 100.0;
+/// About what one state costs beside its key's `2v − 1` junctions (4 bytes each): the
+/// key's vector header and allocation, its copy in the index, the index entry and the
+/// value; measured ~100 bytes a state at v = 2.
+const STATE_BYTES: f64 = 90.0;
+
+/// Bytes of one state with `v` chunks per device, as counted against the memory budget.
+fn state_bytes(v: usize) -> f64 {
+    STATE_BYTES + 8.0 * (2 * v - 1) as f64
+}
+
+/// The states one device step may keep: [`STATE_LIMIT`], and what a third of the memory
+/// budget holds (a step keeps its states and builds the next's, each block its own table).
+fn state_limit(v: usize, budget: &Budget) -> usize {
+    let held = budget
+        .memory_bytes()
+        .map_or(f64::INFINITY, |m| m / 3.0 / state_bytes(v));
+    STATE_LIMIT.min(held.min(usize::MAX as f64) as usize)
+}
 /// States expanded by one parallel task.
 const BLOCK_STATES: usize = 64;
 /// The accelerator time's place in [`Figures`].
@@ -765,30 +781,51 @@ impl<'a> Model<'a> {
     /// least of them, if any.
     fn run(&self, family: &Family, cut: f64, budget: &Budget, moves: &mut u64) -> Run {
         let (p, v) = (self.p, self.v);
+        let limit = state_limit(v, budget);
         // Layer 0: every tuple of junctions.
         let mut keys: Vec<Vec<u32>> = Vec::new();
         let mut junctions = vec![0u32; v.saturating_sub(1)];
+        // Each tuple is counted against the state limit and the memory budget, and the
+        // clock is read every 4,096: with v ≥ 3 there can be |𝓘|^{v−1} of them.
         fn tuples(
             family: &Family,
             r: usize,
             from: usize,
             junctions: &mut Vec<u32>,
             out: &mut Vec<Vec<u32>>,
-        ) {
+            limit: usize,
+            budget: &Budget,
+        ) -> Result<(), StopReason> {
             if r == junctions.len() {
                 let mut key = junctions.clone();
                 key.push(0);
                 key.extend_from_slice(junctions);
                 out.push(key);
-                return;
+                if out.len() > limit {
+                    return Err(StopReason::MemoryBudget {
+                        what: "the interleaved DP's first states (tuples of junctions)".into(),
+                        needed_bytes: state_bytes(junctions.len() + 1) * out.len() as f64,
+                        budget_bytes: state_bytes(junctions.len() + 1) * limit as f64,
+                    });
+                }
+                if out.len().is_multiple_of(4096) {
+                    budget.check().map_err(StopReason::from)?;
+                }
+                return Ok(());
             }
             for &j in &family.ups[from] {
                 junctions[r] = j;
-                tuples(family, r + 1, j as usize, junctions, out);
+                tuples(family, r + 1, j as usize, junctions, out, limit, budget)?;
             }
+            Ok(())
         }
         let empty = 0usize;
-        tuples(family, 0, empty, &mut junctions, &mut keys);
+        if let Err(reason) = tuples(family, 0, empty, &mut junctions, &mut keys, limit, budget) {
+            return Run {
+                chain: None,
+                stopped: Some(reason),
+            };
+        }
         let mut layers: Vec<(Vec<Vec<u32>>, Vec<State>)> = Vec::with_capacity(p + 1);
         let states = keys
             .iter()
@@ -858,11 +895,11 @@ impl<'a> Model<'a> {
                         }
                     }
                 }
-                if next_keys.len() > STATE_LIMIT {
+                if next_keys.len() > limit {
                     stopped = Some(StopReason::MemoryBudget {
                         what: "the interleaved DP's states".into(),
-                        needed_bytes: STATE_BYTES * next_keys.len() as f64,
-                        budget_bytes: STATE_BYTES * STATE_LIMIT as f64,
+                        needed_bytes: state_bytes(v) * next_keys.len() as f64,
+                        budget_bytes: state_bytes(v) * limit as f64,
                     });
                     break;
                 }

@@ -24,6 +24,9 @@
 //! and later groups no longer check it. That counts the ideals of a weaker order — the
 //! arcs out of the forgotten group removed — whose ideals include every ideal of the DAG,
 //! so the final sum is then an *upper* bound, and `exact` is false.
+//!
+//! A count the run's budget cuts short ([`crate::solve::budget::set_run_limits`]: its
+//! deadline, Ctrl-C, its memory) returns its lower bound and no upper bound.
 
 use crate::model::contraction::Contraction;
 
@@ -59,7 +62,17 @@ pub fn estimate_with(c: &Contraction, max_states: usize) -> IdealEstimate {
     };
     let mut lower: u128 = 1;
     let mut exact = true;
+    // The run's deadline, Ctrl-C and memory (budget.rs): a count cut short keeps the
+    // lower bound it has (every `|states_t|`, and the n + 1 prefixes of the order).
+    let budget = crate::solve::budget::Budget::unlimited();
     for g in 0..n {
+        if g % 16 == 0 && budget.is_exhausted() {
+            return IdealEstimate {
+                lower_bound: lower.max(n as u128 + 1),
+                upper_bound: u128::MAX,
+                exact: false,
+            };
+        }
         let need: Vec<usize> = c.pred[g].iter().filter_map(|&p| slot_of[p]).collect();
         let slot = (!c.succ[g].is_empty()).then(|| {
             free.pop().unwrap_or_else(|| {

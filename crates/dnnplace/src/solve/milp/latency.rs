@@ -82,6 +82,7 @@ use super::{candidate, finish, run, Builder, Candidate, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
 use crate::solve::baselines::greedy::Greedy;
+use crate::solve::budget::Budget;
 use crate::solve::{dp, Method, Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the latency IP with at most `q` pieces per accelerator.
@@ -115,6 +116,20 @@ fn solve_holding(
         Grouping::singletons(w)
     };
     let mut b = Builder::within(super::remaining(problem, started).limits.budget());
+    // x (k·q per item), L, F and π per node, S, D and P per slot, a[g,d] when q ≥ 2.
+    let k = w.devices().accelerators;
+    let columns = k * q * items.len()
+        + 1
+        + 2 * w.len()
+        + 3 * k * q
+        + if q >= 2 { k * units.len() } else { 0 };
+    if !b.reserve_columns(columns) {
+        let mut solved = run(b, &super::remaining(problem, started), None)?;
+        let (_, may_accelerate) = accelerator_fits(w, &units, &items);
+        let head = latency_bound::finish_bounds(w, &may_accelerate);
+        solved.bound = solved.bound.max(latency_bound::latency_lower_bound(&head));
+        return finish(problem, &solved, None, warm, stats, started);
+    }
     let mut model = CallModel::variables(&mut b, w, q, &units, &items, upper);
     stats
         .notes
@@ -124,11 +139,17 @@ fn solve_holding(
     model.add_memory(&mut b);
     let hyperedges = items.hyperedges(w, false);
     for (d, j) in model.slots() {
+        if b.stopped().is_some() {
+            break;
+        }
         model.add_duration(&mut b, d, j, &hyperedges);
         model.add_slot_end(&mut b, d, j);
         model.add_slot_order(&mut b, d, j);
     }
     for v in 0..w.len() {
+        if b.stopped().is_some() {
+            break;
+        }
         model.add_node_end(&mut b, v);
         model.add_finish_bound(&mut b, v);
         model.add_cpu_finish(&mut b, v);
@@ -189,7 +210,13 @@ fn held(
                 .iter()
                 .filter_map(|p| candidate(problem, p.clone(), "held by the caller")),
         ),
-        None => held_plans(problem, units, &mut held, stats),
+        None => held_plans(
+            problem,
+            units,
+            &mut held,
+            stats,
+            &super::remaining(problem, started).limits.budget(),
+        ),
     }
     if q >= 2 {
         // The one-piece IP is smaller and often finds the plan to beat.
@@ -219,6 +246,18 @@ fn held(
         started.elapsed().as_secs_f64()
     ));
     Ok(held)
+}
+
+/// Whether each item's unit fits an accelerator, and whether each node may run on one.
+fn accelerator_fits(w: &Workload, units: &Grouping, items: &Grouping) -> (Vec<bool>, Vec<bool>) {
+    let memory = w.devices().memory_per_accelerator_bytes;
+    let item_fits: Vec<bool> = (items.groups.iter())
+        .map(|item| units[units.group_of[item.nodes[0]]].fits_accelerator(memory))
+        .collect();
+    let may_accelerate: Vec<bool> = (0..w.len())
+        .map(|v| w.devices().accelerators > 0 && item_fits[items.group_of[v]])
+        .collect();
+    (item_fits, may_accelerate)
 }
 
 /// An upper bound on the latency of any plan when we hold none: all compute on both kinds
@@ -272,12 +311,7 @@ impl<'a> CallModel<'a> {
         upper: f64,
     ) -> Self {
         let memory = w.devices().memory_per_accelerator_bytes;
-        let item_fits: Vec<bool> = (items.groups.iter())
-            .map(|item| units[units.group_of[item.nodes[0]]].fits_accelerator(memory))
-            .collect();
-        let may_accelerate: Vec<bool> = (0..w.len())
-            .map(|v| w.devices().accelerators > 0 && item_fits[items.group_of[v]])
-            .collect();
+        let (item_fits, may_accelerate) = accelerator_fits(w, units, items);
         let head = latency_bound::finish_bounds(w, &may_accelerate);
         let critical = latency_bound::latency_lower_bound(&head);
         let (n, k) = (w.len(), w.devices().accelerators);
@@ -623,38 +657,66 @@ impl<'a> CallModel<'a> {
 
 /// Plans we hold before the IP starts: all on CPU, as much as fits on one accelerator, runs
 /// of the topological order, the runs DP (latency_runs), the DP plan, the greedy baseline.
-fn held_plans(problem: &Problem, units: &Grouping, held: &mut Vec<Candidate>, stats: &mut Stats) {
+/// Each plan after the first is made only while `budget` lasts (a note names the ones left
+/// out); the first (all on CPU, linear to make and score) is always made.
+fn held_plans(
+    problem: &Problem,
+    units: &Grouping,
+    held: &mut Vec<Candidate>,
+    stats: &mut Stats,
+    budget: &Budget,
+) {
     let w = problem.workload;
     let cpu_label = |g: usize| Device::Cpu(if problem.contiguous { g } else { 0 });
     let all_cpu: Vec<Device> = (0..units.len()).map(cpu_label).collect();
     held.extend(candidate(problem, units.placement(&all_cpu), "all on CPU"));
+    let spent = |what: &str, stats: &mut Stats| match budget.check() {
+        Ok(()) => false,
+        Err(e) => {
+            stats
+                .notes
+                .push(format!("held plans from {what} on not made: {e}"));
+            true
+        }
+    };
     if w.devices().accelerators > 0 {
+        if spent("one accelerator", stats) {
+            return;
+        }
         held.extend(candidate(
             problem,
             units.placement(&one_accelerator(w, units, cpu_label)),
             "one accelerator",
         ));
+        if spent("topological runs", stats) {
+            return;
+        }
         held.extend(candidate(
             problem,
             units.placement(&topological_runs(w, units, cpu_label)),
             "topological runs",
         ));
         // The best cut of a topological order into runs, by DP (super::latency_runs).
+        if spent("the runs DP", stats) {
+            return;
+        }
         for (p, source) in latency_runs::plans(w) {
             held.extend(candidate(problem, p, source));
         }
     }
+    if spent("the DP", stats) {
+        return;
+    }
     // The DP may take half the time left; the IP needs the rest.
     match &problem.limits.warm_start {
         Some(p) => held.extend(candidate(problem, p.clone(), "warm start")),
-        None => match dp::solve_within(
-            w,
-            problem.limits.max_ideals,
-            &problem.limits.budget().share(0.5),
-        ) {
+        None => match dp::solve_within(w, problem.limits.max_ideals, &budget.share(0.5)) {
             Ok(o) => held.extend(o.placement.and_then(|p| candidate(problem, p, "dp"))),
             Err(e) => stats.notes.push(format!("no DP plan: {e}")),
         },
+    }
+    if spent("the greedy baseline", stats) {
+        return;
     }
     // The latency baseline, so the IP is never worse than what a user would try first.
     match Method::solve(&Greedy, problem) {

@@ -215,6 +215,20 @@ impl MemoryGrid {
         } else {
             0
         };
+        // The head and tail tables take 2 · 8 · n · (G + 1) bytes: at most what is left of
+        // the run's memory allowance (budget.rs). Without the grid (G = 0) memory is left
+        // out, which only weakens the bound.
+        let steps = match crate::solve::budget::run_memory_left() {
+            Some(left) if steps > 0 => {
+                let fit = (left / (16.0 * (n + 1) as f64)).floor() as usize;
+                if fit < 17 {
+                    0
+                } else {
+                    steps.min(fit - 1)
+                }
+            }
+            _ => steps,
+        };
         let units = (0..n)
             .map(|v| {
                 if steps == 0 {

@@ -216,6 +216,9 @@ pub(crate) struct Builder {
 /// is within −7 % … +31 % of all five (43.7, 47.5, 50.5, 65.6 and 102.6 MiB).
 const BYTES_BASE: f64 = 40.0 * 1024.0 * 1024.0;
 const BYTES_PER_NONZERO: f64 = 310.0;
+/// What a column costs before HiGHS sees it: the row problem's bounds, cost and
+/// integrality, and the model's own tables of column handles (README: 200 B per column).
+const BYTES_PER_COLUMN: f64 = 200.0;
 
 /// Rows between two looks at the clock while a model is built.
 const ROWS_PER_CHECK: usize = 1024;
@@ -271,6 +274,28 @@ impl Builder {
             }
         }
         true
+    }
+
+    /// Counts `columns` about to be made (at [`BYTES_PER_COLUMN`] each, beside the nonzeros)
+    /// against the budget before any is made; `false` (and [`stopped`](Self::stopped)
+    /// says why) when they do not fit.
+    pub fn reserve_columns(&mut self, columns: usize) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        let what = format!("the integer program ({columns} columns)");
+        let bytes = self.estimated_bytes() + BYTES_PER_COLUMN * columns as f64;
+        match self
+            .budget
+            .reserve(&what, bytes)
+            .and_then(|()| self.budget.check())
+        {
+            Ok(()) => true,
+            Err(e) => {
+                self.stopped = Some(e);
+                false
+            }
+        }
     }
 
     /// A binary column with objective coefficient `cost`, or fixed to 0 when `allowed` is false.

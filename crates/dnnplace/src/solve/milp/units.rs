@@ -172,9 +172,13 @@ pub(crate) fn ideal_chain(b: &mut Builder, y: &[Vec<Var>], arcs: &[(usize, usize
 }
 
 /// unit g on device d (see the module docs).
+/// The rows have O(G) terms each: none is built once the builder has stopped (budget).
 pub(crate) fn symmetry(b: &mut Builder, member: &[Vec<Var>]) {
     for d in 1..member.len() {
         for g in 0..member[d].len() {
+            if b.stopped().is_some() {
+                return;
+            }
             let mut terms: Vec<(Var, f64)> = vec![(member[d][g], 1.0)];
             terms.extend(member[d - 1][..g].iter().map(|&x| (x, -1.0)));
             b.le(&terms, 0.0);
