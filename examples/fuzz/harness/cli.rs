@@ -418,10 +418,23 @@ pub fn make(r: &mut Rng, kind: Kind) -> (Vec<String>, Vec<u8>) {
                 "ip".into(),
             ];
             for _ in 0..1 + r.below(2) {
-                args.extend([
-                    "--highs-option".into(),
-                    format!("{}={}", choose(r, &HIGHS_NAMES), choose(r, &HIGHS_VALUES)),
-                ]);
+                // Half the time a pair HiGHS takes, so that the IP runs with it.
+                let option = if r.chance(0.5) {
+                    choose(
+                        r,
+                        &[
+                            "presolve=off",
+                            "threads=100000",
+                            "mip_rel_gap=0.5",
+                            "random_seed=7",
+                            "time_limit=1",
+                        ],
+                    )
+                    .to_string()
+                } else {
+                    format!("{}={}", choose(r, &HIGHS_NAMES), choose(r, &HIGHS_VALUES))
+                };
+                args.extend(["--highs-option".into(), option]);
             }
             (args, Vec::new())
         }
