@@ -22,11 +22,15 @@ fn cases(target: Target) -> u64 {
         Target::Placement => 5000,
         Target::Onnx => 3000,
         Target::Profile => 3000,
+        // One run of the binary each (tens of milliseconds).
+        Target::Cli(_) => 25,
     }
 }
 
 #[test]
 fn every_reader_survives_mutated_inputs() {
+    // The command-line targets run the binary this test was built with.
+    std::env::set_var("DNNPLACE_BIN", env!("CARGO_BIN_EXE_dnnplace"));
     let seeds = Seeds::builtin();
     let current: Arc<Mutex<(String, Instant)>> =
         Arc::new(Mutex::new((String::new(), Instant::now())));

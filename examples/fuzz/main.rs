@@ -1,6 +1,9 @@
 //! `cargo run --release --example fuzz -- --minutes 10 --target workload`: mutation fuzzing
 //! of the readers (workload JSON, placement JSON, ONNX, device-profile TOML) and of
-//! `plan`/`score` behind them, for a given time. The cases and the oracle are described in
+//! `plan`/`score` behind them, and of the command line's own inputs (cluster TOML files,
+//! workload `cluster` sections, `--cluster` and `--schedule` strings, every
+//! `--from-export` format, `--highs-option`: `harness/cli.rs`, one run of the binary per
+//! case, `DNNPLACE_BIN` or `target/release/dnnplace`), for a given time. The cases and the oracle are described in
 //! `harness/mod.rs`.
 //!
 //! A supervisor runs the cases in a child process of its own binary (`--worker`), which
@@ -49,7 +52,7 @@ struct Options {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: fuzz [--target workload|placement|onnx|profile|all] [--minutes M (per target)] [--cases N] [--seed S]\n\
+        "usage: fuzz [--target workload|placement|onnx|profile|cluster-toml|cluster-arg|workload-cluster|schedule|from-export|highs-option|all] [--minutes M (per target)] [--cases N] [--seed S]\n\
          \x20           [--case-timeout SECONDS] [--memory-gib G] [--shared DIR | --no-shared] [--findings DIR] [--replay I]"
     );
     std::process::exit(2)
@@ -162,7 +165,14 @@ fn run_guarded(
     let case = make_case(seeds, target, seed, index);
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&case))) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(f)) => Err(("internal".into(), f.0)),
+        // A command-line case names what the binary did (`harness/cli.rs`).
+        Ok(Err(f)) => {
+            let kind = ["panic", "abort", "hang", "exit 3"]
+                .into_iter()
+                .find(|k| f.0.starts_with(&format!("{k}:")))
+                .map_or("internal", |k| if k == "exit 3" { "exit3" } else { k });
+            Err((kind.into(), f.0))
+        }
         Err(_) => {
             let message = LAST_PANIC
                 .lock()
@@ -454,7 +464,7 @@ fn main() {
         let t = supervise(&o, &seeds, target);
         let count = |k: &str| t.findings.iter().filter(|f| f.0 == k).count();
         summary.push(format!(
-            "{:<9} {:>8.1} min {:>8} cases {:>8} accepted {:>8} rejected   panic {} internal {} abort {} hang {} stdout {}   slowest {:.2} s (case {})",
+            "{:<16} {:>8.1} min {:>8} cases {:>8} accepted {:>8} rejected   panic {} internal {} exit3 {} abort {} hang {} stdout {}   slowest {:.2} s (case {})",
             target.name(),
             started.elapsed().as_secs_f64() / 60.0,
             t.cases,
@@ -462,6 +472,7 @@ fn main() {
             t.rejected,
             count("panic"),
             count("internal"),
+            count("exit3"),
             count("abort"),
             count("hang"),
             count("stdout"),

@@ -279,12 +279,9 @@ pub fn workload_on_cluster(
     device_files: &[PathBuf],
 ) -> Result<Workload, CliError> {
     // Types that give their speed need no profile here (nothing is priced from one).
-    let cluster = crate::costmodel::cluster::cluster_for(
-        spec,
-        &load_profiles(device_files)?,
-        Some(w.len()),
-    )
-    .map_err(CliError::Input)?;
+    let cluster =
+        crate::costmodel::cluster::cluster_for(spec, &load_profiles(device_files)?, Some(w.len()))
+            .map_err(CliError::Input)?;
     let platform = crate::model::Platform {
         cluster: Some(cluster),
         ..w.platform().clone()

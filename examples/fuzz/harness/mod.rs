@@ -22,6 +22,7 @@
 //! Cost per case: O(|input|) to build and read, plus the methods on accepted workloads,
 //! bounded by `max_ideals = 20 000` and a 0.5 s time limit per method.
 
+pub mod cli;
 #[path = "../../../tests/common/mod.rs"]
 pub mod common;
 pub mod mutate;
@@ -50,14 +51,22 @@ pub enum Target {
     Placement,
     Onnx,
     Profile,
+    /// Command-line inputs, one run of the binary per case ([`cli`]).
+    Cli(cli::Kind),
 }
 
 impl Target {
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 10] = [
         Target::Workload,
         Target::Placement,
         Target::Onnx,
         Target::Profile,
+        Target::Cli(cli::Kind::ClusterToml),
+        Target::Cli(cli::Kind::ClusterArg),
+        Target::Cli(cli::Kind::WorkloadCluster),
+        Target::Cli(cli::Kind::Schedule),
+        Target::Cli(cli::Kind::Export),
+        Target::Cli(cli::Kind::HighsOption),
     ];
 
     pub fn name(self) -> &'static str {
@@ -66,7 +75,13 @@ impl Target {
             Target::Placement => "placement",
             Target::Onnx => "onnx",
             Target::Profile => "profile",
+            Target::Cli(kind) => kind.name(),
         }
+    }
+
+    /// A stable number per target (the case streams' seed).
+    fn number(self) -> u64 {
+        Target::ALL.iter().position(|&t| t == self).expect("listed") as u64
     }
 
     pub fn parse(s: &str) -> Option<Target> {
@@ -79,6 +94,7 @@ impl Target {
             Target::Workload | Target::Placement => "json",
             Target::Onnx => "onnx",
             Target::Profile => "toml",
+            Target::Cli(_) => "input",
         }
     }
 }
@@ -86,6 +102,8 @@ impl Target {
 /// One generated input.
 pub struct Case {
     pub target: Target,
+    /// [`Target::Cli`]: the command line (`{input}` is the file holding `input`).
+    pub args: Vec<String>,
     /// The seed it came from and the mutations applied, for the report.
     pub description: String,
     pub input: Vec<u8>,
@@ -112,7 +130,7 @@ pub struct Finding(pub String);
 /// splitmix64 of the three numbers: independent streams per (run seed, target, case).
 fn mix(seed: u64, target: Target, index: u64) -> u64 {
     let mut z = seed
-        ^ (target as u64 + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+        ^ (target.number() + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93)
         ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -129,7 +147,14 @@ pub fn make_case(seeds: &Seeds, target: Target, run_seed: u64, index: u64) -> Ca
     let mut r = Rng::new(state);
     let mut ops: Vec<String> = Vec::new();
     let rounds = 1 + r.below(4);
+    let mut args = Vec::new();
     let (seed_name, input, workload) = match target {
+        Target::Cli(kind) => {
+            let (a, input) = cli::make(&mut r, kind);
+            ops.push(format!("dnnplace {}", a.join(" ")));
+            args = a;
+            (kind.name().to_string(), input, None)
+        }
         Target::Workload => {
             let seed = choose(&mut r, &seeds.workloads);
             let donors: Vec<&[u8]> = seeds
@@ -233,6 +258,7 @@ pub fn make_case(seeds: &Seeds, target: Target, run_seed: u64, index: u64) -> Ca
     };
     Case {
         target,
+        args,
         description: format!("seed {seed_name}; mutations: {}", ops.join(", ")),
         input,
         workload,
@@ -256,6 +282,7 @@ fn rejected(message: String) -> Result<Verdict, Finding> {
 pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
     let mut r = Rng::new(case.rng_state);
     match case.target {
+        Target::Cli(_) => cli::run(&case.args, &case.input),
         Target::Workload => {
             let text = match text_of(&case.input) {
                 Ok(t) => t,
@@ -274,6 +301,9 @@ pub fn run_case(case: &Case) -> Result<Verdict, Finding> {
                 return Err(Finding("the written workload reads back different".into()));
             }
             exercise(&w, &mut r, case.allow_ip, true)?;
+            if w.cluster().is_some() {
+                exercise_cluster(&w, &mut r, case.allow_ip)?;
+            }
             Ok(Verdict::Accepted)
         }
         Target::Placement => {
@@ -424,6 +454,34 @@ fn score_and_round_trip(w: &Workload, p: &Placement, latency: bool) -> Result<()
         return Err(Finding(format!(
             "the written placement reads back a different assignment: {file}"
         )));
+    }
+    Ok(())
+}
+
+/// `plan` on a workload's own cluster: the DP, and the IP when allowed; every plan is
+/// re-scored by `plan_on_cluster`, whose internal-check failures are findings.
+fn exercise_cluster(w: &Workload, r: &mut Rng, allow_ip: bool) -> Result<(), Finding> {
+    use dnnplace::solve::cluster::dp::Tracking;
+    use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
+    let limits = Limits {
+        time_limit_s: Some(0.5),
+        max_ideals: 20_000,
+        threads: Some(1),
+        ..Limits::default()
+    };
+    let mut methods = vec![ClusterMethod::Dp];
+    if allow_ip && w.len() <= 30 {
+        methods.push(ClusterMethod::Ip {
+            contiguous: r.chance(0.5),
+            sync: false,
+        });
+    }
+    for method in methods {
+        if let Err(e @ (SolveError::Check(_) | SolveError::Solver(_))) =
+            plan_on_cluster(w, &limits, method, Tracking::Best)
+        {
+            return Err(internal(&format!("plan on the cluster ({method:?})"), e));
+        }
     }
     Ok(())
 }

@@ -24,9 +24,9 @@
 //! Counts (`count`, `cpus`) are [`Count`]s: whole numbers read without overflow, clamped
 //! to what a plan can use with a note ([`crate::model::count`]).
 
+use crate::model::Count;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
-use crate::model::Count;
 
 /// A link as written: bandwidth and, optionally, latency.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

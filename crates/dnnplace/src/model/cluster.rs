@@ -234,10 +234,7 @@ impl Cluster {
         if devices.is_none() {
             return Err(WorkloadError::BadCluster {
                 field: "machines".into(),
-                message: format!(
-                    "hold more than {} devices",
-                    super::count::MAX_DEVICES
-                ),
+                message: format!("hold more than {} devices", super::count::MAX_DEVICES),
             });
         }
         let mut accelerators = Vec::new();

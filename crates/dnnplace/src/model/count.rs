@@ -86,7 +86,10 @@ impl<'de> Deserialize<'de> for Count {
             }
             fn visit_i128<E: de::Error>(self, v: i128) -> Result<Count, E> {
                 if v < 0 {
-                    return Err(E::custom(format!("{v} is negative; expected {}", "a whole number >= 0")));
+                    return Err(E::custom(format!(
+                        "{v} is negative; expected {}",
+                        "a whole number >= 0"
+                    )));
                 }
                 Ok(Count(u64::try_from(v).unwrap_or(u64::MAX)))
             }
@@ -110,7 +113,10 @@ mod tests {
     #[test]
     fn reads_saturate_and_reject_what_is_no_count() {
         assert_eq!(Count::parse("18446744073709551615"), Some(Count(u64::MAX)));
-        assert_eq!(Count::parse("99999999999999999999999"), Some(Count(u64::MAX)));
+        assert_eq!(
+            Count::parse("99999999999999999999999"),
+            Some(Count(u64::MAX))
+        );
         assert_eq!(Count::parse("12"), Some(Count(12)));
         for bad in ["", "-1", "1.5", "1e3", "x"] {
             assert_eq!(Count::parse(bad), None, "{bad}");
@@ -129,7 +135,10 @@ mod tests {
         let mut notes = Vec::new();
         assert_eq!(Count(5).clamped(7, "count", &mut notes), 5);
         assert!(notes.is_empty());
-        assert_eq!(Count(u64::MAX).clamped(7, "machines[0].count", &mut notes), 7);
+        assert_eq!(
+            Count(u64::MAX).clamped(7, "machines[0].count", &mut notes),
+            7
+        );
         assert_eq!(
             notes,
             ["machines[0].count = 18446744073709551615 is more than a plan can use; clamped to 7"]

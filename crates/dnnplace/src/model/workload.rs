@@ -381,7 +381,8 @@ impl Workload {
                 });
             }
         }
-        let Some(u) = (0..self.len()).max_by(|&a, &b| self.out_cost(a).total_cmp(&self.out_cost(b)))
+        let Some(u) =
+            (0..self.len()).max_by(|&a, &b| self.out_cost(a).total_cmp(&self.out_cost(b)))
         else {
             return Ok(());
         };

@@ -12,10 +12,14 @@
 //! Complexity: O(B · (n + m + C + A)) for B ≤ D^C canonical assignments of C classes to
 //! D devices.
 
+use super::super::budget::Budget;
 use super::super::{Objective, SolveError};
 use crate::model::contraction::class_index;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 use crate::score::evaluate_on_cluster;
+
+/// Plans scored between two looks at the budget.
+pub const PLANS_PER_CHECK: u64 = 1024;
 
 /// The largest number of colour classes the cluster brute force accepts.
 pub const MAX_CLASSES: usize = 10;
@@ -39,6 +43,18 @@ pub fn brute_force(
     objective: Objective,
     contiguous: bool,
 ) -> Result<Exhaustive, SolveError> {
+    brute_force_within(w, costs, objective, contiguous, &Budget::unlimited())
+}
+
+/// [`brute_force`] that stops when `budget` runs out (`--time-limit`, Ctrl-C; looked at
+/// every [`PLANS_PER_CHECK`] plans): then an error, since a partial search proves nothing.
+pub fn brute_force_within(
+    w: &Workload,
+    costs: &ClusterCosts,
+    objective: Objective,
+    contiguous: bool,
+    budget: &Budget,
+) -> Result<Exhaustive, SolveError> {
     if matches!(objective, Objective::Latency { .. }) {
         return Err(SolveError::Unsupported {
             method: "brute-force".into(),
@@ -59,8 +75,18 @@ pub fn brute_force(
     let mut per_usage: std::collections::BTreeMap<Vec<usize>, f64> = Default::default();
     let cluster = costs.cluster();
     let mut plans = 0u64;
+    let mut stopped = None;
     let mut visit = |labels: &[Device]| {
+        if stopped.is_some() {
+            return;
+        }
         plans += 1;
+        if plans.is_multiple_of(PLANS_PER_CHECK) {
+            if let Err(e) = budget.check() {
+                stopped = Some(e);
+                return;
+            }
+        }
         let p = Placement::new(class.iter().map(|&c| labels[c]).collect());
         let e = evaluate_on_cluster(w, costs, &p);
         if e.is_valid() && (!contiguous || e.is_contiguous()) {
@@ -84,6 +110,16 @@ pub fn brute_force(
         }
     };
     enumerate(0, &groups, &mut used, &mut labels, &mut visit);
+    if let Some(reason) = stopped {
+        return Err(SolveError::Stopped {
+            method: "brute-force".into(),
+            reason,
+            detail: format!(
+                "after {plans} plans on {} devices (a partial search proves nothing; use the DP)",
+                costs.cluster().accelerators().len() + costs.cluster().cpu_machines().len()
+            ),
+        });
+    }
     Ok(Exhaustive {
         best,
         plans,

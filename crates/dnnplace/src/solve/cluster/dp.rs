@@ -1209,7 +1209,9 @@ impl Tail {
 /// stage's groups themselves. Either way within a few ulps of the exact sum, as the
 /// scorer's own sum is, so the DP's loads, memory checks and optimum agree with it.
 fn stage_sum(data: &IdealData, i: usize, j: usize, of: &[Sum], values: &[f64]) -> f64 {
-    of[i].difference(of[j]).unwrap_or_else(|| direct_sum(data, i, j, values))
+    of[i]
+        .difference(of[j])
+        .unwrap_or_else(|| direct_sum(data, i, j, values))
 }
 
 /// [`stage_sum`] for accelerator type `t` (its sums are stored per ideal, then per type).

@@ -22,7 +22,7 @@
 
 use std::time::Instant;
 
-use super::brute_force::brute_force;
+use super::brute_force::brute_force_within;
 use super::chain_bound::chain_bound;
 use super::coarse::coarse_plan;
 use super::dp::{meets_bound, solve_between, Tracking};
@@ -265,7 +265,7 @@ pub fn plan_on_cluster(
                     what: "per-usage optima with plans on a cluster".into(),
                 });
             }
-            let r = brute_force(w, &costs, Objective::Throughput, true)?;
+            let r = brute_force_within(w, &costs, Objective::Throughput, true, &limits.budget())?;
             let lower_bound = r.best.as_ref().map_or(f64::INFINITY, |b| b.0);
             (r.best, Vec::new(), 0, r.plans as usize, lower_bound, None)
         }

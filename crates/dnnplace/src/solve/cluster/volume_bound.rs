@@ -42,8 +42,8 @@ use std::time::Instant;
 use highs::{HighsModelStatus, RowProblem, Sense};
 
 use crate::model::contraction::class_index;
-use crate::solve::milp::guard::Guard;
 use crate::model::{ClusterCosts, Workload};
+use crate::solve::milp::guard::Guard;
 
 /// The classes' work and the groups' bytes.
 struct Classes {

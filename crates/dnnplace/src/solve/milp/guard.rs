@@ -32,7 +32,8 @@ impl Guard {
     /// A matrix entry: finite and at most [`LARGE_MATRIX_VALUE`] in magnitude.
     #[inline]
     pub fn coefficient(&mut self, x: f64, at: impl FnOnce() -> String) {
-        if self.first.is_none() && !(x.abs() <= LARGE_MATRIX_VALUE) {
+        let fits = x.abs() <= LARGE_MATRIX_VALUE; // false for NaN
+        if self.first.is_none() && !fits {
             self.first = Some(format!(
                 "{} has the coefficient {x:e} (HiGHS takes at most {LARGE_MATRIX_VALUE:e})",
                 at()
@@ -54,7 +55,8 @@ impl Guard {
     /// An objective coefficient: finite and below [`INFINITE`] in magnitude.
     #[inline]
     pub fn cost(&mut self, x: f64, at: impl FnOnce() -> String) {
-        if self.first.is_none() && !(x.abs() < INFINITE) {
+        let finite = x.abs() < INFINITE; // false for NaN
+        if self.first.is_none() && !finite {
             self.first = Some(format!(
                 "{} has the cost {x:e} (HiGHS reads {INFINITE:e} and more as infinite)",
                 at()

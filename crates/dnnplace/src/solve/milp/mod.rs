@@ -830,9 +830,9 @@ fn set_options(
         if name == "threads" {
             // HiGHS allocates per thread: more than the cores only costs memory.
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let threads = value.parse::<i64>().map_err(|_| {
-                SolveError::Solver(format!("HiGHS refused option {name}={value}"))
-            })?;
+            let threads = value
+                .parse::<i64>()
+                .map_err(|_| SolveError::Solver(format!("HiGHS refused option {name}={value}")))?;
             let threads = threads.clamp(1, cores.min(i32::MAX as usize) as i64) as i32;
             model
                 .try_set_option("threads", threads)

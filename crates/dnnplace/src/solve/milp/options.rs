@@ -24,9 +24,12 @@ pub fn check_highs_option(name: &str, value: &str) -> Result<(), String> {
     let c_name = CString::new(name).map_err(|_| format!("option {name}: a NUL in the name"))?;
     let mut kind: highs_sys::HighsInt = -1;
     // SAFETY: a live HiGHS instance, a NUL-terminated name and a valid out-pointer.
-    let found = unsafe { highs_sys::Highs_getOptionType(scratch.as_ptr(), c_name.as_ptr(), &mut kind) };
+    let found =
+        unsafe { highs_sys::Highs_getOptionType(scratch.as_ptr(), c_name.as_ptr(), &mut kind) };
     if found != highs_sys::STATUS_OK {
-        return Err(format!("unknown HiGHS option '{name}' (see HiGHS's option list)"));
+        return Err(format!(
+            "unknown HiGHS option '{name}' (see HiGHS's option list)"
+        ));
     }
     let mut scratch = scratch;
     match kind as i32 {
@@ -77,13 +80,17 @@ pub fn check_highs_option(name: &str, value: &str) -> Result<(), String> {
             if v >= lo && v <= hi {
                 Ok(())
             } else {
-                Err(format!("option {name} is {v}; it must be in [{lo:e}, {hi:e}]"))
+                Err(format!(
+                    "option {name} is {v}; it must be in [{lo:e}, {hi:e}]"
+                ))
             }
         }
         STRING => scratch
             .try_set_option(name, value)
             .map_err(|_| format!("HiGHS does not accept {name}={value}")),
-        other => Err(format!("option {name} has a type ({other}) dnnplace cannot set")),
+        other => Err(format!(
+            "option {name} has a type ({other}) dnnplace cannot set"
+        )),
     }
 }
 
@@ -104,7 +111,11 @@ mod tests {
         }
         for (name, value, says) in [
             ("presolve", "maybe", "presolve=maybe"),
-            ("no_such_option", "1", "unknown HiGHS option 'no_such_option'"),
+            (
+                "no_such_option",
+                "1",
+                "unknown HiGHS option 'no_such_option'",
+            ),
             ("time_limit", "-5", "time_limit is -5"),
             ("time_limit", "soon", "takes a number"),
             ("mip_max_nodes", "1.5", "takes an integer"),
