@@ -300,7 +300,15 @@ fn run_economics(
                 .collect();
         }
         if let Some(p) = chosen {
+            // Its TPS against the bound of its accelerator count (the plan's own value
+            // when the per-mix DP finished: then every mix is proven).
+            let n = p.usage.iter().sum::<usize>();
+            let bound = bounds
+                .get(n.saturating_sub(1))
+                .map_or(p.value, |b| b.min(p.value));
             v["chosen"] = row(p);
+            v["chosen"]["bound"] = serde_json::json!(bound);
+            v["chosen"]["gap"] = serde_json::json!(crate::report::table::gap(p.value, bound));
         }
         writeln!(
             stdout,
