@@ -656,11 +656,19 @@ pub fn solve(
     solve_between(w, costs, limits, tracking, 0.0, upper_bound)
 }
 
-/// Whether a plan of value `value` meets the lower bound `lower` within the DP's relative
-/// `1e-9` (then it is optimal).
+/// Whether a plan of value `value` meets the lower bound `lower` within [`PROOF_RELATIVE`]
+/// (then it is optimal).
 pub fn meets_bound(value: f64, lower: f64) -> bool {
-    value <= lower * (1.0 + 1e-9)
+    value <= lower * (1.0 + PROOF_RELATIVE)
 }
+
+/// How close a plan must come to a lower bound to be called optimal: `1e-15` relative, the
+/// precision of the DP's certified stage sums (5u, README "Numerics"). A looser tolerance
+/// proves wrong optima on inputs whose magnitudes differ by 1e11 and more: with `1e-9`, a
+/// CPU-only node of 2.75e9 ms made every plan within 2.75 ms of it "optimal", so the DP
+/// stopped at a plan 0.074 ms (2.7e-11) worse than the best one
+/// (`tests/oracles_wide_magnitudes.rs`, seed 14910916324470988103).
+pub const PROOF_RELATIVE: f64 = 1e-15;
 
 /// [`solve`] with a lower bound the caller holds (e.g. [`super::volume_bound`]): the
 /// prefixes' search starts from it, the bound reported is at least it, and the search ends
@@ -1179,7 +1187,15 @@ impl Tail {
             windows.unwrap_or_else(|| (0..=n).collect()),
             MAX_TAIL_VECTORS,
         )?;
-        let start = chain.earliest_starts(bound, budget, false)?;
+        // The test compares sums over the chain (prefix differences) with `B`: it keeps a
+        // state unless its rest exceeds `B` by more than those sums' rounding, so that a
+        // plan of value exactly `B` is never dropped (a 1e9 ms group before 15 ms of work
+        // lost the optimum 9.97 to the rounding of 1e9 + 14.97 − 1e9).
+        let magnitude: f64 = (0..n)
+            .map(|g| (0..p.types).map(|t| p.x[t][g]).fold(p.cpu[g], f64::max))
+            .sum();
+        let slack = bound * 1e-9 + magnitude * 1e-12 + 1e-12;
+        let start = chain.earliest_starts(bound + slack, budget, false)?;
         Some(Tail { chain, start })
     }
 
