@@ -29,7 +29,9 @@ echo "python ci: dnnplace built and installed at $((SECONDS - started)) s"
 
 cd "$here"
 set +e
-"$venv/bin/python" -m pytest tests -v -rs -s
+# The pytest script, not `python -m pytest`: the latter puts this folder on sys.path, where
+# the source package (without its compiled extension) would shadow the installed one.
+"$venv/bin/pytest" tests -v -rs -s -p no:cacheprovider
 rc=$?
 set -e
 echo "python ci: pytest finished at $((SECONDS - started)) s (exit $rc)"
