@@ -148,5 +148,28 @@ def simulate(
 ) -> Dict[str, Any]:
     """Runs a plan through a pipeline schedule (`dnnplace simulate --format json`)."""
 
+def calibrate(
+    measured: Workload,
+    device: str = "a100-80gb",
+    dtype: str = "fp32",
+    style: str = "gpt2",
+    layers: int = 12,
+    hidden: int = 768,
+    heads: int = 12,
+    seq: int = 512,
+    batch: int = 1,
+    ffn: Optional[int] = None,
+    vocab: Optional[int] = None,
+    head: Optional[str] = None,
+    onnx: Optional[_Path] = None,
+    name: Optional[str] = None,
+    out: Optional[_Path] = None,
+) -> Dict[str, Any]:
+    """Fits `device`'s compute_efficiency, memory_efficiency and launch_overhead_ms to a
+    measured profile (`dnnplace calibrate`): the model is the generated transformer of
+    `style`..`head` (or the ONNX file `onnx`) at `seq` and `batch`, priced in `dtype`.
+    Returns base and fitted profiles, per-unit measured/base/fitted times and error
+    summaries; `out` writes the fitted profile as a device file (TOML)."""
+
 def device_profiles() -> List[str]:
     """The built-in device profiles' names."""

@@ -311,6 +311,26 @@ fn generate_transformer(
     accelerators: usize,
     cpus: usize,
 ) -> PyResult<Workload> {
+    let spec = transformer_spec(style, layers, hidden, heads, seq, batch, ffn, vocab, head)?;
+    let settings = cost_settings(device, cpu_device, dtype, training, accelerators, cpus)?;
+    let graph = transformer_graph(&spec, settings.dtype).map_err(input)?;
+    let w = to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
+    Ok(Workload::new(w))
+}
+
+/// The transformer of `generate_transformer`'s and `calibrate`'s arguments.
+#[allow(clippy::too_many_arguments)]
+fn transformer_spec(
+    style: &str,
+    layers: usize,
+    hidden: usize,
+    heads: usize,
+    seq: usize,
+    batch: usize,
+    ffn: Option<usize>,
+    vocab: Option<usize>,
+    head: Option<&str>,
+) -> PyResult<TransformerSpec> {
     let style = match style {
         "bert" => Style::Bert,
         "gpt2" => Style::Gpt2,
@@ -335,10 +355,53 @@ fn generate_transformer(
             )))
         }
     };
-    let settings = cost_settings(device, cpu_device, dtype, training, accelerators, cpus)?;
-    let graph = transformer_graph(&spec, settings.dtype).map_err(input)?;
-    let w = to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
-    Ok(Workload::new(w))
+    Ok(spec)
+}
+
+/// Fits a device profile to a measured profile (`dnnplace calibrate`; docs/costmodel.md):
+/// returns the calibration as a dict and, with `out`, writes the fitted profile as a
+/// device file.
+#[pyfunction]
+#[pyo3(signature = (measured, device="a100-80gb", dtype="fp32", style="gpt2", layers=12, hidden=768, heads=12, seq=512, batch=1, ffn=None, vocab=None, head=None, onnx=None, name=None, out=None))]
+#[allow(clippy::too_many_arguments)]
+fn calibrate(
+    py: Python<'_>,
+    measured: &Workload,
+    device: &str,
+    dtype: &str,
+    style: &str,
+    layers: usize,
+    hidden: usize,
+    heads: usize,
+    seq: usize,
+    batch: usize,
+    ffn: Option<usize>,
+    vocab: Option<usize>,
+    head: Option<&str>,
+    onnx: Option<PathBuf>,
+    name: Option<String>,
+    out: Option<PathBuf>,
+) -> PyResult<Py<PyAny>> {
+    let base = find_profile(device, &[]).map_err(input)?;
+    let dtype = DType::parse(dtype).map_err(input)?;
+    let graph = match onnx {
+        Some(path) => {
+            let options = ImportOptions { batch: Some(batch), seq: Some(seq), dtype, training: false };
+            import_file(&path, &options).map_err(input)?.graph
+        }
+        None => {
+            let spec = transformer_spec(style, layers, hidden, heads, seq, batch, ffn, vocab, head)?;
+            transformer_graph(&spec, dtype).map_err(input)?
+        }
+    };
+    let mut cal = dnnplace::costmodel::calibrate(&graph, &measured.inner, &base, dtype).map_err(input)?;
+    if let Some(name) = name {
+        cal.fitted.name = name;
+    }
+    if let Some(path) = out {
+        write_atomically(&path, &cal.to_device_file("a measured profile (dnnplace.calibrate)")).map_err(input)?;
+    }
+    to_py(py, &serde_json::to_value(&cal).expect("serialises"))
 }
 
 /// A cluster: `MxNxTYPE` terms joined by `+` (`"2x8xh100"`), or a cluster TOML file.
@@ -946,6 +1009,7 @@ fn _dnnplace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_transformer, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(device_profiles, m)?)?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add("InternalError", m.py().get_type::<InternalError>())?;

@@ -80,6 +80,9 @@ pub enum CostCommand {
     /// Generate a workload from a model description.
     #[command(subcommand)]
     Generate(GenerateCommand),
+    /// Fit a device profile's compute_efficiency, memory_efficiency and launch_overhead_ms
+    /// to a measured profile; write it as a device file (docs/costmodel.md).
+    Calibrate(CalibrateArgs),
 }
 
 #[derive(Args, Debug)]
@@ -196,8 +199,9 @@ pub enum StyleArg {
     Llama,
 }
 
-#[derive(Args, Debug)]
-pub struct TransformerArgs {
+/// The shape of a generated transformer (shared by `generate transformer` and `calibrate`).
+#[derive(Args, Debug, Clone)]
+pub struct TransformerShape {
     /// Architecture and naming (Hugging Face module paths).
     #[arg(long, value_enum, default_value = "bert")]
     pub style: StyleArg,
@@ -219,6 +223,12 @@ pub struct TransformerArgs {
     /// Head on top of the blocks. [default: bert for --style bert, else lm]
     #[arg(long, value_enum)]
     pub head: Option<HeadArg>,
+}
+
+#[derive(Args, Debug)]
+pub struct TransformerArgs {
+    #[command(flatten)]
+    pub shape: TransformerShape,
     #[command(flatten)]
     pub cost: CostFlags,
     #[command(flatten)]
@@ -226,6 +236,32 @@ pub struct TransformerArgs {
     /// Write the workload JSON here (atomically) instead of standard output.
     #[arg(long, value_name = "WORKLOAD.json")]
     pub out: Option<PathBuf>,
+}
+
+/// `calibrate`: fit a device profile to a measured profile.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// The measured workload (e.g. written by `dnnplace.torch.profile`): nodes with `module`
+    /// paths and measured `fpgaLatency`.
+    pub measured: PathBuf,
+    /// The model as an ONNX file (instead of the generated transformer of --style ...).
+    #[arg(long, value_name = "MODEL.onnx")]
+    pub onnx: Option<PathBuf>,
+    /// The model as a generated transformer (used without --onnx).
+    #[command(flatten)]
+    pub shape: TransformerShape,
+    /// The base profile (--device), data type (--dtype), --batch and --seq of the measured run.
+    #[command(flatten)]
+    pub cost: CostFlags,
+    /// Write the fitted profile here (atomically) as a device file for --device-file.
+    #[arg(long, value_name = "FILE.toml")]
+    pub out: Option<PathBuf>,
+    /// Name of the fitted profile. [default: <base>-calibrated]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print the calibration as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs one cost-model command.
@@ -236,6 +272,7 @@ pub fn run_cost_command(command: CostCommand) -> Result<(), CliError> {
         CostCommand::Generate(GenerateCommand::Transformer(args)) => run_transformer(args),
         CostCommand::Generate(GenerateCommand::Gpt(args)) => run_gpt(args),
         CostCommand::Generate(GenerateCommand::Wide(args)) => run_wide(args),
+        CostCommand::Calibrate(args) => super::calibrate_cmd::run_calibrate(args),
     }
 }
 
@@ -334,7 +371,7 @@ pub fn is_model_file(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
-fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
+pub fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
     let imported =
         import_file(path, &import_options(flags)?).map_err(|e| CliError::Input(e.to_string()))?;
     for w in &imported.warnings {
@@ -523,13 +560,22 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
     if let Some(out) = &args.out {
         check_output_target(out)?;
     }
-    let style = match args.style {
+    let spec = transformer_spec(&args.shape, &args.cost)?;
+    let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let graph = transformer_graph(&spec, settings.dtype).map_err(CliError::Input)?;
+    let w = price(&graph, &args.cost, &settings)?;
+    write_workload(&w, &graph, &settings, args.out.as_deref())
+}
+
+/// The transformer of `shape`, with `--batch` and `--seq` of `cost` (defaults 1 and 512).
+pub fn transformer_spec(shape: &TransformerShape, cost: &CostFlags) -> Result<TransformerSpec, CliError> {
+    let style = match shape.style {
         StyleArg::Bert => Style::Bert,
         StyleArg::Gpt2 => Style::Gpt2,
         StyleArg::Llama => Style::Llama,
     };
-    let size = TransformerSizes::new(args.layers, args.hidden, args.heads, args.ffn, args.vocab)?;
-    let input = import_options(&args.cost)?;
+    let size = TransformerSizes::new(shape.layers, shape.hidden, shape.heads, shape.ffn, shape.vocab)?;
+    let input = import_options(cost)?;
     let mut spec = TransformerSpec::new(
         style,
         size.layers,
@@ -540,16 +586,13 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
     );
     spec.ffn = size.ffn.unwrap_or(spec.ffn);
     spec.vocab = size.vocab.unwrap_or(spec.vocab);
-    spec.head = match args.head {
+    spec.head = match shape.head {
         Some(HeadArg::Bert) => Head::Bert,
         Some(HeadArg::Lm) => Head::Lm,
         Some(HeadArg::None) => Head::None,
         None => spec.head,
     };
-    let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
-    let graph = transformer_graph(&spec, settings.dtype).map_err(CliError::Input)?;
-    let w = price(&graph, &args.cost, &settings)?;
-    write_workload(&w, &graph, &settings, args.out.as_deref())
+    Ok(spec)
 }
 
 fn run_gpt(args: GptArgs) -> Result<(), CliError> {

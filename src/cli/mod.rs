@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod bench_scale;
+pub mod calibrate_cmd;
 pub mod cluster_cmd;
 pub mod costmodel_cmds;
 pub mod export_cmds;

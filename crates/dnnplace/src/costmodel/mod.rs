@@ -5,6 +5,8 @@
 //! as floating-point operations (one multiply-add = 2 FLOPs).
 //!
 //! - [`profiles`]: device profiles (datasheet numbers), built-in and from TOML files;
+//! - [`calibrate`]: `compute_efficiency`, `memory_efficiency` and `launch_overhead_ms`
+//!   fitted to a measured profile;
 //! - [`cluster`]: clusters from the `--cluster` short form and cluster files, defaults
 //!   from the profiles;
 //! - [`operators`]: FLOPs and bytes moved per operator from tensor shapes, and the
@@ -16,6 +18,7 @@
 //!   module names;
 //! - [`synthetic`]: GPT-like and wide graphs for scale tests.
 
+pub mod calibrate;
 pub mod cluster;
 pub mod graph;
 pub mod onnx;
@@ -25,6 +28,7 @@ pub mod synthetic;
 pub mod training;
 pub mod transformer;
 
+pub use calibrate::{calibrate, Calibration, CalibrationError};
 pub use graph::{to_workload, CostSettings, Op, OpGraph};
 pub use operators::{DType, OpClass, OpCost};
 pub use profiles::{builtin_profiles, find_profile, DeviceProfile, ProfileError};

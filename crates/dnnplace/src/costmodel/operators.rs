@@ -159,16 +159,23 @@ impl OpCost {
         if self.flops == 0.0 && self.bytes_moved == 0.0 {
             return 0.0;
         }
+        self.compute_ms(device, dtype).max(self.memory_ms(device)) + device.launch_overhead_ms
+    }
+
+    /// The compute side of the roofline, `1e3 · F / (peak · compute_efficiency)` ms.
+    pub fn compute_ms(&self, device: &DeviceProfile, dtype: DType) -> f64 {
         let peak = match (self.class, dtype) {
             (OpClass::Matmul, DType::Fp32) => device.peak_fp32_flops,
             (OpClass::Matmul, DType::Tf32) => device.peak_tf32_flops,
             (OpClass::Matmul, DType::Fp16 | DType::Bf16) => device.peak_fp16_flops,
             _ => device.peak_fp32_flops,
         };
-        let compute_s = self.flops / (peak * device.compute_efficiency);
-        let memory_s =
-            self.bytes_moved / (device.memory_bandwidth_bytes_per_s * device.memory_efficiency);
-        1e3 * compute_s.max(memory_s) + device.launch_overhead_ms
+        1e3 * (self.flops / (peak * device.compute_efficiency))
+    }
+
+    /// The memory side of the roofline, `1e3 · B / (bandwidth · memory_efficiency)` ms.
+    pub fn memory_ms(&self, device: &DeviceProfile) -> f64 {
+        1e3 * (self.bytes_moved / (device.memory_bandwidth_bytes_per_s * device.memory_efficiency))
     }
 }
 
