@@ -230,3 +230,49 @@ fn the_command_writes_a_device_file_that_prices_as_reported() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("do not match") && stderr.contains("measured.json"), "{stderr}");
 }
+
+/// The H100 measurements of docs/measured/h100 (python/bench/gpu_profile.py on an NVIDIA
+/// H100 80GB HBM3, GPT-2 124M shape, batch 8, sequence 1024): the command refits the
+/// recorded device files, and the fit is checked against the measurement itself.
+#[test]
+fn the_h100_measurements_calibrate_as_recorded() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/measured/h100");
+    for dtype in ["fp32", "bf16"] {
+        let out = dnnplace()
+            .arg("calibrate")
+            .arg(dir.join(format!("gpt2-{dtype}-block.json")))
+            .args(["--style", "gpt2", "--layers", "12", "--hidden", "768", "--heads", "12", "--vocab", "50257"])
+            .args(["--seq", "1024", "--batch", "8", "--device", "h100", "--json", "--dtype", dtype])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let cal: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let recorded = DeviceProfile::read(&dir.join(format!("h100-{dtype}-calibrated.toml"))).unwrap();
+        for key in ["compute_efficiency", "memory_efficiency", "launch_overhead_ms"] {
+            let now = cal["fitted"][key].as_f64().unwrap();
+            let then = match key {
+                "compute_efficiency" => recorded.compute_efficiency,
+                "memory_efficiency" => recorded.memory_efficiency,
+                _ => recorded.launch_overhead_ms,
+            };
+            assert!((now / then - 1.0).abs() < 1e-9, "{dtype} {key}: {now} vs recorded {then}");
+        }
+        let err = |which: &str, k: &str| cal[which][k].as_f64().unwrap();
+        assert!(err("fittedError", "rmsRelative") < err("baseError", "rmsRelative"));
+        assert!(err("fittedError", "totalRelative").abs() <= err("baseError", "totalRelative").abs());
+        // 32 units: 12 blocks, wte, wpe, ln_f, lm_head, each forward and backward; dropout
+        // and the loss have no operator of the model.
+        assert_eq!(cal["units"].as_array().unwrap().len(), 32);
+        if dtype == "fp32" {
+            // Against the measurement (median spread 4.8%): after calibration every
+            // block and the head are within 10% of their measured time.
+            for u in cal["units"].as_array().unwrap() {
+                let m = u["module"].as_str().unwrap();
+                if m.starts_with("transformer.h.") || m == "lm_head" {
+                    let e = u["fittedMs"].as_f64().unwrap() / u["measuredMs"].as_f64().unwrap() - 1.0;
+                    assert!(e.abs() < 0.10, "{m} {}: {:+.1}%", u["pass"], 100.0 * e);
+                }
+            }
+        }
+    }
+}

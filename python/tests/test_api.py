@@ -202,3 +202,24 @@ def test_report_writes_one_html_page(tmp_path):
     dnnplace.plan(w).report(page, schedule="gpipe", micro_batches=4)
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text
+
+
+def test_calibrate_equals_the_cli_and_writes_a_device_file(tmp_path):
+    measured = ROOT / "docs" / "measured" / "h100" / "gpt2-fp32-block.json"
+    need(CLI, "the CLI (cargo build --release)")
+    shape = dict(style="gpt2", layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8)
+    out = tmp_path / "h100-cal.toml"
+    cal = dnnplace.calibrate(dnnplace.Workload.load(measured), device="h100", dtype="fp32", out=out, **shape)
+    res = cli("calibrate", str(measured), "--device", "h100", "--json", *[
+        x for k, v in shape.items() for x in (f"--{k}", str(v))])
+    assert res.returncode == 0, res.stderr
+    assert cal == json.loads(res.stdout)
+    assert cal["fittedError"]["rmsRelative"] < cal["baseError"]["rmsRelative"]
+    text = out.read_text()
+    assert 'name = "h100-calibrated"' in text
+    assert f"compute_efficiency = {cal['fitted']['compute_efficiency']!r}" in text
+    # The device file prices a generated model with the fitted numbers.
+    res = cli("devices", "--device-file", str(out))
+    assert res.returncode == 0 and "h100-calibrated" in res.stdout, res.stderr
+    with pytest.raises(dnnplace.InputError, match="do not match"):
+        dnnplace.calibrate(dnnplace.Workload.load(measured), device="h100", style="llama", layers=2, hidden=256, heads=4)
