@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python package's CI: a virtual environment with pinned PyTorch, transformers,
+# The Python package's CI: a virtual environment with pinned PyTorch, transformers, onnx,
 # onnxruntime and pytest, then `pip install ./python` (the README's set-up, which builds
 # the Rust extension with maturin), then pytest over python/tests. Called by .ci/run after
 # the Rust build (the API tests compare with target/release/dnnplace).
@@ -22,7 +22,7 @@ fi
 
 python3 -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-"${pip[@]}" torch==2.15.0 transformers==5.23.0 onnxruntime==1.31.1 pytest==9.2.0
+"${pip[@]}" torch==2.15.0 transformers==5.23.0 onnxruntime==1.31.1 onnx==1.23.2 pytest==9.2.0
 echo "python ci: dependencies installed in $((SECONDS - started)) s"
 "${pip[@]}" "$here"
 echo "python ci: dnnplace built and installed at $((SECONDS - started)) s"

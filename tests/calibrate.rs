@@ -126,7 +126,7 @@ fn recovers_a_known_device_from_its_own_times() {
         // 4 units of 2 passes, the loss and no operator of `model` itself.
         assert_eq!(cal.units.len(), 8);
         assert_eq!(cal.unmatched_ops, 1);
-        assert_eq!(cal.unmatched_measured, vec!["loss".to_string()]);
+        assert_eq!(cal.unmatched_measured, vec!["loss (forward)".to_string()]);
         assert!(cal.compute_bound_ops > 0 && cal.memory_bound_ops > 0);
         let h0 = cal.units.iter().find(|u| u.module == "model.h.0" && u.pass == Pass::Backward).unwrap();
         assert_eq!(h0.ops, 3);

@@ -100,11 +100,10 @@ pub fn table(cal: &Calibration, measured: &str) -> String {
         "module", "pass", "ops", "measured ms", "base ms", "error", "fitted ms", "error"
     );
     for u in &cal.units {
-        let pass = format!("{:?}", u.pass).to_lowercase();
         s += &format!(
             "{:<34} {:<8} {:>4} {:>12.4} {:>10.4} {:>8} {:>10.4} {:>8}\n",
             u.module,
-            pass,
+            u.pass.name(),
             u.ops,
             u.measured_ms,
             u.base_ms,

@@ -12,13 +12,14 @@
 //! `launch_overhead_ms` are assumptions, not datasheet numbers. Calibration chooses them
 //! from a measurement:
 //!
-//! - **Units.** A measured workload (e.g. `dnnplace.torch.profile`'s) has nodes carrying
-//!   `module` paths. Its *units* are the distinct `(module, pass)` pairs, pass = forward or
-//!   backward; a unit's measured time `M_u` is the sum of its nodes' `fpgaLatency`. Nodes
-//!   without a module (the loss) are left out and listed.
+//! - **Units.** A measured workload (`dnnplace.torch.profile`'s, `dnnplace.onnx.profile`'s)
+//!   has nodes carrying `module` paths. Its *units* are the distinct `(module, pass)` pairs,
+//!   pass = forward or backward (a node without a module is its own unit, by name: an ONNX
+//!   node); a unit's measured time `M_u` is the sum of its nodes' `fpgaLatency`.
 //! - **Operators → units.** Each operator of the analytic graph (with work) belongs to the
 //!   unit whose module is the longest prefix of the operator's module on `.` boundaries
-//!   (`transformer.h.3` holds `transformer.h.3.attn.c_attn`); a forward unit is priced on
+//!   (`transformer.h.3` holds `transformer.h.3.attn.c_attn`; an operator without a module
+//!   is matched by its name); a forward unit is priced on
 //!   the operators' forward costs, a backward unit on their backward costs
 //!   ([`crate::costmodel::training::backward_cost`]). Operators no unit holds (work a
 //!   container does itself, which the profiler does not time) are counted and left out.
@@ -64,6 +65,16 @@ pub enum Pass {
     Backward,
 }
 
+impl Pass {
+    /// `forward` or `backward`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pass::Forward => "forward",
+            Pass::Backward => "backward",
+        }
+    }
+}
+
 /// One measured unit against its analytic prediction.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -107,7 +118,7 @@ pub struct Calibration {
     pub memory_bound_ops: usize,
     /// Analytic operators (with work) that no unit holds.
     pub unmatched_ops: usize,
-    /// Measured nodes left out: no module, or a unit no operator falls in.
+    /// Measured units left out (`module (pass)`): no operator falls in them, or no time.
     pub unmatched_measured: Vec<String>,
 }
 
@@ -235,17 +246,14 @@ fn units_of(
                 value: node.fpga_latency,
             });
         }
-        let Some(module) = &node.module else {
-            left_out.push(name);
-            continue;
-        };
+        let key = node.module.clone().unwrap_or(name);
         let pass = if node.is_backward { Pass::Backward } else { Pass::Forward };
-        *times.entry((module.clone(), pass)).or_default() += node.fpga_latency;
+        *times.entry((key, pass)).or_default() += node.fpga_latency;
     }
     let mut costs: BTreeMap<(String, Pass), Vec<OpCost>> = BTreeMap::new();
     let mut unmatched = 0;
     for op in graph.ops.iter().filter(|o| has_work(&o.cost) && !o.is_input) {
-        let owner = op.module.as_deref().and_then(|m| owner_of(m, &times));
+        let owner = owner_of(op.module.as_deref().unwrap_or(&op.name), &times);
         match owner {
             None => unmatched += 1,
             Some(module) => {
@@ -267,7 +275,7 @@ fn units_of(
     for ((module, pass), measured_ms) in times {
         match costs.remove(&(module.clone(), pass)) {
             Some(c) if measured_ms > 0.0 => units.push(Unit { module, pass, measured_ms, costs: c }),
-            _ => left_out.push(format!("{module} ({pass:?})").to_lowercase()),
+            _ => left_out.push(format!("{module} ({})", pass.name())),
         }
     }
     let matched_ms: f64 = units.iter().map(|u| u.measured_ms).sum();
