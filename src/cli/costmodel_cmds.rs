@@ -227,6 +227,10 @@ pub struct TransformerShape {
 
 #[derive(Args, Debug)]
 pub struct TransformerArgs {
+    /// A Hugging Face config.json (gpt2, bert, llama, mistral, qwen2) instead of --style and
+    /// the shape flags; its torch_dtype is the default --dtype (docs/costmodel.md).
+    #[arg(long, value_name = "config.json", conflicts_with_all = ["style", "layers", "hidden", "heads", "ffn", "vocab", "head"])]
+    pub hf_config: Option<PathBuf>,
     #[command(flatten)]
     pub shape: TransformerShape,
     #[command(flatten)]
@@ -560,11 +564,49 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
     if let Some(out) = &args.out {
         check_output_target(out)?;
     }
-    let spec = transformer_spec(&args.shape, &args.cost)?;
-    let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let mut settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let hf = args.hf_config.as_deref().map(|p| hf_model(p, &args.cost)).transpose()?;
+    let spec = match &hf {
+        Some(model) => {
+            if args.cost.dtype.is_none() {
+                settings.dtype = model.dtype.unwrap_or(settings.dtype);
+            }
+            model.spec.clone()
+        }
+        None => transformer_spec(&args.shape, &args.cost)?,
+    };
     let graph = transformer_graph(&spec, settings.dtype).map_err(CliError::Input)?;
+    if let (Some(model), Some(path)) = (&hf, &args.hf_config) {
+        let params = graph.param_bytes() / settings.dtype.bytes() - model.tied_parameters as f64;
+        eprintln!(
+            "note: {}: {} ({} blocks, hidden {}, {} heads, {} key/value heads, ffn {}, vocabulary {}), {:.4} B parameters{}",
+            path.display(),
+            model.model_type,
+            spec.layers,
+            spec.hidden,
+            spec.heads,
+            spec.kv_heads,
+            spec.ffn,
+            spec.vocab,
+            params / 1e9,
+            if model.tied_parameters > 0 {
+                " (the tied embedding counted once; the head's node holds it too)"
+            } else {
+                ""
+            }
+        );
+    }
     let w = price(&graph, &args.cost, &settings)?;
     write_workload(&w, &graph, &settings, args.out.as_deref())
+}
+
+/// The model of a Hugging Face `config.json` at `--seq` (default 512) and `--batch` (1).
+pub fn hf_model(path: &Path, cost: &CostFlags) -> Result<crate::costmodel::hf_config::HfModel, CliError> {
+    let input = import_options(cost)?;
+    let text = crate::io::read_input_text(path, crate::io::TEXT_LIMIT_BYTES)
+        .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
+    crate::costmodel::hf_config::parse_hf_config(&text, input.seq.unwrap_or(512), input.batch.unwrap_or(1))
+        .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))
 }
 
 /// The transformer of `shape`, with `--batch` and `--seq` of `cost` (defaults 1 and 512).

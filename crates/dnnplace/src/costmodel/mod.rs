@@ -13,6 +13,7 @@
 //!   roofline time;
 //! - [`graph`]: an operator graph with costs, priced into a [`crate::model::Workload`];
 //! - [`training`]: backward nodes, their costs, sizes and edges;
+//! - [`hf_config`]: a Hugging Face `config.json` as a [`TransformerSpec`];
 //! - [`onnx`]: ONNX import with shape inference and module paths;
 //! - [`transformer`]: an operator-level BERT / GPT-2 / Llama generator with Hugging Face
 //!   module names;
@@ -21,6 +22,7 @@
 pub mod calibrate;
 pub mod cluster;
 pub mod graph;
+pub mod hf_config;
 pub mod onnx;
 pub mod operators;
 pub mod profiles;

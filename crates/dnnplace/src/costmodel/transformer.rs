@@ -24,7 +24,13 @@
 //! | --- | --- | --- |
 //! | `bert` (post-LN) | `attention.self.{query,key,value}`, `A.scores`, `A.softmax`, `A.context`, `attention.output.dense`, `attention.output.residual`, `attention.output.LayerNorm`, `intermediate.dense`, `intermediate.intermediate_act_fn` (GELU), `output.dense`, `output.residual`, `output.LayerNorm` | `8bsh² + 4bshf + 4bs²h + 7abs² + 23bsh + 9bsf` |
 //! | `gpt2` (pre-LN) | `ln_1`, `attn.c_attn` (fused Q, K, V: `h → 3h`), `A.scores`, `A.softmax`, `A.context`, `attn.c_proj`, `attn_residual`, `ln_2`, `mlp.c_fc`, `mlp.act` (GELU), `mlp.c_proj`, `mlp_residual` | the same |
-//! | `llama` (pre-RMSNorm, no biases) | `input_layernorm`, `self_attn.{q,k,v}_proj`, `A.rotary` (RoPE on q and k), `A.scores`, `A.softmax`, `A.context`, `self_attn.o_proj`, `attn_residual`, `post_attention_layernorm`, `mlp.{gate,up}_proj`, `mlp.act_fn` (SiLU), `mlp.mul`, `mlp.down_proj`, `mlp_residual` | `8bsh² + 6bshf + 4bs²h + 7abs² + 16bsh + 6bsf` |
+//! | `llama` (pre-RMSNorm, no biases) | `input_layernorm`, `self_attn.{q,k,v}_proj`, `A.rotary` (RoPE on q and k), `A.scores`, `A.softmax`, `A.context`, `self_attn.o_proj`, `attn_residual`, `post_attention_layernorm`, `mlp.{gate,up}_proj`, `mlp.act_fn` (SiLU), `mlp.mul`, `mlp.down_proj`, `mlp_residual` | `8bsh² + 6bshf + 4bs²h + 7abs² + 16bsh + 6bsf` (`g = a`, no q/k/v biases) |
+//!
+//! Llama-style grouped-query attention with `g` key/value heads (`kv_heads`; Mistral,
+//! Llama 3, Qwen2) makes `k_proj` and `v_proj` `h → c` with `c = g·d`: a block is then
+//! `4bsh² + 4bshc + 6bshf + 4bs²h + 7abs² + 3bs(h + c) + 10bsh + 6bsf` FLOPs (+ `bs(h + 2c)`
+//! with Qwen2's q/k/v biases) and holds `2h² + 2hc + 3hf + 2h` parameters (+ `h + 2c`).
+//! Scores and context keep `a` heads (the key/value heads are repeated).
 //!
 //! Per-operator FLOPs: scores and context `2bs²h` each (`b·a` products of `s×d` by `d×s`,
 //! and `s×s` by `s×d`); softmax `7abs²` (scale, mask, softmax); LayerNorm `8·|Y|`
@@ -33,7 +39,7 @@
 //! (`x·cos + rotate(x)·sin`); residual adds and the gating product `1·|Y|`.
 //! With `f = 4h`, BERT and GPT-2 blocks are `24bsh² + 4bs²h + 7abs² + 59bsh` FLOPs, of which
 //! `24bsh² + 4bs²h` are matrix products, and hold `12h² + 13h` parameters; a Llama block
-//! holds `4h² + 3hf + 2h`.
+//! holds `4h² + 3hf + 2h` (`g = a`).
 //!
 //! **Embeddings** (gathers move the rows they read; their tables are parameters but are not
 //! read whole): BERT `bert.embeddings.{word,position,token_type}_embeddings` (tables
@@ -126,6 +132,14 @@ pub struct TransformerSpec {
     pub vocab: usize,
     pub head: Head,
     pub style: Style,
+    /// Key/value heads `g` (grouped-query attention; Llama style only): `k_proj` and
+    /// `v_proj` map `h → g·d`. [default: `heads`]
+    pub kv_heads: usize,
+    /// Biases on `q_proj`, `k_proj`, `v_proj` (Qwen2; Llama style only). [default: false]
+    pub qkv_bias: bool,
+    /// Rows of the learned position table (BERT, GPT-2). [default: max(512, s) for BERT,
+    /// max(1024, s) for GPT-2]
+    pub positions: Option<usize>,
 }
 
 impl TransformerSpec {
@@ -148,6 +162,9 @@ impl TransformerSpec {
             vocab: style.default_vocab(),
             head: style.default_head(),
             style,
+            kv_heads: heads,
+            qkv_bias: false,
+            positions: None,
         }
     }
 
@@ -172,6 +189,23 @@ impl TransformerSpec {
             self.hidden,
             self.heads,
         )?;
+        if self.kv_heads == 0 || self.heads % self.kv_heads != 0 {
+            return Err(format!(
+                "key/value heads {} must divide the attention heads {}",
+                self.kv_heads, self.heads
+            ));
+        }
+        if self.style != Style::Llama && (self.kv_heads != self.heads || self.qkv_bias) {
+            return Err("grouped-query attention and q/k/v biases are modelled for the llama style only".into());
+        }
+        if let Some(p) = self.positions {
+            if p < self.seq {
+                return Err(format!(
+                    "the sequence {} is longer than the {p} learned positions",
+                    self.seq
+                ));
+            }
+        }
         if self.head == Head::Bert && self.style != Style::Bert {
             return Err(format!(
                 "--head bert (pooler + masked-LM + next-sentence) exists only for --style bert; use --head lm or none with --style {}",
@@ -201,14 +235,20 @@ impl TransformerSpec {
                     + 23.0 * b * s * h
                     + 9.0 * b * s * f
             }
-            // Q, K, V, O: 8bsh²; gate, up, down: 6bshf; SiLU 5bsf + product bsf; RoPE 6bsh;
-            // residuals 2bsh; two RMSNorms 8bsh.
+            // Q, O: 4bsh²; K, V: 4bsh·c with c = g·d the key/value width; gate, up, down:
+            // 6bshf; SiLU 5bsf + product bsf; RoPE 3bs(h + c); residuals 2bsh; two RMSNorms
+            // 8bsh; q/k/v biases bs(h + 2c).
             Style::Llama => {
-                8.0 * b * s * h * h
+                let c = self.kv_width() as f64;
+                let bias = if self.qkv_bias { b * s * (h + 2.0 * c) } else { 0.0 };
+                4.0 * b * s * h * h
+                    + 4.0 * b * s * h * c
                     + 6.0 * b * s * h * f
                     + attention
-                    + 16.0 * b * s * h
+                    + 3.0 * b * s * (h + c)
+                    + 10.0 * b * s * h
                     + 6.0 * b * s * f
+                    + bias
             }
         }
     }
@@ -218,8 +258,17 @@ impl TransformerSpec {
         let (h, f) = (self.hidden as f64, self.ffn as f64);
         match self.style {
             Style::Bert | Style::Gpt2 => 4.0 * h * h + 2.0 * h * f + 9.0 * h + f,
-            Style::Llama => 4.0 * h * h + 3.0 * h * f + 2.0 * h,
+            Style::Llama => {
+                let c = self.kv_width() as f64;
+                let bias = if self.qkv_bias { h + 2.0 * c } else { 0.0 };
+                2.0 * h * h + 2.0 * h * c + 3.0 * h * f + 2.0 * h + bias
+            }
         }
+    }
+
+    /// The key/value width `g·d` (`d = h/a`).
+    pub fn kv_width(&self) -> usize {
+        self.kv_heads * (self.hidden / self.heads)
     }
 }
 
@@ -429,7 +478,7 @@ impl Builder<'_> {
         let word = self.gather("bert.embeddings.word_embeddings", s.vocab, bsh, input);
         let position = self.gather(
             "bert.embeddings.position_embeddings",
-            s.seq.max(512),
+            s.positions.unwrap_or(s.seq.max(512)),
             sh,
             input,
         );
@@ -459,7 +508,7 @@ impl Builder<'_> {
         let s = self.spec;
         let (bsh, sh) = (self.bsh(), (s.seq * s.hidden) as f64);
         let wte = self.gather("transformer.wte", s.vocab, bsh, input);
-        let wpe = self.gather("transformer.wpe", s.seq.max(1024), sh, input);
+        let wpe = self.gather("transformer.wpe", s.positions.unwrap_or(s.seq.max(1024)), sh, input);
         let sum = OpCost::new(OpClass::Vector, bsh, 0.0, bsh + sh, 0.0, bsh, self.e);
         self.push(
             "transformer.embeddings_add".into(),
@@ -548,11 +597,12 @@ impl Builder<'_> {
         let (l, p) = (i as i64, format!("model.layers.{i}"));
         let ln1 = self.rms_norm(&format!("{p}.input_layernorm"), x, l);
         let attn = format!("{p}.self_attn");
-        let q = self.linear(&format!("{attn}.q_proj"), h, h, false, ln1, l);
-        let k = self.linear(&format!("{attn}.k_proj"), h, h, false, ln1, l);
-        let v = self.linear(&format!("{attn}.v_proj"), h, h, false, ln1, l);
+        let (c, bias) = (self.spec.kv_width(), self.spec.qkv_bias);
+        let q = self.linear(&format!("{attn}.q_proj"), h, h, bias, ln1, l);
+        let k = self.linear(&format!("{attn}.k_proj"), h, c, bias, ln1, l);
+        let v = self.linear(&format!("{attn}.v_proj"), h, c, bias, ln1, l);
         // RoPE on q and k: x·cos + rotate(x)·sin, 3 FLOPs per element of each.
-        let qk = 2.0 * self.bsh();
+        let qk = ((self.spec.batch * self.spec.seq) * (h + c)) as f64;
         let rope = OpCost::new(OpClass::Vector, 3.0 * qk, 0.0, qk, 0.0, qk, self.e);
         let rope = self.push(
             format!("{attn}.rotary"),
