@@ -33,6 +33,20 @@ class Workload:
         cpus: int = 1,
     ) -> "Workload":
         """Imports an ONNX model priced with a device profile's analytic cost model."""
+    @staticmethod
+    def from_hf_config(
+        config: Union[_Path, Dict[str, Any], str],
+        seq: int = 512,
+        batch: int = 1,
+        training: bool = False,
+        dtype: Optional[str] = None,
+        device: str = "a100-80gb",
+        cpu_device: str = "cpu-core",
+        accelerators: int = 4,
+        cpus: int = 1,
+    ) -> "Workload":
+        """A Hugging Face model from its config.json (path, dict or JSON text): gpt2, bert,
+        llama, mistral, qwen2; what cannot be priced raises InputError naming the field."""
     def to_json(self) -> str:
         """The workload as JSON text."""
     def save(self, path: _Path) -> None:

@@ -166,6 +166,36 @@ impl Workload {
         Workload::read(text)
     }
 
+    /// A Hugging Face model from its `config.json` (a path, or the config as a dict or JSON
+    /// text), priced with a device profile (`generate transformer --hf-config`). `dtype`
+    /// defaults to the config's `torch_dtype` (else fp32).
+    #[staticmethod]
+    #[pyo3(signature = (config, seq=512, batch=1, training=false, dtype=None, device="a100-80gb", cpu_device="cpu-core", accelerators=4, cpus=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn from_hf_config(
+        config: &Bound<'_, PyAny>,
+        seq: usize,
+        batch: usize,
+        training: bool,
+        dtype: Option<&str>,
+        device: &str,
+        cpu_device: &str,
+        accelerators: usize,
+        cpus: usize,
+    ) -> PyResult<Workload> {
+        let text = hf_config_text(config)?;
+        let model = dnnplace::costmodel::hf_config::parse_hf_config(&text, seq, batch).map_err(input)?;
+        let fallback = match model.dtype {
+            Some(DType::Bf16) => "bf16",
+            Some(DType::Fp16) => "fp16",
+            _ => "fp32",
+        };
+        let settings = cost_settings(device, cpu_device, dtype.unwrap_or(fallback), training, accelerators, cpus)?;
+        let graph = transformer_graph(&model.spec, settings.dtype).map_err(input)?;
+        let w = to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
+        Ok(Workload::new(w))
+    }
+
     /// Imports an ONNX model priced with the analytic cost model of a device profile.
     #[staticmethod]
     #[pyo3(signature = (path, device="a100-80gb", cpu_device="cpu-core", training=false, dtype="fp32", batch=None, seq=None, accelerators=4, cpus=1))]
@@ -316,6 +346,21 @@ fn generate_transformer(
     let graph = transformer_graph(&spec, settings.dtype).map_err(input)?;
     let w = to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
     Ok(Workload::new(w))
+}
+
+/// The text of a `config.json` given as a path, a dict or JSON text.
+fn hf_config_text(config: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(path) = config.extract::<PathBuf>() {
+        if !config.is_instance_of::<pyo3::types::PyString>() || path.exists() {
+            return dnnplace::io::read_input_text(&path, dnnplace::io::TEXT_LIMIT_BYTES)
+                .map_err(|e| input(format!("{}: {e}", path.display())));
+        }
+    }
+    if let Ok(text) = config.extract::<String>() {
+        return Ok(text);
+    }
+    let json = config.py().import("json")?.call_method1("dumps", (config,))?;
+    json.extract::<String>()
 }
 
 /// The transformer of `generate_transformer`'s and `calibrate`'s arguments.

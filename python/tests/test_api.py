@@ -223,3 +223,20 @@ def test_calibrate_equals_the_cli_and_writes_a_device_file(tmp_path):
     assert res.returncode == 0 and "h100-calibrated" in res.stdout, res.stderr
     with pytest.raises(dnnplace.InputError, match="do not match"):
         dnnplace.calibrate(dnnplace.Workload.load(measured), device="h100", style="llama", layers=2, hidden=256, heads=4)
+
+
+def test_from_hf_config_equals_the_cli(tmp_path):
+    need(CLI, "the CLI (cargo build --release)")
+    cfg = {"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4, "n_inner": None, "vocab_size": 1000,
+           "n_positions": 256, "activation_function": "gelu_new", "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    out = cli("generate", "transformer", "--hf-config", str(path), "--seq", "128", "--training", "--device", "h100")
+    assert out.returncode == 0, out.stderr
+    for given in (path, str(path), cfg, json.dumps(cfg)):
+        w = dnnplace.Workload.from_hf_config(given, seq=128, training=True, device="h100")
+        assert json.loads(w.to_json()) == json.loads(out.stdout)
+    with pytest.raises(dnnplace.InputError, match="n_positions"):
+        dnnplace.Workload.from_hf_config(cfg, seq=512)
+    with pytest.raises(dnnplace.InputError, match="num_local_experts"):
+        dnnplace.Workload.from_hf_config({**cfg, "num_local_experts": 8})
