@@ -137,3 +137,43 @@ fn the_command_reads_a_config_and_refuses_what_it_cannot_price() {
     let out = dnnplace().args(["generate", "transformer", "--layers", "4", "--hf-config"]).arg(&llama).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn any_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(json!(null)),
+        any::<bool>().prop_map(|b| json!(b)),
+        any::<i64>().prop_map(|i| json!(i)),
+        (0u64..70000).prop_map(|i| json!(i)),
+        any::<f64>().prop_filter("finite", |x| x.is_finite()).prop_map(|x| json!(x)),
+        "[a-z_]{0,12}".prop_map(|s| json!(s)),
+        Just(json!([1, 2])),
+        Just(json!({"a": 1})),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+    /// A field of a valid config replaced by any JSON value: a clear error or a workload the
+    /// generator builds, never a panic; an error names a field or says what is wrong.
+    #[test]
+    fn mutated_configs_are_read_or_refused(which in 0usize..6, field in 0usize..20, value in any_value(),
+                                          seq in 1usize..5000) {
+        let mut cfg = configs()[which].1.clone();
+        let keys: Vec<String> = cfg.as_object().unwrap().keys().cloned().collect();
+        let key = keys[field % keys.len()].clone();
+        cfg[&key] = value;
+        match parse_hf_config(&cfg.to_string(), seq, 1) {
+            Ok(model) => {
+                let mut spec = model.spec.clone();
+                spec.layers = spec.layers.min(2);
+                spec.vocab = spec.vocab.min(4096);
+                proptest::prop_assert!(transformer_graph(&spec, DType::Fp32).is_ok());
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                proptest::prop_assert!(msg.starts_with("config.json"), "{}", msg);
+            }
+        }
+    }
+}
