@@ -11,7 +11,9 @@
 use std::process::Command;
 
 use dnnplace::costmodel::calibrate::Pass;
-use dnnplace::costmodel::{calibrate, find_profile, DType, DeviceProfile, Op, OpClass, OpCost, OpGraph};
+use dnnplace::costmodel::{
+    calibrate, find_profile, DType, DeviceProfile, Op, OpClass, OpCost, OpGraph,
+};
 use dnnplace::io::parse_workload;
 use dnnplace::model::Workload;
 use proptest::prelude::*;
@@ -77,7 +79,11 @@ fn measured(truth: &DeviceProfile, dtype: DType, noise: &[f64]) -> Workload {
 }
 
 fn measured_of(specs: &[Spec], truth: &DeviceProfile, dtype: DType, noise: &[f64]) -> Workload {
-    let mut modules: Vec<&str> = specs.iter().map(|o| o.0).filter(|m| *m != "model").collect();
+    let mut modules: Vec<&str> = specs
+        .iter()
+        .map(|o| o.0)
+        .filter(|m| *m != "model")
+        .collect();
     modules.dedup();
     let mut nodes = Vec::new();
     let n = modules.len() as i64;
@@ -92,14 +98,19 @@ fn measured_of(specs: &[Spec], truth: &DeviceProfile, dtype: DType, noise: &[f64
         let k = noise.get(i).copied().unwrap_or(1.0);
         let j = noise.get(i + modules.len()).copied().unwrap_or(1.0);
         for (id, t, back) in [(i as i64 + 1, f * k, 0), (n + 1 + i as i64 + 1, b * j, 1)] {
-            nodes.push(json!({"id": id, "name": format!("{m}{}", if back == 1 { "_grad" } else { "" }),
+            nodes.push(
+                json!({"id": id, "name": format!("{m}{}", if back == 1 { "_grad" } else { "" }),
                 "module": m, "fpgaLatency": t, "cpuLatency": t, "size": 1.0,
-                "supportedOnFpga": 1, "isBackwardNode": back, "colorClass": i + 1}));
+                "supportedOnFpga": 1, "isBackwardNode": back, "colorClass": i + 1}),
+            );
         }
     }
-    nodes.push(json!({"id": n + 1, "name": "loss", "fpgaLatency": 1.0, "cpuLatency": 1.0, "size": 0.0,
-        "supportedOnFpga": 1, "isBackwardNode": 0, "colorClass": n + 1}));
-    let doc = json!({"maxSizePerFPGA": 1e12, "maxFPGAs": 2, "maxCPUs": 0, "nodes": nodes, "edges": []});
+    nodes.push(
+        json!({"id": n + 1, "name": "loss", "fpgaLatency": 1.0, "cpuLatency": 1.0, "size": 0.0,
+        "supportedOnFpga": 1, "isBackwardNode": 0, "colorClass": n + 1}),
+    );
+    let doc =
+        json!({"maxSizePerFPGA": 1e12, "maxFPGAs": 2, "maxCPUs": 0, "nodes": nodes, "edges": []});
     parse_workload(&doc.to_string()).expect("a valid measured workload")
 }
 
@@ -118,17 +129,41 @@ fn recovers_a_known_device_from_its_own_times() {
         let cal = calibrate(&graph(), &measured(&truth(), dtype, &[]), &base, dtype).unwrap();
         let f = &cal.fitted;
         let rel = |a: f64, b: f64| (a / b - 1.0).abs();
-        assert!(rel(f.compute_efficiency, 0.37) < 1e-4, "{dtype:?}: c = {}", f.compute_efficiency);
-        assert!(rel(f.memory_efficiency, 0.55) < 1e-4, "{dtype:?}: μ = {}", f.memory_efficiency);
-        assert!(rel(f.launch_overhead_ms, 0.012) < 1e-3, "{dtype:?}: L = {}", f.launch_overhead_ms);
-        assert!(cal.fitted_error.max_abs_relative < 1e-4, "{:?}", cal.fitted_error);
-        assert!(cal.base_error.rms_relative > 0.1, "the base profile is off: {:?}", cal.base_error);
+        assert!(
+            rel(f.compute_efficiency, 0.37) < 1e-4,
+            "{dtype:?}: c = {}",
+            f.compute_efficiency
+        );
+        assert!(
+            rel(f.memory_efficiency, 0.55) < 1e-4,
+            "{dtype:?}: μ = {}",
+            f.memory_efficiency
+        );
+        assert!(
+            rel(f.launch_overhead_ms, 0.012) < 1e-3,
+            "{dtype:?}: L = {}",
+            f.launch_overhead_ms
+        );
+        assert!(
+            cal.fitted_error.max_abs_relative < 1e-4,
+            "{:?}",
+            cal.fitted_error
+        );
+        assert!(
+            cal.base_error.rms_relative > 0.1,
+            "the base profile is off: {:?}",
+            cal.base_error
+        );
         // 4 units of 2 passes, the loss and no operator of `model` itself.
         assert_eq!(cal.units.len(), 8);
         assert_eq!(cal.unmatched_ops, 1);
         assert_eq!(cal.unmatched_measured, vec!["loss (forward)".to_string()]);
         assert!(cal.compute_bound_ops > 0 && cal.memory_bound_ops > 0);
-        let h0 = cal.units.iter().find(|u| u.module == "model.h.0" && u.pass == Pass::Backward).unwrap();
+        let h0 = cal
+            .units
+            .iter()
+            .find(|u| u.module == "model.h.0" && u.pass == Pass::Backward)
+            .unwrap();
         assert_eq!(h0.ops, 3);
     }
 }
@@ -136,9 +171,18 @@ fn recovers_a_known_device_from_its_own_times() {
 #[test]
 fn an_efficiency_nothing_depends_on_keeps_the_base_value() {
     // Only the two products: every operator on the compute side.
-    let specs: Vec<Spec> = ops().into_iter().filter(|o| o.1 == OpClass::Matmul).collect();
+    let specs: Vec<Spec> = ops()
+        .into_iter()
+        .filter(|o| o.1 == OpClass::Matmul)
+        .collect();
     let base = find_profile("h100", &[]).unwrap();
-    let cal = calibrate(&graph_of(&specs), &measured_of(&specs, &truth(), DType::Bf16, &[]), &base, DType::Bf16).unwrap();
+    let cal = calibrate(
+        &graph_of(&specs),
+        &measured_of(&specs, &truth(), DType::Bf16, &[]),
+        &base,
+        DType::Bf16,
+    )
+    .unwrap();
     assert_eq!(cal.memory_bound_ops, 0);
     assert_eq!(cal.fitted.memory_efficiency, base.memory_efficiency);
     assert!((cal.fitted.compute_efficiency / 0.37 - 1.0).abs() < 1e-3);
@@ -151,9 +195,18 @@ fn mismatched_modules_are_an_error() {
         op.module = Some(format!("other.{}", op.name));
     }
     let base = find_profile("h100", &[]).unwrap();
-    let err = calibrate(&g, &measured(&truth(), DType::Bf16, &[]), &base, DType::Bf16).unwrap_err();
+    let err = calibrate(
+        &g,
+        &measured(&truth(), DType::Bf16, &[]),
+        &base,
+        DType::Bf16,
+    )
+    .unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("model.h.0") && msg.contains("other.op0"), "{msg}");
+    assert!(
+        msg.contains("model.h.0") && msg.contains("other.op0"),
+        "{msg}"
+    );
 }
 
 proptest! {
@@ -191,7 +244,10 @@ fn the_command_writes_a_device_file_that_prices_as_reported() {
     let mut t = truth();
     t.name = "truth".into();
     std::fs::write(&truth_file, t.to_toml()).unwrap();
-    let flags = ["--style", "gpt2", "--layers", "2", "--hidden", "1024", "--heads", "8", "--vocab", "1000", "--seq", "512", "--batch", "4", "--dtype", "bf16"];
+    let flags = [
+        "--style", "gpt2", "--layers", "2", "--hidden", "1024", "--heads", "8", "--vocab", "1000",
+        "--seq", "512", "--batch", "4", "--dtype", "bf16",
+    ];
     let measured = dir.path().join("measured.json");
     let out = dnnplace()
         .args(["generate", "transformer", "--training", "--device-file"])
@@ -201,7 +257,11 @@ fn the_command_writes_a_device_file_that_prices_as_reported() {
         .arg(&measured)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let fitted_file = dir.path().join("fitted.toml");
     let out = dnnplace()
         .arg("calibrate")
@@ -211,24 +271,45 @@ fn the_command_writes_a_device_file_that_prices_as_reported() {
         .arg(&fitted_file)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let cal: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Every operator is its own unit here: the fit is exact.
-    assert!(cal["fittedError"]["maxAbsRelative"].as_f64().unwrap() < 1e-4, "{}", cal["fittedError"]);
+    assert!(
+        cal["fittedError"]["maxAbsRelative"].as_f64().unwrap() < 1e-4,
+        "{}",
+        cal["fittedError"]
+    );
     let fitted = DeviceProfile::read(&fitted_file).unwrap();
     assert_eq!(fitted.name, "h100-calibrated");
-    assert_eq!(fitted.peak_fp16_flops, find_profile("h100", &[]).unwrap().peak_fp16_flops);
-    assert!((fitted.compute_efficiency / 0.37 - 1.0).abs() < 1e-3, "{}", fitted.compute_efficiency);
+    assert_eq!(
+        fitted.peak_fp16_flops,
+        find_profile("h100", &[]).unwrap().peak_fp16_flops
+    );
+    assert!(
+        (fitted.compute_efficiency / 0.37 - 1.0).abs() < 1e-3,
+        "{}",
+        fitted.compute_efficiency
+    );
     // Bad input: a measurement of another model.
     let out = dnnplace()
         .arg("calibrate")
         .arg(&measured)
-        .args(["--style", "llama", "--layers", "2", "--hidden", "256", "--heads", "4", "--device", "h100"])
+        .args([
+            "--style", "llama", "--layers", "2", "--hidden", "256", "--heads", "4", "--device",
+            "h100",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("do not match") && stderr.contains("measured.json"), "{stderr}");
+    assert!(
+        stderr.contains("do not match") && stderr.contains("measured.json"),
+        "{stderr}"
+    );
 }
 
 /// The H100 measurements of docs/measured/h100 (python/bench/gpu_profile.py on an NVIDIA
@@ -241,25 +322,44 @@ fn the_h100_measurements_calibrate_as_recorded() {
         let out = dnnplace()
             .arg("calibrate")
             .arg(dir.join(format!("gpt2-{dtype}-block.json")))
-            .args(["--style", "gpt2", "--layers", "12", "--hidden", "768", "--heads", "12", "--vocab", "50257"])
-            .args(["--seq", "1024", "--batch", "8", "--device", "h100", "--json", "--dtype", dtype])
+            .args([
+                "--style", "gpt2", "--layers", "12", "--hidden", "768", "--heads", "12", "--vocab",
+                "50257",
+            ])
+            .args([
+                "--seq", "1024", "--batch", "8", "--device", "h100", "--json", "--dtype", dtype,
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let cal: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let recorded = DeviceProfile::read(&dir.join(format!("h100-{dtype}-calibrated.toml"))).unwrap();
-        for key in ["compute_efficiency", "memory_efficiency", "launch_overhead_ms"] {
+        let recorded =
+            DeviceProfile::read(&dir.join(format!("h100-{dtype}-calibrated.toml"))).unwrap();
+        for key in [
+            "compute_efficiency",
+            "memory_efficiency",
+            "launch_overhead_ms",
+        ] {
             let now = cal["fitted"][key].as_f64().unwrap();
             let then = match key {
                 "compute_efficiency" => recorded.compute_efficiency,
                 "memory_efficiency" => recorded.memory_efficiency,
                 _ => recorded.launch_overhead_ms,
             };
-            assert!((now / then - 1.0).abs() < 1e-9, "{dtype} {key}: {now} vs recorded {then}");
+            assert!(
+                (now / then - 1.0).abs() < 1e-9,
+                "{dtype} {key}: {now} vs recorded {then}"
+            );
         }
         let err = |which: &str, k: &str| cal[which][k].as_f64().unwrap();
         assert!(err("fittedError", "rmsRelative") < err("baseError", "rmsRelative"));
-        assert!(err("fittedError", "totalRelative").abs() <= err("baseError", "totalRelative").abs());
+        assert!(
+            err("fittedError", "totalRelative").abs() <= err("baseError", "totalRelative").abs()
+        );
         // 32 units: 12 blocks, wte, wpe, ln_f, lm_head, each forward and backward; dropout
         // and the loss have no operator of the model.
         assert_eq!(cal["units"].as_array().unwrap().len(), 32);
@@ -269,7 +369,8 @@ fn the_h100_measurements_calibrate_as_recorded() {
             for u in cal["units"].as_array().unwrap() {
                 let m = u["module"].as_str().unwrap();
                 if m.starts_with("transformer.h.") || m == "lm_head" {
-                    let e = u["fittedMs"].as_f64().unwrap() / u["measuredMs"].as_f64().unwrap() - 1.0;
+                    let e =
+                        u["fittedMs"].as_f64().unwrap() / u["measuredMs"].as_f64().unwrap() - 1.0;
                     assert!(e.abs() < 0.10, "{m} {}: {:+.1}%", u["pass"], 100.0 * e);
                 }
             }

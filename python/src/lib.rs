@@ -184,15 +184,24 @@ impl Workload {
         cpus: usize,
     ) -> PyResult<Workload> {
         let text = hf_config_text(config)?;
-        let model = dnnplace::costmodel::hf_config::parse_hf_config(&text, seq, batch).map_err(input)?;
+        let model =
+            dnnplace::costmodel::hf_config::parse_hf_config(&text, seq, batch).map_err(input)?;
         let fallback = match model.dtype {
             Some(DType::Bf16) => "bf16",
             Some(DType::Fp16) => "fp16",
             _ => "fp32",
         };
-        let settings = cost_settings(device, cpu_device, dtype.unwrap_or(fallback), training, accelerators, cpus)?;
+        let settings = cost_settings(
+            device,
+            cpu_device,
+            dtype.unwrap_or(fallback),
+            training,
+            accelerators,
+            cpus,
+        )?;
         let graph = transformer_graph(&model.spec, settings.dtype).map_err(input)?;
-        let w = to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
+        let w =
+            to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
         Ok(Workload::new(w))
     }
 
@@ -359,7 +368,10 @@ fn hf_config_text(config: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(text) = config.extract::<String>() {
         return Ok(text);
     }
-    let json = config.py().import("json")?.call_method1("dumps", (config,))?;
+    let json = config
+        .py()
+        .import("json")?
+        .call_method1("dumps", (config,))?;
     json.extract::<String>()
 }
 
@@ -431,20 +443,31 @@ fn calibrate(
     let dtype = DType::parse(dtype).map_err(input)?;
     let graph = match onnx {
         Some(path) => {
-            let options = ImportOptions { batch: Some(batch), seq: Some(seq), dtype, training: false };
+            let options = ImportOptions {
+                batch: Some(batch),
+                seq: Some(seq),
+                dtype,
+                training: false,
+            };
             import_file(&path, &options).map_err(input)?.graph
         }
         None => {
-            let spec = transformer_spec(style, layers, hidden, heads, seq, batch, ffn, vocab, head)?;
+            let spec =
+                transformer_spec(style, layers, hidden, heads, seq, batch, ffn, vocab, head)?;
             transformer_graph(&spec, dtype).map_err(input)?
         }
     };
-    let mut cal = dnnplace::costmodel::calibrate(&graph, &measured.inner, &base, dtype).map_err(input)?;
+    let mut cal =
+        dnnplace::costmodel::calibrate(&graph, &measured.inner, &base, dtype).map_err(input)?;
     if let Some(name) = name {
         cal.fitted.name = name;
     }
     if let Some(path) = out {
-        write_atomically(&path, &cal.to_device_file("a measured profile (dnnplace.calibrate)")).map_err(input)?;
+        write_atomically(
+            &path,
+            &cal.to_device_file("a measured profile (dnnplace.calibrate)"),
+        )
+        .map_err(input)?;
     }
     to_py(py, &serde_json::to_value(&cal).expect("serialises"))
 }
@@ -906,9 +929,11 @@ fn plan_cluster(
             contiguous,
             sync: objective == Objective::Sync,
         },
-        other => return Err(input(format!(
+        other => {
+            return Err(input(format!(
             "on a cluster, the method is auto (the cluster DP), dp, ip or brute-force, not {other}"
-        ))),
+        )))
+        }
     };
     let sync_ip = objective == Objective::Sync && matches!(method, ClusterMethod::Ip { .. });
     if objective != Objective::Throughput && !sync_ip {

@@ -21,8 +21,8 @@ pub fn run_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    let measured = crate::io::read_workload(&args.measured)
-        .map_err(|e| CliError::Input(e.to_string()))?;
+    let measured =
+        crate::io::read_workload(&args.measured).map_err(|e| CliError::Input(e.to_string()))?;
     let settings = cost_settings(&args.cost, 1, 1)?;
     let graph = match &args.onnx {
         Some(path) => import_graph(path, &args.cost)?,
@@ -38,14 +38,30 @@ pub fn run_calibrate(args: CalibrateArgs) -> Result<(), CliError> {
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&cal).expect("serialises"))?;
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&cal).expect("serialises")
+        )?;
     } else {
-        write!(stdout, "{}", table(&cal, &args.measured.display().to_string()))?;
+        write!(
+            stdout,
+            "{}",
+            table(&cal, &args.measured.display().to_string())
+        )?;
     }
     if let Some(out) = &args.out {
-        write_atomically(out, &cal.to_device_file(&args.measured.display().to_string()))?;
+        write_atomically(
+            out,
+            &cal.to_device_file(&args.measured.display().to_string()),
+        )?;
         if !args.json {
-            writeln!(stdout, "wrote {} (profile '{}')", out.display(), cal.fitted.name)?;
+            writeln!(
+                stdout,
+                "wrote {} (profile '{}')",
+                out.display(),
+                cal.fitted.name
+            )?;
         }
     }
     stdout.flush()?;
@@ -69,7 +85,10 @@ pub fn table(cal: &Calibration, measured: &str) -> String {
         "memory_efficiency",
         "launch_overhead_ms"
     );
-    for (label, p) in [(format!("base ({})", cal.base.name), &cal.base), (format!("fitted ({})", cal.fitted.name), &cal.fitted)] {
+    for (label, p) in [
+        (format!("base ({})", cal.base.name), &cal.base),
+        (format!("fitted ({})", cal.fitted.name), &cal.fitted),
+    ] {
         s += &format!(
             "{label:<28} {:>18.4} {:>17.4} {:>18.5}\n",
             p.compute_efficiency, p.memory_efficiency, p.launch_overhead_ms
@@ -80,7 +99,10 @@ pub fn table(cal: &Calibration, measured: &str) -> String {
         cal.compute_bound_ops, cal.memory_bound_ops, cal.unmatched_ops
     );
     if !cal.unmatched_measured.is_empty() {
-        s += &format!("measured nodes left out: {}\n", cal.unmatched_measured.join(", "));
+        s += &format!(
+            "measured nodes left out: {}\n",
+            cal.unmatched_measured.join(", ")
+        );
     }
     s += &format!(
         "\n{:<28} {:>8} {:>12} {:>10} {:>14}\n",

@@ -302,8 +302,8 @@ pub fn cluster_from_flag(
     device_files: &[PathBuf],
 ) -> Result<(Cluster, Vec<DeviceProfile>), CliError> {
     let loaded = load_profiles(device_files)?;
-    let (cluster, profiles) = crate::costmodel::cluster::cluster_and_profiles(spec, &loaded)
-        .map_err(CliError::Input)?;
+    let (cluster, profiles) =
+        crate::costmodel::cluster::cluster_and_profiles(spec, &loaded).map_err(CliError::Input)?;
     for note in cluster.notes() {
         eprintln!("note: {note}");
     }
@@ -565,7 +565,11 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
         check_output_target(out)?;
     }
     let mut settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
-    let hf = args.hf_config.as_deref().map(|p| hf_model(p, &args.cost)).transpose()?;
+    let hf = args
+        .hf_config
+        .as_deref()
+        .map(|p| hf_model(p, &args.cost))
+        .transpose()?;
     let spec = match &hf {
         Some(model) => {
             if args.cost.dtype.is_none() {
@@ -601,22 +605,38 @@ fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {
 }
 
 /// The model of a Hugging Face `config.json` at `--seq` (default 512) and `--batch` (1).
-pub fn hf_model(path: &Path, cost: &CostFlags) -> Result<crate::costmodel::hf_config::HfModel, CliError> {
+pub fn hf_model(
+    path: &Path,
+    cost: &CostFlags,
+) -> Result<crate::costmodel::hf_config::HfModel, CliError> {
     let input = import_options(cost)?;
     let text = crate::io::read_input_text(path, crate::io::TEXT_LIMIT_BYTES)
         .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
-    crate::costmodel::hf_config::parse_hf_config(&text, input.seq.unwrap_or(512), input.batch.unwrap_or(1))
-        .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))
+    crate::costmodel::hf_config::parse_hf_config(
+        &text,
+        input.seq.unwrap_or(512),
+        input.batch.unwrap_or(1),
+    )
+    .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))
 }
 
 /// The transformer of `shape`, with `--batch` and `--seq` of `cost` (defaults 1 and 512).
-pub fn transformer_spec(shape: &TransformerShape, cost: &CostFlags) -> Result<TransformerSpec, CliError> {
+pub fn transformer_spec(
+    shape: &TransformerShape,
+    cost: &CostFlags,
+) -> Result<TransformerSpec, CliError> {
     let style = match shape.style {
         StyleArg::Bert => Style::Bert,
         StyleArg::Gpt2 => Style::Gpt2,
         StyleArg::Llama => Style::Llama,
     };
-    let size = TransformerSizes::new(shape.layers, shape.hidden, shape.heads, shape.ffn, shape.vocab)?;
+    let size = TransformerSizes::new(
+        shape.layers,
+        shape.hidden,
+        shape.heads,
+        shape.ffn,
+        shape.vocab,
+    )?;
     let input = import_options(cost)?;
     let mut spec = TransformerSpec::new(
         style,

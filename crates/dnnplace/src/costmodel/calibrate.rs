@@ -180,7 +180,11 @@ pub fn calibrate(
     base.validate()
         .map_err(|e| CalibrationError::Profile(e.to_string()))?;
     let (units, unmatched_ops, unmatched_measured) = units_of(graph, measured)?;
-    let fit = Fit { units: &units, base, dtype };
+    let fit = Fit {
+        units: &units,
+        base,
+        dtype,
+    };
     let (c, mu, launch) = fit.search();
     let mut fitted = base.clone();
     fitted.name = format!("{}-calibrated", base.name);
@@ -247,12 +251,20 @@ fn units_of(
             });
         }
         let key = node.module.clone().unwrap_or(name);
-        let pass = if node.is_backward { Pass::Backward } else { Pass::Forward };
+        let pass = if node.is_backward {
+            Pass::Backward
+        } else {
+            Pass::Forward
+        };
         *times.entry((key, pass)).or_default() += node.fpga_latency;
     }
     let mut costs: BTreeMap<(String, Pass), Vec<OpCost>> = BTreeMap::new();
     let mut unmatched = 0;
-    for op in graph.ops.iter().filter(|o| has_work(&o.cost) && !o.is_input) {
+    for op in graph
+        .ops
+        .iter()
+        .filter(|o| has_work(&o.cost) && !o.is_input)
+    {
         let owner = owner_of(op.module.as_deref().unwrap_or(&op.name), &times);
         match owner {
             None => unmatched += 1,
@@ -274,13 +286,22 @@ fn units_of(
     let mut units = Vec::new();
     for ((module, pass), measured_ms) in times {
         match costs.remove(&(module.clone(), pass)) {
-            Some(c) if measured_ms > 0.0 => units.push(Unit { module, pass, measured_ms, costs: c }),
+            Some(c) if measured_ms > 0.0 => units.push(Unit {
+                module,
+                pass,
+                measured_ms,
+                costs: c,
+            }),
             _ => left_out.push(format!("{module} ({})", pass.name())),
         }
     }
     let matched_ms: f64 = units.iter().map(|u| u.measured_ms).sum();
     if units.is_empty() || 2.0 * matched_ms < total_ms {
-        let percent = if total_ms > 0.0 { 100.0 * matched_ms / total_ms } else { 0.0 };
+        let percent = if total_ms > 0.0 {
+            100.0 * matched_ms / total_ms
+        } else {
+            0.0
+        };
         return Err(mismatch(graph, measured, units.len(), total, percent));
     }
     Ok((units, unmatched, left_out))
@@ -406,7 +427,11 @@ impl Fit<'_> {
             .map(|i| (lo - lo * i as f64 / steps as f64).exp().min(1.0))
             .collect();
         let base_point = (self.base.compute_efficiency, self.base.memory_efficiency);
-        let mut best = (base_point.0, base_point.1, self.error(base_point.0, base_point.1));
+        let mut best = (
+            base_point.0,
+            base_point.1,
+            self.error(base_point.0, base_point.1),
+        );
         for &c in &grid {
             for &mu in &grid {
                 let (l, e) = self.error(c, mu);
@@ -418,7 +443,16 @@ impl Fit<'_> {
         let mut step = -lo / steps as f64;
         while step > 1e-9 {
             let mut moved = false;
-            for (dc, dm) in [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)] {
+            for (dc, dm) in [
+                (-1, -1),
+                (-1, 0),
+                (-1, 1),
+                (0, -1),
+                (0, 1),
+                (1, -1),
+                (1, 0),
+                (1, 1),
+            ] {
                 let c = clamp(best.0 * (step * dc as f64).exp());
                 let mu = clamp(best.1 * (step * dm as f64).exp());
                 let (l, e) = self.error(c, mu);

@@ -70,7 +70,11 @@ impl Fields<'_> {
         self.count_or(field, None)
     }
 
-    fn count_or(&self, field: &'static str, default: Option<usize>) -> Result<usize, HfConfigError> {
+    fn count_or(
+        &self,
+        field: &'static str,
+        default: Option<usize>,
+    ) -> Result<usize, HfConfigError> {
         match self.get(field) {
             None => default.ok_or(HfConfigError::Missing { field }),
             Some(v) => match v.as_u64() {
@@ -102,11 +106,13 @@ impl Fields<'_> {
     /// `field`, when present, must be one of `allowed`.
     fn one_of(&self, field: &str, allowed: &[&str]) -> Result<(), HfConfigError> {
         match self.get(field) {
-            Some(v) if !allowed.iter().any(|a| v.as_str() == Some(a)) => Err(HfConfigError::Unsupported {
-                field: field.into(),
-                value: v.to_string(),
-                why: format!("the generator's activation is {}", allowed[0]),
-            }),
+            Some(v) if !allowed.iter().any(|a| v.as_str() == Some(a)) => {
+                Err(HfConfigError::Unsupported {
+                    field: field.into(),
+                    value: v.to_string(),
+                    why: format!("the generator's activation is {}", allowed[0]),
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -122,15 +128,22 @@ fn unsupported(field: &str, value: &Value, why: &str) -> HfConfigError {
 
 /// Reads a `config.json` for a sequence of `seq` tokens and micro-batch `batch`.
 pub fn parse_hf_config(text: &str, seq: usize, batch: usize) -> Result<HfModel, HfConfigError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| HfConfigError::Json(e.to_string()))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| HfConfigError::Json(e.to_string()))?;
     let map = value.as_object().ok_or(HfConfigError::NotObject)?;
     let f = Fields(map);
     for moe in ["num_local_experts", "num_experts", "n_routed_experts"] {
         if let Some(v) = f.get(moe) {
-            return Err(unsupported(moe, v, "mixture-of-experts layers are not modelled"));
+            return Err(unsupported(
+                moe,
+                v,
+                "mixture-of-experts layers are not modelled",
+            ));
         }
     }
-    let model_type = f.text("model_type").ok_or(HfConfigError::Missing { field: "model_type" })?;
+    let model_type = f.text("model_type").ok_or(HfConfigError::Missing {
+        field: "model_type",
+    })?;
     let (spec, tied) = match model_type.as_str() {
         "gpt2" => gpt2(&f, seq, batch)?,
         "bert" => bert(&f, seq, batch)?,
@@ -159,7 +172,11 @@ pub fn parse_hf_config(text: &str, seq: usize, batch: usize) -> Result<HfModel, 
 }
 
 fn dtype_of(f: &Fields) -> Result<Option<DType>, HfConfigError> {
-    let field = if f.get("torch_dtype").is_some() { "torch_dtype" } else { "dtype" };
+    let field = if f.get("torch_dtype").is_some() {
+        "torch_dtype"
+    } else {
+        "dtype"
+    };
     match f.text(field).as_deref() {
         None => Ok(None),
         Some("float32") => Ok(Some(DType::Fp32)),
@@ -187,12 +204,22 @@ fn positions(f: &Fields, field: &'static str, seq: usize) -> Result<usize, HfCon
 
 fn gpt2(f: &Fields, seq: usize, batch: usize) -> Result<(TransformerSpec, bool), HfConfigError> {
     let hidden = f.count("n_embd")?;
-    let mut spec = TransformerSpec::new(Style::Gpt2, f.count("n_layer")?, hidden, f.count("n_head")?, seq, batch);
+    let mut spec = TransformerSpec::new(
+        Style::Gpt2,
+        f.count("n_layer")?,
+        hidden,
+        f.count("n_head")?,
+        seq,
+        batch,
+    );
     spec.ffn = f.count_or("n_inner", Some(4 * hidden))?;
     spec.vocab = f.count("vocab_size")?;
     spec.positions = Some(positions(f, "n_positions", seq)?);
     spec.head = Head::Lm;
-    f.one_of("activation_function", &["gelu_new", "gelu", "gelu_pytorch_tanh", "gelu_fast"])?;
+    f.one_of(
+        "activation_function",
+        &["gelu_new", "gelu", "gelu_pytorch_tanh", "gelu_fast"],
+    )?;
     Ok((spec, f.flag("tie_word_embeddings", true)?))
 }
 
@@ -210,13 +237,21 @@ fn bert(f: &Fields, seq: usize, batch: usize) -> Result<(TransformerSpec, bool),
     spec.positions = Some(positions(f, "max_position_embeddings", seq)?);
     if let Some(v) = f.get("type_vocab_size") {
         if v.as_u64() != Some(2) {
-            return Err(unsupported("type_vocab_size", v, "the generator has 2 token types"));
+            return Err(unsupported(
+                "type_vocab_size",
+                v,
+                "the generator has 2 token types",
+            ));
         }
     }
     f.one_of("hidden_act", &["gelu", "gelu_new", "gelu_pytorch_tanh"])?;
     // The head from `architectures`: `BertModel` none, `…ForMaskedLM` the LM head, else
     // (`BertForPreTraining`, absent) the pre-training heads.
-    let arch = f.get("architectures").and_then(|a| a.get(0)).and_then(|a| a.as_str()).unwrap_or("");
+    let arch = f
+        .get("architectures")
+        .and_then(|a| a.get(0))
+        .and_then(|a| a.as_str())
+        .unwrap_or("");
     spec.head = if arch == "BertModel" {
         Head::None
     } else if arch.ends_with("ForMaskedLM") {
@@ -228,10 +263,22 @@ fn bert(f: &Fields, seq: usize, batch: usize) -> Result<(TransformerSpec, bool),
     Ok((spec, tied))
 }
 
-fn llama(f: &Fields, model_type: &str, seq: usize, batch: usize) -> Result<(TransformerSpec, bool), HfConfigError> {
+fn llama(
+    f: &Fields,
+    model_type: &str,
+    seq: usize,
+    batch: usize,
+) -> Result<(TransformerSpec, bool), HfConfigError> {
     let heads = f.count("num_attention_heads")?;
     let hidden = f.count("hidden_size")?;
-    let mut spec = TransformerSpec::new(Style::Llama, f.count("num_hidden_layers")?, hidden, heads, seq, batch);
+    let mut spec = TransformerSpec::new(
+        Style::Llama,
+        f.count("num_hidden_layers")?,
+        hidden,
+        heads,
+        seq,
+        batch,
+    );
     spec.ffn = f.count("intermediate_size")?;
     spec.vocab = f.count("vocab_size")?;
     spec.kv_heads = f.count_or("num_key_value_heads", Some(heads))?;
@@ -241,18 +288,30 @@ fn llama(f: &Fields, model_type: &str, seq: usize, batch: usize) -> Result<(Tran
     f.one_of("hidden_act", &["silu"])?;
     if let Some(v) = f.get("head_dim") {
         if hidden % heads != 0 || v.as_u64() != Some((hidden / heads) as u64) {
-            return Err(unsupported("head_dim", v, "the generator's head size is hidden_size / num_attention_heads"));
+            return Err(unsupported(
+                "head_dim",
+                v,
+                "the generator's head size is hidden_size / num_attention_heads",
+            ));
         }
     }
     for field in ["attention_bias", "mlp_bias"] {
         if f.flag(field, false)? {
-            return Err(unsupported(field, &Value::Bool(true), "the Llama style has no such biases"));
+            return Err(unsupported(
+                field,
+                &Value::Bool(true),
+                "the Llama style has no such biases",
+            ));
         }
     }
     let window_on = model_type != "qwen2" || f.flag("use_sliding_window", false)?;
     if let (true, Some(v)) = (window_on, f.get("sliding_window")) {
         if v.as_u64().is_none_or(|w| (w as usize) < seq) {
-            return Err(unsupported("sliding_window", v, &format!("a window shorter than the sequence {seq} changes attention's cost")));
+            return Err(unsupported(
+                "sliding_window",
+                v,
+                &format!("a window shorter than the sequence {seq} changes attention's cost"),
+            ));
         }
     }
     Ok((spec, f.flag("tie_word_embeddings", false)?))

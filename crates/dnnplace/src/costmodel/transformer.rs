@@ -189,14 +189,17 @@ impl TransformerSpec {
             self.hidden,
             self.heads,
         )?;
-        if self.kv_heads == 0 || self.heads % self.kv_heads != 0 {
+        if self.kv_heads == 0 || !self.heads.is_multiple_of(self.kv_heads) {
             return Err(format!(
                 "key/value heads {} must divide the attention heads {}",
                 self.kv_heads, self.heads
             ));
         }
         if self.style != Style::Llama && (self.kv_heads != self.heads || self.qkv_bias) {
-            return Err("grouped-query attention and q/k/v biases are modelled for the llama style only".into());
+            return Err(
+                "grouped-query attention and q/k/v biases are modelled for the llama style only"
+                    .into(),
+            );
         }
         if let Some(p) = self.positions {
             if p < self.seq {
@@ -240,7 +243,11 @@ impl TransformerSpec {
             // 8bsh; q/k/v biases bs(h + 2c).
             Style::Llama => {
                 let c = self.kv_width() as f64;
-                let bias = if self.qkv_bias { b * s * (h + 2.0 * c) } else { 0.0 };
+                let bias = if self.qkv_bias {
+                    b * s * (h + 2.0 * c)
+                } else {
+                    0.0
+                };
                 4.0 * b * s * h * h
                     + 4.0 * b * s * h * c
                     + 6.0 * b * s * h * f
@@ -508,7 +515,12 @@ impl Builder<'_> {
         let s = self.spec;
         let (bsh, sh) = (self.bsh(), (s.seq * s.hidden) as f64);
         let wte = self.gather("transformer.wte", s.vocab, bsh, input);
-        let wpe = self.gather("transformer.wpe", s.positions.unwrap_or(s.seq.max(1024)), sh, input);
+        let wpe = self.gather(
+            "transformer.wpe",
+            s.positions.unwrap_or(s.seq.max(1024)),
+            sh,
+            input,
+        );
         let sum = OpCost::new(OpClass::Vector, bsh, 0.0, bsh + sh, 0.0, bsh, self.e);
         self.push(
             "transformer.embeddings_add".into(),
