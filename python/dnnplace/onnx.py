@@ -29,19 +29,11 @@ import time
 from typing import Any, Dict, List, Optional
 
 from . import Workload
+from ._stats import summary
 
 __all__ = ["profile"]
 
 
-def _stats(samples: List[float]) -> Dict[str, Any]:
-    med = statistics.median(samples)
-    return {
-        "median": med,
-        "min": min(samples),
-        "max": max(samples),
-        "spread": (max(samples) - min(samples)) / med if med > 0 else 0.0,
-        "samples": [round(s, 6) for s in samples],
-    }
 
 
 def _named_model(path: str):
@@ -141,7 +133,7 @@ def profile(
         got = samples.get(node.get("name", ""))
         if got is None:
             continue
-        st = _stats(got)
+        st = summary(got)
         node["fpgaLatency"] = node["cpuLatency"] = st["median"]
         node["profile"] = {"forwardMs": st}
         mapped.add(node["name"])
@@ -154,7 +146,7 @@ def profile(
         "repeats": repeats,
         "warmup": warmup,
         "optimizations": "ORT_DISABLE_ALL",
-        "wholeRunMs": _stats(runs),
+        "wholeRunMs": summary(runs),
         "kernelSumMs": sum(statistics.median(v) for v in samples.values()),
         "mappedSumMs": sum(statistics.median(samples[n]) for n in mapped),
         "mappedNodes": len(mapped),

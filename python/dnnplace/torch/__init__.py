@@ -53,6 +53,7 @@ import torch
 from torch import nn
 
 from .. import Workload
+from .._stats import summary
 from ._run import RunResult, equal_layer_split, run, run_many, split_of
 from ._validate import Validation, validate
 
@@ -138,15 +139,6 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _stats(samples: List[float]) -> Dict[str, Any]:
-    med = statistics.median(samples)
-    return {
-        "median": med,
-        "min": min(samples),
-        "max": max(samples),
-        "spread": (max(samples) - min(samples)) / med if med > 0 else 0.0,
-        "samples": [round(s, 6) for s in samples],
-    }
 
 
 class _Call:
@@ -347,7 +339,7 @@ def _workload_doc(nodes: List[Dict[str, Any]], training: bool, accelerators: int
         fid = i + 1
         # The loss joins the last unit's colour class (it runs where the output is).
         color = n - 1 if (has_loss and i == n - 1 and n > 1) else fid
-        fwd = _stats(u["fwd"])
+        fwd = summary(u["fwd"])
         node = {
             "id": fid,
             "name": u.get("name") or u["module"],
@@ -370,7 +362,7 @@ def _workload_doc(nodes: List[Dict[str, Any]], training: bool, accelerators: int
     if training:
         for i, u in enumerate(nodes):
             fid, bid = i + 1, n + i + 1
-            bwd = _stats(u["bwd"])
+            bwd = summary(u["bwd"])
             opt = 2.0 * u["params"] if optimizer == "adam" else 0.0
             mem = float(u["saved"]) + float(u["params"]) + opt
             node = {
