@@ -595,6 +595,68 @@ fn interleaved_chunks_beyond_the_graph_are_refused_naming_the_largest() {
     }
 }
 
+/// Issue #25, the fuzzer's workload case 160 (seed 25: 783 nodes whose colour classes
+/// fuse them into 47 groups with a wide frontier): counting the ideals before listing
+/// them (`ideals::estimate`, about 2·10⁸ steps, ~0.8 s here) ignored the method's time
+/// limit where the caller is the library (the CLI's run limits bound it), and `auto` counts
+/// up to three DAGs, `dp` up to three: 2 s for a 0.5 s limit in-process, past the fuzzer's
+/// 30 s on a loaded machine. A fan of 600 parallel operators is wider still: the DP and
+/// `auto`, called as a library with `time_limit_s = 0.3`, return within the limit plus
+/// max(10 %, 1 s) (`DNNPLACE_LIMITS_SLACK_S` adds slack on a loaded machine).
+#[test]
+fn the_ideal_count_before_the_dp_keeps_a_library_callers_time_limit() {
+    use dnnplace::io::parse_workload;
+    use dnnplace::solve::{method, plan, Limits, MethodId, Problem};
+    let n = 600;
+    let mut nodes = vec![r#"{"id":0,"fpgaLatency":1,"cpuLatency":2}"#.to_string()];
+    let mut edges = Vec::new();
+    for i in 1..=n {
+        nodes.push(format!(
+            r#"{{"id":{i},"fpgaLatency":{},"cpuLatency":{}}}"#,
+            1 + i % 5,
+            3 + i % 7
+        ));
+        edges.push(format!(r#"{{"sourceId":0,"destId":{i},"cost":0.5}}"#));
+        edges.push(format!(
+            r#"{{"sourceId":{i},"destId":{},"cost":0.5}}"#,
+            n + 1
+        ));
+    }
+    nodes.push(format!(
+        r#"{{"id":{},"fpgaLatency":1,"cpuLatency":2}}"#,
+        n + 1
+    ));
+    let json = format!(
+        r#"{{"maxSizePerFPGA":1e12,"maxFPGAs":2,"maxCPUs":1,"nodes":[{}],"edges":[{}]}}"#,
+        nodes.join(","),
+        edges.join(",")
+    );
+    let w = parse_workload(&json).unwrap();
+    let slack_extra: f64 = std::env::var("DNNPLACE_LIMITS_SLACK_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
+    let limit = 0.3f64;
+    let allowed = limit + (0.1 * limit).max(1.0) + slack_extra;
+    for id in [MethodId::Dp, MethodId::Auto] {
+        let problem = Problem {
+            limits: Limits {
+                time_limit_s: Some(limit),
+                ..Limits::default()
+            },
+            ..Problem::throughput(&w)
+        };
+        let started = Instant::now();
+        let result = plan(method(id).as_ref(), &problem);
+        let secs = started.elapsed().as_secs_f64();
+        assert!(
+            secs <= allowed,
+            "{id:?}: {secs:.2} s for a {limit} s limit ({:?})",
+            result.map(|p| p.outcome.status)
+        );
+    }
+}
+
 /// Issue #25 point 4, `--schedule interleaved:v`: the planners replayed every device's
 /// order of all `m·v` steps — `interleaved:256 --micro-batches 1048576` allocated 12 GiB for
 /// the orders and aborted, and on a 24-layer BERT with 256 micro-batches the stash vectors'
