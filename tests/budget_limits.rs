@@ -61,8 +61,12 @@ fn memory_budget_out_of_range_exits_2_naming_the_flag() {
     assert_eq!(run.status.code(), Some(2));
 }
 
+/// Issue #25 item 4: an IP model beyond `--memory-budget` is never built; the IP then
+/// returns the best plan it holds (greedy, single, the DP's) with the bound proven so far,
+/// status feasible naming the budget and what to change, exit 0 — as every method that
+/// runs out of budget does — with the same JSON fields as a solved run.
 #[test]
-fn the_ip_refuses_a_model_beyond_the_memory_budget_and_says_what_to_change() {
+fn the_ip_beyond_the_memory_budget_returns_its_held_plan_and_says_what_to_change() {
     let dir = tempfile::tempdir().unwrap();
     // Non-contiguous: (k+ℓ)·n = 11·300 assignment columns and k·(n+arcs) cut columns,
     // over 1 MiB at HiGHS's ~300 B per column; with the default budget it solves.
@@ -78,15 +82,25 @@ fn the_ip_refuses_a_model_beyond_the_memory_budget_and_says_what_to_change() {
         "1MiB",
         "--max-ideals",
         "1",
+        "--json",
     ]);
     let err = text(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{err}");
-    assert!(err.contains("the integer program ("), "{err}");
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let status = v["status"].as_str().unwrap();
+    assert!(status.starts_with("feasible, gap "), "{status}");
+    assert!(status.contains("the integer program ("), "{status}");
     assert!(
-        err.contains("more than the memory budget of 1.00 MiB (raise --memory-budget"),
-        "{err}"
+        status.contains("more than the memory budget of 1.00 MiB (raise --memory-budget"),
+        "{status}"
     );
-    let run = dnnplace(&[
+    assert_eq!(v["stopReason"], "memory-budget", "{v}");
+    assert_eq!(v["optimal"], false);
+    let (value, bound) = (v["value"].as_f64().unwrap(), v["bound"].as_f64().unwrap());
+    // The compute floor at least: Σ min(fpga, cpu) over 11 devices.
+    assert!(bound > 0.0 && bound <= value, "{bound} {value}");
+    assert!(v["gap"].as_f64().unwrap() >= 0.0);
+    let solved = dnnplace(&[
         "plan",
         w,
         "--method",
@@ -96,7 +110,17 @@ fn the_ip_refuses_a_model_beyond_the_memory_budget_and_says_what_to_change() {
         "3s",
         "--json",
     ]);
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved.stderr));
+    // One output contract: the same fields on both paths.
+    let solved: serde_json::Value = serde_json::from_slice(&solved.stdout).unwrap();
+    let keys = |x: &serde_json::Value| {
+        x.as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(keys(&v), keys(&solved));
 }
 
 #[test]
@@ -384,9 +408,8 @@ fn generated(dir: &Path, name: &str, args: &[&str]) -> String {
 /// latency included) on generated large inputs, with `--time-limit 2s` and
 /// `--memory-budget 64MiB`: the run ends within the limit plus max(10 %, 1 s), its peak
 /// resident memory stays within the budget plus [`TEST_ALLOWANCE`], and it prints a plan
-/// with its bound and gap (or, for the DP, whose plan comes with its last level, the IP,
-/// whose model may not fit the budget before it holds a plan, brute force and single,
-/// which refuse the size, exits 2 saying why). `DNNPLACE_LIMITS_SLACK_S` widens the time slack on
+/// with its bound and gap (or, for the DP, whose plan comes with its last level, brute
+/// force and single, which refuse the size, exits 2 saying why). `DNNPLACE_LIMITS_SLACK_S` widens the time slack on
 /// a loaded machine.
 #[test]
 fn every_method_keeps_its_time_limit_and_memory_budget_on_large_inputs() {
@@ -496,12 +519,9 @@ fn every_method_keeps_its_time_limit_and_memory_budget_on_large_inputs() {
             failures.push(format!("{name}: peak {mib} MiB for a 64 MiB budget"));
         }
         // These may have no plan at all within the limits (the DP's comes with its last
-        // level, the IP's model may exceed the budget before it holds a plan) or refuse
-        // the size: exit 2 naming why.
-        let refuses = matches!(
-            name,
-            "dp" | "brute-force" | "ip" | "ip non-contiguous" | "single"
-        );
+        // level) or refuse the size: exit 2 naming why. (The IP, its model beyond the
+        // budget, returns the plan it holds: #25 item 4.)
+        let refuses = matches!(name, "dp" | "brute-force" | "single");
         match run.code {
             Some(0) => {
                 let v: serde_json::Value = match serde_json::from_str(&run.stdout) {
@@ -712,11 +732,6 @@ fn interleaved_schedules_with_many_chunks_and_micro_batches_keep_the_limits() {
             }
             if run.peak_bytes > TEST_BUDGET + TEST_ALLOWANCE {
                 failures.push(format!("{name}: peak {} MiB", run.peak_bytes / MIB));
-            }
-            // Until the IP returns its warm start when its model is beyond the budget
-            // (#25 item 4), it may say so.
-            if method == "ip" && run.code == Some(2) && run.stderr.contains("memory budget") {
-                continue;
             }
             if run.code != Some(0) {
                 failures.push(format!("{name}: exit {:?}: {}", run.code, run.stderr));
