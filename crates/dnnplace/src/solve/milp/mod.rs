@@ -251,6 +251,11 @@ impl Builder {
         self.stopped.as_ref()
     }
 
+    /// The budget the model is built within.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
     /// Whether the model was left unfinished or the budget (time, memory, Ctrl-C) is
     /// spent now, which then stops it: for a loop that computes much before each row.
     pub fn halted(&mut self) -> bool {
