@@ -395,7 +395,7 @@ pub fn stash_vectors(
     let sum = |a: &Vec<usize>| a.iter().sum::<usize>();
     let dominated = |a: &Vec<usize>, b: &Vec<usize>| a.iter().zip(b).all(|(x, y)| x <= y);
     let mut by_sum: Vec<(usize, &Vec<usize>)> = seen.iter().map(|a| (sum(a), a)).collect();
-    by_sum.sort_by(|x, y| y.0.cmp(&x.0));
+    by_sum.sort_by_key(|x| std::cmp::Reverse(x.0));
     let mut kept: Vec<Vec<usize>> = Vec::new();
     for (i, &(s, a)) in by_sum.iter().enumerate() {
         let larger = by_sum[..i].iter().take_while(|(t, _)| *t > s);
