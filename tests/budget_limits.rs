@@ -61,8 +61,12 @@ fn memory_budget_out_of_range_exits_2_naming_the_flag() {
     assert_eq!(run.status.code(), Some(2));
 }
 
+/// Issue #25 item 4: an IP model beyond `--memory-budget` is never built; the IP then
+/// returns the best plan it holds (greedy, single, the DP's) with the bound proven so far,
+/// status feasible naming the budget and what to change, exit 0 — as every method that
+/// runs out of budget does — with the same JSON fields as a solved run.
 #[test]
-fn the_ip_refuses_a_model_beyond_the_memory_budget_and_says_what_to_change() {
+fn the_ip_beyond_the_memory_budget_returns_its_held_plan_and_says_what_to_change() {
     let dir = tempfile::tempdir().unwrap();
     // Non-contiguous: (k+ℓ)·n = 11·300 assignment columns and k·(n+arcs) cut columns,
     // over 1 MiB at HiGHS's ~300 B per column; with the default budget it solves.
@@ -78,15 +82,25 @@ fn the_ip_refuses_a_model_beyond_the_memory_budget_and_says_what_to_change() {
         "1MiB",
         "--max-ideals",
         "1",
+        "--json",
     ]);
     let err = text(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{err}");
-    assert!(err.contains("the integer program ("), "{err}");
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let status = v["status"].as_str().unwrap();
+    assert!(status.starts_with("feasible, gap "), "{status}");
+    assert!(status.contains("the integer program ("), "{status}");
     assert!(
-        err.contains("more than the memory budget of 1.00 MiB (raise --memory-budget"),
-        "{err}"
+        status.contains("more than the memory budget of 1.00 MiB (raise --memory-budget"),
+        "{status}"
     );
-    let run = dnnplace(&[
+    assert_eq!(v["stopReason"], "memory-budget", "{v}");
+    assert_eq!(v["optimal"], false);
+    let (value, bound) = (v["value"].as_f64().unwrap(), v["bound"].as_f64().unwrap());
+    // The compute floor at least: Σ min(fpga, cpu) over 11 devices.
+    assert!(bound > 0.0 && bound <= value, "{bound} {value}");
+    assert!(v["gap"].as_f64().unwrap() >= 0.0);
+    let solved = dnnplace(&[
         "plan",
         w,
         "--method",
@@ -96,7 +110,17 @@ fn the_ip_refuses_a_model_beyond_the_memory_budget_and_says_what_to_change() {
         "3s",
         "--json",
     ]);
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved.stderr));
+    // One output contract: the same fields on both paths.
+    let solved: serde_json::Value = serde_json::from_slice(&solved.stdout).unwrap();
+    let keys = |x: &serde_json::Value| {
+        x.as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(keys(&v), keys(&solved));
 }
 
 #[test]
@@ -384,9 +408,8 @@ fn generated(dir: &Path, name: &str, args: &[&str]) -> String {
 /// latency included) on generated large inputs, with `--time-limit 2s` and
 /// `--memory-budget 64MiB`: the run ends within the limit plus max(10 %, 1 s), its peak
 /// resident memory stays within the budget plus [`TEST_ALLOWANCE`], and it prints a plan
-/// with its bound and gap (or, for the DP, whose plan comes with its last level, the IP,
-/// whose model may not fit the budget before it holds a plan, brute force and single,
-/// which refuse the size, exits 2 saying why). `DNNPLACE_LIMITS_SLACK_S` widens the time slack on
+/// with its bound and gap (or, for the DP, whose plan comes with its last level, brute
+/// force and single, which refuse the size, exits 2 saying why). `DNNPLACE_LIMITS_SLACK_S` widens the time slack on
 /// a loaded machine.
 #[test]
 fn every_method_keeps_its_time_limit_and_memory_budget_on_large_inputs() {
@@ -480,15 +503,6 @@ fn every_method_keeps_its_time_limit_and_memory_budget_on_large_inputs() {
         let secs = run.wall.as_secs_f64();
         let mib = run.peak_bytes / MIB;
         eprintln!("{name}: exit {:?}, {secs:.2} s, peak {mib} MiB", run.code);
-        // Not yet within the target: the latency IP scores its held plans (20k nodes, the
-        // latency evaluator) after the deadline, up to 2.6 s over on this 2-core machine under
-        // a load average of 9-12 (2.6-4.6 s measured; README, limits per method). Held
-        // to 3 s of slack here until that scoring is budgeted too.
-        let allowed = if name == "latency ip" {
-            allowed + 2.0
-        } else {
-            allowed
-        };
         if secs > allowed {
             failures.push(format!("{name}: {secs:.2} s for a {limit} s limit"));
         }
@@ -496,12 +510,9 @@ fn every_method_keeps_its_time_limit_and_memory_budget_on_large_inputs() {
             failures.push(format!("{name}: peak {mib} MiB for a 64 MiB budget"));
         }
         // These may have no plan at all within the limits (the DP's comes with its last
-        // level, the IP's model may exceed the budget before it holds a plan) or refuse
-        // the size: exit 2 naming why.
-        let refuses = matches!(
-            name,
-            "dp" | "brute-force" | "ip" | "ip non-contiguous" | "single"
-        );
+        // level) or refuse the size: exit 2 naming why. (The IP, its model beyond the
+        // budget, returns the plan it holds: #25 item 4.)
+        let refuses = matches!(name, "dp" | "brute-force" | "single");
         match run.code {
             Some(0) => {
                 let v: serde_json::Value = match serde_json::from_str(&run.stdout) {
@@ -593,4 +604,176 @@ fn interleaved_chunks_beyond_the_graph_are_refused_naming_the_largest() {
         assert_eq!(run.status.code(), Some(2), "{v}: {err}");
         assert!(err.contains("use at most interleaved:256"), "{v}: {err}");
     }
+}
+
+/// Issue #25, the fuzzer's workload case 160 (seed 25: 783 nodes whose colour classes
+/// fuse them into 47 groups with a wide frontier): counting the ideals before listing
+/// them (`ideals::estimate`, about 2·10⁸ steps, ~0.8 s here) ignored the method's time
+/// limit where the caller is the library (the CLI's run limits bound it), and `auto` counts
+/// up to three DAGs, `dp` up to three: 2 s for a 0.5 s limit in-process, past the fuzzer's
+/// 30 s on a loaded machine. A fan of 600 parallel operators is wider still: the DP and
+/// `auto`, called as a library with `time_limit_s = 0.3`, return within the limit plus
+/// max(10 %, 1 s) (`DNNPLACE_LIMITS_SLACK_S` adds slack on a loaded machine).
+#[test]
+fn the_ideal_count_before_the_dp_keeps_a_library_callers_time_limit() {
+    use dnnplace::io::parse_workload;
+    use dnnplace::solve::{method, plan, Limits, MethodId, Problem};
+    let n = 600;
+    let mut nodes = vec![r#"{"id":0,"fpgaLatency":1,"cpuLatency":2}"#.to_string()];
+    let mut edges = Vec::new();
+    for i in 1..=n {
+        nodes.push(format!(
+            r#"{{"id":{i},"fpgaLatency":{},"cpuLatency":{}}}"#,
+            1 + i % 5,
+            3 + i % 7
+        ));
+        edges.push(format!(r#"{{"sourceId":0,"destId":{i},"cost":0.5}}"#));
+        edges.push(format!(
+            r#"{{"sourceId":{i},"destId":{},"cost":0.5}}"#,
+            n + 1
+        ));
+    }
+    nodes.push(format!(
+        r#"{{"id":{},"fpgaLatency":1,"cpuLatency":2}}"#,
+        n + 1
+    ));
+    let json = format!(
+        r#"{{"maxSizePerFPGA":1e12,"maxFPGAs":2,"maxCPUs":1,"nodes":[{}],"edges":[{}]}}"#,
+        nodes.join(","),
+        edges.join(",")
+    );
+    let w = parse_workload(&json).unwrap();
+    let slack_extra: f64 = std::env::var("DNNPLACE_LIMITS_SLACK_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
+    let limit = 0.3f64;
+    let allowed = limit + (0.1 * limit).max(1.0) + slack_extra;
+    for id in [MethodId::Dp, MethodId::Auto] {
+        let problem = Problem {
+            limits: Limits {
+                time_limit_s: Some(limit),
+                ..Limits::default()
+            },
+            ..Problem::throughput(&w)
+        };
+        let started = Instant::now();
+        let result = plan(method(id).as_ref(), &problem);
+        let secs = started.elapsed().as_secs_f64();
+        assert!(
+            secs <= allowed,
+            "{id:?}: {secs:.2} s for a {limit} s limit ({:?})",
+            result.map(|p| p.outcome.status)
+        );
+    }
+}
+
+/// Issue #25 point 4, `--schedule interleaved:v`: the planners replayed every device's
+/// order of all `m·v` steps — `interleaved:256 --micro-batches 1048576` allocated 12 GiB for
+/// the orders and aborted, and on a 24-layer BERT with 256 micro-batches the stash vectors'
+/// quadratic dedup and the IP's memory rows took 4.7–7.3 s for `--time-limit 2s`. The
+/// steady state repeats every `p·v` pairs (`schedule::compressed_order`), and the IP's
+/// rows look at the budget. Each method ends within the limit plus max(10 %, 1 s), within
+/// the memory allowance of the limits test, with a plan and its bound and gap.
+#[test]
+fn interleaved_schedules_with_many_chunks_and_micro_batches_keep_the_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let w = chain(d, 40, 4);
+    let bert = generated(
+        d,
+        "bert.json",
+        &["transformer", "--layers", "24", "--accelerators", "4"],
+    );
+    let slack_extra: f64 = std::env::var("DNNPLACE_LIMITS_SLACK_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
+    let allowed = 2.0 + 1.0 + slack_extra;
+    let mut failures = Vec::new();
+    for (input, m) in [(w.to_str().unwrap(), "1048576"), (bert.as_str(), "256")] {
+        for method in ["auto", "dp", "ip"] {
+            let run = measured(
+                &[
+                    "plan",
+                    input,
+                    "--method",
+                    method,
+                    "--schedule",
+                    "interleaved:256",
+                    "--micro-batches",
+                    m,
+                    "--time-limit",
+                    "2s",
+                    "--memory-budget",
+                    "64MiB",
+                    "--json",
+                ],
+                None,
+            );
+            let name = format!("{method} m={m}");
+            let secs = run.wall.as_secs_f64();
+            eprintln!(
+                "{name}: exit {:?}, {secs:.2} s, peak {} MiB",
+                run.code,
+                run.peak_bytes / MIB
+            );
+            if secs > allowed {
+                failures.push(format!("{name}: {secs:.2} s for a 2 s limit"));
+            }
+            if run.peak_bytes > TEST_BUDGET + TEST_ALLOWANCE {
+                failures.push(format!("{name}: peak {} MiB", run.peak_bytes / MIB));
+            }
+            if run.code != Some(0) {
+                failures.push(format!("{name}: exit {:?}: {}", run.code, run.stderr));
+                continue;
+            }
+            let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            if !v["placement"].is_object() || !(v["gap"].is_number() || v["optimal"] == true) {
+                failures.push(format!("{name}: no plan with its gap: {}", v["status"]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Issue #25 item 3: the latency IP's phases that did not look at the budget — the runs DP
+/// of its held plans (`latency_runs`, up to 2²⁶ steps per order) and the finish-time bound
+/// (`latency_bound`, up to 2²⁵ grid cells, computed again when the model is built) — ran
+/// past the deadline: the CLI 0.78 s over `--time-limit 2s` on a 50k GPT here, 2.6 s under
+/// a load of 9-12; called as a library (no run limits) both ran to completion. Now both
+/// poll it (the bound falls back to its grid-free form, linear). Called as a library on a
+/// 20k GPT with `time_limit_s = 0.5`, the latency IP returns within the limit plus
+/// max(10 %, 1 s), with a plan and a bound.
+#[test]
+fn the_latency_ip_keeps_a_library_callers_time_limit_on_a_large_graph() {
+    use dnnplace::io::read_workload;
+    use dnnplace::solve::{method, plan, Limits, MethodId, Objective, Problem};
+    let dir = tempfile::tempdir().unwrap();
+    let gpt = generated(dir.path(), "gpt.json", &["gpt", "--nodes", "20000"]);
+    let w = read_workload(Path::new(&gpt)).unwrap();
+    let slack_extra: f64 = std::env::var("DNNPLACE_LIMITS_SLACK_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
+    let limit = 0.5f64;
+    let problem = Problem {
+        objective: Objective::Latency { pieces: 1 },
+        limits: Limits {
+            time_limit_s: Some(limit),
+            ..Limits::default()
+        },
+        ..Problem::throughput(&w)
+    };
+    let started = Instant::now();
+    let result = plan(method(MethodId::Ip).as_ref(), &problem);
+    let secs = started.elapsed().as_secs_f64();
+    let outcome = result.unwrap().outcome;
+    assert!(
+        secs <= limit + (0.1 * limit).max(1.0) + slack_extra,
+        "{secs:.2} s for a {limit} s limit: {:?}",
+        outcome.stats.notes
+    );
+    assert!(outcome.placement.is_some());
+    assert!(outcome.bound > 0.0 && outcome.bound <= outcome.objective);
 }

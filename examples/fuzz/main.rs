@@ -23,6 +23,9 @@
 //! with overflow checks and debug assertions) turns silent integer wrap-around into
 //! findings: `cargo run --profile fuzz --example fuzz -- …`.
 //!
+//! `DNNPLACE_FUZZ_TIMES=1` with `--replay` prints each method's time and notes (which phase
+//! of which method overran its limit).
+//!
 //! Prints one line per minute and a summary: cases run, accepted, rejected, findings by
 //! kind (panic, internal, abort/signal, hang, stdout). Exit status 1 when anything was found.
 

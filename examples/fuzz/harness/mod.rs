@@ -568,7 +568,21 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
             limits: limits.clone(),
             pipeline: None,
         };
-        match solve::plan(method.as_ref(), &problem) {
+        let started = std::time::Instant::now();
+        let planned = solve::plan(method.as_ref(), &problem);
+        if std::env::var_os("DNNPLACE_FUZZ_TIMES").is_some() {
+            eprintln!(
+                "{name} ({}, contiguous: {contiguous}): {:.2} s",
+                objective.name(),
+                started.elapsed().as_secs_f64()
+            );
+            if let Ok(plan) = &planned {
+                for note in &plan.outcome.stats.notes {
+                    eprintln!("    {note}");
+                }
+            }
+        }
+        match planned {
             Ok(plan) => {
                 if let (Some(p), Some(e)) = (&plan.outcome.placement, &plan.evaluation) {
                     let _ = plan_table(w, Some(&plan.outcome), objective, e);

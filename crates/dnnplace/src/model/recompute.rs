@@ -91,7 +91,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::schedule::{device_order, Pass, Schedule, ScheduleError};
+use crate::model::schedule::{compressed_order, Pass, Schedule, ScheduleError};
 use crate::model::{Device, Placement, Workload};
 
 /// Whether stages may recompute their activations (`plan --recompute`).
@@ -175,7 +175,8 @@ fn inputs_by<K: Ord + Copy>(w: &Workload, stage: impl Fn(usize) -> K) -> BTreeMa
 
 /// The held-input vectors of device `d`'s backward steps under `pipeline` (module doc,
 /// "Under interleaved"): for every chunk `c`, the distinct vectors `n^β` of the backward
-/// steps `β` of chunk `c`, in order of first appearance. O(m·v²).
+/// steps `β` of chunk `c`, in order of first appearance. The compressed order
+/// ([`compressed_order`]) passes through every state of the full one: O((w_d + pv)·v).
 pub fn backward_input_vectors(
     schedule: Schedule,
     p: usize,
@@ -185,11 +186,12 @@ pub fn backward_input_vectors(
     let v = schedule.chunks();
     let mut held = vec![0usize; v];
     let mut seen: Vec<Vec<Vec<usize>>> = vec![Vec::new(); v];
-    for step in device_order(schedule, p, m, d)? {
+    let mut known: std::collections::HashSet<(usize, Vec<usize>)> = Default::default();
+    for step in compressed_order(schedule, p, m, d)? {
         match step.pass {
             Pass::Forward => held[step.chunk] += 1,
             Pass::Backward => {
-                if !seen[step.chunk].contains(&held) {
+                if known.insert((step.chunk, held.clone())) {
                     seen[step.chunk].push(held.clone());
                 }
                 held[step.chunk] -= 1;
@@ -201,7 +203,7 @@ pub fn backward_input_vectors(
 
 /// `mem_r(d) − resident(d)` under an interleaved schedule (module doc): the largest
 /// `a_{c_β} + Σ_c n^β_c·i_c` over device `d`'s backward steps `β`, with `stash[c] = a_c`
-/// and `input[c] = i_c`. O(m·v²).
+/// and `input[c] = i_c`. O((w_d + pv)·v²).
 pub fn interleaved_recompute_peak(
     schedule: Schedule,
     p: usize,
@@ -249,6 +251,7 @@ pub fn stage_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::schedule::device_order;
 
     #[test]
     fn parse_and_print() {

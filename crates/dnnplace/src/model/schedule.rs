@@ -29,7 +29,8 @@
 //! - interleaved: `min(w_d + 1, mv)` chunk-stashes, by the same argument over steps. The
 //!   chunks differ in size, so the peak in bytes is the maximum over the prefix of the
 //!   device's order of `Σ_c a_c·(forwards − backwards of chunk c so far)`
-//!   ([`peak_stash_bytes`], exact by replaying the order in O(mv)).
+//!   ([`peak_stash_bytes`], exact by replaying the order; the steady state repeats every
+//!   `pv` pairs, so [`compressed_order`] replays it in O(w_d + pv) whatever `m`).
 //!
 //! A stage's memory is then `resident + a·in_flight` ([`stage_memory_bytes`]), `resident`
 //! being weights, gradients, optimizer state and working buffers and `a` the activation
@@ -194,10 +195,68 @@ pub fn device_order(
     d: usize,
 ) -> Result<Vec<Step>, ScheduleError> {
     check(schedule, p, m)?;
+    let total = m * schedule.chunks();
+    let w = warmup_steps(schedule, p, m, d);
+    let mut order = Vec::with_capacity(2 * total);
+    order.extend((0..w).map(|k| forward_step(schedule, p, k)));
+    for j in 0..total - w {
+        order.push(forward_step(schedule, p, w + j));
+        order.push(backward_step(schedule, p, j));
+    }
+    order.extend((total - w..total).map(|k| backward_step(schedule, p, k)));
+    Ok(order)
+}
+
+/// Device `d`'s order with whole periods of its steady state left out: every held state
+/// the full order passes through, in O(w_d + p·v) steps instead of O(m·v).
+///
+/// **Why it is exact.** Write `n_k ∈ ℕ^v` for the stashes held per chunk after step `k`
+/// of [`device_order`]. In the steady state the `j`-th pair is `F(w + j), B(j)`; the
+/// `k`-th forward runs chunk `⌊(k mod pv)/p⌋` and the `k`-th backward chunk
+/// `v − 1 − ⌊(k mod pv)/p⌋`, so any `pv` consecutive forwards (or backwards) run every
+/// chunk exactly `p` times. Hence `pv` consecutive pairs change no count, and the state
+/// before pair `j + pv` equals the state before pair `j`. With `s = mv − w` steady pairs
+/// and `s ≥ 2pv`, leaving out pairs `pv … pv·⌊s/pv⌋ − 1` (whole periods) keeps every
+/// later state as it was and every left-out pair's (step chunk, state before, state
+/// after) equals that of the kept pair `j mod pv`. So the set of (chunk, held vector)
+/// pairs at forwards and at backwards, the peak of any weighted sum of the held vector,
+/// and the warm-up and cool-down are the full order's. Checked against the full replay
+/// in the tests (`compressed_orders_pass_through_every_state`).
+///
+/// Steps keep their full order's micro-batch and chunk labels. Length at most
+/// `2w + 4pv`.
+pub fn compressed_order(
+    schedule: Schedule,
+    p: usize,
+    m: usize,
+    d: usize,
+) -> Result<Vec<Step>, ScheduleError> {
+    check(schedule, p, m)?;
     let v = schedule.chunks();
-    let total = m * v;
-    let forward = |k: usize| match schedule {
-        Schedule::Interleaved { .. } => Step {
+    let period = p.saturating_mul(v);
+    let total = m.saturating_mul(v);
+    let w = warmup_steps(schedule, p, m, d);
+    let steady = total - w;
+    let skipped = if steady >= 2 * period {
+        (steady / period - 1) * period
+    } else {
+        0
+    };
+    let kept = |j: usize| j < period || j >= period + skipped;
+    let mut order = Vec::with_capacity(2 * (w + steady - skipped));
+    order.extend((0..w).map(|k| forward_step(schedule, p, k)));
+    for j in (0..steady).filter(|&j| kept(j)) {
+        order.push(forward_step(schedule, p, w + j));
+        order.push(backward_step(schedule, p, j));
+    }
+    order.extend((steady..total).map(|k| backward_step(schedule, p, k)));
+    Ok(order)
+}
+
+/// The `k`-th forward step of a device's order (module doc).
+fn forward_step(schedule: Schedule, p: usize, k: usize) -> Step {
+    match schedule {
+        Schedule::Interleaved { chunks: v } => Step {
             pass: Pass::Forward,
             micro_batch: (k / (p * v)) * p + k % p,
             chunk: (k % (p * v)) / p,
@@ -207,24 +266,17 @@ pub fn device_order(
             micro_batch: k,
             chunk: 0,
         },
-    };
-    let backward = |k: usize| {
-        let f = forward(k);
-        Step {
-            pass: Pass::Backward,
-            micro_batch: f.micro_batch,
-            chunk: v - 1 - f.chunk,
-        }
-    };
-    let w = warmup_steps(schedule, p, m, d);
-    let mut order = Vec::with_capacity(2 * total);
-    order.extend((0..w).map(forward));
-    for j in 0..total - w {
-        order.push(forward(w + j));
-        order.push(backward(j));
     }
-    order.extend((total - w..total).map(backward));
-    Ok(order)
+}
+
+/// The `k`-th backward step: the `k`-th forward's micro-batch, chunk `v − 1 − c`.
+fn backward_step(schedule: Schedule, p: usize, k: usize) -> Step {
+    let f = forward_step(schedule, p, k);
+    Step {
+        pass: Pass::Backward,
+        micro_batch: f.micro_batch,
+        chunk: schedule.chunks() - 1 - f.chunk,
+    }
 }
 
 /// Most stashes device `d` holds at once (module doc): GPipe `m`, 1F1B `min(m, p − d)`,
@@ -246,7 +298,7 @@ pub fn peak_stash_bytes(
 ) -> Result<f64, ScheduleError> {
     let mut held = 0.0;
     let mut peak: f64 = 0.0;
-    for step in device_order(schedule, p, m, d)? {
+    for step in compressed_order(schedule, p, m, d)? {
         let a = chunk_stash_bytes.get(step.chunk).copied().unwrap_or(0.0);
         match step.pass {
             Pass::Forward => {
@@ -472,6 +524,79 @@ mod tests {
             .parse::<Schedule>()
             .unwrap_err()
             .contains("unknown schedule"));
+    }
+
+    /// The compressed order passes through exactly the states of the full one: the same
+    /// set of (pass, chunk, held vector before, held vector after), and at most
+    /// `2w + 4pv` steps (the full replay is the oracle).
+    #[test]
+    fn compressed_orders_pass_through_every_state() {
+        type States = std::collections::HashSet<(Pass, usize, Vec<usize>, Vec<usize>)>;
+        let states = |order: &[Step], v: usize| -> States {
+            let mut held = vec![0usize; v];
+            let mut out = States::new();
+            for st in order {
+                let before = held.clone();
+                match st.pass {
+                    Pass::Forward => held[st.chunk] += 1,
+                    Pass::Backward => held[st.chunk] -= 1,
+                }
+                out.insert((st.pass, st.chunk, before, held.clone()));
+            }
+            out
+        };
+        let mut shortened = 0;
+        for schedule in [
+            Schedule::GPipe,
+            Schedule::OneFOneB,
+            Schedule::Interleaved { chunks: 2 },
+            Schedule::Interleaved { chunks: 3 },
+            Schedule::Interleaved { chunks: 5 },
+        ] {
+            let v = schedule.chunks();
+            for p in 1..6 {
+                for m in (1..=14).map(|k| k * p) {
+                    for d in 0..p {
+                        let full = device_order(schedule, p, m, d).unwrap();
+                        let short = compressed_order(schedule, p, m, d).unwrap();
+                        assert_eq!(
+                            states(&full, v),
+                            states(&short, v),
+                            "{schedule} p={p} m={m} d={d}"
+                        );
+                        let w = warmup_steps(schedule, p, m, d);
+                        assert!(short.len() <= 2 * w + 4 * p * v, "{schedule} p={p} m={m}");
+                        let a: Vec<f64> = (0..v).map(|c| (c * 7 % 5 + 1) as f64).collect();
+                        let replay = |order: &[Step]| {
+                            let (mut held, mut peak) = (0.0f64, 0.0f64);
+                            for st in order {
+                                match st.pass {
+                                    Pass::Forward => {
+                                        held += a[st.chunk];
+                                        peak = peak.max(held);
+                                    }
+                                    Pass::Backward => held -= a[st.chunk],
+                                }
+                            }
+                            peak
+                        };
+                        assert_eq!(
+                            peak_stash_bytes(schedule, p, m, d, &a).unwrap(),
+                            replay(&full)
+                        );
+                        shortened += usize::from(short.len() < full.len());
+                    }
+                }
+            }
+        }
+        assert!(shortened > 100, "{shortened}");
+        // m = 2^20 micro-batches of interleaved:256 on 4 devices: 2^29 steps in full.
+        let long = compressed_order(Schedule::Interleaved { chunks: 256 }, 4, 1 << 20, 0).unwrap();
+        assert!(
+            long.len() <= 2 * (2 * 3 + 255 * 4) + 4 * 4 * 256,
+            "{}",
+            long.len()
+        );
     }
 
     /// Every device's order runs each (pass, micro-batch, chunk) exactly once, and a

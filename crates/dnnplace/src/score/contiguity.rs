@@ -175,22 +175,37 @@ fn device_cycle(
     }
     let devices: std::collections::BTreeSet<Device> =
         arcs.keys().flat_map(|&(a, b)| [a, b]).collect();
-    // Depth-first search for a back arc; report the cycle it closes.
+    // Depth-first search for a back arc; report the cycle it closes. Iterative: the
+    // all-on-CPU plans of the latency IP give every class its own CPU, a chain of 50,000
+    // devices, deeper than a thread's stack allows recursion (a 2 MiB thread overflowed on a
+    // 20k GPT).
     let mut state: std::collections::BTreeMap<Device, u8> =
         devices.iter().map(|&d| (d, 0)).collect();
     let mut path: Vec<Device> = Vec::new();
     fn visit(
-        d: Device,
+        start: Device,
         arcs: &std::collections::BTreeMap<(Device, Device), (i64, i64)>,
         state: &mut std::collections::BTreeMap<Device, u8>,
         path: &mut Vec<Device>,
     ) -> Option<Vec<Device>> {
-        state.insert(d, 1);
-        path.push(d);
-        for (&(_, next), _) in arcs
-            .range((d, Device::Accelerator(0))..)
-            .take_while(|((a, _), _)| *a == d)
-        {
+        let successors = |d: Device| -> Vec<Device> {
+            arcs.range((d, Device::Accelerator(0))..)
+                .take_while(|((a, _), _)| *a == d)
+                .map(|(&(_, next), _)| next)
+                .collect()
+        };
+        state.insert(start, 1);
+        path.push(start);
+        // Per device on the path: its successors and how many were looked at.
+        let mut frames: Vec<(Vec<Device>, usize)> = vec![(successors(start), 0)];
+        while let Some((list, seen)) = frames.last_mut() {
+            let Some(&next) = list.get(*seen) else {
+                frames.pop();
+                let done = path.pop().expect("one device per frame");
+                state.insert(done, 2);
+                continue;
+            };
+            *seen += 1;
             match state[&next] {
                 1 => {
                     let at = path.iter().position(|&x| x == next).expect("on the path");
@@ -199,15 +214,13 @@ fn device_cycle(
                     return Some(cycle);
                 }
                 0 => {
-                    if let Some(c) = visit(next, arcs, state, path) {
-                        return Some(c);
-                    }
+                    state.insert(next, 1);
+                    path.push(next);
+                    frames.push((successors(next), 0));
                 }
                 _ => {}
             }
         }
-        path.pop();
-        state.insert(d, 2);
         None
     }
     for &d in &devices {
@@ -347,4 +360,73 @@ pub fn interleaved_stages(
         }
     }
     Ok(stage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DeviceSet, Node};
+
+    fn chain(n: usize, cpus: usize) -> Workload {
+        graph(n, (1..n as i64).map(|i| (i - 1, i)).collect(), cpus)
+    }
+
+    fn graph(n: usize, arcs: Vec<(i64, i64)>, cpus: usize) -> Workload {
+        let node = |id: i64| Node {
+            id,
+            name: None,
+            fpga_latency: 1.0,
+            cpu_latency: 2.0,
+            size_bytes: 1.0,
+            supported_on_accelerator: true,
+            is_backward: false,
+            color_class: None,
+            layer_id: None,
+            module: None,
+            memory: None,
+        };
+        let nodes = (0..n as i64).map(node).collect();
+        let edges = arcs.into_iter().map(|(u, v)| (u, v, 1.0, 0.0)).collect();
+        let devices = DeviceSet {
+            accelerators: 2,
+            memory_per_accelerator_bytes: 1e12,
+            cpus,
+        };
+        Workload::new(nodes, edges, devices).unwrap()
+    }
+
+    /// Every node of a 30,000-node chain on its own CPU (the latency IP's all-on-CPU plan
+    /// on a large graph): a chain of 30,000 devices, checked on a 256 KiB stack (the
+    /// recursive search overflowed a 2 MiB one on a 20k GPT).
+    #[test]
+    fn a_chain_of_thirty_thousand_devices_is_checked_on_a_small_stack() {
+        let n = 30_000;
+        let w = chain(n, n);
+        let p = Placement::new((0..n).map(Device::Cpu).collect());
+        let found = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || contiguity_violations(&w, &p))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// Two devices feeding each other (0 → 1 from acc0 to acc1, 2 → 3 from acc1 to acc0,
+    /// no path between the two arcs): each set is contiguous, the devices form a cycle.
+    #[test]
+    fn devices_that_feed_each_other_are_a_violation() {
+        let w = graph(4, vec![(0, 1), (2, 3)], 1);
+        let (a, b) = (Device::Accelerator(0), Device::Accelerator(1));
+        let found = contiguity_violations(&w, &Placement::new(vec![a, b, b, a]));
+        assert!(
+            found.iter().any(|v| matches!(
+                v,
+                Violation::NotContiguous { witness, .. } if witness.contains("node 2 -> node 3")
+            )),
+            "{found:?}"
+        );
+        let ordered = Placement::new(vec![a, b, a, b]);
+        assert!(contiguity_violations(&w, &ordered).is_empty());
+    }
 }

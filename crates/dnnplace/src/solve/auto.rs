@@ -216,7 +216,7 @@ impl Auto {
                 LatticeSize::AtMost(0)
             } else {
                 let (reduced, _) = dp::reduced_contraction(w);
-                coarsen::lattice_size(&reduced, limit)
+                coarsen::lattice_size_within(&reduced, limit, &share)
             };
             if let LatticeSize::MoreThan(n) = size {
                 stats.notes.push(format!(

@@ -803,7 +803,7 @@ fn solve_with(
         limit,
         which: format!("--max-ideals allows: {how}"),
     };
-    let estimate = ideals::estimate(&p.c);
+    let estimate = ideals::estimate_in(&p.c, &budget);
     let enumerated = if estimate.lower_bound > limit as u128 {
         let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
         let counted = if estimate.exact {

@@ -99,7 +99,13 @@ impl LatticeSize {
 /// `limit`, `MoreThan` when its lower bound exceeds `limit`, else `Between`. Cost about
 /// 2·10⁸ steps at most, whatever the width.
 pub fn lattice_size(c: &Contraction, limit: usize) -> LatticeSize {
-    let e = ideals::estimate(c);
+    lattice_size_within(c, limit, &Budget::unlimited())
+}
+
+/// [`lattice_size`] within `budget` (a count cut short has only its lower bound: `Between`
+/// or `MoreThan`).
+pub fn lattice_size_within(c: &Contraction, limit: usize, budget: &Budget) -> LatticeSize {
+    let e = ideals::estimate_in(c, budget);
     let clamp = |x: u128| usize::try_from(x).unwrap_or(usize::MAX);
     let (lower, upper) = (clamp(e.lower_bound), clamp(e.upper_bound));
     if upper <= limit {
@@ -280,7 +286,13 @@ pub fn solve(
     let mut chosen: Vec<usize> = Vec::new();
     for &l in candidates.iter().rev() {
         let map = h.groups_to(l);
-        if !lattice_size(&level_contraction(w, &c0, &map, &h.levels[l]), limit).may_fit() {
+        if !lattice_size_within(
+            &level_contraction(w, &c0, &map, &h.levels[l]),
+            limit,
+            budget,
+        )
+        .may_fit()
+        {
             break;
         }
         chosen.push(l);

@@ -263,8 +263,8 @@ fn solve_unscaled(w: &Workload, max_ideals: usize, budget: &Budget) -> Result<Ou
     let leaves = folding.memory_bound;
     let safe = fold_leaves(w, Contraction::new(w), false);
     let (relaxed, unfolded) = (
-        ideals::estimate(&folding.contraction),
-        ideals::estimate(&safe.contraction),
+        ideals::estimate_in(&folding.contraction, budget),
+        ideals::estimate_in(&safe.contraction, budget),
     );
     if unfolded.upper_bound <= relaxed.upper_bound.saturating_mul(2) {
         notes.push(format!("{leaves} zero-cost leaf groups with bytes kept apart (memory binds; the DAG stays small)"));
@@ -428,7 +428,7 @@ fn solve_dag_with(
             ),
         )
     };
-    let estimate = ideals::estimate(c);
+    let estimate = ideals::estimate_in(c, budget);
     if estimate.lower_bound > limit as u128 {
         let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
         let counted = if estimate.exact {

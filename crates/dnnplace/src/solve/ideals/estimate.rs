@@ -25,10 +25,13 @@
 //! arcs out of the forgotten group removed — whose ideals include every ideal of the DAG,
 //! so the final sum is then an *upper* bound, and `exact` is false.
 //!
-//! A count the run's budget cuts short ([`crate::solve::budget::set_run_limits`]: its
-//! deadline, Ctrl-C, its memory) returns its lower bound and no upper bound.
+//! A count the budget cuts short (the caller's, [`estimate_within`]; always the run's,
+//! [`crate::solve::budget::set_run_limits`]: its deadline, Ctrl-C, its memory) returns its
+//! lower bound and no upper bound. It looks at the budget after every group (a group
+//! costs one sort of at most `2·max_states` states).
 
 use crate::model::contraction::Contraction;
+use crate::solve::budget::Budget;
 
 /// The number of ideals of a group DAG, or bounds on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,14 +44,31 @@ pub struct IdealEstimate {
     pub exact: bool,
 }
 
+/// The state limit that keeps a count to about 2·10⁸ steps.
+fn default_states(c: &Contraction) -> usize {
+    (200_000_000 / (c.len() + 1)).clamp(256, 1 << 16)
+}
+
 /// [`estimate_with`] with a state limit that keeps the count to about 2·10⁸ steps.
 pub fn estimate(c: &Contraction) -> IdealEstimate {
-    estimate_with(c, (200_000_000 / (c.len() + 1)).clamp(256, 1 << 16))
+    estimate_with(c, default_states(c))
+}
+
+/// [`estimate`] within `budget` (module documentation): what every solver calls, so
+/// that a library caller's time limit and Ctrl-C bind the count too (the 2·10⁸ steps
+/// take about a second, and a solver may count several DAGs).
+pub fn estimate_in(c: &Contraction, budget: &Budget) -> IdealEstimate {
+    estimate_within(c, default_states(c), budget)
 }
 
 /// Counts the ideals of `c` with at most `max_states` frontier states (module
 /// documentation); exact unless the frontier needed more.
 pub fn estimate_with(c: &Contraction, max_states: usize) -> IdealEstimate {
+    estimate_within(c, max_states, &Budget::unlimited())
+}
+
+/// [`estimate_with`] within `budget`: cut short, the lower bound so far and no upper bound.
+pub fn estimate_within(c: &Contraction, max_states: usize, budget: &Budget) -> IdealEstimate {
     let n = c.len();
     let last_succ: Vec<Option<usize>> = c.succ.iter().map(|s| s.last().copied()).collect();
     let mut slot_of: Vec<Option<usize>> = vec![None; n];
@@ -62,11 +82,10 @@ pub fn estimate_with(c: &Contraction, max_states: usize) -> IdealEstimate {
     };
     let mut lower: u128 = 1;
     let mut exact = true;
-    // The run's deadline, Ctrl-C and memory (budget.rs): a count cut short keeps the
-    // lower bound it has (every `|states_t|`, and the n + 1 prefixes of the order).
-    let budget = crate::solve::budget::Budget::unlimited();
+    // A count cut short keeps the lower bound it has (every `|states_t|`, and the n + 1
+    // prefixes of the order).
     for g in 0..n {
-        if g % 16 == 0 && budget.is_exhausted() {
+        if budget.is_exhausted() {
             return IdealEstimate {
                 lower_bound: lower.max(n as u128 + 1),
                 upper_bound: u128::MAX,

@@ -34,7 +34,7 @@ pub mod bits;
 mod estimate;
 
 pub use bits::IdealBits;
-pub use estimate::{estimate, estimate_with, IdealEstimate};
+pub use estimate::{estimate, estimate_in, estimate_with, estimate_within, IdealEstimate};
 
 use rayon::prelude::*;
 

@@ -105,7 +105,7 @@ use super::units::{ideal_chain, units};
 use super::{finish, run_to_bound, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::recompute::{backward_input_vectors, Recompute};
-use crate::model::schedule::{device_order, held_bytes, Pass, Pipeline, Schedule};
+use crate::model::schedule::{compressed_order, held_bytes, Pass, Pipeline, Schedule};
 use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::{Outcome, Problem, SolveError, Stats, Status};
 
@@ -177,8 +177,12 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let mut memory_rows = 0;
     let mut rho = Vec::with_capacity(p);
     for (d, vectors) in vectors.iter().enumerate() {
+        // Each device's rows cost O(|vectors|·v·groups) to price (v = 256: seconds).
+        if b.halted() {
+            break;
+        }
         let recomputed = match &recompute {
-            Some(data) if model.held_binds(vectors, &stash) => {
+            Some(data) if model.held_binds(&mut b, vectors, &stash) => {
                 let inputs =
                     backward_input_vectors(pipeline.schedule, p, pipeline.micro_batches, d)
                         .map_err(|e| SolveError::Unsupported {
@@ -364,7 +368,10 @@ pub(crate) fn split_plans(units: &Grouping, p: usize, v: usize) -> Vec<Placement
 }
 
 /// The maximal vectors `n` of stashes held per chunk after a forward step of device `d`'s
-/// order (module docs): every vector that no other one dominates componentwise.
+/// order (module docs): every vector that no other one dominates componentwise. The
+/// compressed order ([`compressed_order`]) passes through every state of the full one, and
+/// a vector can only be dominated by one of larger sum, so each is compared with those
+/// alone (in the steady state every forward follows a backward: all share one sum).
 pub fn stash_vectors(
     pipeline: &Pipeline,
     p: usize,
@@ -373,23 +380,34 @@ pub fn stash_vectors(
     let v = pipeline.schedule.chunks();
     let mut held = vec![0usize; v];
     let mut seen: Vec<Vec<usize>> = Vec::new();
-    for step in device_order(pipeline.schedule, p, pipeline.micro_batches, d)? {
+    let mut known: std::collections::HashSet<Vec<usize>> = Default::default();
+    for step in compressed_order(pipeline.schedule, p, pipeline.micro_batches, d)? {
         match step.pass {
             Pass::Forward => {
                 held[step.chunk] += 1;
-                if !seen.contains(&held) {
+                if known.insert(held.clone()) {
                     seen.push(held.clone());
                 }
             }
             Pass::Backward => held[step.chunk] -= 1,
         }
     }
-    let dominated = |a: &Vec<usize>, b: &Vec<usize>| a != b && a.iter().zip(b).all(|(x, y)| x <= y);
-    Ok(seen
-        .iter()
-        .filter(|a| !seen.iter().any(|b| dominated(a, b)))
-        .cloned()
-        .collect())
+    let sum = |a: &Vec<usize>| a.iter().sum::<usize>();
+    let dominated = |a: &Vec<usize>, b: &Vec<usize>| a.iter().zip(b).all(|(x, y)| x <= y);
+    let mut by_sum: Vec<(usize, &Vec<usize>)> = seen.iter().map(|a| (sum(a), a)).collect();
+    by_sum.sort_by_key(|x| std::cmp::Reverse(x.0));
+    let mut kept: Vec<Vec<usize>> = Vec::new();
+    for (i, &(s, a)) in by_sum.iter().enumerate() {
+        let larger = by_sum[..i].iter().take_while(|(t, _)| *t > s);
+        if !larger.clone().any(|(_, b)| dominated(a, b)) {
+            kept.push(a.clone());
+        }
+    }
+    // The order of first appearance, as before.
+    let first: std::collections::HashMap<&Vec<usize>, usize> =
+        seen.iter().enumerate().map(|(i, a)| (a, i)).collect();
+    kept.sort_by_key(|a| first[a]);
+    Ok(kept)
 }
 
 /// The interleaved model's variables (module docs).
@@ -505,8 +523,11 @@ impl<'a> Interleaved<'a> {
 
     /// Whether some held row of a device can bind: some `n` in `vectors` where the groups,
     /// each in its largest term, exceed M.
-    fn held_binds(&self, vectors: &[Vec<usize>], stash: &[f64]) -> bool {
+    fn held_binds(&self, b: &mut Builder, vectors: &[Vec<usize>], stash: &[f64]) -> bool {
         vectors.iter().any(|n| {
+            if b.halted() {
+                return false;
+            }
             (0..self.units.len())
                 .filter(|&g| self.units[g].fits_accelerator(self.memory))
                 .map(|g| {
@@ -534,6 +555,9 @@ impl<'a> Interleaved<'a> {
         let p = self.devices;
         let mut rows = 0;
         for n in vectors {
+            if b.halted() {
+                break;
+            }
             let mut terms = Vec::new();
             let mut most = 0.0;
             for g in 0..self.units.len() {

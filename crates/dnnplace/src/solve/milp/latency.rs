@@ -115,7 +115,8 @@ fn solve_holding(
     } else {
         Grouping::singletons(w)
     };
-    let mut b = Builder::within(super::remaining(problem, started).limits.budget());
+    let budget = super::remaining(problem, started).limits.budget();
+    let mut b = Builder::within(budget);
     // x (k·q per item), L, F and π per node, S, D and P per slot, a[g,d] when q ≥ 2.
     let k = w.devices().accelerators;
     let columns = k * q * items.len()
@@ -126,7 +127,8 @@ fn solve_holding(
     if !b.reserve_columns(columns) {
         let mut solved = run(b, &super::remaining(problem, started), None)?;
         let (_, may_accelerate) = accelerator_fits(w, &units, &items);
-        let head = latency_bound::finish_bounds(w, &may_accelerate);
+        // With no time left this is the grid-free bound (linear; latency_bound).
+        let head = latency_bound::finish_bounds_within(w, &may_accelerate, &budget);
         solved.bound = solved.bound.max(latency_bound::latency_lower_bound(&head));
         return finish(problem, &solved, None, warm, stats, started);
     }
@@ -312,7 +314,7 @@ impl<'a> CallModel<'a> {
     ) -> Self {
         let memory = w.devices().memory_per_accelerator_bytes;
         let (item_fits, may_accelerate) = accelerator_fits(w, units, items);
-        let head = latency_bound::finish_bounds(w, &may_accelerate);
+        let head = latency_bound::finish_bounds_within(w, &may_accelerate, b.budget());
         let critical = latency_bound::latency_lower_bound(&head);
         let (n, k) = (w.len(), w.devices().accelerators);
         let big = upper * (1.0 + 1e-6) + 1e-6;
@@ -700,7 +702,10 @@ fn held_plans(
         if spent("the runs DP", stats) {
             return;
         }
-        for (p, source) in latency_runs::plans(w) {
+        for (p, source) in latency_runs::plans_within(w, budget) {
+            if spent(source, stats) {
+                return;
+            }
             held.extend(candidate(problem, p, source));
         }
     }

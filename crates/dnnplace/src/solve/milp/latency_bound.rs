@@ -135,11 +135,19 @@
 //! `min(fpga, cpu)` — all nodes in one piece pay no communication — so it helps exactly
 //! where memory forces pieces apart, which is where communication hurts.
 //!
+//! **Budget.** [`finish_bounds_within`] looks at the budget every [`CHECK_EVERY`] nodes
+//! of the grid's passes; spent (or spent on entry) it returns the bound with `G = 0`
+//! instead — memory left out, a valid but weaker bound, in `O((n + m)·2^MAX_SIDE)`.
+//!
 //! Complexity: `O((n + m) · G · 2^MAX_SIDE)` time (in practice `O((n + m) · G)`: few
 //! nodes have private inputs) and `O(n · G)` memory, with G chosen so that `(n + m) · G`
 //! stays below about 2²⁵ (G ≤ 2048).
 
 use crate::model::Workload;
+use crate::solve::budget::Budget;
+
+/// Nodes between two looks at the budget.
+const CHECK_EVERY: usize = 256;
 
 /// Lower bounds on one node's finish time, by the node's state.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -169,6 +177,15 @@ pub const MAX_SIDE: usize = 4;
 /// (supported, its unit fits, at least one accelerator). Passing `true` for a node that
 /// cannot go there only weakens the bound.
 pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> {
+    finish_bounds_within(w, on_accelerator, &Budget::unlimited())
+}
+
+/// [`finish_bounds`] within `budget` (module documentation, "Budget").
+pub fn finish_bounds_within(
+    w: &Workload,
+    on_accelerator: &[bool],
+    budget: &Budget,
+) -> Vec<FinishBound> {
     let n = w.len();
     assert_eq!(on_accelerator.len(), n, "one flag per node");
     let memory = w.devices().memory_per_accelerator_bytes;
@@ -176,10 +193,30 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
         .map(|v| on_accelerator[v] && w.node(v).size_bytes <= memory)
         .collect();
     let grid = MemoryGrid::new(w, &allowed);
-    let (h, cpu) = heads(w, &allowed, &grid);
-    let t = tails(w, &allowed, &grid);
+    if grid.steps > 0 && !budget.is_exhausted() {
+        if let Some(bounds) = bounds_on(w, &allowed, &grid, &|| budget.is_exhausted()) {
+            return bounds;
+        }
+    }
+    let none = MemoryGrid {
+        steps: 0,
+        units: vec![0; n],
+    };
+    bounds_on(w, &allowed, &none, &|| false).expect("never stopped")
+}
+
+/// The bounds on `grid`, or `None` when `stop` said so first.
+fn bounds_on(
+    w: &Workload,
+    allowed: &[bool],
+    grid: &MemoryGrid,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<FinishBound>> {
+    let n = w.len();
+    let (h, cpu) = heads(w, allowed, grid, stop)?;
+    let t = tails(w, allowed, grid, stop)?;
     let (width, full) = (grid.width(), grid.steps);
-    (0..n)
+    let bounds = (0..n)
         .map(|v| {
             let accelerator = if allowed[v] {
                 (grid.units[v]..width)
@@ -193,7 +230,8 @@ pub fn finish_bounds(w: &Workload, on_accelerator: &[bool]) -> Vec<FinishBound> 
                 accelerator,
             }
         })
-        .collect()
+        .collect();
+    Some(bounds)
 }
 
 /// The memory grid: G steps of M / G (0 when memory does not bind), and every node's
@@ -251,14 +289,22 @@ impl MemoryGrid {
 
 /// The head bounds `H(v, b)` (`h[v · width + b]`, ∞ where v may not run on an accelerator)
 /// and the CPU finish bounds, in topological order (module documentation).
-fn heads(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> (Vec<f64>, Vec<f64>) {
+fn heads(
+    w: &Workload,
+    allowed: &[bool],
+    grid: &MemoryGrid,
+    stop: &dyn Fn() -> bool,
+) -> Option<(Vec<f64>, Vec<f64>)> {
     let n = w.len();
     let (width, full, units) = (grid.width(), grid.steps, &grid.units);
     let cost = |u: usize| w.out_cost(u);
     let mut h = vec![f64::INFINITY; n * width];
     let mut cpu = vec![0.0f64; n];
     let mut option = Vec::new();
-    for &v in w.topological_order() {
+    for (i, &v) in w.topological_order().iter().enumerate() {
+        if i % CHECK_EVERY == CHECK_EVERY - 1 && stop() {
+            return None;
+        }
         let node = w.node(v);
         let before = w
             .predecessors(v)
@@ -305,15 +351,23 @@ fn heads(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> (Vec<f64>, Vec<f6
             h[v * width + b] = node.fpga_latency + best;
         }
     }
-    (h, cpu)
+    Some((h, cpu))
 }
 
 /// The tail bounds `T(v, b)` (`t[v · width + b]`), in reverse topological order (module
 /// documentation).
-fn tails(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> Vec<f64> {
+fn tails(
+    w: &Workload,
+    allowed: &[bool],
+    grid: &MemoryGrid,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<f64>> {
     let (width, units) = (grid.width(), &grid.units);
     let mut t = vec![0.0f64; w.len() * width];
-    for &v in w.topological_order().iter().rev() {
+    for (i, &v) in w.topological_order().iter().rev().enumerate() {
+        if i % CHECK_EVERY == CHECK_EVERY - 1 && stop() {
+            return None;
+        }
         let succ = w.successors(v);
         if succ.is_empty() {
             continue;
@@ -332,7 +386,7 @@ fn tails(w: &Workload, allowed: &[bool], grid: &MemoryGrid) -> Vec<f64> {
             t[v * width + b] = value;
         }
     }
-    t
+    Some(t)
 }
 
 /// The ways to place the private inputs `side` of a node v on an accelerator: for each
@@ -412,6 +466,23 @@ mod tests {
             devices,
         )
         .unwrap()
+    }
+
+    /// A spent budget gives the grid-free bound: memory left out, so never above the
+    /// full bound (valid and weaker), and here strictly below it (a and b may then share
+    /// a piece and pay no transfer).
+    #[test]
+    fn a_spent_budget_gives_the_weaker_grid_free_bound() {
+        let w = chain(10.0);
+        let full = finish_bounds(&w, &[true, true]);
+        let spent = finish_bounds_within(&w, &[true, true], &Budget::new(Some(0.0), None));
+        for (s, f) in spent.iter().zip(&full) {
+            assert!(
+                s.cpu <= f.cpu && s.accelerator <= f.accelerator,
+                "{s:?} {f:?}"
+            );
+        }
+        assert!(latency_lower_bound(&spent) < latency_lower_bound(&full));
     }
 
     #[test]

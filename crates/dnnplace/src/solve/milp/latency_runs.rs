@@ -21,17 +21,27 @@
 //! depth-first order visiting the last successor first won on none).
 //!
 //! Complexity: O(G · L · (k + d)) for run lengths up to L (memory-bounded, capped so that
-//! the work stays below about 2²⁶) and d the average number of edges per group.
+//! the work stays below about 2²⁶) and d the average number of edges per group. The
+//! budget is looked at every [`CHECK_EVERY`] start positions: a cut it stops gives no plan
+//! (the plans of the orders already cut stay).
 
 use crate::model::contraction::Contraction;
 use crate::model::grouping::Group;
 use crate::model::{Device, Placement, Workload};
+use crate::solve::budget::Budget;
 
 /// The work cap: runs are not extended beyond this many group steps in total.
 const WORK: usize = 1 << 26;
+/// Start positions between two looks at the budget.
+const CHECK_EVERY: usize = 64;
 
 /// Plans cut from the two orders (duplicates removed), with a name for each.
 pub fn plans(w: &Workload) -> Vec<(Placement, &'static str)> {
+    plans_within(w, &Budget::unlimited())
+}
+
+/// [`plans`] while `budget` lasts (module documentation).
+pub fn plans_within(w: &Workload, budget: &Budget) -> Vec<(Placement, &'static str)> {
     let c = Contraction::new(w);
     let kahn: Vec<usize> = (0..c.len()).collect();
     let mut out: Vec<(Placement, &'static str)> = Vec::new();
@@ -40,7 +50,7 @@ pub fn plans(w: &Workload) -> Vec<(Placement, &'static str)> {
         (depth_first(&c), "runs dp (depth-first order)"),
     ];
     for (order, name) in orders {
-        if let Some(p) = cut(w, &c, &order) {
+        if let Some(p) = cut(w, &c, &order, budget) {
             if out.iter().all(|(q, _)| q.assignment != p.assignment) {
                 out.push((p, name));
             }
@@ -79,7 +89,7 @@ fn depth_first(c: &Contraction) -> Vec<usize> {
 }
 
 /// The best cut of `order` into CPU groups and accelerator runs (module documentation).
-fn cut(w: &Workload, c: &Contraction, order: &[usize]) -> Option<Placement> {
+fn cut(w: &Workload, c: &Contraction, order: &[usize], budget: &Budget) -> Option<Placement> {
     let groups = order.len();
     let d = w.devices();
     let (k, memory) = (d.accelerators, d.memory_per_accelerator_bytes);
@@ -95,6 +105,9 @@ fn cut(w: &Workload, c: &Contraction, order: &[usize]) -> Option<Placement> {
     best[0] = 0.0;
     let mut run = RunCost::new(w.len());
     for i in 0..groups {
+        if i % CHECK_EVERY == 0 && budget.is_exhausted() {
+            return None;
+        }
         for a in 0..width {
             let here = best[i * width + a];
             if here.is_finite() {

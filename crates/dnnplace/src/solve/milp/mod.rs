@@ -145,7 +145,7 @@ impl Method for Ip {
             if problem.interleaved() {
                 let w = problem.workload;
                 if let Some(pipeline) = problem.pipeline {
-                    crate::model::schedule::device_order(
+                    crate::model::schedule::compressed_order(
                         pipeline.schedule,
                         w.devices().accelerators.max(1),
                         pipeline.micro_batches,
@@ -249,6 +249,20 @@ impl Builder {
     /// Why the model was left unfinished, if it was.
     pub fn stopped(&self) -> Option<&Exhausted> {
         self.stopped.as_ref()
+    }
+
+    /// The budget the model is built within.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Whether the model was left unfinished or the budget (time, memory, Ctrl-C) is
+    /// spent now, which then stops it: for a loop that computes much before each row.
+    pub fn halted(&mut self) -> bool {
+        if self.stopped.is_none() {
+            self.stopped = self.budget.check().err();
+        }
+        self.stopped.is_some()
     }
 
     /// Whether a row of `terms` nonzeros may still be added (`stopped` says why not).

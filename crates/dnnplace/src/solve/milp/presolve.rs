@@ -263,8 +263,28 @@ fn cross_check(
 ) -> Result<Outcome, SolveError> {
     outcome.bound /= time_factor;
     outcome.objective /= time_factor;
-    if outcome.placement.is_none() && !matches!(outcome.status, Status::Infeasible { .. }) {
-        // HiGHS stopped before any plan: "no plan within the limits" stays what it is.
+    if let (None, Status::NoPlan { reason }, Some(h)) = (&outcome.placement, &outcome.status, &held)
+    {
+        // The budget stopped the IP before it had a plan (its model beyond the memory
+        // budget, or no time left to build or solve it): the best held plan is the answer,
+        // with the bound proven so far and at least the compute floor, like every other
+        // method that runs out of budget.
+        outcome.stats.notes.push(format!(
+            "the IP stopped before a plan of its own ({reason}): returning the held {} plan",
+            h.source
+        ));
+        outcome.status = Status::Feasible {
+            reason: reason.clone(),
+        };
+        outcome.bound = outcome.bound.max(compute_floor(problem.workload));
+    }
+    if outcome.placement.is_none()
+        && !matches!(
+            outcome.status,
+            Status::Infeasible { .. } | Status::Feasible { .. }
+        )
+    {
+        // No plan held either: "no plan within the limits" stays what it is.
         return Ok(outcome);
     }
     let scored = outcome
