@@ -10,8 +10,8 @@ use std::io::Write;
 
 use super::settings::PlanSettings;
 use super::{CliError, PlanArgs, ScoreArgs};
-use crate::io::{placement_json::placement_to_raw, write_atomically};
-use crate::model::{ClusterCosts, Device, Placement, Workload};
+use crate::io::write_atomically;
+use crate::model::{ClusterCosts, Placement, Workload};
 use crate::report::cluster::{
     choice_line, cluster_device_table, cluster_evaluation_json, cluster_evaluation_text,
     cluster_lines, cluster_plan_text, frontier_svg, frontier_table, sweep_svg, sweep_table,
@@ -60,16 +60,7 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
 
 /// The placement file (MODEL.md's shape, devices numbered as the cluster numbers them).
 fn placement_file(w: &Workload, p: &Placement, e: &ClusterEvaluation) -> String {
-    let (accs, cpus) = p.devices_used();
-    let load_of = |d: Device| {
-        e.devices
-            .iter()
-            .find(|x| x.device == d)
-            .map_or(0.0, |x| x.load)
-    };
-    let acc: Vec<f64> = (0..accs).map(|i| load_of(Device::Accelerator(i))).collect();
-    let cpu: Vec<f64> = (0..cpus).map(|i| load_of(Device::Cpu(i))).collect();
-    let raw = placement_to_raw(w, p, &acc, &cpu, e.max_load, false);
+    let raw = crate::report::table::placement_file(w, p, &e.devices, e.max_load, false);
     serde_json::to_string_pretty(&raw).expect("json") + "\n"
 }
 

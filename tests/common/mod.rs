@@ -309,3 +309,24 @@ pub fn for_each_interleaved_chain(
         }
     }
 }
+
+/// Runs the `dnnplace` binary with `args`, sends it SIGINT (Ctrl-C) after `after`, and
+/// returns what it printed and how long it took to exit once signalled.
+pub fn interrupted_run(
+    args: &[&str],
+    after: std::time::Duration,
+) -> (std::process::Output, std::time::Duration) {
+    use std::process::{Command, Stdio};
+    let child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: sends SIGINT to the child we spawned (its pid is valid until we wait on it).
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let sent = std::time::Instant::now();
+    let run = child.wait_with_output().unwrap();
+    (run, sent.elapsed())
+}

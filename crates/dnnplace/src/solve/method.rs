@@ -114,7 +114,10 @@ pub trait Method: Sync {
         self.id().name()
     }
     /// Whether the method handles this problem (objective, contiguity); `Err` says why not.
-    fn supports(&self, problem: &Problem) -> Result<(), String>;
+    /// [default: every problem]
+    fn supports(&self, _problem: &Problem) -> Result<(), String> {
+        Ok(())
+    }
     /// Solves; the plan is checked by [`super::plan`], not here.
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError>;
     /// Whether the method proves optimality (an exact solver rather than a heuristic).

@@ -28,10 +28,6 @@ impl Method for Greedy {
         crate::solve::MethodId::Greedy
     }
 
-    fn supports(&self, _problem: &Problem) -> Result<(), String> {
-        Ok(())
-    }
-
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let w = problem.workload;
         let d = w.devices();

@@ -16,10 +16,6 @@ impl Method for Single {
         crate::solve::MethodId::Single
     }
 
-    fn supports(&self, _problem: &Problem) -> Result<(), String> {
-        Ok(())
-    }
-
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let w = problem.workload;
         let d = w.devices();
