@@ -104,7 +104,11 @@ fn the_old_io_to_costmodel_edge_would_be_refused() {
     let (seen, against) = upward_imports("io", io, text);
     assert_eq!(seen, 1);
     assert_eq!(against, ["2: io imports costmodel"]);
-    let (_, ok) = upward_imports("io", io, "let c = crate::io::cluster_resolve::resolve_for(f, &[], None);");
+    let (_, ok) = upward_imports(
+        "io",
+        io,
+        "let c = crate::io::cluster_resolve::resolve_for(f, &[], None);",
+    );
     assert!(ok.is_empty());
     let (_, sideways) = upward_imports("report", 7, "crate::export::write()");
     assert_eq!(sideways, ["1: report imports export"]);
@@ -118,7 +122,11 @@ fn library_rooms_import_only_downwards() {
     for &(room, k) in LAYERS {
         let mut files = Vec::new();
         rust_files(&src.join(room), &mut files);
-        assert!(!files.is_empty(), "no sources under {}", src.join(room).display());
+        assert!(
+            !files.is_empty(),
+            "no sources under {}",
+            src.join(room).display()
+        );
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
             let (seen, against) = upward_imports(room, k, &text);
@@ -127,7 +135,10 @@ fn library_rooms_import_only_downwards() {
             violations.extend(against.into_iter().map(|v| format!("{at}:{v}")));
         }
     }
-    assert!(checked > 100, "only {checked} imports found: is the parser blind?");
+    assert!(
+        checked > 100,
+        "only {checked} imports found: is the parser blind?"
+    );
     assert!(
         violations.is_empty(),
         "imports against the data path:\n{}",
@@ -151,8 +162,13 @@ fn the_library_has_no_command_line_dependency() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/dnnplace/Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
     let doc: toml::Table = text.parse().unwrap();
-    let deps = doc["dependencies"].as_table().expect("a [dependencies] table");
-    assert!(deps.contains_key("serde"), "the parser read the wrong table");
+    let deps = doc["dependencies"]
+        .as_table()
+        .expect("a [dependencies] table");
+    assert!(
+        deps.contains_key("serde"),
+        "the parser read the wrong table"
+    );
     for cli_crate in ["clap", "clap_derive", "argh", "structopt"] {
         assert!(
             !deps.contains_key(cli_crate),

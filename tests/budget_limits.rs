@@ -200,7 +200,10 @@ fn sigint_returns_a_valid_best_so_far_report() {
         "1000000",
         "--json",
     ];
-    let (run, answered) = common::interrupted_run(&args, Duration::from_millis(500));
+    let (run, answered) = common::interrupted_run(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args),
+        Duration::from_millis(500),
+    );
     assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
     let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert!(

@@ -452,7 +452,10 @@ fn ctrl_c_stops_the_dp_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let w = parallel_chains(dir.path());
     let args = ["plan", w.to_str().unwrap(), "--method", "dp"];
-    let (run, took) = common::interrupted_run(&args, std::time::Duration::from_millis(1500));
+    let (run, took) = common::interrupted_run(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args),
+        std::time::Duration::from_millis(1500),
+    );
     let took = took.as_secs_f64();
     let err = text(&run.stderr);
     assert_eq!(run.status.code(), Some(2), "{err}");

@@ -384,7 +384,10 @@ fn sigint_stops_both_with_their_best_plan_so_far() {
             "1000000",
             "--json",
         ];
-        let (run, answered) = common::interrupted_run(&args, Duration::from_millis(800));
+        let (run, answered) = common::interrupted_run(
+            std::process::Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args),
+            Duration::from_millis(800),
+        );
         assert_eq!(
             run.status.code(),
             Some(0),

@@ -61,7 +61,7 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
 /// The placement file (MODEL.md's shape, devices numbered as the cluster numbers them).
 fn placement_file(w: &Workload, p: &Placement, e: &ClusterEvaluation) -> String {
     let raw = crate::report::table::placement_file(w, p, &e.devices, e.max_load, false);
-    serde_json::to_string_pretty(&raw).expect("json") + "\n"
+    super::json_text(&raw)
 }
 
 /// The outcome fields every plan's JSON carries (README, "JSON output"), with the same
@@ -126,11 +126,7 @@ pub fn run_plan_on_cluster(
         outcome_fields(&mut v, &plan, best.value);
         v["timeS"] = serde_json::json!(plan.time_s);
         v["usage"] = serde_json::json!(best.usage);
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json")
-        )?;
+        write!(stdout, "{}", super::json_text(&v))?;
     } else {
         write!(stdout, "{}", cluster_plan_text(w, &plan, best))?;
         if let Some(out) = &args.out {
@@ -153,10 +149,10 @@ pub fn run_score_on_cluster(
     let e = evaluate_on_cluster(w, &costs, placement);
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(
+        write!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&cluster_evaluation_json(&costs, &e)).expect("json")
+            super::json_text(&cluster_evaluation_json(&costs, &e))
         )?;
     } else {
         write!(stdout, "{}", cluster_evaluation_text(w, &costs, &e))?;

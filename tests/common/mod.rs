@@ -310,15 +310,14 @@ pub fn for_each_interleaved_chain(
     }
 }
 
-/// Runs the `dnnplace` binary with `args`, sends it SIGINT (Ctrl-C) after `after`, and
-/// returns what it printed and how long it took to exit once signalled.
+/// Runs `command` (the `dnnplace` binary with its arguments), sends it SIGINT (Ctrl-C)
+/// after `after`, and returns what it printed and how long it took to exit once signalled.
 pub fn interrupted_run(
-    args: &[&str],
+    command: &mut std::process::Command,
     after: std::time::Duration,
 ) -> (std::process::Output, std::time::Duration) {
-    use std::process::{Command, Stdio};
-    let child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
-        .args(args)
+    use std::process::Stdio;
+    let child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -21,8 +21,8 @@
 //! transfer uses it.
 
 use super::cluster_file::{AcceleratorSpec, ClusterFile, LinkSpec, MachineSpec, PeerSpec};
-use crate::model::profiles::{find_profile, DeviceProfile};
 use crate::model::count::{MAX_COUNT, MAX_DEVICES};
+use crate::model::profiles::{find_profile, DeviceProfile};
 use crate::model::{AcceleratorType, Cluster, Count, Link, Machine};
 
 /// Latency of a host-link transfer (a DMA copy and its synchronisation), ms.

@@ -269,7 +269,7 @@ pub fn evaluation_json(
         "placement": placement_json(w, p, e, objective),
     });
     if let Some(o) = outcome {
-        v["method"] = json!(o.method);
+        v["method"] = json!(o.method.name());
         v["status"] = json!(status_text(o));
         v["outcome"] = json!(o.status.kind());
         v["stopReason"] = json!(o.status.stop_reason().map(|r| r.code()));

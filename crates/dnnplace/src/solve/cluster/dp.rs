@@ -265,7 +265,8 @@ struct IdealData {
 }
 
 fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
-    let (c, folded) = crate::solve::leaf_folding::fold_free_leaves_on_cluster(w, costs, Contraction::new(w));
+    let (c, folded) =
+        crate::solve::leaf_folding::fold_free_leaves_on_cluster(w, costs, Contraction::new(w));
     let cluster = costs.cluster();
     let types = cluster.types().len();
     let n = c.len();

@@ -353,9 +353,11 @@ pub fn plan_on_cluster(
                 lower,
             )?;
             notes.extend(outcome.stats.notes.iter().cloned());
-            source = match (&outcome.status, outcome.stats.path.as_deref()) {
+            source = match (&outcome.status, outcome.stats.provenance) {
                 (crate::solve::Status::Optimal, _) => "the optimum",
-                (_, Some("held")) => "the cluster DP's plan (the IP found nothing better)",
+                (_, Some(crate::solve::Provenance::Held)) => {
+                    "the cluster DP's plan (the IP found nothing better)"
+                }
                 _ => "the IP's incumbent",
             };
             let stopped = match &outcome.status {

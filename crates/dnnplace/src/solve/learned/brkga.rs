@@ -80,7 +80,8 @@ impl Method for Genetic {
         )];
         let what = format!("the population ({p} × {keys} keys, twice)");
         let bytes = 2.0 * 8.0 * p as f64 * keys as f64;
-        if let Err(outcome) = setup.reserve(&what, bytes, "genetic", "generations", &notes) {
+        if let Err(outcome) = setup.reserve(&what, bytes, MethodId::Genetic, "generations", &notes)
+        {
             return Ok(outcome);
         }
         let mut scorer = setup.scorer();
@@ -120,7 +121,7 @@ impl Method for Genetic {
             stopped,
             what: format!("{done} of {generations} generations"),
         };
-        Ok(setup.finish("genetic", scorer, ending, notes))
+        Ok(setup.finish(MethodId::Genetic, scorer, ending, notes))
     }
 }
 

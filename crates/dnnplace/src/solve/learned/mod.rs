@@ -35,15 +35,15 @@ pub mod policy_gradient;
 use std::time::Instant;
 
 use super::baselines::SplitMix64;
-use decode::Devices;
 use super::budget::{Budget, Exhausted};
 use super::coarsen::hierarchy::{Caps, Hierarchy, Level};
 use super::milp::{latency_bound, load_bounds, units as ip_units};
-use super::{Objective, Outcome, Problem, Stats, Status, StopReason};
+use super::{MethodId, Objective, Outcome, Problem, Stats, Status, StopReason};
 use crate::model::contraction::Contraction;
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Placement, Workload};
 use crate::score::evaluate;
+use decode::Devices;
 
 /// Plans within this relative distance of their bound are proven optimal (as `auto`).
 const CLOSED: f64 = 1e-7;
@@ -242,7 +242,7 @@ pub struct Ending {
 /// The outcome of a search (module docs): the best plan with the bound computed within
 /// `bound_budget`, the trace and `notes` in the statistics.
 pub fn finish(
-    method: &str,
+    method: MethodId,
     problem: &Problem,
     scorer: Scorer,
     ending: Ending,
@@ -271,7 +271,7 @@ pub fn finish(
     };
     let Some((objective, placement)) = scorer.best else {
         return Outcome {
-            method: method.into(),
+            method,
             placement: None,
             objective: f64::INFINITY,
             bound: 0.0,
@@ -286,7 +286,7 @@ pub fn finish(
         Status::Feasible { reason }
     };
     Outcome {
-        method: method.into(),
+        method,
         placement: Some(placement.canonical()),
         objective,
         bound,
@@ -345,7 +345,7 @@ impl<'a> Setup<'a> {
         &self,
         what: &str,
         bytes: f64,
-        method: &str,
+        method: MethodId,
         steps: &str,
         notes: &[String],
     ) -> Result<(), Outcome> {
@@ -361,7 +361,7 @@ impl<'a> Setup<'a> {
     /// The outcome ([`finish`]) with the bound computed within the bound's budget.
     pub fn finish(
         &self,
-        method: &str,
+        method: MethodId,
         scorer: Scorer,
         ending: Ending,
         notes: Vec<String>,

@@ -76,7 +76,7 @@ impl Method for PolicyGradient {
             "the policy's tables ({} units × {count} devices)",
             units.len()
         );
-        if let Err(outcome) = setup.reserve(&what, table, "rl", "steps", &notes) {
+        if let Err(outcome) = setup.reserve(&what, table, MethodId::Rl, "steps", &notes) {
             return Ok(outcome);
         }
         let mut scorer = setup.scorer();
@@ -119,7 +119,7 @@ impl Method for PolicyGradient {
             stopped,
             what: format!("{done} of {steps} policy-gradient steps"),
         };
-        Ok(setup.finish("rl", scorer, ending, notes))
+        Ok(setup.finish(MethodId::Rl, scorer, ending, notes))
     }
 }
 

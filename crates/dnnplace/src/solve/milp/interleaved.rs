@@ -130,7 +130,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     };
     if p == 0 {
         return Ok(Outcome {
-            method: "ip".into(),
+            method: crate::solve::MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
