@@ -262,49 +262,60 @@ fn run_economics(
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let row = |p: &CheckedPlan| serde_json::json!({"usage": p.usage, "tps": p.value, "pricePerHour": price(cluster, &p.usage)});
-        let mut v = serde_json::json!({
-            "optimal": plan.stopped.is_none(),
-            "stopReason": plan.stopped.as_ref().map(|r| r.code()),
-            "timeS": plan.time_s,
-            "mixes": plans.iter().map(row).collect::<Vec<_>>(),
-            "frontier": frontier(plans, cluster).into_iter().map(row).collect::<Vec<_>>(),
-        });
-        if args.sweep {
-            v["sweep"] = sweep(plans, cluster, &bounds)
-                .iter()
-                .map(|r| {
-                    let tps = r.plan.map(|p| p.value);
-                    serde_json::json!({
-                        "accelerators": r.accelerators,
-                        "tps": tps,
-                        "usage": r.plan.map(|p| p.usage.clone()),
-                        "bound": r.bound.is_finite().then_some(r.bound),
-                        "gap": tps.map(|t| crate::report::table::gap(t, r.bound)),
-                        "optimal": tps.is_some_and(|t| t <= r.bound),
-                    })
-                })
-                .collect();
-        }
-        if let Some(p) = chosen {
-            // Its TPS against the bound of its accelerator count (the plan's own value
-            // when the per-mix DP finished: then every mix is proven).
-            let n = p.usage.iter().sum::<usize>();
-            let bound = bounds
-                .get(n.saturating_sub(1))
-                .map_or(p.value, |b| b.min(p.value));
-            v["chosen"] = row(p);
-            v["chosen"]["bound"] = serde_json::json!(bound);
-            v["chosen"]["gap"] = serde_json::json!(crate::report::table::gap(p.value, bound));
-        }
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json")
-        )?;
+        let v = economics_json(args.sweep, &plan, &bounds, chosen);
+        write!(stdout, "{}", super::json_text(&v))?;
     } else {
         write!(stdout, "{text}")?;
     }
     stdout.flush()?;
     Ok(())
+}
+
+/// The economics answer as JSON: every mix and the Pareto frontier (usage, TPS, price),
+/// the scaling sweep with its bounds and gaps when `with_sweep`, and the chosen plan
+/// with the bound of its accelerator count.
+fn economics_json(
+    with_sweep: bool,
+    plan: &ClusterPlan,
+    bounds: &[f64],
+    chosen: Option<&CheckedPlan>,
+) -> serde_json::Value {
+    let cluster = plan.costs.cluster();
+    let plans = &plan.per_usage;
+    let row = |p: &CheckedPlan| serde_json::json!({"usage": p.usage, "tps": p.value, "pricePerHour": price(cluster, &p.usage)});
+    let mut v = serde_json::json!({
+        "optimal": plan.stopped.is_none(),
+        "stopReason": plan.stopped.as_ref().map(|r| r.code()),
+        "timeS": plan.time_s,
+        "mixes": plans.iter().map(row).collect::<Vec<_>>(),
+        "frontier": frontier(plans, cluster).into_iter().map(row).collect::<Vec<_>>(),
+    });
+    if with_sweep {
+        v["sweep"] = sweep(plans, cluster, bounds)
+            .iter()
+            .map(|r| {
+                let tps = r.plan.map(|p| p.value);
+                serde_json::json!({
+                    "accelerators": r.accelerators,
+                    "tps": tps,
+                    "usage": r.plan.map(|p| p.usage.clone()),
+                    "bound": r.bound.is_finite().then_some(r.bound),
+                    "gap": tps.map(|t| crate::report::table::gap(t, r.bound)),
+                    "optimal": tps.is_some_and(|t| t <= r.bound),
+                })
+            })
+            .collect();
+    }
+    if let Some(p) = chosen {
+        // Its TPS against the bound of its accelerator count (the plan's own value
+        // when the per-mix DP finished: then every mix is proven).
+        let n = p.usage.iter().sum::<usize>();
+        let bound = bounds
+            .get(n.saturating_sub(1))
+            .map_or(p.value, |b| b.min(p.value));
+        v["chosen"] = row(p);
+        v["chosen"]["bound"] = serde_json::json!(bound);
+        v["chosen"]["gap"] = serde_json::json!(crate::report::table::gap(p.value, bound));
+    }
+    v
 }

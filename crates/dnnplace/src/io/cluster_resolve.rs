@@ -80,55 +80,12 @@ pub fn resolve_for(
             .cpus
             .unwrap_or(Count(1))
             .clamped(limit, &at("cpus"), &mut notes);
-        let mut entries = Vec::new();
-        let mut slowest_host = f64::INFINITY;
-        let mut peer_default: Option<f64> = None;
-        let mut one_profile = true;
-        for (e, acc) in spec.accelerators.iter().enumerate() {
-            let at = |f: &str| format!("machines[{m}].accelerators[{e}].{f}");
-            let acc_count = acc.count.clamped(limit, &at("count"), &mut notes);
-            if acc_count == 0 {
-                return Err(format!("{}: must be at least 1", at("count")));
-            }
-            let needs_profile = acc.memory.is_none()
-                || acc.price_per_hour.is_none()
-                || acc.speed.is_none()
-                || spec.host.is_none()
-                || spec.peer.is_none();
-            let profile = if needs_profile {
-                Some(
-                    find_profile(&acc.profile, profiles)
-                        .map_err(|err| format!("{}: {err}", at("profile")))?,
-                )
-            } else {
-                None
-            };
-            let memory = match &acc.memory {
-                Some(b) => b
-                    .bytes()
-                    .map_err(|err| format!("{}: {err}", at("memory")))?,
-                None => profile.as_ref().expect("looked up").memory_bytes,
-            };
-            let price = acc
-                .price_per_hour
-                .unwrap_or_else(|| profile.as_ref().expect("looked up").price_per_hour);
-            let speed = acc
-                .speed
-                .unwrap_or_else(|| profile.as_ref().expect("looked up").speed());
-            check(price, at("price_per_hour"), false)?;
-            check(speed, at("speed"), true)?;
-            if let Some(p) = &profile {
-                slowest_host = slowest_host.min(p.host_link_bytes_per_s);
-                peer_default = Some(peer_default.map_or(p.device_link_bytes_per_s, |x: f64| {
-                    x.min(p.device_link_bytes_per_s)
-                }));
-            }
-            one_profile &= spec.accelerators[0]
-                .profile
-                .eq_ignore_ascii_case(&acc.profile);
-            let t = type_index(&mut types, &acc.profile, memory, price, speed);
-            entries.push((t, acc_count));
-        }
+        let MachineAccelerators {
+            entries,
+            slowest_host,
+            peer_default,
+            one_profile,
+        } = machine_accelerators(spec, m, profiles, limit, &mut notes, &mut types)?;
         let host = match &spec.host {
             Some(l) => link(l, HOST_LATENCY_MS, &at("host"))?,
             None if slowest_host.is_finite() => Link {
@@ -186,6 +143,83 @@ pub fn resolve_for(
     Cluster::new(types, machines, cpu_price)
         .map(|c| c.with_notes(notes))
         .map_err(|e| e.to_string())
+}
+
+/// One machine's accelerators, resolved: `(type, count)` entries (types added to `types`
+/// as they first appear), the slowest host link and the slowest peer link of the profiles
+/// looked up, and whether all entries name one profile (module documentation: defaults).
+struct MachineAccelerators {
+    entries: Vec<(usize, usize)>,
+    slowest_host: f64,
+    peer_default: Option<f64>,
+    one_profile: bool,
+}
+
+/// The accelerators of `spec`, machine `m` of the document, counts clamped to `limit`
+/// (with a note each); errors name the field.
+fn machine_accelerators(
+    spec: &MachineSpec,
+    m: usize,
+    profiles: &[DeviceProfile],
+    limit: usize,
+    notes: &mut Vec<String>,
+    types: &mut Vec<AcceleratorType>,
+) -> Result<MachineAccelerators, String> {
+    let mut entries = Vec::new();
+    let mut slowest_host = f64::INFINITY;
+    let mut peer_default: Option<f64> = None;
+    let mut one_profile = true;
+    for (e, acc) in spec.accelerators.iter().enumerate() {
+        let at = |f: &str| format!("machines[{m}].accelerators[{e}].{f}");
+        let acc_count = acc.count.clamped(limit, &at("count"), notes);
+        if acc_count == 0 {
+            return Err(format!("{}: must be at least 1", at("count")));
+        }
+        let needs_profile = acc.memory.is_none()
+            || acc.price_per_hour.is_none()
+            || acc.speed.is_none()
+            || spec.host.is_none()
+            || spec.peer.is_none();
+        let profile = if needs_profile {
+            Some(
+                find_profile(&acc.profile, profiles)
+                    .map_err(|err| format!("{}: {err}", at("profile")))?,
+            )
+        } else {
+            None
+        };
+        let memory = match &acc.memory {
+            Some(b) => b
+                .bytes()
+                .map_err(|err| format!("{}: {err}", at("memory")))?,
+            None => profile.as_ref().expect("looked up").memory_bytes,
+        };
+        let price = acc
+            .price_per_hour
+            .unwrap_or_else(|| profile.as_ref().expect("looked up").price_per_hour);
+        let speed = acc
+            .speed
+            .unwrap_or_else(|| profile.as_ref().expect("looked up").speed());
+        check(price, at("price_per_hour"), false)?;
+        check(speed, at("speed"), true)?;
+        if let Some(p) = &profile {
+            slowest_host = slowest_host.min(p.host_link_bytes_per_s);
+            peer_default = Some(peer_default.map_or(p.device_link_bytes_per_s, |x: f64| {
+                x.min(p.device_link_bytes_per_s)
+            }));
+        }
+        one_profile &= spec.accelerators[0]
+            .profile
+            .eq_ignore_ascii_case(&acc.profile);
+        let t = type_index(types, &acc.profile, memory, price, speed);
+        entries.push((t, acc_count));
+    }
+    Ok(MachineAccelerators {
+        entries,
+        slowest_host,
+        peer_default,
+        one_profile,
+    })
 }
 
 fn check(value: f64, field: String, positive: bool) -> Result<(), String> {

@@ -234,7 +234,8 @@ pub struct ClusterDpResult {
     pub states: usize,
     /// Pairs `J ⊂ I` relaxed.
     pub pairs: u64,
-    /// Zero-cost leaf groups folded into their neighbour ([`super::folding`]).
+    /// Zero-cost leaf groups folded into their neighbour
+    /// ([`crate::solve::leaf_folding::fold_free_leaves_on_cluster`]).
     pub folded: usize,
     /// A lower bound on the optimum: the optimum itself after a full run (∞ when no plan
     /// exists), else the bound of [`bounds`] (0 with [`Tracking::PerUsage`]).
@@ -931,6 +932,83 @@ enum Run {
     Stopped(StopReason, usize, u64),
 }
 
+/// What every ideal of a [`run`] reads: the problem, the ideals, the ideals in order of
+/// their fastest time (`keys`) for the window of predecessors within `bound`, and the
+/// pruning.
+struct Sweep<'a> {
+    p: &'a Prepared,
+    data: &'a IdealData,
+    order: Vec<u32>,
+    keys: Vec<f64>,
+    bound: f64,
+    track: bool,
+    tail: Option<Tail>,
+}
+
+impl Sweep<'_> {
+    /// The undominated states of ideal `i` ([`keep_undominated`]) from those of the ideals
+    /// `j ⊂ i` below `lo` (`done`), and how many pairs `(j, i)` were relaxed.
+    fn states_of(&self, i: usize, lo: usize, done: &[Vec<State>]) -> (Vec<State>, u64) {
+        let last = i == self.data.ideals.len() - 1;
+        let mut found: FxHashMap<Key, u32> = FxHashMap::default();
+        let mut states: Vec<State> = Vec::new();
+        let hi_key = self.data.fastest[i];
+        let h_i = match (&self.tail, self.data.ideals.get(i)) {
+            (None, _) => 0,
+            (_, Set::Prefix(len)) => len,
+            (_, Set::Bits(b)) => b.hi(),
+        };
+        let slack = 1e-9 * hi_key.abs().max(1.0);
+        let from = if self.bound.is_finite() {
+            self.keys
+                .partition_point(|&x| x < hi_key - self.bound - slack)
+        } else {
+            0
+        };
+        let to = self.keys.partition_point(|&x| x <= hi_key + slack);
+        let mut scratch = Scratch::default();
+        let mut relaxed = 0;
+        for &j in &self.order[from..to] {
+            let j = j as usize;
+            if j >= lo || done[j].is_empty() || !self.data.ideals.is_subset(j, i) {
+                continue;
+            }
+            relaxed += 1;
+            relax(
+                self.p,
+                self.data,
+                j,
+                i,
+                &done[j],
+                Pruning {
+                    bound: self.bound,
+                    track: self.track,
+                    tail: self.tail.as_ref().filter(|_| !last).map(|t| (t, h_i)),
+                },
+                &mut scratch,
+                &mut |key, value, back| match found.get(&key) {
+                    Some(&at) => {
+                        let st = &mut states[at as usize];
+                        if value < st.value {
+                            st.value = value;
+                            st.back = Some(back);
+                        }
+                    }
+                    None => {
+                        found.insert(key, states.len() as u32);
+                        states.push(State {
+                            key,
+                            value,
+                            back: Some(back),
+                        });
+                    }
+                },
+            );
+        }
+        (keep_undominated(states), relaxed)
+    }
+}
+
 /// The recurrence over `data`'s ideals, level by level, states of value above `upper_bound`
 /// dropped and dominated states removed ([`keep_undominated`]).
 fn run(
@@ -958,12 +1036,20 @@ fn run(
         labels: 0,
         guesses: 0,
     };
-    let track = tracking == Tracking::PerUsage;
     let tail = match &data.ideals {
         _ if !tail_test || !bound.is_finite() => None,
         Family::Prefixes { .. } => Tail::new(p, bound, None, budget),
         Family::All(_) => super::chain_bound::windows(&p.c, budget)
             .and_then(|r| Tail::new(p, bound, Some(r), budget)),
+    };
+    let sweep = Sweep {
+        p,
+        data,
+        order,
+        keys,
+        bound,
+        track: tracking == Tracking::PerUsage,
+        tail,
     };
     let mut table: Vec<Vec<State>> = vec![Vec::new(); count];
     table[0].push(State {
@@ -995,63 +1081,9 @@ fn run(
                     out_of_budget.store(true, std::sync::atomic::Ordering::Relaxed);
                     return;
                 }
-                let i = lo + offset;
-                let mut found: FxHashMap<Key, u32> = FxHashMap::default();
-                let mut states: Vec<State> = Vec::new();
-                let hi_key = data.fastest[i];
-                let h_i = match (&tail, data.ideals.get(i)) {
-                    (None, _) => 0,
-                    (_, Set::Prefix(len)) => len,
-                    (_, Set::Bits(b)) => b.hi(),
-                };
-                let slack = 1e-9 * hi_key.abs().max(1.0);
-                let from = if bound.is_finite() {
-                    keys.partition_point(|&x| x < hi_key - bound - slack)
-                } else {
-                    0
-                };
-                let to = keys.partition_point(|&x| x <= hi_key + slack);
-                let mut scratch = Scratch::default();
-                let mut relaxed = 0;
-                for &j in &order[from..to] {
-                    let j = j as usize;
-                    if j >= lo || done[j].is_empty() || !data.ideals.is_subset(j, i) {
-                        continue;
-                    }
-                    relaxed += 1;
-                    relax(
-                        p,
-                        data,
-                        j,
-                        i,
-                        &done[j],
-                        Pruning {
-                            bound,
-                            track,
-                            tail: tail.as_ref().filter(|_| i != count - 1).map(|t| (t, h_i)),
-                        },
-                        &mut scratch,
-                        &mut |key, value, back| match found.get(&key) {
-                            Some(&at) => {
-                                let st = &mut states[at as usize];
-                                if value < st.value {
-                                    st.value = value;
-                                    st.back = Some(back);
-                                }
-                            }
-                            None => {
-                                found.insert(key, states.len() as u32);
-                                states.push(State {
-                                    key,
-                                    value,
-                                    back: Some(back),
-                                });
-                            }
-                        },
-                    );
-                }
+                let (states, relaxed) = sweep.states_of(lo + offset, lo, done);
                 pairs.fetch_add(relaxed, std::sync::atomic::Ordering::Relaxed);
-                *slot = keep_undominated(states);
+                *slot = states;
             });
         if out_of_budget.into_inner() {
             let reason = budget

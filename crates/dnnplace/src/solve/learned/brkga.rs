@@ -80,7 +80,7 @@ impl Method for Genetic {
         )];
         let what = format!("the population ({p} × {keys} keys, twice)");
         let bytes = 2.0 * 8.0 * p as f64 * keys as f64;
-        if let Err(outcome) = setup.reserve(&what, bytes, MethodId::Genetic, "generations", &notes)
+        if let Some(outcome) = setup.reserve(&what, bytes, MethodId::Genetic, "generations", &notes)
         {
             return Ok(outcome);
         }

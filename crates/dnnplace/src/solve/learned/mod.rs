@@ -339,8 +339,8 @@ impl<'a> Setup<'a> {
         Scorer::new(self.problem, &self.units)
     }
 
-    /// Reserves `bytes` of the memory budget for `what` (the search's tables); when they do
-    /// not fit, the outcome of a search that ran 0 of its `steps` (`"generations"`).
+    /// Reserves `bytes` of the memory budget for `what` (the search's tables); `None` when
+    /// they fit, else the outcome of a search that ran 0 of its `steps` (`"generations"`).
     pub fn reserve(
         &self,
         what: &str,
@@ -348,14 +348,13 @@ impl<'a> Setup<'a> {
         method: MethodId,
         steps: &str,
         notes: &[String],
-    ) -> Result<(), Outcome> {
-        self.search.reserve(what, bytes).map_err(|e| {
-            let ending = Ending {
-                stopped: Some(e),
-                what: format!("0 {steps}"),
-            };
-            self.finish(method, self.scorer(), ending, notes.to_vec())
-        })
+    ) -> Option<Outcome> {
+        let e = self.search.reserve(what, bytes).err()?;
+        let ending = Ending {
+            stopped: Some(e),
+            what: format!("0 {steps}"),
+        };
+        Some(self.finish(method, self.scorer(), ending, notes.to_vec()))
     }
 
     /// The outcome ([`finish`]) with the bound computed within the bound's budget.

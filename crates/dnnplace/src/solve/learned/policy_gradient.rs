@@ -76,7 +76,7 @@ impl Method for PolicyGradient {
             "the policy's tables ({} units × {count} devices)",
             units.len()
         );
-        if let Err(outcome) = setup.reserve(&what, table, MethodId::Rl, "steps", &notes) {
+        if let Some(outcome) = setup.reserve(&what, table, MethodId::Rl, "steps", &notes) {
             return Ok(outcome);
         }
         let mut scorer = setup.scorer();
