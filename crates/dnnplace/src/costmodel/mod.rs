@@ -4,10 +4,9 @@
 //! Units throughout: latencies and edge costs in **milliseconds**, sizes in bytes, FLOPs
 //! as floating-point operations (one multiply-add = 2 FLOPs).
 //!
-//! - [`profiles`]: device profiles (datasheet numbers), built-in and from TOML files
-//!   (re-exported from [`crate::model::profiles`]);
+//! - [`profiles`]: device profiles (datasheet numbers), built-in and from TOML files;
 //! - [`cluster`]: clusters from the `--cluster` short form and cluster files, defaults
-//!   from the profiles (re-exported from [`crate::io::cluster_resolve`]);
+//!   from the profiles;
 //! - [`operators`]: FLOPs and bytes moved per operator from tensor shapes, and the
 //!   roofline time;
 //! - [`graph`]: an operator graph with costs, priced into a [`crate::model::Workload`];

@@ -706,22 +706,8 @@ fn solve_with(
     upper_bound: f64,
     tail_test: bool,
 ) -> Result<ClusterDpResult, SolveError> {
-    let cluster = costs.cluster();
     let (p, folded) = prepare(w, costs);
-    if p.types > MAX_TYPES
-        || p.kinds.len() > MAX_KINDS
-        || p.kinds.iter().any(|k| k.machines.len() > 255)
-    {
-        return Err(SolveError::Unsupported {
-            method: "dp".into(),
-            what: format!(
-                "a cluster of {} accelerator types and {} kinds of machine with up to {} machines of a kind (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
-                cluster.types().len(),
-                p.kinds.len(),
-                p.kinds.iter().map(|k| k.machines.len()).max().unwrap_or(0)
-            ),
-        });
-    }
+    check_size(&p)?;
     let budget = limits.budget();
     let mut bound = upper_bound;
     let mut pairs = 0;
@@ -800,35 +786,7 @@ fn solve_with(
         }
     }
     let limit = limits.max_ideals;
-    let too_many = |found: usize, how: &str| SolveError::TooManyIdeals {
-        found,
-        limit,
-        which: format!("--max-ideals allows: {how}"),
-    };
-    let estimate = ideals::estimate(&p.c);
-    let enumerated = if estimate.lower_bound > limit as u128 {
-        let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
-        let counted = if estimate.exact {
-            "exactly"
-        } else {
-            "at least"
-        };
-        Err(too_many(
-            found,
-            &format!("it has {counted} {found}, counted before enumerating"),
-        ))
-    } else {
-        Ideals::enumerate(&p.c, limit, &budget).map_err(|e| match e {
-            EnumerationStop::TooMany { found } => {
-                too_many(found, &format!("{found} enumerated before stopping"))
-            }
-            EnumerationStop::Budget { reason, .. } => SolveError::Stopped {
-                method: "dp".into(),
-                reason,
-                detail: String::new(),
-            },
-        })
-    };
+    let enumerated = enumerate_ideals(&p, limit, &budget);
     let ideals = match enumerated {
         Ok(ideals) => ideals,
         // The prefixes' optimum is a plan: keep it, stating why it is not proven.
@@ -860,29 +818,11 @@ fn solve_with(
         .enumerate()
         .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
     let best = best.map(|(s, st)| (st.value, reconstruct(&p, &data, &table, full, s, costs)));
-    let mut per_usage: Vec<(Vec<usize>, f64, Placement)> = Vec::new();
-    if tracking == Tracking::PerUsage {
-        let mut by: HashMap<Vec<u16>, usize> = HashMap::new();
-        for (s, st) in finals.iter().enumerate() {
-            let used = st.key.used[..p.types].to_vec();
-            match by.get(&used) {
-                Some(&o) if finals[o].value <= st.value => {}
-                _ => {
-                    by.insert(used, s);
-                }
-            }
-        }
-        let mut list: Vec<(Vec<u16>, usize)> = by.into_iter().collect();
-        list.sort();
-        for (used, s) in list {
-            let plan = reconstruct(&p, &data, &table, full, s, costs);
-            per_usage.push((
-                used.iter().map(|&x| x as usize).collect(),
-                finals[s].value,
-                plan,
-            ));
-        }
-    }
+    let per_usage = if tracking == Tracking::PerUsage {
+        per_usage_plans(&p, &data, &table, costs)
+    } else {
+        Vec::new()
+    };
     let lower_bound = best.as_ref().map_or(f64::INFINITY, |b| b.0);
     Ok(ClusterDpResult {
         best,
@@ -894,6 +834,94 @@ fn solve_with(
         lower_bound,
         stopped: None,
     })
+}
+
+/// The cluster DP's state packs at most [`MAX_TYPES`] accelerator types, [`MAX_KINDS`]
+/// kinds of machine and 255 machines of a kind: a larger cluster is refused, saying so.
+fn check_size(p: &Prepared) -> Result<(), SolveError> {
+    if p.types > MAX_TYPES
+        || p.kinds.len() > MAX_KINDS
+        || p.kinds.iter().any(|k| k.machines.len() > 255)
+    {
+        return Err(SolveError::Unsupported {
+            method: "dp".into(),
+            what: format!(
+                "a cluster of {} accelerator types and {} kinds of machine with up to {} machines of a kind (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
+                p.types,
+                p.kinds.len(),
+                p.kinds.iter().map(|k| k.machines.len()).max().unwrap_or(0)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The ideals of `p`'s group DAG, at most `limit` of them (counted before enumerating
+/// when the estimate already exceeds it); errors say which limit stopped it.
+fn enumerate_ideals(p: &Prepared, limit: usize, budget: &Budget) -> Result<Ideals, SolveError> {
+    let too_many = |found: usize, how: &str| SolveError::TooManyIdeals {
+        found,
+        limit,
+        which: format!("--max-ideals allows: {how}"),
+    };
+    let estimate = ideals::estimate(&p.c);
+    if estimate.lower_bound > limit as u128 {
+        let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
+        let counted = if estimate.exact {
+            "exactly"
+        } else {
+            "at least"
+        };
+        Err(too_many(
+            found,
+            &format!("it has {counted} {found}, counted before enumerating"),
+        ))
+    } else {
+        Ideals::enumerate(&p.c, limit, budget).map_err(|e| match e {
+            EnumerationStop::TooMany { found } => {
+                too_many(found, &format!("{found} enumerated before stopping"))
+            }
+            EnumerationStop::Budget { reason, .. } => SolveError::Stopped {
+                method: "dp".into(),
+                reason,
+                detail: String::new(),
+            },
+        })
+    }
+}
+
+/// With [`Tracking::PerUsage`]: for every vector of accelerators used per type among the
+/// final states of `table`, the least TPS with exactly that usage and a plan, by usage.
+fn per_usage_plans(
+    p: &Prepared,
+    data: &IdealData,
+    table: &[Vec<State>],
+    costs: &ClusterCosts,
+) -> Vec<(Vec<usize>, f64, Placement)> {
+    let full = data.ideals.len() - 1;
+    let finals = &table[full];
+    let mut per_usage: Vec<(Vec<usize>, f64, Placement)> = Vec::new();
+    let mut by: HashMap<Vec<u16>, usize> = HashMap::new();
+    for (s, st) in finals.iter().enumerate() {
+        let used = st.key.used[..p.types].to_vec();
+        match by.get(&used) {
+            Some(&o) if finals[o].value <= st.value => {}
+            _ => {
+                by.insert(used, s);
+            }
+        }
+    }
+    let mut list: Vec<(Vec<u16>, usize)> = by.into_iter().collect();
+    list.sort();
+    for (used, s) in list {
+        let plan = reconstruct(p, data, table, full, s, costs);
+        per_usage.push((
+            used.iter().map(|&x| x as usize).collect(),
+            finals[s].value,
+            plan,
+        ));
+    }
+    per_usage
 }
 
 /// A lower bound on the optimum (the slowest group on its fastest device; the fastest total
