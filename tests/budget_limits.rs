@@ -4,6 +4,8 @@
 //! (or says it has none) with the reason; `compare --time-limit` lists what it did not
 //! reach; SIGINT gets a valid best-so-far report.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -213,26 +215,19 @@ fn compare_lists_the_methods_its_time_limit_did_not_reach() {
 fn sigint_returns_a_valid_best_so_far_report() {
     let dir = tempfile::tempdir().unwrap();
     let w = chain(dir.path(), 3000, 16);
-    let child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
-        .args([
-            "plan",
-            w.to_str().unwrap(),
-            "--method",
-            "local-search",
-            "--restarts",
-            "1000000",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: sends SIGINT to the child we spawned (its pid is valid until we wait on it).
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let sent = Instant::now();
-    let run = child.wait_with_output().unwrap();
-    let answered = sent.elapsed();
+    let args = [
+        "plan",
+        w.to_str().unwrap(),
+        "--method",
+        "local-search",
+        "--restarts",
+        "1000000",
+        "--json",
+    ];
+    let (run, answered) = common::interrupted_run(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args),
+        Duration::from_millis(500),
+    );
     assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
     let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert!(

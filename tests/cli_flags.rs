@@ -3,6 +3,8 @@
 //! can use are clamped with a note, for every method. The reproducers of the issue, each
 //! of which used to panic, abort or run out of memory, are here as they were reported.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -449,18 +451,12 @@ fn the_memory_budget_is_a_checked_flag_that_stops_the_dp() {
 fn ctrl_c_stops_the_dp_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let w = parallel_chains(dir.path());
-    let child = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
-        .args(["plan", w.to_str().unwrap(), "--method", "dp"])
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: kill only sends a signal to the child we spawned.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let sent = std::time::Instant::now();
-    let run = child.wait_with_output().unwrap();
-    let took = sent.elapsed().as_secs_f64();
+    let args = ["plan", w.to_str().unwrap(), "--method", "dp"];
+    let (run, took) = common::interrupted_run(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dnnplace")).args(args),
+        std::time::Duration::from_millis(1500),
+    );
+    let took = took.as_secs_f64();
     let err = text(&run.stderr);
     assert_eq!(run.status.code(), Some(2), "{err}");
     assert!(

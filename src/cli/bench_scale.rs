@@ -270,51 +270,63 @@ pub fn run(
         }
         let v: serde_json::Value = serde_json::from_slice(&output.stdout)
             .map_err(|e| CliError::Internal(format!("plan --json printed no JSON: {e}")))?;
-        // A plan on a cluster names its value and bound `tps` and `lowerBound`.
-        let num = |key: &str| {
-            let alias = match key {
-                "value" => "tps",
-                "bound" => "lowerBound",
-                _ => key,
-            };
-            v[key]
-                .as_f64()
-                .or_else(|| v[alias].as_f64())
-                .unwrap_or(f64::NAN)
-        };
-        // A proven cluster plan gives no separate bound: it is its own.
-        let proven = v["status"].as_str() == Some("optimal");
-        let (bound, gap) = match (num("bound"), num("gap")) {
-            (b, _) if b.is_nan() && proven => (num("value"), 0.0),
-            (b, g) if g.is_nan() && proven => (b, 0.0),
-            pair => pair,
-        };
-        let path = v["path"].as_str().unwrap_or("-").replace('|', "/");
-        let status = v["status"]
-            .as_str()
-            .unwrap_or("-")
-            .split(" (")
-            .next()
-            .unwrap_or("-")
-            .to_string();
-        let row = [
-            case.name,
-            nodes,
-            k,
-            path,
-            format!("{:.1}", num("timeS")),
-            format!("{wall_s:.1}"),
-            format!("{:.6}", num("value")),
-            format!("{bound:.6}"),
-            format!("{:.3}%", 100.0 * gap),
-            status,
-            v["peakMemoryBytes"].as_u64().map_or("-".into(), |b| {
-                format!("{:.0}", b as f64 / (1024.0 * 1024.0))
-            }),
-        ];
+        let row = result_row(case.name, nodes, k, wall_s, &v);
         print_row(&mut stdout, &row, markdown)?;
     }
     Ok(())
+}
+
+/// One row of the scale bench from the JSON that `plan --json` printed for case `name`
+/// (`nodes` nodes, `k` accelerators, `wall_s` seconds of wall time), in the header's order.
+fn result_row(
+    name: String,
+    nodes: String,
+    k: String,
+    wall_s: f64,
+    v: &serde_json::Value,
+) -> [String; 11] {
+    // A plan on a cluster names its value and bound `tps` and `lowerBound`.
+    let num = |key: &str| {
+        let alias = match key {
+            "value" => "tps",
+            "bound" => "lowerBound",
+            _ => key,
+        };
+        v[key]
+            .as_f64()
+            .or_else(|| v[alias].as_f64())
+            .unwrap_or(f64::NAN)
+    };
+    // A proven cluster plan gives no separate bound: it is its own.
+    let proven = v["status"].as_str() == Some("optimal");
+    let (bound, gap) = match (num("bound"), num("gap")) {
+        (b, _) if b.is_nan() && proven => (num("value"), 0.0),
+        (b, g) if g.is_nan() && proven => (b, 0.0),
+        pair => pair,
+    };
+    let path = v["path"].as_str().unwrap_or("-").replace('|', "/");
+    let status = v["status"]
+        .as_str()
+        .unwrap_or("-")
+        .split(" (")
+        .next()
+        .unwrap_or("-")
+        .to_string();
+    [
+        name,
+        nodes,
+        k,
+        path,
+        format!("{:.1}", num("timeS")),
+        format!("{wall_s:.1}"),
+        format!("{:.6}", num("value")),
+        format!("{bound:.6}"),
+        format!("{:.3}%", 100.0 * gap),
+        status,
+        v["peakMemoryBytes"].as_u64().map_or("-".into(), |b| {
+            format!("{:.0}", b as f64 / (1024.0 * 1024.0))
+        }),
+    ]
 }
 
 fn print_row(out: &mut impl Write, cells: &[String], markdown: bool) -> Result<(), CliError> {

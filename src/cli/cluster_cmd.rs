@@ -10,8 +10,8 @@ use std::io::Write;
 
 use super::settings::PlanSettings;
 use super::{CliError, PlanArgs, ScoreArgs};
-use crate::io::{placement_json::placement_to_raw, write_atomically};
-use crate::model::{ClusterCosts, Device, Placement, Workload};
+use crate::io::write_atomically;
+use crate::model::{ClusterCosts, Placement, Workload};
 use crate::report::cluster::{
     choice_line, cluster_device_table, cluster_evaluation_json, cluster_evaluation_text,
     cluster_lines, cluster_plan_text, frontier_svg, frontier_table, sweep_svg, sweep_table,
@@ -60,17 +60,8 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
 
 /// The placement file (MODEL.md's shape, devices numbered as the cluster numbers them).
 fn placement_file(w: &Workload, p: &Placement, e: &ClusterEvaluation) -> String {
-    let (accs, cpus) = p.devices_used();
-    let load_of = |d: Device| {
-        e.devices
-            .iter()
-            .find(|x| x.device == d)
-            .map_or(0.0, |x| x.load)
-    };
-    let acc: Vec<f64> = (0..accs).map(|i| load_of(Device::Accelerator(i))).collect();
-    let cpu: Vec<f64> = (0..cpus).map(|i| load_of(Device::Cpu(i))).collect();
-    let raw = placement_to_raw(w, p, &acc, &cpu, e.max_load, false);
-    serde_json::to_string_pretty(&raw).expect("json") + "\n"
+    let raw = crate::report::table::placement_file(w, p, &e.devices, e.max_load, false);
+    super::json_text(&raw)
 }
 
 /// The outcome fields every plan's JSON carries (README, "JSON output"), with the same
@@ -135,11 +126,7 @@ pub fn run_plan_on_cluster(
         outcome_fields(&mut v, &plan, best.value);
         v["timeS"] = serde_json::json!(plan.time_s);
         v["usage"] = serde_json::json!(best.usage);
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json")
-        )?;
+        write!(stdout, "{}", super::json_text(&v))?;
     } else {
         write!(stdout, "{}", cluster_plan_text(w, &plan, best))?;
         if let Some(out) = &args.out {
@@ -162,10 +149,10 @@ pub fn run_score_on_cluster(
     let e = evaluate_on_cluster(w, &costs, placement);
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(
+        write!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&cluster_evaluation_json(&costs, &e)).expect("json")
+            super::json_text(&cluster_evaluation_json(&costs, &e))
         )?;
     } else {
         write!(stdout, "{}", cluster_evaluation_text(w, &costs, &e))?;
@@ -275,49 +262,60 @@ fn run_economics(
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let row = |p: &CheckedPlan| serde_json::json!({"usage": p.usage, "tps": p.value, "pricePerHour": price(cluster, &p.usage)});
-        let mut v = serde_json::json!({
-            "optimal": plan.stopped.is_none(),
-            "stopReason": plan.stopped.as_ref().map(|r| r.code()),
-            "timeS": plan.time_s,
-            "mixes": plans.iter().map(row).collect::<Vec<_>>(),
-            "frontier": frontier(plans, cluster).into_iter().map(row).collect::<Vec<_>>(),
-        });
-        if args.sweep {
-            v["sweep"] = sweep(plans, cluster, &bounds)
-                .iter()
-                .map(|r| {
-                    let tps = r.plan.map(|p| p.value);
-                    serde_json::json!({
-                        "accelerators": r.accelerators,
-                        "tps": tps,
-                        "usage": r.plan.map(|p| p.usage.clone()),
-                        "bound": r.bound.is_finite().then_some(r.bound),
-                        "gap": tps.map(|t| crate::report::table::gap(t, r.bound)),
-                        "optimal": tps.is_some_and(|t| t <= r.bound),
-                    })
-                })
-                .collect();
-        }
-        if let Some(p) = chosen {
-            // Its TPS against the bound of its accelerator count (the plan's own value
-            // when the per-mix DP finished: then every mix is proven).
-            let n = p.usage.iter().sum::<usize>();
-            let bound = bounds
-                .get(n.saturating_sub(1))
-                .map_or(p.value, |b| b.min(p.value));
-            v["chosen"] = row(p);
-            v["chosen"]["bound"] = serde_json::json!(bound);
-            v["chosen"]["gap"] = serde_json::json!(crate::report::table::gap(p.value, bound));
-        }
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json")
-        )?;
+        let v = economics_json(args.sweep, &plan, &bounds, chosen);
+        write!(stdout, "{}", super::json_text(&v))?;
     } else {
         write!(stdout, "{text}")?;
     }
     stdout.flush()?;
     Ok(())
+}
+
+/// The economics answer as JSON: every mix and the Pareto frontier (usage, TPS, price),
+/// the scaling sweep with its bounds and gaps when `with_sweep`, and the chosen plan
+/// with the bound of its accelerator count.
+fn economics_json(
+    with_sweep: bool,
+    plan: &ClusterPlan,
+    bounds: &[f64],
+    chosen: Option<&CheckedPlan>,
+) -> serde_json::Value {
+    let cluster = plan.costs.cluster();
+    let plans = &plan.per_usage;
+    let row = |p: &CheckedPlan| serde_json::json!({"usage": p.usage, "tps": p.value, "pricePerHour": price(cluster, &p.usage)});
+    let mut v = serde_json::json!({
+        "optimal": plan.stopped.is_none(),
+        "stopReason": plan.stopped.as_ref().map(|r| r.code()),
+        "timeS": plan.time_s,
+        "mixes": plans.iter().map(row).collect::<Vec<_>>(),
+        "frontier": frontier(plans, cluster).into_iter().map(row).collect::<Vec<_>>(),
+    });
+    if with_sweep {
+        v["sweep"] = sweep(plans, cluster, bounds)
+            .iter()
+            .map(|r| {
+                let tps = r.plan.map(|p| p.value);
+                serde_json::json!({
+                    "accelerators": r.accelerators,
+                    "tps": tps,
+                    "usage": r.plan.map(|p| p.usage.clone()),
+                    "bound": r.bound.is_finite().then_some(r.bound),
+                    "gap": tps.map(|t| crate::report::table::gap(t, r.bound)),
+                    "optimal": tps.is_some_and(|t| t <= r.bound),
+                })
+            })
+            .collect();
+    }
+    if let Some(p) = chosen {
+        // Its TPS against the bound of its accelerator count (the plan's own value
+        // when the per-mix DP finished: then every mix is proven).
+        let n = p.usage.iter().sum::<usize>();
+        let bound = bounds
+            .get(n.saturating_sub(1))
+            .map_or(p.value, |b| b.min(p.value));
+        v["chosen"] = row(p);
+        v["chosen"]["bound"] = serde_json::json!(bound);
+        v["chosen"]["gap"] = serde_json::json!(crate::report::table::gap(p.value, bound));
+    }
+    v
 }

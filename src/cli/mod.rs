@@ -382,6 +382,12 @@ impl From<std::io::Error> for CliError {
 /// The command line: every flag that takes a value also takes a negative number, so
 /// `--pieces -1` reaches the flag's own check and its range message ("must be at least
 /// 1") instead of clap's "unexpected argument '-1'".
+/// A JSON document as every command prints and writes it: pretty-printed, one newline
+/// after it.
+pub(crate) fn json_text(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).expect("json") + "\n"
+}
+
 pub fn command() -> clap::Command {
     fn negatives(cmd: clap::Command) -> clap::Command {
         cmd.mut_args(|a| {
@@ -622,10 +628,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     };
     if let Some(out) = &args.out {
         let file = placement_json(&w, placement, evaluation, problem.objective);
-        write_atomically(
-            out,
-            &(serde_json::to_string_pretty(&file).expect("json") + "\n"),
-        )?;
+        write_atomically(out, &json_text(&file))?;
     }
     if let (Some(path), Some(page)) = (&args.report, &report) {
         write_atomically(path, page)?;
@@ -650,11 +653,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         if let (Some(pipeline), Some(memory)) = (&problem.pipeline, &plan.pipeline_memory) {
             v["pipeline"] = pipeline_memory_json(pipeline, memory);
         }
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json")
-        )?;
+        write!(stdout, "{}", json_text(&v))?;
     } else {
         write!(
             stdout,
@@ -867,11 +866,7 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
     );
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&comparison_json(&comparison)).expect("json")
-        )?;
+        write!(stdout, "{}", json_text(&comparison_json(&comparison)))?;
     } else if args.markdown {
         write!(stdout, "{}", comparison_markdown(&comparison))?;
     } else {
@@ -1031,11 +1026,7 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let v = evaluation_json(&w, &placement, None, objective, &e);
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json")
-        )?;
+        write!(stdout, "{}", json_text(&v))?;
     } else {
         write!(stdout, "{}", plan_table(&w, None, objective, &e))?;
         writeln!(stdout)?;

@@ -234,10 +234,10 @@ pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
                 writeln!(stdout, "report written to {}", path.display())?;
             }
         }
-        SimulateFormat::Json => writeln!(
+        SimulateFormat::Json => write!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&simulation_json(&simulation)).expect("json")
+            super::json_text(&simulation_json(&simulation))
         )?,
         SimulateFormat::Svg => write!(stdout, "{}", gantt_svg(&simulation))?,
     }

@@ -309,3 +309,23 @@ pub fn for_each_interleaved_chain(
         }
     }
 }
+
+/// Runs `command` (the `dnnplace` binary with its arguments), sends it SIGINT (Ctrl-C)
+/// after `after`, and returns what it printed and how long it took to exit once signalled.
+pub fn interrupted_run(
+    command: &mut std::process::Command,
+    after: std::time::Duration,
+) -> (std::process::Output, std::time::Duration) {
+    use std::process::Stdio;
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: sends SIGINT to the child we spawned (its pid is valid until we wait on it).
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let sent = std::time::Instant::now();
+    let run = child.wait_with_output().unwrap();
+    (run, sent.elapsed())
+}

@@ -19,7 +19,7 @@
 //!
 //! Numbers are in base SI units (bytes per second, bytes) except `latency_ms`; `memory` may
 //! also be a string with a unit (`"40GiB"`). Unknown keys are rejected. This module only
-//! reads and writes the document; [`crate::costmodel::cluster`] fills the defaults from the
+//! reads and writes the document; [`super::cluster_resolve`] fills the defaults from the
 //! device profiles and checks every number, naming the field (`machines[1].accelerators[0].count`).
 //! Counts (`count`, `cpus`) are [`Count`]s: whole numbers read without overflow, clamped
 //! to what a plan can use with a note ([`crate::model::count`]).

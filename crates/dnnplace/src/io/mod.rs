@@ -4,14 +4,19 @@
 //!   with a JSON path and line/column);
 //! - [`workload_json`], [`placement_json`]: the two file formats of MODEL.md;
 //! - [`cluster_file`]: cluster descriptions (TOML, short form) and a workload's cluster section;
+//! - [`cluster_resolve`]: a cluster document or `--cluster` short form resolved into a
+//!   [`crate::model::Cluster`], defaults from the device profiles;
+//! - [`profile_file`]: device profile files (TOML);
 //! - [`input_file`]: input files read whole within a size limit, never a device;
 //! - [`output_file`]: `--out` files, written atomically over regular files only.
 
 pub mod cluster_file;
+pub mod cluster_resolve;
 pub mod input_file;
 pub mod json;
 pub mod output_file;
 pub mod placement_json;
+pub mod profile_file;
 pub mod workload_json;
 
 pub use input_file::{read_input, read_input_text, text_of, TEXT_LIMIT_BYTES};

@@ -161,7 +161,7 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
     let raw: RawWorkload = super::json::parse_json(text)?;
     let cluster = match &raw.cluster {
         Some(file) => Some(
-            crate::costmodel::cluster::resolve_for(file, &[], Some(raw.nodes.len()))
+            super::cluster_resolve::resolve_for(file, &[], Some(raw.nodes.len()))
                 .map_err(|e| IoError::Format(format!("at cluster.{e}")))?,
         ),
         None => None,

@@ -9,6 +9,7 @@
 //! - [`count`]: device and machine counts as written (saturating, never overflowing) and
 //!   their clamp to what a plan on n nodes can use;
 //! - [`cluster_costs`]: a workload priced on a cluster (node times per type, link times);
+//! - [`profiles`]: device profiles (datasheet numbers) and the built-in catalogue;
 //! - [`placement`]: an assignment of every node to one device;
 //! - [`numerics`]: compensated sums with certified differences and power-of-two rescaling,
 //!   used wherever the scorer and the solvers take sums (the numerics guarantee);
@@ -33,6 +34,7 @@ pub mod layers;
 pub mod memory;
 pub mod numerics;
 pub mod placement;
+pub mod profiles;
 pub mod recompute;
 pub mod schedule;
 pub mod workload;

@@ -4,9 +4,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use crate::io::placement_to_raw;
+use crate::io::{placement_to_raw, RawPlacement};
 use crate::model::{Device, Placement, Workload};
-use crate::score::Evaluation;
+use crate::score::{DeviceLoad, Evaluation};
 use crate::solve::{Objective, Outcome, Status};
 
 /// Re-exported from [`crate::model`], where it sits beside [`crate::model::parse_bytes`].
@@ -205,18 +205,32 @@ fn yes(b: bool) -> &'static str {
 
 /// The placement file of MODEL.md's shape, loads filled in by the scorer.
 pub fn placement_json(w: &Workload, p: &Placement, e: &Evaluation, objective: Objective) -> Value {
+    let latency = matches!(objective, Objective::Latency { .. });
+    let raw = placement_file(w, p, &e.devices, objective.value(e), latency);
+    serde_json::to_value(raw).expect("serialisable")
+}
+
+/// The placement file of `p` (MODEL.md's shape, devices numbered as the placement numbers
+/// them) with each used device's load from `devices` (0 for one without a row) and
+/// `objective` as `maxLoad`, or `totalLatency` when `latency`. The one assembly of every
+/// placement file, on one machine and on a cluster.
+pub fn placement_file(
+    w: &Workload,
+    p: &Placement,
+    devices: &[DeviceLoad],
+    objective: f64,
+    latency: bool,
+) -> RawPlacement {
     let (accs, cpus) = p.devices_used();
     let load_of = |d: Device| {
-        e.devices
+        devices
             .iter()
             .find(|x| x.device == d)
             .map_or(0.0, |x| x.load)
     };
     let acc_loads: Vec<f64> = (0..accs).map(|i| load_of(Device::Accelerator(i))).collect();
     let cpu_loads: Vec<f64> = (0..cpus).map(|i| load_of(Device::Cpu(i))).collect();
-    let latency = matches!(objective, Objective::Latency { .. });
-    let raw = placement_to_raw(w, p, &acc_loads, &cpu_loads, objective.value(e), latency);
-    serde_json::to_value(raw).expect("serialisable")
+    placement_to_raw(w, p, &acc_loads, &cpu_loads, objective, latency)
 }
 
 /// Everything about a plan as JSON: the placement file plus status, bound and scores.
@@ -255,7 +269,7 @@ pub fn evaluation_json(
         "placement": placement_json(w, p, e, objective),
     });
     if let Some(o) = outcome {
-        v["method"] = json!(o.method);
+        v["method"] = json!(o.method.name());
         v["status"] = json!(status_text(o));
         v["outcome"] = json!(o.status.kind());
         v["stopReason"] = json!(o.status.stop_reason().map(|r| r.code()));

@@ -9,9 +9,10 @@
 //! ```
 //!
 //! with `x(v, d)` the node's time on `d`'s type (cpuLatency on a CPU) and `send`, `receive`
-//! from [`ClusterCosts`]. On MODEL.md's device set as a cluster ([`Cluster::model_md`]) every
-//! sum is formed in the same order as [`super::load::device_loads`], so the loads are equal
-//! bit for bit. TPS = `max_d load(d)`; sync = `max_d FW(d) + max_d BW(d)` (communication on
+//! from [`ClusterCosts`]. Both scorers are one accumulation
+//! ([`super::load::accumulate_loads`]), so on MODEL.md's device set as a cluster
+//! ([`Cluster::model_md`]) every sum is formed in the same order as
+//! [`super::load::device_loads`] and the loads are equal bit for bit. TPS = `max_d load(d)`; sync = `max_d FW(d) + max_d BW(d)` (communication on
 //! the side of the node that produces it).
 //!
 //! **Contiguity on a cluster** adds to MODEL.md's ([`super::contiguity`]) that the stages
@@ -27,7 +28,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::contiguity::contiguity_violations;
-use super::load::{max_load, sync_objective, DeviceLoad};
+use super::load::{accumulate_loads, max_load, sync_objective, DeviceLoad};
 use super::validity::Violation;
 use crate::model::contraction::{class_graph, class_index};
 use crate::model::{ClusterCosts, Device, Placement, Workload};
@@ -168,53 +169,15 @@ pub fn cluster_violations(w: &Workload, costs: &ClusterCosts, p: &Placement) -> 
 /// Loads of every device that holds a node or pays communication, accelerators first, by
 /// index (module documentation). The placement must name only devices of the cluster.
 pub fn cluster_loads(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<DeviceLoad> {
-    let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
-    for (v, &d) in p.assignment.iter().enumerate() {
-        let node = w.node(v);
-        let t = costs.compute(w, v, d);
-        // A recomputing accelerator runs its forward nodes again, on its own type, as the
-        // MODEL.md scorer counts it.
-        DeviceLoad::entry(&mut map, d).add_node(node, t, d.is_accelerator() && p.recomputes(d));
-    }
-    let mut receivers: Vec<Device> = Vec::new();
-    for u in 0..w.len() {
-        if w.out_cost(u) == 0.0 {
-            continue;
-        }
-        let du = p.assignment[u];
-        receivers.clear();
-        for &x in w.successors(u) {
-            let dx = p.assignment[x];
-            if dx != du && !receivers.contains(&dx) {
-                receivers.push(dx);
-            }
-        }
-        if receivers.is_empty() {
-            continue;
-        }
-        let backward = w.node(u).is_backward;
-        let mut pay = |d: Device, amount: f64| {
-            if amount != 0.0 || d.is_accelerator() {
-                let e = DeviceLoad::entry(&mut map, d);
-                e.communication += amount;
-                if backward {
-                    e.backward_load += amount;
-                } else {
-                    e.forward_load += amount;
-                }
-            }
-        };
-        pay(du, costs.send(u, du));
-        for &d in &receivers {
-            pay(d, costs.receive(u, du, d));
-        }
-    }
-    map.into_values()
-        .map(|mut e| {
-            e.load = e.compute + e.communication + e.recompute;
-            e
-        })
-        .collect()
+    // A recomputing accelerator runs its forward nodes again, on its own type, as the
+    // MODEL.md scorer counts it.
+    accumulate_loads(
+        w,
+        p,
+        |v, d| costs.compute(w, v, d),
+        |u, du| costs.send(u, du),
+        |u, du, d| costs.receive(u, du, d),
+    )
 }
 
 /// A cycle of machines feeding each other, if any (module documentation).

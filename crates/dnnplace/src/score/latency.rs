@@ -301,6 +301,41 @@ fn greedy_cut(w: &Workload, p: &Placement) -> Cut {
     Cut { pieces, piece_of }
 }
 
+/// The cycle of `stuck` items (pieces `0..pieces`, then CPU nodes) that deadlocks `cut`,
+/// as the user reads it: the first four, each call with its first six nodes.
+fn describe_deadlock(w: &Workload, cut: &Cut, stuck: &[usize]) -> String {
+    let n_pieces = cut.pieces.len();
+    let describe = |i: usize| {
+        if i < n_pieces {
+            let piece = &cut.pieces[i];
+            let ids: Vec<String> = piece
+                .nodes
+                .iter()
+                .take(6)
+                .map(|&v| w.node(v).id.to_string())
+                .collect();
+            let more = if piece.nodes.len() > 6 { ", …" } else { "" };
+            format!(
+                "a call on accelerator {} (nodes {}{more})",
+                piece.accelerator,
+                ids.join(", ")
+            )
+        } else {
+            format!("CPU node {}", w.node(i - n_pieces).id)
+        }
+    };
+    let shown: Vec<String> = stuck.iter().take(4).map(|&i| describe(i)).collect();
+    let more = if stuck.len() > 4 {
+        format!(" and {} more", stuck.len() - 4)
+    } else {
+        String::new()
+    };
+    format!(
+        "calls wait on each other in a cycle: {}{more}",
+        shown.join("; ")
+    )
+}
+
 /// Longest path over the items of `cut` (Kahn's order); a cycle of items is a deadlock.
 fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
     let n = w.len();
@@ -367,37 +402,7 @@ fn evaluate_cut(w: &Workload, cut: &Cut) -> LatencyScore {
     let stuck: Vec<usize> = (0..n_pieces + n)
         .filter(|&i| live(i) && waiting[i] > 0)
         .collect();
-    let deadlock = (!stuck.is_empty()).then(|| {
-        let describe = |i: usize| {
-            if i < n_pieces {
-                let piece = &cut.pieces[i];
-                let ids: Vec<String> = piece
-                    .nodes
-                    .iter()
-                    .take(6)
-                    .map(|&v| w.node(v).id.to_string())
-                    .collect();
-                let more = if piece.nodes.len() > 6 { ", …" } else { "" };
-                format!(
-                    "a call on accelerator {} (nodes {}{more})",
-                    piece.accelerator,
-                    ids.join(", ")
-                )
-            } else {
-                format!("CPU node {}", w.node(i - n_pieces).id)
-            }
-        };
-        let shown: Vec<String> = stuck.iter().take(4).map(|&i| describe(i)).collect();
-        let more = if stuck.len() > 4 {
-            format!(" and {} more", stuck.len() - 4)
-        } else {
-            String::new()
-        };
-        format!(
-            "calls wait on each other in a cycle: {}{more}",
-            shown.join("; ")
-        )
-    });
+    let deadlock = (!stuck.is_empty()).then(|| describe_deadlock(w, cut, &stuck));
     let total = if deadlock.is_some() {
         f64::INFINITY
     } else {

@@ -84,20 +84,46 @@ impl DeviceLoad {
 
 /// Loads of every device that holds at least one node, accelerators first, by index.
 pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
-    let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
-    for (v, &d) in p.assignment.iter().enumerate() {
+    let time = |v: usize, d: Device| {
         let node = w.node(v);
-        let t = if d.is_accelerator() {
+        if d.is_accelerator() {
             node.fpga_latency
         } else {
             node.cpu_latency
-        };
-        DeviceLoad::entry(&mut map, d).add_node(node, t, d.is_accelerator() && p.recomputes(d));
+        }
+    };
+    // MODEL.md's rule: the producer's accelerator and each receiving accelerator pay c(u)
+    // once; CPUs pay nothing.
+    let transfer = |u: usize, d: Device| {
+        if d.is_accelerator() {
+            w.out_cost(u)
+        } else {
+            0.0
+        }
+    };
+    accumulate_loads(w, p, time, transfer, |u, _, d| transfer(u, d))
+}
+
+/// The one per-node accumulation of every scorer: each node `v` adds `time(v, d)` on its
+/// device `d` ([`DeviceLoad::add_node`]); each producer `u` with `c(u) > 0` and a successor
+/// on another device adds `send(u, p(u))` on its own device and `receive(u, p(u), d)` once
+/// on each other device `d` holding a successor, on the side (forward/backward) of `u`. A
+/// CPU that pays 0 gets no row for it. Rows come out accelerators first, by index. O(n + m).
+pub(crate) fn accumulate_loads(
+    w: &Workload,
+    p: &Placement,
+    time: impl Fn(usize, Device) -> f64,
+    send: impl Fn(usize, Device) -> f64,
+    receive: impl Fn(usize, Device, Device) -> f64,
+) -> Vec<DeviceLoad> {
+    let mut map: BTreeMap<Device, DeviceLoad> = BTreeMap::new();
+    for (v, &d) in p.assignment.iter().enumerate() {
+        let recomputes = d.is_accelerator() && p.recomputes(d);
+        DeviceLoad::entry(&mut map, d).add_node(w.node(v), time(v, d), recomputes);
     }
     let mut receivers: Vec<Device> = Vec::new();
     for u in 0..w.len() {
-        let c = w.out_cost(u);
-        if c == 0.0 {
+        if w.out_cost(u) == 0.0 {
             continue;
         }
         let du = p.assignment[u];
@@ -112,16 +138,20 @@ pub fn device_loads(w: &Workload, p: &Placement) -> Vec<DeviceLoad> {
             continue;
         }
         let backward = w.node(u).is_backward;
-        for d in std::iter::once(du).chain(receivers.iter().copied()) {
-            if d.is_accelerator() {
+        let mut pay = |d: Device, amount: f64| {
+            if amount != 0.0 || d.is_accelerator() {
                 let e = DeviceLoad::entry(&mut map, d);
-                e.communication += c;
+                e.communication += amount;
                 if backward {
-                    e.backward_load += c;
+                    e.backward_load += amount;
                 } else {
-                    e.forward_load += c;
+                    e.forward_load += amount;
                 }
             }
+        };
+        pay(du, send(u, du));
+        for &d in &receivers {
+            pay(d, receive(u, du, d));
         }
     }
     map.into_values()

@@ -85,7 +85,7 @@ impl Method for Auto {
         MethodId::Auto
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         if problem.interleaved() {
             // Under the interleaved schedule auto is the interleaved DP, then IP (below): the IP's conditions.
             return milp::Ip.supports(problem);
@@ -112,7 +112,7 @@ impl Method for Auto {
                 || dp.placement.is_none() && matches!(dp.status, Status::Infeasible { .. })
             {
                 let mut outcome = dp;
-                outcome.method = "auto".into();
+                outcome.method = crate::solve::MethodId::Auto;
                 outcome.stats.notes.push(
                     "auto under the interleaved schedule: the interleaved DP proved it".into(),
                 );
@@ -136,7 +136,7 @@ impl Method for Auto {
             {
                 outcome.status = Status::Optimal;
             }
-            outcome.method = "auto".into();
+            outcome.method = crate::solve::MethodId::Auto;
             outcome.stats.notes.splice(0..0, dp.stats.notes);
             outcome.stats.notes.push("auto under the interleaved schedule: the interleaved DP, then the interleaved IP from its plan".into());
             return Ok(outcome);
@@ -144,7 +144,7 @@ impl Method for Auto {
         if problem.pipeline.is_some() {
             // The exact DP prices a schedule's memory; coarsening does not.
             let mut outcome = dp::Dp.solve(problem)?;
-            outcome.method = "auto".into();
+            outcome.method = crate::solve::MethodId::Auto;
             outcome.stats.notes.push("auto under a schedule's memory: the exact DP (coarsening does not model it; --method ip does)".into());
             return Ok(outcome);
         }
@@ -154,7 +154,7 @@ impl Method for Auto {
             (Objective::Throughput, true) => self.contiguous_throughput(problem, &budget)?,
             _ => self.through_ip(problem, &budget)?,
         };
-        outcome.method = "auto".into();
+        outcome.method = crate::solve::MethodId::Auto;
         outcome.stats.time_s = started.elapsed().as_secs_f64();
         Ok(outcome)
     }
@@ -405,7 +405,7 @@ impl Auto {
         let Some(best) = best else {
             if bound == f64::INFINITY {
                 return Ok(Outcome {
-                    method: "auto".into(),
+                    method: crate::solve::MethodId::Auto,
                     placement: None,
                     objective: f64::INFINITY,
                     bound,
@@ -414,7 +414,7 @@ impl Auto {
                 });
             }
             return Ok(Outcome {
-                method: "auto".into(),
+                method: crate::solve::MethodId::Auto,
                 placement: None,
                 objective: f64::INFINITY,
                 bound,
@@ -435,7 +435,7 @@ impl Auto {
             }
         };
         Ok(Outcome {
-            method: "auto".into(),
+            method: crate::solve::MethodId::Auto,
             placement: Some(best.placement),
             objective: best.max_load,
             bound,
@@ -533,7 +533,7 @@ impl Auto {
         stats.path = Some(format!("contiguous TPS plan ({first_path}); {why}"));
         let bound = bound.min(objective);
         Ok(Outcome {
-            method: "auto".into(),
+            method: crate::solve::MethodId::Auto,
             placement: Some(match (latency, &e.latency) {
                 (true, Some(l)) => l.attach_cut(placement),
                 _ => placement,

@@ -38,17 +38,21 @@ impl Method for BruteForce {
         crate::solve::MethodId::BruteForce
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         let (_, classes) = class_index(problem.workload);
         if classes > MAX_CLASSES {
-            return Err(format!("{classes} colour classes (at most {MAX_CLASSES})"));
+            return Err(crate::solve::Unsupported::TooManyClasses {
+                classes,
+                max: MAX_CLASSES,
+            });
         }
         if let Objective::Latency { pieces } = problem.objective {
             if pieces >= 2 && problem.workload.len() > MAX_NODES_CUT {
-                return Err(format!(
-                    "{} nodes with {pieces} pieces (at most {MAX_NODES_CUT} nodes when cuts are enumerated)",
-                    problem.workload.len()
-                ));
+                return Err(crate::solve::Unsupported::TooManyNodesToCut {
+                    nodes: problem.workload.len(),
+                    pieces,
+                    max: MAX_NODES_CUT,
+                });
             }
         }
         Ok(())
@@ -111,7 +115,7 @@ impl Method for BruteForce {
         };
         Ok(match best {
             Some((v, p)) => Outcome {
-                method: "brute-force".into(),
+                method: crate::solve::MethodId::BruteForce,
                 placement: Some(p),
                 objective: v,
                 bound: v,
@@ -119,7 +123,7 @@ impl Method for BruteForce {
                 stats,
             },
             None => Outcome {
-                method: "brute-force".into(),
+                method: crate::solve::MethodId::BruteForce,
                 placement: None,
                 objective: f64::INFINITY,
                 bound: f64::INFINITY,

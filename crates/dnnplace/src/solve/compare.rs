@@ -125,7 +125,8 @@ pub fn compare_within(
         };
         let (contiguous, relaxed) = (problem(true), problem(false));
         let mut ran_contiguous = None;
-        let mut contiguous_support = method.supports(&contiguous);
+        let contiguous_support = method.supports(&contiguous);
+        let mut run_contiguous = contiguous_support.is_ok();
         let proven_by = rows.iter().find(|r| {
             r.contiguous_problem
                 && r.result
@@ -144,10 +145,10 @@ pub fn compare_within(
                 method: method.id(),
                 reason: format!("contiguous problem skipped: `{}` already proved its optimum; run on the non-contiguous one", by.method),
             });
-            contiguous_support = Err("skipped".into());
+            run_contiguous = false;
             ran_contiguous = Some(true);
         }
-        if contiguous_support.is_ok() {
+        if run_contiguous {
             let result = plan(method.as_ref(), &problem(true)).map_err(|e| e.to_string());
             ran_contiguous = Some(match &result {
                 _ if method.id().searches_both_spaces() => true,
@@ -190,7 +191,7 @@ pub fn compare_within(
             Err(why) => {
                 if let (Err(why_contiguous), None) = (contiguous_support, ran_contiguous) {
                     let reason = if why == why_contiguous {
-                        why
+                        why.to_string()
                     } else {
                         format!("{why_contiguous}; {why}")
                     };

@@ -74,7 +74,7 @@ pub fn plan_by_layers(
                 other => format!("at layer granularity: {other}"),
             };
             let outcome = Outcome {
-                method: method.name().into(),
+                method: method.id(),
                 placement: None,
                 objective: f64::INFINITY,
                 bound: 0.0,

@@ -105,6 +105,64 @@ impl std::fmt::Display for MethodId {
     }
 }
 
+/// Why a method does not handle a problem ([`Method::supports`]): printed after "method
+/// NAME does not support " ([`super::SolveError::Unsupported`]) and in `compare`'s
+/// not-run lines, each variant as one sentence with what to change.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Unsupported {
+    /// The baselines that minimise TPS only.
+    #[error("the {objective} objective (it minimises TPS)")]
+    NotThroughput { objective: &'static str },
+    /// The DP solves the throughput objective only.
+    #[error("the {objective} objective (use --method ip)")]
+    DpObjective { objective: &'static str },
+    #[error("non-contiguous splits (use --method ip)")]
+    DpNonContiguous,
+    #[error("contiguous problems: its moves ignore contiguity (use --non-contiguous)")]
+    LocalSearchContiguous,
+    #[error("contiguous problems: METIS parts need not be contiguous (use --non-contiguous)")]
+    PartitionerContiguous,
+    #[error("latency with 0 pieces per accelerator")]
+    ZeroPieces,
+    #[error("a schedule's memory with an objective other than throughput")]
+    ScheduleObjective,
+    #[error("a schedule's memory in non-contiguous plans (a schedule runs one contiguous stage per device; drop --non-contiguous)")]
+    ScheduleNonContiguous,
+    /// The schedule has no device order on this many accelerators.
+    #[error("{schedule} on {accelerators} accelerators: {reason}")]
+    ScheduleOrder {
+        schedule: String,
+        accelerators: usize,
+        reason: String,
+    },
+    #[error("the interleaved schedule with node {id} ({name}), which cannot run on an accelerator: every stage is a chunk of an accelerator, and CPU cores hold nothing")]
+    InterleavedCpuOnly { id: i64, name: String },
+    #[error("a schedule's memory in the positions model (--ip-experiment positions)")]
+    SchedulePositionsModel,
+    #[error("{classes} colour classes (at most {max})")]
+    TooManyClasses { classes: usize, max: usize },
+    #[error("{nodes} nodes with {pieces} pieces (at most {max} nodes when cuts are enumerated)")]
+    TooManyNodesToCut {
+        nodes: usize,
+        pieces: usize,
+        max: usize,
+    },
+    #[error("a problem without a split file (give --split FILE)")]
+    NoSplit,
+    #[error("a split ({file}) for another workload")]
+    SplitOfAnotherWorkload { file: String },
+    #[error("this device set: the split {file} breaks a rule ({violation})")]
+    SplitBreaksRule { file: String, violation: String },
+    #[error("contiguous problems: the split {file} is not contiguous (use --non-contiguous)")]
+    SplitNotContiguous { file: String },
+    #[error("{pieces} piece(s) per accelerator: the split {file} has {has} (raise --pieces)")]
+    SplitPieces {
+        pieces: usize,
+        file: String,
+        has: usize,
+    },
+}
+
 /// A placement method.
 pub trait Method: Sync {
     /// Which method this is.
@@ -114,7 +172,10 @@ pub trait Method: Sync {
         self.id().name()
     }
     /// Whether the method handles this problem (objective, contiguity); `Err` says why not.
-    fn supports(&self, problem: &Problem) -> Result<(), String>;
+    /// [default: every problem]
+    fn supports(&self, _problem: &Problem) -> Result<(), Unsupported> {
+        Ok(())
+    }
     /// Solves; the plan is checked by [`super::plan`], not here.
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError>;
     /// Whether the method proves optimality (an exact solver rather than a heuristic).
@@ -184,5 +245,109 @@ mod tests {
             .filter(|m| m.proves_optimality())
             .collect();
         assert_eq!(exact, [MethodId::Dp, MethodId::Ip, MethodId::BruteForce]);
+    }
+
+    /// Each typed reason prints the sentence the string it replaced printed (the literals
+    /// below are those strings, with sample values).
+    #[test]
+    fn unsupported_reasons_print_the_old_sentences() {
+        let file = || "split.json".to_string();
+        let cases = [
+            (
+                Unsupported::NotThroughput {
+                    objective: "latency",
+                },
+                "the latency objective (it minimises TPS)",
+            ),
+            (
+                Unsupported::DpObjective { objective: "latency" },
+                "the latency objective (use --method ip)",
+            ),
+            (
+                Unsupported::DpNonContiguous,
+                "non-contiguous splits (use --method ip)",
+            ),
+            (
+                Unsupported::LocalSearchContiguous,
+                "contiguous problems: its moves ignore contiguity (use --non-contiguous)",
+            ),
+            (
+                Unsupported::PartitionerContiguous,
+                "contiguous problems: METIS parts need not be contiguous (use --non-contiguous)",
+            ),
+            (
+                Unsupported::ZeroPieces,
+                "latency with 0 pieces per accelerator",
+            ),
+            (
+                Unsupported::ScheduleObjective,
+                "a schedule's memory with an objective other than throughput",
+            ),
+            (
+                Unsupported::ScheduleNonContiguous,
+                "a schedule's memory in non-contiguous plans (a schedule runs one contiguous stage per device; drop --non-contiguous)",
+            ),
+            (
+                Unsupported::ScheduleOrder {
+                    schedule: "interleaved:2".into(),
+                    accelerators: 3,
+                    reason: "why".into(),
+                },
+                "interleaved:2 on 3 accelerators: why",
+            ),
+            (
+                Unsupported::InterleavedCpuOnly {
+                    id: 7,
+                    name: "unnamed".into(),
+                },
+                "the interleaved schedule with node 7 (unnamed), which cannot run on an accelerator: every stage is a chunk of an accelerator, and CPU cores hold nothing",
+            ),
+            (
+                Unsupported::SchedulePositionsModel,
+                "a schedule's memory in the positions model (--ip-experiment positions)",
+            ),
+            (
+                Unsupported::TooManyClasses { classes: 40, max: 16 },
+                "40 colour classes (at most 16)",
+            ),
+            (
+                Unsupported::TooManyNodesToCut {
+                    nodes: 30,
+                    pieces: 2,
+                    max: 12,
+                },
+                "30 nodes with 2 pieces (at most 12 nodes when cuts are enumerated)",
+            ),
+            (
+                Unsupported::NoSplit,
+                "a problem without a split file (give --split FILE)",
+            ),
+            (
+                Unsupported::SplitOfAnotherWorkload { file: file() },
+                "a split (split.json) for another workload",
+            ),
+            (
+                Unsupported::SplitBreaksRule {
+                    file: file(),
+                    violation: "v".into(),
+                },
+                "this device set: the split split.json breaks a rule (v)",
+            ),
+            (
+                Unsupported::SplitNotContiguous { file: file() },
+                "contiguous problems: the split split.json is not contiguous (use --non-contiguous)",
+            ),
+            (
+                Unsupported::SplitPieces {
+                    pieces: 1,
+                    file: file(),
+                    has: 3,
+                },
+                "1 piece(s) per accelerator: the split split.json has 3 (raise --pieces)",
+            ),
+        ];
+        for (reason, sentence) in cases {
+            assert_eq!(reason.to_string(), sentence);
+        }
     }
 }

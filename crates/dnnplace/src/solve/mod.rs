@@ -45,8 +45,8 @@ pub mod method;
 pub mod milp;
 pub mod outcome;
 
-pub use method::{method, method_by_name, method_names, methods, Method, MethodId};
-pub use outcome::{Outcome, Stats, Status, StopReason};
+pub use method::{method, method_by_name, method_names, methods, Method, MethodId, Unsupported};
+pub use outcome::{Outcome, Provenance, Stats, Status, StopReason};
 
 use crate::model::schedule::Pipeline;
 use crate::model::{Placement, Workload};
@@ -304,9 +304,9 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     }
     method
         .supports(run)
-        .map_err(|what| SolveError::Unsupported {
+        .map_err(|why| SolveError::Unsupported {
             method: method.name().into(),
-            what,
+            what: why.to_string(),
         })?;
     let start = std::time::Instant::now();
     let mut outcome = method.solve(run)?;

@@ -207,12 +207,24 @@ impl From<budget::Exhausted> for StopReason {
     }
 }
 
+/// Where a warm-started solver's plan came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provenance {
+    /// The solver's own incumbent.
+    Solver,
+    /// The plan it was given to start from (held: the solver found nothing better).
+    Held,
+}
+
 /// Counters a method reports.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     pub time_s: f64,
     /// Which path an adaptive method took (`auto`: exact DP, coarsened, IP, ...).
     pub path: Option<String>,
+    /// Whose plan a warm-started solver returns (the cluster IP); `None` without a plan or
+    /// a plan to start from.
+    pub provenance: Option<Provenance>,
     /// Ideals enumerated (DP).
     pub ideals: Option<usize>,
     /// Pairs `J ⊂ I` whose load was evaluated (DP).
@@ -231,7 +243,7 @@ pub struct Stats {
 /// What a method returns.
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    pub method: String,
+    pub method: super::MethodId,
     pub placement: Option<Placement>,
     /// The method's own objective value (re-checked by [`super::plan`]).
     pub objective: f64,

@@ -10,6 +10,7 @@
 
 use super::scored_outcome;
 use crate::model::Placement;
+use crate::solve::Unsupported;
 use crate::solve::{Method, Objective, Outcome, Problem, SolveError};
 
 /// A fixed split (`--method expert --split FILE`). Without a split it declines every problem.
@@ -32,30 +33,36 @@ impl Method for Expert {
         crate::solve::MethodId::Expert
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), Unsupported> {
         let Some((placement, source)) = &self.split else {
-            return Err("a problem without a split file (give --split FILE)".into());
+            return Err(Unsupported::NoSplit);
         };
         if placement.assignment.len() != problem.workload.len() {
-            return Err(format!("a split ({source}) for another workload"));
+            return Err(Unsupported::SplitOfAnotherWorkload {
+                file: source.clone(),
+            });
         }
         let latency = matches!(problem.objective, Objective::Latency { .. });
         let e = crate::score::evaluate(problem.workload, placement, latency);
         if let Some(v) = e.violations.first() {
-            return Err(format!(
-                "this device set: the split {source} breaks a rule ({v})"
-            ));
+            return Err(Unsupported::SplitBreaksRule {
+                file: source.clone(),
+                violation: v.to_string(),
+            });
         }
         {
             if problem.contiguous && !e.is_contiguous() {
-                return Err(format!("contiguous problems: the split {source} is not contiguous (use --non-contiguous)"));
+                return Err(Unsupported::SplitNotContiguous {
+                    file: source.clone(),
+                });
             }
             if let Objective::Latency { pieces } = problem.objective {
                 if e.max_pieces() > pieces {
-                    return Err(format!(
-                        "{pieces} piece(s) per accelerator: the split {source} has {} (raise --pieces)",
-                        e.max_pieces()
-                    ));
+                    return Err(Unsupported::SplitPieces {
+                        pieces,
+                        file: source.clone(),
+                        has: e.max_pieces(),
+                    });
                 }
             }
         }
@@ -68,7 +75,7 @@ impl Method for Expert {
             what: "a problem without a split file".into(),
         })?;
         Ok(scored_outcome(
-            self.name(),
+            self.id(),
             problem,
             placement.clone(),
             vec![format!("split read from {source}")],

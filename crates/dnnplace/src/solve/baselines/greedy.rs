@@ -28,10 +28,6 @@ impl Method for Greedy {
         crate::solve::MethodId::Greedy
     }
 
-    fn supports(&self, _problem: &Problem) -> Result<(), String> {
-        Ok(())
-    }
-
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let w = problem.workload;
         let d = w.devices();
@@ -39,8 +35,7 @@ impl Method for Greedy {
         let c = Contraction::new(w);
         let (group_device, cpu_runs) = fill(&c, d, latency);
         if !latency && cpu_runs > 0 && d.cpus == 0 {
-            return Ok(infeasible_outcome(
-                self.name(),
+            return Ok(infeasible_outcome(self.id(),
                 "the accelerators' memory is used up (or a node may not run on one) and there is no CPU".into(),
             ));
         }
@@ -53,8 +48,7 @@ impl Method for Greedy {
         if problem.contiguous && !latency && cpu_runs > d.cpus {
             let e = crate::score::evaluate(w, &placement, false);
             if !e.is_contiguous() {
-                return Ok(contiguity_infeasible_outcome(
-                    self.name(),
+                return Ok(contiguity_infeasible_outcome(self.id(),
                     format!(
                         "the fill leaves {cpu_runs} separate runs for {} CPUs, which is not contiguous; allow non-contiguous splits",
                         d.cpus
@@ -69,15 +63,14 @@ impl Method for Greedy {
                 .latency
                 .map_or(0, |l| l.max_pieces());
             if calls > pieces {
-                return Ok(infeasible_outcome(
-                    self.name(),
+                return Ok(infeasible_outcome(self.id(),
                     format!(
                         "the fill needs {calls} calls on one accelerator (its backward nodes wait for later forward nodes on other devices), more than --pieces {pieces}; allow --pieces {calls} or use --method ip"
                     ),
                 ));
             }
         }
-        Ok(scored_outcome(self.name(), problem, placement, notes))
+        Ok(scored_outcome(self.id(), problem, placement, notes))
     }
 }
 

@@ -82,12 +82,10 @@ impl Method for LocalSearch {
         crate::solve::MethodId::LocalSearch
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         super::throughput_only(problem)?;
         if problem.contiguous {
-            return Err(
-                "contiguous problems: its moves ignore contiguity (use --non-contiguous)".into(),
-            );
+            return Err(crate::solve::Unsupported::LocalSearchContiguous);
         }
         Ok(())
     }
@@ -96,7 +94,7 @@ impl Method for LocalSearch {
         let search = search(problem.workload, &problem.limits);
         let Some((placement, _)) = search.best else {
             if let Some(reason) = search.stopped {
-                let mut outcome = infeasible_outcome(self.name(), String::new());
+                let mut outcome = infeasible_outcome(self.id(), String::new());
                 outcome.status = Status::NoPlan {
                     reason: reason.into(),
                 };
@@ -104,7 +102,7 @@ impl Method for LocalSearch {
                 return Ok(outcome);
             }
             return Ok(infeasible_outcome(
-                self.name(),
+                self.id(),
                 "no random start fits the devices' memory (and there is no CPU to take the rest)"
                     .into(),
             ));
@@ -127,7 +125,7 @@ impl Method for LocalSearch {
         )];
         notes.extend(search.notes);
         Ok(super::cut_short(
-            scored_outcome(self.name(), problem, placement, notes),
+            scored_outcome(self.id(), problem, placement, notes),
             search.stopped,
         ))
     }

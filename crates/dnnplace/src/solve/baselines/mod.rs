@@ -168,7 +168,7 @@ impl SplitMix64 {
 
 /// A heuristic's outcome: the plan scored by the evaluator under the problem's objective.
 pub(crate) fn scored_outcome(
-    method: &str,
+    method: super::MethodId,
     problem: &super::Problem,
     placement: Placement,
     notes: Vec<String>,
@@ -176,7 +176,7 @@ pub(crate) fn scored_outcome(
     let latency_rules = matches!(problem.objective, super::Objective::Latency { .. });
     let e = crate::score::evaluate(problem.workload, &placement, latency_rules);
     super::Outcome {
-        method: method.into(),
+        method,
         objective: problem.objective.value(&e),
         placement: Some(placement),
         bound: 0.0,
@@ -202,9 +202,9 @@ pub(crate) fn cut_short(
 }
 
 /// An outcome without a plan, with a reason a person can act on.
-pub(crate) fn infeasible_outcome(method: &str, reason: String) -> super::Outcome {
+pub(crate) fn infeasible_outcome(method: super::MethodId, reason: String) -> super::Outcome {
     super::Outcome {
-        method: method.into(),
+        method,
         placement: None,
         objective: f64::INFINITY,
         bound: 0.0,
@@ -214,7 +214,10 @@ pub(crate) fn infeasible_outcome(method: &str, reason: String) -> super::Outcome
 }
 
 /// [`infeasible_outcome`] of a contiguous problem whose obstacle is the contiguity rule.
-pub(crate) fn contiguity_infeasible_outcome(method: &str, reason: String) -> super::Outcome {
+pub(crate) fn contiguity_infeasible_outcome(
+    method: super::MethodId,
+    reason: String,
+) -> super::Outcome {
     let status = super::Status::Infeasible {
         reason,
         non_contiguous_may_help: true,
@@ -226,9 +229,11 @@ pub(crate) fn contiguity_infeasible_outcome(method: &str, reason: String) -> sup
 }
 
 /// `Err` unless the objective is TPS: the planners below minimise the max load only.
-pub(crate) fn throughput_only(problem: &super::Problem) -> Result<(), String> {
+pub(crate) fn throughput_only(problem: &super::Problem) -> Result<(), super::Unsupported> {
     match problem.objective {
         super::Objective::Throughput => Ok(()),
-        other => Err(format!("the {} objective (it minimises TPS)", other.name())),
+        other => Err(super::Unsupported::NotThroughput {
+            objective: other.name(),
+        }),
     }
 }

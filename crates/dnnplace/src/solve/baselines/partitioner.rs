@@ -40,13 +40,10 @@ impl Method for Partitioner {
         crate::solve::MethodId::Partitioner
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         throughput_only(problem)?;
         if problem.contiguous {
-            return Err(
-                "contiguous problems: METIS parts need not be contiguous (use --non-contiguous)"
-                    .into(),
-            );
+            return Err(crate::solve::Unsupported::PartitionerContiguous);
         }
         Ok(())
     }
@@ -103,7 +100,7 @@ impl Method for Partitioner {
             if !failures.is_empty() {
                 reason = format!("{reason}: {}", failures.join("; "));
             }
-            return Ok(infeasible_outcome(self.name(), reason));
+            return Ok(infeasible_outcome(self.id(), reason));
         };
         notes.insert(
             0,
@@ -112,7 +109,7 @@ impl Method for Partitioner {
         notes.extend(failures);
         let placement = m.placement(&device).canonical();
         Ok(super::cut_short(
-            scored_outcome(self.name(), problem, placement, notes),
+            scored_outcome(self.id(), problem, placement, notes),
             stopped,
         ))
     }

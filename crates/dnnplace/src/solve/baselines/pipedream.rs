@@ -43,7 +43,7 @@ impl Method for PipeDream {
         crate::solve::MethodId::PipeDream
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         throughput_only(problem)
     }
 
@@ -55,7 +55,7 @@ impl Method for PipeDream {
             c.len(),
             chain.len()
         );
-        split_units(self.name(), problem, &chain, note)
+        split_units(self.id(), problem, &chain, note)
     }
 }
 
@@ -68,7 +68,7 @@ impl Method for PipeDreamTopo {
         crate::solve::MethodId::PipeDreamTopo
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         throughput_only(problem)
     }
 
@@ -79,13 +79,13 @@ impl Method for PipeDreamTopo {
             "{} units in topological order ({folded} zero-cost leaves folded)",
             chain.len()
         );
-        split_units(self.name(), problem, &chain, note)
+        split_units(self.id(), problem, &chain, note)
     }
 }
 
 /// Step 4: the optimal split of the units of `chain` in index (topological) order.
 fn split_units(
-    name: &str,
+    id: crate::solve::MethodId,
     problem: &Problem,
     chain: &Contraction,
     note: String,
@@ -104,13 +104,13 @@ fn split_units(
         &problem.limits.budget(),
     )
     .map_err(|reason| SolveError::Stopped {
-        method: name.into(),
+        method: id.name().into(),
         reason,
         detail: format!("while splitting {} units", chain.len()),
     })?;
     let Some((_, placement)) = split else {
         return Ok(infeasible_outcome(
-            name,
+            id,
             format!(
                 "the {} units cannot be split into {} accelerators of {} bytes and {} CPUs",
                 chain.len(),
@@ -120,7 +120,7 @@ fn split_units(
             ),
         ));
     };
-    let mut outcome = scored_outcome(name, problem, placement.canonical(), vec![note]);
+    let mut outcome = scored_outcome(id, problem, placement.canonical(), vec![note]);
     outcome.stats.groups = Some(chain.len());
     Ok(outcome)
 }

@@ -16,29 +16,25 @@ impl Method for Single {
         crate::solve::MethodId::Single
     }
 
-    fn supports(&self, _problem: &Problem) -> Result<(), String> {
-        Ok(())
-    }
-
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let w = problem.workload;
         let d = w.devices();
         if d.accelerators == 0 {
             return Ok(infeasible_outcome(
-                self.name(),
+                self.id(),
                 "the device set has no accelerator".into(),
             ));
         }
         if let Some(node) = w.nodes().iter().find(|n| !n.supported_on_accelerator) {
             return Ok(infeasible_outcome(
-                self.name(),
+                self.id(),
                 format!("node {} may not run on an accelerator", node.id),
             ));
         }
         let total: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
         if total > d.memory_per_accelerator_bytes {
             return Ok(infeasible_outcome(
-                self.name(),
+                self.id(),
                 format!(
                     "the nodes need {} in all, more than one accelerator's {}",
                     human_bytes(total),
@@ -47,6 +43,6 @@ impl Method for Single {
             ));
         }
         let placement = Placement::new(vec![Device::Accelerator(0); w.len()]);
-        Ok(scored_outcome(self.name(), problem, placement, Vec::new()))
+        Ok(scored_outcome(self.id(), problem, placement, Vec::new()))
     }
 }

@@ -234,7 +234,8 @@ pub struct ClusterDpResult {
     pub states: usize,
     /// Pairs `J ⊂ I` relaxed.
     pub pairs: u64,
-    /// Zero-cost leaf groups folded into their neighbour ([`super::folding`]).
+    /// Zero-cost leaf groups folded into their neighbour
+    /// ([`crate::solve::leaf_folding::fold_free_leaves_on_cluster`]).
     pub folded: usize,
     /// A lower bound on the optimum: the optimum itself after a full run (∞ when no plan
     /// exists), else the bound of [`bounds`] (0 with [`Tracking::PerUsage`]).
@@ -265,7 +266,8 @@ struct IdealData {
 }
 
 fn prepare(w: &Workload, costs: &ClusterCosts) -> (Prepared, usize) {
-    let (c, folded) = super::folding::fold_free_leaves(w, costs, Contraction::new(w));
+    let (c, folded) =
+        crate::solve::leaf_folding::fold_free_leaves_on_cluster(w, costs, Contraction::new(w));
     let cluster = costs.cluster();
     let types = cluster.types().len();
     let n = c.len();
@@ -704,22 +706,8 @@ fn solve_with(
     upper_bound: f64,
     tail_test: bool,
 ) -> Result<ClusterDpResult, SolveError> {
-    let cluster = costs.cluster();
     let (p, folded) = prepare(w, costs);
-    if p.types > MAX_TYPES
-        || p.kinds.len() > MAX_KINDS
-        || p.kinds.iter().any(|k| k.machines.len() > 255)
-    {
-        return Err(SolveError::Unsupported {
-            method: "dp".into(),
-            what: format!(
-                "a cluster of {} accelerator types and {} kinds of machine with up to {} machines of a kind (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
-                cluster.types().len(),
-                p.kinds.len(),
-                p.kinds.iter().map(|k| k.machines.len()).max().unwrap_or(0)
-            ),
-        });
-    }
+    check_size(&p)?;
     let budget = limits.budget();
     let mut bound = upper_bound;
     let mut pairs = 0;
@@ -798,35 +786,7 @@ fn solve_with(
         }
     }
     let limit = limits.max_ideals;
-    let too_many = |found: usize, how: &str| SolveError::TooManyIdeals {
-        found,
-        limit,
-        which: format!("--max-ideals allows: {how}"),
-    };
-    let estimate = ideals::estimate_in(&p.c, &budget);
-    let enumerated = if estimate.lower_bound > limit as u128 {
-        let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
-        let counted = if estimate.exact {
-            "exactly"
-        } else {
-            "at least"
-        };
-        Err(too_many(
-            found,
-            &format!("it has {counted} {found}, counted before enumerating"),
-        ))
-    } else {
-        Ideals::enumerate(&p.c, limit, &budget).map_err(|e| match e {
-            EnumerationStop::TooMany { found } => {
-                too_many(found, &format!("{found} enumerated before stopping"))
-            }
-            EnumerationStop::Budget { reason, .. } => SolveError::Stopped {
-                method: "dp".into(),
-                reason,
-                detail: String::new(),
-            },
-        })
-    };
+    let enumerated = enumerate_ideals(&p, limit, &budget);
     let ideals = match enumerated {
         Ok(ideals) => ideals,
         // The prefixes' optimum is a plan: keep it, stating why it is not proven.
@@ -858,29 +818,11 @@ fn solve_with(
         .enumerate()
         .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
     let best = best.map(|(s, st)| (st.value, reconstruct(&p, &data, &table, full, s, costs)));
-    let mut per_usage: Vec<(Vec<usize>, f64, Placement)> = Vec::new();
-    if tracking == Tracking::PerUsage {
-        let mut by: HashMap<Vec<u16>, usize> = HashMap::new();
-        for (s, st) in finals.iter().enumerate() {
-            let used = st.key.used[..p.types].to_vec();
-            match by.get(&used) {
-                Some(&o) if finals[o].value <= st.value => {}
-                _ => {
-                    by.insert(used, s);
-                }
-            }
-        }
-        let mut list: Vec<(Vec<u16>, usize)> = by.into_iter().collect();
-        list.sort();
-        for (used, s) in list {
-            let plan = reconstruct(&p, &data, &table, full, s, costs);
-            per_usage.push((
-                used.iter().map(|&x| x as usize).collect(),
-                finals[s].value,
-                plan,
-            ));
-        }
-    }
+    let per_usage = if tracking == Tracking::PerUsage {
+        per_usage_plans(&p, &data, &table, costs)
+    } else {
+        Vec::new()
+    };
     let lower_bound = best.as_ref().map_or(f64::INFINITY, |b| b.0);
     Ok(ClusterDpResult {
         best,
@@ -892,6 +834,94 @@ fn solve_with(
         lower_bound,
         stopped: None,
     })
+}
+
+/// The cluster DP's state packs at most [`MAX_TYPES`] accelerator types, [`MAX_KINDS`]
+/// kinds of machine and 255 machines of a kind: a larger cluster is refused, saying so.
+fn check_size(p: &Prepared) -> Result<(), SolveError> {
+    if p.types > MAX_TYPES
+        || p.kinds.len() > MAX_KINDS
+        || p.kinds.iter().any(|k| k.machines.len() > 255)
+    {
+        return Err(SolveError::Unsupported {
+            method: "dp".into(),
+            what: format!(
+                "a cluster of {} accelerator types and {} kinds of machine with up to {} machines of a kind (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
+                p.types,
+                p.kinds.len(),
+                p.kinds.iter().map(|k| k.machines.len()).max().unwrap_or(0)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The ideals of `p`'s group DAG, at most `limit` of them (counted before enumerating
+/// when the estimate already exceeds it); errors say which limit stopped it.
+fn enumerate_ideals(p: &Prepared, limit: usize, budget: &Budget) -> Result<Ideals, SolveError> {
+    let too_many = |found: usize, how: &str| SolveError::TooManyIdeals {
+        found,
+        limit,
+        which: format!("--max-ideals allows: {how}"),
+    };
+    let estimate = ideals::estimate_in(&p.c, budget);
+    if estimate.lower_bound > limit as u128 {
+        let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
+        let counted = if estimate.exact {
+            "exactly"
+        } else {
+            "at least"
+        };
+        Err(too_many(
+            found,
+            &format!("it has {counted} {found}, counted before enumerating"),
+        ))
+    } else {
+        Ideals::enumerate(&p.c, limit, budget).map_err(|e| match e {
+            EnumerationStop::TooMany { found } => {
+                too_many(found, &format!("{found} enumerated before stopping"))
+            }
+            EnumerationStop::Budget { reason, .. } => SolveError::Stopped {
+                method: "dp".into(),
+                reason,
+                detail: String::new(),
+            },
+        })
+    }
+}
+
+/// With [`Tracking::PerUsage`]: for every vector of accelerators used per type among the
+/// final states of `table`, the least TPS with exactly that usage and a plan, by usage.
+fn per_usage_plans(
+    p: &Prepared,
+    data: &IdealData,
+    table: &[Vec<State>],
+    costs: &ClusterCosts,
+) -> Vec<(Vec<usize>, f64, Placement)> {
+    let full = data.ideals.len() - 1;
+    let finals = &table[full];
+    let mut per_usage: Vec<(Vec<usize>, f64, Placement)> = Vec::new();
+    let mut by: HashMap<Vec<u16>, usize> = HashMap::new();
+    for (s, st) in finals.iter().enumerate() {
+        let used = st.key.used[..p.types].to_vec();
+        match by.get(&used) {
+            Some(&o) if finals[o].value <= st.value => {}
+            _ => {
+                by.insert(used, s);
+            }
+        }
+    }
+    let mut list: Vec<(Vec<u16>, usize)> = by.into_iter().collect();
+    list.sort();
+    for (used, s) in list {
+        let plan = reconstruct(p, data, table, full, s, costs);
+        per_usage.push((
+            used.iter().map(|&x| x as usize).collect(),
+            finals[s].value,
+            plan,
+        ));
+    }
+    per_usage
 }
 
 /// A lower bound on the optimum (the slowest group on its fastest device; the fastest total
@@ -930,6 +960,83 @@ enum Run {
     Stopped(StopReason, usize, u64),
 }
 
+/// What every ideal of a [`run`] reads: the problem, the ideals, the ideals in order of
+/// their fastest time (`keys`) for the window of predecessors within `bound`, and the
+/// pruning.
+struct Sweep<'a> {
+    p: &'a Prepared,
+    data: &'a IdealData,
+    order: Vec<u32>,
+    keys: Vec<f64>,
+    bound: f64,
+    track: bool,
+    tail: Option<Tail>,
+}
+
+impl Sweep<'_> {
+    /// The undominated states of ideal `i` ([`keep_undominated`]) from those of the ideals
+    /// `j ⊂ i` below `lo` (`done`), and how many pairs `(j, i)` were relaxed.
+    fn states_of(&self, i: usize, lo: usize, done: &[Vec<State>]) -> (Vec<State>, u64) {
+        let last = i == self.data.ideals.len() - 1;
+        let mut found: FxHashMap<Key, u32> = FxHashMap::default();
+        let mut states: Vec<State> = Vec::new();
+        let hi_key = self.data.fastest[i];
+        let h_i = match (&self.tail, self.data.ideals.get(i)) {
+            (None, _) => 0,
+            (_, Set::Prefix(len)) => len,
+            (_, Set::Bits(b)) => b.hi(),
+        };
+        let slack = 1e-9 * hi_key.abs().max(1.0);
+        let from = if self.bound.is_finite() {
+            self.keys
+                .partition_point(|&x| x < hi_key - self.bound - slack)
+        } else {
+            0
+        };
+        let to = self.keys.partition_point(|&x| x <= hi_key + slack);
+        let mut scratch = Scratch::default();
+        let mut relaxed = 0;
+        for &j in &self.order[from..to] {
+            let j = j as usize;
+            if j >= lo || done[j].is_empty() || !self.data.ideals.is_subset(j, i) {
+                continue;
+            }
+            relaxed += 1;
+            relax(
+                self.p,
+                self.data,
+                j,
+                i,
+                &done[j],
+                Pruning {
+                    bound: self.bound,
+                    track: self.track,
+                    tail: self.tail.as_ref().filter(|_| !last).map(|t| (t, h_i)),
+                },
+                &mut scratch,
+                &mut |key, value, back| match found.get(&key) {
+                    Some(&at) => {
+                        let st = &mut states[at as usize];
+                        if value < st.value {
+                            st.value = value;
+                            st.back = Some(back);
+                        }
+                    }
+                    None => {
+                        found.insert(key, states.len() as u32);
+                        states.push(State {
+                            key,
+                            value,
+                            back: Some(back),
+                        });
+                    }
+                },
+            );
+        }
+        (keep_undominated(states), relaxed)
+    }
+}
+
 /// The recurrence over `data`'s ideals, level by level, states of value above `upper_bound`
 /// dropped and dominated states removed ([`keep_undominated`]).
 fn run(
@@ -957,12 +1064,20 @@ fn run(
         labels: 0,
         guesses: 0,
     };
-    let track = tracking == Tracking::PerUsage;
     let tail = match &data.ideals {
         _ if !tail_test || !bound.is_finite() => None,
         Family::Prefixes { .. } => Tail::new(p, bound, None, budget),
         Family::All(_) => super::chain_bound::windows(&p.c, budget)
             .and_then(|r| Tail::new(p, bound, Some(r), budget)),
+    };
+    let sweep = Sweep {
+        p,
+        data,
+        order,
+        keys,
+        bound,
+        track: tracking == Tracking::PerUsage,
+        tail,
     };
     let mut table: Vec<Vec<State>> = vec![Vec::new(); count];
     table[0].push(State {
@@ -994,63 +1109,9 @@ fn run(
                     out_of_budget.store(true, std::sync::atomic::Ordering::Relaxed);
                     return;
                 }
-                let i = lo + offset;
-                let mut found: FxHashMap<Key, u32> = FxHashMap::default();
-                let mut states: Vec<State> = Vec::new();
-                let hi_key = data.fastest[i];
-                let h_i = match (&tail, data.ideals.get(i)) {
-                    (None, _) => 0,
-                    (_, Set::Prefix(len)) => len,
-                    (_, Set::Bits(b)) => b.hi(),
-                };
-                let slack = 1e-9 * hi_key.abs().max(1.0);
-                let from = if bound.is_finite() {
-                    keys.partition_point(|&x| x < hi_key - bound - slack)
-                } else {
-                    0
-                };
-                let to = keys.partition_point(|&x| x <= hi_key + slack);
-                let mut scratch = Scratch::default();
-                let mut relaxed = 0;
-                for &j in &order[from..to] {
-                    let j = j as usize;
-                    if j >= lo || done[j].is_empty() || !data.ideals.is_subset(j, i) {
-                        continue;
-                    }
-                    relaxed += 1;
-                    relax(
-                        p,
-                        data,
-                        j,
-                        i,
-                        &done[j],
-                        Pruning {
-                            bound,
-                            track,
-                            tail: tail.as_ref().filter(|_| i != count - 1).map(|t| (t, h_i)),
-                        },
-                        &mut scratch,
-                        &mut |key, value, back| match found.get(&key) {
-                            Some(&at) => {
-                                let st = &mut states[at as usize];
-                                if value < st.value {
-                                    st.value = value;
-                                    st.back = Some(back);
-                                }
-                            }
-                            None => {
-                                found.insert(key, states.len() as u32);
-                                states.push(State {
-                                    key,
-                                    value,
-                                    back: Some(back),
-                                });
-                            }
-                        },
-                    );
-                }
+                let (states, relaxed) = sweep.states_of(lo + offset, lo, done);
                 pairs.fetch_add(relaxed, std::sync::atomic::Ordering::Relaxed);
-                *slot = keep_undominated(states);
+                *slot = states;
             });
         if out_of_budget.into_inner() {
             let reason = budget

@@ -4,7 +4,7 @@
 //! - [`dp`]: the contiguous TPS optimum by dynamic programming over ideals, its state
 //!   extended by machines, types and where producers are;
 //! - [`coarse`]: the cluster DP on coarsened graphs, plans for large graphs;
-//! - [`folding`]: zero-cost leaves folded into their neighbour before the DP;
+//! - folding zero-cost leaves before the DP: [`crate::solve::leaf_folding::fold_free_leaves_on_cluster`];
 //! - [`greedy`]: a topological order packed into the accelerators in order, the plan
 //!   when the DP stops without one;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
@@ -22,7 +22,6 @@ pub mod brute_force;
 pub mod chain_bound;
 pub mod coarse;
 pub mod dp;
-pub mod folding;
 pub mod greedy;
 pub mod plan;
 pub mod set_bound;

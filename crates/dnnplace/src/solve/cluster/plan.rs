@@ -183,187 +183,20 @@ pub fn plan_on_cluster(
     }
     let costs = ClusterCosts::of(w);
     let start = Instant::now();
-    let mut source = "the optimum";
-    let mut notes = Vec::new();
-    let (best, per_usage, ideals, states, lower_bound, stopped) = match method {
-        ClusterMethod::Dp => {
-            // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
-            // (linear per probe) has the rest.
-            // The set and chain bounds (at most a twentieth of the time each) and the volume
-            // bound (a tenth): they start the DP's search for its own upper bound, end it
-            // when a plan meets them, and are the bound when the DP stops. The chain bound
-            // holds for contiguous plans only, the DP's space.
-            let lower = if tracking == Tracking::Best {
-                let share = limits.time_limit_s.map_or(5.0, |t| 0.05 * t);
-                let set = set_bound(w, &costs, &Budget::new(Some(share), None));
-                let chain = chain_bound(w, &costs, &Budget::new(Some(share), None));
-                volume_bound(w, &costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t))
-                    .max(set)
-                    .max(chain)
-            } else {
-                0.0
-            };
-            // Large graphs: the DP on coarsened graphs (at most a tenth of the time) gives
-            // a plan, and its value prunes the fine DP.
-            let coarse = if tracking == Tracking::Best {
-                let share = limits.time_limit_s.map_or(20.0, |t| 0.1 * t);
-                coarse_plan(w, &costs, share, lower, f64::INFINITY)?
-            } else {
-                None
-            };
-            let held = coarse.as_ref().map_or(f64::INFINITY, |c| c.value);
-            let mut dp_limits = limits.clone();
-            dp_limits.time_limit_s = limits
-                .time_limit_s
-                .map(|t| (0.9 * t - start.elapsed().as_secs_f64()).max(0.0));
-            let mut r = solve_between(w, &costs, &dp_limits, tracking, lower, held)?;
-            if r.stopped.is_some() {
-                r.lower_bound = r.lower_bound.max(lower);
-            }
-            if let Some(c) = coarse {
-                let better = r.best.as_ref().is_none_or(|b| c.value < b.0);
-                if r.stopped.is_some() && better {
-                    r.best = Some((c.value, c.placement));
-                    source = "the DP on a coarsened graph";
-                } else if r.stopped.is_none() && r.best.is_none() {
-                    // The fine DP pruned with the coarse value and proved nothing lower.
-                    r.best = Some((c.value, c.placement));
-                }
-            }
-            // A stopped run whose best plan (the coarse one, say) meets the bound is proven.
-            if let Some((v, _)) = r
-                .best
-                .as_ref()
-                .filter(|b| r.stopped.is_some() && meets_bound(b.0, r.lower_bound))
-            {
-                r.lower_bound = *v;
-                r.stopped = None;
-            }
-            if r.stopped.is_some() && source == "the optimum" {
-                source = "best plan over one topological order's prefixes";
-            }
-            if r.best.is_none() && r.stopped.is_some() && tracking == Tracking::Best {
-                let left = limits
-                    .time_limit_s
-                    .map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
-                r.best = greedy_chain(w, &costs, &Budget::new(left, None));
-                source = "greedy chain of one topological order";
-            }
-            (
-                r.best,
-                r.per_usage,
-                r.ideals,
-                r.states,
-                r.lower_bound,
-                r.stopped,
-            )
-        }
-        ClusterMethod::BruteForce => {
-            if tracking == Tracking::PerUsage {
-                return Err(SolveError::Unsupported {
-                    method: "brute-force".into(),
-                    what: "per-usage optima with plans on a cluster".into(),
-                });
-            }
-            let r = brute_force_within(w, &costs, Objective::Throughput, true, &limits.budget())?;
-            let lower_bound = r.best.as_ref().map_or(f64::INFINITY, |b| b.0);
-            (r.best, Vec::new(), 0, r.plans as usize, lower_bound, None)
-        }
+    let Found {
+        best,
+        per_usage,
+        ideals,
+        states,
+        lower_bound,
+        stopped,
+        source,
+        notes,
+    } = match method {
+        ClusterMethod::Dp => by_dp(w, &costs, limits, tracking, start)?,
+        ClusterMethod::BruteForce => by_brute_force(w, &costs, limits, tracking)?,
         ClusterMethod::Ip { contiguous, sync } => {
-            if tracking == Tracking::PerUsage {
-                return Err(SolveError::Unsupported {
-                    method: "ip".into(),
-                    what: "per-usage optima on a cluster (the sweep uses the cluster DP)".into(),
-                });
-            }
-            // `--ip-experiment nobound` / `nowarm` leave out the bounds / the DP's plan, so
-            // the IP is measured on its own.
-            let share = |f: f64| limits.time_limit_s.map_or(10.0 * f, |t| f * t);
-            let use_bounds = limits.ip.load_bound != LoadBoundUse::Off;
-            let volume = if use_bounds {
-                volume_bound(w, &costs, share(0.05))
-            } else {
-                0.0
-            };
-            let mut dp_limits = limits.clone();
-            dp_limits.time_limit_s = Some(share(0.35));
-            let dp = if use_bounds || limits.ip.warm_start {
-                plan_on_cluster(w, &dp_limits, ClusterMethod::Dp, Tracking::Best)?
-            } else {
-                ClusterPlan {
-                    costs: costs.clone(),
-                    method: ClusterMethod::Dp,
-                    best: None,
-                    per_usage: Vec::new(),
-                    time_s: 0.0,
-                    ideals: 0,
-                    states: 0,
-                    lower_bound: 0.0,
-                    stopped: Some(StopReason::Solver {
-                        status: "not run (--ip-experiment nobound and nowarm)".into(),
-                    }),
-                    source: "",
-                    notes: Vec::new(),
-                }
-            };
-            notes.push(format!(
-                "cluster DP (warm start): {} in {:.2} s, {}",
-                dp.best
-                    .as_ref()
-                    .map_or("no plan".to_string(), |b| format!("TPS {}", b.value)),
-                dp.time_s,
-                match &dp.stopped {
-                    None => "optimal over contiguous plans".to_string(),
-                    Some(r) => format!("stopped ({r}), bound {}", dp.lower_bound),
-                }
-            ));
-            notes.push(format!("volume bound {volume}"));
-            // The DP's bound holds in the contiguous space only (for sync too: a plan's
-            // `max FW + max BW` is at least its max load).
-            let lower = if !use_bounds {
-                0.0
-            } else if contiguous {
-                volume.max(if dp.best.is_some() || dp.stopped.is_some() {
-                    dp.lower_bound
-                } else {
-                    0.0
-                })
-            } else {
-                volume
-            };
-            let mut ip_limits = limits.clone();
-            ip_limits.time_limit_s = limits
-                .time_limit_s
-                .map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
-            let held = dp
-                .best
-                .filter(|_| limits.ip.warm_start)
-                .map(|b| b.placement);
-            let (outcome, _) = crate::solve::milp::cluster::solve(
-                w,
-                &costs,
-                &ip_limits,
-                if sync {
-                    Objective::Sync
-                } else {
-                    Objective::Throughput
-                },
-                contiguous,
-                held,
-                lower,
-            )?;
-            notes.extend(outcome.stats.notes.iter().cloned());
-            source = match (&outcome.status, outcome.stats.path.as_deref()) {
-                (crate::solve::Status::Optimal, _) => "the optimum",
-                (_, Some("held")) => "the cluster DP's plan (the IP found nothing better)",
-                _ => "the IP's incumbent",
-            };
-            let stopped = match &outcome.status {
-                crate::solve::Status::Optimal | crate::solve::Status::Infeasible { .. } => None,
-                s => Some(s.stop_reason().cloned().unwrap_or(StopReason::TimeLimit)),
-            };
-            let best = outcome.placement.map(|p| (outcome.objective, p));
-            (best, Vec::new(), 0, 0, outcome.bound, stopped)
+            by_ip(w, &costs, limits, tracking, contiguous, sync, start)?
         }
     };
     let time_s = start.elapsed().as_secs_f64();
@@ -383,6 +216,250 @@ pub fn plan_on_cluster(
         ideals,
         states,
         lower_bound,
+        stopped,
+        source,
+        notes,
+    })
+}
+
+/// What a solver found on the cluster, before the check: its best plan and per-usage
+/// plans with their solver values, the DP's counters, the lower bound, why it stopped,
+/// where the best plan came from and the solver's notes.
+struct Found {
+    best: Option<(f64, Placement)>,
+    per_usage: Vec<(Vec<usize>, f64, Placement)>,
+    ideals: usize,
+    states: usize,
+    lower_bound: f64,
+    stopped: Option<StopReason>,
+    source: &'static str,
+    notes: Vec<String>,
+}
+
+/// The cluster DP with its bounds, the coarse DP's plan as its start and the greedy chain
+/// when it stops without a plan (times in the module documentation of [`super::dp`]).
+fn by_dp(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    tracking: Tracking,
+    start: Instant,
+) -> Result<Found, SolveError> {
+    let mut source = "the optimum";
+    // The DP takes 90 % of the time; if it stops without a plan, the greedy chain
+    // (linear per probe) has the rest.
+    // The set and chain bounds (at most a twentieth of the time each) and the volume
+    // bound (a tenth): they start the DP's search for its own upper bound, end it
+    // when a plan meets them, and are the bound when the DP stops. The chain bound
+    // holds for contiguous plans only, the DP's space.
+    let lower = if tracking == Tracking::Best {
+        let share = limits.time_limit_s.map_or(5.0, |t| 0.05 * t);
+        let set = set_bound(w, costs, &Budget::new(Some(share), None));
+        let chain = chain_bound(w, costs, &Budget::new(Some(share), None));
+        volume_bound(w, costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t))
+            .max(set)
+            .max(chain)
+    } else {
+        0.0
+    };
+    // Large graphs: the DP on coarsened graphs (at most a tenth of the time) gives
+    // a plan, and its value prunes the fine DP.
+    let coarse = if tracking == Tracking::Best {
+        let share = limits.time_limit_s.map_or(20.0, |t| 0.1 * t);
+        coarse_plan(w, costs, share, lower, f64::INFINITY)?
+    } else {
+        None
+    };
+    let held = coarse.as_ref().map_or(f64::INFINITY, |c| c.value);
+    let mut dp_limits = limits.clone();
+    dp_limits.time_limit_s = limits
+        .time_limit_s
+        .map(|t| (0.9 * t - start.elapsed().as_secs_f64()).max(0.0));
+    let mut r = solve_between(w, costs, &dp_limits, tracking, lower, held)?;
+    if r.stopped.is_some() {
+        r.lower_bound = r.lower_bound.max(lower);
+    }
+    if let Some(c) = coarse {
+        let better = r.best.as_ref().is_none_or(|b| c.value < b.0);
+        if r.stopped.is_some() && better {
+            r.best = Some((c.value, c.placement));
+            source = "the DP on a coarsened graph";
+        } else if r.stopped.is_none() && r.best.is_none() {
+            // The fine DP pruned with the coarse value and proved nothing lower.
+            r.best = Some((c.value, c.placement));
+        }
+    }
+    // A stopped run whose best plan (the coarse one, say) meets the bound is proven.
+    if let Some((v, _)) = r
+        .best
+        .as_ref()
+        .filter(|b| r.stopped.is_some() && meets_bound(b.0, r.lower_bound))
+    {
+        r.lower_bound = *v;
+        r.stopped = None;
+    }
+    if r.stopped.is_some() && source == "the optimum" {
+        source = "best plan over one topological order's prefixes";
+    }
+    if r.best.is_none() && r.stopped.is_some() && tracking == Tracking::Best {
+        let left = limits
+            .time_limit_s
+            .map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
+        r.best = greedy_chain(w, costs, &Budget::new(left, None));
+        source = "greedy chain of one topological order";
+    }
+    Ok(Found {
+        best: r.best,
+        per_usage: r.per_usage,
+        ideals: r.ideals,
+        states: r.states,
+        lower_bound: r.lower_bound,
+        stopped: r.stopped,
+        source,
+        notes: Vec::new(),
+    })
+}
+
+/// Brute force over every plan (tiny graphs), the best plan only.
+fn by_brute_force(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    tracking: Tracking,
+) -> Result<Found, SolveError> {
+    if tracking == Tracking::PerUsage {
+        return Err(SolveError::Unsupported {
+            method: "brute-force".into(),
+            what: "per-usage optima with plans on a cluster".into(),
+        });
+    }
+    let r = brute_force_within(w, costs, Objective::Throughput, true, &limits.budget())?;
+    let lower_bound = r.best.as_ref().map_or(f64::INFINITY, |b| b.0);
+    Ok(Found {
+        best: r.best,
+        per_usage: Vec::new(),
+        ideals: 0,
+        states: r.plans as usize,
+        lower_bound,
+        stopped: None,
+        source: "the optimum",
+        notes: Vec::new(),
+    })
+}
+
+/// The cluster IP warm-started from the cluster DP's plan, with the volume bound and the
+/// DP's (module documentation: the IP's time).
+fn by_ip(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    tracking: Tracking,
+    contiguous: bool,
+    sync: bool,
+    start: Instant,
+) -> Result<Found, SolveError> {
+    let mut notes = Vec::new();
+    if tracking == Tracking::PerUsage {
+        return Err(SolveError::Unsupported {
+            method: "ip".into(),
+            what: "per-usage optima on a cluster (the sweep uses the cluster DP)".into(),
+        });
+    }
+    // `--ip-experiment nobound` / `nowarm` leave out the bounds / the DP's plan, so
+    // the IP is measured on its own.
+    let share = |f: f64| limits.time_limit_s.map_or(10.0 * f, |t| f * t);
+    let use_bounds = limits.ip.load_bound != LoadBoundUse::Off;
+    let volume = if use_bounds {
+        volume_bound(w, costs, share(0.05))
+    } else {
+        0.0
+    };
+    let mut dp_limits = limits.clone();
+    dp_limits.time_limit_s = Some(share(0.35));
+    let dp = if use_bounds || limits.ip.warm_start {
+        plan_on_cluster(w, &dp_limits, ClusterMethod::Dp, Tracking::Best)?
+    } else {
+        ClusterPlan {
+            costs: costs.clone(),
+            method: ClusterMethod::Dp,
+            best: None,
+            per_usage: Vec::new(),
+            time_s: 0.0,
+            ideals: 0,
+            states: 0,
+            lower_bound: 0.0,
+            stopped: Some(StopReason::Solver {
+                status: "not run (--ip-experiment nobound and nowarm)".into(),
+            }),
+            source: "",
+            notes: Vec::new(),
+        }
+    };
+    notes.push(format!(
+        "cluster DP (warm start): {} in {:.2} s, {}",
+        dp.best
+            .as_ref()
+            .map_or("no plan".to_string(), |b| format!("TPS {}", b.value)),
+        dp.time_s,
+        match &dp.stopped {
+            None => "optimal over contiguous plans".to_string(),
+            Some(r) => format!("stopped ({r}), bound {}", dp.lower_bound),
+        }
+    ));
+    notes.push(format!("volume bound {volume}"));
+    // The DP's bound holds in the contiguous space only (for sync too: a plan's
+    // `max FW + max BW` is at least its max load).
+    let lower = if !use_bounds {
+        0.0
+    } else if contiguous {
+        volume.max(if dp.best.is_some() || dp.stopped.is_some() {
+            dp.lower_bound
+        } else {
+            0.0
+        })
+    } else {
+        volume
+    };
+    let mut ip_limits = limits.clone();
+    ip_limits.time_limit_s = limits
+        .time_limit_s
+        .map(|t| (t - start.elapsed().as_secs_f64()).max(0.0));
+    let held = dp
+        .best
+        .filter(|_| limits.ip.warm_start)
+        .map(|b| b.placement);
+    let (outcome, _) = crate::solve::milp::cluster::solve(
+        w,
+        costs,
+        &ip_limits,
+        if sync {
+            Objective::Sync
+        } else {
+            Objective::Throughput
+        },
+        contiguous,
+        held,
+        lower,
+    )?;
+    notes.extend(outcome.stats.notes.iter().cloned());
+    let source = match (&outcome.status, outcome.stats.provenance) {
+        (crate::solve::Status::Optimal, _) => "the optimum",
+        (_, Some(crate::solve::Provenance::Held)) => {
+            "the cluster DP's plan (the IP found nothing better)"
+        }
+        _ => "the IP's incumbent",
+    };
+    let stopped = match &outcome.status {
+        crate::solve::Status::Optimal | crate::solve::Status::Infeasible { .. } => None,
+        s => Some(s.stop_reason().cloned().unwrap_or(StopReason::TimeLimit)),
+    };
+    let best = outcome.placement.map(|p| (outcome.objective, p));
+    Ok(Found {
+        best,
+        per_usage: Vec::new(),
+        ideals: 0,
+        states: 0,
+        lower_bound: outcome.bound,
         stopped,
         source,
         notes,

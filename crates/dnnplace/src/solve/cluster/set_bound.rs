@@ -54,6 +54,7 @@
 use std::collections::HashSet;
 
 use super::transfers::{transfers, Transfer};
+use crate::model::grouping::Grouping;
 use crate::model::{ClusterCosts, Workload};
 use crate::solve::budget::Budget;
 use crate::solve::milp::min_cut::Network;
@@ -139,9 +140,59 @@ impl ClassNetwork {
 /// The set bound of `w` on the cluster of `costs` (module documentation), within `budget`
 /// (the bound so far when it runs out). 0 for an empty workload.
 pub fn set_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
-    let cluster = costs.cluster();
     let (units, _) = units(w, false);
     let transfers = transfers(w, costs, &units.group_of, false);
+    let classes = class_networks(w, costs, &units, &transfers);
+    let cheapest: Vec<f64> = (0..units.len())
+        .map(|g| {
+            classes
+                .iter()
+                .map(|c| c.compute[g])
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..units.len())
+        .filter(|&g| cheapest[g].is_finite())
+        .collect();
+    order.sort_by(|&a, &b| cheapest[b].total_cmp(&cheapest[a]));
+    let mut bound = 0.0f64;
+    for g in order {
+        if cheapest[g] <= bound {
+            break;
+        }
+        let mut by_time: Vec<&ClassNetwork> = classes
+            .iter()
+            .filter(|c| c.compute[g].is_finite())
+            .collect();
+        by_time.sort_by(|a, b| a.compute[g].total_cmp(&b.compute[g]));
+        let mut at_best = f64::INFINITY;
+        for c in by_time {
+            if c.compute[g] >= at_best || at_best <= bound {
+                break;
+            }
+            if budget.is_exhausted() {
+                return bound;
+            }
+            at_best = at_best.min(c.value(g).max(c.compute[g]));
+        }
+        if at_best.is_finite() {
+            bound = bound.max(at_best);
+        }
+    }
+    bound
+}
+
+/// One [`ClassNetwork`] per device class: an accelerator type or a CPU core on a machine,
+/// with what it pays to receive (the cheapest link to any other device it may meet), to
+/// send and to compute each unit. Classes with the same key (type, which other devices
+/// exist, links) are built once.
+fn class_networks(
+    w: &Workload,
+    costs: &ClusterCosts,
+    units: &Grouping,
+    transfers: &[Transfer],
+) -> Vec<ClassNetwork> {
+    let cluster = costs.cluster();
     let machines = cluster.machines();
     let total: usize = machines
         .iter()
@@ -221,44 +272,8 @@ pub fn set_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
                     Some(_) => f64::INFINITY,
                 })
                 .collect();
-            classes.push(ClassNetwork::new(compute, &transfers, &receive, &send));
+            classes.push(ClassNetwork::new(compute, transfers, &receive, &send));
         }
     }
-    let cheapest: Vec<f64> = (0..units.len())
-        .map(|g| {
-            classes
-                .iter()
-                .map(|c| c.compute[g])
-                .fold(f64::INFINITY, f64::min)
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..units.len())
-        .filter(|&g| cheapest[g].is_finite())
-        .collect();
-    order.sort_by(|&a, &b| cheapest[b].total_cmp(&cheapest[a]));
-    let mut bound = 0.0f64;
-    for g in order {
-        if cheapest[g] <= bound {
-            break;
-        }
-        let mut by_time: Vec<&ClassNetwork> = classes
-            .iter()
-            .filter(|c| c.compute[g].is_finite())
-            .collect();
-        by_time.sort_by(|a, b| a.compute[g].total_cmp(&b.compute[g]));
-        let mut at_best = f64::INFINITY;
-        for c in by_time {
-            if c.compute[g] >= at_best || at_best <= bound {
-                break;
-            }
-            if budget.is_exhausted() {
-                return bound;
-            }
-            at_best = at_best.min(c.value(g).max(c.compute[g]));
-        }
-        if at_best.is_finite() {
-            bound = bound.max(at_best);
-        }
-    }
-    bound
+    classes
 }

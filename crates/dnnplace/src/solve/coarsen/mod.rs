@@ -315,53 +315,15 @@ pub fn solve(
     // much as the finest), and the ideal count does not predict the DP's time where wide
     // windows make it quadratic (a CPU stage holding half of a 200k-operator graph): so
     // the path has a plan early, and a finer level that stops only costs its share.
-    let mut solved = None;
-    for (i, &l) in chosen.iter().enumerate() {
-        let map = h.groups_to(l);
-        let Some(cw) = coarse_workload(w, &c0, &map, h.levels[l].len())? else {
-            notes.push(format!("level {l}: some cluster fits no device"));
-            continue;
-        };
-        let last = i + 1 == chosen.len();
-        let attempt = if last && solved.is_none() {
-            budget.share(1.0)
-        } else {
-            budget.share(0.5)
-        };
-        match dp::solve_within(&cw, limit, &attempt) {
-            Ok(outcome) => match outcome.placement {
-                Some(p) => {
-                    solved = Some((
-                        l,
-                        map,
-                        p,
-                        outcome.objective,
-                        outcome.stats.ideals,
-                        outcome.status,
-                    ))
-                }
-                None => notes.push(format!(
-                    "level {l}: no contiguous plan keeps its clusters whole"
-                )),
-            },
-            Err(SolveError::TooManyIdeals { found, .. }) => {
-                notes.push(format!(
-                    "level {l} ({} clusters): more than {found} ideals",
-                    h.levels[l].len()
-                ));
-                break;
-            }
-            Err(e @ SolveError::Stopped { .. }) => {
-                notes.push(format!("level {l} ({} clusters): {e}", h.levels[l].len()));
-                break;
-            }
-            Err(e) => return Err(e),
-        }
-        if budget.is_exhausted() {
-            break;
-        }
-    }
-    let Some((dp_level, map, coarse_plan, dp_objective, dp_ideals, dp_status)) = solved else {
+    let Some(CoarseDp {
+        level: dp_level,
+        map,
+        plan: coarse_plan,
+        objective: dp_objective,
+        ideals: dp_ideals,
+        status: dp_status,
+    }) = solve_levels(w, &c0, &h, &chosen, limit, budget, notes)?
+    else {
         return Ok(None);
     };
     let level = &h.levels[dp_level];
@@ -377,50 +339,11 @@ pub fn solve(
         started.elapsed().as_secs_f64()
     ));
 
-    // Device of each cluster, read off one node of it (the DP keeps clusters whole).
-    let mut device: Vec<Option<Device>> = vec![None; level.len()];
-    for v in 0..w.len() {
-        let x = map[c0.group_of[v]] as usize;
-        let dv = coarse_plan.assignment[v];
-        match device[x] {
-            None => device[x] = Some(dv),
-            Some(other) if other != dv => {
-                return Err(SolveError::Check(format!(
-                    "the coarse DP split cluster {x} of level {dp_level}"
-                )));
-            }
-            _ => {}
-        }
-    }
-    let device: Vec<Device> = device
-        .into_iter()
-        .map(|x| x.expect("every cluster has nodes"))
-        .collect();
-    let mut plan = StagePlan::from_devices(level, &device, k)
+    let device = cluster_devices(w, &c0, &map, level.len(), &coarse_plan, dp_level)?;
+    let plan = StagePlan::from_devices(level, &device, k)
         .ok_or_else(|| SolveError::Check("the coarse DP's plan is not contiguous".into()))?;
 
-    let mut moves = 0;
-    for l in (0..=dp_level).rev() {
-        if l < dp_level {
-            plan = plan.project(&h.levels[l + 1].parent_of_below);
-        }
-        if budget.is_exhausted() {
-            continue;
-        }
-        let level_started = std::time::Instant::now();
-        let mut r = Refiner::new(&h.levels[l], plan, memory);
-        let before = r.max_load();
-        r.run(budget);
-        moves += r.moves;
-        notes.push(format!(
-            "refined level {l} ({} clusters): {} moves, max load {before} -> {} in {:.2} s",
-            h.levels[l].len(),
-            r.moves,
-            r.max_load(),
-            level_started.elapsed().as_secs_f64()
-        ));
-        plan = r.into_plan();
-    }
+    let (plan, moves) = refine_down(&h, plan, dp_level, memory, budget, notes);
     let stage_device = plan.stage_devices();
     let placement = Placement::new(
         (0..w.len())
@@ -456,6 +379,143 @@ pub fn solve(
         dp_objective,
         moves,
     }))
+}
+
+/// The coarse DP's answer on one level: its level, the map from contraction groups to
+/// that level's clusters, the plan, its objective, the ideals enumerated and its status.
+struct CoarseDp {
+    level: usize,
+    map: Vec<u32>,
+    plan: Placement,
+    objective: f64,
+    ideals: Option<usize>,
+    status: Status,
+}
+
+/// The DP from the coarsest `chosen` level up to the finest (module documentation): each
+/// level may take half of the time left, and the finest level solved is kept.
+fn solve_levels(
+    w: &Workload,
+    c0: &Contraction,
+    h: &Hierarchy,
+    chosen: &[usize],
+    limit: usize,
+    budget: &Budget,
+    notes: &mut Vec<String>,
+) -> Result<Option<CoarseDp>, SolveError> {
+    let mut solved = None;
+    for (i, &l) in chosen.iter().enumerate() {
+        let map = h.groups_to(l);
+        let Some(cw) = coarse_workload(w, c0, &map, h.levels[l].len())? else {
+            notes.push(format!("level {l}: some cluster fits no device"));
+            continue;
+        };
+        let last = i + 1 == chosen.len();
+        let attempt = if last && solved.is_none() {
+            budget.share(1.0)
+        } else {
+            budget.share(0.5)
+        };
+        match dp::solve_within(&cw, limit, &attempt) {
+            Ok(outcome) => match outcome.placement {
+                Some(p) => {
+                    solved = Some(CoarseDp {
+                        level: l,
+                        map,
+                        plan: p,
+                        objective: outcome.objective,
+                        ideals: outcome.stats.ideals,
+                        status: outcome.status,
+                    })
+                }
+                None => notes.push(format!(
+                    "level {l}: no contiguous plan keeps its clusters whole"
+                )),
+            },
+            Err(SolveError::TooManyIdeals { found, .. }) => {
+                notes.push(format!(
+                    "level {l} ({} clusters): more than {found} ideals",
+                    h.levels[l].len()
+                ));
+                break;
+            }
+            Err(e @ SolveError::Stopped { .. }) => {
+                notes.push(format!("level {l} ({} clusters): {e}", h.levels[l].len()));
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+        if budget.is_exhausted() {
+            break;
+        }
+    }
+    Ok(solved)
+}
+
+/// The device of each of the `clusters` clusters of level `dp_level` under the coarse
+/// DP's `plan`, read off one node of it (the DP keeps clusters whole: a split one is a bug).
+fn cluster_devices(
+    w: &Workload,
+    c0: &Contraction,
+    map: &[u32],
+    clusters: usize,
+    plan: &Placement,
+    dp_level: usize,
+) -> Result<Vec<Device>, SolveError> {
+    let mut device: Vec<Option<Device>> = vec![None; clusters];
+    for v in 0..w.len() {
+        let x = map[c0.group_of[v]] as usize;
+        let dv = plan.assignment[v];
+        match device[x] {
+            None => device[x] = Some(dv),
+            Some(other) if other != dv => {
+                return Err(SolveError::Check(format!(
+                    "the coarse DP split cluster {x} of level {dp_level}"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(device
+        .into_iter()
+        .map(|x| x.expect("every cluster has nodes"))
+        .collect())
+}
+
+/// The coarse plan projected down the hierarchy from `dp_level` to level 0, refined by
+/// [`Refiner`] on every level while the budget lasts; the plan and the moves made.
+fn refine_down(
+    h: &Hierarchy,
+    plan: StagePlan,
+    dp_level: usize,
+    memory: f64,
+    budget: &Budget,
+    notes: &mut Vec<String>,
+) -> (StagePlan, usize) {
+    let mut moves = 0;
+    let mut plan = plan;
+    for l in (0..=dp_level).rev() {
+        if l < dp_level {
+            plan = plan.project(&h.levels[l + 1].parent_of_below);
+        }
+        if budget.is_exhausted() {
+            continue;
+        }
+        let level_started = std::time::Instant::now();
+        let mut r = Refiner::new(&h.levels[l], plan, memory);
+        let before = r.max_load();
+        r.run(budget);
+        moves += r.moves;
+        notes.push(format!(
+            "refined level {l} ({} clusters): {} moves, max load {before} -> {} in {:.2} s",
+            h.levels[l].len(),
+            r.moves,
+            r.max_load(),
+            level_started.elapsed().as_secs_f64()
+        ));
+        plan = r.into_plan();
+    }
+    (plan, moves)
 }
 
 /// The combinatorial lower bound on the max load of every contiguous plan of `w`: the

@@ -385,7 +385,7 @@ fn outcome(
     stats: Stats,
 ) -> Outcome {
     Outcome {
-        method: "dp".into(),
+        method: crate::solve::MethodId::Dp,
         placement,
         objective,
         bound,

@@ -70,15 +70,14 @@ impl Method for Dp {
         crate::solve::MethodId::Dp
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         if problem.objective != Objective::Throughput {
-            return Err(format!(
-                "the {} objective (use --method ip)",
-                problem.objective.name()
-            ));
+            return Err(crate::solve::Unsupported::DpObjective {
+                objective: problem.objective.name(),
+            });
         }
         if !problem.contiguous {
-            return Err("non-contiguous splits (use --method ip)".into());
+            return Err(crate::solve::Unsupported::DpNonContiguous);
         }
         if problem.interleaved() {
             // The same conditions as the interleaved IP's (accelerators only, m a multiple of p).
@@ -352,7 +351,7 @@ impl Run {
             None => status,
         };
         Outcome {
-            method: "dp".into(),
+            method: crate::solve::MethodId::Dp,
             objective: self.objective,
             bound: bound.unwrap_or(self.objective),
             placement: self.placement,

@@ -32,8 +32,8 @@
 //! Complexity per generation: O(p·(N + decode + n + m) + p log p).
 
 use super::super::baselines::SplitMix64;
-use super::decode::{self, Devices};
-use super::{budgets, finish, group_count, unit_interval, Ending, Scorer, Units};
+use super::decode;
+use super::{unit_interval, Ending, Scorer, Setup};
 use crate::model::Device;
 use crate::solve::{Method, MethodId, Outcome, Problem, SolveError};
 
@@ -57,20 +57,9 @@ impl Method for Genetic {
         MethodId::Genetic
     }
 
-    fn supports(&self, _problem: &Problem) -> Result<(), String> {
-        Ok(())
-    }
-
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
-        let (search, bound_budget) = budgets(problem);
-        let w = problem.workload;
-        let d = w.devices();
-        let devices = Devices {
-            k: d.accelerators,
-            l: d.cpus,
-            memory_bytes: d.memory_per_accelerator_bytes,
-        };
-        let units = Units::new(w, problem.contiguous, group_count(devices.count()), &search);
+        let setup = Setup::new(problem);
+        let (units, devices) = (&setup.units, setup.devices);
         let keys = if problem.contiguous {
             decode::contiguous_keys(units.len(), devices)
         } else {
@@ -89,27 +78,18 @@ impl Method for Genetic {
             if problem.contiguous { "contiguous" } else { "non-contiguous" },
             problem.limits.seed
         )];
-        let mut scorer = Scorer::new(problem, &units);
         let what = format!("the population ({p} × {keys} keys, twice)");
-        if let Err(e) = search.reserve(&what, 2.0 * 8.0 * p as f64 * keys as f64) {
-            let ending = Ending {
-                stopped: Some(e),
-                what: "0 generations".into(),
-            };
-            return Ok(finish(
-                "genetic",
-                problem,
-                scorer,
-                ending,
-                bound_budget,
-                notes,
-            ));
+        let bytes = 2.0 * 8.0 * p as f64 * keys as f64;
+        if let Some(outcome) = setup.reserve(&what, bytes, MethodId::Genetic, "generations", &notes)
+        {
+            return Ok(outcome);
         }
+        let mut scorer = setup.scorer();
         let decoder = |keys: &[f64]| {
             if problem.contiguous {
-                decode::contiguous(&units, keys, devices)
+                decode::contiguous(units, keys, devices)
             } else {
-                decode::non_contiguous(&units, keys, devices)
+                decode::non_contiguous(units, keys, devices)
             }
         };
         let mut rng = SplitMix64::new(problem.limits.seed);
@@ -124,13 +104,13 @@ impl Method for Genetic {
             let chromosome: Vec<f64> = (0..keys).map(|_| unit_interval(&mut rng)).collect();
             evolution.population.push((f64::INFINITY, chromosome));
         }
-        if let Err(e) = evolution.score(0, &mut scorer, &decoder, &search) {
+        if let Err(e) = evolution.score(0, &mut scorer, &decoder, &setup.search) {
             stopped = Some(e);
         }
         while stopped.is_none() && done < generations {
             let next = evolution.next_generation(&mut rng);
             let previous = std::mem::replace(&mut evolution.population, next);
-            if let Err(e) = evolution.score(elite, &mut scorer, &decoder, &search) {
+            if let Err(e) = evolution.score(elite, &mut scorer, &decoder, &setup.search) {
                 evolution.population = previous;
                 stopped = Some(e);
                 break;
@@ -141,14 +121,7 @@ impl Method for Genetic {
             stopped,
             what: format!("{done} of {generations} generations"),
         };
-        Ok(finish(
-            "genetic",
-            problem,
-            scorer,
-            ending,
-            bound_budget,
-            notes,
-        ))
+        Ok(setup.finish(MethodId::Genetic, scorer, ending, notes))
     }
 }
 

@@ -38,11 +38,12 @@ use super::baselines::SplitMix64;
 use super::budget::{Budget, Exhausted};
 use super::coarsen::hierarchy::{Caps, Hierarchy, Level};
 use super::milp::{latency_bound, load_bounds, units as ip_units};
-use super::{Objective, Outcome, Problem, Stats, Status, StopReason};
+use super::{MethodId, Objective, Outcome, Problem, Stats, Status, StopReason};
 use crate::model::contraction::Contraction;
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Placement, Workload};
 use crate::score::evaluate;
+use decode::Devices;
 
 /// Plans within this relative distance of their bound are proven optimal (as `auto`).
 const CLOSED: f64 = 1e-7;
@@ -241,7 +242,7 @@ pub struct Ending {
 /// The outcome of a search (module docs): the best plan with the bound computed within
 /// `bound_budget`, the trace and `notes` in the statistics.
 pub fn finish(
-    method: &str,
+    method: MethodId,
     problem: &Problem,
     scorer: Scorer,
     ending: Ending,
@@ -270,7 +271,7 @@ pub fn finish(
     };
     let Some((objective, placement)) = scorer.best else {
         return Outcome {
-            method: method.into(),
+            method,
             placement: None,
             objective: f64::INFINITY,
             bound: 0.0,
@@ -285,7 +286,7 @@ pub fn finish(
         Status::Feasible { reason }
     };
     Outcome {
-        method: method.into(),
+        method,
         placement: Some(placement.canonical()),
         objective,
         bound,
@@ -299,6 +300,80 @@ pub fn finish(
 pub fn budgets(problem: &Problem) -> (Budget, Budget) {
     let whole = problem.limits.budget();
     (whole.share(0.9), whole)
+}
+
+/// What every search starts from: its two budgets ([`budgets`]), the devices in the
+/// decoders' terms and the units ([`Units`], at most [`group_count`] of the devices).
+pub struct Setup<'a> {
+    pub problem: &'a Problem<'a>,
+    /// The search's budget (90% of the time limit).
+    pub search: Budget,
+    /// The bound's budget, spent by [`Setup::finish`].
+    pub bound_budget: Budget,
+    pub devices: Devices,
+    pub units: Units,
+}
+
+impl<'a> Setup<'a> {
+    pub fn new(problem: &'a Problem<'a>) -> Self {
+        let (search, bound_budget) = budgets(problem);
+        let d = problem.workload.devices();
+        let devices = Devices {
+            k: d.accelerators,
+            l: d.cpus,
+            memory_bytes: d.memory_per_accelerator_bytes,
+        };
+        let target = group_count(devices.count());
+        let units = Units::new(problem.workload, problem.contiguous, target, &search);
+        Setup {
+            problem,
+            search,
+            bound_budget,
+            devices,
+            units,
+        }
+    }
+
+    /// A fresh scorer over the units (its clock starts now).
+    pub fn scorer(&self) -> Scorer<'_> {
+        Scorer::new(self.problem, &self.units)
+    }
+
+    /// Reserves `bytes` of the memory budget for `what` (the search's tables); `None` when
+    /// they fit, else the outcome of a search that ran 0 of its `steps` (`"generations"`).
+    pub fn reserve(
+        &self,
+        what: &str,
+        bytes: f64,
+        method: MethodId,
+        steps: &str,
+        notes: &[String],
+    ) -> Option<Outcome> {
+        let e = self.search.reserve(what, bytes).err()?;
+        let ending = Ending {
+            stopped: Some(e),
+            what: format!("0 {steps}"),
+        };
+        Some(self.finish(method, self.scorer(), ending, notes.to_vec()))
+    }
+
+    /// The outcome ([`finish`]) with the bound computed within the bound's budget.
+    pub fn finish(
+        &self,
+        method: MethodId,
+        scorer: Scorer,
+        ending: Ending,
+        notes: Vec<String>,
+    ) -> Outcome {
+        finish(
+            method,
+            self.problem,
+            scorer,
+            ending,
+            self.bound_budget,
+            notes,
+        )
+    }
 }
 
 /// The devices in chain order: accelerators `0..k`, then CPUs `0..ℓ`.

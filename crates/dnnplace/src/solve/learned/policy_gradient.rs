@@ -39,10 +39,7 @@
 
 use super::super::baselines::SplitMix64;
 use super::decode::by_counts;
-use super::{
-    budgets, device_at, finish, group_count, objective_ceiling, unit_interval, Ending, Scorer,
-    Units,
-};
+use super::{device_at, objective_ceiling, unit_interval, Ending, Setup, Units};
 use crate::solve::{Method, MethodId, Outcome, Problem, SolveError};
 
 /// Steps without `Limits::search_steps` (HDP trains for about 1,000).
@@ -63,17 +60,10 @@ impl Method for PolicyGradient {
         MethodId::Rl
     }
 
-    fn supports(&self, _problem: &Problem) -> Result<(), String> {
-        Ok(())
-    }
-
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
-        let (search, bound_budget) = budgets(problem);
-        let w = problem.workload;
-        let d = w.devices();
-        let (k, count) = (d.accelerators, d.accelerators + d.cpus);
-        let units = Units::new(w, problem.contiguous, group_count(count), &search);
-        let mut scorer = Scorer::new(problem, &units);
+        let setup = Setup::new(problem);
+        let units = &setup.units;
+        let (k, count) = (setup.devices.k, setup.devices.count());
         let steps = problem.limits.search_steps.unwrap_or(DEFAULT_STEPS);
         let mut notes = vec![format!(
             "policy gradient, HDP-style: {} units ({}), {count} devices, seed {}",
@@ -86,16 +76,14 @@ impl Method for PolicyGradient {
             "the policy's tables ({} units × {count} devices)",
             units.len()
         );
-        if let Err(e) = search.reserve(&what, table) {
-            let ending = Ending {
-                stopped: Some(e),
-                what: "0 steps".into(),
-            };
-            return Ok(finish("rl", problem, scorer, ending, bound_budget, notes));
+        if let Some(outcome) = setup.reserve(&what, table, MethodId::Rl, "steps", &notes) {
+            return Ok(outcome);
         }
-        let mut policy = Policy::new(&units, k, count);
+        let mut scorer = setup.scorer();
+        let search = setup.search;
+        let mut policy = Policy::new(units, k, count);
         let mut rng = SplitMix64::new(problem.limits.seed);
-        let penalty = -objective_ceiling(w).sqrt();
+        let penalty = -objective_ceiling(problem.workload).sqrt();
         let mut baseline: Option<f64> = None;
         let mut adam = Adam::new(policy.theta.len());
         let (mut stopped, mut done) = (None, 0);
@@ -108,7 +96,7 @@ impl Method for PolicyGradient {
             }
             policy.sample(&mut rng, &mut labels);
             let placed = if problem.contiguous {
-                by_counts(&units, &labels, count)
+                by_counts(units, &labels, count)
             } else {
                 labels.clone()
             };
@@ -131,7 +119,7 @@ impl Method for PolicyGradient {
             stopped,
             what: format!("{done} of {steps} policy-gradient steps"),
         };
-        Ok(finish("rl", problem, scorer, ending, bound_budget, notes))
+        Ok(setup.finish(MethodId::Rl, scorer, ending, notes))
     }
 }
 

@@ -110,7 +110,7 @@ use crate::solve::budget::Budget;
 use crate::solve::cluster::brute_force::interchangeable_groups;
 use crate::solve::cluster::set_bound::set_bound;
 use crate::solve::cluster::transfers::{transfers, Transfer};
-use crate::solve::{Limits, Objective, Outcome, Problem, SolveError, Stats, Status};
+use crate::solve::{Limits, Objective, Outcome, Problem, Provenance, SolveError, Stats, Status};
 
 /// The time floor (or the largest time) is brought into `[1, 2^TIME_LOG2]`.
 const TIME_LOG2: i32 = 16;
@@ -248,7 +248,7 @@ pub fn solve(
         let node = w.node(units.groups[g].nodes[0]);
         stats.time_s = started.elapsed().as_secs_f64();
         let outcome = Outcome {
-            method: "ip".into(),
+            method: crate::solve::MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
@@ -280,13 +280,13 @@ pub fn solve(
             ));
             stats.time_s = started.elapsed().as_secs_f64();
             let outcome = Outcome {
-                method: "ip".into(),
+                method: crate::solve::MethodId::Ip,
                 placement: Some(p.clone()),
                 objective: *value,
                 bound: lower.min(*value),
                 status: Status::Optimal,
                 stats: Stats {
-                    path: Some("held".into()),
+                    provenance: Some(Provenance::Held),
                     ..stats
                 },
             };
@@ -447,7 +447,7 @@ pub fn solve(
     let solved = run_to_bound(b, &problem, started, warm.as_deref(), lower * time_scale)?;
 
     // The IP's plan, scored.
-    let mut best: Option<(f64, Placement, &'static str)> = None;
+    let mut best: Option<(f64, Placement, Provenance)> = None;
     if let Some(columns) = &solved.columns {
         let p = model.placement(&units, columns);
         match score(&p) {
@@ -462,7 +462,7 @@ pub fn solve(
                 stats
                     .notes
                     .push(format!("HiGHS incumbent objective {value}"));
-                best = Some((v, p, "ip"));
+                best = Some((v, p, Provenance::Solver));
             }
             None => stats.notes.push(
                 "the scorer rejected the IP's plan (rules or contiguity); kept the held plan"
@@ -478,10 +478,10 @@ pub fn solve(
                     .notes
                     .push("returning the held plan: the IP found nothing better".into());
             }
-            best = Some((v, p, "held"));
+            best = Some((v, p, Provenance::Held));
         }
     }
-    stats.path = best.as_ref().map(|b| b.2.to_string());
+    stats.provenance = best.as_ref().map(|b| b.2);
     match &solved.stopped {
         Some(reason) => stats
             .notes
@@ -515,7 +515,7 @@ pub fn solve(
             (solved.bound / time_scale).max(lower).max(0.0)
         };
         let outcome = Outcome {
-            method: "ip".into(),
+            method: crate::solve::MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound,
@@ -542,7 +542,7 @@ pub fn solve(
     bound = bound.min(value);
     let status = status_with_plan(&problem, &solved, value, bound, unreliable);
     let outcome = Outcome {
-        method: "ip".into(),
+        method: crate::solve::MethodId::Ip,
         placement: Some(placement),
         objective: value,
         bound,

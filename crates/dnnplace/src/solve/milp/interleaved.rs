@@ -102,7 +102,7 @@ use std::time::Instant;
 use super::stages::{recompute_data, RecomputeData};
 use super::throughput::{Load, LoadObjective};
 use super::units::{ideal_chain, units};
-use super::{finish, run_to_bound, Builder, Var};
+use super::{finish, run_to_bound, Builder, Candidate, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::recompute::{backward_input_vectors, Recompute};
 use crate::model::schedule::{compressed_order, held_bytes, Pass, Pipeline, Schedule};
@@ -130,7 +130,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     };
     if p == 0 {
         return Ok(Outcome {
-            method: "ip".into(),
+            method: crate::solve::MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
@@ -140,13 +140,14 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             stats,
         });
     }
+    let unsupported = |e: crate::model::schedule::ScheduleError| SolveError::Unsupported {
+        method: "ip".into(),
+        what: format!("{} with these sizes: {e}", pipeline.schedule),
+    };
     let vectors = (0..p)
         .map(|d| stash_vectors(&pipeline, p, d))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| SolveError::Unsupported {
-            method: "ip".into(),
-            what: format!("{} with these sizes: {e}", pipeline.schedule),
-        })?;
+        .map_err(unsupported)?;
     let columns = ((2 * p * v + p) * units.len()) as f64;
     if let Some(outcome) = super::refuse_model_size(&budget, columns, &stats) {
         return Ok(outcome);
@@ -185,10 +186,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             Some(data) if model.held_binds(&mut b, vectors, &stash) => {
                 let inputs =
                     backward_input_vectors(pipeline.schedule, p, pipeline.micro_batches, d)
-                        .map_err(|e| SolveError::Unsupported {
-                            method: "ip".into(),
-                            what: format!("{} with these sizes: {e}", pipeline.schedule),
-                        })?;
+                        .map_err(unsupported)?;
                 let r = model.add_recompute(&mut b, d, &inputs, &stash, data);
                 memory_rows += r.rows + model.add_size_row(&mut b, d);
                 Some(r)
@@ -209,16 +207,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     if problem.limits.ip.capacity_rows {
         objective.add_capacity_rows(&mut b, &all, p as f64);
     }
-    let held = problem
-        .limits
-        .warm_start
-        .as_ref()
-        .and_then(|placement| super::candidate(problem, placement.clone(), "warm start"));
-    let warm = split_plans(&units, p, v)
-        .into_iter()
-        .filter_map(|placement| super::candidate(problem, placement, "split"))
-        .chain(held)
-        .min_by(|a, b| a.score.total_cmp(&b.score));
+    let warm = warm_start(problem, &units, p, v);
     let warm_values = warm
         .as_ref()
         .and_then(|c| model.warm_values(&c.placement, &rho));
@@ -237,6 +226,21 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         .as_ref()
         .map(|values| model.placement(values, &rho));
     finish(problem, &solved, from_ip, warm, stats, started)
+}
+
+/// The best-scoring start for HiGHS: the split plans of [`split_plans`] and the problem's
+/// own warm start, each scored as a candidate.
+fn warm_start(problem: &Problem, units: &Grouping, p: usize, v: usize) -> Option<Candidate> {
+    let held = problem
+        .limits
+        .warm_start
+        .as_ref()
+        .and_then(|placement| super::candidate(problem, placement.clone(), "warm start"));
+    split_plans(units, p, v)
+        .into_iter()
+        .filter_map(|placement| super::candidate(problem, placement, "split"))
+        .chain(held)
+        .min_by(|a, b| a.score.total_cmp(&b.score))
 }
 
 /// A valid interleaved plan from the DP (the held plan of [`super::presolve`] and the

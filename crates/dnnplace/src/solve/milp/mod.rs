@@ -86,7 +86,9 @@ use std::time::Instant;
 use highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
 
 use super::budget::{Budget, Exhausted};
-use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use super::{
+    Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason, Unsupported,
+};
 use crate::model::Placement;
 use crate::score::evaluate;
 
@@ -131,16 +133,16 @@ impl Method for Ip {
         crate::solve::MethodId::Ip
     }
 
-    fn supports(&self, problem: &Problem) -> Result<(), String> {
+    fn supports(&self, problem: &Problem) -> Result<(), Unsupported> {
         if let Objective::Latency { pieces: 0 } = problem.objective {
-            return Err("latency with 0 pieces per accelerator".into());
+            return Err(Unsupported::ZeroPieces);
         }
         if problem.pipeline.is_some() {
             if problem.objective != Objective::Throughput {
-                return Err("a schedule's memory with an objective other than throughput".into());
+                return Err(Unsupported::ScheduleObjective);
             }
             if !problem.contiguous {
-                return Err("a schedule's memory in non-contiguous plans (a schedule runs one contiguous stage per device; drop --non-contiguous)".into());
+                return Err(Unsupported::ScheduleNonContiguous);
             }
             if problem.interleaved() {
                 let w = problem.workload;
@@ -151,23 +153,22 @@ impl Method for Ip {
                         pipeline.micro_batches,
                         0,
                     )
-                    .map_err(|e| {
-                        format!(
-                            "{} on {} accelerators: {e}",
-                            pipeline.schedule,
-                            w.devices().accelerators
-                        )
+                    .map_err(|e| Unsupported::ScheduleOrder {
+                        schedule: pipeline.schedule.to_string(),
+                        accelerators: w.devices().accelerators,
+                        reason: e.to_string(),
                     })?;
                 }
                 if let Some(v) = (0..w.len()).find(|&v| !w.node(v).supported_on_accelerator) {
-                    return Err(format!("the interleaved schedule with node {} ({}), which cannot run on an accelerator: every stage is a chunk of an accelerator, and CPU cores hold nothing", w.node(v).id, w.node(v).name.as_deref().unwrap_or("unnamed")));
+                    return Err(Unsupported::InterleavedCpuOnly {
+                        id: w.node(v).id,
+                        name: w.node(v).name.as_deref().unwrap_or("unnamed").into(),
+                    });
                 }
                 return Ok(());
             }
             if problem.limits.ip.contiguous_model != ContiguousModel::Stages {
-                return Err(
-                    "a schedule's memory in the positions model (--ip-experiment positions)".into(),
-                );
+                return Err(Unsupported::SchedulePositionsModel);
             }
         }
         Ok(())
@@ -799,7 +800,7 @@ pub(crate) fn refuse_model_size(budget: &Budget, columns: f64, stats: &Stats) ->
         )
         .err()
         .map(|e| Outcome {
-            method: "ip".into(),
+            method: crate::solve::MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: 0.0,
@@ -1096,7 +1097,7 @@ pub(crate) fn finish(
         ));
     }
     Ok(Outcome {
-        method: "ip".into(),
+        method: crate::solve::MethodId::Ip,
         placement: Some(best.placement),
         objective: best.score,
         bound,
@@ -1151,7 +1152,7 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
         s => Status::NoPlan { reason: stop_reason(s) },
     };
     Outcome {
-        method: "ip".into(),
+        method: crate::solve::MethodId::Ip,
         placement: None,
         objective: f64::INFINITY,
         bound: if matches!(status, Status::Infeasible { .. }) {
