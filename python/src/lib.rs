@@ -186,19 +186,17 @@ impl Workload {
         let text = hf_config_text(config)?;
         let model =
             dnnplace::costmodel::hf_config::parse_hf_config(&text, seq, batch).map_err(input)?;
-        let fallback = match model.dtype {
-            Some(DType::Bf16) => "bf16",
-            Some(DType::Fp16) => "fp16",
-            _ => "fp32",
-        };
-        let settings = cost_settings(
+        let mut settings = cost_settings(
             device,
             cpu_device,
-            dtype.unwrap_or(fallback),
+            dtype.unwrap_or("fp32"),
             training,
             accelerators,
             cpus,
         )?;
+        if dtype.is_none() {
+            settings.dtype = model.dtype.unwrap_or(settings.dtype);
+        }
         let graph = transformer_graph(&model.spec, settings.dtype).map_err(input)?;
         let w =
             to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;

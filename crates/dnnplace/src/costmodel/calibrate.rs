@@ -196,7 +196,7 @@ pub fn calibrate(
          {mu:.4}, launch_overhead_ms {launch:.5}",
         base.name,
         units.len(),
-        dtype_name(dtype)
+        dtype.name()
     );
     let (compute_bound_ops, memory_bound_ops) = fit.sides(&fitted);
     let rows: Vec<UnitFit> = units
@@ -215,22 +215,13 @@ pub fn calibrate(
         fitted_error: summary(&rows, |r| r.fitted_ms),
         base: base.clone(),
         fitted,
-        dtype: dtype_name(dtype).into(),
+        dtype: dtype.name().into(),
         units: rows,
         compute_bound_ops,
         memory_bound_ops,
         unmatched_ops,
         unmatched_measured,
     })
-}
-
-fn dtype_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Fp32 => "fp32",
-        DType::Tf32 => "tf32",
-        DType::Fp16 => "fp16",
-        DType::Bf16 => "bf16",
-    }
 }
 
 /// The measured units with their operators, the count of operators no unit holds, and the

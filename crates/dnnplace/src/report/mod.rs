@@ -8,10 +8,12 @@
 //! - [`reproduce`]: the page over every published workload (`reproduce`);
 //! - [`bench`](mod@bench): the timings of `dnnplace bench`;
 //! - [`simulation`]: a pipeline simulation as a table and as JSON (`simulate`);
+//! - [`calibration`]: a device profile fitted to a measured one (`calibrate`);
 //! - [`html`]: the visual plan report, one self-contained HTML page (`--report`), built
 //!   from the SVG [`charts`].
 
 pub mod bench;
+pub mod calibration;
 pub mod charts;
 pub mod cluster;
 pub mod compare;
