@@ -17,6 +17,8 @@
 //! - [`onnx`]: ONNX import with shape inference and module paths;
 //! - [`transformer`]: an operator-level BERT / GPT-2 / Llama generator with Hugging Face
 //!   module names;
+//! - [`parallel`]: tensor-parallel costs of the transformer's operators, Megatron-style,
+//!   as the chain a parallel layout splits;
 //! - [`synthetic`]: GPT-like and wide graphs for scale tests.
 
 pub mod calibrate;
@@ -25,6 +27,7 @@ pub mod graph;
 pub mod hf_config;
 pub mod onnx;
 pub mod operators;
+pub mod parallel;
 pub mod profiles;
 pub mod synthetic;
 pub mod training;

@@ -21,6 +21,8 @@
 //!   hyperedges (the unit model of every solver);
 //! - [`contraction`]: colour classes contracted into the forward DAG of groups that
 //!   contiguous solvers split (ideals, DP, contiguous IP, chain baselines);
+//! - [`parallel`]: parallel layouts (stages × TP × DP × ZeRO × micro-batch), the chain of
+//!   units they split, identical-machine topologies and the collective formulas;
 //! - [`layers`]: layers (`layerId` blocks) with their module names, the units a
 //!   layer-granular plan keeps whole.
 
@@ -33,6 +35,7 @@ pub mod grouping;
 pub mod layers;
 pub mod memory;
 pub mod numerics;
+pub mod parallel;
 pub mod placement;
 pub mod profiles;
 pub mod recompute;

@@ -22,6 +22,8 @@
 //! - [`milp`]: integer programs on HiGHS (non-contiguous and contiguous max-load, sync,
 //!   latency);
 //! - [`brute_force`]: exhaustive search, the oracle of the tests;
+//! - [`parallel`]: uniform parallel layouts (stages × TP × DP × ZeRO × micro-batch) on
+//!   identical machines, exactly, with its brute-force oracle;
 //! - [`compare`]: every applicable method on one workload;
 //! - [`baselines`]: the paper's baselines (PipeDream, local search, METIS, greedy,
 //!   single accelerator, expert splits).
@@ -44,6 +46,7 @@ pub mod learned;
 pub mod method;
 pub mod milp;
 pub mod outcome;
+pub mod parallel;
 
 pub use method::{method, method_by_name, method_names, methods, Method, MethodId, Unsupported};
 pub use outcome::{Outcome, Provenance, Stats, Status, StopReason};

@@ -1,0 +1,386 @@
+//! Tensor-parallel costs of the transformer generator's operators, Megatron-style: the
+//! [`ChainCosts`] of a transformer for one micro-batch size, one profile and a set of TP
+//! degrees (`docs/parallel.md`).
+//!
+//! **Splits.** At TP degree `t`, each operator of [`crate::costmodel::transformer`] is one of
+//!
+//! | split | operators | divided by `t` |
+//! | --- | --- | --- |
+//! | column-parallel Linear | `query`/`key`/`value`, `c_attn`, `q/k/v_proj`, `intermediate.dense`, `mlp.c_fc`, `gate_proj`, `up_proj`, `lm_head`, `cls.predictions.decoder` | FLOPs, weights, output |
+//! | row-parallel Linear | `attention.output.dense`, `attn.c_proj`, `o_proj`, `output.dense`, `mlp.c_proj`, `down_proj` | FLOPs, weights, input |
+//! | per head / per column | attention `scores`, `softmax`, `context`, `rotary`; the MLP activation and gating product | FLOPs, input, output |
+//! | vocabulary-parallel embedding | `word_embeddings`, `wte`, `embed_tokens` | table |
+//! | replicated | norms, residual adds, position and token-type embeddings, the embedding sum, BERT's pooler, prediction transform and NSP head | nothing |
+//!
+//! (row-parallel biases are divided with their weights: `h` elements of `h·f`.) Each
+//! operator's time at `t` is the roofline ([`crate::costmodel::operators`]) of its divided
+//! cost, its backward the one of [`crate::costmodel::training`]; at `t = 1` every number is
+//! the operator's own, so the units' times are the workload's `fpgaLatency` sums.
+//!
+//! **Collectives TP adds** (`x = b·s·h·e` bytes each): a block all-reduces twice forward
+//! (after the row-parallel attention output and MLP output) and twice backward (the
+//! gradients of the column-parallel inputs); the vocabulary-parallel embedding once forward;
+//! a head with a column-parallel projection once backward. No sequence parallelism.
+//!
+//! **Memory per device at `t`**: weights and gradients = the divided parameter bytes;
+//! optimizer state = `P·(8 + 4·[e = 2])` for the divided parameter count `P`; the stash per
+//! micro-batch = the divided forward inputs of every operator with a backward node.
+//!
+//! **Cuts**: the chain's units are the `layerId` groups in order; every operator input comes
+//! from its own unit or the one before (checked). The transfers across the cut before unit
+//! `c` are, by MODEL.md's rule, one per producer: forward, each operator of unit `c − 1` read
+//! in unit `c` (its output bytes); backward, each operator `v` of unit `c` with an input from
+//! unit `c − 1` that is not a graph input (its gradient node sends `input_bytes(v)`).
+//! Every TP rank of the receiving stage receives the whole tensor.
+//!
+//! Complexity: O(|T| · n) for `n` operators and `|T|` TP degrees.
+
+use super::graph::{Op, OpGraph};
+use super::operators::{DType, OpClass, OpCost};
+use super::profiles::DeviceProfile;
+use super::training;
+use super::transformer::{transformer_graph, TransformerSpec};
+use crate::model::parallel::{ChainCosts, CutTransfers, TpCost, Unit};
+
+/// How an operator is divided among a TP group (module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    Column,
+    Row,
+    Sharded,
+    VocabParallel,
+    Replicated,
+}
+
+const COLUMN: [&str; 11] = [
+    ".query",
+    ".key",
+    ".value",
+    ".c_attn",
+    ".q_proj",
+    ".k_proj",
+    ".v_proj",
+    ".intermediate.dense",
+    ".mlp.c_fc",
+    ".gate_proj",
+    ".up_proj",
+];
+const ROW: [&str; 5] = [
+    ".output.dense",
+    ".attn.c_proj",
+    ".mlp.c_proj",
+    ".o_proj",
+    ".down_proj",
+];
+const SHARDED: [&str; 7] = [
+    ".scores", ".softmax", ".context", ".rotary", "_act_fn", ".mlp.act", ".mlp.mul",
+];
+const VOCAB: [&str; 3] = [
+    "bert.embeddings.word_embeddings",
+    "transformer.wte",
+    "model.embed_tokens",
+];
+
+/// The split of a generated operator, by its name (module documentation).
+pub fn split_of(op: &Op) -> Split {
+    let n = op.name.as_str();
+    if op.is_input {
+        Split::Replicated
+    } else if VOCAB.contains(&n) {
+        Split::VocabParallel
+    } else if n == "lm_head"
+        || n == "cls.predictions.decoder"
+        || COLUMN.iter().any(|s| n.ends_with(s))
+    {
+        Split::Column
+    } else if ROW.iter().any(|s| n.ends_with(s)) && !n.starts_with("cls.") {
+        Split::Row
+    } else if SHARDED.iter().any(|s| n.ends_with(s)) && !n.starts_with("cls.") {
+        Split::Sharded
+    } else {
+        Split::Replicated
+    }
+}
+
+/// `cost` divided among `t` devices by `split`; `cost` itself when `t = 1`.
+pub fn divided(cost: &OpCost, split: Split, t: usize) -> OpCost {
+    if t == 1 || split == Split::Replicated {
+        return cost.clone();
+    }
+    let k = 1.0 / t as f64;
+    let (fi, fp, fo, work) = match split {
+        Split::Column => (1.0, k, k, k),
+        Split::Row => (k, k, 1.0, k),
+        Split::Sharded => (k, 1.0, k, k),
+        Split::VocabParallel => (1.0, k, 1.0, 1.0),
+        Split::Replicated => unreachable!(),
+    };
+    // A gather's table is not in its bytes moved; every other operator's parameters are.
+    let params_moved = if split == Split::VocabParallel {
+        0.0
+    } else {
+        1.0
+    };
+    let less = (1.0 - fi) * cost.input_bytes
+        + params_moved * (1.0 - fp) * cost.param_bytes
+        + (1.0 - fo) * cost.output_bytes;
+    OpCost {
+        class: cost.class,
+        flops: work * cost.flops,
+        macs: work * cost.macs,
+        bytes_moved: cost.bytes_moved - less,
+        param_bytes: fp * cost.param_bytes,
+        output_bytes: fo * cost.output_bytes,
+        input_bytes: fi * cost.input_bytes,
+    }
+}
+
+/// The TP degrees `1 ≤ t ≤ max` that `spec` can be split by: `t` divides the heads, the
+/// key/value heads and the feed-forward width.
+pub fn valid_tp_degrees(spec: &TransformerSpec, max: usize) -> Vec<usize> {
+    (1..=max)
+        .filter(|&t| {
+            spec.heads.is_multiple_of(t)
+                && spec.kv_heads.is_multiple_of(t)
+                && spec.ffn.is_multiple_of(t)
+        })
+        .collect()
+}
+
+/// The chain costs of `spec` at micro-batch `spec.batch` on `profile` (module
+/// documentation). `tp_degrees` must start with 1 and each divide the heads, the key/value
+/// heads and the feed-forward width.
+pub fn transformer_chain(
+    spec: &TransformerSpec,
+    dtype: DType,
+    profile: &DeviceProfile,
+    tp_degrees: &[usize],
+) -> Result<ChainCosts, String> {
+    if tp_degrees.first() != Some(&1) {
+        return Err("the TP degrees must start with 1".into());
+    }
+    let valid = valid_tp_degrees(spec, *tp_degrees.iter().max().unwrap_or(&1));
+    if let Some(t) = tp_degrees.iter().find(|t| !valid.contains(t)) {
+        return Err(format!(
+            "tensor-parallel degree {t} does not divide the model's heads ({}), key/value heads ({}) and feed-forward width ({})",
+            spec.heads, spec.kv_heads, spec.ffn
+        ));
+    }
+    let graph = transformer_graph(spec, dtype)?;
+    let unit_of = unit_indices(&graph)?;
+    let units = (0..=*unit_of.iter().max().unwrap_or(&0))
+        .map(|u| priced_unit(&graph, &unit_of, u, spec, dtype, profile, tp_degrees))
+        .collect::<Vec<_>>();
+    let peak = match dtype {
+        DType::Fp32 => profile.peak_fp32_flops,
+        DType::Tf32 => profile.peak_tf32_flops,
+        DType::Fp16 | DType::Bf16 => profile.peak_fp16_flops,
+    };
+    let model_flops = units.iter().map(|u| u.costs[0].flops).sum();
+    Ok(ChainCosts {
+        tp_degrees: tp_degrees.to_vec(),
+        micro_batch: spec.batch,
+        cuts: cut_transfers(&graph, &unit_of, units.len()),
+        units,
+        peak_flops: peak,
+        model_flops,
+    })
+}
+
+/// Unit index of every operator: `layerId` groups in order of first appearance; an error
+/// when an operator reads from a unit other than its own or the one before.
+fn unit_indices(graph: &OpGraph) -> Result<Vec<usize>, String> {
+    let mut ids: Vec<i64> = Vec::new();
+    let mut unit_of = Vec::with_capacity(graph.ops.len());
+    for op in &graph.ops {
+        let id = op.layer_id.unwrap_or(i64::MIN);
+        if ids.last() != Some(&id) {
+            if ids.contains(&id) {
+                return Err(format!(
+                    "operator '{}': layer {id} is not contiguous",
+                    op.name
+                ));
+            }
+            ids.push(id);
+        }
+        let u = ids.len() - 1;
+        if let Some(&bad) = op.inputs.iter().find(|&&i| unit_of[i] + 1 < u) {
+            return Err(format!(
+                "operator '{}' reads '{}' from two or more layers back: not a chain of layers",
+                op.name, graph.ops[bad].name
+            ));
+        }
+        unit_of.push(u);
+    }
+    Ok(unit_of)
+}
+
+/// Unit `u`'s costs at every TP degree.
+fn priced_unit(
+    graph: &OpGraph,
+    unit_of: &[usize],
+    u: usize,
+    spec: &TransformerSpec,
+    dtype: DType,
+    profile: &DeviceProfile,
+    tp_degrees: &[usize],
+) -> Unit {
+    let ops: Vec<&Op> = graph
+        .ops
+        .iter()
+        .zip(unit_of)
+        .filter(|(_, &x)| x == u)
+        .map(|(o, _)| o)
+        .collect();
+    let layer_id = ops[0].layer_id.unwrap_or(0);
+    let name = if layer_id < 0 {
+        "embeddings".to_string()
+    } else if layer_id as usize >= spec.layers {
+        "head".to_string()
+    } else {
+        format!("layers.{layer_id}")
+    };
+    let (forward_ar, backward_ar) = if layer_id >= 0 && (layer_id as usize) < spec.layers {
+        (2, 2)
+    } else {
+        let vocab = ops.iter().any(|o| split_of(o) == Split::VocabParallel);
+        let head = ops
+            .iter()
+            .any(|o| split_of(o) == Split::Column && o.cost.class == OpClass::Matmul);
+        (u32::from(vocab), u32::from(head && !vocab))
+    };
+    let x = (spec.batch * spec.seq * spec.hidden) as f64 * dtype.bytes();
+    let costs = tp_degrees
+        .iter()
+        .map(|&t| {
+            let mut c = unit_cost(&ops, t, dtype, profile);
+            if t > 1 {
+                (c.tp_forward_all_reduces, c.tp_backward_all_reduces) = (forward_ar, backward_ar);
+                c.tp_all_reduce_bytes = x;
+            }
+            c
+        })
+        .collect();
+    Unit {
+        name,
+        layer_id,
+        costs,
+    }
+}
+
+/// The sums over `ops` divided by `t` (module documentation).
+fn unit_cost(ops: &[&Op], t: usize, dtype: DType, profile: &DeviceProfile) -> TpCost {
+    let e = dtype.bytes();
+    let mut c = TpCost::default();
+    for op in ops {
+        let fw = divided(&op.cost, split_of(op), t);
+        c.forward_ms += fw.time_ms(profile, dtype);
+        c.flops += fw.flops;
+        c.weight_bytes += fw.param_bytes;
+        if op.is_input {
+            continue;
+        }
+        let bw = training::backward_cost(&fw);
+        c.backward_ms += bw.time_ms(profile, dtype);
+        c.flops += bw.flops;
+        let held = training::backward_memory(&fw, e);
+        c.gradient_bytes += held.gradient_bytes;
+        c.optimizer_bytes += held.optimizer_bytes;
+        c.activation_bytes += held.activation_bytes;
+    }
+    c
+}
+
+/// The transfers across every cut (module documentation).
+fn cut_transfers(graph: &OpGraph, unit_of: &[usize], units: usize) -> Vec<CutTransfers> {
+    let mut cuts = vec![CutTransfers::default(); units + 1];
+    let mut sent = vec![false; graph.ops.len()];
+    for (v, op) in graph.ops.iter().enumerate() {
+        let mut gradient = false;
+        for &u in &op.inputs {
+            if unit_of[u] + 1 == unit_of[v] {
+                if !sent[u] {
+                    sent[u] = true;
+                    cuts[unit_of[v]]
+                        .forward
+                        .push(graph.ops[u].cost.output_bytes);
+                }
+                gradient |= !graph.ops[u].is_input;
+            }
+        }
+        if gradient {
+            cuts[unit_of[v]].backward.push(op.cost.input_bytes);
+        }
+    }
+    cuts
+}
+
+/// A spec with another batch size (the micro-batch).
+pub fn with_batch(spec: &TransformerSpec, batch: usize) -> TransformerSpec {
+    TransformerSpec {
+        batch,
+        ..spec.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::costmodel::transformer::Style;
+    use crate::model::profiles::find_profile;
+
+    #[test]
+    fn a_block_divides_as_megatron_does() {
+        let spec = TransformerSpec::new(Style::Gpt2, 2, 64, 4, 16, 2);
+        let h100 = find_profile("h100", &[]).unwrap();
+        let chain = transformer_chain(&spec, DType::Fp16, &h100, &[1, 2, 4]).unwrap();
+        assert_eq!(chain.len(), 4);
+        assert_eq!(
+            chain
+                .units
+                .iter()
+                .map(|u| u.name.as_str())
+                .collect::<Vec<_>>(),
+            ["embeddings", "layers.0", "layers.1", "head"]
+        );
+        let (b, s, h) = (2.0, 16.0, 64.0);
+        let block = &chain.units[1];
+        // Matrix-product FLOPs forward: 24bsh² + 4bs²h, all divided; params 12h² + 13h of
+        // which the LayerNorms' 4h are replicated.
+        let g = transformer_graph(&spec, DType::Fp16).unwrap();
+        let fw_flops = |t: usize| -> f64 {
+            g.ops
+                .iter()
+                .filter(|o| o.layer_id == Some(0))
+                .map(|o| divided(&o.cost, split_of(o), t).flops)
+                .sum()
+        };
+        let matmul = 24.0 * b * s * h * h + 4.0 * b * s * s * h;
+        let replicated = 8.0 * 2.0 * b * s * h + 2.0 * b * s * h; // two LayerNorms, two adds
+        assert_eq!(fw_flops(1), spec.layer_flops_closed_form());
+        let rest = spec.layer_flops_closed_form() - matmul - replicated;
+        assert!((fw_flops(4) - (matmul / 4.0 + rest / 4.0 + replicated)).abs() < 1e-6);
+        let params = |t: usize| block.costs[chain.tp_index(t).unwrap()].weight_bytes / 2.0;
+        assert_eq!(params(1), 12.0 * h * h + 13.0 * h);
+        assert_eq!(params(4), (12.0 * h * h + 9.0 * h) / 4.0 + 4.0 * h);
+        assert_eq!(block.costs[2].tp_forward_all_reduces, 2);
+        assert_eq!(block.costs[2].tp_all_reduce_bytes, b * s * h * 2.0);
+        assert_eq!(block.costs[0].tp_forward_all_reduces, 0);
+        assert_eq!(chain.units[0].costs[1].tp_forward_all_reduces, 1);
+        assert_eq!(chain.units[3].costs[1].tp_backward_all_reduces, 1);
+        // The cut before block 1 carries x forward, and two gradients back (ln_1 and the
+        // residual add both read x).
+        assert_eq!(chain.cuts[2].forward, vec![b * s * h * 2.0]);
+        assert_eq!(chain.cuts[2].backward.len(), 2);
+    }
+
+    #[test]
+    fn degrees_that_do_not_divide_are_refused() {
+        let mut spec = TransformerSpec::new(Style::Llama, 2, 64, 8, 16, 1);
+        spec.kv_heads = 2;
+        let h100 = find_profile("h100", &[]).unwrap();
+        assert_eq!(valid_tp_degrees(&spec, 8), vec![1, 2]);
+        let e = transformer_chain(&spec, DType::Bf16, &h100, &[1, 4]).unwrap_err();
+        assert!(e.contains("degree 4"), "{e}");
+    }
+}

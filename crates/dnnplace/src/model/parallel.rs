@@ -1,0 +1,392 @@
+//! Parallel layouts: pipeline stages, each on `t·d` accelerators — `d` data-parallel
+//! replicas of a tensor-parallel group of `t` devices — with ZeRO sharding, a micro-batch
+//! size and a pipeline schedule. `docs/parallel.md` states the model in full; this module
+//! holds its data and its collective formulas, [`crate::score::parallel`] prices a layout,
+//! [`crate::solve::parallel`] searches them.
+//!
+//! **The chain.** A model is a chain of *units* `0..U` (the transformer's embeddings, its
+//! blocks and its head: one unit per `layerId`). A stage holds a contiguous range of units.
+//! [`ChainCosts`] holds, for one micro-batch size `b` and one accelerator profile, every
+//! unit's [`TpCost`] at every allowed TP degree `t`, and the transfers that cross each cut
+//! between units (one entry per producing operator, MODEL.md's rule: each producer's
+//! output counted once per receiving stage).
+//!
+//! **Devices.** A [`Topology`] is `machines × per_machine` accelerators of one type, with a
+//! peer link inside a machine (or, without one, the host link: transfers staged through host
+//! memory), and a network link between machines. Stage `s` occupies the devices
+//! `first_s .. first_s + t·d`; replica `r`, TP rank `j` is device `first_s + r·t + j` (TP
+//! innermost, then DP, then PP: Megatron-LM's default order). A TP group never spans
+//! machines (`t` divides `per_machine`, and stages start at multiples of `t`).
+//!
+//! **Collectives** on a link of bandwidth `B` (bytes/s) and latency `λ` (ms), among `n`
+//! devices, of a tensor of `x` bytes (ring algorithms):
+//!
+//! ```text
+//! all-reduce(x, n)      = 2(n − 1)·λ + 2(n − 1)/n · x / B        (0 when n = 1)
+//! all-gather(x, n)      =  (n − 1)·λ +  (n − 1)/n · x / B        (x = the gathered size)
+//! reduce-scatter(x, n)  =  all-gather(x, n)
+//! transfer(x)           =  λ + x / B                              (0 when x = 0)
+//! ```
+//!
+//! A collective among devices of one machine runs on its peer link (host link without
+//! one), otherwise on the network link (per device: rail-optimised networks give each
+//! accelerator its own NIC).
+
+use std::ops::Range;
+
+use super::cluster::{Cluster, Link};
+use super::schedule::Schedule;
+
+/// ZeRO sharding of the data-parallel replicas' training state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Zero {
+    /// Every replica holds everything; gradients are all-reduced.
+    Off,
+    /// ZeRO-1: optimizer state divided by `d`.
+    Optimizer,
+    /// ZeRO-2: optimizer state and gradients divided by `d`.
+    Gradients,
+    /// ZeRO-3: optimizer state, gradients and weights divided by `d`; weights all-gathered
+    /// for every micro-batch's forward and backward.
+    Parameters,
+}
+
+impl Zero {
+    /// Every stage, in order.
+    pub const ALL: [Zero; 4] = [
+        Zero::Off,
+        Zero::Optimizer,
+        Zero::Gradients,
+        Zero::Parameters,
+    ];
+
+    /// The ZeRO stage number 0–3.
+    pub fn stage(self) -> u8 {
+        self as u8
+    }
+
+    /// The stage of number `n` (0–3).
+    pub fn from_stage(n: u8) -> Option<Zero> {
+        Zero::ALL.get(n as usize).copied()
+    }
+}
+
+/// One unit's costs at one TP degree, per micro-batch, per device of the TP group.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct TpCost {
+    /// Forward time, ms.
+    pub forward_ms: f64,
+    /// Backward time, ms.
+    pub backward_ms: f64,
+    /// Forward plus backward FLOPs one device runs.
+    pub flops: f64,
+    /// Weights one device holds, bytes.
+    pub weight_bytes: f64,
+    /// Gradients one device holds, bytes.
+    pub gradient_bytes: f64,
+    /// Optimizer state one device holds, bytes.
+    pub optimizer_bytes: f64,
+    /// Activations one device stashes for the backward pass, bytes per micro-batch.
+    pub activation_bytes: f64,
+    /// All-reduces TP adds to the forward pass (0 when `t = 1`).
+    pub tp_forward_all_reduces: u32,
+    /// All-reduces TP adds to the backward pass.
+    pub tp_backward_all_reduces: u32,
+    /// Bytes of each of those all-reduces.
+    pub tp_all_reduce_bytes: f64,
+}
+
+/// One unit of the chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unit {
+    /// Display name (`embeddings`, `layers.3`, `head`).
+    pub name: String,
+    /// The `layerId` of its operators.
+    pub layer_id: i64,
+    /// Its costs at each of [`ChainCosts::tp_degrees`], in that order.
+    pub costs: Vec<TpCost>,
+}
+
+/// The transfers crossing the cut before one unit: bytes per producing operator.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct CutTransfers {
+    /// Forward outputs of units before the cut read after it.
+    pub forward: Vec<f64>,
+    /// Gradients computed after the cut for inputs produced before it.
+    pub backward: Vec<f64>,
+}
+
+/// Every unit's costs for one micro-batch size on one accelerator profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainCosts {
+    /// TP degrees the costs are given for, ascending, starting with 1.
+    pub tp_degrees: Vec<usize>,
+    /// Samples per micro-batch `b`.
+    pub micro_batch: usize,
+    pub units: Vec<Unit>,
+    /// `cuts[c]`: the transfers across the cut before unit `c` (`c = 1..U`; `cuts[0]` and
+    /// `cuts[U]` are empty). Length `U + 1`.
+    pub cuts: Vec<CutTransfers>,
+    /// Peak FLOP/s of one device for the model's dtype (matrix products), for MFU.
+    pub peak_flops: f64,
+    /// Forward plus backward FLOPs of one micro-batch of the whole model (`t = 1`).
+    pub model_flops: f64,
+}
+
+impl ChainCosts {
+    /// Index of TP degree `t` in [`ChainCosts::tp_degrees`].
+    pub fn tp_index(&self, t: usize) -> Option<usize> {
+        self.tp_degrees.iter().position(|&x| x == t)
+    }
+
+    /// Number of units `U`.
+    pub fn len(&self) -> usize {
+        self.units.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.units.is_empty()
+    }
+}
+
+/// Identical machines of one accelerator type (module documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Topology {
+    pub machines: usize,
+    pub per_machine: usize,
+    /// Memory of one accelerator, bytes.
+    pub memory_bytes: f64,
+    /// The accelerator type's display name and profile.
+    pub type_name: String,
+    pub profile: String,
+    pub peer: Option<Link>,
+    pub host: Link,
+    pub network: Link,
+}
+
+impl Topology {
+    /// The topology of a cluster whose machines all hold the same number of accelerators
+    /// of one type, with equal links; an error naming the first difference otherwise.
+    pub fn from_cluster(cluster: &Cluster) -> Result<Topology, String> {
+        let types = cluster.types();
+        if types.len() != 1 {
+            let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "parallel layouts need one accelerator type; the cluster has {} ({})",
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        let machines: Vec<_> = cluster
+            .machines()
+            .iter()
+            .filter(|m| !m.accelerators.is_empty())
+            .collect();
+        let first = machines[0];
+        let count = |m: &super::Machine| m.accelerators.iter().map(|a| a.1).sum::<usize>();
+        for m in &machines[1..] {
+            if count(m) != count(first) {
+                return Err(format!(
+                    "parallel layouts need machines of equal size; machine '{}' has {} accelerators, '{}' has {}",
+                    m.name,
+                    count(m),
+                    first.name,
+                    count(first)
+                ));
+            }
+            if m.peer != first.peer || m.network != first.network || m.host != first.host {
+                return Err(format!(
+                    "parallel layouts need machines with equal links; '{}' differs from '{}'",
+                    m.name, first.name
+                ));
+            }
+        }
+        Ok(Topology {
+            machines: machines.len(),
+            per_machine: count(first),
+            memory_bytes: types[0].memory_bytes,
+            type_name: types[0].name.clone(),
+            profile: types[0].profile.clone(),
+            peer: first.peer,
+            host: first.host,
+            network: first.network,
+        })
+    }
+
+    /// Accelerators in all.
+    pub fn devices(&self) -> usize {
+        self.machines * self.per_machine
+    }
+
+    /// The machine of device `d`.
+    pub fn machine_of(&self, d: usize) -> usize {
+        d / self.per_machine
+    }
+
+    /// The link inside a machine: the peer link, or the host link without one.
+    pub fn intra_link(&self) -> Link {
+        self.peer.unwrap_or(self.host)
+    }
+
+    /// The link a collective among `devices` runs on (module documentation).
+    pub fn link_among(&self, devices: impl IntoIterator<Item = usize>) -> Link {
+        let mut machines = devices.into_iter().map(|d| self.machine_of(d));
+        let first = machines.next();
+        if machines.all(|m| Some(m) == first) {
+            self.intra_link()
+        } else {
+            self.network
+        }
+    }
+}
+
+/// One stage of a layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StageLayout {
+    /// The units it holds.
+    pub units: Range<usize>,
+    /// TP degree `t`.
+    pub tensor_parallel: usize,
+    /// DP degree `d`.
+    pub data_parallel: usize,
+    /// Its first device; it holds `first_device .. first_device + t·d`.
+    pub first_device: usize,
+}
+
+impl StageLayout {
+    /// Devices it occupies, `t·d`.
+    pub fn width(&self) -> usize {
+        self.tensor_parallel * self.data_parallel
+    }
+
+    /// Device of replica `r`, TP rank `j`.
+    pub fn device(&self, r: usize, j: usize) -> usize {
+        self.first_device + r * self.tensor_parallel + j
+    }
+
+    /// Every device of the stage, replica by replica.
+    pub fn devices(&self) -> Range<usize> {
+        self.first_device..self.first_device + self.width()
+    }
+}
+
+/// A parallel layout (module documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    pub stages: Vec<StageLayout>,
+    /// Samples per micro-batch `b`.
+    pub micro_batch: usize,
+    /// Samples per iteration `B`.
+    pub global_batch: usize,
+    pub zero: Zero,
+    /// GPipe or 1F1B.
+    pub schedule: Schedule,
+}
+
+impl Layout {
+    /// Stages placed back to back from device 0, every stage with TP `t` and DP `d`, split
+    /// before each unit of `cuts` (ascending, inside `1..units`).
+    pub fn uniform(
+        units: usize,
+        cuts: &[usize],
+        t: usize,
+        d: usize,
+        micro_batch: usize,
+        global_batch: usize,
+        zero: Zero,
+        schedule: Schedule,
+    ) -> Layout {
+        let bounds: Vec<usize> = std::iter::once(0)
+            .chain(cuts.iter().copied())
+            .chain(std::iter::once(units))
+            .collect();
+        let stages = bounds
+            .windows(2)
+            .enumerate()
+            .map(|(s, w)| StageLayout {
+                units: w[0]..w[1],
+                tensor_parallel: t,
+                data_parallel: d,
+                first_device: s * t * d,
+            })
+            .collect();
+        Layout {
+            stages,
+            micro_batch,
+            global_batch,
+            zero,
+            schedule,
+        }
+    }
+
+    /// Accelerators used.
+    pub fn devices_used(&self) -> usize {
+        self.stages.iter().map(StageLayout::width).sum()
+    }
+
+    /// Micro-batches one replica of a stage with DP `d` runs per iteration, `B / (d·b)`,
+    /// when that is a whole number ≥ 1.
+    pub fn micro_batches(&self, d: usize) -> Option<usize> {
+        let per = d * self.micro_batch;
+        (per > 0 && self.global_batch % per == 0 && self.global_batch >= per)
+            .then(|| self.global_batch / per)
+    }
+}
+
+/// One transfer of `bytes` over `link`, ms (0 when nothing moves).
+pub fn transfer_ms(link: Link, bytes: f64) -> f64 {
+    if bytes == 0.0 {
+        0.0
+    } else {
+        link.latency_ms + 1e3 * bytes / link.bytes_per_s
+    }
+}
+
+/// Ring all-reduce of `bytes` among `n` devices on `link`, ms.
+pub fn all_reduce_ms(link: Link, bytes: f64, n: usize) -> f64 {
+    if n <= 1 || bytes == 0.0 {
+        return 0.0;
+    }
+    let k = (n - 1) as f64;
+    2.0 * k * link.latency_ms + 1e3 * (2.0 * k / n as f64) * bytes / link.bytes_per_s
+}
+
+/// Ring all-gather (or reduce-scatter) of a `bytes` tensor among `n` devices, ms.
+pub fn all_gather_ms(link: Link, bytes: f64, n: usize) -> f64 {
+    if n <= 1 || bytes == 0.0 {
+        return 0.0;
+    }
+    let k = (n - 1) as f64;
+    k * link.latency_ms + 1e3 * (k / n as f64) * bytes / link.bytes_per_s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collectives_by_hand() {
+        let l = Link {
+            bytes_per_s: 1e9,
+            latency_ms: 0.5,
+        };
+        // 4 devices, 1 GB: 2·3·0.5 + 1e3·(6/4)·1 = 3 + 1500.
+        assert_eq!(all_reduce_ms(l, 1e9, 4), 1503.0);
+        assert_eq!(all_gather_ms(l, 1e9, 4), 1.5 + 750.0);
+        assert_eq!(all_reduce_ms(l, 1e9, 1), 0.0);
+        assert_eq!(transfer_ms(l, 2e6), 2.5);
+        assert_eq!(transfer_ms(l, 0.0), 0.0);
+    }
+
+    #[test]
+    fn uniform_layouts_are_back_to_back() {
+        let l = Layout::uniform(10, &[3, 7], 2, 4, 1, 64, Zero::Off, Schedule::OneFOneB);
+        assert_eq!(l.stages.len(), 3);
+        assert_eq!(l.stages[1].units, 3..7);
+        assert_eq!(l.stages[2].first_device, 16);
+        assert_eq!(l.stages[2].device(1, 1), 19);
+        assert_eq!(l.devices_used(), 24);
+        assert_eq!(l.micro_batches(4), Some(16));
+        assert_eq!(l.micro_batches(3), None);
+    }
+}

@@ -1,0 +1,347 @@
+//! The independent evaluator of parallel layouts ([`crate::model::parallel`]): every
+//! stage's time per micro-batch, DP sync, memory per device, and the layout's iteration time,
+//! time per sample, TFLOP/s per device and MFU, summed unit by unit from the chain's costs.
+//!
+//! For stage `s` with units `U_s`, TP `t`, DP `d`, on a [`Topology`]:
+//!
+//! ```text
+//! compute_s  = Σ_{u ∈ U_s} (forward_u(t) + backward_u(t))
+//! tp_s       = Σ_u (ar_fw_u + ar_bw_u) · all-reduce(x_u, t)               on the peer link
+//! transfer_s = Σ_{forward producers before s} transfer(x) over the link from s − 1
+//!            + Σ_{gradient producers after s} transfer(x) over the link from s + 1
+//!            (+ the sender's host-link transfer of what it sends, on machines without a
+//!              peer link: MODEL.md's push-once)
+//! gather_s   = 2 · all-gather(W_s, d)      (ZeRO-3: weights gathered forward and backward)
+//! T_s        = compute_s + tp_s + transfer_s + gather_s                   (per micro-batch)
+//! sync_s     = all-reduce(G_s, d)  (ZeRO 0–2: reduce-scatter + all-gather, the same volume)
+//!            | reduce-scatter(G_s, d)  (ZeRO-3)
+//! ```
+//!
+//! on the link the stage's replicas span. `W_s`, `G_s`, `O_s`: the weights, gradients and
+//! optimizer state of one device before ZeRO; ZeRO-1 divides `O_s` by `d`, ZeRO-2 also
+//! `G_s`, ZeRO-3 also `W_s`. Memory per device = `W + G + O + in_flight · A_s` with `A_s`
+//! the stash per micro-batch and `in_flight` the schedule's ([`in_flight`]: GPipe `m`,
+//! 1F1B `min(m, p − s)`). With `m_s = B / (d_s·b)` micro-batches per replica:
+//!
+//! ```text
+//! time per sample = max_s (m_s · T_s + sync_s) / B                 (the bottleneck stage)
+//! iteration       = Σ_s T_s + (m − 1) · max_s T_s + max_s sync_s   (every d_s equal: m_s = m)
+//! ```
+//!
+//! The iteration formula is the makespan of GPipe and 1F1B when every stage takes the same
+//! time (`(m + p − 1)·T`) and the pipeline's fill, steady state and drain otherwise; the DP
+//! sync starts after the flush (not overlapped). With `t = d = 1`, `b = B = 1` the time
+//! per sample is MODEL.md's maximum load on a machine with a peer link: the receiving
+//! stage pays each producer's transfer once, the sender nothing.
+
+use crate::model::parallel::{
+    all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, StageLayout, Topology, Zero,
+};
+use crate::model::schedule::{in_flight, Schedule};
+use crate::model::Link;
+
+/// Why a layout cannot be scored.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum LayoutError {
+    #[error("stage {stage}: units {start}..{end} do not continue the previous stage or leave the chain of {units} units")]
+    Units {
+        stage: usize,
+        start: usize,
+        end: usize,
+        units: usize,
+    },
+    #[error("stage {stage}: tensor-parallel degree {t} has no costs (available: {available:?})")]
+    TensorParallel {
+        stage: usize,
+        t: usize,
+        available: Vec<usize>,
+    },
+    #[error("stage {stage}: tensor-parallel degree {t} does not divide the {per_machine} accelerators of a machine (a TP group never spans machines)")]
+    SpansMachines {
+        stage: usize,
+        t: usize,
+        per_machine: usize,
+    },
+    #[error("stage {stage}: data-parallel degree must be at least 1")]
+    DataParallel { stage: usize },
+    #[error("stage {stage}: devices {start}..{end} overlap the previous stage, are not aligned to t = {t}, or leave the {devices} accelerators")]
+    Devices {
+        stage: usize,
+        start: usize,
+        end: usize,
+        t: usize,
+        devices: usize,
+    },
+    #[error("stage {stage}: the global batch {global} is not a multiple of d·b = {per}")]
+    Batch {
+        stage: usize,
+        global: usize,
+        per: usize,
+    },
+    #[error("the layout uses micro-batch {layout} but the costs are for micro-batch {costs}")]
+    MicroBatch { layout: usize, costs: usize },
+    #[error("parallel layouts run GPipe or 1F1B, not {0}")]
+    Schedule(String),
+    #[error("a layout needs at least one stage")]
+    Empty,
+}
+
+/// One stage's figures (module documentation).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct StageScore {
+    pub compute_ms: f64,
+    pub tensor_parallel_ms: f64,
+    pub transfer_ms: f64,
+    /// ZeRO-3's weight all-gathers per micro-batch.
+    pub gather_ms: f64,
+    /// `T_s`: the sum of the four above.
+    pub micro_batch_ms: f64,
+    /// DP sync per iteration.
+    pub dp_sync_ms: f64,
+    /// `m_s`.
+    pub micro_batches: usize,
+    /// Micro-batches whose stash the stage holds at once.
+    pub in_flight: usize,
+    pub weight_bytes: f64,
+    pub gradient_bytes: f64,
+    pub optimizer_bytes: f64,
+    /// `in_flight · A_s`.
+    pub activation_bytes: f64,
+    /// Per device: the four above summed.
+    pub memory_bytes: f64,
+    pub fits: bool,
+    /// `(m_s · T_s + sync_s) / B`.
+    pub time_per_sample_ms: f64,
+}
+
+/// A layout's figures (module documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayoutScore {
+    pub stages: Vec<StageScore>,
+    pub time_per_sample_ms: f64,
+    /// When every stage has the same DP degree.
+    pub iteration_ms: Option<f64>,
+    pub devices_used: usize,
+    /// Model FLOPs per second per device used, TFLOP/s.
+    pub tflops_per_device: f64,
+    /// `tflops_per_device` over the device's peak.
+    pub mfu: f64,
+    /// Every stage fits its memory.
+    pub fits: bool,
+}
+
+/// Scores `layout` (module documentation); an error when it is not a layout of `chain` on
+/// `topo`.
+pub fn score_layout(
+    chain: &ChainCosts,
+    topo: &Topology,
+    layout: &Layout,
+) -> Result<LayoutScore, LayoutError> {
+    check_layout(chain, topo, layout)?;
+    let p = layout.stages.len();
+    let mut stages = Vec::with_capacity(p);
+    for s in 0..p {
+        stages.push(score_stage(chain, topo, layout, s));
+    }
+    let time_per_sample_ms = stages
+        .iter()
+        .map(|s| s.time_per_sample_ms)
+        .fold(0.0, f64::max);
+    let d0 = layout.stages[0].data_parallel;
+    let iteration_ms = layout
+        .stages
+        .iter()
+        .all(|s| s.data_parallel == d0)
+        .then(|| {
+            let m = stages[0].micro_batches as f64;
+            let sum: f64 = stages.iter().map(|s| s.micro_batch_ms).sum();
+            let max = stages.iter().map(|s| s.micro_batch_ms).fold(0.0, f64::max);
+            let sync = stages.iter().map(|s| s.dp_sync_ms).fold(0.0, f64::max);
+            sum + (m - 1.0) * max + sync
+        });
+    let devices_used = layout.devices_used();
+    let per_sample_flops = chain.model_flops / chain.micro_batch as f64;
+    let seconds_per_sample =
+        1e-3 * iteration_ms.map_or(time_per_sample_ms, |i| i / layout.global_batch as f64);
+    let rate = per_sample_flops / seconds_per_sample / devices_used as f64;
+    Ok(LayoutScore {
+        fits: stages.iter().all(|s| s.fits),
+        stages,
+        time_per_sample_ms,
+        iteration_ms,
+        devices_used,
+        tflops_per_device: rate / 1e12,
+        mfu: rate / chain.peak_flops,
+    })
+}
+
+/// The layout's rules, each failure named ([`LayoutError`]).
+fn check_layout(chain: &ChainCosts, topo: &Topology, layout: &Layout) -> Result<(), LayoutError> {
+    if layout.stages.is_empty() {
+        return Err(LayoutError::Empty);
+    }
+    if !matches!(layout.schedule, Schedule::GPipe | Schedule::OneFOneB) {
+        return Err(LayoutError::Schedule(layout.schedule.to_string()));
+    }
+    if layout.micro_batch != chain.micro_batch {
+        return Err(LayoutError::MicroBatch {
+            layout: layout.micro_batch,
+            costs: chain.micro_batch,
+        });
+    }
+    let (mut next_unit, mut next_device) = (0, 0);
+    for (i, s) in layout.stages.iter().enumerate() {
+        let (t, d) = (s.tensor_parallel, s.data_parallel);
+        let last = i + 1 == layout.stages.len();
+        if s.units.start != next_unit
+            || s.units.end <= s.units.start
+            || s.units.end > chain.len()
+            || (last && s.units.end != chain.len())
+        {
+            return Err(LayoutError::Units {
+                stage: i,
+                start: s.units.start,
+                end: s.units.end,
+                units: chain.len(),
+            });
+        }
+        if chain.tp_index(t).is_none() {
+            return Err(LayoutError::TensorParallel {
+                stage: i,
+                t,
+                available: chain.tp_degrees.clone(),
+            });
+        }
+        if !topo.per_machine.is_multiple_of(t) {
+            return Err(LayoutError::SpansMachines {
+                stage: i,
+                t,
+                per_machine: topo.per_machine,
+            });
+        }
+        if d == 0 {
+            return Err(LayoutError::DataParallel { stage: i });
+        }
+        let end = s.first_device + s.width();
+        if s.first_device < next_device || !s.first_device.is_multiple_of(t) || end > topo.devices()
+        {
+            return Err(LayoutError::Devices {
+                stage: i,
+                start: s.first_device,
+                end,
+                t,
+                devices: topo.devices(),
+            });
+        }
+        if layout.micro_batches(d).is_none() {
+            return Err(LayoutError::Batch {
+                stage: i,
+                global: layout.global_batch,
+                per: d * layout.micro_batch,
+            });
+        }
+        next_unit = s.units.end;
+        next_device = end;
+    }
+    Ok(())
+}
+
+/// The link between two neighbouring stages: the network when any device of `b` pairs with
+/// a device of `a` on another machine (device `k` of `b` with device `k mod width(a)` of `a`).
+fn boundary_link(topo: &Topology, a: &StageLayout, b: &StageLayout) -> Link {
+    let crosses = b
+        .devices()
+        .enumerate()
+        .any(|(k, dev)| topo.machine_of(dev) != topo.machine_of(a.first_device + k % a.width()));
+    if crosses {
+        topo.network
+    } else {
+        topo.intra_link()
+    }
+}
+
+/// Stage `s`'s figures.
+fn score_stage(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -> StageScore {
+    let st = &layout.stages[s];
+    let (t, d) = (st.tensor_parallel, st.data_parallel);
+    let ti = chain.tp_index(t).expect("checked");
+    let tp_link = topo.intra_link();
+    let mut out = StageScore::default();
+    let (mut weights, mut grads, mut optimizer, mut stash) = (0.0, 0.0, 0.0, 0.0);
+    for u in st.units.clone() {
+        let c = &chain.units[u].costs[ti];
+        out.compute_ms += c.forward_ms + c.backward_ms;
+        let collectives = (c.tp_forward_all_reduces + c.tp_backward_all_reduces) as f64;
+        out.tensor_parallel_ms += collectives * all_reduce_ms(tp_link, c.tp_all_reduce_bytes, t);
+        weights += c.weight_bytes;
+        grads += c.gradient_bytes;
+        optimizer += c.optimizer_bytes;
+        stash += c.activation_bytes;
+    }
+    out.transfer_ms = stage_transfers(chain, topo, layout, s);
+    let dp_link = topo.link_among((0..d).map(|r| st.device(r, 0)));
+    if layout.zero == Zero::Parameters {
+        out.gather_ms = 2.0 * all_gather_ms(dp_link, weights, d);
+        out.dp_sync_ms = all_gather_ms(dp_link, grads, d);
+    } else {
+        out.dp_sync_ms = all_reduce_ms(dp_link, grads, d);
+    }
+    out.micro_batch_ms = out.compute_ms + out.tensor_parallel_ms + out.transfer_ms + out.gather_ms;
+    let m = layout.micro_batches(d).expect("checked");
+    let p = layout.stages.len();
+    out.micro_batches = m;
+    out.in_flight = in_flight(layout.schedule, p, m, s);
+    let z = layout.zero;
+    let shard = |x: f64, from: Zero| if z >= from { x / d as f64 } else { x };
+    out.weight_bytes = shard(weights, Zero::Parameters);
+    out.gradient_bytes = shard(grads, Zero::Gradients);
+    out.optimizer_bytes = shard(optimizer, Zero::Optimizer);
+    out.activation_bytes = out.in_flight as f64 * stash;
+    out.memory_bytes =
+        out.weight_bytes + out.gradient_bytes + out.optimizer_bytes + out.activation_bytes;
+    out.fits = out.memory_bytes <= topo.memory_bytes;
+    out.time_per_sample_ms =
+        (m as f64 * out.micro_batch_ms + out.dp_sync_ms) / layout.global_batch as f64;
+    out
+}
+
+/// What stage `s` pays to receive from its neighbours, and, on machines without a peer link,
+/// to stage what it sends through host memory (module documentation).
+fn stage_transfers(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -> f64 {
+    let st = &layout.stages[s];
+    let staged = topo.peer.is_none();
+    let mut ms = 0.0;
+    if s > 0 {
+        let link = boundary_link(topo, &layout.stages[s - 1], st);
+        let cut = &chain.cuts[st.units.start];
+        ms += cut
+            .forward
+            .iter()
+            .map(|&x| transfer_ms(link, x))
+            .sum::<f64>();
+        if staged {
+            ms += cut
+                .backward
+                .iter()
+                .map(|&x| transfer_ms(topo.host, x))
+                .sum::<f64>();
+        }
+    }
+    if s + 1 < layout.stages.len() {
+        let link = boundary_link(topo, st, &layout.stages[s + 1]);
+        let cut = &chain.cuts[st.units.end];
+        ms += cut
+            .backward
+            .iter()
+            .map(|&x| transfer_ms(link, x))
+            .sum::<f64>();
+        if staged {
+            ms += cut
+                .forward
+                .iter()
+                .map(|&x| transfer_ms(topo.host, x))
+                .sum::<f64>();
+        }
+    }
+    ms
+}

@@ -1,0 +1,59 @@
+//! The oracle for [`super::plan_uniform`]: every uniform layout of a [`Space`] — every
+//! micro-batch size, TP degree, DP degree, ZeRO stage (all four when the space leaves it
+//! free), stage count and set of cut positions — built as a [`Layout`] and scored by the
+//! independent evaluator [`crate::score::parallel`]; the best one that fits. Right by
+//! construction: it shares no arithmetic with the search. O(Σ 2^(U−1)) layouts: small
+//! chains only.
+
+use super::{objective_value, Objective, Space};
+use crate::model::parallel::{ChainCosts, Layout, Topology, Zero};
+use crate::score::parallel::score_layout;
+
+/// The best uniform layout of `space` and its value, `None` when none fits.
+pub fn brute_force_uniform(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    objective: Objective,
+) -> Option<(Layout, f64)> {
+    let devices = space.max_devices.min(topo.devices());
+    let zeros: Vec<Zero> = space.zero.map_or(Zero::ALL.to_vec(), |z| vec![z]);
+    let mut best: Option<(Layout, f64)> = None;
+    for chain in chains {
+        let n = chain.len();
+        for &t in &space.tensor_parallel {
+            for d in 1..=devices {
+                if space.data_parallel.is_some_and(|x| x != d) {
+                    continue;
+                }
+                for &z in &zeros {
+                    for mask in 0u64..(1u64 << (n - 1)) {
+                        let cuts: Vec<usize> =
+                            (1..n).filter(|c| mask >> (c - 1) & 1 == 1).collect();
+                        if (cuts.len() + 1) * t * d > devices {
+                            continue;
+                        }
+                        let layout = Layout::uniform(
+                            n,
+                            &cuts,
+                            t,
+                            d,
+                            chain.micro_batch,
+                            space.global_batch,
+                            z,
+                            space.schedule,
+                        );
+                        let Ok(score) = score_layout(chain, topo, &layout) else {
+                            continue;
+                        };
+                        let v = objective_value(&score, objective);
+                        if score.fits && best.as_ref().is_none_or(|b| v < b.1) {
+                            best = Some((layout, v));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    best
+}

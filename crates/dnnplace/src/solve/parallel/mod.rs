@@ -1,0 +1,281 @@
+//! The search over uniform parallel layouts (`docs/parallel.md`): every stage with the same
+//! TP degree `t` and DP degree `d` — what Megatron-LM, DeepSpeed, vLLM and torchtitan run —
+//! over every `(b, t, d, ZeRO, p)` with `p·t·d` ≤ the devices, each `p` split optimally by
+//! [`partition`].
+//!
+//! **Exactness.** Every configuration has a lower bound that every split of it respects
+//! (`C` = the chain's compute and TP time per micro-batch, `m = B/(d·b)`):
+//! iteration `≥ C + (m − 1)·C/p`, time per sample `≥ m·C/(p·B)`. Configurations are
+//! solved in increasing bound order; once the next bound reaches the best value found,
+//! every remaining configuration is proven no better and the plan is optimal. A run
+//! stopped by the budget reports the smaller of the best value and the next bound as its
+//! bound. ZeRO 0, 1 and 2 take the same time (ZeRO-1/2's reduce-scatter plus all-gather
+//! moves what an all-reduce moves) and ZeRO-2 needs the least memory of the three, so
+//! `auto` searches ZeRO-2 and ZeRO-3 and then lowers the plan's stage to the smallest
+//! that still fits; with `d = 1` every stage is ZeRO-0.
+//!
+//! The plan is re-scored by [`crate::score::parallel`]; a value that differs from the
+//! search's by more than 1e-9 relative is an error, never a plan.
+
+pub mod brute_force;
+pub mod partition;
+
+use crate::model::parallel::{ChainCosts, Layout, Topology, Zero};
+use crate::model::schedule::Schedule;
+use crate::score::parallel::{score_layout, LayoutScore};
+use crate::solve::budget::Budget;
+use crate::solve::{Status, StopReason};
+use partition::{best_split, Coster};
+pub use partition::{Config, Objective};
+
+/// What the search may choose.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Space {
+    /// Candidate TP degrees (each must have costs in the chains).
+    pub tensor_parallel: Vec<usize>,
+    /// A fixed DP degree, or `None` for every one that fits.
+    pub data_parallel: Option<usize>,
+    /// A fixed ZeRO stage, or `None` for the best.
+    pub zero: Option<Zero>,
+    /// Candidate micro-batch sizes.
+    pub micro_batches: Vec<usize>,
+    pub global_batch: usize,
+    pub schedule: Schedule,
+    /// The most devices a layout may use.
+    pub max_devices: usize,
+}
+
+/// A chosen layout with its figures and the chain it was priced on.
+#[derive(Clone, Debug)]
+pub struct ParallelPlan {
+    pub layout: Layout,
+    pub score: LayoutScore,
+    pub chain: ChainCosts,
+}
+
+/// The outcome of a search.
+#[derive(Clone, Debug)]
+pub struct ParallelOutcome {
+    pub plan: Option<ParallelPlan>,
+    /// The plan's value, ms (infinite without one).
+    pub value: f64,
+    /// A proven lower bound on every layout of the space, ms.
+    pub bound: f64,
+    pub status: Status,
+    /// Configurations `(b, t, d, ZeRO, p)` whose split was solved, and in all.
+    pub configs_solved: usize,
+    pub configs: usize,
+    pub elapsed_s: f64,
+}
+
+impl ParallelOutcome {
+    /// `(value − bound) / value`, 0 when optimal.
+    pub fn gap(&self) -> f64 {
+        if self.value.is_finite() && self.value > 0.0 {
+            ((self.value - self.bound) / self.value).max(0.0)
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// The value of `score` under `objective`.
+pub fn objective_value(score: &LayoutScore, objective: Objective) -> f64 {
+    match objective {
+        Objective::Iteration => score.iteration_ms.unwrap_or(f64::INFINITY),
+        Objective::TimePerSample => score.time_per_sample_ms,
+    }
+}
+
+/// ZeRO stages the search tries for DP degree `d` (module documentation).
+fn zero_stages(space: &Space, d: usize) -> Vec<Zero> {
+    match space.zero {
+        Some(z) => vec![z],
+        None if d == 1 => vec![Zero::Off],
+        None => vec![Zero::Gradients, Zero::Parameters],
+    }
+}
+
+/// Every configuration of `space` with its lower bound, ascending.
+fn configurations(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    objective: Objective,
+) -> Vec<(f64, usize, Config)> {
+    let devices = space.max_devices.min(topo.devices());
+    let mut out = Vec::new();
+    for (ci, chain) in chains.iter().enumerate() {
+        let b = chain.micro_batch;
+        for &t in &space.tensor_parallel {
+            let Some(ti) = chain.tp_index(t) else {
+                continue;
+            };
+            if t > devices || !topo.per_machine.is_multiple_of(t) {
+                continue;
+            }
+            let c: f64 = chain
+                .units
+                .iter()
+                .map(|u| {
+                    let k = &u.costs[ti];
+                    k.forward_ms + k.backward_ms
+                })
+                .sum();
+            let ds: Vec<usize> = match space.data_parallel {
+                Some(d) => vec![d],
+                None => (1..=devices / t).collect(),
+            };
+            for d in ds {
+                if space.global_batch % (d * b) != 0 || t * d > devices {
+                    continue;
+                }
+                let m = (space.global_batch / (d * b)) as f64;
+                for z in zero_stages(space, d) {
+                    for p in 1..=chain.len().min(devices / (t * d)) {
+                        let pf = p as f64;
+                        let bound = match objective {
+                            Objective::Iteration => c + (m - 1.0) * c / pf,
+                            Objective::TimePerSample => m * c / (pf * space.global_batch as f64),
+                        };
+                        let cfg = Config {
+                            micro_batch: b,
+                            tensor_parallel: t,
+                            data_parallel: d,
+                            zero: z,
+                            stages: p,
+                        };
+                        out.push((bound, ci, cfg));
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// The best uniform layout of `space` (module documentation). `chains` holds one
+/// [`ChainCosts`] per candidate micro-batch size.
+pub fn plan_uniform(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    objective: Objective,
+    budget: &Budget,
+) -> Result<ParallelOutcome, String> {
+    let configs = configurations(chains, topo, space, objective);
+    let mut best: Option<(Config, usize, Vec<usize>, f64)> = None;
+    let mut incumbent = f64::INFINITY;
+    let mut solved = 0;
+    let mut stop = None;
+    let mut bound = f64::INFINITY;
+    for &(lb, ci, cfg) in &configs {
+        if lb >= incumbent {
+            break;
+        }
+        let Some(coster) = Coster::new(&chains[ci], topo, cfg, space.global_batch, space.schedule)
+        else {
+            continue;
+        };
+        match best_split(&coster, objective, incumbent, budget) {
+            Ok(Some(split)) => {
+                incumbent = split.value;
+                best = Some((cfg, ci, split.cuts, split.value));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                bound = lb;
+                stop = Some(StopReason::from(e));
+                break;
+            }
+        }
+        solved += 1;
+    }
+    let elapsed_s = budget.elapsed_s();
+    let stopped = stop.is_some();
+    let Some((cfg, ci, cuts, value)) = best else {
+        let status = match stop {
+            Some(reason) => Status::NoPlan { reason },
+            None => Status::infeasible(
+                "no uniform layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
+            ),
+        };
+        return Ok(ParallelOutcome {
+            plan: None,
+            value: f64::INFINITY,
+            bound: if stopped { bound } else { f64::INFINITY },
+            status,
+            configs_solved: solved,
+            configs: configs.len(),
+            elapsed_s,
+        });
+    };
+    let plan = rescored(&chains[ci], topo, space, cfg, &cuts, value, objective)?;
+    let status = match stop {
+        Some(reason) => Status::Feasible { reason },
+        None => Status::Optimal,
+    };
+    Ok(ParallelOutcome {
+        value: objective_value(&plan.score, objective),
+        bound: if stopped {
+            bound.min(value)
+        } else {
+            objective_value(&plan.score, objective)
+        },
+        plan: Some(plan),
+        status,
+        configs_solved: solved,
+        configs: configs.len(),
+        elapsed_s,
+    })
+}
+
+/// The layout of `cfg` split at `cuts`, scored by the evaluator, with its ZeRO stage lowered
+/// to the smallest of equal time that fits when the space leaves ZeRO free.
+fn rescored(
+    chain: &ChainCosts,
+    topo: &Topology,
+    space: &Space,
+    cfg: Config,
+    cuts: &[usize],
+    value: f64,
+    objective: Objective,
+) -> Result<ParallelPlan, String> {
+    let layout_with = |z: Zero| {
+        Layout::uniform(
+            chain.len(),
+            cuts,
+            cfg.tensor_parallel,
+            cfg.data_parallel,
+            cfg.micro_batch,
+            space.global_batch,
+            z,
+            space.schedule,
+        )
+    };
+    let mut layout = layout_with(cfg.zero);
+    let mut score = score_layout(chain, topo, &layout).map_err(|e| e.to_string())?;
+    let scored = objective_value(&score, objective);
+    if !score.fits || (scored - value).abs() > 1e-9 * value.abs().max(1e-300) {
+        return Err(format!(
+            "internal error: the search valued the layout at {value} ms, the evaluator at {scored} ms (fits: {})",
+            score.fits
+        ));
+    }
+    if space.zero.is_none() && cfg.zero == Zero::Gradients {
+        for z in [Zero::Off, Zero::Optimizer] {
+            let lower = layout_with(z);
+            let s = score_layout(chain, topo, &lower).map_err(|e| e.to_string())?;
+            if s.fits && objective_value(&s, objective) == scored {
+                (layout, score) = (lower, s);
+                break;
+            }
+        }
+    }
+    Ok(ParallelPlan {
+        layout,
+        score,
+        chain: chain.clone(),
+    })
+}

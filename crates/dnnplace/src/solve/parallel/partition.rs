@@ -1,0 +1,401 @@
+//! The exact split of a chain into `p` stages for one uniform configuration `(b, t, d, ZeRO)`:
+//! every stage on `t·d` devices, stage `s` on devices `s·t·d ..`.
+//!
+//! Stage `s` holding units `i..j` costs (the formulas of [`crate::score::parallel`], from
+//! prefix sums) `T(i, j, s)` per micro-batch, `sync(i, j, s)` per iteration and
+//! `mem(i, j, s)` per device; it is allowed when `mem ≤ M`.
+//!
+//! - **Time per sample** `max_s (m·T_s + sync_s) / B`: the min–max DP
+//!   `F[s + 1][j] = min_i max(F[s][i], v(i, j, s))`, O(p·U²).
+//! - **Iteration** `Σ_s T_s + (m − 1)·max_s T_s + max_s sync_s`: not a function of one
+//!   running value, so the DP keeps, for every `(s, j)`, the Pareto front of
+//!   `(max T, Σ T, max sync)` over the splits of units `0..j` into `s` stages; the objective
+//!   is monotone in all three, so a dominated triple never completes to a better split, and
+//!   the best completed triple is optimal. A triple whose lower bound
+//!   `ΣT + C(j..U) + (m − 1)·max(maxT, C(j..U)/(p − s)) + max sync` (with `C` the units'
+//!   compute and TP time, which every stage pays at least) reaches the incumbent is dropped.
+//!
+//! Memory and `T` only grow as a stage takes more units, so the scan of `j` for a fixed `i`
+//! stops at the first `j` that does not fit.
+
+use crate::model::parallel::{
+    all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Topology, Zero,
+};
+use crate::model::schedule::{in_flight, Schedule};
+use crate::model::Link;
+use crate::solve::budget::{Budget, Exhausted};
+
+/// One uniform configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    pub micro_batch: usize,
+    pub tensor_parallel: usize,
+    pub data_parallel: usize,
+    pub zero: Zero,
+    pub stages: usize,
+}
+
+/// What is minimised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Objective {
+    /// `Σ T + (m − 1)·max T + max sync`, ms.
+    Iteration,
+    /// `max_s (m·T_s + sync_s) / B`, ms.
+    TimePerSample,
+}
+
+/// Prefix sums and per-position links of one configuration.
+pub struct Coster<'a> {
+    chain: &'a ChainCosts,
+    cfg: Config,
+    global_batch: usize,
+    m: usize,
+    schedule: Schedule,
+    memory: f64,
+    /// Prefix sums over units of compute + TP time, weights, gradients, optimizer, stash.
+    c: Vec<f64>,
+    w: Vec<f64>,
+    g: Vec<f64>,
+    o: Vec<f64>,
+    a: Vec<f64>,
+    /// Per stage position: the link into it from the stage before, its DP link.
+    boundary: Vec<Link>,
+    dp: Vec<Link>,
+    host: Option<Link>,
+}
+
+impl<'a> Coster<'a> {
+    /// `None` when `t` has no costs, `d·b` does not divide `B`, or the stages do not fit.
+    pub fn new(
+        chain: &'a ChainCosts,
+        topo: &Topology,
+        cfg: Config,
+        global_batch: usize,
+        schedule: Schedule,
+    ) -> Option<Coster<'a>> {
+        let (t, d) = (cfg.tensor_parallel, cfg.data_parallel);
+        let ti = chain.tp_index(t)?;
+        let per = d * cfg.micro_batch;
+        if global_batch % per != 0
+            || !topo.per_machine.is_multiple_of(t)
+            || cfg.stages * t * d > topo.devices()
+        {
+            return None;
+        }
+        let tp_link = topo.peer.unwrap_or(topo.host);
+        let n = chain.len();
+        let mut sums = [
+            vec![0.0; n + 1],
+            vec![0.0; n + 1],
+            vec![0.0; n + 1],
+            vec![0.0; n + 1],
+            vec![0.0; n + 1],
+        ];
+        for (u, unit) in chain.units.iter().enumerate() {
+            let k = &unit.costs[ti];
+            let ar = (k.tp_forward_all_reduces + k.tp_backward_all_reduces) as f64
+                * all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t);
+            let x = [
+                k.forward_ms + k.backward_ms + ar,
+                k.weight_bytes,
+                k.gradient_bytes,
+                k.optimizer_bytes,
+                k.activation_bytes,
+            ];
+            for (s, v) in sums.iter_mut().zip(x) {
+                s[u + 1] = s[u] + v;
+            }
+        }
+        let width = t * d;
+        let machine = |dev: usize| dev / topo.per_machine;
+        let intra = topo.peer.unwrap_or(topo.host);
+        let boundary = (0..cfg.stages)
+            .map(|s| {
+                let crosses = s > 0
+                    && (0..width).any(|k| machine(s * width + k) != machine((s - 1) * width + k));
+                if crosses {
+                    topo.network
+                } else {
+                    intra
+                }
+            })
+            .collect();
+        let dp = (0..cfg.stages)
+            .map(|s| {
+                let first = s * width;
+                if machine(first) == machine(first + (d - 1) * t) {
+                    intra
+                } else {
+                    topo.network
+                }
+            })
+            .collect();
+        let [c, w, g, o, a] = sums;
+        Some(Coster {
+            chain,
+            cfg,
+            global_batch,
+            m: global_batch / per,
+            schedule,
+            memory: topo.memory_bytes,
+            c,
+            w,
+            g,
+            o,
+            a,
+            boundary,
+            dp,
+            host: topo.peer.is_none().then_some(topo.host),
+        })
+    }
+
+    /// Micro-batches per replica `m`.
+    pub fn micro_batches(&self) -> usize {
+        self.m
+    }
+
+    /// Compute and TP time of units `i..j` per micro-batch.
+    pub fn compute(&self, i: usize, j: usize) -> f64 {
+        self.c[j] - self.c[i]
+    }
+
+    /// Memory per device of stage `s` holding `i..j`.
+    pub fn memory(&self, i: usize, j: usize, s: usize) -> f64 {
+        let d = self.cfg.data_parallel as f64;
+        let z = self.cfg.zero;
+        let shard = |x: f64, from: Zero| if z >= from { x / d } else { x };
+        let held = in_flight(self.schedule, self.cfg.stages, self.m, s) as f64;
+        shard(self.w[j] - self.w[i], Zero::Parameters)
+            + shard(self.g[j] - self.g[i], Zero::Gradients)
+            + shard(self.o[j] - self.o[i], Zero::Optimizer)
+            + held * (self.a[j] - self.a[i])
+    }
+
+    /// A lower bound on any stage's memory per device of the whole chain split in `p`
+    /// stages: the resident part's average (no stash).
+    pub fn resident_average(&self) -> f64 {
+        let d = self.cfg.data_parallel as f64;
+        let z = self.cfg.zero;
+        let n = self.chain.len();
+        let shard = |x: f64, from: Zero| if z >= from { x / d } else { x };
+        (shard(self.w[n], Zero::Parameters)
+            + shard(self.g[n], Zero::Gradients)
+            + shard(self.o[n], Zero::Optimizer))
+            / self.cfg.stages as f64
+    }
+
+    /// `(T, sync)` of stage `s` holding `i..j`.
+    pub fn times(&self, i: usize, j: usize, s: usize) -> (f64, f64) {
+        let p = self.cfg.stages;
+        let d = self.cfg.data_parallel;
+        let cuts = &self.chain.cuts;
+        let mut transfer = 0.0;
+        if s > 0 {
+            let l = self.boundary[s];
+            transfer += cuts[i]
+                .forward
+                .iter()
+                .map(|&x| transfer_ms(l, x))
+                .sum::<f64>();
+            if let Some(h) = self.host {
+                transfer += cuts[i]
+                    .backward
+                    .iter()
+                    .map(|&x| transfer_ms(h, x))
+                    .sum::<f64>();
+            }
+        }
+        if s + 1 < p {
+            let l = self.boundary[s + 1];
+            transfer += cuts[j]
+                .backward
+                .iter()
+                .map(|&x| transfer_ms(l, x))
+                .sum::<f64>();
+            if let Some(h) = self.host {
+                transfer += cuts[j]
+                    .forward
+                    .iter()
+                    .map(|&x| transfer_ms(h, x))
+                    .sum::<f64>();
+            }
+        }
+        let (w, g) = (self.w[j] - self.w[i], self.g[j] - self.g[i]);
+        let link = self.dp[s];
+        let (gather, sync) = if self.cfg.zero == Zero::Parameters {
+            (2.0 * all_gather_ms(link, w, d), all_gather_ms(link, g, d))
+        } else {
+            (0.0, all_reduce_ms(link, g, d))
+        };
+        (self.compute(i, j) + transfer + gather, sync)
+    }
+
+    /// The stage's share of the time per sample.
+    fn per_sample(&self, t: f64, sync: f64) -> f64 {
+        (self.m as f64 * t + sync) / self.global_batch as f64
+    }
+}
+
+/// The best split of one configuration: its cut positions and its value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Split {
+    pub cuts: Vec<usize>,
+    pub value: f64,
+}
+
+/// The optimal split of `coster`'s configuration for `objective` (module documentation),
+/// or `None` when no split fits or none beats `incumbent`.
+pub fn best_split(
+    coster: &Coster,
+    objective: Objective,
+    incumbent: f64,
+    budget: &Budget,
+) -> Result<Option<Split>, Exhausted> {
+    if coster.resident_average() > coster.memory {
+        return Ok(None);
+    }
+    match objective {
+        Objective::TimePerSample => min_max(coster, incumbent, budget),
+        Objective::Iteration => pareto(coster, incumbent, budget),
+    }
+}
+
+/// The min–max DP for the time per sample.
+fn min_max(coster: &Coster, incumbent: f64, budget: &Budget) -> Result<Option<Split>, Exhausted> {
+    let (n, p) = (coster.chain.len(), coster.cfg.stages);
+    let mut f = vec![vec![f64::INFINITY; n + 1]; p + 1];
+    let mut from = vec![vec![usize::MAX; n + 1]; p + 1];
+    f[0][0] = 0.0;
+    for s in 0..p {
+        budget.check()?;
+        for i in s..n {
+            let base = f[s][i];
+            if base >= incumbent {
+                continue;
+            }
+            for j in i + 1..=n - (p - s - 1) {
+                if coster.memory(i, j, s) > coster.memory {
+                    break;
+                }
+                let (t, sync) = coster.times(i, j, s);
+                let v = base.max(coster.per_sample(t, sync));
+                if v < f[s + 1][j] {
+                    f[s + 1][j] = v;
+                    from[s + 1][j] = i;
+                }
+            }
+        }
+    }
+    let value = f[p][n];
+    if !(value < incumbent) {
+        return Ok(None);
+    }
+    Ok(Some(Split {
+        cuts: cuts_from(&from, p, n),
+        value,
+    }))
+}
+
+/// The stage starts read back from `from`.
+fn cuts_from(from: &[Vec<usize>], p: usize, n: usize) -> Vec<usize> {
+    let mut cuts = Vec::with_capacity(p.saturating_sub(1));
+    let mut j = n;
+    for s in (1..=p).rev() {
+        j = from[s][j];
+        if s > 1 {
+            cuts.push(j);
+        }
+    }
+    cuts.reverse();
+    cuts
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Label {
+    max_t: f64,
+    sum_t: f64,
+    max_sync: f64,
+    /// The previous stage's end and the label index there.
+    from: (usize, usize),
+}
+
+impl Label {
+    fn dominates(&self, o: &Label) -> bool {
+        self.max_t <= o.max_t && self.sum_t <= o.sum_t && self.max_sync <= o.max_sync
+    }
+}
+
+/// Inserts `l` into the Pareto front `front` unless a member dominates it.
+fn insert(front: &mut Vec<Label>, l: Label) {
+    if front.iter().any(|x| x.dominates(&l)) {
+        return;
+    }
+    front.retain(|x| !l.dominates(x));
+    front.push(l);
+}
+
+/// The Pareto DP for the iteration time.
+fn pareto(coster: &Coster, incumbent: f64, budget: &Budget) -> Result<Option<Split>, Exhausted> {
+    let (n, p) = (coster.chain.len(), coster.cfg.stages);
+    let m1 = coster.m as f64 - 1.0;
+    let mut fronts: Vec<Vec<Vec<Label>>> = vec![vec![Vec::new(); n + 1]; p + 1];
+    fronts[0][0].push(Label {
+        max_t: 0.0,
+        sum_t: 0.0,
+        max_sync: 0.0,
+        from: (usize::MAX, usize::MAX),
+    });
+    for s in 0..p {
+        budget.check()?;
+        for i in s..n {
+            if fronts[s][i].is_empty() {
+                continue;
+            }
+            for j in i + 1..=n - (p - s - 1) {
+                if coster.memory(i, j, s) > coster.memory {
+                    break;
+                }
+                let (t, sync) = coster.times(i, j, s);
+                let rest = coster.compute(j, n);
+                let left = (p - s - 1) as f64;
+                let (done, next_row) = fronts.split_at_mut(s + 1);
+                for (k, l) in done[s][i].iter().enumerate() {
+                    let next = Label {
+                        max_t: l.max_t.max(t),
+                        sum_t: l.sum_t + t,
+                        max_sync: l.max_sync.max(sync),
+                        from: (i, k),
+                    };
+                    let spread = if left > 0.0 { rest / left } else { 0.0 };
+                    let bound = next.sum_t + rest + m1 * next.max_t.max(spread) + next.max_sync;
+                    if bound < incumbent {
+                        insert(&mut next_row[0][j], next);
+                    }
+                }
+            }
+        }
+    }
+    let value = |l: &Label| l.sum_t + m1 * l.max_t + l.max_sync;
+    let best = fronts[p][n]
+        .iter()
+        .enumerate()
+        .min_by(|a, b| value(a.1).total_cmp(&value(b.1)));
+    let Some((mut k, l)) = best else {
+        return Ok(None);
+    };
+    let v = value(l);
+    if !(v < incumbent) {
+        return Ok(None);
+    }
+    let mut cuts = Vec::new();
+    let mut j = n;
+    for s in (1..=p).rev() {
+        let (i, kk) = fronts[s][j][k].from;
+        if s > 1 {
+            cuts.push(i);
+        }
+        (j, k) = (i, kk);
+    }
+    cuts.reverse();
+    Ok(Some(Split { cuts, value: v }))
+}

@@ -1,0 +1,281 @@
+//! Uniform parallel layouts: the search against the brute-force oracle on small random
+//! transformers and clusters (every objective, schedule, ZeRO choice, with and without a
+//! peer link, memory that binds), and the evaluator against MODEL.md's cluster scorer at
+//! `t = d = 1` (the paper's model is the special case).
+
+use dnnplace::costmodel::graph::{to_workload_on_cluster, CostSettings};
+use dnnplace::costmodel::operators::DType;
+use dnnplace::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
+use dnnplace::costmodel::transformer::{transformer_graph, Style, TransformerSpec};
+use dnnplace::io::cluster_resolve::cluster_and_profiles;
+use dnnplace::model::parallel::{ChainCosts, Layout, Topology, Zero};
+use dnnplace::model::profiles::find_profile;
+use dnnplace::model::schedule::Schedule;
+use dnnplace::model::{ClusterCosts, Device, Placement};
+use dnnplace::score::evaluate_on_cluster;
+use dnnplace::score::parallel::score_layout;
+use dnnplace::solve::budget::Budget;
+use dnnplace::solve::parallel::brute_force::brute_force_uniform;
+use dnnplace::solve::parallel::{plan_uniform, Objective, Space};
+use dnnplace::solve::Status;
+use proptest::prelude::*;
+
+/// A small deterministic generator for the instance's choices.
+struct Pick(u64);
+
+impl Pick {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+    fn of<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.next(xs.len() as u64) as usize]
+    }
+}
+
+fn random_spec(r: &mut Pick) -> (TransformerSpec, DType) {
+    let style = r.of(&[Style::Bert, Style::Gpt2, Style::Llama]);
+    let heads = r.of(&[2, 4]);
+    let hidden = heads * r.of(&[8, 16, 32]);
+    let layers = 1 + r.next(3) as usize;
+    let mut spec = TransformerSpec::new(style, layers, hidden, heads, r.of(&[8, 16, 64]), 1);
+    spec.vocab = r.of(&[64, 1000]);
+    if style == Style::Llama && r.next(2) == 0 {
+        spec.kv_heads = heads / 2;
+    }
+    (spec, r.of(&[DType::Fp32, DType::Bf16]))
+}
+
+fn random_topology(r: &mut Pick, need: f64) -> Topology {
+    let per = r.of(&[1usize, 2, 4]);
+    let machines = 1 + r.next(3) as usize;
+    let (cluster, _) =
+        cluster_and_profiles(&format!("{machines}x{per}xh100"), &[]).expect("cluster");
+    let mut topo = Topology::from_cluster(&cluster).expect("topology");
+    if r.next(3) == 0 {
+        topo.peer = None;
+    }
+    // Memory from "nothing fits" to "everything fits", around the model's resident bytes.
+    topo.memory_bytes = need * r.of(&[0.05, 0.2, 0.4, 0.7, 1.0, 3.0]);
+    topo
+}
+
+fn chains(spec: &TransformerSpec, dtype: DType, tps: &[usize], micro: &[usize]) -> Vec<ChainCosts> {
+    let h100 = find_profile("h100", &[]).unwrap();
+    micro
+        .iter()
+        .map(|&b| transformer_chain(&with_batch(spec, b), dtype, &h100, tps).unwrap())
+        .collect()
+}
+
+/// The plan's `(t, d, stages)` when the instance of `seed` has one (for the coverage check),
+/// after comparing.
+fn compare(seed: u64) -> Result<Option<(usize, usize, usize)>, TestCaseError> {
+    let mut r = Pick(seed);
+    let (spec, dtype) = random_spec(&mut r);
+    let tps: Vec<usize> = valid_tp_degrees(&spec, 4)
+        .into_iter()
+        .filter(|t| [1, 2, 4].contains(t))
+        .collect();
+    let micro: Vec<usize> = r.of(&[&[1usize][..], &[1, 2], &[2, 4]]).to_vec();
+    let cs = chains(&spec, dtype, &tps, &micro);
+    let resident: f64 = cs[0]
+        .units
+        .iter()
+        .map(|u| u.costs[0].weight_bytes + u.costs[0].gradient_bytes + u.costs[0].optimizer_bytes)
+        .sum();
+    let topo = random_topology(&mut r, resident);
+    // A third of the instances must use their largest TP degree.
+    let tensor_parallel = if r.next(3) == 0 {
+        vec![*tps.last().unwrap()]
+    } else {
+        tps.clone()
+    };
+    let space = Space {
+        tensor_parallel,
+        data_parallel: if r.next(3) == 0 {
+            Some(r.of(&[1, 2]))
+        } else {
+            None
+        },
+        zero: if r.next(2) == 0 {
+            None
+        } else {
+            Some(r.of(&Zero::ALL))
+        },
+        micro_batches: micro,
+        global_batch: r.of(&[4, 8, 12, 16]),
+        schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        max_devices: topo.devices(),
+    };
+    let objective = r.of(&[Objective::Iteration, Objective::TimePerSample]);
+    let found = plan_uniform(&cs, &topo, &space, objective, &Budget::unlimited()).unwrap();
+    let oracle = brute_force_uniform(&cs, &topo, &space, objective);
+    match (&found.plan, oracle) {
+        (None, None) => {
+            let infeasible = matches!(found.status, Status::Infeasible { .. });
+            prop_assert!(infeasible, "status {:?}", found.status);
+        }
+        (Some(plan), Some((best, v))) => {
+            prop_assert_eq!(found.status.clone(), Status::Optimal);
+            let tol = 1e-9 * v.abs();
+            prop_assert!(
+                (found.value - v).abs() <= tol,
+                "search {} vs brute force {} ({:?} vs {:?})",
+                found.value,
+                v,
+                plan.layout,
+                best
+            );
+            prop_assert!(found.bound <= found.value + tol);
+            prop_assert!(plan.score.fits);
+            prop_assert!(plan.layout.devices_used() <= topo.devices());
+        }
+        (a, b) => prop_assert!(false, "search {:?} vs brute force {:?}", a.is_some(), b),
+    }
+    Ok(found.plan.map(|p| {
+        let s = &p.layout.stages[0];
+        (s.tensor_parallel, s.data_parallel, p.layout.stages.len())
+    }))
+}
+
+/// The random instances exercise both outcomes, several stage counts and TP and DP > 1.
+#[test]
+fn the_random_instances_cover_the_space() {
+    let plans: Vec<(usize, usize, usize)> = (0..200).filter_map(|s| compare(s).unwrap()).collect();
+    let count = |f: &dyn Fn(&(usize, usize, usize)) -> bool| plans.iter().filter(|x| f(x)).count();
+    let (tp, dp, pp) = (
+        count(&|x| x.0 > 1),
+        count(&|x| x.1 > 1),
+        count(&|x| x.2 > 1),
+    );
+    println!(
+        "{} of 200 random instances have a plan; t > 1: {tp}, d > 1: {dp}, p > 1: {pp}",
+        plans.len()
+    );
+    assert!(
+        (40..=190).contains(&plans.len()),
+        "{} of 200 feasible",
+        plans.len()
+    );
+    assert!(
+        tp >= 5 && dp >= 5 && pp >= 5,
+        "t > 1: {tp}, d > 1: {dp}, p > 1: {pp}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+    #[test]
+    fn search_equals_brute_force(seed in any::<u64>()) {
+        compare(seed)?;
+    }
+}
+
+/// At `t = d = 1` and one micro-batch of the workload's batch, every stage's time is the
+/// load MODEL.md's cluster scorer gives the same split of the training workload on one
+/// machine with a peer link (and without one: host-staged, the sender pays too).
+#[test]
+fn one_device_per_stage_is_the_cluster_model() {
+    for (seed, peer) in [
+        (1u64, true),
+        (2, true),
+        (3, false),
+        (4, true),
+        (5, false),
+        (6, true),
+    ] {
+        let mut r = Pick(seed);
+        let (spec, dtype) = random_spec(&mut r);
+        let (mut cluster, profiles) = cluster_and_profiles("1x4xh100", &[]).unwrap();
+        if !peer {
+            let mut ms = cluster.machines().to_vec();
+            ms[0].peer = None;
+            cluster = dnnplace::model::Cluster::new(cluster.types().to_vec(), ms, 0.0).unwrap();
+        }
+        let settings = CostSettings {
+            accelerator: profiles[0].clone(),
+            cpu: find_profile("cpu-core", &[]).unwrap(),
+            dtype,
+            training: true,
+            accelerators: 4,
+            cpus: 0,
+        };
+        let graph = transformer_graph(&spec, dtype).unwrap();
+        let w = to_workload_on_cluster(&graph, &settings, &cluster, &profiles).unwrap();
+        let chain = transformer_chain(&spec, dtype, &profiles[0], &[1]).unwrap();
+        let n = chain.len();
+        let cuts: Vec<usize> = (1..n).filter(|_| r.next(2) == 0).take(3).collect();
+        let layout = Layout::uniform(
+            n,
+            &cuts,
+            1,
+            1,
+            spec.batch,
+            spec.batch,
+            Zero::Off,
+            Schedule::OneFOneB,
+        );
+        let topo = Topology::from_cluster(&cluster).unwrap();
+        let score = score_layout(&chain, &topo, &layout).unwrap();
+        let stage_of_layer = |layer: i64| {
+            let unit = (layer + 1) as usize;
+            layout
+                .stages
+                .iter()
+                .position(|s| s.units.contains(&unit))
+                .unwrap()
+        };
+        let assignment = w
+            .nodes()
+            .iter()
+            .map(|v| Device::Accelerator(stage_of_layer(v.layer_id.unwrap())))
+            .collect();
+        let costs = ClusterCosts::new(&w, &cluster);
+        let e = evaluate_on_cluster(&w, &costs, &Placement::new(assignment));
+        for (s, st) in score.stages.iter().enumerate() {
+            let load = e
+                .devices
+                .iter()
+                .find(|d| d.device == Device::Accelerator(s))
+                .map_or(0.0, |d| d.load);
+            assert!(
+                (st.micro_batch_ms - load).abs() <= 1e-9 * load,
+                "seed {seed} peer {peer} stage {s}: {} vs {load}",
+                st.micro_batch_ms
+            );
+        }
+        assert!(
+            (score.time_per_sample_ms * spec.batch as f64 - e.max_load).abs() <= 1e-9 * e.max_load
+        );
+    }
+}
+
+/// Bad layouts are refused with the rule they break.
+#[test]
+fn layouts_that_break_a_rule_are_named() {
+    let spec = TransformerSpec::new(Style::Gpt2, 2, 32, 4, 8, 1);
+    let cs = chains(&spec, DType::Fp32, &[1, 2], &[1]);
+    let (cluster, _) = cluster_and_profiles("2x2xh100", &[]).unwrap();
+    let topo = Topology::from_cluster(&cluster).unwrap();
+    let ok = Layout::uniform(4, &[2], 2, 1, 1, 8, Zero::Off, Schedule::OneFOneB);
+    assert!(score_layout(&cs[0], &topo, &ok).is_ok());
+    let too_many = Layout::uniform(4, &[1, 2], 2, 1, 1, 8, Zero::Off, Schedule::OneFOneB);
+    assert!(score_layout(&cs[0], &topo, &too_many)
+        .unwrap_err()
+        .to_string()
+        .contains("leave the 4 accelerators"));
+    let batch = Layout::uniform(4, &[2], 1, 2, 1, 7, Zero::Off, Schedule::OneFOneB);
+    assert!(score_layout(&cs[0], &topo, &batch)
+        .unwrap_err()
+        .to_string()
+        .contains("not a multiple of d·b = 2"));
+    let t4 = Layout::uniform(4, &[], 4, 1, 1, 8, Zero::Off, Schedule::OneFOneB);
+    assert!(score_layout(&cs[0], &topo, &t4)
+        .unwrap_err()
+        .to_string()
+        .contains("degree 4 has no costs"));
+}
