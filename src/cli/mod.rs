@@ -15,6 +15,7 @@ pub mod calibrate_cmd;
 pub mod cluster_cmd;
 pub mod costmodel_cmds;
 pub mod export_cmds;
+pub mod parallel_cmd;
 pub mod settings;
 pub mod simulate;
 
@@ -103,6 +104,8 @@ pub enum ObjectiveArg {
     Sync,
     /// Single-sample latency.
     Latency,
+    /// Parallel layouts (`--parallel 3d`): time per iteration of `--global-batch` samples.
+    Iteration,
 }
 
 /// Knobs of the search methods, shared by `plan` and `compare`.
@@ -216,6 +219,8 @@ pub struct PlanArgs {
     pub report: Option<PathBuf>,
     #[command(flatten)]
     pub schedule: simulate::PlanScheduleFlags,
+    #[command(flatten)]
+    pub parallel: parallel_cmd::ParallelFlags,
     /// The scaling curve: the optimum with at most n accelerators for every n from 1 to the
     /// cluster's size (a workload without a cluster: its device set as one machine).
     #[arg(long)]
@@ -509,6 +514,10 @@ fn print_notes(notes: &[String]) {
 
 fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     let started = std::time::Instant::now();
+    if args.parallel.parallel.is_some() {
+        return parallel_cmd::run(&args, started);
+    }
+    parallel_cmd::check_unused(&args.parallel)?;
     let mut settings = PlanSettings::new(&args)?;
     if let Some(out) = &args.out {
         check_output_target(out)?;
@@ -1009,6 +1018,11 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
         ObjectiveArg::Throughput => Objective::Throughput,
         ObjectiveArg::Sync => Objective::Sync,
         ObjectiveArg::Latency => Objective::Latency { pieces: usize::MAX },
+        ObjectiveArg::Iteration => {
+            return Err(CliError::Input(
+                "--objective iteration scores parallel layouts: use `plan --parallel 3d`".into(),
+            ))
+        }
     };
     let latency = matches!(objective, Objective::Latency { .. });
     // `score` always reports latency, however long the greedy cut takes.

@@ -232,7 +232,7 @@ fn search_limits(flags: &SearchFlags, limits: &mut Limits) -> Result<(), CliErro
 }
 
 /// `--memory-budget` within [`MIN_MEMORY_BUDGET`]..=[`MAX_MEMORY_BUDGET`].
-fn memory_budget(bytes: f64) -> Result<f64, CliError> {
+pub fn memory_budget(bytes: f64) -> Result<f64, CliError> {
     if !(MIN_MEMORY_BUDGET..=MAX_MEMORY_BUDGET).contains(&bytes) {
         return Err(CliError::Input(format!(
             "--memory-budget {} is out of range (1 MiB to 1 PiB): below 1 MiB no model fits, above 1 PiB is no limit on any machine",
@@ -318,6 +318,11 @@ fn objective_of(arg: ObjectiveArg, pieces: usize) -> Result<Objective, CliError>
         ObjectiveArg::Throughput => Objective::Throughput,
         ObjectiveArg::Sync => Objective::Sync,
         ObjectiveArg::Latency => Objective::Latency { pieces },
+        ObjectiveArg::Iteration => {
+            return Err(CliError::Input(
+                "--objective iteration is the time per iteration of a parallel layout: add --parallel 3d".into(),
+            ))
+        }
     })
 }
 

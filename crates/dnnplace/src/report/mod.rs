@@ -4,6 +4,8 @@
 //! - [`table`]: one plan (`plan`, `score`);
 //! - [`layers`]: what each device holds, by layer range and module path;
 //! - [`cluster`](mod@cluster): a plan on a cluster, per device with machine and type;
+//! - [`parallel`](mod@parallel): a parallel layout (stages × TP × DP) per stage, as text
+//!   and JSON;
 //! - [`compare`]: the comparison of every method on one workload (`compare`);
 //! - [`reproduce`]: the page over every published workload (`reproduce`);
 //! - [`bench`](mod@bench): the timings of `dnnplace bench`;
@@ -19,6 +21,7 @@ pub mod cluster;
 pub mod compare;
 pub mod html;
 pub mod layers;
+pub mod parallel;
 pub mod reproduce;
 pub mod simulation;
 pub mod table;

@@ -1,0 +1,254 @@
+//! A parallel layout ([`crate::solve::parallel`]) as text and as JSON: one row per stage —
+//! its layers, `t × d`, devices (machine and index), time per micro-batch split into compute
+//! / TP collectives / stage transfers / ZeRO-3 gathers, DP sync, memory per device split
+//! into weights / gradients / optimizer state / activations in flight — then the iteration
+//! time, time per sample, TFLOP/s per device, MFU, and the search's value, bound and gap.
+
+use serde_json::{json, Value};
+
+use super::tabular::{Align, Table};
+use crate::model::human_bytes;
+use crate::model::parallel::{ChainCosts, StageLayout, Topology};
+use crate::solve::parallel::{Objective, ParallelOutcome, ParallelPlan};
+use crate::solve::Status;
+
+/// The name of an objective in reports.
+pub fn objective_name(o: Objective) -> &'static str {
+    match o {
+        Objective::Iteration => "iteration",
+        Objective::TimePerSample => "time-per-sample",
+    }
+}
+
+/// `first..last` unit names of a stage.
+fn layers(chain: &ChainCosts, s: &StageLayout) -> String {
+    let first = &chain.units[s.units.start].name;
+    let last = &chain.units[s.units.end - 1].name;
+    if s.units.len() == 1 {
+        first.clone()
+    } else {
+        format!("{first} … {last}")
+    }
+}
+
+/// `m3:0-7` style device ranges, machine by machine.
+fn devices(topo: &Topology, s: &StageLayout) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut d = s.first_device;
+    let end = s.first_device + s.width();
+    while d < end {
+        let m = topo.machine_of(d);
+        let stop = end.min((m + 1) * topo.per_machine);
+        let (a, b) = (d % topo.per_machine, (stop - 1) % topo.per_machine);
+        parts.push(if a == b {
+            format!("m{m}:{a}")
+        } else {
+            format!("m{m}:{a}-{b}")
+        });
+        d = stop;
+    }
+    if parts.len() > 3 {
+        format!(
+            "{} … {} ({} machines)",
+            parts[0],
+            parts[parts.len() - 1],
+            parts.len()
+        )
+    } else {
+        parts.join(" ")
+    }
+}
+
+fn ms(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+/// The status line: optimal, or the bound and gap and why the search stopped.
+pub fn status_line(o: &ParallelOutcome) -> String {
+    match &o.status {
+        Status::Optimal => {
+            "optimal (proven: every other configuration's bound is no better)".into()
+        }
+        Status::Feasible { reason } => {
+            format!("feasible, gap {:.2}% (stopped: {reason})", 100.0 * o.gap())
+        }
+        Status::NoPlan { reason } => format!("no plan (stopped: {reason})"),
+        Status::Infeasible { reason, .. } => format!("infeasible: {reason}"),
+        Status::Heuristic => "heuristic".into(),
+    }
+}
+
+/// The text `plan --parallel 3d` prints.
+pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> String {
+    let mut s = format!(
+        "parallel layout (uniform) on {} × {} {} ({} accelerators), objective {}\nstatus: {}\n",
+        topo.machines,
+        topo.per_machine,
+        topo.type_name,
+        topo.devices(),
+        objective_name(objective),
+        status_line(o)
+    );
+    let Some(plan) = &o.plan else {
+        return s;
+    };
+    s += &summary_line(plan);
+    s += "\n\n";
+    s += &stage_table(plan, topo).text();
+    let sc = &plan.score;
+    s += &format!(
+        "\niteration {} ms · time per sample {} ms · {:.1} TFLOP/s per device · MFU {:.1}% · {} of {} devices\n",
+        sc.iteration_ms.map_or("-".into(), |x| format!("{x:.2}")),
+        format_args!("{:.4}", sc.time_per_sample_ms),
+        sc.tflops_per_device,
+        100.0 * sc.mfu,
+        sc.devices_used,
+        topo.devices()
+    );
+    s += &format!(
+        "value {:.6} ms, bound {:.6} ms, gap {:.3}% · {} of {} configurations solved in {:.2} s\n",
+        o.value,
+        o.bound,
+        100.0 * o.gap(),
+        o.configs_solved,
+        o.configs,
+        o.elapsed_s
+    );
+    s
+}
+
+/// `p = 4 × t = 8 × d = 2, b = 1, ZeRO-1, 1f1b, m = 64`.
+pub fn summary_line(plan: &ParallelPlan) -> String {
+    let l = &plan.layout;
+    let st = &l.stages[0];
+    format!(
+        "layout: p = {} × t = {} × d = {}, micro-batch {}, global batch {}, ZeRO-{}, {}, {} micro-batches per replica",
+        l.stages.len(),
+        st.tensor_parallel,
+        st.data_parallel,
+        l.micro_batch,
+        l.global_batch,
+        l.zero.stage(),
+        l.schedule,
+        plan.score.stages[0].micro_batches
+    )
+}
+
+/// One row per stage.
+fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
+    let mut t = Table::new([
+        "stage",
+        "layers",
+        "t×d",
+        "devices",
+        "compute ms",
+        "TP ms",
+        "transfer ms",
+        "gather ms",
+        "micro-batch ms",
+        "DP sync ms",
+        "weights",
+        "grads",
+        "optimizer",
+        "activations",
+        "memory",
+    ])
+    .aligned(
+        [Align::Right, Align::Left, Align::Right, Align::Left]
+            .into_iter()
+            .chain(std::iter::repeat_n(Align::Right, 11)),
+    );
+    for (i, (st, sc)) in plan
+        .layout
+        .stages
+        .iter()
+        .zip(&plan.score.stages)
+        .enumerate()
+    {
+        t.push([
+            i.to_string(),
+            layers(&plan.chain, st),
+            format!("{}×{}", st.tensor_parallel, st.data_parallel),
+            devices(topo, st),
+            ms(sc.compute_ms),
+            ms(sc.tensor_parallel_ms),
+            ms(sc.transfer_ms),
+            ms(sc.gather_ms),
+            ms(sc.micro_batch_ms),
+            ms(sc.dp_sync_ms),
+            human_bytes(sc.weight_bytes),
+            human_bytes(sc.gradient_bytes),
+            human_bytes(sc.optimizer_bytes),
+            format!("{} ({}×)", human_bytes(sc.activation_bytes), sc.in_flight),
+            human_bytes(sc.memory_bytes),
+        ]);
+    }
+    t
+}
+
+/// The layout as JSON: the usual `value`, `bound`, `gap`, `outcome`, `stopReason`,
+/// `optimal`, and `stages: [{layers, tensorParallel, dataParallel, devices,
+/// microBatchTimeMs, …, memoryBytes}]`.
+pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> Value {
+    let mut v = json!({
+        "parallel": "3d",
+        "uniform": true,
+        "objective": objective_name(objective),
+        "value": o.value.is_finite().then_some(o.value),
+        "bound": o.bound.is_finite().then_some(o.bound),
+        "gap": o.value.is_finite().then(|| o.gap()),
+        "outcome": o.status.kind(),
+        "stopReason": o.status.stop_reason().map(|r| r.code()),
+        "optimal": o.status == Status::Optimal,
+        "status": status_line(o),
+        "configurations": o.configs,
+        "configurationsSolved": o.configs_solved,
+        "timeS": o.elapsed_s,
+        "cluster": {"machines": topo.machines, "perMachine": topo.per_machine,
+                    "type": topo.type_name, "memoryBytes": topo.memory_bytes},
+    });
+    let Some(plan) = &o.plan else {
+        v["stages"] = json!([]);
+        return v;
+    };
+    let l = &plan.layout;
+    let stages: Vec<Value> = l
+        .stages
+        .iter()
+        .zip(&plan.score.stages)
+        .map(|(st, sc)| {
+            let names: Vec<&str> = st.units.clone().map(|u| plan.chain.units[u].name.as_str()).collect();
+            json!({
+                "layers": names,
+                "tensorParallel": st.tensor_parallel,
+                "dataParallel": st.data_parallel,
+                "devices": st.devices().collect::<Vec<_>>(),
+                "machines": st.devices().map(|d| topo.machine_of(d)).collect::<std::collections::BTreeSet<_>>(),
+                "computeMs": sc.compute_ms,
+                "tensorParallelMs": sc.tensor_parallel_ms,
+                "transferMs": sc.transfer_ms,
+                "gatherMs": sc.gather_ms,
+                "microBatchTimeMs": sc.micro_batch_ms,
+                "dpSyncMs": sc.dp_sync_ms,
+                "microBatches": sc.micro_batches,
+                "inFlight": sc.in_flight,
+                "weightBytes": sc.weight_bytes,
+                "gradientBytes": sc.gradient_bytes,
+                "optimizerBytes": sc.optimizer_bytes,
+                "activationBytes": sc.activation_bytes,
+                "memoryBytes": sc.memory_bytes,
+            })
+        })
+        .collect();
+    v["stages"] = json!(stages);
+    v["microBatch"] = json!(l.micro_batch);
+    v["globalBatch"] = json!(l.global_batch);
+    v["zero"] = json!(l.zero.stage());
+    v["schedule"] = json!(l.schedule.to_string());
+    v["iterationMs"] = json!(plan.score.iteration_ms);
+    v["timePerSampleMs"] = json!(plan.score.time_per_sample_ms);
+    v["tflopsPerDevice"] = json!(plan.score.tflops_per_device);
+    v["mfu"] = json!(plan.score.mfu);
+    v["devicesUsed"] = json!(plan.score.devices_used);
+    v
+}

@@ -1,0 +1,336 @@
+//! `plan CONFIG.json --parallel 3d`: the whole parallel layout of a transformer — stages,
+//! TP and DP degrees, ZeRO stage, micro-batch — on a cluster of identical machines
+//! (`docs/parallel.md`). Flags → [`Space`], the model's chains priced per micro-batch, the
+//! search, the table or JSON, `--out` written atomically.
+
+use std::path::Path;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+
+use super::{costmodel_cmds, CliError, ObjectiveArg, PlanArgs};
+use crate::costmodel::operators::DType;
+use crate::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
+use crate::model::parallel::{ChainCosts, Topology, Zero};
+use crate::model::schedule::Schedule;
+use crate::report::parallel::{layout_json, layout_text};
+use crate::solve::budget::Budget;
+use crate::solve::parallel::{plan_uniform, Objective, Space};
+use crate::solve::{self, Status};
+
+/// Which parallel layouts `plan` searches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ParallelKind {
+    /// Stages × tensor parallelism × data parallelism (with ZeRO and the micro-batch).
+    #[value(name = "3d")]
+    ThreeD,
+}
+
+/// The flags of parallel layouts.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ParallelFlags {
+    /// Plan the whole parallel layout of a transformer given as a Hugging Face config.json:
+    /// `3d` = pipeline stages × tensor parallel × data parallel, with ZeRO and the
+    /// micro-batch (docs/parallel.md). Needs --cluster and --global-batch.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub parallel: Option<ParallelKind>,
+    /// --parallel 3d: TP degrees to consider, a comma list (1,2,4,8) or `auto` (every
+    /// degree that divides a machine, the heads, the key/value heads and the FFN) [default: auto].
+    #[arg(long, value_name = "LIST|auto")]
+    pub tensor_parallel: Option<String>,
+    /// --parallel 3d: DP degree, a number or `auto` [default: auto].
+    #[arg(long, value_name = "N|auto")]
+    pub data_parallel: Option<String>,
+    /// --parallel 3d: ZeRO stage 0–3 or `auto` [default: auto].
+    #[arg(long, value_name = "0..3|auto")]
+    pub zero: Option<String>,
+    /// --parallel 3d: samples per iteration B (1 to 2^24).
+    #[arg(long, value_name = "B")]
+    pub global_batch: Option<usize>,
+    /// --parallel 3d: samples per micro-batch b (a divisor of B), or `auto` (the powers of
+    /// two up to 16 that divide B) [default: auto].
+    #[arg(long, value_name = "b|auto")]
+    pub micro_batch: Option<String>,
+    /// --parallel 3d: only layouts with the same t and d in every stage (what Megatron-LM,
+    /// DeepSpeed, vLLM and torchtitan run). The only search there is today.
+    #[arg(long)]
+    pub uniform: bool,
+}
+
+const MAX_GLOBAL_BATCH: usize = 1 << 24;
+
+/// Rejects the --parallel 3d flags without --parallel.
+pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
+    let given = [
+        ("--tensor-parallel", flags.tensor_parallel.is_some()),
+        ("--data-parallel", flags.data_parallel.is_some()),
+        ("--zero", flags.zero.is_some()),
+        ("--global-batch", flags.global_batch.is_some()),
+        ("--micro-batch", flags.micro_batch.is_some()),
+        ("--uniform", flags.uniform),
+    ];
+    match given.iter().find(|g| g.1) {
+        Some((name, _)) => Err(CliError::Input(format!(
+            "{name} describes a parallel layout: add --parallel 3d"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Flags of `plan` that a parallel layout does not use, named when given.
+fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
+    let s = &args.schedule;
+    let given = [
+        ("--method", args.method != "auto"),
+        ("--coarsen", args.coarsen.is_some()),
+        ("--coarsen-target", args.coarsen_target.is_some()),
+        ("--non-contiguous", args.non_contiguous),
+        ("--pieces", args.pieces != 1),
+        ("--accelerators", args.devices.accelerators.is_some()),
+        ("--cpus", args.devices.cpus.is_some()),
+        ("--gap", args.gap.is_some()),
+        ("--threads", args.threads.is_some()),
+        ("--split", args.split.is_some()),
+        ("--granularity", args.granularity.is_some()),
+        ("--export", args.export.is_some()),
+        ("--report", args.report.is_some()),
+        ("--sweep", args.sweep),
+        ("--target-tps", args.target_tps.is_some()),
+        ("--budget", args.budget.is_some()),
+        ("--plot", args.plot.is_some()),
+        ("--micro-batches", s.micro_batches.is_some()),
+        ("--recompute", s.recompute.is_some()),
+        ("--batch", args.model.batch.is_some()),
+        ("--device", args.model.device.is_some()),
+        ("--cpu-device", args.model.cpu_device.is_some()),
+        ("--ip-experiment", !args.ip_experiment.is_empty()),
+        ("--highs-option", !args.highs_option.is_empty()),
+    ];
+    match given.iter().find(|g| g.1) {
+        Some((name, _)) => Err(CliError::Input(format!(
+            "{name} does not apply to --parallel 3d (docs/parallel.md lists its flags; the micro-batch is --micro-batch, the cluster --cluster)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `auto` or a value parsed by `parse`.
+fn auto_or<T>(
+    flag: &str,
+    text: Option<&str>,
+    parse: impl Fn(&str) -> Option<T>,
+    rule: &str,
+) -> Result<Option<T>, CliError> {
+    match text.map(str::trim) {
+        None | Some("auto") => Ok(None),
+        Some(t) => parse(t)
+            .map(Some)
+            .ok_or_else(|| CliError::Input(format!("{flag} '{t}': {rule}"))),
+    }
+}
+
+/// The search space of the flags, for a model whose valid TP degrees are `valid`.
+fn space_of(
+    flags: &ParallelFlags,
+    topo: &Topology,
+    valid: &[usize],
+    schedule: Schedule,
+) -> Result<Space, CliError> {
+    let global_batch = match flags.global_batch {
+        Some(b) if (1..=MAX_GLOBAL_BATCH).contains(&b) => b,
+        Some(b) => {
+            return Err(CliError::Input(format!(
+                "--global-batch {b} is out of range (1 to 2^24)"
+            )))
+        }
+        None => {
+            return Err(CliError::Input(
+                "--parallel 3d needs --global-batch B (samples per iteration)".into(),
+            ))
+        }
+    };
+    let tensor_parallel = match auto_or(
+        "--tensor-parallel",
+        flags.tensor_parallel.as_deref(),
+        |t| {
+            t.split(',')
+                .map(|x| x.trim().parse::<usize>().ok().filter(|&v| v >= 1))
+                .collect::<Option<Vec<_>>>()
+        },
+        "give degrees ≥ 1 separated by commas (1,2,4,8), or auto",
+    )? {
+        None => valid
+            .iter()
+            .copied()
+            .filter(|t| topo.per_machine.is_multiple_of(*t))
+            .collect(),
+        Some(list) => {
+            for &t in &list {
+                if !valid.contains(&t) {
+                    return Err(CliError::Input(format!(
+                        "--tensor-parallel {t}: the degree must divide the model's heads, key/value heads and feed-forward width (these do: {valid:?})"
+                    )));
+                }
+                if !topo.per_machine.is_multiple_of(t) {
+                    return Err(CliError::Input(format!(
+                        "--tensor-parallel {t}: a TP group stays inside one machine, so the degree must divide its {} accelerators",
+                        topo.per_machine
+                    )));
+                }
+            }
+            list
+        }
+    };
+    let data_parallel = auto_or(
+        "--data-parallel",
+        flags.data_parallel.as_deref(),
+        |t| {
+            t.parse::<usize>()
+                .ok()
+                .filter(|&d| d >= 1 && d <= topo.devices())
+        },
+        &format!(
+            "give a degree from 1 to the cluster's {} accelerators, or auto",
+            topo.devices()
+        ),
+    )?;
+    let zero = auto_or(
+        "--zero",
+        flags.zero.as_deref(),
+        |t| t.parse::<u8>().ok().and_then(Zero::from_stage),
+        "give a ZeRO stage 0, 1, 2 or 3, or auto",
+    )?;
+    let micro_batches = match auto_or(
+        "--micro-batch",
+        flags.micro_batch.as_deref(),
+        |t| {
+            t.parse::<usize>()
+                .ok()
+                .filter(|&b| b >= 1 && global_batch % b == 0)
+        },
+        &format!("give a micro-batch size that divides --global-batch {global_batch}, or auto"),
+    )? {
+        Some(b) => vec![b],
+        None => [1, 2, 4, 8, 16]
+            .into_iter()
+            .filter(|b| global_batch % b == 0)
+            .collect(),
+    };
+    Ok(Space {
+        tensor_parallel,
+        data_parallel,
+        zero,
+        micro_batches,
+        global_batch,
+        schedule,
+        max_devices: topo.devices(),
+    })
+}
+
+/// The model of the config file, its dtype, and the note naming it.
+fn model_of(args: &PlanArgs) -> Result<(crate::costmodel::hf_config::HfModel, DType), CliError> {
+    let path: &Path = &args.workload;
+    if costmodel_cmds::is_model_file(path) {
+        return Err(CliError::Input(format!(
+            "{}: --parallel 3d plans a transformer given as a Hugging Face config.json (an ONNX graph's operators carry no tensor-parallel split)",
+            path.display()
+        )));
+    }
+    let model = costmodel_cmds::hf_model(path, &args.model).map_err(|e| {
+        CliError::Input(format!(
+            "{e} (--parallel 3d reads a Hugging Face config.json; a workload JSON's operators carry no tensor-parallel split)"
+        ))
+    })?;
+    let dtype = args.model.dtype.or(model.dtype).unwrap_or(DType::Bf16);
+    Ok((model, dtype))
+}
+
+/// Runs `plan --parallel 3d`.
+pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
+    check_not_given(args)?;
+    if let Some(out) = &args.out {
+        super::check_output_target(out)?;
+    }
+    let objective = match args.objective {
+        ObjectiveArg::Throughput => Objective::TimePerSample,
+        ObjectiveArg::Iteration => Objective::Iteration,
+        other => {
+            return Err(CliError::Input(format!(
+                "--objective {}: parallel layouts minimise `iteration` or `throughput` (time per sample)",
+                format!("{other:?}").to_lowercase()
+            )))
+        }
+    };
+    let schedule = match args.schedule.schedule.unwrap_or(Schedule::OneFOneB) {
+        s @ (Schedule::GPipe | Schedule::OneFOneB) => s,
+        s => {
+            return Err(CliError::Input(format!(
+                "--schedule {s}: parallel layouts run gpipe or 1f1b"
+            )))
+        }
+    };
+    let (model, dtype) = model_of(args)?;
+    let Some(spec_arg) = args.model.cluster.as_deref() else {
+        return Err(CliError::Input(
+            "--parallel 3d needs --cluster MxNxTYPE (e.g. 16x8xh100) or a cluster TOML file".into(),
+        ));
+    };
+    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec_arg, &args.model.device_file)?;
+    let mut topo = Topology::from_cluster(&cluster)
+        .map_err(|e| CliError::Input(format!("--cluster {spec_arg}: {e}")))?;
+    if let Some(m) = args.devices.memory {
+        topo.memory_bytes = m;
+    }
+    let valid = valid_tp_degrees(&model.spec, topo.per_machine);
+    let space = space_of(&args.parallel, &topo, &valid, schedule)?;
+    let mut degrees: Vec<usize> = std::iter::once(1)
+        .chain(space.tensor_parallel.iter().copied())
+        .collect();
+    degrees.sort_unstable();
+    degrees.dedup();
+    let chains = space
+        .micro_batches
+        .iter()
+        .map(|&b| transformer_chain(&with_batch(&model.spec, b), dtype, &profiles[0], &degrees))
+        .collect::<Result<Vec<ChainCosts>, String>>()
+        .map_err(CliError::Input)?;
+    let time_limit = args
+        .time_limit
+        .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
+        .transpose()?;
+    let memory = super::settings::memory_budget(args.search.memory_budget)?;
+    solve::budget::set_run_limits(started, time_limit.or(Some(60.0)), Some(memory));
+    super::sigint_setup();
+    let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
+    if !args.parallel.uniform {
+        eprintln!("note: the search covers uniform layouts (the same t and d in every stage); per-stage t and d are not searched yet");
+    }
+    let outcome =
+        plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
+    let json = layout_json(&outcome, &topo, objective);
+    if let Some(out) = &args.out {
+        if outcome.plan.is_some() {
+            let text = serde_json::to_string_pretty(&json)
+                .map_err(|e| CliError::Internal(e.to_string()))?;
+            crate::io::write_atomically(out, &(text + "\n"))
+                .map_err(|e| CliError::Input(e.to_string()))?;
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).map_err(|e| CliError::Internal(e.to_string()))?
+        );
+    } else {
+        print!("{}", layout_text(&outcome, &topo, objective));
+    }
+    match (&outcome.plan, &outcome.status) {
+        (Some(_), _) => Ok(()),
+        (None, Status::Infeasible { reason, .. }) => {
+            Err(CliError::Input(format!("no feasible layout: {reason}")))
+        }
+        (None, _) => Err(CliError::Input(crate::report::parallel::status_line(
+            &outcome,
+        ))),
+    }
+}
