@@ -8,7 +8,7 @@ use dnnplace::costmodel::operators::DType;
 use dnnplace::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
 use dnnplace::costmodel::transformer::{transformer_graph, Style, TransformerSpec};
 use dnnplace::io::cluster_resolve::cluster_and_profiles;
-use dnnplace::model::parallel::{ChainCosts, Layout, Topology, Zero};
+use dnnplace::model::parallel::{ChainCosts, Layout, Topology, Uniform, Zero};
 use dnnplace::model::profiles::find_profile;
 use dnnplace::model::schedule::Schedule;
 use dnnplace::model::{ClusterCosts, Device, Placement};
@@ -19,6 +19,18 @@ use dnnplace::solve::parallel::brute_force::brute_force_uniform;
 use dnnplace::solve::parallel::{plan_uniform, Objective, Space};
 use dnnplace::solve::Status;
 use proptest::prelude::*;
+
+/// Micro-batch `b`, TP `t`, DP `d`, `p` stages, no ZeRO, no recomputation.
+fn one(b: usize, t: usize, d: usize, p: usize) -> Uniform {
+    Uniform {
+        micro_batch: b,
+        tensor_parallel: t,
+        data_parallel: d,
+        zero: Zero::Off,
+        recompute: false,
+        stages: p,
+    }
+}
 
 /// A small deterministic generator for the instance's choices.
 struct Pick(u64);
@@ -106,6 +118,7 @@ fn compare(seed: u64) -> Result<Option<(usize, usize, usize)>, TestCaseError> {
         } else {
             Some(r.of(&Zero::ALL))
         },
+        recompute: r.of(&[None, Some(false), Some(true)]),
         micro_batches: micro,
         global_batch: r.of(&[4, 8, 12, 16]),
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
@@ -212,11 +225,8 @@ fn one_device_per_stage_is_the_cluster_model() {
         let layout = Layout::uniform(
             n,
             &cuts,
-            1,
-            1,
+            &one(spec.batch, 1, 1, cuts.len() + 1),
             spec.batch,
-            spec.batch,
-            Zero::Off,
             Schedule::OneFOneB,
         );
         let topo = Topology::from_cluster(&cluster).unwrap();
@@ -261,19 +271,19 @@ fn layouts_that_break_a_rule_are_named() {
     let cs = chains(&spec, DType::Fp32, &[1, 2], &[1]);
     let (cluster, _) = cluster_and_profiles("2x2xh100", &[]).unwrap();
     let topo = Topology::from_cluster(&cluster).unwrap();
-    let ok = Layout::uniform(4, &[2], 2, 1, 1, 8, Zero::Off, Schedule::OneFOneB);
+    let ok = Layout::uniform(4, &[2], &one(1, 2, 1, 2), 8, Schedule::OneFOneB);
     assert!(score_layout(&cs[0], &topo, &ok).is_ok());
-    let too_many = Layout::uniform(4, &[1, 2], 2, 1, 1, 8, Zero::Off, Schedule::OneFOneB);
+    let too_many = Layout::uniform(4, &[1, 2], &one(1, 2, 1, 3), 8, Schedule::OneFOneB);
     assert!(score_layout(&cs[0], &topo, &too_many)
         .unwrap_err()
         .to_string()
         .contains("leave the 4 accelerators"));
-    let batch = Layout::uniform(4, &[2], 1, 2, 1, 7, Zero::Off, Schedule::OneFOneB);
+    let batch = Layout::uniform(4, &[2], &one(1, 1, 2, 2), 7, Schedule::OneFOneB);
     assert!(score_layout(&cs[0], &topo, &batch)
         .unwrap_err()
         .to_string()
         .contains("not a multiple of d·b = 2"));
-    let t4 = Layout::uniform(4, &[], 4, 1, 1, 8, Zero::Off, Schedule::OneFOneB);
+    let t4 = Layout::uniform(4, &[], &one(1, 4, 1, 1), 8, Schedule::OneFOneB);
     assert!(score_layout(&cs[0], &topo, &t4)
         .unwrap_err()
         .to_string()

@@ -99,7 +99,6 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
         ("--budget", args.budget.is_some()),
         ("--plot", args.plot.is_some()),
         ("--micro-batches", s.micro_batches.is_some()),
-        ("--recompute", s.recompute.is_some()),
         ("--batch", args.model.batch.is_some()),
         ("--device", args.model.device.is_some()),
         ("--cpu-device", args.model.cpu_device.is_some()),
@@ -132,6 +131,7 @@ fn auto_or<T>(
 /// The search space of the flags, for a model whose valid TP degrees are `valid`.
 fn space_of(
     flags: &ParallelFlags,
+    recompute: Option<crate::model::recompute::Recompute>,
     topo: &Topology,
     valid: &[usize],
     schedule: Schedule,
@@ -220,6 +220,10 @@ fn space_of(
         tensor_parallel,
         data_parallel,
         zero,
+        recompute: match recompute {
+            Some(crate::model::recompute::Recompute::None) => Some(false),
+            Some(crate::model::recompute::Recompute::Auto) | None => None,
+        },
         micro_batches,
         global_batch,
         schedule,
@@ -282,7 +286,13 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         topo.memory_bytes = m;
     }
     let valid = valid_tp_degrees(&model.spec, topo.per_machine);
-    let space = space_of(&args.parallel, &topo, &valid, schedule)?;
+    let space = space_of(
+        &args.parallel,
+        args.schedule.recompute,
+        &topo,
+        &valid,
+        schedule,
+    )?;
     let mut degrees: Vec<usize> = std::iter::once(1)
         .chain(space.tensor_parallel.iter().copied())
         .collect();

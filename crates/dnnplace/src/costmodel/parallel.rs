@@ -26,6 +26,9 @@
 //! optimizer state = `P·(8 + 4·[e = 2])` for the divided parameter count `P`; the stash per
 //! micro-batch = the divided forward inputs of every operator with a backward node.
 //!
+//! **Recomputation**: a unit keeps its input (`checkpoint_bytes`: the graph inputs for the
+//! first unit, the forward transfers across the cut before it otherwise) per micro-batch.
+//!
 //! **Cuts**: the chain's units are the `layerId` groups in order; every operator input comes
 //! from its own unit or the one before (checked). The transfers across the cut before unit
 //! `c` are, by MODEL.md's rule, one per producer: forward, each operator of unit `c − 1` read
@@ -177,10 +180,27 @@ pub fn transformer_chain(
         DType::Fp16 | DType::Bf16 => profile.peak_fp16_flops,
     };
     let model_flops = units.iter().map(|u| u.costs[0].flops).sum();
+    let cuts = cut_transfers(&graph, &unit_of, units.len());
+    let mut units = units;
+    for (u, unit) in units.iter_mut().enumerate() {
+        let input: f64 = if u == 0 {
+            graph
+                .ops
+                .iter()
+                .filter(|o| o.is_input)
+                .map(|o| o.cost.output_bytes)
+                .sum()
+        } else {
+            cuts[u].forward.iter().sum()
+        };
+        for c in &mut unit.costs {
+            c.checkpoint_bytes = input;
+        }
+    }
     Ok(ChainCosts {
         tp_degrees: tp_degrees.to_vec(),
         micro_batch: spec.batch,
-        cuts: cut_transfers(&graph, &unit_of, units.len()),
+        cuts,
         units,
         peak_flops: peak,
         model_flops,

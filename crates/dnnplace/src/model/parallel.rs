@@ -88,6 +88,8 @@ pub struct TpCost {
     pub optimizer_bytes: f64,
     /// Activations one device stashes for the backward pass, bytes per micro-batch.
     pub activation_bytes: f64,
+    /// What the unit keeps per micro-batch under full recomputation: its input, bytes.
+    pub checkpoint_bytes: f64,
     /// All-reduces TP adds to the forward pass (0 when `t = 1`).
     pub tp_forward_all_reduces: u32,
     /// All-reduces TP adds to the backward pass.
@@ -270,6 +272,18 @@ impl StageLayout {
     }
 }
 
+/// One uniform configuration: every stage with the same `t`, `d`, ZeRO stage and
+/// recomputation, `stages` of them, micro-batch `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Uniform {
+    pub micro_batch: usize,
+    pub tensor_parallel: usize,
+    pub data_parallel: usize,
+    pub zero: Zero,
+    pub recompute: bool,
+    pub stages: usize,
+}
+
 /// A parallel layout (module documentation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Layout {
@@ -281,25 +295,26 @@ pub struct Layout {
     pub zero: Zero,
     /// GPipe or 1F1B.
     pub schedule: Schedule,
+    /// Full activation recomputation: every stage keeps only its units' inputs per
+    /// micro-batch and runs each unit's forward again before its backward.
+    pub recompute: bool,
 }
 
 impl Layout {
-    /// Stages placed back to back from device 0, every stage with TP `t` and DP `d`, split
-    /// before each unit of `cuts` (ascending, inside `1..units`).
+    /// The layout of `cfg` split before each unit of `cuts` (ascending, inside `1..units`):
+    /// stages placed back to back from device 0, every stage with TP `t` and DP `d`.
     pub fn uniform(
         units: usize,
         cuts: &[usize],
-        t: usize,
-        d: usize,
-        micro_batch: usize,
+        cfg: &Uniform,
         global_batch: usize,
-        zero: Zero,
         schedule: Schedule,
     ) -> Layout {
         let bounds: Vec<usize> = std::iter::once(0)
             .chain(cuts.iter().copied())
             .chain(std::iter::once(units))
             .collect();
+        let (t, d) = (cfg.tensor_parallel, cfg.data_parallel);
         let stages = bounds
             .windows(2)
             .enumerate()
@@ -312,10 +327,11 @@ impl Layout {
             .collect();
         Layout {
             stages,
-            micro_batch,
+            micro_batch: cfg.micro_batch,
             global_batch,
-            zero,
+            zero: cfg.zero,
             schedule,
+            recompute: cfg.recompute,
         }
     }
 
@@ -380,7 +396,15 @@ mod tests {
 
     #[test]
     fn uniform_layouts_are_back_to_back() {
-        let l = Layout::uniform(10, &[3, 7], 2, 4, 1, 64, Zero::Off, Schedule::OneFOneB);
+        let cfg = Uniform {
+            micro_batch: 1,
+            tensor_parallel: 2,
+            data_parallel: 4,
+            zero: Zero::Off,
+            recompute: false,
+            stages: 3,
+        };
+        let l = Layout::uniform(10, &[3, 7], &cfg, 64, Schedule::OneFOneB);
         assert_eq!(l.stages.len(), 3);
         assert_eq!(l.stages[1].units, 3..7);
         assert_eq!(l.stages[2].first_device, 16);

@@ -122,7 +122,7 @@ pub fn summary_line(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
     let st = &l.stages[0];
     format!(
-        "layout: p = {} × t = {} × d = {}, micro-batch {}, global batch {}, ZeRO-{}, {}, {} micro-batches per replica",
+        "layout: p = {} × t = {} × d = {}, micro-batch {}, global batch {}, ZeRO-{}, {}, {}recomputation, {} micro-batches per replica",
         l.stages.len(),
         st.tensor_parallel,
         st.data_parallel,
@@ -130,6 +130,7 @@ pub fn summary_line(plan: &ParallelPlan) -> String {
         l.global_batch,
         l.zero.stage(),
         l.schedule,
+        if l.recompute { "full " } else { "no " },
         plan.score.stages[0].micro_batches
     )
 }
@@ -245,6 +246,7 @@ pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     v["globalBatch"] = json!(l.global_batch);
     v["zero"] = json!(l.zero.stage());
     v["schedule"] = json!(l.schedule.to_string());
+    v["recompute"] = json!(l.recompute);
     v["iterationMs"] = json!(plan.score.iteration_ms);
     v["timePerSampleMs"] = json!(plan.score.time_per_sample_ms);
     v["tflopsPerDevice"] = json!(plan.score.tflops_per_device);

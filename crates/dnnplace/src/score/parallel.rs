@@ -19,7 +19,10 @@
 //!
 //! on the link the stage's replicas span. `W_s`, `G_s`, `O_s`: the weights, gradients and
 //! optimizer state of one device before ZeRO; ZeRO-1 divides `O_s` by `d`, ZeRO-2 also
-//! `G_s`, ZeRO-3 also `W_s`. Memory per device = `W + G + O + in_flight · A_s` with `A_s`
+//! `G_s`, ZeRO-3 also `W_s`. With full recomputation (`layout.recompute`) compute and TP
+//! add the forward pass and its all-reduces again, and the stash per micro-batch is the
+//! units' inputs (`checkpoint_bytes`) plus, once, the largest unit's full stash (the unit
+//! being recomputed). Memory per device = `W + G + O + in_flight · A_s` with `A_s`
 //! the stash per micro-batch and `in_flight` the schedule's ([`in_flight`]: GPipe `m`,
 //! 1F1B `min(m, p − s)`). With `m_s = B / (d_s·b)` micro-batches per replica:
 //!
@@ -105,7 +108,8 @@ pub struct StageScore {
     pub weight_bytes: f64,
     pub gradient_bytes: f64,
     pub optimizer_bytes: f64,
-    /// `in_flight · A_s`.
+    /// `in_flight · A_s` (recomputing: `in_flight ·` the checkpoints `+` the largest unit
+    /// stash).
     pub activation_bytes: f64,
     /// Per device: the four above summed.
     pub memory_bytes: f64,
@@ -268,15 +272,23 @@ fn score_stage(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -
     let tp_link = topo.intra_link();
     let mut out = StageScore::default();
     let (mut weights, mut grads, mut optimizer, mut stash) = (0.0, 0.0, 0.0, 0.0);
+    let mut working: f64 = 0.0;
+    let again = u32::from(layout.recompute);
     for u in st.units.clone() {
         let c = &chain.units[u].costs[ti];
-        out.compute_ms += c.forward_ms + c.backward_ms;
-        let collectives = (c.tp_forward_all_reduces + c.tp_backward_all_reduces) as f64;
+        out.compute_ms += c.forward_ms * f64::from(1 + again) + c.backward_ms;
+        let collectives =
+            (c.tp_forward_all_reduces * (1 + again) + c.tp_backward_all_reduces) as f64;
         out.tensor_parallel_ms += collectives * all_reduce_ms(tp_link, c.tp_all_reduce_bytes, t);
         weights += c.weight_bytes;
         grads += c.gradient_bytes;
         optimizer += c.optimizer_bytes;
-        stash += c.activation_bytes;
+        if layout.recompute {
+            stash += c.checkpoint_bytes;
+            working = working.max(c.activation_bytes);
+        } else {
+            stash += c.activation_bytes;
+        }
     }
     out.transfer_ms = stage_transfers(chain, topo, layout, s);
     let dp_link = topo.link_among((0..d).map(|r| st.device(r, 0)));
@@ -296,7 +308,7 @@ fn score_stage(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -
     out.weight_bytes = shard(weights, Zero::Parameters);
     out.gradient_bytes = shard(grads, Zero::Gradients);
     out.optimizer_bytes = shard(optimizer, Zero::Optimizer);
-    out.activation_bytes = out.in_flight as f64 * stash;
+    out.activation_bytes = out.in_flight as f64 * stash + working;
     out.memory_bytes =
         out.weight_bytes + out.gradient_bytes + out.optimizer_bytes + out.activation_bytes;
     out.fits = out.memory_bytes <= topo.memory_bytes;

@@ -12,7 +12,8 @@
 //! bound. ZeRO 0, 1 and 2 take the same time (ZeRO-1/2's reduce-scatter plus all-gather
 //! moves what an all-reduce moves) and ZeRO-2 needs the least memory of the three, so
 //! `auto` searches ZeRO-2 and ZeRO-3 and then lowers the plan's stage to the smallest
-//! that still fits; with `d = 1` every stage is ZeRO-0.
+//! that still fits; with `d = 1` every stage is ZeRO-0. Full recomputation is searched
+//! off and on unless the space fixes it.
 //!
 //! The plan is re-scored by [`crate::score::parallel`]; a value that differs from the
 //! search's by more than 1e-9 relative is an error, never a plan.
@@ -20,13 +21,14 @@
 pub mod brute_force;
 pub mod partition;
 
+pub use crate::model::parallel::Uniform as Config;
 use crate::model::parallel::{ChainCosts, Layout, Topology, Zero};
 use crate::model::schedule::Schedule;
 use crate::score::parallel::{score_layout, LayoutScore};
 use crate::solve::budget::Budget;
 use crate::solve::{Status, StopReason};
+pub use partition::Objective;
 use partition::{best_split, Coster};
-pub use partition::{Config, Objective};
 
 /// What the search may choose.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +39,8 @@ pub struct Space {
     pub data_parallel: Option<usize>,
     /// A fixed ZeRO stage, or `None` for the best.
     pub zero: Option<Zero>,
+    /// Full recomputation on or off, or `None` for the best.
+    pub recompute: Option<bool>,
     /// Candidate micro-batch sizes.
     pub micro_batches: Vec<usize>,
     pub global_batch: usize,
@@ -96,6 +100,14 @@ fn zero_stages(space: &Space, d: usize) -> Vec<Zero> {
     }
 }
 
+/// Recomputation choices of `space`: off first.
+fn recompute_choices(space: &Space) -> Vec<bool> {
+    match space.recompute {
+        Some(r) => vec![r],
+        None => vec![false, true],
+    }
+}
+
 /// Every configuration of `space` with its lower bound, ascending.
 fn configurations(
     chains: &[ChainCosts],
@@ -114,14 +126,8 @@ fn configurations(
             if t > devices || !topo.per_machine.is_multiple_of(t) {
                 continue;
             }
-            let c: f64 = chain
-                .units
-                .iter()
-                .map(|u| {
-                    let k = &u.costs[ti];
-                    k.forward_ms + k.backward_ms
-                })
-                .sum();
+            let fw: f64 = chain.units.iter().map(|u| u.costs[ti].forward_ms).sum();
+            let bw: f64 = chain.units.iter().map(|u| u.costs[ti].backward_ms).sum();
             let ds: Vec<usize> = match space.data_parallel {
                 Some(d) => vec![d],
                 None => (1..=devices / t).collect(),
@@ -131,7 +137,11 @@ fn configurations(
                     continue;
                 }
                 let m = (space.global_batch / (d * b)) as f64;
-                for z in zero_stages(space, d) {
+                for (z, r) in zero_stages(space, d)
+                    .into_iter()
+                    .flat_map(|z| recompute_choices(space).into_iter().map(move |r| (z, r)))
+                {
+                    let c = fw + bw + if r { fw } else { 0.0 };
                     for p in 1..=chain.len().min(devices / (t * d)) {
                         let pf = p as f64;
                         let bound = match objective {
@@ -143,6 +153,7 @@ fn configurations(
                             tensor_parallel: t,
                             data_parallel: d,
                             zero: z,
+                            recompute: r,
                             stages: p,
                         };
                         out.push((bound, ci, cfg));
@@ -243,16 +254,8 @@ fn rescored(
     objective: Objective,
 ) -> Result<ParallelPlan, String> {
     let layout_with = |z: Zero| {
-        Layout::uniform(
-            chain.len(),
-            cuts,
-            cfg.tensor_parallel,
-            cfg.data_parallel,
-            cfg.micro_batch,
-            space.global_batch,
-            z,
-            space.schedule,
-        )
+        let c = Config { zero: z, ..cfg };
+        Layout::uniform(chain.len(), cuts, &c, space.global_batch, space.schedule)
     };
     let mut layout = layout_with(cfg.zero);
     let mut score = score_layout(chain, topo, &layout).map_err(|e| e.to_string())?;

@@ -15,25 +15,19 @@
 //!   `ΣT + C(j..U) + (m − 1)·max(maxT, C(j..U)/(p − s)) + max sync` (with `C` the units'
 //!   compute and TP time, which every stage pays at least) reaches the incumbent is dropped.
 //!
+//! With full recomputation a stage also runs its units' forward again (with its TP
+//! all-reduces), keeps each unit's input per micro-batch in flight, and holds one unit's
+//! full stash at a time (the largest of its units).
+//!
 //! Memory and `T` only grow as a stage takes more units, so the scan of `j` for a fixed `i`
 //! stops at the first `j` that does not fit.
 
 use crate::model::parallel::{
-    all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Topology, Zero,
+    all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Topology, Uniform as Config, Zero,
 };
 use crate::model::schedule::{in_flight, Schedule};
 use crate::model::Link;
 use crate::solve::budget::{Budget, Exhausted};
-
-/// One uniform configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Config {
-    pub micro_batch: usize,
-    pub tensor_parallel: usize,
-    pub data_parallel: usize,
-    pub zero: Zero,
-    pub stages: usize,
-}
 
 /// What is minimised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,12 +46,16 @@ pub struct Coster<'a> {
     m: usize,
     schedule: Schedule,
     memory: f64,
-    /// Prefix sums over units of compute + TP time, weights, gradients, optimizer, stash.
+    /// Prefix sums over units of compute + TP time (with the recomputed forward and its
+    /// all-reduces when recomputing), weights, gradients, optimizer, stash (the checkpoints
+    /// when recomputing).
     c: Vec<f64>,
     w: Vec<f64>,
     g: Vec<f64>,
     o: Vec<f64>,
     a: Vec<f64>,
+    /// Recomputing: the largest unit stash of every range (what one unit's backward holds).
+    working: Option<RangeMax>,
     /// Per stage position: the link into it from the stage before, its DP link.
     boundary: Vec<Link>,
     dp: Vec<Link>,
@@ -95,12 +93,23 @@ impl<'a> Coster<'a> {
             let k = &unit.costs[ti];
             let ar = (k.tp_forward_all_reduces + k.tp_backward_all_reduces) as f64
                 * all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t);
+            let again = if cfg.recompute {
+                k.forward_ms
+                    + k.tp_forward_all_reduces as f64
+                        * all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t)
+            } else {
+                0.0
+            };
             let x = [
-                k.forward_ms + k.backward_ms + ar,
+                k.forward_ms + k.backward_ms + ar + again,
                 k.weight_bytes,
                 k.gradient_bytes,
                 k.optimizer_bytes,
-                k.activation_bytes,
+                if cfg.recompute {
+                    k.checkpoint_bytes
+                } else {
+                    k.activation_bytes
+                },
             ];
             for (s, v) in sums.iter_mut().zip(x) {
                 s[u + 1] = s[u] + v;
@@ -131,6 +140,15 @@ impl<'a> Coster<'a> {
             })
             .collect();
         let [c, w, g, o, a] = sums;
+        let working = cfg.recompute.then(|| {
+            RangeMax::new(
+                chain
+                    .units
+                    .iter()
+                    .map(|u| u.costs[ti].activation_bytes)
+                    .collect(),
+            )
+        });
         Some(Coster {
             chain,
             cfg,
@@ -143,6 +161,7 @@ impl<'a> Coster<'a> {
             g,
             o,
             a,
+            working,
             boundary,
             dp,
             host: topo.peer.is_none().then_some(topo.host),
@@ -169,6 +188,7 @@ impl<'a> Coster<'a> {
             + shard(self.g[j] - self.g[i], Zero::Gradients)
             + shard(self.o[j] - self.o[i], Zero::Optimizer)
             + held * (self.a[j] - self.a[i])
+            + self.working.as_ref().map_or(0.0, |r| r.max(i, j))
     }
 
     /// A lower bound on any stage's memory per device of the whole chain split in `p`
@@ -233,6 +253,32 @@ impl<'a> Coster<'a> {
     /// The stage's share of the time per sample.
     fn per_sample(&self, t: f64, sync: f64) -> f64 {
         (self.m as f64 * t + sync) / self.global_batch as f64
+    }
+}
+
+/// Range maxima by a sparse table: `max(i, j)` over `values[i..j]` in O(1).
+struct RangeMax {
+    levels: Vec<Vec<f64>>,
+}
+
+impl RangeMax {
+    fn new(values: Vec<f64>) -> RangeMax {
+        let n = values.len();
+        let mut levels = vec![values];
+        let mut w = 1;
+        while 2 * w <= n {
+            let prev = &levels[levels.len() - 1];
+            let next: Vec<f64> = (0..=n - 2 * w).map(|i| prev[i].max(prev[i + w])).collect();
+            levels.push(next);
+            w *= 2;
+        }
+        RangeMax { levels }
+    }
+
+    /// The largest of `values[i..j]` (`i < j`).
+    fn max(&self, i: usize, j: usize) -> f64 {
+        let k = (usize::BITS - 1 - (j - i).leading_zeros()) as usize;
+        self.levels[k][i].max(self.levels[k][j - (1 << k)])
     }
 }
 
