@@ -119,6 +119,11 @@ fn compare(seed: u64) -> Result<Option<(usize, usize, usize)>, TestCaseError> {
             Some(r.of(&Zero::ALL))
         },
         recompute: r.of(&[None, Some(false), Some(true)]),
+        stages: if r.next(4) == 0 {
+            Some(1 + r.next(3) as usize)
+        } else {
+            None
+        },
         micro_batches: micro,
         global_batch: r.of(&[4, 8, 12, 16]),
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),

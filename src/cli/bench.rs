@@ -14,13 +14,18 @@ use crate::report::bench::bench_table;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Workload files or folders (searched recursively for *.json).
-    #[arg(required_unless_present = "scale")]
+    #[arg(required_unless_present_any = ["scale", "parallel"])]
     pub paths: Vec<PathBuf>,
     /// Instead of files: `--method auto` on generated graphs of 1k-100k operators and the
     /// memory-bound GNMT cases (see `cli::bench_scale`); only rows whose name contains
     /// FILTER (e.g. `gpt`, `wide`, `transformer-1536`).
     #[arg(long, value_name = "FILTER", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["paths", "experts"])]
     pub scale: Option<String>,
+    /// Instead of files: parallel layouts (issue 26) — a Llama-3-70B-shaped model on 1,024
+    /// H100s, and Megatron-LM's Table 1 configurations (SC'21) under our model next to our
+    /// plan (docs/parallel.md).
+    #[arg(long, conflicts_with_all = ["paths", "experts", "scale"])]
+    pub parallel: bool,
     /// --scale: the time limit of each run.
     #[arg(long, value_parser = super::parse_seconds, value_name = "TIME", default_value = "60s", requires = "scale")]
     pub time_limit: f64,
@@ -48,6 +53,9 @@ pub struct BenchArgs {
 }
 
 pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
+    if args.parallel {
+        return super::bench_parallel::run(args.markdown);
+    }
     if let Some(filter) = &args.scale {
         let limit = super::settings::time_limit("--time-limit", args.time_limit, "")?;
         return super::bench_scale::run(

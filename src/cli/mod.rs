@@ -10,6 +10,7 @@
 //! internal check failed (a bug: a solver's plan that the scorer rejects).
 
 pub mod bench;
+pub mod bench_parallel;
 pub mod bench_scale;
 pub mod calibrate_cmd;
 pub mod cluster_cmd;

@@ -41,6 +41,9 @@ pub struct ParallelFlags {
     /// --parallel 3d: DP degree, a number or `auto` [default: auto].
     #[arg(long, value_name = "N|auto")]
     pub data_parallel: Option<String>,
+    /// --parallel 3d: pipeline stages, a number or `auto` [default: auto].
+    #[arg(long, value_name = "N|auto")]
+    pub pipeline_parallel: Option<String>,
     /// --parallel 3d: ZeRO stage 0–3 or `auto` [default: auto].
     #[arg(long, value_name = "0..3|auto")]
     pub zero: Option<String>,
@@ -64,6 +67,7 @@ pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
     let given = [
         ("--tensor-parallel", flags.tensor_parallel.is_some()),
         ("--data-parallel", flags.data_parallel.is_some()),
+        ("--pipeline-parallel", flags.pipeline_parallel.is_some()),
         ("--zero", flags.zero.is_some()),
         ("--global-batch", flags.global_batch.is_some()),
         ("--micro-batch", flags.micro_batch.is_some()),
@@ -194,6 +198,19 @@ fn space_of(
             topo.devices()
         ),
     )?;
+    let stages = auto_or(
+        "--pipeline-parallel",
+        flags.pipeline_parallel.as_deref(),
+        |t| {
+            t.parse::<usize>()
+                .ok()
+                .filter(|&p| p >= 1 && p <= topo.devices())
+        },
+        &format!(
+            "give a number of stages from 1 to the cluster's {} accelerators, or auto",
+            topo.devices()
+        ),
+    )?;
     let zero = auto_or(
         "--zero",
         flags.zero.as_deref(),
@@ -219,6 +236,7 @@ fn space_of(
     Ok(Space {
         tensor_parallel,
         data_parallel,
+        stages,
         zero,
         recompute: match recompute {
             Some(crate::model::recompute::Recompute::None) => Some(false),

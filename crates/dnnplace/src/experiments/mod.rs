@@ -3,9 +3,12 @@
 //! [`crate::report`] renders it and the command line prints it.
 //!
 //! - [`reproduce`]: every applicable method on every published workload, on threads;
-//! - [`bench`](mod@bench): `dnnplace plan` timed on workload files, one child process each.
+//! - [`bench`](mod@bench): `dnnplace plan` timed on workload files, one child process each;
+//! - [`parallel`](mod@parallel): parallel layouts at scale and Megatron-LM's published
+//!   configurations under our model (`dnnplace bench --parallel`).
 
 pub mod bench;
+pub mod parallel;
 pub mod reproduce;
 
 use std::path::{Path, PathBuf};

@@ -34,7 +34,9 @@ pub fn brute_force_uniform(
                     for mask in 0u64..(1u64 << (n - 1)) {
                         let cuts: Vec<usize> =
                             (1..n).filter(|c| mask >> (c - 1) & 1 == 1).collect();
-                        if (cuts.len() + 1) * t * d > devices {
+                        if (cuts.len() + 1) * t * d > devices
+                            || space.stages.is_some_and(|p| p != cuts.len() + 1)
+                        {
                             continue;
                         }
                         let cfg = Uniform {

@@ -37,6 +37,8 @@ pub struct Space {
     pub tensor_parallel: Vec<usize>,
     /// A fixed DP degree, or `None` for every one that fits.
     pub data_parallel: Option<usize>,
+    /// A fixed number of pipeline stages, or `None` for every one.
+    pub stages: Option<usize>,
     /// A fixed ZeRO stage, or `None` for the best.
     pub zero: Option<Zero>,
     /// Full recomputation on or off, or `None` for the best.
@@ -143,6 +145,9 @@ fn configurations(
                 {
                     let c = fw + bw + if r { fw } else { 0.0 };
                     for p in 1..=chain.len().min(devices / (t * d)) {
+                        if space.stages.is_some_and(|x| x != p) {
+                            continue;
+                        }
                         let pf = p as f64;
                         let bound = match objective {
                             Objective::Iteration => c + (m - 1.0) * c / pf,
