@@ -335,7 +335,8 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     }
     let outcome =
         plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
-    let json = layout_json(&outcome, &topo, objective);
+    let mut json = layout_json(&outcome, &topo, objective);
+    json["peakMemoryBytes"] = serde_json::json!(crate::experiments::bench::peak_memory_bytes());
     if let Some(out) = &args.out {
         if outcome.plan.is_some() {
             let text = serde_json::to_string_pretty(&json)

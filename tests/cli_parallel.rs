@@ -1,0 +1,323 @@
+//! `plan CONFIG.json --parallel 3d` through the binary: the JSON contract (the fields every
+//! plan carries, the stage rows) checked against the formulas of docs/parallel.md
+//! recomputed here from the stage rows; a fixed layout never beats the free search; the
+//! written `--out` file equals the printed JSON; bad flags and inputs exit 2 naming the
+//! flag; an infeasible memory exits 2 without writing a file.
+
+use std::process::{Command, Output};
+
+const LLAMA_70B: &str = "examples/hf/llama-3-70b.json";
+
+fn dnnplace() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+}
+
+fn plan(extra: &[&str]) -> Output {
+    dnnplace()
+        .args([
+            "plan",
+            LLAMA_70B,
+            "--parallel",
+            "3d",
+            "--cluster",
+            "4x8xh100",
+            "--seq",
+            "2048",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn json_of(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn num(v: &serde_json::Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+#[test]
+fn the_json_carries_the_contract_and_adds_up() {
+    let v = json_of(&plan(&[
+        "--global-batch",
+        "64",
+        "--objective",
+        "iteration",
+        "--json",
+    ]));
+    for key in [
+        "value",
+        "bound",
+        "gap",
+        "outcome",
+        "stopReason",
+        "optimal",
+        "stages",
+        "iterationMs",
+    ] {
+        assert!(v.get(key).is_some(), "{key} missing");
+    }
+    assert_eq!(v["outcome"], "optimal");
+    assert_eq!(v["optimal"], true);
+    assert!(v["stopReason"].is_null());
+    assert_eq!(num(&v, "value"), num(&v, "bound"));
+    let stages = v["stages"].as_array().unwrap();
+    // Every unit once, in order: embeddings, 80 blocks, head.
+    let layers: Vec<String> = stages
+        .iter()
+        .flat_map(|s| {
+            s["layers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(layers.len(), 82);
+    assert_eq!(layers[0], "embeddings");
+    assert_eq!(layers[41], "layers.40");
+    assert_eq!(layers[81], "head");
+    // Devices: disjoint, t·d each, within the 32 accelerators.
+    let mut seen = std::collections::BTreeSet::new();
+    for s in stages {
+        let devices = s["devices"].as_array().unwrap();
+        let (t, d) = (
+            num(s, "tensorParallel") as usize,
+            num(s, "dataParallel") as usize,
+        );
+        assert_eq!(devices.len(), t * d);
+        for x in devices {
+            assert!(seen.insert(x.as_u64().unwrap()));
+        }
+        // Memory adds up and fits an H100 (80 GiB).
+        let parts = [
+            "weightBytes",
+            "gradientBytes",
+            "optimizerBytes",
+            "activationBytes",
+        ];
+        let sum: f64 = parts.iter().map(|k| num(s, k)).sum();
+        assert!((sum - num(s, "memoryBytes")).abs() <= 1e-6 * sum);
+        assert!(num(s, "memoryBytes") <= 80.0 * 1024f64.powi(3));
+        let time = ["computeMs", "tensorParallelMs", "transferMs", "gatherMs"];
+        let t_s: f64 = time.iter().map(|k| num(s, k)).sum();
+        assert!((t_s - num(s, "microBatchTimeMs")).abs() <= 1e-9 * t_s);
+    }
+    assert!(*seen.last().unwrap() < 32);
+    // The iteration: Σ T + (m − 1)·max T + max sync.
+    let t: Vec<f64> = stages.iter().map(|s| num(s, "microBatchTimeMs")).collect();
+    let m = num(&stages[0], "microBatches");
+    let sync = stages
+        .iter()
+        .map(|s| num(s, "dpSyncMs"))
+        .fold(0.0, f64::max);
+    let max = t.iter().copied().fold(0.0, f64::max);
+    let iteration = t.iter().sum::<f64>() + (m - 1.0) * max + sync;
+    assert!((iteration - num(&v, "iterationMs")).abs() <= 1e-9 * iteration);
+    assert!((iteration - num(&v, "value")).abs() <= 1e-9 * iteration);
+    let b = num(&v, "microBatch");
+    let d = num(&stages[0], "dataParallel");
+    assert_eq!(m * b * d, 64.0);
+}
+
+#[test]
+fn a_fixed_layout_never_beats_the_search_and_keeps_what_was_fixed() {
+    let free = json_of(&plan(&[
+        "--global-batch",
+        "64",
+        "--objective",
+        "iteration",
+        "--json",
+    ]));
+    let fixed = json_of(&plan(&[
+        "--global-batch",
+        "64",
+        "--objective",
+        "iteration",
+        "--json",
+        "--tensor-parallel",
+        "8",
+        "--pipeline-parallel",
+        "4",
+        "--data-parallel",
+        "1",
+        "--micro-batch",
+        "1",
+        "--zero",
+        "0",
+        "--recompute",
+        "none",
+    ]));
+    assert!(num(&fixed, "value") >= num(&free, "value"));
+    let stages = fixed["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 4);
+    assert!(stages
+        .iter()
+        .all(|s| s["tensorParallel"] == 8 && s["dataParallel"] == 1));
+    assert_eq!(fixed["zero"], 0);
+    assert_eq!(fixed["recompute"], false);
+    assert_eq!(fixed["microBatch"], 1);
+    // The throughput objective is the time per sample.
+    let tps = json_of(&plan(&["--global-batch", "64", "--json"]));
+    assert_eq!(tps["objective"], "time-per-sample");
+    assert!(
+        (num(&tps, "value") - num(&tps, "timePerSampleMs")).abs() <= 1e-12 * num(&tps, "value")
+    );
+}
+
+#[test]
+fn out_writes_the_printed_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("layout.json");
+    let printed = json_of(&plan(&[
+        "--global-batch",
+        "32",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let strip = |mut v: serde_json::Value| {
+        v.as_object_mut().unwrap().remove("timeS");
+        v.as_object_mut().unwrap().remove("peakMemoryBytes");
+        v
+    };
+    assert_eq!(strip(printed), strip(written));
+    // No plan, no file.
+    let none = dir.path().join("none.json");
+    let o = plan(&[
+        "--global-batch",
+        "32",
+        "--memory",
+        "1GiB",
+        "--out",
+        none.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no feasible layout"));
+    assert!(!none.exists());
+}
+
+#[test]
+fn bad_flags_exit_2_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "--global-batch"),
+        (&["--global-batch", "0"], "--global-batch 0"),
+        (
+            &["--global-batch", "64", "--tensor-parallel", "3"],
+            "--tensor-parallel 3",
+        ),
+        (
+            &["--global-batch", "64", "--tensor-parallel", "x"],
+            "--tensor-parallel 'x'",
+        ),
+        (
+            &["--global-batch", "64", "--data-parallel", "0"],
+            "--data-parallel '0'",
+        ),
+        (&["--global-batch", "64", "--zero", "4"], "--zero '4'"),
+        (
+            &["--global-batch", "64", "--micro-batch", "5"],
+            "--micro-batch '5'",
+        ),
+        (
+            &["--global-batch", "64", "--pipeline-parallel", "0"],
+            "--pipeline-parallel '0'",
+        ),
+        (
+            &["--global-batch", "64", "--schedule", "interleaved"],
+            "--schedule interleaved",
+        ),
+        (&["--global-batch", "64", "--method", "dp"], "--method"),
+        (
+            &["--global-batch", "64", "--objective", "latency"],
+            "--objective latency",
+        ),
+        (
+            &["--global-batch", "64", "--export", "megatron"],
+            "--export",
+        ),
+    ];
+    for (flags, named) in cases {
+        let o = plan(flags);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(
+            err.contains(named),
+            "{flags:?}: '{err}' does not name {named}"
+        );
+    }
+    let o = dnnplace()
+        .args(["plan", LLAMA_70B, "--parallel", "3d", "--global-batch", "8"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--cluster"));
+    let o = dnnplace()
+        .args([
+            "plan",
+            LLAMA_70B,
+            "--parallel",
+            "3d",
+            "--global-batch",
+            "8",
+            "--cluster",
+            "1x8xh100+1x8xa100-80gb",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one accelerator type"));
+    let o = dnnplace()
+        .args([
+            "plan",
+            "examples/bert-tiny.json",
+            "--parallel",
+            "3d",
+            "--global-batch",
+            "8",
+            "--cluster",
+            "1x8xh100",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("config.json"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = dnnplace()
+        .args(["plan", "examples/bert-tiny.json", "--tensor-parallel", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--parallel 3d"));
+}
+
+#[test]
+fn a_spent_time_limit_still_answers() {
+    let o = plan(&["--global-batch", "64", "--json", "--time-limit", "1ms"]);
+    match o.status.code() {
+        Some(0) => {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(num(&v, "bound") <= num(&v, "value"));
+        }
+        Some(2) => assert!(String::from_utf8_lossy(&o.stderr).contains("no plan")),
+        c => panic!("exit {c:?}: {}", String::from_utf8_lossy(&o.stderr)),
+    }
+}
