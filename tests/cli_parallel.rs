@@ -312,12 +312,15 @@ fn bad_flags_exit_2_naming_the_flag() {
 #[test]
 fn a_spent_time_limit_still_answers() {
     let o = plan(&["--global-batch", "64", "--json", "--time-limit", "1ms"]);
-    match o.status.code() {
-        Some(0) => {
-            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-            assert!(num(&v, "bound") <= num(&v, "value"));
-        }
-        Some(2) => assert!(String::from_utf8_lossy(&o.stderr).contains("no plan")),
-        c => panic!("exit {c:?}: {}", String::from_utf8_lossy(&o.stderr)),
+    let v = json_of(&o);
+    assert!(num(&v, "bound") <= num(&v, "value"));
+    assert!(
+        ["optimal", "feasible"].contains(&v["outcome"].as_str().unwrap()),
+        "{}",
+        v["outcome"]
+    );
+    if v["outcome"] == "feasible" {
+        assert_eq!(v["stopReason"], "time-limit");
+        assert!(num(&v, "gap") > 0.0);
     }
 }

@@ -198,6 +198,17 @@ impl Budget {
         Budget::new(None, None)
     }
 
+    /// No deadline, not even the run's ([`set_run_limits`]); still answers Ctrl-C and the
+    /// run's memory allowance. For a search that must reach its first plan past the time
+    /// limit (then stops, reporting its gap).
+    pub fn without_deadline() -> Budget {
+        Budget {
+            start: Instant::now(),
+            deadline: None,
+            memory_bytes: None,
+        }
+    }
+
     /// `Err` once the deadline has passed, an interrupt was requested, or the run has
     /// grown past its memory allowance (module docs).
     pub fn check(&self) -> Result<(), Exhausted> {

@@ -15,6 +15,10 @@
 //! that still fits; with `d = 1` every stage is ZeRO-0. Full recomputation is searched
 //! off and on unless the space fixes it.
 //!
+//! **Never without an answer.** A run past its time limit before any plan goes on (without
+//! a deadline; Ctrl-C still stops it) to the first configuration with a plan, and reports
+//! it with the next configuration's bound and the gap.
+//!
 //! The plan is re-scored by [`crate::score::parallel`]; a value that differs from the
 //! search's by more than 1e-9 relative is an error, never a plan.
 
@@ -25,7 +29,7 @@ pub use crate::model::parallel::Uniform as Config;
 use crate::model::parallel::{ChainCosts, Layout, Topology, Zero};
 use crate::model::schedule::Schedule;
 use crate::score::parallel::{score_layout, LayoutScore};
-use crate::solve::budget::Budget;
+use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::{Status, StopReason};
 pub use partition::Objective;
 use partition::{best_split, Coster};
@@ -186,15 +190,32 @@ pub fn plan_uniform(
     let mut solved = 0;
     let mut stop = None;
     let mut bound = f64::INFINITY;
+    // Past the time limit without a plan, configurations go on without a deadline (Ctrl-C
+    // still stops them) until the first plan; the run then stops with its gap.
+    let unlimited = Budget::without_deadline();
+    let mut active = budget;
+    // Whether every configuration was solved or bounded out.
+    let mut proven = true;
     for &(lb, ci, cfg) in &configs {
         if lb >= incumbent {
+            break;
+        }
+        if stop.is_some() && best.is_some() {
+            bound = lb;
+            proven = false;
             break;
         }
         let Some(coster) = Coster::new(&chains[ci], topo, cfg, space.global_batch, space.schedule)
         else {
             continue;
         };
-        match best_split(&coster, objective, incumbent, budget) {
+        let mut result = best_split(&coster, objective, incumbent, active);
+        if matches!(result, Err(Exhausted::TimeLimit)) && best.is_none() {
+            stop = Some(StopReason::TimeLimit);
+            active = &unlimited;
+            result = best_split(&coster, objective, incumbent, active);
+        }
+        match result {
             Ok(Some(split)) => {
                 incumbent = split.value;
                 best = Some((cfg, ci, split.cuts, split.value));
@@ -203,10 +224,14 @@ pub fn plan_uniform(
             Err(e) => {
                 bound = lb;
                 stop = Some(StopReason::from(e));
+                proven = false;
                 break;
             }
         }
         solved += 1;
+    }
+    if proven {
+        stop = None;
     }
     let elapsed_s = budget.elapsed_s();
     let stopped = stop.is_some();
