@@ -68,9 +68,12 @@ pub struct MegatronRow {
     pub our_resident_fp32_grad_bytes: f64,
 }
 
-/// `(params in billions, heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU)`,
+/// One row of Megatron's table: `(params in billions, heads, hidden, layers, t, p, GPUs,
+/// batch, TFLOP/s per GPU)`.
+pub type MegatronConfig = (f64, usize, usize, usize, usize, usize, usize, usize, f64);
+
 /// Table 1 of Narayanan et al., SC'21.
-pub const MEGATRON_TABLE_1: [(f64, usize, usize, usize, usize, usize, usize, usize, f64); 10] = [
+pub const MEGATRON_TABLE_1: [MegatronConfig; 10] = [
     (1.7, 24, 2304, 24, 1, 1, 32, 512, 137.0),
     (3.6, 32, 3072, 30, 2, 1, 64, 512, 138.0),
     (7.5, 32, 4096, 36, 4, 1, 128, 512, 142.0),

@@ -344,7 +344,7 @@ impl Layout {
     /// when that is a whole number ≥ 1.
     pub fn micro_batches(&self, d: usize) -> Option<usize> {
         let per = d * self.micro_batch;
-        (per > 0 && self.global_batch % per == 0 && self.global_batch >= per)
+        (per > 0 && self.global_batch.is_multiple_of(per) && self.global_batch >= per)
             .then(|| self.global_batch / per)
     }
 }

@@ -139,7 +139,7 @@ fn configurations(
                 None => (1..=devices / t).collect(),
             };
             for d in ds {
-                if space.global_batch % (d * b) != 0 || t * d > devices {
+                if !space.global_batch.is_multiple_of(d * b) || t * d > devices {
                     continue;
                 }
                 let m = (space.global_batch / (d * b)) as f64;

@@ -74,7 +74,7 @@ impl<'a> Coster<'a> {
         let (t, d) = (cfg.tensor_parallel, cfg.data_parallel);
         let ti = chain.tp_index(t)?;
         let per = d * cfg.micro_batch;
-        if global_batch % per != 0
+        if !global_batch.is_multiple_of(per)
             || !topo.per_machine.is_multiple_of(t)
             || cfg.stages * t * d > topo.devices()
         {
@@ -333,7 +333,7 @@ fn min_max(coster: &Coster, incumbent: f64, budget: &Budget) -> Result<Option<Sp
         }
     }
     let value = f[p][n];
-    if !(value < incumbent) {
+    if value.partial_cmp(&incumbent) != Some(std::cmp::Ordering::Less) {
         return Ok(None);
     }
     Ok(Some(Split {
@@ -430,7 +430,7 @@ fn pareto(coster: &Coster, incumbent: f64, budget: &Budget) -> Result<Option<Spl
         return Ok(None);
     };
     let v = value(l);
-    if !(v < incumbent) {
+    if v.partial_cmp(&incumbent) != Some(std::cmp::Ordering::Less) {
         return Ok(None);
     }
     let mut cuts = Vec::new();
