@@ -78,7 +78,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::super::budget::Budget;
+use super::super::budget::{Budget, Exhausted};
 use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
 use super::chain_bound::{Chain, Class};
@@ -530,7 +530,38 @@ fn prefix_rows(
     rows
 }
 
-fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
+/// Row `i` of an arbitrary family: its sums over its groups and the transfers some but
+/// not all of whose endpoints (producer, receivers) lie inside.
+fn all_row(
+    p: &Prepared,
+    ideals: &Family,
+    incident: &[Vec<u32>],
+    fastest_of: &[f64],
+    i: usize,
+) -> PerIdeal {
+    let bits = ideals.get(i);
+    let mut sums = Sums::new(p.types);
+    let mut crossing: Vec<u32> = Vec::new();
+    for g in bits.groups() {
+        sums.add(p, fastest_of, g);
+        for &ti in &incident[g] {
+            let t = &p.transfers[ti as usize];
+            if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
+                crossing.push(ti);
+            }
+        }
+    }
+    crossing.sort_unstable();
+    crossing.dedup();
+    row(p, sums, crossing, |g| bits.contains(g))
+}
+
+/// The per-ideal data the DP reads (module documentation): each ideal's certified sums,
+/// its crossing transfers and its frontier and upstream producers. Prefixes are built one
+/// from the other (O(n + Σ width)); an arbitrary family costs O(|ideal| + its transfers)
+/// per ideal, in parallel, and polls `budget` once per ideal: on time, Ctrl-C or memory it
+/// stops with [`SolveError::Stopped`] (the caller keeps its held plan).
+fn ideal_data(p: &Prepared, ideals: Family, budget: &Budget) -> Result<IdealData, SolveError> {
     let count = ideals.len();
     let n = p.c.len();
     let mut incident: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -556,26 +587,29 @@ fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
     let per: Vec<PerIdeal> = match &ideals {
         // Prefixes of the group order: each row from the previous one, O(n + Σ width).
         Family::Prefixes { .. } => prefix_rows(p, &incident, &fastest_of, count),
-        Family::All(_) => (0..count)
-            .into_par_iter()
-            .map(|i| {
-                let bits = ideals.get(i);
-                let mut sums = Sums::new(p.types);
-                let mut crossing: Vec<u32> = Vec::new();
-                for g in bits.groups() {
-                    sums.add(p, &fastest_of, g);
-                    for &ti in &incident[g] {
-                        let t = &p.transfers[ti as usize];
-                        if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
-                            crossing.push(ti);
-                        }
+        Family::All(_) => {
+            let out_of_budget = std::sync::atomic::AtomicBool::new(false);
+            let per: Vec<Option<PerIdeal>> = (0..count)
+                .into_par_iter()
+                .map(|i| {
+                    if out_of_budget.load(std::sync::atomic::Ordering::Relaxed)
+                        || budget.is_exhausted()
+                    {
+                        out_of_budget.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return None;
                     }
-                }
-                crossing.sort_unstable();
-                crossing.dedup();
-                row(p, sums, crossing, |g| bits.contains(g))
-            })
-            .collect(),
+                    Some(all_row(p, &ideals, &incident, &fastest_of, i))
+                })
+                .collect();
+            if out_of_budget.into_inner() {
+                return Err(SolveError::Stopped {
+                    method: "dp".into(),
+                    reason: budget.check().err().unwrap_or(Exhausted::TimeLimit),
+                    detail: format!("while summing the stages of {count} ideals"),
+                });
+            }
+            per.into_iter().flatten().collect()
+        }
     };
     let mut data = IdealData {
         ideals,
@@ -745,7 +779,7 @@ fn solve_with(
         return proven(None, upper_bound, 0);
     }
     if tracking == Tracking::Best {
-        let chain = ideal_data(&p, Family::prefixes(p.c.len()))?;
+        let chain = ideal_data(&p, Family::prefixes(p.c.len()), &budget)?;
         let (b0, ceiling) = bounds(&p, &chain);
         let mut b = b0.max(lower_bound.min(ceiling));
         // `bounds` clamps its lower bound to 1e-12 for the search below; a bound that small
@@ -798,7 +832,13 @@ fn solve_with(
         }
         Err(e) => return Err(e),
     };
-    let data = ideal_data(&p, Family::All(ideals))?;
+    let data = match ideal_data(&p, Family::All(ideals), &budget) {
+        Ok(data) => data,
+        Err(SolveError::Stopped { reason, .. }) => {
+            return stopped(reason.into(), 0, pairs, fallback, lower)
+        }
+        Err(e) => return Err(e),
+    };
     let count = data.ideals.len();
     let table = match run(&p, &data, tracking, bound, tail_test, &budget) {
         Run::Done(table, n) => {
