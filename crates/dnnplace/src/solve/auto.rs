@@ -194,7 +194,11 @@ struct Search {
 impl Search {
     /// Keeps `found` when it beats the best plan; `what` names it in the path.
     fn offer(&mut self, found: Found, what: String) {
-        if self.best.as_ref().is_none_or(|b| found.max_load < b.max_load) {
+        if self
+            .best
+            .as_ref()
+            .is_none_or(|b| found.max_load < b.max_load)
+        {
             self.path.push(what);
             self.best = Some(found);
         }
@@ -239,7 +243,11 @@ impl Auto {
             let what = format!(
                 "{} baseline{}",
                 found.source,
-                if search.best.is_some() { " (better)" } else { "" }
+                if search.best.is_some() {
+                    " (better)"
+                } else {
+                    ""
+                }
             );
             search.offer(found, what);
         }
@@ -370,7 +378,12 @@ impl Auto {
 
 /// The lower bound on the fine groups, with half of what is left (at most a tenth of the
 /// whole limit `total_s`).
-fn fine_bound(w: &crate::model::Workload, budget: &Budget, total_s: Option<f64>, search: &mut Search) {
+fn fine_bound(
+    w: &crate::model::Workload,
+    budget: &Budget,
+    total_s: Option<f64>,
+    search: &mut Search,
+) {
     let bound_started = Instant::now();
     let share = budget
         .remaining_s()

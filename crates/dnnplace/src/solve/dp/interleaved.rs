@@ -216,10 +216,7 @@ pub fn solve_within(
 
 /// Per accelerator `d` of `p`: its stash vector and its backward inputs' vector under the
 /// schedule; a schedule these sizes do not take is refused, naming it.
-fn device_vectors(
-    pipeline: &Pipeline,
-    p: usize,
-) -> Result<Vec<DeviceVectors>, SolveError> {
+fn device_vectors(pipeline: &Pipeline, p: usize) -> Result<Vec<DeviceVectors>, SolveError> {
     (0..p)
         .map(|d| {
             let inputs = backward_input_vectors(pipeline.schedule, p, pipeline.micro_batches, d);
@@ -290,7 +287,12 @@ impl Search<'_> {
         let mut k = 16usize;
         while !self.proven {
             let family = Family::chain(units, k, &model.per_group);
-            let run = model.run(&family, below(upper(&self.best)), &chain_budget, &mut self.moves);
+            let run = model.run(
+                &family,
+                below(upper(&self.best)),
+                &chain_budget,
+                &mut self.moves,
+            );
             if let Some(chain) = &run.chain {
                 keep_plan(self.problem, model, &family, chain, &mut self.best)?;
             }

@@ -576,7 +576,8 @@ impl Dag<'_> {
         let mut best: Option<(f64, usize, usize, Table)> = None;
         let mut pairs = 0;
         for p in 1..=(k + l).min(self.c.len()) {
-            let (table, priced) = self.relax_stages(staged, p, best.as_ref().map(|b| b.0), &windows)?;
+            let (table, priced) =
+                self.relax_stages(staged, p, best.as_ref().map(|b| b.0), &windows)?;
             pairs += priced;
             let ends = (0..=l.min(p))
                 .filter(|&cl| p - cl <= k)
@@ -667,8 +668,8 @@ impl Dag<'_> {
         let (k, l) = (self.k, self.l);
         let n_ideals = self.ideals.len();
         let full = n_ideals - 1;
-        let upper = chain_upper_bound(self.c, &self.cost, k, l, self.memory, self.budget)
-            .map_err(|r| {
+        let upper =
+            chain_upper_bound(self.c, &self.cost, k, l, self.memory, self.budget).map_err(|r| {
                 self.stop.at(
                     r,
                     format!("while computing the chain bound ({n_ideals} ideals enumerated)"),
@@ -687,9 +688,10 @@ impl Dag<'_> {
             l,
         );
         let windows = Windows::new(&self.summaries.heads, l > 0);
-        self.budget
-            .check()
-            .map_err(|r| self.stop.at(r, format!("while sorting {n_ideals} ideals by load")))?;
+        self.budget.check().map_err(|r| {
+            self.stop
+                .at(r, format!("while sorting {n_ideals} ideals by load"))
+        })?;
         let relaxation = Relaxation {
             family: &self.ideals,
             summaries: &self.summaries,
@@ -701,15 +703,17 @@ impl Dag<'_> {
             forward: None,
         };
         let levels = self.ideals.level_start.len() - 2;
-        let (table, pairs) = relaxation.run(self.budget).map_err(|(r, level)| match level {
-            0 => self
-                .stop
-                .at(r, format!("while filling the table of {n_ideals} ideals")),
-            _ => self.stop.at(
-                r,
-                format!("while relaxing level {level} of {levels} ({n_ideals} ideals)"),
-            ),
-        })?;
+        let (table, pairs) = relaxation
+            .run(self.budget)
+            .map_err(|(r, level)| match level {
+                0 => self
+                    .stop
+                    .at(r, format!("while filling the table of {n_ideals} ideals")),
+                _ => self.stop.at(
+                    r,
+                    format!("while relaxing level {level} of {levels} ({n_ideals} ideals)"),
+                ),
+            })?;
         stats.ideal_pairs = Some(pairs);
         let Some(stages) = reconstruct::stages(&table, full) else {
             return Ok(self.infeasible(stats));

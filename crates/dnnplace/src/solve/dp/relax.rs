@@ -415,11 +415,11 @@ impl<F: Family> Relaxation<'_, F> {
             {
                 continue;
             }
-            let Some(load) = self
-                .cost
-                .accelerator_load(self.summaries, at.i, j, self.memory, || {
-                    self.family.difference(at.i, j)
-                })
+            let Some(load) =
+                self.cost
+                    .accelerator_load(self.summaries, at.i, j, self.memory, || {
+                        self.family.difference(at.i, j)
+                    })
             else {
                 continue;
             };

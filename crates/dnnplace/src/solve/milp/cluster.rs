@@ -263,9 +263,15 @@ pub fn solve(
     }
     stats.time_s = started.elapsed().as_secs_f64();
     let outcome = match best {
-        Some((value, placement, _)) => {
-            with_plan(&problem, &solved, value, placement, lower, scales.time, stats)
-        }
+        Some((value, placement, _)) => with_plan(
+            &problem,
+            &solved,
+            value,
+            placement,
+            lower,
+            scales.time,
+            stats,
+        ),
         None => without_plan(&solved, contiguous, lower, scales.time, stats),
     };
     Ok((outcome, size))
@@ -473,7 +479,11 @@ impl ClusterIp<'_> {
         let x: Vec<Vec<Var>> = self
             .slots
             .iter()
-            .map(|s| (0..units).map(|g| b.binary(0.0, self.allowed(s, g))).collect())
+            .map(|s| {
+                (0..units)
+                    .map(|g| b.binary(0.0, self.allowed(s, g)))
+                    .collect()
+            })
             .collect();
         let model = Model {
             groups: interchangeable_groups(self.costs)
