@@ -262,7 +262,7 @@ impl Auto {
         Ok(finish(search))
     }
 
-    /// 1. The exact DP when the lattice fits (mode off: with all the time and the user's
+    /// Phase 1: the exact DP when the lattice fits (mode off: with all the time and the user's
     /// `--max-ideals`; auto: at most half of the time, so the coarsened path has the rest
     /// if it stops). Its outcome when proven (or infeasible); an unproven plan becomes the
     /// best with its bound.
@@ -335,7 +335,7 @@ impl Auto {
         Ok(None)
     }
 
-    /// 2. The coarsened path (half of what is left): its plan when better.
+    /// Phase 2: the coarsened path (half of what is left): its plan when better.
     fn coarsened(&self, problem: &Problem, budget: &Budget, search: &mut Search) {
         let mut notes = Vec::new();
         let coarse = coarsen::solve(
@@ -402,7 +402,7 @@ fn fine_bound(
     ));
 }
 
-/// 3. The IP warm-started from the best plan while the gap is open, on at most
+/// Phase 3: the IP warm-started from the best plan while the gap is open, on at most
 /// [`IP_MAX_GROUPS`] groups with 2 s left; on more groups, the reason the gap stays open.
 fn ip_from_plan(problem: &Problem, groups: usize, budget: &Budget, search: &mut Search) {
     let Some(b) = &search.best else {

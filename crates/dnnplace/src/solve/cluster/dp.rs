@@ -779,41 +779,21 @@ fn solve_with(
         return proven(None, upper_bound, 0);
     }
     if tracking == Tracking::Best {
-        let chain = ideal_data(&p, Family::prefixes(p.c.len()), &budget)?;
-        let (b0, ceiling) = bounds(&p, &chain);
-        let mut b = b0.max(lower_bound.min(ceiling));
-        // `bounds` clamps its lower bound to 1e-12 for the search below; a bound that small
-        // is stated as 0.
-        lower = if b > 1e-12 { b } else { 0.0 };
-        let last = chain.ideals.len() - 1;
-        // Targets rise by 1%, then by steps half as large again each time: a run whose
-        // target is close above the prefixes' optimum is the cheapest to succeed (the tail
-        // test cuts most), and failing runs below it are cheap too.
-        let mut step = 0.01;
-        loop {
-            match run(&p, &chain, Tracking::Best, b.min(bound), tail_test, &budget) {
-                Run::Done(table, n) => {
-                    pairs += n;
-                    if let Some((s, st)) = table[last]
-                        .iter()
-                        .enumerate()
-                        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
-                    {
-                        bound = bound.min(st.value);
-                        fallback =
-                            Some((st.value, reconstruct(&p, &chain, &table, last, s, costs)));
-                        break;
-                    }
-                }
-                Run::Stopped(reason, states, n) => {
-                    return stopped(reason, states, pairs + n, None, lower)
-                }
+        match best_over_prefixes(&p, costs, (lower_bound, upper_bound), tail_test, &budget)? {
+            Prefixes::Stopped {
+                reason,
+                states,
+                pairs,
+                lower,
+            } => return stopped(reason, states, pairs, None, lower),
+            Prefixes::Done {
+                best,
+                bound: b,
+                lower: l,
+                pairs: n,
+            } => {
+                (fallback, bound, lower, pairs) = (best, b, l, n);
             }
-            if b >= ceiling || b >= bound {
-                break;
-            }
-            b = (b * (1.0 + step)).min(ceiling);
-            step *= 1.5;
         }
         if meets_bound(bound, lower) {
             return proven(fallback, bound, pairs);
@@ -873,6 +853,81 @@ fn solve_with(
         folded,
         lower_bound,
         stopped: None,
+    })
+}
+
+/// What the search over one topological order's prefixes ends with: its optimum (the
+/// held plan), the upper bound it leaves, the lower bound of [`bounds`] and the pairs
+/// relaxed; or why it stopped.
+enum Prefixes {
+    Done {
+        best: Option<(f64, Placement)>,
+        bound: f64,
+        lower: f64,
+        pairs: u64,
+    },
+    Stopped {
+        reason: StopReason,
+        states: usize,
+        pairs: u64,
+        lower: f64,
+    },
+}
+
+/// The DP over the prefixes of the group order, below targets that rise from the lower
+/// bound (at least `lower_bound`, at most the prefixes' ceiling): by 1%, then by steps
+/// half as large again each time — a run whose target is close above the prefixes'
+/// optimum is the cheapest to succeed (the tail test cuts most), and failing runs below
+/// it are cheap too. `bounds` clamps its lower bound to 1e-12 for the search; a bound that
+/// small is stated as 0.
+fn best_over_prefixes(
+    p: &Prepared,
+    costs: &ClusterCosts,
+    (lower_bound, upper_bound): (f64, f64),
+    tail_test: bool,
+    budget: &Budget,
+) -> Result<Prefixes, SolveError> {
+    let chain = ideal_data(p, Family::prefixes(p.c.len()), budget)?;
+    let (b0, ceiling) = bounds(p, &chain);
+    let mut b = b0.max(lower_bound.min(ceiling));
+    let lower = if b > 1e-12 { b } else { 0.0 };
+    let last = chain.ideals.len() - 1;
+    let (mut bound, mut best, mut pairs) = (upper_bound, None, 0);
+    let mut step = 0.01;
+    loop {
+        match run(p, &chain, Tracking::Best, b.min(bound), tail_test, budget) {
+            Run::Done(table, n) => {
+                pairs += n;
+                if let Some((s, st)) = table[last]
+                    .iter()
+                    .enumerate()
+                    .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+                {
+                    bound = bound.min(st.value);
+                    best = Some((st.value, reconstruct(p, &chain, &table, last, s, costs)));
+                    break;
+                }
+            }
+            Run::Stopped(reason, states, n) => {
+                return Ok(Prefixes::Stopped {
+                    reason,
+                    states,
+                    pairs: pairs + n,
+                    lower,
+                })
+            }
+        }
+        if b >= ceiling || b >= bound {
+            break;
+        }
+        b = (b * (1.0 + step)).min(ceiling);
+        step *= 1.5;
+    }
+    Ok(Prefixes::Done {
+        best,
+        bound,
+        lower,
+        pairs,
     })
 }
 
@@ -1381,7 +1436,7 @@ fn relax(
         costs,
     };
     for (s_index, st) in states.iter().enumerate() {
-        step.from_state(s_index, st, &mut pending, emit);
+        step.extend_state(s_index, st, &mut pending, emit);
     }
     sc.pending = pending;
 }
@@ -1569,7 +1624,7 @@ impl Step<'_> {
     /// Every choice for the stage from state `st`: a device of the current machine (per
     /// type, then a CPU core) while one is free, then, when every guess says "later", the
     /// first device of each type or a CPU core on a new machine of every kind left.
-    fn from_state(
+    fn extend_state(
         &self,
         s_index: usize,
         st: &State,

@@ -341,10 +341,10 @@ impl<F: Family> Relaxation<'_, F> {
         };
         let mut evaluated = 0u64;
         if p.k > 0 {
-            evaluated += self.from_accelerator_stages(&at, done, best, back, signatures);
+            evaluated += self.last_on_accelerator(&at, done, best, back, signatures);
         }
         if p.l > 0 {
-            evaluated += self.from_cpu_stages(&at, done, best, back);
+            evaluated += self.last_on_cpu(&at, done, best, back);
         }
         if self.positioned.is_none() {
             fewer_devices(p.k, p.l, best, back);
@@ -375,7 +375,7 @@ impl<F: Family> Relaxation<'_, F> {
     /// accelerator key (by decreasing key, while the key difference stays within the cap of
     /// the states still improvable; the keys are rounded sums, within `1e-9 · F(I)` of the
     /// exact difference). Returns the pairs priced.
-    fn from_accelerator_stages(
+    fn last_on_accelerator(
         &self,
         at: &Target<'_, F>,
         done: &[f64],
@@ -501,7 +501,7 @@ impl<F: Family> Relaxation<'_, F> {
     /// The last stage `I \ J` on a CPU, for the `J` in the window of `I`'s CPU key (by
     /// decreasing key while within the cap), each live state from `J`'s state one CPU
     /// fewer. Returns the pairs priced.
-    fn from_cpu_stages(
+    fn last_on_cpu(
         &self,
         at: &Target<'_, F>,
         done: &[f64],

@@ -392,6 +392,13 @@ fn slots(cluster: &crate::model::Cluster) -> Vec<Slot> {
         .collect()
 }
 
+/// A listed unit's location columns per machine `μ`: `(a[p,μ], c[p,μ])`, its share on
+/// the machine's accelerators and CPU cores ([`Model::add_location`]); `None` for the others.
+type Location = Option<Vec<(Option<Var>, Option<Var>)>>;
+
+/// A plan with its scored value and where it came from.
+type Best = (f64, Placement, Provenance);
+
 /// One cluster IP: the problem, its units (contracted classes when `contiguous`) with
 /// their arcs and times, and its slots.
 struct ClusterIp<'a> {
@@ -536,7 +543,7 @@ impl ClusterIp<'_> {
         b: &mut Builder,
         model: &Model,
         transfers: &[Transfer],
-        location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
+        location: &[Location],
         scales: &Scales,
         lower: f64,
     ) {
@@ -608,8 +615,8 @@ impl ClusterIp<'_> {
         held: Option<(f64, Placement)>,
         scales: &Scales,
         stats: &mut Stats,
-    ) -> Result<Option<(f64, Placement, Provenance)>, SolveError> {
-        let mut best: Option<(f64, Placement, Provenance)> = None;
+    ) -> Result<Option<Best>, SolveError> {
+        let mut best: Option<Best> = None;
         if let Some(columns) = &solved.columns {
             let p = model.placement(&self.units, columns);
             match self.score(&p) {
@@ -759,14 +766,13 @@ impl Model {
     /// `a[p,μ] = Σ_{d acc on μ} x[p,d]`, `c[p,μ] = Σ_{d CPU on μ} x[p,d]` for the listed
     /// units; `None` for the others. Indexed `[g][μ] = (a, c)`; a kind of device the
     /// machine lacks gets no column.
-    #[allow(clippy::type_complexity)]
     fn add_location(
         &self,
         b: &mut Builder,
         listed: &[usize],
         units: usize,
         machines: usize,
-    ) -> Vec<Option<Vec<(Option<Var>, Option<Var>)>>> {
+    ) -> Vec<Location> {
         let mut out = vec![None; units];
         for &g in listed {
             let per_machine = (0..machines)
@@ -795,12 +801,11 @@ impl Model {
 
     /// The receive and send rows of every transfer on every device, their priced
     /// indicators appended to the devices' loads (module documentation).
-    #[allow(clippy::type_complexity)]
     fn add_communication(
         &self,
         b: &mut Builder,
         transfers: &[Transfer],
-        location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
+        location: &[Location],
         has_peer: &[bool],
         time: &impl Fn(f64) -> f64,
         loads: &mut [[Vec<(Var, f64)>; 2]],
@@ -964,11 +969,10 @@ impl Model {
 
 /// Machines in a pipeline order: `π_μ' ≥ π_μ + 1 − |M|(2 − L[u,μ] − L[v,μ'])` for every
 /// arc and ordered pair of machines (module documentation).
-#[allow(clippy::type_complexity)]
 fn add_machine_order(
     b: &mut Builder,
     arcs: &[(usize, usize)],
-    location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
+    location: &[Location],
     machines: usize,
 ) {
     let big = machines as f64;
