@@ -41,7 +41,7 @@ pub struct Contraction {
 
 /// Colour class index of every node (dense `0..C`), and C. A node without a class gets its own.
 pub fn class_index(w: &Workload) -> (Vec<usize>, usize) {
-    let mut map = std::collections::HashMap::new();
+    let mut map = rustc_hash::FxHashMap::default();
     let mut class = Vec::with_capacity(w.len());
     let mut count = 0;
     for node in w.nodes() {

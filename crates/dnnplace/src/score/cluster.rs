@@ -27,10 +27,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::contiguity::contiguity_violations;
+use super::contiguity::{contiguity_violations_in, ClassGraph};
 use super::load::{accumulate_loads, max_load, sync_objective, DeviceLoad};
 use super::validity::Violation;
-use crate::model::contraction::{class_graph, class_index};
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 
 /// Everything the scorer knows about a placement on a cluster.
@@ -60,6 +59,17 @@ impl ClusterEvaluation {
 
 /// Scores `p` on the cluster of `costs`.
 pub fn evaluate_on_cluster(w: &Workload, costs: &ClusterCosts, p: &Placement) -> ClusterEvaluation {
+    evaluate_on_cluster_in(w, costs, &ClassGraph::new(w), p)
+}
+
+/// [`evaluate_on_cluster`] with the workload's class graph built by the caller (one
+/// contraction for the many plans a heuristic scores).
+pub fn evaluate_on_cluster_in(
+    w: &Workload,
+    costs: &ClusterCosts,
+    classes: &ClassGraph,
+    p: &Placement,
+) -> ClusterEvaluation {
     let violations = cluster_violations(w, costs, p);
     if violations.iter().any(|v| {
         matches!(
@@ -78,9 +88,9 @@ pub fn evaluate_on_cluster(w: &Workload, costs: &ClusterCosts, p: &Placement) ->
     }
     let devices = cluster_loads(w, costs, p);
     let (max, bottleneck) = max_load(&devices);
-    let mut non_contiguous = contiguity_violations(w, p);
+    let mut non_contiguous = contiguity_violations_in(w, classes, p);
     if non_contiguous.is_empty() {
-        non_contiguous.extend(machine_cycle(w, costs, p));
+        non_contiguous.extend(machine_cycle_in(w, costs, classes, p));
     }
     ClusterEvaluation {
         sync_objective: sync_objective(&devices),
@@ -182,8 +192,18 @@ pub fn cluster_loads(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Vec<D
 
 /// A cycle of machines feeding each other, if any (module documentation).
 pub fn machine_cycle(w: &Workload, costs: &ClusterCosts, p: &Placement) -> Option<Violation> {
-    let (class, classes) = class_index(w);
-    let succ = class_graph(w, &class, classes);
+    machine_cycle_in(w, costs, &ClassGraph::new(w), p)
+}
+
+/// [`machine_cycle`] with the workload's class graph built by the caller.
+pub fn machine_cycle_in(
+    w: &Workload,
+    costs: &ClusterCosts,
+    g: &ClassGraph,
+    p: &Placement,
+) -> Option<Violation> {
+    let (class, succ) = (&g.class, &g.succ);
+    let classes = succ.len();
     let mut class_node = vec![(0i64, Device::Cpu(0)); classes];
     for (v, &d) in p.assignment.iter().enumerate() {
         class_node[class[v]] = (w.node(v).id, d);

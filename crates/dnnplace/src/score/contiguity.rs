@@ -33,15 +33,40 @@ use super::validity::Violation;
 /// its largest rank, not `C` (the all-on-CPU plans of the latency IP give every class its
 /// own CPU: 50,000 devices on a 50,000-class graph).
 pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
-    let (class, classes) = class_index(w);
-    let succ = class_graph(w, &class, classes);
+    contiguity_violations_in(w, &ClassGraph::new(w), p)
+}
+
+/// The colour classes of a workload, their graph and a topological rank of it: what every
+/// contiguity check of the workload's plans shares, built once by a caller that scores
+/// many plans of one workload (O(n + m log m)).
+pub struct ClassGraph {
+    /// The class of every node.
+    pub class: Vec<usize>,
+    /// The class graph's successor lists ([`class_graph`]).
+    pub succ: Vec<Vec<usize>>,
+    /// [`topological_rank`] of `succ`.
+    rank: Vec<usize>,
+}
+
+impl ClassGraph {
+    pub fn new(w: &Workload) -> ClassGraph {
+        let (class, classes) = class_index(w);
+        let succ = class_graph(w, &class, classes);
+        let rank = topological_rank(&succ);
+        ClassGraph { class, succ, rank }
+    }
+}
+
+/// [`contiguity_violations`] with the workload's class graph built by the caller.
+pub fn contiguity_violations_in(w: &Workload, g: &ClassGraph, p: &Placement) -> Vec<Violation> {
+    let (class, succ, rank) = (&g.class, &g.succ, &g.rank);
+    let classes = succ.len();
     let mut class_device: Vec<Option<Device>> = vec![None; classes];
     let mut class_node: Vec<i64> = vec![0; classes];
     for (v, &d) in p.assignment.iter().enumerate() {
         class_device[class[v]].get_or_insert(d);
         class_node[class[v]] = w.node(v).id;
     }
-    let rank = topological_rank(&succ);
     let mut members: Vec<(Device, usize)> = class_device
         .iter()
         .enumerate()
@@ -95,7 +120,7 @@ pub fn contiguity_violations(w: &Workload, p: &Placement) -> Vec<Violation> {
         }
     }
     if out.is_empty() {
-        if let Some(v) = device_cycle(&succ, &class_device, &class_node) {
+        if let Some(v) = device_cycle(succ, &class_device, &class_node) {
             out.push(v);
         }
     }

@@ -21,8 +21,8 @@ pub mod parallel;
 pub mod pipeline_memory;
 pub mod validity;
 
-pub use cluster::{evaluate_on_cluster, ClusterEvaluation};
-pub use contiguity::contiguity_violations;
+pub use cluster::{evaluate_on_cluster, evaluate_on_cluster_in, ClusterEvaluation};
+pub use contiguity::{contiguity_violations, contiguity_violations_in, ClassGraph};
 pub use latency::{greedy_cut_steps, latency, Call, LatencyScore};
 pub use load::{device_loads, max_load, sync_objective, tps, DeviceLoad};
 pub use pipeline_memory::{

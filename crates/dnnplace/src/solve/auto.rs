@@ -181,7 +181,34 @@ fn scored(w: &crate::model::Workload, placement: Placement, source: &str) -> Opt
     })
 }
 
+/// What the contiguous search holds between its phases: the statistics and path so far,
+/// the best plan, the proven bound, and why the plan is not proven if it is not.
+struct Search {
+    stats: Stats,
+    path: Vec<String>,
+    best: Option<Found>,
+    bound: f64,
+    status_reason: StopReason,
+}
+
+impl Search {
+    /// Keeps `found` when it beats the best plan; `what` names it in the path.
+    fn offer(&mut self, found: Found, what: String) {
+        if self
+            .best
+            .as_ref()
+            .is_none_or(|b| found.max_load < b.max_load)
+        {
+            self.path.push(what);
+            self.best = Some(found);
+        }
+    }
+}
+
 impl Auto {
+    /// The contiguous throughput plan: the exact DP when the lattice fits, the coarsened
+    /// path, the baselines, the fine graph's lower bound, then the IP for what is left
+    /// (from the best plan, or as the last resort on small graphs).
     fn contiguous_throughput(
         &self,
         problem: &Problem,
@@ -189,261 +216,327 @@ impl Auto {
     ) -> Result<Outcome, SolveError> {
         let w = problem.workload;
         let total_s = budget.remaining_s();
-        let mut stats = Stats::default();
         let c = Contraction::new(w);
-        stats.groups = Some(c.len());
-        let mode = self.coarsen.mode;
-
-        // 1. The exact DP when the lattice fits.
-        let mut path = Vec::new();
-        let mut best: Option<Found> = None;
-        let mut bound = 0.0f64;
-        let try_exact = mode == CoarsenMode::Off
-            || (mode == CoarsenMode::Auto && self.coarsen.target.is_none());
-        if try_exact {
-            // Off: the DP alone, with all the time and the user's --max-ideals. Auto: at
-            // most half of the time, so the coarsened path has the rest if it stops.
-            let (share, limit) = if mode == CoarsenMode::Off {
-                (budget.share(1.0), problem.limits.max_ideals)
-            } else {
-                let share = budget.share(0.5);
-                (
-                    share,
-                    coarsen::coarse_ideal_limit(share.remaining_s(), problem.limits.max_ideals),
-                )
-            };
-            let size = if mode == CoarsenMode::Off {
-                LatticeSize::AtMost(0)
-            } else {
-                let (reduced, _) = dp::reduced_contraction(w);
-                coarsen::lattice_size_within(&reduced, limit, &share)
-            };
-            if let LatticeSize::MoreThan(n) = size {
-                stats.notes.push(format!(
-                    "exact DP skipped: the ideal lattice has more than {n} ideals (counted before listing; {limit} fit the time)"
-                ));
-            } else {
-                match dp::solve_within(w, limit, &share) {
-                    Ok(mut o)
-                        if matches!(o.status, Status::Optimal | Status::Infeasible { .. }) =>
-                    {
-                        o.stats.path = Some(format!(
-                            "exact DP ({} ideals){}",
-                            o.stats.ideals.map_or("?".into(), |i| i.to_string()),
-                            if o.status == Status::Optimal {
-                                ": proven optimal"
-                            } else {
-                                ""
-                            }
-                        ));
-                        return Ok(o);
-                    }
-                    Ok(o) => {
-                        // A plan with a bound but no proof (folds it could not certify).
-                        stats
-                            .notes
-                            .push(format!("the exact DP stopped early: {:?}", o.status));
-                        if let Some(p) = o.placement {
-                            best = scored(w, p, "exact DP (unproven)");
-                            if best.is_some() {
-                                path.push("exact DP without its proof".into());
-                                bound = bound.max(o.bound);
-                            }
-                        }
-                    }
-                    Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) => {
-                        stats.notes.push(format!("exact DP: {e}"));
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+        let mut search = Search {
+            stats: Stats {
+                groups: Some(c.len()),
+                ..Stats::default()
+            },
+            path: Vec::new(),
+            best: None,
+            bound: 0.0,
+            status_reason: StopReason::TimeLimit,
+        };
+        if let Some(proven) = self.exact_dp(problem, budget, &mut search)? {
+            return Ok(proven);
         }
-
-        // 2. The coarsened path, and the bound on the fine graph.
-        if mode != CoarsenMode::Off {
-            let mut notes = Vec::new();
-            let coarse = coarsen::solve(
-                w,
-                &self.coarsen,
-                &problem.limits,
-                &budget.share(0.5),
-                &mut notes,
-            );
-            stats.notes.append(&mut notes);
-            match coarse {
-                Ok(Some(s)) => {
-                    path.push(format!(
-                        "coarsened: DP on level {} of {} ({} of {} groups), refined down",
-                        s.dp_level,
-                        s.level_sizes.len(),
-                        s.level_sizes[s.dp_level],
-                        s.level_sizes[0]
-                    ));
-                    stats.ideals = s.dp_ideals;
-                    if best.as_ref().is_none_or(|b| s.max_load < b.max_load) {
-                        best = Some(Found {
-                            placement: s.placement,
-                            max_load: s.max_load,
-                            source: "coarsened".into(),
-                        });
-                    }
-                }
-                Ok(None) => stats
-                    .notes
-                    .push("coarsened path: no level gave a plan".into()),
-                Err(e) => stats.notes.push(format!("coarsened path failed: {e}")),
-            }
+        if self.coarsen.mode != CoarsenMode::Off {
+            self.coarsened(problem, budget, &mut search);
         }
         // The baselines are cheap (linear, or a chain split on small graphs): they supply a
         // plan when the paths above have none, and replace theirs when better.
         for found in fallbacks(problem, &c, budget) {
-            stats
+            search
+                .stats
                 .notes
                 .push(format!("baseline {}: {}", found.source, found.max_load));
-            if best.as_ref().is_none_or(|b| found.max_load < b.max_load) {
-                path.push(format!(
-                    "{} baseline{}",
-                    found.source,
-                    if best.is_some() { " (better)" } else { "" }
-                ));
-                best = Some(found);
-            }
-        }
-        let bound_started = Instant::now();
-        // The full bound gets half of what is left, at most a tenth of the whole limit.
-        let share = budget
-            .remaining_s()
-            .map(|s| (0.5 * s).min(0.1 * total_s.unwrap_or(s)));
-        let deadline = share.map(|s| Instant::now() + std::time::Duration::from_secs_f64(s));
-        let (fine_bound, finished) = coarsen::lower_bound(w, deadline);
-        bound = bound.max(fine_bound);
-        stats.notes.push(format!(
-            "lower bound {fine_bound} on the fine groups ({:.2} s{})",
-            bound_started.elapsed().as_secs_f64(),
-            if finished {
-                ""
-            } else {
-                ", stopped at its time share"
-            }
-        ));
-
-        // 3. The IP for what is left.
-        let mut status_reason = StopReason::TimeLimit;
-        if let Some(b) = &best {
-            let gap_open = b.max_load > bound * (1.0 + CLOSED);
-            let left = budget.remaining_s().unwrap_or(f64::INFINITY);
-            if gap_open && c.len() <= IP_MAX_GROUPS && left >= 2.0 {
-                let mut ip_problem = problem.clone();
-                ip_problem.limits.warm_start = Some(b.placement.clone());
-                ip_problem.limits.time_limit_s = Some((left - 0.5).max(1.0));
-                let ip_started = Instant::now();
-                match ip_within(&ip_problem, left - 0.25) {
-                    Some(Ok(o)) => {
-                        path.push("contiguous IP from the plan".into());
-                        stats.notes.push(format!(
-                            "IP: {} (bound {}, {:?}) in {:.2} s of {:.2} s given",
-                            o.objective,
-                            o.bound,
-                            o.status,
-                            ip_started.elapsed().as_secs_f64(),
-                            left - 0.5
-                        ));
-                        stats
-                            .notes
-                            .extend(o.stats.notes.iter().map(|n| format!("IP: {n}")));
-                        bound = bound.max(o.bound.min(o.objective));
-                        if let Some(p) = o.placement {
-                            if o.objective < b.max_load {
-                                best = scored(w, p, "ip");
-                            }
-                        }
-                        if let Status::Feasible { reason } = o.status {
-                            status_reason = reason;
-                        }
-                    }
-                    Some(Err(e)) => stats.notes.push(format!("IP failed: {e}")),
-                    None => stats.notes.push(ABANDONED.into()),
+            let what = format!(
+                "{} baseline{}",
+                found.source,
+                if search.best.is_some() {
+                    " (better)"
+                } else {
+                    ""
                 }
-            } else if gap_open && c.len() > IP_MAX_GROUPS {
-                status_reason = StopReason::SearchExhausted {
-                    what: format!(
-                        "refinement ended and {} groups are more than the IP's {IP_MAX_GROUPS} (raise --coarsen-target for a finer coarse DP)",
-                        c.len()
-                    ),
-                };
-            }
+            );
+            search.offer(found, what);
         }
-        if best.is_none()
+        fine_bound(w, budget, total_s, &mut search);
+        ip_from_plan(problem, c.len(), budget, &mut search);
+        if search.best.is_none()
             && c.len() <= IP_MAX_GROUPS
             && budget.remaining_s().is_none_or(|s| s >= 0.5)
         {
-            // The last resort on small graphs: the IP finds a plan if there is one.
-            let mut ip_problem = problem.clone();
-            let left = budget.remaining_s().unwrap_or(DEFAULT_TIME_LIMIT_S);
-            ip_problem.limits.time_limit_s = Some((left - 0.25).max(0.5));
-            ip_problem.limits.max_ideals = ip_problem.limits.max_ideals.min(20_000);
-            match ip_within(&ip_problem, left) {
-                Some(Ok(o)) => {
-                    stats.notes.push(format!(
-                        "IP without a warm start: {} ({:?})",
-                        o.objective, o.status
-                    ));
-                    if matches!(o.status, Status::Infeasible { .. }) {
-                        bound = f64::INFINITY;
+            ip_last_resort(problem, budget, &mut search);
+        }
+        Ok(finish(search))
+    }
+
+    /// Phase 1: the exact DP when the lattice fits (mode off: with all the time and the user's
+    /// `--max-ideals`; auto: at most half of the time, so the coarsened path has the rest
+    /// if it stops). Its outcome when proven (or infeasible); an unproven plan becomes the
+    /// best with its bound.
+    fn exact_dp(
+        &self,
+        problem: &Problem,
+        budget: &Budget,
+        search: &mut Search,
+    ) -> Result<Option<Outcome>, SolveError> {
+        let w = problem.workload;
+        let mode = self.coarsen.mode;
+        let try_exact = mode == CoarsenMode::Off
+            || (mode == CoarsenMode::Auto && self.coarsen.target.is_none());
+        if !try_exact {
+            return Ok(None);
+        }
+        let (share, limit) = if mode == CoarsenMode::Off {
+            (budget.share(1.0), problem.limits.max_ideals)
+        } else {
+            let share = budget.share(0.5);
+            (
+                share,
+                coarsen::coarse_ideal_limit(share.remaining_s(), problem.limits.max_ideals),
+            )
+        };
+        let size = if mode == CoarsenMode::Off {
+            LatticeSize::AtMost(0)
+        } else {
+            let (reduced, _) = dp::reduced_contraction(w);
+            coarsen::lattice_size_within(&reduced, limit, &share)
+        };
+        if let LatticeSize::MoreThan(n) = size {
+            search.stats.notes.push(format!(
+                "exact DP skipped: the ideal lattice has more than {n} ideals (counted before listing; {limit} fit the time)"
+            ));
+            return Ok(None);
+        }
+        match dp::solve_within(w, limit, &share) {
+            Ok(mut o) if matches!(o.status, Status::Optimal | Status::Infeasible { .. }) => {
+                o.stats.path = Some(format!(
+                    "exact DP ({} ideals){}",
+                    o.stats.ideals.map_or("?".into(), |i| i.to_string()),
+                    if o.status == Status::Optimal {
+                        ": proven optimal"
+                    } else {
+                        ""
                     }
-                    if let Some(p) = o.placement {
-                        path.push("contiguous IP (no other path found a plan)".into());
-                        bound = bound.max(o.bound.min(o.objective));
-                        best = scored(w, p, "ip");
+                ));
+                return Ok(Some(o));
+            }
+            Ok(o) => {
+                // A plan with a bound but no proof (folds it could not certify).
+                search
+                    .stats
+                    .notes
+                    .push(format!("the exact DP stopped early: {:?}", o.status));
+                if let Some(p) = o.placement {
+                    search.best = scored(w, p, "exact DP (unproven)");
+                    if search.best.is_some() {
+                        search.path.push("exact DP without its proof".into());
+                        search.bound = search.bound.max(o.bound);
                     }
                 }
-                Some(Err(e)) => stats.notes.push(format!("IP failed: {e}")),
-                None => stats.notes.push(ABANDONED.into()),
+            }
+            Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) => {
+                search.stats.notes.push(format!("exact DP: {e}"));
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(None)
+    }
+
+    /// Phase 2: the coarsened path (half of what is left): its plan when better.
+    fn coarsened(&self, problem: &Problem, budget: &Budget, search: &mut Search) {
+        let mut notes = Vec::new();
+        let coarse = coarsen::solve(
+            problem.workload,
+            &self.coarsen,
+            &problem.limits,
+            &budget.share(0.5),
+            &mut notes,
+        );
+        search.stats.notes.append(&mut notes);
+        match coarse {
+            Ok(Some(s)) => {
+                search.path.push(format!(
+                    "coarsened: DP on level {} of {} ({} of {} groups), refined down",
+                    s.dp_level,
+                    s.level_sizes.len(),
+                    s.level_sizes[s.dp_level],
+                    s.level_sizes[0]
+                ));
+                search.stats.ideals = s.dp_ideals;
+                if search.best.as_ref().is_none_or(|b| s.max_load < b.max_load) {
+                    search.best = Some(Found {
+                        placement: s.placement,
+                        max_load: s.max_load,
+                        source: "coarsened".into(),
+                    });
+                }
+            }
+            Ok(None) => search
+                .stats
+                .notes
+                .push("coarsened path: no level gave a plan".into()),
+            Err(e) => search
+                .stats
+                .notes
+                .push(format!("coarsened path failed: {e}")),
+        }
+    }
+}
+
+/// The lower bound on the fine groups, with half of what is left (at most a tenth of the
+/// whole limit `total_s`).
+fn fine_bound(
+    w: &crate::model::Workload,
+    budget: &Budget,
+    total_s: Option<f64>,
+    search: &mut Search,
+) {
+    let bound_started = Instant::now();
+    let share = budget
+        .remaining_s()
+        .map(|s| (0.5 * s).min(0.1 * total_s.unwrap_or(s)));
+    let deadline = share.map(|s| Instant::now() + std::time::Duration::from_secs_f64(s));
+    let (fine_bound, finished) = coarsen::lower_bound(w, deadline);
+    search.bound = search.bound.max(fine_bound);
+    search.stats.notes.push(format!(
+        "lower bound {fine_bound} on the fine groups ({:.2} s{})",
+        bound_started.elapsed().as_secs_f64(),
+        if finished {
+            ""
+        } else {
+            ", stopped at its time share"
+        }
+    ));
+}
+
+/// Phase 3: the IP warm-started from the best plan while the gap is open, on at most
+/// [`IP_MAX_GROUPS`] groups with 2 s left; on more groups, the reason the gap stays open.
+fn ip_from_plan(problem: &Problem, groups: usize, budget: &Budget, search: &mut Search) {
+    let Some(b) = &search.best else {
+        return;
+    };
+    let w = problem.workload;
+    let gap_open = b.max_load > search.bound * (1.0 + CLOSED);
+    let left = budget.remaining_s().unwrap_or(f64::INFINITY);
+    if gap_open && groups <= IP_MAX_GROUPS && left >= 2.0 {
+        let held = b.max_load;
+        let mut ip_problem = problem.clone();
+        ip_problem.limits.warm_start = Some(b.placement.clone());
+        ip_problem.limits.time_limit_s = Some((left - 0.5).max(1.0));
+        let ip_started = Instant::now();
+        match ip_within(&ip_problem, left - 0.25) {
+            Some(Ok(o)) => {
+                search.path.push("contiguous IP from the plan".into());
+                search.stats.notes.push(format!(
+                    "IP: {} (bound {}, {:?}) in {:.2} s of {:.2} s given",
+                    o.objective,
+                    o.bound,
+                    o.status,
+                    ip_started.elapsed().as_secs_f64(),
+                    left - 0.5
+                ));
+                search
+                    .stats
+                    .notes
+                    .extend(o.stats.notes.iter().map(|n| format!("IP: {n}")));
+                search.bound = search.bound.max(o.bound.min(o.objective));
+                if let Some(p) = o.placement {
+                    if o.objective < held {
+                        search.best = scored(w, p, "ip");
+                    }
+                }
+                if let Status::Feasible { reason } = o.status {
+                    search.status_reason = reason;
+                }
+            }
+            Some(Err(e)) => search.stats.notes.push(format!("IP failed: {e}")),
+            None => search.stats.notes.push(ABANDONED.into()),
+        }
+    } else if gap_open && groups > IP_MAX_GROUPS {
+        search.status_reason = StopReason::SearchExhausted {
+            what: format!(
+                "refinement ended and {groups} groups are more than the IP's {IP_MAX_GROUPS} (raise --coarsen-target for a finer coarse DP)"
+            ),
+        };
+    }
+}
+
+/// The last resort on small graphs when no path found a plan: the IP without a warm start
+/// finds one if there is one (and proves infeasibility otherwise).
+fn ip_last_resort(problem: &Problem, budget: &Budget, search: &mut Search) {
+    let mut ip_problem = problem.clone();
+    let left = budget.remaining_s().unwrap_or(DEFAULT_TIME_LIMIT_S);
+    ip_problem.limits.time_limit_s = Some((left - 0.25).max(0.5));
+    ip_problem.limits.max_ideals = ip_problem.limits.max_ideals.min(20_000);
+    match ip_within(&ip_problem, left) {
+        Some(Ok(o)) => {
+            search.stats.notes.push(format!(
+                "IP without a warm start: {} ({:?})",
+                o.objective, o.status
+            ));
+            if matches!(o.status, Status::Infeasible { .. }) {
+                search.bound = f64::INFINITY;
+            }
+            if let Some(p) = o.placement {
+                search
+                    .path
+                    .push("contiguous IP (no other path found a plan)".into());
+                search.bound = search.bound.max(o.bound.min(o.objective));
+                search.best = scored(problem.workload, p, "ip");
             }
         }
-        stats.path = Some(path.join("; "));
-        let Some(best) = best else {
-            if bound == f64::INFINITY {
-                return Ok(Outcome {
-                    method: crate::solve::MethodId::Auto,
-                    placement: None,
-                    objective: f64::INFINITY,
-                    bound,
-                    status: Status::infeasible("no contiguous split fits the devices (proven by the IP); add devices or memory, or allow non-contiguous splits (--non-contiguous)"),
-                    stats,
-                });
-            }
-            return Ok(Outcome {
+        Some(Err(e)) => search.stats.notes.push(format!("IP failed: {e}")),
+        None => search.stats.notes.push(ABANDONED.into()),
+    }
+}
+
+/// The outcome of the search: its best plan, optimal when it meets the bound; without a
+/// plan, infeasible when the IP proved it (bound ∞), else no plan.
+fn finish(search: Search) -> Outcome {
+    let Search {
+        mut stats,
+        path,
+        best,
+        bound,
+        status_reason,
+    } = search;
+    stats.path = Some(path.join("; "));
+    let Some(best) = best else {
+        if bound == f64::INFINITY {
+            return Outcome {
                 method: crate::solve::MethodId::Auto,
                 placement: None,
                 objective: f64::INFINITY,
                 bound,
-                status: Status::NoPlan {
-                    reason: StopReason::SearchExhausted {
-                        what: "neither the DP, the coarsened path nor the fallbacks found a contiguous plan (add devices or memory, raise --time-limit, or allow non-contiguous splits with --non-contiguous)".into(),
-                    },
-                },
+                status: Status::infeasible("no contiguous split fits the devices (proven by the IP); add devices or memory, or allow non-contiguous splits (--non-contiguous)"),
                 stats,
-            });
-        };
-        let bound = bound.min(best.max_load);
-        let status = if best.max_load <= bound * (1.0 + CLOSED) {
-            Status::Optimal
-        } else {
-            Status::Feasible {
-                reason: status_reason,
-            }
-        };
-        Ok(Outcome {
+            };
+        }
+        return Outcome {
             method: crate::solve::MethodId::Auto,
-            placement: Some(best.placement),
-            objective: best.max_load,
+            placement: None,
+            objective: f64::INFINITY,
             bound,
-            status,
+            status: Status::NoPlan {
+                reason: StopReason::SearchExhausted {
+                    what: "neither the DP, the coarsened path nor the fallbacks found a contiguous plan (add devices or memory, raise --time-limit, or allow non-contiguous splits with --non-contiguous)".into(),
+                },
+            },
             stats,
-        })
+        };
+    };
+    let bound = bound.min(best.max_load);
+    let status = if best.max_load <= bound * (1.0 + CLOSED) {
+        Status::Optimal
+    } else {
+        Status::Feasible {
+            reason: status_reason,
+        }
+    };
+    Outcome {
+        method: crate::solve::MethodId::Auto,
+        placement: Some(best.placement),
+        objective: best.max_load,
+        bound,
+        status,
+        stats,
     }
+}
 
+impl Auto {
     fn through_ip(&self, problem: &Problem, budget: &Budget) -> Result<Outcome, SolveError> {
         let w = problem.workload;
         let mut tps = problem.clone();

@@ -78,7 +78,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::super::budget::Budget;
+use super::super::budget::{Budget, Exhausted};
 use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
 use super::chain_bound::{Chain, Class};
@@ -530,7 +530,38 @@ fn prefix_rows(
     rows
 }
 
-fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
+/// Row `i` of an arbitrary family: its sums over its groups and the transfers some but
+/// not all of whose endpoints (producer, receivers) lie inside.
+fn all_row(
+    p: &Prepared,
+    ideals: &Family,
+    incident: &[Vec<u32>],
+    fastest_of: &[f64],
+    i: usize,
+) -> PerIdeal {
+    let bits = ideals.get(i);
+    let mut sums = Sums::new(p.types);
+    let mut crossing: Vec<u32> = Vec::new();
+    for g in bits.groups() {
+        sums.add(p, fastest_of, g);
+        for &ti in &incident[g] {
+            let t = &p.transfers[ti as usize];
+            if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
+                crossing.push(ti);
+            }
+        }
+    }
+    crossing.sort_unstable();
+    crossing.dedup();
+    row(p, sums, crossing, |g| bits.contains(g))
+}
+
+/// The per-ideal data the DP reads (module documentation): each ideal's certified sums,
+/// its crossing transfers and its frontier and upstream producers. Prefixes are built one
+/// from the other (O(n + Σ width)); an arbitrary family costs O(|ideal| + its transfers)
+/// per ideal, in parallel, and polls `budget` once per ideal: on time, Ctrl-C or memory it
+/// stops with [`SolveError::Stopped`] (the caller keeps its held plan).
+fn ideal_data(p: &Prepared, ideals: Family, budget: &Budget) -> Result<IdealData, SolveError> {
     let count = ideals.len();
     let n = p.c.len();
     let mut incident: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -556,26 +587,29 @@ fn ideal_data(p: &Prepared, ideals: Family) -> Result<IdealData, SolveError> {
     let per: Vec<PerIdeal> = match &ideals {
         // Prefixes of the group order: each row from the previous one, O(n + Σ width).
         Family::Prefixes { .. } => prefix_rows(p, &incident, &fastest_of, count),
-        Family::All(_) => (0..count)
-            .into_par_iter()
-            .map(|i| {
-                let bits = ideals.get(i);
-                let mut sums = Sums::new(p.types);
-                let mut crossing: Vec<u32> = Vec::new();
-                for g in bits.groups() {
-                    sums.add(p, &fastest_of, g);
-                    for &ti in &incident[g] {
-                        let t = &p.transfers[ti as usize];
-                        if !(bits.contains(t.p) && t.recv.iter().all(|&r| bits.contains(r))) {
-                            crossing.push(ti);
-                        }
+        Family::All(_) => {
+            let out_of_budget = std::sync::atomic::AtomicBool::new(false);
+            let per: Vec<Option<PerIdeal>> = (0..count)
+                .into_par_iter()
+                .map(|i| {
+                    if out_of_budget.load(std::sync::atomic::Ordering::Relaxed)
+                        || budget.is_exhausted()
+                    {
+                        out_of_budget.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return None;
                     }
-                }
-                crossing.sort_unstable();
-                crossing.dedup();
-                row(p, sums, crossing, |g| bits.contains(g))
-            })
-            .collect(),
+                    Some(all_row(p, &ideals, &incident, &fastest_of, i))
+                })
+                .collect();
+            if out_of_budget.into_inner() {
+                return Err(SolveError::Stopped {
+                    method: "dp".into(),
+                    reason: budget.check().err().unwrap_or(Exhausted::TimeLimit),
+                    detail: format!("while summing the stages of {count} ideals"),
+                });
+            }
+            per.into_iter().flatten().collect()
+        }
     };
     let mut data = IdealData {
         ideals,
@@ -745,41 +779,21 @@ fn solve_with(
         return proven(None, upper_bound, 0);
     }
     if tracking == Tracking::Best {
-        let chain = ideal_data(&p, Family::prefixes(p.c.len()))?;
-        let (b0, ceiling) = bounds(&p, &chain);
-        let mut b = b0.max(lower_bound.min(ceiling));
-        // `bounds` clamps its lower bound to 1e-12 for the search below; a bound that small
-        // is stated as 0.
-        lower = if b > 1e-12 { b } else { 0.0 };
-        let last = chain.ideals.len() - 1;
-        // Targets rise by 1%, then by steps half as large again each time: a run whose
-        // target is close above the prefixes' optimum is the cheapest to succeed (the tail
-        // test cuts most), and failing runs below it are cheap too.
-        let mut step = 0.01;
-        loop {
-            match run(&p, &chain, Tracking::Best, b.min(bound), tail_test, &budget) {
-                Run::Done(table, n) => {
-                    pairs += n;
-                    if let Some((s, st)) = table[last]
-                        .iter()
-                        .enumerate()
-                        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
-                    {
-                        bound = bound.min(st.value);
-                        fallback =
-                            Some((st.value, reconstruct(&p, &chain, &table, last, s, costs)));
-                        break;
-                    }
-                }
-                Run::Stopped(reason, states, n) => {
-                    return stopped(reason, states, pairs + n, None, lower)
-                }
+        match best_over_prefixes(&p, costs, (lower_bound, upper_bound), tail_test, &budget)? {
+            Prefixes::Stopped {
+                reason,
+                states,
+                pairs,
+                lower,
+            } => return stopped(reason, states, pairs, None, lower),
+            Prefixes::Done {
+                best,
+                bound: b,
+                lower: l,
+                pairs: n,
+            } => {
+                (fallback, bound, lower, pairs) = (best, b, l, n);
             }
-            if b >= ceiling || b >= bound {
-                break;
-            }
-            b = (b * (1.0 + step)).min(ceiling);
-            step *= 1.5;
         }
         if meets_bound(bound, lower) {
             return proven(fallback, bound, pairs);
@@ -798,7 +812,13 @@ fn solve_with(
         }
         Err(e) => return Err(e),
     };
-    let data = ideal_data(&p, Family::All(ideals))?;
+    let data = match ideal_data(&p, Family::All(ideals), &budget) {
+        Ok(data) => data,
+        Err(SolveError::Stopped { reason, .. }) => {
+            return stopped(reason.into(), 0, pairs, fallback, lower)
+        }
+        Err(e) => return Err(e),
+    };
     let count = data.ideals.len();
     let table = match run(&p, &data, tracking, bound, tail_test, &budget) {
         Run::Done(table, n) => {
@@ -833,6 +853,81 @@ fn solve_with(
         folded,
         lower_bound,
         stopped: None,
+    })
+}
+
+/// What the search over one topological order's prefixes ends with: its optimum (the
+/// held plan), the upper bound it leaves, the lower bound of [`bounds`] and the pairs
+/// relaxed; or why it stopped.
+enum Prefixes {
+    Done {
+        best: Option<(f64, Placement)>,
+        bound: f64,
+        lower: f64,
+        pairs: u64,
+    },
+    Stopped {
+        reason: StopReason,
+        states: usize,
+        pairs: u64,
+        lower: f64,
+    },
+}
+
+/// The DP over the prefixes of the group order, below targets that rise from the lower
+/// bound (at least `lower_bound`, at most the prefixes' ceiling): by 1%, then by steps
+/// half as large again each time — a run whose target is close above the prefixes'
+/// optimum is the cheapest to succeed (the tail test cuts most), and failing runs below
+/// it are cheap too. `bounds` clamps its lower bound to 1e-12 for the search; a bound that
+/// small is stated as 0.
+fn best_over_prefixes(
+    p: &Prepared,
+    costs: &ClusterCosts,
+    (lower_bound, upper_bound): (f64, f64),
+    tail_test: bool,
+    budget: &Budget,
+) -> Result<Prefixes, SolveError> {
+    let chain = ideal_data(p, Family::prefixes(p.c.len()), budget)?;
+    let (b0, ceiling) = bounds(p, &chain);
+    let mut b = b0.max(lower_bound.min(ceiling));
+    let lower = if b > 1e-12 { b } else { 0.0 };
+    let last = chain.ideals.len() - 1;
+    let (mut bound, mut best, mut pairs) = (upper_bound, None, 0);
+    let mut step = 0.01;
+    loop {
+        match run(p, &chain, Tracking::Best, b.min(bound), tail_test, budget) {
+            Run::Done(table, n) => {
+                pairs += n;
+                if let Some((s, st)) = table[last]
+                    .iter()
+                    .enumerate()
+                    .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+                {
+                    bound = bound.min(st.value);
+                    best = Some((st.value, reconstruct(p, &chain, &table, last, s, costs)));
+                    break;
+                }
+            }
+            Run::Stopped(reason, states, n) => {
+                return Ok(Prefixes::Stopped {
+                    reason,
+                    states,
+                    pairs: pairs + n,
+                    lower,
+                })
+            }
+        }
+        if b >= ceiling || b >= bound {
+            break;
+        }
+        b = (b * (1.0 + step)).min(ceiling);
+        step *= 1.5;
+    }
+    Ok(Prefixes::Done {
+        best,
+        bound,
+        lower,
+        pairs,
     })
 }
 
@@ -1005,8 +1100,7 @@ impl Sweep<'_> {
             relax(
                 self.p,
                 self.data,
-                j,
-                i,
+                (j, i),
                 &done[j],
                 Pruning {
                     bound: self.bound,
@@ -1321,24 +1415,42 @@ struct Pruning<'a> {
 }
 
 /// Every transition from the states at `j` to ideal `i`, reported as (new key, value, back).
-#[allow(clippy::too_many_arguments)]
 fn relax(
     p: &Prepared,
     data: &IdealData,
-    j: usize,
-    i: usize,
+    (j, i): (usize, usize),
     states: &[State],
     pruning: Pruning,
     sc: &mut Scratch,
     emit: &mut dyn FnMut(Key, f64, (u32, u32, Choice)),
 ) {
-    let Pruning { bound, track, tail } = pruning;
+    border_transfers(p, data, j, i, sc);
+    let costs = StageCosts::new(p, data, j, i, sc);
+    let mut pending = std::mem::take(&mut sc.pending);
+    let step = Step {
+        p,
+        data,
+        j,
+        pruning,
+        sc,
+        costs,
+    };
+    for (s_index, st) in states.iter().enumerate() {
+        step.extend_state(s_index, st, &mut pending, emit);
+    }
+    sc.pending = pending;
+}
+
+/// Fills `sc` for the stage `S = I \ J`: the transfers it sends, receives from `J` and
+/// receives from outside `I` (the crossing transfers of `I` and of `J`, each once: both
+/// lists are sorted), the producers of `J`'s upstream list it places, and where `I`'s
+/// labels and guesses come from in `J`'s lists.
+fn border_transfers(p: &Prepared, data: &IdealData, j: usize, i: usize, sc: &mut Scratch) {
     let (bi, bj) = (data.ideals.get(i), data.ideals.get(j));
     let in_s = |g: usize| bi.contains(g) && !bj.contains(g);
     sc.sends.clear();
     sc.from_j.clear();
     sc.from_later.clear();
-    // Crossing transfers of I and of J, each once (both lists are sorted).
     let (ci, cj) = (&data.crossing[i], &data.crossing[j]);
     let (mut a, mut b) = (0, 0);
     while a < ci.len() || b < cj.len() {
@@ -1407,240 +1519,151 @@ fn relax(
             .iter()
             .map(|&g| position(&data.upstream[j], g as usize).unwrap_or(u8::MAX)),
     );
+}
 
-    let stage = |of: &[Sum], values: &[f64]| stage_sum(data, i, j, of, values);
-    let size = stage(&data.size, &p.size);
-    let cpu_time = stage(&data.cpu, &p.cpu);
-    let mut x = [0.0; MAX_TYPES];
-    for (t, xt) in x.iter_mut().enumerate().take(p.types) {
-        *xt = stage_x(data, i, j, t, &p.x[t]);
-    }
-    let acc_ok = data.unsupported[i] == data.unsupported[j];
-    let last = data.fastest.len() - 1;
-    let rest = data.fastest[last] - data.fastest[i];
-    let rest_slack = 1e-9 * data.fastest[last].max(1.0);
-    // Per kind: what S pays to send on an accelerator of a machine without a peer link, and
-    // what it pays to receive from J when it opens a machine of that kind (all over the network).
-    let send_cost: Vec<f64> = p
-        .kinds
-        .iter()
-        .map(|k| {
-            if k.peer.is_some() {
-                0.0
-            } else {
-                sc.sends
+/// What the stage `S = I \ J` costs, whatever the state: its size, compute per device
+/// class, whether accelerators may take it, the fastest compute of the groups after `I`,
+/// and per kind of machine what `S` pays to send on an accelerator of a machine without a
+/// peer link and to receive from `J` when it opens a machine of that kind (all over the
+/// network).
+struct StageCosts {
+    size: f64,
+    cpu_time: f64,
+    x: [f64; MAX_TYPES],
+    acc_ok: bool,
+    rest: f64,
+    rest_slack: f64,
+    send_cost: Vec<f64>,
+    open_cost: Vec<f64>,
+}
+
+impl StageCosts {
+    fn new(p: &Prepared, data: &IdealData, j: usize, i: usize, sc: &Scratch) -> StageCosts {
+        let stage = |of: &[Sum], values: &[f64]| stage_sum(data, i, j, of, values);
+        let mut x = [0.0; MAX_TYPES];
+        for (t, xt) in x.iter_mut().enumerate().take(p.types) {
+            *xt = stage_x(data, i, j, t, &p.x[t]);
+        }
+        let last = data.fastest.len() - 1;
+        let send_cost = p
+            .kinds
+            .iter()
+            .map(|k| {
+                if k.peer.is_some() {
+                    0.0
+                } else {
+                    sc.sends
+                        .iter()
+                        .map(|&t| k.host.time(&p.transfers[t as usize]))
+                        .sum()
+                }
+            })
+            .collect();
+        let open_cost = p
+            .kinds
+            .iter()
+            .map(|k| {
+                sc.from_j
                     .iter()
-                    .map(|&t| k.host.time(&p.transfers[t as usize]))
+                    .map(|&(t, _)| k.network.time(&p.transfers[t as usize]))
                     .sum()
-            }
-        })
-        .collect();
-    let open_cost: Vec<f64> = p
-        .kinds
-        .iter()
-        .map(|k| {
-            sc.from_j
-                .iter()
-                .map(|&(t, _)| k.network.time(&p.transfers[t as usize]))
-                .sum()
-        })
-        .collect();
-    let compute = |ty: u8| -> Option<f64> {
+            })
+            .collect();
+        StageCosts {
+            size: stage(&data.size, &p.size),
+            cpu_time: stage(&data.cpu, &p.cpu),
+            x,
+            acc_ok: data.unsupported[i] == data.unsupported[j],
+            rest: data.fastest[last] - data.fastest[i],
+            rest_slack: 1e-9 * data.fastest[last].max(1.0),
+            send_cost,
+            open_cost,
+        }
+    }
+
+    /// The stage's compute on a CPU core (`ty == NONE`) or an accelerator of type `ty`;
+    /// `None` when it may not run there or does not fit its memory.
+    #[inline]
+    fn compute(&self, p: &Prepared, ty: u8) -> Option<f64> {
         if ty == NONE {
-            Some(cpu_time)
-        } else if acc_ok && size <= p.memory[ty as usize] {
-            Some(x[ty as usize])
+            Some(self.cpu_time)
+        } else if self.acc_ok && self.size <= p.memory[ty as usize] {
+            Some(self.x[ty as usize])
         } else {
             None
         }
-    };
+    }
+}
 
-    for (s_index, st) in states.iter().enumerate() {
+/// One state at `J` being extended: its index, the state, the devices free before and on
+/// its current machine, and what receiving from `J` on the current machine costs an
+/// accelerator and a CPU core.
+struct Origin<'s> {
+    s_index: usize,
+    st: &'s State,
+    free_before: usize,
+    free_here: usize,
+    here_acc: f64,
+    here_cpu: f64,
+}
+
+/// The relaxation of one stage `S = I \ J` (the ideals' data, the border in the scratch,
+/// the stage's costs) under its pruning.
+struct Step<'a> {
+    p: &'a Prepared,
+    data: &'a IdealData,
+    j: usize,
+    pruning: Pruning<'a>,
+    sc: &'a Scratch,
+    costs: StageCosts,
+}
+
+type Emit<'e> = dyn FnMut(Key, f64, (u32, u32, Choice)) + 'e;
+
+impl Step<'_> {
+    /// Every choice for the stage from state `st`: a device of the current machine (per
+    /// type, then a CPU core) while one is free, then, when every guess says "later", the
+    /// first device of each type or a CPU core on a new machine of every kind left.
+    fn extend_state(
+        &self,
+        s_index: usize,
+        st: &State,
+        pending: &mut Vec<(u8, f64, f64, f64)>,
+        emit: &mut Emit,
+    ) {
+        let p = self.p;
         let key = &st.key;
-        let guesses_all_later =
-            (0..data.upstream[j].len()).all(|k| matches!(get2(key.guesses, k), NO_GUESS | G_LATER));
+        let guesses_all_later = (0..self.data.upstream[self.j].len())
+            .all(|k| matches!(get2(key.guesses, k), NO_GUESS | G_LATER));
         let (free_before, free_here) = free_devices(p, key);
-        // Receiving from J on the current machine, for an accelerator and for a CPU core.
-        let (mut here_acc, mut here_cpu) = (0.0, 0.0);
-        if key.current != NONE {
-            let kind = &p.kinds[key.current as usize];
-            for &(t, k) in &sc.from_j {
-                let t = &p.transfers[t as usize];
-                let label = get2(key.labels, k as usize);
-                here_acc += receive(kind, false, label, t);
-                here_cpu += receive(kind, true, label, t);
-            }
-        }
-        let mut consider = |choice: Choice| {
-            let kind = &p.kinds[choice.kind as usize];
-            let cpu = choice.ty == NONE;
-            let Some(mut load) = compute(choice.ty) else {
-                return;
-            };
-            if !cpu {
-                load += send_cost[choice.kind as usize];
-            }
-            load += if choice.opens {
-                open_cost[choice.kind as usize]
-            } else if cpu {
-                here_cpu
-            } else {
-                here_acc
-            };
-            if load.max(st.value) > bound {
-                return;
-            }
-            // The devices left must be able to take the rest within the bound (every stage's
-            // load is at least its fastest compute); opening a machine forfeits the current
-            // machine's free devices.
-            if bound.is_finite() {
-                let left = free_before.saturating_sub(1 + if choice.opens { free_here } else { 0 });
-                if rest > left as f64 * bound + rest_slack {
-                    return;
-                }
-            }
-            let mine = here_label(kind, choice.ty);
-            if !choice.opens
-                && sc.placed.iter().any(|&k| {
-                    !matches!(get2(key.guesses, k as usize), NO_GUESS)
-                        && get2(key.guesses, k as usize) != guess_of(mine)
-                })
-            {
-                return;
-            }
-            sc.pending.clear();
-            for &(t, at_j, at_i) in &sc.from_later {
-                let t = &p.transfers[t as usize];
-                let old = if choice.opens || at_j == u8::MAX {
-                    NO_GUESS
-                } else {
-                    get2(key.guesses, at_j as usize)
-                };
-                if old != NO_GUESS {
-                    load += receive(kind, cpu, label_of(old), t);
-                    continue;
-                }
-                let costs = (
-                    receive(kind, cpu, EARLIER, t),
-                    receive(kind, cpu, HERE_CPU, t),
-                    receive(kind, cpu, HERE_ACC, t),
-                );
-                match sc.pending.iter_mut().find(|e| e.0 == at_i) {
-                    Some(e) => {
-                        e.1 += costs.0;
-                        e.2 += costs.1;
-                        e.3 += costs.2;
-                    }
-                    None => sc.pending.push((at_i, costs.0, costs.1, costs.2)),
-                }
-            }
-            if load.max(st.value) > bound {
-                return;
-            }
-            let mut next = *key;
-            if choice.opens {
-                next.current = choice.kind;
-                next.opened[choice.kind as usize] += 1;
-                next.usage = [0; MAX_TYPES + 1];
-            }
-            next.usage[if cpu { MAX_TYPES } else { choice.ty as usize }] += 1;
-            if track && !cpu {
-                next.used[choice.ty as usize] += 1;
-            }
-            next.labels = 0;
-            for (k, &from) in sc.label_from.iter().enumerate() {
-                let label = if from == u8::MAX {
-                    mine
-                } else if choice.opens {
-                    EARLIER
-                } else {
-                    get2(key.labels, from as usize)
-                };
-                set2(&mut next.labels, k, label);
-            }
-            next.guesses = 0;
-            if !choice.opens {
-                for (k, &from) in sc.guess_from.iter().enumerate() {
-                    if from != u8::MAX {
-                        set2(&mut next.guesses, k, get2(key.guesses, from as usize));
-                    }
-                }
-            }
-            if tail.is_some_and(|(t, h)| !t.can_finish(p, &next, h)) {
-                return;
-            }
-            // Which guesses can still come true: a later machine must exist; a CPU core or an
-            // accelerator of this machine must be free for the producer.
-            let mut options = [0u8; 3];
-            let mut n_options = 0;
-            if p.kinds
-                .iter()
-                .enumerate()
-                .any(|(kk, k)| (next.opened[kk] as usize) < k.machines.len())
-            {
-                options[n_options] = G_LATER;
-                n_options += 1;
-            }
-            let cpu_free = (next.usage[MAX_TYPES] as usize) < kind.cpus;
-            let acc_free = (0..p.types).any(|t| (next.usage[t] as usize) < kind.per_type[t]);
-            if kind.peer.is_some() {
-                if cpu_free {
-                    options[n_options] = G_CPU;
-                    n_options += 1;
-                }
-                if acc_free {
-                    options[n_options] = G_ACC;
-                    n_options += 1;
-                }
-            } else if cpu_free || acc_free {
-                options[n_options] = G_ACC;
-                n_options += 1;
-            }
-            if sc.pending.is_empty() {
-                emit(next, load.max(st.value), (j as u32, s_index as u32, choice));
-                return;
-            }
-            if n_options == 0 {
-                return;
-            }
-            let combos = n_options.pow(sc.pending.len() as u32);
-            for combo in 0..combos {
-                let mut value = load;
-                let mut guessed = next;
-                let mut c = combo;
-                for e in &sc.pending {
-                    let g = options[c % n_options];
-                    c /= n_options;
-                    value += match g {
-                        G_LATER => e.1,
-                        G_CPU => e.2,
-                        _ => e.3,
-                    };
-                    set2(&mut guessed.guesses, e.0 as usize, g);
-                }
-                let value = value.max(st.value);
-                if value <= bound {
-                    emit(guessed, value, (j as u32, s_index as u32, choice));
-                }
-            }
+        let (here_acc, here_cpu) = self.receive_here(key);
+        let at = Origin {
+            s_index,
+            st,
+            free_before,
+            free_here,
+            here_acc,
+            here_cpu,
         };
         if key.current != NONE {
             let k = &p.kinds[key.current as usize];
             for t in 0..p.types {
                 if (key.usage[t] as usize) < k.per_type[t].min(p.clamp) {
-                    consider(Choice {
+                    let choice = Choice {
                         opens: false,
                         kind: key.current,
                         ty: t as u8,
-                    });
+                    };
+                    self.consider(&at, choice, pending, emit);
                 }
             }
             if (key.usage[MAX_TYPES] as usize) < k.cpus.min(p.clamp) {
-                consider(Choice {
+                let choice = Choice {
                     opens: false,
                     kind: key.current,
                     ty: NONE,
-                });
+                };
+                self.consider(&at, choice, pending, emit);
             }
         }
         if guesses_all_later {
@@ -1648,24 +1671,263 @@ fn relax(
                 if (key.opened[kk] as usize) < k.machines.len() {
                     for t in 0..p.types {
                         if k.per_type[t] > 0 {
-                            consider(Choice {
+                            let choice = Choice {
                                 opens: true,
                                 kind: kk as u8,
                                 ty: t as u8,
-                            });
+                            };
+                            self.consider(&at, choice, pending, emit);
                         }
                     }
                     if k.cpus > 0 {
-                        consider(Choice {
+                        let choice = Choice {
                             opens: true,
                             kind: kk as u8,
                             ty: NONE,
-                        });
+                        };
+                        self.consider(&at, choice, pending, emit);
                     }
                 }
             }
         }
     }
+
+    /// Receiving from `J` on the current machine, for an accelerator and for a CPU core.
+    #[inline]
+    fn receive_here(&self, key: &Key) -> (f64, f64) {
+        let (mut here_acc, mut here_cpu) = (0.0, 0.0);
+        if key.current != NONE {
+            let kind = &self.p.kinds[key.current as usize];
+            for &(t, k) in &self.sc.from_j {
+                let t = &self.p.transfers[t as usize];
+                let label = get2(key.labels, k as usize);
+                here_acc += receive(kind, false, label, t);
+                here_cpu += receive(kind, true, label, t);
+            }
+        }
+        (here_acc, here_cpu)
+    }
+
+    /// The stage on `choice` from `at`: its load (compute, sends, receipts from `J` and
+    /// from earlier-guessed producers), pruned by the bound, the rest's compute on the
+    /// devices left, the guesses it contradicts and the tail test; then the new key,
+    /// emitted once per combination of guesses for its new pending producers.
+    #[inline]
+    fn consider(
+        &self,
+        at: &Origin,
+        choice: Choice,
+        pending: &mut Vec<(u8, f64, f64, f64)>,
+        emit: &mut Emit,
+    ) {
+        let (p, key, st) = (self.p, &at.st.key, at.st);
+        let bound = self.pruning.bound;
+        let kind = &p.kinds[choice.kind as usize];
+        let Some(mut load) = self.direct_load(at, choice) else {
+            return;
+        };
+        let mine = here_label(kind, choice.ty);
+        if !choice.opens && self.contradicts_guesses(key, mine) {
+            return;
+        }
+        self.pending_receipts(key, choice, &mut load, pending);
+        if load.max(st.value) > bound {
+            return;
+        }
+        let next = self.next_key(key, choice, mine);
+        if self
+            .pruning
+            .tail
+            .is_some_and(|(t, h)| !t.can_finish(p, &next, h))
+        {
+            return;
+        }
+        let back = (self.j as u32, at.s_index as u32, choice);
+        if pending.is_empty() {
+            emit(next, load.max(st.value), back);
+            return;
+        }
+        let (options, n_options) = guess_options(p, kind, &next);
+        if n_options == 0 {
+            return;
+        }
+        let combos = n_options.pow(pending.len() as u32);
+        for combo in 0..combos {
+            let mut value = load;
+            let mut guessed = next;
+            let mut c = combo;
+            for e in pending.iter() {
+                let g = options[c % n_options];
+                c /= n_options;
+                value += match g {
+                    G_LATER => e.1,
+                    G_CPU => e.2,
+                    _ => e.3,
+                };
+                set2(&mut guessed.guesses, e.0 as usize, g);
+            }
+            let value = value.max(st.value);
+            if value <= bound {
+                emit(guessed, value, back);
+            }
+        }
+    }
+
+    /// The stage's load on `choice` before the receipts from outside `I`: compute, sends
+    /// (an accelerator without a peer link) and receipts from `J` (over the network when it
+    /// opens a machine); `None` when it may not run there, passes the bound, or leaves too
+    /// few devices for the rest (every stage's load is at least its fastest compute;
+    /// opening a machine forfeits the current machine's free devices).
+    #[inline]
+    fn direct_load(&self, at: &Origin, choice: Choice) -> Option<f64> {
+        let c = &self.costs;
+        let bound = self.pruning.bound;
+        let cpu = choice.ty == NONE;
+        let mut load = c.compute(self.p, choice.ty)?;
+        if !cpu {
+            load += c.send_cost[choice.kind as usize];
+        }
+        load += if choice.opens {
+            c.open_cost[choice.kind as usize]
+        } else if cpu {
+            at.here_cpu
+        } else {
+            at.here_acc
+        };
+        if load.max(at.st.value) > bound {
+            return None;
+        }
+        if bound.is_finite() {
+            let forfeit = if choice.opens { at.free_here } else { 0 };
+            let left = at.free_before.saturating_sub(1 + forfeit);
+            if c.rest > left as f64 * bound + c.rest_slack {
+                return None;
+            }
+        }
+        Some(load)
+    }
+
+    /// A producer of `J`'s upstream list placed in the stage was guessed elsewhere than
+    /// the stage's label `mine` (the stage stays on the current machine).
+    #[inline]
+    fn contradicts_guesses(&self, key: &Key, mine: u8) -> bool {
+        self.sc.placed.iter().any(|&k| {
+            !matches!(get2(key.guesses, k as usize), NO_GUESS)
+                && get2(key.guesses, k as usize) != guess_of(mine)
+        })
+    }
+
+    /// Adds to `load` the receipts from producers outside `I` whose place is guessed, and
+    /// lists in `pending` (per producer) what the others would cost later, on a CPU core
+    /// here or on an accelerator here.
+    #[inline]
+    fn pending_receipts(
+        &self,
+        key: &Key,
+        choice: Choice,
+        load: &mut f64,
+        pending: &mut Vec<(u8, f64, f64, f64)>,
+    ) {
+        let kind = &self.p.kinds[choice.kind as usize];
+        let cpu = choice.ty == NONE;
+        pending.clear();
+        for &(t, at_j, at_i) in &self.sc.from_later {
+            let t = &self.p.transfers[t as usize];
+            let old = if choice.opens || at_j == u8::MAX {
+                NO_GUESS
+            } else {
+                get2(key.guesses, at_j as usize)
+            };
+            if old != NO_GUESS {
+                *load += receive(kind, cpu, label_of(old), t);
+                continue;
+            }
+            let costs = (
+                receive(kind, cpu, EARLIER, t),
+                receive(kind, cpu, HERE_CPU, t),
+                receive(kind, cpu, HERE_ACC, t),
+            );
+            match pending.iter_mut().find(|e| e.0 == at_i) {
+                Some(e) => {
+                    e.1 += costs.0;
+                    e.2 += costs.1;
+                    e.3 += costs.2;
+                }
+                None => pending.push((at_i, costs.0, costs.1, costs.2)),
+            }
+        }
+    }
+
+    /// The key after the stage: the machine opened and the devices used, `I`'s labels
+    /// (the stage's own producers get `mine`; the rest keep `J`'s, or become "earlier" on
+    /// a new machine) and its guesses (kept from `J` unless a machine opens).
+    #[inline]
+    fn next_key(&self, key: &Key, choice: Choice, mine: u8) -> Key {
+        let cpu = choice.ty == NONE;
+        let mut next = *key;
+        if choice.opens {
+            next.current = choice.kind;
+            next.opened[choice.kind as usize] += 1;
+            next.usage = [0; MAX_TYPES + 1];
+        }
+        next.usage[if cpu { MAX_TYPES } else { choice.ty as usize }] += 1;
+        if self.pruning.track && !cpu {
+            next.used[choice.ty as usize] += 1;
+        }
+        next.labels = 0;
+        for (k, &from) in self.sc.label_from.iter().enumerate() {
+            let label = if from == u8::MAX {
+                mine
+            } else if choice.opens {
+                EARLIER
+            } else {
+                get2(key.labels, from as usize)
+            };
+            set2(&mut next.labels, k, label);
+        }
+        next.guesses = 0;
+        if !choice.opens {
+            for (k, &from) in self.sc.guess_from.iter().enumerate() {
+                if from != u8::MAX {
+                    set2(&mut next.guesses, k, get2(key.guesses, from as usize));
+                }
+            }
+        }
+        next
+    }
+}
+
+/// Which guesses can still come true after `next`: a later machine must exist; a CPU core
+/// or an accelerator of this machine must be free for the producer (one "here" guess on a
+/// machine without a peer link).
+#[inline]
+fn guess_options(p: &Prepared, kind: &Kind, next: &Key) -> ([u8; 3], usize) {
+    let mut options = [0u8; 3];
+    let mut n_options = 0;
+    if p.kinds
+        .iter()
+        .enumerate()
+        .any(|(kk, k)| (next.opened[kk] as usize) < k.machines.len())
+    {
+        options[n_options] = G_LATER;
+        n_options += 1;
+    }
+    let cpu_free = (next.usage[MAX_TYPES] as usize) < kind.cpus;
+    let acc_free = (0..p.types).any(|t| (next.usage[t] as usize) < kind.per_type[t]);
+    if kind.peer.is_some() {
+        if cpu_free {
+            options[n_options] = G_CPU;
+            n_options += 1;
+        }
+        if acc_free {
+            options[n_options] = G_ACC;
+            n_options += 1;
+        }
+    } else if cpu_free || acc_free {
+        options[n_options] = G_ACC;
+        n_options += 1;
+    }
+    (options, n_options)
 }
 
 /// Devices still free in a state (on the current machine and on machines not yet opened),

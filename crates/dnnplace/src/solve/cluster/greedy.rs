@@ -9,7 +9,7 @@
 //! goes to the CPU, which holds one consecutive run (a second run fails the probe). Every
 //! stage is `P_j \ P_i` for prefixes `P_i ⊆ P_j` of the order, both ideals, so the plan is
 //! contiguous. Communication is left out of the packing; each probe's plan is scored by
-//! the independent evaluator ([`evaluate_on_cluster`]) and the best valid one is kept.
+//! the independent evaluator ([`crate::score::evaluate_on_cluster`]) and the best valid one is kept.
 //! `T` is bisected between the largest group's fastest time and the total compute
 //! (50 probes, the first 8 even when the time is spent).
 //!
@@ -18,7 +18,7 @@
 
 use crate::model::contraction::Contraction;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
-use crate::score::evaluate_on_cluster;
+use crate::score::{evaluate_on_cluster_in, ClassGraph};
 use crate::solve::budget::Budget;
 
 /// Probes of the bisection on `T`.
@@ -33,37 +33,116 @@ pub fn greedy_chain(
     costs: &ClusterCosts,
     budget: &Budget,
 ) -> Option<(f64, Placement)> {
-    let c = Contraction::new(w);
-    let accelerators = costs.cluster().accelerators().len();
-    let types = costs.cluster().types().len();
-    // time[t][g]: group g on an accelerator of type t.
-    let time: Vec<Vec<f64>> = (0..types)
-        .map(|t| {
-            c.groups
-                .iter()
-                .map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum())
-                .collect()
-        })
-        .collect();
-    let total: f64 = c
-        .groups
-        .iter()
-        .map(|g| g.cpu_latency.max(g.fpga_latency))
-        .sum::<f64>()
-        + (0..types)
-            .map(|t| time[t].iter().sum::<f64>())
+    let all_types = vec![true; costs.cluster().types().len()];
+    ChainPacker::new(w, costs).best(costs.cluster().accelerators().len(), &all_types, budget)
+}
+
+/// The contraction and the groups' times per accelerator type, computed once for any
+/// number of bisections (the sweep's rows each pack onto a prefix of the accelerators).
+pub struct ChainPacker<'a> {
+    w: &'a Workload,
+    costs: &'a ClusterCosts,
+    c: Contraction,
+    /// The scorer's class graph, built once for every probe's evaluation.
+    classes: ClassGraph,
+    /// `time[t][g]`: group g on an accelerator of type t.
+    time: Vec<Vec<f64>>,
+}
+
+impl<'a> ChainPacker<'a> {
+    /// Contracts `w` and sums its groups' times on every type of `costs`' cluster. O(n · |T|).
+    pub fn new(w: &'a Workload, costs: &'a ClusterCosts) -> ChainPacker<'a> {
+        let c = Contraction::new(w);
+        let time = (0..costs.cluster().types().len())
+            .map(|t| {
+                c.groups
+                    .iter()
+                    .map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum())
+                    .collect()
+            })
+            .collect();
+        ChainPacker {
+            w,
+            costs,
+            c,
+            classes: ClassGraph::new(w),
+            time,
+        }
+    }
+
+    /// The bisection (module documentation) on the cluster's first `accelerators`
+    /// accelerators (the CPU cores all kept), its range taken over the types marked in
+    /// `types` (those among the accelerators used): the plan the greedy chain finds on
+    /// that prefix of the cluster, scored on the whole cluster.
+    pub fn best(
+        &self,
+        accelerators: usize,
+        types: &[bool],
+        budget: &Budget,
+    ) -> Option<(f64, Placement)> {
+        let (floor, total) = self.range(types);
+        let mut best: Option<(f64, Placement)> = None;
+        let mut consider = |p: Placement| {
+            let e = evaluate_on_cluster_in(self.w, self.costs, &self.classes, &p);
+            if e.is_valid()
+                && e.is_contiguous()
+                && best.as_ref().is_none_or(|(b, _)| e.max_load < *b)
+            {
+                best = Some((e.max_load, p));
+            }
+        };
+        let (mut lo, mut hi) = (floor, total.max(floor));
+        if let Some(p) = self.pack(hi, accelerators) {
+            consider(p);
+        }
+        for probe in 0..PROBES {
+            if (probe >= MIN_PROBES && budget.is_exhausted()) || hi - lo <= 1e-9 * hi {
+                break;
+            }
+            let mid = 0.5 * (lo + hi);
+            match self.pack(mid, accelerators) {
+                Some(p) => {
+                    consider(p);
+                    hi = mid;
+                }
+                None => lo = mid,
+            }
+        }
+        best
+    }
+
+    /// The bisection's range over the marked types: `floor` = the largest group's fastest
+    /// time (a CPU core or a marked type), `total` = every group's larger device latency
+    /// plus the largest total over the marked types.
+    fn range(&self, types: &[bool]) -> (f64, f64) {
+        let marked = || (0..self.time.len()).filter(|&t| types[t]);
+        let total: f64 = self
+            .c
+            .groups
+            .iter()
+            .map(|g| g.cpu_latency.max(g.fpga_latency))
+            .sum::<f64>()
+            + marked()
+                .map(|t| self.time[t].iter().sum::<f64>())
+                .fold(0.0, f64::max);
+        let floor = self
+            .c
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(g, grp)| {
+                marked()
+                    .map(|t| self.time[t][g])
+                    .fold(grp.cpu_latency, f64::min)
+            })
             .fold(0.0, f64::max);
-    let floor = c
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(g, grp)| {
-            (0..types)
-                .map(|t| time[t][g])
-                .fold(grp.cpu_latency, f64::min)
-        })
-        .fold(0.0, f64::max);
-    let pack = |t_max: f64| -> Option<Placement> {
+        (floor, total)
+    }
+
+    /// One probe: the groups in order packed into the first `accelerators` accelerators at
+    /// threshold `t_max`, the CPU taking one consecutive run; `None` if the probe fails.
+    fn pack(&self, t_max: f64, accelerators: usize) -> Option<Placement> {
+        let (c, costs, time) = (&self.c, self.costs, &self.time);
         let mut device = vec![Device::Cpu(0); c.len()];
         let (mut d, mut load, mut memory, mut used) = (0usize, 0.0, 0.0, false);
         let (mut on_cpu, mut cpu_closed) = (false, false);
@@ -99,32 +178,7 @@ pub fn greedy_chain(
             on_cpu = true;
             device[g] = Device::Cpu(0);
         }
-        let assignment = (0..w.len()).map(|v| device[c.group_of[v]]).collect();
+        let assignment = (0..self.w.len()).map(|v| device[c.group_of[v]]).collect();
         Some(Placement::new(assignment))
-    };
-    let mut best: Option<(f64, Placement)> = None;
-    let mut consider = |p: Placement| {
-        let e = evaluate_on_cluster(w, costs, &p);
-        if e.is_valid() && e.is_contiguous() && best.as_ref().is_none_or(|(b, _)| e.max_load < *b) {
-            best = Some((e.max_load, p));
-        }
-    };
-    let (mut lo, mut hi) = (floor, total.max(floor));
-    if let Some(p) = pack(hi) {
-        consider(p);
     }
-    for probe in 0..PROBES {
-        if (probe >= MIN_PROBES && budget.is_exhausted()) || hi - lo <= 1e-9 * hi {
-            break;
-        }
-        let mid = 0.5 * (lo + hi);
-        match pack(mid) {
-            Some(p) => {
-                consider(p);
-                hi = mid;
-            }
-            None => lo = mid,
-        }
-    }
-    best
 }

@@ -24,7 +24,7 @@
 use std::time::Instant;
 
 use super::dp::Tracking;
-use super::greedy::greedy_chain;
+use super::greedy::ChainPacker;
 use super::plan::{check, plan_on_cluster, CheckedPlan, ClusterMethod, ClusterPlan};
 use crate::model::{Cluster, ClusterCosts, Device, Machine, Platform, Workload};
 use crate::solve::budget::Budget;
@@ -75,13 +75,8 @@ pub struct Economics {
 pub const DEFAULT_TIME_LIMIT_S: f64 = crate::solve::auto::DEFAULT_TIME_LIMIT_S;
 
 /// The per-usage optima (half of the time limit); when the DP stops first, the rest of
-/// the time is split across the rows `n = N … 1`, each planned by [`plan_on_cluster`] on
-/// the cluster's first `n` accelerators (machines in order; set, chain and volume bounds,
-/// the coarse DP, the DP, the greedy chain), every plan re-checked on the whole cluster.
-/// Row `n`'s bound is the largest of: the whole cluster's bound (fewer accelerators never
-/// help), row `n + 1`'s bound (`TPS(n)` does not increase with `n`), and the compute
-/// bound `Σ_v min_d x_d(v) / (n + ℓ)` (a max load is at least the mean over the `n`
-/// accelerators and `ℓ` CPU cores of the work, each node at its cheapest device).
+/// the time is split across the rows `n = N … 1` ([`plan_rows`]), every plan re-checked
+/// on the whole cluster, each row with a proven bound.
 pub fn economics(w: &Workload, limits: &Limits) -> Result<Economics, SolveError> {
     let started = Instant::now();
     let total = limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
@@ -94,42 +89,63 @@ pub fn economics(w: &Workload, limits: &Limits) -> Result<Economics, SolveError>
             bounds: Vec::new(),
         });
     }
-    let costs = plan.costs.clone();
-    let cluster = costs.cluster().clone();
-    let n_acc = cluster.accelerators().len();
-    let cpus = cluster.cpu_machines().len();
-    let work = cheapest_work(w, &costs);
-    let mut bounds = vec![0.0; n_acc];
-    let mut whole = 0.0f64;
-    // Once the time is spent (or on Ctrl-C) a row gets the greedy chain alone: its first
-    // probes are linear, where a full plan's set-up is not.
     let budget = Budget::new(
         Some((total - started.elapsed().as_secs_f64()).max(0.0)),
         None,
     );
+    let (rows, bounds) = plan_rows(w, &plan.costs, limits, &budget)?;
+    plan.per_usage.extend(rows);
+    plan.time_s = started.elapsed().as_secs_f64();
+    Ok(Economics { plan, bounds })
+}
+
+/// The rows `n = N … 1` within `budget`, each planned by [`plan_on_cluster`] on the
+/// cluster's first `n` accelerators (machines in order; set, chain and volume bounds, the
+/// coarse DP, the DP, the greedy chain) with `1/n` of the time left, and every plan
+/// re-checked on the whole cluster (`costs`). Once the time is spent (or on Ctrl-C) a row
+/// gets the greedy chain alone, on the whole cluster's costs and one contraction built
+/// once for every row (its first probes are linear, where a full plan's set-up is not).
+/// Row `n`'s bound, `bounds[n − 1]`, is the largest of: the whole cluster's bound (fewer
+/// accelerators never help), row `n + 1`'s bound (`TPS(n)` does not increase with `n`),
+/// and the compute bound `Σ_v min_d x_d(v) / (n + ℓ)` (a max load is at least the mean
+/// over the `n` accelerators and `ℓ` CPU cores of the work, each node at its cheapest
+/// device).
+fn plan_rows(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    budget: &Budget,
+) -> Result<(Vec<CheckedPlan>, Vec<f64>), SolveError> {
+    let cluster = costs.cluster();
+    let n_acc = cluster.accelerators().len();
+    let cpus = cluster.cpu_machines().len();
+    let work = cheapest_work(w, costs);
+    let mut rows = Vec::new();
+    let mut bounds = vec![0.0; n_acc];
+    let mut whole = 0.0f64;
+    let mut packer: Option<ChainPacker> = None;
     for n in (1..=n_acc).rev() {
-        let left = budget.remaining_s().unwrap_or(0.0);
-        let mut row_limits = limits.clone();
-        row_limits.time_limit_s = Some(left / n as f64);
-        if let Some(sub) = prefix_workload(w, &cluster, n) {
-            let best = if budget.is_exhausted() {
-                greedy_chain(&sub, &ClusterCosts::of(&sub), &budget)
-            } else {
-                let row = plan_on_cluster(&sub, &row_limits, ClusterMethod::Dp, Tracking::Best)?;
-                if n == n_acc {
-                    whole = row.lower_bound;
-                }
-                row.best.map(|b| (b.value, b.placement))
-            };
-            if let Some((value, placement)) = best {
-                plan.per_usage.push(check(w, &costs, value, placement)?);
+        let best = if budget.is_exhausted() {
+            let packer = packer.get_or_insert_with(|| ChainPacker::new(w, costs));
+            packer.best(n, &prefix_types(cluster, n), budget)
+        } else if let Some(sub) = prefix_workload(w, cluster, n) {
+            let mut row_limits = limits.clone();
+            row_limits.time_limit_s = Some(budget.remaining_s().unwrap_or(0.0) / n as f64);
+            let row = plan_on_cluster(&sub, &row_limits, ClusterMethod::Dp, Tracking::Best)?;
+            if n == n_acc {
+                whole = row.lower_bound;
             }
+            row.best.map(|b| (b.value, b.placement))
+        } else {
+            None
+        };
+        if let Some((value, placement)) = best {
+            rows.push(check(w, costs, value, placement)?);
         }
         let later = bounds.get(n).copied().unwrap_or(0.0);
         bounds[n - 1] = whole.max(later).max(work / (n + cpus) as f64);
     }
-    plan.time_s = started.elapsed().as_secs_f64();
-    Ok(Economics { plan, bounds })
+    Ok((rows, bounds))
 }
 
 /// `Σ_v min_d x_d(v)`: every node at its cheapest device (an accelerator type, if it may
@@ -160,6 +176,16 @@ fn cheapest_work(w: &Workload, costs: &ClusterCosts) -> f64 {
             }
         })
         .sum()
+}
+
+/// The accelerator types among the cluster's first `n` accelerators (the types
+/// [`prefix_workload`] keeps).
+fn prefix_types(cluster: &Cluster, n: usize) -> Vec<bool> {
+    let mut used = vec![false; cluster.types().len()];
+    for a in cluster.accelerators().iter().take(n) {
+        used[a.accelerator_type] = true;
+    }
+    used
 }
 
 /// `w` on the cluster's first `n` accelerators (every machine kept, with its CPU cores,

@@ -156,16 +156,7 @@ pub fn solve_within(
             stats,
         ));
     }
-    let vectors = (0..p)
-        .map(|d| {
-            let inputs = backward_input_vectors(pipeline.schedule, p, pipeline.micro_batches, d);
-            Ok((stash_vectors(&pipeline, p, d)?, inputs?))
-        })
-        .collect::<Result<Vec<_>, crate::model::schedule::ScheduleError>>()
-        .map_err(|e| SolveError::Unsupported {
-            method: "dp".into(),
-            what: format!("{} with these sizes: {e}", pipeline.schedule),
-        })?;
+    let vectors = device_vectors(&pipeline, p)?;
     // Warm starts: the heuristic plans of the interleaved IP, scored exactly.
     let heuristic =
         crate::solve::milp::interleaved::dp_plan(w, &problem.limits, &budget.share(0.2), pipeline)
@@ -174,7 +165,7 @@ pub fn solve_within(
             .and_then(|placement| candidate(problem, placement, "dp warm start"));
     let lattice = Ideals::enumerate(&contraction, LATTICE_LIMIT, &budget.share(0.1)).ok();
     let units = contraction.into_grouping();
-    let mut best: Option<Candidate> = split_plans(&units, p, v)
+    let best: Option<Candidate> = split_plans(&units, p, v)
         .into_iter()
         .filter_map(|placement| candidate(problem, placement, "split"))
         .chain(heuristic)
@@ -185,159 +176,237 @@ pub fn solve_within(
             .push(format!("warm start ({}) scores {}", b.source, b.score));
     }
     let model = Model::new(&units, w, pipeline, p, vectors);
-    let mut moves = 0u64;
-    let mut stop: Option<StopReason> = None;
-    // The combinatorial load bound of every assignment of the groups to the accelerators
-    // (interleaved plans are among them; recomputation only adds time), and the compute
-    // alone: every load is at least its compute, and p devices share the groups'.
+    let lower = lower_bound(problem, &units, &model, budget, &mut stats);
+    let mut search = Search {
+        problem,
+        model: &model,
+        units: &units,
+        proven: best.as_ref().is_some_and(|b| meets_bound(b.score, lower)),
+        best,
+        lower,
+        stop: None,
+        moves: 0,
+        stats,
+    };
+    search.prefix_chains(lattice.as_ref().map(|l| l.len()), budget)?;
+    if search.proven {
+        search.stats.notes.push(format!(
+            "the best plan meets the lower bound {}: optimal",
+            search.lower
+        ));
+    }
+    match lattice {
+        _ if search.proven => {}
+        Some(_) if !unbounded && search.best.is_none() => {
+            search.stop = Some(StopReason::SearchExhausted {
+                what: "no plan from the prefixes, and the lattice is searched only below one here"
+                    .into(),
+            });
+        }
+        Some(ideals) => search.lattice(ideals, budget)?,
+        None => {
+            search.stop = Some(StopReason::IdealLimit {
+                limit: LATTICE_LIMIT,
+            });
+            search.stats.notes.push(format!("more than {LATTICE_LIMIT} ideals (or no time to list them): the DP searched chains of prefixes only, so it proves no optimum"));
+        }
+    }
+    Ok(search.finish(started))
+}
+
+/// Per accelerator `d` of `p`: its stash vector and its backward inputs' vector under the
+/// schedule; a schedule these sizes do not take is refused, naming it.
+fn device_vectors(pipeline: &Pipeline, p: usize) -> Result<Vec<DeviceVectors>, SolveError> {
+    (0..p)
+        .map(|d| {
+            let inputs = backward_input_vectors(pipeline.schedule, p, pipeline.micro_batches, d);
+            Ok((stash_vectors(pipeline, p, d)?, inputs?))
+        })
+        .collect::<Result<Vec<_>, crate::model::schedule::ScheduleError>>()
+        .map_err(|e| SolveError::Unsupported {
+            method: "dp".into(),
+            what: format!("{} with these sizes: {e}", pipeline.schedule),
+        })
+}
+
+/// The combinatorial load bound of every assignment of the groups to the accelerators
+/// (interleaved plans are among them; recomputation only adds time), and the compute
+/// alone: every load is at least its compute, and `p` devices share the groups'.
+fn lower_bound(
+    problem: &Problem,
+    units: &Grouping,
+    model: &Model,
+    budget: &Budget,
+    stats: &mut Stats,
+) -> f64 {
+    let w = problem.workload;
     let devices = DeviceSet {
         cpus: 0,
         ..w.devices().clone()
     };
     let compute: Vec<f64> = units.groups.iter().map(|g| g.fpga_latency).collect();
-    let mut lower = crate::solve::milp::load_bounds::for_model(
-        &units,
+    crate::solve::milp::load_bounds::for_model(
+        units,
         &model.hyperedges,
         &devices,
         false,
         problem.limits.ip.load_bound,
         &budget.share(0.15),
-        &mut stats,
+        stats,
     )
     .objective(false)
-    .max(compute.iter().sum::<f64>() / p as f64)
-    .max(compute.iter().copied().fold(0.0, f64::max));
-    let mut proven = best.as_ref().is_some_and(|b| meets_bound(b.score, lower));
-    // Chains of prefixes at ever finer cuts: each run only looks below the best so far.
-    // Without the lattice to prove with, the prefix families get (nearly) all the time.
-    let lattice_len = lattice.as_ref().map(|l| l.len());
-    let chain_budget = budget.share(if lattice_len.is_some() { 0.4 } else { 0.9 });
-    let mut k = 16usize;
-    while !proven {
-        let family = Family::chain(&units, k, &model.per_group);
-        let run = model.run(&family, below(upper(&best)), &chain_budget, &mut moves);
-        if let Some(chain) = &run.chain {
-            keep_plan(problem, &model, &family, chain, &mut best)?;
+    .max(compute.iter().sum::<f64>() / model.p as f64)
+    .max(compute.iter().copied().fold(0.0, f64::max))
+}
+
+/// The interleaved DP's search between its phases: the best plan, the lower bound,
+/// whether the plan is proven, why the search stopped, the moves made and the statistics.
+struct Search<'s> {
+    problem: &'s Problem<'s>,
+    model: &'s Model<'s>,
+    units: &'s Grouping,
+    best: Option<Candidate>,
+    lower: f64,
+    proven: bool,
+    stop: Option<StopReason>,
+    moves: u64,
+    stats: Stats,
+}
+
+impl Search<'_> {
+    /// Chains of prefixes at ever finer cuts (16, 32, …): each run only looks below the
+    /// best so far. Without the lattice to prove with, the prefix families get (nearly) all
+    /// the time; a family near the lattice's size proves nothing the lattice would not.
+    fn prefix_chains(
+        &mut self,
+        lattice_len: Option<usize>,
+        budget: &Budget,
+    ) -> Result<(), SolveError> {
+        let (model, units) = (self.model, self.units);
+        let chain_budget = budget.share(if lattice_len.is_some() { 0.4 } else { 0.9 });
+        let mut k = 16usize;
+        while !self.proven {
+            let family = Family::chain(units, k, &model.per_group);
+            let run = model.run(
+                &family,
+                below(upper(&self.best)),
+                &chain_budget,
+                &mut self.moves,
+            );
+            if let Some(chain) = &run.chain {
+                keep_plan(self.problem, model, &family, chain, &mut self.best)?;
+            }
+            self.stats.notes.push(format!(
+                "prefix family of {} cuts: {}, best {} ({} moves so far)",
+                family.len(),
+                run.stopped
+                    .as_ref()
+                    .map_or("finished".to_string(), |r| format!("stopped ({r:?})")),
+                upper(&self.best),
+                self.moves
+            ));
+            self.proven = meets_bound(upper(&self.best), self.lower);
+            let finer = Family::chain_len(units, 2 * k);
+            if run.stopped.is_some()
+                || family.len() > units.len()
+                || lattice_len.is_some_and(|n| 2 * finer > n)
+                || chain_budget.is_exhausted()
+            {
+                break;
+            }
+            k *= 2;
         }
-        stats.notes.push(format!(
-            "prefix family of {} cuts: {}, best {} ({} moves so far)",
-            family.len(),
-            run.stopped
-                .as_ref()
-                .map_or("finished".to_string(), |r| format!("stopped ({r:?})")),
-            upper(&best),
-            moves
-        ));
-        proven = meets_bound(upper(&best), lower);
-        // A family near the lattice's size proves nothing the lattice would not.
-        let finer = Family::chain_len(&units, 2 * k);
-        if run.stopped.is_some()
-            || family.len() > units.len()
-            || lattice_len.is_some_and(|n| 2 * finer > n)
-            || chain_budget.is_exhausted()
-        {
-            break;
-        }
-        k *= 2;
+        Ok(())
     }
-    if proven {
-        stats.notes.push(format!(
-            "the best plan meets the lower bound {lower}: optimal"
-        ));
-    }
-    match lattice {
-        _ if proven => {}
-        Some(_) if !unbounded && best.is_none() => {
-            stop = Some(StopReason::SearchExhausted {
-                what: "no plan from the prefixes, and the lattice is searched only below one here"
-                    .into(),
-            });
-        }
-        Some(ideals) => {
-            stats.ideals = Some(ideals.len());
-            let family = Family::lattice(&units, ideals, &model.per_group);
-            let lattice_budget = budget.share(0.9);
-            // Targets τ rising toward the best plan: a run that finds a plan below τ has
-            // found the optimum (it is the least of all plans below τ); one that finds none
-            // proves τ a lower bound. Runs below the optimum are the cheap ones.
-            for fraction in [0.5, 0.75, 0.9, 0.97, 1.0] {
-                let ub = upper(&best);
-                let target = if ub.is_finite() && fraction < 1.0 {
-                    lower + fraction * (ub - lower)
-                } else {
-                    below(ub)
-                };
-                if ub.is_finite() && target <= lower {
-                    proven = true;
+
+    /// The whole ideal lattice, with targets τ rising toward the best plan: a run that
+    /// finds a plan below τ has found the optimum (it is the least of all plans below τ);
+    /// one that finds none proves τ a lower bound. Runs below the optimum are the cheap
+    /// ones.
+    fn lattice(&mut self, ideals: Ideals, budget: &Budget) -> Result<(), SolveError> {
+        let model = self.model;
+        self.stats.ideals = Some(ideals.len());
+        let family = Family::lattice(self.units, ideals, &model.per_group);
+        let lattice_budget = budget.share(0.9);
+        for fraction in [0.5, 0.75, 0.9, 0.97, 1.0] {
+            let ub = upper(&self.best);
+            let target = if ub.is_finite() && fraction < 1.0 {
+                self.lower + fraction * (ub - self.lower)
+            } else {
+                below(ub)
+            };
+            if ub.is_finite() && target <= self.lower {
+                self.proven = true;
+                break;
+            }
+            let run = model.run(&family, target, &lattice_budget, &mut self.moves);
+            self.stats.notes.push(format!(
+                "ideal lattice of {} ideals, below {target}: {} ({} moves so far)",
+                family.len(),
+                match (&run.stopped, &run.chain) {
+                    (Some(r), _) => format!("stopped ({r:?})"),
+                    (None, Some(_)) => "the optimum".to_string(),
+                    (None, None) => "no plan: a lower bound".to_string(),
+                },
+                self.moves
+            ));
+            if let Some(reason) = &run.stopped {
+                self.stop = Some(reason.clone());
+                break;
+            }
+            match run.chain {
+                Some(chain) => {
+                    keep_plan(self.problem, model, &family, &chain, &mut self.best)?;
+                    self.proven = true;
                     break;
                 }
-                let run = model.run(&family, target, &lattice_budget, &mut moves);
-                stats.notes.push(format!(
-                    "ideal lattice of {} ideals, below {target}: {} ({moves} moves so far)",
-                    family.len(),
-                    match (&run.stopped, &run.chain) {
-                        (Some(r), _) => format!("stopped ({r:?})"),
-                        (None, Some(_)) => "the optimum".to_string(),
-                        (None, None) => "no plan: a lower bound".to_string(),
-                    }
-                ));
-                if let Some(reason) = &run.stopped {
-                    stop = Some(reason.clone());
+                None if fraction == 1.0 || !ub.is_finite() => {
+                    self.proven = true;
                     break;
                 }
-                match run.chain {
-                    Some(chain) => {
-                        keep_plan(problem, &model, &family, &chain, &mut best)?;
-                        proven = true;
-                        break;
-                    }
-                    None if fraction == 1.0 || !ub.is_finite() => {
-                        proven = true;
-                        break;
-                    }
-                    None => lower = lower.max(target),
-                }
+                None => self.lower = self.lower.max(target),
             }
         }
-        None => {
-            stop = Some(StopReason::IdealLimit {
-                limit: LATTICE_LIMIT,
-            });
-            stats.notes.push(format!("more than {LATTICE_LIMIT} ideals (or no time to list them): the DP searched chains of prefixes only, so it proves no optimum"));
-        }
+        Ok(())
     }
-    stats.ideal_pairs = Some(moves);
-    stats.time_s = started.elapsed().as_secs_f64();
-    if proven {
-        return Ok(match best {
-            Some(c) => outcome(Some(c.placement), c.score, c.score, Status::Optimal, stats),
-            None => outcome(
-                None,
-                f64::INFINITY,
-                f64::INFINITY,
-                Status::infeasible(
-                    "no chain of interleaved chunks fits the accelerators' memory under the schedule",
+
+    /// The outcome: proven, the best plan as optimal (or infeasible without one); else the
+    /// best plan with the bound and why the search stopped (the time limit if nothing
+    /// else), or no plan.
+    fn finish(self, started: Instant) -> Outcome {
+        let mut stats = self.stats;
+        stats.ideal_pairs = Some(self.moves);
+        stats.time_s = started.elapsed().as_secs_f64();
+        if self.proven {
+            return match self.best {
+                Some(c) => outcome(Some(c.placement), c.score, c.score, Status::Optimal, stats),
+                None => outcome(
+                    None,
+                    f64::INFINITY,
+                    f64::INFINITY,
+                    Status::infeasible(
+                        "no chain of interleaved chunks fits the accelerators' memory under the schedule",
+                    ),
+                    stats,
                 ),
-                stats,
-            ),
-        });
-    }
-    let bound = lower;
-    let reason = stop.unwrap_or(StopReason::TimeLimit);
-    stats.time_s = started.elapsed().as_secs_f64();
-    Ok(match best {
-        Some(c) => {
-            let bound = bound.min(c.score);
-            outcome(
-                Some(c.placement),
-                c.score,
-                bound,
-                Status::Feasible { reason },
-                stats,
-            )
+            };
         }
-        None => outcome(None, f64::INFINITY, bound, Status::NoPlan { reason }, stats),
-    })
+        let bound = self.lower;
+        let reason = self.stop.unwrap_or(StopReason::TimeLimit);
+        match self.best {
+            Some(c) => {
+                let bound = bound.min(c.score);
+                outcome(
+                    Some(c.placement),
+                    c.score,
+                    bound,
+                    Status::Feasible { reason },
+                    stats,
+                )
+            }
+            None => outcome(None, f64::INFINITY, bound, Status::NoPlan { reason }, stats),
+        }
+    }
 }
 
 /// Scores the plan of a DP chain (an error if the scorer refuses it: the DP's costs are
@@ -560,6 +629,70 @@ struct Model<'a> {
     vectors: Vec<DeviceVectors>,
 }
 
+/// One layer of the interleaved DP: its keys (tuples of family members) and states.
+type Layer = (Vec<Vec<u32>>, Vec<State>);
+
+/// The first layer's keys: every tuple of `v − 1` junctions `0 ⊆ J_1 ⊆ …` of the family,
+/// written as the key `(J…, 0, J…)`. Each tuple is counted against the state `limit` (the
+/// memory budget's share) and the clock is read every 4,096: with `v ≥ 3` there can be
+/// `|𝓘|^{v−1}` of them.
+fn first_keys(
+    family: &Family,
+    v: usize,
+    limit: usize,
+    budget: &Budget,
+) -> Result<Vec<Vec<u32>>, StopReason> {
+    let mut keys: Vec<Vec<u32>> = Vec::new();
+    let mut junctions = vec![0u32; v.saturating_sub(1)];
+    let empty = 0usize;
+    let mut at = Tuples {
+        family,
+        junctions: &mut junctions,
+        out: &mut keys,
+        limit,
+        budget,
+    };
+    at.extend(0, empty)?;
+    Ok(keys)
+}
+
+/// The depth-first listing of junction tuples behind [`first_keys`].
+struct Tuples<'t> {
+    family: &'t Family,
+    junctions: &'t mut Vec<u32>,
+    out: &'t mut Vec<Vec<u32>>,
+    limit: usize,
+    budget: &'t Budget,
+}
+
+impl Tuples<'_> {
+    /// Every tuple whose junctions `r…` lie above member `from`.
+    fn extend(&mut self, r: usize, from: usize) -> Result<(), StopReason> {
+        if r == self.junctions.len() {
+            let mut key = self.junctions.clone();
+            key.push(0);
+            key.extend_from_slice(self.junctions);
+            self.out.push(key);
+            if self.out.len() > self.limit {
+                return Err(StopReason::MemoryBudget {
+                    what: "the interleaved DP's first states (tuples of junctions)".into(),
+                    needed_bytes: state_bytes(self.junctions.len() + 1) * self.out.len() as f64,
+                    budget_bytes: state_bytes(self.junctions.len() + 1) * self.limit as f64,
+                });
+            }
+            if self.out.len().is_multiple_of(4096) {
+                self.budget.check().map_err(StopReason::from)?;
+            }
+            return Ok(());
+        }
+        for &j in &self.family.ups[from] {
+            self.junctions[r] = j;
+            self.extend(r + 1, j as usize)?;
+        }
+        Ok(())
+    }
+}
+
 /// What a run of the DP over one family found.
 struct Run {
     /// The chain of `T + 1` family members of the best plan below the bound, with the
@@ -780,53 +913,18 @@ impl<'a> Model<'a> {
     /// The DP over chains drawn from `family` whose value is below `cut` (module docs): the
     /// least of them, if any.
     fn run(&self, family: &Family, cut: f64, budget: &Budget, moves: &mut u64) -> Run {
-        let (p, v) = (self.p, self.v);
-        let limit = state_limit(v, budget);
-        // Layer 0: every tuple of junctions.
-        let mut keys: Vec<Vec<u32>> = Vec::new();
-        let mut junctions = vec![0u32; v.saturating_sub(1)];
-        // Each tuple is counted against the state limit and the memory budget, and the
-        // clock is read every 4,096: with v ≥ 3 there can be |𝓘|^{v−1} of them.
-        fn tuples(
-            family: &Family,
-            r: usize,
-            from: usize,
-            junctions: &mut Vec<u32>,
-            out: &mut Vec<Vec<u32>>,
-            limit: usize,
-            budget: &Budget,
-        ) -> Result<(), StopReason> {
-            if r == junctions.len() {
-                let mut key = junctions.clone();
-                key.push(0);
-                key.extend_from_slice(junctions);
-                out.push(key);
-                if out.len() > limit {
-                    return Err(StopReason::MemoryBudget {
-                        what: "the interleaved DP's first states (tuples of junctions)".into(),
-                        needed_bytes: state_bytes(junctions.len() + 1) * out.len() as f64,
-                        budget_bytes: state_bytes(junctions.len() + 1) * limit as f64,
-                    });
-                }
-                if out.len().is_multiple_of(4096) {
-                    budget.check().map_err(StopReason::from)?;
-                }
-                return Ok(());
-            }
-            for &j in &family.ups[from] {
-                junctions[r] = j;
-                tuples(family, r + 1, j as usize, junctions, out, limit, budget)?;
-            }
-            Ok(())
-        }
-        let empty = 0usize;
-        if let Err(reason) = tuples(family, 0, empty, &mut junctions, &mut keys, limit, budget) {
-            return Run {
-                chain: None,
-                stopped: Some(reason),
-            };
-        }
-        let mut layers: Vec<(Vec<Vec<u32>>, Vec<State>)> = Vec::with_capacity(p + 1);
+        let p = self.p;
+        let limit = state_limit(self.v, budget);
+        let stopped = |reason| Run {
+            chain: None,
+            stopped: Some(reason),
+        };
+        // Layer 0: every tuple of junctions, each at value 0.
+        let keys = match first_keys(family, self.v, limit, budget) {
+            Ok(keys) => keys,
+            Err(reason) => return stopped(reason),
+        };
+        let mut layers: Vec<Layer> = Vec::with_capacity(p + 1);
         let states = keys
             .iter()
             .map(|_| State {
@@ -836,84 +934,11 @@ impl<'a> Model<'a> {
             })
             .collect();
         layers.push((keys, states));
-        let mut stopped: Option<StopReason> = None;
         for d in 0..p {
-            let (keys, states) = &layers[d];
-            // Blocks of states in parallel, each with its own scratch space and table; the
-            // tables are merged keeping the smaller value (on a tie the smaller parent, so
-            // the result does not depend on the threads).
-            let blocks: Vec<Block> = (0..keys.len())
-                .step_by(BLOCK_STATES)
-                .collect::<Vec<_>>()
-                .into_par_iter()
-                .map(|start| {
-                    budget.check().map_err(StopReason::from)?;
-                    let mut s = self.scratch();
-                    let mut table: HashMap<Vec<u32>, State> = HashMap::new();
-                    let mut count = 0u64;
-                    for i in start..(start + BLOCK_STATES).min(keys.len()) {
-                        self.expand(
-                            family,
-                            d,
-                            &keys[i],
-                            i,
-                            states[i].value,
-                            cut,
-                            &mut s,
-                            &mut count,
-                            &mut |next, state| keep_better(&mut table, next, state),
-                            budget,
-                        )?;
-                    }
-                    Ok((table, count))
-                })
-                .collect();
-            let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
-            let mut next_keys: Vec<Vec<u32>> = Vec::new();
-            let mut next_states: Vec<State> = Vec::new();
-            for block in blocks {
-                let (table, count) = match block {
-                    Ok(b) => b,
-                    Err(reason) => {
-                        stopped = Some(reason);
-                        break;
-                    }
-                };
-                *moves += count;
-                for (next, state) in table {
-                    match index.get(&next) {
-                        Some(&at) => {
-                            let old = &mut next_states[at as usize];
-                            if (state.value, state.parent) < (old.value, old.parent) {
-                                *old = state;
-                            }
-                        }
-                        None => {
-                            index.insert(next.clone(), next_keys.len() as u32);
-                            next_keys.push(next);
-                            next_states.push(state);
-                        }
-                    }
-                }
-                if next_keys.len() > limit {
-                    stopped = Some(StopReason::MemoryBudget {
-                        what: "the interleaved DP's states".into(),
-                        needed_bytes: state_bytes(v) * next_keys.len() as f64,
-                        budget_bytes: state_bytes(v) * limit as f64,
-                    });
-                    break;
-                }
+            match self.next_layer(family, d, &layers[d], cut, (limit, budget), moves) {
+                Ok(layer) => layers.push(layer),
+                Err(reason) => return stopped(reason),
             }
-            if stopped.is_some() {
-                break;
-            }
-            layers.push((next_keys, next_states));
-        }
-        if stopped.is_some() {
-            return Run {
-                chain: None,
-                stopped,
-            };
         }
         let (keys, states) = &layers[p];
         let Some(end) =
@@ -924,7 +949,88 @@ impl<'a> Model<'a> {
                 stopped: None,
             };
         };
-        // Back links: layer d's tuple holds F_r = I_{r·p + d}.
+        Run {
+            chain: Some(self.chain_back(family, &layers, end)),
+            stopped: None,
+        }
+    }
+
+    /// The states after device `d` from `layer`'s: blocks of states expanded in parallel,
+    /// each with its own scratch space and table; the tables merged keeping the smaller
+    /// value (on a tie the smaller parent, so the result does not depend on the threads).
+    /// Stops on the budget or once the states pass `limit`.
+    fn next_layer(
+        &self,
+        family: &Family,
+        d: usize,
+        (keys, states): &Layer,
+        cut: f64,
+        (limit, budget): (usize, &Budget),
+        moves: &mut u64,
+    ) -> Result<Layer, StopReason> {
+        let blocks: Vec<Block> = (0..keys.len())
+            .step_by(BLOCK_STATES)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|start| {
+                budget.check().map_err(StopReason::from)?;
+                let mut s = self.scratch();
+                let mut table: HashMap<Vec<u32>, State> = HashMap::new();
+                let mut count = 0u64;
+                for i in start..(start + BLOCK_STATES).min(keys.len()) {
+                    self.expand(
+                        family,
+                        d,
+                        &keys[i],
+                        i,
+                        states[i].value,
+                        cut,
+                        &mut s,
+                        &mut count,
+                        &mut |next, state| keep_better(&mut table, next, state),
+                        budget,
+                    )?;
+                }
+                Ok((table, count))
+            })
+            .collect();
+        let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut next_keys: Vec<Vec<u32>> = Vec::new();
+        let mut next_states: Vec<State> = Vec::new();
+        for block in blocks {
+            let (table, count) = block?;
+            *moves += count;
+            for (next, state) in table {
+                match index.get(&next) {
+                    Some(&at) => {
+                        let old = &mut next_states[at as usize];
+                        if (state.value, state.parent) < (old.value, old.parent) {
+                            *old = state;
+                        }
+                    }
+                    None => {
+                        index.insert(next.clone(), next_keys.len() as u32);
+                        next_keys.push(next);
+                        next_states.push(state);
+                    }
+                }
+            }
+            if next_keys.len() > limit {
+                return Err(StopReason::MemoryBudget {
+                    what: "the interleaved DP's states".into(),
+                    needed_bytes: state_bytes(self.v) * next_keys.len() as f64,
+                    budget_bytes: state_bytes(self.v) * limit as f64,
+                });
+            }
+        }
+        Ok((next_keys, next_states))
+    }
+
+    /// The chain of family members of the plan ending at state `end` of the last layer,
+    /// by the back links (layer d's tuple holds `F_r = I_{r·p + d}`), with the devices
+    /// that recompute.
+    fn chain_back(&self, family: &Family, layers: &[Layer], end: usize) -> (Vec<usize>, Vec<bool>) {
+        let (p, v) = (self.p, self.v);
         let mut chain = vec![family.full; p * v + 1];
         let mut recomputes = vec![false; p];
         let mut at = end;
@@ -940,10 +1046,7 @@ impl<'a> Model<'a> {
                 at = states[at].parent as usize;
             }
         }
-        Run {
-            chain: Some((chain, recomputes)),
-            stopped: None,
-        }
+        (chain, recomputes)
     }
 
     /// Every move of device `d` from state `i` (tuple `key`, value `value`) whose value

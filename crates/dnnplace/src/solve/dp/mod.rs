@@ -400,23 +400,67 @@ fn solve_dag_with(
         None => PairCost::new(w, c),
     };
     let devices = w.devices();
-    let (k, l, memory) = (
-        devices.accelerators,
-        devices.cpus,
-        devices.memory_per_accelerator_bytes,
-    );
-    let stopped = |reason: Exhausted, phase: String| SolveError::Stopped {
-        method: "dp".into(),
-        detail: stop_detail(&reason, &phase, start.elapsed().as_secs_f64()),
-        reason,
-    };
-
+    let stop = Stop { start };
     let allowance = budget.memory_bytes().unwrap_or(DEFAULT_MEMORY_BUDGET_BYTES);
+    let (limit, which) = ideal_limit(allowance, max_ideals, devices.accelerators, devices.cpus);
+    let ideals = enumerate_within(c, limit, &which, budget, stop)?;
+    let n_ideals = ideals.len();
+    let summaries = Summaries::of_ideals(&cost, &ideals, budget)
+        .map_err(|r| stop.at(r, format!("while summarising {n_ideals} ideals")))?;
+    let forward: Option<Vec<Sum>> = cost
+        .prices_recomputation()
+        .then(|| cost.forward_sums(&ideals));
+    let dag = Dag {
+        w,
+        c,
+        cost,
+        ideals,
+        summaries,
+        forward,
+        k: devices.accelerators,
+        l: devices.cpus,
+        memory: devices.memory_per_accelerator_bytes,
+        budget,
+        stop,
+    };
+    dag.check_memory(allowance, staged.is_some())?;
+    let stats = Stats {
+        ideals: Some(n_ideals),
+        groups: Some(c.len()),
+        ..Stats::default()
+    };
+    match staged {
+        Some(staged) => dag.solve_staged(staged, stats),
+        None => dag.solve_plain(stats),
+    }
+}
+
+/// How a stop of the DP is reported: [`SolveError::Stopped`] with the phase and the time
+/// since `start`.
+#[derive(Clone, Copy)]
+struct Stop {
+    start: std::time::Instant,
+}
+
+impl Stop {
+    fn at(self, reason: Exhausted, phase: String) -> SolveError {
+        SolveError::Stopped {
+            method: "dp".into(),
+            detail: stop_detail(&reason, &phase, self.start.elapsed().as_secs_f64()),
+            reason,
+        }
+    }
+}
+
+/// The most ideals the DP lists: `--max-ideals`, or fewer when the memory `allowance`
+/// holds fewer at the fixed bytes per ideal for `k` accelerators and `l` CPUs; with the
+/// sentence saying which limit it is.
+fn ideal_limit(allowance: f64, max_ideals: usize, k: usize, l: usize) -> (usize, String) {
     let per_ideal = fixed_bytes_per_ideal(k, l);
     let memory_cap = (allowance / per_ideal as f64)
         .floor()
         .min(usize::MAX as f64) as usize;
-    let (limit, which) = if max_ideals <= memory_cap {
+    if max_ideals <= memory_cap {
         (max_ideals, "--max-ideals allows".to_string())
     } else {
         (
@@ -426,7 +470,18 @@ fn solve_dag_with(
                 gib(allowance)
             ),
         )
-    };
+    }
+}
+
+/// The ideals of `c`, at most `limit` of them (refused before listing when the estimate
+/// already exceeds it); errors say which limit (`which`) stopped it.
+fn enumerate_within(
+    c: &Contraction,
+    limit: usize,
+    which: &str,
+    budget: &Budget,
+    stop: Stop,
+) -> Result<Ideals, SolveError> {
     let estimate = ideals::estimate_in(c, budget);
     if estimate.lower_bound > limit as u128 {
         let found = usize::try_from(estimate.lower_bound).unwrap_or(usize::MAX);
@@ -441,82 +496,88 @@ fn solve_dag_with(
             which: format!("{which}: it has {counted} {found}, counted before enumerating"),
         });
     }
-    let ideals = Ideals::enumerate(c, limit, budget).map_err(|e| match e {
+    Ideals::enumerate(c, limit, budget).map_err(|e| match e {
         EnumerationStop::TooMany { found } => SolveError::TooManyIdeals {
             found,
             limit,
             which: format!("{which}: {found} enumerated before stopping"),
         },
         EnumerationStop::Budget { reason, found } => {
-            stopped(reason, format!("while enumerating ideals ({found} so far)"))
+            stop.at(reason, format!("while enumerating ideals ({found} so far)"))
         }
-    })?;
-    let n_ideals = ideals.len();
-    let summaries = Summaries::of_ideals(&cost, &ideals, budget)
-        .map_err(|r| stopped(r, format!("while summarising {n_ideals} ideals")))?;
-    let forward: Option<Vec<Sum>> = cost
-        .prices_recomputation()
-        .then(|| cost.forward_sums(&ideals));
-    // Under a staged schedule the best table so far is kept beside the one being relaxed.
-    let tables = if staged.is_some() { 2 } else { 1 };
-    let forward_bytes = forward
-        .as_ref()
-        .map_or(0, |f| f.capacity() * std::mem::size_of::<Sum>());
-    let needed = (ideals.heap_bytes()
-        + summaries.heap_bytes()
-        + forward_bytes
-        + n_ideals
-            * (tables * Table::bytes_per_ideal((k + 1) * (l + 1)) + Windows::BYTES_PER_IDEAL))
-        as f64;
-    if needed > allowance {
-        let what = format!("the DP over {n_ideals} ideals (table, summaries and bitsets)");
-        return Err(stopped(
-            Exhausted::Memory {
-                what,
-                needed_bytes: needed,
-                budget_bytes: allowance,
-            },
-            String::new(),
-        ));
+    })
+}
+
+/// The DP's lattice of one workload: the pair costs, the ideals with their summaries (and
+/// forward sums when stages may recompute), the devices (`k` accelerators of `memory`
+/// bytes, `ℓ` CPUs) and the budget.
+struct Dag<'a> {
+    w: &'a Workload,
+    c: &'a Contraction,
+    cost: PairCost,
+    ideals: Ideals,
+    summaries: Summaries,
+    forward: Option<Vec<Sum>>,
+    k: usize,
+    l: usize,
+    memory: f64,
+    budget: &'a Budget,
+    stop: Stop,
+}
+
+impl Dag<'_> {
+    /// Refuses (as a memory stop) a DP whose ideals, summaries, forward sums, tables (two
+    /// under a staged schedule: the best so far beside the one being relaxed) and windows
+    /// pass the memory `allowance`.
+    fn check_memory(&self, allowance: f64, staged: bool) -> Result<(), SolveError> {
+        let n_ideals = self.ideals.len();
+        let tables = if staged { 2 } else { 1 };
+        let forward_bytes = self
+            .forward
+            .as_ref()
+            .map_or(0, |f| f.capacity() * std::mem::size_of::<Sum>());
+        let needed = (self.ideals.heap_bytes()
+            + self.summaries.heap_bytes()
+            + forward_bytes
+            + n_ideals
+                * (tables * Table::bytes_per_ideal((self.k + 1) * (self.l + 1))
+                    + Windows::BYTES_PER_IDEAL)) as f64;
+        if needed > allowance {
+            let what = format!("the DP over {n_ideals} ideals (table, summaries and bitsets)");
+            return Err(self.stop.at(
+                Exhausted::Memory {
+                    what,
+                    needed_bytes: needed,
+                    budget_bytes: allowance,
+                },
+                String::new(),
+            ));
+        }
+        Ok(())
     }
 
-    let mut stats = Stats {
-        ideals: Some(n_ideals),
-        groups: Some(c.len()),
-        ..Stats::default()
-    };
-    let full = n_ideals - 1;
-    if let Some(staged) = staged {
-        let windows = Windows::new(&summaries.heads, l > 0);
-        let levels = ideals.level_start.len() - 2;
+    /// A run without a plan: the DP's table has no finite split of the whole graph.
+    fn infeasible(&self, stats: Stats) -> Run {
+        Run {
+            objective: f64::INFINITY,
+            placement: None,
+            infeasible: Some(infeasibility(self.w, self.c)),
+            stats,
+        }
+    }
+
+    /// The best split over the chain lengths `P = 1 … k + ℓ`, each relaxed with exact
+    /// device counts and positioned memory, pruned by the best of the lengths before it;
+    /// the stages that recompute under `--recompute auto` are noted and placed.
+    fn solve_staged(&self, staged: &Staged, mut stats: Stats) -> Result<Run, SolveError> {
+        let (k, l) = (self.k, self.l);
+        let full = self.ideals.len() - 1;
+        let windows = Windows::new(&self.summaries.heads, l > 0);
         let mut best: Option<(f64, usize, usize, Table)> = None;
         let mut pairs = 0;
-        for p in 1..=(k + l).min(c.len()) {
-            let pruning = Pruning::new(
-                c,
-                best.as_ref().map(|b| b.0),
-                summaries.heads[full].fpga.value(),
-                k,
-                l,
-            );
-            let positioned = Some(Positioned {
-                pipeline: staged.pipeline,
-                stages: p,
-            });
-            let relaxation = Relaxation {
-                family: &ideals,
-                summaries: &summaries,
-                cost: &cost,
-                pruning: &pruning,
-                windows: &windows,
-                memory,
-                positioned,
-                forward: forward.as_deref(),
-            };
-            let (table, priced) = relaxation.run(budget).map_err(|(r, level)| match level {
-                0 => stopped(r, format!("while filling the table of {n_ideals} ideals for {p} pipeline stages")),
-                _ => stopped(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals) for {p} pipeline stages")),
-            })?;
+        for p in 1..=(k + l).min(self.c.len()) {
+            let (table, priced) =
+                self.relax_stages(staged, p, best.as_ref().map(|b| b.0), &windows)?;
             pairs += priced;
             let ends = (0..=l.min(p))
                 .filter(|&cl| p - cl <= k)
@@ -529,12 +590,7 @@ fn solve_dag_with(
         }
         stats.ideal_pairs = Some(pairs);
         let Some((objective, cl, ck, table)) = best else {
-            return Ok(Run {
-                objective: f64::INFINITY,
-                placement: None,
-                infeasible: Some(infeasibility(w, c)),
-                stats,
-            });
+            return Ok(self.infeasible(stats));
         };
         let stages =
             reconstruct::stages_from(&table, full, cl, ck).expect("the best state is finite");
@@ -545,12 +601,12 @@ fn solve_dag_with(
         ));
         let recomputing = recomputing_stages(
             &stages,
-            &summaries,
+            &self.summaries,
             Positioned {
                 pipeline: staged.pipeline,
                 stages: stages.len(),
             },
-            memory,
+            self.memory,
         );
         if staged.pipeline.recompute == Recompute::Auto {
             stats.notes.push(match recomputing.len() {
@@ -561,71 +617,115 @@ fn solve_dag_with(
                 ),
             });
         }
-        let placement = placement_of(&stages, &ideals, c, recomputing);
-        return Ok(Run {
+        let placement = placement_of(&stages, &self.ideals, self.c, recomputing);
+        Ok(Run {
             objective,
             placement: Some(placement),
             infeasible: None,
             stats,
-        });
+        })
     }
-    let upper = chain_upper_bound(c, &cost, k, l, memory, budget).map_err(|r| {
-        stopped(
-            r,
-            format!("while computing the chain bound ({n_ideals} ideals enumerated)"),
-        )
-    })?;
-    if let Some((u, _)) = &upper {
-        stats
-            .notes
-            .push(format!("upper bound from chain splits: {u}"));
-    }
-    let pruning = Pruning::new(
-        c,
-        upper.map(|(u, _)| u),
-        summaries.heads[n_ideals - 1].fpga.value(),
-        k,
-        l,
-    );
-    let windows = Windows::new(&summaries.heads, l > 0);
-    budget
-        .check()
-        .map_err(|r| stopped(r, format!("while sorting {n_ideals} ideals by load")))?;
-    let relaxation = Relaxation {
-        family: &ideals,
-        summaries: &summaries,
-        cost: &cost,
-        pruning: &pruning,
-        windows: &windows,
-        memory,
-        positioned: None,
-        forward: None,
-    };
-    let levels = ideals.level_start.len() - 2;
-    let (table, pairs) = relaxation.run(budget).map_err(|(r, level)| match level {
-        0 => stopped(r, format!("while filling the table of {n_ideals} ideals")),
-        _ => stopped(
-            r,
-            format!("while relaxing level {level} of {levels} ({n_ideals} ideals)"),
-        ),
-    })?;
-    stats.ideal_pairs = Some(pairs);
 
-    let Some(stages) = reconstruct::stages(&table, full) else {
-        return Ok(Run {
-            objective: f64::INFINITY,
-            placement: None,
-            infeasible: Some(infeasibility(w, c)),
+    /// The table of splits into exactly `p` stages (positioned memory), pruned by `best`,
+    /// the best value over the lengths before; with the pairs priced.
+    fn relax_stages(
+        &self,
+        staged: &Staged,
+        p: usize,
+        best: Option<f64>,
+        windows: &Windows,
+    ) -> Result<(Table, u64), SolveError> {
+        let n_ideals = self.ideals.len();
+        let levels = self.ideals.level_start.len() - 2;
+        let pruning = Pruning::new(
+            self.c,
+            best,
+            self.summaries.heads[n_ideals - 1].fpga.value(),
+            self.k,
+            self.l,
+        );
+        let relaxation = Relaxation {
+            family: &self.ideals,
+            summaries: &self.summaries,
+            cost: &self.cost,
+            pruning: &pruning,
+            windows,
+            memory: self.memory,
+            positioned: Some(Positioned {
+                pipeline: staged.pipeline,
+                stages: p,
+            }),
+            forward: self.forward.as_deref(),
+        };
+        relaxation.run(self.budget).map_err(|(r, level)| match level {
+            0 => self.stop.at(r, format!("while filling the table of {n_ideals} ideals for {p} pipeline stages")),
+            _ => self.stop.at(r, format!("while relaxing level {level} of {levels} ({n_ideals} ideals) for {p} pipeline stages")),
+        })
+    }
+
+    /// The DP at its best split, pruned by the chain splits' upper bound.
+    fn solve_plain(&self, mut stats: Stats) -> Result<Run, SolveError> {
+        let (k, l) = (self.k, self.l);
+        let n_ideals = self.ideals.len();
+        let full = n_ideals - 1;
+        let upper =
+            chain_upper_bound(self.c, &self.cost, k, l, self.memory, self.budget).map_err(|r| {
+                self.stop.at(
+                    r,
+                    format!("while computing the chain bound ({n_ideals} ideals enumerated)"),
+                )
+            })?;
+        if let Some((u, _)) = &upper {
+            stats
+                .notes
+                .push(format!("upper bound from chain splits: {u}"));
+        }
+        let pruning = Pruning::new(
+            self.c,
+            upper.map(|(u, _)| u),
+            self.summaries.heads[n_ideals - 1].fpga.value(),
+            k,
+            l,
+        );
+        let windows = Windows::new(&self.summaries.heads, l > 0);
+        self.budget.check().map_err(|r| {
+            self.stop
+                .at(r, format!("while sorting {n_ideals} ideals by load"))
+        })?;
+        let relaxation = Relaxation {
+            family: &self.ideals,
+            summaries: &self.summaries,
+            cost: &self.cost,
+            pruning: &pruning,
+            windows: &windows,
+            memory: self.memory,
+            positioned: None,
+            forward: None,
+        };
+        let levels = self.ideals.level_start.len() - 2;
+        let (table, pairs) = relaxation
+            .run(self.budget)
+            .map_err(|(r, level)| match level {
+                0 => self
+                    .stop
+                    .at(r, format!("while filling the table of {n_ideals} ideals")),
+                _ => self.stop.at(
+                    r,
+                    format!("while relaxing level {level} of {levels} ({n_ideals} ideals)"),
+                ),
+            })?;
+        stats.ideal_pairs = Some(pairs);
+        let Some(stages) = reconstruct::stages(&table, full) else {
+            return Ok(self.infeasible(stats));
+        };
+        let placement = placement_of(&stages, &self.ideals, self.c, Vec::new());
+        Ok(Run {
+            objective: table.at(full, l, k),
+            placement: Some(placement),
+            infeasible: None,
             stats,
-        });
-    };
-    let placement = placement_of(&stages, &ideals, c, Vec::new());
-    Ok(Run {
-        objective: table.at(full, l, k),
-        placement: Some(placement),
-        infeasible: None,
-        stats,
-    })
+        })
+    }
 }
 
 /// The placement of a split's stages, `recompute` the devices that recompute.

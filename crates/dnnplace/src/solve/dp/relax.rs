@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::pruning::{Pruning, ReachMemo, Windows};
+use super::pruning::{Bands, Pruning, ReachMemo, Windows};
 use crate::model::numerics::Sum;
 use crate::model::schedule::Pipeline;
 use crate::solve::budget::{Budget, Exhausted};
@@ -328,185 +328,263 @@ impl<F: Family> Relaxation<'_, F> {
         signatures: &[u64],
     ) -> u64 {
         let p = self.pruning;
-        let (k, l, k1) = (p.k, p.l, p.k + 1);
-        let s = k1 * (l + 1);
-        let heads = &self.summaries.heads;
-        let (fi, ci) = (heads[i].fpga.value(), heads[i].cpu.value());
-        // The keys are rounded sums; a key difference is within this of the exact
-        // difference (numerics: 2u·F(I) plus the sums' tiny error bounds).
-        let (fpga_slack, cpu_slack) = (1e-9 * fi.abs(), 1e-9 * ci.abs());
-        let bands = p.bands(fi);
+        let bands = p.bands(self.summaries.heads[i].fpga.value());
         if bands.iter().all(|&(a, b)| a > b) {
             return 0;
         }
-        let top = self.family.top(i);
-        let outside = !self.family.signature(i);
-        let mut evaluated = 0u64;
-        // Exact device counts: `J` can extend to a live state of `I` only if its own state
-        // one device fewer is finite; where memory binds, most `J` are reached by no state
-        // within the chain length, and skipping them before pricing changes nothing.
-        let positioned = self.positioned.is_some();
-        let chain = self.positioned.map_or(usize::MAX, |x| x.stages);
-        let reachable = |row: &[f64], back: usize, from_l: usize| {
-            bands
-                .iter()
-                .enumerate()
-                .skip(from_l)
-                .any(|(cl, &(ka, kb))| {
-                    (ka.max(if back == 1 { 1 } else { 0 })..=kb)
-                        .take_while(|ck| cl + ck <= chain)
-                        .any(|ck| row[cl * k1 + ck - back].is_finite())
-                })
+        let at = Target {
+            i,
+            lo,
+            bands,
+            top: self.family.top(i),
+            outside: !self.family.signature(i),
         };
-        if k > 0 {
-            let w = self.windows;
-            let (a, b) = Windows::window(&w.fpga_keys, fi, p.bound);
-            let mut limit = p.cap(&bands, best, 1, 0);
-            let mut memo = ReachMemo::default();
-            let mut above = p.reach(&bands, best, &mut memo);
-            let keys = &w.fpga_keys;
-            let mut pos = a + keys[a..b].partition_point(|&x| x <= above);
-            while pos > a {
-                pos -= 1;
-                let fj = keys[pos];
-                if fi - fj > limit + fpga_slack {
-                    break;
-                }
-                if fj > above {
-                    // `above` fell since `pos` was chosen: skip to the keys below it.
-                    pos = a + keys[a..pos].partition_point(|&x| x <= above);
-                    continue;
-                }
-                let j = w.by_fpga[pos] as usize;
-                if j >= lo
-                    || signatures[pos] & outside != 0
-                    || (positioned && !reachable(&done[j * s..(j + 1) * s], 1, 0))
-                    || !self.family.is_subset(j, top)
-                {
-                    continue;
-                }
-                let Some(load) =
-                    self.cost
-                        .accelerator_load(self.summaries, i, j, self.memory, || {
-                            self.family.difference(i, j)
-                        })
-                else {
-                    continue;
-                };
-                evaluated += 1;
-                if load > p.bound {
-                    continue;
-                }
-                let row = &done[j * s..(j + 1) * s];
-                let (hi, hj) = (&heads[i], &heads[j]);
-                let (size, stash) = (hi.size.minus_sum(hj.size).value(), hi.stash - hj.stash);
-                // (In, load + R) of the stage, priced the first time a state needs it.
-                let mut recomputed: Option<(f64, f64)> = None;
-                let mut improved = false;
-                for (cl, &(ka, kb)) in bands.iter().enumerate() {
-                    for ck in ka.max(1)..=kb {
-                        let stage_load = match self
-                            .positioned
-                            .map(|x| x.fit(cl + ck, size, stash, self.memory))
-                        {
-                            None | Some(StageFit::Held) => load,
-                            Some(StageFit::Beyond) => continue,
-                            Some(StageFit::Recompute { in_flight }) => {
-                                let Some(forward) = self.forward else {
-                                    continue;
-                                };
-                                let (input, slower) = *recomputed.get_or_insert_with(|| {
-                                    let input = self.cost.stage_input_bytes(
-                                        self.summaries.crossing(i),
-                                        self.summaries.crossing(j),
-                                    );
-                                    let r =
-                                        self.cost.forward_compute(forward[i], forward[j], || {
-                                            self.family.difference(i, j)
-                                        });
-                                    (input, load + r)
-                                });
-                                if size + in_flight as f64 * input > self.memory || slower > p.bound
-                                {
-                                    continue;
-                                }
-                                slower
-                            }
-                        };
-                        let st = cl * k1 + ck;
-                        let v = row[st - 1].max(stage_load);
-                        if v < best[st] {
-                            best[st] = v;
-                            back[st] = Link::Accelerator(j as u32);
-                            improved = true;
-                        }
-                    }
-                }
-                if improved {
-                    limit = p.cap(&bands, best, 1, 0);
-                    above = p.reach(&bands, best, &mut memo);
-                }
+        let mut evaluated = 0u64;
+        if p.k > 0 {
+            evaluated += self.last_on_accelerator(&at, done, best, back, signatures);
+        }
+        if p.l > 0 {
+            evaluated += self.last_on_cpu(&at, done, best, back);
+        }
+        if self.positioned.is_none() {
+            fewer_devices(p.k, p.l, best, back);
+        }
+        evaluated
+    }
+
+    /// Exact device counts: `J` can extend to a live state of `I` only if its own state
+    /// one device fewer (`step` back in its row: 1 an accelerator, `k + 1` a CPU) is
+    /// finite, within the chain length; where memory binds, most `J` are reached by no
+    /// state, and skipping them before pricing changes nothing.
+    #[inline]
+    fn reachable(&self, bands: &Bands, row: &[f64], step: usize, from_l: usize) -> bool {
+        let k1 = self.pruning.k + 1;
+        let chain = self.positioned.map_or(usize::MAX, |x| x.stages);
+        bands
+            .iter()
+            .enumerate()
+            .skip(from_l)
+            .any(|(cl, &(ka, kb))| {
+                (ka.max(if step == 1 { 1 } else { 0 })..=kb)
+                    .take_while(|ck| cl + ck <= chain)
+                    .any(|ck| row[cl * k1 + ck - step].is_finite())
+            })
+    }
+
+    /// The last stage `I \ J` on an accelerator, for the `J` in the window of `I`'s
+    /// accelerator key (by decreasing key, while the key difference stays within the cap of
+    /// the states still improvable; the keys are rounded sums, within `1e-9 · F(I)` of the
+    /// exact difference). Returns the pairs priced.
+    fn last_on_accelerator(
+        &self,
+        at: &Target<'_, F>,
+        done: &[f64],
+        best: &mut [f64],
+        back: &mut [Link],
+        signatures: &[u64],
+    ) -> u64 {
+        let p = self.pruning;
+        let s = (p.k + 1) * (p.l + 1);
+        let fi = self.summaries.heads[at.i].fpga.value();
+        let fpga_slack = 1e-9 * fi.abs();
+        let w = self.windows;
+        let (a, b) = Windows::window(&w.fpga_keys, fi, p.bound);
+        let mut limit = p.cap(&at.bands, best, 1, 0);
+        let mut memo = ReachMemo::default();
+        let mut above = p.reach(&at.bands, best, &mut memo);
+        let keys = &w.fpga_keys;
+        let mut pos = a + keys[a..b].partition_point(|&x| x <= above);
+        let mut evaluated = 0;
+        while pos > a {
+            pos -= 1;
+            let fj = keys[pos];
+            if fi - fj > limit + fpga_slack {
+                break;
             }
-        }
-        if l > 0 {
-            let w = self.windows;
-            let (a, b) = Windows::window(&w.cpu_keys, ci, p.bound);
-            let mut limit = p.cap(&bands, best, 0, 1);
-            for pos in (a..b).rev() {
-                if ci - w.cpu_keys[pos] > limit + cpu_slack {
-                    break;
-                }
-                let j = w.by_cpu[pos] as usize;
-                if j >= lo
-                    || (positioned && !reachable(&done[j * s..(j + 1) * s], k1, 1))
-                    || !self.family.is_subset(j, top)
-                {
-                    continue;
-                }
-                let load = self
-                    .cost
-                    .cpu_load(self.summaries, i, j, || self.family.difference(i, j));
-                if load > limit {
-                    continue;
-                }
-                evaluated += 1;
-                let row = &done[j * s..(j + 1) * s];
-                let mut improved = false;
-                for (cl, &(ka, kb)) in bands.iter().enumerate().skip(1) {
-                    for ck in ka..=kb {
-                        if self.positioned.is_some_and(|x| cl + ck > x.stages) {
-                            continue;
-                        }
-                        let st = cl * k1 + ck;
-                        let v = row[st - k1].max(load);
-                        if v < best[st] {
-                            best[st] = v;
-                            back[st] = Link::Cpu(j as u32);
-                            improved = true;
-                        }
-                    }
-                }
-                if improved {
-                    limit = p.cap(&bands, best, 0, 1);
-                }
+            if fj > above {
+                // `above` fell since `pos` was chosen: skip to the keys below it.
+                pos = a + keys[a..pos].partition_point(|&x| x <= above);
+                continue;
             }
-        }
-        if self.positioned.is_some() {
-            return evaluated;
-        }
-        for cl in 0..=l {
-            for ck in 0..=k {
-                let st = cl * k1 + ck;
-                if ck > 0 && best[st - 1] < best[st] {
-                    best[st] = best[st - 1];
-                    back[st] = Link::FewerAccelerators;
-                }
-                if cl > 0 && best[st - k1] < best[st] {
-                    best[st] = best[st - k1];
-                    back[st] = Link::FewerCpus;
-                }
+            let j = w.by_fpga[pos] as usize;
+            let row = |j: usize| &done[j * s..(j + 1) * s];
+            if j >= at.lo
+                || signatures[pos] & at.outside != 0
+                || (self.positioned.is_some() && !self.reachable(&at.bands, row(j), 1, 0))
+                || !self.family.is_subset(j, at.top)
+            {
+                continue;
+            }
+            let Some(load) =
+                self.cost
+                    .accelerator_load(self.summaries, at.i, j, self.memory, || {
+                        self.family.difference(at.i, j)
+                    })
+            else {
+                continue;
+            };
+            evaluated += 1;
+            if load > p.bound {
+                continue;
+            }
+            if self.extend_by_accelerator(at, j, load, row(j), best, back) {
+                limit = p.cap(&at.bands, best, 1, 0);
+                above = p.reach(&at.bands, best, &mut memo);
             }
         }
         evaluated
+    }
+
+    /// Every live state `(cl, ck)` of `I` from `J`'s state one accelerator fewer, the last
+    /// stage `I \ J` of compute and communication `load` on an accelerator: held whole, or
+    /// (positioned, when only that fits) recomputing its activations from its inputs at
+    /// the price of its forward compute again, or not at all. Whether a state improved.
+    #[inline]
+    fn extend_by_accelerator(
+        &self,
+        at: &Target<'_, F>,
+        j: usize,
+        load: f64,
+        row: &[f64],
+        best: &mut [f64],
+        back: &mut [Link],
+    ) -> bool {
+        let (k1, i) = (self.pruning.k + 1, at.i);
+        let heads = &self.summaries.heads;
+        let (hi, hj) = (&heads[i], &heads[j]);
+        let (size, stash) = (hi.size.minus_sum(hj.size).value(), hi.stash - hj.stash);
+        // (In, load + R) of the stage, priced the first time a state needs it.
+        let mut recomputed: Option<(f64, f64)> = None;
+        let mut improved = false;
+        for (cl, &(ka, kb)) in at.bands.iter().enumerate() {
+            for ck in ka.max(1)..=kb {
+                let stage_load = match self
+                    .positioned
+                    .map(|x| x.fit(cl + ck, size, stash, self.memory))
+                {
+                    None | Some(StageFit::Held) => load,
+                    Some(StageFit::Beyond) => continue,
+                    Some(StageFit::Recompute { in_flight }) => {
+                        let Some(forward) = self.forward else {
+                            continue;
+                        };
+                        let (input, slower) = *recomputed.get_or_insert_with(|| {
+                            let input = self.cost.stage_input_bytes(
+                                self.summaries.crossing(i),
+                                self.summaries.crossing(j),
+                            );
+                            let r = self.cost.forward_compute(forward[i], forward[j], || {
+                                self.family.difference(i, j)
+                            });
+                            (input, load + r)
+                        });
+                        if size + in_flight as f64 * input > self.memory
+                            || slower > self.pruning.bound
+                        {
+                            continue;
+                        }
+                        slower
+                    }
+                };
+                let st = cl * k1 + ck;
+                let v = row[st - 1].max(stage_load);
+                if v < best[st] {
+                    best[st] = v;
+                    back[st] = Link::Accelerator(j as u32);
+                    improved = true;
+                }
+            }
+        }
+        improved
+    }
+
+    /// The last stage `I \ J` on a CPU, for the `J` in the window of `I`'s CPU key (by
+    /// decreasing key while within the cap), each live state from `J`'s state one CPU
+    /// fewer. Returns the pairs priced.
+    fn last_on_cpu(
+        &self,
+        at: &Target<'_, F>,
+        done: &[f64],
+        best: &mut [f64],
+        back: &mut [Link],
+    ) -> u64 {
+        let p = self.pruning;
+        let k1 = p.k + 1;
+        let s = k1 * (p.l + 1);
+        let ci = self.summaries.heads[at.i].cpu.value();
+        let cpu_slack = 1e-9 * ci.abs();
+        let w = self.windows;
+        let (a, b) = Windows::window(&w.cpu_keys, ci, p.bound);
+        let mut limit = p.cap(&at.bands, best, 0, 1);
+        let mut evaluated = 0;
+        for pos in (a..b).rev() {
+            if ci - w.cpu_keys[pos] > limit + cpu_slack {
+                break;
+            }
+            let j = w.by_cpu[pos] as usize;
+            let row = |j: usize| &done[j * s..(j + 1) * s];
+            if j >= at.lo
+                || (self.positioned.is_some() && !self.reachable(&at.bands, row(j), k1, 1))
+                || !self.family.is_subset(j, at.top)
+            {
+                continue;
+            }
+            let load = self
+                .cost
+                .cpu_load(self.summaries, at.i, j, || self.family.difference(at.i, j));
+            if load > limit {
+                continue;
+            }
+            evaluated += 1;
+            let row = row(j);
+            let mut improved = false;
+            for (cl, &(ka, kb)) in at.bands.iter().enumerate().skip(1) {
+                for ck in ka..=kb {
+                    if self.positioned.is_some_and(|x| cl + ck > x.stages) {
+                        continue;
+                    }
+                    let st = cl * k1 + ck;
+                    let v = row[st - k1].max(load);
+                    if v < best[st] {
+                        best[st] = v;
+                        back[st] = Link::Cpu(j as u32);
+                        improved = true;
+                    }
+                }
+            }
+            if improved {
+                limit = p.cap(&at.bands, best, 0, 1);
+            }
+        }
+        evaluated
+    }
+}
+
+/// Ideal `i` being relaxed: the start `lo` of its level, the live device-count bands at
+/// its accelerator key, the subset test's `top` and the signature bits outside it.
+struct Target<'t, F: Family + 't> {
+    i: usize,
+    lo: usize,
+    bands: Bands,
+    top: F::Top<'t>,
+    outside: u64,
+}
+
+/// Unpositioned tables hold "at most" counts: a state takes the better of one accelerator
+/// fewer and one CPU fewer.
+fn fewer_devices(k: usize, l: usize, best: &mut [f64], back: &mut [Link]) {
+    let k1 = k + 1;
+    for cl in 0..=l {
+        for ck in 0..=k {
+            let st = cl * k1 + ck;
+            if ck > 0 && best[st - 1] < best[st] {
+                best[st] = best[st - 1];
+                back[st] = Link::FewerAccelerators;
+            }
+            if cl > 0 && best[st - k1] < best[st] {
+                best[st] = best[st - k1];
+                back[st] = Link::FewerCpus;
+            }
+        }
     }
 }

@@ -101,7 +101,7 @@ use std::time::Instant;
 
 use super::presolve::into_range;
 use super::units::{contiguity, device_order, units};
-use super::{run_to_bound, status_with_plan, Builder, Var, DEFAULT_GAP, TOLERANCE};
+use super::{run_to_bound, status_with_plan, Builder, Solved, Var, DEFAULT_GAP, TOLERANCE};
 use crate::model::grouping::Grouping;
 use crate::model::numerics::pow2;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
@@ -163,7 +163,6 @@ pub fn solve(
     lower: f64,
 ) -> Result<(Outcome, ModelSize), SolveError> {
     let started = Instant::now();
-    let cluster = costs.cluster();
     if matches!(objective, Objective::Latency { .. }) {
         return Err(SolveError::Unsupported {
             method: "ip".into(),
@@ -176,15 +175,17 @@ pub fn solve(
         groups: Some(units.len()),
         ..Stats::default()
     };
-    let score = |p: &Placement| {
-        let e = evaluate_on_cluster(w, costs, p);
-        (e.is_valid() && (!contiguous || e.is_contiguous())).then_some(if sync {
-            e.sync_objective
-        } else {
-            e.max_load
-        })
+    let ip = ClusterIp {
+        w,
+        costs,
+        contiguous,
+        sync,
+        slots: slots(costs.cluster()),
+        times: UnitTimes::of(w, costs, &units),
+        units,
+        arcs,
     };
-    let held = held.and_then(|p| match score(&p) {
+    let held = held.and_then(|p| match ip.score(&p) {
         Some(v) => Some((v, p)),
         None => {
             stats
@@ -193,85 +194,12 @@ pub fn solve(
             None
         }
     });
-
-    let slots: Vec<Slot> = cluster
-        .accelerators()
-        .iter()
-        .enumerate()
-        .map(|(i, a)| Slot {
-            device: Device::Accelerator(i),
-            machine: a.machine,
-            ty: Some(a.accelerator_type),
-        })
-        .chain(
-            cluster
-                .cpu_machines()
-                .iter()
-                .enumerate()
-                .map(|(j, &m)| Slot {
-                    device: Device::Cpu(j),
-                    machine: m,
-                    ty: None,
-                }),
-        )
-        .collect();
-    // Unit times per device class (types, then CPU).
-    let types = cluster.types().len();
-    let mut compute = vec![vec![0.0f64; units.len()]; types + 1];
-    // The forward nodes' part (sync).
-    let mut forward = compute.clone();
-    for (g, unit) in units.groups.iter().enumerate() {
-        for &v in &unit.nodes {
-            let fw = !w.node(v).is_backward;
-            for t in 0..types {
-                compute[t][g] += costs.time(t, v);
-                if fw {
-                    forward[t][g] += costs.time(t, v);
-                }
-            }
-            compute[types][g] += w.node(v).cpu_latency;
-            if fw {
-                forward[types][g] += w.node(v).cpu_latency;
-            }
-        }
-    }
-    let class = |s: &Slot| s.ty.unwrap_or(types);
-    let allowed = |s: &Slot, g: usize| match s.ty {
-        None => true,
-        Some(t) => {
-            units.groups[g].supported_on_accelerator
-                && units.groups[g].size_bytes <= cluster.types()[t].memory_bytes
-        }
-    };
-    if let Some(g) = (0..units.len()).find(|&g| !slots.iter().any(|s| allowed(s, g))) {
-        // A unit that fits no device: no plan exists.
-        let node = w.node(units.groups[g].nodes[0]);
+    if let Some(g) = ip.unplaceable() {
         stats.time_s = started.elapsed().as_secs_f64();
-        let outcome = Outcome {
-            method: crate::solve::MethodId::Ip,
-            placement: None,
-            objective: f64::INFINITY,
-            bound: f64::INFINITY,
-            status: Status::infeasible(format!(
-                "node {} ({}) and its colour class fit no device (CPU-only with no CPU core, or larger than every accelerator's memory)",
-                node.id,
-                node.name.as_deref().unwrap_or("unnamed")
-            )),
-            stats,
-        };
-        return Ok((outcome, ModelSize::default()));
+        return Ok((ip.fits_no_device(g, stats), ModelSize::default()));
     }
-    let transfers = transfers(w, costs, &units.group_of, sync);
-    let machines = cluster.machines().len();
-    let has_peer: Vec<bool> = (0..machines).map(|m| costs.has_peer(m)).collect();
-    let lower = if limits.ip.load_bound == super::LoadBoundUse::Off {
-        lower
-    } else {
-        let budget = Budget::new(limits.time_limit_s.map(|t| 0.05 * t), None);
-        let set = set_bound(w, costs, &budget);
-        stats.notes.push(format!("set bound {set}"));
-        lower.max(set)
-    };
+    let transfers = transfers(w, costs, &ip.units.group_of, sync);
+    let lower = ip.with_set_bound(limits, lower, &mut stats);
     if let Some((value, p)) = &held {
         // A held plan that meets the bound is optimal: nothing to search.
         if *value <= lower * (1.0 + limits.mip_gap.unwrap_or(DEFAULT_GAP)) {
@@ -293,150 +221,28 @@ pub fn solve(
             return Ok((outcome, ModelSize::default()));
         }
     }
-
-    // Coefficients (module documentation).
-    let cap = held
-        .as_ref()
-        .map(|(v, _)| 2.0 * v)
-        .filter(|c| c.is_finite() && *c > 0.0)
-        .unwrap_or(f64::INFINITY);
-    let max_time = compute
-        .iter()
-        .flatten()
-        .chain(
-            transfers
-                .iter()
-                .flat_map(|t| t.host.iter().chain(&t.peer).chain(&t.network)),
-        )
-        .map(|&x| x.min(cap))
-        .fold(0.0, f64::max);
-    let anchor = if lower > 0.0 {
-        lower
-    } else {
-        held.as_ref().map_or(max_time, |h| h.0)
-    };
-    let mut time_scale = into_range(anchor, 0, TIME_LOG2);
-    if max_time * time_scale > pow2(COEFFICIENT_LOG2) {
-        time_scale = into_range(max_time, i32::MIN, COEFFICIENT_LOG2);
-    }
-    let max_bytes = units
-        .groups
-        .iter()
-        .map(|g| g.size_bytes)
-        .chain(cluster.types().iter().map(|t| t.memory_bytes))
-        .filter(|b| b.is_finite())
-        .fold(0.0, f64::max);
-    let bytes_scale = into_range(max_bytes, i32::MIN, BYTES_LOG2);
-    let time = |x: f64| x.min(cap) * time_scale;
-
-    let budget = limits.budget();
-    let mut b = Builder::within(budget);
-    let x: Vec<Vec<Var>> = slots
-        .iter()
-        .map(|s| {
-            (0..units.len())
-                .map(|g| b.binary(0.0, allowed(s, g)))
-                .collect()
-        })
-        .collect();
-    let model = Model {
-        groups: interchangeable_groups(costs)
-            .into_iter()
-            .map(|list| {
-                list.into_iter()
-                    .map(|d| slots.iter().position(|s| s.device == d).expect("a slot"))
-                    .collect()
-            })
-            .collect(),
-        slots,
-        x,
-    };
-    model.add_assignment(&mut b, units.len());
-    model.add_memory(&mut b, &units, costs, bytes_scale);
-    // τ (throughput), or F and B with F + B ≥ LB (sync ≥ max load ≥ LB).
-    let (tau, backward_side) = if sync {
-        let f = b.continuous(1.0, 0.0, f64::INFINITY);
-        let bw = b.continuous(1.0, 0.0, f64::INFINITY);
-        if lower > 0.0 {
-            b.ge(&[(f, 1.0), (bw, 1.0)], lower * time_scale);
-        }
-        (f, Some(bw))
-    } else {
-        (b.continuous(1.0, lower * time_scale, f64::INFINITY), None)
-    };
-    let mut producers: Vec<usize> = transfers.iter().map(|t| t.p).collect();
-    if contiguous && machines > 1 {
-        producers = (0..units.len()).collect();
-    }
-    producers.sort_unstable();
-    producers.dedup();
-    let location = model.add_location(&mut b, &producers, units.len(), machines);
-    // Per device: [forward, backward] terms (throughput: all in the first).
-    let mut loads: Vec<[Vec<(Var, f64)>; 2]> = model
-        .slots
-        .iter()
-        .enumerate()
-        .map(|(d, s)| {
-            let c = class(s);
-            let side = |f: &dyn Fn(usize) -> f64| -> Vec<(Var, f64)> {
-                (0..units.len())
-                    .map(|g| (model.x[d][g], time(f(g))))
-                    .filter(|&(_, c)| c != 0.0)
-                    .collect()
-            };
-            if sync {
-                [
-                    side(&|g| forward[c][g]),
-                    side(&|g| compute[c][g] - forward[c][g]),
-                ]
-            } else {
-                [side(&|g| compute[c][g]), Vec::new()]
-            }
-        })
-        .collect();
-    model.add_communication(&mut b, &transfers, &location, &has_peer, &time, &mut loads);
-    for [fw, bw] in loads {
-        let rows = match backward_side {
-            None => vec![(fw, tau)],
-            Some(bside) => vec![(fw, tau), (bw, bside)],
-        };
-        for (mut row, bounded) in rows {
-            if !row.is_empty() || backward_side.is_none() {
-                row.push((bounded, -1.0));
-                b.le(&row, 0.0);
-            }
-        }
-    }
-    if contiguous {
-        for row in &model.x {
-            contiguity(&mut b, row, &arcs);
-        }
-        device_order(&mut b, &model.x, &arcs, units.len());
-        if machines > 1 {
-            add_machine_order(&mut b, &arcs, &location, machines);
-        }
-    }
-    if limits.ip.symmetry_breaking {
-        model.add_symmetry(&mut b);
-    }
+    let scales = Scales::of(&ip, &transfers, held.as_ref().map(|h| h.0), lower);
+    let mut b = Builder::within(limits.budget());
+    let model = ip.build(&mut b, limits, &transfers, &scales, lower);
     let size = ModelSize {
-        units: units.len(),
+        units: ip.units.len(),
         transfers: transfers.len(),
         columns: b.columns(),
         rows: b.rows,
     };
     stats.notes.push(format!(
-        "{} units, {} transfers, {} columns, {} rows, built {:.2} s after the start; times × {time_scale}, bytes × {bytes_scale}",
+        "{} units, {} transfers, {} columns, {} rows, built {:.2} s after the start; times × {}, bytes × {}",
         size.units,
         size.transfers,
         size.columns,
         size.rows,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        scales.time,
+        scales.bytes
     ));
     let warm = held
         .as_ref()
-        .and_then(|(_, p)| model.warm_values(&units, &p.assignment));
-
+        .and_then(|(_, p)| model.warm_values(&ip.units, &p.assignment));
     let problem = Problem {
         workload: w,
         objective,
@@ -444,44 +250,8 @@ pub fn solve(
         limits: limits.clone(),
         pipeline: None,
     };
-    let solved = run_to_bound(b, &problem, started, warm.as_deref(), lower * time_scale)?;
-
-    // The IP's plan, scored.
-    let mut best: Option<(f64, Placement, Provenance)> = None;
-    if let Some(columns) = &solved.columns {
-        let p = model.placement(&units, columns);
-        match score(&p) {
-            Some(v) => {
-                let value = solved.objective / time_scale;
-                let tol = TOLERANCE * v.abs().max(1.0);
-                if value < v - tol && value < cap * (1.0 - TOLERANCE) {
-                    return Err(SolveError::Check(format!(
-                        "the cluster IP's objective {value} is below the scorer's {v} for its own plan (formulation bug)"
-                    )));
-                }
-                stats
-                    .notes
-                    .push(format!("HiGHS incumbent objective {value}"));
-                best = Some((v, p, Provenance::Solver));
-            }
-            None => stats.notes.push(
-                "the scorer rejected the IP's plan (rules or contiguity); kept the held plan"
-                    .into(),
-            ),
-        }
-    }
-    if let Some((v, p)) = held {
-        stats.notes.push(format!("held plan scores {v}"));
-        if best.as_ref().is_none_or(|b| v < b.0) {
-            if best.is_some() {
-                stats
-                    .notes
-                    .push("returning the held plan: the IP found nothing better".into());
-            }
-            best = Some((v, p, Provenance::Held));
-        }
-    }
-    stats.provenance = best.as_ref().map(|b| b.2);
+    let solved = run_to_bound(b, &problem, started, warm.as_deref(), lower * scales.time)?;
+    let best = ip.best_plan(&model, &solved, held, &scales, &mut stats)?;
     match &solved.stopped {
         Some(reason) => stats
             .notes
@@ -492,38 +262,452 @@ pub fn solve(
         )),
     }
     stats.time_s = started.elapsed().as_secs_f64();
-    let Some((value, placement, _)) = best else {
-        let status = match solved.status {
-            highs::HighsModelStatus::Infeasible
-            | highs::HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(if contiguous {
-                "the cluster IP is infeasible: no contiguous plan satisfies memory per type, CPU-only nodes and stages filling machines in order"
-            } else {
-                "the cluster IP is infeasible: no plan satisfies memory per type and CPU-only nodes"
-            }),
-            _ => Status::NoPlan {
-                reason: solved
-                    .stopped
-                    .clone()
-                    .unwrap_or(crate::solve::StopReason::Solver {
-                        status: format!("{:?}", solved.status),
-                    }),
-            },
-        };
-        let bound = if matches!(status, Status::Infeasible { .. }) {
-            f64::INFINITY
+    let outcome = match best {
+        Some((value, placement, _)) => with_plan(
+            &problem,
+            &solved,
+            value,
+            placement,
+            lower,
+            scales.time,
+            stats,
+        ),
+        None => without_plan(&solved, contiguous, lower, scales.time, stats),
+    };
+    Ok((outcome, size))
+}
+
+/// The units' compute per device class (accelerator types, then the CPU as class `|T|`),
+/// and (sync) its forward nodes' part: `compute[c][g] = Σ_{v∈g} x_c(v)`.
+struct UnitTimes {
+    compute: Vec<Vec<f64>>,
+    forward: Vec<Vec<f64>>,
+}
+
+impl UnitTimes {
+    fn of(w: &Workload, costs: &ClusterCosts, units: &Grouping) -> UnitTimes {
+        let types = costs.cluster().types().len();
+        let mut compute = vec![vec![0.0f64; units.len()]; types + 1];
+        let mut forward = compute.clone();
+        for (g, unit) in units.groups.iter().enumerate() {
+            for &v in &unit.nodes {
+                let fw = !w.node(v).is_backward;
+                for t in 0..types {
+                    compute[t][g] += costs.time(t, v);
+                    if fw {
+                        forward[t][g] += costs.time(t, v);
+                    }
+                }
+                compute[types][g] += w.node(v).cpu_latency;
+                if fw {
+                    forward[types][g] += w.node(v).cpu_latency;
+                }
+            }
+        }
+        UnitTimes { compute, forward }
+    }
+}
+
+/// The coefficients' scales (module documentation): times × `time` (each first capped at
+/// `cap`, twice the held plan's TPS), bytes × `bytes`.
+struct Scales {
+    time: f64,
+    bytes: f64,
+    cap: f64,
+}
+
+impl Scales {
+    /// The time floor (the lower bound, else the held plan's TPS, else the largest time)
+    /// into `[1, 2^TIME_LOG2]` unless the largest time would pass `2^COEFFICIENT_LOG2`;
+    /// the largest memory or size below `2^BYTES_LOG2`.
+    fn of(ip: &ClusterIp, transfers: &[Transfer], held: Option<f64>, lower: f64) -> Scales {
+        let cap = held
+            .map(|v| 2.0 * v)
+            .filter(|c| c.is_finite() && *c > 0.0)
+            .unwrap_or(f64::INFINITY);
+        let max_time = ip
+            .times
+            .compute
+            .iter()
+            .flatten()
+            .chain(
+                transfers
+                    .iter()
+                    .flat_map(|t| t.host.iter().chain(&t.peer).chain(&t.network)),
+            )
+            .map(|&x| x.min(cap))
+            .fold(0.0, f64::max);
+        let anchor = if lower > 0.0 {
+            lower
         } else {
-            (solved.bound / time_scale).max(lower).max(0.0)
+            held.unwrap_or(max_time)
         };
-        let outcome = Outcome {
+        let mut time = into_range(anchor, 0, TIME_LOG2);
+        if max_time * time > pow2(COEFFICIENT_LOG2) {
+            time = into_range(max_time, i32::MIN, COEFFICIENT_LOG2);
+        }
+        let max_bytes = ip
+            .units
+            .groups
+            .iter()
+            .map(|g| g.size_bytes)
+            .chain(ip.costs.cluster().types().iter().map(|t| t.memory_bytes))
+            .filter(|b| b.is_finite())
+            .fold(0.0, f64::max);
+        Scales {
+            time,
+            bytes: into_range(max_bytes, i32::MIN, BYTES_LOG2),
+            cap,
+        }
+    }
+
+    /// A time as a coefficient.
+    fn time_of(&self, x: f64) -> f64 {
+        x.min(self.cap) * self.time
+    }
+}
+
+/// The devices of a cluster as the model's slots: its accelerators, then its CPU cores.
+fn slots(cluster: &crate::model::Cluster) -> Vec<Slot> {
+    cluster
+        .accelerators()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Slot {
+            device: Device::Accelerator(i),
+            machine: a.machine,
+            ty: Some(a.accelerator_type),
+        })
+        .chain(
+            cluster
+                .cpu_machines()
+                .iter()
+                .enumerate()
+                .map(|(j, &m)| Slot {
+                    device: Device::Cpu(j),
+                    machine: m,
+                    ty: None,
+                }),
+        )
+        .collect()
+}
+
+/// A listed unit's location columns per machine `μ`: `(a[p,μ], c[p,μ])`, its share on
+/// the machine's accelerators and CPU cores ([`Model::add_location`]); `None` for the others.
+type Location = Option<Vec<(Option<Var>, Option<Var>)>>;
+
+/// A plan with its scored value and where it came from.
+type Best = (f64, Placement, Provenance);
+
+/// One cluster IP: the problem, its units (contracted classes when `contiguous`) with
+/// their arcs and times, and its slots.
+struct ClusterIp<'a> {
+    w: &'a Workload,
+    costs: &'a ClusterCosts,
+    contiguous: bool,
+    sync: bool,
+    slots: Vec<Slot>,
+    times: UnitTimes,
+    units: Grouping,
+    arcs: Vec<(usize, usize)>,
+}
+
+impl ClusterIp<'_> {
+    /// The scorer's value of `p` (max load, or `max FW + max BW` with `sync`), `None` when
+    /// it breaks a rule or (`contiguous`) is not contiguous.
+    fn score(&self, p: &Placement) -> Option<f64> {
+        let e = evaluate_on_cluster(self.w, self.costs, p);
+        (e.is_valid() && (!self.contiguous || e.is_contiguous())).then_some(if self.sync {
+            e.sync_objective
+        } else {
+            e.max_load
+        })
+    }
+
+    /// Whether unit `g` may go to slot `s`: a CPU core takes any unit, an accelerator one
+    /// that may run there and fits its type's memory.
+    fn allowed(&self, s: &Slot, g: usize) -> bool {
+        match s.ty {
+            None => true,
+            Some(t) => {
+                self.units.groups[g].supported_on_accelerator
+                    && self.units.groups[g].size_bytes
+                        <= self.costs.cluster().types()[t].memory_bytes
+            }
+        }
+    }
+
+    /// A unit that fits no device, if any: then no plan exists.
+    fn unplaceable(&self) -> Option<usize> {
+        (0..self.units.len()).find(|&g| !self.slots.iter().any(|s| self.allowed(s, g)))
+    }
+
+    /// The infeasible outcome for unit `g`, which fits no device, naming its first node.
+    fn fits_no_device(&self, g: usize, stats: Stats) -> Outcome {
+        let node = self.w.node(self.units.groups[g].nodes[0]);
+        Outcome {
             method: crate::solve::MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
-            bound,
-            status,
+            bound: f64::INFINITY,
+            status: Status::infeasible(format!(
+                "node {} ({}) and its colour class fit no device (CPU-only with no CPU core, or larger than every accelerator's memory)",
+                node.id,
+                node.name.as_deref().unwrap_or("unnamed")
+            )),
             stats,
+        }
+    }
+
+    /// `lower`, raised to the set bound (a twentieth of the time limit) unless the load
+    /// bounds are off; the set bound is noted.
+    fn with_set_bound(&self, limits: &Limits, lower: f64, stats: &mut Stats) -> f64 {
+        if limits.ip.load_bound == super::LoadBoundUse::Off {
+            return lower;
+        }
+        let budget = Budget::new(limits.time_limit_s.map(|t| 0.05 * t), None);
+        let set = set_bound(self.w, self.costs, &budget);
+        stats.notes.push(format!("set bound {set}"));
+        lower.max(set)
+    }
+
+    /// The whole model in `b`: assignment, memory, the objective's columns with the load
+    /// rows (compute and communication), then (`contiguous`) the contiguity and device and
+    /// machine order rows, and (when asked) symmetry breaking.
+    fn build(
+        &self,
+        b: &mut Builder,
+        limits: &Limits,
+        transfers: &[Transfer],
+        scales: &Scales,
+        lower: f64,
+    ) -> Model {
+        let units = self.units.len();
+        let x: Vec<Vec<Var>> = self
+            .slots
+            .iter()
+            .map(|s| {
+                (0..units)
+                    .map(|g| b.binary(0.0, self.allowed(s, g)))
+                    .collect()
+            })
+            .collect();
+        let model = Model {
+            groups: interchangeable_groups(self.costs)
+                .into_iter()
+                .map(|list| {
+                    list.into_iter()
+                        .map(|d| {
+                            self.slots
+                                .iter()
+                                .position(|s| s.device == d)
+                                .expect("a slot")
+                        })
+                        .collect()
+                })
+                .collect(),
+            slots: self.slots.clone(),
+            x,
         };
-        return Ok((outcome, size));
+        model.add_assignment(b, units);
+        model.add_memory(b, &self.units, self.costs, scales.bytes);
+        let machines = self.costs.cluster().machines().len();
+        let mut producers: Vec<usize> = transfers.iter().map(|t| t.p).collect();
+        if self.contiguous && machines > 1 {
+            producers = (0..units).collect();
+        }
+        producers.sort_unstable();
+        producers.dedup();
+        let location = model.add_location(b, &producers, units, machines);
+        self.add_loads(b, &model, transfers, &location, scales, lower);
+        if self.contiguous {
+            for row in &model.x {
+                contiguity(b, row, &self.arcs);
+            }
+            device_order(b, &model.x, &self.arcs, units);
+            if machines > 1 {
+                add_machine_order(b, &self.arcs, &location, machines);
+            }
+        }
+        if limits.ip.symmetry_breaking {
+            model.add_symmetry(b);
+        }
+        model
+    }
+
+    /// The objective's columns and the load rows: τ ≥ every device's compute plus
+    /// communication (throughput), or F ≥ its forward and B ≥ its backward part with
+    /// `F + B ≥ LB` (sync ≥ max load ≥ LB).
+    fn add_loads(
+        &self,
+        b: &mut Builder,
+        model: &Model,
+        transfers: &[Transfer],
+        location: &[Location],
+        scales: &Scales,
+        lower: f64,
+    ) {
+        let (tau, backward_side) = if self.sync {
+            let f = b.continuous(1.0, 0.0, f64::INFINITY);
+            let bw = b.continuous(1.0, 0.0, f64::INFINITY);
+            if lower > 0.0 {
+                b.ge(&[(f, 1.0), (bw, 1.0)], lower * scales.time);
+            }
+            (f, Some(bw))
+        } else {
+            (b.continuous(1.0, lower * scales.time, f64::INFINITY), None)
+        };
+        let mut loads = self.compute_terms(model, scales);
+        let has_peer: Vec<bool> = (0..self.costs.cluster().machines().len())
+            .map(|m| self.costs.has_peer(m))
+            .collect();
+        let time = |x: f64| scales.time_of(x);
+        model.add_communication(b, transfers, location, &has_peer, &time, &mut loads);
+        for [fw, bw] in loads {
+            let rows = match backward_side {
+                None => vec![(fw, tau)],
+                Some(bside) => vec![(fw, tau), (bw, bside)],
+            };
+            for (mut row, bounded) in rows {
+                if !row.is_empty() || backward_side.is_none() {
+                    row.push((bounded, -1.0));
+                    b.le(&row, 0.0);
+                }
+            }
+        }
+    }
+
+    /// Per device, its [forward, backward] compute terms `x[d][g] · time` (throughput: all
+    /// in the first).
+    fn compute_terms(&self, model: &Model, scales: &Scales) -> Vec<[Vec<(Var, f64)>; 2]> {
+        let types = self.costs.cluster().types().len();
+        let (compute, forward) = (&self.times.compute, &self.times.forward);
+        model
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(d, s)| {
+                let c = s.ty.unwrap_or(types);
+                let side = |f: &dyn Fn(usize) -> f64| -> Vec<(Var, f64)> {
+                    (0..self.units.len())
+                        .map(|g| (model.x[d][g], scales.time_of(f(g))))
+                        .filter(|&(_, c)| c != 0.0)
+                        .collect()
+                };
+                if self.sync {
+                    [
+                        side(&|g| forward[c][g]),
+                        side(&|g| compute[c][g] - forward[c][g]),
+                    ]
+                } else {
+                    [side(&|g| compute[c][g]), Vec::new()]
+                }
+            })
+            .collect()
+    }
+
+    /// The better of the IP's plan (scored; an objective below the scorer's is a
+    /// formulation bug) and the held plan, with where it came from; both are noted.
+    fn best_plan(
+        &self,
+        model: &Model,
+        solved: &Solved,
+        held: Option<(f64, Placement)>,
+        scales: &Scales,
+        stats: &mut Stats,
+    ) -> Result<Option<Best>, SolveError> {
+        let mut best: Option<Best> = None;
+        if let Some(columns) = &solved.columns {
+            let p = model.placement(&self.units, columns);
+            match self.score(&p) {
+                Some(v) => {
+                    let value = solved.objective / scales.time;
+                    let tol = TOLERANCE * v.abs().max(1.0);
+                    if value < v - tol && value < scales.cap * (1.0 - TOLERANCE) {
+                        return Err(SolveError::Check(format!(
+                            "the cluster IP's objective {value} is below the scorer's {v} for its own plan (formulation bug)"
+                        )));
+                    }
+                    stats
+                        .notes
+                        .push(format!("HiGHS incumbent objective {value}"));
+                    best = Some((v, p, Provenance::Solver));
+                }
+                None => stats.notes.push(
+                    "the scorer rejected the IP's plan (rules or contiguity); kept the held plan"
+                        .into(),
+                ),
+            }
+        }
+        if let Some((v, p)) = held {
+            stats.notes.push(format!("held plan scores {v}"));
+            if best.as_ref().is_none_or(|b| v < b.0) {
+                if best.is_some() {
+                    stats
+                        .notes
+                        .push("returning the held plan: the IP found nothing better".into());
+                }
+                best = Some((v, p, Provenance::Held));
+            }
+        }
+        stats.provenance = best.as_ref().map(|b| b.2);
+        Ok(best)
+    }
+}
+
+/// The outcome without a plan: infeasible when HiGHS says so (no bound), else no plan
+/// with HiGHS's bound (at least `lower`).
+fn without_plan(
+    solved: &Solved,
+    contiguous: bool,
+    lower: f64,
+    time_scale: f64,
+    stats: Stats,
+) -> Outcome {
+    let status = match solved.status {
+        highs::HighsModelStatus::Infeasible | highs::HighsModelStatus::UnboundedOrInfeasible => {
+            Status::infeasible(if contiguous {
+                "the cluster IP is infeasible: no contiguous plan satisfies memory per type, CPU-only nodes and stages filling machines in order"
+            } else {
+                "the cluster IP is infeasible: no plan satisfies memory per type and CPU-only nodes"
+            })
+        }
+        _ => Status::NoPlan {
+            reason: solved
+                .stopped
+                .clone()
+                .unwrap_or(crate::solve::StopReason::Solver {
+                    status: format!("{:?}", solved.status),
+                }),
+        },
     };
+    let bound = if matches!(status, Status::Infeasible { .. }) {
+        f64::INFINITY
+    } else {
+        (solved.bound / time_scale).max(lower).max(0.0)
+    };
+    Outcome {
+        method: crate::solve::MethodId::Ip,
+        placement: None,
+        objective: f64::INFINITY,
+        bound,
+        status,
+        stats,
+    }
+}
+
+/// The outcome with the plan of scored TPS `value`: HiGHS's bound (at least `lower`; none
+/// when HiGHS says infeasible with the held plan as cut-off), clamped to `value` with a
+/// note when it exceeds it.
+fn with_plan(
+    problem: &Problem,
+    solved: &Solved,
+    value: f64,
+    placement: Placement,
+    lower: f64,
+    time_scale: f64,
+    mut stats: Stats,
+) -> Outcome {
     let mut bound = if solved.bound.is_finite() {
         (solved.bound / time_scale).max(lower)
     } else {
@@ -540,16 +724,15 @@ pub fn solve(
         ));
     }
     bound = bound.min(value);
-    let status = status_with_plan(&problem, &solved, value, bound, unreliable);
-    let outcome = Outcome {
+    let status = status_with_plan(problem, solved, value, bound, unreliable);
+    Outcome {
         method: crate::solve::MethodId::Ip,
         placement: Some(placement),
         objective: value,
         bound,
         status,
         stats,
-    };
-    Ok((outcome, size))
+    }
 }
 
 impl Model {
@@ -583,14 +766,13 @@ impl Model {
     /// `a[p,μ] = Σ_{d acc on μ} x[p,d]`, `c[p,μ] = Σ_{d CPU on μ} x[p,d]` for the listed
     /// units; `None` for the others. Indexed `[g][μ] = (a, c)`; a kind of device the
     /// machine lacks gets no column.
-    #[allow(clippy::type_complexity)]
     fn add_location(
         &self,
         b: &mut Builder,
         listed: &[usize],
         units: usize,
         machines: usize,
-    ) -> Vec<Option<Vec<(Option<Var>, Option<Var>)>>> {
+    ) -> Vec<Location> {
         let mut out = vec![None; units];
         for &g in listed {
             let per_machine = (0..machines)
@@ -619,12 +801,11 @@ impl Model {
 
     /// The receive and send rows of every transfer on every device, their priced
     /// indicators appended to the devices' loads (module documentation).
-    #[allow(clippy::type_complexity)]
     fn add_communication(
         &self,
         b: &mut Builder,
         transfers: &[Transfer],
-        location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
+        location: &[Location],
         has_peer: &[bool],
         time: &impl Fn(f64) -> f64,
         loads: &mut [[Vec<(Var, f64)>; 2]],
@@ -788,11 +969,10 @@ impl Model {
 
 /// Machines in a pipeline order: `π_μ' ≥ π_μ + 1 − |M|(2 − L[u,μ] − L[v,μ'])` for every
 /// arc and ordered pair of machines (module documentation).
-#[allow(clippy::type_complexity)]
 fn add_machine_order(
     b: &mut Builder,
     arcs: &[(usize, usize)],
-    location: &[Option<Vec<(Option<Var>, Option<Var>)>>],
+    location: &[Location],
     machines: usize,
 ) {
     let big = machines as f64;

@@ -100,9 +100,9 @@
 use std::time::Instant;
 
 use super::stages::{recompute_data, RecomputeData};
-use super::throughput::{Load, LoadObjective};
+use super::throughput::{Load, LoadModel, LoadObjective};
 use super::units::{ideal_chain, units};
-use super::{finish, run_to_bound, Builder, Candidate, Var};
+use super::{Builder, Candidate, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::recompute::{backward_input_vectors, Recompute};
 use crate::model::schedule::{compressed_order, held_bytes, Pass, Pipeline, Schedule};
@@ -124,7 +124,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let p = devices.accelerators;
     let v = pipeline.schedule.chunks();
     let budget = problem.limits.budget();
-    let mut stats = Stats {
+    let stats = Stats {
         groups: Some(units.len()),
         ..Stats::default()
     };
@@ -149,26 +149,16 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(unsupported)?;
     let columns = ((2 * p * v + p) * units.len()) as f64;
-    if let Some(outcome) = super::refuse_model_size(&budget, columns, &stats) {
-        return Ok(outcome);
-    }
-    let mut b = Builder::within(budget);
+    let (mut ip, mut b) = match LoadModel::start(problem, started, budget, stats, columns) {
+        Ok(started) => started,
+        Err(refused) => return Ok(*refused),
+    };
     let model = Interleaved::variables(&mut b, &units, &devices, v);
     ideal_chain(&mut b, &model.y, &arcs);
     model.add_stages(&mut b);
     model.add_devices(&mut b);
     let hyperedges = units.hyperedges(w, false);
-    let bound_use = problem.limits.ip.load_bound;
-    let bounds = super::load_bounds::for_model(
-        &units,
-        &hyperedges,
-        &devices,
-        false,
-        bound_use,
-        &budget.share(0.25),
-        &mut stats,
-    );
-    let objective = LoadObjective::new(&mut b, false, &bounds.in_model(bound_use));
+    let (bounds, objective) = ip.objective(&mut b, &units, &hyperedges, &devices, false);
     let mut all = Load::default();
     let held = held_bytes(w);
     let stash: Vec<f64> = (units.groups.iter())
@@ -211,7 +201,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let warm_values = warm
         .as_ref()
         .and_then(|c| model.warm_values(&c.placement, &rho));
-    stats.notes.push(format!(
+    ip.stats.notes.push(format!(
         "{} groups, {p} devices x {v} chunks = {} stages, {} hyperedges, {memory_rows} memory rows, {} columns, {} rows",
         units.len(),
         model.stages(),
@@ -220,12 +210,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         b.rows
     ));
     let lower = bounds.objective(false);
-    let solved = run_to_bound(b, problem, started, warm_values.as_deref(), lower)?;
-    let from_ip = solved
-        .columns
-        .as_ref()
-        .map(|values| model.placement(values, &rho));
-    finish(problem, &solved, from_ip, warm, stats, started)
+    ip.solve(b, warm, warm_values.as_deref(), lower, |values| {
+        model.placement(values, &rho)
+    })
 }
 
 /// The best-scoring start for HiGHS: the split plans of [`split_plans`] and the problem's

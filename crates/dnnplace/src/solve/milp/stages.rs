@@ -74,9 +74,9 @@
 
 use std::time::Instant;
 
-use super::throughput::{Load, LoadObjective};
+use super::throughput::{Load, LoadModel, LoadObjective};
 use super::units::{ideal_chain, memory_binds, units};
-use super::{dp_warm_start, finish, run_to_bound, Builder, Var};
+use super::{dp_warm_start, Builder, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::recompute::{output_bytes, Recompute};
 use crate::model::schedule::{held_bytes, Pipeline};
@@ -91,10 +91,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let (units, arcs) = units(w, true);
     let devices = w.devices();
 
-    // One budget for the whole solve: the bound takes a quarter of it, the model is built
-    // within it, and HiGHS gets what is left.
     let budget = problem.limits.budget();
-    let mut stats = Stats {
+    let stats = Stats {
         groups: Some(units.len()),
         ..Stats::default()
     };
@@ -103,26 +101,17 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         devices.cpus as f64,
         units.len() as f64,
     );
-    if let Some(outcome) = super::refuse_model_size(&budget, 3.0 * (k + l) * n_units, &stats) {
-        return Ok(outcome);
-    }
-    let mut b = Builder::within(budget);
+    let columns = 3.0 * (k + l) * n_units;
+    let (mut ip, mut b) = match LoadModel::start(problem, started, budget, stats, columns) {
+        Ok(started) => started,
+        Err(refused) => return Ok(*refused),
+    };
     let model = Stages::variables(&mut b, &units, devices, w, problem.pipeline);
     ideal_chain(&mut b, &model.y, &arcs);
     model.add_kind_count(&mut b, devices.accelerators);
     model.add_kind_split(&mut b);
     let hyperedges = units.hyperedges(w, sync);
-    let bound_use = problem.limits.ip.load_bound;
-    let bounds = super::load_bounds::for_model(
-        &units,
-        &hyperedges,
-        devices,
-        sync,
-        bound_use,
-        &budget.share(0.25),
-        &mut stats,
-    );
-    let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
+    let (bounds, objective) = ip.objective(&mut b, &units, &hyperedges, devices, sync);
     let (mut all_acc, mut all_cpu) = (Load::default(), Load::default());
     let recompute = model.recompute_data(w);
     let mut rho = Vec::new();
@@ -143,11 +132,11 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         objective.add_capacity_rows(&mut b, &all_cpu, devices.cpus as f64);
     }
 
-    let warm = dp_warm_start(problem, &mut stats);
+    let warm = dp_warm_start(problem, &mut ip.stats);
     let warm_values = warm
         .as_ref()
         .and_then(|c| model.warm_values(&c.placement, &arcs, devices, w, &rho));
-    stats.notes.push(format!(
+    ip.stats.notes.push(format!(
         "{} groups, {} stages, {} hyperedges, {} columns, {} rows",
         units.len(),
         model.stages(),
@@ -155,14 +144,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         b.columns(),
         b.rows
     ));
-
     let lower = bounds.objective(sync);
-    let solved = run_to_bound(b, problem, started, warm_values.as_deref(), lower)?;
-    let from_ip = solved
-        .columns
-        .as_ref()
-        .map(|values| model.placement(values, &rho));
-    finish(problem, &solved, from_ip, warm, stats, started)
+    ip.solve(b, warm, warm_values.as_deref(), lower, |values| {
+        model.placement(values, &rho)
+    })
 }
 
 /// The chain-of-stages model's variables (module docs).

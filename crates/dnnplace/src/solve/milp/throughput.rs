@@ -43,9 +43,10 @@ use super::load_bounds::ModelBounds;
 use super::units::{
     canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units,
 };
-use super::{dp_warm_start, finish, run_to_bound, Builder, Var};
+use super::{dp_warm_start, finish, run_to_bound, Builder, Candidate, Var};
 use crate::model::grouping::{Group, Grouping, Hyperedge};
 use crate::model::{Device, DeviceSet, Placement};
+use crate::solve::budget::Budget;
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the throughput or sync IP of `problem`.
@@ -62,10 +63,8 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let (units, arcs) = units(w, problem.contiguous);
     let devices = w.devices();
 
-    // One budget for the whole solve: the bound takes a quarter of it, the model is built
-    // within it, and HiGHS gets what is left.
     let budget = problem.limits.budget();
-    let mut stats = Stats {
+    let stats = Stats {
         groups: Some(units.len()),
         ..Stats::default()
     };
@@ -74,29 +73,16 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         devices.cpus as f64,
         units.len() as f64,
     );
-    if let Some(outcome) = super::refuse_model_size(
-        &budget,
-        (k + l) * n_units + k * (n_units + arcs.len() as f64),
-        &stats,
-    ) {
-        return Ok(outcome);
-    }
-    let mut b = Builder::within(budget);
+    let columns = (k + l) * n_units + k * (n_units + arcs.len() as f64);
+    let (mut ip, mut b) = match LoadModel::start(problem, started, budget, stats, columns) {
+        Ok(started) => started,
+        Err(refused) => return Ok(*refused),
+    };
     let model = Assignment::variables(&mut b, &units, devices);
     model.add_assignment(&mut b);
     model.add_memory(&mut b, devices.memory_per_accelerator_bytes);
     let hyperedges = units.hyperedges(w, sync);
-    let bound_use = problem.limits.ip.load_bound;
-    let bounds = super::load_bounds::for_model(
-        &units,
-        &hyperedges,
-        devices,
-        sync,
-        bound_use,
-        &budget.share(0.25),
-        &mut stats,
-    );
-    let objective = LoadObjective::new(&mut b, sync, &bounds.in_model(bound_use));
+    let (bounds, objective) = ip.objective(&mut b, &units, &hyperedges, devices, sync);
     model.add_accelerator_loads(&mut b, &hyperedges, &objective);
     model.add_cpu_loads(&mut b, &objective);
     if problem.contiguous {
@@ -106,23 +92,19 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         model.add_symmetry(&mut b);
     }
 
-    let warm = dp_warm_start(problem, &mut stats);
+    let warm = dp_warm_start(problem, &mut ip.stats);
     let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement));
-    stats.notes.push(format!(
+    ip.stats.notes.push(format!(
         "{} units, {} hyperedges, {} columns, {} rows",
         units.len(),
         hyperedges.len(),
         b.columns(),
         b.rows
     ));
-
     let lower = bounds.objective(sync);
-    let solved = run_to_bound(b, problem, started, warm_values.as_deref(), lower)?;
-    let from_ip = solved
-        .columns
-        .as_ref()
-        .map(|values| model.placement(values));
-    finish(problem, &solved, from_ip, warm, stats, started)
+    ip.solve(b, warm, warm_values.as_deref(), lower, |values| {
+        model.placement(values)
+    })
 }
 
 /// The per-device assignment model's variables: `x[d][g]` (unit g on accelerator d) and
@@ -304,6 +286,86 @@ impl Load {
             }
             .push((z, e.cost));
         }
+    }
+}
+
+/// The set-up and the end every load model over units shares (the assignment model here,
+/// [`super::stages`] and [`super::interleaved`]): one budget for the whole solve — the
+/// load bounds take a quarter of it, the model is built within it, and HiGHS gets what is
+/// left — and the solve's statistics.
+pub(crate) struct LoadModel<'p> {
+    problem: &'p Problem<'p>,
+    started: Instant,
+    budget: Budget,
+    pub(crate) stats: Stats,
+}
+
+impl<'p> LoadModel<'p> {
+    /// The builder for a model of `columns` columns within `budget`; the no-plan outcome
+    /// naming the model when its estimated bytes pass the memory budget.
+    pub(crate) fn start(
+        problem: &'p Problem<'p>,
+        started: Instant,
+        budget: Budget,
+        stats: Stats,
+        columns: f64,
+    ) -> Result<(LoadModel<'p>, Builder), Box<Outcome>> {
+        if let Some(outcome) = super::refuse_model_size(&budget, columns, &stats) {
+            return Err(Box::new(outcome));
+        }
+        let model = LoadModel {
+            problem,
+            started,
+            budget,
+            stats,
+        };
+        Ok((model, Builder::within(budget)))
+    }
+
+    /// The load bounds ([`super::load_bounds::for_model`], a quarter of the budget) and
+    /// the objective's columns, bounded by them as `--load-bound` says.
+    pub(crate) fn objective(
+        &mut self,
+        b: &mut Builder,
+        units: &Grouping,
+        hyperedges: &[Hyperedge],
+        devices: &DeviceSet,
+        sync: bool,
+    ) -> (ModelBounds, LoadObjective) {
+        let bound_use = self.problem.limits.ip.load_bound;
+        let bounds = super::load_bounds::for_model(
+            units,
+            hyperedges,
+            devices,
+            sync,
+            bound_use,
+            &self.budget.share(0.25),
+            &mut self.stats,
+        );
+        let objective = LoadObjective::new(b, sync, &bounds.in_model(bound_use));
+        (bounds, objective)
+    }
+
+    /// HiGHS on `b` from `warm_values` down to the bound `lower`; its plan read by
+    /// `placement`, and the outcome the better of it and `warm` ([`finish`]).
+    pub(crate) fn solve(
+        self,
+        b: Builder,
+        warm: Option<Candidate>,
+        warm_values: Option<&[f64]>,
+        lower: f64,
+        placement: impl FnOnce(&[f64]) -> Placement,
+    ) -> Result<Outcome, SolveError> {
+        let solved = run_to_bound(b, self.problem, self.started, warm_values, lower)?;
+        let from_ip = solved.columns.as_deref().map(placement);
+        finish(
+            self.problem,
+            &solved,
+            from_ip,
+            warm,
+            self.stats,
+            self.started,
+        )
     }
 }
 
