@@ -324,3 +324,48 @@ fn a_spent_time_limit_still_answers() {
         assert!(num(&v, "gap") > 0.0);
     }
 }
+
+#[test]
+fn the_sweep_never_gets_worse_with_more_gpus_and_ends_at_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("sweep.svg");
+    let v = json_of(&plan(&[
+        "--global-batch",
+        "64",
+        "--objective",
+        "iteration",
+        "--json",
+        "--sweep",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]));
+    let rows = v["rows"].as_array().unwrap();
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|r| r["devices"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [1, 2, 4, 8, 16, 32]);
+    let mut last = f64::INFINITY;
+    for r in rows {
+        if r["value"].is_null() {
+            assert!(
+                last.is_infinite(),
+                "a row without a plan after one with a plan"
+            );
+            continue;
+        }
+        // More GPUs is a larger space: the optimum never grows.
+        assert!(num(r, "value") <= last * (1.0 + 1e-12));
+        assert!(num(r, "devicesUsed") <= num(r, "devices"));
+        last = num(r, "value");
+    }
+    let single = json_of(&plan(&[
+        "--global-batch",
+        "64",
+        "--objective",
+        "iteration",
+        "--json",
+    ]));
+    assert!((last - num(&single, "value")).abs() <= 1e-9 * last);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+}

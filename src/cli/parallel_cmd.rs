@@ -98,10 +98,12 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
         ("--granularity", args.granularity.is_some()),
         ("--export", args.export.is_some()),
         ("--report", args.report.is_some()),
-        ("--sweep", args.sweep),
         ("--target-tps", args.target_tps.is_some()),
         ("--budget", args.budget.is_some()),
-        ("--plot", args.plot.is_some()),
+        (
+            "--plot (without --sweep)",
+            args.plot.is_some() && !args.sweep,
+        ),
         ("--micro-batches", s.micro_batches.is_some()),
         ("--batch", args.model.batch.is_some()),
         ("--device", args.model.device.is_some()),
@@ -267,11 +269,51 @@ fn model_of(args: &PlanArgs) -> Result<(crate::costmodel::hf_config::HfModel, DT
     Ok((model, dtype))
 }
 
+/// `--sweep`: the best layout per GPU count, as a table or JSON, and `--plot` as SVG.
+fn run_sweep(
+    args: &PlanArgs,
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    objective: Objective,
+    budget: &Budget,
+) -> Result<(), CliError> {
+    use crate::report::parallel::{sweep_json, sweep_svg, sweep_text};
+    let rows = crate::solve::parallel::sweep(chains, topo, space, objective, budget)
+        .map_err(CliError::Internal)?;
+    if let Some(plot) = &args.plot {
+        crate::io::write_atomically(plot, &sweep_svg(&rows))
+            .map_err(|e| CliError::Input(e.to_string()))?;
+    }
+    let json = sweep_json(&rows, topo, objective);
+    if let Some(out) = &args.out {
+        let text =
+            serde_json::to_string_pretty(&json).map_err(|e| CliError::Internal(e.to_string()))?;
+        crate::io::write_atomically(out, &(text + "\n"))
+            .map_err(|e| CliError::Input(e.to_string()))?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).map_err(|e| CliError::Internal(e.to_string()))?
+        );
+    } else {
+        print!("{}", sweep_text(&rows, objective));
+    }
+    if rows.iter().all(|(_, o)| o.plan.is_none()) {
+        return Err(CliError::Input("no GPU count has a feasible layout".into()));
+    }
+    Ok(())
+}
+
 /// Runs `plan --parallel 3d`.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
     if let Some(out) = &args.out {
         super::check_output_target(out)?;
+    }
+    if let Some(plot) = &args.plot {
+        super::check_output_target(plot)?;
     }
     let objective = match args.objective {
         ObjectiveArg::Throughput => Objective::TimePerSample,

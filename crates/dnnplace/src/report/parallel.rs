@@ -254,3 +254,127 @@ pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     v["devicesUsed"] = json!(plan.score.devices_used);
     v
 }
+
+/// Samples per second of a plan: `B` per iteration, or one per time per sample.
+fn samples_per_s(plan: &ParallelPlan) -> f64 {
+    match plan.score.iteration_ms {
+        Some(i) => 1e3 * plan.layout.global_batch as f64 / i,
+        None => 1e3 / plan.score.time_per_sample_ms,
+    }
+}
+
+/// The sweep (`plan --parallel 3d --sweep`) as a table: per GPU count, the best layout,
+/// its value, throughput, TFLOP/s per device and the speed-up over the first row with a plan.
+pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> String {
+    let mut t = Table::new([
+        "GPUs",
+        "layout",
+        "value ms",
+        "samples/s",
+        "speed-up",
+        "TFLOP/s per GPU",
+        "MFU",
+        "status",
+    ])
+    .aligned([
+        Align::Right,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+    ]);
+    let base = rows
+        .iter()
+        .find_map(|(_, o)| o.plan.as_ref().map(samples_per_s));
+    for (n, o) in rows {
+        let cells = match &o.plan {
+            Some(p) => {
+                let st = &p.layout.stages[0];
+                [
+                    format!(
+                        "p{}·t{}·d{} b{} z{}{}",
+                        p.layout.stages.len(),
+                        st.tensor_parallel,
+                        st.data_parallel,
+                        p.layout.micro_batch,
+                        p.layout.zero.stage(),
+                        if p.layout.recompute { " rc" } else { "" }
+                    ),
+                    format!("{:.3}", o.value),
+                    format!("{:.2}", samples_per_s(p)),
+                    base.map_or("-".into(), |b| format!("{:.2}×", samples_per_s(p) / b)),
+                    format!("{:.1}", p.score.tflops_per_device),
+                    format!("{:.1}%", 100.0 * p.score.mfu),
+                ]
+            }
+            None => [
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ],
+        };
+        let mut row = vec![n.to_string()];
+        row.extend(cells);
+        row.push(status_line(o));
+        t.push(row);
+    }
+    format!(
+        "best uniform layout per GPU count, objective {}\n\n{}",
+        objective_name(objective),
+        t.text()
+    )
+}
+
+/// The sweep as JSON: `rows: [{devices, …layout_json}]`.
+pub fn sweep_json(
+    rows: &[(usize, ParallelOutcome)],
+    topo: &Topology,
+    objective: Objective,
+) -> Value {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|(n, o)| {
+            let mut v = layout_json(o, topo, objective);
+            v["devices"] = json!(n);
+            v
+        })
+        .collect();
+    json!({"parallel": "3d", "sweep": true, "objective": objective_name(objective), "rows": rows})
+}
+
+/// Samples per second against GPUs, as an SVG line chart.
+pub fn sweep_svg(rows: &[(usize, ParallelOutcome)]) -> String {
+    use super::charts::curve::{curve, linear};
+    let pts: Vec<(f64, f64, String)> = rows
+        .iter()
+        .filter_map(|(n, o)| {
+            o.plan.as_ref().map(|p| {
+                let s = samples_per_s(p);
+                (
+                    *n as f64,
+                    s,
+                    format!("{n} GPUs: {} ({s:.2} samples/s)", summary_line(p)),
+                )
+            })
+        })
+        .collect();
+    let x = linear(pts.iter().map(|p| p.0).fold(1.0, f64::max), "count");
+    let y = linear(pts.iter().map(|p| p.1).fold(0.0, f64::max), "1/s");
+    let points: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+    let labels: Vec<String> = pts.into_iter().map(|p| p.2).collect();
+    curve(
+        "parallel-sweep",
+        "Best uniform layout: samples per second by GPUs",
+        &points,
+        &labels,
+        (&x, "GPUs"),
+        (&y, "samples per second"),
+    )
+    .to_string()
+}

@@ -312,3 +312,35 @@ fn rescored(
         chain: chain.clone(),
     })
 }
+
+/// Device counts a sweep visits on `devices` accelerators: the powers of two below it, and
+/// `devices` itself.
+pub fn sweep_counts(devices: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::iter::successors(Some(1usize), |&n| n.checked_mul(2))
+        .take_while(|&n| n < devices)
+        .collect();
+    counts.push(devices);
+    counts
+}
+
+/// The best uniform layout on the first `n` accelerators for each `n` of
+/// [`sweep_counts`], each row with an equal share of the time left.
+pub fn sweep(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    objective: Objective,
+    budget: &Budget,
+) -> Result<Vec<(usize, ParallelOutcome)>, String> {
+    let counts = sweep_counts(space.max_devices.min(topo.devices()));
+    let mut rows = Vec::with_capacity(counts.len());
+    for (i, &n) in counts.iter().enumerate() {
+        let share = budget.share(1.0 / (counts.len() - i) as f64);
+        let row = Space {
+            max_devices: n,
+            ..space.clone()
+        };
+        rows.push((n, plan_uniform(chains, topo, &row, objective, &share)?));
+    }
+    Ok(rows)
+}
