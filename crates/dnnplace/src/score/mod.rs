@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod contiguity;
 pub mod latency;
 pub mod load;
+pub mod piper;
 pub mod pipeline_memory;
 pub mod validity;
 
