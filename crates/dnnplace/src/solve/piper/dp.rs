@@ -1,5 +1,5 @@
 //! The two DPs over ideals: the relaxed one (a lower bound and a plan in one pass) and the
-//! exact one (Piper's table).
+//! exact one (a parametric search on the answer).
 //!
 //! Ideals are those of the *reversed* graph (sets closed under successors, Piper's
 //! "downsets"), so a pair `J ⊂ I` makes `I \ J` the first stage of the nodes in `I` and `J`
@@ -11,11 +11,19 @@
 //! optimum. Monotone in `k` by construction. Cost O(P · D · K) for P pairs and D pairs
 //! `(t, d)`.
 //!
-//! **Exact** (`X[I][k][s]`: at most `k` devices and at most `s` replicas in `I`), Piper's
-//! `dp[ideal][k][s]` with `S = min(N, K)`:
-//! `X[I][k][s] = min(X[I][k][s−1], X[I][k−1][s], min_{J, t, d} max(X[J][k−td][s−d],
-//! V_{I∖J}(t, d, ⌈s/d⌉)))`. A plan whose replicas number exactly `s` is priced at its true
-//! `y` in the last term; the first two carry the "at most". Cost O(P · D · K · S).
+//! **Exact** (Piper's problem, no relaxation), by parametric search on the answer `T`.
+//! For a threshold `T`, `H_T[I][s]` is the fewest devices that cover `I` with at most `s`
+//! replicas and every stage at most `T`:
+//! `H_T[∅][s] = 0`, `H_T[I][s] = min(H_T[I][s−1], min_{J, t, d: V_{I∖J}(t, d, ⌈s/d⌉) ≤ T}
+//! t d + H_T[J][s−d])`, and `T` is achievable iff `H_T[V][S] ≤ K` (`S = min(N, K)`). A plan
+//! with exactly `s` replicas meets its stages' true `y` in the last term; the first carries
+//! the "at most" (`V` is non-decreasing in `y`). The optimum is one of the finitely many
+//! stage values `V`, which are stored per `(J ⊂ I, t, d)` as runs over `y` (the knapsack's
+//! choice at `y` stays optimal while it fits, as the feasible set only shrinks with `y`);
+//! a binary search over the sorted candidates `≥ L` (the relaxed bound) finds the smallest
+//! achievable one, testing `L`'s own candidate first. Cost O(P · D · log S) knapsacks to
+//! build the runs, then O(P · D · S) per test, O(log #candidates) tests — against Piper's
+//! O(P · D · K · S).
 
 use rayon::prelude::*;
 
@@ -79,7 +87,20 @@ impl<'a> Lattice<'a> {
             let Some(opts) = options_at(self.ins, &nodes, &mask, *t) else {
                 continue;
             };
+            let dominant = dominant_picks(&opts);
             for &d in ds {
+                if let (Some((pick, sums)), 1) = (&dominant, y_max(d)) {
+                    // One configuration per node is fastest at every d: O(1) per d.
+                    if sums.a + sums.b <= self.ins.max_memory_per_device {
+                        let _ = pick;
+                        rows.push(Row {
+                            t: *t,
+                            d,
+                            values: vec![sums.value(self.ins, d)],
+                        });
+                        continue;
+                    }
+                }
                 let costs = costs_at(self.ins, &opts, d);
                 let mut values = Vec::with_capacity(y_max(d));
                 let mut fast: Option<(Vec<usize>, f64)> = None;
@@ -133,9 +154,59 @@ impl<'a> Lattice<'a> {
     }
 }
 
+/// Sums over a stage's nodes of one configuration each.
+pub struct Sums {
+    p: f64,
+    e: f64,
+    w: f64,
+    a: f64,
+    b: f64,
+}
+
+impl Sums {
+    /// The stage's time per sample at data-parallel degree `d`.
+    fn value(&self, ins: &PiperInstance, d: usize) -> f64 {
+        let df = d as f64;
+        let sync = 4.0 * (df - 1.0) * self.w / df / ins.mbs_in_batch as f64;
+        (self.e / df + sync) / ins.bandwidth + self.p / df
+    }
+}
+
+/// Per node the configuration with the least `p`, `E` and `w` at once (fastest at every
+/// `d`: its cost `(p + E/β − 4w/(Nβ))/d + 4w/(Nβ)` is then minimal), ties to less memory at
+/// `y = 1`; `None` when some node has none.
+fn dominant_picks(opts: &[Vec<super::stage::Option_>]) -> Option<(Vec<usize>, Sums)> {
+    let mut pick = Vec::with_capacity(opts.len());
+    let mut sums = Sums { p: 0.0, e: 0.0, w: 0.0, a: 0.0, b: 0.0 };
+    for o in opts {
+        let best = (0..o.len())
+            .filter(|&l| {
+                o.iter()
+                    .all(|c| o[l].p <= c.p && o[l].edge_bytes <= c.edge_bytes && o[l].w <= c.w)
+            })
+            .min_by(|&x, &y| {
+                (o[x].a + o[x].b)
+                    .partial_cmp(&(o[y].a + o[y].b))
+                    .expect("finite")
+            })?;
+        let c = &o[best];
+        sums.p += c.p;
+        sums.e += c.edge_bytes;
+        sums.w += c.w;
+        sums.a += c.a;
+        sums.b += c.b;
+        pick.push(best);
+    }
+    Some((pick, sums))
+}
+
 /// The relaxed DP's value and plan (module docs); `None` plan when `R[V][K] = ∞`.
-pub fn relaxed(lat: &Lattice, budget: &Budget) -> Result<(f64, Option<PiperPlan>, u64), Exhausted> {
-    let (n_ideals, kk) = (lat.ideals.len(), lat.k + 1);
+pub fn relaxed(
+    lat: &Lattice,
+    k_max: usize,
+    budget: &Budget,
+) -> Result<(f64, Option<PiperPlan>, u64), Exhausted> {
+    let (n_ideals, kk) = (lat.ideals.len(), k_max + 1);
     budget.reserve("the relaxed Piper DP table", (n_ideals * kk * 16) as f64)?;
     let mut r = vec![f64::INFINITY; n_ideals * kk];
     let mut choice = vec![(u32::MAX, 0u16, 0u16); n_ideals * kk];
@@ -177,13 +248,13 @@ pub fn relaxed(lat: &Lattice, budget: &Budget) -> Result<(f64, Option<PiperPlan>
             });
     }
     let full = n_ideals - 1;
-    let value = r[full * kk + lat.k];
+    let value = r[full * kk + k_max];
     if !value.is_finite() {
         return Ok((value, None, pairs));
     }
     // The stages, then each stage's configurations re-chosen at its true in-flight count.
     let mut steps = Vec::new();
-    let (mut i, mut k) = (full, lat.k);
+    let (mut i, mut k) = (full, k_max);
     while i != 0 {
         let (j, t, d) = choice[i * kk + k];
         let (j, t, d) = (j as usize, t as usize, d as usize);
@@ -200,96 +271,218 @@ pub fn relaxed(lat: &Lattice, budget: &Budget) -> Result<(f64, Option<PiperPlan>
     Ok((value, Some(plan), pairs))
 }
 
-/// The exact DP's value and plan (module docs).
-pub fn exact(lat: &Lattice, budget: &Budget) -> Result<(f64, Option<PiperPlan>), Exhausted> {
-    let (n_ideals, kk, ss) = (lat.ideals.len(), lat.k + 1, lat.s + 1);
-    let per = kk * ss;
-    budget.reserve("the exact Piper DP table", (n_ideals * per * 8) as f64)?;
-    let mut x = vec![f64::INFINITY; n_ideals * per];
-    x[..per].fill(0.0);
-    let y_max = |d: usize| lat.s.div_ceil(d).max(1);
-    for i in 1..n_ideals {
-        budget.check()?;
-        let subs = lat.subsets(i);
-        let rows: Vec<(usize, Vec<Row>)> = subs
-            .par_iter()
-            .map(|&j| Ok((j, lat.rows(i, j, y_max, budget)?)))
-            .collect::<Result<_, Exhausted>>()?;
-        let (done, rest) = x.split_at_mut(i * per);
-        let cur = &mut rest[..per];
-        cur.par_chunks_mut(ss).enumerate().for_each(|(k, line)| {
-            for (j, rs) in &rows {
-                for row in rs {
-                    let td = row.t * row.d;
-                    if k < td {
-                        continue;
-                    }
-                    let base = j * per + (k - td) * ss;
-                    for s in row.d..ss {
-                        let v = row.values[s.div_ceil(row.d) - 1];
-                        let cand = done[base + s - row.d].max(v);
-                        if cand < line[s] {
-                            line[s] = cand;
-                        }
-                    }
-                }
+/// One stored stage candidate of the exact search: its values as runs over `y`.
+struct RunRow {
+    j: u32,
+    t: u16,
+    d: u16,
+    /// `(y_last, V)`: `V(y) = V` for `y` up to `y_last` (from the previous run's end + 1),
+    /// infeasible past the last run.
+    runs: Vec<(u32, f64)>,
+}
+
+/// How the exact search ended.
+pub enum ExactEnd {
+    /// Proven: the optimum (∞ and no plan when infeasible).
+    Done { value: f64, plan: Option<PiperPlan>, tests: usize },
+    /// Stopped by the budget with the best plan found and a proven bound.
+    Stopped {
+        reason: Exhausted,
+        best: Option<PiperPlan>,
+        bound: f64,
+    },
+}
+
+/// The runs of stage `I \ J` at every `(t, d)` (module docs).
+fn run_rows(
+    lat: &Lattice,
+    i: usize,
+    j: usize,
+    upper: f64,
+    budget: &Budget,
+) -> Result<Vec<RunRow>, Exhausted> {
+    let (nodes, mask) = lat.stage(i, j);
+    let cap = lat.ins.max_memory_per_device;
+    let mut out = Vec::new();
+    for (t, ds) in &lat.degrees {
+        let Some(opts) = options_at(lat.ins, &nodes, &mask, *t) else {
+            continue;
+        };
+        for &d in ds {
+            let costs = costs_at(lat.ins, &opts, d);
+            // Σ of each node's cheapest cost is below every V(y): past `upper`, skip.
+            let floor: f64 = costs
+                .iter()
+                .map(|c| c.iter().copied().fold(f64::INFINITY, f64::min))
+                .sum();
+            if floor > upper * (1.0 + 1e-9) {
+                continue;
             }
-        });
-        for k in 0..kk {
-            for s in 0..ss {
-                let mut v = cur[k * ss + s];
-                if s > 0 {
-                    v = v.min(cur[k * ss + s - 1]);
+            let y_max = lat.s.div_ceil(d).max(1);
+            let mut runs: Vec<(u32, f64)> = Vec::new();
+            let mut y = 1;
+            while y <= y_max {
+                let Some(pick) = best_choice(lat.ins, &opts, &costs, y, budget)? else {
+                    break;
+                };
+                let (v, m) = value_of(lat.ins, &opts, &pick, d, y);
+                if m > cap || v > upper {
+                    break;
                 }
-                if k > 0 {
-                    v = v.min(cur[(k - 1) * ss + s]);
+                // The largest y' ≤ y_max at which `pick` still fits.
+                let (mut lo, mut hi) = (y, y_max);
+                while lo < hi {
+                    let mid = lo + (hi - lo).div_ceil(2);
+                    if value_of(lat.ins, &opts, &pick, d, mid).1 <= cap {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
                 }
-                cur[k * ss + s] = v;
+                match runs.last_mut() {
+                    Some(last) if last.1 == v => last.0 = lo as u32,
+                    _ => runs.push((lo as u32, v)),
+                }
+                y = lo + 1;
+            }
+            if !runs.is_empty() {
+                out.push(RunRow {
+                    j: j as u32,
+                    t: *t as u16,
+                    d: d as u16,
+                    runs,
+                });
             }
         }
     }
-    let full = n_ideals - 1;
-    let value = x[full * per + lat.k * ss + lat.s];
-    if !value.is_finite() {
-        return Ok((value, None));
-    }
-    let plan = reconstruct_exact(lat, &x, budget)?;
-    Ok((value, Some(plan)))
+    Ok(out)
 }
 
-/// Walks the exact table back from `X[V][K][S]`.
-fn reconstruct_exact(lat: &Lattice, x: &[f64], budget: &Budget) -> Result<PiperPlan, Exhausted> {
-    let (kk, ss) = (lat.k + 1, lat.s + 1);
-    let per = kk * ss;
-    let at = |i: usize, k: usize, s: usize| x[i * per + k * ss + s];
-    let y_max = |d: usize| lat.s.div_ceil(d).max(1);
-    let mut plan = PiperPlan::default();
-    let (mut i, mut k, mut s) = (lat.ideals.len() - 1, lat.k, lat.s);
-    'walk: while i != 0 {
-        let v = at(i, k, s);
-        if s > 0 && at(i, k, s - 1) == v {
+/// `H_T` for every ideal (module docs): devices and the row chosen (`u32::MAX`: carried
+/// from `s − 1`).
+fn threshold(
+    lat: &Lattice,
+    rows: &[Vec<RunRow>],
+    t_max: f64,
+    budget: &Budget,
+) -> Result<(Vec<u32>, Vec<u32>), Exhausted> {
+    let ss = lat.s + 1;
+    let mut h = vec![u32::MAX; rows.len() * ss];
+    let mut arg = vec![u32::MAX; rows.len() * ss];
+    h[..ss].fill(0);
+    for i in 1..rows.len() {
+        budget.check()?;
+        let (done, rest) = h.split_at_mut(i * ss);
+        let line = &mut rest[..ss];
+        let args = &mut arg[i * ss..(i + 1) * ss];
+        for (ri, row) in rows[i].iter().enumerate() {
+            let Some(y_t) = row.runs.iter().take_while(|r| r.1 <= t_max).last() else {
+                continue;
+            };
+            let (d, td) = (row.d as usize, row.t as u32 * row.d as u32);
+            let s_hi = lat.s.min(d * y_t.0 as usize);
+            let from = &done[row.j as usize * ss..row.j as usize * ss + ss];
+            for s in d..=s_hi {
+                let c = from[s - d].saturating_add(td);
+                if c < line[s] {
+                    line[s] = c;
+                    args[s] = ri as u32;
+                }
+            }
+        }
+        for s in 1..ss {
+            if line[s - 1] < line[s] {
+                line[s] = line[s - 1];
+                args[s] = u32::MAX;
+            }
+        }
+    }
+    Ok((h, arg))
+}
+
+/// The plan read off `H_T`, each stage configured at its true in-flight count.
+fn threshold_plan(lat: &Lattice, rows: &[Vec<RunRow>], arg: &[u32]) -> PiperPlan {
+    let ss = lat.s + 1;
+    let (mut i, mut s) = (rows.len() - 1, lat.s);
+    let mut steps = Vec::new();
+    while i != 0 {
+        let a = arg[i * ss + s];
+        if a == u32::MAX {
             s -= 1;
             continue;
         }
-        if k > 0 && at(i, k - 1, s) == v {
-            k -= 1;
-            continue;
-        }
-        for j in lat.subsets(i) {
-            for row in lat.rows(i, j, y_max, budget)? {
-                let td = row.t * row.d;
-                if td > k || row.d > s {
-                    continue;
-                }
-                let y = s.div_ceil(row.d);
-                if at(j, k - td, s - row.d).max(row.values[y - 1]) == v {
-                    plan.stages.push(lat.stage_plan(i, j, row.t, row.d, y));
-                    (i, k, s) = (j, k - td, s - row.d);
-                    continue 'walk;
-                }
-            }
-        }
-        unreachable!("the exact Piper table has a predecessor for every finite entry");
+        let row = &rows[i][a as usize];
+        steps.push((i, row.j as usize, row.t as usize, row.d as usize));
+        s -= row.d as usize;
+        i = row.j as usize;
     }
-    Ok(plan)
+    let mut suffix: usize = steps.iter().map(|x| x.3).sum();
+    let mut plan = PiperPlan::default();
+    for (i, j, t, d) in steps {
+        plan.stages.push(lat.stage_plan(i, j, t, d, suffix.div_ceil(d)));
+        suffix -= d;
+    }
+    plan
+}
+
+/// The exact optimum by parametric search (module docs); `lower` is a proven lower bound.
+/// Stage values above `upper` (a plan's value, or ∞) are not stored.
+pub fn exact(lat: &Lattice, lower: f64, upper: f64, budget: &Budget) -> ExactEnd {
+    let stopped = |reason, best, bound| ExactEnd::Stopped { reason, best, bound };
+    let mut rows: Vec<Vec<RunRow>> = Vec::with_capacity(lat.ideals.len());
+    rows.push(Vec::new());
+    let mut cands: Vec<f64> = Vec::new();
+    for i in 1..lat.ideals.len() {
+        if let Err(e) = budget.check() {
+            return stopped(e, None, lower);
+        }
+        let subs = lat.subsets(i);
+        let got: Result<Vec<Vec<RunRow>>, Exhausted> =
+            subs.par_iter().map(|&j| run_rows(lat, i, j, upper, budget)).collect();
+        match got {
+            Ok(r) => rows.push(r.into_iter().flatten().collect()),
+            Err(e) => return stopped(e, None, lower),
+        }
+        let last = rows.last().expect("pushed");
+        cands.extend(last.iter().flat_map(|r| r.runs.iter().map(|x| x.1)));
+        let held = cands.len() * 8 + rows.iter().map(|r| r.len() * 48).sum::<usize>();
+        if let Err(e) = budget.reserve("the exact Piper search's stage values", held as f64) {
+            return stopped(e, None, lower);
+        }
+    }
+    cands.retain(|&v| v >= lower);
+    cands.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
+    cands.dedup();
+    let ss = lat.s + 1;
+    let full = rows.len() - 1;
+    let feasible = |t: f64| -> Result<Option<PiperPlan>, Exhausted> {
+        let (h, arg) = threshold(lat, &rows, t, budget)?;
+        Ok((h[full * ss + lat.s] as usize <= lat.k).then(|| threshold_plan(lat, &rows, &arg)))
+    };
+    if cands.is_empty() {
+        return ExactEnd::Done { value: f64::INFINITY, plan: None, tests: 0 };
+    }
+    let mut tests = 1;
+    // Invariant: cands[..lo] are infeasible, cands[hi] is feasible with `best`.
+    let (mut lo, mut hi) = match feasible(cands[0]) {
+        Ok(Some(p)) => return ExactEnd::Done { value: cands[0], plan: Some(p), tests },
+        Ok(None) => (1, cands.len() - 1),
+        Err(e) => return stopped(e, None, lower),
+    };
+    tests += 1;
+    let mut best = match feasible(cands[hi]) {
+        Ok(Some(p)) => Some(p),
+        Ok(None) => return ExactEnd::Done { value: f64::INFINITY, plan: None, tests },
+        Err(e) => return stopped(e, None, cands[lo.min(hi)]),
+    };
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        tests += 1;
+        match feasible(cands[mid]) {
+            Ok(Some(p)) => (hi, best) = (mid, Some(p)),
+            Ok(None) => lo = mid + 1,
+            Err(e) => return stopped(e, best, cands[lo]),
+        }
+    }
+    ExactEnd::Done { value: cands[hi], plan: best, tests }
 }

@@ -12,8 +12,10 @@
 //!    gives a proven lower bound `L` and a plan, whose stages are then re-configured at their
 //!    true in-flight counts and re-scored by the independent evaluator
 //!    ([`crate::score::piper`]). If the score equals `L` (relative 1e-9) the plan is optimal.
-//! 2. **Otherwise the exact table** ([`dp::exact`]), Piper's recurrence, with the exact
-//!    knapsack ([`stage`]) instead of Piper's greedy one. Its plan is re-scored as well.
+//! 2. **Otherwise the exact search** ([`dp::exact`]): Piper's recurrence turned around —
+//!    for a threshold `T`, the fewest devices per (ideal, replica count) — and a binary
+//!    search over the stage values `≥ L`, with the exact knapsack ([`stage`]) instead of
+//!    Piper's greedy one. Its plan is re-scored as well.
 //!
 //! Both passes run the pairs of one ideal in parallel (rayon) and poll the [`Budget`]
 //! (time, memory, Ctrl-C) per ideal; a run cut short keeps the relaxed plan (if it is
@@ -157,7 +159,7 @@ pub fn solve_piper(
         }
     };
     stats.ideals = Some(lat.ideals.len());
-    let (lower, relaxed_plan, pairs) = match dp::relaxed(&lat, budget) {
+    let (lower, relaxed_plan, pairs) = match dp::relaxed(&lat, lat.k, budget) {
         Ok(r) => r,
         Err(e) => {
             stats.time_s = budget.elapsed_s();
@@ -197,17 +199,29 @@ pub fn solve_piper(
         }
     }
     stats.path = Some("exact".into());
-    match dp::exact(&lat, budget) {
-        Ok((value, Some(plan))) => {
+    // An upper bound: the relaxed plan on min(N, K) devices, where Σ d ≤ N holds by itself.
+    let mut relaxed_scored = relaxed_scored;
+    if relaxed_scored.is_none() && lat.s < lat.k {
+        if let Ok((_, Some(p), _)) = dp::relaxed(&lat, lat.s, budget) {
+            relaxed_scored = evaluate_piper(ins, &p).ok().map(|s| (p, s));
+        }
+    }
+    let upper = relaxed_scored
+        .as_ref()
+        .map_or(f64::INFINITY, |(_, s)| s.time_per_sample);
+    let end = dp::exact(&lat, lower, upper, budget);
+    stats.time_s = budget.elapsed_s();
+    match end {
+        dp::ExactEnd::Done { value, plan: Some(plan), tests } => {
+            stats.notes.push(format!("parametric search: {tests} threshold tests"));
             let score = evaluate_piper(ins, &plan)
-                .map_err(|e| PiperInternalError(format!("the exact DP's plan: {e}")))?;
+                .map_err(|e| PiperInternalError(format!("the exact search's plan: {e}")))?;
             if (score.time_per_sample - value).abs() > TOLERANCE * value.max(1e-300) {
                 return Err(PiperInternalError(format!(
-                    "the exact DP says {value}, the evaluator {}",
+                    "the exact search says {value}, the evaluator {}",
                     score.time_per_sample
                 )));
             }
-            stats.time_s = budget.elapsed_s();
             Ok(PiperOutcome {
                 value: score.time_per_sample,
                 bound: value.min(score.time_per_sample),
@@ -217,32 +231,31 @@ pub fn solve_piper(
                 stats,
             })
         }
-        Ok((_, None)) => {
-            stats.time_s = budget.elapsed_s();
-            Ok(PiperOutcome {
-                plan: None,
-                score: None,
-                value: f64::INFINITY,
-                bound: f64::INFINITY,
-                status: Status::infeasible(
-                    "no plan fits maxMemoryPerDevice with its micro-batches in flight",
-                ),
-                stats,
-            })
-        }
-        Err(e) => {
-            stats.time_s = budget.elapsed_s();
-            let reason: StopReason = e.into();
-            Ok(match relaxed_scored {
+        dp::ExactEnd::Done { plan: None, .. } => Ok(PiperOutcome {
+            plan: None,
+            score: None,
+            value: f64::INFINITY,
+            bound: f64::INFINITY,
+            status: Status::infeasible(
+                "no plan fits maxMemoryPerDevice with its micro-batches in flight",
+            ),
+            stats,
+        }),
+        dp::ExactEnd::Stopped { reason, best, bound } => {
+            let reason: StopReason = reason.into();
+            let held = best
+                .and_then(|p| evaluate_piper(ins, &p).ok().map(|s| (p, s)))
+                .or(relaxed_scored);
+            Ok(match held {
                 Some((plan, score)) => PiperOutcome {
                     value: score.time_per_sample,
-                    bound: lower,
+                    bound: bound.max(lower).min(score.time_per_sample),
                     plan: Some(plan),
                     score: Some(score),
                     status: Status::Feasible { reason },
                     stats,
                 },
-                None => stop(reason, lower, stats),
+                None => stop(reason, bound.max(lower), stats),
             })
         }
     }

@@ -132,20 +132,49 @@ pub fn best_choice(
     if low_mem > cap {
         return Ok(None);
     }
-    let items: Vec<Vec<(f64, f64, usize)>> = (0..n)
-        .map(|i| {
+    let mut order: Vec<usize> = (0..n).collect();
+    let items_of = |i: usize| {
+        let mut v: Vec<(f64, f64, usize)> =
+            (0..opts[i].len()).map(|l| (costs[i][l], mem(i, l), l)).collect();
+        v.sort_by(|a, b| (a.0, a.1).partial_cmp(&(b.0, b.1)).expect("finite"));
+        v
+    };
+    let keyed: Vec<Vec<(f64, f64, usize)>> = (0..n).map(items_of).collect();
+    // Identical nodes next to each other (symmetry breaking in the search).
+    order.sort_by(|&x, &y| {
+        let kx: Vec<(f64, f64)> = keyed[x].iter().map(|o| (o.0, o.1)).collect();
+        let ky: Vec<(f64, f64)> = keyed[y].iter().map(|o| (o.0, o.1)).collect();
+        kx.partial_cmp(&ky).expect("finite")
+    });
+    let items: Vec<Vec<(f64, f64, usize)>> = order
+        .iter()
+        .map(|&i| {
             let mut v: Vec<(f64, f64, usize)> =
                 (0..opts[i].len()).map(|l| (costs[i][l], mem(i, l), l)).collect();
             v.sort_by(|a, b| (a.0, a.1).partial_cmp(&(b.0, b.1)).expect("finite"));
             v
         })
         .collect();
+    let same: Vec<bool> = (0..n)
+        .map(|p| {
+            p + 1 < n && {
+                let (a, b) = (&items[p], &items[p + 1]);
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0 && x.1 == y.1)
+            }
+        })
+        .collect();
     let mut search = Search::new(items, cap, budget);
+    search.same_as_next = same;
     let low_cost: f64 = (0..n).map(|i| costs[i][low[i]]).sum();
-    search.best = (low_cost, low.clone());
+    // `best.1` is in search order until the end.
+    search.best = (low_cost, order.iter().map(|&i| low[i]).collect());
     let mut pick = vec![0; n];
-    search.dfs(0, 0.0, 0.0, &mut pick)?;
-    Ok(Some(search.best.1))
+    search.dfs(0, 0, 0.0, 0.0, &mut pick)?;
+    let mut out = vec![0; n];
+    for (p, &i) in order.iter().enumerate() {
+        out[i] = search.best.1[p];
+    }
+    Ok(Some(out))
 }
 
 /// Branch and bound state.
@@ -160,6 +189,9 @@ struct Search<'a> {
     /// Hull steps (slope, memory saved, cost added, item), sorted by slope.
     steps: Vec<(f64, f64, f64, usize)>,
     best: (f64, Vec<usize>),
+    /// Item `p` has the same options as item `p + 1`: their choices (by position in the
+    /// sorted option list) are kept non-decreasing.
+    same_as_next: Vec<bool>,
     nodes: u64,
     budget: &'a Budget,
 }
@@ -211,6 +243,7 @@ impl<'a> Search<'a> {
             fast_mem,
             steps,
             best: (f64::INFINITY, Vec::new()),
+            same_as_next: Vec::new(),
             nodes: 0,
             budget,
         }
@@ -240,7 +273,14 @@ impl<'a> Search<'a> {
         self.min_cost[i] + extra
     }
 
-    fn dfs(&mut self, i: usize, cost: f64, mem: f64, pick: &mut [usize]) -> Result<(), Exhausted> {
+    fn dfs(
+        &mut self,
+        i: usize,
+        first: usize,
+        cost: f64,
+        mem: f64,
+        pick: &mut [usize],
+    ) -> Result<(), Exhausted> {
         self.nodes += 1;
         if self.nodes % 4096 == 0 {
             self.budget.check()?;
@@ -251,7 +291,7 @@ impl<'a> Search<'a> {
             }
             return Ok(());
         }
-        for k in 0..self.items[i].len() {
+        for k in first..self.items[i].len() {
             let (c, m, l) = self.items[i][k];
             let (nc, nm) = (cost + c, mem + m);
             if nm + self.low_mem[i + 1] > self.cap {
@@ -261,7 +301,8 @@ impl<'a> Search<'a> {
                 continue;
             }
             pick[i] = l;
-            self.dfs(i + 1, nc, nm, pick)?;
+            let next_first = if self.same_as_next[i] { k } else { 0 };
+            self.dfs(i + 1, next_first, nc, nm, pick)?;
         }
         Ok(())
     }
