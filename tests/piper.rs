@@ -15,7 +15,9 @@ use proptest::prelude::*;
 
 /// A random instance from a seed (a small deterministic generator keeps shrinking simple).
 fn instance(seed: u64) -> PiperInstance {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut next = move |m: u64| {
         x ^= x << 13;
         x ^= x >> 7;
@@ -35,8 +37,16 @@ fn instance(seed: u64) -> PiperInstance {
     let t2 = next(2) == 0;
     let nodes = (0..n)
         .map(|v| {
-            let fw: Vec<i64> = edges.iter().filter(|e| e.1 == v as i64).map(|e| e.0).collect();
-            let bw: Vec<i64> = edges.iter().filter(|e| e.0 == v as i64).map(|e| e.1).collect();
+            let fw: Vec<i64> = edges
+                .iter()
+                .filter(|e| e.1 == v as i64)
+                .map(|e| e.0)
+                .collect();
+            let bw: Vec<i64> = edges
+                .iter()
+                .filter(|e| e.0 == v as i64)
+                .map(|e| e.1)
+                .collect();
             let mut configs = Vec::new();
             for t in [1usize, 2] {
                 if t == 2 && !t2 {
@@ -77,7 +87,10 @@ fn instance(seed: u64) -> PiperInstance {
             nd
         })
         .collect();
-    let edges = edges.into_iter().map(|(a, b, c)| (rid(a), rid(b), c)).collect();
+    let edges = edges
+        .into_iter()
+        .map(|(a, b, c)| (rid(a), rid(b), c))
+        .collect();
     let header = PiperHeader {
         max_memory_per_device: (4 + next(24)) as f64,
         max_devices: 1 + next(6) as usize,
@@ -157,15 +170,48 @@ fn a_good_file_is_read_and_solved() {
 fn reading_errors_name_the_field_node_or_edge() {
     let cases = [
         (GOOD.replace("\"bandwidth\": 1000.0,", ""), "bandwidth"),
-        (GOOD.replace("\"maxDevices\": 4", "\"maxDevices\": 0"), "maxDevices"),
-        (GOOD.replace("\"mbsInBatch\": 8", "\"mbsInBatch\": -1"), "mbsInBatch"),
-        (GOOD.replace("\"communicationCost\": 100.0", "\"communicationCost\": -1.0"), "edges[0] (1 -> 2)"),
+        (
+            GOOD.replace("\"maxDevices\": 4", "\"maxDevices\": 0"),
+            "maxDevices",
+        ),
+        (
+            GOOD.replace("\"mbsInBatch\": 8", "\"mbsInBatch\": -1"),
+            "mbsInBatch",
+        ),
+        (
+            GOOD.replace(
+                "\"communicationCost\": 100.0",
+                "\"communicationCost\": -1.0",
+            ),
+            "edges[0] (1 -> 2)",
+        ),
         (GOOD.replace("\"destId\": 2", "\"destId\": 7"), "endpoint"),
-        (GOOD.replace("\"syncTimeFw\": {\"1\": 0.0}", "\"syncTimeFw\": {}"), "node 2: TMPCs[1][\"vanilla\"].syncTimeFw: missing the edge with node 1"),
-        (GOOD.replace("\"syncTimeFw\": {}, \"syncTimeBw\": {\"2\": 0.0}", "\"syncTimeFw\": {\"2\": 0.0}, \"syncTimeBw\": {\"2\": 0.0}"), "node 1: TMPCs[1][\"vanilla\"].syncTimeFw: key 2 is not an edge"),
-        (GOOD.replace("\"timePerSample\": 3.0", "\"timePerSample\": \"x\""), "timePerSample"),
-        (GOOD.replace("{\"1\": [{\"id\": \"vanilla\", \"timePerSample\": 3.0", "{\"one\": [{\"id\": \"vanilla\", \"timePerSample\": 3.0"), "TMPCs: key \"one\""),
-        (GOOD.replace("\"id\": 2, \"name\"", "\"id\": 1, \"name\""), "node 1: duplicate node id"),
+        (
+            GOOD.replace("\"syncTimeFw\": {\"1\": 0.0}", "\"syncTimeFw\": {}"),
+            "node 2: TMPCs[1][\"vanilla\"].syncTimeFw: missing the edge with node 1",
+        ),
+        (
+            GOOD.replace(
+                "\"syncTimeFw\": {}, \"syncTimeBw\": {\"2\": 0.0}",
+                "\"syncTimeFw\": {\"2\": 0.0}, \"syncTimeBw\": {\"2\": 0.0}",
+            ),
+            "node 1: TMPCs[1][\"vanilla\"].syncTimeFw: key 2 is not an edge",
+        ),
+        (
+            GOOD.replace("\"timePerSample\": 3.0", "\"timePerSample\": \"x\""),
+            "timePerSample",
+        ),
+        (
+            GOOD.replace(
+                "{\"1\": [{\"id\": \"vanilla\", \"timePerSample\": 3.0",
+                "{\"one\": [{\"id\": \"vanilla\", \"timePerSample\": 3.0",
+            ),
+            "TMPCs: key \"one\"",
+        ),
+        (
+            GOOD.replace("\"id\": 2, \"name\"", "\"id\": 1, \"name\""),
+            "node 1: duplicate node id",
+        ),
     ];
     for (text, want) in cases {
         let e = error_of(&text);
@@ -175,7 +221,11 @@ fn reading_errors_name_the_field_node_or_edge() {
         "\"edges\": [{\"sourceId\": 1, \"destId\": 2, \"communicationCost\": 100.0}]",
         "\"edges\": [{\"sourceId\": 1, \"destId\": 2, \"communicationCost\": 1.0}, {\"sourceId\": 2, \"destId\": 1, \"communicationCost\": 1.0}]",
     );
-    assert!(error_of(&cyclic).contains("cycle") || error_of(&cyclic).contains("sync"), "{}", error_of(&cyclic));
+    assert!(
+        error_of(&cyclic).contains("cycle") || error_of(&cyclic).contains("sync"),
+        "{}",
+        error_of(&cyclic)
+    );
 }
 
 /// Piper's inputs, when the mirror (or `PIPER_INPUTS`, a folder with the three files) is here.
@@ -185,10 +235,18 @@ fn piper_input(name: &str) -> Option<String> {
         return std::fs::read_to_string(std::path::Path::new(&dir).join(name)).ok();
     }
     let out = std::process::Command::new("git")
-        .args(["-C", "/work/.mirror/msr-fiddle+piper/repo", "show", &format!("HEAD:inputs/{name}")])
+        .args([
+            "-C",
+            "/work/.mirror/msr-fiddle+piper/repo",
+            "show",
+            &format!("HEAD:inputs/{name}"),
+        ])
         .output()
         .ok()?;
-    out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten()
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).ok())
+        .flatten()
 }
 
 #[test]
@@ -202,10 +260,43 @@ fn piper_inputs_are_read_and_bert_64_matches_piper() {
         let ins = parse_piper(&text).expect("Piper's own input is valid");
         assert!(ins.len() > 50, "{name}");
     }
-    let ins = parse_piper(&bert).expect("valid").with_devices(64).expect("64");
+    let ins = parse_piper(&bert)
+        .expect("valid")
+        .with_devices(64)
+        .expect("64");
     let got = solve_piper(&ins, 1 << 20, &Budget::unlimited()).expect("ok");
     // Piper's binary prints 0.015683301225 for this instance (docs/piper.md).
     assert_eq!(got.status, Status::Optimal);
     assert!(got.value <= 0.015683301225 * (1.0 + 1e-9), "{}", got.value);
     assert!((got.value - 0.015683301225).abs() < 1e-11, "{}", got.value);
+}
+
+/// Both roads of the solver (the relaxation's plan meeting its bound, and the exact
+/// parametric search) are taken on the random instances, and both agree with the oracle.
+#[test]
+fn both_solver_paths_are_exercised_and_exact() {
+    let (mut relaxed, mut exact, mut infeasible) = (0, 0, 0);
+    for seed in 0..400u64 {
+        let ins = instance(seed);
+        let got = solve_piper(&ins, 1 << 20, &Budget::unlimited()).expect("ok");
+        let oracle = brute_force_piper(&ins);
+        match (&oracle, got.stats.path.as_deref()) {
+            (None, _) => {
+                infeasible += 1;
+                assert!(got.plan.is_none(), "seed {seed}");
+            }
+            (Some((best, _)), path) => {
+                assert!((got.value - best).abs() <= 1e-9 * best.abs(), "seed {seed}");
+                match path {
+                    Some("relaxed") => relaxed += 1,
+                    Some("exact") => exact += 1,
+                    other => panic!("seed {seed}: path {other:?}"),
+                }
+            }
+        }
+    }
+    assert!(
+        relaxed > 20 && exact > 20 && infeasible > 0,
+        "relaxed {relaxed}, exact {exact}, infeasible {infeasible}"
+    );
 }

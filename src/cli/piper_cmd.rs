@@ -109,7 +109,9 @@ fn run_plan_piper(args: &PlanArgs) -> Result<(), CliError> {
         write!(stdout, "{}", outcome_text(&ins, &outcome))?;
     }
     match &outcome.status {
-        Status::Infeasible { reason, .. } => Err(CliError::Input(format!("no feasible plan: {reason}"))),
+        Status::Infeasible { reason, .. } => {
+            Err(CliError::Input(format!("no feasible plan: {reason}")))
+        }
         Status::NoPlan { reason } => Err(CliError::Input(format!("no plan found: {reason}"))),
         _ => Ok(()),
     }
@@ -145,7 +147,14 @@ pub fn outcome_text(ins: &PiperInstance, o: &PiperOutcome) -> String {
     );
     if let (Some(plan), Some(score)) = (&o.plan, &o.score) {
         let mut t = Table::new([
-            "stage", "nodes", "t", "d", "devices", "in flight", "time/sample", "memory",
+            "stage",
+            "nodes",
+            "t",
+            "d",
+            "devices",
+            "in flight",
+            "time/sample",
+            "memory",
         ])
         .aligned([
             Align::Right,

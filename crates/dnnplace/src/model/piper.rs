@@ -215,10 +215,7 @@ impl PiperInstance {
         check_acyclic(&nodes, &built_edges)?;
         let mut built = Vec::with_capacity(nodes.len());
         for (v, spec) in nodes.into_iter().enumerate() {
-            let ids_in: Vec<i64> = incoming[v]
-                .iter()
-                .map(|&e| edges[e].0)
-                .collect::<Vec<_>>();
+            let ids_in: Vec<i64> = incoming[v].iter().map(|&e| edges[e].0).collect::<Vec<_>>();
             let ids_out: Vec<i64> = outgoing[v].iter().map(|&e| edges[e].1).collect();
             let mut configs = BTreeMap::new();
             for (t, list) in spec.configs {
@@ -360,7 +357,10 @@ fn build_tmpc(
 ) -> Result<Tmpc, PiperError> {
     let at = |f: &str| format!("TMPCs[{t}][{:?}].{f}", c.id);
     if c.id.is_empty() {
-        return Err(node_err(node, format!("TMPCs[{t}]: a TMPC with an empty id")));
+        return Err(node_err(
+            node,
+            format!("TMPCs[{t}]: a TMPC with an empty id"),
+        ));
     }
     for (name, x) in [
         ("timePerSample", c.time_per_sample),
@@ -369,7 +369,10 @@ fn build_tmpc(
         ("memoryUsageB", c.memory_b),
     ] {
         if !nonneg(x) {
-            return Err(node_err(node, format!("{} must be a finite number ≥ 0", at(name))));
+            return Err(node_err(
+                node,
+                format!("{} must be a finite number ≥ 0", at(name)),
+            ));
         }
     }
     let align = |given: &[(i64, f64)], ids: &[i64], name: &str| {

@@ -145,10 +145,7 @@ pub fn evaluate_piper(ins: &PiperInstance, plan: &PiperPlan) -> Result<PiperScor
         }
         stages.push(score);
     }
-    let time = stages
-        .iter()
-        .map(|s| s.time_per_sample)
-        .fold(0.0, f64::max);
+    let time = stages.iter().map(|s| s.time_per_sample).fold(0.0, f64::max);
     Ok(PiperScore {
         time_per_sample: time,
         stages,

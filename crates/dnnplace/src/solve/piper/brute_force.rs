@@ -21,7 +21,14 @@ pub fn brute_force_piper(ins: &PiperInstance) -> Option<(f64, PiperPlan)> {
     assert!(n <= 16, "the brute force is for tiny instances");
     let mut best: Option<(f64, PiperPlan)> = None;
     let mut seq = Vec::new();
-    walk(ins, (1u32 << n) - 1, ins.max_devices, 0, &mut seq, &mut best);
+    walk(
+        ins,
+        (1u32 << n) - 1,
+        ins.max_devices,
+        0,
+        &mut seq,
+        &mut best,
+    );
     best
 }
 
@@ -91,7 +98,10 @@ fn finish(ins: &PiperInstance, seq: &[(u32, usize, usize)]) -> Option<(f64, Pipe
         let y = suffix.div_ceil(d);
         suffix -= d;
         let nodes: Vec<usize> = (0..n).filter(|&v| x >> v & 1 == 1).collect();
-        let counts: Vec<usize> = nodes.iter().map(|&v| ins.nodes[v].configs[&t].len()).collect();
+        let counts: Vec<usize> = nodes
+            .iter()
+            .map(|&v| ins.nodes[v].configs[&t].len())
+            .collect();
         let mut configs = vec![0; nodes.len()];
         let mut chosen: Option<(f64, Vec<usize>)> = None;
         loop {

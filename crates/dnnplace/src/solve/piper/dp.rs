@@ -89,10 +89,9 @@ impl<'a> Lattice<'a> {
             };
             let dominant = dominant_picks(&opts);
             for &d in ds {
-                if let (Some((pick, sums)), 1) = (&dominant, y_max(d)) {
+                if let (Some(sums), 1) = (&dominant, y_max(d)) {
                     // One configuration per node is fastest at every d: O(1) per d.
                     if sums.a + sums.b <= self.ins.max_memory_per_device {
-                        let _ = pick;
                         rows.push(Row {
                             t: *t,
                             d,
@@ -106,7 +105,8 @@ impl<'a> Lattice<'a> {
                 let mut fast: Option<(Vec<usize>, f64)> = None;
                 for y in 1..=y_max(d) {
                     if let Some((pick, v)) = &fast {
-                        if value_of(self.ins, &opts, pick, d, y).1 <= self.ins.max_memory_per_device {
+                        if value_of(self.ins, &opts, pick, d, y).1 <= self.ins.max_memory_per_device
+                        {
                             values.push(*v);
                             continue;
                         }
@@ -172,12 +172,17 @@ impl Sums {
     }
 }
 
-/// Per node the configuration with the least `p`, `E` and `w` at once (fastest at every
+/// Sums over the nodes of the configuration with the least `p`, `E` and `w` at once (fastest at every
 /// `d`: its cost `(p + E/β − 4w/(Nβ))/d + 4w/(Nβ)` is then minimal), ties to less memory at
 /// `y = 1`; `None` when some node has none.
-fn dominant_picks(opts: &[Vec<super::stage::Option_>]) -> Option<(Vec<usize>, Sums)> {
-    let mut pick = Vec::with_capacity(opts.len());
-    let mut sums = Sums { p: 0.0, e: 0.0, w: 0.0, a: 0.0, b: 0.0 };
+fn dominant_picks(opts: &[Vec<super::stage::Config>]) -> Option<Sums> {
+    let mut sums = Sums {
+        p: 0.0,
+        e: 0.0,
+        w: 0.0,
+        a: 0.0,
+        b: 0.0,
+    };
     for o in opts {
         let best = (0..o.len())
             .filter(|&l| {
@@ -195,9 +200,8 @@ fn dominant_picks(opts: &[Vec<super::stage::Option_>]) -> Option<(Vec<usize>, Su
         sums.w += c.w;
         sums.a += c.a;
         sums.b += c.b;
-        pick.push(best);
     }
-    Some((pick, sums))
+    Some(sums)
 }
 
 /// The relaxed DP's value and plan (module docs); `None` plan when `R[V][K] = ∞`.
@@ -265,7 +269,8 @@ pub fn relaxed(
     let mut suffix: usize = steps.iter().map(|s| s.3).sum();
     let mut plan = PiperPlan::default();
     for (i, j, t, d) in steps {
-        plan.stages.push(lat.stage_plan(i, j, t, d, suffix.div_ceil(d)));
+        plan.stages
+            .push(lat.stage_plan(i, j, t, d, suffix.div_ceil(d)));
         suffix -= d;
     }
     Ok((value, Some(plan), pairs))
@@ -284,7 +289,11 @@ struct RunRow {
 /// How the exact search ended.
 pub enum ExactEnd {
     /// Proven: the optimum (∞ and no plan when infeasible).
-    Done { value: f64, plan: Option<PiperPlan>, tests: usize },
+    Done {
+        value: f64,
+        plan: Option<PiperPlan>,
+        tests: usize,
+    },
     /// Stopped by the budget with the best plan found and a proven bound.
     Stopped {
         reason: Exhausted,
@@ -419,7 +428,8 @@ fn threshold_plan(lat: &Lattice, rows: &[Vec<RunRow>], arg: &[u32]) -> PiperPlan
     let mut suffix: usize = steps.iter().map(|x| x.3).sum();
     let mut plan = PiperPlan::default();
     for (i, j, t, d) in steps {
-        plan.stages.push(lat.stage_plan(i, j, t, d, suffix.div_ceil(d)));
+        plan.stages
+            .push(lat.stage_plan(i, j, t, d, suffix.div_ceil(d)));
         suffix -= d;
     }
     plan
@@ -428,7 +438,11 @@ fn threshold_plan(lat: &Lattice, rows: &[Vec<RunRow>], arg: &[u32]) -> PiperPlan
 /// The exact optimum by parametric search (module docs); `lower` is a proven lower bound.
 /// Stage values above `upper` (a plan's value, or ∞) are not stored.
 pub fn exact(lat: &Lattice, lower: f64, upper: f64, budget: &Budget) -> ExactEnd {
-    let stopped = |reason, best, bound| ExactEnd::Stopped { reason, best, bound };
+    let stopped = |reason, best, bound| ExactEnd::Stopped {
+        reason,
+        best,
+        bound,
+    };
     let mut rows: Vec<Vec<RunRow>> = Vec::with_capacity(lat.ideals.len());
     rows.push(Vec::new());
     let mut cands: Vec<f64> = Vec::new();
@@ -437,8 +451,10 @@ pub fn exact(lat: &Lattice, lower: f64, upper: f64, budget: &Budget) -> ExactEnd
             return stopped(e, None, lower);
         }
         let subs = lat.subsets(i);
-        let got: Result<Vec<Vec<RunRow>>, Exhausted> =
-            subs.par_iter().map(|&j| run_rows(lat, i, j, upper, budget)).collect();
+        let got: Result<Vec<Vec<RunRow>>, Exhausted> = subs
+            .par_iter()
+            .map(|&j| run_rows(lat, i, j, upper, budget))
+            .collect();
         match got {
             Ok(r) => rows.push(r.into_iter().flatten().collect()),
             Err(e) => return stopped(e, None, lower),
@@ -460,19 +476,35 @@ pub fn exact(lat: &Lattice, lower: f64, upper: f64, budget: &Budget) -> ExactEnd
         Ok((h[full * ss + lat.s] as usize <= lat.k).then(|| threshold_plan(lat, &rows, &arg)))
     };
     if cands.is_empty() {
-        return ExactEnd::Done { value: f64::INFINITY, plan: None, tests: 0 };
+        return ExactEnd::Done {
+            value: f64::INFINITY,
+            plan: None,
+            tests: 0,
+        };
     }
     let mut tests = 1;
     // Invariant: cands[..lo] are infeasible, cands[hi] is feasible with `best`.
     let (mut lo, mut hi) = match feasible(cands[0]) {
-        Ok(Some(p)) => return ExactEnd::Done { value: cands[0], plan: Some(p), tests },
+        Ok(Some(p)) => {
+            return ExactEnd::Done {
+                value: cands[0],
+                plan: Some(p),
+                tests,
+            }
+        }
         Ok(None) => (1, cands.len() - 1),
         Err(e) => return stopped(e, None, lower),
     };
     tests += 1;
     let mut best = match feasible(cands[hi]) {
         Ok(Some(p)) => Some(p),
-        Ok(None) => return ExactEnd::Done { value: f64::INFINITY, plan: None, tests },
+        Ok(None) => {
+            return ExactEnd::Done {
+                value: f64::INFINITY,
+                plan: None,
+                tests,
+            }
+        }
         Err(e) => return stopped(e, None, cands[lo.min(hi)]),
     };
     while lo < hi {
@@ -484,5 +516,9 @@ pub fn exact(lat: &Lattice, lower: f64, upper: f64, budget: &Budget) -> ExactEnd
             Err(e) => return stopped(e, best, cands[lo]),
         }
     }
-    ExactEnd::Done { value: cands[hi], plan: best, tests }
+    ExactEnd::Done {
+        value: cands[hi],
+        plan: best,
+        tests,
+    }
 }

@@ -151,7 +151,11 @@ pub fn solve_piper(
         Ok(l) => l,
         Err(EnumerationStop::TooMany { .. }) => {
             stats.time_s = budget.elapsed_s();
-            return Ok(stop(StopReason::IdealLimit { limit: max_ideals }, 0.0, stats));
+            return Ok(stop(
+                StopReason::IdealLimit { limit: max_ideals },
+                0.0,
+                stats,
+            ));
         }
         Err(EnumerationStop::Budget { reason, .. }) => {
             stats.time_s = budget.elapsed_s();
@@ -181,11 +185,12 @@ pub fn solve_piper(
             stats,
         });
     }
-    let relaxed_scored = relaxed_plan
-        .and_then(|p| evaluate_piper(ins, &p).ok().map(|s| (p, s)));
+    let relaxed_scored = relaxed_plan.and_then(|p| evaluate_piper(ins, &p).ok().map(|s| (p, s)));
     if let Some((plan, score)) = &relaxed_scored {
         if score.time_per_sample <= lower * (1.0 + TOLERANCE) {
-            stats.notes.push("the relaxation's plan meets its bound".into());
+            stats
+                .notes
+                .push("the relaxation's plan meets its bound".into());
             stats.path = Some("relaxed".into());
             stats.time_s = budget.elapsed_s();
             return Ok(PiperOutcome {
@@ -212,8 +217,14 @@ pub fn solve_piper(
     let end = dp::exact(&lat, lower, upper, budget);
     stats.time_s = budget.elapsed_s();
     match end {
-        dp::ExactEnd::Done { value, plan: Some(plan), tests } => {
-            stats.notes.push(format!("parametric search: {tests} threshold tests"));
+        dp::ExactEnd::Done {
+            value,
+            plan: Some(plan),
+            tests,
+        } => {
+            stats
+                .notes
+                .push(format!("parametric search: {tests} threshold tests"));
             let score = evaluate_piper(ins, &plan)
                 .map_err(|e| PiperInternalError(format!("the exact search's plan: {e}")))?;
             if (score.time_per_sample - value).abs() > TOLERANCE * value.max(1e-300) {
@@ -241,7 +252,11 @@ pub fn solve_piper(
             ),
             stats,
         }),
-        dp::ExactEnd::Stopped { reason, best, bound } => {
+        dp::ExactEnd::Stopped {
+            reason,
+            best,
+            bound,
+        } => {
             let reason: StopReason = reason.into();
             let held = best
                 .and_then(|p| evaluate_piper(ins, &p).ok().map(|s| (p, s)))

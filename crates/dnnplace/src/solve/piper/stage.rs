@@ -18,7 +18,7 @@ use crate::solve::budget::{Budget, Exhausted};
 
 /// A node's configurations at one `t`: (index, p, E bytes, w, A, B).
 #[derive(Clone, Copy, Debug)]
-pub struct Option_ {
+pub struct Config {
     pub index: usize,
     pub p: f64,
     pub edge_bytes: f64,
@@ -34,7 +34,7 @@ pub fn options_at(
     nodes: &[usize],
     in_stage: &[bool],
     t: usize,
-) -> Option<Vec<Vec<Option_>>> {
+) -> Option<Vec<Vec<Config>>> {
     let mut out = Vec::with_capacity(nodes.len());
     for &v in nodes {
         let node = &ins.nodes[v];
@@ -52,7 +52,7 @@ pub fn options_at(
                     e_bytes += 2.0 * (ins.edges[e].bytes + c.sync_bw[k]);
                 }
             }
-            opts.push(Option_ {
+            opts.push(Config {
                 index,
                 p: c.time_per_sample,
                 edge_bytes: e_bytes,
@@ -67,7 +67,7 @@ pub fn options_at(
 }
 
 /// Per-node costs `c_l` at data-parallel degree `d` (module docs).
-pub fn costs_at(ins: &PiperInstance, opts: &[Vec<Option_>], d: usize) -> Vec<Vec<f64>> {
+pub fn costs_at(ins: &PiperInstance, opts: &[Vec<Config>], d: usize) -> Vec<Vec<f64>> {
     let (df, n_mb) = (d as f64, ins.mbs_in_batch as f64);
     opts.iter()
         .map(|o| {
@@ -85,7 +85,7 @@ pub fn costs_at(ins: &PiperInstance, opts: &[Vec<Option_>], d: usize) -> Vec<Vec
 /// the evaluator sums it, and its memory at `y`.
 pub fn value_of(
     ins: &PiperInstance,
-    opts: &[Vec<Option_>],
+    opts: &[Vec<Config>],
     pick: &[usize],
     d: usize,
     y: usize,
@@ -105,7 +105,7 @@ pub fn value_of(
 /// The cheapest feasible choice at `y` (module docs): `Ok(None)` when none fits.
 pub fn best_choice(
     ins: &PiperInstance,
-    opts: &[Vec<Option_>],
+    opts: &[Vec<Config>],
     costs: &[Vec<f64>],
     y: usize,
     budget: &Budget,
@@ -134,8 +134,9 @@ pub fn best_choice(
     }
     let mut order: Vec<usize> = (0..n).collect();
     let items_of = |i: usize| {
-        let mut v: Vec<(f64, f64, usize)> =
-            (0..opts[i].len()).map(|l| (costs[i][l], mem(i, l), l)).collect();
+        let mut v: Vec<(f64, f64, usize)> = (0..opts[i].len())
+            .map(|l| (costs[i][l], mem(i, l), l))
+            .collect();
         v.sort_by(|a, b| (a.0, a.1).partial_cmp(&(b.0, b.1)).expect("finite"));
         v
     };
@@ -149,8 +150,9 @@ pub fn best_choice(
     let items: Vec<Vec<(f64, f64, usize)>> = order
         .iter()
         .map(|&i| {
-            let mut v: Vec<(f64, f64, usize)> =
-                (0..opts[i].len()).map(|l| (costs[i][l], mem(i, l), l)).collect();
+            let mut v: Vec<(f64, f64, usize)> = (0..opts[i].len())
+                .map(|l| (costs[i][l], mem(i, l), l))
+                .collect();
             v.sort_by(|a, b| (a.0, a.1).partial_cmp(&(b.0, b.1)).expect("finite"));
             v
         })
