@@ -75,7 +75,7 @@ pub fn evaluate_piper(ins: &PiperInstance, plan: &PiperPlan) -> Result<PiperScor
         if s.configs.len() != s.nodes.len() {
             return Err(bad("one configuration per node expected".into()));
         }
-        if s.data_parallel == 0 || ins.mbs_in_batch % s.data_parallel != 0 {
+        if s.data_parallel == 0 || !ins.mbs_in_batch.is_multiple_of(s.data_parallel) {
             return Err(bad(format!(
                 "data-parallel degree {} does not divide mbsInBatch = {}",
                 s.data_parallel, ins.mbs_in_batch

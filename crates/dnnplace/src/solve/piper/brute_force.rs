@@ -60,7 +60,7 @@ fn walk(
                     continue;
                 }
                 for d in 1..=devices / t.max(1) {
-                    if ins.mbs_in_batch % d != 0 || replicas + d > ins.mbs_in_batch {
+                    if !ins.mbs_in_batch.is_multiple_of(d) || replicas + d > ins.mbs_in_batch {
                         continue;
                     }
                     seq.push((x, t, d));

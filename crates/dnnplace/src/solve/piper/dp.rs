@@ -32,7 +32,7 @@ use crate::model::piper::{PiperInstance, PiperPlan, PiperStage};
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::ideals::Ideals;
 
-/// A stage candidate: degrees and its values `V(y)` for `y = 1..=values.len()`.
+/// A stage candidate of the relaxed DP: degrees and `values[0] = V(t, d, 1)`.
 pub struct Row {
     pub t: usize,
     pub d: usize,
@@ -72,63 +72,41 @@ impl<'a> Lattice<'a> {
         (0..lo).filter(|&j| self.ideals.is_subset(j, i)).collect()
     }
 
-    /// Candidate rows of stage `I \ J`, with `V(y)` for `y ≤ y_max(d)` (infinite when
-    /// nothing fits).
-    pub fn rows(
-        &self,
-        i: usize,
-        j: usize,
-        y_max: impl Fn(usize) -> usize,
-        budget: &Budget,
-    ) -> Result<Vec<Row>, Exhausted> {
+    /// Candidate rows of stage `I \ J` for the relaxed DP: `V(t, d, 1)` where finite.
+    pub fn rows(&self, i: usize, j: usize, budget: &Budget) -> Result<Vec<Row>, Exhausted> {
         let (nodes, mask) = self.stage(i, j);
+        let cap = self.ins.max_memory_per_device;
         let mut rows = Vec::new();
         for (t, ds) in &self.degrees {
-            let Some(opts) = options_at(self.ins, &nodes, &mask, *t) else {
-                continue;
-            };
-            let dominant = dominant_picks(&opts);
-            for &d in ds {
-                if let (Some(sums), 1) = (&dominant, y_max(d)) {
-                    // One configuration per node is fastest at every d: O(1) per d.
-                    if sums.a + sums.b <= self.ins.max_memory_per_device {
+            match dominant_sums(self.ins, &nodes, &mask, *t) {
+                None => continue,
+                Some(Some(sums)) if sums.a + sums.b <= cap => {
+                    // One configuration per node is fastest at every d and fits: O(1) per d.
+                    for &d in ds {
                         rows.push(Row {
                             t: *t,
                             d,
                             values: vec![sums.value(self.ins, d)],
                         });
-                        continue;
                     }
+                    continue;
                 }
+                Some(_) => {}
+            }
+            let Some(opts) = options_at(self.ins, &nodes, &mask, *t) else {
+                continue;
+            };
+            for &d in ds {
                 let costs = costs_at(self.ins, &opts, d);
-                let mut values = Vec::with_capacity(y_max(d));
-                let mut fast: Option<(Vec<usize>, f64)> = None;
-                for y in 1..=y_max(d) {
-                    if let Some((pick, v)) = &fast {
-                        if value_of(self.ins, &opts, pick, d, y).1 <= self.ins.max_memory_per_device
-                        {
-                            values.push(*v);
-                            continue;
-                        }
+                if let Some(pick) = best_choice(self.ins, &opts, &costs, 1, budget)? {
+                    let (v, m) = value_of(self.ins, &opts, &pick, d, 1);
+                    if m <= cap {
+                        rows.push(Row {
+                            t: *t,
+                            d,
+                            values: vec![v],
+                        });
                     }
-                    match best_choice(self.ins, &opts, &costs, y, budget)? {
-                        Some(pick) => {
-                            let (v, m) = value_of(self.ins, &opts, &pick, d, y);
-                            if m > self.ins.max_memory_per_device {
-                                values.push(f64::INFINITY);
-                            } else {
-                                values.push(v);
-                                fast = Some((pick, v));
-                            }
-                        }
-                        None => {
-                            values.resize(y_max(d), f64::INFINITY);
-                            break;
-                        }
-                    }
-                }
-                if values.first().is_some_and(|v| v.is_finite()) {
-                    rows.push(Row { t: *t, d, values });
                 }
             }
         }
@@ -172,10 +150,16 @@ impl Sums {
     }
 }
 
-/// Sums over the nodes of the configuration with the least `p`, `E` and `w` at once (fastest at every
-/// `d`: its cost `(p + E/β − 4w/(Nβ))/d + 4w/(Nβ)` is then minimal), ties to less memory at
-/// `y = 1`; `None` when some node has none.
-fn dominant_picks(opts: &[Vec<super::stage::Config>]) -> Option<Sums> {
+/// Sums over the stage's nodes of the configuration with the least `p`, `E` and `w` at
+/// once (fastest at every `d`: its cost `(p + E/β − 4w/(Nβ))/d + 4w/(Nβ)` is then minimal),
+/// ties to less memory at `y = 1`. `None`: some node has no configuration for `t`;
+/// `Some(None)`: some node has no such configuration. No allocation per node.
+fn dominant_sums(
+    ins: &PiperInstance,
+    nodes: &[usize],
+    mask: &[bool],
+    t: usize,
+) -> Option<Option<Sums>> {
     let mut sums = Sums {
         p: 0.0,
         e: 0.0,
@@ -183,25 +167,54 @@ fn dominant_picks(opts: &[Vec<super::stage::Config>]) -> Option<Sums> {
         a: 0.0,
         b: 0.0,
     };
-    for o in opts {
-        let best = (0..o.len())
+    let mut dominant_everywhere = true;
+    let mut edges = Vec::new();
+    for &v in nodes {
+        let node = &ins.nodes[v];
+        let list = node.configs.get(&t)?;
+        if !dominant_everywhere {
+            continue;
+        }
+        edges.clear();
+        for c in list {
+            let mut e_bytes = 0.0;
+            for (k, &e) in node.incoming.iter().enumerate() {
+                if !mask[ins.edges[e].source] {
+                    e_bytes += 2.0 * (ins.edges[e].bytes + c.sync_fw[k]);
+                }
+            }
+            for (k, &e) in node.outgoing.iter().enumerate() {
+                if !mask[ins.edges[e].dest] {
+                    e_bytes += 2.0 * (ins.edges[e].bytes + c.sync_bw[k]);
+                }
+            }
+            edges.push(e_bytes);
+        }
+        let best = (0..list.len())
             .filter(|&l| {
-                o.iter()
-                    .all(|c| o[l].p <= c.p && o[l].edge_bytes <= c.edge_bytes && o[l].w <= c.w)
+                list.iter().zip(&edges).all(|(c, &e)| {
+                    list[l].time_per_sample <= c.time_per_sample
+                        && edges[l] <= e
+                        && list[l].parameter_bytes <= c.parameter_bytes
+                })
             })
             .min_by(|&x, &y| {
-                (o[x].a + o[x].b)
-                    .partial_cmp(&(o[y].a + o[y].b))
+                (list[x].memory_a + list[x].memory_b)
+                    .partial_cmp(&(list[y].memory_a + list[y].memory_b))
                     .expect("finite")
-            })?;
-        let c = &o[best];
-        sums.p += c.p;
-        sums.e += c.edge_bytes;
-        sums.w += c.w;
-        sums.a += c.a;
-        sums.b += c.b;
+            });
+        let Some(l) = best else {
+            dominant_everywhere = false;
+            continue;
+        };
+        let c = &list[l];
+        sums.p += c.time_per_sample;
+        sums.e += edges[l];
+        sums.w += c.parameter_bytes;
+        sums.a += c.memory_a;
+        sums.b += c.memory_b;
     }
-    Some(sums)
+    Some(dominant_everywhere.then_some(sums))
 }
 
 /// The relaxed DP's value and plan (module docs); `None` plan when `R[V][K] = ∞`.
@@ -222,7 +235,7 @@ pub fn relaxed(
         pairs += subs.len() as u64;
         let rows: Vec<(usize, Vec<Row>)> = subs
             .par_iter()
-            .map(|&j| Ok((j, lat.rows(i, j, |_| 1, budget)?)))
+            .map(|&j| Ok((j, lat.rows(i, j, budget)?)))
             .collect::<Result<_, Exhausted>>()?;
         let (done, rest) = r.split_at_mut(i * kk);
         let cur = &mut rest[..kk];

@@ -284,7 +284,7 @@ impl<'a> Search<'a> {
         pick: &mut [usize],
     ) -> Result<(), Exhausted> {
         self.nodes += 1;
-        if self.nodes % 4096 == 0 {
+        if self.nodes.is_multiple_of(4096) {
             self.budget.check()?;
         }
         if i == self.items.len() {
