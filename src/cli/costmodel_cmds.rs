@@ -108,8 +108,11 @@ pub struct CountFlags {
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// ONNX model file.
+    /// ONNX model file (or, with --format piper, Piper's input JSON).
     pub model: PathBuf,
+    /// Input format: onnx (default) or piper (Piper's JSON: checked and summarised).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<super::piper_cmd::ImportFormat>,
     #[command(flatten)]
     pub cost: CostFlags,
     #[command(flatten)]
@@ -551,6 +554,9 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
 }
 
 fn run_import(args: ImportArgs) -> Result<(), CliError> {
+    if args.format == Some(super::piper_cmd::ImportFormat::Piper) {
+        return super::piper_cmd::run_import_piper(&args.model);
+    }
     if let Some(out) = &args.out {
         check_output_target(out)?;
     }

@@ -17,6 +17,7 @@ pub mod cluster_cmd;
 pub mod costmodel_cmds;
 pub mod export_cmds;
 pub mod parallel_cmd;
+pub mod piper_cmd;
 pub mod settings;
 pub mod simulate;
 
@@ -188,6 +189,8 @@ pub struct PlanArgs {
     pub threads: Option<usize>,
     #[command(flatten)]
     pub search: SearchFlags,
+    #[command(flatten)]
+    pub piper: piper_cmd::PiperFlags,
     /// IP formulation experiment (docs/ip.md), repeatable: nosym, nowarm, noreach,
     /// nocapacity, nobound, boundafter, positions. Not for normal use.
     #[arg(long, value_name = "WORD", value_delimiter = ',', value_parser = settings::parse_ip_experiment)]
@@ -519,6 +522,9 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         return parallel_cmd::run(&args, started);
     }
     parallel_cmd::check_unused(&args.parallel)?;
+    if let Some(result) = piper_cmd::dispatch_plan(&args) {
+        return result;
+    }
     let mut settings = PlanSettings::new(&args)?;
     if let Some(out) = &args.out {
         check_output_target(out)?;
@@ -953,7 +959,7 @@ static PROGRESS_SHOWN: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 /// For `plan` and `compare`: Ctrl-C stops the run (every method polls the budget; the IP and
 /// local search print the best plan so far, the DP, which has no plan before its last level,
 /// says where it stopped; a second Ctrl-C exits at once with status 130).
-fn sigint_setup() {
+pub(crate) fn sigint_setup() {
     extern "C" fn on_sigint(_: libc::c_int) {
         if solve::budget::interrupt_requested() {
             // SAFETY: _exit is async-signal-safe.

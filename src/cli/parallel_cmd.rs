@@ -109,6 +109,8 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
         ("--device", args.model.device.is_some()),
         ("--cpu-device", args.model.cpu_device.is_some()),
         ("--ip-experiment", !args.ip_experiment.is_empty()),
+        ("--cost-model", args.piper.cost_model.is_some()),
+        ("--devices", args.piper.devices.is_some()),
         ("--highs-option", !args.highs_option.is_empty()),
     ];
     match given.iter().find(|g| g.1) {

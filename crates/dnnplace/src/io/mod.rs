@@ -16,11 +16,13 @@ pub mod input_file;
 pub mod json;
 pub mod output_file;
 pub mod placement_json;
+pub mod piper_file;
 pub mod profile_file;
 pub mod workload_json;
 
 pub use input_file::{read_input, read_input_text, text_of, TEXT_LIMIT_BYTES};
 pub use output_file::{check_output_target, write_atomically};
+pub use piper_file::{parse_piper, read_piper};
 pub use placement_json::{parse_placement, placement_to_raw, read_placement, RawPlacement};
 pub use workload_json::{parse_workload, read_workload, workload_to_json};
 

@@ -40,6 +40,7 @@ pub mod placement;
 pub mod profiles;
 pub mod recompute;
 pub mod schedule;
+pub mod piper;
 pub mod workload;
 
 pub use cluster::{AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference};

@@ -18,6 +18,7 @@ pub mod contiguity;
 pub mod latency;
 pub mod load;
 pub mod parallel;
+pub mod piper;
 pub mod pipeline_memory;
 pub mod validity;
 
