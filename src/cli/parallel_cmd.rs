@@ -377,6 +377,9 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     if !args.parallel.uniform {
         eprintln!("note: the search covers uniform layouts (the same t and d in every stage); per-stage t and d are not searched yet");
     }
+    if args.sweep {
+        return run_sweep(args, &chains, &topo, &space, objective, &budget);
+    }
     let outcome =
         plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
     let mut json = layout_json(&outcome, &topo, objective);
