@@ -96,7 +96,6 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
         ("--threads", args.threads.is_some()),
         ("--split", args.split.is_some()),
         ("--granularity", args.granularity.is_some()),
-        ("--export", args.export.is_some()),
         ("--report", args.report.is_some()),
         ("--sweep", args.sweep),
         ("--target-tps", args.target_tps.is_some()),
@@ -267,10 +266,30 @@ fn model_of(args: &PlanArgs) -> Result<(crate::costmodel::hf_config::HfModel, DT
     Ok((model, dtype))
 }
 
+/// Renders a parallel plan as a framework's text.
+type Renderer = fn(&crate::solve::parallel::ParallelPlan) -> Result<String, String>;
+
+/// The renderer of `--export FORMAT` (megatron or vllm), or exit 2 naming the format.
+fn export_renderer(format: Option<&str>) -> Result<Option<Renderer>, CliError> {
+    use crate::export::parallel::{render_megatron, render_vllm};
+    match format {
+        None => Ok(None),
+        Some("megatron") => Ok(Some(render_megatron)),
+        Some("vllm") => Ok(Some(render_vllm)),
+        Some(other) => Err(CliError::Input(format!(
+            "--export {other}: --parallel 3d exports megatron or vllm"
+        ))),
+    }
+}
+
 /// Runs `plan --parallel 3d`.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
     if let Some(out) = &args.out {
+        super::check_output_target(out)?;
+    }
+    let render = export_renderer(args.export.as_deref())?;
+    if let Some(out) = &args.export_out {
         super::check_output_target(out)?;
     }
     let objective = match args.objective {
@@ -352,6 +371,19 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         );
     } else {
         print!("{}", layout_text(&outcome, &topo, objective));
+    }
+    if let (Some(render), Some(plan)) = (render, &outcome.plan) {
+        let text = render(plan).map_err(|why| {
+            CliError::Input(format!(
+                "cannot export to {}: {why}",
+                args.export.as_deref().unwrap_or_default()
+            ))
+        })?;
+        match &args.export_out {
+            Some(path) => crate::io::write_atomically(path, &text)
+                .map_err(|e| CliError::Input(e.to_string()))?,
+            None => print!("{text}"),
+        }
     }
     match (&outcome.plan, &outcome.status) {
         (Some(_), _) => Ok(()),
