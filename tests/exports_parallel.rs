@@ -83,17 +83,59 @@ fn megatron_round_trips_and_the_split_flags_follow_megatrons_rules() {
         // counts [4, 4]: even, nothing to say.
         (&[5], 4, 2, Zero::Optimizer, false, ""),
         // counts [2, 3, 3]: first differs.
-        (&[3, 6], 2, 2, Zero::Off, true, " --decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3"),
+        (
+            &[3, 6],
+            2,
+            2,
+            Zero::Off,
+            true,
+            " --decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3",
+        ),
         // counts [3, 2, 3]: first and last differ from the middle.
-        (&[4, 6], 1, 2, Zero::Optimizer, true, " --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3"),
+        (
+            &[4, 6],
+            1,
+            2,
+            Zero::Optimizer,
+            true,
+            " --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3",
+        ),
         // counts [1, 2, 5]: middle alone and first, last differ; first/last flags still do.
-        (&[2, 4], 1, 1, Zero::Off, false, " --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 5"),
+        (
+            &[2, 4],
+            1,
+            1,
+            Zero::Off,
+            false,
+            " --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 5",
+        ),
         // counts [2, 1, 3, 2]: unequal middles need the layout string.
-        (&[3, 4, 7], 1, 1, Zero::Off, false, " --pipeline-model-parallel-layout \"E,t*2|t|t*3|t*2,L\""),
+        (
+            &[3, 4, 7],
+            1,
+            1,
+            Zero::Off,
+            false,
+            " --pipeline-model-parallel-layout \"E,t*2|t|t*3|t*2,L\"",
+        ),
         // counts [0, 8]: a first stage with the embedding alone.
-        (&[1], 2, 1, Zero::Off, true, " --pipeline-model-parallel-layout \"E|t*8,L\""),
+        (
+            &[1],
+            2,
+            1,
+            Zero::Off,
+            true,
+            " --pipeline-model-parallel-layout \"E|t*8,L\"",
+        ),
         // counts [8, 0]: a last stage with the head alone.
-        (&[9], 1, 4, Zero::Optimizer, false, " --pipeline-model-parallel-layout \"E,t*8|L\""),
+        (
+            &[9],
+            1,
+            4,
+            Zero::Optimizer,
+            false,
+            " --pipeline-model-parallel-layout \"E,t*8|L\"",
+        ),
     ];
     for (cuts, t, d, zero, recompute, split) in cases {
         let p = plan(cuts, t, d, zero, recompute);
@@ -111,7 +153,10 @@ fn megatron_round_trips_and_the_split_flags_follow_megatrons_rules() {
             );
         }
         assert_eq!(command(&text), expected, "{cuts:?}");
-        assert_eq!(text.lines().filter(|l| l.starts_with("# stage ")).count(), stages);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("# stage ")).count(),
+            stages
+        );
         let back = read_megatron(&text, &names(&p), t * d * stages).unwrap();
         assert_eq!(back, p.layout, "{text}");
         let rescored = score_layout(&p.chain, &topology(), &back).unwrap();
@@ -170,8 +215,14 @@ fn hand_written_lines_read() {
     .unwrap();
     let ranges: Vec<_> = l.stages.iter().map(|s| s.units.clone()).collect();
     assert_eq!(ranges, vec![0..3, 3..5, 5..7, 7..10]);
-    assert_eq!((l.stages[3].data_parallel, l.stages[3].first_device), (2, 12));
-    assert_eq!((l.zero, l.recompute, l.global_batch), (Zero::Off, false, 32));
+    assert_eq!(
+        (l.stages[3].data_parallel, l.stages[3].first_device),
+        (2, 12)
+    );
+    assert_eq!(
+        (l.zero, l.recompute, l.global_batch),
+        (Zero::Off, false, 32)
+    );
     // vLLM without a partition: vLLM's default (8 over 3: 3, 3, 2).
     let training = Training {
         micro_batch: 1,
@@ -207,9 +258,18 @@ fn bad_text_names_the_flag() {
         assert!(e.contains(flag), "{text}: {e}");
     }
     for (text, flag) in [
-        ("VLLM_PP_LAYER_PARTITION=4,3 vllm serve m -pp 2", "VLLM_PP_LAYER_PARTITION"),
-        ("VLLM_PP_LAYER_PARTITION=8 vllm serve m -pp 2", "VLLM_PP_LAYER_PARTITION"),
-        ("vllm serve m --tensor-parallel-size 0", "--tensor-parallel-size"),
+        (
+            "VLLM_PP_LAYER_PARTITION=4,3 vllm serve m -pp 2",
+            "VLLM_PP_LAYER_PARTITION",
+        ),
+        (
+            "VLLM_PP_LAYER_PARTITION=8 vllm serve m -pp 2",
+            "VLLM_PP_LAYER_PARTITION",
+        ),
+        (
+            "vllm serve m --tensor-parallel-size 0",
+            "--tensor-parallel-size",
+        ),
     ] {
         let e = read_vllm(text, &n, training).unwrap_err();
         assert!(e.contains(flag), "{text}: {e}");
@@ -219,13 +279,19 @@ fn bad_text_names_the_flag() {
 #[test]
 fn refusals_name_the_stage_or_rule() {
     let e = render_megatron(&plan(&[5], 2, 2, Zero::Parameters, false)).unwrap_err();
-    assert!(e.contains("ZeRO-3") && e.contains("--use-distributed-optimizer"), "{e}");
+    assert!(
+        e.contains("ZeRO-3") && e.contains("--use-distributed-optimizer"),
+        "{e}"
+    );
     let e = render_megatron(&plan(&[5], 2, 2, Zero::Gradients, false)).unwrap_err();
     assert!(e.contains("ZeRO-2"), "{e}");
     let mut p = plan(&[3, 6], 2, 2, Zero::Off, false);
     p.layout.stages[2].tensor_parallel = 4;
     p.layout.stages[2].data_parallel = 1;
-    for e in [render_megatron(&p).unwrap_err(), render_vllm(&p).unwrap_err()] {
+    for e in [
+        render_megatron(&p).unwrap_err(),
+        render_vllm(&p).unwrap_err(),
+    ] {
         assert!(e.contains("stage 2 has TP 4 × DP 1"), "{e}");
     }
     let mut p = plan(&[5], 1, 1, Zero::Off, false);
@@ -255,7 +321,11 @@ fn cli(extra: &[&str]) -> std::process::Output {
 #[test]
 fn the_cli_prints_and_writes_the_export() {
     let out = cli(&["--zero", "1", "--export", "megatron"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().last().unwrap();
     for flag in [
@@ -267,19 +337,35 @@ fn the_cli_prints_and_writes_the_export() {
     ] {
         assert!(line.contains(flag), "{line}");
     }
-    let dir = std::env::temp_dir().join(format!("dnnplace-exports-parallel-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("dnnplace-exports-parallel-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("vllm.sh");
     let out = cli(&["--export", "vllm", "--export-out", file.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let written = std::fs::read_to_string(&file).unwrap();
-    assert!(written.lines().last().unwrap().starts_with("VLLM_PP_LAYER_PARTITION="));
+    assert!(written
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("VLLM_PP_LAYER_PARTITION="));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("VLLM_PP_LAYER_PARTITION="));
     std::fs::remove_dir_all(&dir).unwrap();
     let out = cli(&["--export", "deepspeed"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--export deepspeed"));
-    let out = cli(&["--export", "megatron", "--zero", "3", "--data-parallel", "2"]);
+    let out = cli(&[
+        "--export",
+        "megatron",
+        "--zero",
+        "3",
+        "--data-parallel",
+        "2",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ZeRO-3"));
 }

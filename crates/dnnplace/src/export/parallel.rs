@@ -135,7 +135,13 @@ fn stage_comments(plan: &ParallelPlan, blocks: &Blocks) -> String {
     let names: Vec<&str> = plan.chain.units.iter().map(|u| u.name.as_str()).collect();
     let counts = blocks.counts(&plan.layout);
     let mut text = String::new();
-    for (s, (st, score)) in plan.layout.stages.iter().zip(&plan.score.stages).enumerate() {
+    for (s, (st, score)) in plan
+        .layout
+        .stages
+        .iter()
+        .zip(&plan.score.stages)
+        .enumerate()
+    {
         let devices = st.devices();
         text.push_str(&format!(
             "# stage {s}: GPUs {}-{} ({} DP replicas x {} TP ranks); each GPU holds 1/{} of {}..{} ({} decoder layers), {} memory; {:.3} ms per micro-batch (forward + backward{})\n",
@@ -221,7 +227,9 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
         if layout.recompute { ", full recomputation" } else { "" }
     );
     if layout.zero == Zero::Optimizer {
-        text.push_str("# ZeRO-1 -> --use-distributed-optimizer: optimizer state sharded over the DP group.\n");
+        text.push_str(
+            "# ZeRO-1 -> --use-distributed-optimizer: optimizer state sharded over the DP group.\n",
+        );
     }
     text.push_str(&stage_comments(plan, &blocks));
     text.push_str(&format!(
@@ -470,7 +478,10 @@ mod tests {
         assert_eq!(l.stages[0].units, 0..21);
         assert_eq!(l.stages[3].units, 61..82);
         assert_eq!(l.stages[3].first_device, 3 * 32);
-        assert_eq!((l.stages[1].tensor_parallel, l.stages[1].data_parallel), (8, 4));
+        assert_eq!(
+            (l.stages[1].tensor_parallel, l.stages[1].data_parallel),
+            (8, 4)
+        );
         assert!(read_megatron(text, &names(80), 100)
             .unwrap_err()
             .contains("world size 100"));
@@ -480,9 +491,18 @@ mod tests {
     fn bad_recompute_flags_are_named() {
         let base = "--micro-batch-size 1 --num-layers 4";
         for (extra, flag) in [
-            (" --recompute-granularity selective", "--recompute-granularity"),
-            (" --recompute-granularity full --recompute-method block --recompute-num-layers 1", "--recompute-method"),
-            (" --recompute-granularity full --recompute-method uniform --recompute-num-layers 2", "--recompute-num-layers"),
+            (
+                " --recompute-granularity selective",
+                "--recompute-granularity",
+            ),
+            (
+                " --recompute-granularity full --recompute-method block --recompute-num-layers 1",
+                "--recompute-method",
+            ),
+            (
+                " --recompute-granularity full --recompute-method uniform --recompute-num-layers 2",
+                "--recompute-num-layers",
+            ),
         ] {
             let e = read_megatron(&format!("{base}{extra}"), &names(4), 1).unwrap_err();
             assert!(e.contains(flag), "{e}");
