@@ -74,10 +74,13 @@ fn the_chain_is_embeddings_blocks_head() {
     assert_eq!(names(&p)[LAYERS + 1], "head");
 }
 
+/// One Megatron case: cuts, TP, DP, ZeRO, recompute, the expected split flags.
+type MegatronCase = (&'static [usize], usize, usize, Zero, bool, &'static str);
+
 #[test]
 fn megatron_round_trips_and_the_split_flags_follow_megatrons_rules() {
     // (cuts, t, d, ZeRO, recompute, the split flags expected by hand from the block counts).
-    let cases: [(&[usize], usize, usize, Zero, bool, &str); 8] = [
+    let cases: [MegatronCase; 8] = [
         // counts [8]: one stage, even.
         (&[], 2, 4, Zero::Off, false, ""),
         // counts [4, 4]: even, nothing to say.
