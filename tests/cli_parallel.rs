@@ -248,8 +248,8 @@ fn bad_flags_exit_2_naming_the_flag() {
             "--objective latency",
         ),
         (
-            &["--global-batch", "64", "--export", "megatron"],
-            "--export",
+            &["--global-batch", "64", "--export", "torch"],
+            "--export torch",
         ),
     ];
     for (flags, named) in cases {

@@ -96,7 +96,6 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
         ("--threads", args.threads.is_some()),
         ("--split", args.split.is_some()),
         ("--granularity", args.granularity.is_some()),
-        ("--export", args.export.is_some()),
         ("--report", args.report.is_some()),
         ("--target-tps", args.target_tps.is_some()),
         ("--budget", args.budget.is_some()),
@@ -308,6 +307,22 @@ fn run_sweep(
     Ok(())
 }
 
+/// Renders a parallel plan as a framework's text.
+type Renderer = fn(&crate::solve::parallel::ParallelPlan) -> Result<String, String>;
+
+/// The renderer of `--export FORMAT` (megatron or vllm), or exit 2 naming the format.
+fn export_renderer(format: Option<&str>) -> Result<Option<Renderer>, CliError> {
+    use crate::export::parallel::{render_megatron, render_vllm};
+    match format {
+        None => Ok(None),
+        Some("megatron") => Ok(Some(render_megatron)),
+        Some("vllm") => Ok(Some(render_vllm)),
+        Some(other) => Err(CliError::Input(format!(
+            "--export {other}: --parallel 3d exports megatron or vllm"
+        ))),
+    }
+}
+
 /// Runs `plan --parallel 3d`.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
@@ -316,6 +331,15 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     }
     if let Some(plot) = &args.plot {
         super::check_output_target(plot)?;
+    }
+    if args.sweep && args.export.is_some() {
+        return Err(CliError::Input(
+            "--export writes one layout: give it without --sweep".into(),
+        ));
+    }
+    let render = export_renderer(args.export.as_deref())?;
+    if let Some(out) = &args.export_out {
+        super::check_output_target(out)?;
     }
     let objective = match args.objective {
         ObjectiveArg::Throughput => Objective::TimePerSample,
@@ -399,6 +423,19 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         );
     } else {
         print!("{}", layout_text(&outcome, &topo, objective));
+    }
+    if let (Some(render), Some(plan)) = (render, &outcome.plan) {
+        let text = render(plan).map_err(|why| {
+            CliError::Input(format!(
+                "cannot export to {}: {why}",
+                args.export.as_deref().unwrap_or_default()
+            ))
+        })?;
+        match &args.export_out {
+            Some(path) => crate::io::write_atomically(path, &text)
+                .map_err(|e| CliError::Input(e.to_string()))?,
+            None => print!("{text}"),
+        }
     }
     match (&outcome.plan, &outcome.status) {
         (Some(_), _) => Ok(()),

@@ -289,7 +289,7 @@ fn recomputing_ranks(
 
 /// (rank of each virtual stage, its layers) in list order, from the layout or the
 /// first/last flags or the even split (module documentation).
-fn rank_stages(
+pub(super) fn rank_stages(
     words: &[String],
     ranks: usize,
     num_layers: usize,
@@ -347,7 +347,7 @@ fn rank_stages(
 
 /// ` --decoder-first-pipeline-num-layers F --decoder-last-pipeline-num-layers G` for the
 /// per-stage block counts, or why those flags cannot express them.
-fn first_last(counts: &[usize]) -> Result<String, String> {
+pub(super) fn first_last(counts: &[usize]) -> Result<String, String> {
     let p = counts.len();
     let (f, g) = (counts[0], counts[p - 1]);
     if f == 0 || g == 0 {

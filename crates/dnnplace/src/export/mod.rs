@@ -42,6 +42,7 @@
 pub mod accelerate;
 pub mod deepspeed;
 pub mod megatron;
+pub mod parallel;
 pub mod torch;
 pub mod vllm;
 

@@ -15,8 +15,8 @@ pub mod cluster_resolve;
 pub mod input_file;
 pub mod json;
 pub mod output_file;
-pub mod placement_json;
 pub mod piper_file;
+pub mod placement_json;
 pub mod profile_file;
 pub mod workload_json;
 

@@ -36,11 +36,11 @@ pub mod layers;
 pub mod memory;
 pub mod numerics;
 pub mod parallel;
+pub mod piper;
 pub mod placement;
 pub mod profiles;
 pub mod recompute;
 pub mod schedule;
-pub mod piper;
 pub mod workload;
 
 pub use cluster::{AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference};

@@ -18,8 +18,8 @@ pub mod contiguity;
 pub mod latency;
 pub mod load;
 pub mod parallel;
-pub mod piper;
 pub mod pipeline_memory;
+pub mod piper;
 pub mod validity;
 
 pub use cluster::{evaluate_on_cluster, evaluate_on_cluster_in, ClusterEvaluation};

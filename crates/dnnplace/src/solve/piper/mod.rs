@@ -118,7 +118,9 @@ fn lattice<'a>(
         .into_iter()
         .filter(|&t| t <= k)
         .map(|t| {
-            let ds = (1..=k / t).filter(|d| ins.mbs_in_batch.is_multiple_of(*d)).collect();
+            let ds = (1..=k / t)
+                .filter(|d| ins.mbs_in_batch.is_multiple_of(*d))
+                .collect();
             (t, ds)
         })
         .collect();
