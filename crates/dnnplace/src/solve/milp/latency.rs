@@ -160,9 +160,8 @@ fn solve_holding(
         stats.notes.push(check.note(&solved));
         match check {
             SecondOpinion::Confirmed => {}
-            SecondOpinion::Better(better, m) => {
-                solved = better;
-                model = m;
+            SecondOpinion::Better(better) => {
+                (solved, model) = *better;
             }
             SecondOpinion::Unsettled(second) => {
                 // The first run's optimality and bound are not trusted: its plan stands
@@ -236,7 +235,7 @@ enum SecondOpinion<'a> {
     Confirmed,
     /// A better plan exists: the second run's answer (proven under its cutoff), and the
     /// model its columns belong to.
-    Better(Solved, CallModel<'a>),
+    Better(Box<(Solved, CallModel<'a>)>),
     /// The second run stopped (time, Ctrl-C, memory) before settling it: its answer.
     Unsettled(Solved),
 }
@@ -248,9 +247,9 @@ impl SecondOpinion<'_> {
                 "second HiGHS run (other seed, cutoff below {}): nothing better, optimum confirmed",
                 first.objective
             ),
-            SecondOpinion::Better(s, _) => format!(
+            SecondOpinion::Better(b) => format!(
                 "second HiGHS run (other seed, cutoff below {}): found {} (HiGHS's first \"optimal\" was wrong)",
-                first.objective, s.objective
+                first.objective, b.0.objective
             ),
             SecondOpinion::Unsettled(_) => format!(
                 "second HiGHS run (other seed, cutoff below {}) did not finish: optimality not claimed",
@@ -304,7 +303,7 @@ fn second_opinion<'a>(
     // found none below it.
     Ok(match solved.status {
         _ if solved.columns.is_some() && solved.objective < cutoff => {
-            SecondOpinion::Better(solved, model)
+            SecondOpinion::Better(Box::new((solved, model)))
         }
         HighsModelStatus::Optimal
         | HighsModelStatus::Infeasible
