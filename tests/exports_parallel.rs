@@ -370,5 +370,17 @@ fn the_cli_prints_and_writes_the_export() {
         "2",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ZeRO-3"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--zero 3 --export megatron"), "{err}");
+    // Refused before the search: no plan table printed.
+    assert!(out.stdout.is_empty());
+    // With ZeRO left free the search stays within what Megatron-LM runs: the export works.
+    let out = cli(&["--export", "megatron"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--tensor-model-parallel-size"));
 }

@@ -323,6 +323,33 @@ fn export_renderer(format: Option<&str>) -> Result<Option<Renderer>, CliError> {
     }
 }
 
+/// With `--export megatron`, the search stays within what Megatron-LM runs, so the export
+/// never fails on the plan made for it: ZeRO 0 or 1 (its distributed optimizer; ZeRO-1 takes
+/// ZeRO-0's time with less memory, so `auto` becomes ZeRO-1) and 1F1B; an explicit ZeRO-2/3
+/// or GPipe is refused before the search.
+fn within_megatron(export: Option<&str>, space: &mut Space) -> Result<(), CliError> {
+    if export != Some("megatron") {
+        return Ok(());
+    }
+    match space.zero {
+        None => space.zero = Some(Zero::Optimizer),
+        Some(z @ (Zero::Gradients | Zero::Parameters)) => {
+            return Err(CliError::Input(format!(
+                "--zero {} --export megatron: Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1); give --zero 0, 1 or auto",
+                z.stage()
+            )))
+        }
+        Some(_) => {}
+    }
+    if space.schedule != Schedule::OneFOneB {
+        return Err(CliError::Input(format!(
+            "--schedule {} --export megatron: Megatron-LM runs 1f1b",
+            space.schedule
+        )));
+    }
+    Ok(())
+}
+
 /// Runs `plan --parallel 3d`.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
@@ -372,13 +399,14 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         topo.memory_bytes = m;
     }
     let valid = valid_tp_degrees(&model.spec, topo.per_machine);
-    let space = space_of(
+    let mut space = space_of(
         &args.parallel,
         args.schedule.recompute,
         &topo,
         &valid,
         schedule,
     )?;
+    within_megatron(args.export.as_deref(), &mut space)?;
     let mut degrees: Vec<usize> = std::iter::once(1)
         .chain(space.tensor_parallel.iter().copied())
         .collect();
