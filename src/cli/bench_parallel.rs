@@ -5,7 +5,7 @@
 
 use crate::experiments::parallel::{megatron_rows, scale_rows};
 use crate::model::human_bytes;
-use crate::report::parallel::summary_line;
+use crate::report::parallel::{layout_code, summary_line};
 use crate::report::tabular::Table;
 
 use super::CliError;
@@ -14,20 +14,9 @@ fn print(t: &Table, markdown: bool) {
     print!("{}", if markdown { t.markdown() } else { t.text() });
 }
 
-/// `p × t × d, b, ZeRO, recompute` of a plan, `-` without one.
+/// The layout code of a plan, `-` without one.
 fn short(o: &crate::solve::parallel::ParallelOutcome) -> String {
-    o.plan.as_ref().map_or("-".into(), |pl| {
-        let st = &pl.layout.stages[0];
-        format!(
-            "p{}·t{}·d{} b{} z{}{}",
-            pl.layout.stages.len(),
-            st.tensor_parallel,
-            st.data_parallel,
-            pl.layout.micro_batch,
-            pl.layout.zero.stage(),
-            if pl.layout.recompute { " rc" } else { "" }
-        )
-    })
+    o.plan.as_ref().map_or("-".into(), layout_code)
 }
 
 pub fn run(markdown: bool) -> Result<(), CliError> {

@@ -59,6 +59,33 @@ use crate::model::{Device, Placement, Workload};
 /// `--format megatron`.
 pub struct Megatron;
 
+/// The `--pipeline-model-parallel-layout` value of a split with `counts[s]` decoder layers
+/// in stage `s`: the embedding `E` in the first stage, the loss `L` in the last, `t*k` for
+/// `k` layers, stages joined by `|`.
+pub(super) fn layout_string(counts: &[usize]) -> String {
+    let last = counts.len().saturating_sub(1);
+    let stages: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .map(|(s, &k)| {
+            let mut parts: Vec<String> = Vec::new();
+            if s == 0 {
+                parts.push("E".into());
+            }
+            match k {
+                0 => {}
+                1 => parts.push("t".into()),
+                k => parts.push(format!("t*{k}")),
+            }
+            if s == last {
+                parts.push("L".into());
+            }
+            parts.join(",")
+        })
+        .collect();
+    stages.join("|")
+}
+
 /// The longest expanded layout this reader accepts (a guard against `t*999999999`).
 const MAX_EXPANDED: usize = 1 << 20;
 
@@ -75,32 +102,13 @@ impl Exporter for Megatron {
         plan.accelerators_only("Megatron-LM")?;
         let stages = plan.stages()?;
         let stack = plan.decoder_stack("Megatron-LM", &stages)?;
-        let last = stages.len() - 1;
         let counts: Vec<usize> = stages
             .iter()
             .map(|s| {
                 (s.layers.start.max(stack.blocks.start)..s.layers.end.min(stack.blocks.end)).len()
             })
             .collect();
-        let layout: Vec<String> = counts
-            .iter()
-            .enumerate()
-            .map(|(s, &k)| {
-                let mut parts: Vec<String> = Vec::new();
-                if s == 0 {
-                    parts.push("E".into());
-                }
-                match k {
-                    0 => {}
-                    1 => parts.push("t".into()),
-                    k => parts.push(format!("t*{k}")),
-                }
-                if s == last {
-                    parts.push("L".into());
-                }
-                parts.join(",")
-            })
-            .collect();
+        let layout = layout_string(&counts);
         let (p, layers) = (stages.len(), stack.blocks.len());
         let mut text = format!(
             "# dnnplace export: Megatron-LM pipeline layout, {p} stages over {layers} decoder layers.\n\
@@ -111,7 +119,7 @@ impl Exporter for Megatron {
         let recompute_flags = recompute_flags(plan, &counts);
         text.push_str(&format!(
             "--pipeline-model-parallel-size {p} --num-layers {layers} --pipeline-model-parallel-layout \"{}\"{}\n",
-            layout.join("|"),
+            layout,
             recompute_flags.flags
         ));
         text.push_str(&recompute_flags.comment);

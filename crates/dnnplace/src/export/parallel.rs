@@ -33,7 +33,7 @@
 //! Every render refuses a non-uniform layout (a stage whose `t` or `d` differs from stage
 //! 0's, or stages not back to back from device 0), naming the stage.
 
-use super::megatron::{first_last, rank_stages};
+use super::megatron::{first_last, layout_string, rank_stages};
 use super::vllm::default_partitions;
 use super::{flag_value, has_switch, positive, shell_words};
 use crate::model::human_bytes;
@@ -190,26 +190,10 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     } else if let Ok(flags) = first_last(&counts) {
         flags
     } else {
-        let stages: Vec<String> = counts
-            .iter()
-            .enumerate()
-            .map(|(s, &k)| {
-                let mut parts: Vec<String> = Vec::new();
-                if s == 0 {
-                    parts.push("E".into());
-                }
-                match k {
-                    0 => {}
-                    1 => parts.push("t".into()),
-                    k => parts.push(format!("t*{k}")),
-                }
-                if s == p - 1 {
-                    parts.push("L".into());
-                }
-                parts.join(",")
-            })
-            .collect();
-        format!(" --pipeline-model-parallel-layout \"{}\"", stages.join("|"))
+        format!(
+            " --pipeline-model-parallel-layout \"{}\"",
+            layout_string(&counts)
+        )
     };
     let recompute = if layout.recompute {
         " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"

@@ -117,6 +117,21 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     s
 }
 
+/// `p4·t2·d16 b1 z1 rc`: stages, TP, DP, micro-batch, ZeRO stage, `rc` when recomputing.
+pub fn layout_code(plan: &ParallelPlan) -> String {
+    let l = &plan.layout;
+    let st = &l.stages[0];
+    format!(
+        "p{}·t{}·d{} b{} z{}{}",
+        l.stages.len(),
+        st.tensor_parallel,
+        st.data_parallel,
+        l.micro_batch,
+        l.zero.stage(),
+        if l.recompute { " rc" } else { "" }
+    )
+}
+
 /// `p = 4 × t = 8 × d = 2, b = 1, ZeRO-1, 1f1b, m = 64`.
 pub fn summary_line(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
@@ -291,25 +306,14 @@ pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> St
         .find_map(|(_, o)| o.plan.as_ref().map(samples_per_s));
     for (n, o) in rows {
         let cells = match &o.plan {
-            Some(p) => {
-                let st = &p.layout.stages[0];
-                [
-                    format!(
-                        "p{}·t{}·d{} b{} z{}{}",
-                        p.layout.stages.len(),
-                        st.tensor_parallel,
-                        st.data_parallel,
-                        p.layout.micro_batch,
-                        p.layout.zero.stage(),
-                        if p.layout.recompute { " rc" } else { "" }
-                    ),
-                    format!("{:.3}", o.value),
-                    format!("{:.2}", samples_per_s(p)),
-                    base.map_or("-".into(), |b| format!("{:.2}×", samples_per_s(p) / b)),
-                    format!("{:.1}", p.score.tflops_per_device),
-                    format!("{:.1}%", 100.0 * p.score.mfu),
-                ]
-            }
+            Some(p) => [
+                layout_code(p),
+                format!("{:.3}", o.value),
+                format!("{:.2}", samples_per_s(p)),
+                base.map_or("-".into(), |b| format!("{:.2}×", samples_per_s(p) / b)),
+                format!("{:.1}", p.score.tflops_per_device),
+                format!("{:.1}%", 100.0 * p.score.mfu),
+            ],
             None => [
                 "-".into(),
                 "-".into(),
