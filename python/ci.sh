@@ -21,7 +21,8 @@ if [ -z "${LIBCLANG_PATH:-}" ] && [ -d "$root/.tools/clang/native" ]; then
 fi
 
 python3 -m venv "$venv"
-pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+# No wheel cache: torch and its CUDA wheels would take ≈3.5 GB of disk a second time.
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir)
 "${pip[@]}" torch==2.15.0 transformers==5.23.0 onnxruntime==1.31.1 onnx==1.23.2 pytest==9.2.0
 echo "python ci: dependencies installed in $((SECONDS - started)) s"
 "${pip[@]}" "$here"
