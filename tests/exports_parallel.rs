@@ -1,12 +1,15 @@
-//! Megatron-LM and vLLM exports of uniform 3D layouts: render → read back gives the layout
+//! Megatron-LM, DeepSpeed, torchtitan and vLLM exports of uniform 3D layouts: render → read
+//! back gives the layout
 //! built here by hand (even and uneven splits, stages holding only the embedding or only the
 //! head, recomputation, ZeRO-1, DP > 1), the read-back layout scores as the original; the
 //! split flags checked against Megatron-LM's rules written out by hand; refusals name the
 //! stage or rule; `plan --parallel 3d --export` through the binary.
 //!
-//! Not checked by the real parsers: neither megatron-core nor vLLM is installed in the test
-//! environment; the Megatron layout grammar is the project's reimplementation
-//! (`export::megatron`).
+//! The real parsers: the Megatron layout strings and first/last flags come from the same
+//! functions as the stage-split export, which `tests/exports.rs` checks with megatron-core's
+//! own parser; the torchtitan export is loaded by torchtitan 0.2.2's `ConfigManager` in
+//! `python/tests/test_exports_3d.py`. DeepSpeed and vLLM are not installed here: their
+//! files are checked against the rules of their source, written out by hand below.
 
 use std::process::Command;
 
@@ -14,7 +17,8 @@ use dnnplace::costmodel::operators::DType;
 use dnnplace::costmodel::parallel::{transformer_chain, with_batch};
 use dnnplace::costmodel::transformer::{Style, TransformerSpec};
 use dnnplace::export::parallel::{
-    read_megatron, read_vllm, render_megatron, render_vllm, Training,
+    default_split, read_deepspeed, read_layout, read_megatron, read_torchtitan, read_vllm,
+    render_deepspeed, render_megatron, render_torchtitan, render_vllm, Training,
 };
 use dnnplace::io::cluster_resolve::cluster_and_profiles;
 use dnnplace::model::parallel::{ChainCosts, Layout, Topology, Uniform, Zero};
@@ -358,9 +362,14 @@ fn the_cli_prints_and_writes_the_export() {
         .starts_with("VLLM_PP_LAYER_PARTITION="));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("VLLM_PP_LAYER_PARTITION="));
     std::fs::remove_dir_all(&dir).unwrap();
-    let out = cli(&["--export", "deepspeed"]);
+    let out = cli(&["--export", "torch"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--export deepspeed"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--export torch")
+            && stderr.contains("megatron, deepspeed, torchtitan, vllm"),
+        "{stderr}"
+    );
     let out = cli(&[
         "--export",
         "megatron",
@@ -383,4 +392,344 @@ fn the_cli_prints_and_writes_the_export() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("--tensor-model-parallel-size"));
+}
+
+/// Units of a chain of `l` blocks: embeddings, layers.0..l−1, head.
+fn unit_names(l: usize) -> Vec<String> {
+    std::iter::once("embeddings".to_string())
+        .chain((0..l).map(|i| format!("layers.{i}")))
+        .chain(std::iter::once("head".to_string()))
+        .collect()
+}
+
+/// The JSON after `name =` in a DeepSpeed export.
+fn assigned(text: &str, name: &str) -> serde_json::Value {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} =")))
+        .unwrap();
+    let value = line.split_once('=').unwrap().1.trim();
+    let value = value
+        .strip_prefix("json.loads(r'''")
+        .and_then(|v| v.strip_suffix("''')"))
+        .unwrap_or(value);
+    serde_json::from_str(value).unwrap()
+}
+
+/// One DeepSpeed case: cuts, t, d, ZeRO, recompute, the `parts` expected by hand.
+type DeepSpeedCase = (&'static [usize], usize, usize, Zero, bool, &'static str);
+
+#[test]
+fn deepspeed_round_trips_and_the_config_follows_deepspeeds_rules() {
+    // parts over the 10 units (embeddings, 8 blocks, head).
+    let cases: [DeepSpeedCase; 5] = [
+        (&[], 2, 4, Zero::Off, false, "[0,10]"),
+        (&[5], 4, 2, Zero::Optimizer, true, "[0,5,10]"),
+        (&[3, 4, 7], 1, 2, Zero::Off, false, "[0,3,4,7,10]"),
+        (&[1], 2, 1, Zero::Off, true, "[0,1,10]"),
+        (&[9], 1, 4, Zero::Optimizer, false, "[0,9,10]"),
+    ];
+    for (cuts, t, d, zero, recompute, parts) in cases {
+        let p = plan(cuts, t, d, zero, recompute);
+        let text = render_deepspeed(&p).unwrap();
+        let stages = cuts.len() + 1;
+        let config = assigned(&text, "ds_config");
+        // DeepSpeed: train_batch_size = micro x gradient accumulation x DP.
+        assert_eq!(config["train_batch_size"], 64);
+        assert_eq!(config["train_micro_batch_size_per_gpu"], 2);
+        assert_eq!(config["gradient_accumulation_steps"], 64 / (2 * d));
+        assert_eq!(config["zero_optimization"]["stage"], zero.stage());
+        assert_eq!(
+            config.pointer("/pipeline/activation_checkpoint_interval"),
+            recompute.then_some(&serde_json::json!(1))
+        );
+        assert_eq!(assigned(&text, "parts").to_string(), parts);
+        assert_eq!(
+            assigned(&text, "topology"),
+            serde_json::json!({"num_pp": stages, "num_mp": t, "num_dp": d})
+        );
+        let back = read_deepspeed(&text, &names(&p), 64).unwrap();
+        assert_eq!(back, p.layout, "{text}");
+        assert_eq!(score_layout(&p.chain, &topology(), &back).unwrap(), p.score);
+        // The JSON form of the same file.
+        let json = serde_json::json!({
+            "ds_config": config, "parts": assigned(&text, "parts"),
+            "topology": assigned(&text, "topology"),
+        });
+        assert_eq!(
+            read_deepspeed(&json.to_string(), &names(&p), 64).unwrap(),
+            p.layout
+        );
+    }
+}
+
+#[test]
+fn deepspeed_batch_settings_and_refusals() {
+    // Any two batch settings give the third; a contradiction is DeepSpeed's error.
+    let n = unit_names(8);
+    let file = |config: &str| {
+        format!("ds_config = {config}\nparts = [0, 5, 10]\ntopology = {{\"num_pp\": 2, \"num_mp\": 1, \"num_dp\": 4}}\n")
+    };
+    let l = read_deepspeed(
+        &file(r#"{"train_batch_size": 32, "gradient_accumulation_steps": 2}"#),
+        &n,
+        8,
+    )
+    .unwrap();
+    assert_eq!((l.micro_batch, l.global_batch), (4, 32));
+    let l = read_deepspeed(&file(r#"{"train_micro_batch_size_per_gpu": 2}"#), &n, 8).unwrap();
+    assert_eq!((l.micro_batch, l.global_batch), (2, 8));
+    for (config, world, says) in [
+        (
+            r#"{"train_batch_size": 30, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2}"#,
+            8,
+            "train_batch_size 30",
+        ),
+        (
+            r#"{"train_batch_size": 32, "zero_optimization": {"stage": 2}}"#,
+            8,
+            "ZeRO 0 or 1",
+        ),
+        (
+            r#"{"train_batch_size": 32}"#,
+            4,
+            "more than the cluster's 4",
+        ),
+        (
+            r#"{"train_batch_size": 32, "pipeline": {"activation_checkpoint_interval": 2}}"#,
+            8,
+            "activation_checkpoint_interval 2",
+        ),
+    ] {
+        let e = read_deepspeed(&file(config), &n, world).unwrap_err();
+        assert!(e.contains(says), "{config}: {e}");
+    }
+    let e = read_deepspeed("parts = [0, 10]\n", &n, 8).unwrap_err();
+    assert!(e.contains("ds_config"), "{e}");
+    for zero in [Zero::Gradients, Zero::Parameters] {
+        let e = render_deepspeed(&plan(&[5], 1, 2, zero, false)).unwrap_err();
+        assert!(
+            e.contains("ZeRO 0 or 1") && e.contains("PipelineEngine"),
+            "{e}"
+        );
+    }
+    let mut p = plan(&[5], 1, 1, Zero::Off, false);
+    p.layout.schedule = Schedule::GPipe;
+    assert!(render_deepspeed(&p).unwrap_err().contains("1F1B"));
+    let serving = Training {
+        micro_batch: 1,
+        global_batch: 1,
+        zero: Zero::Off,
+        schedule: Schedule::OneFOneB,
+        recompute: false,
+    };
+    let e = read_layout("onnx", "", &names(&p), 8, serving).unwrap_err();
+    assert!(e.contains("megatron, deepspeed, torchtitan, vllm"), "{e}");
+}
+
+/// One torchtitan case: cuts, t, d, ZeRO, schedule, recompute, and the replicate degree,
+/// shard degree and reshard policy expected by hand.
+type TitanCase = (
+    &'static [usize],
+    usize,
+    usize,
+    Zero,
+    Schedule,
+    bool,
+    i64,
+    i64,
+    Option<&'static str>,
+);
+
+#[test]
+fn torchtitan_round_trips_and_maps_zero_onto_fsdp() {
+    let cases: [TitanCase; 5] = [
+        (&[5], 2, 2, Zero::Off, Schedule::OneFOneB, false, 2, 1, None),
+        (
+            &[3, 6],
+            1,
+            4,
+            Zero::Gradients,
+            Schedule::GPipe,
+            true,
+            1,
+            4,
+            Some("never"),
+        ),
+        (
+            &[1],
+            2,
+            2,
+            Zero::Parameters,
+            Schedule::OneFOneB,
+            false,
+            1,
+            2,
+            Some("always"),
+        ),
+        (
+            &[],
+            4,
+            2,
+            Zero::Parameters,
+            Schedule::OneFOneB,
+            true,
+            1,
+            2,
+            Some("always"),
+        ),
+        (&[9], 1, 1, Zero::Off, Schedule::OneFOneB, false, 1, 1, None),
+    ];
+    for (cuts, t, d, zero, schedule, recompute, replicate, shard, reshard) in cases {
+        let mut p = plan(cuts, t, d, zero, recompute);
+        p.layout.schedule = schedule;
+        p.score = score_layout(&p.chain, &topology(), &p.layout).unwrap();
+        let text = render_torchtitan(&p).unwrap();
+        let stages = cuts.len() + 1;
+        let file: toml::Table = text.parse().unwrap();
+        let par = file["parallelism"].as_table().unwrap();
+        let int = |k: &str| par[k].as_integer();
+        assert_eq!(int("data_parallel_replicate_degree"), Some(replicate));
+        assert_eq!(int("data_parallel_shard_degree"), Some(shard));
+        assert_eq!(
+            par.get("fsdp_reshard_after_forward")
+                .and_then(|v| v.as_str()),
+            reshard
+        );
+        assert_eq!(int("tensor_parallel_degree"), Some(t as i64));
+        assert_eq!(int("pipeline_parallel_degree"), Some(stages as i64));
+        let training = file["training"].as_table().unwrap();
+        let m = 64 / (2 * d);
+        // One pipeline flush of all m micro-batches per step, or b per step accumulated.
+        let local = if stages > 1 { 2 * m } else { 2 };
+        assert_eq!(
+            training["local_batch_size"].as_integer(),
+            Some(local as i64)
+        );
+        assert_eq!(training["global_batch_size"].as_integer(), Some(64));
+        let mode = if recompute { "full" } else { "none" };
+        assert_eq!(file["activation_checkpoint"]["mode"].as_str(), Some(mode));
+        if stages > 1 {
+            let parts = par["module_fqns_per_model_part"].as_array().unwrap();
+            assert_eq!(parts.len(), stages);
+            assert_eq!(parts[0][0].as_str(), Some("tok_embeddings"));
+            let last = parts[stages - 1].as_array().unwrap();
+            assert_eq!(last[last.len() - 2].as_str(), Some("norm"));
+            assert_eq!(last[last.len() - 1].as_str(), Some("output"));
+            let modules: usize = parts.iter().map(|x| x.as_array().unwrap().len()).sum();
+            assert_eq!(modules, LAYERS + 3);
+            let name = if schedule == Schedule::GPipe {
+                "GPipe"
+            } else {
+                "1F1B"
+            };
+            assert_eq!(par["pipeline_parallel_schedule"].as_str(), Some(name));
+        }
+        let (back, notes) = read_torchtitan(&text, &names(&p), t * d * stages).unwrap();
+        assert_eq!(back, p.layout, "{text}");
+        assert_eq!(notes.len(), usize::from(t > 1));
+        assert_eq!(score_layout(&p.chain, &topology(), &back).unwrap(), p.score);
+    }
+    let e = render_torchtitan(&plan(&[5], 1, 2, Zero::Optimizer, false)).unwrap_err();
+    assert!(e.contains("ZeRO-1") && e.contains("FSDP2"), "{e}");
+}
+
+#[test]
+fn torchtitan_defaults_are_torchtitans() {
+    // generate_llm_fqn_per_model_part by hand: 32 layers + 1 + 1 over 4 stages is
+    // 34 = 4 x 8 + 2, effective counts 9, 9, 8, 8, less the embedding and the output.
+    assert_eq!(default_split(4, 32, 1, 1).unwrap(), vec![8, 9, 8, 7]);
+    // Its docstring's example: 3 layers, weights 2 and 2, over 2 stages (7 = 4 + 3).
+    assert_eq!(default_split(2, 3, 2, 2).unwrap(), vec![2, 1]);
+    assert!(default_split(5, 2, 1, 1).is_err());
+    let n = unit_names(32);
+    // No DP fields: the shard degree takes what is left (16 / (2 x 4) = 2); FSDP with
+    // pipeline stages reshards "never" by default (ZeRO-2); no split: torchtitan's default.
+    let text = "[parallelism]\ntensor_parallel_degree = 2\npipeline_parallel_degree = 4\npipeline_parallel_microbatch_size = 2\n[training]\nlocal_batch_size = 8\n[activation_checkpoint]\nmode = \"none\"\n";
+    let (l, _) = read_torchtitan(text, &n, 16).unwrap();
+    assert_eq!(l.stages[0].data_parallel, 2);
+    assert_eq!(l.zero, Zero::Gradients);
+    let units: Vec<usize> = l.stages.iter().map(|s| s.units.len()).collect();
+    assert_eq!(units, vec![9, 9, 8, 8]); // with the embedding and the head
+    assert_eq!((l.micro_batch, l.global_batch), (2, 16));
+    let none = "[activation_checkpoint]\nmode = \"none\"\n";
+    for (text, field) in [
+        ("[parallelism]\npipeline_parallel_degree = 4\n".to_string(), "mode = \"selective\""),
+        (format!("[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 8\n{none}"), "HSDP"),
+        ("[parallelism]\ncontext_parallel_degree = 2\n".to_string(), "context_parallel_degree"),
+        (format!("[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"Interleaved1F1B\"\n{none}"), "pipeline_parallel_schedule"),
+        (format!("[parallelism]\npipeline_parallel_degree = 2\n[training]\nlocal_batch_size = 4\nglobal_batch_size = 64\n{none}"), "global_batch_size 64"),
+        (format!("[parallelism]\npipeline_parallel_degree = 2\nmodule_fqns_per_model_part = [[\"tok_embeddings\", \"layers.1\"], [\"layers.0\"]]\n{none}"), "out of order"),
+        ("[parallelism]\ntensor_parallel_degree = 3\n".to_string(), "16 GPUs"),
+        ("not toml = = 1".to_string(), "not a TOML file"),
+    ] {
+        let e = read_torchtitan(&text, &n, 16).unwrap_err();
+        assert!(e.contains(field), "{text}: {e}");
+    }
+}
+
+/// `score --parallel 3d --from-export` of each export of the CLI's plan gives the plan's
+/// value; a hand-written Megatron line is scored too.
+#[test]
+fn score_reads_every_export_back_through_the_cli() {
+    let dir = std::env::temp_dir().join(format!("dnnplace-score-3d-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = |out: &std::process::Output| -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let value = |out: &std::process::Output| json(out)["value"].as_f64().unwrap();
+    let score = |format: &str, file: &std::path::Path, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+            .args(["score", "examples/hf/llama-3-70b.json", "--parallel", "3d"])
+            .args(["--cluster", "4x8xh100", "--seq", "2048", "--json"])
+            .args(["--from-export", format])
+            .arg(file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for format in ["megatron", "deepspeed", "torchtitan", "vllm"] {
+        let file = dir.join(format);
+        let planned = json(&cli(&[
+            "--json",
+            "--export",
+            format,
+            "--export-out",
+            file.to_str().unwrap(),
+        ]));
+        // vLLM carries neither the batch sizes nor ZeRO nor recomputation: given back.
+        let (b, z) = (
+            planned["microBatch"].to_string(),
+            planned["zero"].to_string(),
+        );
+        let mut extra = vec![];
+        if format == "vllm" {
+            extra = vec!["--global-batch", "64", "--micro-batch", &b, "--zero", &z];
+            if planned["recompute"] == true {
+                extra.push("--recompute-all");
+            }
+        }
+        let scored = value(&score(format, &file, &extra));
+        assert_eq!(scored, planned["value"].as_f64().unwrap(), "{format}");
+    }
+    let hand = dir.join("hand.sh");
+    std::fs::write(&hand, "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 --num-layers 80 --micro-batch-size 1 --global-batch-size 64 --use-distributed-optimizer\n").unwrap();
+    // TP 8 x PP 4 over 32 GPUs leaves DP 1: 70 B parameters' optimizer state on 32 GPUs
+    // with 80 micro-batches does not fit; `score` says so with exit 1 and the figures.
+    let out = score("megatron", &hand, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not fit"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["fits"], false);
+    assert_eq!(v["stages"].as_array().unwrap().len(), 4);
+    assert_eq!(v["stages"][0]["tensorParallel"], 8);
+    let out = score("megatron", &hand, &["--global-batch", "8"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--global-batch"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -113,10 +113,11 @@ fn compare(seed: u64) -> Result<Option<(usize, usize, usize)>, TestCaseError> {
         } else {
             None
         },
-        zero: if r.next(2) == 0 {
-            None
-        } else {
-            Some(r.of(&Zero::ALL))
+        zero: match r.next(4) {
+            0 => Zero::ALL.to_vec(),
+            1 => vec![Zero::Off, Zero::Optimizer],
+            2 => vec![Zero::Off, Zero::Gradients, Zero::Parameters],
+            _ => vec![r.of(&Zero::ALL)],
         },
         recompute: r.of(&[None, Some(false), Some(true)]),
         stages: if r.next(4) == 0 {

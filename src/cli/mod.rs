@@ -209,7 +209,8 @@ pub struct PlanArgs {
     /// (alias --split-at blocks). [default: layer with --export, else operator]
     #[arg(long, value_enum, alias = "split-at")]
     pub granularity: Option<export_cmds::Granularity>,
-    /// Also write the plan for a framework: torch, torch-json, deepspeed, megatron, vllm, accelerate.
+    /// Also write the plan for a framework: torch, torch-json, deepspeed, megatron, vllm,
+    /// accelerate; with --parallel 3d: megatron, deepspeed, torchtitan, vllm.
     #[arg(long, value_name = "FORMAT")]
     pub export: Option<String>,
     /// Where --export writes, atomically (default: stdout, after the table).
@@ -310,7 +311,8 @@ pub struct ScoreArgs {
     )]
     pub placement: Option<PathBuf>,
     /// Score a framework's split instead: FORMAT (torch, torch-json, deepspeed, megatron,
-    /// vllm, accelerate) and the FILE in that form.
+    /// vllm, accelerate) and the FILE in that form. With --parallel 3d: a 3D layout
+    /// (megatron, deepspeed, torchtitan, vllm) of the Hugging Face config.json given.
     #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
     pub from_export: Option<Vec<String>>,
     /// Which objective to report as "the" objective.
@@ -330,6 +332,8 @@ pub struct ScoreArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub parallel: parallel_cmd::ScoreParallelFlags,
 }
 
 /// A failure of one command, with its exit status.
@@ -1000,6 +1004,10 @@ fn ip_session_setup() {
 }
 
 fn run_score(args: ScoreArgs) -> Result<(), CliError> {
+    if args.parallel.parallel.is_some() {
+        return parallel_cmd::run_score(&args);
+    }
+    parallel_cmd::check_score_unused(&args)?;
     // The device set is taken as given: a placement file names devices by index.
     let w = workload_with_cluster(
         &args.workload,

@@ -11,6 +11,7 @@ use clap::{Args, ValueEnum};
 use super::{costmodel_cmds, CliError, ObjectiveArg, PlanArgs};
 use crate::costmodel::operators::DType;
 use crate::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
+use crate::export::parallel::Training;
 use crate::model::parallel::{ChainCosts, Topology, Zero};
 use crate::model::schedule::Schedule;
 use crate::report::parallel::{layout_json, layout_text};
@@ -219,7 +220,8 @@ fn space_of(
         flags.zero.as_deref(),
         |t| t.parse::<u8>().ok().and_then(Zero::from_stage),
         "give a ZeRO stage 0, 1, 2 or 3, or auto",
-    )?;
+    )?
+    .map_or(Zero::ALL.to_vec(), |z| vec![z]);
     let micro_batches = match auto_or(
         "--micro-batch",
         flags.micro_batch.as_deref(),
@@ -307,43 +309,70 @@ fn run_sweep(
     Ok(())
 }
 
-/// Renders a parallel plan as a framework's text.
-type Renderer = fn(&crate::solve::parallel::ParallelPlan) -> Result<String, String>;
-
-/// The renderer of `--export FORMAT` (megatron or vllm), or exit 2 naming the format.
-fn export_renderer(format: Option<&str>) -> Result<Option<Renderer>, CliError> {
-    use crate::export::parallel::{render_megatron, render_vllm};
+/// The format of `--export FORMAT`, or exit 2 naming the formats.
+fn export_format(format: Option<&str>) -> Result<Option<&str>, CliError> {
+    use crate::export::parallel::FORMATS;
     match format {
         None => Ok(None),
-        Some("megatron") => Ok(Some(render_megatron)),
-        Some("vllm") => Ok(Some(render_vllm)),
+        Some(f) if FORMATS.contains(&f) => Ok(Some(f)),
         Some(other) => Err(CliError::Input(format!(
-            "--export {other}: --parallel 3d exports megatron or vllm"
+            "--export {other}: --parallel 3d exports {}",
+            FORMATS.join(", ")
         ))),
     }
 }
 
-/// With `--export megatron`, the search stays within what Megatron-LM runs, so the export
-/// never fails on the plan made for it: ZeRO 0 or 1 (its distributed optimizer; ZeRO-1 takes
-/// ZeRO-0's time with less memory, so `auto` becomes ZeRO-1) and 1F1B; an explicit ZeRO-2/3
-/// or GPipe is refused before the search.
-fn within_megatron(export: Option<&str>, space: &mut Space) -> Result<(), CliError> {
-    if export != Some("megatron") {
+/// What an export target runs: its ZeRO stages and schedules.
+fn target_rules(format: &str) -> (&'static [Zero], &'static [Schedule], &'static str) {
+    match format {
+        "megatron" => (
+            &[Zero::Off, Zero::Optimizer],
+            &[Schedule::OneFOneB],
+            "Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1) and its pipeline runs 1f1b",
+        ),
+        "deepspeed" => (
+            &[Zero::Off, Zero::Optimizer],
+            &[Schedule::OneFOneB],
+            "DeepSpeed's PipelineEngine runs ZeRO 0 or 1 and its 1F1B TrainSchedule",
+        ),
+        "torchtitan" => (
+            &[Zero::Off, Zero::Gradients, Zero::Parameters],
+            &[Schedule::OneFOneB, Schedule::GPipe],
+            "torchtitan replicates (ZeRO-0) or shards with FSDP2 (ZeRO-2 or 3)",
+        ),
+        _ => (&Zero::ALL, &[Schedule::OneFOneB, Schedule::GPipe], ""),
+    }
+}
+
+/// With `--export FORMAT`, the search stays within what the target runs, so the export
+/// never fails on the plan made for it: `auto` ZeRO becomes the target's stages, and an
+/// explicit stage or schedule it does not run is refused before the search.
+fn within_target(export: Option<&str>, space: &mut Space) -> Result<(), CliError> {
+    let Some(format) = export else {
         return Ok(());
-    }
-    match space.zero {
-        None => space.zero = Some(Zero::Optimizer),
-        Some(z @ (Zero::Gradients | Zero::Parameters)) => {
-            return Err(CliError::Input(format!(
-                "--zero {} --export megatron: Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1); give --zero 0, 1 or auto",
-                z.stage()
-            )))
-        }
-        Some(_) => {}
-    }
-    if space.schedule != Schedule::OneFOneB {
+    };
+    let (zeros, schedules, why) = target_rules(format);
+    let allowed: Vec<Zero> = space
+        .zero
+        .iter()
+        .copied()
+        .filter(|z| zeros.contains(z))
+        .collect();
+    if allowed.is_empty() {
         return Err(CliError::Input(format!(
-            "--schedule {} --export megatron: Megatron-LM runs 1f1b",
+            "--zero {} --export {format}: {why}; give --zero {} or auto",
+            space.zero[0].stage(),
+            zeros
+                .iter()
+                .map(|z| z.stage().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    space.zero = allowed;
+    if !schedules.contains(&space.schedule) {
+        return Err(CliError::Input(format!(
+            "--schedule {} --export {format}: {why}",
             space.schedule
         )));
     }
@@ -364,7 +393,7 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
             "--export writes one layout: give it without --sweep".into(),
         ));
     }
-    let render = export_renderer(args.export.as_deref())?;
+    let export = export_format(args.export.as_deref())?;
     if let Some(out) = &args.export_out {
         super::check_output_target(out)?;
     }
@@ -406,7 +435,7 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         &valid,
         schedule,
     )?;
-    within_megatron(args.export.as_deref(), &mut space)?;
+    within_target(export, &mut space)?;
     let mut degrees: Vec<usize> = std::iter::once(1)
         .chain(space.tensor_parallel.iter().copied())
         .collect();
@@ -452,8 +481,8 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     } else {
         print!("{}", layout_text(&outcome, &topo, objective));
     }
-    if let (Some(render), Some(plan)) = (render, &outcome.plan) {
-        let text = render(plan).map_err(|why| {
+    if let (Some(format), Some(plan)) = (export, &outcome.plan) {
+        let text = crate::export::parallel::render(format, plan).map_err(|why| {
             CliError::Input(format!(
                 "cannot export to {}: {why}",
                 args.export.as_deref().unwrap_or_default()
@@ -473,5 +502,208 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         (None, _) => Err(CliError::Input(crate::report::parallel::status_line(
             &outcome,
         ))),
+    }
+}
+
+/// The flags of `score CONFIG.json --parallel 3d --from-export FORMAT FILE`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ScoreParallelFlags {
+    /// Score a 3D layout of a transformer given as a Hugging Face config.json, read from a
+    /// framework's file (--from-export megatron|deepspeed|torchtitan|vllm); needs --cluster.
+    #[arg(long, value_enum, value_name = "KIND", requires = "from_export")]
+    pub parallel: Option<ParallelKind>,
+    /// --parallel 3d with a vLLM file (which carries no training settings): samples per
+    /// iteration B.
+    #[arg(long, value_name = "B")]
+    pub global_batch: Option<usize>,
+    /// --parallel 3d with a vLLM file: samples per micro-batch [default: 1].
+    #[arg(long, value_name = "b")]
+    pub micro_batch: Option<usize>,
+    /// --parallel 3d with a vLLM file: ZeRO stage 0–3 [default: 0].
+    #[arg(long, value_name = "0..3")]
+    pub zero: Option<u8>,
+    /// --parallel 3d with a vLLM file: full recomputation.
+    #[arg(long)]
+    pub recompute_all: bool,
+    /// --parallel 3d: tokens per sample [default: 512, as for plan].
+    #[arg(long, value_name = "S")]
+    pub seq: Option<usize>,
+}
+
+/// Rejects the `score --parallel 3d` flags without --parallel.
+pub fn check_score_unused(args: &super::ScoreArgs) -> Result<(), CliError> {
+    let f = &args.parallel;
+    let given = [
+        ("--global-batch", f.global_batch.is_some()),
+        ("--micro-batch", f.micro_batch.is_some()),
+        ("--zero", f.zero.is_some()),
+        ("--recompute-all", f.recompute_all),
+        ("--seq", f.seq.is_some()),
+    ];
+    if let Some((name, _)) = given.iter().find(|g| g.1) {
+        return Err(CliError::Input(format!(
+            "{name} describes a 3D layout: add --parallel 3d"
+        )));
+    }
+    match &args.from_export {
+        Some(pair) if pair[0] == "torchtitan" => Err(CliError::Input(
+            "--from-export torchtitan reads a 3D layout: add --parallel 3d and give the model's config.json".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The training settings a vLLM file lacks, from the flags; for the other formats, none
+/// may be given (the file carries them).
+fn serving_training(format: &str, f: &ScoreParallelFlags) -> Result<Training, CliError> {
+    if format != "vllm" {
+        let given = [
+            ("--global-batch", f.global_batch.is_some()),
+            ("--micro-batch", f.micro_batch.is_some()),
+            ("--zero", f.zero.is_some()),
+            ("--recompute-all", f.recompute_all),
+        ];
+        if let Some((name, _)) = given.iter().find(|g| g.1) {
+            return Err(CliError::Input(format!(
+                "{name}: the {format} file carries the training settings (only a vLLM file needs them)"
+            )));
+        }
+        return Ok(Training {
+            micro_batch: 1,
+            global_batch: 1,
+            zero: Zero::Off,
+            schedule: Schedule::OneFOneB,
+            recompute: false,
+        });
+    }
+    let micro_batch = f.micro_batch.unwrap_or(1);
+    let global_batch = f.global_batch.ok_or_else(|| {
+        CliError::Input("--from-export vllm: give --global-batch B (a serving command line has no training batch)".into())
+    })?;
+    if micro_batch == 0
+        || global_batch == 0
+        || global_batch > MAX_GLOBAL_BATCH
+        || global_batch % micro_batch != 0
+    {
+        return Err(CliError::Input(format!(
+            "--micro-batch {micro_batch} must be ≥ 1 and divide --global-batch {global_batch} (1 to 2^24)"
+        )));
+    }
+    let zero = match f.zero {
+        None => Zero::Off,
+        Some(z) => Zero::from_stage(z)
+            .ok_or_else(|| CliError::Input(format!("--zero {z}: give a ZeRO stage 0 to 3")))?,
+    };
+    Ok(Training {
+        micro_batch,
+        global_batch,
+        zero,
+        schedule: Schedule::OneFOneB,
+        recompute: f.recompute_all,
+    })
+}
+
+/// Runs `score CONFIG.json --parallel 3d --cluster SPEC --from-export FORMAT FILE`: the
+/// layout a framework's file describes, scored under the model `plan --parallel 3d` uses.
+pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
+    use crate::export::parallel::{read_layout, FORMATS};
+    use crate::report::parallel::{scored_json, scored_text};
+    let pair = args.from_export.as_ref().ok_or_else(|| {
+        CliError::Input(
+            "--parallel 3d scores a framework's file: give --from-export FORMAT FILE".into(),
+        )
+    })?;
+    let (format, file) = (pair[0].as_str(), Path::new(&pair[1]));
+    if !FORMATS.contains(&format) {
+        return Err(CliError::Input(format!(
+            "--from-export {format}: with --parallel 3d the formats are {}",
+            FORMATS.join(", ")
+        )));
+    }
+    let objective = match args.objective {
+        ObjectiveArg::Throughput => Objective::TimePerSample,
+        ObjectiveArg::Iteration => Objective::Iteration,
+        other => {
+            return Err(CliError::Input(format!(
+                "--objective {}: parallel layouts are scored by `iteration` or `throughput`",
+                format!("{other:?}").to_lowercase()
+            )))
+        }
+    };
+    let serving = serving_training(format, &args.parallel)?;
+    let cost = costmodel_cmds::CostFlags {
+        seq: args.parallel.seq,
+        ..Default::default()
+    };
+    let model = costmodel_cmds::hf_model(&args.workload, &cost).map_err(|e| {
+        CliError::Input(format!(
+            "{e} (--parallel 3d reads a Hugging Face config.json)"
+        ))
+    })?;
+    let dtype = model.dtype.unwrap_or(DType::Bf16);
+    let Some(spec_arg) = args.cluster.as_deref() else {
+        return Err(CliError::Input(
+            "--parallel 3d needs --cluster MxNxTYPE (e.g. 4x8xh100) or a cluster TOML file".into(),
+        ));
+    };
+    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec_arg, &args.device_file)?;
+    let mut topo = Topology::from_cluster(&cluster)
+        .map_err(|e| CliError::Input(format!("--cluster {spec_arg}: {e}")))?;
+    if let Some(m) = args.devices.memory {
+        topo.memory_bytes = m;
+    }
+    let text = crate::io::read_input_text(file, crate::io::TEXT_LIMIT_BYTES)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let names = transformer_chain(&with_batch(&model.spec, 1), dtype, &profiles[0], &[1])
+        .map_err(CliError::Input)?
+        .units
+        .into_iter()
+        .map(|u| u.name)
+        .collect::<Vec<String>>();
+    let (layout, notes) = read_layout(format, &text, &names, topo.devices(), serving)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let t = layout.stages[0].tensor_parallel;
+    let valid = valid_tp_degrees(&model.spec, topo.per_machine);
+    if !valid.contains(&t) {
+        return Err(CliError::Input(format!(
+            "{}: TP {t}: the degree must divide the model's heads, key/value heads and feed-forward width, and a machine's {} accelerators (these do: {valid:?})",
+            file.display(),
+            topo.per_machine
+        )));
+    }
+    let chain = transformer_chain(
+        &with_batch(&model.spec, layout.micro_batch),
+        dtype,
+        &profiles[0],
+        &[1, t],
+    )
+    .map_err(CliError::Input)?;
+    let score = crate::score::parallel::score_layout(&chain, &topo, &layout)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let plan = crate::solve::parallel::ParallelPlan {
+        layout,
+        score,
+        chain,
+    };
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
+    let source = format!("{format} file {}", file.display());
+    if args.json {
+        let v = scored_json(&plan, &topo, objective, &source);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| CliError::Internal(e.to_string()))?
+        );
+    } else {
+        print!("{}", scored_text(&plan, &topo, objective, &source));
+    }
+    if plan.score.fits {
+        Ok(())
+    } else {
+        Err(CliError::Rejected(format!(
+            "the layout of {} does not fit in the accelerators' memory",
+            file.display()
+        )))
     }
 }

@@ -151,7 +151,7 @@ pub fn open_space(chains: &[ChainCosts], global_batch: usize, devices: usize) ->
         tensor_parallel: chains[0].tp_degrees.clone(),
         data_parallel: None,
         stages: None,
-        zero: None,
+        zero: Zero::ALL.to_vec(),
         recompute: None,
         micro_batches: chains.iter().map(|c| c.micro_batch).collect(),
         global_batch,

@@ -235,7 +235,7 @@ def planned_pipeline_module(parts, activation_checkpoint_interval):
 }
 
 /// The subclass's `_partition_layers`, which sets the planned `parts`.
-const PARTITION: &str = r#"        def _partition_layers(self, method="uniform"):
+pub(crate) const PARTITION: &str = r#"        def _partition_layers(self, method="uniform"):
             stages = self._topo.get_dim("pipe")
             if len(parts) != stages + 1 or parts[0] != 0 or parts[-1] != len(self._layer_specs):
                 raise ValueError(f"parts {parts} do not split {len(self._layer_specs)} layers into {stages} stages")

@@ -92,7 +92,22 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     let Some(plan) = &o.plan else {
         return s;
     };
-    s += &summary_line(plan);
+    s += &plan_text(plan, topo);
+    s += &format!(
+        "value {:.6} ms, bound {:.6} ms, gap {:.3}% · {} of {} configurations solved in {:.2} s\n",
+        o.value,
+        o.bound,
+        100.0 * o.gap(),
+        o.configs_solved,
+        o.configs,
+        o.elapsed_s
+    );
+    s
+}
+
+/// One plan's summary, stage table and totals (the search's and `score`'s reports).
+fn plan_text(plan: &ParallelPlan, topo: &Topology) -> String {
+    let mut s = summary_line(plan);
     s += "\n\n";
     s += &stage_table(plan, topo).text();
     let sc = &plan.score;
@@ -105,16 +120,51 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
         sc.devices_used,
         topo.devices()
     );
-    s += &format!(
-        "value {:.6} ms, bound {:.6} ms, gap {:.3}% · {} of {} configurations solved in {:.2} s\n",
-        o.value,
-        o.bound,
-        100.0 * o.gap(),
-        o.configs_solved,
-        o.configs,
-        o.elapsed_s
-    );
     s
+}
+
+/// A layout read from a framework's file (`source`) and scored: the same figures as a
+/// plan's, and whether it fits.
+pub fn scored_text(
+    plan: &ParallelPlan,
+    topo: &Topology,
+    objective: Objective,
+    source: &str,
+) -> String {
+    let value = crate::solve::parallel::objective_value(&plan.score, objective);
+    format!(
+        "parallel layout read from {source} on {} × {} {} ({} accelerators), objective {}\n{}{}value {value:.6} ms{}\n",
+        topo.machines,
+        topo.per_machine,
+        topo.type_name,
+        topo.devices(),
+        objective_name(objective),
+        if plan.score.fits { "" } else { "DOES NOT FIT: a stage needs more memory than its devices have\n" },
+        plan_text(plan, topo),
+        if plan.score.fits { "" } else { " (does not fit)" }
+    )
+}
+
+/// [`scored_text`] as JSON: `from`, `objective`, `value`, `fits`, and the plan's fields of
+/// [`layout_json`].
+pub fn scored_json(
+    plan: &ParallelPlan,
+    topo: &Topology,
+    objective: Objective,
+    source: &str,
+) -> Value {
+    let value = crate::solve::parallel::objective_value(&plan.score, objective);
+    let mut v = json!({
+        "parallel": "3d",
+        "uniform": true,
+        "from": source,
+        "objective": objective_name(objective),
+        "value": value.is_finite().then_some(value),
+        "fits": plan.score.fits,
+        "cluster": cluster_json(topo),
+    });
+    plan_json(&mut v, plan, topo);
+    v
 }
 
 /// `p4·t2·d16 b1 z1 rc`: stages, TP, DP, micro-batch, ZeRO stage, `rc` when recomputing.
@@ -220,13 +270,22 @@ pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
         "configurations": o.configs,
         "configurationsSolved": o.configs_solved,
         "timeS": o.elapsed_s,
-        "cluster": {"machines": topo.machines, "perMachine": topo.per_machine,
-                    "type": topo.type_name, "memoryBytes": topo.memory_bytes},
+        "cluster": cluster_json(topo),
     });
-    let Some(plan) = &o.plan else {
-        v["stages"] = json!([]);
-        return v;
-    };
+    match &o.plan {
+        Some(plan) => plan_json(&mut v, plan, topo),
+        None => v["stages"] = json!([]),
+    }
+    v
+}
+
+fn cluster_json(topo: &Topology) -> Value {
+    json!({"machines": topo.machines, "perMachine": topo.per_machine,
+           "type": topo.type_name, "memoryBytes": topo.memory_bytes})
+}
+
+/// Adds `plan`'s stages and totals to `v`.
+fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
     let l = &plan.layout;
     let stages: Vec<Value> = l
         .stages
@@ -267,7 +326,6 @@ pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     v["tflopsPerDevice"] = json!(plan.score.tflops_per_device);
     v["mfu"] = json!(plan.score.mfu);
     v["devicesUsed"] = json!(plan.score.devices_used);
-    v
 }
 
 /// Samples per second of a plan: `B` per iteration, or one per time per sample.

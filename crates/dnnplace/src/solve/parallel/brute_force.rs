@@ -1,6 +1,5 @@
 //! The oracle for [`super::plan_uniform`]: every uniform layout of a [`Space`] — every
-//! micro-batch size, TP degree, DP degree, ZeRO stage (all four when the space leaves it
-//! free), recomputation (both when free), stage count and set of cut positions — built as a [`Layout`] and scored by the
+//! micro-batch size, TP degree, DP degree, ZeRO stage (every one the space allows), recomputation (both when free), stage count and set of cut positions — built as a [`Layout`] and scored by the
 //! independent evaluator [`crate::score::parallel`]; the best one that fits. Right by
 //! construction: it shares no arithmetic with the search. O(Σ 2^(U−1)) layouts: small
 //! chains only.
@@ -17,7 +16,7 @@ pub fn brute_force_uniform(
     objective: Objective,
 ) -> Option<(Layout, f64)> {
     let devices = space.max_devices.min(topo.devices());
-    let zeros: Vec<Zero> = space.zero.map_or(Zero::ALL.to_vec(), |z| vec![z]);
+    let zeros: Vec<Zero> = space.zero.clone();
     let recomputes: Vec<bool> = space.recompute.map_or(vec![false, true], |r| vec![r]);
     let mut best: Option<(Layout, f64)> = None;
     for chain in chains {

@@ -11,8 +11,10 @@
 //! stopped by the budget reports the smaller of the best value and the next bound as its
 //! bound. ZeRO 0, 1 and 2 take the same time (ZeRO-1/2's reduce-scatter plus all-gather
 //! moves what an all-reduce moves) and ZeRO-2 needs the least memory of the three, so
-//! `auto` searches ZeRO-2 and ZeRO-3 and then lowers the plan's stage to the smallest
-//! that still fits; with `d = 1` every stage is ZeRO-0. Full recomputation is searched
+//! a choice of stages (`auto`: all four; an export target: the ones it runs) searches the
+//! allowed one of least memory among ZeRO-0/1/2, and ZeRO-3, then lowers the plan's stage
+//! to the smallest allowed that still fits with the same value; with `d = 1` the least
+//! allowed stage (ZeRO shards nothing over one replica). Full recomputation is searched
 //! off and on unless the space fixes it.
 //!
 //! **Never without an answer.** A run past its time limit before any plan goes on (without
@@ -43,8 +45,9 @@ pub struct Space {
     pub data_parallel: Option<usize>,
     /// A fixed number of pipeline stages, or `None` for every one.
     pub stages: Option<usize>,
-    /// A fixed ZeRO stage, or `None` for the best.
-    pub zero: Option<Zero>,
+    /// The ZeRO stages the search may choose, ascending ([`Zero::ALL`]: the best of every
+    /// one; one stage: that one).
+    pub zero: Vec<Zero>,
     /// Full recomputation on or off, or `None` for the best.
     pub recompute: Option<bool>,
     /// Candidate micro-batch sizes.
@@ -97,12 +100,19 @@ pub fn objective_value(score: &LayoutScore, objective: Objective) -> f64 {
     }
 }
 
-/// ZeRO stages the search tries for DP degree `d` (module documentation).
+/// ZeRO stages the search tries for DP degree `d` (module documentation): with a choice,
+/// the allowed stage of least memory among ZeRO-0/1/2 (which take the same time) and
+/// ZeRO-3; over one replica the least allowed (ZeRO shards nothing there).
 fn zero_stages(space: &Space, d: usize) -> Vec<Zero> {
-    match space.zero {
-        Some(z) => vec![z],
-        None if d == 1 => vec![Zero::Off],
-        None => vec![Zero::Gradients, Zero::Parameters],
+    match space.zero.as_slice() {
+        [] => Vec::new(),
+        [z] => vec![*z],
+        allowed if d == 1 => vec![allowed[0]],
+        allowed => {
+            let same_time = allowed.iter().rev().find(|z| **z != Zero::Parameters);
+            let sharded = allowed.iter().find(|z| **z == Zero::Parameters);
+            same_time.into_iter().chain(sharded).copied().collect()
+        }
     }
 }
 
@@ -296,8 +306,8 @@ fn rescored(
             score.fits
         ));
     }
-    if space.zero.is_none() && cfg.zero == Zero::Gradients {
-        for z in [Zero::Off, Zero::Optimizer] {
+    if space.zero.len() > 1 && cfg.zero != Zero::Parameters {
+        for z in space.zero.iter().copied().filter(|z| *z < cfg.zero) {
             let lower = layout_with(z);
             let s = score_layout(chain, topo, &lower).map_err(|e| e.to_string())?;
             if s.fits && objective_value(&s, objective) == scored {
