@@ -23,7 +23,12 @@ fi
 python3 -m venv "$venv"
 # No wheel cache: torch and its CUDA wheels would take ≈3.5 GB of disk a second time.
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir)
-"${pip[@]}" torch==2.15.0 transformers==5.23.0 onnxruntime==1.31.1 onnx==1.23.2 pytest==9.2.0
+"${pip[@]}" torch==2.15.0 transformers==5.23.0 onnxruntime==1.31.1 onnx==1.23.2 pytest==9.2.0 \
+  tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.1
+# torchtitan's ConfigManager reads the torchtitan exports (tests/test_exports_3d.py): the
+# 0.2.2 wheel (the last with TOML job files), without its training stack (torchdata,
+# datasets, tensorboard), which the config parser does not import.
+"${pip[@]}" --no-deps torchtitan==0.2.2
 echo "python ci: dependencies installed in $((SECONDS - started)) s"
 "${pip[@]}" "$here"
 echo "python ci: dnnplace built and installed at $((SECONDS - started)) s"
