@@ -533,28 +533,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     if let Some(out) = &args.out {
         check_output_target(out)?;
     }
-    let w = if costmodel_cmds::is_model_file(&args.workload) {
-        costmodel_cmds::load_model_workload(&args.workload, &args.model, &settings.devices)?
-    } else {
-        costmodel_cmds::check_no_cost_flags(&args.workload, &args.model)?;
-        workload_with_cluster(
-            &args.workload,
-            &settings.devices,
-            args.model.cluster.as_deref(),
-            &args.model.device_file,
-        )?
-    };
-    let w = if w.cluster().is_none()
-        && (args.sweep || args.target_tps.is_some() || args.budget.is_some())
-    {
-        let cluster = crate::model::Cluster::model_md(w.devices(), &w.platform().reference);
-        w.with_platform(crate::model::Platform {
-            cluster: Some(cluster),
-            ..w.platform().clone()
-        })?
-    } else {
-        w
-    };
+    let w = plan_workload(&args, &settings)?;
     // From here every phase of every method polls one budget: the time since the command
     // began, the memory grown since the input was read, and Ctrl-C.
     solve::budget::set_run_limits(
@@ -564,16 +543,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     );
     sigint_setup();
     if w.cluster().is_some() {
-        if let Some(r) = args.schedule.recompute {
-            return Err(CliError::Input(format!(
-                "--recompute {r}: the cluster planner does not price a schedule's memory (plan without --cluster)"
-            )));
-        }
-        if let Some(s) = args.schedule.schedule {
-            return Err(CliError::Input(format!(
-                "--schedule {s}: the cluster planner does not price a schedule's memory yet (plan without --cluster, or without --schedule for MODEL.md's one sample in flight)"
-            )));
-        }
+        refuse_schedules_on_cluster(&args)?;
         return cluster_cmd::run_plan_on_cluster(&args, &settings, &w);
     }
     if args.plot.is_some() {
@@ -656,17 +626,89 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     if let (Some(out), Some((_, text))) = (&args.export_out, &export) {
         write_atomically(out, text)?;
     }
+    print_plan(
+        &args,
+        &w,
+        &plan,
+        &problem,
+        layers.is_some(),
+        &names,
+        &export,
+    )
+}
+
+/// The workload of `plan`: a model file priced, or a workload JSON with its cluster; a
+/// cluster of MODEL.md's devices when --sweep, --target-tps or --budget needs one.
+fn plan_workload(
+    args: &PlanArgs,
+    settings: &PlanSettings,
+) -> Result<crate::model::Workload, CliError> {
+    let w = if costmodel_cmds::is_model_file(&args.workload) {
+        costmodel_cmds::load_model_workload(&args.workload, &args.model, &settings.devices)?
+    } else {
+        costmodel_cmds::check_no_cost_flags(&args.workload, &args.model)?;
+        workload_with_cluster(
+            &args.workload,
+            &settings.devices,
+            args.model.cluster.as_deref(),
+            &args.model.device_file,
+        )?
+    };
+    let w = if w.cluster().is_none()
+        && (args.sweep || args.target_tps.is_some() || args.budget.is_some())
+    {
+        let cluster = crate::model::Cluster::model_md(w.devices(), &w.platform().reference);
+        w.with_platform(crate::model::Platform {
+            cluster: Some(cluster),
+            ..w.platform().clone()
+        })?
+    } else {
+        w
+    };
+    Ok(w)
+}
+
+/// The cluster planner does not price a schedule's memory: --recompute and --schedule
+/// are refused with --cluster.
+fn refuse_schedules_on_cluster(args: &PlanArgs) -> Result<(), CliError> {
+    if let Some(r) = args.schedule.recompute {
+        return Err(CliError::Input(format!(
+            "--recompute {r}: the cluster planner does not price a schedule's memory (plan without --cluster)"
+        )));
+    }
+    if let Some(s) = args.schedule.schedule {
+        return Err(CliError::Input(format!(
+            "--schedule {s}: the cluster planner does not price a schedule's memory yet (plan without --cluster, or without --schedule for MODEL.md's one sample in flight)"
+        )));
+    }
+    Ok(())
+}
+
+/// Prints a plan: its JSON, or the table, the layer holdings, the pipeline memory and
+/// where the files went.
+fn print_plan(
+    args: &PlanArgs,
+    w: &crate::model::Workload,
+    plan: &solve::Plan,
+    problem: &solve::Problem,
+    layer_granular: bool,
+    names: &crate::model::layers::Layers,
+    export: &Option<(&String, String)>,
+) -> Result<(), CliError> {
+    let (Some(placement), Some(evaluation)) = (&plan.outcome.placement, &plan.evaluation) else {
+        return Err(no_plan_error(&plan.outcome));
+    };
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let mut v = evaluation_json(
-            &w,
+            w,
             placement,
             Some(&plan.outcome),
             problem.objective,
             evaluation,
         );
         v["peakMemoryBytes"] = serde_json::json!(peak_memory_bytes());
-        v["holdings"] = crate::report::layers::holdings_json(&w, &names, placement);
+        v["holdings"] = crate::report::layers::holdings_json(w, names, placement);
         if let Some((format, text)) = &export {
             v["export"] = serde_json::json!({"format": format, "text": text});
         }
@@ -678,9 +720,9 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         write!(
             stdout,
             "{}",
-            plan_table(&w, Some(&plan.outcome), problem.objective, evaluation)
+            plan_table(w, Some(&plan.outcome), problem.objective, evaluation)
         )?;
-        if layers.is_some() {
+        if layer_granular {
             writeln!(
                 stdout,
                 "\ngranularity: layer ({}; stage boundaries only between layers)",
@@ -692,7 +734,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
         write!(
             stdout,
             "{}",
-            crate::report::layers::holdings_table(&w, &names, placement, evaluation)
+            crate::report::layers::holdings_table(w, names, placement, evaluation)
         )?;
         if let (Some(pipeline), Some(memory)) = (&problem.pipeline, &plan.pipeline_memory) {
             write!(
