@@ -369,3 +369,60 @@ fn the_sweep_never_gets_worse_with_more_gpus_and_ends_at_the_plan() {
     assert!((last - num(&single, "value")).abs() <= 1e-9 * last);
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
 }
+
+/// `--target-tps` gives the fewest GPUs whose best layout meets the target: the plan found
+/// meets it, and the same search capped one GPU below does not; `--budget` caps the GPUs at
+/// what the price buys; a target nothing meets exits 2 without writing `--out`.
+#[test]
+fn target_tps_and_budget_on_3d_plans() {
+    let whole = json_of(&plan(&["--global-batch", "64", "--json"]));
+    let target = num(&whole, "value") * 1.5;
+    let t = target.to_string();
+    let found = json_of(&plan(&[
+        "--global-batch",
+        "64",
+        "--target-tps",
+        &t,
+        "--json",
+    ]));
+    let n = found["target"]["devices"].as_u64().unwrap() as usize;
+    assert_eq!(found["target"]["proven"], true);
+    assert!(num(&found, "value") <= target);
+    assert!(num(&found, "devicesUsed") as usize <= n);
+    // One GPU fewer: the best layout misses the target (checked by a capped plain search:
+    // 4x8 is 32 GPUs; --budget at the h100 price times n − 1 caps the search there).
+    let h100_price = {
+        let out = dnnplace()
+            .args(["devices", "--show", "h100"])
+            .output()
+            .unwrap();
+        let profile: toml::Table = String::from_utf8_lossy(&out.stdout).parse().unwrap();
+        profile["price_per_hour"].as_float().expect("h100 price")
+    };
+    if n > 1 {
+        let budget = (h100_price * (n as f64 - 1.0) + h100_price / 2.0).to_string();
+        let capped = plan(&["--global-batch", "64", "--budget", &budget, "--json"]);
+        let capped = json_of(&capped);
+        assert!((num(&capped, "devicesUsed") as usize) < n);
+        assert!(num(&capped, "value") > target, "{} GPUs meet it", n - 1);
+    }
+    let dir = std::env::temp_dir().join(format!("dnnplace-target-3d-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_file = dir.join("plan.json");
+    let tiny = (num(&whole, "value") * 0.5).to_string();
+    let out = plan(&[
+        "--global-batch",
+        "64",
+        "--target-tps",
+        &tiny,
+        "--out",
+        out_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no layout of the cluster meets it"));
+    assert!(!out_file.exists());
+    let out = plan(&["--global-batch", "64", "--budget", "0.01"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("buys no accelerator"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -295,3 +295,75 @@ fn layouts_that_break_a_rule_are_named() {
         .to_string()
         .contains("degree 4 has no costs"));
 }
+
+/// `fewest_devices` against the brute force: for a target equal to the optimum on some
+/// count `k` (so a count meets it), the answer is the least `n` whose brute-force optimum
+/// on the first `n` accelerators meets the target, and it is proven; a target below the
+/// whole cluster's optimum has no answer.
+#[test]
+fn fewest_devices_equals_the_least_count_by_brute_force() {
+    use dnnplace::solve::parallel::fewest_devices;
+    let mut checked = 0;
+    for seed in 0..60u64 {
+        let mut r = Pick(seed ^ 0x5eed);
+        let (spec, dtype) = random_spec(&mut r);
+        let tps: Vec<usize> = valid_tp_degrees(&spec, 4)
+            .into_iter()
+            .filter(|t| [1, 2, 4].contains(t))
+            .collect();
+        let cs = chains(&spec, dtype, &tps, &[1, 2]);
+        let resident: f64 = cs[0]
+            .units
+            .iter()
+            .map(|u| {
+                u.costs[0].weight_bytes + u.costs[0].gradient_bytes + u.costs[0].optimizer_bytes
+            })
+            .sum();
+        let topo = random_topology(&mut r, resident);
+        let n = topo.devices();
+        let space = Space {
+            tensor_parallel: tps.clone(),
+            data_parallel: None,
+            zero: Zero::ALL.to_vec(),
+            recompute: None,
+            stages: None,
+            micro_batches: vec![1, 2],
+            global_batch: 8,
+            schedule: Schedule::OneFOneB,
+            max_devices: n,
+        };
+        let best_on = |k: usize| {
+            let s = Space {
+                max_devices: k,
+                ..space.clone()
+            };
+            brute_force_uniform(&cs, &topo, &s, Objective::TimePerSample).map(|(_, v)| v)
+        };
+        let optima: Vec<Option<f64>> = (1..=n).map(best_on).collect();
+        let Some(k) = (1..=n).rev().find(|&k| optima[k - 1].is_some()) else {
+            continue;
+        };
+        let pick = 1 + r.next(k as u64) as usize;
+        let Some(target) = (pick..=k).find_map(|c| optima[c - 1]) else {
+            continue;
+        };
+        let found = fewest_devices(&cs, &topo, &space, target, &Budget::unlimited()).unwrap();
+        let least = (1..=n).find(|&c| optima[c - 1].is_some_and(|v| v <= target));
+        assert_eq!(
+            found.devices, least,
+            "seed {seed}: target {target}, optima {optima:?}"
+        );
+        assert!(found.proven);
+        assert!(found.outcome.value <= target);
+        let whole = optima[n - 1].unwrap();
+        let none = fewest_devices(&cs, &topo, &space, whole * 0.999, &Budget::unlimited()).unwrap();
+        assert_eq!(none.devices, None);
+        assert!(none.proven);
+        checked += 1;
+    }
+    println!("{checked} of 60 random instances checked");
+    assert!(
+        checked >= 20,
+        "only {checked} instances had a feasible layout"
+    );
+}

@@ -726,7 +726,7 @@ fn print_plan(
             writeln!(
                 stdout,
                 "\ngranularity: layer ({}; stage boundaries only between layers)",
-                crate::report::layers::layers_summary(&names)
+                crate::report::layers::layers_summary(names)
             )?;
         } else {
             writeln!(stdout)?;

@@ -98,8 +98,6 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
         ("--split", args.split.is_some()),
         ("--granularity", args.granularity.is_some()),
         ("--report", args.report.is_some()),
-        ("--target-tps", args.target_tps.is_some()),
-        ("--budget", args.budget.is_some()),
         (
             "--plot (without --sweep)",
             args.plot.is_some() && !args.sweep,
@@ -379,6 +377,51 @@ fn within_target(export: Option<&str>, space: &mut Space) -> Result<(), CliError
     Ok(())
 }
 
+/// `--budget PRICE` caps the accelerators at what the price buys (one type: PRICE over its
+/// price per hour); `--target-tps` searches time per sample and is given alone.
+fn search_goal(
+    args: &PlanArgs,
+    cluster: &crate::model::Cluster,
+    space: &mut Space,
+    objective: Objective,
+) -> Result<(), CliError> {
+    let clash = [
+        ("--sweep", args.sweep),
+        ("--budget", args.budget.is_some()),
+        ("--objective iteration", objective == Objective::Iteration),
+    ];
+    if args.target_tps.is_some() {
+        if let Some((name, _)) = clash.iter().find(|c| c.1) {
+            return Err(CliError::Input(format!(
+                "--target-tps finds the fewest accelerators for a time per sample: give it without {name}"
+            )));
+        }
+    }
+    if let Some(price) = args.budget {
+        if args.sweep {
+            return Err(CliError::Input(
+                "--budget caps one search: give it without --sweep".into(),
+            ));
+        }
+        let per = cluster.types()[0].price_per_hour;
+        if per > 0.0 {
+            let n = (price / per).floor();
+            if n < 1.0 {
+                return Err(CliError::Input(format!(
+                    "--budget {price}: one {} costs {per} per hour, so the budget buys no accelerator",
+                    cluster.types()[0].name
+                )));
+            }
+            space.max_devices = space.max_devices.min(n.min(1e9) as usize);
+            eprintln!(
+                "note: --budget {price} buys {} of the cluster's accelerators at {per} per hour each",
+                space.max_devices
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `plan --parallel 3d`.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
@@ -436,6 +479,7 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         schedule,
     )?;
     within_target(export, &mut space)?;
+    search_goal(args, &cluster, &mut space, objective)?;
     let mut degrees: Vec<usize> = std::iter::once(1)
         .chain(space.tensor_parallel.iter().copied())
         .collect();
@@ -461,33 +505,101 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     if args.sweep {
         return run_sweep(args, &chains, &topo, &space, objective, &budget);
     }
+    if let Some(target) = args.target_tps {
+        let found = crate::solve::parallel::fewest_devices(&chains, &topo, &space, target, &budget)
+            .map_err(CliError::Internal)?;
+        let line = target_line(target, &found);
+        let json = serde_json::json!({
+            "targetMs": target,
+            "devices": found.devices,
+            "proven": found.proven,
+            "searched": found.searched,
+        });
+        if found.devices.is_none() {
+            // The best layout is printed, but it misses the target: no file, exit 2.
+            finish(
+                args,
+                &found.outcome,
+                &topo,
+                objective,
+                None,
+                Some(("target", json, &line)),
+                false,
+            )?;
+            return Err(CliError::Input(format!(
+                "--target-tps {target} ms: no layout of the cluster meets it"
+            )));
+        }
+        return finish(
+            args,
+            &found.outcome,
+            &topo,
+            objective,
+            export,
+            Some(("target", json, &line)),
+            true,
+        );
+    }
     let outcome =
         plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
-    let mut json = layout_json(&outcome, &topo, objective);
+    finish(args, &outcome, &topo, objective, export, None, true)
+}
+
+/// The line saying what `--target-tps` found.
+fn target_line(target: f64, found: &crate::solve::parallel::TargetOutcome) -> String {
+    let proof = if found.proven {
+        "proven: every smaller count's bound misses it"
+    } else {
+        "not proven: a search stopped by the time limit could not rule out a smaller count"
+    };
+    match found.devices {
+        Some(n) => format!(
+            "--target-tps {target} ms: {n} accelerators are the fewest whose best layout meets it ({proof}; counts searched: {:?})\n",
+            found.searched
+        ),
+        None => format!(
+            "--target-tps {target} ms: no layout on the whole cluster meets it (best {:.6} ms per sample{})\n",
+            found.outcome.value,
+            if found.proven { ", proven" } else { ", not proven: the search stopped early" }
+        ),
+    }
+}
+
+/// Prints (table or JSON), writes `--out` (when `write_files`) and the export of a
+/// search's outcome; `extra` is one more JSON field and one more line of text; exit 2
+/// without a plan.
+fn finish(
+    args: &PlanArgs,
+    outcome: &crate::solve::parallel::ParallelOutcome,
+    topo: &Topology,
+    objective: Objective,
+    export: Option<&str>,
+    extra: Option<(&str, serde_json::Value, &str)>,
+    write_files: bool,
+) -> Result<(), CliError> {
+    let mut json = layout_json(outcome, topo, objective);
     json["peakMemoryBytes"] = serde_json::json!(crate::experiments::bench::peak_memory_bytes());
-    if let Some(out) = &args.out {
-        if outcome.plan.is_some() {
-            let text = serde_json::to_string_pretty(&json)
-                .map_err(|e| CliError::Internal(e.to_string()))?;
-            crate::io::write_atomically(out, &(text + "\n"))
-                .map_err(|e| CliError::Input(e.to_string()))?;
-        }
+    let mut line = "";
+    if let Some((key, value, text)) = extra {
+        json[key] = value;
+        line = text;
+    }
+    let text = |v: &serde_json::Value| {
+        serde_json::to_string_pretty(v).map_err(|e| CliError::Internal(e.to_string()))
+    };
+    let out = if write_files { args.out.as_ref() } else { None };
+    if let (Some(out), Some(_)) = (out, &outcome.plan) {
+        crate::io::write_atomically(out, &(text(&json)? + "\n"))
+            .map_err(|e| CliError::Input(e.to_string()))?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).map_err(|e| CliError::Internal(e.to_string()))?
-        );
+        println!("{}", text(&json)?);
     } else {
-        print!("{}", layout_text(&outcome, &topo, objective));
+        print!("{}{line}", layout_text(outcome, topo, objective));
     }
     if let (Some(format), Some(plan)) = (export, &outcome.plan) {
-        let text = crate::export::parallel::render(format, plan).map_err(|why| {
-            CliError::Input(format!(
-                "cannot export to {}: {why}",
-                args.export.as_deref().unwrap_or_default()
-            ))
-        })?;
+        let text = crate::export::parallel::render(format, plan)
+            .map_err(|why| CliError::Input(format!("cannot export to {format}: {why}")))?;
         match &args.export_out {
             Some(path) => crate::io::write_atomically(path, &text)
                 .map_err(|e| CliError::Input(e.to_string()))?,
@@ -500,7 +612,7 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
             Err(CliError::Input(format!("no feasible layout: {reason}")))
         }
         (None, _) => Err(CliError::Input(crate::report::parallel::status_line(
-            &outcome,
+            outcome,
         ))),
     }
 }

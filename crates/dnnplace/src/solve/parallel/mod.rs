@@ -354,3 +354,72 @@ pub fn sweep(
     }
     Ok(rows)
 }
+
+/// The answer of [`fewest_devices`].
+#[derive(Clone, Debug)]
+pub struct TargetOutcome {
+    /// The fewest accelerators found whose best layout meets the target; `None` when even
+    /// the whole space does not.
+    pub devices: Option<usize>,
+    /// The search at `devices` (or over every accelerator when none meets the target).
+    pub outcome: ParallelOutcome,
+    /// Whether `devices` is proven least: every count below it was shown, by its bound, to
+    /// miss the target (and, with no answer, the whole space was).
+    pub proven: bool,
+    /// Counts searched, in order.
+    pub searched: Vec<usize>,
+}
+
+/// The fewest of the first accelerators (one type: the cheapest) whose best uniform layout
+/// takes at most `target_ms` per sample. The optimum over the first `n` never worsens as `n`
+/// grows (the space only grows), so a binary search over `n` finds the least: a count
+/// meets the target when its plan's value does, and is shown to miss it when its proven
+/// bound exceeds it; a search stopped by the budget that shows neither leaves the answer
+/// unproven, said so.
+pub fn fewest_devices(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    target_ms: f64,
+    budget: &Budget,
+) -> Result<TargetOutcome, String> {
+    let at = |n: usize| {
+        let row = Space {
+            max_devices: n,
+            ..space.clone()
+        };
+        plan_uniform(chains, topo, &row, Objective::TimePerSample, budget)
+    };
+    let all = space.max_devices.min(topo.devices());
+    let mut searched = vec![all];
+    let whole = at(all)?;
+    if whole.value > target_ms {
+        return Ok(TargetOutcome {
+            devices: None,
+            proven: whole.bound > target_ms,
+            outcome: whole,
+            searched,
+        });
+    }
+    // Invariant: `hi` meets the target; every count below `lo` misses it (`proven` while
+    // each miss was shown by a bound).
+    let (mut lo, mut hi, mut best, mut proven) = (1, all, whole, true);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        searched.push(mid);
+        let o = at(mid)?;
+        if o.value <= target_ms {
+            hi = mid;
+            best = o;
+        } else {
+            proven &= o.bound > target_ms;
+            lo = mid + 1;
+        }
+    }
+    Ok(TargetOutcome {
+        devices: Some(hi),
+        outcome: best,
+        proven,
+        searched,
+    })
+}
