@@ -26,7 +26,8 @@
 //!   latency), `Optimal` when the plan meets that bound within 1e-7 relative, else
 //!   `Feasible` with why the search stopped.
 //!
-//! Both methods draw from [`SplitMix64`], so a seed gives the same plans on every platform.
+//! Both methods draw from `rand`'s [`ChaCha8Rng`] seeded with `--seed` (the crate is pinned,
+//! and ChaCha's stream is value-stable), so a seed gives the same plans on every platform.
 
 pub mod brkga;
 pub mod decode;
@@ -34,7 +35,9 @@ pub mod policy_gradient;
 
 use std::time::Instant;
 
-use super::baselines::SplitMix64;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
 use super::budget::{Budget, Exhausted};
 use super::coarsen::hierarchy::{Caps, Hierarchy, Level};
 use super::milp::{latency_bound, load_bounds, units as ip_units};
@@ -191,9 +194,14 @@ impl<'a> Scorer<'a> {
     }
 }
 
-/// A uniform draw in `[0, 1)` with 53 random bits.
-pub fn unit_interval(rng: &mut SplitMix64) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+/// The generator of a search seeded with `seed` (module docs).
+pub fn seeded(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// A uniform draw in `[0, 1)` with 53 random bits (`rand`'s standard `f64`).
+pub fn unit_interval(rng: &mut ChaCha8Rng) -> f64 {
+    rng.random::<f64>()
 }
 
 /// An upper estimate of any plan's objective: every node at its slower device time plus
