@@ -14,7 +14,8 @@
 //!   non-contiguous problem they are the colour classes when there are at most `G`, else
 //!   the same clusters. A unit's nodes always go to one device.
 //! - [`Scorer`]: the reward. A plan of device-per-unit is expanded to nodes and evaluated by
-//!   the scorer; a plan that breaks a rule (memory, support, colour classes), a promised
+//!   the scorer (for latency, whose CPU cores are as many as needed (MODEL.md), the
+//!   placers see one CPU and each CPU unit is given its own core); a plan that breaks a rule (memory, support, colour classes), a promised
 //!   contiguity or a piece limit scores `None`. It counts evaluations and records the best
 //!   objective so far against wall time and evaluations (the [`TracePoint`]s of the
 //!   time-to-quality plots; their times count from the start of the search, after the
@@ -167,8 +168,24 @@ impl<'a> Scorer<'a> {
     /// it breaks a rule, a promised contiguity or the piece limit. O(n + m) per call.
     pub fn score(&mut self, device: &[Device]) -> Option<f64> {
         self.evaluations += 1;
-        let placement = self.units.grouping.placement(device);
         let latency = matches!(self.problem.objective, Objective::Latency { .. });
+        let placement = if latency {
+            // CPU cores are as many as needed (MODEL.md): each CPU unit gets its own core.
+            let mut next = 0;
+            let own: Vec<Device> = device
+                .iter()
+                .map(|&d| match d {
+                    Device::Cpu(_) => {
+                        next += 1;
+                        Device::Cpu(next - 1)
+                    }
+                    accelerator => accelerator,
+                })
+                .collect();
+            self.units.grouping.placement(&own)
+        } else {
+            self.units.grouping.placement(device)
+        };
         let e = evaluate(self.problem.workload, &placement, latency);
         if !e.is_valid() || (self.problem.contiguous && !e.is_contiguous()) {
             return None;
@@ -326,9 +343,12 @@ impl<'a> Setup<'a> {
     pub fn new(problem: &'a Problem<'a>) -> Self {
         let (search, bound_budget) = budgets(problem);
         let d = problem.workload.devices();
+        let latency = matches!(problem.objective, Objective::Latency { .. });
         let devices = Devices {
             k: d.accelerators,
-            l: d.cpus,
+            // Latency has as many CPU cores as needed, all alike: one CPU label, each CPU
+            // unit on its own core ([`Scorer::score`]), as brute force enumerates them.
+            l: if latency { 1 } else { d.cpus },
             memory_bytes: d.memory_per_accelerator_bytes,
         };
         let target = group_count(devices.count());
