@@ -290,9 +290,7 @@ fn decoders_keep_the_rules_and_contiguity() {
                 units.len()
             };
             for _ in 0..30 {
-                let keys: Vec<f64> = (0..n)
-                    .map(|_| unit_interval(&mut rng))
-                    .collect();
+                let keys: Vec<f64> = (0..n).map(|_| unit_interval(&mut rng)).collect();
                 let plan = if contiguous {
                     decode::contiguous(&units, &keys, devices)
                 } else {

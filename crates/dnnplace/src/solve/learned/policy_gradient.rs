@@ -94,9 +94,7 @@ impl Method for PolicyGradient {
         let mut scorer = setup.scorer();
         let search = setup.search;
         let mut policy = Policy::new(units, k, count);
-        let mut order = problem
-            .contiguous
-            .then(|| ChainOrder::new(k, count - k));
+        let mut order = problem.contiguous.then(|| ChainOrder::new(k, count - k));
         let mut rng = seeded(problem.limits.seed);
         let penalty = -objective_ceiling(problem.workload).sqrt();
         let mut baseline: Option<f64> = None;
@@ -456,7 +454,11 @@ mod tests {
             plus[i] += h;
             minus[i] -= h;
             let numeric = (neg_log(&plus, &order) - neg_log(&minus, &order)) / (2.0 * h);
-            assert!((gradient[i] - numeric).abs() < 1e-6, "ψ[{i}]: {} vs {numeric}", gradient[i]);
+            assert!(
+                (gradient[i] - numeric).abs() < 1e-6,
+                "ψ[{i}]: {} vs {numeric}",
+                gradient[i]
+            );
         }
         // The last slot is always forced.
         assert!(!order.free[2]);
@@ -478,7 +480,11 @@ mod tests {
         assert_eq!(only.draw(&mut a), vec![0, 1, 2]);
         let (mut b, mut c) = (seeded(5), seeded(5));
         let _ = only.draw(&mut b);
-        assert_eq!(unit_interval(&mut b), unit_interval(&mut c), "no draw was made");
+        assert_eq!(
+            unit_interval(&mut b),
+            unit_interval(&mut c),
+            "no draw was made"
+        );
     }
 
     #[test]
