@@ -29,11 +29,16 @@
 //! **Budget.** The time limit and Ctrl-C are looked at before every decoding; the
 //! population (2·p·N keys) is reserved against `--memory-budget` first.
 //!
+//! **Randomness.** `rand`'s `ChaCha8Rng` (pinned `=0.10.3`, a value-stable stream) seeded
+//! with `--seed`: the keys, the parents and the inherited keys; a seed fixes the run.
+//!
 //! Complexity per generation: O(p·(N + decode + n + m) + p log p).
 
-use super::super::baselines::SplitMix64;
+use rand::rngs::ChaCha8Rng;
+use rand::RngExt;
+
 use super::decode;
-use super::{unit_interval, Ending, Scorer, Setup};
+use super::{seeded, unit_interval, Ending, Scorer, Setup};
 use crate::model::Device;
 use crate::solve::{Method, MethodId, Outcome, Problem, SolveError};
 
@@ -92,7 +97,7 @@ impl Method for Genetic {
                 decode::non_contiguous(units, keys, devices)
             }
         };
-        let mut rng = SplitMix64::new(problem.limits.seed);
+        let mut rng = seeded(problem.limits.seed);
         let mut evolution = Evolution {
             keys,
             elite,
@@ -154,7 +159,7 @@ impl Evolution {
 
     /// Steps 1–3 of the module docs: the elite, the mutants and the children (children
     /// and mutants unscored).
-    fn next_generation(&self, rng: &mut SplitMix64) -> Vec<(f64, Vec<f64>)> {
+    fn next_generation(&self, rng: &mut ChaCha8Rng) -> Vec<(f64, Vec<f64>)> {
         let p = self.population.len();
         let elite = self.elite.min(p);
         let mut next: Vec<(f64, Vec<f64>)> = self.population[..elite].to_vec();
@@ -164,11 +169,11 @@ impl Evolution {
             next.push((f64::INFINITY, chromosome));
         }
         while next.len() < p {
-            let a = &self.population[rng.below(elite)].1;
+            let a = &self.population[rng.random_range(0..elite)].1;
             let b = if p > elite {
-                &self.population[elite + rng.below(p - elite)].1
+                &self.population[elite + rng.random_range(0..p - elite)].1
             } else {
-                &self.population[rng.below(p)].1
+                &self.population[rng.random_range(0..p)].1
             };
             let child = (0..self.keys)
                 .map(|i| {

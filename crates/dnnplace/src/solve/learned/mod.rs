@@ -14,7 +14,8 @@
 //!   non-contiguous problem they are the colour classes when there are at most `G`, else
 //!   the same clusters. A unit's nodes always go to one device.
 //! - [`Scorer`]: the reward. A plan of device-per-unit is expanded to nodes and evaluated by
-//!   the scorer; a plan that breaks a rule (memory, support, colour classes), a promised
+//!   the scorer (for latency, whose CPU cores are as many as needed (MODEL.md), the
+//!   placers see one CPU and each CPU unit is given its own core); a plan that breaks a rule (memory, support, colour classes), a promised
 //!   contiguity or a piece limit scores `None`. It counts evaluations and records the best
 //!   objective so far against wall time and evaluations (the [`TracePoint`]s of the
 //!   time-to-quality plots; their times count from the start of the search, after the
@@ -26,7 +27,8 @@
 //!   latency), `Optimal` when the plan meets that bound within 1e-7 relative, else
 //!   `Feasible` with why the search stopped.
 //!
-//! Both methods draw from [`SplitMix64`], so a seed gives the same plans on every platform.
+//! Both methods draw from `rand`'s [`ChaCha8Rng`] seeded with `--seed` (the crate is pinned,
+//! and ChaCha's stream is value-stable), so a seed gives the same plans on every platform.
 
 pub mod brkga;
 pub mod decode;
@@ -34,7 +36,9 @@ pub mod policy_gradient;
 
 use std::time::Instant;
 
-use super::baselines::SplitMix64;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
 use super::budget::{Budget, Exhausted};
 use super::coarsen::hierarchy::{Caps, Hierarchy, Level};
 use super::milp::{latency_bound, load_bounds, units as ip_units};
@@ -164,8 +168,24 @@ impl<'a> Scorer<'a> {
     /// it breaks a rule, a promised contiguity or the piece limit. O(n + m) per call.
     pub fn score(&mut self, device: &[Device]) -> Option<f64> {
         self.evaluations += 1;
-        let placement = self.units.grouping.placement(device);
         let latency = matches!(self.problem.objective, Objective::Latency { .. });
+        let placement = if latency {
+            // CPU cores are as many as needed (MODEL.md): each CPU unit gets its own core.
+            let mut next = 0;
+            let own: Vec<Device> = device
+                .iter()
+                .map(|&d| match d {
+                    Device::Cpu(_) => {
+                        next += 1;
+                        Device::Cpu(next - 1)
+                    }
+                    accelerator => accelerator,
+                })
+                .collect();
+            self.units.grouping.placement(&own)
+        } else {
+            self.units.grouping.placement(device)
+        };
         let e = evaluate(self.problem.workload, &placement, latency);
         if !e.is_valid() || (self.problem.contiguous && !e.is_contiguous()) {
             return None;
@@ -191,9 +211,14 @@ impl<'a> Scorer<'a> {
     }
 }
 
-/// A uniform draw in `[0, 1)` with 53 random bits.
-pub fn unit_interval(rng: &mut SplitMix64) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+/// The generator of a search seeded with `seed` (module docs).
+pub fn seeded(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// A uniform draw in `[0, 1)` with 53 random bits (`rand`'s standard `f64`).
+pub fn unit_interval(rng: &mut ChaCha8Rng) -> f64 {
+    rng.random::<f64>()
 }
 
 /// An upper estimate of any plan's objective: every node at its slower device time plus
@@ -318,9 +343,12 @@ impl<'a> Setup<'a> {
     pub fn new(problem: &'a Problem<'a>) -> Self {
         let (search, bound_budget) = budgets(problem);
         let d = problem.workload.devices();
+        let latency = matches!(problem.objective, Objective::Latency { .. });
         let devices = Devices {
             k: d.accelerators,
-            l: d.cpus,
+            // Latency has as many CPU cores as needed, all alike: one CPU label, each CPU
+            // unit on its own core ([`Scorer::score`]), as brute force enumerates them.
+            l: if latency { 1 } else { d.cpus },
             memory_bytes: d.memory_per_accelerator_bytes,
         };
         let target = group_count(devices.count());

@@ -7,10 +7,16 @@
 //! devices allowed to `g` (a unit that may not run on an accelerator has its accelerators
 //! masked out: the CPU-only rule is kept by construction). θ starts at 0 (uniform). A
 //! placement `a` samples `a_g ~ π_g` independently, `π(a) = Π_g π_g(a_g)`. For the
-//! contiguous problem the sampled labels are chain positions: device `i` of the chain
-//! (accelerators first, then CPUs) takes as many units as sampled it, in a topological
-//! order by label ([`super::decode::by_counts`]), so every plan the scorer sees is
-//! contiguous, and every contiguous plan whose stages follow the chain order can be sampled.
+//! contiguous problem a second factor draws the chain order: slot `s = 0..D` of the chain
+//! holds an accelerator or a CPU, `σ_s = softmax(ψ_{s,·})` over the two kinds, drawn slot by
+//! slot while both kinds remain (then forced), accelerators taking the accelerator slots in
+//! index order and CPUs the CPU slots ([`ChainOrder`]); `π(a) = π(kinds) · Π_g π_g(a_g)`.
+//! Device `a_g`'s slot is then `g`'s position in the chain: each slot takes as many units
+//! as sampled its device, in a topological order by slot ([`super::decode::by_counts`]),
+//! so every plan the scorer sees is contiguous. Devices of a kind are interchangeable
+//! (one memory size, symmetric transfers), so every contiguous plan is reachable up to a
+//! renaming of devices: its stages in order give the kinds, its stage sizes the labels.
+//! With one kind of device the chain is fixed and no kind is drawn.
 //!
 //! **Reward.** `R = −√f(a)` for the scorer's objective `f` (TPS, sync or latency; HDP's
 //! √(time per step)), and `R = −√(2·U)` for a plan that breaks a rule (memory: HDP's penalty
@@ -22,24 +28,30 @@
 //! `∂ log π(a) / ∂θ_{g,d} = 1[d = a_g] − π_g(d)` (other units' parameters do not appear
 //! in `π_g`). One sample per step; `b` is an exponential moving average of the rewards,
 //! `b ← 0.9·b + 0.1·R` after each step (the first reward starts it). The estimate
-//! `ĝ_{g,d} = (R − b)(1[d = a_g] − π_g(d))` is closed-form: no autodiff is needed.
+//! `ĝ_{g,d} = (R − b)(1[d = a_g] − π_g(d))` is closed-form: no autodiff is needed; the
+//! chain order's is the same formula over its free slots (`∂ log σ_s(t_s) / ∂ψ_{s,t} =
+//! 1[t = t_s] − σ_s(t)`; a forced slot has probability 1 whatever ψ).
 //!
 //! **Optimiser.** Adam (β₁ = 0.9, β₂ = 0.999, ε = 10⁻⁸) on the loss `−(R − b) log π(a)`, with
 //! learning rate `0.1 · 0.95^⌊t/50⌋` at step `t`: HDP's settings. Adam here is the ten lines
-//! of [`Adam::step`] on a flat `Vec<f64>`: the optimiser crates (`optimization`, `argmin`'s
+//! of [`Adam::step`] on a flat `Vec<f64>` (θ and ψ each): the optimiser crates (`optimization`, `argmin`'s
 //! solvers) drive their own loop over a cost function, and the deep-learning crates
 //! (`candle`, `burn`, `tch`) would bring a tensor runtime for a G×D table whose gradient is
 //! the formula above.
 //!
 //! **Budget.** [`DEFAULT_STEPS`] steps (HDP's "about 1,000") or `Limits::search_steps`;
 //! the time limit and Ctrl-C are looked at before every step; the θ, moment and
-//! probability tables (4·G·D floats) are reserved against `--memory-budget` first.
+//! probability tables (4·G·D floats; ψ's 2·D are not counted) are reserved against `--memory-budget` first.
+//!
+//! **Randomness.** [`ChaCha8Rng`] from `rand` (pinned `=0.10.3`): its stream is
+//! value-stable across platforms and releases, so a seed fixes the run.
 //!
 //! Complexity: O(G·D + n + m) per step (sampling and the gradient, then one scorer call).
 
-use super::super::baselines::SplitMix64;
+use rand::rngs::ChaCha8Rng;
+
 use super::decode::by_counts;
-use super::{device_at, objective_ceiling, unit_interval, Ending, Setup, Units};
+use super::{device_at, objective_ceiling, seeded, unit_interval, Ending, Setup, Units};
 use crate::solve::{Method, MethodId, Outcome, Problem, SolveError};
 
 /// Steps without `Limits::search_steps` (HDP trains for about 1,000).
@@ -82,10 +94,12 @@ impl Method for PolicyGradient {
         let mut scorer = setup.scorer();
         let search = setup.search;
         let mut policy = Policy::new(units, k, count);
-        let mut rng = SplitMix64::new(problem.limits.seed);
+        let mut order = problem.contiguous.then(|| ChainOrder::new(k, count - k));
+        let mut rng = seeded(problem.limits.seed);
         let penalty = -objective_ceiling(problem.workload).sqrt();
         let mut baseline: Option<f64> = None;
         let mut adam = Adam::new(policy.theta.len());
+        let mut order_adam = Adam::new(order.as_ref().map_or(0, |o| o.psi.len()));
         let (mut stopped, mut done) = (None, 0);
         let mut labels = vec![0usize; units.len()];
         let mut devices = Vec::with_capacity(units.len());
@@ -95,10 +109,9 @@ impl Method for PolicyGradient {
                 break;
             }
             policy.sample(&mut rng, &mut labels);
-            let placed = if problem.contiguous {
-                by_counts(units, &labels, count)
-            } else {
-                labels.clone()
+            let placed = match order.as_mut() {
+                Some(order) => order.place(units, &labels, &mut rng),
+                None => labels.clone(),
             };
             devices.clear();
             devices.extend(placed.iter().map(|&i| device_at(i, k)));
@@ -106,9 +119,13 @@ impl Method for PolicyGradient {
             let b = *baseline.get_or_insert(reward);
             let advantage = reward - b;
             baseline = Some(BASELINE_DECAY * b + (1.0 - BASELINE_DECAY) * reward);
-            let gradient = policy.loss_gradient(&labels, advantage);
             let rate = LEARNING_RATE * DECAY.powi((t / DECAY_EVERY) as i32);
+            let gradient = policy.loss_gradient(&labels, advantage);
             adam.step(&mut policy.theta, &gradient, rate);
+            if let Some(order) = order.as_mut() {
+                let gradient = order.loss_gradient(advantage);
+                order_adam.step(&mut order.psi, &gradient, rate);
+            }
             done = t + 1;
         }
         notes.push(format!(
@@ -176,7 +193,7 @@ impl Policy {
 
     /// Draws `labels[g] ~ π_g` (a unit with no allowed device draws device 0 and the
     /// scorer rejects the plan).
-    pub fn sample(&mut self, rng: &mut SplitMix64, labels: &mut [usize]) {
+    pub fn sample(&mut self, rng: &mut ChaCha8Rng, labels: &mut [usize]) {
         self.softmax();
         let dn = self.devices;
         for (g, label) in labels.iter_mut().enumerate() {
@@ -225,6 +242,96 @@ impl Policy {
             .filter(|row| row.iter().cloned().fold(0.0, f64::max) >= p)
             .count();
         settled as f64 / rows as f64
+    }
+}
+
+/// The chain order of the contiguous problem (module docs): slot `s` of the chain holds an
+/// accelerator with probability `σ(ψ_{s,0}, ψ_{s,1})_0`, drawn slot by slot while both kinds
+/// remain (a slot is forced once one kind is used up). Accelerators take the accelerator
+/// slots in index order, CPUs the CPU slots, so the draw is a sequence of device kinds.
+pub struct ChainOrder {
+    /// `psi[2s + t]`: slot `s`'s logit for kind `t` (0 accelerator, 1 CPU).
+    pub psi: Vec<f64>,
+    k: usize,
+    /// The last draw: the kind of each slot, whether it was free, and its probabilities.
+    kinds: Vec<usize>,
+    free: Vec<bool>,
+    probability: Vec<f64>,
+}
+
+impl ChainOrder {
+    /// ψ = 0 for `k` accelerators and `l` CPUs.
+    pub fn new(k: usize, l: usize) -> ChainOrder {
+        let slots = k + l;
+        ChainOrder {
+            psi: vec![0.0; 2 * slots],
+            k,
+            kinds: vec![0; slots],
+            free: vec![false; slots],
+            probability: vec![0.0; 2 * slots],
+        }
+    }
+
+    /// Draws the kinds and returns the device (chain-order index) in each slot. A forced
+    /// slot draws no random number, so with one kind of device the chain is `0..D` and no
+    /// draw is made.
+    pub fn draw(&mut self, rng: &mut ChaCha8Rng) -> Vec<usize> {
+        let slots = self.kinds.len();
+        let (mut accelerators, mut cpus) = (0, 0);
+        let mut chain = Vec::with_capacity(slots);
+        for s in 0..slots {
+            let (left_a, left_c) = (self.k - accelerators, slots - self.k - cpus);
+            self.free[s] = left_a > 0 && left_c > 0;
+            let kind = if self.free[s] {
+                let (a, c) = (self.psi[2 * s], self.psi[2 * s + 1]);
+                let top = a.max(c);
+                let (ea, ec) = ((a - top).exp(), (c - top).exp());
+                self.probability[2 * s] = ea / (ea + ec);
+                self.probability[2 * s + 1] = ec / (ea + ec);
+                usize::from(unit_interval(rng) >= self.probability[2 * s])
+            } else {
+                usize::from(left_a == 0)
+            };
+            self.kinds[s] = kind;
+            if kind == 0 {
+                chain.push(accelerators);
+                accelerators += 1;
+            } else {
+                chain.push(self.k + cpus);
+                cpus += 1;
+            }
+        }
+        chain
+    }
+
+    /// A contiguous plan from the labels (devices in `0..D`): draws the chain, orders the
+    /// units by their device's slot ([`by_counts`]) and returns each unit's device.
+    pub fn place(&mut self, units: &Units, labels: &[usize], rng: &mut ChaCha8Rng) -> Vec<usize> {
+        let chain = self.draw(rng);
+        let mut slot_of = vec![0; chain.len()];
+        for (s, &device) in chain.iter().enumerate() {
+            slot_of[device] = s;
+        }
+        let slots: Vec<usize> = labels.iter().map(|&d| slot_of[d]).collect();
+        by_counts(units, &slots, chain.len())
+            .into_iter()
+            .map(|s| chain[s])
+            .collect()
+    }
+
+    /// `∂/∂ψ` of the loss `−A log π(kinds)` for the last draw: `−A (1[t = kind_s] − σ_s(t))`
+    /// on free slots, 0 on forced ones (their probability is 1 whatever ψ).
+    pub fn loss_gradient(&self, advantage: f64) -> Vec<f64> {
+        let mut out = vec![0.0; self.psi.len()];
+        for (s, &kind) in self.kinds.iter().enumerate() {
+            if self.free[s] {
+                for t in 0..2 {
+                    let indicator = if t == kind { 1.0 } else { 0.0 };
+                    out[2 * s + t] = -advantage * (indicator - self.probability[2 * s + t]);
+                }
+            }
+        }
+        out
     }
 }
 
@@ -318,6 +425,66 @@ mod tests {
             );
         }
         assert_eq!(p.probability[3], 0.0, "a masked device is never drawn");
+    }
+
+    #[test]
+    fn the_chain_orders_gradient_matches_finite_differences_and_forced_slots_have_none() {
+        let mut order = ChainOrder::new(2, 1);
+        order.psi = vec![0.4, -0.3, 1.1, 0.2, -0.7, 0.5];
+        let mut rng = seeded(7);
+        let chain = order.draw(&mut rng);
+        // Two accelerators in index order and one CPU (device 2), in some order.
+        let accelerators: Vec<usize> = chain.iter().copied().filter(|&d| d < 2).collect();
+        assert_eq!(accelerators, vec![0, 1]);
+        assert!(chain.contains(&2));
+        // −log π(kinds) over the free slots, by the softmax written out again.
+        let neg_log = |psi: &[f64], o: &ChainOrder| -> f64 {
+            (0..o.kinds.len())
+                .filter(|&s| o.free[s])
+                .map(|s| {
+                    let (a, c) = (psi[2 * s].exp(), psi[2 * s + 1].exp());
+                    -([a, c][o.kinds[s]] / (a + c)).ln()
+                })
+                .sum()
+        };
+        let gradient = order.loss_gradient(1.0);
+        let h = 1e-6;
+        for i in 0..order.psi.len() {
+            let (mut plus, mut minus) = (order.psi.clone(), order.psi.clone());
+            plus[i] += h;
+            minus[i] -= h;
+            let numeric = (neg_log(&plus, &order) - neg_log(&minus, &order)) / (2.0 * h);
+            assert!(
+                (gradient[i] - numeric).abs() < 1e-6,
+                "ψ[{i}]: {} vs {numeric}",
+                gradient[i]
+            );
+        }
+        // The last slot is always forced.
+        assert!(!order.free[2]);
+        assert_eq!(&gradient[4..], &[0.0, 0.0]);
+    }
+
+    #[test]
+    fn the_chain_order_draws_every_kind_sequence_and_none_with_one_kind() {
+        let mut order = ChainOrder::new(2, 2);
+        let mut rng = seeded(1);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..400 {
+            let kinds: Vec<bool> = order.draw(&mut rng).iter().map(|&d| d < 2).collect();
+            seen.insert(kinds);
+        }
+        assert_eq!(seen.len(), 6, "C(4,2) interleavings: {seen:?}");
+        let mut only = ChainOrder::new(3, 0);
+        let mut a = seeded(5);
+        assert_eq!(only.draw(&mut a), vec![0, 1, 2]);
+        let (mut b, mut c) = (seeded(5), seeded(5));
+        let _ = only.draw(&mut b);
+        assert_eq!(
+            unit_interval(&mut b),
+            unit_interval(&mut c),
+            "no draw was made"
+        );
     }
 
     #[test]
