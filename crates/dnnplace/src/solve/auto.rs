@@ -45,6 +45,7 @@ use super::baselines::pipedream::PipeDreamTopo;
 use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp::{self, load_bounds, units as ip_units};
+use super::split_search;
 use super::{
     dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
 };
@@ -60,6 +61,9 @@ pub const IP_MAX_GROUPS: usize = 2_000;
 
 /// Largest unit count for which auto hands sync, latency or non-contiguous problems to the IP.
 pub const IP_MAX_UNITS: usize = 5_000;
+
+/// The share of the time the split search may use before the other paths.
+pub const SPLIT_SEARCH_SHARE: f64 = 0.5;
 
 /// Largest group count for the O(n²) chain-split fallback.
 pub const CHAIN_SPLIT_MAX_GROUPS: usize = 5_000;
@@ -227,6 +231,9 @@ impl Auto {
             bound: 0.0,
             status_reason: StopReason::TimeLimit,
         };
+        if let Some(proven) = self.split_search(problem, &c, budget, &mut search) {
+            return Ok(proven);
+        }
         if let Some(proven) = self.exact_dp(problem, budget, &mut search)? {
             return Ok(proven);
         }
@@ -319,12 +326,9 @@ impl Auto {
                     .stats
                     .notes
                     .push(format!("the exact DP stopped early: {:?}", o.status));
-                if let Some(p) = o.placement {
-                    search.best = scored(w, p, "exact DP (unproven)");
-                    if search.best.is_some() {
-                        search.path.push("exact DP without its proof".into());
-                        search.bound = search.bound.max(o.bound);
-                    }
+                if let Some(found) = o.placement.and_then(|p| scored(w, p, "exact DP (unproven)")) {
+                    search.offer(found, "exact DP without its proof".into());
+                    search.bound = search.bound.max(o.bound);
                 }
             }
             Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) => {
@@ -333,6 +337,80 @@ impl Auto {
             Err(e) => return Err(e),
         }
         Ok(None)
+    }
+
+    /// Phase 0, on graphs of at most [`split_search::MAX_GROUPS`] groups whose ideal
+    /// lattice is not small: the split search ([`split_search`]) from the best baseline
+    /// plan, with [`SPLIT_SEARCH_SHARE`] of the time. Its outcome when it finishes (the
+    /// proven optimum, or infeasible); otherwise its best plan joins the search.
+    fn split_search(
+        &self,
+        problem: &Problem,
+        c: &Contraction,
+        budget: &Budget,
+        search: &mut Search,
+    ) -> Option<Outcome> {
+        let w = problem.workload;
+        if self.coarsen.mode != CoarsenMode::Auto
+            || self.coarsen.target.is_some()
+            || c.len() > split_search::MAX_GROUPS
+            || w.cluster().is_some()
+        {
+            return None;
+        }
+        let started = Instant::now();
+        for found in fallbacks(problem, c, budget) {
+            let what = format!("{} baseline", found.source);
+            search.offer(found, what);
+        }
+        let start = search.best.as_ref().map_or(f64::INFINITY, |b| b.max_load);
+        let share = budget.share(SPLIT_SEARCH_SHARE);
+        let found = split_search::solve(w, start, &share)?;
+        let elapsed = started.elapsed().as_secs_f64();
+        search.stats.notes.push(format!(
+            "split search from {start}: {} states, {} stages in {elapsed:.2} s, bound {}{}",
+            found.states,
+            found.stages,
+            found.bound,
+            match &found.finished {
+                Ok(()) => String::new(),
+                Err(e) => format!(", stopped: {}", StopReason::from(e.clone())),
+            }
+        ));
+        if let Some(f) = found
+            .placement
+            .and_then(|p| scored(w, p, "split search"))
+        {
+            search.offer(f, "split search".into());
+        }
+        search.bound = search.bound.max(found.bound);
+        found.finished.ok()?;
+        // Finished: no split is below min(start, its best), up to the sums' slack.
+        let proven = found.value.min(start) * (1.0 - split_search::SUM_SLACK);
+        search.bound = search.bound.max(proven);
+        search.path.push(format!(
+            "proven optimal by the split search ({} states)",
+            found.states
+        ));
+        let mut taken = std::mem::replace(
+            search,
+            Search {
+                stats: Stats::default(),
+                path: Vec::new(),
+                best: None,
+                bound: 0.0,
+                status_reason: StopReason::TimeLimit,
+            },
+        );
+        if taken.best.is_none() {
+            // Nothing below ∞: no contiguous split fits.
+            taken.bound = f64::INFINITY;
+        }
+        let mut out = finish(taken);
+        if out.placement.is_none() {
+            out.status = Status::infeasible("no contiguous split fits the devices (proven by the split search); add devices or memory, or allow non-contiguous splits (--non-contiguous)");
+        }
+        Some(out)
     }
 
     /// Phase 2: the coarsened path (half of what is left): its plan when better.

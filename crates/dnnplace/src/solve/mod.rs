@@ -48,6 +48,7 @@ pub mod milp;
 pub mod outcome;
 pub mod parallel;
 pub mod piper;
+pub mod split_search;
 
 pub use method::{method, method_by_name, method_names, methods, Method, MethodId, Unsupported};
 pub use outcome::{Outcome, Provenance, Stats, Status, StopReason};
