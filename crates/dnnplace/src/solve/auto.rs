@@ -3,6 +3,12 @@
 //!
 //! # Contiguous throughput (TPS)
 //!
+//! 0. **Split search.** On graphs of at most [`split_search::MAX_GROUPS`] groups whose
+//!    lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals (wide graphs: many ideal
+//!    pairs), the branch and bound over stage splits ([`split_search`]) runs from the
+//!    best baseline plan with [`SPLIT_SEARCH_SHARE`] of the time (path `split search`).
+//!    When it finishes, its plan (or the baseline's) is the proven optimum; otherwise its
+//!    best plan and the bound of its finished rounds join the steps below.
 //! 1. **Exact.** The size of the ideal lattice of the group DAG is estimated first
 //!    ([`coarsen::lattice_size`], bounded by [`coarsen::coarse_ideal_limit`] for the time
 //!    left). When it fits, the DP runs and its plan is the proven optimum (path
@@ -64,6 +70,10 @@ pub const IP_MAX_UNITS: usize = 5_000;
 
 /// The share of the time the split search may use before the other paths.
 pub const SPLIT_SEARCH_SHARE: f64 = 0.5;
+
+/// Lattices of at most this many ideals go to the exact DP first, larger ones on at
+/// most [`split_search::MAX_GROUPS`] groups to the split search.
+pub const SPLIT_SEARCH_MIN_IDEALS: usize = 100_000;
 
 /// Largest group count for the O(n²) chain-split fallback.
 pub const CHAIN_SPLIT_MAX_GROUPS: usize = 5_000;
@@ -340,7 +350,7 @@ impl Auto {
     }
 
     /// Phase 0, on graphs of at most [`split_search::MAX_GROUPS`] groups whose ideal
-    /// lattice is not small: the split search ([`split_search`]) from the best baseline
+    /// lattice may hold more than [`SPLIT_SEARCH_MIN_IDEALS`] ideals: the split search ([`split_search`]) from the best baseline
     /// plan, with [`SPLIT_SEARCH_SHARE`] of the time. Its outcome when it finishes (the
     /// proven optimum, or infeasible); otherwise its best plan joins the search.
     fn split_search(
@@ -359,6 +369,13 @@ impl Auto {
             return None;
         }
         let started = Instant::now();
+        let (reduced, _) = dp::reduced_contraction(w);
+        let size = coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
+        if matches!(size, LatticeSize::Exactly(_) | LatticeSize::AtMost(_)) {
+            // A lattice this small is the DP's (it proves the published layer graphs in
+            // about a second, where the search may list many more stages).
+            return None;
+        }
         for found in fallbacks(problem, c, budget) {
             let what = format!("{} baseline", found.source);
             search.offer(found, what);
