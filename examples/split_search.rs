@@ -24,7 +24,10 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let start = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(f64::INFINITY);
+    let start = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(f64::INFINITY);
     let time_s = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(60.0);
     let t = Instant::now();
     match split_search::solve(&w, start, &Budget::new(Some(time_s), None)) {

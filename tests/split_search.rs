@@ -42,13 +42,31 @@ fn exact(method: &dyn dnnplace::solve::Method, w: &Workload) -> Option<f64> {
 fn check(w: &Workload, found: &Found, oracle: Option<f64>) -> Result<(), TestCaseError> {
     match (&found.placement, oracle) {
         (Some(p), Some(best)) => {
-            prop_assert!(close(found.value, best), "split search {} != oracle {best}", found.value);
+            prop_assert!(
+                close(found.value, best),
+                "split search {} != oracle {best}",
+                found.value
+            );
             let e = evaluate(w, p, false);
-            prop_assert!(e.is_valid() && e.is_contiguous(), "{:?} {:?}", e.violations, e.non_contiguous);
-            prop_assert!(close(e.max_load, found.value), "scored {} != search {}", e.max_load, found.value);
+            prop_assert!(
+                e.is_valid() && e.is_contiguous(),
+                "{:?} {:?}",
+                e.violations,
+                e.non_contiguous
+            );
+            prop_assert!(
+                close(e.max_load, found.value),
+                "scored {} != search {}",
+                e.max_load,
+                found.value
+            );
         }
         (None, None) => {}
-        (p, o) => prop_assert!(false, "feasibility differs: search {:?}, oracle {o:?}", p.is_some()),
+        (p, o) => prop_assert!(
+            false,
+            "feasibility differs: search {:?}, oracle {o:?}",
+            p.is_some()
+        ),
     }
     Ok(())
 }
@@ -90,12 +108,19 @@ fn twin_chains(seed: u64) -> Option<Workload> {
         })
         .collect();
     let mut ends = Vec::new();
-    let mut chain = |proto: &[(Node, f64)], nodes: &mut Vec<Node>, edges: &mut Vec<(i64, i64, f64, f64)>, next_id: &mut i64| {
+    let mut chain = |proto: &[(Node, f64)],
+                     nodes: &mut Vec<Node>,
+                     edges: &mut Vec<(i64, i64, f64, f64)>,
+                     next_id: &mut i64| {
         let mut prev = src;
         for (n, cost) in proto {
             let id = *next_id;
             *next_id += 1;
-            nodes.push(Node { id, name: Some(format!("n{id}")), ..n.clone() });
+            nodes.push(Node {
+                id,
+                name: Some(format!("n{id}")),
+                ..n.clone()
+            });
             if let Some((p, c)) = prev {
                 edges.push((p, id, c, 0.0));
             }
@@ -107,7 +132,9 @@ fn twin_chains(seed: u64) -> Option<Workload> {
         chain(&template, &mut nodes, &mut edges, &mut next_id);
     }
     for &l in &others {
-        let proto: Vec<(Node, f64)> = (0..l).map(|_| (node(0, &mut r, false), r.value(4))).collect();
+        let proto: Vec<(Node, f64)> = (0..l)
+            .map(|_| (node(0, &mut r, false), r.value(4)))
+            .collect();
         chain(&proto, &mut nodes, &mut edges, &mut next_id);
     }
     if sink {
@@ -121,7 +148,11 @@ fn twin_chains(seed: u64) -> Option<Workload> {
     let k = 1 + r.below(4) as usize;
     let devices = DeviceSet {
         accelerators: k,
-        memory_per_accelerator_bytes: if r.chance(0.3) { (total / k as f64).ceil() + 2.0 } else { total + 1.0 },
+        memory_per_accelerator_bytes: if r.chance(0.3) {
+            (total / k as f64).ceil() + 2.0
+        } else {
+            total + 1.0
+        },
         cpus: r.below(3) as usize,
     };
     Workload::new(nodes, edges, devices).ok()
@@ -177,7 +208,11 @@ fn wide(blocks: usize, branches: usize, ops: usize, k: usize) -> Workload {
         accelerators: k,
         cpus: 1,
     };
-    to_workload(&wide_graph(&WideSpec::new(blocks, branches, ops), DType::Fp32).unwrap(), &settings).unwrap()
+    to_workload(
+        &wide_graph(&WideSpec::new(blocks, branches, ops), DType::Fp32).unwrap(),
+        &settings,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -186,7 +221,10 @@ fn wide_graphs_agree_with_the_dp_and_their_branches_are_folded() {
         let w = wide(1, branches, ops, k);
         let found = search(&w);
         // Branch j has width h·(1 + j mod 3): the classes {0, 3}, {1, 4}, ... are twins.
-        let mut expected: Vec<usize> = (0..3).map(|r| (0..branches).filter(|j| j % 3 == r).count()).filter(|&c| c > 1).collect();
+        let mut expected: Vec<usize> = (0..3)
+            .map(|r| (0..branches).filter(|j| j % 3 == r).count())
+            .filter(|&c| c > 1)
+            .collect();
         let mut got = found.twin_classes.clone();
         expected.sort_unstable();
         got.sort_unstable();
@@ -202,7 +240,11 @@ fn a_spent_budget_stops_with_a_sound_bound() {
     let found = split_search::solve(&w, f64::INFINITY, &spent).expect("fits");
     assert_eq!(found.finished, Err(Exhausted::TimeLimit));
     let best = exact(&Dp, &w).expect("feasible");
-    assert!(found.bound <= best, "bound {} above the optimum {best}", found.bound);
+    assert!(
+        found.bound <= best,
+        "bound {} above the optimum {best}",
+        found.bound
+    );
     if found.placement.is_some() {
         assert!(found.value >= best * (1.0 - 1e-9));
     }
@@ -217,13 +259,31 @@ fn auto_proves_seven_parallel_chains() {
     let mut problem = Problem::throughput(&w);
     problem.limits.time_limit_s = Some(600.0);
     let p = plan(&Auto::default(), &problem).expect("auto plans it");
-    assert_eq!(p.outcome.status, Status::Optimal, "{:?}", p.outcome.stats.notes);
-    assert!(p.outcome.stats.path.as_deref().unwrap_or("").contains("split search"));
+    assert_eq!(
+        p.outcome.status,
+        Status::Optimal,
+        "{:?}",
+        p.outcome.stats.notes
+    );
+    assert!(p
+        .outcome
+        .stats
+        .path
+        .as_deref()
+        .unwrap_or("")
+        .contains("split search"));
     let v = p.objective(Objective::Throughput);
     assert!(p.outcome.bound <= v && close(p.outcome.bound, v));
     // No contiguous plan of the DP's own (its coarsened path) is better.
     let mut coarse = problem.clone();
     coarse.limits.time_limit_s = Some(5.0);
-    let c = plan(&Auto::new(dnnplace::solve::coarsen::CoarsenSettings { target: Some(20), ..Default::default() }), &coarse).expect("coarsened plan");
+    let c = plan(
+        &Auto::new(dnnplace::solve::coarsen::CoarsenSettings {
+            target: Some(20),
+            ..Default::default()
+        }),
+        &coarse,
+    )
+    .expect("coarsened plan");
     assert!(c.objective(Objective::Throughput) >= v * (1.0 - 1e-9));
 }

@@ -55,7 +55,11 @@ fn settings(accelerators: usize, training: bool) -> Result<CostSettings, CliErro
     })
 }
 
-pub(super) fn priced(graph: OpGraph, accelerators: usize, training: bool) -> Result<Workload, CliError> {
+pub(super) fn priced(
+    graph: OpGraph,
+    accelerators: usize,
+    training: bool,
+) -> Result<Workload, CliError> {
     Ok(to_workload(&graph, &settings(accelerators, training)?)?)
 }
 
@@ -227,10 +231,7 @@ pub(super) fn run_cases(
         writeln!(stdout, "{}", header.join("\t"))?;
     }
     stdout.flush()?;
-    for case in cases
-        .into_iter()
-        .filter(|c| c.name.contains(filter))
-    {
+    for case in cases.into_iter().filter(|c| c.name.contains(filter)) {
         let w = match (case.build)() {
             Ok(w) => w,
             Err(e) => {

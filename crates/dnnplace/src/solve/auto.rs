@@ -336,7 +336,10 @@ impl Auto {
                     .stats
                     .notes
                     .push(format!("the exact DP stopped early: {:?}", o.status));
-                if let Some(found) = o.placement.and_then(|p| scored(w, p, "exact DP (unproven)")) {
+                if let Some(found) = o
+                    .placement
+                    .and_then(|p| scored(w, p, "exact DP (unproven)"))
+                {
                     search.offer(found, "exact DP without its proof".into());
                     search.bound = search.bound.max(o.bound);
                 }
@@ -370,7 +373,8 @@ impl Auto {
         }
         let started = Instant::now();
         let (reduced, _) = dp::reduced_contraction(w);
-        let size = coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
+        let size =
+            coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
         if matches!(size, LatticeSize::Exactly(_) | LatticeSize::AtMost(_)) {
             // A lattice this small is the DP's (it proves the published layer graphs in
             // about a second, where the search may list many more stages).
@@ -394,10 +398,7 @@ impl Auto {
                 Err(e) => format!(", stopped: {}", StopReason::from(e.clone())),
             }
         ));
-        if let Some(f) = found
-            .placement
-            .and_then(|p| scored(w, p, "split search"))
-        {
+        if let Some(f) = found.placement.and_then(|p| scored(w, p, "split search")) {
             search.offer(f, "split search".into());
         }
         search.bound = search.bound.max(found.bound);

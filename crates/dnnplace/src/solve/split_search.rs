@@ -169,7 +169,11 @@ impl Instance {
             .collect();
         let edge_min_cpu = edges
             .iter()
-            .map(|&(t, _)| bits(t).map(|x| g[x].cpu_latency).fold(f64::INFINITY, f64::min))
+            .map(|&(t, _)| {
+                bits(t)
+                    .map(|x| g[x].cpu_latency)
+                    .fold(f64::INFINITY, f64::min)
+            })
             .collect();
         let mut by_ratio: Vec<usize> = (0..n)
             .filter(|&i| g[i].supported_on_accelerator && g[i].cpu_latency > 0.0)
@@ -353,7 +357,8 @@ impl Twins {
             inst.edges.iter().map(|&(t, c)| (t, c.to_bits())).collect();
         edges_sorted.sort_unstable();
         let mut out = Twins::default();
-        let mut candidates: Vec<Vec<usize>> = by_signature.into_values().filter(|c| c.len() > 1).collect();
+        let mut candidates: Vec<Vec<usize>> =
+            by_signature.into_values().filter(|c| c.len() > 1).collect();
         candidates.sort();
         for members in candidates {
             let first = &chains[members[0]];
@@ -423,7 +428,12 @@ impl Twins {
 
 /// Whether exchanging chains `x` and `y` (position by position) maps the arcs and the
 /// hyperedges (`edges_sorted`: (set, cost bits), sorted) onto themselves.
-fn swap_is_automorphism(inst: &Instance, x: &[usize], y: &[usize], edges_sorted: &[(Set, u64)]) -> bool {
+fn swap_is_automorphism(
+    inst: &Instance,
+    x: &[usize],
+    y: &[usize],
+    edges_sorted: &[(Set, u64)],
+) -> bool {
     let mut pi: Vec<usize> = (0..inst.n).collect();
     for (&a, &b) in x.iter().zip(y) {
         pi[a] = b;
@@ -506,7 +516,7 @@ impl Search<'_> {
             return Ok(None);
         }
         self.states += 1;
-        if self.states % 256 == 0 {
+        if self.states.is_multiple_of(256) {
             self.budget.check()?;
         }
         let mut cands = Vec::new();
@@ -532,7 +542,11 @@ impl Search<'_> {
             if cand.key >= t {
                 break;
             }
-            let (a2, c2) = if cand.accelerator { (a - 1, c) } else { (a, c - 1) };
+            let (a2, c2) = if cand.accelerator {
+                (a - 1, c)
+            } else {
+                (a, c - 1)
+            };
             self.path.push((cand.to, cand.accelerator, cand.load));
             let r = self.search(cand.canonical, a2, c2, t);
             self.path.pop();
@@ -582,7 +596,10 @@ impl Search<'_> {
         let mut tau: Vec<usize> = (0..n).collect();
         let mut stages: Vec<(Set, bool)> = Vec::new();
         let mut step = |tau: &mut Vec<usize>, to: Set, accelerator: bool| {
-            stages.push((bits(to).fold(0u128, |m, g| m | 1u128 << tau[g]), accelerator));
+            stages.push((
+                bits(to).fold(0u128, |m, g| m | 1u128 << tau[g]),
+                accelerator,
+            ));
             let sigma = self.inst.twins.sigma(to, n);
             let mut inverse = vec![0; n];
             for (g, &s) in sigma.iter().enumerate() {
@@ -595,7 +612,10 @@ impl Search<'_> {
         }
         let (mut at, mut a, mut c) = (i, a, c);
         while at != self.inst.all {
-            let Some(&Entry::Exact { to, accelerator, .. }) = self.memo.get(&key(at, a, c)) else {
+            let Some(&Entry::Exact {
+                to, accelerator, ..
+            }) = self.memo.get(&key(at, a, c))
+            else {
                 return;
             };
             step(&mut tau, to, accelerator);
@@ -641,7 +661,7 @@ impl Search<'_> {
                 }
                 let next = cur | bit;
                 self.stages += 1;
-                if self.stages % 4096 == 0 {
+                if self.stages.is_multiple_of(4096) {
                     self.budget.check()?;
                 }
                 let load = if accelerator {
@@ -678,9 +698,7 @@ impl Search<'_> {
 /// The first round's threshold: the root's remainder bound raised by one growth step,
 /// or `start` when that is not positive and finite.
 fn first_round(inst: &Instance, k: usize, l: usize, start: f64) -> f64 {
-    let root = inst
-        .remainder_bound(0, k, l, start)
-        .max(inst.single(0, l));
+    let root = inst.remainder_bound(0, k, l, start).max(inst.single(0, l));
     if root > 0.0 && root.is_finite() {
         root * ROUND_GROWTH
     } else {
@@ -753,7 +771,11 @@ pub fn solve(w: &Workload, start: f64, budget: &Budget) -> Option<Found> {
         Placement::new(inst.group_of.iter().map(|&g| device[g]).collect())
     });
     Some(Found {
-        value: if placement.is_some() { s.best } else { f64::INFINITY },
+        value: if placement.is_some() {
+            s.best
+        } else {
+            f64::INFINITY
+        },
         placement,
         finished,
         bound,
