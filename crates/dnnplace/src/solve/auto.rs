@@ -8,7 +8,8 @@
 //!    pairs), the branch and bound over stage splits ([`split_search`]) runs from the
 //!    best baseline plan with [`SPLIT_SEARCH_SHARE`] of the time (path `split search`).
 //!    When it finishes, its plan (or the baseline's) is the proven optimum; otherwise its
-//!    best plan and the bound of its finished rounds join the steps below.
+//!    best plan and the bound of its finished rounds join the steps below. On a smaller
+//!    lattice it runs after the exact DP, if the DP stops (its ideal pairs).
 //! 1. **Exact.** The size of the ideal lattice of the group DAG is estimated first
 //!    ([`coarsen::lattice_size`], bounded by [`coarsen::coarse_ideal_limit`] for the time
 //!    left). When it fits, the DP runs and its plan is the proven optimum (path
@@ -73,7 +74,7 @@ pub const SPLIT_SEARCH_SHARE: f64 = 0.5;
 
 /// Lattices of at most this many ideals go to the exact DP first, larger ones on at
 /// most [`split_search::MAX_GROUPS`] groups to the split search.
-pub const SPLIT_SEARCH_MIN_IDEALS: usize = 100_000;
+pub const SPLIT_SEARCH_MIN_IDEALS: usize = 20_000;
 
 /// Largest group count for the O(n²) chain-split fallback.
 pub const CHAIN_SPLIT_MAX_GROUPS: usize = 5_000;
@@ -203,6 +204,8 @@ struct Search {
     best: Option<Found>,
     bound: f64,
     status_reason: StopReason,
+    /// The split search was left to after the exact DP (a small lattice).
+    split_deferred: bool,
 }
 
 impl Search {
@@ -240,12 +243,19 @@ impl Auto {
             best: None,
             bound: 0.0,
             status_reason: StopReason::TimeLimit,
+            split_deferred: false,
         };
-        if let Some(proven) = self.split_search(problem, &c, budget, &mut search) {
+        if let Some(proven) = self.split_search(problem, &c, budget, &mut search, true) {
             return Ok(proven);
         }
         if let Some(proven) = self.exact_dp(problem, budget, &mut search)? {
             return Ok(proven);
+        }
+        if search.split_deferred {
+            // The DP stopped on a small lattice (its pairs): the split search after all.
+            if let Some(proven) = self.split_search(problem, &c, budget, &mut search, false) {
+                return Ok(proven);
+            }
         }
         if self.coarsen.mode != CoarsenMode::Off {
             self.coarsened(problem, budget, &mut search);
@@ -355,13 +365,16 @@ impl Auto {
     /// Phase 0, on graphs of at most [`split_search::MAX_GROUPS`] groups whose ideal
     /// lattice may hold more than [`SPLIT_SEARCH_MIN_IDEALS`] ideals: the split search ([`split_search`]) from the best baseline
     /// plan, with [`SPLIT_SEARCH_SHARE`] of the time. Its outcome when it finishes (the
-    /// proven optimum, or infeasible); otherwise its best plan joins the search.
+    /// proven optimum, or infeasible); otherwise its best plan joins the search. With
+    /// `before_dp`, a smaller lattice defers it (`split_deferred`) to after the exact DP,
+    /// which then runs it only if it stopped.
     fn split_search(
         &self,
         problem: &Problem,
         c: &Contraction,
         budget: &Budget,
         search: &mut Search,
+        before_dp: bool,
     ) -> Option<Outcome> {
         let w = problem.workload;
         if self.coarsen.mode != CoarsenMode::Auto
@@ -372,13 +385,16 @@ impl Auto {
             return None;
         }
         let started = Instant::now();
-        let (reduced, _) = dp::reduced_contraction(w);
-        let size =
-            coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
-        if matches!(size, LatticeSize::Exactly(_) | LatticeSize::AtMost(_)) {
-            // A lattice this small is the DP's (it proves the published layer graphs in
-            // about a second, where the search may list many more stages).
-            return None;
+        if before_dp {
+            let (reduced, _) = dp::reduced_contraction(w);
+            let size =
+                coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
+            if matches!(size, LatticeSize::Exactly(_) | LatticeSize::AtMost(_)) {
+                // A lattice this small is the DP's (it proves the published layer graphs
+                // in about a second, where the search may list many more stages).
+                search.split_deferred = true;
+                return None;
+            }
         }
         for found in fallbacks(problem, c, budget) {
             let what = format!("{} baseline", found.source);
@@ -418,6 +434,7 @@ impl Auto {
                 best: None,
                 bound: 0.0,
                 status_reason: StopReason::TimeLimit,
+                split_deferred: false,
             },
         );
         if taken.best.is_none() {
@@ -588,6 +605,7 @@ fn finish(search: Search) -> Outcome {
         best,
         bound,
         status_reason,
+        ..
     } = search;
     stats.path = Some(path.join("; "));
     let Some(best) = best else {
