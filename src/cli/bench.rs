@@ -1,6 +1,7 @@
 //! `dnnplace bench`: flags, then [`crate::experiments::bench`] runs `plan` on each file in
 //! a child process and [`crate::report::bench`] prints the table. `--scale` runs the
-//! generated scale rows instead ([`super::bench_scale`]).
+//! generated scale rows instead ([`super::bench_scale`]), `--hard` the hard families of
+//! issue 29 ([`super::bench_hard`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,9 +13,10 @@ use crate::experiments::bench::{named_files, run, BenchError, BenchSpec};
 use crate::report::bench::bench_table;
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("generated").args(["scale", "hard"])))]
 pub struct BenchArgs {
     /// Workload files or folders (searched recursively for *.json).
-    #[arg(required_unless_present_any = ["scale", "parallel"])]
+    #[arg(required_unless_present_any = ["scale", "parallel", "hard"])]
     pub paths: Vec<PathBuf>,
     /// Instead of files: `--method auto` on generated graphs of 1k-100k operators and the
     /// memory-bound GNMT cases (see `cli::bench_scale`); only rows whose name contains
@@ -26,15 +28,22 @@ pub struct BenchArgs {
     /// plan (docs/parallel.md).
     #[arg(long, conflicts_with_all = ["paths", "experts", "scale"])]
     pub parallel: bool,
-    /// --scale: the time limit of each run.
-    #[arg(long, value_parser = super::parse_seconds, value_name = "TIME", default_value = "60s", requires = "scale")]
+    /// Instead of files: `--method auto` on the hard families of issue 29 (parallel
+    /// chains, wide blocks, a 3-type 256-GPU cluster, GNMT with k = 8 and 16 under tight
+    /// memory, a 100k-op GPT of another shape; see `cli::bench_hard`); only rows whose
+    /// name contains FILTER.
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["paths", "experts", "scale", "parallel"])]
+    pub hard: Option<String>,
+    /// --scale, --hard: the time limit of each run.
+    #[arg(long, value_parser = super::parse_seconds, value_name = "TIME", default_value = "60s", requires = "generated")]
     pub time_limit: f64,
-    /// --scale: the folder with the published gnmt_inference.json and gnmt_training.json.
+    /// --scale, --hard: the folder with the published gnmt_inference.json and
+    /// gnmt_training.json.
     #[arg(
         long,
         value_name = "DIR",
         default_value = "../shared/workloads/paper/throughput/layer",
-        requires = "scale"
+        requires = "generated"
     )]
     pub gnmt_dir: PathBuf,
     /// Method to time.
@@ -55,6 +64,16 @@ pub struct BenchArgs {
 pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     if args.parallel {
         return super::bench_parallel::run(args.markdown);
+    }
+    if let Some(filter) = &args.hard {
+        let limit = super::settings::time_limit("--time-limit", args.time_limit, "")?;
+        return super::bench_hard::run(
+            filter,
+            limit,
+            &args.gnmt_dir,
+            &args.plan_args,
+            args.markdown,
+        );
     }
     if let Some(filter) = &args.scale {
         let limit = super::settings::time_limit("--time-limit", args.time_limit, "")?;

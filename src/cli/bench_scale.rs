@@ -37,9 +37,9 @@ use crate::model::{DeviceSet, Workload};
 use super::CliError;
 
 /// One bench row: its name and how to build its workload.
-struct Case {
-    name: String,
-    build: Box<dyn Fn() -> Result<Workload, CliError>>,
+pub(super) struct Case {
+    pub(super) name: String,
+    pub(super) build: Box<dyn Fn() -> Result<Workload, CliError>>,
 }
 
 /// a100-80gb accelerators and one CPU core, fp32.
@@ -55,18 +55,22 @@ fn settings(accelerators: usize, training: bool) -> Result<CostSettings, CliErro
     })
 }
 
-fn priced(graph: OpGraph, accelerators: usize, training: bool) -> Result<Workload, CliError> {
+pub(super) fn priced(
+    graph: OpGraph,
+    accelerators: usize,
+    training: bool,
+) -> Result<Workload, CliError> {
     Ok(to_workload(&graph, &settings(accelerators, training)?)?)
 }
 
-/// GNMT with k = 4, ℓ = 2 and memory 1.3 × total/k.
-fn gnmt(path: &Path) -> Result<Workload, CliError> {
+/// GNMT with k accelerators, ℓ = 2 and memory 1.3 × total/k.
+pub(super) fn gnmt(path: &Path, k: usize) -> Result<Workload, CliError> {
     let w = read_workload(path)?;
     let total: f64 = w.nodes().iter().map(|n| n.size_bytes).sum();
     let devices = DeviceSet {
-        accelerators: 4,
+        accelerators: k,
         cpus: 2,
-        memory_per_accelerator_bytes: 1.3 * total / 4.0,
+        memory_per_accelerator_bytes: 1.3 * total / k as f64,
     };
     Ok(w.with_devices(devices)?)
 }
@@ -125,11 +129,27 @@ fn cases(gnmt_dir: &Path) -> Vec<Case> {
         let path = gnmt_dir.join(format!("gnmt_{kind}.json"));
         cases.push(Case {
             name: format!("gnmt-{kind}-k4-l2-mem1.3"),
-            build: Box::new(move || gnmt(&path)),
+            build: Box::new(move || gnmt(&path, 4)),
         });
     }
     cases.extend(cluster_cases(gnmt_dir));
     cases
+}
+
+/// `generate transformer --layers L` (BERT shapes) priced for the cluster `spec`.
+pub(super) fn transformer_on_cluster(
+    layers: usize,
+    cluster: String,
+) -> Box<dyn Fn() -> Result<Workload, CliError>> {
+    Box::new(move || {
+        let spec = TransformerSpec::bert(layers, 768, 12, 512, 1);
+        let graph = transformer_graph(&spec, DType::Fp32).map_err(CliError::Internal)?;
+        let (cluster, profiles) = super::costmodel_cmds::cluster_from_flag(&cluster, &[])?;
+        let settings = settings(1, false)?;
+        Ok(crate::costmodel::graph::to_workload_on_cluster(
+            &graph, &settings, &cluster, &profiles,
+        )?)
+    })
 }
 
 /// The cluster rows (module docs).
@@ -142,18 +162,7 @@ fn cluster_cases(layer_dir: &Path) -> Vec<Case> {
         }
         s
     };
-    let transformer =
-        |layers: usize, cluster: String| -> Box<dyn Fn() -> Result<Workload, CliError>> {
-            Box::new(move || {
-                let spec = TransformerSpec::bert(layers, 768, 12, 512, 1);
-                let graph = transformer_graph(&spec, DType::Fp32).map_err(CliError::Internal)?;
-                let (cluster, profiles) = super::costmodel_cmds::cluster_from_flag(&cluster, &[])?;
-                let settings = settings(1, false)?;
-                Ok(crate::costmodel::graph::to_workload_on_cluster(
-                    &graph, &settings, &cluster, &profiles,
-                )?)
-            })
-        };
+    let transformer = transformer_on_cluster;
     for layers in [96, 384] {
         for types in [2, 3] {
             for k in [8, 16] {
@@ -197,6 +206,17 @@ pub fn run(
     plan_args: &[String],
     markdown: bool,
 ) -> Result<(), CliError> {
+    run_cases(cases(gnmt_dir), filter, time_limit_s, plan_args, markdown)
+}
+
+/// Runs the rows of `cases` whose name contains `filter`, each in its own `plan` process.
+pub(super) fn run_cases(
+    cases: Vec<Case>,
+    filter: &str,
+    time_limit_s: f64,
+    plan_args: &[String],
+    markdown: bool,
+) -> Result<(), CliError> {
     let exe = std::env::current_exe()
         .map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;
     let header = [
@@ -211,10 +231,7 @@ pub fn run(
         writeln!(stdout, "{}", header.join("\t"))?;
     }
     stdout.flush()?;
-    for case in cases(gnmt_dir)
-        .into_iter()
-        .filter(|c| c.name.contains(filter))
-    {
+    for case in cases.into_iter().filter(|c| c.name.contains(filter)) {
         let w = match (case.build)() {
             Ok(w) => w,
             Err(e) => {

@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod bench_parallel;
+pub mod bench_hard;
 pub mod bench_scale;
 pub mod calibrate_cmd;
 pub mod cluster_cmd;

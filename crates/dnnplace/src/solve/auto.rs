@@ -3,6 +3,13 @@
 //!
 //! # Contiguous throughput (TPS)
 //!
+//! 0. **Split search.** On graphs of at most [`split_search::MAX_GROUPS`] groups whose
+//!    lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals (wide graphs: many ideal
+//!    pairs), the branch and bound over stage splits ([`split_search`]) runs from the
+//!    best baseline plan with [`SPLIT_SEARCH_SHARE`] of the time (path `split search`).
+//!    When it finishes, its plan (or the baseline's) is the proven optimum; otherwise its
+//!    best plan and the bound of its finished rounds join the steps below. On a smaller
+//!    lattice it runs after the exact DP, if the DP stops (its ideal pairs).
 //! 1. **Exact.** The size of the ideal lattice of the group DAG is estimated first
 //!    ([`coarsen::lattice_size`], bounded by [`coarsen::coarse_ideal_limit`] for the time
 //!    left). When it fits, the DP runs and its plan is the proven optimum (path
@@ -45,6 +52,7 @@ use super::baselines::pipedream::PipeDreamTopo;
 use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp::{self, load_bounds, units as ip_units};
+use super::split_search;
 use super::{
     dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
 };
@@ -60,6 +68,13 @@ pub const IP_MAX_GROUPS: usize = 2_000;
 
 /// Largest unit count for which auto hands sync, latency or non-contiguous problems to the IP.
 pub const IP_MAX_UNITS: usize = 5_000;
+
+/// The share of the time the split search may use before the other paths.
+pub const SPLIT_SEARCH_SHARE: f64 = 0.5;
+
+/// Lattices of at most this many ideals go to the exact DP first, larger ones on at
+/// most [`split_search::MAX_GROUPS`] groups to the split search.
+pub const SPLIT_SEARCH_MIN_IDEALS: usize = 20_000;
 
 /// Largest group count for the O(n²) chain-split fallback.
 pub const CHAIN_SPLIT_MAX_GROUPS: usize = 5_000;
@@ -189,6 +204,8 @@ struct Search {
     best: Option<Found>,
     bound: f64,
     status_reason: StopReason,
+    /// The split search was left to after the exact DP (a small lattice).
+    split_deferred: bool,
 }
 
 impl Search {
@@ -226,9 +243,19 @@ impl Auto {
             best: None,
             bound: 0.0,
             status_reason: StopReason::TimeLimit,
+            split_deferred: false,
         };
+        if let Some(proven) = self.split_search(problem, &c, budget, &mut search, true) {
+            return Ok(proven);
+        }
         if let Some(proven) = self.exact_dp(problem, budget, &mut search)? {
             return Ok(proven);
+        }
+        if search.split_deferred {
+            // The DP stopped on a small lattice (its pairs): the split search after all.
+            if let Some(proven) = self.split_search(problem, &c, budget, &mut search, false) {
+                return Ok(proven);
+            }
         }
         if self.coarsen.mode != CoarsenMode::Off {
             self.coarsened(problem, budget, &mut search);
@@ -319,12 +346,12 @@ impl Auto {
                     .stats
                     .notes
                     .push(format!("the exact DP stopped early: {:?}", o.status));
-                if let Some(p) = o.placement {
-                    search.best = scored(w, p, "exact DP (unproven)");
-                    if search.best.is_some() {
-                        search.path.push("exact DP without its proof".into());
-                        search.bound = search.bound.max(o.bound);
-                    }
+                if let Some(found) = o
+                    .placement
+                    .and_then(|p| scored(w, p, "exact DP (unproven)"))
+                {
+                    search.offer(found, "exact DP without its proof".into());
+                    search.bound = search.bound.max(o.bound);
                 }
             }
             Err(e @ (SolveError::TooManyIdeals { .. } | SolveError::Stopped { .. })) => {
@@ -333,6 +360,92 @@ impl Auto {
             Err(e) => return Err(e),
         }
         Ok(None)
+    }
+
+    /// Phase 0, on graphs of at most [`split_search::MAX_GROUPS`] groups whose ideal
+    /// lattice may hold more than [`SPLIT_SEARCH_MIN_IDEALS`] ideals: the split search ([`split_search`]) from the best baseline
+    /// plan, with [`SPLIT_SEARCH_SHARE`] of the time. Its outcome when it finishes (the
+    /// proven optimum, or infeasible); otherwise its best plan joins the search. With
+    /// `before_dp`, a smaller lattice defers it (`split_deferred`) to after the exact DP,
+    /// which then runs it only if it stopped.
+    fn split_search(
+        &self,
+        problem: &Problem,
+        c: &Contraction,
+        budget: &Budget,
+        search: &mut Search,
+        before_dp: bool,
+    ) -> Option<Outcome> {
+        let w = problem.workload;
+        if self.coarsen.mode != CoarsenMode::Auto
+            || self.coarsen.target.is_some()
+            || c.len() > split_search::MAX_GROUPS
+            || w.cluster().is_some()
+        {
+            return None;
+        }
+        let started = Instant::now();
+        if before_dp {
+            let (reduced, _) = dp::reduced_contraction(w);
+            let size =
+                coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
+            if matches!(size, LatticeSize::Exactly(_) | LatticeSize::AtMost(_)) {
+                // A lattice this small is the DP's (it proves the published layer graphs
+                // in about a second, where the search may list many more stages).
+                search.split_deferred = true;
+                return None;
+            }
+        }
+        for found in fallbacks(problem, c, budget) {
+            let what = format!("{} baseline", found.source);
+            search.offer(found, what);
+        }
+        let start = search.best.as_ref().map_or(f64::INFINITY, |b| b.max_load);
+        let share = budget.share(SPLIT_SEARCH_SHARE);
+        let found = split_search::solve(w, start, &share)?;
+        let elapsed = started.elapsed().as_secs_f64();
+        search.stats.notes.push(format!(
+            "split search from {start}: {} states, {} stages in {elapsed:.2} s, bound {}{}",
+            found.states,
+            found.stages,
+            found.bound,
+            match &found.finished {
+                Ok(()) => String::new(),
+                Err(e) => format!(", stopped: {}", StopReason::from(e.clone())),
+            }
+        ));
+        if let Some(f) = found.placement.and_then(|p| scored(w, p, "split search")) {
+            search.offer(f, "split search".into());
+        }
+        search.bound = search.bound.max(found.bound);
+        found.finished.ok()?;
+        // Finished: no split is below min(start, its best), up to the sums' slack.
+        let proven = found.value.min(start) * (1.0 - split_search::SUM_SLACK);
+        search.bound = search.bound.max(proven);
+        search.path.push(format!(
+            "proven optimal by the split search ({} states)",
+            found.states
+        ));
+        let mut taken = std::mem::replace(
+            search,
+            Search {
+                stats: Stats::default(),
+                path: Vec::new(),
+                best: None,
+                bound: 0.0,
+                status_reason: StopReason::TimeLimit,
+                split_deferred: false,
+            },
+        );
+        if taken.best.is_none() {
+            // Nothing below ∞: no contiguous split fits.
+            taken.bound = f64::INFINITY;
+        }
+        let mut out = finish(taken);
+        if out.placement.is_none() {
+            out.status = Status::infeasible("no contiguous split fits the devices (proven by the split search); add devices or memory, or allow non-contiguous splits (--non-contiguous)");
+        }
+        Some(out)
     }
 
     /// Phase 2: the coarsened path (half of what is left): its plan when better.
@@ -492,6 +605,7 @@ fn finish(search: Search) -> Outcome {
         best,
         bound,
         status_reason,
+        ..
     } = search;
     stats.path = Some(path.join("; "));
     let Some(best) = best else {

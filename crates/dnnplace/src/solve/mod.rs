@@ -16,6 +16,8 @@
 //! - [`knapsack`]: the fractional knapsack (compute CPUs can absorb), for the DP and bounds;
 //! - [`layer_granular`]: plans that cut only between layers (`--granularity layer`);
 //! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
+//! - [`split_search`]: the same optimum on graphs of at most 128 groups by branch and
+//!   bound over stage splits (wide graphs whose ideal pairs the DP cannot afford);
 //! - [`coarsen`]: multilevel coarsening, the DP on a coarse level, refinement back down;
 //! - [`auto`]: the default method: the exact DP when its lattice fits the budget,
 //!   otherwise the coarsened path, then the IP for what time is left;
@@ -48,6 +50,7 @@ pub mod milp;
 pub mod outcome;
 pub mod parallel;
 pub mod piper;
+pub mod split_search;
 
 pub use method::{method, method_by_name, method_names, methods, Method, MethodId, Unsupported};
 pub use outcome::{Outcome, Provenance, Stats, Status, StopReason};
