@@ -208,7 +208,21 @@ pub(crate) fn confirm(
         if cutoff.is_finite() {
             options.push(("objective_bound".into(), format!("{cutoff:e}")));
         }
-        let again = run_once(rows.clone(), &copy.integer_columns, &rest, None, target)?;
+        let again = match run_once(rows.clone(), &copy.integer_columns, &rest, None, target) {
+            Ok(again) => again,
+            // A run HiGHS fails is no opinion: the first answer stands, without its claim.
+            Err(e) => {
+                let reason = StopReason::Solver {
+                    status: e.to_string(),
+                };
+                let check = Check::Unsettled {
+                    seed,
+                    cutoff,
+                    reason,
+                };
+                return Ok(unsettled(solved, check, None));
+            }
+        };
         if again.columns.is_some() && (again.objective < cutoff || again.reached_target) {
             let check = Check::Better {
                 seed,
@@ -263,7 +277,7 @@ fn unsettled(mut solved: Solved, check: Check, again: Option<Solved>) -> Solved 
         None => {
             solved.status = HighsModelStatus::Unknown;
             solved.stopped = Some(match &check {
-                Check::NotRun { reason } => reason.clone(),
+                Check::NotRun { reason } | Check::Unsettled { reason, .. } => reason.clone(),
                 _ => StopReason::UnreliableBound,
             });
         }
