@@ -8,14 +8,21 @@
 //! published layer workloads, `ip --contiguous` is never worse than the DP and matches it
 //! where it proves optimality.
 //!
+//! Every IP claims "optimal" only after a second HiGHS run (milp::second_opinion): each IP
+//! — max-load and sync, non-contiguous and contiguous, on one machine and on a cluster, and
+//! latency — is held to brute force under three HiGHS `random_seed`s, with and without the
+//! combinatorial load bound (without it HiGHS must prove the optimum itself, so the second
+//! opinion runs).
+//!
 //! Every plan goes through `solve::plan`, which re-scores it.
 
+mod cluster_gen;
 mod common;
 
 use common::{random_workload, Shape};
-use dnnplace::model::{Device, DeviceSet, Node, Placement, Workload};
+use dnnplace::model::{ClusterCosts, Device, DeviceSet, Node, Placement, Workload};
 use dnnplace::solve::brute_force::BruteForce;
-use dnnplace::solve::milp::Ip;
+use dnnplace::solve::milp::{Ip, IpExperiment, IpOptions};
 use dnnplace::solve::{dp, plan, Limits, Objective, Plan, Problem, Status};
 use proptest::prelude::*;
 
@@ -437,4 +444,146 @@ fn an_infeasible_contiguous_instance_is_reported_infeasible() {
         let exhaustive = run(&BruteForce, &w, objective, false);
         assert!((feasible.objective(objective) - exhaustive.objective(objective)).abs() <= ABS);
     }
+}
+
+/// The limits of one HiGHS search path: `random_seed` `highs_seed`, with or without the
+/// combinatorial load bound.
+fn seeded_limits(highs_seed: u64, load_bound: bool) -> Limits {
+    let ip = if load_bound {
+        IpOptions::default()
+    } else {
+        IpOptions::default().with(IpExperiment::NoBound)
+    };
+    let mut limits = Limits {
+        threads: Some(1),
+        ip,
+        ..Limits::default()
+    };
+    (limits.ip.highs_options).push(("random_seed".into(), highs_seed.to_string()));
+    limits
+}
+
+/// Whether a run's notes show HiGHS's own claim checked by a second run, and whether a
+/// check found HiGHS's claim wrong.
+fn second_opinion_ran(notes: &[String]) -> (usize, usize) {
+    let ran = notes.iter().any(|n| n.contains("HiGHS second opinion"));
+    let wrong = notes.iter().any(|n| n.contains("earlier claim was wrong"));
+    (usize::from(ran), usize::from(wrong))
+}
+
+/// The max-load and sync IPs (non-contiguous, and contiguous: the stage chain) equal brute
+/// force and prove it under HiGHS seeds 0, 1 and 2, with and without the load bound, on
+/// 50 random workloads; counts the runs where a second opinion checked HiGHS's claim.
+#[test]
+fn load_ips_match_brute_force_under_several_highs_seeds() {
+    let (mut compared, mut checked, mut wrong) = (0, 0, 0);
+    for seed in 0..50u64 {
+        let Some(w) = random_workload(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15), shape()) else {
+            continue;
+        };
+        for objective in [Objective::Throughput, Objective::Sync] {
+            for contiguous in [false, true] {
+                let oracle = run(&BruteForce, &w, objective, contiguous).objective(objective);
+                for (highs_seed, load_bound) in [(0, true), (1, false), (2, false)] {
+                    let mut p = problem(&w, objective, contiguous);
+                    p.limits = seeded_limits(highs_seed, load_bound);
+                    let ip = plan(&Ip, &p).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                    let a = ip.objective(objective);
+                    let notes = &ip.outcome.stats.notes;
+                    let at = format!("seed {seed} {objective:?} contiguous={contiguous} HiGHS seed {highs_seed} bound {load_bound}");
+                    if oracle.is_finite() {
+                        assert!(
+                            (a - oracle).abs() <= ABS,
+                            "{at}: ip {a}, brute force {oracle}; {notes:?}"
+                        );
+                        assert_eq!(ip.outcome.status, Status::Optimal, "{at}: {notes:?}");
+                        assert!(
+                            ip.outcome.bound <= oracle + ABS,
+                            "{at}: bound {}",
+                            ip.outcome.bound
+                        );
+                    } else {
+                        assert!(
+                            a.is_infinite(),
+                            "{at}: brute force finds no plan, the ip {a}"
+                        );
+                    }
+                    compared += 1;
+                    let (ran, caught) = second_opinion_ran(notes);
+                    (checked, wrong) = (checked + ran, wrong + caught);
+                }
+            }
+        }
+    }
+    eprintln!("load IPs: {compared} runs equal brute force; a second opinion ran in {checked}, caught a wrong claim in {wrong}");
+    assert!(
+        compared >= 400 && checked >= 100,
+        "{compared} runs, {checked} checked"
+    );
+}
+
+/// The cluster IP (max load and sync, non-contiguous and the cluster DP's contiguous space)
+/// equals the cluster brute force and proves it under HiGHS seeds 0, 1 and 2 on 40 random
+/// clusters; counts the runs where a second opinion checked HiGHS's claim.
+#[test]
+fn cluster_ip_matches_brute_force_under_several_highs_seeds() {
+    use cluster_gen::{random_clustered, ClusterShape};
+    use dnnplace::solve::cluster::brute_force::brute_force;
+    let (mut compared, mut checked, mut wrong) = (0, 0, 0);
+    for seed in 0..40u64 {
+        let nodes = Shape {
+            max_nodes: 6,
+            training: seed % 2 == 0,
+            ..Shape::default()
+        };
+        let cluster = ClusterShape {
+            max_devices: 4,
+            ..ClusterShape::default()
+        };
+        let Some(w) = random_clustered(seed + 7000, nodes, cluster) else {
+            continue;
+        };
+        let costs = ClusterCosts::of(&w);
+        for objective in [Objective::Throughput, Objective::Sync] {
+            for contiguous in [false, true] {
+                let exhaustive = brute_force(&w, &costs, objective, contiguous).unwrap();
+                for highs_seed in 0..3 {
+                    let limits = seeded_limits(highs_seed, true);
+                    let (ip, _) = dnnplace::solve::milp::cluster::solve(
+                        &w, &costs, &limits, objective, contiguous, None, 0.0,
+                    )
+                    .unwrap();
+                    let at = format!(
+                        "seed {seed} {objective:?} contiguous={contiguous} HiGHS seed {highs_seed}"
+                    );
+                    let notes = &ip.stats.notes;
+                    match &exhaustive.best {
+                        Some((b, _)) => {
+                            let close = (ip.objective - b).abs() <= 1e-5 * b.abs().max(1.0);
+                            assert!(
+                                close,
+                                "{at}: ip {}, brute force {b}; {notes:?}",
+                                ip.objective
+                            );
+                            assert_eq!(ip.status, Status::Optimal, "{at}: {notes:?}");
+                            assert!(ip.bound <= b * (1.0 + 1e-9), "{at}: bound {}", ip.bound);
+                        }
+                        None => assert!(
+                            matches!(ip.status, Status::Infeasible { .. }),
+                            "{at}: brute force finds no plan, the IP says {:?}",
+                            ip.status
+                        ),
+                    }
+                    compared += 1;
+                    let (ran, caught) = second_opinion_ran(notes);
+                    (checked, wrong) = (checked + ran, wrong + caught);
+                }
+            }
+        }
+    }
+    eprintln!("cluster IP: {compared} runs equal brute force; a second opinion ran in {checked}, caught a wrong claim in {wrong}");
+    assert!(
+        compared >= 300 && checked >= 30,
+        "{compared} runs, {checked} checked"
+    );
 }

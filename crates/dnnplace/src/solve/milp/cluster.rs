@@ -261,6 +261,7 @@ pub fn solve(
             solved.status, solved.time_s, solved.nodes
         )),
     }
+    (stats.notes).extend(solved.checks.iter().map(super::second_opinion::Check::note));
     stats.time_s = started.elapsed().as_secs_f64();
     let outcome = match best {
         Some((value, placement, _)) => with_plan(

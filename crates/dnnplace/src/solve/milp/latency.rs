@@ -78,13 +78,12 @@ use super::latency_runs;
 use super::units::{
     canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units,
 };
-use super::{candidate, finish, run, Builder, Candidate, Solved, Var};
+use super::{candidate, finish, run, Builder, Candidate, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
 use crate::solve::baselines::greedy::Greedy;
 use crate::solve::budget::Budget;
 use crate::solve::{dp, Method, Objective, Outcome, Problem, SolveError, Stats};
-use highs::HighsModelStatus;
 
 /// Solves the latency IP with at most `q` pieces per accelerator.
 pub fn solve(problem: &Problem, q: usize) -> Result<Outcome, SolveError> {
@@ -154,27 +153,6 @@ fn solve_holding(
         &super::remaining(problem, started),
         warm_values.as_deref(),
     )?;
-    let mut model = model;
-    if solved.status == HighsModelStatus::Optimal && solved.columns.is_some() {
-        let check = second_opinion(problem, q, &units, &items, upper, &arcs, &solved, started)?;
-        stats.notes.push(check.note(&solved));
-        match check {
-            SecondOpinion::Confirmed => {}
-            SecondOpinion::Better(better) => {
-                (solved, model) = *better;
-            }
-            SecondOpinion::Unsettled(second) => {
-                // The first run's optimality and bound are not trusted: its plan stands
-                // with the combinatorial bound, stopped for the second run's reason.
-                solved.status = match second.status {
-                    HighsModelStatus::NotSet => HighsModelStatus::Unknown,
-                    other => other,
-                };
-                solved.stopped = second.stopped;
-                solved.bound = f64::NEG_INFINITY;
-            }
-        }
-    }
     // The finish-time bound holds whatever HiGHS reached (it may stop before its root LP).
     solved.bound = solved.bound.max(model.critical);
     let from_ip = solved
@@ -227,89 +205,6 @@ fn build<'a>(
     }
     model.add_symmetry(b);
     model
-}
-
-/// What a second HiGHS run says about the first run's "optimal".
-enum SecondOpinion<'a> {
-    /// No plan scores below the first optimum: it stands.
-    Confirmed,
-    /// A better plan exists: the second run's answer (proven under its cutoff), and the
-    /// model its columns belong to.
-    Better(Box<(Solved, CallModel<'a>)>),
-    /// The second run stopped (time, Ctrl-C, memory) before settling it: its answer.
-    Unsettled(Solved),
-}
-
-impl SecondOpinion<'_> {
-    fn note(&self, first: &Solved) -> String {
-        match self {
-            SecondOpinion::Confirmed => format!(
-                "second HiGHS run (other seed, cutoff below {}): nothing better, optimum confirmed",
-                first.objective
-            ),
-            SecondOpinion::Better(b) => format!(
-                "second HiGHS run (other seed, cutoff below {}): found {} (HiGHS's first \"optimal\" was wrong)",
-                first.objective, b.0.objective
-            ),
-            SecondOpinion::Unsettled(_) => format!(
-                "second HiGHS run (other seed, cutoff below {}) did not finish: optimality not claimed",
-                first.objective
-            ),
-        }
-    }
-}
-
-/// HiGHS 1.15's branch-and-cut can prune every plan better than its incumbent and report
-/// "optimal": on tests/ip_properties.rs, `two_pieces_highs_search_regression`, with q = 2 it
-/// proved 22.5 where 21.25 exists (any other `random_seed`, `presolve=off` or a looser
-/// `mip_feasibility_tolerance` found 21.25). An optimum is therefore claimed only when
-/// a second run on a fresh copy of the model, with another random seed, no warm start and
-/// `objective_bound` just below the first optimum (it accepts only better plans), finds
-/// none. This is a second opinion from the same solver along another search path, not a
-/// certificate; the brute-force property tests remain the check.
-#[allow(clippy::too_many_arguments)]
-fn second_opinion<'a>(
-    problem: &Problem<'a>,
-    q: usize,
-    units: &'a Grouping,
-    items: &'a Grouping,
-    upper: f64,
-    arcs: &[(usize, usize)],
-    first: &Solved,
-    started: Instant,
-) -> Result<SecondOpinion<'a>, SolveError> {
-    let mut rest = super::remaining(problem, started);
-    let ip = &mut rest.limits.ip;
-    let seed = (ip.highs_options.iter().rev())
-        .find(|(name, _)| name == "random_seed")
-        .and_then(|(_, v)| v.parse::<i64>().ok())
-        .unwrap_or(0);
-    let other = if seed >= i64::from(i32::MAX) {
-        0
-    } else {
-        seed + 1
-    };
-    // Better by more than the termination gap (and HiGHS's objective tolerance).
-    let cutoff = first.objective - (first.objective.abs() * super::DEFAULT_GAP).max(1e-9);
-    ip.highs_options
-        .push(("random_seed".to_string(), other.to_string()));
-    ip.highs_options
-        .push(("objective_bound".to_string(), format!("{cutoff:e}")));
-    let mut b = Builder::within(rest.limits.budget());
-    let model = build(&mut b, &rest, q, units, items, upper, arcs);
-    let solved = run(b, &rest, None)?;
-    // HiGHS may still report a plan above the cutoff (its own heuristics' incumbent): only
-    // one below it is better; a finished search (optimal, infeasible, bound reached)
-    // found none below it.
-    Ok(match solved.status {
-        _ if solved.columns.is_some() && solved.objective < cutoff => {
-            SecondOpinion::Better(Box::new((solved, model)))
-        }
-        HighsModelStatus::Optimal
-        | HighsModelStatus::Infeasible
-        | HighsModelStatus::ObjectiveBound => SecondOpinion::Confirmed,
-        _ => SecondOpinion::Unsettled(solved),
-    })
 }
 
 /// The plans held before the model is built: the caller's, or [`held_plans`]; for q ≥ 2

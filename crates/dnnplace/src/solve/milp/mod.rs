@@ -17,6 +17,9 @@
 //! - [`guard`]: the numeric guard every model passes before HiGHS sees it (numbers HiGHS
 //!   would refuse stop the IP with a clear error, never a panic);
 //! - [`options`]: `--highs-option` checked against HiGHS's own option table;
+//! - [`second_opinion`]: every "optimal" or "infeasible" of HiGHS's own is checked by
+//!   another run (another `random_seed`, no warm start, objective bound below the claimed
+//!   optimum) before it is believed;
 //! - [`presolve`]: what HiGHS sees — coefficients capped against a held plan and rescaled
 //!   by powers of two so HiGHS never rejects a finite model, and the answer cross-checked
 //!   against the original workload;
@@ -38,7 +41,8 @@
 //! result is not called optimal. For the max-load and sync models the bound is the larger
 //! of HiGHS's and the combinatorial one of [`load_bounds`], and HiGHS is stopped
 //! (`run_to`) once its incumbent meets the latter. [`Status::Optimal`] means HiGHS proved
-//! optimality, or was stopped at the combinatorial bound, at relative gap [`DEFAULT_GAP`]
+//! optimality (and a second run along another search path, [`second_opinion`], found nothing
+//! better), or was stopped at the combinatorial bound, at relative gap [`DEFAULT_GAP`]
 //! (or 1e-5, relative above 1, absolute below: the solver's own tolerance per MODEL.md)
 //! *and* the scored plan agrees.
 //!
@@ -75,6 +79,7 @@ pub mod load_bounds;
 pub mod min_cut;
 pub mod options;
 pub mod presolve;
+pub mod second_opinion;
 pub mod stages;
 pub mod throughput;
 pub mod units;
@@ -520,6 +525,8 @@ pub(crate) struct Solved {
     pub stopped: Option<StopReason>,
     /// HiGHS was still running at the deadline and its answer was not waited for.
     pub abandoned: bool,
+    /// What the runs after the first said of its proof ([`second_opinion`]), in order.
+    pub checks: Vec<second_opinion::Check>,
 }
 
 struct CallbackState {
@@ -611,20 +618,42 @@ pub(crate) fn run_to(
     warm: Option<&[f64]>,
     target: f64,
 ) -> Result<Solved, SolveError> {
+    let started = Instant::now();
     let budget = problem.limits.budget();
     if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
         return Ok(Solved::not_run(reason.into()));
     }
     builder.guard.check("ip")?;
-    let integer_columns = builder.integer_columns.clone();
-    let mut model = Model::try_new(builder.problem)
+    let copy = second_opinion::Copy::keep(&builder);
+    let first = run_once(
+        builder.problem,
+        &builder.integer_columns,
+        problem,
+        warm,
+        target,
+    )?;
+    second_opinion::confirm(first, copy, problem, target, started)
+}
+
+/// One HiGHS run of `rows` (integer columns `integer_columns`) under the problem's limits
+/// and `--highs-option`s, warm-started from `warm`, stopped once its incumbent is at most
+/// `target`: HiGHS's answer, unchecked ([`run_to`] checks it).
+fn run_once(
+    rows: RowProblem,
+    integer_columns: &[usize],
+    problem: &Problem,
+    warm: Option<&[f64]>,
+    target: f64,
+) -> Result<Solved, SolveError> {
+    let budget = problem.limits.budget();
+    let mut model = Model::try_new(rows)
         .map_err(|e| SolveError::Solver(format!("HiGHS rejected the model: {e:?}")))?;
     model.set_sense(Sense::Minimise);
     model.make_quiet();
     set_options(&mut model, problem, budget.remaining_s())?;
     if problem.limits.ip.warm_start {
         if let Some(values) = warm {
-            set_warm_start(&mut model, &integer_columns, values)?;
+            set_warm_start(&mut model, integer_columns, values)?;
         }
     }
     let hook = PROGRESS_HOOK.read().ok().and_then(|h| *h);
@@ -752,6 +781,7 @@ fn solve_with_callbacks(model: Unshared, state: CallbackState) -> Result<Solved,
         reached_target,
         stopped: None,
         abandoned: false,
+        checks: Vec::new(),
     })
 }
 
@@ -768,6 +798,7 @@ impl Solved {
             reached_target: false,
             stopped: Some(reason),
             abandoned: false,
+            checks: Vec::new(),
         }
     }
 }
@@ -1050,9 +1081,13 @@ pub(crate) fn finish(
         Some(reason) if solved.abandoned => {
             stats.notes.push(format!("HiGHS still running when stopped ({reason}; its presolve checks no clock): its answer is not waited for"))
         }
+        Some(_) if !solved.checks.is_empty() => {}
         Some(reason) => stats.notes.push(format!("HiGHS not run: {reason}")),
         None => stats.notes.push(format!("HiGHS: {:?} after {:.2} s, {} nodes", solved.status, solved.time_s, solved.nodes)),
     }
+    stats
+        .notes
+        .extend(solved.checks.iter().map(second_opinion::Check::note));
     if solved.columns.is_some() {
         stats
             .notes

@@ -10,6 +10,13 @@ use std::ffi::CString;
 
 use highs::{Model, RowProblem};
 
+/// The largest `mip_feasibility_tolerance` taken, exclusive. HiGHS's table allows any
+/// value ≥ 1e-10, but it is also HiGHS's integrality tolerance, so from 0.5 on a binary at
+/// 0.5 is both 0 and 1 and the model means nothing; and HiGHS 1.15 without a warm start
+/// (the second opinion's runs, [`super::second_opinion`]) failed with "Error" at 10 and
+/// 1e5, and crashed (SIGSEGV) at 1e308 with `presolve=off` (fuzz, seed 26).
+pub const MAX_INTEGRALITY_TOLERANCE: f64 = 0.5;
+
 /// HiGHS's option types (`kHighsOptionType*` of its C API).
 const BOOL: i32 = 0;
 const INT: i32 = 1;
@@ -77,7 +84,11 @@ pub fn check_highs_option(name: &str, value: &str) -> Result<(), String> {
                     &mut def,
                 )
             };
-            if v >= lo && v <= hi {
+            if name == "mip_feasibility_tolerance" && v >= MAX_INTEGRALITY_TOLERANCE {
+                Err(format!(
+                    "option {name} is {value}; it must be below {MAX_INTEGRALITY_TOLERANCE} (it is HiGHS's integrality tolerance: at 0.5 a binary at 0.5 counts as both 0 and 1)"
+                ))
+            } else if v >= lo && v <= hi {
                 Ok(())
             } else {
                 Err(format!(
@@ -105,6 +116,7 @@ mod tests {
             ("time_limit", "5"),
             ("threads", "100000"),
             ("mip_rel_gap", "1e-3"),
+            ("mip_feasibility_tolerance", "0.49"),
             ("output_flag", "false"),
         ] {
             assert_eq!(check_highs_option(ok.0, ok.1), Ok(()), "{ok:?}");
@@ -117,6 +129,12 @@ mod tests {
                 "unknown HiGHS option 'no_such_option'",
             ),
             ("time_limit", "-5", "time_limit is -5"),
+            (
+                "mip_feasibility_tolerance",
+                "1e308",
+                "mip_feasibility_tolerance is 1e308; it must be below 0.5",
+            ),
+            ("mip_feasibility_tolerance", "0.5", "it must be below 0.5"),
             ("time_limit", "soon", "takes a number"),
             ("mip_max_nodes", "1.5", "takes an integer"),
             ("output_flag", "maybe", "true or false"),
