@@ -29,6 +29,11 @@ pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-
 # 0.2.2 wheel (the last with TOML job files), without its training stack (torchdata,
 # datasets, tensorboard), which the config parser does not import.
 "${pip[@]}" --no-deps torchtitan==0.2.2
+# DeepSpeed's DeepSpeedConfig and pipeline topology read the DeepSpeed exports: the 0.19.8
+# source package built without its ops (pure Python), and its light dependencies.
+"${pip[@]}" einops==0.8.2 hjson==3.1.0 msgpack==1.2.4 ninja==1.13.2 psutil==7.2.2 \
+  py-cpuinfo==9.0.0 pydantic==2.14.4 tqdm==4.70.1 setuptools==84.2.1
+DS_BUILD_OPS=0 "${pip[@]}" --no-deps --no-build-isolation deepspeed==0.19.8
 echo "python ci: dependencies installed in $((SECONDS - started)) s"
 "${pip[@]}" "$here"
 echo "python ci: dnnplace built and installed at $((SECONDS - started)) s"

@@ -7,9 +7,10 @@
 //!
 //! The real parsers: the Megatron layout strings and first/last flags come from the same
 //! functions as the stage-split export, which `tests/exports.rs` checks with megatron-core's
-//! own parser; the torchtitan export is loaded by torchtitan 0.2.2's `ConfigManager` in
-//! `python/tests/test_exports_3d.py`. DeepSpeed and vLLM are not installed here: their
-//! files are checked against the rules of their source, written out by hand below.
+//! own parser; the torchtitan and DeepSpeed exports are read by torchtitan 0.2.2's
+//! `ConfigManager` and DeepSpeed 0.19.8's `DeepSpeedConfig` in
+//! `python/tests/test_exports_3d.py`. vLLM is not installed: its line is checked against
+//! the rules of its source, written out by hand below.
 
 use std::process::Command;
 

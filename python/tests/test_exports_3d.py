@@ -1,4 +1,4 @@
-"""torchtitan's own code reads dnnplace's 3D exports (issue #27).
+"""torchtitan's and DeepSpeed's own code read dnnplace's 3D exports (issue #27).
 
 * Every ``plan --parallel 3d --export torchtitan`` file is loaded by torchtitan 0.2.2's
   ``ConfigManager`` (the parser behind ``--job.config_file``), and the degrees, split,
@@ -8,9 +8,14 @@
   from the installed ``torchtitan/distributed/pipeline_parallel.py`` by its source and run
   alone (its module imports the training stack: torchdata, tensorboard, datasets).
 
-python/ci.sh installs ``torchtitan==0.2.2`` (without its training dependencies) and
-``tyro``; without them these tests skip, saying so, unless
-``DNNPLACE_REQUIRE_PYTHON_CHECKS=1`` (CI), where a skip is a failure.
+* Every ``--export deepspeed`` file is read by DeepSpeed 0.19.8's ``DeepSpeedConfig`` (with
+  its batch check ``train_batch_size = micro-batch × accumulation × DP``, DP from the
+  topology) and ``PipeModelDataParallelTopology``.
+
+python/ci.sh installs ``torchtitan==0.2.2`` (without its training dependencies),
+``tyro``, and ``deepspeed==0.19.8`` without its compiled ops; without them these tests
+skip, saying so, unless ``DNNPLACE_REQUIRE_PYTHON_CHECKS=1`` (CI), where a skip is a
+failure. vLLM is not installed (its wheel brings a CUDA build of its own).
 """
 
 import ast
@@ -142,3 +147,79 @@ def test_the_default_split_is_torchtitans(model, layers, stages, cluster, tmp_pa
     theirs = generate(stages, layers, 1, 1)
     print(f"{model}, {stages} stages: layers per stage {[len(s) for s in theirs]}")
     assert ours == theirs
+
+
+def need_deepspeed():
+    why = None
+    if importlib.util.find_spec("deepspeed") is None:
+        why = "deepspeed is not installed (python/ci.sh installs deepspeed==0.19.8 --no-deps)"
+    elif not CLI.is_file():
+        why = f"{CLI} is missing (cargo build --release)"
+    if why is None:
+        return
+    if os.environ.get("DNNPLACE_REQUIRE_PYTHON_CHECKS"):
+        pytest.fail(why + ", but DNNPLACE_REQUIRE_PYTHON_CHECKS is set")
+    pytest.skip(why)
+
+
+# (model, cluster, global batch, tokens per sample, extra flags): ZeRO-0 with DP 4, and a
+# 70 B model with ZeRO-1 and recomputation.
+DS_CASES = [
+    ("llama-3-8b.json", "4x8xh100", "256", "4096", []),
+    ("llama-3-70b.json", "4x8xh100", "64", "2048", []),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DS_CASES)))
+def test_deepspeeds_own_config_and_topology_read_the_export(case, tmp_path):
+    """DeepSpeed's DeepSpeedConfig (its batch check: train_batch_size = micro-batch x
+    accumulation x DP) and PipeModelDataParallelTopology read the export; the degrees,
+    batch sizes, ZeRO stage and checkpoint interval are the plan's; and the pipeline
+    engine's source holds the ZeRO rule the export enforces."""
+    need_deepspeed()
+    import re
+
+    import deepspeed.runtime.config as ds_config
+    from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology
+
+    model, cluster, batch, seq, extra = DS_CASES[case]
+    out = tmp_path / "ds.py"
+    r = run("plan", str(HF / model), "--parallel", "3d", "--cluster", cluster,
+            "--global-batch", batch, "--seq", seq, "--json", "--export", "deepspeed",
+            "--export-out", str(out), *extra)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    text = out.read_text()
+    config = json.loads(re.search(r"^ds_config = json.loads\(r'''(.*)'''\)$", text, re.M).group(1))
+    topology = json.loads(re.search(r"^topology = (.*)$", text, re.M).group(1))
+    parts = json.loads(re.search(r"^parts = (.*)$", text, re.M).group(1))
+    stages = plan["stages"]
+    t, d, p = stages[0]["tensorParallel"], stages[0]["dataParallel"], len(stages)
+    topo = PipeModelDataParallelTopology(**topology)
+    assert (topo.get_dim("pipe"), topo.get_dim("model"), topo.get_dim("data")) == (p, t, d)
+    assert topo.world_size() == t * p * d
+
+    class DataParallelOf:
+        def get_data_parallel_world_size(self):
+            return topology["num_dp"]
+
+    # Without a process group DeepSpeedConfig takes world size 1; with a rank it asks the
+    # mpu for the DP world size, as under deepspeed.initialize.
+    ds_config.dist.get_rank = lambda *a, **k: 0
+    c = ds_config.DeepSpeedConfig(config, mpu=DataParallelOf())
+    print(f"{model}: TP {t} x PP {p} x DP {d} -> DeepSpeed read batch {c.train_batch_size} = "
+          f"{c.train_micro_batch_size_per_gpu} x {c.gradient_accumulation_steps} x {d}, "
+          f"ZeRO {c.zero_optimization_stage}, interval {c.pipeline['activation_checkpoint_interval']}")
+    assert c.train_batch_size == plan["globalBatch"]
+    assert c.train_micro_batch_size_per_gpu == plan["microBatch"]
+    assert c.gradient_accumulation_steps == plan["globalBatch"] // (plan["microBatch"] * d)
+    assert c.zero_optimization_stage == plan["zero"] < 2
+    assert c.pipeline["activation_checkpoint_interval"] == (1 if plan["recompute"] else 0)
+    units = [u for s in stages for u in s["layers"]]
+    bounds = [0]
+    for s in stages:
+        bounds.append(bounds[-1] + len(s["layers"]))
+    assert parts == bounds and bounds[-1] == len(units)
+    engine = Path(importlib.util.find_spec("deepspeed").submodule_search_locations[0])
+    source = (engine / "runtime" / "pipe" / "engine.py").read_text()
+    assert "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" in source
