@@ -170,12 +170,17 @@ def test_ctrl_c_returns_the_best_plan_so_far():
     w = dnnplace.generate_transformer("bert", layers=12, hidden=768, heads=12, seq=512, training=True,
                                       accelerators=4)
     timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    # Python's own Ctrl-C handler, whatever the launcher left: a process started in the
+    # background by a non-interactive shell inherits SIGINT ignored, and Python then
+    # installs no KeyboardInterrupt handler (a CI run launched with `&` lost the signal).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     timer.start()
     try:
         p = dnnplace.plan(w, method="ip", non_contiguous=True, time_limit=300, threads=1)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     took = time.monotonic() - started
     assert p.interrupted and p.stop_reason == "interrupted", p.status
     assert p.tps_ms < float("inf") and 0 <= p.bound_ms <= p.tps_ms
