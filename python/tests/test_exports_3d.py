@@ -43,6 +43,11 @@ def need_torchtitan():
         why = f"{CLI} is missing (cargo build --release)"
     if why is None:
         return Path(spec.submodule_search_locations[0])
+    skip_or_fail(why)
+
+
+def skip_or_fail(why):
+    """Skips saying why, or fails where CI requires the check."""
     if os.environ.get("DNNPLACE_REQUIRE_PYTHON_CHECKS"):
         pytest.fail(why + ", but DNNPLACE_REQUIRE_PYTHON_CHECKS is set")
     pytest.skip(why)
@@ -50,6 +55,23 @@ def need_torchtitan():
 
 def run(*args):
     return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=300)
+
+
+def plan_and_export(fmt, case, out):
+    """``plan --parallel 3d --json --export fmt`` of a case into ``out``: the plan's JSON."""
+    model, cluster, batch, seq, extra = case
+    r = run("plan", str(HF / model), "--parallel", "3d", "--cluster", cluster,
+            "--global-batch", batch, "--seq", seq, "--json", "--export", fmt,
+            "--export-out", str(out), *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def torchtitan_names(stages):
+    """The plan's stages in torchtitan's module names (embeddings and head are the
+    model's tok_embeddings, and norm with output)."""
+    renamed = {"embeddings": ["tok_embeddings"], "head": ["norm", "output"]}
+    return [[n for unit in s["layers"] for n in renamed.get(unit, [unit])] for s in stages]
 
 
 # (model, cluster, global batch, tokens per sample, extra flags): ZeRO-0 with pipeline
@@ -67,13 +89,9 @@ def test_torchtitans_config_manager_reads_the_export(case, tmp_path):
     need_torchtitan()
     from torchtitan.config import ConfigManager
 
-    model, cluster, batch, seq, extra = CASES[case]
+    model, cluster = CASES[case][:2]
     out = tmp_path / "job.toml"
-    r = run("plan", str(HF / model), "--parallel", "3d", "--cluster", cluster,
-            "--global-batch", batch, "--seq", seq, "--json", "--export", "torchtitan",
-            "--export-out", str(out), *extra)
-    assert r.returncode == 0, r.stderr
-    plan = json.loads(r.stdout)
+    plan = plan_and_export("torchtitan", CASES[case], out)
     job = ConfigManager().parse_args(["--job.config_file", str(out)])
     par, training = job.parallelism, job.training
     stages = plan["stages"]
@@ -98,13 +116,7 @@ def test_torchtitans_config_manager_reads_the_export(case, tmp_path):
         assert par.pipeline_parallel_schedule == {"1f1b": "1F1B", "gpipe": "GPipe"}[plan["schedule"]]
         parts = par.module_fqns_per_model_part
         assert len(parts) == p
-        expected = []
-        for stage in stages:
-            names = []
-            for unit in stage["layers"]:
-                names += {"embeddings": ["tok_embeddings"], "head": ["norm", "output"]}.get(unit, [unit])
-            expected.append(names)
-        assert parts == expected
+        assert parts == torchtitan_names(stages)
     else:
         assert training.local_batch_size == plan["microBatch"]
     assert job.activation_checkpoint.mode == ("full" if plan["recompute"] else "none")
@@ -138,12 +150,7 @@ def test_the_default_split_is_torchtitans(model, layers, stages, cluster, tmp_pa
             "--json", "--from-export", "torchtitan", str(job))
     # Exit 1 is a layout that does not fit: its split is still printed.
     assert r.returncode in (0, 1), r.stderr
-    ours = []
-    for stage in json.loads(r.stdout)["stages"]:
-        names = []
-        for unit in stage["layers"]:
-            names += {"embeddings": ["tok_embeddings"], "head": ["norm", "output"]}.get(unit, [unit])
-        ours.append(names)
+    ours = torchtitan_names(json.loads(r.stdout)["stages"])
     theirs = generate(stages, layers, 1, 1)
     print(f"{model}, {stages} stages: layers per stage {[len(s) for s in theirs]}")
     assert ours == theirs
@@ -155,11 +162,8 @@ def need_deepspeed():
         why = "deepspeed is not installed (python/ci.sh installs deepspeed==0.19.8 --no-deps)"
     elif not CLI.is_file():
         why = f"{CLI} is missing (cargo build --release)"
-    if why is None:
-        return
-    if os.environ.get("DNNPLACE_REQUIRE_PYTHON_CHECKS"):
-        pytest.fail(why + ", but DNNPLACE_REQUIRE_PYTHON_CHECKS is set")
-    pytest.skip(why)
+    if why is not None:
+        skip_or_fail(why)
 
 
 # (model, cluster, global batch, tokens per sample, extra flags): ZeRO-0 with DP 4, and a
@@ -182,13 +186,9 @@ def test_deepspeeds_own_config_and_topology_read_the_export(case, tmp_path):
     import deepspeed.runtime.config as ds_config
     from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology
 
-    model, cluster, batch, seq, extra = DS_CASES[case]
+    model = DS_CASES[case][0]
     out = tmp_path / "ds.py"
-    r = run("plan", str(HF / model), "--parallel", "3d", "--cluster", cluster,
-            "--global-batch", batch, "--seq", seq, "--json", "--export", "deepspeed",
-            "--export-out", str(out), *extra)
-    assert r.returncode == 0, r.stderr
-    plan = json.loads(r.stdout)
+    plan = plan_and_export("deepspeed", DS_CASES[case], out)
     text = out.read_text()
     config = json.loads(re.search(r"^ds_config = json.loads\(r'''(.*)'''\)$", text, re.M).group(1))
     topology = json.loads(re.search(r"^topology = (.*)$", text, re.M).group(1))

@@ -10,8 +10,8 @@
 //! internal check failed (a bug: a solver's plan that the scorer rejects).
 
 pub mod bench;
-pub mod bench_parallel;
 pub mod bench_hard;
+pub mod bench_parallel;
 pub mod bench_scale;
 pub mod calibrate_cmd;
 pub mod cluster_cmd;

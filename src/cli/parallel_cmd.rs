@@ -422,6 +422,46 @@ fn search_goal(
     Ok(())
 }
 
+/// The objective of `--objective` for a parallel layout, or exit 2 naming it.
+fn objective_of(arg: ObjectiveArg) -> Result<Objective, CliError> {
+    match arg {
+        ObjectiveArg::Throughput => Ok(Objective::TimePerSample),
+        ObjectiveArg::Iteration => Ok(Objective::Iteration),
+        other => Err(CliError::Input(format!(
+            "--objective {}: parallel layouts minimise `iteration` or `throughput` (time per sample)",
+            format!("{other:?}").to_lowercase()
+        ))),
+    }
+}
+
+/// The cluster of `--cluster`, its profiles, and its topology with `--memory` applied;
+/// exit 2 without one or when its machines differ.
+fn topology_of(
+    spec: Option<&str>,
+    device_files: &[std::path::PathBuf],
+    memory: Option<f64>,
+) -> Result<
+    (
+        crate::model::Cluster,
+        Vec<crate::model::profiles::DeviceProfile>,
+        Topology,
+    ),
+    CliError,
+> {
+    let Some(spec) = spec else {
+        return Err(CliError::Input(
+            "--parallel 3d needs --cluster MxNxTYPE (e.g. 16x8xh100) or a cluster TOML file".into(),
+        ));
+    };
+    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec, device_files)?;
+    let mut topo = Topology::from_cluster(&cluster)
+        .map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
+    if let Some(m) = memory {
+        topo.memory_bytes = m;
+    }
+    Ok((cluster, profiles, topo))
+}
+
 /// Runs `plan --parallel 3d`.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
@@ -440,16 +480,7 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     if let Some(out) = &args.export_out {
         super::check_output_target(out)?;
     }
-    let objective = match args.objective {
-        ObjectiveArg::Throughput => Objective::TimePerSample,
-        ObjectiveArg::Iteration => Objective::Iteration,
-        other => {
-            return Err(CliError::Input(format!(
-                "--objective {}: parallel layouts minimise `iteration` or `throughput` (time per sample)",
-                format!("{other:?}").to_lowercase()
-            )))
-        }
-    };
+    let objective = objective_of(args.objective)?;
     let schedule = match args.schedule.schedule.unwrap_or(Schedule::OneFOneB) {
         s @ (Schedule::GPipe | Schedule::OneFOneB) => s,
         s => {
@@ -459,17 +490,11 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         }
     };
     let (model, dtype) = model_of(args)?;
-    let Some(spec_arg) = args.model.cluster.as_deref() else {
-        return Err(CliError::Input(
-            "--parallel 3d needs --cluster MxNxTYPE (e.g. 16x8xh100) or a cluster TOML file".into(),
-        ));
-    };
-    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec_arg, &args.model.device_file)?;
-    let mut topo = Topology::from_cluster(&cluster)
-        .map_err(|e| CliError::Input(format!("--cluster {spec_arg}: {e}")))?;
-    if let Some(m) = args.devices.memory {
-        topo.memory_bytes = m;
-    }
+    let (cluster, profiles, topo) = topology_of(
+        args.model.cluster.as_deref(),
+        &args.model.device_file,
+        args.devices.memory,
+    )?;
     let valid = valid_tp_degrees(&model.spec, topo.per_machine);
     let mut space = space_of(
         &args.parallel,
@@ -732,16 +757,7 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
             FORMATS.join(", ")
         )));
     }
-    let objective = match args.objective {
-        ObjectiveArg::Throughput => Objective::TimePerSample,
-        ObjectiveArg::Iteration => Objective::Iteration,
-        other => {
-            return Err(CliError::Input(format!(
-                "--objective {}: parallel layouts are scored by `iteration` or `throughput`",
-                format!("{other:?}").to_lowercase()
-            )))
-        }
-    };
+    let objective = objective_of(args.objective)?;
     let serving = serving_training(format, &args.parallel)?;
     let cost = costmodel_cmds::CostFlags {
         seq: args.parallel.seq,
@@ -753,17 +769,11 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
         ))
     })?;
     let dtype = model.dtype.unwrap_or(DType::Bf16);
-    let Some(spec_arg) = args.cluster.as_deref() else {
-        return Err(CliError::Input(
-            "--parallel 3d needs --cluster MxNxTYPE (e.g. 4x8xh100) or a cluster TOML file".into(),
-        ));
-    };
-    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec_arg, &args.device_file)?;
-    let mut topo = Topology::from_cluster(&cluster)
-        .map_err(|e| CliError::Input(format!("--cluster {spec_arg}: {e}")))?;
-    if let Some(m) = args.devices.memory {
-        topo.memory_bytes = m;
-    }
+    let (_, profiles, topo) = topology_of(
+        args.cluster.as_deref(),
+        &args.device_file,
+        args.devices.memory,
+    )?;
     let text = crate::io::read_input_text(file, crate::io::TEXT_LIMIT_BYTES)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
     let names = transformer_chain(&with_batch(&model.spec, 1), dtype, &profiles[0], &[1])

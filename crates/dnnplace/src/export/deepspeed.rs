@@ -244,18 +244,27 @@ pub(crate) const PARTITION: &str = r#"        def _partition_layers(self, method
             self._set_bounds(start=self.parts[stage], stop=self.parts[stage + 1])
 "#;
 
+/// The value after `name =` on the last line that assigns `name`, unwrapped from
+/// `json.loads(r'''…''')` (the 3D export's `ds_config`).
+pub(crate) fn assigned<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let value = text.lines().rev().find_map(|line| {
+        let rest = line.trim_start().strip_prefix(name)?;
+        let value = rest.trim_start().strip_prefix('=')?;
+        (!value.starts_with('=')).then_some(value.trim())
+    })?;
+    let inner = value
+        .strip_prefix("json.loads(")
+        .and_then(|v| v.strip_suffix(')'))
+        .map(|v| v.strip_prefix('r').unwrap_or(v).trim_matches('\''));
+    Some(inner.unwrap_or(value))
+}
+
 /// `parts` (and `layers`) from JSON or from `name = [...]` lines.
 fn parse(text: &str) -> Result<PartsFile, String> {
     if let Ok(file) = serde_json::from_str::<PartsFile>(text) {
         return Ok(file);
     }
-    let assigned = |name: &str| -> Option<&str> {
-        text.lines().rev().find_map(|line| {
-            let rest = line.trim_start().strip_prefix(name)?;
-            let value = rest.trim_start().strip_prefix('=')?;
-            (!value.starts_with('=')).then_some(value.trim())
-        })
-    };
+    let assigned = |name: &str| assigned(text, name);
     let parts_text =
         assigned("parts").ok_or("no `parts = [...]` line and no JSON object with \"parts\"")?;
     let parts: Vec<i64> = serde_json::from_str(parts_text)

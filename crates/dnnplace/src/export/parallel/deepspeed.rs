@@ -29,6 +29,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{layout_of_ranges, stage_comments, uniform_degrees, Blocks, Training};
+use crate::export::deepspeed::assigned;
 use crate::model::parallel::{Layout, Zero};
 use crate::model::schedule::Schedule;
 use crate::solve::parallel::ParallelPlan;
@@ -139,24 +140,6 @@ struct Topo {
     num_pp: i64,
     num_mp: i64,
     num_dp: i64,
-}
-
-/// The JSON after `name =` on the last line that assigns `name`, unwrapped from
-/// `json.loads(r'''…''')`.
-fn assigned<'t>(text: &'t str, name: &str) -> Option<&'t str> {
-    let value = text.lines().rev().find_map(|line| {
-        let rest = line.trim_start().strip_prefix(name)?;
-        let value = rest.trim_start().strip_prefix('=')?;
-        (!value.starts_with('=')).then_some(value.trim())
-    })?;
-    let inner = value
-        .strip_prefix("json.loads(")
-        .and_then(|v| v.strip_suffix(')'))
-        .map(|v| {
-            let v = v.strip_prefix('r').unwrap_or(v);
-            v.trim_matches('\'')
-        });
-    Some(inner.unwrap_or(value))
 }
 
 fn parse(text: &str) -> Result<File, String> {
