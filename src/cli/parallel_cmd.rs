@@ -575,7 +575,7 @@ fn target_line(target: f64, found: &crate::solve::parallel::TargetOutcome) -> St
     let proof = if found.proven {
         "proven: every smaller count's bound misses it"
     } else {
-        "not proven: a search stopped by the time limit could not rule out a smaller count"
+        "not proven: a search stopped early (time limit or Ctrl-C) could not rule out a smaller count"
     };
     match found.devices {
         Some(n) => format!(
