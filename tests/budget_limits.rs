@@ -549,7 +549,9 @@ fn every_method_keeps_its_time_limit_and_memory_budget_on_large_inputs() {
 
 /// Issue #25 point 5: Ctrl-C on `plan --cluster` (and with `--target-tps`) answers like
 /// single-machine Ctrl-C: the best plan so far, `stopReason` interrupted, exit 0. (The
-/// 384-layer BERT on A100+V100 machines is not proven in 1.5 s without a limit.)
+/// 384-layer BERT on 256 accelerators of three types is not proven in 54 s on the 2-core
+/// machine; the 16-accelerator two-type cluster once used here was proven in 1.3 s on CI's,
+/// before the signal at 1.5 s.)
 #[test]
 fn sigint_on_a_cluster_plan_returns_the_best_plan_so_far() {
     let dir = tempfile::tempdir().unwrap();
@@ -561,17 +563,18 @@ fn sigint_on_a_cluster_plan_returns_the_best_plan_so_far() {
             "--layers",
             "384",
             "--cluster",
-            "1x8xa100-80gb+1x8xv100",
+            "12x8xa100-80gb+10x8xv100+10x8xh100",
         ],
     );
     for extra in [&[][..], &["--target-tps", "50"][..]] {
         let mut args = vec!["plan", deep.as_str(), "--json"];
         args.extend_from_slice(extra);
-        let run = measured(&args, Some(Duration::from_millis(1500)));
+        let run = measured(&args, Some(Duration::from_millis(3000)));
         assert_eq!(run.code, Some(0), "{extra:?}: {}", run.stderr);
         let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         assert_eq!(v["stopReason"], "interrupted", "{extra:?}: {v}");
-        // Answered within a second of the signal, with a generous margin for load.
+        // Answered within a second of the signal (the greedy rows of `--target-tps` take
+        // 0.5 s more at most), with a generous margin for load.
         assert!(
             run.wall < Duration::from_secs(12),
             "{extra:?}: {:?}",

@@ -21,13 +21,15 @@
 //!
 //! Complexity: O(|L| · |T|) per query and O(|L| log |L|) for the frontier, `L` the list.
 
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::dp::Tracking;
 use super::greedy::ChainPacker;
 use super::plan::{check, plan_on_cluster, CheckedPlan, ClusterMethod, ClusterPlan};
 use crate::model::{Cluster, ClusterCosts, Device, Machine, Platform, Workload};
-use crate::solve::budget::Budget;
+use crate::solve::budget::{interrupt_requested, Budget};
 use crate::solve::{Limits, SolveError};
 
 /// One row of the sweep: the best plan with at most `accelerators` accelerators.
@@ -101,10 +103,10 @@ pub fn economics(w: &Workload, limits: &Limits) -> Result<Economics, SolveError>
 
 /// The rows `n = N … 1` within `budget`, each planned by [`plan_on_cluster`] on the
 /// cluster's first `n` accelerators (machines in order; set, chain and volume bounds, the
-/// coarse DP, the DP, the greedy chain) with `1/n` of the time left, and every plan
-/// re-checked on the whole cluster (`costs`). Once the time is spent (or on Ctrl-C) a row
-/// gets the greedy chain alone, on the whole cluster's costs and one contraction built
-/// once for every row (its first probes are linear, where a full plan's set-up is not).
+/// coarse DP, the DP, the greedy chain) with `1/n` of 90 % of the time left, and every
+/// plan re-checked on the whole cluster (`costs`). Once that is spent (or on Ctrl-C) the
+/// rows left get the greedy chain alone ([`greedy_rows`], on every core, within the time
+/// left and [`GREEDY_GRACE_S`]).
 /// Row `n`'s bound, `bounds[n − 1]`, is the largest of: the whole cluster's bound (fewer
 /// accelerators never help), row `n + 1`'s bound (`TPS(n)` does not increase with `n`),
 /// and the compute bound `Σ_v min_d x_d(v) / (n + ℓ)` (a max load is at least the mean
@@ -121,32 +123,123 @@ fn plan_rows(
     let cpus = cluster.cpu_machines().len();
     let work = cheapest_work(w, costs);
     let mut rows = Vec::new();
-    let mut bounds = vec![0.0; n_acc];
     let mut whole = 0.0f64;
-    let mut packer: Option<ChainPacker> = None;
-    for n in (1..=n_acc).rev() {
-        let best = if budget.is_exhausted() {
-            let packer = packer.get_or_insert_with(|| ChainPacker::new(w, costs));
-            packer.best(n, &prefix_types(cluster, n), budget)
-        } else if let Some(sub) = prefix_workload(w, cluster, n) {
+    // The DP rows stop at 90 % of the time left, so that the greedy rows fit the rest.
+    let dp_phase = budget.share(0.9);
+    let mut n = n_acc;
+    while n >= 1 && !dp_phase.is_exhausted() {
+        if let Some(sub) = prefix_workload(w, cluster, n) {
             let mut row_limits = limits.clone();
-            row_limits.time_limit_s = Some(budget.remaining_s().unwrap_or(0.0) / n as f64);
+            row_limits.time_limit_s = Some(dp_phase.remaining_s().unwrap_or(0.0) / n as f64);
             let row = plan_on_cluster(&sub, &row_limits, ClusterMethod::Dp, Tracking::Best)?;
             if n == n_acc {
                 whole = row.lower_bound;
             }
-            row.best.map(|b| (b.value, b.placement))
-        } else {
-            None
-        };
-        if let Some((value, placement)) = best {
-            rows.push(check(w, costs, value, placement)?);
+            if let Some(b) = row.best {
+                rows.push(check(w, costs, b.value, b.placement)?);
+            }
         }
+        n -= 1;
+    }
+    if n >= 1 {
+        let left = match budget.remaining_s() {
+            Some(r) if !interrupt_requested() => r,
+            _ => 0.0,
+        };
+        let until = Instant::now() + Duration::from_secs_f64(left + GREEDY_GRACE_S);
+        rows.extend(greedy_rows(w, costs, n, until, budget)?);
+    }
+    let mut bounds = vec![0.0; n_acc];
+    for n in (1..=n_acc).rev() {
         let later = bounds.get(n).copied().unwrap_or(0.0);
         bounds[n - 1] = whole.max(later).max(work / (n + cpus) as f64);
     }
     Ok((rows, bounds))
 }
+
+/// Seconds the greedy rows may run past the time limit or Ctrl-C (the first row always
+/// runs: a plan is worth one bisection).
+const GREEDY_GRACE_S: f64 = 0.5;
+
+/// The greedy chain's rows `m = n … 1` (its bisection on the first `m` accelerators, each
+/// plan re-checked on the whole cluster), packed on every core until `until`, coarse to
+/// fine ([`coarse_to_fine`]) so that rows left out are spread; the rows found, by `m`
+/// descending. A row left out has no plan, as a row with none in time.
+fn greedy_rows(
+    w: &Workload,
+    costs: &ClusterCosts,
+    n: usize,
+    until: Instant,
+    budget: &Budget,
+) -> Result<Vec<CheckedPlan>, SolveError> {
+    let cluster = costs.cluster();
+    let order = coarse_to_fine(n);
+    let packer = ChainPacker::new(w, costs);
+    let next = AtomicUsize::new(0);
+    let found = Mutex::new(Vec::new());
+    rayon::scope(|s| {
+        for _ in 0..rayon::current_num_threads() {
+            s.spawn(|_| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= order.len() || (i > 0 && Instant::now() >= until) {
+                    break;
+                }
+                let m = order[i];
+                let row = packer
+                    .best(m, &prefix_types(cluster, m), budget)
+                    .map(|(value, placement)| check(w, costs, value, placement));
+                if let Some(row) = row {
+                    found
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((m, row));
+                }
+            });
+        }
+    });
+    let mut found = found
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.into_iter().map(|(_, row)| row).collect()
+}
+
+/// `1..=n` coarse to fine on a log scale (a row's neighbours matter relative to its size:
+/// 7 against 8 accelerators is 14 %, 1000 against 1001 is 0.1 %): level `L` lists
+/// `round(n^(i / 2^L))` for `i = 2^L … 0`, each value once, levels `L = 0, 1, …` until
+/// every row is listed (the few a level skips by rounding come last, ascending). So `n`
+/// and 1 come first and every prefix spreads over the range.
+fn coarse_to_fine(n: usize) -> Vec<usize> {
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n + 1];
+    let mut push = |m: usize, order: &mut Vec<usize>| {
+        if (1..=n).contains(&m) && !seen[m] {
+            seen[m] = true;
+            order.push(m);
+        }
+    };
+    let ln = (n.max(1) as f64).ln();
+    for level in 0..=MAX_LEVEL {
+        let steps = 1u32 << level;
+        for i in (0..=steps).rev() {
+            push(
+                (ln * f64::from(i) / f64::from(steps)).exp().round() as usize,
+                &mut order,
+            );
+        }
+        if order.len() == n {
+            return order;
+        }
+    }
+    for m in 1..=n {
+        push(m, &mut order);
+    }
+    order
+}
+
+/// Levels of [`coarse_to_fine`] before the rows its grids skipped are listed in order (the
+/// last level has `2^16 + 1` points: a spacing under one row up to about 6,000 accelerators).
+const MAX_LEVEL: u32 = 16;
 
 /// `Σ_v min_d x_d(v)`: every node at its cheapest device (an accelerator type, if it may
 /// run on one, or a CPU core, if there is one).
@@ -297,4 +390,24 @@ pub fn frontier<'a>(plans: &'a [CheckedPlan], cluster: &Cluster) -> Vec<&'a Chec
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coarse_to_fine;
+
+    #[test]
+    fn coarse_to_fine_lists_every_row_once_starting_from_the_largest() {
+        for n in (1..=70).chain([1000, 1024, 4096]) {
+            let order = coarse_to_fine(n);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (1..=n).collect::<Vec<_>>(), "n = {n}");
+            assert_eq!(order[0], n);
+        }
+        // 8^(i/2^L): 8 and 1; then 2.83; then 4.76 and 1.68; then 6.17 and 3.67; 7.02.
+        assert_eq!(coarse_to_fine(8), vec![8, 1, 3, 5, 2, 6, 4, 7]);
+        // On a log scale the small rows come early: 1024 = 2^10 lists 2^(10 i / 2^L).
+        assert_eq!(coarse_to_fine(1024)[..5], [1024, 1, 32, 181, 6]);
+    }
 }
