@@ -5,7 +5,9 @@
 
 use dnnplace::costmodel::graph::{to_workload_on_cluster, CostSettings};
 use dnnplace::costmodel::operators::DType;
-use dnnplace::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
+use dnnplace::costmodel::parallel::{
+    transformer_chain, transformer_chain_with, valid_tp_degrees, with_batch, SequenceParallel,
+};
 use dnnplace::costmodel::transformer::{transformer_graph, Style, TransformerSpec};
 use dnnplace::io::cluster_resolve::cluster_and_profiles;
 use dnnplace::model::parallel::{ChainCosts, Layout, Topology, Uniform, Zero};
@@ -76,10 +78,19 @@ fn random_topology(r: &mut Pick, need: f64) -> Topology {
 }
 
 fn chains(spec: &TransformerSpec, dtype: DType, tps: &[usize], micro: &[usize]) -> Vec<ChainCosts> {
+    chains_with(spec, (dtype, SequenceParallel::Off), tps, micro)
+}
+
+fn chains_with(
+    spec: &TransformerSpec,
+    (dtype, sp): (DType, SequenceParallel),
+    tps: &[usize],
+    micro: &[usize],
+) -> Vec<ChainCosts> {
     let h100 = find_profile("h100", &[]).unwrap();
     micro
         .iter()
-        .map(|&b| transformer_chain(&with_batch(spec, b), dtype, &h100, tps).unwrap())
+        .map(|&b| transformer_chain_with(&with_batch(spec, b), dtype, &h100, tps, sp).unwrap())
         .collect()
 }
 
@@ -93,7 +104,14 @@ fn compare(seed: u64) -> Result<Option<(usize, usize, usize)>, TestCaseError> {
         .filter(|t| [1, 2, 4].contains(t))
         .collect();
     let micro: Vec<usize> = r.of(&[&[1usize][..], &[1, 2], &[2, 4]]).to_vec();
-    let cs = chains(&spec, dtype, &tps, &micro);
+    // Odd seeds price sequence parallelism (the search and the brute force take the
+    // chains as given: both must agree under either costing).
+    let sp = if seed % 2 == 1 {
+        SequenceParallel::On
+    } else {
+        SequenceParallel::Off
+    };
+    let cs = chains_with(&spec, (dtype, sp), &tps, &micro);
     let resident: f64 = cs[0]
         .units
         .iter()

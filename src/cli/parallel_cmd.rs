@@ -10,7 +10,9 @@ use clap::{Args, ValueEnum};
 
 use super::{costmodel_cmds, CliError, ObjectiveArg, PlanArgs};
 use crate::costmodel::operators::DType;
-use crate::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
+use crate::costmodel::parallel::{
+    transformer_chain, transformer_chain_with, valid_tp_degrees, with_batch, SequenceParallel,
+};
 use crate::export::parallel::Training;
 use crate::model::parallel::{ChainCosts, Topology, Zero};
 use crate::model::schedule::Schedule;
@@ -59,6 +61,12 @@ pub struct ParallelFlags {
     /// DeepSpeed, vLLM and torchtitan run). The only search there is today.
     #[arg(long)]
     pub uniform: bool,
+    /// --parallel 3d: the TP groups also split the sequence (Megatron-LM's
+    /// --sequence-parallel): the norms and residual adds divided by t, the same
+    /// communication. On by itself with --export torchtitan (its TP plan always does it);
+    /// refused with --export deepspeed or vllm.
+    #[arg(long)]
+    pub sequence_parallel: bool,
 }
 
 const MAX_GLOBAL_BATCH: usize = 1 << 24;
@@ -73,6 +81,7 @@ pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
         ("--global-batch", flags.global_batch.is_some()),
         ("--micro-batch", flags.micro_batch.is_some()),
         ("--uniform", flags.uniform),
+        ("--sequence-parallel", flags.sequence_parallel),
     ];
     match given.iter().find(|g| g.1) {
         Some((name, _)) => Err(CliError::Input(format!(
@@ -377,6 +386,25 @@ fn within_target(export: Option<&str>, space: &mut Space) -> Result<(), CliError
     Ok(())
 }
 
+/// Sequence parallelism for the plan: `--sequence-parallel`, or the export target's rule
+/// (torchtitan always runs it; DeepSpeed's pipeline engine and vLLM never do).
+fn sequence_parallel(export: Option<&str>, asked: bool) -> Result<SequenceParallel, CliError> {
+    match export {
+        Some("torchtitan") => {
+            if !asked {
+                eprintln!("note: torchtitan's TP plan splits the norms along the sequence: planned with --sequence-parallel");
+            }
+            Ok(SequenceParallel::On)
+        }
+        Some(format @ ("deepspeed" | "vllm")) if asked => Err(CliError::Input(format!(
+            "--sequence-parallel --export {format}: {} runs tensor parallelism without splitting the sequence",
+            if format == "vllm" { "vLLM" } else { "DeepSpeed's pipeline engine" }
+        ))),
+        _ if asked => Ok(SequenceParallel::On),
+        _ => Ok(SequenceParallel::Off),
+    }
+}
+
 /// `--budget PRICE` caps the accelerators at what the price buys (one type: PRICE over its
 /// price per hour); `--target-tps` searches time per sample and is given alone.
 fn search_goal(
@@ -510,10 +538,19 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         .collect();
     degrees.sort_unstable();
     degrees.dedup();
+    let sp = sequence_parallel(export, args.parallel.sequence_parallel)?;
     let chains = space
         .micro_batches
         .iter()
-        .map(|&b| transformer_chain(&with_batch(&model.spec, b), dtype, &profiles[0], &degrees))
+        .map(|&b| {
+            transformer_chain_with(
+                &with_batch(&model.spec, b),
+                dtype,
+                &profiles[0],
+                &degrees,
+                sp,
+            )
+        })
         .collect::<Result<Vec<ChainCosts>, String>>()
         .map_err(CliError::Input)?;
     let time_limit = args
@@ -793,11 +830,17 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
             topo.per_machine
         )));
     }
-    let chain = transformer_chain(
+    let sp = if crate::export::parallel::sequence_parallel_in(format, &text) {
+        SequenceParallel::On
+    } else {
+        SequenceParallel::Off
+    };
+    let chain = transformer_chain_with(
         &with_batch(&model.spec, layout.micro_batch),
         dtype,
         &profiles[0],
         &[1, t],
+        sp,
     )
     .map_err(CliError::Input)?;
     let score = crate::score::parallel::score_layout(&chain, &topo, &layout)

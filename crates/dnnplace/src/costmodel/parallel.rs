@@ -20,7 +20,20 @@
 //! **Collectives TP adds** (`x = b·s·h·e` bytes each): a block all-reduces twice forward
 //! (after the row-parallel attention output and MLP output) and twice backward (the
 //! gradients of the column-parallel inputs); the vocabulary-parallel embedding once forward;
-//! a head with a column-parallel projection once backward. No sequence parallelism.
+//! a head with a column-parallel projection once backward.
+//!
+//! **Sequence parallelism** (Korthikanti et al. 2022; Megatron-LM `--sequence-parallel`,
+//! torchtitan's TP plan always): at `t > 1` the operators a block replicates (its norms,
+//! residual adds) and the final norm (`transformer.ln_f`, `model.norm`) are split along the
+//! sequence: FLOPs, input and output divided by `t`, their parameters whole. Each all-reduce
+//! becomes a reduce-scatter and an all-gather, which move together what it moves (module
+//! [`crate::model::parallel`]: `all-reduce(x, n) = 2 · all-gather(x, n)`), so the counts per
+//! unit stay (the embedding's forward reduce-scatter and backward all-gather are counted as
+//! its one forward all-reduce, the head's all-gather and reduce-scatter as its one backward
+//! all-reduce: the same time per micro-batch). A unit after the first keeps its input
+//! sequence-sharded under recomputation (`checkpoint_bytes / t`). Not priced: the
+//! all-reduce of the replicated norm parameters' gradients over the TP group (`4h` values a
+//! block), and transfers between stages stay whole per TP rank, as without it.
 //!
 //! **Memory per device at `t`**: weights and gradients = the divided parameter bytes;
 //! optimizer state = `P·(8 + 4·[e = 2])` for the divided parameter count `P`; the stash per
@@ -83,6 +96,33 @@ const VOCAB: [&str; 3] = [
     "transformer.wte",
     "model.embed_tokens",
 ];
+
+/// Whether the TP group also splits the sequence (module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SequenceParallel {
+    #[default]
+    Off,
+    On,
+}
+
+/// The final norms sequence parallelism splits beside the blocks' replicated operators.
+const FINAL_NORMS: [&str; 2] = ["transformer.ln_f", "model.norm"];
+
+/// The split of operator `op` of `spec`'s graph under `sp`: [`split_of`], except that with
+/// sequence parallelism a replicated operator inside a block, or a final norm, is
+/// [`Split::Sharded`] (divided along the sequence; its parameters whole).
+pub fn split_with(op: &Op, spec: &TransformerSpec, sp: SequenceParallel) -> Split {
+    let split = split_of(op);
+    let in_block = op
+        .layer_id
+        .is_some_and(|l| l >= 0 && (l as usize) < spec.layers);
+    let along_sequence = in_block || FINAL_NORMS.contains(&op.name.as_str());
+    if sp == SequenceParallel::On && split == Split::Replicated && !op.is_input && along_sequence {
+        Split::Sharded
+    } else {
+        split
+    }
+}
 
 /// The split of a generated operator, by its name (module documentation).
 pub fn split_of(op: &Op) -> Split {
@@ -159,6 +199,17 @@ pub fn transformer_chain(
     profile: &DeviceProfile,
     tp_degrees: &[usize],
 ) -> Result<ChainCosts, String> {
+    transformer_chain_with(spec, dtype, profile, tp_degrees, SequenceParallel::Off)
+}
+
+/// [`transformer_chain`] with or without sequence parallelism.
+pub fn transformer_chain_with(
+    spec: &TransformerSpec,
+    dtype: DType,
+    profile: &DeviceProfile,
+    tp_degrees: &[usize],
+    sp: SequenceParallel,
+) -> Result<ChainCosts, String> {
     if tp_degrees.first() != Some(&1) {
         return Err("the TP degrees must start with 1".into());
     }
@@ -172,7 +223,7 @@ pub fn transformer_chain(
     let graph = transformer_graph(spec, dtype)?;
     let unit_of = unit_indices(&graph)?;
     let units = (0..=*unit_of.iter().max().unwrap_or(&0))
-        .map(|u| priced_unit(&graph, &unit_of, u, spec, dtype, profile, tp_degrees))
+        .map(|u| priced_unit(&graph, &unit_of, u, (spec, sp), dtype, profile, tp_degrees))
         .collect::<Vec<_>>();
     let peak = match dtype {
         DType::Fp32 => profile.peak_fp32_flops,
@@ -193,13 +244,15 @@ pub fn transformer_chain(
         } else {
             cuts[u].forward.iter().sum()
         };
-        for c in &mut unit.costs {
-            c.checkpoint_bytes = input;
+        for (c, &t) in unit.costs.iter_mut().zip(tp_degrees) {
+            let sharded = sp == SequenceParallel::On && u > 0;
+            c.checkpoint_bytes = if sharded { input / t as f64 } else { input };
         }
     }
     Ok(ChainCosts {
         tp_degrees: tp_degrees.to_vec(),
         micro_batch: spec.batch,
+        sequence_parallel: sp == SequenceParallel::On,
         cuts,
         units,
         peak_flops: peak,
@@ -240,7 +293,7 @@ fn priced_unit(
     graph: &OpGraph,
     unit_of: &[usize],
     u: usize,
-    spec: &TransformerSpec,
+    (spec, sp): (&TransformerSpec, SequenceParallel),
     dtype: DType,
     profile: &DeviceProfile,
     tp_degrees: &[usize],
@@ -273,7 +326,7 @@ fn priced_unit(
     let costs = tp_degrees
         .iter()
         .map(|&t| {
-            let mut c = unit_cost(&ops, t, dtype, profile);
+            let mut c = unit_cost(&ops, |op| split_with(op, spec, sp), t, (dtype, profile));
             if t > 1 {
                 (c.tp_forward_all_reduces, c.tp_backward_all_reduces) = (forward_ar, backward_ar);
                 c.tp_all_reduce_bytes = x;
@@ -289,11 +342,16 @@ fn priced_unit(
 }
 
 /// The sums over `ops` divided by `t` (module documentation).
-fn unit_cost(ops: &[&Op], t: usize, dtype: DType, profile: &DeviceProfile) -> TpCost {
+fn unit_cost(
+    ops: &[&Op],
+    split: impl Fn(&Op) -> Split,
+    t: usize,
+    (dtype, profile): (DType, &DeviceProfile),
+) -> TpCost {
     let e = dtype.bytes();
     let mut c = TpCost::default();
     for op in ops {
-        let fw = divided(&op.cost, split_of(op), t);
+        let fw = divided(&op.cost, split(op), t);
         c.forward_ms += fw.time_ms(profile, dtype);
         c.flops += fw.flops;
         c.weight_bytes += fw.param_bytes;
@@ -392,6 +450,58 @@ mod tests {
         // residual add both read x).
         assert_eq!(chain.cuts[2].forward, vec![b * s * h * 2.0]);
         assert_eq!(chain.cuts[2].backward.len(), 2);
+    }
+
+    #[test]
+    fn sequence_parallelism_divides_what_a_block_replicates() {
+        let spec = TransformerSpec::new(Style::Gpt2, 2, 64, 4, 16, 2);
+        let h100 = find_profile("h100", &[]).unwrap();
+        let whole = transformer_chain(&spec, DType::Fp16, &h100, &[1, 4]).unwrap();
+        let sp = transformer_chain_with(&spec, DType::Fp16, &h100, &[1, 4], SequenceParallel::On)
+            .unwrap();
+        assert!(sp.sequence_parallel && !whole.sequence_parallel);
+        // At t = 1 nothing changes.
+        for (a, b) in whole.units.iter().zip(&sp.units) {
+            assert_eq!(a.costs[0], b.costs[0], "{}", a.name);
+        }
+        let (b, s, h) = (2.0, 16.0, 64.0);
+        let x = b * s * h * 2.0;
+        // Block 0 at t = 4: the two LayerNorms (8 FLOPs an element each) and the two
+        // residual adds (1 each), 18·bsh FLOPs forward, are divided by 4 (the test above
+        // counts them whole); the weights stay (the norms' 4h parameters whole on every rank).
+        let (w, q) = (&whole.units[1].costs[1], &sp.units[1].costs[1]);
+        let g = transformer_graph(&spec, DType::Fp16).unwrap();
+        let fw = |sp: SequenceParallel| {
+            g.ops
+                .iter()
+                .filter(|o| o.layer_id == Some(0))
+                .map(|o| divided(&o.cost, split_with(o, &spec, sp), 4).flops)
+                .sum::<f64>()
+        };
+        let replicated = 18.0 * b * s * h;
+        let saved = fw(SequenceParallel::Off) - fw(SequenceParallel::On);
+        assert!((saved - replicated * 3.0 / 4.0).abs() < 1e-6, "{saved}");
+        assert_eq!(w.weight_bytes, q.weight_bytes);
+        assert!(q.forward_ms < w.forward_ms && q.backward_ms < w.backward_ms);
+        assert!(q.activation_bytes < w.activation_bytes);
+        // The same collectives; the layer input kept under recomputation is a quarter.
+        assert_eq!(
+            (
+                q.tp_forward_all_reduces,
+                q.tp_backward_all_reduces,
+                q.tp_all_reduce_bytes
+            ),
+            (2, 2, x)
+        );
+        assert_eq!(w.checkpoint_bytes, x);
+        assert_eq!(q.checkpoint_bytes, x / 4.0);
+        // The embeddings keep their inputs (token ids) whole; the final norm is split.
+        assert_eq!(
+            sp.units[0].costs[1].checkpoint_bytes,
+            whole.units[0].costs[1].checkpoint_bytes
+        );
+        let head = |c: &ChainCosts| c.units[3].costs[1].forward_ms;
+        assert!(head(&sp) < head(&whole));
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub struct ChainCosts {
     pub tp_degrees: Vec<usize>,
     /// Samples per micro-batch `b`.
     pub micro_batch: usize,
+    /// The TP groups also split the sequence (Megatron-LM's `--sequence-parallel`; the
+    /// costs say how, [`crate::costmodel::parallel`]).
+    pub sequence_parallel: bool,
     pub units: Vec<Unit>,
     /// `cuts[c]`: the transfers across the cut before unit `c` (`c = 1..U`; `cuts[0]` and
     /// `cuts[U]` are empty). Length `U + 1`.

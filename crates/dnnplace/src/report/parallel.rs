@@ -167,19 +167,26 @@ pub fn scored_json(
     v
 }
 
-/// `p4·t2·d16 b1 z1 rc`: stages, TP, DP, micro-batch, ZeRO stage, `rc` when recomputing.
+/// `p4·t2·d16 b1 z1 rc sp`: stages, TP, DP, micro-batch, ZeRO stage, `rc` when
+/// recomputing, `sp` with sequence parallelism.
 pub fn layout_code(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
     let st = &l.stages[0];
     format!(
-        "p{}·t{}·d{} b{} z{}{}",
+        "p{}·t{}·d{} b{} z{}{}{}",
         l.stages.len(),
         st.tensor_parallel,
         st.data_parallel,
         l.micro_batch,
         l.zero.stage(),
-        if l.recompute { " rc" } else { "" }
+        if l.recompute { " rc" } else { "" },
+        if sequence_parallel(plan) { " sp" } else { "" }
     )
+}
+
+/// Whether the plan's TP groups split the sequence: priced so, with a TP degree above 1.
+fn sequence_parallel(plan: &ParallelPlan) -> bool {
+    plan.chain.sequence_parallel && plan.layout.stages.iter().any(|s| s.tensor_parallel > 1)
 }
 
 /// `p = 4 × t = 8 × d = 2, b = 1, ZeRO-1, 1f1b, m = 64`.
@@ -197,7 +204,11 @@ pub fn summary_line(plan: &ParallelPlan) -> String {
         l.schedule,
         if l.recompute { "full " } else { "no " },
         plan.score.stages[0].micro_batches
-    )
+    ) + if sequence_parallel(plan) {
+        ", sequence parallel"
+    } else {
+        ""
+    }
 }
 
 /// One row per stage.
@@ -321,6 +332,7 @@ fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
     v["zero"] = json!(l.zero.stage());
     v["schedule"] = json!(l.schedule.to_string());
     v["recompute"] = json!(l.recompute);
+    v["sequenceParallel"] = json!(sequence_parallel(plan));
     v["iterationMs"] = json!(plan.score.iteration_ms);
     v["timePerSampleMs"] = json!(plan.score.time_per_sample_ms);
     v["tflopsPerDevice"] = json!(plan.score.tflops_per_device);

@@ -69,6 +69,9 @@ fn engine_rules(zero: Zero, schedule: Schedule) -> Result<(), String> {
 pub fn render_deepspeed(plan: &ParallelPlan) -> Result<String, String> {
     let layout = &plan.layout;
     let (t, d) = uniform_degrees(layout, "DeepSpeed")?;
+    if plan.chain.sequence_parallel && t > 1 {
+        return Err("the plan is priced with sequence parallelism; DeepSpeed's pipeline engine has no sequence parallelism (plan without --sequence-parallel)".into());
+    }
     engine_rules(layout.zero, layout.schedule)?;
     let names: Vec<&str> = plan.chain.units.iter().map(|u| u.name.as_str()).collect();
     let blocks = Blocks::of(&names)?;

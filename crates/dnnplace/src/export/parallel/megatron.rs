@@ -47,6 +47,11 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     } else {
         ""
     };
+    let sequence = if plan.chain.sequence_parallel && t > 1 {
+        " --sequence-parallel"
+    } else {
+        ""
+    };
     let world = t * d * p;
     let mut text = format!(
         "# dnnplace export: Megatron-LM 3D layout, TP {t} x PP {p} x DP {d} = {world} GPUs, {l} decoder layers,\n\
@@ -64,7 +69,7 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     }
     text.push_str(&stage_comments(plan, &blocks));
     text.push_str(&format!(
-        "--tensor-model-parallel-size {t} --pipeline-model-parallel-size {p} --num-layers {l}{split} --micro-batch-size {} --global-batch-size {}{optimizer}{recompute}\n",
+        "--tensor-model-parallel-size {t}{sequence} --pipeline-model-parallel-size {p} --num-layers {l}{split} --micro-batch-size {} --global-batch-size {}{optimizer}{recompute}\n",
         layout.micro_batch, layout.global_batch
     ));
     Ok(text)

@@ -47,7 +47,7 @@ pub use megatron::{read_megatron, render_megatron};
 pub use torchtitan::{default_split, read_torchtitan, render_torchtitan};
 pub use vllm::{read_vllm, render_vllm};
 
-use super::{flag_value, positive};
+use super::{flag_value, has_switch, positive, shell_words};
 use crate::model::human_bytes;
 use crate::model::parallel::{Layout, StageLayout, Zero};
 use crate::model::schedule::Schedule;
@@ -248,6 +248,18 @@ pub fn render(format: &str, plan: &ParallelPlan) -> Result<String, String> {
             "{other}: the 3D exports are {}",
             FORMATS.join(", ")
         )),
+    }
+}
+
+/// Whether the framework runs the `format` text's layout with sequence parallelism:
+/// Megatron-LM when `--sequence-parallel` is given, torchtitan always (its TP plan splits
+/// the norms along the sequence), DeepSpeed's pipeline engine and vLLM never. What TP
+/// degree 1 makes of it is the chain's concern (nothing to split).
+pub fn sequence_parallel_in(format: &str, text: &str) -> bool {
+    match format {
+        "megatron" => shell_words(text).is_ok_and(|w| has_switch(&w, "--sequence-parallel")),
+        "torchtitan" => true,
+        _ => false,
     }
 }
 

@@ -91,6 +91,17 @@ fn schedule_name(schedule: Schedule) -> Result<&'static str, String> {
 }
 
 /// The torchtitan TOML sections of `plan` (module documentation).
+/// What the header says of sequence parallelism, which torchtitan's TP plan always runs
+/// (its norms are `SequenceParallel()` in `apply_tp`).
+fn sequence_note(priced: bool, t: usize) -> &'static str {
+    match (t > 1, priced) {
+        (false, _) => "",
+        (true, true) => "# torchtitan's TP runs sequence parallelism on the norms, as this plan prices.\n",
+        (true, false) => "# torchtitan's TP also runs sequence parallelism on the norms, which this plan does not price\n\
+                          # (same communication; plan with --sequence-parallel to price it).\n",
+    }
+}
+
 pub fn render_torchtitan(plan: &ParallelPlan) -> Result<String, String> {
     let layout = &plan.layout;
     let (t, d) = uniform_degrees(layout, "torchtitan")?;
@@ -105,14 +116,13 @@ pub fn render_torchtitan(plan: &ParallelPlan) -> Result<String, String> {
     let mut text = format!(
         "# dnnplace export: torchtitan 0.2.2 job file sections, TP {t} x PP {p} x DP {d} = {} GPUs, {} decoder layers,\n\
          # micro-batch {b}, global batch {big} ({m} micro-batches per DP rank), ZeRO-{}{}.\n\
-         # Merge into your job file ([job], [model], [optimizer], ... stay yours); launch on {} GPUs.\n\
-         # torchtitan's TP also runs sequence parallelism on the norms, which this plan does not price\n\
-         # (same communication; the norms' activations are counted whole on every TP rank).\n",
+         # Merge into your job file ([job], [model], [optimizer], ... stay yours); launch on {} GPUs.\n{}",
         t * p * d,
         blocks.len(),
         layout.zero.stage(),
         if layout.recompute { ", full recomputation" } else { "" },
-        t * p * d
+        t * p * d,
+        sequence_note(plan.chain.sequence_parallel, t),
     );
     text.push_str(&stage_comments(plan, &blocks));
     text.push_str("\n[parallelism]\n");
@@ -448,10 +458,9 @@ pub fn read_torchtitan<S: AsRef<str>>(
         "none" => false,
         other => return Err(format!("[activation_checkpoint] mode = \"{other}\" (torchtitan's default is \"selective\"): dnnplace models \"full\" (each block checkpointed alone) or \"none\"")),
     };
-    let mut notes = Vec::new();
-    if t > 1 {
-        notes.push(format!("torchtitan's TP {t} runs sequence parallelism on the norms; dnnplace prices TP without it (the same communication; the norms' activations counted whole)"));
-    }
+    // Sequence parallelism, which its TP plan always runs, is priced by the caller
+    // (`sequence_parallel_in`), as the layout line says.
+    let notes = Vec::new();
     let training = Training {
         micro_batch,
         global_batch,

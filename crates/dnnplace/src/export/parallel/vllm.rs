@@ -13,6 +13,9 @@ const VARIABLE: &str = "VLLM_PP_LAYER_PARTITION";
 pub fn render_vllm(plan: &ParallelPlan) -> Result<String, String> {
     let layout = &plan.layout;
     let (t, d) = uniform_degrees(layout, "vLLM")?;
+    if plan.chain.sequence_parallel && t > 1 {
+        return Err("the plan is priced with sequence parallelism; vLLM's tensor parallelism does not split the sequence (plan without --sequence-parallel)".into());
+    }
     let names: Vec<&str> = plan.chain.units.iter().map(|u| u.name.as_str()).collect();
     let blocks = Blocks::of(&names)?;
     let counts = blocks.counts(layout);

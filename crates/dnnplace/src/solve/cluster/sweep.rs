@@ -200,7 +200,7 @@ fn greedy_rows(
     let mut found = found
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|row| std::cmp::Reverse(row.0));
     found.into_iter().map(|(_, row)| row).collect()
 }
 
