@@ -29,7 +29,7 @@ fn problem(w: &Workload, pieces: usize, contiguous: bool, seed: u64) -> Problem<
         contiguous,
         limits: Limits {
             seed,
-            search_steps: Some(300),
+            search_steps: Some(30),
             ..Limits::default()
         },
         pipeline: None,
@@ -79,7 +79,11 @@ fn brute_force_shares_a_core_where_contiguity_needs_it() {
     let one_core = vec![Device::Cpu(0); 3];
     let own_cores = vec![Device::Cpu(0), Device::Cpu(1), Device::Cpu(0)];
     assert_eq!(scored(&w, one_core, true), Some(6.0));
-    assert_eq!(scored(&w, own_cores, true), None, "{{a, c}} alone is not contiguous");
+    assert_eq!(
+        scored(&w, own_cores, true),
+        None,
+        "{{a, c}} alone is not contiguous"
+    );
     let best = plan(&BruteForce, &problem(&w, 1, true, 0)).unwrap();
     assert_eq!(best.outcome.status, Status::Optimal);
     assert_eq!(best.objective(Objective::Latency { pieces: 1 }), 6.0);
@@ -137,7 +141,10 @@ fn check(id: MethodId, p: &Problem, best: f64) -> Option<String> {
         return Some(format!("plan {value} below the optimum {best}"));
     }
     if got.outcome.bound > best + tolerance {
-        return Some(format!("bound {} above the optimum {best}", got.outcome.bound));
+        return Some(format!(
+            "bound {} above the optimum {best}",
+            got.outcome.bound
+        ));
     }
     (got.outcome.status == Status::Optimal && value > best + tolerance)
         .then(|| format!("'optimal' {value}, optimum {best}"))
@@ -168,6 +175,7 @@ fn every_latency_method_keeps_to_the_brute_force_optimum() {
     };
     let (mut instances, mut problems, mut runs, mut shared) = (0, 0, 0, 0usize);
     let mut mismatches = Vec::new();
+    let mut seconds = [0.0; METHODS.len()];
     for seed in 0..300u64 {
         let Some(w) = random_workload(seed, shape) else {
             continue;
@@ -181,9 +189,12 @@ fn every_latency_method_keeps_to_the_brute_force_optimum() {
                 if contiguous && pieces == 1 && best.is_finite() {
                     shared += usize::from(needs_shared_core(&p));
                 }
-                for id in METHODS {
+                for (id, spent) in METHODS.into_iter().zip(&mut seconds) {
                     runs += 1;
-                    if let Some(m) = check(id, &p, best) {
+                    let started = std::time::Instant::now();
+                    let mismatch = check(id, &p, best);
+                    *spent += started.elapsed().as_secs_f64();
+                    if let Some(m) = mismatch {
                         mismatches.push(format!(
                             "seed {seed} {id} q={pieces} contiguous={contiguous}: {m}"
                         ));
@@ -196,6 +207,10 @@ fn every_latency_method_keeps_to_the_brute_force_optimum() {
         "{instances} instances, {problems} problems, {runs} method runs, {shared} contiguous \
          optima that need a shared core, {} mismatches",
         mismatches.len()
+    );
+    eprintln!(
+        "seconds per method: {:?}",
+        METHODS.iter().zip(seconds).collect::<Vec<_>>()
     );
     assert!(instances >= 200, "only {instances} instances");
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));

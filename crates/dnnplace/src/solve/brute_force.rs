@@ -11,14 +11,19 @@
 //! share its core to be contiguous (issue #25: all on one core, 52.75, was called
 //! infeasible), and one shared core misses plans whose CPU classes sit on both sides of an
 //! accelerator (a proven 12 ms where 3 ms was valid). The scorer decides validity,
-//! contiguity and latency of each. With up to q pieces every cut is tried too: each
-//! accelerator node gets a call rank in `0..q` (the ranks used on one accelerator being
-//! `0..r`; q is clamped to the accelerator nodes), a cut that deadlocks is skipped, so the
-//! search is over (assignment, cut) pairs — the plans MODEL.md allows.
+//! contiguity and latency of each. Without contiguity one CPU label is enough, by the
+//! model's definitions alone: latency validity does not count cores, a CPU node's time
+//! does not depend on its core, and the plans scored here carry their cut, so the scorer's
+//! items are the pieces and the single CPU nodes whatever their core.
+//!
+//! With up to q pieces every cut is tried too: each accelerator node gets a call rank in
+//! `0..q` (the ranks used on one accelerator being `0..r`; q is clamped to the accelerator
+//! nodes), a cut that deadlocks is skipped, so the search is over (assignment, cut) pairs
+//! — the plans MODEL.md allows.
 //!
 //! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes (for
-//! latency ℓ = C: B ≤ Bell(C + k)), times q^a cuts of the a accelerator nodes for latency
-//! with q ≥ 2.
+//! contiguous latency ℓ = C: B ≤ Bell(C + k); ℓ = 1 for non-contiguous latency), times
+//! q^a cuts of the a accelerator nodes for latency with q ≥ 2.
 
 use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status};
 use crate::model::contraction::class_index;
@@ -31,8 +36,9 @@ pub struct BruteForce;
 /// The largest number of colour classes brute force accepts.
 pub const MAX_CLASSES: usize = 12;
 
-/// The largest number of colour classes brute force accepts for latency, where the CPU
-/// classes are also grouped onto cores (10 classes and 2 accelerators: 1.8 million plans).
+/// The largest number of colour classes brute force accepts for contiguous latency, where
+/// the CPU classes are also grouped onto cores (10 classes and 2 accelerators: 1.8 million
+/// plans).
 pub const MAX_CLASSES_LATENCY: usize = 10;
 
 /// The largest number of nodes brute force accepts for latency with several pieces.
@@ -46,7 +52,7 @@ impl Method for BruteForce {
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         let (_, classes) = class_index(problem.workload);
         let max = match problem.objective {
-            Objective::Latency { .. } => MAX_CLASSES_LATENCY,
+            Objective::Latency { .. } if problem.contiguous => MAX_CLASSES_LATENCY,
             _ => MAX_CLASSES,
         };
         if classes > max {
@@ -69,8 +75,13 @@ impl Method for BruteForce {
         let (class, classes) = class_index(w);
         let latency = matches!(problem.objective, Objective::Latency { .. });
         let k = w.devices().accelerators;
-        // Latency: as many cores as classes, so every grouping of the CPU classes is reached.
-        let l = if latency { classes } else { w.devices().cpus };
+        // Latency: contiguously, as many cores as classes (every grouping of the CPU classes);
+        // otherwise one core (module documentation).
+        let l = match (latency, problem.contiguous) {
+            (true, true) => classes,
+            (true, false) => 1,
+            (false, _) => w.devices().cpus,
+        };
         let mut best: Option<(f64, Placement)> = None;
         let mut labels = vec![Device::Cpu(0); classes];
         let mut count = 0u64;
