@@ -3,20 +3,26 @@
 //!
 //! Devices of one kind are interchangeable, so assignments are enumerated up to renaming
 //! (a class may open accelerator `a` only if accelerators `0..a` are already used; the
-//! same for CPUs). For latency, CPU cores are as many as needed (MODEL.md) and a CPU node's
-//! time does not depend on its core, so a class either goes to an accelerator or runs on a
-//! core of its own: every CPU class gets its own label (`Cpu(0)`, `Cpu(1)`, … in class
-//! order). That labelling is the least constrained one: one class is trivially contiguous,
-//! and merging CPU classes onto one core can only add contiguity breaks and device-graph
-//! cycles, never remove one. So the contiguous latency optimum is searched over every plan
-//! the model allows (one shared CPU label missed the 3 ms plan whose CPU classes sit on
-//! both sides of an accelerator, and proved 12 ms; issue #25). With up to q pieces every
-//! cut is tried too: each accelerator node gets a call rank in `0..q` (the ranks used on
-//! one accelerator being `0..r`; q is clamped to the accelerator nodes), a cut that
-//! deadlocks is skipped, so the search is over (assignment, cut) pairs — the plans
-//! MODEL.md allows.
+//! same for CPUs). For latency, CPU cores are as many as needed (MODEL.md: latency ignores
+//! `maxCPUs`), so the CPU labels run over every grouping of the CPU classes onto cores:
+//! ℓ is taken to be the number of classes, and the canonical labels are then exactly the
+//! set partitions of the CPU classes. Nothing is assumed about which grouping is best:
+//! one core per class misses plans where classes on a cycle through another class must
+//! share its core to be contiguous (issue #25: all on one core, 52.75, was called
+//! infeasible), and one shared core misses plans whose CPU classes sit on both sides of an
+//! accelerator (a proven 12 ms where 3 ms was valid). The scorer decides validity,
+//! contiguity and latency of each. Without contiguity one CPU label is enough, by the
+//! model's definitions alone: latency validity does not count cores, a CPU node's time
+//! does not depend on its core, and the plans scored here carry their cut, so the scorer's
+//! items are the pieces and the single CPU nodes whatever their core.
 //!
-//! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes, times
+//! With up to q pieces every cut is tried too: each accelerator node gets a call rank in
+//! `0..q` (the ranks used on one accelerator being `0..r`; q is clamped to the accelerator
+//! nodes), a cut that deadlocks is skipped, so the search is over (assignment, cut) pairs
+//! — the plans MODEL.md allows.
+//!
+//! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes (for
+//! contiguous latency ℓ = C: B ≤ Bell(C + k); ℓ = 1 for non-contiguous latency), times
 //! q^a cuts of the a accelerator nodes for latency with q ≥ 2.
 
 use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status};
@@ -30,6 +36,11 @@ pub struct BruteForce;
 /// The largest number of colour classes brute force accepts.
 pub const MAX_CLASSES: usize = 12;
 
+/// The largest number of colour classes brute force accepts for contiguous latency, where
+/// the CPU classes are also grouped onto cores (10 classes and 2 accelerators: 1.8 million
+/// plans).
+pub const MAX_CLASSES_LATENCY: usize = 10;
+
 /// The largest number of nodes brute force accepts for latency with several pieces.
 pub const MAX_NODES_CUT: usize = 10;
 
@@ -40,11 +51,12 @@ impl Method for BruteForce {
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
         let (_, classes) = class_index(problem.workload);
-        if classes > MAX_CLASSES {
-            return Err(crate::solve::Unsupported::TooManyClasses {
-                classes,
-                max: MAX_CLASSES,
-            });
+        let max = match problem.objective {
+            Objective::Latency { .. } if problem.contiguous => MAX_CLASSES_LATENCY,
+            _ => MAX_CLASSES,
+        };
+        if classes > max {
+            return Err(crate::solve::Unsupported::TooManyClasses { classes, max });
         }
         if let Objective::Latency { pieces } = problem.objective {
             if pieces >= 2 && problem.workload.len() > MAX_NODES_CUT {
@@ -63,7 +75,13 @@ impl Method for BruteForce {
         let (class, classes) = class_index(w);
         let latency = matches!(problem.objective, Objective::Latency { .. });
         let k = w.devices().accelerators;
-        let l = if latency { 1 } else { w.devices().cpus };
+        // Latency: contiguously, as many cores as classes (every grouping of the CPU classes);
+        // otherwise one core (module documentation).
+        let l = match (latency, problem.contiguous) {
+            (true, true) => classes,
+            (true, false) => 1,
+            (false, _) => w.devices().cpus,
+        };
         let mut best: Option<(f64, Placement)> = None;
         let mut labels = vec![Device::Cpu(0); classes];
         let mut count = 0u64;
@@ -71,13 +89,7 @@ impl Method for BruteForce {
             Objective::Latency { pieces } => pieces.clamp(1, w.len().clamp(1, 63)),
             _ => 1,
         };
-        let mut own = vec![Device::Cpu(0); classes];
         let mut visit = |labels: &[Device]| {
-            let labels = if latency {
-                own_cores(labels, &mut own)
-            } else {
-                labels
-            };
             let base = Placement::new(class.iter().map(|&c| labels[c]).collect());
             let on_acc: Vec<usize> = (0..base.assignment.len())
                 .filter(|&v| matches!(base.assignment[v], Device::Accelerator(_)))
@@ -132,22 +144,6 @@ impl Method for BruteForce {
             },
         })
     }
-}
-
-/// `labels` with every CPU class on a core of its own, numbered in class order (latency:
-/// module documentation).
-fn own_cores<'a>(labels: &[Device], own: &'a mut [Device]) -> &'a [Device] {
-    let mut next = 0;
-    for (o, &d) in own.iter_mut().zip(labels) {
-        *o = match d {
-            Device::Cpu(_) => {
-                next += 1;
-                Device::Cpu(next - 1)
-            }
-            acc => acc,
-        };
-    }
-    own
 }
 
 fn enumerate(

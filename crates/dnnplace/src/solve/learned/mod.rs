@@ -347,7 +347,8 @@ impl<'a> Setup<'a> {
         let devices = Devices {
             k: d.accelerators,
             // Latency has as many CPU cores as needed, all alike: one CPU label, each CPU
-            // unit on its own core ([`Scorer::score`]), as brute force enumerates them.
+            // unit on its own core ([`Scorer::score`]); a unit is contiguous by itself, so
+            // no unit needs to share a core.
             l: if latency { 1 } else { d.cpus },
             memory_bytes: d.memory_per_accelerator_bytes,
         };
