@@ -460,7 +460,8 @@ fn the_report_shows_every_device_once_with_its_stage() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let page = std::fs::read_to_string(&html).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let per = v["cluster"]["perMachine"].as_u64().unwrap() as usize;
     let machines = v["cluster"]["machines"].as_u64().unwrap() as usize;
     // Device -> (stage, replica, rank) from the JSON.
@@ -486,7 +487,10 @@ fn the_report_shows_every_device_once_with_its_stage() {
         let key = format!("data-device=\"{k}\"");
         assert_eq!(page.matches(&key).count(), 1, "device {k}");
         let row = rows[k / per];
-        assert!(row.starts_with(&format!("{}</th>", k / per)), "device {k}'s row");
+        assert!(
+            row.starts_with(&format!("{}</th>", k / per)),
+            "device {k}'s row"
+        );
         let cell = &row[row.find(&key).expect("in its machine's row")..];
         let label = &cell[cell.find('>').unwrap() + 1..cell.find("</td>").unwrap()];
         let want = match who {
@@ -496,7 +500,11 @@ fn the_report_shows_every_device_once_with_its_stage() {
         assert_eq!(label, want, "device {k}");
     }
     assert!(page.contains("<th>micro-batch ms</th>"));
-    assert_eq!(page.matches("<tr><td>").count(), stages.len(), "one stage row each");
+    assert_eq!(
+        page.matches("<tr><td>").count(),
+        stages.len(),
+        "one stage row each"
+    );
     let sim = &v["simulation"];
     assert!(sim["iterationMs"].as_f64().unwrap() >= sim["pipelineMs"].as_f64().unwrap());
     assert!(!page.contains("<script"));

@@ -129,9 +129,12 @@ fn uniform_stages_simulate_to_the_planned_iteration() {
         let sim = run(&x);
         let planned = sim.planned.iteration_ms.expect("one d");
         let st = &sim.planned.stages[0];
-        let equal = sim.planned.stages.iter().all(|s| {
-            s.micro_batch_ms == st.micro_batch_ms && s.dp_sync_ms == st.dp_sync_ms
-        }) && sim.pass_ms.iter().all(|&x| x == sim.pass_ms[0]);
+        let equal = sim
+            .planned
+            .stages
+            .iter()
+            .all(|s| s.micro_batch_ms == st.micro_batch_ms && s.dp_sync_ms == st.dp_sync_ms)
+            && sim.pass_ms.iter().all(|&x| x == sim.pass_ms[0]);
         if !equal {
             assert!(sim.iteration_ms <= planned * (1.0 + 1e-9), "seed {seed}");
             unequal += 1;
@@ -149,8 +152,7 @@ fn uniform_stages_simulate_to_the_planned_iteration() {
         assert!(close(sim.iteration_ms, by_hand), "seed {seed}");
         if let Some(step) = sim.steady_micro_batch_ms {
             let (d, b) = (x.layout.stages[0].data_parallel, x.layout.micro_batch);
-            let per_sample =
-                step / (d * b) as f64 + st.dp_sync_ms / x.layout.global_batch as f64;
+            let per_sample = step / (d * b) as f64 + st.dp_sync_ms / x.layout.global_batch as f64;
             assert!(
                 close(per_sample, sim.planned.time_per_sample_ms),
                 "seed {seed}: steady {per_sample} vs planned {}",
@@ -162,7 +164,10 @@ fn uniform_stages_simulate_to_the_planned_iteration() {
         deep += usize::from(p > 1 && x.layout.stages[0].width() > 1);
     }
     println!("{exact} uniform instances with equal stages ({deep} with p > 1 and t·d > 1, {steady} with a steady state), {unequal} with unequal syncs or gathers");
-    assert!(exact >= 200 && deep >= 30 && steady >= 100, "{exact} {deep} {steady}");
+    assert!(
+        exact >= 200 && deep >= 30 && steady >= 100,
+        "{exact} {deep} {steady}"
+    );
 }
 
 /// GPipe is a flow shop of identical jobs, forward then backward: the simulated makespan
@@ -186,7 +191,8 @@ fn gpipe_follows_the_flow_shop_closed_form() {
         let b: Vec<f64> = sim.pass_ms.iter().map(|x| x.1).collect();
         let max = |xs: &[f64]| xs.iter().copied().fold(0.0, f64::max);
         let forward = f.iter().sum::<f64>() + (m - 1.0) * max(&f);
-        let last_backward = |s: usize| forward + b[s..].iter().sum::<f64>() + (m - 1.0) * max(&b[s..]);
+        let last_backward =
+            |s: usize| forward + b[s..].iter().sum::<f64>() + (m - 1.0) * max(&b[s..]);
         assert!(
             close(sim.pipeline_ms, last_backward(0)),
             "seed {seed}: simulated {} vs closed form {}",
@@ -197,7 +203,12 @@ fn gpipe_follows_the_flow_shop_closed_form() {
             .map(|s| last_backward(s) + sim.planned.stages[s].dp_sync_ms)
             .fold(0.0, f64::max);
         assert!(close(sim.iteration_ms, with_sync), "seed {seed}");
-        let t: Vec<f64> = sim.planned.stages.iter().map(|s| s.micro_batch_ms).collect();
+        let t: Vec<f64> = sim
+            .planned
+            .stages
+            .iter()
+            .map(|s| s.micro_batch_ms)
+            .collect();
         let formula = t.iter().sum::<f64>() + (m - 1.0) * max(&t);
         assert!(sim.pipeline_ms >= formula * (1.0 - 1e-12), "seed {seed}");
         strict += usize::from(sim.pipeline_ms > formula * (1.0 + 1e-9));
@@ -243,7 +254,10 @@ fn every_layout_meets_its_planned_figures() {
         for k in 0..x.layout.stages.len() {
             let head: f64 = sim.pass_ms[..k].iter().map(|x| x.0 + x.1).sum();
             let bound = head + m * sim.planned.stages[k].micro_batch_ms;
-            assert!(sim.pipeline_ms >= bound * (1.0 - 1e-12), "seed {seed} lane {k}");
+            assert!(
+                sim.pipeline_ms >= bound * (1.0 - 1e-12),
+                "seed {seed} lane {k}"
+            );
         }
         let planned = sim.planned.iteration_ms.unwrap();
         let k = usize::from(x.layout.schedule == Schedule::OneFOneB);

@@ -135,7 +135,11 @@ fn figures(page: &mut String, plan: &ParallelPlan, sim: &LayoutSimulation) {
 /// The machines × devices table (module doc).
 fn layout_table(plan: &ParallelPlan, topo: &Topology) -> String {
     let stages = &plan.layout.stages;
-    let used = stages.iter().map(|s| s.first_device + s.width()).max().unwrap_or(0);
+    let used = stages
+        .iter()
+        .map(|s| s.first_device + s.width())
+        .max()
+        .unwrap_or(0);
     let machines = used.div_ceil(topo.per_machine.max(1));
     let mut out = String::from("<table class=\"layout\">\n<tr><th>machine</th>");
     for i in 0..topo.per_machine {

@@ -216,7 +216,9 @@ fn piece(lane: usize, pass: Pass, position: usize, ms: f64) -> Piece {
 /// Per micro-batch stash and the transient working stash of stage `s` (module doc).
 fn stash_of(chain: &ChainCosts, layout: &Layout, s: usize) -> (f64, f64) {
     let st = &layout.stages[s];
-    let ti = chain.tp_index(st.tensor_parallel).expect("a checked layout");
+    let ti = chain
+        .tp_index(st.tensor_parallel)
+        .expect("a checked layout");
     let costs = st.units.clone().map(|u| &chain.units[u].costs[ti]);
     if layout.recompute {
         let held = costs.clone().map(|c| c.checkpoint_bytes).sum();
@@ -240,9 +242,9 @@ fn build(
     let mut pieces = Vec::with_capacity(2 * p * d + p);
     let fw = |s: usize, r: usize| s * d + r;
     let bw = |s: usize, r: usize| p * d + (p - 1 - s) * d + r;
-    for s in 0..p {
+    for (s, &(f, _)) in pass_ms.iter().enumerate() {
         for r in 0..d {
-            pieces.push(piece(s * d + r, Pass::Forward, s, pass_ms[s].0));
+            pieces.push(piece(s * d + r, Pass::Forward, s, f));
         }
     }
     for s in (0..p).rev() {
@@ -258,7 +260,7 @@ fn build(
     }
     let mut arcs = Vec::new();
     for r in 0..d {
-        for s in 0..p {
+        for (s, &sync) in sync_piece.iter().enumerate() {
             if s + 1 < p {
                 arcs.push((fw(s, r), fw(s + 1, r)));
             } else {
@@ -267,7 +269,7 @@ fn build(
             if s > 0 {
                 arcs.push((bw(s, r), bw(s - 1, r)));
             }
-            arcs.push((bw(s, r), sync_piece[s]));
+            arcs.push((bw(s, r), sync));
         }
     }
     for (a, b) in arcs {
