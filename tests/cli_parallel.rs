@@ -426,3 +426,86 @@ fn target_tps_and_budget_on_3d_plans() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("buys no accelerator"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--report` on a 3D plan: the page's layout view has every device of the cluster exactly
+/// once, in its machine's row, labelled with the stage, replica and TP rank that the plan's
+/// JSON (`--out`) gives it (its position in the stage's device list: TP innermost); the
+/// per-stage table and the simulation's figures are there.
+#[test]
+fn the_report_shows_every_device_once_with_its_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (html, out) = (dir.path().join("r.html"), dir.path().join("plan.json"));
+    let o = dnnplace()
+        .args([
+            "plan",
+            LLAMA_70B,
+            "--parallel",
+            "3d",
+            "--cluster",
+            "3x8xh100",
+            "--seq",
+            "2048",
+            "--global-batch",
+            "64",
+            "--tensor-parallel",
+            "2",
+            "--data-parallel",
+            "2",
+            "--report",
+        ])
+        .arg(&html)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let per = v["cluster"]["perMachine"].as_u64().unwrap() as usize;
+    let machines = v["cluster"]["machines"].as_u64().unwrap() as usize;
+    // Device -> (stage, replica, rank) from the JSON.
+    let mut owner = vec![None; per * machines];
+    let stages = v["stages"].as_array().unwrap();
+    assert!(stages.len() > 1);
+    for (s, st) in stages.iter().enumerate() {
+        let t = st["tensorParallel"].as_u64().unwrap() as usize;
+        for (i, dev) in st["devices"].as_array().unwrap().iter().enumerate() {
+            let k = dev.as_u64().unwrap() as usize;
+            assert!(owner[k].is_none(), "device {k} in two stages");
+            owner[k] = Some((s, i / t, i % t));
+        }
+    }
+    assert!(owner.iter().filter(|x| x.is_some()).count() >= 8);
+    let rows: Vec<&str> = page
+        .split("<tr><th>m")
+        .skip(1)
+        .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(rows.len(), machines, "one row per machine");
+    for (k, who) in owner.iter().enumerate() {
+        let key = format!("data-device=\"{k}\"");
+        assert_eq!(page.matches(&key).count(), 1, "device {k}");
+        let row = rows[k / per];
+        assert!(
+            row.starts_with(&format!("{}</th>", k / per)),
+            "device {k}'s row"
+        );
+        let cell = &row[row.find(&key).expect("in its machine's row")..];
+        let label = &cell[cell.find('>').unwrap() + 1..cell.find("</td>").unwrap()];
+        let want = match who {
+            Some((s, r, j)) => format!("S{s} · r{r} · tp{j}"),
+            None => "idle".to_string(),
+        };
+        assert_eq!(label, want, "device {k}");
+    }
+    assert!(page.contains("<th>micro-batch ms</th>"));
+    assert_eq!(
+        page.matches("<tr><td>").count(),
+        stages.len(),
+        "one stage row each"
+    );
+    let sim = &v["simulation"];
+    assert!(sim["iterationMs"].as_f64().unwrap() >= sim["pipelineMs"].as_f64().unwrap());
+    assert!(!page.contains("<script"));
+}

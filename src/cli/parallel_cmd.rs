@@ -106,7 +106,6 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
         ("--threads", args.threads.is_some()),
         ("--split", args.split.is_some()),
         ("--granularity", args.granularity.is_some()),
-        ("--report", args.report.is_some()),
         (
             "--plot (without --sweep)",
             args.plot.is_some() && !args.sweep,
@@ -499,6 +498,14 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     if let Some(plot) = &args.plot {
         super::check_output_target(plot)?;
     }
+    if let Some(report) = &args.report {
+        super::check_output_target(report)?;
+    }
+    if args.sweep && args.report.is_some() {
+        return Err(CliError::Input(
+            "--report shows one layout: give it without --sweep".into(),
+        ));
+    }
     if args.sweep && args.export.is_some() {
         return Err(CliError::Input(
             "--export writes one layout: give it without --sweep".into(),
@@ -649,15 +656,36 @@ fn finish(
     let text = |v: &serde_json::Value| {
         serde_json::to_string_pretty(v).map_err(|e| CliError::Internal(e.to_string()))
     };
+    let report = match (&args.report, &outcome.plan) {
+        (Some(path), Some(plan)) if write_files => {
+            let (page, summary) = simulated_report(&args.workload, plan, topo)?;
+            json["simulation"] = summary;
+            Some((path, page))
+        }
+        _ => None,
+    };
     let out = if write_files { args.out.as_ref() } else { None };
     if let (Some(out), Some(_)) = (out, &outcome.plan) {
         crate::io::write_atomically(out, &(text(&json)? + "\n"))
             .map_err(|e| CliError::Input(e.to_string()))?;
     }
+    if let Some((path, page)) = &report {
+        crate::io::write_atomically(path, page).map_err(|e| CliError::Input(e.to_string()))?;
+    }
     if args.json {
         println!("{}", text(&json)?);
     } else {
         print!("{}{line}", layout_text(outcome, topo, objective));
+        if let Some((path, _)) = &report {
+            let s = &json["simulation"];
+            println!(
+                "simulated: iteration {} ms (pipeline {} ms + DP syncs), {} micro-batches per replica; report written to {}",
+                s["iterationMs"],
+                s["pipelineMs"],
+                s["microBatches"],
+                path.display()
+            );
+        }
     }
     if let (Some(format), Some(plan)) = (export, &outcome.plan) {
         let text = crate::export::parallel::render(format, plan)
@@ -677,6 +705,31 @@ fn finish(
             outcome,
         ))),
     }
+}
+
+/// `--report`: the plan simulated ([`crate::simulate::parallel`]) and its HTML page
+/// ([`crate::report::parallel_html`]), with the simulation's figures as JSON.
+fn simulated_report(
+    config: &std::path::Path,
+    plan: &crate::solve::parallel::ParallelPlan,
+    topo: &Topology,
+) -> Result<(String, serde_json::Value), CliError> {
+    let sim = crate::simulate::parallel::simulate_layout(&plan.chain, topo, &plan.layout)?;
+    let title = config.file_name().map_or_else(
+        || config.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let page = crate::report::parallel_html::layout_html(&title, plan, topo, &sim);
+    let summary = serde_json::json!({
+        "schedule": sim.schedule.to_string(),
+        "microBatches": sim.micro_batches,
+        "iterationMs": sim.iteration_ms,
+        "pipelineMs": sim.pipeline_ms,
+        "steadyMicroBatchMs": sim.steady_micro_batch_ms,
+        "busyTimePerSampleMs": sim.busy_time_per_sample_ms,
+        "syncMs": sim.sync_ms,
+    });
+    Ok((page, summary))
 }
 
 /// The flags of `score CONFIG.json --parallel 3d --from-export FORMAT FILE`.

@@ -32,7 +32,7 @@ pub struct ReportInput<'a> {
     pub simulation: Option<&'a Simulation>,
 }
 
-const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 20px 24px; color: #222; background: #fff; }
 h1 { font-size: 21px; margin: 0 0 4px 0; }
 h2 { font-size: 16px; margin: 26px 0 6px 0; }
@@ -75,7 +75,7 @@ tr.bottleneck td { font-weight: bold; }
 "#;
 
 /// `&`, `<`, `>`, `"` and `'` as entities, for text this module writes into HTML.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -1,11 +1,13 @@
 //! Reports: plans and evaluations as tables for people and JSON for programs.
 //!
-//! - [`tabular`]: the one table renderer (aligned text and Markdown) the others use;
+//! - [`tabular`]: the one table renderer (aligned text, Markdown, HTML) the others use;
 //! - [`table`]: one plan (`plan`, `score`);
 //! - [`layers`]: what each device holds, by layer range and module path;
 //! - [`cluster`](mod@cluster): a plan on a cluster, per device with machine and type;
 //! - [`parallel`](mod@parallel): a parallel layout (stages × TP × DP) per stage, as text
 //!   and JSON;
+//! - [`parallel_html`]: a parallel layout's HTML report (`plan --parallel 3d --report`): the
+//!   layout on the machines, the stage table and the simulated lanes;
 //! - [`compare`]: the comparison of every method on one workload (`compare`);
 //! - [`reproduce`]: the page over every published workload (`reproduce`);
 //! - [`bench`](mod@bench): the timings of `dnnplace bench`;
@@ -22,6 +24,7 @@ pub mod compare;
 pub mod html;
 pub mod layers;
 pub mod parallel;
+pub mod parallel_html;
 pub mod reproduce;
 pub mod simulation;
 pub mod table;

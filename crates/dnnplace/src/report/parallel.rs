@@ -212,7 +212,7 @@ pub fn summary_line(plan: &ParallelPlan) -> String {
 }
 
 /// One row per stage.
-fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
+pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
     let mut t = Table::new([
         "stage",
         "layers",

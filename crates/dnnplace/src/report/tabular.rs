@@ -1,5 +1,5 @@
 //! The one table renderer of the reports: a header and rows of cells, printed as aligned
-//! text or as Markdown. `compare`, `reproduce` and `bench` build a [`Table`] and choose the
+//! text, as Markdown or as an HTML table. `compare`, `reproduce` and `bench` build a [`Table`] and choose the
 //! format; nothing else lays out columns.
 //!
 //! Text: column j is as wide as its widest cell w_j (counted in characters, not bytes),
@@ -56,6 +56,24 @@ impl Table {
 
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// An HTML `<table>` (header in `<th>`, cells escaped by `escape`).
+    pub fn html(&self, escape: impl Fn(&str) -> String) -> String {
+        let mut out = String::from("<table>\n<tr>");
+        for h in &self.header {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr>\n");
+        for row in &self.rows {
+            out.push_str("<tr>");
+            for cell in row {
+                let _ = write!(out, "<td>{}</td>", escape(cell));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+        out
     }
 
     /// Aligned text, one line per row after the header.

@@ -357,3 +357,55 @@ fn stage_transfers(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usiz
     }
     ms
 }
+
+/// Stage `s`'s time per micro-batch split by pass, `(forward, backward)` ms, for the
+/// simulator ([`crate::simulate::parallel`]); the two sum to [`StageScore::micro_batch_ms`]
+/// (up to rounding). Forward: the units' forward passes and their TP all-reduces, the
+/// activations received from stage `s − 1`, on machines without a peer link the host-link
+/// staging of the activations sent to `s + 1`, and (ZeRO-3) one weight all-gather.
+/// Backward: the units' backward passes and their all-reduces (with recomputation, the
+/// forward pass and its all-reduces again), the gradients received from `s + 1`, the
+/// staging of the gradients sent to `s − 1`, and the second all-gather. `layout` must pass
+/// [`score_layout`]'s checks.
+pub fn pass_times(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -> (f64, f64) {
+    let st = &layout.stages[s];
+    let (t, d) = (st.tensor_parallel, st.data_parallel);
+    let ti = chain.tp_index(t).expect("a checked layout");
+    let tp_link = topo.intra_link();
+    let (mut forward, mut backward, mut weights) = (0.0, 0.0, 0.0);
+    for u in st.units.clone() {
+        let c = &chain.units[u].costs[ti];
+        let ar = all_reduce_ms(tp_link, c.tp_all_reduce_bytes, t);
+        let fw = c.forward_ms + f64::from(c.tp_forward_all_reduces) * ar;
+        forward += fw;
+        backward += c.backward_ms + f64::from(c.tp_backward_all_reduces) * ar;
+        if layout.recompute {
+            backward += fw;
+        }
+        weights += c.weight_bytes;
+    }
+    let sum = |xs: &[f64], link: Link| xs.iter().map(|&x| transfer_ms(link, x)).sum::<f64>();
+    let staged = topo.peer.is_none();
+    if s > 0 {
+        let link = boundary_link(topo, &layout.stages[s - 1], st);
+        let cut = &chain.cuts[st.units.start];
+        forward += sum(&cut.forward, link);
+        if staged {
+            backward += sum(&cut.backward, topo.host);
+        }
+    }
+    if s + 1 < layout.stages.len() {
+        let link = boundary_link(topo, st, &layout.stages[s + 1]);
+        let cut = &chain.cuts[st.units.end];
+        backward += sum(&cut.backward, link);
+        if staged {
+            forward += sum(&cut.forward, topo.host);
+        }
+    }
+    if layout.zero == Zero::Parameters {
+        let gather = all_gather_ms(topo.link_among((0..d).map(|r| st.device(r, 0))), weights, d);
+        forward += gather;
+        backward += gather;
+    }
+    (forward, backward)
+}

@@ -12,6 +12,9 @@
 //! start of its task to its release, plus its transient bytes (a recomputed stash) during
 //! its task (see [`super::stages`]).
 //!
+//! A piece marked [`super::Piece::per_iteration`] (a DP sync) takes its time only in its
+//! task of the last micro-batch; its other tasks end as they start.
+//!
 //! Complexity: O(K log K) for K = pieces × m tasks, plus O(arcs × m) countdowns.
 
 use std::cmp::Ordering;
@@ -107,7 +110,12 @@ impl Loop<'_> {
         let piece = &self.stages.pieces[task / self.m];
         self.busy[d] = true;
         self.next[d] += 1;
-        let end = now + piece.duration_ms();
+        let last = task % self.m + 1 == self.m;
+        let end = if piece.per_iteration && !last {
+            now
+        } else {
+            now + piece.duration_ms()
+        };
         self.runs.push(TaskRun {
             piece: task / self.m,
             micro_batch: task % self.m,

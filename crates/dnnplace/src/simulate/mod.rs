@@ -32,10 +32,14 @@
 //! `T ≤ m·Σ_d L_d`; for a chain of `p` equal stages of forward time `f` and backward
 //! time `b`, GPipe and 1F1B give `T = (m + p − 1)(f + b)`: bubble `(p − 1)/(m + p − 1)`.
 //!
+//! **3D layouts** ([`parallel`]): a parallel layout's replicas run as lanes of stage
+//! tasks and its DP syncs as tasks after each stage's last backward, on the same loop.
+//!
 //! Complexity: O(n + m_E) to cut, O(K log K) to run for K = pieces × m tasks.
 
 pub mod bounds;
 mod engine;
+pub mod parallel;
 pub mod stages;
 
 pub use engine::TaskRun;

@@ -104,6 +104,10 @@ pub struct Piece {
     /// Forward pieces: the backward pieces whose end frees the stash (empty: freed at the
     /// forward's own end).
     pub released_by: Vec<usize>,
+    /// Runs once per iteration (a 3D layout's DP gradient sync, [`super::parallel`]): its
+    /// task of the last micro-batch takes [`Piece::duration_ms`], the others take no time
+    /// (they only wait for their predecessors). `false` on every piece of a placement.
+    pub per_iteration: bool,
 }
 
 impl Piece {
@@ -227,6 +231,7 @@ pub fn cut_chunks(
                 preds: graph.preds[x].iter().map(|&y| new_index[y]).collect(),
                 succs: graph.succs[x].iter().map(|&y| new_index[y]).collect(),
                 released_by: Vec::new(),
+                per_iteration: false,
             }
         })
         .collect();

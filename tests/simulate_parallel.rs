@@ -1,0 +1,270 @@
+//! 3D layouts run by the simulator (`dnnplace::simulate::parallel`) against the planned
+//! figures of the independent evaluator (`score::parallel`), on small random transformers
+//! and clusters (the instances of `tests/parallel.rs`): every ZeRO stage, recomputation,
+//! GPipe and 1F1B, TP and DP > 1, with and without a peer link.
+//!
+//! What is exact and what is a bound (module doc of `simulate::parallel`):
+//! - stages with the same forward and backward times and DP sync: simulated iteration =
+//!   planned iteration, and steady state per sample + sync / B = planned time per sample;
+//! - GPipe: the simulated pipeline is the flow shop's closed form, ≥ the planned pipeline
+//!   term `Σ T_s + (m − 1) max T_s`;
+//! - always: the bottleneck's busy time per sample = planned time per sample, each
+//!   replica's peak memory = the planned memory per device, and
+//!   `T_pipe + sync_0 ≤ T ≤ T_pipe + max sync`.
+
+use dnnplace::costmodel::operators::DType;
+use dnnplace::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
+use dnnplace::costmodel::transformer::{Style, TransformerSpec};
+use dnnplace::io::cluster_resolve::cluster_and_profiles;
+use dnnplace::model::parallel::{ChainCosts, CutTransfers, Layout, Topology, Uniform, Zero};
+use dnnplace::model::profiles::find_profile;
+use dnnplace::model::schedule::Schedule;
+use dnnplace::simulate::parallel::{simulate_layout, LayoutSimulation};
+
+/// A small deterministic generator (as in `tests/parallel.rs`).
+struct Pick(u64);
+
+impl Pick {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+    fn of<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.next(xs.len() as u64) as usize]
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)
+}
+
+/// A random instance: the chain, the cluster and a layout of it.
+struct Instance {
+    chain: ChainCosts,
+    topo: Topology,
+    layout: Layout,
+}
+
+/// A random transformer, cluster and layout; `uniform` makes every unit a copy of one block
+/// with nothing crossing the cuts, and every stage the same number of units.
+fn instance(seed: u64, uniform: bool) -> Option<Instance> {
+    let mut r = Pick(seed);
+    let style = r.of(&[Style::Bert, Style::Gpt2, Style::Llama]);
+    let heads = r.of(&[2, 4]);
+    let hidden = heads * r.of(&[8, 16, 32]);
+    let layers = 1 + r.next(4) as usize;
+    let mut spec = TransformerSpec::new(style, layers, hidden, heads, r.of(&[8, 16, 64]), 1);
+    spec.vocab = r.of(&[64, 1000]);
+    let dtype = r.of(&[DType::Fp32, DType::Bf16]);
+    let per = r.of(&[1usize, 2, 4]);
+    let machines = 1 + r.next(3) as usize;
+    let (cluster, _) = cluster_and_profiles(&format!("{machines}x{per}xh100"), &[]).ok()?;
+    let mut topo = Topology::from_cluster(&cluster).ok()?;
+    if r.next(3) == 0 {
+        topo.peer = None;
+    }
+    let tps: Vec<usize> = valid_tp_degrees(&spec, per);
+    let t = r.of(&tps);
+    let b = r.of(&[1usize, 2]);
+    let h100 = find_profile("h100", &[]).unwrap();
+    let mut chain = transformer_chain(&with_batch(&spec, b), dtype, &h100, &tps).ok()?;
+    let p_max = (topo.devices() / t).min(4);
+    let p = 1 + r.next(p_max as u64) as usize;
+    let d = 1 + r.next((topo.devices() / (t * p)) as u64) as usize;
+    let cuts: Vec<usize> = if uniform {
+        let k = 1 + r.next(2) as usize;
+        let block = chain.units[1].clone();
+        chain.units = (0..p * k).map(|_| block.clone()).collect();
+        chain.cuts = vec![CutTransfers::default(); p * k + 1];
+        (1..p).map(|s| s * k).collect()
+    } else {
+        if chain.len() < p {
+            return None;
+        }
+        let mut all: Vec<usize> = (1..chain.len()).collect();
+        let mut cuts = Vec::new();
+        for _ in 1..p {
+            cuts.push(all.remove(r.next(all.len() as u64) as usize));
+        }
+        cuts.sort_unstable();
+        cuts
+    };
+    let m = 1 + r.next(6) as usize;
+    let cfg = Uniform {
+        micro_batch: b,
+        tensor_parallel: t,
+        data_parallel: d,
+        zero: r.of(&Zero::ALL),
+        recompute: r.next(2) == 0,
+        stages: p,
+    };
+    let schedule = r.of(&[Schedule::GPipe, Schedule::OneFOneB]);
+    let layout = Layout::uniform(chain.len(), &cuts, &cfg, m * d * b, schedule);
+    Some(Instance {
+        chain,
+        topo,
+        layout,
+    })
+}
+
+fn run(x: &Instance) -> LayoutSimulation {
+    simulate_layout(&x.chain, &x.topo, &x.layout).expect("a valid layout simulates")
+}
+
+/// Uniform stages: the simulated iteration is the planned one, to 1e-9. A copy of one block
+/// per unit and nothing crossing the cuts still leaves the stages unequal when their
+/// replicas span different links (the DP sync, ZeRO-3's gathers): those instances must
+/// simulate at or below the plan (the syncs of the stages that drain first overlap the
+/// drain), and are counted apart.
+#[test]
+fn uniform_stages_simulate_to_the_planned_iteration() {
+    let (mut exact, mut deep, mut steady, mut unequal) = (0, 0, 0, 0);
+    for seed in 0..400 {
+        let Some(x) = instance(seed, true) else {
+            continue;
+        };
+        let sim = run(&x);
+        let planned = sim.planned.iteration_ms.expect("one d");
+        let st = &sim.planned.stages[0];
+        let equal = sim
+            .planned
+            .stages
+            .iter()
+            .all(|s| s.micro_batch_ms == st.micro_batch_ms && s.dp_sync_ms == st.dp_sync_ms)
+            && sim.pass_ms.iter().all(|&x| x == sim.pass_ms[0]);
+        if !equal {
+            assert!(sim.iteration_ms <= planned * (1.0 + 1e-9), "seed {seed}");
+            unequal += 1;
+            continue;
+        }
+        assert!(
+            close(sim.iteration_ms, planned),
+            "seed {seed}: simulated {} ms, planned {planned} ms ({:?})",
+            sim.iteration_ms,
+            x.layout
+        );
+        // (m + p − 1)(f + b) + sync, from the scorer's stage time.
+        let (p, m) = (x.layout.stages.len(), sim.micro_batches);
+        let by_hand = (m + p - 1) as f64 * st.micro_batch_ms + st.dp_sync_ms;
+        assert!(close(sim.iteration_ms, by_hand), "seed {seed}");
+        if let Some(step) = sim.steady_micro_batch_ms {
+            let (d, b) = (x.layout.stages[0].data_parallel, x.layout.micro_batch);
+            let per_sample = step / (d * b) as f64 + st.dp_sync_ms / x.layout.global_batch as f64;
+            assert!(
+                close(per_sample, sim.planned.time_per_sample_ms),
+                "seed {seed}: steady {per_sample} vs planned {}",
+                sim.planned.time_per_sample_ms
+            );
+            steady += 1;
+        }
+        exact += 1;
+        deep += usize::from(p > 1 && x.layout.stages[0].width() > 1);
+    }
+    println!("{exact} uniform instances with equal stages ({deep} with p > 1 and t·d > 1, {steady} with a steady state), {unequal} with unequal syncs or gathers");
+    assert!(
+        exact >= 200 && deep >= 30 && steady >= 100,
+        "{exact} {deep} {steady}"
+    );
+}
+
+/// GPipe is a flow shop of identical jobs, forward then backward: the simulated makespan
+/// and every stage's sync end follow the closed form (module doc of `simulate::parallel`),
+/// computed here from the pass times, whose sums are the scorer's stage times.
+#[test]
+fn gpipe_follows_the_flow_shop_closed_form() {
+    let (mut checked, mut strict) = (0, 0);
+    for seed in 0..400 {
+        let Some(mut x) = instance(seed, false) else {
+            continue;
+        };
+        x.layout.schedule = Schedule::GPipe;
+        let sim = run(&x);
+        let m = sim.micro_batches as f64;
+        let p = x.layout.stages.len();
+        for (s, (&(f, b), sc)) in sim.pass_ms.iter().zip(&sim.planned.stages).enumerate() {
+            assert!(close(f + b, sc.micro_batch_ms), "seed {seed} stage {s}");
+        }
+        let f: Vec<f64> = sim.pass_ms.iter().map(|x| x.0).collect();
+        let b: Vec<f64> = sim.pass_ms.iter().map(|x| x.1).collect();
+        let max = |xs: &[f64]| xs.iter().copied().fold(0.0, f64::max);
+        let forward = f.iter().sum::<f64>() + (m - 1.0) * max(&f);
+        let last_backward =
+            |s: usize| forward + b[s..].iter().sum::<f64>() + (m - 1.0) * max(&b[s..]);
+        assert!(
+            close(sim.pipeline_ms, last_backward(0)),
+            "seed {seed}: simulated {} vs closed form {}",
+            sim.pipeline_ms,
+            last_backward(0)
+        );
+        let with_sync = (0..p)
+            .map(|s| last_backward(s) + sim.planned.stages[s].dp_sync_ms)
+            .fold(0.0, f64::max);
+        assert!(close(sim.iteration_ms, with_sync), "seed {seed}");
+        let t: Vec<f64> = sim
+            .planned
+            .stages
+            .iter()
+            .map(|s| s.micro_batch_ms)
+            .collect();
+        let formula = t.iter().sum::<f64>() + (m - 1.0) * max(&t);
+        assert!(sim.pipeline_ms >= formula * (1.0 - 1e-12), "seed {seed}");
+        strict += usize::from(sim.pipeline_ms > formula * (1.0 + 1e-9));
+        checked += 1;
+    }
+    println!("{checked} GPipe instances, {strict} above the planned pipeline term");
+    assert!(checked >= 250, "{checked}");
+}
+
+/// Every layout, both schedules: busy time per sample = planned time per sample, peak
+/// memory of every replica = planned memory per device, and the sync between its bounds.
+#[test]
+fn every_layout_meets_its_planned_figures() {
+    let (mut checked, mut above, mut below) = (0, [0; 2], [0; 2]);
+    for seed in 0..400 {
+        let Some(x) = instance(seed, false) else {
+            continue;
+        };
+        let sim = run(&x);
+        assert!(
+            close(sim.busy_time_per_sample_ms, sim.planned.time_per_sample_ms),
+            "seed {seed}: busy {} vs planned {}",
+            sim.busy_time_per_sample_ms,
+            sim.planned.time_per_sample_ms
+        );
+        for lane in sim.lanes.iter().filter(|l| l.replica.is_some()) {
+            let planned = sim.planned.stages[lane.stage].memory_bytes;
+            assert!(
+                close(lane.peak_memory_bytes, planned),
+                "seed {seed} stage {}: simulated peak {} vs planned {planned} ({})",
+                lane.stage,
+                lane.peak_memory_bytes,
+                x.layout.schedule
+            );
+        }
+        let syncs: Vec<f64> = sim.planned.stages.iter().map(|s| s.dp_sync_ms).collect();
+        let max_sync = syncs.iter().copied().fold(0.0, f64::max);
+        assert!(sim.iteration_ms >= (sim.pipeline_ms + syncs[0]) * (1.0 - 1e-12));
+        assert!(sim.iteration_ms <= (sim.pipeline_ms + max_sync) * (1.0 + 1e-12));
+        // Lane k: its forwards wait for stages before it, its m tasks run one at a time,
+        // the last backward still runs down to stage 0.
+        let m = sim.micro_batches as f64;
+        for k in 0..x.layout.stages.len() {
+            let head: f64 = sim.pass_ms[..k].iter().map(|x| x.0 + x.1).sum();
+            let bound = head + m * sim.planned.stages[k].micro_batch_ms;
+            assert!(
+                sim.pipeline_ms >= bound * (1.0 - 1e-12),
+                "seed {seed} lane {k}"
+            );
+        }
+        let planned = sim.planned.iteration_ms.unwrap();
+        let k = usize::from(x.layout.schedule == Schedule::OneFOneB);
+        above[k] += usize::from(sim.iteration_ms > planned * (1.0 + 1e-9));
+        below[k] += usize::from(sim.iteration_ms < planned * (1.0 - 1e-9));
+        checked += 1;
+    }
+    println!("{checked} instances: simulated iteration above the planned one in {} GPipe and {} 1F1B, below in {} GPipe and {} 1F1B", above[0], above[1], below[0], below[1]);
+    assert!(checked >= 250, "{checked}");
+}
