@@ -30,11 +30,11 @@ use std::sync::Mutex;
 use crate::io::cluster_resolve::cluster_for;
 use crate::io::{read_placement, read_workload, IoError};
 use crate::model::{Platform, Workload};
+use crate::solve::baselines::expert::Expert;
 use crate::solve::cluster::dp::Tracking;
 use crate::solve::cluster::plan::{plan_on_cluster, ClusterMethod, ClusterPlan};
-use crate::solve::learned::TracePoint;
-use crate::solve::baselines::expert::Expert;
 use crate::solve::compare::{compare, Comparison};
+use crate::solve::learned::TracePoint;
 use crate::solve::{methods, Limits, Method, MethodId, Objective, Problem};
 
 /// One published workload and what to compare it on.

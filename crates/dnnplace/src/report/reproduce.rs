@@ -195,10 +195,7 @@ fn median<T: Copy + PartialOrd>(mut values: Vec<T>) -> Option<T> {
 /// best plan's value): seeds with a plan, median and worst gap, median evaluations to
 /// within 5 % and 1 %, and how many seeds got within 1 %.
 fn spread_cells(runs: &[&SeedRun], reference: f64) -> Vec<String> {
-    let gaps: Vec<f64> = runs
-        .iter()
-        .map(|r| r.objective / reference - 1.0)
-        .collect();
+    let gaps: Vec<f64> = runs.iter().map(|r| r.objective / reference - 1.0).collect();
     let within = |f: f64| -> Vec<u64> {
         runs.iter()
             .map(|r| {
@@ -309,7 +306,11 @@ pub fn clusters_section(run: &Reproduction) -> String {
             }
         };
         let Some((reference, shown)) = cluster_reference(o) else {
-            let _ = writeln!(errors, "- {} on `{}`: the cluster DP found no plan", case.name, case.cluster);
+            let _ = writeln!(
+                errors,
+                "- {} on `{}`: the cluster DP found no plan",
+                case.name, case.cluster
+            );
             continue;
         };
         for method in SEARCH_PLACERS {

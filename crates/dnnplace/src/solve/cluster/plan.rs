@@ -32,10 +32,10 @@ use super::volume_bound::volume_bound;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::budget::Budget;
-use crate::solve::milp::LoadBoundUse;
 use crate::solve::learned::brkga::Genetic;
 use crate::solve::learned::policy_gradient::PolicyGradient;
 use crate::solve::learned::TracePoint;
+use crate::solve::milp::LoadBoundUse;
 use crate::solve::{Limits, Method, MethodId, Objective, Problem, SolveError, Status, StopReason};
 
 /// How a cluster plan is found.
