@@ -310,7 +310,7 @@ enum Task {
 /// What a task gave.
 enum Done {
     Workload(CaseResult, Vec<SeedRun>),
-    Cluster(Result<ClusterOutcome, String>),
+    Cluster(Box<Result<ClusterOutcome, String>>),
 }
 
 /// Runs every case under `dir` and the cluster instances, `jobs` tasks at a time (at least
@@ -353,7 +353,7 @@ pub fn reproduce(
                     Task::Cluster(k) => {
                         let case = &clusters[k];
                         progress(&format!("cluster {} on {}", case.name, case.cluster));
-                        Done::Cluster(run_cluster_case(case, limits, seeds.max(1)))
+                        Done::Cluster(Box::new(run_cluster_case(case, limits, seeds.max(1))))
                     }
                 };
                 *slots[i]
@@ -375,7 +375,7 @@ pub fn reproduce(
                 results.push(r);
                 seed_runs.push(runs);
             }
-            Done::Cluster(r) => cluster_results.push(r),
+            Done::Cluster(r) => cluster_results.push(*r),
         }
     }
     Ok(Reproduction {
