@@ -247,7 +247,7 @@ fn flags_that_do_not_apply_to_a_cluster_are_refused() {
     for (args, says) in [
         (
             vec!["plan", w, "--cluster", c, "--method", "greedy"],
-            "--method is auto (the cluster DP), dp, ip or brute-force, not greedy",
+            "--method is auto (the cluster DP), dp, ip, brute-force, rl or genetic, not greedy",
         ),
         (
             vec!["plan", w, "--cluster", c, "--non-contiguous"],

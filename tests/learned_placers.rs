@@ -280,24 +280,20 @@ fn decoders_keep_the_rules_and_contiguity() {
             continue;
         };
         let d = w.devices();
-        let devices = Devices {
-            k: d.accelerators,
-            l: d.cpus,
-            memory_bytes: d.memory_per_accelerator_bytes,
-        };
+        let devices = Devices::machine(d.accelerators, d.cpus, d.memory_per_accelerator_bytes);
         for contiguous in [true, false] {
             let units = Units::new(&w, contiguous, 256, &Budget::unlimited());
             let n = if contiguous {
-                decode::contiguous_keys(units.len(), devices)
+                decode::contiguous_keys(units.len(), &devices)
             } else {
                 units.len()
             };
             for _ in 0..30 {
                 let keys: Vec<f64> = (0..n).map(|_| unit_interval(&mut rng)).collect();
                 let plan = if contiguous {
-                    decode::contiguous(&units, &keys, devices)
+                    decode::contiguous(&units, &keys, &devices)
                 } else {
-                    decode::non_contiguous(&units, &keys, devices)
+                    decode::non_contiguous(&units, &keys, &devices)
                 };
                 let Some(device) = plan else { continue };
                 decoded += 1;

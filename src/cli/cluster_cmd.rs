@@ -2,7 +2,8 @@
 //!
 //! Planning on a cluster solves the contiguous TPS problem ([`crate::solve::cluster`]):
 //! `--method dp` (the default) or `brute-force`, or with `--method ip` the cluster IP
-//! ([`crate::solve::milp::cluster`]), contiguous or `--non-contiguous`; other methods,
+//! ([`crate::solve::milp::cluster`]), contiguous or `--non-contiguous`, or the search
+//! placers `rl` and `genetic` ([`crate::solve::learned`], TPS or sync, either space); other methods,
 //! objectives, `--split` and `--report` are refused with the reason. Every plan is re-scored by
 //! the independent evaluator before it is printed ([`crate::solve::cluster::plan`]).
 
@@ -35,19 +36,29 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
             contiguous: settings.contiguous,
             sync: settings.objective == Objective::Sync,
         },
+        MethodId::Rl | MethodId::Genetic => ClusterMethod::Learned {
+            method: settings.method,
+            contiguous: settings.contiguous,
+            sync: settings.objective == Objective::Sync,
+        },
         other => {
             return refuse(&format!(
-                "--method is auto (the cluster DP), dp, ip or brute-force, not {other}"
+                "--method is auto (the cluster DP), dp, ip, brute-force, rl or genetic, not {other}"
             ))
         }
     };
-    let sync_ip =
-        settings.objective == Objective::Sync && matches!(method, ClusterMethod::Ip { .. });
-    if settings.objective != Objective::Throughput && !sync_ip {
-        return refuse("the objective is throughput (TPS), or sync with --method ip");
+    let any_space = matches!(
+        method,
+        ClusterMethod::Ip { .. } | ClusterMethod::Learned { .. }
+    );
+    let sync_ok = settings.objective == Objective::Sync && any_space;
+    if settings.objective != Objective::Throughput && !sync_ok {
+        return refuse(
+            "the objective is throughput (TPS), or sync with --method ip, rl or genetic",
+        );
     }
-    if !settings.contiguous && !matches!(method, ClusterMethod::Ip { .. }) {
-        return refuse("non-contiguous plans come from --method ip (--non-contiguous with the DP or brute force is not supported)");
+    if !settings.contiguous && !any_space {
+        return refuse("non-contiguous plans come from --method ip, rl or genetic (--non-contiguous with the DP or brute force is not supported)");
     }
     if args.report.is_some() {
         return refuse("--report is not available yet");
@@ -100,10 +111,10 @@ pub fn run_plan_on_cluster(
     if let (Some(reason), None) = (&plan.stopped, &plan.best) {
         return Err(CliError::Input(format!(
             "no plan: the cluster {} stopped after {:.1} s: {reason}",
-            if matches!(method, ClusterMethod::Ip { .. }) {
-                "IP"
-            } else {
-                "DP"
+            match method {
+                ClusterMethod::Ip { .. } => "IP",
+                ClusterMethod::Learned { .. } => "search",
+                _ => "DP",
             },
             plan.time_s
         )));
@@ -126,6 +137,7 @@ pub fn run_plan_on_cluster(
         outcome_fields(&mut v, &plan, best.value);
         v["timeS"] = serde_json::json!(plan.time_s);
         v["usage"] = serde_json::json!(best.usage);
+        v["evaluations"] = serde_json::json!(plan.evaluations);
         write!(stdout, "{}", super::json_text(&v))?;
     } else {
         write!(stdout, "{}", cluster_plan_text(w, &plan, best))?;

@@ -299,6 +299,10 @@ pub struct ReproduceArgs {
     /// Workloads run at a time (1 to 1024). [default: the number of cores]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub jobs: Option<usize>,
+    /// Run rl and genetic with seeds 1..=N on every workload's contiguous problem and on
+    /// the cluster instances, for their spread over seeds (1 to 100).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count)]
+    pub seeds: usize,
 }
 
 #[derive(Args, Debug)]
@@ -958,24 +962,22 @@ fn run_reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     }
     check_output_target(&args.out)?;
     let command = format!(
-        "dnnplace reproduce {} --ip-time-limit {}s --seed {} --restarts {}",
+        "dnnplace reproduce {} --ip-time-limit {}s --seed {} --restarts {} --jobs {} --seeds {}",
         args.dir.display(),
         args.ip_time_limit,
         args.seed,
-        args.restarts
+        args.restarts,
+        settings.jobs,
+        settings.seeds
     );
     let started = std::time::Instant::now();
     let run = crate::experiments::reproduce::reproduce(
         &args.dir,
         &settings.limits,
         settings.jobs,
-        |case| {
-            eprintln!(
-                "[{:>6.1} s] {}/{}",
-                started.elapsed().as_secs_f64(),
-                case.section,
-                case.name
-            );
+        settings.seeds,
+        |task| {
+            eprintln!("[{:>6.1} s] {task}", started.elapsed().as_secs_f64());
         },
     )?;
     let page = crate::report::reproduce::results_page(&run, &settings.limits, &command);

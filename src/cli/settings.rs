@@ -30,6 +30,7 @@
 //! | `--schedule S` | gpipe, 1f1b, interleaved[:v] | gpipe and 1f1b: `--method dp`, `auto` (which then runs the exact DP) or `ip`; interleaved:v puts v chunks on each accelerator, not one contiguous stage: `--method dp` (the interleaved DP), `ip` or `auto` (the DP, then the IP from its plan), `m` a multiple of the accelerators k; other methods refused, or with `--report` only simulated (a note says so) |
 //! | `--recompute R` | none, auto | needs `--schedule`: with MODEL.md's memory nothing is stashed per micro-batch, so nothing to recompute; under interleaved an accelerator recomputes all its chunks or none (`--method dp`, `ip` or `auto`); not with `--cluster` (its planner does not price a schedule's memory) |
 //! | `--jobs N` | 1 … 1,024 | workloads run at a time, one thread each |
+//! | `--seeds N` | 1 … 100 | `reproduce`: rl and genetic with seeds 1..=N, each a full run |
 //! | `--batch`, `--seq` | 1 … 2²⁰ | tensor sizes stay exact in 64 bits |
 //! | `--layers` | 1 … 10,000 | about 20 operators per block: 200,000 operators |
 //! | `--hidden`, `--heads`, `--ffn`, `--vocab` | 1 … 2²⁰ | products such as batch·seq·hidden stay exact in 64 bits |
@@ -193,6 +194,9 @@ fn threads(value: Option<usize>, notes: &mut Vec<String>) -> Result<Option<usize
     }
     Ok(Some(n))
 }
+
+/// The most seeds `reproduce --seeds` runs (each a full rl and genetic run per workload).
+const MAX_SEEDS: usize = 100;
 
 fn restarts(value: usize) -> Result<usize, CliError> {
     in_range(
@@ -566,6 +570,8 @@ pub struct ReproduceSettings {
     pub limits: Limits,
     /// Workloads run at a time.
     pub jobs: usize,
+    /// The search placers run with seeds `1..=seeds`.
+    pub seeds: u64,
 }
 
 impl ReproduceSettings {
@@ -586,7 +592,18 @@ impl ReproduceSettings {
             )?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        Ok(ReproduceSettings { limits, jobs })
+        let seeds = in_range(
+            "--seeds",
+            args.seeds,
+            1,
+            MAX_SEEDS,
+            "rl and genetic run once per seed on every workload and cluster instance",
+        )? as u64;
+        Ok(ReproduceSettings {
+            limits,
+            jobs,
+            seeds,
+        })
     }
 }
 

@@ -10,17 +10,32 @@
 //! of its model (`experts/M_inference_expert.json` for `M_training`), completed by colour
 //! class. Operator-level graphs have no expert splits (their node ids differ).
 //!
-//! Workers take the next case from a shared counter, so w workers finish c cases in about
-//! (Σ case times) / w when no case dominates.
+//! **Seeds.** With `seeds = N > 1` the search placers (`rl`, `genetic`) also run on every
+//! workload's contiguous problem with seeds `1..=N` ([`SeedRun`]; the comparison's own
+//! seed is read from its rows, not rerun), for the spread over seeds.
+//!
+//! **Clusters** ([`CLUSTER_CASES`]): published layer workloads placed on mixed-type
+//! clusters (their nodes timed by each type's speed against the V100 they were profiled
+//! on, docs/cluster.md), TPS over contiguous plans on the cluster: the cluster DP
+//! ([`crate::solve::cluster::plan`]) for the optimum or its best bound, and the search
+//! placers with seeds `1..=N`, every plan re-scored by the cluster scorer.
+//!
+//! Workers take the next task (a workload, or a cluster instance) from a shared counter,
+//! so w workers finish c tasks in about (Σ task times) / w when no task dominates.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::io::cluster_resolve::cluster_for;
 use crate::io::{read_placement, read_workload, IoError};
+use crate::model::{Platform, Workload};
 use crate::solve::baselines::expert::Expert;
+use crate::solve::cluster::dp::Tracking;
+use crate::solve::cluster::plan::{plan_on_cluster, ClusterMethod, ClusterPlan};
 use crate::solve::compare::{compare, Comparison};
-use crate::solve::{methods, Limits, Method, MethodId, Objective};
+use crate::solve::learned::TracePoint;
+use crate::solve::{methods, Limits, Method, MethodId, Objective, Problem};
 
 /// One published workload and what to compare it on.
 #[derive(Clone, Debug)]
@@ -119,54 +134,257 @@ pub fn run_case(case: &Case, limits: &Limits) -> CaseResult {
     ))
 }
 
+/// The search placers of the seeds runs.
+pub const SEARCH_PLACERS: [MethodId; 2] = [MethodId::Rl, MethodId::Genetic];
+
+/// One search placer's run with one seed on the contiguous problem: its best objective
+/// (∞ without a plan), scorer evaluations and trace.
+#[derive(Clone, Debug)]
+pub struct SeedRun {
+    pub method: MethodId,
+    pub seed: u64,
+    pub objective: f64,
+    pub evaluations: u64,
+    pub trace: Vec<TracePoint>,
+}
+
+/// The search placers with seeds `1..=seeds` on `case`'s contiguous problem; the runs with
+/// `limits.seed` are read from the comparison `c`. Errors are left out (the comparison
+/// shows them).
+pub fn seed_runs(case: &Case, c: &Comparison, limits: &Limits, seeds: u64) -> Vec<SeedRun> {
+    let Ok(w) = read_workload(&case.path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for method in SEARCH_PLACERS {
+        for seed in 1..=seeds {
+            if seed == limits.seed {
+                let row = c
+                    .rows
+                    .iter()
+                    .find(|r| r.method == method && r.contiguous_problem);
+                if let Some(Ok(plan)) = row.map(|r| &r.result) {
+                    out.push(SeedRun {
+                        method,
+                        seed,
+                        objective: plan.objective(c.objective),
+                        evaluations: plan.outcome.stats.evaluations.unwrap_or(0),
+                        trace: plan.outcome.stats.trace.clone(),
+                    });
+                }
+                continue;
+            }
+            let problem = Problem {
+                workload: &w,
+                objective: case.objective,
+                contiguous: true,
+                limits: Limits {
+                    seed,
+                    ..limits.clone()
+                },
+                pipeline: None,
+            };
+            let searcher: Box<dyn Method> = crate::solve::method(method);
+            if let Ok(plan) = crate::solve::plan(searcher.as_ref(), &problem) {
+                out.push(SeedRun {
+                    method,
+                    seed,
+                    objective: plan.objective(case.objective),
+                    evaluations: plan.outcome.stats.evaluations.unwrap_or(0),
+                    trace: plan.outcome.stats.trace,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The cluster instances: (published layer workload, cluster of `--cluster`).
+pub const CLUSTER_CASES: [(&str, &str); 4] = [
+    ("bert24_training", "1x8xa100-80gb+1x8xv100"),
+    ("bert24_training", "2x4xa100-80gb+2x4xv100"),
+    ("gnmt_training", "1x8xa100-80gb+1x8xv100"),
+    ("gnmt_training", "2x4xa100-80gb+2x4xv100"),
+];
+
+/// One cluster instance.
+#[derive(Clone, Debug)]
+pub struct ClusterCase {
+    /// The layer workload's file stem.
+    pub name: String,
+    /// The cluster, as `--cluster` spells it.
+    pub cluster: String,
+    pub path: PathBuf,
+}
+
+/// The cluster instances of [`CLUSTER_CASES`] whose workload is under `dir`.
+pub fn cluster_cases(dir: &Path) -> Vec<ClusterCase> {
+    CLUSTER_CASES
+        .iter()
+        .map(|(name, cluster)| ClusterCase {
+            name: name.to_string(),
+            cluster: cluster.to_string(),
+            path: dir.join("throughput/layer").join(format!("{name}.json")),
+        })
+        .filter(|c| c.path.is_file())
+        .collect()
+}
+
+/// What a cluster instance gave: the cluster DP's checked plan and the search placers'
+/// runs (values re-scored by the cluster scorer), seeds `1..=N`.
+#[derive(Debug)]
+pub struct ClusterOutcome {
+    pub dp: ClusterPlan,
+    pub runs: Vec<SeedRun>,
+}
+
+/// The workload of `case` on its cluster.
+pub fn cluster_workload(case: &ClusterCase) -> Result<Workload, String> {
+    let w = read_workload(&case.path).map_err(|e| e.to_string())?;
+    let cluster = cluster_for(&case.cluster, &[], Some(w.len()))?;
+    let platform = Platform {
+        cluster: Some(cluster),
+        ..w.platform().clone()
+    };
+    w.with_platform(platform).map_err(|e| e.to_string())
+}
+
+/// The cluster DP and the search placers (seeds `1..=seeds`) on one cluster instance.
+pub fn run_cluster_case(
+    case: &ClusterCase,
+    limits: &Limits,
+    seeds: u64,
+) -> Result<ClusterOutcome, String> {
+    let w = cluster_workload(case)?;
+    let dp = plan_on_cluster(&w, limits, ClusterMethod::Dp, Tracking::Best)
+        .map_err(|e| e.to_string())?;
+    let mut runs = Vec::new();
+    for method in SEARCH_PLACERS {
+        for seed in 1..=seeds {
+            let limits = Limits {
+                seed,
+                ..limits.clone()
+            };
+            let learned = ClusterMethod::Learned {
+                method,
+                contiguous: true,
+                sync: false,
+            };
+            let plan = plan_on_cluster(&w, &limits, learned, Tracking::Best)
+                .map_err(|e| format!("{method} seed {seed}: {e}"))?;
+            runs.push(SeedRun {
+                method,
+                seed,
+                objective: plan.best.as_ref().map_or(f64::INFINITY, |b| b.value),
+                evaluations: plan.evaluations.unwrap_or(0),
+                trace: plan.trace,
+            });
+        }
+    }
+    Ok(ClusterOutcome { dp, runs })
+}
+
 /// Every case of a folder with its result, in [`cases`] order.
 #[derive(Debug)]
 pub struct Reproduction {
     pub cases: Vec<Case>,
     pub results: Vec<CaseResult>,
+    /// Per case, the search placers' runs over seeds (empty with one seed).
+    pub seed_runs: Vec<Vec<SeedRun>>,
+    /// Seeds `1..=seeds` of the seed runs and the cluster instances.
+    pub seeds: u64,
+    pub clusters: Vec<ClusterCase>,
+    pub cluster_results: Vec<Result<ClusterOutcome, String>>,
     /// Workloads run at a time.
     pub jobs: usize,
     /// Wall-clock seconds of the whole run.
     pub elapsed_s: f64,
 }
 
-/// Runs every case under `dir`, `jobs` workloads at a time (at least 1, at most one per
-/// case). `progress` is told about each workload before it runs.
+/// One task of the run: a published workload or a cluster instance.
+enum Task {
+    Workload(usize),
+    Cluster(usize),
+}
+
+/// What a task gave.
+enum Done {
+    Workload(CaseResult, Vec<SeedRun>),
+    Cluster(Box<Result<ClusterOutcome, String>>),
+}
+
+/// Runs every case under `dir` and the cluster instances, `jobs` tasks at a time (at least
+/// 1, at most one per task), the search placers with seeds `1..=seeds` (`seeds` ≤ 1: the
+/// comparison's seed only, no seed runs). `progress` is told about each task before it
+/// runs.
 pub fn reproduce(
     dir: &Path,
     limits: &Limits,
     jobs: usize,
-    progress: impl Fn(&Case) + Sync,
+    seeds: u64,
+    progress: impl Fn(&str) + Sync,
 ) -> Result<Reproduction, IoError> {
     let cases = cases(dir)?;
+    let clusters = cluster_cases(dir);
     let started = std::time::Instant::now();
-    let jobs = jobs.clamp(1, cases.len());
+    let tasks: Vec<Task> = (0..cases.len())
+        .map(Task::Workload)
+        .chain((0..clusters.len()).map(Task::Cluster))
+        .collect();
+    let jobs = jobs.clamp(1, tasks.len());
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<CaseResult>>> = cases.iter().map(|_| Default::default()).collect();
+    let slots: Vec<Mutex<Option<Done>>> = tasks.iter().map(|_| Default::default()).collect();
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(case) = cases.get(i) else { break };
-                progress(case);
-                let result = run_case(case, limits);
+                let Some(task) = tasks.get(i) else { break };
+                let done = match *task {
+                    Task::Workload(k) => {
+                        let case = &cases[k];
+                        progress(&format!("{}/{}", case.section, case.name));
+                        let result = run_case(case, limits);
+                        let runs = match (&result, seeds > 1) {
+                            (Ok((c, _)), true) => seed_runs(case, c, limits, seeds),
+                            _ => Vec::new(),
+                        };
+                        Done::Workload(result, runs)
+                    }
+                    Task::Cluster(k) => {
+                        let case = &clusters[k];
+                        progress(&format!("cluster {} on {}", case.name, case.cluster));
+                        Done::Cluster(Box::new(run_cluster_case(case, limits, seeds.max(1))))
+                    }
+                };
                 *slots[i]
                     .lock()
-                    .expect("no worker panics while holding a slot") = Some(result);
+                    .expect("no worker panics while holding a slot") = Some(done);
             });
         }
     });
-    let results: Vec<CaseResult> = slots
-        .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .expect("no worker panicked")
-                .expect("every case ran")
-        })
-        .collect();
+    let mut results = Vec::new();
+    let mut seed_runs = Vec::new();
+    let mut cluster_results = Vec::new();
+    for slot in slots {
+        match slot
+            .into_inner()
+            .expect("no worker panicked")
+            .expect("every task ran")
+        {
+            Done::Workload(r, runs) => {
+                results.push(r);
+                seed_runs.push(runs);
+            }
+            Done::Cluster(r) => cluster_results.push(*r),
+        }
+    }
     Ok(Reproduction {
         cases,
         results,
+        seed_runs,
+        seeds: seeds.max(1),
+        clusters,
+        cluster_results,
         jobs,
         elapsed_s: started.elapsed().as_secs_f64(),
     })

@@ -117,6 +117,7 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
         crate::solve::cluster::plan::ClusterMethod::Dp => "dp",
         crate::solve::cluster::plan::ClusterMethod::BruteForce => "brute-force",
         crate::solve::cluster::plan::ClusterMethod::Ip { .. } => "ip",
+        crate::solve::cluster::plan::ClusterMethod::Learned { method, .. } => method.name(),
     };
     let space = match (plan.method.contiguous(), plan.method.sync()) {
         (true, false) => "contiguous plans",
@@ -140,6 +141,7 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
     if matches!(
         plan.method,
         crate::solve::cluster::plan::ClusterMethod::Ip { .. }
+            | crate::solve::cluster::plan::ClusterMethod::Learned { .. }
     ) {
         s += &format!("lower bound: {:.6} ms\n", plan.lower_bound);
         for note in &plan.notes {

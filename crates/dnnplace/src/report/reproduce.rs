@@ -6,13 +6,19 @@
 //! contiguous baseline) and then every workload's full comparison table, its
 //! time-to-quality chart ([`quality_charts`], written beside the page) and, for the search
 //! placers (`rl`, `genetic`), the scorer evaluations they needed to come within 5 % and 1 %
-//! of the proven optimum.
+//! of the proven optimum. With several seeds (`--seeds N`) a section gives, per workload
+//! and search placer, the median and worst gap to the proven optimum over the seeds and
+//! the median evaluations to 5 % and 1 % ([`seeds_section`]); a last section does the same
+//! on the cluster instances against the cluster DP ([`clusters_section`]). The median of N
+//! values is the ⌈N/2⌉-th smallest ("never" counts as larger than any count).
 
 use std::fmt::Write;
 
 use super::compare::comparison_markdown;
 use super::tabular::Table;
-use crate::experiments::reproduce::{Case, CaseResult, Reproduction, SECTIONS};
+use crate::experiments::reproduce::{
+    Case, CaseResult, ClusterOutcome, Reproduction, SeedRun, SEARCH_PLACERS, SECTIONS,
+};
 use crate::report::charts::quality::{reference_lines, time_to_quality};
 use crate::solve::compare::Comparison;
 use crate::solve::learned::{brkga, evaluations_within, policy_gradient};
@@ -171,7 +177,159 @@ pub fn results_page(run: &Reproduction, limits: &Limits, command: &str) -> Strin
             }
         }
     }
+    if run.seeds > 1 {
+        s += &seeds_section(run);
+    }
+    s += &clusters_section(run);
     s
+}
+
+/// The ⌈N/2⌉-th smallest of `values` (`None` when empty).
+fn median<T: Copy + PartialOrd>(mut values: Vec<T>) -> Option<T> {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = values.len();
+    (n > 0).then(|| values[(n - 1) / 2])
+}
+
+/// The spread of one search placer's `runs` against `reference` (a proven optimum, or a
+/// best plan's value): seeds with a plan, median and worst gap, median evaluations to
+/// within 5 % and 1 %, and how many seeds got within 1 %.
+fn spread_cells(runs: &[&SeedRun], reference: f64) -> Vec<String> {
+    let gaps: Vec<f64> = runs.iter().map(|r| r.objective / reference - 1.0).collect();
+    let within = |f: f64| -> Vec<u64> {
+        runs.iter()
+            .map(|r| {
+                crate::solve::learned::evaluations_within(&r.trace, reference, f)
+                    .unwrap_or(u64::MAX)
+            })
+            .collect()
+    };
+    let count = |e: Option<u64>| match e {
+        Some(u64::MAX) | None => "never".to_string(),
+        Some(e) => e.to_string(),
+    };
+    let gap = |g: Option<f64>| match g {
+        Some(g) if g.is_finite() => format!("{:+.2}%", 100.0 * g),
+        _ => "no plan".into(),
+    };
+    let seeds: Vec<String> = runs.iter().map(|r| r.seed.to_string()).collect();
+    let reached = within(0.01).iter().filter(|&&e| e != u64::MAX).count();
+    vec![
+        seeds.join(","),
+        gap(median(gaps.clone())),
+        gap(gaps.iter().copied().reduce(f64::max)),
+        count(median(within(0.05))),
+        count(median(within(0.01))),
+        format!("{reached} of {}", runs.len()),
+    ]
+}
+
+const SPREAD_HEADER: [&str; 7] = [
+    "method",
+    "seeds",
+    "median gap",
+    "worst gap",
+    "median evaluations to 5%",
+    "median evaluations to 1%",
+    "seeds within 1%",
+];
+
+/// The search placers over seeds on the published workloads' contiguous problems.
+pub fn seeds_section(run: &Reproduction) -> String {
+    let mut header = vec!["workload".to_string(), "optimum".to_string()];
+    header.extend(SPREAD_HEADER.map(String::from));
+    let mut table = Table::new(header);
+    for ((case, result), runs) in run.cases.iter().zip(&run.results).zip(&run.seed_runs) {
+        let Ok((c, _)) = result else { continue };
+        let Some((optimum, by)) = reference_lines(c).0 else {
+            continue;
+        };
+        for method in SEARCH_PLACERS {
+            let mine: Vec<&SeedRun> = runs.iter().filter(|r| r.method == method).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut row = vec![
+                format!("{}/{}", case.section, case.name),
+                format!("{optimum:.4} ({by})"),
+                method.name().to_string(),
+            ];
+            row.extend(spread_cells(&mine, optimum));
+            table.push(row);
+        }
+    }
+    format!(
+        "## Search placers over seeds\n\nrl and genetic on every workload's contiguous problem (the objective of its section) with seeds 1..={}, against the proven contiguous optimum; gap = best / optimum − 1; median = the ⌈N/2⌉-th smallest; \"never\": not within the limit (counted as the largest). Workloads without a proven optimum are left out.\n\n{}\n",
+        run.seeds,
+        table.markdown()
+    )
+}
+
+/// The cluster DP's reference for the gaps: its proven optimum, or its best plan's value
+/// (with its bound) when it stopped; `None` without a plan.
+fn cluster_reference(o: &ClusterOutcome) -> Option<(f64, String)> {
+    let best = o.dp.best.as_ref()?;
+    Some(match &o.dp.stopped {
+        None => (
+            best.value,
+            format!("{:.4} (DP, proven, {:.2} s)", best.value, o.dp.time_s),
+        ),
+        Some(reason) => (
+            best.value,
+            format!(
+                "{:.4} (DP plan, bound {:.4}: {reason})",
+                best.value, o.dp.lower_bound
+            ),
+        ),
+    })
+}
+
+/// The search placers over seeds on the cluster instances (TPS, contiguous on the cluster).
+pub fn clusters_section(run: &Reproduction) -> String {
+    if run.clusters.is_empty() {
+        return String::new();
+    }
+    let mut header = vec![
+        "workload".to_string(),
+        "cluster".to_string(),
+        "optimum".to_string(),
+    ];
+    header.extend(SPREAD_HEADER.map(String::from));
+    let mut table = Table::new(header);
+    let mut errors = String::new();
+    for (case, result) in run.clusters.iter().zip(&run.cluster_results) {
+        let o = match result {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = writeln!(errors, "- {} on `{}`: error: {e}", case.name, case.cluster);
+                continue;
+            }
+        };
+        let Some((reference, shown)) = cluster_reference(o) else {
+            let _ = writeln!(
+                errors,
+                "- {} on `{}`: the cluster DP found no plan",
+                case.name, case.cluster
+            );
+            continue;
+        };
+        for method in SEARCH_PLACERS {
+            let mine: Vec<&SeedRun> = o.runs.iter().filter(|r| r.method == method).collect();
+            let mut row = vec![
+                case.name.clone(),
+                format!("`{}`", case.cluster),
+                shown.clone(),
+                method.name().to_string(),
+            ];
+            row.extend(spread_cells(&mine, reference));
+            table.push(row);
+        }
+    }
+    format!(
+        "## Clusters (TPS, contiguous plans on the cluster)\n\nPublished layer workloads on mixed-type clusters (`--cluster`: nodes timed by each type's speed against the V100 they were profiled on; docs/cluster.md). The cluster DP gives the optimum over contiguous plans on the cluster (stages filling machines in order); rl and genetic search the same space with seeds 1..={}, rewarded by the cluster scorer, every plan re-scored by it. Columns as above; gap against the DP's optimum.\n\n{}\n{errors}",
+        run.seeds,
+        table.markdown()
+    )
 }
 
 /// Whether the DP's TPS is at most every contiguous plan's (`None` without a DP plan).

@@ -32,8 +32,11 @@ use super::volume_bound::volume_bound;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::budget::Budget;
+use crate::solve::learned::brkga::Genetic;
+use crate::solve::learned::policy_gradient::PolicyGradient;
+use crate::solve::learned::TracePoint;
 use crate::solve::milp::LoadBoundUse;
-use crate::solve::{Limits, Objective, SolveError, StopReason};
+use crate::solve::{Limits, Method, MethodId, Objective, Problem, SolveError, Status, StopReason};
 
 /// How a cluster plan is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,20 +49,33 @@ pub enum ClusterMethod {
     /// The cluster IP ([`crate::solve::milp::cluster`]), over contiguous plans or all,
     /// minimising the max load or (`sync`) `max FW + max BW`.
     Ip { contiguous: bool, sync: bool },
+    /// A search placer of [`crate::solve::learned`] (`rl` or `genetic`: `method`), over
+    /// contiguous plans or all, TPS or (`sync`) `max FW + max BW`: the best plan it sampled,
+    /// with the cluster bounds (a heuristic: optimal only when it meets them).
+    Learned {
+        method: MethodId,
+        contiguous: bool,
+        sync: bool,
+    },
 }
 
 impl ClusterMethod {
     /// Whether the method's plans are contiguous on the cluster.
     pub fn contiguous(self) -> bool {
         match self {
-            ClusterMethod::Ip { contiguous, .. } => contiguous,
+            ClusterMethod::Ip { contiguous, .. } | ClusterMethod::Learned { contiguous, .. } => {
+                contiguous
+            }
             _ => true,
         }
     }
 
     /// Whether the method minimises `max FW + max BW` instead of the max load.
     pub fn sync(self) -> bool {
-        matches!(self, ClusterMethod::Ip { sync: true, .. })
+        matches!(
+            self,
+            ClusterMethod::Ip { sync: true, .. } | ClusterMethod::Learned { sync: true, .. }
+        )
     }
 }
 
@@ -96,6 +112,10 @@ pub struct ClusterPlan {
     pub source: &'static str,
     /// What the solver says about its run (the IP's model size, HiGHS's status).
     pub notes: Vec<String>,
+    /// The search placers' scorer evaluations and improvements of their best plan
+    /// (`None` and empty for the other methods).
+    pub evaluations: Option<u64>,
+    pub trace: Vec<TracePoint>,
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -192,12 +212,19 @@ pub fn plan_on_cluster(
         stopped,
         source,
         notes,
+        evaluations,
+        trace,
     } = match method {
         ClusterMethod::Dp => by_dp(w, &costs, limits, tracking, start)?,
         ClusterMethod::BruteForce => by_brute_force(w, &costs, limits, tracking)?,
         ClusterMethod::Ip { contiguous, sync } => {
             by_ip(w, &costs, limits, tracking, contiguous, sync, start)?
         }
+        ClusterMethod::Learned {
+            method,
+            contiguous,
+            sync,
+        } => by_search(w, limits, tracking, method, contiguous, sync)?,
     };
     let time_s = start.elapsed().as_secs_f64();
     let best = best
@@ -219,6 +246,8 @@ pub fn plan_on_cluster(
         stopped,
         source,
         notes,
+        evaluations,
+        trace,
     })
 }
 
@@ -234,6 +263,70 @@ struct Found {
     stopped: Option<StopReason>,
     source: &'static str,
     notes: Vec<String>,
+    evaluations: Option<u64>,
+    trace: Vec<TracePoint>,
+}
+
+/// A search placer ([`ClusterMethod::Learned`]) on the cluster: its best plan, the cluster
+/// bound it reports ([`crate::solve::learned::lower_bound`]) and its trace. Its plan is
+/// re-scored by [`plan_on_cluster`] like every other.
+fn by_search(
+    w: &Workload,
+    limits: &Limits,
+    tracking: Tracking,
+    method: MethodId,
+    contiguous: bool,
+    sync: bool,
+) -> Result<Found, SolveError> {
+    let searcher: Box<dyn Method> = match method {
+        MethodId::Rl => Box::new(PolicyGradient),
+        MethodId::Genetic => Box::new(Genetic),
+        other => {
+            return Err(SolveError::Unsupported {
+                method: other.to_string(),
+                what: "a search placer on a cluster (rl or genetic)".into(),
+            })
+        }
+    };
+    if tracking == Tracking::PerUsage {
+        return Err(SolveError::Unsupported {
+            method: method.to_string(),
+            what: "per-usage optima on a cluster (the sweep uses the cluster DP)".into(),
+        });
+    }
+    let problem = Problem {
+        workload: w,
+        objective: if sync {
+            Objective::Sync
+        } else {
+            Objective::Throughput
+        },
+        contiguous,
+        limits: limits.clone(),
+        pipeline: None,
+    };
+    let outcome = searcher.solve(&problem)?;
+    let stopped = match outcome.status {
+        Status::Optimal => None,
+        Status::Feasible { reason } | Status::NoPlan { reason } => Some(reason),
+        Status::Heuristic | Status::Infeasible { .. } => Some(StopReason::SearchExhausted {
+            what: "the search ended".into(),
+        }),
+    };
+    let best = outcome.placement.map(|p| (outcome.objective, p));
+    let lower_bound = if best.is_some() { outcome.bound } else { 0.0 };
+    Ok(Found {
+        best,
+        per_usage: Vec::new(),
+        ideals: 0,
+        states: 0,
+        lower_bound,
+        stopped,
+        source: "the best plan the search sampled",
+        notes: outcome.stats.notes,
+        evaluations: outcome.stats.evaluations,
+        trace: outcome.stats.trace,
+    })
 }
 
 /// The cluster DP with its bounds, the coarse DP's plan as its start and the greedy chain
@@ -317,6 +410,8 @@ fn by_dp(
         stopped: r.stopped,
         source,
         notes: Vec::new(),
+        evaluations: None,
+        trace: Vec::new(),
     })
 }
 
@@ -344,6 +439,8 @@ fn by_brute_force(
         stopped: None,
         source: "the optimum",
         notes: Vec::new(),
+        evaluations: None,
+        trace: Vec::new(),
     })
 }
 
@@ -393,6 +490,8 @@ fn by_ip(
             }),
             source: "",
             notes: Vec::new(),
+            evaluations: None,
+            trace: Vec::new(),
         }
     };
     notes.push(format!(
@@ -463,5 +562,7 @@ fn by_ip(
         stopped,
         source,
         notes,
+        evaluations: None,
+        trace: Vec::new(),
     })
 }

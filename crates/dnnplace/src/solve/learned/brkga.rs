@@ -7,7 +7,8 @@
 //! ([`super::Units`]) by [`super::decode`]: `N = G` for the non-contiguous problem
 //! ([`super::decode::non_contiguous`]), `N = G + 2D − 1` for the contiguous one (priorities,
 //! cuts and device order, [`super::decode::contiguous`]; every decoded plan is a chain of
-//! ideals). Both decoders keep the CPU-only and memory rules; the scorer's objective is the
+//! ideals, on a cluster machine by machine). Both decoders keep the CPU-only and memory
+//! rules (each accelerator's own memory on a cluster); the scorer's objective is the
 //! fitness (minimised), and keys that do not decode, or a plan the scorer rejects, are
 //! ranked last.
 //!
@@ -63,8 +64,8 @@ impl Method for Genetic {
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
-        let setup = Setup::new(problem);
-        let (units, devices) = (&setup.units, setup.devices);
+        let setup = Setup::new(problem, MethodId::Genetic)?;
+        let (units, devices) = (&setup.units, &setup.devices);
         let keys = if problem.contiguous {
             decode::contiguous_keys(units.len(), devices)
         } else {

@@ -6,16 +6,19 @@
 //! **Non-contiguous keys** ([`non_contiguous`]): one key `x_g ∈ [0, 1)` per unit; unit
 //! `g`, in index order, asks for device `⌊x_g · (k+ℓ)⌋`. A unit that may not run on an
 //! accelerator goes to CPU `⌊x_g · ℓ⌋`; an accelerator whose memory the unit would
-//! overflow passes it on to the next accelerators in turn, then to that CPU. With no CPU
+//! overflow (its own memory: types differ on a cluster) passes it on to the next
+//! accelerators in turn, then to that CPU. With no CPU
 //! and no room the plan is not decodable (`None`). Every plan of units is reachable (keys
 //! in the right slots ask for it directly).
 //!
 //! **Contiguous keys** ([`contiguous`]): `G` priority keys, `D − 1` split keys and `D`
 //! device keys for `D = k + ℓ`. The priorities give a topological order π (Kahn's
 //! algorithm taking the available unit of least key); the split keys give cut positions
-//! `⌊x · (G+1)⌋`, sorted; the device keys order the devices (least key first). Stage `i`
+//! `⌊x · (G+1)⌋`, sorted; the device keys order the devices (least key first; on a
+//! cluster, machines by their least device key and each machine's devices together, so
+//! the stages fill machines in order, [`machine_blocks`]). Stage `i`
 //! takes `π[cut_{i-1} .. cut_i]` on the `i`-th device, except that an accelerator stage
-//! ends early at the first unit it may not run or cannot hold, and a stage starts where
+//! ends early at the first unit it may not run or cannot hold (its own type's memory), and a stage starts where
 //! the previous one ended. Units left after the last stage make the keys not decodable.
 //! Every stage is an interval of a topological order, so the prefixes are ideals and the
 //! plan is a chain of ideals — contiguous. Every contiguous plan of the units is reachable:
@@ -42,17 +45,80 @@ use std::collections::BinaryHeap;
 use super::{device_at, Units};
 use crate::model::Device;
 
-/// The device set a decoder places on.
-#[derive(Clone, Copy, Debug)]
+/// The device set a decoder places on, in chain order (accelerators `0..k`, then CPUs):
+/// each accelerator's memory, each device's machine, and each device's kind — devices of
+/// one kind (one type on one machine, or one machine's CPU cores) are interchangeable.
+#[derive(Clone, Debug)]
 pub struct Devices {
     pub k: usize,
     pub l: usize,
-    pub memory_bytes: f64,
+    /// Memory of accelerator `i`, bytes.
+    pub memory: Vec<f64>,
+    /// Machine of device `i` (all 0 on MODEL.md's one machine).
+    pub machine: Vec<usize>,
+    /// Kind of device `i`, numbered from 0 in device order.
+    pub kind: Vec<usize>,
 }
 
 impl Devices {
+    /// MODEL.md's device set: one machine, `k` alike accelerators (kind 0) and `l` CPU
+    /// cores (kind 1, or 0 without accelerators).
+    pub fn machine(k: usize, l: usize, memory_bytes: f64) -> Devices {
+        Devices {
+            k,
+            l,
+            memory: vec![memory_bytes; k],
+            machine: vec![0; k + l],
+            kind: (0..k + l).map(|i| usize::from(i >= k && k > 0)).collect(),
+        }
+    }
+
+    /// A cluster's devices ([`crate::model::cluster`]): kinds are (machine, type) for
+    /// accelerators and machine for CPU cores.
+    pub fn cluster(c: &crate::model::Cluster) -> Devices {
+        let (k, l) = (c.accelerators().len(), c.cpu_machines().len());
+        let keys: Vec<(usize, Option<usize>)> = c
+            .accelerators()
+            .iter()
+            .map(|a| (a.machine, Some(a.accelerator_type)))
+            .chain(c.cpu_machines().iter().map(|&m| (m, None)))
+            .collect();
+        let mut seen: Vec<(usize, Option<usize>)> = Vec::new();
+        let kind = keys
+            .iter()
+            .map(|key| match seen.iter().position(|s| s == key) {
+                Some(i) => i,
+                None => {
+                    seen.push(*key);
+                    seen.len() - 1
+                }
+            })
+            .collect();
+        Devices {
+            k,
+            l,
+            memory: c
+                .accelerators()
+                .iter()
+                .map(|a| c.types()[a.accelerator_type].memory_bytes)
+                .collect(),
+            machine: keys.iter().map(|&(m, _)| m).collect(),
+            kind,
+        }
+    }
+
     pub fn count(&self) -> usize {
         self.k + self.l
+    }
+
+    /// The number of kinds.
+    pub fn kinds(&self) -> usize {
+        self.kind.iter().max().map_or(0, |&m| m + 1)
+    }
+
+    /// The largest accelerator memory (0 without accelerators).
+    pub fn largest_memory(&self) -> f64 {
+        self.memory.iter().copied().fold(0.0, f64::max)
     }
 }
 
@@ -62,7 +128,7 @@ fn slot(x: f64, n: usize) -> usize {
 }
 
 /// The non-contiguous decoder of the module docs; `keys.len()` = G.
-pub fn non_contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Device>> {
+pub fn non_contiguous(units: &Units, keys: &[f64], d: &Devices) -> Option<Vec<Device>> {
     let mut used = vec![0.0; d.k];
     let mut out = Vec::with_capacity(units.len());
     for (g, &x) in keys.iter().enumerate() {
@@ -74,7 +140,7 @@ pub fn non_contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Dev
         } else {
             (0..d.k)
                 .map(|i| (wanted + i) % d.k)
-                .find(|&a| used[a] + unit.size_bytes <= d.memory_bytes)
+                .find(|&a| used[a] + unit.size_bytes <= d.memory[a])
                 .map(Device::Accelerator)
                 .or(cpu)
         }?;
@@ -87,7 +153,7 @@ pub fn non_contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Dev
 }
 
 /// The number of keys [`contiguous`] reads: `G + 2D − 1`.
-pub fn contiguous_keys(units: usize, d: Devices) -> usize {
+pub fn contiguous_keys(units: usize, d: &Devices) -> usize {
     units + 2 * d.count() - 1
 }
 
@@ -119,7 +185,7 @@ pub fn topological_order(units: &Units, priority: &[f64]) -> Vec<usize> {
 }
 
 /// The contiguous decoder of the module docs; `keys.len()` = [`contiguous_keys`].
-pub fn contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Device>> {
+pub fn contiguous(units: &Units, keys: &[f64], d: &Devices) -> Option<Vec<Device>> {
     let (n, count) = (units.len(), d.count());
     if count == 0 {
         return (n == 0).then(Vec::new);
@@ -131,9 +197,8 @@ pub fn contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Device>
         .collect();
     cuts.sort_unstable();
     cuts.push(n);
-    let mut chain: Vec<usize> = (0..count).collect();
     let device_keys = &keys[n + count - 1..];
-    chain.sort_by(|&a, &b| device_keys[a].total_cmp(&device_keys[b]).then(a.cmp(&b)));
+    let chain = machine_blocks(device_keys, d);
     let mut out = vec![Device::Cpu(0); n];
     let mut at = 0;
     for (stage, &index) in chain.iter().enumerate() {
@@ -143,7 +208,8 @@ pub fn contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Device>
         while at < end {
             let unit = &units.grouping.groups[order[at]];
             if device.is_accelerator() {
-                if !unit.supported_on_accelerator || used + unit.size_bytes > d.memory_bytes {
+                let memory = d.memory[index];
+                if !unit.supported_on_accelerator || used + unit.size_bytes > memory {
                     break;
                 }
                 used += unit.size_bytes;
@@ -153,6 +219,28 @@ pub fn contiguous(units: &Units, keys: &[f64], d: Devices) -> Option<Vec<Device>
         }
     }
     (at == n).then_some(out)
+}
+
+/// The device order of the contiguous keys: machines by their least device key, and the
+/// devices of each machine by key (ties by index), so each machine's devices are
+/// consecutive — the stages fill machines in order. On one machine: the devices by key.
+pub fn machine_blocks(device_keys: &[f64], d: &Devices) -> Vec<usize> {
+    let machines = d.machine.iter().max().map_or(0, |&m| m + 1);
+    let mut least = vec![f64::INFINITY; machines];
+    for (i, &x) in device_keys.iter().enumerate() {
+        let m = d.machine[i];
+        least[m] = least[m].min(x);
+    }
+    let mut chain: Vec<usize> = (0..device_keys.len()).collect();
+    chain.sort_by(|&a, &b| {
+        let (ma, mb) = (d.machine[a], d.machine[b]);
+        least[ma]
+            .total_cmp(&least[mb])
+            .then(ma.cmp(&mb))
+            .then(device_keys[a].total_cmp(&device_keys[b]))
+            .then(a.cmp(&b))
+    });
+    chain
 }
 
 /// The labels decoder of the module docs: `labels[g]` a chain position in `0..devices`;

@@ -14,7 +14,8 @@
 //!   non-contiguous problem they are the colour classes when there are at most `G`, else
 //!   the same clusters. A unit's nodes always go to one device.
 //! - [`Scorer`]: the reward. A plan of device-per-unit is expanded to nodes and evaluated by
-//!   the scorer (for latency, whose CPU cores are as many as needed (MODEL.md), the
+//!   the scorer (on a workload with a cluster, [`crate::score::cluster`]'s TPS or sync with
+//!   its contiguity, machines filled in order; for latency, whose CPU cores are as many as needed (MODEL.md), the
 //!   placers see one CPU and each CPU unit is given its own core); a plan that breaks a rule (memory, support, colour classes), a promised
 //!   contiguity or a piece limit scores `None`. It counts evaluations and records the best
 //!   objective so far against wall time and evaluations (the [`TracePoint`]s of the
@@ -24,7 +25,9 @@
 //!   combinatorial max-load bound of [`crate::solve::milp::load_bounds`] for TPS and
 //!   sync — `max_d FW(d) + max_d BW(d) ≥ max_d (FW(d) + BW(d))`, so a max-load bound bounds
 //!   sync too — and the critical-path bound of [`crate::solve::milp::latency_bound`] for
-//!   latency), `Optimal` when the plan meets that bound within 1e-7 relative, else
+//!   latency; on a cluster the cluster DP's set and volume bounds, and for contiguous plans
+//!   its chain bound: [`crate::solve::cluster`]), `Optimal` when the plan meets that bound
+//!   within 1e-7 relative, else
 //!   `Feasible` with why the search stopped.
 //!
 //! Both methods draw from `rand`'s [`ChaCha8Rng`] seeded with `--seed` (the crate is pinned,
@@ -40,13 +43,18 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
 use super::budget::{Budget, Exhausted};
+use super::cluster::chain_bound::chain_bound;
+use super::cluster::set_bound::set_bound;
+use super::cluster::volume_bound::volume_bound;
 use super::coarsen::hierarchy::{Caps, Hierarchy, Level};
 use super::milp::{latency_bound, load_bounds, units as ip_units};
-use super::{MethodId, Objective, Outcome, Problem, Stats, Status, StopReason};
+use super::{MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::contraction::Contraction;
 use crate::model::grouping::Grouping;
+use crate::model::ClusterCosts;
 use crate::model::{Device, Placement, Workload};
-use crate::score::evaluate;
+use crate::score::contiguity::ClassGraph;
+use crate::score::{evaluate, evaluate_on_cluster_in};
 use decode::Devices;
 
 /// Plans within this relative distance of their bound are proven optimal (as `auto`).
@@ -146,6 +154,9 @@ impl Units {
 pub struct Scorer<'a> {
     problem: &'a Problem<'a>,
     units: &'a Units,
+    /// On a cluster: its costs and the workload's class graph, for
+    /// [`evaluate_on_cluster_in`].
+    cluster: Option<(ClusterCosts, ClassGraph)>,
     started: Instant,
     pub evaluations: u64,
     pub best: Option<(f64, Placement)>,
@@ -154,9 +165,13 @@ pub struct Scorer<'a> {
 
 impl<'a> Scorer<'a> {
     pub fn new(problem: &'a Problem<'a>, units: &'a Units) -> Self {
+        let w = problem.workload;
         Scorer {
             problem,
             units,
+            cluster: w
+                .cluster()
+                .map(|_| (ClusterCosts::of(w), ClassGraph::new(w))),
             started: Instant::now(),
             evaluations: 0,
             best: None,
@@ -186,16 +201,7 @@ impl<'a> Scorer<'a> {
         } else {
             self.units.grouping.placement(device)
         };
-        let e = evaluate(self.problem.workload, &placement, latency);
-        if !e.is_valid() || (self.problem.contiguous && !e.is_contiguous()) {
-            return None;
-        }
-        if let Objective::Latency { pieces } = self.problem.objective {
-            if e.latency.is_none() || e.max_pieces() > pieces {
-                return None;
-            }
-        }
-        let value = self.problem.objective.value(&e);
+        let value = self.value(&placement, latency)?;
         if !value.is_finite() {
             return None;
         }
@@ -208,6 +214,32 @@ impl<'a> Scorer<'a> {
             self.best = Some((value, placement));
         }
         Some(value)
+    }
+
+    /// The objective of `placement` by the scorer (on the cluster when there is one),
+    /// `None` when it breaks a rule, a promised contiguity or the piece limit.
+    fn value(&self, placement: &Placement, latency: bool) -> Option<f64> {
+        let (w, objective) = (self.problem.workload, self.problem.objective);
+        if let Some((costs, classes)) = &self.cluster {
+            let e = evaluate_on_cluster_in(w, costs, classes, placement);
+            if !e.is_valid() || (self.problem.contiguous && !e.is_contiguous()) {
+                return None;
+            }
+            return Some(match objective {
+                Objective::Sync => e.sync_objective,
+                _ => e.max_load,
+            });
+        }
+        let e = evaluate(w, placement, latency);
+        if !e.is_valid() || (self.problem.contiguous && !e.is_contiguous()) {
+            return None;
+        }
+        if let Objective::Latency { pieces } = objective {
+            if e.latency.is_none() || e.max_pieces() > pieces {
+                return None;
+            }
+        }
+        Some(objective.value(&e))
     }
 }
 
@@ -236,6 +268,9 @@ pub fn objective_ceiling(w: &Workload) -> f64 {
 /// The lower bound every method reports (module docs), within `budget`.
 pub fn lower_bound(problem: &Problem, budget: Budget) -> f64 {
     let w = problem.workload;
+    if w.cluster().is_some() {
+        return cluster_bound(problem, &budget);
+    }
     match problem.objective {
         Objective::Latency { .. } => {
             let d = w.devices();
@@ -256,6 +291,22 @@ pub fn lower_bound(problem: &Problem, budget: Budget) -> f64 {
                 .value()
         }
     }
+}
+
+/// The bound on a cluster, TPS or sync: the best of the cluster DP's bounds that hold for
+/// the problem's plans — the set bound and the volume bound (every plan), the chain bound
+/// (contiguous plans) — each within a third of what is left of `budget` (at most 10 s for
+/// the volume bound). A TPS bound bounds sync too (`max FW + max BW ≥ max (FW + BW)`).
+fn cluster_bound(problem: &Problem, budget: &Budget) -> f64 {
+    let w = problem.workload;
+    let costs = ClusterCosts::of(w);
+    let third = budget.remaining_s().map_or(10.0, |t| (t / 3.0).min(10.0));
+    let part = Budget::new(Some(third), None);
+    let mut bound = set_bound(w, &costs, &part);
+    if problem.contiguous {
+        bound = bound.max(chain_bound(w, &costs, &Budget::new(Some(third), None)));
+    }
+    bound.max(volume_bound(w, &costs, third))
 }
 
 /// How a search ended: `stopped` when the budget cut it short, else `what` it ran to.
@@ -312,7 +363,12 @@ pub fn finish(
     };
     Outcome {
         method,
-        placement: Some(placement.canonical()),
+        // Devices of a cluster differ (types, machines): their names stay.
+        placement: Some(if problem.workload.cluster().is_some() {
+            placement
+        } else {
+            placement.canonical()
+        }),
         objective,
         bound,
         status,
@@ -340,27 +396,37 @@ pub struct Setup<'a> {
 }
 
 impl<'a> Setup<'a> {
-    pub fn new(problem: &'a Problem<'a>) -> Self {
+    /// The setup of `method`'s search; on a cluster, TPS and sync only.
+    pub fn new(problem: &'a Problem<'a>, method: MethodId) -> Result<Self, SolveError> {
         let (search, bound_budget) = budgets(problem);
         let d = problem.workload.devices();
         let latency = matches!(problem.objective, Objective::Latency { .. });
-        let devices = Devices {
-            k: d.accelerators,
+        let devices = match problem.workload.cluster() {
+            Some(_) if latency => {
+                return Err(SolveError::Unsupported {
+                    method: method.to_string(),
+                    what: "the latency objective on a cluster".into(),
+                })
+            }
+            Some(cluster) => Devices::cluster(cluster),
             // Latency has as many CPU cores as needed, all alike: one CPU label, each CPU
             // unit on its own core ([`Scorer::score`]); a unit is contiguous by itself, so
             // no unit needs to share a core.
-            l: if latency { 1 } else { d.cpus },
-            memory_bytes: d.memory_per_accelerator_bytes,
+            None => Devices::machine(
+                d.accelerators,
+                if latency { 1 } else { d.cpus },
+                d.memory_per_accelerator_bytes,
+            ),
         };
         let target = group_count(devices.count());
         let units = Units::new(problem.workload, problem.contiguous, target, &search);
-        Setup {
+        Ok(Setup {
             problem,
             search,
             bound_budget,
             devices,
             units,
-        }
+        })
     }
 
     /// A fresh scorer over the units (its clock starts now).

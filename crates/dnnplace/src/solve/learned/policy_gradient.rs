@@ -8,17 +8,23 @@
 //! masked out: the CPU-only rule is kept by construction). θ starts at 0 (uniform). A
 //! placement `a` samples `a_g ~ π_g` independently, `π(a) = Π_g π_g(a_g)`. For the
 //! contiguous problem a second factor draws the chain order: slot `s = 0..D` of the chain
-//! holds an accelerator or a CPU, `σ_s = softmax(ψ_{s,·})` over the two kinds, drawn slot by
-//! slot while both kinds remain (then forced), accelerators taking the accelerator slots in
-//! index order and CPUs the CPU slots ([`ChainOrder`]); `π(a) = π(kinds) · Π_g π_g(a_g)`.
+//! holds a device of one kind — accelerators or CPUs on one machine; on a cluster an
+//! accelerator type on a machine, or a machine's CPU cores ([`Devices`]) — with
+//! `σ_s = softmax(ψ_{s,·})` over the kinds the slot may take (a device left; on a cluster
+//! the current machine's kinds while it has a device left, so the stages fill machines in
+//! order), drawn slot by slot while two or more kinds are allowed (then forced), the
+//! devices of a kind taking its slots in index order ([`ChainOrder`]);
+//! `π(a) = π(kinds) · Π_g π_g(a_g)`.
 //! Device `a_g`'s slot is then `g`'s position in the chain: each slot takes as many units
 //! as sampled its device, in a topological order by slot ([`super::decode::by_counts`]),
-//! so every plan the scorer sees is contiguous. Devices of a kind are interchangeable
-//! (one memory size, symmetric transfers), so every contiguous plan is reachable up to a
-//! renaming of devices: its stages in order give the kinds, its stage sizes the labels.
+//! so every plan the scorer sees is contiguous (on a cluster, machine by machine). Devices
+//! of a kind are interchangeable (one memory size, symmetric transfers), so every
+//! contiguous plan is reachable up to a renaming of devices: its stages in order give the
+//! kinds, its stage sizes the labels.
 //! With one kind of device the chain is fixed and no kind is drawn.
 //!
-//! **Reward.** `R = −√f(a)` for the scorer's objective `f` (TPS, sync or latency; HDP's
+//! **Reward.** `R = −√f(a)` for the scorer's objective `f` (TPS, sync or latency; on a
+//! cluster TPS or sync by [`crate::score::cluster`]; HDP's
 //! √(time per step)), and `R = −√(2·U)` for a plan that breaks a rule (memory: HDP's penalty
 //! for placements that do not fit; piece limits), with `U` the ceiling of
 //! [`super::objective_ceiling`].
@@ -50,7 +56,7 @@
 
 use rand::rngs::ChaCha8Rng;
 
-use super::decode::by_counts;
+use super::decode::{by_counts, Devices};
 use super::{device_at, objective_ceiling, seeded, unit_interval, Ending, Setup, Units};
 use crate::solve::{Method, MethodId, Outcome, Problem, SolveError};
 
@@ -73,7 +79,7 @@ impl Method for PolicyGradient {
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
-        let setup = Setup::new(problem);
+        let setup = Setup::new(problem, MethodId::Rl)?;
         let units = &setup.units;
         let (k, count) = (setup.devices.k, setup.devices.count());
         let steps = problem.limits.search_steps.unwrap_or(DEFAULT_STEPS);
@@ -94,7 +100,9 @@ impl Method for PolicyGradient {
         let mut scorer = setup.scorer();
         let search = setup.search;
         let mut policy = Policy::new(units, k, count);
-        let mut order = problem.contiguous.then(|| ChainOrder::new(k, count - k));
+        let mut order = problem
+            .contiguous
+            .then(|| ChainOrder::for_devices(&setup.devices));
         let mut rng = seeded(problem.limits.seed);
         let penalty = -objective_ceiling(problem.workload).sqrt();
         let mut baseline: Option<f64> = None;
@@ -245,30 +253,48 @@ impl Policy {
     }
 }
 
-/// The chain order of the contiguous problem (module docs): slot `s` of the chain holds an
-/// accelerator with probability `σ(ψ_{s,0}, ψ_{s,1})_0`, drawn slot by slot while both kinds
-/// remain (a slot is forced once one kind is used up). Accelerators take the accelerator
-/// slots in index order, CPUs the CPU slots, so the draw is a sequence of device kinds.
+/// The chain order of the contiguous problem (module docs): slot `s` of the chain holds a
+/// device of kind `t` with probability `σ_s(t) = softmax(ψ_{s,·})` over the kinds it may
+/// take (kinds with a device left; on a cluster, only the current machine's kinds while it
+/// has a device left, so each machine's devices are consecutive), drawn slot by slot while
+/// two or more kinds are allowed (else forced). The devices of a kind take its slots in
+/// index order, so the draw is a sequence of kinds.
 pub struct ChainOrder {
-    /// `psi[2s + t]`: slot `s`'s logit for kind `t` (0 accelerator, 1 CPU).
+    /// `psi[K·s + t]`: slot `s`'s logit for kind `t` (of `K` kinds).
     pub psi: Vec<f64>,
-    k: usize,
-    /// The last draw: the kind of each slot, whether it was free, and its probabilities.
+    /// Each kind's devices, in index order, and each kind's machine.
+    members: Vec<Vec<usize>>,
+    machine_of_kind: Vec<usize>,
+    /// The last draw: the kind of each slot, whether it was free, and its probabilities
+    /// (0 for kinds it could not take).
     kinds: Vec<usize>,
     free: Vec<bool>,
     probability: Vec<f64>,
 }
 
 impl ChainOrder {
-    /// ψ = 0 for `k` accelerators and `l` CPUs.
+    /// ψ = 0 for `k` accelerators and `l` CPUs on one machine.
     pub fn new(k: usize, l: usize) -> ChainOrder {
-        let slots = k + l;
+        ChainOrder::for_devices(&Devices::machine(k, l, 0.0))
+    }
+
+    /// ψ = 0 for the kinds of `d`.
+    pub fn for_devices(d: &Devices) -> ChainOrder {
+        let kinds = d.kinds();
+        let slots = d.count();
+        let mut members = vec![Vec::new(); kinds];
+        let mut machine_of_kind = vec![0; kinds];
+        for i in 0..slots {
+            members[d.kind[i]].push(i);
+            machine_of_kind[d.kind[i]] = d.machine[i];
+        }
         ChainOrder {
-            psi: vec![0.0; 2 * slots],
-            k,
+            psi: vec![0.0; kinds * slots],
+            members,
+            machine_of_kind,
             kinds: vec![0; slots],
             free: vec![false; slots],
-            probability: vec![0.0; 2 * slots],
+            probability: vec![0.0; kinds * slots],
         }
     }
 
@@ -276,30 +302,50 @@ impl ChainOrder {
     /// slot draws no random number, so with one kind of device the chain is `0..D` and no
     /// draw is made.
     pub fn draw(&mut self, rng: &mut ChaCha8Rng) -> Vec<usize> {
-        let slots = self.kinds.len();
-        let (mut accelerators, mut cpus) = (0, 0);
+        let (slots, kinds) = (self.kinds.len(), self.members.len());
+        let mut taken = vec![0usize; kinds];
+        let left = |t: usize, taken: &[usize]| taken[t] < self.members[t].len();
         let mut chain = Vec::with_capacity(slots);
+        let mut machine: Option<usize> = None;
         for s in 0..slots {
-            let (left_a, left_c) = (self.k - accelerators, slots - self.k - cpus);
-            self.free[s] = left_a > 0 && left_c > 0;
+            // The current machine's kinds while it has a device left, else any kind left.
+            let on = |t: usize| machine.is_none_or(|m| self.machine_of_kind[t] == m);
+            let stay = (0..kinds).any(|t| left(t, &taken) && on(t));
+            let allowed: Vec<usize> = (0..kinds)
+                .filter(|&t| left(t, &taken) && (!stay || on(t)))
+                .collect();
+            self.free[s] = allowed.len() > 1;
+            let row = &mut self.probability[kinds * s..kinds * (s + 1)];
+            row.fill(0.0);
             let kind = if self.free[s] {
-                let (a, c) = (self.psi[2 * s], self.psi[2 * s + 1]);
-                let top = a.max(c);
-                let (ea, ec) = ((a - top).exp(), (c - top).exp());
-                self.probability[2 * s] = ea / (ea + ec);
-                self.probability[2 * s + 1] = ec / (ea + ec);
-                usize::from(unit_interval(rng) >= self.probability[2 * s])
+                let logits = &self.psi[kinds * s..kinds * (s + 1)];
+                let top = allowed
+                    .iter()
+                    .map(|&t| logits[t])
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let mut total = 0.0;
+                for &t in &allowed {
+                    row[t] = (logits[t] - top).exp();
+                    total += row[t];
+                }
+                allowed.iter().for_each(|&t| row[t] /= total);
+                let u = unit_interval(rng);
+                let mut acc = 0.0;
+                allowed
+                    .iter()
+                    .copied()
+                    .find(|&t| {
+                        acc += row[t];
+                        u < acc
+                    })
+                    .unwrap_or(allowed[allowed.len() - 1])
             } else {
-                usize::from(left_a == 0)
+                allowed[0]
             };
             self.kinds[s] = kind;
-            if kind == 0 {
-                chain.push(accelerators);
-                accelerators += 1;
-            } else {
-                chain.push(self.k + cpus);
-                cpus += 1;
-            }
+            chain.push(self.members[kind][taken[kind]]);
+            taken[kind] += 1;
+            machine = Some(self.machine_of_kind[kind]);
         }
         chain
     }
@@ -320,14 +366,19 @@ impl ChainOrder {
     }
 
     /// `∂/∂ψ` of the loss `−A log π(kinds)` for the last draw: `−A (1[t = kind_s] − σ_s(t))`
-    /// on free slots, 0 on forced ones (their probability is 1 whatever ψ).
+    /// on free slots for the kinds they could take, 0 elsewhere (a forced slot has
+    /// probability 1 whatever ψ; a masked kind's logit does not appear in `σ_s`).
     pub fn loss_gradient(&self, advantage: f64) -> Vec<f64> {
+        let kinds = self.members.len();
         let mut out = vec![0.0; self.psi.len()];
         for (s, &kind) in self.kinds.iter().enumerate() {
             if self.free[s] {
-                for t in 0..2 {
-                    let indicator = if t == kind { 1.0 } else { 0.0 };
-                    out[2 * s + t] = -advantage * (indicator - self.probability[2 * s + t]);
+                for t in 0..kinds {
+                    let p = self.probability[kinds * s + t];
+                    if p > 0.0 || t == kind {
+                        let indicator = if t == kind { 1.0 } else { 0.0 };
+                        out[kinds * s + t] = -advantage * (indicator - p);
+                    }
                 }
             }
         }
