@@ -25,6 +25,7 @@
 //! search's by more than 1e-9 relative is an error, never a plan.
 
 pub mod brute_force;
+pub mod free;
 pub mod partition;
 
 pub use crate::model::parallel::Uniform as Config;
