@@ -401,7 +401,7 @@ fn compare_free(seed: u64) -> Result<Option<(bool, bool)>, TestCaseError> {
         micro_batches: micro,
         global_batch: r.of(&[4, 8, 12]),
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
-        max_devices: topo.devices().min(r.of(&[4, 6, 8])),
+        max_devices: topo.devices().min(r.of(&[4, 6, 8, 12])),
     };
     let found = plan_free(&cs, &topo, &space, &Budget::unlimited()).unwrap();
     let oracle = brute_force_free(&cs, &topo, &space);
@@ -463,7 +463,7 @@ fn free_instances_cover_mixed_stages() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(60))]
+    #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
     fn free_search_equals_brute_force(seed in any::<u64>()) {
         compare_free(seed)?;

@@ -600,6 +600,7 @@ fn finish_free(
         configs_solved: checks,
         configs,
         elapsed_s: budget.elapsed_s(),
+        free: true,
     })
 }
 

@@ -80,6 +80,9 @@ pub struct ParallelOutcome {
     pub configs_solved: usize,
     pub configs: usize,
     pub elapsed_s: f64,
+    /// Free layouts (per-stage `t`, `d`; [`free`]) were searched: `configs_solved` counts
+    /// feasibility checks over `configs` configurations `(b, ZeRO, recompute)`.
+    pub free: bool,
 }
 
 impl ParallelOutcome {
@@ -261,6 +264,7 @@ pub fn plan_uniform(
             configs_solved: solved,
             configs: configs.len(),
             elapsed_s,
+            free: false,
         });
     };
     let plan = rescored(&chains[ci], topo, space, cfg, &cuts, value, objective)?;
@@ -280,6 +284,7 @@ pub fn plan_uniform(
         configs_solved: solved,
         configs: configs.len(),
         elapsed_s,
+        free: false,
     })
 }
 
