@@ -403,7 +403,7 @@ fn compare_free(seed: u64) -> Result<Option<(bool, bool)>, TestCaseError> {
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
         max_devices: topo.devices().min(r.of(&[4, 6, 8, 12])),
     };
-    let found = plan_free(&cs, &topo, &space, &Budget::unlimited()).unwrap();
+    let found = plan_free(&cs, &topo, &space, None, &Budget::unlimited()).unwrap();
     let oracle = brute_force_free(&cs, &topo, &space);
     let uniform = brute_force_uniform(&cs, &topo, &space, Objective::TimePerSample);
     match (&found.plan, &oracle) {

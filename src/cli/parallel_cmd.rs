@@ -533,7 +533,7 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     super::sigint_setup();
     let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
     if args.parallel.free {
-        let outcome = crate::solve::parallel::free::plan_free(&chains, &topo, &space, &budget)
+        let outcome = crate::solve::parallel::free::plan_free(&chains, &topo, &space, None, &budget)
             .map_err(CliError::Internal)?;
         return finish(args, &outcome, &topo, objective, None, None, true);
     }

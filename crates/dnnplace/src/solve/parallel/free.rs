@@ -486,11 +486,13 @@ fn configs<'a>(chains: &'a [ChainCosts], topo: &Topology, space: &Space) -> Vec<
     out
 }
 
-/// The best free layout of `space` for the time per sample (module documentation).
+/// The best free layout of `space` for the time per sample (module documentation); with
+/// `target_gap` (a fraction) the bisection stops once `(hi − lo)/hi` reaches it.
 pub fn plan_free(
     chains: &[ChainCosts],
     topo: &Topology,
     space: &Space,
+    target_gap: Option<f64>,
     budget: &Budget,
 ) -> Result<ParallelOutcome, String> {
     let uniform = plan_uniform(chains, topo, space, Objective::TimePerSample, &budget.share(0.3))?;
@@ -503,6 +505,10 @@ pub fn plan_free(
     let unlimited = Budget::without_deadline();
     loop {
         if lo >= hi {
+            break;
+        }
+        if let Some(gap) = target_gap.filter(|&g| hi.is_finite() && hi - lo <= g * hi) {
+            stop = Some(StopReason::GapReached { gap });
             break;
         }
         let strict = hi.is_finite() && hi - lo <= 1e-6 * hi;
