@@ -437,14 +437,25 @@ fn free_layouts_through_the_binary() {
     let free = json_of(&plan(&[&flags[..], &["--free"]].concat()));
     assert_eq!(free["uniform"], false);
     assert_eq!(uniform["uniform"], true);
-    for key in ["value", "bound", "gap", "outcome", "stages", "microBatch", "zero"] {
+    for key in [
+        "value",
+        "bound",
+        "gap",
+        "outcome",
+        "stages",
+        "microBatch",
+        "zero",
+    ] {
         assert!(!free[key].is_null(), "{key} missing in {free}");
     }
     assert!(num(&free, "value") <= num(&uniform, "value") * (1.0 + 1e-12));
     assert!(num(&free, "bound") <= num(&free, "value"));
     let mut next = 0;
     for st in free["stages"].as_array().unwrap() {
-        let (t, d) = (num(st, "tensorParallel") as usize, num(st, "dataParallel") as usize);
+        let (t, d) = (
+            num(st, "tensorParallel") as usize,
+            num(st, "dataParallel") as usize,
+        );
         let devices = st["devices"].as_array().unwrap();
         assert_eq!(devices.len(), t * d);
         let first = devices[0].as_u64().unwrap() as usize;

@@ -429,19 +429,27 @@ fn compare_free(seed: u64) -> Result<Option<(bool, bool)>, TestCaseError> {
             let s = score_layout(&plan.chain, &topo, &plan.layout).unwrap();
             prop_assert!(s.fits);
             prop_assert_eq!(s.time_per_sample_ms, found.value);
-            let end = plan.layout.stages.last().map_or(0, |s| s.first_device + s.width());
+            let end = plan
+                .layout
+                .stages
+                .last()
+                .map_or(0, |s| s.first_device + s.width());
             prop_assert!(end <= space.max_devices);
             let u = uniform.as_ref().map_or(f64::INFINITY, |u| u.1);
             prop_assert!(found.value <= u + tol, "free {} > uniform {u}", found.value);
             let st = &plan.layout.stages;
             let mixed = st.iter().any(|s| {
-                (s.tensor_parallel, s.data_parallel)
-                    != (st[0].tensor_parallel, st[0].data_parallel)
+                (s.tensor_parallel, s.data_parallel) != (st[0].tensor_parallel, st[0].data_parallel)
             });
             Ok(Some((mixed, found.value < u - tol)))
         }
         (a, b) => {
-            prop_assert!(false, "free search {:?} vs brute force {:?}", a.is_some(), b);
+            prop_assert!(
+                false,
+                "free search {:?} vs brute force {:?}",
+                a.is_some(),
+                b
+            );
             Ok(None)
         }
     }

@@ -533,8 +533,9 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     super::sigint_setup();
     let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
     if args.parallel.free {
-        let outcome = crate::solve::parallel::free::plan_free(&chains, &topo, &space, None, &budget)
-            .map_err(CliError::Internal)?;
+        let outcome =
+            crate::solve::parallel::free::plan_free(&chains, &topo, &space, None, &budget)
+                .map_err(CliError::Internal)?;
         return finish(args, &outcome, &topo, objective, None, None, true);
     }
     if args.sweep {
@@ -588,7 +589,11 @@ fn check_free(args: &PlanArgs, objective: Objective) -> Result<(), CliError> {
             objective == Objective::Iteration,
             "the iteration time of stages with different d is not defined (docs/parallel.md)",
         ),
-        ("--export", args.export.is_some(), "frameworks run uniform layouts"),
+        (
+            "--export",
+            args.export.is_some(),
+            "frameworks run uniform layouts",
+        ),
         ("--sweep", args.sweep, "the sweep searches uniform layouts"),
         (
             "--target-tps",

@@ -108,7 +108,10 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
                 o.configs_solved, o.configs
             )
         } else {
-            format!("{} of {} configurations solved", o.configs_solved, o.configs)
+            format!(
+                "{} of {} configurations solved",
+                o.configs_solved, o.configs
+            )
         },
         o.elapsed_s
     );
@@ -213,9 +216,10 @@ fn degrees(plan: &ParallelPlan) -> String {
 pub fn summary_line(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
     let st = &l.stages[0];
-    let uniform = l.stages.iter().all(|s| {
-        (s.tensor_parallel, s.data_parallel) == (st.tensor_parallel, st.data_parallel)
-    });
+    let uniform = l
+        .stages
+        .iter()
+        .all(|s| (s.tensor_parallel, s.data_parallel) == (st.tensor_parallel, st.data_parallel));
     let shape = if uniform {
         format!("t = {} × d = {}", st.tensor_parallel, st.data_parallel)
     } else {

@@ -91,12 +91,7 @@ struct Tables<'a> {
 }
 
 impl<'a> Tables<'a> {
-    fn new(
-        chain: &'a ChainCosts,
-        topo: &Topology,
-        space: &Space,
-        cfg: FreeConfig,
-    ) -> Tables<'a> {
+    fn new(chain: &'a ChainCosts, topo: &Topology, space: &Space, cfg: FreeConfig) -> Tables<'a> {
         let devices = space.max_devices.min(topo.devices());
         let intra = topo.intra_link();
         let tps: Vec<(usize, usize)> = space
@@ -327,7 +322,16 @@ fn feasible(
                             break;
                         }
                         for r in 0..pm {
-                            relax(tb, &st, (i, j, k, r), (x, t, d), &ok, &mut best, &mut how, idx);
+                            relax(
+                                tb,
+                                &st,
+                                (i, j, k, r),
+                                (x, t, d),
+                                &ok,
+                                &mut best,
+                                &mut how,
+                                idx,
+                            );
                         }
                     }
                 }
@@ -495,7 +499,13 @@ pub fn plan_free(
     target_gap: Option<f64>,
     budget: &Budget,
 ) -> Result<ParallelOutcome, String> {
-    let uniform = plan_uniform(chains, topo, space, Objective::TimePerSample, &budget.share(0.3))?;
+    let uniform = plan_uniform(
+        chains,
+        topo,
+        space,
+        Objective::TimePerSample,
+        &budget.share(0.3),
+    )?;
     let tables = configs(chains, topo, space);
     let mut hi = uniform.value;
     let mut best: Option<(FreeConfig, Vec<(std::ops::Range<usize>, usize, usize)>)> = None;
@@ -539,7 +549,19 @@ pub fn plan_free(
             }
         }
     }
-    finish_free(chains, topo, space, uniform, best, hi, lo, stop, checks, tables.len(), budget)
+    finish_free(
+        chains,
+        topo,
+        space,
+        uniform,
+        best,
+        hi,
+        lo,
+        stop,
+        checks,
+        tables.len(),
+        budget,
+    )
 }
 
 /// Runs the feasibility check for `v` on every configuration whose bound allows it.
@@ -595,9 +617,9 @@ fn finish_free(
             "no free layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
         ),
     };
-    let value = plan
-        .as_ref()
-        .map_or(f64::INFINITY, |p| objective_value(&p.score, Objective::TimePerSample));
+    let value = plan.as_ref().map_or(f64::INFINITY, |p| {
+        objective_value(&p.score, Objective::TimePerSample)
+    });
     Ok(ParallelOutcome {
         plan,
         value,
