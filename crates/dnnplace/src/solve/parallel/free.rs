@@ -51,6 +51,9 @@ use crate::score::parallel::score_layout;
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::{Status, StopReason};
 
+/// One stage of a free layout: its units, `t`, `d`.
+pub type StageChoice = (std::ops::Range<usize>, usize, usize);
+
 /// Boundary classes of a suffix's first stage (module documentation).
 const INTRA: usize = 0;
 const NET_SHARE: usize = 1;
@@ -274,7 +277,7 @@ struct Choice {
 
 /// A feasible layout of one check: its stages `(units, t, d)` and value.
 struct Found {
-    stages: Vec<(std::ops::Range<usize>, usize, usize)>,
+    stages: Vec<StageChoice>,
     value: f64,
 }
 
@@ -433,7 +436,7 @@ fn relax(
 
 /// The packed layout of `stages` (module documentation).
 pub fn packed(
-    stages: &[(std::ops::Range<usize>, usize, usize)],
+    stages: &[StageChoice],
     micro_batch: usize,
     global_batch: usize,
     zero: Zero,
@@ -508,7 +511,7 @@ pub fn plan_free(
     )?;
     let tables = configs(chains, topo, space);
     let mut hi = uniform.value;
-    let mut best: Option<(FreeConfig, Vec<(std::ops::Range<usize>, usize, usize)>)> = None;
+    let mut best: Option<(FreeConfig, Vec<StageChoice>)> = None;
     let mut lo = tables.first().map_or(f64::INFINITY, |t| t.0);
     let mut checks = 0;
     let mut stop = None;
@@ -593,7 +596,7 @@ fn finish_free(
     topo: &Topology,
     space: &Space,
     uniform: ParallelOutcome,
-    best: Option<(FreeConfig, Vec<(std::ops::Range<usize>, usize, usize)>)>,
+    best: Option<(FreeConfig, Vec<StageChoice>)>,
     value: f64,
     lo: f64,
     stop: Option<StopReason>,
@@ -639,7 +642,7 @@ fn rescored(
     topo: &Topology,
     space: &Space,
     cfg: FreeConfig,
-    stages: &[(std::ops::Range<usize>, usize, usize)],
+    stages: &[StageChoice],
     value: f64,
 ) -> Result<ParallelPlan, String> {
     let chain = &chains[cfg.chain];
