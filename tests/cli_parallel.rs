@@ -509,3 +509,51 @@ fn the_report_shows_every_device_once_with_its_stage() {
     assert!(sim["iterationMs"].as_f64().unwrap() >= sim["pipelineMs"].as_f64().unwrap());
     assert!(!page.contains("<script"));
 }
+
+/// `--free`: per-stage `t` and `d` in the JSON's stages, the same fields as a uniform plan,
+/// never worse than the uniform plan of the same flags, stages packed within the cluster;
+/// the flags it does not take exit 2 naming them.
+#[test]
+fn free_layouts_through_the_binary() {
+    let flags = ["--global-batch", "64", "--json", "--time-limit", "60"];
+    let uniform = json_of(&plan(&flags));
+    let free = json_of(&plan(&[&flags[..], &["--free"]].concat()));
+    assert_eq!(free["uniform"], false);
+    assert_eq!(uniform["uniform"], true);
+    for key in [
+        "value",
+        "bound",
+        "gap",
+        "outcome",
+        "stages",
+        "microBatch",
+        "zero",
+    ] {
+        assert!(!free[key].is_null(), "{key} missing in {free}");
+    }
+    assert!(num(&free, "value") <= num(&uniform, "value") * (1.0 + 1e-12));
+    assert!(num(&free, "bound") <= num(&free, "value"));
+    let mut next = 0;
+    for st in free["stages"].as_array().unwrap() {
+        let (t, d) = (
+            num(st, "tensorParallel") as usize,
+            num(st, "dataParallel") as usize,
+        );
+        let devices = st["devices"].as_array().unwrap();
+        assert_eq!(devices.len(), t * d);
+        let first = devices[0].as_u64().unwrap() as usize;
+        assert!(first >= next && first.is_multiple_of(t), "{st}");
+        next = first + t * d;
+    }
+    assert!(next <= 32);
+    for (extra, name) in [
+        (&["--objective", "iteration"][..], "--objective iteration"),
+        (&["--sweep"][..], "--sweep"),
+        (&["--uniform"][..], "--uniform"),
+    ] {
+        let out = plan(&[&["--global-batch", "64", "--free"][..], extra].concat());
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(name) || err.contains("--free"), "{err}");
+    }
+}

@@ -17,7 +17,8 @@ use dnnplace::model::{ClusterCosts, Device, Placement};
 use dnnplace::score::evaluate_on_cluster;
 use dnnplace::score::parallel::score_layout;
 use dnnplace::solve::budget::Budget;
-use dnnplace::solve::parallel::brute_force::brute_force_uniform;
+use dnnplace::solve::parallel::brute_force::{brute_force_free, brute_force_uniform};
+use dnnplace::solve::parallel::free::plan_free;
 use dnnplace::solve::parallel::{plan_uniform, Objective, Space};
 use dnnplace::solve::Status;
 use proptest::prelude::*;
@@ -384,4 +385,113 @@ fn fewest_devices_equals_the_least_count_by_brute_force() {
         checked >= 20,
         "only {checked} instances had a feasible layout"
     );
+}
+
+/// Free layouts (per-stage `t`, `d`): the search against the brute-force oracle on one
+/// random instance, and against the uniform optimum of the same space. Returns, when the
+/// instance has a plan, whether its stages differ in `t` or `d` and whether it beats the
+/// best uniform layout.
+fn compare_free(seed: u64) -> Result<Option<(bool, bool)>, TestCaseError> {
+    let mut r = Pick(seed ^ 0x5eed_f4ee);
+    let (spec, dtype) = random_spec(&mut r);
+    let tps: Vec<usize> = valid_tp_degrees(&spec, 4)
+        .into_iter()
+        .filter(|t| [1, 2, 4].contains(t))
+        .collect();
+    let micro: Vec<usize> = r.of(&[&[1usize][..], &[1, 2]]).to_vec();
+    let cs = chains(&spec, dtype, &tps, &micro);
+    let resident: f64 = cs[0]
+        .units
+        .iter()
+        .map(|u| u.costs[0].weight_bytes + u.costs[0].gradient_bytes + u.costs[0].optimizer_bytes)
+        .sum();
+    let topo = random_topology(&mut r, resident);
+    let space = Space {
+        tensor_parallel: tps.clone(),
+        data_parallel: None,
+        zero: match r.next(3) {
+            0 => Zero::ALL.to_vec(),
+            1 => vec![Zero::Off, Zero::Gradients, Zero::Parameters],
+            _ => vec![r.of(&Zero::ALL)],
+        },
+        recompute: r.of(&[None, Some(false), Some(true)]),
+        stages: None,
+        micro_batches: micro,
+        global_batch: r.of(&[4, 8, 12]),
+        schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        max_devices: topo.devices().min(r.of(&[4, 6, 8, 12])),
+    };
+    let found = plan_free(&cs, &topo, &space, None, &Budget::unlimited()).unwrap();
+    let oracle = brute_force_free(&cs, &topo, &space);
+    let uniform = brute_force_uniform(&cs, &topo, &space, Objective::TimePerSample);
+    match (&found.plan, &oracle) {
+        (None, None) => {
+            let infeasible = matches!(found.status, Status::Infeasible { .. });
+            prop_assert!(infeasible, "status {:?}", found.status);
+            prop_assert!(uniform.is_none());
+            Ok(None)
+        }
+        (Some(plan), Some((best, v))) => {
+            prop_assert_eq!(found.status.clone(), Status::Optimal);
+            let tol = 1e-9 * v.abs();
+            prop_assert!(
+                (found.value - v).abs() <= tol,
+                "free search {} vs brute force {} ({:?} vs {:?})",
+                found.value,
+                v,
+                plan.layout,
+                best
+            );
+            prop_assert!((found.bound - found.value).abs() <= tol);
+            // The evaluator's own figure for the plan.
+            let s = score_layout(&plan.chain, &topo, &plan.layout).unwrap();
+            prop_assert!(s.fits);
+            prop_assert_eq!(s.time_per_sample_ms, found.value);
+            let end = plan
+                .layout
+                .stages
+                .last()
+                .map_or(0, |s| s.first_device + s.width());
+            prop_assert!(end <= space.max_devices);
+            let u = uniform.as_ref().map_or(f64::INFINITY, |u| u.1);
+            prop_assert!(found.value <= u + tol, "free {} > uniform {u}", found.value);
+            let st = &plan.layout.stages;
+            let mixed = st.iter().any(|s| {
+                (s.tensor_parallel, s.data_parallel) != (st[0].tensor_parallel, st[0].data_parallel)
+            });
+            Ok(Some((mixed, found.value < u - tol)))
+        }
+        (a, b) => {
+            prop_assert!(
+                false,
+                "free search {:?} vs brute force {:?}",
+                a.is_some(),
+                b
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Some random instances' free optima have stages with different `t` or `d`, and some
+/// beat every uniform layout.
+#[test]
+fn free_instances_cover_mixed_stages() {
+    let plans: Vec<(bool, bool)> = (0..80).filter_map(|s| compare_free(s).unwrap()).collect();
+    let mixed = plans.iter().filter(|p| p.0).count();
+    let better = plans.iter().filter(|p| p.1).count();
+    println!(
+        "{} of 80 free instances have a plan; mixed t or d: {mixed}; strictly below uniform: {better}",
+        plans.len()
+    );
+    assert!(plans.len() >= 20, "{} of 80 feasible", plans.len());
+    assert!(mixed >= 3 && better >= 3, "mixed {mixed}, better {better}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn free_search_equals_brute_force(seed in any::<u64>()) {
+        compare_free(seed)?;
+    }
 }

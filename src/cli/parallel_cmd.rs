@@ -58,7 +58,7 @@ pub struct ParallelFlags {
     #[arg(long, value_name = "b|auto")]
     pub micro_batch: Option<String>,
     /// --parallel 3d: only layouts with the same t and d in every stage (what Megatron-LM,
-    /// DeepSpeed, vLLM and torchtitan run). The only search there is today.
+    /// DeepSpeed, vLLM and torchtitan run). The default.
     #[arg(long)]
     pub uniform: bool,
     /// --parallel 3d: the TP groups also split the sequence (Megatron-LM's
@@ -67,6 +67,10 @@ pub struct ParallelFlags {
     /// refused with --export deepspeed or vllm.
     #[arg(long)]
     pub sequence_parallel: bool,
+    /// --parallel 3d: free layouts, each stage with its own t and d (Piper's space; time per
+    /// sample only; no --export, --sweep or --target-tps).
+    #[arg(long, conflicts_with = "uniform")]
+    pub free: bool,
 }
 
 const MAX_GLOBAL_BATCH: usize = 1 << 24;
@@ -82,6 +86,7 @@ pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
         ("--micro-batch", flags.micro_batch.is_some()),
         ("--uniform", flags.uniform),
         ("--sequence-parallel", flags.sequence_parallel),
+        ("--free", flags.free),
     ];
     match given.iter().find(|g| g.1) {
         Some((name, _)) => Err(CliError::Input(format!(
@@ -516,6 +521,9 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         super::check_output_target(out)?;
     }
     let objective = objective_of(args.objective)?;
+    if args.parallel.free {
+        check_free(args, objective)?;
+    }
     let schedule = match args.schedule.schedule.unwrap_or(Schedule::OneFOneB) {
         s @ (Schedule::GPipe | Schedule::OneFOneB) => s,
         s => {
@@ -568,8 +576,11 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     solve::budget::set_run_limits(started, time_limit.or(Some(60.0)), Some(memory));
     super::sigint_setup();
     let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
-    if !args.parallel.uniform {
-        eprintln!("note: the search covers uniform layouts (the same t and d in every stage); per-stage t and d are not searched yet");
+    if args.parallel.free {
+        let outcome =
+            crate::solve::parallel::free::plan_free(&chains, &topo, &space, None, &budget)
+                .map_err(CliError::Internal)?;
+        return finish(args, &outcome, &topo, objective, None, None, true);
     }
     if args.sweep {
         return run_sweep(args, &chains, &topo, &space, objective, &budget);
@@ -612,6 +623,34 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     let outcome =
         plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
     finish(args, &outcome, &topo, objective, export, None, true)
+}
+
+/// `--free` searches the time per sample of one layout: the flags it does not take, named.
+fn check_free(args: &PlanArgs, objective: Objective) -> Result<(), CliError> {
+    let refused = [
+        (
+            "--objective iteration",
+            objective == Objective::Iteration,
+            "the iteration time of stages with different d is not defined (docs/parallel.md)",
+        ),
+        (
+            "--export",
+            args.export.is_some(),
+            "frameworks run uniform layouts",
+        ),
+        ("--sweep", args.sweep, "the sweep searches uniform layouts"),
+        (
+            "--target-tps",
+            args.target_tps.is_some(),
+            "the fewest-devices search covers uniform layouts",
+        ),
+    ];
+    match refused.iter().find(|r| r.1) {
+        Some((name, _, why)) => Err(CliError::Input(format!(
+            "{name} does not apply to --free: {why}; drop --free for uniform layouts"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The line saying what `--target-tps` found.

@@ -31,6 +31,7 @@ use crate::model::schedule::Schedule;
 use crate::model::Link;
 use crate::score::parallel::{score_layout, LayoutScore};
 use crate::solve::budget::Budget;
+use crate::solve::parallel::free::plan_free;
 use crate::solve::parallel::{plan_uniform, Objective, ParallelOutcome, Space};
 
 /// One scale row.
@@ -161,7 +162,9 @@ pub fn open_space(chains: &[ChainCosts], global_batch: usize, devices: usize) ->
 }
 
 /// The scale rows: Llama-3-70B-shaped at s = 4096 on 128 × 8 H100 (400 Gb/s per GPU),
-/// uniform layouts, for both objectives, each within `time_limit_s`.
+/// uniform layouts, for both objectives, each within `time_limit_s`; then free layouts
+/// (per-stage `t`, `d`) for the time per sample at B = 1024 within `min(time_limit_s, 30)`:
+/// once stopped at a proven gap of 1 %, once run to the limit.
 pub fn scale_rows(time_limit_s: f64) -> Result<Vec<ScaleRow>, String> {
     let spec = llama_70b(4096);
     let cs = chains(&spec, DType::Bf16, "h100", &[1, 2, 4, 8])?;
@@ -201,6 +204,30 @@ pub fn scale_rows(time_limit_s: f64) -> Result<Vec<ScaleRow>, String> {
             &space,
             objective,
             &Budget::new(Some(time_limit_s), None),
+        )?;
+        rows.push(ScaleRow {
+            name: name.into(),
+            devices: topo.devices(),
+            outcome,
+            seconds: started.elapsed().as_secs_f64(),
+            peak_bytes: super::bench::peak_memory_bytes(),
+        });
+    }
+    // Free layouts (per-stage t and d), time per sample, stopped at a proven gap of 1 %
+    // (issue 26's target: within 30 s), then run to the 30 s limit.
+    let topo = topology("h100", 128, 50e9)?;
+    let space = open_space(&cs, 1024, topo.devices());
+    for (name, gap) in [
+        ("llama70b-free-tps-B1024-gap1%", Some(0.01)),
+        ("llama70b-free-tps-B1024", None),
+    ] {
+        let started = Instant::now();
+        let outcome = plan_free(
+            &cs,
+            &topo,
+            &space,
+            gap,
+            &Budget::new(Some(time_limit_s.min(30.0)), None),
         )?;
         rows.push(ScaleRow {
             name: name.into(),

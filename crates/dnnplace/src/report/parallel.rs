@@ -66,6 +66,9 @@ fn ms(x: f64) -> String {
 /// The status line: optimal, or the bound and gap and why the search stopped.
 pub fn status_line(o: &ParallelOutcome) -> String {
     match &o.status {
+        Status::Optimal if o.free => {
+            "optimal (proven: no free layout is worth less, by the feasibility DP)".into()
+        }
         Status::Optimal => {
             "optimal (proven: every other configuration's bound is no better)".into()
         }
@@ -81,7 +84,8 @@ pub fn status_line(o: &ParallelOutcome) -> String {
 /// The text `plan --parallel 3d` prints.
 pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> String {
     let mut s = format!(
-        "parallel layout (uniform) on {} × {} {} ({} accelerators), objective {}\nstatus: {}\n",
+        "parallel layout ({}) on {} × {} {} ({} accelerators), objective {}\nstatus: {}\n",
+        if o.free { "free" } else { "uniform" },
         topo.machines,
         topo.per_machine,
         topo.type_name,
@@ -94,12 +98,21 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     };
     s += &plan_text(plan, topo);
     s += &format!(
-        "value {:.6} ms, bound {:.6} ms, gap {:.3}% · {} of {} configurations solved in {:.2} s\n",
+        "value {:.6} ms, bound {:.6} ms, gap {:.3}% · {} in {:.2} s\n",
         o.value,
         o.bound,
         100.0 * o.gap(),
-        o.configs_solved,
-        o.configs,
+        if o.free {
+            format!(
+                "{} feasibility checks over {} configurations",
+                o.configs_solved, o.configs
+            )
+        } else {
+            format!(
+                "{} of {} configurations solved",
+                o.configs_solved, o.configs
+            )
+        },
         o.elapsed_s
     );
     s
@@ -156,7 +169,10 @@ pub fn scored_json(
     let value = crate::solve::parallel::objective_value(&plan.score, objective);
     let mut v = json!({
         "parallel": "3d",
-        "uniform": true,
+        "uniform": plan.layout.stages.iter().all(|s| {
+            (s.tensor_parallel, s.data_parallel)
+                == (plan.layout.stages[0].tensor_parallel, plan.layout.stages[0].data_parallel)
+        }),
         "from": source,
         "objective": objective_name(objective),
         "value": value.is_finite().then_some(value),
@@ -168,15 +184,14 @@ pub fn scored_json(
 }
 
 /// `p4·t2·d16 b1 z1 rc sp`: stages, TP, DP, micro-batch, ZeRO stage, `rc` when
-/// recomputing, `sp` with sequence parallelism.
+/// recomputing, `sp` with sequence parallelism; a free layout (stages with different `t` or
+/// `d`) lists each stage's `t·d`: `p3·(t2·d4|t4·d2|t4·d2) b1 z1`.
 pub fn layout_code(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
-    let st = &l.stages[0];
     format!(
-        "p{}·t{}·d{} b{} z{}{}{}",
+        "p{}·{} b{} z{}{}{}",
         l.stages.len(),
-        st.tensor_parallel,
-        st.data_parallel,
+        degrees(plan),
         l.micro_batch,
         l.zero.stage(),
         if l.recompute { " rc" } else { "" },
@@ -189,21 +204,48 @@ fn sequence_parallel(plan: &ParallelPlan) -> bool {
     plan.chain.sequence_parallel && plan.layout.stages.iter().any(|s| s.tensor_parallel > 1)
 }
 
-/// `p = 4 × t = 8 × d = 2, b = 1, ZeRO-1, 1f1b, m = 64`.
+/// `t2·d16` when every stage has the same degrees, else `(t2·d4|t4·d2|…)`.
+fn degrees(plan: &ParallelPlan) -> String {
+    let st = &plan.layout.stages;
+    let one = |s: &crate::model::parallel::StageLayout| {
+        format!("t{}·d{}", s.tensor_parallel, s.data_parallel)
+    };
+    if st.iter().all(|s| one(s) == one(&st[0])) {
+        one(&st[0])
+    } else {
+        format!("({})", st.iter().map(one).collect::<Vec<_>>().join("|"))
+    }
+}
+
+/// `p = 4 × t = 8 × d = 2, b = 1, ZeRO-1, 1f1b, m = 64` (a free layout: `p = 3 × (t2·d4|…)`
+/// and the micro-batches per replica of each stage).
 pub fn summary_line(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
     let st = &l.stages[0];
+    let uniform = l
+        .stages
+        .iter()
+        .all(|s| (s.tensor_parallel, s.data_parallel) == (st.tensor_parallel, st.data_parallel));
+    let shape = if uniform {
+        format!("t = {} × d = {}", st.tensor_parallel, st.data_parallel)
+    } else {
+        degrees(plan)
+    };
+    let m: Vec<String> = plan
+        .score
+        .stages
+        .iter()
+        .map(|s| s.micro_batches.to_string())
+        .collect();
+    let m = if uniform { m[0].clone() } else { m.join("/") };
     format!(
-        "layout: p = {} × t = {} × d = {}, micro-batch {}, global batch {}, ZeRO-{}, {}, {}recomputation, {} micro-batches per replica",
+        "layout: p = {} × {shape}, micro-batch {}, global batch {}, ZeRO-{}, {}, {}recomputation, {m} micro-batches per replica",
         l.stages.len(),
-        st.tensor_parallel,
-        st.data_parallel,
         l.micro_batch,
         l.global_batch,
         l.zero.stage(),
         l.schedule,
         if l.recompute { "full " } else { "no " },
-        plan.score.stages[0].micro_batches
     ) + if sequence_parallel(plan) {
         ", sequence parallel"
     } else {
@@ -269,7 +311,7 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
 pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> Value {
     let mut v = json!({
         "parallel": "3d",
-        "uniform": true,
+        "uniform": !o.free,
         "objective": objective_name(objective),
         "value": o.value.is_finite().then_some(o.value),
         "bound": o.bound.is_finite().then_some(o.bound),

@@ -62,3 +62,86 @@ pub fn brute_force_uniform(
     }
     best
 }
+
+/// The oracle for [`super::free::plan_free`]: every packed free layout of a [`Space`]
+/// (`super::free`'s module documentation) — every micro-batch size, ZeRO stage the space
+/// allows, recomputation (both when free), set of cut positions, and per stage every TP
+/// degree of the space and every DP degree `1..=N` — built by [`super::free::packed`] and
+/// scored by the independent evaluator; the best time per sample of one that fits.
+/// Layouts the evaluator refuses (a batch `d·b` does not divide, a TP group that would
+/// span machines) are skipped. Exponential: tiny chains and clusters only.
+pub fn brute_force_free(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+) -> Option<(Layout, f64)> {
+    let devices = space.max_devices.min(topo.devices());
+    let recomputes: Vec<bool> = space.recompute.map_or(vec![false, true], |r| vec![r]);
+    let mut best: Option<(Layout, f64)> = None;
+    for chain in chains {
+        let n = chain.len();
+        for &z in &space.zero {
+            for &r in &recomputes {
+                for mask in 0u64..(1u64 << (n - 1)) {
+                    let bounds: Vec<usize> = std::iter::once(0)
+                        .chain((1..n).filter(|c| mask >> (c - 1) & 1 == 1))
+                        .chain(std::iter::once(n))
+                        .collect();
+                    if space.stages.is_some_and(|p| p != bounds.len() - 1) {
+                        continue;
+                    }
+                    let mut stages = Vec::new();
+                    every_choice(&bounds, space, devices, 0, &mut stages, &mut |stages| {
+                        let layout = super::free::packed(
+                            stages,
+                            chain.micro_batch,
+                            space.global_batch,
+                            z,
+                            space.schedule,
+                            r,
+                        );
+                        let Ok(score) = score_layout(chain, topo, &layout) else {
+                            return;
+                        };
+                        let v = score.time_per_sample_ms;
+                        if score.fits && best.as_ref().is_none_or(|b| v < b.1) {
+                            best = Some((layout, v));
+                        }
+                    });
+                }
+            }
+        }
+    }
+    best
+}
+
+/// Calls `visit` with every choice of `(t, d)` per stage of `bounds` whose packed layout
+/// ends within `devices`; `next` is the first free device.
+fn every_choice(
+    bounds: &[usize],
+    space: &Space,
+    devices: usize,
+    next: usize,
+    stages: &mut Vec<(std::ops::Range<usize>, usize, usize)>,
+    visit: &mut impl FnMut(&[(std::ops::Range<usize>, usize, usize)]),
+) {
+    let s = stages.len();
+    if s + 1 == bounds.len() {
+        visit(stages);
+        return;
+    }
+    for &t in &space.tensor_parallel {
+        let first = next.div_ceil(t) * t;
+        for d in 1..=devices {
+            if first + t * d > devices {
+                break;
+            }
+            if space.data_parallel.is_some_and(|x| x != d) {
+                continue;
+            }
+            stages.push((bounds[s]..bounds[s + 1], t, d));
+            every_choice(bounds, space, devices, first + t * d, stages, visit);
+            stages.pop();
+        }
+    }
+}

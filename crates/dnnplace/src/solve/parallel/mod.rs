@@ -25,6 +25,7 @@
 //! search's by more than 1e-9 relative is an error, never a plan.
 
 pub mod brute_force;
+pub mod free;
 pub mod partition;
 
 pub use crate::model::parallel::Uniform as Config;
@@ -79,6 +80,9 @@ pub struct ParallelOutcome {
     pub configs_solved: usize,
     pub configs: usize,
     pub elapsed_s: f64,
+    /// Free layouts (per-stage `t`, `d`; [`free`]) were searched: `configs_solved` counts
+    /// feasibility checks over `configs` configurations `(b, ZeRO, recompute)`.
+    pub free: bool,
 }
 
 impl ParallelOutcome {
@@ -260,6 +264,7 @@ pub fn plan_uniform(
             configs_solved: solved,
             configs: configs.len(),
             elapsed_s,
+            free: false,
         });
     };
     let plan = rescored(&chains[ci], topo, space, cfg, &cuts, value, objective)?;
@@ -279,6 +284,7 @@ pub fn plan_uniform(
         configs_solved: solved,
         configs: configs.len(),
         elapsed_s,
+        free: false,
     })
 }
 

@@ -1,0 +1,683 @@
+//! The search over free layouts (Piper's space, `docs/parallel.md`): stage `s` holds a
+//! contiguous range of units on its own TP degree `t_s` and DP degree `d_s`; the micro-batch
+//! `b`, the ZeRO stage and recomputation are the same for every stage. Objective: the time
+//! per sample `max_s (m_s·T_s + sync_s) / B` with `m_s = B/(d_s·b)` (the iteration time is
+//! defined by the evaluator only when every `d_s` is equal, so it is not searched here).
+//!
+//! **The space.** Stages are *packed* from device 0: stage `s` starts at the first device
+//! at or after the end of stage `s − 1` that is a multiple of `t_s` (a TP group never spans
+//! machines), and the last stage ends at or before the device limit `N`. Uniform layouts
+//! are packed, so the free optimum is never above the uniform one.
+//!
+//! **What position changes.** With `P` devices per machine, a stage's links depend only on
+//! where it lies in its machines: its DP link is the peer link iff the stage lies inside
+//! one machine; the link between neighbours `a`, `b` is the peer link iff `a`'s first and
+//! `b`'s last device are on one machine (the evaluator pairs device `k` of `b` with device
+//! `k mod width(a)` of `a`; the pairs of the first and of the last device span both stages).
+//!
+//! **Feasibility for a threshold `V`** is a DP over suffixes: `D[i][k][r][c]` = the fewest
+//! devices (padding included) that units `i..U` need in `k` stages whose first stage starts
+//! searching at offset `r` inside a machine, every stage's value `≤ V` (or `< V`) and
+//! memory within the device's, where `c` says how the boundary into the suffix is priced:
+//! peer link (the first stage shares the machine of the device before it), network while
+//! sharing it, network without sharing it. The stage count `k` of the suffix is in the state
+//! because 1F1B keeps `min(m_s, p − s) = min(m_s, k)` micro-batches in flight. A threshold
+//! is feasible iff `min_k D[0][k][0][·] ≤ N`: exact.
+//!
+//! **The optimum** by bisection on `V`: `lo` starts at the bound
+//! `Σ_u min_t t·C_u(t) / (N·b)` (each stage pays at least its units' compute and TP time
+//! per micro-batch over its `d_s·b` samples on `t_s·d_s` devices, and `Σ t_s·d_s ≤ N`),
+//! `hi` at the best uniform layout; a feasible threshold gives a layout whose value becomes
+//! `hi`, an infeasible one raises `lo` (no layout has a value `≤ V`). Once `hi − lo ≤
+//! 10⁻⁶·hi` the threshold is `hi` itself, strictly: infeasible proves `hi` optimal. A run
+//! stopped by the budget reports `lo` as its bound.
+//!
+//! The plan is re-scored by [`crate::score::parallel`]; a value that differs from the
+//! search's by more than 1e-9 relative is an error, never a plan.
+//!
+//! Complexity per threshold: `O(U²·K·|T|·|D|·P)` with `K ≤ U` stage counts, `|D|` the DP
+//! degrees with `d·b | B`; the scan over `j` stops once the units' compute alone exceeds
+//! `V` or the memory the device's.
+
+use super::{
+    objective_value, plan_uniform, zero_stages, Objective, ParallelOutcome, ParallelPlan, Space,
+};
+use crate::model::parallel::{
+    all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, StageLayout, Topology, Zero,
+};
+use crate::model::schedule::{in_flight, Schedule};
+use crate::model::Link;
+use crate::score::parallel::score_layout;
+use crate::solve::budget::{Budget, Exhausted};
+use crate::solve::{Status, StopReason};
+
+/// One stage of a free layout: its units, `t`, `d`.
+pub type StageChoice = (std::ops::Range<usize>, usize, usize);
+
+/// Boundary classes of a suffix's first stage (module documentation).
+const INTRA: usize = 0;
+const NET_SHARE: usize = 1;
+const NET_APART: usize = 2;
+
+/// One configuration of the free space: a chain (micro-batch), ZeRO stage, recomputation.
+#[derive(Clone, Copy, Debug)]
+struct FreeConfig {
+    chain: usize,
+    zero: Zero,
+    recompute: bool,
+}
+
+/// Prefix sums and cut prices of one configuration.
+struct Tables<'a> {
+    chain: &'a ChainCosts,
+    cfg: FreeConfig,
+    global_batch: usize,
+    schedule: Schedule,
+    memory: f64,
+    per_machine: usize,
+    devices: usize,
+    /// `(t, index into the chain's degrees)`.
+    tps: Vec<(usize, usize)>,
+    /// DP degrees with `d·b | B`.
+    ds: Vec<usize>,
+    /// Per TP choice: prefix sums of compute + TP time, weights, gradients, optimizer, stash.
+    sums: Vec<[Vec<f64>; 5]>,
+    /// Per TP choice, per unit: the full stash (recomputation's working set).
+    full: Vec<Vec<f64>>,
+    /// Per cut: forward and backward transfers priced on `[peer, network]`.
+    forward: Vec<[f64; 2]>,
+    backward: Vec<[f64; 2]>,
+    /// Per cut, without a peer link: the sender's host-link staging, forward and backward.
+    host_forward: Vec<f64>,
+    host_backward: Vec<f64>,
+    links: [Link; 2],
+}
+
+impl<'a> Tables<'a> {
+    fn new(chain: &'a ChainCosts, topo: &Topology, space: &Space, cfg: FreeConfig) -> Tables<'a> {
+        let devices = space.max_devices.min(topo.devices());
+        let intra = topo.intra_link();
+        let tps: Vec<(usize, usize)> = space
+            .tensor_parallel
+            .iter()
+            .filter(|&&t| t <= devices && topo.per_machine.is_multiple_of(t))
+            .filter_map(|&t| chain.tp_index(t).map(|i| (t, i)))
+            .collect();
+        let b = chain.micro_batch;
+        let ds = (1..=devices)
+            .filter(|&d| space.data_parallel.is_none_or(|x| x == d))
+            .filter(|&d| space.global_batch.is_multiple_of(d * b) && space.global_batch >= d * b)
+            .collect();
+        let n = chain.len();
+        let mut sums = Vec::new();
+        let mut full = Vec::new();
+        for &(t, ti) in &tps {
+            let mut s: [Vec<f64>; 5] = std::array::from_fn(|_| vec![0.0; n + 1]);
+            for (u, unit) in chain.units.iter().enumerate() {
+                let k = &unit.costs[ti];
+                let each = all_reduce_ms(intra, k.tp_all_reduce_bytes, t);
+                let fw_again = if cfg.recompute {
+                    k.forward_ms + f64::from(k.tp_forward_all_reduces) * each
+                } else {
+                    0.0
+                };
+                let x = [
+                    k.forward_ms
+                        + k.backward_ms
+                        + f64::from(k.tp_forward_all_reduces + k.tp_backward_all_reduces) * each
+                        + fw_again,
+                    k.weight_bytes,
+                    k.gradient_bytes,
+                    k.optimizer_bytes,
+                    if cfg.recompute {
+                        k.checkpoint_bytes
+                    } else {
+                        k.activation_bytes
+                    },
+                ];
+                for (v, add) in s.iter_mut().zip(x) {
+                    v[u + 1] = v[u] + add;
+                }
+            }
+            sums.push(s);
+            full.push(
+                chain
+                    .units
+                    .iter()
+                    .map(|u| u.costs[ti].activation_bytes)
+                    .collect(),
+            );
+        }
+        let links = [intra, topo.network];
+        let priced = |xs: &[f64], l: Link| xs.iter().map(|&x| transfer_ms(l, x)).sum::<f64>();
+        let staged = |xs: &[f64]| match topo.peer {
+            None => priced(xs, topo.host),
+            Some(_) => 0.0,
+        };
+        Tables {
+            chain,
+            cfg,
+            global_batch: space.global_batch,
+            schedule: space.schedule,
+            memory: topo.memory_bytes,
+            per_machine: topo.per_machine,
+            devices,
+            tps,
+            ds,
+            sums,
+            full,
+            forward: chain
+                .cuts
+                .iter()
+                .map(|c| links.map(|l| priced(&c.forward, l)))
+                .collect(),
+            backward: chain
+                .cuts
+                .iter()
+                .map(|c| links.map(|l| priced(&c.backward, l)))
+                .collect(),
+            host_forward: chain.cuts.iter().map(|c| staged(&c.forward)).collect(),
+            host_backward: chain.cuts.iter().map(|c| staged(&c.backward)).collect(),
+            links,
+        }
+    }
+
+    /// The configuration's lower bound on the time per sample (module documentation).
+    fn lower_bound(&self) -> f64 {
+        let n = self.chain.len();
+        let per_unit: f64 = (0..n)
+            .map(|u| {
+                self.tps
+                    .iter()
+                    .zip(&self.sums)
+                    .map(|(&(t, _), s)| t as f64 * (s[0][u + 1] - s[0][u]))
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .sum();
+        per_unit / (self.devices as f64 * self.chain.micro_batch as f64)
+    }
+}
+
+/// One stage choice's fixed figures: units `i..j` at TP choice `x`, DP `d`.
+struct Stage {
+    compute: f64,
+    m: f64,
+    /// ZeRO-3's gathers and the DP sync on `[peer, network]`.
+    gather: [f64; 2],
+    sync: [f64; 2],
+    resident: f64,
+    stash: f64,
+    working: f64,
+}
+
+impl Tables<'_> {
+    fn stage(&self, x: usize, i: usize, j: usize, d: usize, working: f64) -> Stage {
+        let s = &self.sums[x];
+        let (w, g, o) = (s[1][j] - s[1][i], s[2][j] - s[2][i], s[3][j] - s[3][i]);
+        let z = self.cfg.zero;
+        let shard = |v: f64, from: Zero| if z >= from { v / d as f64 } else { v };
+        let (gather, sync) = if z == Zero::Parameters {
+            (
+                self.links.map(|l| 2.0 * all_gather_ms(l, w, d)),
+                self.links.map(|l| all_gather_ms(l, g, d)),
+            )
+        } else {
+            ([0.0; 2], self.links.map(|l| all_reduce_ms(l, g, d)))
+        };
+        Stage {
+            compute: s[0][j] - s[0][i],
+            m: (self.global_batch / (d * self.chain.micro_batch)) as f64,
+            gather,
+            sync,
+            resident: shard(w, Zero::Parameters)
+                + shard(g, Zero::Gradients)
+                + shard(o, Zero::Optimizer),
+            stash: s[4][j] - s[4][i],
+            working: if self.cfg.recompute { working } else { 0.0 },
+        }
+    }
+
+    /// The stage's value on DP link `dp`, with its boundary in priced on `input` and out on
+    /// `output` (`None`: no neighbour there).
+    fn value(
+        &self,
+        st: &Stage,
+        i: usize,
+        j: usize,
+        dp: usize,
+        input: Option<usize>,
+        output: Option<usize>,
+    ) -> f64 {
+        let mut t = st.compute + st.gather[dp];
+        if let Some(l) = input {
+            t += self.forward[i][l] + self.host_backward[i];
+        }
+        if let Some(l) = output {
+            t += self.backward[j][l] + self.host_forward[j];
+        }
+        (st.m * t + st.sync[dp]) / self.global_batch as f64
+    }
+
+    fn memory_at(&self, st: &Stage, k: usize) -> f64 {
+        let held = in_flight(self.schedule, k, st.m as usize, 0) as f64;
+        st.resident + held * st.stash + st.working
+    }
+}
+
+/// How a state was reached: the stage `i..j` on TP choice `x`, DP `d`, the next state's
+/// class, the stage's value.
+#[derive(Clone, Copy)]
+struct Choice {
+    j: u16,
+    x: u8,
+    d: u32,
+    next: u8,
+    value: f64,
+}
+
+/// A feasible layout of one check: its stages `(units, t, d)` and value.
+struct Found {
+    stages: Vec<StageChoice>,
+    value: f64,
+}
+
+/// The feasibility DP for threshold `v` (module documentation): a packed layout whose every
+/// stage is worth `≤ v` (`< v` when `strict`), or `None`.
+fn feasible(
+    tb: &Tables,
+    v: f64,
+    strict: bool,
+    stages: Option<usize>,
+    budget: &Budget,
+) -> Result<Option<Found>, Exhausted> {
+    let n = tb.chain.len();
+    let pm = tb.per_machine;
+    let idx = |i: usize, k: usize, r: usize, c: usize| ((i * (n + 1) + k) * pm + r) * 3 + c;
+    let size = (n + 1) * (n + 1) * pm * 3;
+    budget.reserve(
+        "the free-layout DP",
+        size as f64 * (4.0 + std::mem::size_of::<Choice>() as f64),
+    )?;
+    let mut best = vec![u32::MAX; size];
+    let mut how: Vec<Option<Choice>> = vec![None; size];
+    let ok = |x: f64| if strict { x < v } else { x <= v };
+    for i in (0..n).rev() {
+        budget.check()?;
+        for (x, &(t, _)) in tb.tps.iter().enumerate() {
+            for &d in &tb.ds {
+                let w = t * d;
+                if w > tb.devices {
+                    break;
+                }
+                let mut working: f64 = 0.0;
+                for j in i + 1..=n {
+                    working = working.max(tb.full[x][j - 1]);
+                    let st = tb.stage(x, i, j, d, working);
+                    if !ok(st.m * st.compute / tb.global_batch as f64)
+                        || tb.memory_at(&st, 1) > tb.memory
+                    {
+                        break;
+                    }
+                    let ks: std::ops::RangeInclusive<usize> =
+                        if j == n { 1..=1 } else { 2..=n - j + 1 };
+                    for k in ks {
+                        if tb.memory_at(&st, k) > tb.memory {
+                            break;
+                        }
+                        for r in 0..pm {
+                            relax(
+                                tb,
+                                &st,
+                                (i, j, k, r),
+                                (x, t, d),
+                                &ok,
+                                &mut best,
+                                &mut how,
+                                idx,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let root = (1..=n)
+        .filter(|&k| stages.is_none_or(|p| p == k))
+        .map(|k| (best[idx(0, k, 0, NET_APART)], k))
+        .min();
+    let Some((used, k)) = root else {
+        return Ok(None);
+    };
+    if used as usize > tb.devices {
+        return Ok(None);
+    }
+    let mut out = Found {
+        stages: Vec::new(),
+        value: 0.0,
+    };
+    let (mut i, mut k, mut r, mut c) = (0, k, 0, NET_APART);
+    while i < n {
+        let ch = how[idx(i, k, r, c)].expect("a finite state has a choice");
+        let t = tb.tps[ch.x as usize].0;
+        let d = ch.d as usize;
+        let start = r.div_ceil(t) * t;
+        out.stages.push((i..ch.j as usize, t, d));
+        out.value = out.value.max(ch.value);
+        (i, k, r, c) = (ch.j as usize, k - 1, (start + t * d) % pm, ch.next as usize);
+    }
+    Ok(Some(out))
+}
+
+/// Relaxes the states `(i, k, r, ·)` by the stage `i..j` with `(x, t, d)`.
+#[allow(clippy::too_many_arguments)]
+fn relax(
+    tb: &Tables,
+    st: &Stage,
+    (i, j, k, r): (usize, usize, usize, usize),
+    (x, t, d): (usize, usize, usize),
+    ok: &impl Fn(f64) -> bool,
+    best: &mut [u32],
+    how: &mut [Option<Choice>],
+    idx: impl Fn(usize, usize, usize, usize) -> usize,
+) {
+    let pm = tb.per_machine;
+    let w = t * d;
+    let start = r.div_ceil(t) * t;
+    let inside = start % pm + w <= pm;
+    let shares = r != 0 && start + w <= pm;
+    let after = (start + w) % pm;
+    let dp = if inside { 0 } else { 1 };
+    // The next state's classes, how this stage's way out is priced, and their devices.
+    let mut outs: [(usize, Option<usize>, u32); 2] = [(0, None, u32::MAX); 2];
+    if k == 1 {
+        outs[0] = (NET_APART, None, 0);
+    } else if inside {
+        outs[0] = (INTRA, Some(0), best[idx(j, k - 1, after, INTRA)]);
+        outs[1] = (NET_APART, Some(1), best[idx(j, k - 1, after, NET_APART)]);
+    } else {
+        let (a, b) = (
+            best[idx(j, k - 1, after, NET_SHARE)],
+            best[idx(j, k - 1, after, NET_APART)],
+        );
+        outs[0] = if a < b {
+            (NET_SHARE, Some(1), a)
+        } else {
+            (NET_APART, Some(1), b)
+        };
+    }
+    let classes: &[(usize, usize)] = if shares {
+        &[(INTRA, 0), (NET_SHARE, 1)]
+    } else {
+        &[(NET_APART, 1)]
+    };
+    let own = (start - r + w) as u32;
+    for &(class, input) in classes {
+        let input = (i > 0).then_some(input);
+        for &(next, output, rest) in &outs {
+            if rest == u32::MAX {
+                continue;
+            }
+            let value = tb.value(st, i, j, dp, input, output);
+            let total = own + rest;
+            let slot = idx(i, k, r, class);
+            if ok(value) && total < best[slot] {
+                best[slot] = total;
+                how[slot] = Some(Choice {
+                    j: j as u16,
+                    x: x as u8,
+                    d: d as u32,
+                    next: next as u8,
+                    value,
+                });
+            }
+        }
+    }
+}
+
+/// The packed layout of `stages` (module documentation).
+pub fn packed(
+    stages: &[StageChoice],
+    micro_batch: usize,
+    global_batch: usize,
+    zero: Zero,
+    schedule: Schedule,
+    recompute: bool,
+) -> Layout {
+    let mut next: usize = 0;
+    let stages = stages
+        .iter()
+        .map(|(units, t, d)| {
+            let first = next.div_ceil(*t) * t;
+            next = first + t * d;
+            StageLayout {
+                units: units.clone(),
+                tensor_parallel: *t,
+                data_parallel: *d,
+                first_device: first,
+            }
+        })
+        .collect();
+    Layout {
+        stages,
+        micro_batch,
+        global_batch,
+        zero,
+        schedule,
+        recompute,
+    }
+}
+
+/// Every configuration of `space`, by ascending lower bound.
+fn configs<'a>(chains: &'a [ChainCosts], topo: &Topology, space: &Space) -> Vec<(f64, Tables<'a>)> {
+    let recomputes = match space.recompute {
+        Some(r) => vec![r],
+        None => vec![false, true],
+    };
+    let mut out = Vec::new();
+    for (ci, chain) in chains.iter().enumerate() {
+        for &zero in &zero_stages(space, 2) {
+            for &recompute in &recomputes {
+                let cfg = FreeConfig {
+                    chain: ci,
+                    zero,
+                    recompute,
+                };
+                let tb = Tables::new(chain, topo, space, cfg);
+                if !tb.tps.is_empty() && !tb.ds.is_empty() {
+                    out.push((tb.lower_bound(), tb));
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// The best free layout of `space` for the time per sample (module documentation); with
+/// `target_gap` (a fraction) the bisection stops once `(hi − lo)/hi` reaches it.
+pub fn plan_free(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    target_gap: Option<f64>,
+    budget: &Budget,
+) -> Result<ParallelOutcome, String> {
+    let uniform = plan_uniform(
+        chains,
+        topo,
+        space,
+        Objective::TimePerSample,
+        &budget.share(0.3),
+    )?;
+    let tables = configs(chains, topo, space);
+    let mut hi = uniform.value;
+    let mut best: Option<(FreeConfig, Vec<StageChoice>)> = None;
+    let mut lo = tables.first().map_or(f64::INFINITY, |t| t.0);
+    let mut checks = 0;
+    let mut stop = None;
+    let unlimited = Budget::without_deadline();
+    loop {
+        if lo >= hi {
+            break;
+        }
+        if let Some(gap) = target_gap.filter(|&g| hi.is_finite() && hi - lo <= g * hi) {
+            stop = Some(StopReason::GapReached { gap });
+            break;
+        }
+        let strict = hi.is_finite() && hi - lo <= 1e-6 * hi;
+        let v = if !hi.is_finite() {
+            f64::INFINITY
+        } else if strict {
+            hi
+        } else {
+            0.5 * (lo + hi)
+        };
+        let active = if stop.is_some() { &unlimited } else { budget };
+        match check_all(&tables, v, strict, space.stages, active, &mut checks) {
+            Ok(Some((cfg, found))) => {
+                hi = found.value;
+                best = Some((cfg, found.stages));
+                if stop.is_some() {
+                    break;
+                }
+            }
+            Ok(None) if strict || !v.is_finite() => lo = hi,
+            Ok(None) => lo = v,
+            Err(e) => {
+                let limit = matches!(e, Exhausted::TimeLimit);
+                stop = Some(StopReason::from(e));
+                if !limit || best.is_some() || uniform.plan.is_some() {
+                    break;
+                }
+            }
+        }
+    }
+    finish_free(
+        chains,
+        topo,
+        space,
+        uniform,
+        best,
+        hi,
+        lo,
+        stop,
+        checks,
+        tables.len(),
+        budget,
+    )
+}
+
+/// Runs the feasibility check for `v` on every configuration whose bound allows it.
+fn check_all(
+    tables: &[(f64, Tables)],
+    v: f64,
+    strict: bool,
+    stages: Option<usize>,
+    budget: &Budget,
+    checks: &mut usize,
+) -> Result<Option<(FreeConfig, Found)>, Exhausted> {
+    for (lb, tb) in tables {
+        if *lb > v || (strict && *lb >= v) {
+            break;
+        }
+        *checks += 1;
+        if let Some(found) = feasible(tb, v, strict, stages, budget)? {
+            return Ok(Some((tb.cfg, found)));
+        }
+    }
+    Ok(None)
+}
+
+/// The outcome: the best free layout (or the uniform one when no free layout beat it),
+/// re-scored, with the bound `lo`.
+#[allow(clippy::too_many_arguments)]
+fn finish_free(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    uniform: ParallelOutcome,
+    best: Option<(FreeConfig, Vec<StageChoice>)>,
+    value: f64,
+    lo: f64,
+    stop: Option<StopReason>,
+    checks: usize,
+    configs: usize,
+    budget: &Budget,
+) -> Result<ParallelOutcome, String> {
+    let proven = lo >= value;
+    let plan = match best {
+        Some((cfg, stages)) => Some(rescored(chains, topo, space, cfg, &stages, value)?),
+        None => uniform.plan,
+    };
+    let status = match (&plan, proven, stop) {
+        (Some(_), true, _) => Status::Optimal,
+        (Some(_), false, Some(reason)) => Status::Feasible { reason },
+        (Some(_), false, None) => Status::Feasible {
+            reason: StopReason::TimeLimit,
+        },
+        (None, _, Some(reason)) => Status::NoPlan { reason },
+        (None, _, None) => Status::infeasible(
+            "no free layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
+        ),
+    };
+    let value = plan.as_ref().map_or(f64::INFINITY, |p| {
+        objective_value(&p.score, Objective::TimePerSample)
+    });
+    Ok(ParallelOutcome {
+        plan,
+        value,
+        bound: if proven { value } else { lo.min(value) },
+        status,
+        configs_solved: checks,
+        configs,
+        elapsed_s: budget.elapsed_s(),
+        free: true,
+    })
+}
+
+/// The layout of `stages` scored by the evaluator, its ZeRO stage lowered to the smallest
+/// of equal value that fits when the space leaves ZeRO free.
+fn rescored(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    cfg: FreeConfig,
+    stages: &[StageChoice],
+    value: f64,
+) -> Result<ParallelPlan, String> {
+    let chain = &chains[cfg.chain];
+    let layout_with = |z: Zero| {
+        packed(
+            stages,
+            chain.micro_batch,
+            space.global_batch,
+            z,
+            space.schedule,
+            cfg.recompute,
+        )
+    };
+    let mut layout = layout_with(cfg.zero);
+    let mut score = score_layout(chain, topo, &layout).map_err(|e| e.to_string())?;
+    let scored = score.time_per_sample_ms;
+    if !score.fits || (scored - value).abs() > 1e-9 * value.abs().max(1e-300) {
+        return Err(format!(
+            "internal error: the free search valued the layout at {value} ms, the evaluator at {scored} ms (fits: {})",
+            score.fits
+        ));
+    }
+    if space.zero.len() > 1 && cfg.zero != Zero::Parameters {
+        for z in space.zero.iter().copied().filter(|z| *z < cfg.zero) {
+            let lower = layout_with(z);
+            let s = score_layout(chain, topo, &lower).map_err(|e| e.to_string())?;
+            if s.fits && s.time_per_sample_ms == scored {
+                (layout, score) = (lower, s);
+                break;
+            }
+        }
+    }
+    Ok(ParallelPlan {
+        layout,
+        score,
+        chain: chain.clone(),
+    })
+}
