@@ -21,11 +21,15 @@
 //! nodes), a cut that deadlocks is skipped, so the search is over (assignment, cut) pairs
 //! — the plans MODEL.md allows.
 //!
+//! The run polls its budget (`--time-limit`, `--memory-budget`, Ctrl-C) every 1024
+//! labellings; stopped early, it returns the best plan so far as feasible with the trivial
+//! bound 0 (nothing is proven before the enumeration ends), or no plan.
+//!
 //! Complexity: O(B · (n + m)) for B ≤ (k + ℓ)^C canonical assignments of C classes (for
 //! contiguous latency ℓ = C: B ≤ Bell(C + k); ℓ = 1 for non-contiguous latency), times
 //! q^a cuts of the a accelerator nodes for latency with q ≥ 2.
 
-use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status};
+use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::contraction::class_index;
 use crate::model::{Device, Placement};
 use crate::score::evaluate;
@@ -89,7 +93,18 @@ impl Method for BruteForce {
             Objective::Latency { pieces } => pieces.clamp(1, w.len().clamp(1, 63)),
             _ => 1,
         };
+        let budget = problem.limits.budget();
+        let mut stopped: Option<StopReason> = None;
+        let mut visited = 0u64;
         let mut visit = |labels: &[Device]| {
+            // The budget (time, memory, Ctrl-C) every 1024 labellings: each costs a scoring.
+            visited += 1;
+            if visited.is_multiple_of(1024) {
+                if let Err(e) = budget.check() {
+                    stopped = Some(StopReason::from(e));
+                    return false;
+                }
+            }
             let base = Placement::new(class.iter().map(|&c| labels[c]).collect());
             let on_acc: Vec<usize> = (0..base.assignment.len())
                 .filter(|&v| matches!(base.assignment[v], Device::Accelerator(_)))
@@ -119,14 +134,33 @@ impl Method for BruteForce {
                     break;
                 }
             }
+            true
         };
-        enumerate(0, 0, 0, k, l, &mut labels, &mut visit);
+        enumerate(0, 0, 0, (k, l), &mut labels, &mut visit);
         let stats = Stats {
             notes: vec![format!("{count} plans")],
             ..Stats::default()
         };
-        Ok(match best {
-            Some((v, p)) => Outcome {
+        // Stopped early: the best plan so far, with no bound but 0 (the enumeration proves
+        // nothing until it ends), or no plan.
+        Ok(match (best, stopped) {
+            (Some((v, p)), Some(reason)) => Outcome {
+                method: crate::solve::MethodId::BruteForce,
+                placement: Some(p),
+                objective: v,
+                bound: 0.0,
+                status: Status::Feasible { reason },
+                stats,
+            },
+            (None, Some(reason)) => Outcome {
+                method: crate::solve::MethodId::BruteForce,
+                placement: None,
+                objective: f64::INFINITY,
+                bound: 0.0,
+                status: Status::NoPlan { reason },
+                stats,
+            },
+            (Some((v, p)), None) => Outcome {
                 method: crate::solve::MethodId::BruteForce,
                 placement: Some(p),
                 objective: v,
@@ -134,7 +168,7 @@ impl Method for BruteForce {
                 status: Status::Optimal,
                 stats,
             },
-            None => Outcome {
+            (None, None) => Outcome {
                 method: crate::solve::MethodId::BruteForce,
                 placement: None,
                 objective: f64::INFINITY,
@@ -146,27 +180,32 @@ impl Method for BruteForce {
     }
 }
 
+/// Every canonical labelling of the classes `at..` onto `k` accelerators and `l` CPU cores
+/// (a device's first use in order), each given to `visit`; false once `visit` says stop.
 fn enumerate(
     at: usize,
     used_acc: usize,
     used_cpu: usize,
-    k: usize,
-    l: usize,
+    (k, l): (usize, usize),
     labels: &mut Vec<Device>,
-    visit: &mut impl FnMut(&[Device]),
-) {
+    visit: &mut impl FnMut(&[Device]) -> bool,
+) -> bool {
     if at == labels.len() {
-        visit(labels);
-        return;
+        return visit(labels);
     }
     for a in 0..k.min(used_acc + 1) {
         labels[at] = Device::Accelerator(a);
-        enumerate(at + 1, used_acc.max(a + 1), used_cpu, k, l, labels, visit);
+        if !enumerate(at + 1, used_acc.max(a + 1), used_cpu, (k, l), labels, visit) {
+            return false;
+        }
     }
     for c in 0..l.min(used_cpu + 1) {
         labels[at] = Device::Cpu(c);
-        enumerate(at + 1, used_acc, used_cpu.max(c + 1), k, l, labels, visit);
+        if !enumerate(at + 1, used_acc, used_cpu.max(c + 1), (k, l), labels, visit) {
+            return false;
+        }
     }
+    true
 }
 
 /// Advances `ranks` on the accelerator nodes like a base-`q` counter; false after the last.
