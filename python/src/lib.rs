@@ -920,30 +920,8 @@ fn plan_cluster(
     contiguous: bool,
     limits: Limits,
 ) -> PyResult<Plan> {
-    let method = match id {
-        MethodId::Dp | MethodId::Auto => ClusterMethod::Dp,
-        MethodId::BruteForce => ClusterMethod::BruteForce,
-        MethodId::Ip => ClusterMethod::Ip {
-            contiguous,
-            sync: objective == Objective::Sync,
-        },
-        other => {
-            return Err(input(format!(
-            "on a cluster, the method is auto (the cluster DP), dp, ip or brute-force, not {other}"
-        )))
-        }
-    };
-    let sync_ip = objective == Objective::Sync && matches!(method, ClusterMethod::Ip { .. });
-    if objective != Objective::Throughput && !sync_ip {
-        return Err(input(
-            "on a cluster, the objective is throughput (TPS), or sync with method ip",
-        ));
-    }
-    if !contiguous && !matches!(method, ClusterMethod::Ip { .. }) {
-        return Err(input(
-            "on a cluster, non-contiguous plans come from method ip",
-        ));
-    }
+    let method = ClusterMethod::choose(id, objective, contiguous)
+        .map_err(|e| input(format!("on a cluster, {e}")))?;
     let platform = Platform {
         cluster: Some(cluster.inner.clone()),
         ..w.platform().clone()

@@ -127,6 +127,12 @@ def test_cluster_plan():
     assert c.accelerators == 2
     p = dnnplace.plan(w, cluster=c)
     assert p.outcome == "optimal" and p.tps_ms > 0 and p.bound_ms == p.tps_ms
+    # The search placers take the cluster road too (the same method choice as the CLI):
+    # a valid plan never below the DP's optimum, bounded by it.
+    g = dnnplace.plan(w, cluster=c, method="genetic", time_limit=2.0)
+    assert g.tps_ms >= p.tps_ms * (1 - 1e-12) and g.bound_ms <= p.tps_ms * (1 + 1e-12)
+    with pytest.raises(dnnplace.InputError, match="on a cluster, --method is auto"):
+        dnnplace.plan(w, cluster=c, method="greedy")
 
 
 def test_errors_carry_the_clis_messages(tmp_path):

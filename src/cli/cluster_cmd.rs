@@ -23,43 +23,12 @@ use crate::solve::cluster::plan::{plan_on_cluster, CheckedPlan, ClusterMethod, C
 use crate::solve::cluster::sweep::{
     best_within_budget, cheapest_for_target, economics, frontier, price, sweep, Economics,
 };
-use crate::solve::{MethodId, Objective};
 
 /// What `plan` on a cluster does not do yet, as an error naming the flag.
 fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterMethod, CliError> {
     let refuse = |what: &str| Err(CliError::Input(format!("on a cluster, {what}")));
-    let method = match settings.method {
-        // auto, the default, is the cluster DP (which falls back to a checked plan with its gap).
-        MethodId::Dp | MethodId::Auto => ClusterMethod::Dp,
-        MethodId::BruteForce => ClusterMethod::BruteForce,
-        MethodId::Ip => ClusterMethod::Ip {
-            contiguous: settings.contiguous,
-            sync: settings.objective == Objective::Sync,
-        },
-        MethodId::Rl | MethodId::Genetic => ClusterMethod::Learned {
-            method: settings.method,
-            contiguous: settings.contiguous,
-            sync: settings.objective == Objective::Sync,
-        },
-        other => {
-            return refuse(&format!(
-                "--method is auto (the cluster DP), dp, ip, brute-force, rl or genetic, not {other}"
-            ))
-        }
-    };
-    let any_space = matches!(
-        method,
-        ClusterMethod::Ip { .. } | ClusterMethod::Learned { .. }
-    );
-    let sync_ok = settings.objective == Objective::Sync && any_space;
-    if settings.objective != Objective::Throughput && !sync_ok {
-        return refuse(
-            "the objective is throughput (TPS), or sync with --method ip, rl or genetic",
-        );
-    }
-    if !settings.contiguous && !any_space {
-        return refuse("non-contiguous plans come from --method ip, rl or genetic (--non-contiguous with the DP or brute force is not supported)");
-    }
+    let method = ClusterMethod::choose(settings.method, settings.objective, settings.contiguous)
+        .map_err(|e| CliError::Input(format!("on a cluster, {e}")))?;
     if args.report.is_some() {
         return refuse("--report is not available yet");
     }

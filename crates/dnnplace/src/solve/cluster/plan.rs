@@ -59,7 +59,51 @@ pub enum ClusterMethod {
     },
 }
 
+/// Why a method, objective or plan space is not planned on a cluster; the command line and
+/// the Python binding print it after "on a cluster, ".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterRefusal {
+    #[error("--method is auto (the cluster DP), dp, ip, brute-force, rl or genetic, not {0}")]
+    Method(MethodId),
+    #[error("the objective is throughput (TPS), or sync with --method ip, rl or genetic")]
+    Objective,
+    #[error("non-contiguous plans come from --method ip, rl or genetic (--non-contiguous with the DP or brute force is not supported)")]
+    NonContiguous,
+}
+
 impl ClusterMethod {
+    /// The cluster method for `method` (`auto` is the cluster DP, which falls back to a
+    /// checked plan with its gap), `objective` and the plan space; the refusal otherwise.
+    pub fn choose(
+        method: MethodId,
+        objective: Objective,
+        contiguous: bool,
+    ) -> Result<ClusterMethod, ClusterRefusal> {
+        let sync = objective == Objective::Sync;
+        let chosen = match method {
+            MethodId::Dp | MethodId::Auto => ClusterMethod::Dp,
+            MethodId::BruteForce => ClusterMethod::BruteForce,
+            MethodId::Ip => ClusterMethod::Ip { contiguous, sync },
+            MethodId::Rl | MethodId::Genetic => ClusterMethod::Learned {
+                method,
+                contiguous,
+                sync,
+            },
+            other => return Err(ClusterRefusal::Method(other)),
+        };
+        let any_space = matches!(
+            chosen,
+            ClusterMethod::Ip { .. } | ClusterMethod::Learned { .. }
+        );
+        if objective != Objective::Throughput && !(sync && any_space) {
+            return Err(ClusterRefusal::Objective);
+        }
+        if !contiguous && !any_space {
+            return Err(ClusterRefusal::NonContiguous);
+        }
+        Ok(chosen)
+    }
+
     /// Whether the method's plans are contiguous on the cluster.
     pub fn contiguous(self) -> bool {
         match self {
