@@ -40,14 +40,14 @@
 //! `V` or the memory the device's.
 
 use super::{
-    objective_value, plan_uniform, zero_stages, Objective, ParallelOutcome, ParallelPlan, Space,
+    checked_plan, objective_value, plan_uniform, zero_stages, Objective, ParallelOutcome,
+    ParallelPlan, Space,
 };
 use crate::model::parallel::{
     all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, StageLayout, Topology, Zero,
 };
 use crate::model::schedule::{in_flight, Schedule};
 use crate::model::Link;
-use crate::score::parallel::score_layout;
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::{Status, StopReason};
 
@@ -656,28 +656,11 @@ fn rescored(
             cfg.recompute,
         )
     };
-    let mut layout = layout_with(cfg.zero);
-    let mut score = score_layout(chain, topo, &layout).map_err(|e| e.to_string())?;
-    let scored = score.time_per_sample_ms;
-    if !score.fits || (scored - value).abs() > 1e-9 * value.abs().max(1e-300) {
-        return Err(format!(
-            "internal error: the free search valued the layout at {value} ms, the evaluator at {scored} ms (fits: {})",
-            score.fits
-        ));
-    }
-    if space.zero.len() > 1 && cfg.zero != Zero::Parameters {
-        for z in space.zero.iter().copied().filter(|z| *z < cfg.zero) {
-            let lower = layout_with(z);
-            let s = score_layout(chain, topo, &lower).map_err(|e| e.to_string())?;
-            if s.fits && s.time_per_sample_ms == scored {
-                (layout, score) = (lower, s);
-                break;
-            }
-        }
-    }
-    Ok(ParallelPlan {
-        layout,
-        score,
-        chain: chain.clone(),
-    })
+    checked_plan(
+        chain,
+        topo,
+        space,
+        (cfg.zero, layout_with),
+        (value, Objective::TimePerSample),
+    )
 }

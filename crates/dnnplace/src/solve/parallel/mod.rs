@@ -303,7 +303,27 @@ fn rescored(
         let c = Config { zero: z, ..cfg };
         Layout::uniform(chain.len(), cuts, &c, space.global_batch, space.schedule)
     };
-    let mut layout = layout_with(cfg.zero);
+    checked_plan(
+        chain,
+        topo,
+        space,
+        (cfg.zero, layout_with),
+        (value, objective),
+    )
+}
+
+/// The layout `layout_with(zero)` scored by the evaluator, which must fit and agree with
+/// the search's `value` under `objective` to 1e-9 relative (an internal error otherwise);
+/// then, when the space leaves ZeRO free, lowered to the smallest stage that fits with the
+/// same value. Shared by the uniform and the free search.
+pub(crate) fn checked_plan(
+    chain: &ChainCosts,
+    topo: &Topology,
+    space: &Space,
+    (zero, layout_with): (Zero, impl Fn(Zero) -> Layout),
+    (value, objective): (f64, Objective),
+) -> Result<ParallelPlan, String> {
+    let mut layout = layout_with(zero);
     let mut score = score_layout(chain, topo, &layout).map_err(|e| e.to_string())?;
     let scored = objective_value(&score, objective);
     if !score.fits || (scored - value).abs() > 1e-9 * value.abs().max(1e-300) {
@@ -312,8 +332,8 @@ fn rescored(
             score.fits
         ));
     }
-    if space.zero.len() > 1 && cfg.zero != Zero::Parameters {
-        for z in space.zero.iter().copied().filter(|z| *z < cfg.zero) {
+    if space.zero.len() > 1 && zero != Zero::Parameters {
+        for z in space.zero.iter().copied().filter(|z| *z < zero) {
             let lower = layout_with(z);
             let s = score_layout(chain, topo, &lower).map_err(|e| e.to_string())?;
             if s.fits && objective_value(&s, objective) == scored {
