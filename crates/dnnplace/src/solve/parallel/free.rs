@@ -39,6 +39,7 @@
 //! degrees with `d·b | B`; the scan over `j` stops once the units' compute alone exceeds
 //! `V` or the memory the device's.
 
+use super::partition::unit_prefix_sums;
 use super::{
     checked_plan, objective_value, plan_uniform, zero_stages, Objective, ParallelOutcome,
     ParallelPlan, Space,
@@ -108,37 +109,10 @@ impl<'a> Tables<'a> {
             .filter(|&d| space.data_parallel.is_none_or(|x| x == d))
             .filter(|&d| space.global_batch.is_multiple_of(d * b) && space.global_batch >= d * b)
             .collect();
-        let n = chain.len();
         let mut sums = Vec::new();
         let mut full = Vec::new();
         for &(t, ti) in &tps {
-            let mut s: [Vec<f64>; 5] = std::array::from_fn(|_| vec![0.0; n + 1]);
-            for (u, unit) in chain.units.iter().enumerate() {
-                let k = &unit.costs[ti];
-                let each = all_reduce_ms(intra, k.tp_all_reduce_bytes, t);
-                let fw_again = if cfg.recompute {
-                    k.forward_ms + f64::from(k.tp_forward_all_reduces) * each
-                } else {
-                    0.0
-                };
-                let x = [
-                    k.forward_ms
-                        + k.backward_ms
-                        + f64::from(k.tp_forward_all_reduces + k.tp_backward_all_reduces) * each
-                        + fw_again,
-                    k.weight_bytes,
-                    k.gradient_bytes,
-                    k.optimizer_bytes,
-                    if cfg.recompute {
-                        k.checkpoint_bytes
-                    } else {
-                        k.activation_bytes
-                    },
-                ];
-                for (v, add) in s.iter_mut().zip(x) {
-                    v[u + 1] = v[u] + add;
-                }
-            }
+            let s = unit_prefix_sums(chain, (t, ti), intra, cfg.recompute);
             sums.push(s);
             full.push(
                 chain

@@ -81,40 +81,7 @@ impl<'a> Coster<'a> {
             return None;
         }
         let tp_link = topo.peer.unwrap_or(topo.host);
-        let n = chain.len();
-        let mut sums = [
-            vec![0.0; n + 1],
-            vec![0.0; n + 1],
-            vec![0.0; n + 1],
-            vec![0.0; n + 1],
-            vec![0.0; n + 1],
-        ];
-        for (u, unit) in chain.units.iter().enumerate() {
-            let k = &unit.costs[ti];
-            let ar = (k.tp_forward_all_reduces + k.tp_backward_all_reduces) as f64
-                * all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t);
-            let again = if cfg.recompute {
-                k.forward_ms
-                    + k.tp_forward_all_reduces as f64
-                        * all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t)
-            } else {
-                0.0
-            };
-            let x = [
-                k.forward_ms + k.backward_ms + ar + again,
-                k.weight_bytes,
-                k.gradient_bytes,
-                k.optimizer_bytes,
-                if cfg.recompute {
-                    k.checkpoint_bytes
-                } else {
-                    k.activation_bytes
-                },
-            ];
-            for (s, v) in sums.iter_mut().zip(x) {
-                s[u + 1] = s[u] + v;
-            }
-        }
+        let sums = unit_prefix_sums(chain, (t, ti), tp_link, cfg.recompute);
         let width = t * d;
         let machine = |dev: usize| dev / topo.per_machine;
         let intra = topo.peer.unwrap_or(topo.host);
@@ -444,4 +411,46 @@ fn pareto(coster: &Coster, incumbent: f64, budget: &Budget) -> Result<Option<Spl
     }
     cuts.reverse();
     Ok(Some(Split { cuts, value: v }))
+}
+
+/// Prefix sums over the chain's units at TP degree `t` (index `ti`), TP collectives on
+/// `tp_link`: `[time, weights, gradients, optimizer, stash]`, each of length `U + 1`. Time
+/// per micro-batch is forward + backward + the TP all-reduces, and with `recompute` the
+/// forward and its all-reduces again; the stash is the unit's checkpoint under
+/// recomputation, its activations otherwise. Shared by the uniform and the free search.
+pub(crate) fn unit_prefix_sums(
+    chain: &ChainCosts,
+    (t, ti): (usize, usize),
+    tp_link: Link,
+    recompute: bool,
+) -> [Vec<f64>; 5] {
+    let n = chain.len();
+    let mut sums: [Vec<f64>; 5] = std::array::from_fn(|_| vec![0.0; n + 1]);
+    for (u, unit) in chain.units.iter().enumerate() {
+        let k = &unit.costs[ti];
+        let each = all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t);
+        let again = if recompute {
+            k.forward_ms + f64::from(k.tp_forward_all_reduces) * each
+        } else {
+            0.0
+        };
+        let x = [
+            k.forward_ms
+                + k.backward_ms
+                + f64::from(k.tp_forward_all_reduces + k.tp_backward_all_reduces) * each
+                + again,
+            k.weight_bytes,
+            k.gradient_bytes,
+            k.optimizer_bytes,
+            if recompute {
+                k.checkpoint_bytes
+            } else {
+                k.activation_bytes
+            },
+        ];
+        for (s, v) in sums.iter_mut().zip(x) {
+            s[u + 1] = s[u] + v;
+        }
+    }
+    sums
 }
