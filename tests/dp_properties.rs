@@ -463,3 +463,69 @@ fn dp_with_memory_bound_leaves_equals_brute_force() {
         );
     }
 }
+
+/// The floor rule (src/solve/dp/pruning.rs: `OPT ≥ max_g min(F(g) if g fits, C(g))`) keeps
+/// the DP exact: on random workloads where one node is made too big for any accelerator
+/// (so it must sit on a CPU and the floor often binds), DP == brute force, and both the
+/// certificate (the chain split meets the floor: nothing relaxed) and the relaxation with
+/// the floor rule occur.
+#[test]
+fn dp_with_a_binding_floor_equals_brute_force() {
+    let (mut certified, mut relaxed) = (0, 0);
+    for seed in 0..400u64 {
+        let shape = Shape {
+            max_nodes: 8,
+            ..Shape::default()
+        };
+        let Some(w) = random_workload(seed, shape) else {
+            continue;
+        };
+        let mut d = w.devices().clone();
+        d.cpus = d.cpus.max(1);
+        let big = (seed as usize) % w.len();
+        let memory = d.memory_per_accelerator_bytes;
+        let factor = [1.0, 3.0, 10.0][(seed / 7) as usize % 3];
+        let w = rebuild(
+            &w,
+            |n| {
+                if n.id == w.node(big).id {
+                    n.size_bytes = memory * 1.5 + 1.0;
+                    n.cpu_latency *= factor;
+                }
+            },
+            1.0,
+            None,
+            d,
+        );
+        let dp =
+            plan(&Dp, &Problem::throughput(&w)).expect("dp runs and its plan passes the scorer");
+        let brute = plan(&BruteForce, &Problem::throughput(&w)).unwrap();
+        let value = |p: &dnnplace::solve::Plan| {
+            p.outcome
+                .placement
+                .as_ref()
+                .map(|_| p.objective(Objective::Throughput))
+        };
+        match (value(&dp), value(&brute)) {
+            (Some(a), Some(b)) => assert!(close(a, b), "seed {seed}: dp {a} != brute force {b}"),
+            (None, None) => continue,
+            other => panic!("seed {seed}: dp and brute force disagree on feasibility: {other:?}"),
+        }
+        if dp
+            .outcome
+            .stats
+            .notes
+            .iter()
+            .any(|n| n.contains("meets the lower bound"))
+        {
+            certified += 1;
+        } else {
+            relaxed += 1;
+        }
+    }
+    println!("certified by the floor: {certified}, relaxed: {relaxed}");
+    assert!(
+        certified > 0 && relaxed > 0,
+        "certified {certified}, relaxed {relaxed}"
+    );
+}

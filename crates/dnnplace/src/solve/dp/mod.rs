@@ -25,10 +25,12 @@
 //!    bitsets ([`ideals`]), and their summaries, each from its parent's in O(degree)
 //!    ([`ideal_cost`]): `acc(I \ J)` then costs O(frontier);
 //! 4. an upper bound `U` from the best chain split of two topological orders
-//!    ([`crate::solve::chain`]);
+//!    ([`crate::solve::chain`]), and the lower bound `L` of the groups' least loads
+//!    ([`pruning::group_floor`]): a chain split with `U ≤ L` is optimal and the solve
+//!    ends here;
 //! 5. the table reserved against the memory budget, then relaxed level by level in
 //!    parallel ([`relax`]) with the exact pruning rules of [`pruning`] (live states, a
-//!    window of `J` by compute, reach);
+//!    window of `J` by compute, reach, the floor `L`);
 //! 6. the split read off the back links ([`reconstruct`]).
 //!
 //! The [`Budget`] (time limit, Ctrl-C, memory) is checked between blocks of the
@@ -46,7 +48,7 @@ pub mod pruning;
 pub mod reconstruct;
 pub mod relax;
 
-use self::pruning::{Pruning, Windows};
+use self::pruning::{group_floor, Pruning, Windows};
 use self::relax::{Positioned, Relaxation, Table};
 use super::budget::{Budget, Exhausted};
 use super::chain::chain_upper_bound;
@@ -680,13 +682,28 @@ impl Dag<'_> {
                 .notes
                 .push(format!("upper bound from chain splits: {u}"));
         }
+        let floor = group_floor(self.c, k, l, self.memory);
+        if let Some((u, placement)) = upper.as_ref().filter(|(u, _)| *u <= floor) {
+            // The chain split meets the floor (pruning, the floor rule): it is optimal.
+            stats.ideal_pairs = Some(0);
+            stats.notes.push(format!(
+                "the chain split meets the lower bound {floor} (a group's least load on any device it fits): optimal without relaxing the ideals"
+            ));
+            return Ok(Run {
+                objective: *u,
+                placement: Some(placement.clone()),
+                infeasible: None,
+                stats,
+            });
+        }
         let pruning = Pruning::new(
             self.c,
             upper.map(|(u, _)| u),
             self.summaries.heads[n_ideals - 1].fpga.value(),
             k,
             l,
-        );
+        )
+        .with_floor(floor);
         let windows = Windows::new(&self.summaries.heads, l > 0);
         self.budget.check().map_err(|r| {
             self.stop

@@ -17,6 +17,14 @@
 //! - **Reach.** A split of `J` on `a` accelerators and `b` CPUs with max load `v` has
 //!   `F(J) ≤ a·v + κ(b·v)`, so `J` can improve state `(ℓ', k')` only if
 //!   `F(J) < (k'−1)·best + κ(ℓ'·best)` ([`Pruning::reach`]).
+//! - **Floor.** Every group sits whole on one device, and a device's load is at least the
+//!   compute of what it holds, so `OPT ≥ L = max_g min(F(g) if g fits an accelerator,
+//!   C(g) if there is a CPU)` ([`group_floor`]). With `f'(I) = max(L, f(I))` the
+//!   recurrence keeps its form (`max(L, ·)` commutes with `min` and `max`) and
+//!   `f'(V) = OPT`, so a state of value ≤ L is final: the scan of `I`'s window stops once
+//!   every live state is at or below `L` ([`Pruning::cap`]). Every stored value is still
+//!   the value of a real split, so the table's `V` entry is OPT itself. And when the upper
+//!   bound's split is at or below `L`, it is optimal and nothing needs relaxing.
 //!
 //! Floating-point slack (relative 1e-9) keeps every comparison on the safe side.
 
@@ -32,8 +40,30 @@ pub struct Pruning {
     /// `κ(ℓ'·U)` for `ℓ' = 0..=ℓ`, what the live bands read for every ideal.
     absorbed_at_bound: Vec<f64>,
     total_fpga: f64,
+    /// `L` of the floor rule (module documentation); −∞ when not used.
+    floor: f64,
     pub k: usize,
     pub l: usize,
+}
+
+/// `max_g min(F(g) if g fits an accelerator, C(g) if there is a CPU)` over the groups of
+/// `c` on `k` accelerators of `memory` bytes and `l` CPUs: a lower bound on the max-load of
+/// every placement (each group's device carries at least its compute; a CPU's load is
+/// `Σ cpuLatency`, an accelerator's at least `Σ fpgaLatency`). Infinite when some group
+/// fits no device; 0 without groups.
+pub fn group_floor(c: &Contraction, k: usize, l: usize, memory: f64) -> f64 {
+    c.groups
+        .iter()
+        .map(|g| {
+            let acc = if k > 0 && g.fits_accelerator(memory) {
+                g.fpga_latency
+            } else {
+                f64::INFINITY
+            };
+            let cpu = if l > 0 { g.cpu_latency } else { f64::INFINITY };
+            acc.min(cpu)
+        })
+        .fold(0.0, f64::max)
 }
 
 /// Live accelerator counts `(lo, hi)` per CPU count `ℓ' = 0..=ℓ` (`lo > hi`: none).
@@ -60,9 +90,21 @@ impl Pruning {
             absorb,
             absorbed_at_bound,
             total_fpga,
+            floor: f64::NEG_INFINITY,
             k,
             l,
         }
+    }
+
+    /// The same rules with the floor rule at `floor` (a proven lower bound on the optimum
+    /// of the whole graph: [`group_floor`]), taken 1e-9 lower for rounding.
+    pub fn with_floor(mut self, floor: f64) -> Pruning {
+        self.floor = if floor.is_finite() {
+            floor * (1.0 - 1e-9) - 1e-12
+        } else {
+            f64::NEG_INFINITY
+        };
+        self
     }
 
     /// The live band of `k'` for `ℓ' = cl` at an ideal of compute `fpga`.
@@ -97,13 +139,17 @@ impl Pruning {
     }
 
     /// The largest value a live state with `k' ≥ from_k`, `ℓ' ≥ from_l` could still improve
-    /// to, capped by the bound (`best`: the state row of `I`).
+    /// to, capped by the bound (`best`: the state row of `I`); states at or below the floor
+    /// are final and count for nothing (−∞ when every live state is).
     pub fn cap(&self, bands: &Bands, best: &[f64], from_k: usize, from_l: usize) -> f64 {
         let k1 = self.k + 1;
-        let mut m: f64 = 0.0;
+        let mut m = f64::NEG_INFINITY;
         for (cl, &(a, b)) in bands.iter().enumerate().skip(from_l) {
             for ck in a.max(from_k)..=b {
-                m = m.max(best[cl * k1 + ck].min(self.bound));
+                let v = best[cl * k1 + ck];
+                if v > self.floor {
+                    m = m.max(v.min(self.bound));
+                }
             }
         }
         m
