@@ -48,8 +48,6 @@ use dnnplace::score::{evaluate_with, Evaluation, LatencyScoring};
 use dnnplace::simulate::{simulate as core_simulate, Settings as SimSettings};
 use dnnplace::solve::auto::Auto;
 use dnnplace::solve::budget;
-use dnnplace::solve::cluster::dp::Tracking;
-use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
 use dnnplace::solve::coarsen::CoarsenSettings;
 use dnnplace::solve::{
     self, method_names, Limits, MethodId, Objective, Outcome, Problem, SolveError, Status,
@@ -920,8 +918,6 @@ fn plan_cluster(
     contiguous: bool,
     limits: Limits,
 ) -> PyResult<Plan> {
-    let method = ClusterMethod::choose(id, objective, contiguous)
-        .map_err(|e| input(format!("on a cluster, {e}")))?;
     let platform = Platform {
         cluster: Some(cluster.inner.clone()),
         ..w.platform().clone()
@@ -930,9 +926,21 @@ fn plan_cluster(
         .clone()
         .with_platform(platform)
         .map_err(|e| input(format!("cluster {}: {e}", cluster.spec)))?;
+    // The one entry point: a workload with a cluster goes to the cluster planner, which
+    // refuses what it does not plan with the command line's sentences ("on a cluster, …").
+    let problem = Problem {
+        workload: &w,
+        objective,
+        contiguous,
+        limits,
+        pipeline: None,
+    };
     let (result, interrupted) =
-        interruptible(py, || plan_on_cluster(&w, &limits, method, Tracking::Best))?;
-    let plan = result.map_err(solve_err)?;
+        interruptible(py, || solve::plan(solve::method(id).as_ref(), &problem))?;
+    let plan = result
+        .map_err(solve_err)?
+        .cluster
+        .ok_or_else(|| InternalError::new_err("no cluster plan for a cluster"))?;
     let Some(best) = &plan.best else {
         return Err(input(match &plan.stopped {
             Some(reason) => format!("no plan: the cluster planner stopped after {:.1} s: {reason}", plan.time_s),

@@ -198,6 +198,10 @@ pub enum SolveError {
     },
     #[error("method {method} does not support {what}")]
     Unsupported { method: String, what: String },
+    /// A cluster refuses the method, objective or plan space
+    /// ([`cluster::plan::ClusterMethod::choose`]).
+    #[error("on a cluster, {0}")]
+    OnCluster(#[from] cluster::plan::ClusterRefusal),
     #[error("solver failure: {0}")]
     Solver(String),
     #[error("internal check failed: {0}")]
@@ -212,11 +216,17 @@ pub struct Plan {
     /// Every device's memory under the problem's schedule, as the scorer computes it
     /// ([`crate::score::pipeline_memory`]); `None` without a schedule or a plan.
     pub pipeline_memory: Option<Vec<DeviceMemory>>,
+    /// On a cluster: the checked plan with the cluster scorer's evaluation (`evaluation`
+    /// is then `None`); `None` on one machine.
+    pub cluster: Option<cluster::plan::ClusterPlan>,
 }
 
 impl Plan {
     /// The objective as the scorer computes it (infinite when there is no plan).
     pub fn objective(&self, objective: Objective) -> f64 {
+        if let Some(c) = &self.cluster {
+            return c.best.as_ref().map_or(f64::INFINITY, |b| b.value);
+        }
         self.evaluation
             .as_ref()
             .map_or(f64::INFINITY, |e| objective.value(e))
@@ -278,6 +288,9 @@ pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveErr
 }
 
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
+    if problem.workload.cluster().is_some() {
+        return plan_on_cluster(method, problem);
+    }
     // Under the interleaved schedule the accelerators' indices are positions on the
     // chain (stage c·k + d): their count is the pipeline's, not clamped.
     let clamped = if method.id().searches() && !problem.interleaved() {
@@ -325,6 +338,7 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
             outcome,
             evaluation: None,
             pipeline_memory: None,
+            cluster: None,
         });
     };
     let latency_rules = matches!(problem.objective, Objective::Latency { .. });
@@ -394,7 +408,33 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         outcome,
         evaluation: Some(evaluation),
         pipeline_memory,
+        cluster: None,
     })
+}
+
+/// [`plan`] on a workload with a cluster: the cluster method chosen for `method`
+/// ([`cluster::plan::OnCluster::choose`]; `auto` is the cluster DP) plans it and the
+/// cluster scorer checks the plan ([`cluster::plan`]).
+fn plan_on_cluster(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
+    let chosen = cluster::plan::OnCluster::choose(method.id(), problem)?;
+    let checked = chosen.plan(problem)?;
+    Ok(Plan {
+        outcome: checked.outcome(),
+        evaluation: None,
+        pipeline_memory: None,
+        cluster: Some(checked),
+    })
+}
+
+/// Whether `method` plans `problem`: on one machine, [`Method::supports`]; on a cluster,
+/// whether a cluster method answers for it ([`cluster::plan::ClusterMethod::choose`]).
+pub fn supports(method: &dyn Method, problem: &Problem) -> Result<(), Unsupported> {
+    if problem.workload.cluster().is_some() {
+        return cluster::plan::OnCluster::choose(method.id(), problem)
+            .map(|_| ())
+            .map_err(Unsupported::OnCluster);
+    }
+    method.supports(problem)
 }
 
 /// The scorer's memory of every device under `pipeline`; an error if an accelerator
