@@ -233,6 +233,28 @@ impl Plan {
     }
 }
 
+/// The most chunks per accelerator the interleaved planners take: the interleaved DP
+/// numbers a device's chunks with a byte. (Chunks may be empty, so more chunks than nodes
+/// is a valid, if useless, schedule: the brute force and the DP agree on it.)
+pub const MAX_CHUNKS: usize = 256;
+
+/// `interleaved:v` with `v` ≤ [`MAX_CHUNKS`] (`v` ≥ 100,000 aborted the interleaved
+/// planners' allocations; an error naming the largest `v` instead).
+pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveError> {
+    let p = w.devices().accelerators;
+    if v > MAX_CHUNKS {
+        return Err(SolveError::Unsupported {
+            method: method.into(),
+            what: format!(
+                "--schedule interleaved:{v} on {p} accelerator{} and {} nodes: more than {MAX_CHUNKS} chunks per accelerator; use at most interleaved:{MAX_CHUNKS}",
+                if p == 1 { "" } else { "s" },
+                w.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Runs `method` on `problem` and re-scores its plan. Fails if the plan breaks a rule,
 /// breaks a promised contiguity or piece limit, or if the method's objective differs from
 /// the scorer's beyond the method's tolerance.
@@ -265,28 +287,6 @@ impl Plan {
 /// assert!(greedy.objective(Objective::Throughput) >= 5.5);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-/// The most chunks per accelerator the interleaved planners take: the interleaved DP
-/// numbers a device's chunks with a byte. (Chunks may be empty, so more chunks than nodes
-/// is a valid, if useless, schedule: the brute force and the DP agree on it.)
-pub const MAX_CHUNKS: usize = 256;
-
-/// `interleaved:v` with `v` ≤ [`MAX_CHUNKS`] (`v` ≥ 100,000 aborted the interleaved
-/// planners' allocations; an error naming the largest `v` instead).
-pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveError> {
-    let p = w.devices().accelerators;
-    if v > MAX_CHUNKS {
-        return Err(SolveError::Unsupported {
-            method: method.into(),
-            what: format!(
-                "--schedule interleaved:{v} on {p} accelerator{} and {} nodes: more than {MAX_CHUNKS} chunks per accelerator; use at most interleaved:{MAX_CHUNKS}",
-                if p == 1 { "" } else { "s" },
-                w.len()
-            ),
-        });
-    }
-    Ok(())
-}
-
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
     if problem.workload.cluster().is_some() {
         return plan_on_cluster(method, problem);
@@ -341,39 +341,8 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
             cluster: None,
         });
     };
+    let evaluation = checked_evaluation(method, problem, placement)?;
     let latency_rules = matches!(problem.objective, Objective::Latency { .. });
-    let mut evaluation = evaluate(problem.workload, placement, latency_rules);
-    if problem.interleaved() {
-        // A device holds several chunks, which are not one contiguous set: the chain of
-        // chunks (checked with the memory below) is what the plan promises instead. One
-        // sample's latency would run each chunk (forward and backward passes) as one call,
-        // which no training graph can: it is not computed.
-        evaluation.non_contiguous.clear();
-        evaluation.latency = None;
-    }
-    if let Some(v) = evaluation.violations.first() {
-        return Err(SolveError::Check(format!(
-            "{} produced an invalid plan: {v}",
-            method.name()
-        )));
-    }
-    if problem.contiguous && !problem.interleaved() {
-        if let Some(v) = evaluation.non_contiguous.first() {
-            return Err(SolveError::Check(format!(
-                "{} promised a contiguous plan: {v}",
-                method.name()
-            )));
-        }
-    }
-    if let Objective::Latency { pieces } = problem.objective {
-        if evaluation.max_pieces() > pieces {
-            return Err(SolveError::Check(format!(
-                "{} produced {} pieces on one accelerator, more than the {pieces} allowed",
-                method.name(),
-                evaluation.max_pieces()
-            )));
-        }
-    }
     let pipeline_memory = match &problem.pipeline {
         Some(pipeline) => Some(checked_pipeline_memory(
             method,
@@ -412,6 +381,50 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     })
 }
 
+/// The scorer's evaluation of `method`'s `placement` for `problem` (under the interleaved
+/// schedule without contiguity or latency: its chain of chunks is checked with the memory);
+/// an error when the plan breaks a rule, a promised contiguity or the piece limit.
+fn checked_evaluation(
+    method: &dyn Method,
+    problem: &Problem,
+    placement: &Placement,
+) -> Result<Evaluation, SolveError> {
+    let latency_rules = matches!(problem.objective, Objective::Latency { .. });
+    let mut evaluation = evaluate(problem.workload, placement, latency_rules);
+    if problem.interleaved() {
+        // A device holds several chunks, which are not one contiguous set: the chain of
+        // chunks (checked with the memory below) is what the plan promises instead. One
+        // sample's latency would run each chunk (forward and backward passes) as one call,
+        // which no training graph can: it is not computed.
+        evaluation.non_contiguous.clear();
+        evaluation.latency = None;
+    }
+    if let Some(v) = evaluation.violations.first() {
+        return Err(SolveError::Check(format!(
+            "{} produced an invalid plan: {v}",
+            method.name()
+        )));
+    }
+    if problem.contiguous && !problem.interleaved() {
+        if let Some(v) = evaluation.non_contiguous.first() {
+            return Err(SolveError::Check(format!(
+                "{} promised a contiguous plan: {v}",
+                method.name()
+            )));
+        }
+    }
+    if let Objective::Latency { pieces } = problem.objective {
+        if evaluation.max_pieces() > pieces {
+            return Err(SolveError::Check(format!(
+                "{} produced {} pieces on one accelerator, more than the {pieces} allowed",
+                method.name(),
+                evaluation.max_pieces()
+            )));
+        }
+    }
+    Ok(evaluation)
+}
+
 /// [`plan`] on a workload with a cluster: the cluster method chosen for `method`
 /// ([`cluster::plan::OnCluster::choose`]; `auto` is the cluster DP) plans it and the
 /// cluster scorer checks the plan ([`cluster::plan`]).
@@ -442,7 +455,7 @@ pub fn supports(method: &dyn Method, problem: &Problem) -> Result<(), Unsupporte
 fn checked_pipeline_memory(
     method: &dyn Method,
     w: &Workload,
-    placement: &crate::model::Placement,
+    placement: &Placement,
     pipeline: &Pipeline,
 ) -> Result<Vec<DeviceMemory>, SolveError> {
     let limit = w.devices().memory_per_accelerator_bytes;
