@@ -48,8 +48,6 @@ use dnnplace::score::{evaluate_with, Evaluation, LatencyScoring};
 use dnnplace::simulate::{simulate as core_simulate, Settings as SimSettings};
 use dnnplace::solve::auto::Auto;
 use dnnplace::solve::budget;
-use dnnplace::solve::cluster::dp::Tracking;
-use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
 use dnnplace::solve::coarsen::CoarsenSettings;
 use dnnplace::solve::{
     self, method_names, Limits, MethodId, Objective, Outcome, Problem, SolveError, Status,
@@ -762,43 +760,10 @@ fn plan(
     cpus: Option<usize>,
     memory: Option<&str>,
 ) -> PyResult<Plan> {
-    let id = MethodId::from_name(method).ok_or_else(|| {
-        input(format!(
-            "unknown method '{method}'; known: {}",
-            method_names().join(", ")
-        ))
-    })?;
-    if id == MethodId::Expert {
-        return Err(input(
-            "method expert scores a given split: use dnnplace.score(workload, placement_json)",
-        ));
-    }
+    let id = method_id_of(method)?;
     let objective = objective_of(objective, pieces)?;
     let contiguous = !non_contiguous && !id.only_non_contiguous();
-    if let Some(t) = time_limit {
-        if !(1e-3..=1e9).contains(&t) {
-            return Err(input(format!(
-                "time_limit {t} s is out of range (1 ms to 1e9 s; omit it for no limit)"
-            )));
-        }
-    }
-    if let Some(g) = gap {
-        if !(0.0..=1.0).contains(&g) {
-            return Err(input(format!("gap {g} is out of range (0 to 1)")));
-        }
-    }
-    if threads == Some(0) {
-        return Err(input(
-            "threads 0 is out of range: at least 1 (the number of solver threads)",
-        ));
-    }
-    let limits = Limits {
-        time_limit_s: time_limit,
-        mip_gap: gap,
-        threads,
-        memory_budget_bytes: Some(MEMORY_BUDGET),
-        ..Limits::default()
-    };
+    let limits = limits_of(time_limit, gap, threads)?;
     let pipeline = pipeline_of(schedule, micro_batches, recompute, id)?;
     if let Some(c) = cluster {
         if pipeline.is_some()
@@ -817,17 +782,7 @@ fn plan(
             "the workload has a cluster section: give cluster= (the cluster planner)",
         ));
     }
-    let layers = match granularity {
-        None | Some("operator") => None,
-        Some("layer") | Some("blocks") => {
-            Some(Layers::new(&w).map_err(|e| input(format!("layer granularity: {e}")))?)
-        }
-        Some(other) => {
-            return Err(input(format!(
-                "unknown granularity '{other}'; known: operator, layer"
-            )))
-        }
-    };
+    let layers = layers_of(&w, granularity)?;
     let problem = Problem {
         workload: &w,
         objective,
@@ -911,6 +866,71 @@ fn pipeline_of(
     }))
 }
 
+/// The method named `method` (not `expert`, which scores a given split).
+fn method_id_of(method: &str) -> PyResult<MethodId> {
+    let id = MethodId::from_name(method).ok_or_else(|| {
+        input(format!(
+            "unknown method '{method}'; known: {}",
+            method_names().join(", ")
+        ))
+    })?;
+    if id == MethodId::Expert {
+        return Err(input(
+            "method expert scores a given split: use dnnplace.score(workload, placement_json)",
+        ));
+    }
+    Ok(id)
+}
+
+/// The limits of a run: `time_limit` (1 ms to 1e9 s), `gap` (0 to 1), `threads` (at least
+/// 1) as given, the CLI's memory budget.
+fn limits_of(
+    time_limit: Option<f64>,
+    gap: Option<f64>,
+    threads: Option<usize>,
+) -> PyResult<Limits> {
+    if let Some(t) = time_limit {
+        if !(1e-3..=1e9).contains(&t) {
+            return Err(input(format!(
+                "time_limit {t} s is out of range (1 ms to 1e9 s; omit it for no limit)"
+            )));
+        }
+    }
+    if let Some(g) = gap {
+        if !(0.0..=1.0).contains(&g) {
+            return Err(input(format!("gap {g} is out of range (0 to 1)")));
+        }
+    }
+    if threads == Some(0) {
+        return Err(input(
+            "threads 0 is out of range: at least 1 (the number of solver threads)",
+        ));
+    }
+    Ok(Limits {
+        time_limit_s: time_limit,
+        mip_gap: gap,
+        threads,
+        memory_budget_bytes: Some(MEMORY_BUDGET),
+        ..Limits::default()
+    })
+}
+
+/// The layers a plan cuts between with `granularity` `layer` (or `blocks`); `None` for
+/// `operator` or no granularity.
+fn layers_of(w: &CoreWorkload, granularity: Option<&str>) -> PyResult<Option<Layers>> {
+    Ok(match granularity {
+        None | Some("operator") => None,
+        Some("layer") | Some("blocks") => {
+            Some(Layers::new(w).map_err(|e| input(format!("layer granularity: {e}")))?)
+        }
+        Some(other) => {
+            return Err(input(format!(
+                "unknown granularity '{other}'; known: operator, layer"
+            )))
+        }
+    })
+}
+
 fn plan_cluster(
     py: Python<'_>,
     w: &CoreWorkload,
@@ -920,8 +940,6 @@ fn plan_cluster(
     contiguous: bool,
     limits: Limits,
 ) -> PyResult<Plan> {
-    let method = ClusterMethod::choose(id, objective, contiguous)
-        .map_err(|e| input(format!("on a cluster, {e}")))?;
     let platform = Platform {
         cluster: Some(cluster.inner.clone()),
         ..w.platform().clone()
@@ -930,9 +948,21 @@ fn plan_cluster(
         .clone()
         .with_platform(platform)
         .map_err(|e| input(format!("cluster {}: {e}", cluster.spec)))?;
+    // The one entry point: a workload with a cluster goes to the cluster planner, which
+    // refuses what it does not plan with the command line's sentences ("on a cluster, …").
+    let problem = Problem {
+        workload: &w,
+        objective,
+        contiguous,
+        limits,
+        pipeline: None,
+    };
     let (result, interrupted) =
-        interruptible(py, || plan_on_cluster(&w, &limits, method, Tracking::Best))?;
-    let plan = result.map_err(solve_err)?;
+        interruptible(py, || solve::plan(solve::method(id).as_ref(), &problem))?;
+    let plan = result
+        .map_err(solve_err)?
+        .cluster
+        .ok_or_else(|| InternalError::new_err("no cluster plan for a cluster"))?;
     let Some(best) = &plan.best else {
         return Err(input(match &plan.stopped {
             Some(reason) => format!("no plan: the cluster planner stopped after {:.1} s: {reason}", plan.time_s),

@@ -4,8 +4,10 @@
 //! `--method dp` (the default) or `brute-force`, or with `--method ip` the cluster IP
 //! ([`crate::solve::milp::cluster`]), contiguous or `--non-contiguous`, or the search
 //! placers `rl` and `genetic` ([`crate::solve::learned`], TPS or sync, either space); other methods,
-//! objectives, `--split` and `--report` are refused with the reason. Every plan is re-scored by
-//! the independent evaluator before it is printed ([`crate::solve::cluster::plan`]).
+//! objectives, `--split` and `--report` are refused with the reason. The plan comes from
+//! [`crate::solve::plan`], the one entry point of every method, which sends a workload with
+//! a cluster to the cluster planner and re-scores the plan with the cluster evaluator
+//! before it is printed ([`crate::solve::cluster::plan`]).
 
 use std::io::Write;
 
@@ -18,11 +20,11 @@ use crate::report::cluster::{
     cluster_lines, cluster_plan_text, frontier_svg, frontier_table, sweep_svg, sweep_table,
 };
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
-use crate::solve::cluster::dp::Tracking;
-use crate::solve::cluster::plan::{plan_on_cluster, CheckedPlan, ClusterMethod, ClusterPlan};
+use crate::solve::cluster::plan::{CheckedPlan, ClusterMethod, ClusterPlan};
 use crate::solve::cluster::sweep::{
     best_within_budget, cheapest_for_target, economics, frontier, price, sweep, Economics,
 };
+use crate::solve::{self, Problem};
 
 /// What `plan` on a cluster does not do yet, as an error naming the flag.
 fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterMethod, CliError> {
@@ -76,7 +78,17 @@ pub fn run_plan_on_cluster(
             "--plot draws the result of --sweep, --target-tps or --budget".into(),
         ));
     }
-    let plan = plan_on_cluster(w, &settings.limits, method, Tracking::Best)?;
+    let problem = Problem {
+        workload: w,
+        objective: settings.objective,
+        contiguous: settings.contiguous,
+        limits: settings.limits.clone(),
+        pipeline: None,
+    };
+    let checked = solve::plan(solve::method(settings.method).as_ref(), &problem)?;
+    let plan = checked.cluster.ok_or_else(|| {
+        CliError::Internal("the planner returned no cluster plan for a cluster".into())
+    })?;
     if let (Some(reason), None) = (&plan.stopped, &plan.best) {
         return Err(CliError::Input(format!(
             "no plan: the cluster {} stopped after {:.1} s: {reason}",

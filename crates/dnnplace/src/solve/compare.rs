@@ -19,7 +19,7 @@
 //! Every run gets the whole memory budget: runs are one after another.
 
 use super::budget::Budget;
-use super::{plan, Limits, Method, MethodId, Objective, Plan, Problem, Status};
+use super::{plan, supports, Limits, Method, MethodId, Objective, Plan, Problem, Status};
 use crate::model::Workload;
 
 /// One run of one method.
@@ -125,7 +125,7 @@ pub fn compare_within(
         };
         let (contiguous, relaxed) = (problem(true), problem(false));
         let mut ran_contiguous = None;
-        let contiguous_support = method.supports(&contiguous);
+        let contiguous_support = supports(method.as_ref(), &contiguous);
         let mut run_contiguous = contiguous_support.is_ok();
         let proven_by = rows.iter().find(|r| {
             r.contiguous_problem
@@ -139,7 +139,7 @@ pub fn compare_within(
             exact,
             &contiguous_support,
             proven_by,
-            method.supports(&relaxed),
+            supports(method.as_ref(), &relaxed),
         ) {
             skipped.push(Skipped {
                 method: method.id(),
@@ -168,7 +168,7 @@ pub fn compare_within(
                 result,
             });
         }
-        match method.supports(&relaxed) {
+        match supports(method.as_ref(), &relaxed) {
             Ok(()) if ran_contiguous.is_none_or(|exact| exact) && budget.is_exhausted() => {
                 let reason = budget
                     .check()

@@ -85,6 +85,7 @@ pub fn plan_by_layers(
                 outcome,
                 evaluation: None,
                 pipeline_memory: None,
+                cluster: None,
             });
         }
     };

@@ -147,6 +147,16 @@ pub enum Unsupported {
         pieces: usize,
         max: usize,
     },
+    /// A cluster refuses the method, objective or plan space (the sentence after "on a
+    /// cluster, ").
+    #[error("this on a cluster: {0}")]
+    OnCluster(super::cluster::plan::ClusterRefusal),
+    /// A cluster method on a workload without a cluster.
+    #[error("a workload without a cluster")]
+    NoCluster,
+    /// A schedule's memory on a cluster.
+    #[error("a schedule's memory on a cluster (--schedule plans one machine)")]
+    ClusterSchedule,
     #[error("a problem without a split file (give --split FILE)")]
     NoSplit,
     #[error("a split ({file}) for another workload")]

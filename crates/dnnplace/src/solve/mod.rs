@@ -198,6 +198,10 @@ pub enum SolveError {
     },
     #[error("method {method} does not support {what}")]
     Unsupported { method: String, what: String },
+    /// A cluster refuses the method, objective or plan space
+    /// ([`cluster::plan::ClusterMethod::choose`]).
+    #[error("on a cluster, {0}")]
+    OnCluster(#[from] cluster::plan::ClusterRefusal),
     #[error("solver failure: {0}")]
     Solver(String),
     #[error("internal check failed: {0}")]
@@ -212,15 +216,43 @@ pub struct Plan {
     /// Every device's memory under the problem's schedule, as the scorer computes it
     /// ([`crate::score::pipeline_memory`]); `None` without a schedule or a plan.
     pub pipeline_memory: Option<Vec<DeviceMemory>>,
+    /// On a cluster: the checked plan with the cluster scorer's evaluation (`evaluation`
+    /// is then `None`); `None` on one machine.
+    pub cluster: Option<cluster::plan::ClusterPlan>,
 }
 
 impl Plan {
     /// The objective as the scorer computes it (infinite when there is no plan).
     pub fn objective(&self, objective: Objective) -> f64 {
+        if let Some(c) = &self.cluster {
+            return c.best.as_ref().map_or(f64::INFINITY, |b| b.value);
+        }
         self.evaluation
             .as_ref()
             .map_or(f64::INFINITY, |e| objective.value(e))
     }
+}
+
+/// The most chunks per accelerator the interleaved planners take: the interleaved DP
+/// numbers a device's chunks with a byte. (Chunks may be empty, so more chunks than nodes
+/// is a valid, if useless, schedule: the brute force and the DP agree on it.)
+pub const MAX_CHUNKS: usize = 256;
+
+/// `interleaved:v` with `v` ≤ [`MAX_CHUNKS`] (`v` ≥ 100,000 aborted the interleaved
+/// planners' allocations; an error naming the largest `v` instead).
+pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveError> {
+    let p = w.devices().accelerators;
+    if v > MAX_CHUNKS {
+        return Err(SolveError::Unsupported {
+            method: method.into(),
+            what: format!(
+                "--schedule interleaved:{v} on {p} accelerator{} and {} nodes: more than {MAX_CHUNKS} chunks per accelerator; use at most interleaved:{MAX_CHUNKS}",
+                if p == 1 { "" } else { "s" },
+                w.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Runs `method` on `problem` and re-scores its plan. Fails if the plan breaks a rule,
@@ -255,29 +287,10 @@ impl Plan {
 /// assert!(greedy.objective(Objective::Throughput) >= 5.5);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-/// The most chunks per accelerator the interleaved planners take: the interleaved DP
-/// numbers a device's chunks with a byte. (Chunks may be empty, so more chunks than nodes
-/// is a valid, if useless, schedule: the brute force and the DP agree on it.)
-pub const MAX_CHUNKS: usize = 256;
-
-/// `interleaved:v` with `v` ≤ [`MAX_CHUNKS`] (`v` ≥ 100,000 aborted the interleaved
-/// planners' allocations; an error naming the largest `v` instead).
-pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveError> {
-    let p = w.devices().accelerators;
-    if v > MAX_CHUNKS {
-        return Err(SolveError::Unsupported {
-            method: method.into(),
-            what: format!(
-                "--schedule interleaved:{v} on {p} accelerator{} and {} nodes: more than {MAX_CHUNKS} chunks per accelerator; use at most interleaved:{MAX_CHUNKS}",
-                if p == 1 { "" } else { "s" },
-                w.len()
-            ),
-        });
-    }
-    Ok(())
-}
-
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
+    if problem.workload.cluster().is_some() {
+        return plan_on_cluster(method, problem);
+    }
     // Under the interleaved schedule the accelerators' indices are positions on the
     // chain (stage c·k + d): their count is the pipeline's, not clamped.
     let clamped = if method.id().searches() && !problem.interleaved() {
@@ -325,41 +338,11 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
             outcome,
             evaluation: None,
             pipeline_memory: None,
+            cluster: None,
         });
     };
+    let evaluation = checked_evaluation(method, problem, placement)?;
     let latency_rules = matches!(problem.objective, Objective::Latency { .. });
-    let mut evaluation = evaluate(problem.workload, placement, latency_rules);
-    if problem.interleaved() {
-        // A device holds several chunks, which are not one contiguous set: the chain of
-        // chunks (checked with the memory below) is what the plan promises instead. One
-        // sample's latency would run each chunk (forward and backward passes) as one call,
-        // which no training graph can: it is not computed.
-        evaluation.non_contiguous.clear();
-        evaluation.latency = None;
-    }
-    if let Some(v) = evaluation.violations.first() {
-        return Err(SolveError::Check(format!(
-            "{} produced an invalid plan: {v}",
-            method.name()
-        )));
-    }
-    if problem.contiguous && !problem.interleaved() {
-        if let Some(v) = evaluation.non_contiguous.first() {
-            return Err(SolveError::Check(format!(
-                "{} promised a contiguous plan: {v}",
-                method.name()
-            )));
-        }
-    }
-    if let Objective::Latency { pieces } = problem.objective {
-        if evaluation.max_pieces() > pieces {
-            return Err(SolveError::Check(format!(
-                "{} produced {} pieces on one accelerator, more than the {pieces} allowed",
-                method.name(),
-                evaluation.max_pieces()
-            )));
-        }
-    }
     let pipeline_memory = match &problem.pipeline {
         Some(pipeline) => Some(checked_pipeline_memory(
             method,
@@ -394,7 +377,77 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         outcome,
         evaluation: Some(evaluation),
         pipeline_memory,
+        cluster: None,
     })
+}
+
+/// The scorer's evaluation of `method`'s `placement` for `problem` (under the interleaved
+/// schedule without contiguity or latency: its chain of chunks is checked with the memory);
+/// an error when the plan breaks a rule, a promised contiguity or the piece limit.
+fn checked_evaluation(
+    method: &dyn Method,
+    problem: &Problem,
+    placement: &Placement,
+) -> Result<Evaluation, SolveError> {
+    let latency_rules = matches!(problem.objective, Objective::Latency { .. });
+    let mut evaluation = evaluate(problem.workload, placement, latency_rules);
+    if problem.interleaved() {
+        // A device holds several chunks, which are not one contiguous set: the chain of
+        // chunks (checked with the memory below) is what the plan promises instead. One
+        // sample's latency would run each chunk (forward and backward passes) as one call,
+        // which no training graph can: it is not computed.
+        evaluation.non_contiguous.clear();
+        evaluation.latency = None;
+    }
+    if let Some(v) = evaluation.violations.first() {
+        return Err(SolveError::Check(format!(
+            "{} produced an invalid plan: {v}",
+            method.name()
+        )));
+    }
+    if problem.contiguous && !problem.interleaved() {
+        if let Some(v) = evaluation.non_contiguous.first() {
+            return Err(SolveError::Check(format!(
+                "{} promised a contiguous plan: {v}",
+                method.name()
+            )));
+        }
+    }
+    if let Objective::Latency { pieces } = problem.objective {
+        if evaluation.max_pieces() > pieces {
+            return Err(SolveError::Check(format!(
+                "{} produced {} pieces on one accelerator, more than the {pieces} allowed",
+                method.name(),
+                evaluation.max_pieces()
+            )));
+        }
+    }
+    Ok(evaluation)
+}
+
+/// [`plan`] on a workload with a cluster: the cluster method chosen for `method`
+/// ([`cluster::plan::OnCluster::choose`]; `auto` is the cluster DP) plans it and the
+/// cluster scorer checks the plan ([`cluster::plan`]).
+fn plan_on_cluster(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
+    let chosen = cluster::plan::OnCluster::choose(method.id(), problem)?;
+    let checked = chosen.plan(problem)?;
+    Ok(Plan {
+        outcome: checked.outcome(),
+        evaluation: None,
+        pipeline_memory: None,
+        cluster: Some(checked),
+    })
+}
+
+/// Whether `method` plans `problem`: on one machine, [`Method::supports`]; on a cluster,
+/// whether a cluster method answers for it ([`cluster::plan::ClusterMethod::choose`]).
+pub fn supports(method: &dyn Method, problem: &Problem) -> Result<(), Unsupported> {
+    if problem.workload.cluster().is_some() {
+        return cluster::plan::OnCluster::choose(method.id(), problem)
+            .map(|_| ())
+            .map_err(Unsupported::OnCluster);
+    }
+    method.supports(problem)
 }
 
 /// The scorer's memory of every device under `pipeline`; an error if an accelerator
@@ -402,7 +455,7 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
 fn checked_pipeline_memory(
     method: &dyn Method,
     w: &Workload,
-    placement: &crate::model::Placement,
+    placement: &Placement,
     pipeline: &Pipeline,
 ) -> Result<Vec<DeviceMemory>, SolveError> {
     let limit = w.devices().memory_per_accelerator_bytes;

@@ -743,117 +743,203 @@ fn solve_with(
     let (p, folded) = prepare(w, costs);
     check_size(&p)?;
     let budget = limits.budget();
-    let mut bound = upper_bound;
-    let mut pairs = 0;
-    // With Tracking::Best: the optimum over the prefixes and its plan, held in case the full
-    // run stops; and the lower bound of `bounds`.
-    let mut fallback: Option<(f64, Placement)> = None;
-    let mut lower = 0.0;
-    let stopped = |reason, states, pairs, fallback: Option<(f64, Placement)>, lower: f64| {
-        Ok(ClusterDpResult {
-            best: fallback,
-            per_usage: Vec::new(),
-            ideals: 0,
-            states,
-            pairs,
-            folded,
-            lower_bound: lower,
-            stopped: Some(reason),
-        })
+    let mut held = Held {
+        fallback: None,
+        bound: upper_bound,
+        lower: 0.0,
+        pairs: 0,
+        folded,
     };
-    // A plan of value `value` (the prefixes' `best`, or the caller's) that meets the lower
-    // bound is optimal: nothing is left to search.
-    let proven = |best: Option<(f64, Placement)>, value: f64, pairs| {
-        Ok(ClusterDpResult {
-            lower_bound: best.as_ref().map_or(value, |b| b.0),
-            best,
-            per_usage: Vec::new(),
-            ideals: 0,
-            states: 0,
-            pairs,
-            folded,
-            stopped: None,
-        })
-    };
-    if tracking == Tracking::Best && meets_bound(upper_bound, lower_bound) {
-        return proven(None, upper_bound, 0);
-    }
     if tracking == Tracking::Best {
+        // A plan of the caller's value that meets the lower bound is optimal.
+        if meets_bound(upper_bound, lower_bound) {
+            return Ok(held.proven());
+        }
         match best_over_prefixes(&p, costs, (lower_bound, upper_bound), tail_test, &budget)? {
             Prefixes::Stopped {
                 reason,
                 states,
                 pairs,
                 lower,
-            } => return stopped(reason, states, pairs, None, lower),
+            } => {
+                return Ok(Held {
+                    pairs,
+                    lower,
+                    ..held
+                }
+                .stopped(reason, states))
+            }
             Prefixes::Done {
                 best,
-                bound: b,
-                lower: l,
-                pairs: n,
+                bound,
+                lower,
+                pairs,
             } => {
-                (fallback, bound, lower, pairs) = (best, b, l, n);
+                held = Held {
+                    fallback: best,
+                    bound,
+                    lower,
+                    pairs,
+                    folded,
+                };
             }
         }
-        if meets_bound(bound, lower) {
-            return proven(fallback, bound, pairs);
+        if meets_bound(held.bound, held.lower) {
+            return Ok(held.proven());
         }
     }
-    let limit = limits.max_ideals;
-    let enumerated = enumerate_ideals(&p, limit, &budget);
-    let ideals = match enumerated {
-        Ok(ideals) => ideals,
-        // The prefixes' optimum is a plan: keep it, stating why it is not proven.
-        Err(SolveError::TooManyIdeals { .. }) if fallback.is_some() => {
-            return stopped(StopReason::IdealLimit { limit }, 0, pairs, fallback, lower);
-        }
-        Err(SolveError::Stopped { reason, .. }) => {
-            return stopped(reason.into(), 0, pairs, fallback, lower)
-        }
-        Err(e) => return Err(e),
+    let full_run = FullRun {
+        p: &p,
+        tracking,
+        tail_test,
+        budget: &budget,
     };
-    let data = match ideal_data(&p, Family::All(ideals), &budget) {
-        Ok(data) => data,
-        Err(SolveError::Stopped { reason, .. }) => {
-            return stopped(reason.into(), 0, pairs, fallback, lower)
+    match full_run.table(limits.max_ideals, held)? {
+        Full::Table(data, table, held) => Ok(full_run.optimum(&data, &table, costs, held)),
+        Full::Stopped(result) => Ok(result),
+    }
+}
+
+/// What the cluster DP holds before its full run: the optimum over the prefixes and its
+/// plan (`fallback`, with [`Tracking::Best`]), the upper bound the run prunes with, the
+/// lower bound of [`bounds`], the pairs relaxed so far and the leaves folded.
+struct Held {
+    fallback: Option<(f64, Placement)>,
+    bound: f64,
+    lower: f64,
+    pairs: u64,
+    folded: usize,
+}
+
+impl Held {
+    /// The run stopped (`reason`) after keeping `states`: the prefixes' plan, if any, with
+    /// the lower bound.
+    fn stopped(self, reason: StopReason, states: usize) -> ClusterDpResult {
+        ClusterDpResult {
+            best: self.fallback,
+            per_usage: Vec::new(),
+            ideals: 0,
+            states,
+            pairs: self.pairs,
+            folded: self.folded,
+            lower_bound: self.lower,
+            stopped: Some(reason),
         }
-        Err(e) => return Err(e),
-    };
-    let count = data.ideals.len();
-    let table = match run(&p, &data, tracking, bound, tail_test, &budget) {
-        Run::Done(table, n) => {
-            pairs += n;
-            table
+    }
+
+    /// The plan in hand (the prefixes', else the caller's value `bound`) meets the lower
+    /// bound: optimal, nothing is left to search.
+    fn proven(self) -> ClusterDpResult {
+        ClusterDpResult {
+            lower_bound: self.fallback.as_ref().map_or(self.bound, |b| b.0),
+            best: self.fallback,
+            per_usage: Vec::new(),
+            ideals: 0,
+            states: 0,
+            pairs: self.pairs,
+            folded: self.folded,
+            stopped: None,
         }
-        Run::Stopped(reason, states, n) => {
-            let r = stopped(reason, states, pairs + n, fallback, lower);
-            return r.map(|r| ClusterDpResult { ideals: count, ..r });
+    }
+}
+
+/// The full run over every ideal of the prepared graph `p`.
+struct FullRun<'a> {
+    p: &'a Prepared,
+    tracking: Tracking,
+    tail_test: bool,
+    budget: &'a Budget,
+}
+
+/// The full run's table with its ideals, or the result of a run that stopped first.
+enum Full {
+    Table(Box<IdealData>, Vec<Vec<State>>, Held),
+    Stopped(ClusterDpResult),
+}
+
+impl FullRun<'_> {
+    /// Enumerates the ideals (at most `limit`), their data and the DP's table of states
+    /// per ideal, pruned above `held.bound`. A stop keeps the prefixes' plan, stating why
+    /// it is not proven (the ideal limit, time, Ctrl-C, memory).
+    fn table(&self, limit: usize, mut held: Held) -> Result<Full, SolveError> {
+        let p = self.p;
+        let ideals = match enumerate_ideals(p, limit, self.budget) {
+            Ok(ideals) => ideals,
+            Err(SolveError::TooManyIdeals { .. }) if held.fallback.is_some() => {
+                return Ok(Full::Stopped(
+                    held.stopped(StopReason::IdealLimit { limit }, 0),
+                ));
+            }
+            Err(SolveError::Stopped { reason, .. }) => {
+                return Ok(Full::Stopped(held.stopped(reason.into(), 0)))
+            }
+            Err(e) => return Err(e),
+        };
+        let data = match ideal_data(p, Family::All(ideals), self.budget) {
+            Ok(data) => data,
+            Err(SolveError::Stopped { reason, .. }) => {
+                return Ok(Full::Stopped(held.stopped(reason.into(), 0)))
+            }
+            Err(e) => return Err(e),
+        };
+        let count = data.ideals.len();
+        match run(
+            p,
+            &data,
+            self.tracking,
+            held.bound,
+            self.tail_test,
+            self.budget,
+        ) {
+            Run::Done(table, n) => {
+                held.pairs += n;
+                Ok(Full::Table(Box::new(data), table, held))
+            }
+            Run::Stopped(reason, states, n) => {
+                held.pairs += n;
+                Ok(Full::Stopped(ClusterDpResult {
+                    ideals: count,
+                    ..held.stopped(reason, states)
+                }))
+            }
         }
-    };
-    let full = count - 1;
-    let states: usize = table.iter().map(Vec::len).sum();
-    let finals = &table[full];
-    let best = finals
-        .iter()
-        .enumerate()
-        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    let best = best.map(|(s, st)| (st.value, reconstruct(&p, &data, &table, full, s, costs)));
-    let per_usage = if tracking == Tracking::PerUsage {
-        per_usage_plans(&p, &data, &table, costs)
-    } else {
-        Vec::new()
-    };
-    let lower_bound = best.as_ref().map_or(f64::INFINITY, |b| b.0);
-    Ok(ClusterDpResult {
-        best,
-        per_usage,
-        ideals: count,
-        states,
-        pairs,
-        folded,
-        lower_bound,
-        stopped: None,
-    })
+    }
+
+    /// The optimum of a finished table: the least value over the states of the full ideal
+    /// and its plan (∞ and none when no plan exists), with [`Tracking::PerUsage`] the best
+    /// plan per usage vector.
+    fn optimum(
+        &self,
+        data: &IdealData,
+        table: &[Vec<State>],
+        costs: &ClusterCosts,
+        held: Held,
+    ) -> ClusterDpResult {
+        let p = self.p;
+        let full = data.ideals.len() - 1;
+        let states: usize = table.iter().map(Vec::len).sum();
+        let best = table[full]
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+        let best = best.map(|(s, st)| (st.value, reconstruct(p, data, table, full, s, costs)));
+        let per_usage = if self.tracking == Tracking::PerUsage {
+            per_usage_plans(p, data, table, costs)
+        } else {
+            Vec::new()
+        };
+        let lower_bound = best.as_ref().map_or(f64::INFINITY, |b| b.0);
+        ClusterDpResult {
+            best,
+            per_usage,
+            ideals: data.ideals.len(),
+            states,
+            pairs: held.pairs,
+            folded: held.folded,
+            lower_bound,
+            stopped: None,
+        }
+    }
 }
 
 /// What the search over one topological order's prefixes ends with: its optimum (the

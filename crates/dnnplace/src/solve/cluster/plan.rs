@@ -19,6 +19,13 @@
 //! Per-usage optima ([`Tracking::PerUsage`]) are checked the same way, each against its own
 //! value; the sweep and the cheapest-cluster search ([`super::sweep`]) read only checked
 //! plans.
+//!
+//! **Behind [`Method`].** [`OnCluster`] is the cluster planner as a method: [`crate::solve::plan`]
+//! sends every problem whose workload has a cluster to the [`ClusterMethod`] that
+//! [`ClusterMethod::choose`] picks for the method asked for (`auto` is the cluster DP) and
+//! returns its checked [`ClusterPlan`] beside the [`Outcome`]; `compare` on a cluster runs
+//! the same loop. [`plan_on_cluster`] stays the room's inner step, for the sweep's per-usage
+//! optima ([`Tracking::PerUsage`]).
 
 use std::time::Instant;
 
@@ -36,7 +43,10 @@ use crate::solve::learned::brkga::Genetic;
 use crate::solve::learned::policy_gradient::PolicyGradient;
 use crate::solve::learned::TracePoint;
 use crate::solve::milp::LoadBoundUse;
-use crate::solve::{Limits, Method, MethodId, Objective, Problem, SolveError, Status, StopReason};
+use crate::solve::{
+    Limits, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
+    Unsupported,
+};
 
 /// How a cluster plan is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +114,16 @@ impl ClusterMethod {
         Ok(chosen)
     }
 
+    /// The method this cluster method answers for.
+    pub fn id(self) -> MethodId {
+        match self {
+            ClusterMethod::Dp => MethodId::Dp,
+            ClusterMethod::BruteForce => MethodId::BruteForce,
+            ClusterMethod::Ip { .. } => MethodId::Ip,
+            ClusterMethod::Learned { method, .. } => method,
+        }
+    }
+
     /// Whether the method's plans are contiguous on the cluster.
     pub fn contiguous(self) -> bool {
         match self {
@@ -160,6 +180,98 @@ pub struct ClusterPlan {
     /// (`None` and empty for the other methods).
     pub evaluations: Option<u64>,
     pub trace: Vec<TracePoint>,
+}
+
+impl ClusterPlan {
+    /// The run as every method reports it: the best plan and its value; the bound (the
+    /// value itself when proven); the status (`Optimal`, `Feasible` with the stop reason,
+    /// `NoPlan` when it stopped without one, `Infeasible` when it proved there is none).
+    pub fn outcome(&self) -> Outcome {
+        let value = self.best.as_ref().map_or(f64::INFINITY, |b| b.value);
+        let status = match (&self.best, &self.stopped) {
+            (Some(_), None) => Status::Optimal,
+            (Some(_), Some(reason)) => Status::Feasible {
+                reason: reason.clone(),
+            },
+            (None, Some(reason)) => Status::NoPlan {
+                reason: reason.clone(),
+            },
+            (None, None) => Status::infeasible(if self.method.contiguous() {
+                "no contiguous plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)"
+            } else {
+                "no plan fits the cluster (memory per type, CPU-only nodes)"
+            }),
+        };
+        Outcome {
+            method: self.method.id(),
+            placement: self.best.as_ref().map(|b| b.placement.clone()),
+            objective: value,
+            bound: if self.stopped.is_none() {
+                value
+            } else {
+                self.lower_bound
+            },
+            status,
+            stats: Stats {
+                time_s: self.time_s,
+                path: Some(self.source.to_string()),
+                ideals: Some(self.ideals),
+                notes: self.notes.clone(),
+                trace: self.trace.clone(),
+                evaluations: self.evaluations,
+                ..Stats::default()
+            },
+        }
+    }
+}
+
+/// A cluster method behind [`Method`] (module documentation): the cluster DP, brute force,
+/// the cluster IP or a search placer, on the problem's workload and cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OnCluster(pub ClusterMethod);
+
+impl OnCluster {
+    /// The cluster method that plans `problem` for the method `id` asked for
+    /// ([`ClusterMethod::choose`]).
+    pub fn choose(id: MethodId, problem: &Problem) -> Result<OnCluster, ClusterRefusal> {
+        ClusterMethod::choose(id, problem.objective, problem.contiguous).map(OnCluster)
+    }
+
+    /// Plans `problem` (its workload must have a cluster) and checks the plan.
+    pub fn plan(&self, problem: &Problem) -> Result<ClusterPlan, SolveError> {
+        if problem.pipeline.is_some() {
+            return Err(SolveError::Unsupported {
+                method: self.name().into(),
+                what: Unsupported::ClusterSchedule.to_string(),
+            });
+        }
+        plan_on_cluster(problem.workload, &problem.limits, self.0, Tracking::Best)
+    }
+}
+
+impl Method for OnCluster {
+    fn id(&self) -> MethodId {
+        self.0.id()
+    }
+
+    fn supports(&self, problem: &Problem) -> Result<(), Unsupported> {
+        if problem.workload.cluster().is_none() {
+            return Err(Unsupported::NoCluster);
+        }
+        if problem.pipeline.is_some() {
+            return Err(Unsupported::ClusterSchedule);
+        }
+        OnCluster::choose(self.id(), problem)
+            .map(|_| ())
+            .map_err(Unsupported::OnCluster)
+    }
+
+    /// The plan space and objective are the problem's (a `Learned` or `Ip` value's own
+    /// flags are replaced by them, as [`OnCluster::choose`] sets them).
+    fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        let chosen = OnCluster::choose(self.id(), problem)?;
+        Ok(chosen.plan(problem)?.outcome())
+    }
 }
 
 fn close(a: f64, b: f64) -> bool {

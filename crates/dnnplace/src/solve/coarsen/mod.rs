@@ -42,7 +42,7 @@ pub mod refine;
 use crate::model::contraction::{class_index, Contraction};
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Node, Placement, Workload, WorkloadError};
-use crate::score::evaluate;
+use crate::score::{evaluate, Evaluation};
 use crate::solve::budget::Budget;
 use crate::solve::ideals;
 use crate::solve::milp::load_bounds::{LowerBound, Tests};
@@ -243,6 +243,80 @@ fn build_hierarchy(
     (h, first_candidate)
 }
 
+/// The levels the DP may run on: the candidates (from `first_candidate`, or from the
+/// first level of at most `settings.target` groups, to the coarsest), scanned from the
+/// coarsest, kept while the lattice estimate fits `limit` ideals; the coarsest alone when
+/// none fits (the DP then tries it). Coarsest first.
+fn choose_levels(
+    w: &Workload,
+    c0: &Contraction,
+    h: &Hierarchy,
+    first_candidate: usize,
+    settings: &CoarsenSettings,
+    limit: usize,
+    budget: &Budget,
+) -> Vec<usize> {
+    let sizes = h.sizes();
+    // Candidate levels, finest first, ending at the coarsest.
+    let mut candidates: Vec<usize> = (first_candidate..h.levels.len()).collect();
+    if let Some(target) = settings.target {
+        let at = candidates
+            .iter()
+            .position(|&l| sizes[l] <= target)
+            .unwrap_or(candidates.len() - 1);
+        candidates.drain(..at);
+    }
+    // The finest candidate whose lattice fits, scanning from the coarsest.
+    let mut chosen: Vec<usize> = Vec::new();
+    for &l in candidates.iter().rev() {
+        let map = h.groups_to(l);
+        if !lattice_size_within(&level_contraction(w, c0, &map, &h.levels[l]), limit, budget)
+            .may_fit()
+        {
+            break;
+        }
+        chosen.push(l);
+        if budget.is_exhausted() {
+            break;
+        }
+    }
+    if chosen.is_empty() {
+        // Even the coarsest level is too wide for the estimate: let the DP try it.
+        chosen.push(*candidates.last().expect("a level"));
+    }
+    chosen
+}
+
+/// The refined plan on the nodes (node `v` on the device of its group's stage) and the
+/// scorer's evaluation of it; an error when the scorer finds it invalid or not contiguous.
+fn scored_placement(
+    w: &Workload,
+    c0: &Contraction,
+    plan: &StagePlan,
+) -> Result<(Placement, Evaluation), SolveError> {
+    let stage_device = plan.stage_devices();
+    let placement = Placement::new(
+        (0..w.len())
+            .map(|v| stage_device[plan.stage_of[c0.group_of[v]] as usize])
+            .collect(),
+    )
+    .canonical();
+    let e = evaluate(w, &placement, false);
+    if !e.is_valid() || !e.is_contiguous() {
+        let why = e
+            .violations
+            .iter()
+            .chain(&e.non_contiguous)
+            .next()
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        return Err(SolveError::Check(format!(
+            "the refined coarse plan is rejected by the scorer: {why}"
+        )));
+    }
+    Ok((placement, e))
+}
+
 /// Solves the contiguous max-load problem of `w` on a coarsened graph (module
 /// documentation). `Err` only for internal failures; `Ok(None)` when no level gives a
 /// plan (the DP found none on any level it could run on). What each level gave, and why
@@ -272,39 +346,8 @@ pub fn solve(
         started.elapsed().as_secs_f64()
     ));
 
-    // Candidate levels, finest first, ending at the coarsest.
     let limit = coarse_ideal_limit(budget.remaining_s(), limits.max_ideals);
-    let mut candidates: Vec<usize> = (first_candidate..h.levels.len()).collect();
-    if let Some(target) = settings.target {
-        let at = candidates
-            .iter()
-            .position(|&l| sizes[l] <= target)
-            .unwrap_or(candidates.len() - 1);
-        candidates.drain(..at);
-    }
-    // The finest candidate whose lattice fits, scanning from the coarsest.
-    let mut chosen: Vec<usize> = Vec::new();
-    for &l in candidates.iter().rev() {
-        let map = h.groups_to(l);
-        if !lattice_size_within(
-            &level_contraction(w, &c0, &map, &h.levels[l]),
-            limit,
-            budget,
-        )
-        .may_fit()
-        {
-            break;
-        }
-        chosen.push(l);
-        if budget.is_exhausted() {
-            break;
-        }
-    }
-    if chosen.is_empty() {
-        // Even the coarsest level is too wide for the estimate: let the DP try it.
-        chosen.push(*candidates.last().expect("a level"));
-    }
-
+    let chosen = choose_levels(w, &c0, &h, first_candidate, settings, limit, budget);
     notes.push(format!(
         "lattice estimates done at {:.2} s",
         started.elapsed().as_secs_f64()
@@ -344,26 +387,7 @@ pub fn solve(
         .ok_or_else(|| SolveError::Check("the coarse DP's plan is not contiguous".into()))?;
 
     let (plan, moves) = refine_down(&h, plan, dp_level, memory, budget, notes);
-    let stage_device = plan.stage_devices();
-    let placement = Placement::new(
-        (0..w.len())
-            .map(|v| stage_device[plan.stage_of[c0.group_of[v]] as usize])
-            .collect(),
-    )
-    .canonical();
-    let e = evaluate(w, &placement, false);
-    if !e.is_valid() || !e.is_contiguous() {
-        let why = e
-            .violations
-            .iter()
-            .chain(&e.non_contiguous)
-            .next()
-            .map(|v| v.to_string())
-            .unwrap_or_default();
-        return Err(SolveError::Check(format!(
-            "the refined coarse plan is rejected by the scorer: {why}"
-        )));
-    }
+    let (placement, e) = scored_placement(w, &c0, &plan)?;
     notes.push(format!(
         "refinement: {moves} moves, max load {} -> {} (done at {:.2} s)",
         dp_objective,

@@ -146,6 +146,68 @@ pub struct ModelSize {
     pub rows: usize,
 }
 
+impl ModelSize {
+    /// The model's size and build time, for the run's notes.
+    fn note(&self, started: Instant, scales: &Scales) -> String {
+        format!(
+            "{} units, {} transfers, {} columns, {} rows, built {:.2} s after the start; times × {}, bytes × {}",
+            self.units,
+            self.transfers,
+            self.columns,
+            self.rows,
+            started.elapsed().as_secs_f64(),
+            scales.time,
+            scales.bytes
+        )
+    }
+}
+
+/// A held plan whose TPS `v` meets the lower bound, `v ≤ lower · (1 + gap)`, is optimal:
+/// its outcome without running HiGHS (bound `min(lower, v)`); `None` otherwise.
+fn held_meets_bound(
+    held: Option<&(f64, Placement)>,
+    lower: f64,
+    limits: &Limits,
+    stats: &Stats,
+    started: Instant,
+) -> Option<Outcome> {
+    let (value, p) = held?;
+    if *value > lower * (1.0 + limits.mip_gap.unwrap_or(DEFAULT_GAP)) {
+        return None;
+    }
+    let mut stats = stats.clone();
+    stats.notes.push(format!(
+        "the held plan's TPS {value} meets the lower bound {lower}: optimal, HiGHS not run"
+    ));
+    stats.time_s = started.elapsed().as_secs_f64();
+    Some(Outcome {
+        method: crate::solve::MethodId::Ip,
+        placement: Some(p.clone()),
+        objective: *value,
+        bound: lower.min(*value),
+        status: Status::Optimal,
+        stats: Stats {
+            provenance: Some(Provenance::Held),
+            ..stats
+        },
+    })
+}
+
+/// How HiGHS's run ended (stopped early, or its status, time and nodes) and the second
+/// opinions on its answer, as notes.
+fn note_run(solved: &Solved, stats: &mut Stats) {
+    match &solved.stopped {
+        Some(reason) => stats
+            .notes
+            .push(format!("HiGHS not run to the end: {reason}")),
+        None => stats.notes.push(format!(
+            "HiGHS: {:?} after {:.2} s, {} nodes",
+            solved.status, solved.time_s, solved.nodes
+        )),
+    }
+    (stats.notes).extend(solved.checks.iter().map(super::second_opinion::Check::note));
+}
+
 /// Minimises the max load (`objective` throughput) or `max FW + max BW` (sync) of `w` on
 /// the cluster of `costs` by HiGHS, over non-contiguous plans or (`contiguous`) the
 /// cluster DP's plan space, within `limits` (time counted from the call). `held`: a plan to start from (warm start, and returned when the IP
@@ -200,26 +262,8 @@ pub fn solve(
     }
     let transfers = transfers(w, costs, &ip.units.group_of, sync);
     let lower = ip.with_set_bound(limits, lower, &mut stats);
-    if let Some((value, p)) = &held {
-        // A held plan that meets the bound is optimal: nothing to search.
-        if *value <= lower * (1.0 + limits.mip_gap.unwrap_or(DEFAULT_GAP)) {
-            stats.notes.push(format!(
-                "the held plan's TPS {value} meets the lower bound {lower}: optimal, HiGHS not run"
-            ));
-            stats.time_s = started.elapsed().as_secs_f64();
-            let outcome = Outcome {
-                method: crate::solve::MethodId::Ip,
-                placement: Some(p.clone()),
-                objective: *value,
-                bound: lower.min(*value),
-                status: Status::Optimal,
-                stats: Stats {
-                    provenance: Some(Provenance::Held),
-                    ..stats
-                },
-            };
-            return Ok((outcome, ModelSize::default()));
-        }
+    if let Some(outcome) = held_meets_bound(held.as_ref(), lower, limits, &stats, started) {
+        return Ok((outcome, ModelSize::default()));
     }
     let scales = Scales::of(&ip, &transfers, held.as_ref().map(|h| h.0), lower);
     let mut b = Builder::within(limits.budget());
@@ -230,16 +274,7 @@ pub fn solve(
         columns: b.columns(),
         rows: b.rows,
     };
-    stats.notes.push(format!(
-        "{} units, {} transfers, {} columns, {} rows, built {:.2} s after the start; times × {}, bytes × {}",
-        size.units,
-        size.transfers,
-        size.columns,
-        size.rows,
-        started.elapsed().as_secs_f64(),
-        scales.time,
-        scales.bytes
-    ));
+    stats.notes.push(size.note(started, &scales));
     let warm = held
         .as_ref()
         .and_then(|(_, p)| model.warm_values(&ip.units, &p.assignment));
@@ -252,16 +287,7 @@ pub fn solve(
     };
     let solved = run_to_bound(b, &problem, started, warm.as_deref(), lower * scales.time)?;
     let best = ip.best_plan(&model, &solved, held, &scales, &mut stats)?;
-    match &solved.stopped {
-        Some(reason) => stats
-            .notes
-            .push(format!("HiGHS not run to the end: {reason}")),
-        None => stats.notes.push(format!(
-            "HiGHS: {:?} after {:.2} s, {} nodes",
-            solved.status, solved.time_s, solved.nodes
-        )),
-    }
-    (stats.notes).extend(solved.checks.iter().map(super::second_opinion::Check::note));
+    note_run(&solved, &mut stats);
     stats.time_s = started.elapsed().as_secs_f64();
     let outcome = match best {
         Some((value, placement, _)) => with_plan(

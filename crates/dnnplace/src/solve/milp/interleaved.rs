@@ -123,11 +123,6 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     };
     let p = devices.accelerators;
     let v = pipeline.schedule.chunks();
-    let budget = problem.limits.budget();
-    let stats = Stats {
-        groups: Some(units.len()),
-        ..Stats::default()
-    };
     if p == 0 {
         return Ok(Outcome {
             method: crate::solve::MethodId::Ip,
@@ -137,7 +132,10 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             status: Status::infeasible(
                 "the interleaved schedule runs on accelerators only, and the workload has none",
             ),
-            stats,
+            stats: Stats {
+                groups: Some(units.len()),
+                ..Stats::default()
+            },
         });
     }
     let unsupported = |e: crate::model::schedule::ScheduleError| SolveError::Unsupported {
@@ -149,7 +147,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(unsupported)?;
     let columns = ((2 * p * v + p) * units.len()) as f64;
-    let (mut ip, mut b) = match LoadModel::start(problem, started, budget, stats, columns) {
+    let (mut ip, mut b) = match LoadModel::start(problem, started, &units, columns) {
         Ok(started) => started,
         Err(refused) => return Ok(*refused),
     };
@@ -201,16 +199,14 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let warm_values = warm
         .as_ref()
         .and_then(|c| model.warm_values(&c.placement, &rho));
-    ip.stats.notes.push(format!(
-        "{} groups, {p} devices x {v} chunks = {} stages, {} hyperedges, {memory_rows} memory rows, {} columns, {} rows",
+    let size = format!(
+        "{} groups, {p} devices x {v} chunks = {} stages, {} hyperedges, {memory_rows} memory rows",
         units.len(),
         model.stages(),
-        hyperedges.len(),
-        b.columns(),
-        b.rows
-    ));
+        hyperedges.len()
+    );
     let lower = bounds.objective(false);
-    ip.solve(b, warm, warm_values.as_deref(), lower, |values| {
+    ip.solve(b, size, warm, warm_values.as_deref(), lower, |values| {
         model.placement(values, &rho)
     })
 }

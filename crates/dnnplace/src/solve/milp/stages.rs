@@ -81,7 +81,7 @@ use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::recompute::{output_bytes, Recompute};
 use crate::model::schedule::{held_bytes, Pipeline};
 use crate::model::{Device, DeviceSet, Placement, Workload};
-use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
+use crate::solve::{Objective, Outcome, Problem, SolveError};
 
 /// Solves the contiguous throughput or sync IP as a chain of stages.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
@@ -91,18 +91,13 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let (units, arcs) = units(w, true);
     let devices = w.devices();
 
-    let budget = problem.limits.budget();
-    let stats = Stats {
-        groups: Some(units.len()),
-        ..Stats::default()
-    };
     let (k, l, n_units) = (
         devices.accelerators as f64,
         devices.cpus as f64,
         units.len() as f64,
     );
     let columns = 3.0 * (k + l) * n_units;
-    let (mut ip, mut b) = match LoadModel::start(problem, started, budget, stats, columns) {
+    let (mut ip, mut b) = match LoadModel::start(problem, started, &units, columns) {
         Ok(started) => started,
         Err(refused) => return Ok(*refused),
     };
@@ -136,16 +131,14 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let warm_values = warm
         .as_ref()
         .and_then(|c| model.warm_values(&c.placement, &arcs, devices, w, &rho));
-    ip.stats.notes.push(format!(
-        "{} groups, {} stages, {} hyperedges, {} columns, {} rows",
+    let size = format!(
+        "{} groups, {} stages, {} hyperedges",
         units.len(),
         model.stages(),
-        hyperedges.len(),
-        b.columns(),
-        b.rows
-    ));
+        hyperedges.len()
+    );
     let lower = bounds.objective(sync);
-    ip.solve(b, warm, warm_values.as_deref(), lower, |values| {
+    ip.solve(b, size, warm, warm_values.as_deref(), lower, |values| {
         model.placement(values, &rho)
     })
 }

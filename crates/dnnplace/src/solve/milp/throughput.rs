@@ -63,18 +63,13 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let (units, arcs) = units(w, problem.contiguous);
     let devices = w.devices();
 
-    let budget = problem.limits.budget();
-    let stats = Stats {
-        groups: Some(units.len()),
-        ..Stats::default()
-    };
     let (k, l, n_units) = (
         devices.accelerators as f64,
         devices.cpus as f64,
         units.len() as f64,
     );
     let columns = (k + l) * n_units + k * (n_units + arcs.len() as f64);
-    let (mut ip, mut b) = match LoadModel::start(problem, started, budget, stats, columns) {
+    let (mut ip, mut b) = match LoadModel::start(problem, started, &units, columns) {
         Ok(started) => started,
         Err(refused) => return Ok(*refused),
     };
@@ -94,15 +89,9 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
 
     let warm = dp_warm_start(problem, &mut ip.stats);
     let warm_values = warm.as_ref().and_then(|c| model.warm_values(&c.placement));
-    ip.stats.notes.push(format!(
-        "{} units, {} hyperedges, {} columns, {} rows",
-        units.len(),
-        hyperedges.len(),
-        b.columns(),
-        b.rows
-    ));
+    let size = format!("{} units, {} hyperedges", units.len(), hyperedges.len());
     let lower = bounds.objective(sync);
-    ip.solve(b, warm, warm_values.as_deref(), lower, |values| {
+    ip.solve(b, size, warm, warm_values.as_deref(), lower, |values| {
         model.placement(values)
     })
 }
@@ -301,15 +290,20 @@ pub(crate) struct LoadModel<'p> {
 }
 
 impl<'p> LoadModel<'p> {
-    /// The builder for a model of `columns` columns within `budget`; the no-plan outcome
+    /// The builder for a model over `units` of `columns` columns within the problem's
+    /// budget (starting now), its statistics counting the units; the no-plan outcome
     /// naming the model when its estimated bytes pass the memory budget.
     pub(crate) fn start(
         problem: &'p Problem<'p>,
         started: Instant,
-        budget: Budget,
-        stats: Stats,
+        units: &Grouping,
         columns: f64,
     ) -> Result<(LoadModel<'p>, Builder), Box<Outcome>> {
+        let budget = problem.limits.budget();
+        let stats = Stats {
+            groups: Some(units.len()),
+            ..Stats::default()
+        };
         if let Some(outcome) = super::refuse_model_size(&budget, columns, &stats) {
             return Err(Box::new(outcome));
         }
@@ -347,15 +341,18 @@ impl<'p> LoadModel<'p> {
     }
 
     /// HiGHS on `b` from `warm_values` down to the bound `lower`; its plan read by
-    /// `placement`, and the outcome the better of it and `warm` ([`finish`]).
+    /// `placement`, and the outcome the better of it and `warm` ([`finish`]). `size` names
+    /// the model's parts; the note says it with the builder's columns and rows.
     pub(crate) fn solve(
-        self,
+        mut self,
         b: Builder,
+        size: String,
         warm: Option<Candidate>,
         warm_values: Option<&[f64]>,
         lower: f64,
         placement: impl FnOnce(&[f64]) -> Placement,
     ) -> Result<Outcome, SolveError> {
+        (self.stats.notes).push(format!("{size}, {} columns, {} rows", b.columns(), b.rows));
         let solved = run_to_bound(b, self.problem, self.started, warm_values, lower)?;
         let from_ip = solved.columns.as_deref().map(placement);
         finish(

@@ -134,6 +134,89 @@ fn lattice<'a>(
     })
 }
 
+/// A run that stopped (`reason`) without a plan, with the bound it proved.
+fn no_plan(reason: StopReason, bound: f64, stats: Stats) -> PiperOutcome {
+    PiperOutcome {
+        plan: None,
+        score: None,
+        value: f64::INFINITY,
+        bound,
+        status: Status::NoPlan { reason },
+        stats,
+    }
+}
+
+/// The outcome of the exact parametric search's `end`: its optimum re-scored by the
+/// evaluator (an internal error when they differ), infeasible, or, when it stopped, the
+/// better held plan (its own, else the relaxation's `relaxed`) with the bound
+/// `max(its bound, lower)`.
+fn exact_outcome(
+    ins: &PiperInstance,
+    end: dp::ExactEnd,
+    lower: f64,
+    relaxed: Option<(PiperPlan, PiperScore)>,
+    mut stats: Stats,
+) -> Result<PiperOutcome, PiperInternalError> {
+    match end {
+        dp::ExactEnd::Done {
+            value,
+            plan: Some(plan),
+            tests,
+        } => {
+            stats
+                .notes
+                .push(format!("parametric search: {tests} threshold tests"));
+            let score = evaluate_piper(ins, &plan)
+                .map_err(|e| PiperInternalError(format!("the exact search's plan: {e}")))?;
+            if (score.time_per_sample - value).abs() > TOLERANCE * value.max(1e-300) {
+                return Err(PiperInternalError(format!(
+                    "the exact search says {value}, the evaluator {}",
+                    score.time_per_sample
+                )));
+            }
+            Ok(PiperOutcome {
+                value: score.time_per_sample,
+                bound: value.min(score.time_per_sample),
+                plan: Some(plan),
+                score: Some(score),
+                status: Status::Optimal,
+                stats,
+            })
+        }
+        dp::ExactEnd::Done { plan: None, .. } => Ok(PiperOutcome {
+            plan: None,
+            score: None,
+            value: f64::INFINITY,
+            bound: f64::INFINITY,
+            status: Status::infeasible(
+                "no plan fits maxMemoryPerDevice with its micro-batches in flight",
+            ),
+            stats,
+        }),
+        dp::ExactEnd::Stopped {
+            reason,
+            best,
+            bound,
+        } => {
+            let reason: StopReason = reason.into();
+            let held = best
+                .and_then(|p| evaluate_piper(ins, &p).ok().map(|s| (p, s)))
+                .or(relaxed);
+            Ok(match held {
+                Some((plan, score)) => PiperOutcome {
+                    value: score.time_per_sample,
+                    bound: bound.max(lower).min(score.time_per_sample),
+                    plan: Some(plan),
+                    score: Some(score),
+                    status: Status::Feasible { reason },
+                    stats,
+                },
+                None => no_plan(reason, bound.max(lower), stats),
+            })
+        }
+    }
+}
+
 /// Solves `ins` (module docs). `max_ideals` bounds the lattice.
 pub fn solve_piper(
     ins: &PiperInstance,
@@ -141,19 +224,11 @@ pub fn solve_piper(
     budget: &Budget,
 ) -> Result<PiperOutcome, PiperInternalError> {
     let mut stats = Stats::default();
-    let stop = |reason: StopReason, bound: f64, stats: Stats| PiperOutcome {
-        plan: None,
-        score: None,
-        value: f64::INFINITY,
-        bound,
-        status: Status::NoPlan { reason },
-        stats,
-    };
     let lat = match lattice(ins, max_ideals, budget) {
         Ok(l) => l,
         Err(EnumerationStop::TooMany { .. }) => {
             stats.time_s = budget.elapsed_s();
-            return Ok(stop(
+            return Ok(no_plan(
                 StopReason::IdealLimit { limit: max_ideals },
                 0.0,
                 stats,
@@ -161,7 +236,7 @@ pub fn solve_piper(
         }
         Err(EnumerationStop::Budget { reason, .. }) => {
             stats.time_s = budget.elapsed_s();
-            return Ok(stop(reason.into(), 0.0, stats));
+            return Ok(no_plan(reason.into(), 0.0, stats));
         }
     };
     stats.ideals = Some(lat.ideals.len());
@@ -169,7 +244,7 @@ pub fn solve_piper(
         Ok(r) => r,
         Err(e) => {
             stats.time_s = budget.elapsed_s();
-            return Ok(stop(e.into(), 0.0, stats));
+            return Ok(no_plan(e.into(), 0.0, stats));
         }
     };
     stats.ideal_pairs = Some(pairs);
@@ -218,62 +293,5 @@ pub fn solve_piper(
         .map_or(f64::INFINITY, |(_, s)| s.time_per_sample);
     let end = dp::exact(&lat, lower, upper, budget);
     stats.time_s = budget.elapsed_s();
-    match end {
-        dp::ExactEnd::Done {
-            value,
-            plan: Some(plan),
-            tests,
-        } => {
-            stats
-                .notes
-                .push(format!("parametric search: {tests} threshold tests"));
-            let score = evaluate_piper(ins, &plan)
-                .map_err(|e| PiperInternalError(format!("the exact search's plan: {e}")))?;
-            if (score.time_per_sample - value).abs() > TOLERANCE * value.max(1e-300) {
-                return Err(PiperInternalError(format!(
-                    "the exact search says {value}, the evaluator {}",
-                    score.time_per_sample
-                )));
-            }
-            Ok(PiperOutcome {
-                value: score.time_per_sample,
-                bound: value.min(score.time_per_sample),
-                plan: Some(plan),
-                score: Some(score),
-                status: Status::Optimal,
-                stats,
-            })
-        }
-        dp::ExactEnd::Done { plan: None, .. } => Ok(PiperOutcome {
-            plan: None,
-            score: None,
-            value: f64::INFINITY,
-            bound: f64::INFINITY,
-            status: Status::infeasible(
-                "no plan fits maxMemoryPerDevice with its micro-batches in flight",
-            ),
-            stats,
-        }),
-        dp::ExactEnd::Stopped {
-            reason,
-            best,
-            bound,
-        } => {
-            let reason: StopReason = reason.into();
-            let held = best
-                .and_then(|p| evaluate_piper(ins, &p).ok().map(|s| (p, s)))
-                .or(relaxed_scored);
-            Ok(match held {
-                Some((plan, score)) => PiperOutcome {
-                    value: score.time_per_sample,
-                    bound: bound.max(lower).min(score.time_per_sample),
-                    plan: Some(plan),
-                    score: Some(score),
-                    status: Status::Feasible { reason },
-                    stats,
-                },
-                None => stop(reason, bound.max(lower), stats),
-            })
-        }
-    }
+    exact_outcome(ins, end, lower, relaxed_scored, stats)
 }
