@@ -531,8 +531,14 @@ fn random_mixed(seed: u64) -> (MixedTopology, Vec<Vec<ChainCosts>>, Space) {
             micro
                 .iter()
                 .map(|&b| {
-                    transformer_chain_with(&with_batch(&spec, b), dtype, &p, &tps, SequenceParallel::Off)
-                        .unwrap()
+                    transformer_chain_with(
+                        &with_batch(&spec, b),
+                        dtype,
+                        &p,
+                        &tps,
+                        SequenceParallel::Off,
+                    )
+                    .unwrap()
                 })
                 .collect()
         })
@@ -606,7 +612,12 @@ fn compare_mixed(seed: u64) -> Result<Option<usize>, TestCaseError> {
             Ok(Some(used.len()))
         }
         (a, b) => {
-            prop_assert!(false, "mixed search {:?} vs brute force {:?}", a.is_some(), b);
+            prop_assert!(
+                false,
+                "mixed search {:?} vs brute force {:?}",
+                a.is_some(),
+                b
+            );
             Ok(None)
         }
     }
@@ -641,12 +652,24 @@ fn mixed_search_on_one_type_is_the_free_search() {
         };
         let chains = vec![chains[0].clone()];
         let mixed = plan_mixed(&chains, &one, &space, None, &Budget::unlimited()).unwrap();
-        let free = plan_free(&chains[0], &one.groups[0], &space, None, &Budget::unlimited()).unwrap();
+        let free = plan_free(
+            &chains[0],
+            &one.groups[0],
+            &space,
+            None,
+            &Budget::unlimited(),
+        )
+        .unwrap();
         assert_eq!(mixed.status.kind(), free.status.kind(), "seed {seed}");
         if free.plan.is_some() {
             compared += 1;
             let tol = 1e-9 * free.value;
-            assert!((mixed.value - free.value).abs() <= tol, "seed {seed}: {} vs {}", mixed.value, free.value);
+            assert!(
+                (mixed.value - free.value).abs() <= tol,
+                "seed {seed}: {} vs {}",
+                mixed.value,
+                free.value
+            );
             assert!((mixed.bound - free.bound).abs() <= tol, "seed {seed}");
         }
     }
@@ -654,7 +677,7 @@ fn mixed_search_on_one_type_is_the_free_search() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(100))]
+    #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
     fn mixed_search_equals_brute_force(seed in any::<u64>()) {
         compare_mixed(seed)?;

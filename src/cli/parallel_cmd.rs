@@ -644,14 +644,22 @@ fn mixed_cluster(
     let names: Vec<&str> = cluster.types().iter().map(|t| t.name.as_str()).collect();
     if !args.parallel.free {
         return Err(CliError::Input(format!(
-            "--cluster {spec} has {} accelerator types ({}): uniform layouts run on one type; give --free to plan stages on several types",
+            "--cluster {spec} has {} accelerator types ({}): uniform layouts run on one accelerator type; give --free to plan stages on several types",
             names.len(),
             names.join(", ")
         )));
     }
     let refused = [
-        ("--report", args.report.is_some(), "the simulator's page covers one accelerator type"),
-        ("--budget", args.budget.is_some(), "the price cap covers one accelerator type"),
+        (
+            "--report",
+            args.report.is_some(),
+            "the simulator's page covers one accelerator type",
+        ),
+        (
+            "--budget",
+            args.budget.is_some(),
+            "the price cap covers one accelerator type",
+        ),
     ];
     if let Some((name, _, why)) = refused.iter().find(|r| r.1) {
         return Err(CliError::Input(format!(
@@ -702,7 +710,9 @@ fn run_mixed(
         let per_b = space
             .micro_batches
             .iter()
-            .map(|&b| transformer_chain_with(&with_batch(&model.spec, b), dtype, profile, &degrees, sp))
+            .map(|&b| {
+                transformer_chain_with(&with_batch(&model.spec, b), dtype, profile, &degrees, sp)
+            })
             .collect::<Result<Vec<ChainCosts>, String>>()
             .map_err(CliError::Input)?;
         chains.push(per_b);
@@ -717,7 +727,15 @@ fn run_mixed(
     let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
     let outcome = crate::solve::parallel::mixed::plan_mixed(&chains, &topo, &space, None, &budget)
         .map_err(CliError::Internal)?;
-    finish(args, &outcome, &display, Objective::TimePerSample, None, None, true)
+    finish(
+        args,
+        &outcome,
+        &display,
+        Objective::TimePerSample,
+        None,
+        None,
+        true,
+    )
 }
 
 /// `--free` searches the time per sample of one layout: the flags it does not take, named.

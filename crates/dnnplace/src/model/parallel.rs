@@ -18,6 +18,11 @@
 //! innermost, then DP, then PP: Megatron-LM's default order). A TP group never spans
 //! machines (`t` divides `per_machine`, and stages start at multiples of `t`).
 //!
+//! **Several types.** A [`MixedTopology`] is one [`Topology`] per accelerator type (its
+//! *group*), devices numbered group by group; a stage lies inside one group and is priced
+//! with that type's [`ChainCosts`]; between groups a transfer runs on the receiving
+//! machine's network link ([`crate::solve::parallel::mixed`] states the space searched).
+//!
 //! **Collectives** on a link of bandwidth `B` (bytes/s) and latency `λ` (ms), among `n`
 //! devices, of a tensor of `x` bytes (ring algorithms):
 //!
@@ -298,7 +303,10 @@ impl MixedTopology {
         if groups.is_empty() {
             return Err("the cluster has no accelerators".into());
         }
-        if let Some(g) = groups.iter().find(|g| g.per_machine != groups[0].per_machine) {
+        if let Some(g) = groups
+            .iter()
+            .find(|g| g.per_machine != groups[0].per_machine)
+        {
             return Err(format!(
                 "the accelerator types' machines must hold equally many devices: {} machines hold {}, {} machines {}",
                 groups[0].type_name, groups[0].per_machine, g.type_name, g.per_machine

@@ -287,9 +287,15 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
         "memory",
     ])
     .aligned(
-        [Align::Right, Align::Left, Align::Right, Align::Left, Align::Left]
-            .into_iter()
-            .chain(std::iter::repeat_n(Align::Right, 11)),
+        [
+            Align::Right,
+            Align::Left,
+            Align::Right,
+            Align::Left,
+            Align::Left,
+        ]
+        .into_iter()
+        .chain(std::iter::repeat_n(Align::Right, 11)),
     );
     for (i, (st, sc)) in plan
         .layout

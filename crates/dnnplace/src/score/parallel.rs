@@ -36,6 +36,10 @@
 //! sync starts after the flush (not overlapped). With `t = d = 1`, `b = B = 1` the time
 //! per sample is MODEL.md's maximum load on a machine with a peer link: the receiving
 //! stage pays each producer's transfer once, the sender nothing.
+//!
+//! On several accelerator types ([`score_mixed`]) each stage is scored by these rules on its
+//! own type's group, costs and memory; between stages on different types a transfer runs on
+//! the receiving machine's network link.
 
 use crate::model::parallel::{
     all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, MixedTopology, StageLayout,
@@ -88,7 +92,9 @@ pub enum LayoutError {
     Schedule(String),
     #[error("a layout needs at least one stage")]
     Empty,
-    #[error("stage {stage}: devices {start}..{end} do not lie inside one accelerator type's machines")]
+    #[error(
+        "stage {stage}: devices {start}..{end} do not lie inside one accelerator type's machines"
+    )]
     Group {
         stage: usize,
         start: usize,
@@ -219,7 +225,13 @@ pub fn score_mixed(
         };
         let input = (s > 0).then(|| link(s - 1, s, s));
         let output = (s + 1 < p).then(|| link(s, s + 1, s));
-        stages.push(score_stage(&chains[g], gt, layout, (s, st), (input, output)));
+        stages.push(score_stage(
+            &chains[g],
+            gt,
+            layout,
+            (s, st),
+            (input, output),
+        ));
         peak += chains[g].peak_flops * st.width() as f64;
     }
     let time_per_sample_ms = stages
@@ -315,7 +327,13 @@ fn check_mixed(
                 units: chains[g].len(),
             });
         }
-        check_stage(&chains[g], &topo.groups[g], layout, (i, &st), next_device[g])?;
+        check_stage(
+            &chains[g],
+            &topo.groups[g],
+            layout,
+            (i, &st),
+            next_device[g],
+        )?;
         next_device[g] = st.first_device + st.width();
         next_unit = s.units.end;
         local.push((g, st));

@@ -4,8 +4,8 @@
 //! construction: it shares no arithmetic with the search. O(Σ 2^(U−1)) layouts: small
 //! chains only.
 
-use super::{objective_value, Objective, Space};
 use super::mixed::{packed_mixed, MixedChoice};
+use super::{objective_value, Objective, Space};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, Topology, Uniform, Zero};
 use crate::score::parallel::{score_layout, score_mixed};
 
@@ -177,23 +177,30 @@ pub fn brute_force_mixed(
                         continue;
                     }
                     let mut next = vec![0; topo.groups.len()];
-                    every_mixed(&bounds, space, topo, &mut next, &mut Vec::new(), &mut |st| {
-                        let layout = packed_mixed(
-                            st,
-                            topo,
-                            (b, space.global_batch),
-                            z,
-                            space.schedule,
-                            r,
-                        );
-                        let Ok(score) = score_mixed(&cs, topo, &layout) else {
-                            return;
-                        };
-                        let v = score.time_per_sample_ms;
-                        if score.fits && best.as_ref().is_none_or(|b| v < b.1) {
-                            best = Some((layout, v));
-                        }
-                    });
+                    every_mixed(
+                        &bounds,
+                        space,
+                        topo,
+                        &mut next,
+                        &mut Vec::new(),
+                        &mut |st| {
+                            let layout = packed_mixed(
+                                st,
+                                topo,
+                                (b, space.global_batch),
+                                z,
+                                space.schedule,
+                                r,
+                            );
+                            let Ok(score) = score_mixed(&cs, topo, &layout) else {
+                                return;
+                            };
+                            let v = score.time_per_sample_ms;
+                            if score.fits && best.as_ref().is_none_or(|b| v < b.1) {
+                                best = Some((layout, v));
+                            }
+                        },
+                    );
                 }
             }
         }

@@ -296,7 +296,12 @@ impl Dp {
             let start = r.div_ceil(t) * t;
             out.stages.push((i..ch.j as usize, t, d));
             out.value = out.value.max(ch.value);
-            (i, k, r, c) = (ch.j as usize, k - 1, (start + t * d) % self.pm, ch.next as usize);
+            (i, k, r, c) = (
+                ch.j as usize,
+                k - 1,
+                (start + t * d) % self.pm,
+                ch.next as usize,
+            );
             if c == END {
                 break;
             }

@@ -26,7 +26,8 @@
 //! the network. A run starting at unit `i > 0` receives from another type: its first stage
 //! starts at the group's device 0 with its input on the network (class `network, not
 //! sharing`). `V` is feasible iff `R[all types][0][k]` for some `k`: exact for the space.
-//! Per threshold `Σ_S |S| = L·2^(L−1)` group DPs (12 for three types).
+//! Per threshold `Σ_S |S| = L·2^(L−1)` group DPs (12 for three types), those of one set
+//! size in parallel.
 //!
 //! **The optimum** by the same bisection as [`super::free`]: `lo` from the bound
 //! `Σ_u min_{g,t} t·C_u^g(t) / (N·b)` (each stage pays its units' compute and TP time per
@@ -42,7 +43,9 @@
 
 use std::ops::Range;
 
-use super::free::{run_dp, Dp, FreeConfig, Found, Tables, NET_APART};
+use rayon::prelude::*;
+
+use super::free::{run_dp, Dp, Found, FreeConfig, Tables, NET_APART};
 use super::{zero_stages, ParallelOutcome, ParallelPlan, Space};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, StageLayout, Zero};
 use crate::model::schedule::Schedule;
@@ -93,6 +96,9 @@ struct MixedConfig<'a> {
     cfg: FreeConfig,
     groups: Vec<Option<Tables<'a>>>,
     bound: f64,
+    /// A threshold shown infeasible for this configuration (no layout of it is worth
+    /// `≤ proven`): later checks at or below it skip it.
+    proven: f64,
 }
 
 /// Every configuration of `space`, by ascending bound.
@@ -128,6 +134,7 @@ fn configs<'a>(
                         cfg,
                         groups,
                         bound,
+                        proven: f64::NEG_INFINITY,
                     });
                 }
             }
@@ -175,7 +182,12 @@ fn feasible(
     budget: &Budget,
 ) -> Result<Option<MixedFound>, Exhausted> {
     let groups = c.groups.len();
-    let n = c.groups.iter().flatten().next().map_or(0, |t| t.chain.len());
+    let n = c
+        .groups
+        .iter()
+        .flatten()
+        .next()
+        .map_or(0, |t| t.chain.len());
     let at = |i: usize, k: usize| i * (n + 1) + k;
     let usable: usize = (0..groups)
         .filter(|&g| c.groups[g].is_some())
@@ -188,19 +200,31 @@ fn feasible(
     let mut dps: Vec<Vec<Option<Dp>>> = (0..1usize << groups)
         .map(|_| (0..groups).map(|_| None).collect())
         .collect();
-    for set in 1..=usable {
-        if set & !usable != 0 {
-            continue;
-        }
-        for g in (0..groups).filter(|g| set >> g & 1 == 1) {
+    // Level by level (sets of 1, 2, … types): a level's group DPs read only the smaller
+    // sets' `R` and run in parallel (rayon).
+    for level in 1..=groups as u32 {
+        let jobs: Vec<(usize, usize)> = (1..=usable)
+            .filter(|&set| set & !usable == 0 && set.count_ones() == level)
+            .flat_map(|set| {
+                (0..groups)
+                    .filter(move |g| set >> g & 1 == 1)
+                    .map(move |g| (set, g))
+            })
+            .collect();
+        let done: Vec<Dp> = jobs
+            .par_iter()
+            .map(|&(set, g)| {
+                let tb = c.groups[g].as_ref().expect("usable");
+                let rest = &reach[set & !(1 << g)];
+                run_dp(tb, v, strict, &|j, k| rest[at(j, k)], budget)
+            })
+            .collect::<Result<_, _>>()?;
+        for (&(set, g), dp) in jobs.iter().zip(done) {
             let tb = c.groups[g].as_ref().expect("usable");
-            let (below, above) = reach.split_at_mut(set);
-            let rest = &below[set & !(1 << g)];
-            let dp = run_dp(tb, v, strict, &|j, k| rest[at(j, k)], budget)?;
             for i in 0..n {
                 for k in 1..=n - i {
                     if dp.best[dp.idx(i, k, 0, NET_APART)] as usize <= tb.devices {
-                        above[0][at(i, k)] = true;
+                        reach[set][at(i, k)] = true;
                     }
                 }
             }
@@ -253,8 +277,11 @@ pub fn plan_mixed(
             topo.devices()
         ));
     }
-    let configs = configs(chains, topo, space);
-    let (mut hi, mut lo) = (f64::INFINITY, configs.first().map_or(f64::INFINITY, |c| c.bound));
+    let mut configs = configs(chains, topo, space);
+    let (mut hi, mut lo) = (
+        f64::INFINITY,
+        configs.first().map_or(f64::INFINITY, |c| c.bound),
+    );
     let mut best: Option<(FreeConfig, Vec<MixedChoice>)> = None;
     let (mut checks, mut stop) = (0, None);
     let unlimited = Budget::without_deadline();
@@ -270,7 +297,7 @@ pub fn plan_mixed(
             (true, false) => 0.5 * (lo + hi),
         };
         let active = if stop.is_some() { &unlimited } else { budget };
-        match check_all(&configs, v, strict, space.stages, active, &mut checks) {
+        match check_all(&mut configs, v, strict, space.stages, active, &mut checks) {
             Ok(Some((cfg, found))) => {
                 hi = found.value;
                 best = Some((cfg, found.stages));
@@ -319,22 +346,29 @@ pub fn plan_mixed(
     })
 }
 
-/// The check of `v` on every configuration whose bound allows it.
+/// The check of `v` on every configuration whose bound allows it and that an earlier check
+/// at or above `v` did not already show infeasible; a configuration found infeasible at a
+/// non-strict `v` records it.
 fn check_all(
-    configs: &[MixedConfig],
+    configs: &mut [MixedConfig],
     v: f64,
     strict: bool,
     stages: Option<usize>,
     budget: &Budget,
     checks: &mut usize,
 ) -> Result<Option<(FreeConfig, MixedFound)>, Exhausted> {
-    for c in configs {
+    for c in configs.iter_mut() {
         if c.bound > v || (strict && c.bound >= v) {
             break;
         }
+        if v <= c.proven {
+            continue;
+        }
         *checks += 1;
-        if let Some(found) = feasible(c, v, strict, stages, budget)? {
-            return Ok(Some((c.cfg, found)));
+        match feasible(c, v, strict, stages, budget)? {
+            Some(found) => return Ok(Some((c.cfg, found))),
+            None if !strict => c.proven = v,
+            None => {}
         }
     }
     Ok(None)
