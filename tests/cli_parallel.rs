@@ -282,6 +282,7 @@ fn bad_flags_exit_2_naming_the_flag() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("one accelerator type"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--free"));
     let o = dnnplace()
         .args([
             "plan",
@@ -556,4 +557,67 @@ fn free_layouts_through_the_binary() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(name) || err.contains("--free"), "{err}");
     }
+}
+
+/// `--free` on two accelerator types: every stage names its type, lies on that type's
+/// machines (devices numbered group by group: 0–3 H100, 4–7 A100), and the value is the
+/// largest stage's `(m·T + sync)/B` recomputed from the rows; `--report` exits 2.
+#[test]
+fn free_layouts_on_two_types_name_each_stage_type() {
+    let mixed = |extra: &[&str]| {
+        dnnplace()
+            .args([
+                "plan",
+                "examples/hf/llama-3-8b.json",
+                "--parallel",
+                "3d",
+                "--free",
+                "--cluster",
+                "1x4xh100+1x4xa100-80gb",
+                "--seq",
+                "1024",
+                "--global-batch",
+                "8",
+                "--time-limit",
+                "600",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let v = json_of(&mixed(&["--json"]));
+    assert_eq!(v["outcome"], "optimal", "{v}");
+    let stages = v["stages"].as_array().unwrap();
+    assert!(!stages.is_empty());
+    let mut worst: f64 = 0.0;
+    for s in stages {
+        let ty = s["accelerator"].as_str().unwrap();
+        let range = match ty {
+            "h100" => 0..4,
+            "a100-80gb" => 4..8,
+            other => panic!("type {other}"),
+        };
+        for d in s["devices"].as_array().unwrap() {
+            assert!(range.contains(&(d.as_u64().unwrap() as usize)), "{s}");
+        }
+        worst = worst
+            .max((num(s, "microBatches") * num(s, "microBatchTimeMs") + num(s, "dpSyncMs")) / 8.0);
+    }
+    assert!(
+        (worst - num(&v, "value")).abs() <= 1e-9 * worst,
+        "{worst} vs {v}"
+    );
+    assert!((num(&v, "bound") - num(&v, "value")).abs() <= 1e-9 * worst);
+    let text = String::from_utf8_lossy(&mixed(&[]).stdout).into_owned();
+    assert!(text.contains("type") && text.contains("h100"), "{text}");
+    let o = mixed(&["--report", "/tmp/never-written-mixed.html"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--report"));
+    // One type: the stages carry the cluster's type too.
+    let one = json_of(&plan(&["--global-batch", "8", "--json"]));
+    assert!(one["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["accelerator"] == "h100"));
 }

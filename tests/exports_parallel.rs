@@ -58,6 +58,7 @@ fn plan(cuts: &[usize], t: usize, d: usize, zero: Zero, recompute: bool) -> Para
         layout,
         score,
         chain,
+        accelerators: None,
     }
 }
 

@@ -10,15 +10,18 @@ use dnnplace::costmodel::parallel::{
 };
 use dnnplace::costmodel::transformer::{transformer_graph, Style, TransformerSpec};
 use dnnplace::io::cluster_resolve::cluster_and_profiles;
-use dnnplace::model::parallel::{ChainCosts, Layout, Topology, Uniform, Zero};
+use dnnplace::model::parallel::{ChainCosts, Layout, MixedTopology, Topology, Uniform, Zero};
 use dnnplace::model::profiles::find_profile;
 use dnnplace::model::schedule::Schedule;
 use dnnplace::model::{ClusterCosts, Device, Placement};
 use dnnplace::score::evaluate_on_cluster;
-use dnnplace::score::parallel::score_layout;
+use dnnplace::score::parallel::{score_layout, score_mixed};
 use dnnplace::solve::budget::Budget;
-use dnnplace::solve::parallel::brute_force::{brute_force_free, brute_force_uniform};
+use dnnplace::solve::parallel::brute_force::{
+    brute_force_free, brute_force_mixed, brute_force_uniform,
+};
 use dnnplace::solve::parallel::free::plan_free;
+use dnnplace::solve::parallel::mixed::plan_mixed;
 use dnnplace::solve::parallel::{plan_uniform, Objective, Space};
 use dnnplace::solve::Status;
 use proptest::prelude::*;
@@ -493,5 +496,190 @@ proptest! {
     #[test]
     fn free_search_equals_brute_force(seed in any::<u64>()) {
         compare_free(seed)?;
+    }
+}
+
+/// A random cluster of 2–3 accelerator types (each type's machines of 1, 2 or 4 devices,
+/// up to 12 in all; a type's machines without a peer link at times; memory that binds),
+/// its chains per type (`[type][micro-batch]`) and a space.
+fn random_mixed(seed: u64) -> (MixedTopology, Vec<Vec<ChainCosts>>, Space) {
+    let mut r = Pick(seed ^ 0x0a11_7e5e);
+    let (mut spec, dtype) = random_spec(&mut r);
+    spec.layers = 1 + r.next(2) as usize;
+    let tps: Vec<usize> = valid_tp_degrees(&spec, 4)
+        .into_iter()
+        .filter(|t| [1, 2, 4].contains(t))
+        .collect();
+    let per = r.of(&[1usize, 2, 4]);
+    let types = if per == 4 { 2 } else { 2 + r.next(2) as usize };
+    let names = ["h100", "a100-80gb", "v100"];
+    let first = r.next(3) as usize;
+    let groups: Vec<String> = (0..types)
+        .map(|g| {
+            let machines = if per == 4 { 1 } else { 1 + r.next(2) as usize };
+            format!("{machines}x{per}x{}", names[(first + g) % 3])
+        })
+        .collect();
+    let (cluster, _) = cluster_and_profiles(&groups.join("+"), &[]).expect("cluster");
+    let mut topo = MixedTopology::from_cluster(&cluster).expect("mixed topology");
+    let micro: Vec<usize> = r.of(&[&[1usize][..], &[1, 2]]).to_vec();
+    let chains: Vec<Vec<ChainCosts>> = topo
+        .groups
+        .iter()
+        .map(|g| {
+            let p = find_profile(&g.profile, &[]).unwrap();
+            micro
+                .iter()
+                .map(|&b| {
+                    transformer_chain_with(
+                        &with_batch(&spec, b),
+                        dtype,
+                        &p,
+                        &tps,
+                        SequenceParallel::Off,
+                    )
+                    .unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    let resident: f64 = chains[0][0]
+        .units
+        .iter()
+        .map(|u| u.costs[0].weight_bytes + u.costs[0].gradient_bytes + u.costs[0].optimizer_bytes)
+        .sum();
+    for g in &mut topo.groups {
+        if r.next(3) == 0 {
+            g.peer = None;
+        }
+        g.memory_bytes = resident * r.of(&[0.2, 0.4, 0.7, 1.0, 3.0]);
+    }
+    let space = Space {
+        tensor_parallel: tps,
+        data_parallel: None,
+        zero: match r.next(3) {
+            0 => vec![Zero::Off, Zero::Parameters],
+            _ => vec![r.of(&Zero::ALL)],
+        },
+        recompute: r.of(&[None, Some(false), Some(true)]),
+        stages: None,
+        micro_batches: micro,
+        global_batch: r.of(&[4, 8]),
+        schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        max_devices: topo.devices(),
+    };
+    (topo, chains, space)
+}
+
+/// Several types: the search against the brute force on one random instance; returns,
+/// when it has a plan, the number of types its stages use.
+fn compare_mixed(seed: u64) -> Result<Option<usize>, TestCaseError> {
+    let (topo, chains, space) = random_mixed(seed);
+    let found = plan_mixed(&chains, &topo, &space, None, &Budget::unlimited()).unwrap();
+    let oracle = brute_force_mixed(&chains, &topo, &space);
+    match (&found.plan, &oracle) {
+        (None, None) => {
+            let infeasible = matches!(found.status, Status::Infeasible { .. });
+            prop_assert!(infeasible, "status {:?}", found.status);
+            Ok(None)
+        }
+        (Some(plan), Some((best, v))) => {
+            prop_assert_eq!(found.status.clone(), Status::Optimal);
+            let tol = 1e-9 * v.abs();
+            prop_assert!(
+                (found.value - v).abs() <= tol,
+                "mixed search {} vs brute force {} ({:?} vs {:?})",
+                found.value,
+                v,
+                plan.layout,
+                best
+            );
+            prop_assert!((found.bound - found.value).abs() <= tol);
+            let b = plan.layout.micro_batch;
+            let ci = space.micro_batches.iter().position(|&x| x == b).unwrap();
+            let cs: Vec<ChainCosts> = chains.iter().map(|c| c[ci].clone()).collect();
+            let s = score_mixed(&cs, &topo, &plan.layout).unwrap();
+            prop_assert!(s.fits);
+            prop_assert_eq!(s.time_per_sample_ms, found.value);
+            let types = plan.accelerators.as_ref().unwrap();
+            prop_assert_eq!(types.len(), plan.layout.stages.len());
+            let mut used: Vec<&String> = types.iter().collect();
+            used.dedup();
+            let runs = used.len();
+            used.sort();
+            used.dedup();
+            prop_assert_eq!(runs, used.len(), "a type's stages are one run: {:?}", types);
+            Ok(Some(used.len()))
+        }
+        (a, b) => {
+            prop_assert!(
+                false,
+                "mixed search {:?} vs brute force {:?}",
+                a.is_some(),
+                b
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Some random mixed instances' optima use two types or more.
+#[test]
+fn mixed_instances_cover_several_types() {
+    let plans: Vec<usize> = (0..60).filter_map(|s| compare_mixed(s).unwrap()).collect();
+    let several = plans.iter().filter(|&&n| n >= 2).count();
+    println!(
+        "{} of 60 mixed instances have a plan; {several} use two types or more",
+        plans.len()
+    );
+    assert!(plans.len() >= 20, "{} of 60 feasible", plans.len());
+    assert!(several >= 3, "{several} use several types");
+}
+
+/// On one type the search over several types is the free search: the same value, bound and
+/// status on the random free instances' clusters.
+#[test]
+fn mixed_search_on_one_type_is_the_free_search() {
+    let mut compared = 0;
+    for seed in 0..40u64 {
+        let (topo, chains, space) = random_mixed(seed);
+        let one = MixedTopology {
+            groups: vec![topo.groups[0].clone()],
+        };
+        let space = Space {
+            max_devices: one.devices(),
+            ..space
+        };
+        let chains = vec![chains[0].clone()];
+        let mixed = plan_mixed(&chains, &one, &space, None, &Budget::unlimited()).unwrap();
+        let free = plan_free(
+            &chains[0],
+            &one.groups[0],
+            &space,
+            None,
+            &Budget::unlimited(),
+        )
+        .unwrap();
+        assert_eq!(mixed.status.kind(), free.status.kind(), "seed {seed}");
+        if free.plan.is_some() {
+            compared += 1;
+            let tol = 1e-9 * free.value;
+            assert!(
+                (mixed.value - free.value).abs() <= tol,
+                "seed {seed}: {} vs {}",
+                mixed.value,
+                free.value
+            );
+            assert!((mixed.bound - free.bound).abs() <= tol, "seed {seed}");
+        }
+    }
+    assert!(compared >= 10, "{compared} compared");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn mixed_search_equals_brute_force(seed in any::<u64>()) {
+        compare_mixed(seed)?;
     }
 }

@@ -283,7 +283,7 @@ pub fn run_cost_command(command: CostCommand) -> Result<(), CliError> {
     }
 }
 
-fn load_profiles(files: &[PathBuf]) -> Result<Vec<DeviceProfile>, CliError> {
+pub(super) fn load_profiles(files: &[PathBuf]) -> Result<Vec<DeviceProfile>, CliError> {
     files
         .iter()
         .map(|f| DeviceProfile::read(f).map_err(|e| CliError::Input(e.to_string())))

@@ -14,7 +14,7 @@ use crate::costmodel::parallel::{
     transformer_chain, transformer_chain_with, valid_tp_degrees, with_batch, SequenceParallel,
 };
 use crate::export::parallel::Training;
-use crate::model::parallel::{ChainCosts, Topology, Zero};
+use crate::model::parallel::{ChainCosts, MixedTopology, Topology, Zero};
 use crate::model::schedule::Schedule;
 use crate::report::parallel::{layout_json, layout_text};
 use crate::solve::budget::Budget;
@@ -533,6 +533,9 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         }
     };
     let (model, dtype) = model_of(args)?;
+    if let Some(mixed) = mixed_cluster(args)? {
+        return run_mixed(args, started, mixed, (&model, dtype), schedule);
+    }
     let (cluster, profiles, topo) = topology_of(
         args.model.cluster.as_deref(),
         &args.model.device_file,
@@ -623,6 +626,116 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     let outcome =
         plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
     finish(args, &outcome, &topo, objective, export, None, true)
+}
+
+/// The cluster of `--cluster` when it holds several accelerator types, with its profiles.
+fn mixed_cluster(
+    args: &PlanArgs,
+) -> Result<Option<(MixedTopology, Vec<crate::model::profiles::DeviceProfile>)>, CliError> {
+    let Some(spec) = args.model.cluster.as_deref() else {
+        return Ok(None);
+    };
+    let loaded = costmodel_cmds::load_profiles(&args.model.device_file)?;
+    match crate::io::cluster_resolve::cluster_and_profiles(spec, &loaded) {
+        Ok((c, _)) if c.types().len() > 1 => {}
+        _ => return Ok(None),
+    }
+    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec, &args.model.device_file)?;
+    let names: Vec<&str> = cluster.types().iter().map(|t| t.name.as_str()).collect();
+    if !args.parallel.free {
+        return Err(CliError::Input(format!(
+            "--cluster {spec} has {} accelerator types ({}): uniform layouts run on one accelerator type; give --free to plan stages on several types",
+            names.len(),
+            names.join(", ")
+        )));
+    }
+    let refused = [
+        (
+            "--report",
+            args.report.is_some(),
+            "the simulator's page covers one accelerator type",
+        ),
+        (
+            "--budget",
+            args.budget.is_some(),
+            "the price cap covers one accelerator type",
+        ),
+    ];
+    if let Some((name, _, why)) = refused.iter().find(|r| r.1) {
+        return Err(CliError::Input(format!(
+            "{name} does not apply to a cluster of several types ({}): {why}",
+            names.join(", ")
+        )));
+    }
+    let mut topo = MixedTopology::from_cluster(&cluster)
+        .map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
+    if let Some(m) = args.devices.memory {
+        for g in &mut topo.groups {
+            g.memory_bytes = m;
+        }
+    }
+    Ok(Some((topo, profiles)))
+}
+
+/// `plan --parallel 3d --free` on a cluster of several types
+/// ([`crate::solve::parallel::mixed`]): each type's chains, the search, the same output.
+fn run_mixed(
+    args: &PlanArgs,
+    started: Instant,
+    (topo, profiles): (MixedTopology, Vec<crate::model::profiles::DeviceProfile>),
+    (model, dtype): (&crate::costmodel::hf_config::HfModel, DType),
+    schedule: Schedule,
+) -> Result<(), CliError> {
+    let display = topo.display();
+    let valid = valid_tp_degrees(&model.spec, display.per_machine);
+    let space = space_of(
+        &args.parallel,
+        args.schedule.recompute,
+        &display,
+        &valid,
+        schedule,
+    )?;
+    let mut degrees: Vec<usize> = std::iter::once(1)
+        .chain(space.tensor_parallel.iter().copied())
+        .collect();
+    degrees.sort_unstable();
+    degrees.dedup();
+    let sp = sequence_parallel(None, args.parallel.sequence_parallel)?;
+    let mut chains = Vec::with_capacity(topo.groups.len());
+    for g in &topo.groups {
+        let profile = profiles
+            .iter()
+            .find(|p| p.name == g.profile)
+            .ok_or_else(|| CliError::Input(format!("no device profile '{}'", g.profile)))?;
+        let per_b = space
+            .micro_batches
+            .iter()
+            .map(|&b| {
+                transformer_chain_with(&with_batch(&model.spec, b), dtype, profile, &degrees, sp)
+            })
+            .collect::<Result<Vec<ChainCosts>, String>>()
+            .map_err(CliError::Input)?;
+        chains.push(per_b);
+    }
+    let time_limit = args
+        .time_limit
+        .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
+        .transpose()?;
+    let memory = super::settings::memory_budget(args.search.memory_budget)?;
+    solve::budget::set_run_limits(started, time_limit.or(Some(60.0)), Some(memory));
+    super::sigint_setup();
+    let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
+    let outcome = crate::solve::parallel::mixed::plan_mixed(&chains, &topo, &space, None, &budget)
+        .map_err(CliError::Internal)?;
+    finish(
+        args,
+        &outcome,
+        &display,
+        Objective::TimePerSample,
+        None,
+        None,
+        true,
+    )
 }
 
 /// `--free` searches the time per sample of one layout: the flags it does not take, named.
@@ -941,6 +1054,7 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
         layout,
         score,
         chain,
+        accelerators: None,
     };
     for note in &notes {
         eprintln!("note: {note}");

@@ -18,6 +18,11 @@
 //! innermost, then DP, then PP: Megatron-LM's default order). A TP group never spans
 //! machines (`t` divides `per_machine`, and stages start at multiples of `t`).
 //!
+//! **Several types.** A [`MixedTopology`] is one [`Topology`] per accelerator type (its
+//! *group*), devices numbered group by group; a stage lies inside one group and is priced
+//! with that type's [`ChainCosts`]; between groups a transfer runs on the receiving
+//! machine's network link ([`crate::solve::parallel::mixed`] states the space searched).
+//!
 //! **Collectives** on a link of bandwidth `B` (bytes/s) and latency `λ` (ms), among `n`
 //! devices, of a tensor of `x` bytes (ring algorithms):
 //!
@@ -177,7 +182,7 @@ impl Topology {
         if types.len() != 1 {
             let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
             return Err(format!(
-                "parallel layouts need one accelerator type; the cluster has {} ({})",
+                "parallel layouts need one accelerator type (several: --free); the cluster has {} ({})",
                 names.len(),
                 names.join(", ")
             ));
@@ -187,6 +192,15 @@ impl Topology {
             .iter()
             .filter(|m| !m.accelerators.is_empty())
             .collect();
+        Topology::of_machines(&types[0], &machines)
+    }
+
+    /// The topology of `machines`, all holding accelerators of type `ty`: an error naming
+    /// the first machine whose size or links differ from the first's.
+    fn of_machines(
+        ty: &super::cluster::AcceleratorType,
+        machines: &[&super::Machine],
+    ) -> Result<Topology, String> {
         let first = machines[0];
         let count = |m: &super::Machine| m.accelerators.iter().map(|a| a.1).sum::<usize>();
         for m in &machines[1..] {
@@ -209,9 +223,9 @@ impl Topology {
         Ok(Topology {
             machines: machines.len(),
             per_machine: count(first),
-            memory_bytes: types[0].memory_bytes,
-            type_name: types[0].name.clone(),
-            profile: types[0].profile.clone(),
+            memory_bytes: ty.memory_bytes,
+            type_name: ty.name.clone(),
+            profile: ty.profile.clone(),
             peer: first.peer,
             host: first.host,
             network: first.network,
@@ -241,6 +255,96 @@ impl Topology {
             self.intra_link()
         } else {
             self.network
+        }
+    }
+}
+
+/// A cluster of several accelerator types for free layouts (`docs/parallel.md`, "Several
+/// accelerator types"): one [`Topology`] per type — its *group*: every machine holding that
+/// type, of equal size and links — in the order the types first appear in the cluster.
+/// Devices are numbered group by group: group `g` holds the global devices
+/// `offset(g) .. offset(g) + devices(g)`, machine by machine, so a stage's machines and
+/// devices read the same way as on one type. Every group has the same accelerators per
+/// machine (the display numbers machines as `device / per_machine`). Between groups a
+/// transfer runs on the receiving machine's network link (MODEL.md's `N_μ`: "into this
+/// machine"), as between machines of one type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MixedTopology {
+    pub groups: Vec<Topology>,
+}
+
+impl MixedTopology {
+    /// The groups of `cluster`: an error naming the machine that holds several types, or
+    /// the group whose machines differ, or machine sizes that differ between groups.
+    pub fn from_cluster(cluster: &Cluster) -> Result<MixedTopology, String> {
+        let types = cluster.types();
+        let mut members: Vec<Vec<&super::Machine>> = vec![Vec::new(); types.len()];
+        for m in cluster.machines() {
+            match m.accelerators.as_slice() {
+                [] => {}
+                [(ty, _), rest @ ..] => {
+                    if rest.iter().any(|(t, _)| t != ty) {
+                        return Err(format!(
+                            "machine '{}' holds several accelerator types; a 3D stage lies on machines of one type",
+                            m.name
+                        ));
+                    }
+                    members[*ty].push(m);
+                }
+            }
+        }
+        let mut groups = Vec::new();
+        for (ty, ms) in types.iter().zip(&members) {
+            if ms.is_empty() {
+                continue;
+            }
+            groups.push(Topology::of_machines(ty, ms)?);
+        }
+        if groups.is_empty() {
+            return Err("the cluster has no accelerators".into());
+        }
+        if let Some(g) = groups
+            .iter()
+            .find(|g| g.per_machine != groups[0].per_machine)
+        {
+            return Err(format!(
+                "the accelerator types' machines must hold equally many devices: {} machines hold {}, {} machines {}",
+                groups[0].type_name, groups[0].per_machine, g.type_name, g.per_machine
+            ));
+        }
+        Ok(MixedTopology { groups })
+    }
+
+    /// The first global device of group `g`.
+    pub fn offset(&self, g: usize) -> usize {
+        self.groups[..g].iter().map(Topology::devices).sum()
+    }
+
+    /// Accelerators in all.
+    pub fn devices(&self) -> usize {
+        self.groups.iter().map(Topology::devices).sum()
+    }
+
+    /// The group of global device `d`.
+    pub fn group_of(&self, d: usize) -> Option<usize> {
+        let mut start = 0;
+        for (g, t) in self.groups.iter().enumerate() {
+            if d < start + t.devices() {
+                return Some(g);
+            }
+            start += t.devices();
+        }
+        None
+    }
+
+    /// The whole cluster as one numbering of machines and devices, for display: the first
+    /// group's links and memory, the types' names joined by `+`.
+    pub fn display(&self) -> Topology {
+        let names: Vec<&str> = self.groups.iter().map(|g| g.type_name.as_str()).collect();
+        Topology {
+            machines: self.groups.iter().map(|g| g.machines).sum(),
+            type_name: names.join("+"),
+            ..self.groups[0].clone()
         }
     }
 }

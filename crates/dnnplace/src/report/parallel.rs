@@ -204,16 +204,22 @@ fn sequence_parallel(plan: &ParallelPlan) -> bool {
     plan.chain.sequence_parallel && plan.layout.stages.iter().any(|s| s.tensor_parallel > 1)
 }
 
-/// `t2·d16` when every stage has the same degrees, else `(t2·d4|t4·d2|…)`.
+/// `t2·d16` when every stage has the same degrees, else `(t2·d4|t4·d2|…)`; on several
+/// accelerator types each stage's type follows its degrees (`t2·d4@h100`).
 fn degrees(plan: &ParallelPlan) -> String {
     let st = &plan.layout.stages;
-    let one = |s: &crate::model::parallel::StageLayout| {
-        format!("t{}·d{}", s.tensor_parallel, s.data_parallel)
+    let one = |i: usize| {
+        let s = &st[i];
+        let on = plan
+            .accelerators
+            .as_ref()
+            .map_or(String::new(), |a| format!("@{}", a[i]));
+        format!("t{}·d{}{on}", s.tensor_parallel, s.data_parallel)
     };
-    if st.iter().all(|s| one(s) == one(&st[0])) {
-        one(&st[0])
+    if (0..st.len()).all(|i| one(i) == one(0)) {
+        one(0)
     } else {
-        format!("({})", st.iter().map(one).collect::<Vec<_>>().join("|"))
+        format!("({})", (0..st.len()).map(one).collect::<Vec<_>>().join("|"))
     }
 }
 
@@ -253,12 +259,20 @@ pub fn summary_line(plan: &ParallelPlan) -> String {
     }
 }
 
+/// Stage `i`'s accelerator type: the plan's own on several types, else the topology's.
+fn accelerator<'a>(plan: &'a ParallelPlan, topo: &'a Topology, i: usize) -> &'a str {
+    plan.accelerators
+        .as_ref()
+        .map_or(topo.type_name.as_str(), |a| a[i].as_str())
+}
+
 /// One row per stage.
 pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
     let mut t = Table::new([
         "stage",
         "layers",
         "t×d",
+        "type",
         "devices",
         "compute ms",
         "TP ms",
@@ -273,9 +287,15 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
         "memory",
     ])
     .aligned(
-        [Align::Right, Align::Left, Align::Right, Align::Left]
-            .into_iter()
-            .chain(std::iter::repeat_n(Align::Right, 11)),
+        [
+            Align::Right,
+            Align::Left,
+            Align::Right,
+            Align::Left,
+            Align::Left,
+        ]
+        .into_iter()
+        .chain(std::iter::repeat_n(Align::Right, 11)),
     );
     for (i, (st, sc)) in plan
         .layout
@@ -288,6 +308,7 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
             i.to_string(),
             layers(&plan.chain, st),
             format!("{}×{}", st.tensor_parallel, st.data_parallel),
+            accelerator(plan, topo, i).to_string(),
             devices(topo, st),
             ms(sc.compute_ms),
             ms(sc.tensor_parallel_ms),
@@ -344,10 +365,12 @@ fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
         .stages
         .iter()
         .zip(&plan.score.stages)
-        .map(|(st, sc)| {
+        .enumerate()
+        .map(|(i, (st, sc))| {
             let names: Vec<&str> = st.units.clone().map(|u| plan.chain.units[u].name.as_str()).collect();
             json!({
                 "layers": names,
+                "accelerator": accelerator(plan, topo, i),
                 "tensorParallel": st.tensor_parallel,
                 "dataParallel": st.data_parallel,
                 "devices": st.devices().collect::<Vec<_>>(),

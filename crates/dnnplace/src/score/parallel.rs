@@ -36,9 +36,14 @@
 //! sync starts after the flush (not overlapped). With `t = d = 1`, `b = B = 1` the time
 //! per sample is MODEL.md's maximum load on a machine with a peer link: the receiving
 //! stage pays each producer's transfer once, the sender nothing.
+//!
+//! On several accelerator types ([`score_mixed`]) each stage is scored by these rules on its
+//! own type's group, costs and memory; between stages on different types a transfer runs on
+//! the receiving machine's network link.
 
 use crate::model::parallel::{
-    all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, StageLayout, Topology, Zero,
+    all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, MixedTopology, StageLayout,
+    Topology, Zero,
 };
 use crate::model::schedule::{in_flight, Schedule};
 use crate::model::Link;
@@ -87,6 +92,16 @@ pub enum LayoutError {
     Schedule(String),
     #[error("a layout needs at least one stage")]
     Empty,
+    #[error(
+        "stage {stage}: devices {start}..{end} do not lie inside one accelerator type's machines"
+    )]
+    Group {
+        stage: usize,
+        start: usize,
+        end: usize,
+    },
+    #[error("{chains} chains of costs for {groups} accelerator types")]
+    Chains { chains: usize, groups: usize },
 }
 
 /// One stage's figures (module documentation).
@@ -145,7 +160,10 @@ pub fn score_layout(
     let p = layout.stages.len();
     let mut stages = Vec::with_capacity(p);
     for s in 0..p {
-        stages.push(score_stage(chain, topo, layout, s));
+        let st = &layout.stages[s];
+        let input = (s > 0).then(|| boundary_link(topo, &layout.stages[s - 1], st));
+        let output = (s + 1 < p).then(|| boundary_link(topo, st, &layout.stages[s + 1]));
+        stages.push(score_stage(chain, topo, layout, (s, st), (input, output)));
     }
     let time_per_sample_ms = stages
         .iter()
@@ -179,6 +197,150 @@ pub fn score_layout(
     })
 }
 
+/// Scores `layout` on a cluster of several accelerator types ([`MixedTopology`]; its devices
+/// numbered group by group): `chains[g]` prices the stages on group `g`'s type. Each stage
+/// lies inside one group and is scored there by the rules above with its own type's costs,
+/// links and memory; two neighbouring stages on one group exchange over
+/// [`boundary_link`] of that group, on different groups over the receiving stage's network
+/// link. MFU divides by the peak of the devices each stage uses. The stages on one group
+/// must not overlap and must be aligned to their `t`; any order of types is scored.
+pub fn score_mixed(
+    chains: &[ChainCosts],
+    topo: &MixedTopology,
+    layout: &Layout,
+) -> Result<LayoutScore, LayoutError> {
+    let local = check_mixed(chains, topo, layout)?;
+    let p = layout.stages.len();
+    let mut stages = Vec::with_capacity(p);
+    let mut peak = 0.0;
+    for s in 0..p {
+        let (g, st) = (local[s].0, &local[s].1);
+        let gt = &topo.groups[g];
+        let link = |a: usize, b: usize, receiver: usize| {
+            if local[a].0 == local[b].0 {
+                boundary_link(gt, &local[a].1, &local[b].1)
+            } else {
+                topo.groups[local[receiver].0].network
+            }
+        };
+        let input = (s > 0).then(|| link(s - 1, s, s));
+        let output = (s + 1 < p).then(|| link(s, s + 1, s));
+        stages.push(score_stage(
+            &chains[g],
+            gt,
+            layout,
+            (s, st),
+            (input, output),
+        ));
+        peak += chains[g].peak_flops * st.width() as f64;
+    }
+    let time_per_sample_ms = stages
+        .iter()
+        .map(|s| s.time_per_sample_ms)
+        .fold(0.0, f64::max);
+    let d0 = layout.stages[0].data_parallel;
+    let iteration_ms = layout
+        .stages
+        .iter()
+        .all(|s| s.data_parallel == d0)
+        .then(|| {
+            let m = stages[0].micro_batches as f64;
+            let sum: f64 = stages.iter().map(|s| s.micro_batch_ms).sum();
+            let max = stages.iter().map(|s| s.micro_batch_ms).fold(0.0, f64::max);
+            let sync = stages.iter().map(|s| s.dp_sync_ms).fold(0.0, f64::max);
+            sum + (m - 1.0) * max + sync
+        });
+    let devices_used = layout.devices_used();
+    let chain = &chains[local[0].0];
+    let per_sample_flops = chain.model_flops / chain.micro_batch as f64;
+    let seconds_per_sample =
+        1e-3 * iteration_ms.map_or(time_per_sample_ms, |i| i / layout.global_batch as f64);
+    let rate = per_sample_flops / seconds_per_sample;
+    Ok(LayoutScore {
+        fits: stages.iter().all(|s| s.fits),
+        stages,
+        time_per_sample_ms,
+        iteration_ms,
+        devices_used,
+        tflops_per_device: rate / devices_used as f64 / 1e12,
+        mfu: rate / peak,
+    })
+}
+
+/// [`score_mixed`]'s rules: each stage's group and its devices numbered inside the group.
+fn check_mixed(
+    chains: &[ChainCosts],
+    topo: &MixedTopology,
+    layout: &Layout,
+) -> Result<Vec<(usize, StageLayout)>, LayoutError> {
+    if chains.len() != topo.groups.len() {
+        return Err(LayoutError::Chains {
+            chains: chains.len(),
+            groups: topo.groups.len(),
+        });
+    }
+    if layout.stages.is_empty() {
+        return Err(LayoutError::Empty);
+    }
+    if !matches!(layout.schedule, Schedule::GPipe | Schedule::OneFOneB) {
+        return Err(LayoutError::Schedule(layout.schedule.to_string()));
+    }
+    if let Some(c) = chains.iter().find(|c| c.micro_batch != layout.micro_batch) {
+        return Err(LayoutError::MicroBatch {
+            layout: layout.micro_batch,
+            costs: c.micro_batch,
+        });
+    }
+    let mut local = Vec::with_capacity(layout.stages.len());
+    let mut next_device = vec![0usize; topo.groups.len()];
+    let mut next_unit = 0;
+    for (i, s) in layout.stages.iter().enumerate() {
+        let end = s.first_device + s.width();
+        let g = topo.group_of(s.first_device);
+        let Some(g) = g.filter(|&g| s.width() > 0 && topo.group_of(end - 1) == Some(g)) else {
+            return Err(LayoutError::Group {
+                stage: i,
+                start: s.first_device,
+                end,
+            });
+        };
+        let mut st = s.clone();
+        st.first_device -= topo.offset(g);
+        if st.first_device < next_device[g] {
+            return Err(LayoutError::Devices {
+                stage: i,
+                start: s.first_device,
+                end,
+                t: s.tensor_parallel,
+                devices: topo.devices(),
+            });
+        }
+        if s.units.start != next_unit
+            || s.units.end <= s.units.start
+            || s.units.end > chains[g].len()
+            || (i + 1 == layout.stages.len() && s.units.end != chains[g].len())
+        {
+            return Err(LayoutError::Units {
+                stage: i,
+                start: s.units.start,
+                end: s.units.end,
+                units: chains[g].len(),
+            });
+        }
+        check_stage(
+            &chains[g],
+            &topo.groups[g],
+            layout,
+            (i, &st),
+            next_device[g],
+        )?;
+        next_device[g] = st.first_device + st.width();
+        next_unit = s.units.end;
+        local.push((g, st));
+    }
+    Ok(local)
+}
+
 /// The layout's rules, each failure named ([`LayoutError`]).
 fn check_layout(chain: &ChainCosts, topo: &Topology, layout: &Layout) -> Result<(), LayoutError> {
     if layout.stages.is_empty() {
@@ -195,7 +357,6 @@ fn check_layout(chain: &ChainCosts, topo: &Topology, layout: &Layout) -> Result<
     }
     let (mut next_unit, mut next_device) = (0, 0);
     for (i, s) in layout.stages.iter().enumerate() {
-        let (t, d) = (s.tensor_parallel, s.data_parallel);
         let last = i + 1 == layout.stages.len();
         if s.units.start != next_unit
             || s.units.end <= s.units.start
@@ -209,43 +370,57 @@ fn check_layout(chain: &ChainCosts, topo: &Topology, layout: &Layout) -> Result<
                 units: chain.len(),
             });
         }
-        if chain.tp_index(t).is_none() {
-            return Err(LayoutError::TensorParallel {
-                stage: i,
-                t,
-                available: chain.tp_degrees.clone(),
-            });
-        }
-        if !topo.per_machine.is_multiple_of(t) {
-            return Err(LayoutError::SpansMachines {
-                stage: i,
-                t,
-                per_machine: topo.per_machine,
-            });
-        }
-        if d == 0 {
-            return Err(LayoutError::DataParallel { stage: i });
-        }
+        check_stage(chain, topo, layout, (i, s), next_device)?;
         let end = s.first_device + s.width();
-        if s.first_device < next_device || !s.first_device.is_multiple_of(t) || end > topo.devices()
-        {
-            return Err(LayoutError::Devices {
-                stage: i,
-                start: s.first_device,
-                end,
-                t,
-                devices: topo.devices(),
-            });
-        }
-        if layout.micro_batches(d).is_none() {
-            return Err(LayoutError::Batch {
-                stage: i,
-                global: layout.global_batch,
-                per: d * layout.micro_batch,
-            });
-        }
         next_unit = s.units.end;
         next_device = end;
+    }
+    Ok(())
+}
+
+/// Stage `i`'s own rules on `topo` (`st`: its devices numbered there; `next_device`: the
+/// first device after the stages before it there).
+fn check_stage(
+    chain: &ChainCosts,
+    topo: &Topology,
+    layout: &Layout,
+    (i, s): (usize, &StageLayout),
+    next_device: usize,
+) -> Result<(), LayoutError> {
+    let (t, d) = (s.tensor_parallel, s.data_parallel);
+    if chain.tp_index(t).is_none() {
+        return Err(LayoutError::TensorParallel {
+            stage: i,
+            t,
+            available: chain.tp_degrees.clone(),
+        });
+    }
+    if !topo.per_machine.is_multiple_of(t) {
+        return Err(LayoutError::SpansMachines {
+            stage: i,
+            t,
+            per_machine: topo.per_machine,
+        });
+    }
+    if d == 0 {
+        return Err(LayoutError::DataParallel { stage: i });
+    }
+    let end = s.first_device + s.width();
+    if s.first_device < next_device || !s.first_device.is_multiple_of(t) || end > topo.devices() {
+        return Err(LayoutError::Devices {
+            stage: i,
+            start: s.first_device,
+            end,
+            t,
+            devices: topo.devices(),
+        });
+    }
+    if layout.micro_batches(d).is_none() {
+        return Err(LayoutError::Batch {
+            stage: i,
+            global: layout.global_batch,
+            per: d * layout.micro_batch,
+        });
     }
     Ok(())
 }
@@ -264,9 +439,15 @@ fn boundary_link(topo: &Topology, a: &StageLayout, b: &StageLayout) -> Link {
     }
 }
 
-/// Stage `s`'s figures.
-fn score_stage(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -> StageScore {
-    let st = &layout.stages[s];
+/// Stage `s`'s figures, `st` its devices numbered on `topo`, its transfers from and to its
+/// neighbours on the links `input` and `output` (`None`: no neighbour there).
+fn score_stage(
+    chain: &ChainCosts,
+    topo: &Topology,
+    layout: &Layout,
+    (s, st): (usize, &StageLayout),
+    (input, output): (Option<Link>, Option<Link>),
+) -> StageScore {
     let (t, d) = (st.tensor_parallel, st.data_parallel);
     let ti = chain.tp_index(t).expect("checked");
     let tp_link = topo.intra_link();
@@ -290,7 +471,7 @@ fn score_stage(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -
             stash += c.activation_bytes;
         }
     }
-    out.transfer_ms = stage_transfers(chain, topo, layout, s);
+    out.transfer_ms = stage_transfers(chain, topo, st, (input, output));
     let dp_link = topo.link_among((0..d).map(|r| st.device(r, 0)));
     if layout.zero == Zero::Parameters {
         out.gather_ms = 2.0 * all_gather_ms(dp_link, weights, d);
@@ -317,14 +498,18 @@ fn score_stage(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -
     out
 }
 
-/// What stage `s` pays to receive from its neighbours, and, on machines without a peer link,
-/// to stage what it sends through host memory (module documentation).
-fn stage_transfers(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -> f64 {
-    let st = &layout.stages[s];
+/// What stage `st` pays to receive from its neighbours (over `input` from the stage before,
+/// `output` from the one after), and, on machines without a peer link, to stage what it
+/// sends through host memory (module documentation).
+fn stage_transfers(
+    chain: &ChainCosts,
+    topo: &Topology,
+    st: &StageLayout,
+    (input, output): (Option<Link>, Option<Link>),
+) -> f64 {
     let staged = topo.peer.is_none();
     let mut ms = 0.0;
-    if s > 0 {
-        let link = boundary_link(topo, &layout.stages[s - 1], st);
+    if let Some(link) = input {
         let cut = &chain.cuts[st.units.start];
         ms += cut
             .forward
@@ -339,8 +524,7 @@ fn stage_transfers(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usiz
                 .sum::<f64>();
         }
     }
-    if s + 1 < layout.stages.len() {
-        let link = boundary_link(topo, st, &layout.stages[s + 1]);
+    if let Some(link) = output {
         let cut = &chain.cuts[st.units.end];
         ms += cut
             .backward

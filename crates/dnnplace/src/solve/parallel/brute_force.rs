@@ -4,9 +4,10 @@
 //! construction: it shares no arithmetic with the search. O(Σ 2^(U−1)) layouts: small
 //! chains only.
 
+use super::mixed::{packed_mixed, MixedChoice};
 use super::{objective_value, Objective, Space};
-use crate::model::parallel::{ChainCosts, Layout, Topology, Uniform, Zero};
-use crate::score::parallel::score_layout;
+use crate::model::parallel::{ChainCosts, Layout, MixedTopology, Topology, Uniform, Zero};
+use crate::score::parallel::{score_layout, score_mixed};
 
 /// The best uniform layout of `space` and its value, `None` when none fits.
 pub fn brute_force_uniform(
@@ -142,6 +143,109 @@ fn every_choice(
             stages.push((bounds[s]..bounds[s + 1], t, d));
             every_choice(bounds, space, devices, first + t * d, stages, visit);
             stages.pop();
+        }
+    }
+}
+
+/// The oracle for [`super::mixed::plan_mixed`]: every layout of its space (`super::mixed`'s
+/// module documentation) — every micro-batch size, ZeRO stage the space allows,
+/// recomputation (both when free), set of cut positions, and per stage every accelerator
+/// type (each type's stages one contiguous run of the pipeline, in any order), TP degree of
+/// the space and DP degree `1..=N_g` — built by [`packed_mixed`] (each type's stages
+/// packed on its own machines) and scored by [`score_mixed`]; the best time per sample of
+/// one that fits. `chains[g]`: type `g`'s costs per micro-batch size. Exponential: tiny
+/// chains and clusters only.
+pub fn brute_force_mixed(
+    chains: &[Vec<ChainCosts>],
+    topo: &MixedTopology,
+    space: &Space,
+) -> Option<(Layout, f64)> {
+    let recomputes: Vec<bool> = space.recompute.map_or(vec![false, true], |r| vec![r]);
+    let mut best: Option<(Layout, f64)> = None;
+    for ci in 0..chains[0].len() {
+        let cs: Vec<ChainCosts> = chains.iter().map(|c| c[ci].clone()).collect();
+        let n = cs[0].len();
+        let b = cs[0].micro_batch;
+        for &z in &space.zero {
+            for &r in &recomputes {
+                for mask in 0u64..(1u64 << (n - 1)) {
+                    let bounds: Vec<usize> = std::iter::once(0)
+                        .chain((1..n).filter(|c| mask >> (c - 1) & 1 == 1))
+                        .chain(std::iter::once(n))
+                        .collect();
+                    if space.stages.is_some_and(|p| p != bounds.len() - 1) {
+                        continue;
+                    }
+                    let mut next = vec![0; topo.groups.len()];
+                    every_mixed(
+                        &bounds,
+                        space,
+                        topo,
+                        &mut next,
+                        &mut Vec::new(),
+                        &mut |st| {
+                            let layout = packed_mixed(
+                                st,
+                                topo,
+                                (b, space.global_batch),
+                                z,
+                                space.schedule,
+                                r,
+                            );
+                            let Ok(score) = score_mixed(&cs, topo, &layout) else {
+                                return;
+                            };
+                            let v = score.time_per_sample_ms;
+                            if score.fits && best.as_ref().is_none_or(|b| v < b.1) {
+                                best = Some((layout, v));
+                            }
+                        },
+                    );
+                }
+            }
+        }
+    }
+    best
+}
+
+/// Calls `visit` with every choice of type, `t` and `d` per stage of `bounds` whose types
+/// form contiguous runs and whose stages fit their groups when packed; `next[g]`: group
+/// `g`'s first free device.
+fn every_mixed(
+    bounds: &[usize],
+    space: &Space,
+    topo: &MixedTopology,
+    next: &mut [usize],
+    stages: &mut Vec<MixedChoice>,
+    visit: &mut impl FnMut(&[MixedChoice]),
+) {
+    let s = stages.len();
+    if s + 1 == bounds.len() {
+        visit(stages);
+        return;
+    }
+    for g in 0..topo.groups.len() {
+        let left = stages.last().is_some_and(|l| l.3 != g);
+        if left && stages.iter().any(|x| x.3 == g) {
+            continue; // the pipeline would return to a type it left
+        }
+        let devices = topo.groups[g].devices();
+        for &t in &space.tensor_parallel {
+            let first = next[g].div_ceil(t) * t;
+            for d in 1..=devices {
+                if first + t * d > devices {
+                    break;
+                }
+                if space.data_parallel.is_some_and(|x| x != d) {
+                    continue;
+                }
+                let before = next[g];
+                next[g] = first + t * d;
+                stages.push((bounds[s]..bounds[s + 1], t, d, g));
+                every_mixed(bounds, space, topo, next, stages, visit);
+                stages.pop();
+                next[g] = before;
+            }
         }
     }
 }

@@ -58,31 +58,34 @@ pub type StageChoice = (std::ops::Range<usize>, usize, usize);
 /// Boundary classes of a suffix's first stage (module documentation).
 const INTRA: usize = 0;
 const NET_SHARE: usize = 1;
-const NET_APART: usize = 2;
+pub(super) const NET_APART: usize = 2;
+/// A stage's way out to the next accelerator type's group ([`super::mixed`]): the suffix
+/// after it lies on other machines, its boundary priced on the network.
+const END: usize = 3;
 
 /// One configuration of the free space: a chain (micro-batch), ZeRO stage, recomputation.
 #[derive(Clone, Copy, Debug)]
-struct FreeConfig {
-    chain: usize,
-    zero: Zero,
-    recompute: bool,
+pub(super) struct FreeConfig {
+    pub(super) chain: usize,
+    pub(super) zero: Zero,
+    pub(super) recompute: bool,
 }
 
 /// Prefix sums and cut prices of one configuration.
-struct Tables<'a> {
-    chain: &'a ChainCosts,
-    cfg: FreeConfig,
+pub(super) struct Tables<'a> {
+    pub(super) chain: &'a ChainCosts,
+    pub(super) cfg: FreeConfig,
     global_batch: usize,
     schedule: Schedule,
     memory: f64,
     per_machine: usize,
-    devices: usize,
+    pub(super) devices: usize,
     /// `(t, index into the chain's degrees)`.
-    tps: Vec<(usize, usize)>,
+    pub(super) tps: Vec<(usize, usize)>,
     /// DP degrees with `d·b | B`.
-    ds: Vec<usize>,
+    pub(super) ds: Vec<usize>,
     /// Per TP choice: prefix sums of compute + TP time, weights, gradients, optimizer, stash.
-    sums: Vec<[Vec<f64>; 5]>,
+    pub(super) sums: Vec<[Vec<f64>; 5]>,
     /// Per TP choice, per unit: the full stash (recomputation's working set).
     full: Vec<Vec<f64>>,
     /// Per cut: forward and backward transfers priced on `[peer, network]`.
@@ -95,7 +98,12 @@ struct Tables<'a> {
 }
 
 impl<'a> Tables<'a> {
-    fn new(chain: &'a ChainCosts, topo: &Topology, space: &Space, cfg: FreeConfig) -> Tables<'a> {
+    pub(super) fn new(
+        chain: &'a ChainCosts,
+        topo: &Topology,
+        space: &Space,
+        cfg: FreeConfig,
+    ) -> Tables<'a> {
         let devices = space.max_devices.min(topo.devices());
         let intra = topo.intra_link();
         let tps: Vec<(usize, usize)> = space
@@ -250,9 +258,56 @@ struct Choice {
 }
 
 /// A feasible layout of one check: its stages `(units, t, d)` and value.
-struct Found {
-    stages: Vec<StageChoice>,
-    value: f64,
+pub(super) struct Found {
+    pub(super) stages: Vec<StageChoice>,
+    pub(super) value: f64,
+}
+
+/// The tables of one feasibility DP: `best[idx(i, k, r, c)]` the fewest devices, `how` the
+/// choice that reached it.
+pub(super) struct Dp {
+    n: usize,
+    pm: usize,
+    pub(super) best: Vec<u32>,
+    how: Vec<Option<Choice>>,
+}
+
+impl Dp {
+    pub(super) fn idx(&self, i: usize, k: usize, r: usize, c: usize) -> usize {
+        ((i * (self.n + 1) + k) * self.pm + r) * 3 + c
+    }
+
+    /// The stages from state `(i, k, r, c)` to the end of the chain or to a stage that leaves
+    /// for another group ([`END`]): the stages, their largest value, and the unit and stage
+    /// count where the rest starts.
+    pub(super) fn trace(
+        &self,
+        tb: &Tables,
+        (mut i, mut k, mut r, mut c): (usize, usize, usize, usize),
+    ) -> (Found, usize, usize) {
+        let mut out = Found {
+            stages: Vec::new(),
+            value: 0.0,
+        };
+        while i < self.n {
+            let ch = self.how[self.idx(i, k, r, c)].expect("a finite state has a choice");
+            let t = tb.tps[ch.x as usize].0;
+            let d = ch.d as usize;
+            let start = r.div_ceil(t) * t;
+            out.stages.push((i..ch.j as usize, t, d));
+            out.value = out.value.max(ch.value);
+            (i, k, r, c) = (
+                ch.j as usize,
+                k - 1,
+                (start + t * d) % self.pm,
+                ch.next as usize,
+            );
+            if c == END {
+                break;
+            }
+        }
+        (out, i, k)
+    }
 }
 
 /// The feasibility DP for threshold `v` (module documentation): a packed layout whose every
@@ -265,15 +320,44 @@ fn feasible(
     budget: &Budget,
 ) -> Result<Option<Found>, Exhausted> {
     let n = tb.chain.len();
+    let dp = run_dp(tb, v, strict, &|_, _| false, budget)?;
+    let root = (1..=n)
+        .filter(|&k| stages.is_none_or(|p| p == k))
+        .map(|k| (dp.best[dp.idx(0, k, 0, NET_APART)], k))
+        .min();
+    let Some((used, k)) = root else {
+        return Ok(None);
+    };
+    if used as usize > tb.devices {
+        return Ok(None);
+    }
+    Ok(Some(dp.trace(tb, (0, k, 0, NET_APART)).0))
+}
+
+/// The DP's tables for threshold `v` (module documentation). `ends(j, k)`: the units `j..U`
+/// can be laid out in `k ≥ 1` stages on the other groups (a cluster of several types,
+/// [`super::mixed`]); a stage ending at `j` may then hand the rest over, its way out priced
+/// on the network, at no device of this group. One type: never.
+pub(super) fn run_dp(
+    tb: &Tables,
+    v: f64,
+    strict: bool,
+    ends: &dyn Fn(usize, usize) -> bool,
+    budget: &Budget,
+) -> Result<Dp, Exhausted> {
+    let n = tb.chain.len();
     let pm = tb.per_machine;
-    let idx = |i: usize, k: usize, r: usize, c: usize| ((i * (n + 1) + k) * pm + r) * 3 + c;
     let size = (n + 1) * (n + 1) * pm * 3;
     budget.reserve(
         "the free-layout DP",
         size as f64 * (4.0 + std::mem::size_of::<Choice>() as f64),
     )?;
-    let mut best = vec![u32::MAX; size];
-    let mut how: Vec<Option<Choice>> = vec![None; size];
+    let mut dp = Dp {
+        n,
+        pm,
+        best: vec![u32::MAX; size],
+        how: vec![None; size],
+    };
     let ok = |x: f64| if strict { x < v } else { x <= v };
     for i in (0..n).rev() {
         budget.check()?;
@@ -298,63 +382,32 @@ fn feasible(
                         if tb.memory_at(&st, k) > tb.memory {
                             break;
                         }
+                        let hand_over = k > 1 && ends(j, k - 1);
                         for r in 0..pm {
-                            relax(
-                                tb,
-                                &st,
-                                (i, j, k, r),
-                                (x, t, d),
-                                &ok,
-                                &mut best,
-                                &mut how,
-                                idx,
-                            );
+                            relax(tb, &st, (i, j, k, r), (x, t, d), &ok, hand_over, &mut dp);
                         }
                     }
                 }
             }
         }
     }
-    let root = (1..=n)
-        .filter(|&k| stages.is_none_or(|p| p == k))
-        .map(|k| (best[idx(0, k, 0, NET_APART)], k))
-        .min();
-    let Some((used, k)) = root else {
-        return Ok(None);
-    };
-    if used as usize > tb.devices {
-        return Ok(None);
-    }
-    let mut out = Found {
-        stages: Vec::new(),
-        value: 0.0,
-    };
-    let (mut i, mut k, mut r, mut c) = (0, k, 0, NET_APART);
-    while i < n {
-        let ch = how[idx(i, k, r, c)].expect("a finite state has a choice");
-        let t = tb.tps[ch.x as usize].0;
-        let d = ch.d as usize;
-        let start = r.div_ceil(t) * t;
-        out.stages.push((i..ch.j as usize, t, d));
-        out.value = out.value.max(ch.value);
-        (i, k, r, c) = (ch.j as usize, k - 1, (start + t * d) % pm, ch.next as usize);
-    }
-    Ok(Some(out))
+    Ok(dp)
 }
 
 /// Relaxes the states `(i, k, r, ·)` by the stage `i..j` with `(x, t, d)`.
-#[allow(clippy::too_many_arguments)]
+/// `hand_over`: the suffix after `j` may go to another group ([`run_dp`]'s `ends`).
 fn relax(
     tb: &Tables,
     st: &Stage,
     (i, j, k, r): (usize, usize, usize, usize),
     (x, t, d): (usize, usize, usize),
     ok: &impl Fn(f64) -> bool,
-    best: &mut [u32],
-    how: &mut [Option<Choice>],
-    idx: impl Fn(usize, usize, usize, usize) -> usize,
+    hand_over: bool,
+    tables: &mut Dp,
 ) {
-    let pm = tb.per_machine;
+    let (n, pm) = (tables.n, tables.pm);
+    let idx = move |i: usize, k: usize, r: usize, c: usize| ((i * (n + 1) + k) * pm + r) * 3 + c;
+    let best = &tables.best;
     let w = t * d;
     let start = r.div_ceil(t) * t;
     let inside = start % pm + w <= pm;
@@ -362,7 +415,7 @@ fn relax(
     let after = (start + w) % pm;
     let dp = if inside { 0 } else { 1 };
     // The next state's classes, how this stage's way out is priced, and their devices.
-    let mut outs: [(usize, Option<usize>, u32); 2] = [(0, None, u32::MAX); 2];
+    let mut outs: [(usize, Option<usize>, u32); 3] = [(0, None, u32::MAX); 3];
     if k == 1 {
         outs[0] = (NET_APART, None, 0);
     } else if inside {
@@ -379,6 +432,9 @@ fn relax(
             (NET_APART, Some(1), b)
         };
     }
+    if hand_over {
+        outs[2] = (END, Some(1), 0);
+    }
     let classes: &[(usize, usize)] = if shares {
         &[(INTRA, 0), (NET_SHARE, 1)]
     } else {
@@ -394,9 +450,9 @@ fn relax(
             let value = tb.value(st, i, j, dp, input, output);
             let total = own + rest;
             let slot = idx(i, k, r, class);
-            if ok(value) && total < best[slot] {
-                best[slot] = total;
-                how[slot] = Some(Choice {
+            if ok(value) && total < tables.best[slot] {
+                tables.best[slot] = total;
+                tables.how[slot] = Some(Choice {
                     j: j as u16,
                     x: x as u8,
                     d: d as u32,

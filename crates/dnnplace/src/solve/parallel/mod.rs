@@ -26,6 +26,7 @@
 
 pub mod brute_force;
 pub mod free;
+pub mod mixed;
 pub mod partition;
 
 pub use crate::model::parallel::Uniform as Config;
@@ -64,7 +65,11 @@ pub struct Space {
 pub struct ParallelPlan {
     pub layout: Layout,
     pub score: LayoutScore,
+    /// The costs it was priced on (several types: those of the first stage's type).
     pub chain: ChainCosts,
+    /// Each stage's accelerator type on a cluster of several types ([`mixed`]); `None` on
+    /// one type (the topology's).
+    pub accelerators: Option<Vec<String>>,
 }
 
 /// The outcome of a search.
@@ -346,6 +351,7 @@ pub(crate) fn checked_plan(
         layout,
         score,
         chain: chain.clone(),
+        accelerators: None,
     })
 }
 

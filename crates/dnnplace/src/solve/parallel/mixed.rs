@@ -1,0 +1,429 @@
+//! Free layouts on a cluster of several accelerator types ([`MixedTopology`],
+//! `docs/parallel.md`, "Several accelerator types"): every stage on machines of one type
+//! (its TP groups and replicas all that type), priced with that type's costs, memory and
+//! links; per-stage `t_s`, `d_s` as in [`super::free`]; `b`, ZeRO and recomputation common.
+//! Objective: the time per sample `max_s (m_s·T_s + sync_s) / B`.
+//!
+//! **The space, exactly.** (1) The stages on each type form *one contiguous run* of the
+//! pipeline (a pipeline never returns to a type it left); (2) the order of the types along
+//! the pipeline is free (every order of every subset of the types); (3) inside its type's
+//! group the run is *packed* from the group's device 0, exactly as one type's free layout
+//! ([`super::free`]). Between two types a transfer runs on the receiving machine's
+//! network link. On one type this is the free space itself.
+//!
+//! **Feasibility of a threshold `V`.** `R[S][i][k]` = units `i..U` can be laid out in `k`
+//! stages on the types of the set `S`, each used by at most one run, every stage worth
+//! `≤ V` and fitting memory. `R[S][U][0]` holds; for `S ≠ ∅`:
+//!
+//! ```text
+//! R[S][i][k] = ∃ g ∈ S:  D_g^{S∖g}[i][k][0][network] ≤ N_g
+//! ```
+//!
+//! where `D_g^{S'}` is [`super::free::run_dp`] on group `g` (fewest devices of `g`; its
+//! state carries the suffix's stage count `k`, which 1F1B's in-flight count needs) in
+//! which a stage ending at unit `j` may also *hand over* the remaining `k' ≥ 1` stages to
+//! the types of `S'` when `R[S'][j][k']` holds, at no device of `g`, its boundary priced on
+//! the network. A run starting at unit `i > 0` receives from another type: its first stage
+//! starts at the group's device 0 with its input on the network (class `network, not
+//! sharing`). `V` is feasible iff `R[all types][0][k]` for some `k`: exact for the space.
+//! Per threshold `Σ_S |S| = L·2^(L−1)` group DPs (12 for three types), those of one set
+//! size in parallel.
+//!
+//! **The optimum** by the same bisection as [`super::free`]: `lo` from the bound
+//! `Σ_u min_{g,t} t·C_u^g(t) / (N·b)` (each stage pays its units' compute and TP time per
+//! micro-batch on its own type over `d_s·b` samples on `t_s·d_s` devices, `Σ t_s·d_s ≤ N`,
+//! `N` the devices of every type that can hold a stage), `hi` from the first feasible layout
+//! (threshold `∞`: the fewest devices). Once `hi − lo ≤ 10⁻⁶·hi` the threshold is `hi`,
+//! strictly: infeasible proves `hi` optimal. A run stopped by `--time-limit`,
+//! `--memory-budget` or Ctrl-C reports its best layout, `lo` as its bound, and the gap;
+//! past the time limit without any layout it goes on (Ctrl-C still stops it) to the first.
+//!
+//! Every plan is re-scored by [`crate::score::parallel::score_mixed`] (unit by unit, no
+//! arithmetic shared with the DP); a difference above 1e-9 relative is an error.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::free::{run_dp, Dp, Found, FreeConfig, Tables, NET_APART};
+use super::{zero_stages, ParallelOutcome, ParallelPlan, Space};
+use crate::model::parallel::{ChainCosts, Layout, MixedTopology, StageLayout, Zero};
+use crate::model::schedule::Schedule;
+use crate::score::parallel::score_mixed;
+use crate::solve::budget::{Budget, Exhausted};
+use crate::solve::{Status, StopReason};
+
+/// One stage of a mixed layout: its units, `t`, `d` and group (accelerator type).
+pub type MixedChoice = (Range<usize>, usize, usize, usize);
+
+/// The layout of `stages`, each group's stages packed from the group's first device in
+/// pipeline order (module documentation), devices numbered as [`MixedTopology`] does.
+pub fn packed_mixed(
+    stages: &[MixedChoice],
+    topo: &MixedTopology,
+    (micro_batch, global_batch): (usize, usize),
+    zero: Zero,
+    schedule: Schedule,
+    recompute: bool,
+) -> Layout {
+    let mut next = vec![0usize; topo.groups.len()];
+    let stages = stages
+        .iter()
+        .map(|(units, t, d, g)| {
+            let first = next[*g].div_ceil(*t) * t;
+            next[*g] = first + t * d;
+            StageLayout {
+                units: units.clone(),
+                tensor_parallel: *t,
+                data_parallel: *d,
+                first_device: topo.offset(*g) + first,
+            }
+        })
+        .collect();
+    Layout {
+        stages,
+        micro_batch,
+        global_batch,
+        zero,
+        schedule,
+        recompute,
+    }
+}
+
+/// One configuration `(b, ZeRO, recompute)`: per group its tables (`None`: no stage fits the
+/// group's TP or DP choices), and the lower bound.
+struct MixedConfig<'a> {
+    cfg: FreeConfig,
+    groups: Vec<Option<Tables<'a>>>,
+    bound: f64,
+    /// A threshold shown infeasible for this configuration (no layout of it is worth
+    /// `≤ proven`): later checks at or below it skip it.
+    proven: f64,
+}
+
+/// Every configuration of `space`, by ascending bound.
+fn configs<'a>(
+    chains: &'a [Vec<ChainCosts>],
+    topo: &MixedTopology,
+    space: &Space,
+) -> Vec<MixedConfig<'a>> {
+    let recomputes = match space.recompute {
+        Some(r) => vec![r],
+        None => vec![false, true],
+    };
+    let mut out = Vec::new();
+    for ci in 0..chains[0].len() {
+        for &zero in &zero_stages(space, 2) {
+            for &recompute in &recomputes {
+                let cfg = FreeConfig {
+                    chain: ci,
+                    zero,
+                    recompute,
+                };
+                let groups: Vec<Option<Tables>> = topo
+                    .groups
+                    .iter()
+                    .zip(chains)
+                    .map(|(t, c)| {
+                        let tb = Tables::new(&c[ci], t, space, cfg);
+                        (!tb.tps.is_empty() && !tb.ds.is_empty()).then_some(tb)
+                    })
+                    .collect();
+                if let Some(bound) = lower_bound(&groups) {
+                    out.push(MixedConfig {
+                        cfg,
+                        groups,
+                        bound,
+                        proven: f64::NEG_INFINITY,
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.bound.total_cmp(&b.bound));
+    out
+}
+
+/// `Σ_u min_{g,t} t·C_u^g(t) / (N·b)` over the usable groups (module documentation).
+fn lower_bound(groups: &[Option<Tables>]) -> Option<f64> {
+    let usable: Vec<&Tables> = groups.iter().flatten().collect();
+    let first = usable.first()?;
+    let n = first.chain.len();
+    let devices: usize = usable.iter().map(|t| t.devices).sum();
+    let per_unit: f64 = (0..n)
+        .map(|u| {
+            usable
+                .iter()
+                .flat_map(|tb| {
+                    tb.tps
+                        .iter()
+                        .zip(&tb.sums)
+                        .map(move |(&(t, _), s)| t as f64 * (s[0][u + 1] - s[0][u]))
+                })
+                .fold(f64::INFINITY, f64::min)
+        })
+        .sum();
+    Some(per_unit / (devices as f64 * first.chain.micro_batch as f64))
+}
+
+/// A feasible mixed layout of one check.
+struct MixedFound {
+    stages: Vec<MixedChoice>,
+    value: f64,
+}
+
+/// The feasibility of threshold `v` on one configuration (module documentation): a layout
+/// whose every stage is worth `≤ v` (`< v` when `strict`), or `None`.
+fn feasible(
+    c: &MixedConfig,
+    v: f64,
+    strict: bool,
+    stages: Option<usize>,
+    budget: &Budget,
+) -> Result<Option<MixedFound>, Exhausted> {
+    let groups = c.groups.len();
+    let n = c
+        .groups
+        .iter()
+        .flatten()
+        .next()
+        .map_or(0, |t| t.chain.len());
+    let at = |i: usize, k: usize| i * (n + 1) + k;
+    let usable: usize = (0..groups)
+        .filter(|&g| c.groups[g].is_some())
+        .map(|g| 1 << g)
+        .sum();
+    let mut reach = vec![vec![false; (n + 1) * (n + 1)]; 1 << groups];
+    for r in &mut reach {
+        r[at(n, 0)] = true;
+    }
+    let mut dps: Vec<Vec<Option<Dp>>> = (0..1usize << groups)
+        .map(|_| (0..groups).map(|_| None).collect())
+        .collect();
+    // Level by level (sets of 1, 2, … types): a level's group DPs read only the smaller
+    // sets' `R` and run in parallel (rayon).
+    for level in 1..=groups as u32 {
+        let jobs: Vec<(usize, usize)> = (1..=usable)
+            .filter(|&set| set & !usable == 0 && set.count_ones() == level)
+            .flat_map(|set| {
+                (0..groups)
+                    .filter(move |g| set >> g & 1 == 1)
+                    .map(move |g| (set, g))
+            })
+            .collect();
+        let done: Vec<Dp> = jobs
+            .par_iter()
+            .map(|&(set, g)| {
+                let tb = c.groups[g].as_ref().expect("usable");
+                let rest = &reach[set & !(1 << g)];
+                run_dp(tb, v, strict, &|j, k| rest[at(j, k)], budget)
+            })
+            .collect::<Result<_, _>>()?;
+        for (&(set, g), dp) in jobs.iter().zip(done) {
+            let tb = c.groups[g].as_ref().expect("usable");
+            for i in 0..n {
+                for k in 1..=n - i {
+                    if dp.best[dp.idx(i, k, 0, NET_APART)] as usize <= tb.devices {
+                        reach[set][at(i, k)] = true;
+                    }
+                }
+            }
+            dps[set][g] = Some(dp);
+        }
+    }
+    let Some(k) = (1..=n).find(|&k| stages.is_none_or(|p| p == k) && reach[usable][at(0, k)])
+    else {
+        return Ok(None);
+    };
+    let mut out = MixedFound {
+        stages: Vec::new(),
+        value: 0.0,
+    };
+    let (mut set, mut i, mut k) = (usable, 0, k);
+    while i < n {
+        let (g, tb, dp) = (0..groups)
+            .find_map(|g| {
+                let dp = dps[set][g].as_ref()?;
+                let tb = c.groups[g].as_ref()?;
+                (dp.best[dp.idx(i, k, 0, NET_APART)] as usize <= tb.devices).then_some((g, tb, dp))
+            })
+            .expect("a reachable state has a group");
+        let (Found { stages, value }, j, rest) = dp.trace(tb, (i, k, 0, NET_APART));
+        out.stages
+            .extend(stages.into_iter().map(|(u, t, d)| (u, t, d, g)));
+        out.value = out.value.max(value);
+        (set, i, k) = (set & !(1 << g), j, rest);
+    }
+    Ok(Some(out))
+}
+
+/// The best free layout on a cluster of several types (module documentation). `chains[g]`
+/// holds group `g`'s costs, one per micro-batch size of `space` in the same order; every
+/// group's devices may be used (`space.max_devices` must cover the cluster). With
+/// `target_gap` the bisection stops once `(hi − lo)/hi` reaches it.
+pub fn plan_mixed(
+    chains: &[Vec<ChainCosts>],
+    topo: &MixedTopology,
+    space: &Space,
+    target_gap: Option<f64>,
+    budget: &Budget,
+) -> Result<ParallelOutcome, String> {
+    if chains.len() != topo.groups.len() || space.max_devices < topo.devices() {
+        return Err(format!(
+            "internal error: {} chains for {} accelerator types, {} of {} devices allowed",
+            chains.len(),
+            topo.groups.len(),
+            space.max_devices,
+            topo.devices()
+        ));
+    }
+    let mut configs = configs(chains, topo, space);
+    let (mut hi, mut lo) = (
+        f64::INFINITY,
+        configs.first().map_or(f64::INFINITY, |c| c.bound),
+    );
+    let mut best: Option<(FreeConfig, Vec<MixedChoice>)> = None;
+    let (mut checks, mut stop) = (0, None);
+    let unlimited = Budget::without_deadline();
+    while lo < hi {
+        if let Some(gap) = target_gap.filter(|&g| hi.is_finite() && hi - lo <= g * hi) {
+            stop = Some(StopReason::GapReached { gap });
+            break;
+        }
+        let strict = hi.is_finite() && hi - lo <= 1e-6 * hi;
+        let v = match (hi.is_finite(), strict) {
+            (false, _) => f64::INFINITY,
+            (true, true) => hi,
+            (true, false) => 0.5 * (lo + hi),
+        };
+        let active = if stop.is_some() { &unlimited } else { budget };
+        match check_all(&mut configs, v, strict, space.stages, active, &mut checks) {
+            Ok(Some((cfg, found))) => {
+                hi = found.value;
+                best = Some((cfg, found.stages));
+                if stop.is_some() {
+                    break;
+                }
+            }
+            Ok(None) if strict || !v.is_finite() => lo = hi,
+            Ok(None) => lo = v,
+            Err(e) => {
+                let limit = matches!(e, Exhausted::TimeLimit);
+                stop = Some(StopReason::from(e));
+                if !limit || best.is_some() {
+                    break;
+                }
+            }
+        }
+    }
+    let proven = lo >= hi;
+    let plan = match &best {
+        Some((cfg, stages)) => Some(rescored(chains, topo, space, *cfg, stages, hi)?),
+        None => None,
+    };
+    let status = match (&plan, proven, stop) {
+        (Some(_), true, _) => Status::Optimal,
+        (Some(_), false, reason) => Status::Feasible {
+            reason: reason.unwrap_or(StopReason::TimeLimit),
+        },
+        (None, _, Some(reason)) => Status::NoPlan { reason },
+        (None, _, None) => Status::infeasible(
+            "no free layout fits the accelerators' memory on any type: allow ZeRO, smaller micro-batches or more TP",
+        ),
+    };
+    let value = plan
+        .as_ref()
+        .map_or(f64::INFINITY, |p| p.score.time_per_sample_ms);
+    Ok(ParallelOutcome {
+        plan,
+        value,
+        bound: if proven { value } else { lo.min(value) },
+        status,
+        configs_solved: checks,
+        configs: configs.len(),
+        elapsed_s: budget.elapsed_s(),
+        free: true,
+    })
+}
+
+/// The check of `v` on every configuration whose bound allows it and that an earlier check
+/// at or above `v` did not already show infeasible; a configuration found infeasible at a
+/// non-strict `v` records it.
+fn check_all(
+    configs: &mut [MixedConfig],
+    v: f64,
+    strict: bool,
+    stages: Option<usize>,
+    budget: &Budget,
+    checks: &mut usize,
+) -> Result<Option<(FreeConfig, MixedFound)>, Exhausted> {
+    for c in configs.iter_mut() {
+        if c.bound > v || (strict && c.bound >= v) {
+            break;
+        }
+        if v <= c.proven {
+            continue;
+        }
+        *checks += 1;
+        match feasible(c, v, strict, stages, budget)? {
+            Some(found) => return Ok(Some((c.cfg, found))),
+            None if !strict => c.proven = v,
+            None => {}
+        }
+    }
+    Ok(None)
+}
+
+/// The layout of `stages` scored by [`score_mixed`], which must fit and agree with the
+/// search's `value` to 1e-9 relative; its ZeRO stage lowered to the smallest of equal
+/// value that fits when the space leaves ZeRO free.
+fn rescored(
+    chains: &[Vec<ChainCosts>],
+    topo: &MixedTopology,
+    space: &Space,
+    cfg: FreeConfig,
+    stages: &[MixedChoice],
+    value: f64,
+) -> Result<ParallelPlan, String> {
+    let cs: Vec<ChainCosts> = chains.iter().map(|c| c[cfg.chain].clone()).collect();
+    let b = cs[0].micro_batch;
+    let layout_with = |z: Zero| {
+        packed_mixed(
+            stages,
+            topo,
+            (b, space.global_batch),
+            z,
+            space.schedule,
+            cfg.recompute,
+        )
+    };
+    let mut layout = layout_with(cfg.zero);
+    let mut score = score_mixed(&cs, topo, &layout).map_err(|e| e.to_string())?;
+    let scored = score.time_per_sample_ms;
+    if !score.fits || (scored - value).abs() > 1e-9 * value.abs().max(1e-300) {
+        return Err(format!(
+            "internal error: the search valued the layout at {value} ms, the evaluator at {scored} ms (fits: {})",
+            score.fits
+        ));
+    }
+    if space.zero.len() > 1 && cfg.zero != Zero::Parameters {
+        for z in space.zero.iter().copied().filter(|z| *z < cfg.zero) {
+            let lower = layout_with(z);
+            let s = score_mixed(&cs, topo, &lower).map_err(|e| e.to_string())?;
+            if s.fits && s.time_per_sample_ms == scored {
+                (layout, score) = (lower, s);
+                break;
+            }
+        }
+    }
+    let accelerators = stages
+        .iter()
+        .map(|st| topo.groups[st.3].type_name.clone())
+        .collect();
+    Ok(ParallelPlan {
+        layout,
+        score,
+        chain: cs[stages[0].3].clone(),
+        accelerators: Some(accelerators),
+    })
+}
