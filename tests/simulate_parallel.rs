@@ -411,7 +411,11 @@ fn free_layouts_meet_their_planned_figures() {
             }
             // Independent closed form of the busiest replica's memory.
             let ti = x.chain.tp_index(st.tensor_parallel).unwrap();
-            let costs: Vec<_> = st.units.clone().map(|u| &x.chain.units[u].costs[ti]).collect();
+            let costs: Vec<_> = st
+                .units
+                .clone()
+                .map(|u| &x.chain.units[u].costs[ti])
+                .collect();
             let (stash, working) = if x.layout.recompute {
                 (
                     costs.iter().map(|c| c.checkpoint_bytes).sum::<f64>(),
@@ -451,7 +455,12 @@ fn free_layouts_meet_their_planned_figures() {
         assert!(sim.iteration_ms <= (sim.pipeline_ms + max_sync) * (1.0 + 1e-12));
         // The candidate planned iteration for free layouts (not the scorer's: measured here),
         // Σ T_s + max_s (m_s − 1)·T_s + max_s sync_s, against the simulation.
-        let candidate = sim.planned.stages.iter().map(|s| s.micro_batch_ms).sum::<f64>()
+        let candidate = sim
+            .planned
+            .stages
+            .iter()
+            .map(|s| s.micro_batch_ms)
+            .sum::<f64>()
             + sim
                 .planned
                 .stages
@@ -466,8 +475,7 @@ fn free_layouts_meet_their_planned_figures() {
         worst[k] = (worst[k].0.min(ratio), worst[k].1.max(ratio));
         mixed += usize::from(
             p > 1
-                && x
-                    .layout
+                && x.layout
                     .stages
                     .iter()
                     .any(|st| st.data_parallel != x.layout.stages[0].data_parallel),
@@ -497,7 +505,11 @@ fn balanced_free_layouts_reach_the_planned_steady_state() {
         };
         // A long run: 64 rounds of lcm(d_s) micro-batches (the steady state compares 64
         // with 32).
-        let lcm = x.layout.stages.iter().fold(1, |l, st| num_lcm(l, st.data_parallel));
+        let lcm = x
+            .layout
+            .stages
+            .iter()
+            .fold(1, |l, st| num_lcm(l, st.data_parallel));
         x.layout.global_batch = 64 * lcm * x.layout.micro_batch;
         let sim = run(&x);
         let Some(steady) = sim.steady_per_sample_ms else {

@@ -1008,7 +1008,8 @@ pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError
     let f = &args.parallel;
     if args.recompute.is_some() {
         return Err(CliError::Input(
-            "--recompute does not apply to --parallel 3d: the plan file says whether it recomputes".into(),
+            "--recompute does not apply to --parallel 3d: the plan file says whether it recomputes"
+                .into(),
         ));
     }
     let cost = costmodel_cmds::CostFlags {
@@ -1025,12 +1026,13 @@ pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError
     let file = &args.plan;
     let text = crate::io::read_input_text(file, crate::io::TEXT_LIMIT_BYTES)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
-    let names: Vec<String> = transformer_chain(&with_batch(&model.spec, 1), dtype, &profiles[0], &[1])
-        .map_err(CliError::Input)?
-        .units
-        .into_iter()
-        .map(|u| u.name)
-        .collect();
+    let names: Vec<String> =
+        transformer_chain(&with_batch(&model.spec, 1), dtype, &profiles[0], &[1])
+            .map_err(CliError::Input)?
+            .units
+            .into_iter()
+            .map(|u| u.name)
+            .collect();
     let read = crate::io::layout_json::parse_layout_json(&text, &names)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
     let valid = valid_tp_degrees(&model.spec, topo.per_machine);
@@ -1063,7 +1065,12 @@ pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError
     .map_err(CliError::Input)?;
     let score = crate::score::parallel::score_layout(&chain, &topo, &read.layout)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
-    for (s, (sc, &ms)) in score.stages.iter().zip(&read.planned_micro_batch_ms).enumerate() {
+    for (s, (sc, &ms)) in score
+        .stages
+        .iter()
+        .zip(&read.planned_micro_batch_ms)
+        .enumerate()
+    {
         if (sc.micro_batch_ms - ms).abs() > 1e-6 * ms.abs().max(1e-9) {
             return Err(CliError::Input(format!(
                 "{}: stages[{s}].microBatchTimeMs is {ms} but the stage takes {} ms on --cluster {} at this --seq and --dtype: give the flags the plan was made with",
@@ -1110,10 +1117,12 @@ fn simulate_text(plan: &crate::solve::parallel::ParallelPlan, sim: &serde_json::
         .map(|s| format!("t{}·d{}", s.tensor_parallel, s.data_parallel))
         .collect();
     let num = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
-    let planned_iteration = plan.score.iteration_ms.map_or(
-        "not defined (stages with different d)".to_string(),
-        |x| format!("{x:.3} ms"),
-    );
+    let planned_iteration = plan
+        .score
+        .iteration_ms
+        .map_or("not defined (stages with different d)".to_string(), |x| {
+            format!("{x:.3} ms")
+        });
     format!(
         "layout: p{} ({}) b{} B{} z{} {}{}\n\
          planned:   iteration {planned_iteration}, time per sample {:.6} ms\n\

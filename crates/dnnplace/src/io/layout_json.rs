@@ -134,12 +134,17 @@ pub fn parse_layout_json(text: &str, units: &[String]) -> Result<LayoutFile, Lay
         let (t, d) = (st.tensor_parallel, st.data_parallel);
         if t == 0 || d == 0 {
             return Err(field(
-                at(if t == 0 { "tensorParallel" } else { "dataParallel" }),
+                at(if t == 0 {
+                    "tensorParallel"
+                } else {
+                    "dataParallel"
+                }),
                 "must be at least 1",
             ));
         }
         let first = st.devices.first().copied().unwrap_or(0);
-        if st.devices.len() != t * d || st.devices.iter().enumerate().any(|(k, &x)| x != first + k) {
+        if st.devices.len() != t * d || st.devices.iter().enumerate().any(|(k, &x)| x != first + k)
+        {
             return Err(field(
                 at("devices"),
                 format!("a stage holds t·d = {} consecutive devices", t * d),
@@ -213,7 +218,10 @@ mod tests {
         let cases = [
             (GOOD.replace("\"zero\":1", "\"zero\":7"), "zero"),
             (GOOD.replace("\"1f1b\"", "\"interleaved\""), "schedule"),
-            (GOOD.replace("\"block1\",", "\"block9\","), "stages[1].layers[0]"),
+            (
+                GOOD.replace("\"block1\",", "\"block9\","),
+                "stages[1].layers[0]",
+            ),
             (GOOD.replace("\"block1\",", ""), "stages[1].layers[0]"),
             (GOOD.replace("[2,3]", "[2,4]"), "stages[1].devices"),
             (GOOD.replace(",\"head\"", ""), "stages[1].layers"),

@@ -167,9 +167,10 @@ pub fn simulate_layout(
     let built = build(chain, layout, &planned, &pass_ms, global);
     let run = built.play()?;
     let pipeline_ms = built.pipeline_end(&run);
-    let lcm = layout.stages.iter().fold(1, |l, st| {
-        l / gcd(l, st.data_parallel) * st.data_parallel
-    });
+    let lcm = layout
+        .stages
+        .iter()
+        .fold(1, |l, st| l / gcd(l, st.data_parallel) * st.data_parallel);
     let shorter = (global / 2) / lcm * lcm;
     let steady_per_sample_ms = if shorter >= 1 {
         let short = build(chain, layout, &planned, &pass_ms, shorter);
