@@ -16,7 +16,9 @@ use dnnplace::costmodel::operators::DType;
 use dnnplace::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
 use dnnplace::costmodel::transformer::{Style, TransformerSpec};
 use dnnplace::io::cluster_resolve::cluster_and_profiles;
-use dnnplace::model::parallel::{ChainCosts, CutTransfers, Layout, Topology, Uniform, Zero};
+use dnnplace::model::parallel::{
+    ChainCosts, CutTransfers, Layout, StageLayout, Topology, Uniform, Zero,
+};
 use dnnplace::model::profiles::find_profile;
 use dnnplace::model::schedule::Schedule;
 use dnnplace::simulate::parallel::{simulate_layout, LayoutSimulation};
@@ -150,9 +152,8 @@ fn uniform_stages_simulate_to_the_planned_iteration() {
         let (p, m) = (x.layout.stages.len(), sim.micro_batches);
         let by_hand = (m + p - 1) as f64 * st.micro_batch_ms + st.dp_sync_ms;
         assert!(close(sim.iteration_ms, by_hand), "seed {seed}");
-        if let Some(step) = sim.steady_micro_batch_ms {
-            let (d, b) = (x.layout.stages[0].data_parallel, x.layout.micro_batch);
-            let per_sample = step / (d * b) as f64 + st.dp_sync_ms / x.layout.global_batch as f64;
+        if let Some(step) = sim.steady_per_sample_ms {
+            let per_sample = step + st.dp_sync_ms / x.layout.global_batch as f64;
             assert!(
                 close(per_sample, sim.planned.time_per_sample_ms),
                 "seed {seed}: steady {per_sample} vs planned {}",
@@ -267,4 +268,282 @@ fn every_layout_meets_its_planned_figures() {
     }
     println!("{checked} instances: simulated iteration above the planned one in {} GPipe and {} 1F1B, below in {} GPipe and {} 1F1B", above[0], above[1], below[0], below[1]);
     assert!(checked >= 250, "{checked}");
+}
+
+/// A random free layout (`--free`: each stage its own `t` and `d`, packed from device 0)
+/// of a random transformer; `balanced`: every unit a copy of one block with nothing crossing
+/// the cuts, one `t`, stage `s` holding `k·d_s` units and no ZeRO-3 (whose gathers depend on
+/// `d`), so `f_s/d_s` and `b_s/d_s` are the same for every stage.
+fn free_instance(seed: u64, balanced: bool) -> Option<Instance> {
+    let mut r = Pick(seed ^ 0x5eed_f4ee);
+    let style = r.of(&[Style::Bert, Style::Gpt2, Style::Llama]);
+    let heads = r.of(&[2, 4]);
+    let hidden = heads * r.of(&[8, 16, 32]);
+    let layers = 1 + r.next(4) as usize;
+    let mut spec = TransformerSpec::new(style, layers, hidden, heads, r.of(&[8, 16, 64]), 1);
+    spec.vocab = r.of(&[64, 1000]);
+    let dtype = r.of(&[DType::Fp32, DType::Bf16]);
+    let per = r.of(&[1usize, 2, 4]);
+    let machines = 1 + r.next(3) as usize;
+    let (cluster, _) = cluster_and_profiles(&format!("{machines}x{per}xh100"), &[]).ok()?;
+    let mut topo = Topology::from_cluster(&cluster).ok()?;
+    if r.next(3) == 0 {
+        topo.peer = None;
+    }
+    let tps: Vec<usize> = valid_tp_degrees(&spec, per);
+    let b = r.of(&[1usize, 2]);
+    let h100 = find_profile("h100", &[]).unwrap();
+    let mut chain = transformer_chain(&with_batch(&spec, b), dtype, &h100, &tps).ok()?;
+    let p = 1 + r.next(4) as usize;
+    let t_one = r.of(&tps);
+    let (mut ts, mut ds) = (Vec::new(), Vec::new());
+    for _ in 0..p {
+        ts.push(if balanced { t_one } else { r.of(&tps) });
+        ds.push(1 + r.next(3) as usize);
+    }
+    let mut stages = Vec::new();
+    let mut bounds = vec![0];
+    if balanced {
+        let k = 1 + r.next(2) as usize;
+        let block = chain.units[1].clone();
+        let units: usize = ds.iter().map(|d| k * d).sum();
+        chain.units = (0..units).map(|_| block.clone()).collect();
+        chain.cuts = vec![CutTransfers::default(); units + 1];
+        for &d in &ds {
+            bounds.push(bounds.last().unwrap() + k * d);
+        }
+    } else {
+        if chain.len() < p {
+            return None;
+        }
+        let mut all: Vec<usize> = (1..chain.len()).collect();
+        let mut cuts = Vec::new();
+        for _ in 1..p {
+            cuts.push(all.remove(r.next(all.len() as u64) as usize));
+        }
+        cuts.sort_unstable();
+        bounds.extend(cuts);
+        bounds.push(chain.len());
+    }
+    let mut next: usize = 0;
+    for s in 0..p {
+        let first = next.div_ceil(ts[s]) * ts[s];
+        stages.push(StageLayout {
+            units: bounds[s]..bounds[s + 1],
+            tensor_parallel: ts[s],
+            data_parallel: ds[s],
+            first_device: first,
+        });
+        next = first + ts[s] * ds[s];
+    }
+    if next > topo.devices() {
+        return None;
+    }
+    let lcm = ds.iter().fold(1, |l, &d| num_lcm(l, d));
+    let global_batch = lcm * (1 + r.next(4) as usize) * b;
+    let zero = if balanced {
+        r.of(&[Zero::Off, Zero::Optimizer, Zero::Gradients])
+    } else {
+        r.of(&Zero::ALL)
+    };
+    let layout = Layout {
+        stages,
+        micro_batch: b,
+        global_batch,
+        zero,
+        schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        recompute: r.next(2) == 0,
+    };
+    Some(Instance {
+        chain,
+        topo,
+        layout,
+    })
+}
+
+fn num_lcm(a: usize, b: usize) -> usize {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a / x * b
+}
+
+/// Free layouts, both schedules: busy time per sample = planned time per sample; each
+/// replica runs `m_s = B/(d_s·b)` micro-batches; the sync between its bounds; every
+/// replica's peak memory is resident + `n_s` stashes (+ the recomputed unit's working
+/// stash), `n_s` = `m_s` under GPipe (the scorer's in-flight count) and
+/// `min(m_s, ⌈Σ_{j≥s} d_j / d_s⌉)` for 1F1B's busiest replica — which this test counts
+/// against the scorer's `min(m_s, p − s)`.
+#[test]
+fn free_layouts_meet_their_planned_figures() {
+    let (mut checked, mut mixed, mut more, mut less) = (0, 0, 0, 0);
+    let (mut above, mut below, mut worst) = ([0; 2], [0; 2], [(1.0f64, 1.0f64); 2]);
+    for seed in 0..1500 {
+        let Some(x) = free_instance(seed, false) else {
+            continue;
+        };
+        let sim = run(&x);
+        assert!(
+            close(sim.busy_time_per_sample_ms, sim.planned.time_per_sample_ms),
+            "seed {seed}: busy {} vs planned {}",
+            sim.busy_time_per_sample_ms,
+            sim.planned.time_per_sample_ms
+        );
+        let p = x.layout.stages.len();
+        let big_m = x.layout.global_batch / x.layout.micro_batch;
+        for (s, st) in x.layout.stages.iter().enumerate() {
+            let sc = &sim.planned.stages[s];
+            let replicas: Vec<_> = sim
+                .lanes
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.stage == s && l.replica.is_some())
+                .collect();
+            assert_eq!(replicas.len(), st.data_parallel, "seed {seed}");
+            for &(k, _) in &replicas {
+                let ran = sim
+                    .tasks
+                    .iter()
+                    .filter(|t| sim.lane_of[t.piece] == k)
+                    .count();
+                assert_eq!(ran, 2 * big_m / st.data_parallel, "seed {seed} stage {s}");
+            }
+            // Independent closed form of the busiest replica's memory.
+            let ti = x.chain.tp_index(st.tensor_parallel).unwrap();
+            let costs: Vec<_> = st
+                .units
+                .clone()
+                .map(|u| &x.chain.units[u].costs[ti])
+                .collect();
+            let (stash, working) = if x.layout.recompute {
+                (
+                    costs.iter().map(|c| c.checkpoint_bytes).sum::<f64>(),
+                    costs.iter().map(|c| c.activation_bytes).fold(0.0, f64::max),
+                )
+            } else {
+                (costs.iter().map(|c| c.activation_bytes).sum::<f64>(), 0.0)
+            };
+            let m_s = big_m / st.data_parallel;
+            let n = match x.layout.schedule {
+                Schedule::GPipe => m_s,
+                _ => {
+                    let wide: usize = x.layout.stages[s..].iter().map(|y| y.data_parallel).sum();
+                    m_s.min(wide.div_ceil(st.data_parallel))
+                }
+            };
+            let resident = sc.weight_bytes + sc.gradient_bytes + sc.optimizer_bytes;
+            let want = resident + n as f64 * stash + working;
+            let peak = replicas
+                .iter()
+                .map(|(_, l)| l.peak_memory_bytes)
+                .fold(0.0, f64::max);
+            assert!(
+                close(peak, want),
+                "seed {seed} stage {s}: simulated peak {peak} vs {want} ({})",
+                x.layout.schedule
+            );
+            if x.layout.schedule == Schedule::GPipe {
+                assert!(close(peak, sc.memory_bytes), "seed {seed} stage {s}");
+            }
+            more += usize::from(peak > sc.memory_bytes * (1.0 + 1e-9));
+            less += usize::from(peak < sc.memory_bytes * (1.0 - 1e-9));
+        }
+        let syncs: Vec<f64> = sim.planned.stages.iter().map(|s| s.dp_sync_ms).collect();
+        let max_sync = syncs.iter().copied().fold(0.0, f64::max);
+        assert!(sim.iteration_ms >= (sim.pipeline_ms + syncs[0]) * (1.0 - 1e-12));
+        assert!(sim.iteration_ms <= (sim.pipeline_ms + max_sync) * (1.0 + 1e-12));
+        // The candidate planned iteration for free layouts (not the scorer's: measured here),
+        // Σ T_s + max_s (m_s − 1)·T_s + max_s sync_s, against the simulation.
+        let candidate = sim
+            .planned
+            .stages
+            .iter()
+            .map(|s| s.micro_batch_ms)
+            .sum::<f64>()
+            + sim
+                .planned
+                .stages
+                .iter()
+                .map(|s| (s.micro_batches - 1) as f64 * s.micro_batch_ms)
+                .fold(0.0, f64::max)
+            + max_sync;
+        let k = usize::from(x.layout.schedule == Schedule::OneFOneB);
+        let ratio = sim.iteration_ms / candidate;
+        above[k] += usize::from(ratio > 1.0 + 1e-9);
+        below[k] += usize::from(ratio < 1.0 - 1e-9);
+        worst[k] = (worst[k].0.min(ratio), worst[k].1.max(ratio));
+        mixed += usize::from(
+            p > 1
+                && x.layout
+                    .stages
+                    .iter()
+                    .any(|st| st.data_parallel != x.layout.stages[0].data_parallel),
+        );
+        checked += 1;
+    }
+    println!("{checked} free layouts ({mixed} with p > 1 and different d); 1F1B replicas' simulated peak memory above the planned in {more} stages, below in {less}");
+    println!(
+        "simulated iteration / (Σ T + max (m_s − 1) T_s + max sync): GPipe above in {}, below in {}, range {:?}; 1F1B above in {}, below in {}, range {:?}",
+        above[0], below[0], worst[0], above[1], below[1], worst[1]
+    );
+    assert!(checked >= 300 && mixed >= 100, "{checked} {mixed}");
+}
+
+/// Free layouts whose stages process samples at one rate, on a long run: the simulated
+/// steady state per sample is never below the planned `max_s T_s/(d_s·b)` (the planned time
+/// per sample less its sync term), equal to 1e-9 under GPipe always, and under 1F1B counted
+/// (observed: above only where a stage is followed by a narrower one, whose replicas then
+/// hold too few micro-batches in flight).
+#[test]
+fn balanced_free_layouts_reach_the_planned_steady_state() {
+    let (mut checked, mut mixed) = (0, 0);
+    let (mut equal, mut above, mut worst) = ([0; 2], [0; 2], [1.0f64; 2]);
+    for seed in 0..600 {
+        let Some(mut x) = free_instance(seed, true) else {
+            continue;
+        };
+        // A long run: 64 rounds of lcm(d_s) micro-batches (the steady state compares 64
+        // with 32).
+        let lcm = x
+            .layout
+            .stages
+            .iter()
+            .fold(1, |l, st| num_lcm(l, st.data_parallel));
+        x.layout.global_batch = 64 * lcm * x.layout.micro_batch;
+        let sim = run(&x);
+        let Some(steady) = sim.steady_per_sample_ms else {
+            continue;
+        };
+        let b = x.layout.micro_batch as f64;
+        let planned = sim
+            .planned
+            .stages
+            .iter()
+            .zip(&x.layout.stages)
+            .map(|(sc, st)| sc.micro_batch_ms / (st.data_parallel as f64 * b))
+            .fold(0.0, f64::max);
+        let k = usize::from(x.layout.schedule == Schedule::OneFOneB);
+        assert!(
+            steady >= planned * (1.0 - 1e-9),
+            "seed {seed}: steady {steady} below planned {planned} ({:?})",
+            x.layout
+        );
+        if close(steady, planned) {
+            equal[k] += 1;
+        } else {
+            above[k] += 1;
+            worst[k] = worst[k].max(steady / planned);
+        }
+        mixed += usize::from(
+            x.layout
+                .stages
+                .iter()
+                .any(|st| st.data_parallel != x.layout.stages[0].data_parallel),
+        );
+        checked += 1;
+    }
+    println!("{checked} balanced free layouts with a steady state, {mixed} with different d; steady = planned in {} GPipe and {} 1F1B, above in {} GPipe (at most ×{:.4}) and {} 1F1B (at most ×{:.4})", equal[0], equal[1], above[0], worst[0], above[1], worst[1]);
+    assert_eq!(above[0], 0, "GPipe reaches the planned steady state");
+    assert!(checked >= 150 && mixed >= 40, "{checked} {mixed}");
 }

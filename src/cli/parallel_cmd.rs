@@ -831,10 +831,10 @@ fn finish(
         if let Some((path, _)) = &report {
             let s = &json["simulation"];
             println!(
-                "simulated: iteration {} ms (pipeline {} ms + DP syncs), {} micro-batches per replica; report written to {}",
+                "simulated: iteration {} ms (pipeline {} ms + DP syncs), {} micro-batches over the replicas; report written to {}",
                 s["iterationMs"],
                 s["pipelineMs"],
-                s["microBatches"],
+                s["globalMicroBatches"],
                 path.display()
             );
         }
@@ -875,9 +875,10 @@ fn simulated_report(
     let summary = serde_json::json!({
         "schedule": sim.schedule.to_string(),
         "microBatches": sim.micro_batches,
+        "globalMicroBatches": sim.global_micro_batches,
         "iterationMs": sim.iteration_ms,
         "pipelineMs": sim.pipeline_ms,
-        "steadyMicroBatchMs": sim.steady_micro_batch_ms,
+        "steadyPerSampleMs": sim.steady_per_sample_ms,
         "busyTimePerSampleMs": sim.busy_time_per_sample_ms,
         "syncMs": sim.sync_ms,
     });
@@ -1077,4 +1078,186 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
             file.display()
         )))
     }
+}
+
+/// The flags of `simulate CONFIG.json PLAN.json --parallel 3d`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SimulateParallelFlags {
+    /// Simulate a 3D plan file (the JSON of `plan --parallel 3d`, uniform or --free) of
+    /// the transformer given as a Hugging Face config.json; needs --cluster, and the
+    /// --seq and --dtype the plan was made with. The plan file gives the schedule and the
+    /// batches (--schedule and --micro-batches do not apply).
+    #[arg(long = "parallel", value_enum, value_name = "KIND")]
+    pub parallel: Option<ParallelKind>,
+    /// --parallel 3d: the cluster the plan was made for (`MxNxTYPE` or a cluster TOML).
+    #[arg(long, value_name = "SPEC")]
+    pub cluster: Option<String>,
+    /// --parallel 3d: tokens per sample [default: 512, as for plan].
+    #[arg(long, value_name = "S")]
+    pub seq: Option<usize>,
+    /// --parallel 3d: the dtype [default: the config's, else bf16, as for plan].
+    #[arg(long, value_parser = DType::parse, value_name = "DTYPE")]
+    pub dtype: Option<DType>,
+}
+
+/// Rejects the `simulate --parallel 3d` flags without --parallel.
+pub fn check_simulate_unused(f: &SimulateParallelFlags) -> Result<(), CliError> {
+    let given = [
+        ("--cluster", f.cluster.is_some()),
+        ("--seq", f.seq.is_some()),
+        ("--dtype", f.dtype.is_some()),
+    ];
+    match given.iter().find(|g| g.1) {
+        Some((name, _)) => Err(CliError::Input(format!(
+            "{name} applies to simulate --parallel 3d (a 3D plan file); a placement file takes the workload's devices"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Runs `simulate CONFIG.json PLAN.json --parallel 3d --cluster SPEC`: the plan file read
+/// back ([`crate::io::layout_json`]), re-scored, checked against the file's planned stage
+/// times, simulated ([`crate::simulate::parallel`]) and printed beside the planned figures.
+pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError> {
+    let f = &args.parallel;
+    if args.recompute.is_some() {
+        return Err(CliError::Input(
+            "--recompute does not apply to --parallel 3d: the plan file says whether it recomputes"
+                .into(),
+        ));
+    }
+    let cost = costmodel_cmds::CostFlags {
+        seq: f.seq,
+        ..Default::default()
+    };
+    let model = costmodel_cmds::hf_model(&args.workload, &cost).map_err(|e| {
+        CliError::Input(format!(
+            "{e} (--parallel 3d reads a Hugging Face config.json)"
+        ))
+    })?;
+    let dtype = f.dtype.or(model.dtype).unwrap_or(DType::Bf16);
+    let (_, profiles, topo) = topology_of(f.cluster.as_deref(), &[], args.devices.memory)?;
+    let file = &args.plan;
+    let text = crate::io::read_input_text(file, crate::io::TEXT_LIMIT_BYTES)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let names: Vec<String> =
+        transformer_chain(&with_batch(&model.spec, 1), dtype, &profiles[0], &[1])
+            .map_err(CliError::Input)?
+            .units
+            .into_iter()
+            .map(|u| u.name)
+            .collect();
+    let read = crate::io::layout_json::parse_layout_json(&text, &names)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let valid = valid_tp_degrees(&model.spec, topo.per_machine);
+    let mut degrees = vec![1];
+    for (s, st) in read.layout.stages.iter().enumerate() {
+        if !valid.contains(&st.tensor_parallel) {
+            return Err(CliError::Input(format!(
+                "{}: stages[{s}].tensorParallel {}: the degree must divide the model's heads, key/value heads and feed-forward width, and a machine's {} accelerators (these do: {valid:?})",
+                file.display(),
+                st.tensor_parallel,
+                topo.per_machine
+            )));
+        }
+        degrees.push(st.tensor_parallel);
+    }
+    degrees.sort_unstable();
+    degrees.dedup();
+    let sp = if read.sequence_parallel {
+        SequenceParallel::On
+    } else {
+        SequenceParallel::Off
+    };
+    let chain = transformer_chain_with(
+        &with_batch(&model.spec, read.layout.micro_batch),
+        dtype,
+        &profiles[0],
+        &degrees,
+        sp,
+    )
+    .map_err(CliError::Input)?;
+    let score = crate::score::parallel::score_layout(&chain, &topo, &read.layout)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    for (s, (sc, &ms)) in score
+        .stages
+        .iter()
+        .zip(&read.planned_micro_batch_ms)
+        .enumerate()
+    {
+        if (sc.micro_batch_ms - ms).abs() > 1e-6 * ms.abs().max(1e-9) {
+            return Err(CliError::Input(format!(
+                "{}: stages[{s}].microBatchTimeMs is {ms} but the stage takes {} ms on --cluster {} at this --seq and --dtype: give the flags the plan was made with",
+                file.display(),
+                sc.micro_batch_ms,
+                f.cluster.as_deref().unwrap_or("")
+            )));
+        }
+    }
+    let plan = crate::solve::parallel::ParallelPlan {
+        layout: read.layout,
+        score,
+        chain,
+    };
+    if let Some(report) = &args.report {
+        super::check_output_target(report)?;
+    }
+    let (page, summary) = simulated_report(&args.workload, &plan, &topo)?;
+    if let Some(report) = &args.report {
+        crate::io::write_atomically(report, &page)?;
+    }
+    let planned = serde_json::json!({
+        "iterationMs": plan.score.iteration_ms,
+        "timePerSampleMs": plan.score.time_per_sample_ms,
+    });
+    if args.json || args.format == super::simulate::SimulateFormat::Json {
+        let v = serde_json::json!({"planned": planned, "simulation": summary});
+        println!("{}", super::json_text(&v));
+    } else {
+        print!("{}", simulate_text(&plan, &summary));
+        if let Some(report) = &args.report {
+            println!("report written to {}", report.display());
+        }
+    }
+    Ok(())
+}
+
+/// The planned and simulated figures of a 3D plan, as text.
+fn simulate_text(plan: &crate::solve::parallel::ParallelPlan, sim: &serde_json::Value) -> String {
+    let l = &plan.layout;
+    let shape: Vec<String> = l
+        .stages
+        .iter()
+        .map(|s| format!("t{}·d{}", s.tensor_parallel, s.data_parallel))
+        .collect();
+    let num = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
+    let planned_iteration = plan
+        .score
+        .iteration_ms
+        .map_or("not defined (stages with different d)".to_string(), |x| {
+            format!("{x:.3} ms")
+        });
+    format!(
+        "layout: p{} ({}) b{} B{} z{} {}{}\n\
+         planned:   iteration {planned_iteration}, time per sample {:.6} ms\n\
+         simulated: iteration {} ms (pipeline {} ms + DP syncs), {} micro-batches over the replicas\n\
+         simulated: steady state {} ms per sample (DP syncs apart), bottleneck busy time {} ms per sample\n",
+        l.stages.len(),
+        shape.join("|"),
+        l.micro_batch,
+        l.global_batch,
+        l.zero.stage(),
+        l.schedule,
+        if l.recompute { " rc" } else { "" },
+        plan.score.time_per_sample_ms,
+        num(&sim["iterationMs"]),
+        num(&sim["pipelineMs"]),
+        sim["globalMicroBatches"],
+        sim["steadyPerSampleMs"]
+            .as_f64()
+            .map_or("-".to_string(), |x| format!("{x:.6}")),
+        sim["busyTimePerSampleMs"]
+            .as_f64()
+            .map_or("-".to_string(), |x| format!("{x:.6}")),
+    )
 }

@@ -93,9 +93,11 @@ pub enum SimulateFormat {
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
-    /// Workload JSON file.
+    /// Workload JSON file (with --parallel 3d: the Hugging Face config.json the plan was
+    /// made for).
     pub workload: PathBuf,
-    /// Placement JSON file (MODEL.md shape), e.g. written by `plan --out`.
+    /// Placement JSON file (MODEL.md shape), e.g. written by `plan --out`; with --parallel
+    /// 3d, the JSON of `plan --parallel 3d --json` or `--out` (uniform or --free).
     pub plan: PathBuf,
     #[command(flatten)]
     pub schedule: ScheduleFlags,
@@ -117,6 +119,8 @@ pub struct SimulateArgs {
     /// Also write the visual report (one self-contained HTML file) here.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub parallel: super::parallel_cmd::SimulateParallelFlags,
 }
 
 impl From<SimulateError> for CliError {
@@ -199,6 +203,10 @@ fn recomputed(
 
 /// Runs `simulate`.
 pub fn run_simulate(args: SimulateArgs) -> Result<(), CliError> {
+    if args.parallel.parallel.is_some() {
+        return super::parallel_cmd::run_simulate(&args);
+    }
+    super::parallel_cmd::check_simulate_unused(&args.parallel)?;
     let w = load_workload(&args.workload, &DeviceOverrides::new(&args.devices))?;
     let placement = recomputed(
         &w,

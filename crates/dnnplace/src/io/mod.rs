@@ -3,6 +3,7 @@
 //! - [`json`]: the rules of every JSON file read (one value, optional UTF-8 BOM, errors
 //!   with a JSON path and line/column);
 //! - [`workload_json`], [`placement_json`]: the two file formats of MODEL.md;
+//! - [`layout_json`]: 3D plan files (`plan --parallel 3d --json`) read back;
 //! - [`cluster_file`]: cluster descriptions (TOML, short form) and a workload's cluster section;
 //! - [`cluster_resolve`]: a cluster document or `--cluster` short form resolved into a
 //!   [`crate::model::Cluster`], defaults from the device profiles;
@@ -14,6 +15,7 @@ pub mod cluster_file;
 pub mod cluster_resolve;
 pub mod input_file;
 pub mod json;
+pub mod layout_json;
 pub mod output_file;
 pub mod piper_file;
 pub mod placement_json;

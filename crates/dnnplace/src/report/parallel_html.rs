@@ -93,9 +93,10 @@ fn figures(page: &mut String, plan: &ParallelPlan, sim: &LayoutSimulation) {
         "Iteration (simulated)",
         ms(sim.iteration_ms),
         format!(
-            "pipeline {} + DP syncs; {} micro-batches per replica, {}",
+            "pipeline {} + DP syncs; {} micro-batches of {} samples over the replicas, {}",
             ms(sim.pipeline_ms),
-            sim.micro_batches,
+            sim.global_micro_batches,
+            plan.layout.micro_batch,
             sim.schedule
         ),
     ));
@@ -107,11 +108,11 @@ fn figures(page: &mut String, plan: &ParallelPlan, sim: &LayoutSimulation) {
             ms(sim.busy_time_per_sample_ms)
         ),
     ));
-    if let Some(step) = sim.steady_micro_batch_ms {
+    if let Some(step) = sim.steady_per_sample_ms {
         boxes.push((
             "Steady state (simulated)",
             ms(step),
-            "per micro-batch of a replica, once the pipeline is full".into(),
+            "per sample, once the pipeline is full (DP syncs apart)".into(),
         ));
     }
     boxes.push((

@@ -1,54 +1,83 @@
 //! A 3D parallel layout ([`crate::model::parallel`]) run as tasks on the simulator's event
-//! loop ([`super::engine`]), beside the placements of [`super`].
+//! loop ([`super::engine`]), beside the placements of [`super`]. Stages may have different
+//! data-parallel degrees `d_s` (free layouts, `--free`).
 //!
-//! **Lanes.** Replica `r` of stage `s` is one lane: its TP group of `t` devices runs in
-//! lockstep, so the group is one sequence of tasks. With `p` stages of `d` replicas each
-//! (every stage the same `d`, so every replica runs `m = B/(d·b)` micro-batches), replica
-//! `r` of stage `s` receives from replica `r` of `s − 1`. Each stage also has a *sync
-//! lane*: its DP group's gradient collective.
+//! **Micro-batches.** Every stage uses the layout's one micro-batch size `b`, so an
+//! iteration is `M = B/b` *global* micro-batches `0..M`, each `b` samples, and `d_s | M`
+//! (the scorer's check). Global micro-batch `i` runs on replica `i mod d_s` of stage `s`,
+//! as that replica's local micro-batch `⌊i/d_s⌋`: every replica of stage `s` runs
+//! `m_s = M/d_s = B/(d_s·b)` micro-batches, the scorer's `m_s`. A micro-batch is never split
+//! or gathered between stages: replica `i mod d_s` of `s` sends the whole micro-batch's
+//! activations to replica `i mod d_{s+1}` of `s + 1` (and its gradients back), one transfer
+//! per producer and micro-batch, which is what `score::parallel` prices into `T_s` (on the
+//! network when any pairing of the two stages' devices crosses machines, so every pairing
+//! gets the same price). With one `d` for every stage replica `r` talks only to replica `r`.
 //!
-//! **Tasks.** Per lane and micro-batch `i`, a forward task `F(i, s)` and a backward task
-//! `B(i, s)` at position `s` of the schedule's chain; their times are the stage's
+//! **Lanes.** Replica `r` of stage `s` is one lane: its TP group of `t_s` devices runs in
+//! lockstep, so the group is one sequence of tasks. Each stage also has a *sync lane*: its
+//! DP group's gradient collective.
+//!
+//! **Tasks.** Per stage and global micro-batch `i`, a forward task `F(i, s)` and a backward
+//! task `B(i, s)` on lane `(s, i mod d_s)`; their times are the stage's
 //! [`crate::score::parallel::pass_times`] `(f_s, b_s)`, `f_s + b_s = T_s` (the scorer's
 //! time per micro-batch, checked): each holds its pass's compute and TP all-reduces
 //! (recomputation: the forward again at the start of the backward), the transfer it
 //! receives from its neighbour (store-and-forward: the sender's task ends, then the
 //! receiver's starts) and ZeRO-3's weight all-gather. Arcs: `F(i, s) → F(i, s + 1)`,
-//! `F(i, p − 1) → B(i, p − 1)`, `B(i, s) → B(i, s − 1)`. Each lane runs its tasks in the
-//! schedule's order ([`crate::model::schedule::timetable`]: GPipe or 1F1B). The DP sync of
-//! stage `s` is one task of time `sync_s` (the scorer's) after `B(m − 1, s)` of every
-//! replica — each lane's last task ([`super::Piece::per_iteration`]).
+//! `F(i, p − 1) → B(i, p − 1)`, `B(i, s) → B(i, s − 1)`, and every `B(i, s)` → stage `s`'s
+//! DP sync, one task of time `sync_s` (the scorer's).
+//!
+//! **Order.** Stage `s` has one sequence over the global micro-batches with a warm-up of
+//! `K_s` forwards: `F(0) … F(K_s − 1)`, then `B(0), F(K_s), B(1), F(K_s + 1), …` (keys
+//! `F(i) = i` for `i < K_s`, else `2i − K_s + 1`; `B(i) = K_s + 2i`); each lane runs its own
+//! tasks in that sequence's order. GPipe: `K_s = M` (every forward, then every backward).
+//! 1F1B: `K_s = min(M, Σ_{j ≥ s} d_j)`. With one `d`, `K_s = d·(p − s)` and each replica's
+//! order is exactly 1F1B's per-replica timetable ([`crate::model::schedule::timetable`]):
+//! `p − s` warm-up forwards, then one backward and one forward. `K_s` never grows with
+//! `s`, so the stage sequences and the arcs form an acyclic graph (stage `s`'s `B(k)` waits
+//! for `F(k + K_{s+1} − 1, s + 1)`, which comes from `F(k + K_{s+1} − 1, s)`, before `B(k)`
+//! in `s`'s sequence since `K_{s+1} ≤ K_s`), and the lowest unfinished task of a
+//! topological order is always ready: the run never deadlocks. The warm-up keeps
+//! `Σ_{j ≥ s} d_j` micro-batches in flight over stage `s`'s replicas, as many as a full
+//! pipeline behind it holds when every stage processes `d_j` micro-batches per `T_j`;
+//! with fewer (the scorer's `min(m_s, p − s)` per replica, the one `d` count) a stage
+//! feeding wider stages starves (Little's law: `d_s·(p − s)` micro-batches over a round
+//! trip of `Σ_{j ≥ s} T_j`).
 //!
 //! **Memory** per lane: resident `W + G + O` (after ZeRO), plus from the start of `F(i, s)`
 //! to the end of `B(i, s)` the stash of micro-batch `i` (`Σ activation_u`; recomputing:
-//! `Σ checkpoint_u`, and during `B(i, s)` the largest unit's stash). The peak is the
-//! scorer's memory per device: `in_flight` stashes at once (GPipe `m`, 1F1B `min(m, p − s)`).
+//! `Σ checkpoint_u`, and during `B(i, s)` the largest unit's stash). A replica holds at
+//! most `min(m_s, ⌈K_s/d_s⌉)` stashes at once: GPipe `m_s`, the scorer's; 1F1B with one `d`
+//! `min(m, p − s)`, the scorer's; 1F1B with different `d_s` `min(m_s, ⌈Σ_{j≥s} d_j/d_s⌉)`,
+//! which is above the scorer's `min(m_s, p − s)` where later stages are wider (tested).
 //!
 //! **Figures.** `T` (the last task's end, syncs included), the pipeline's makespan
-//! `T_pipe` (the last backward's end), the steady state `(T_pipe(m) − T_pipe(m'))/(m − m')`
-//! per micro-batch for `m' = ⌊m/2⌋`, and the bottleneck's busy time per sample
-//! `max_s (m·T_s + sync_s) / B` measured from the tasks that ran: the planned time per
+//! `T_pipe` (the last backward's end), the steady state per sample
+//! `(T_pipe(M) − T_pipe(M'))/((M − M')·b)` for `M'` the largest multiple of
+//! `L = lcm(d_s)` at most `M/2`, and the bottleneck's busy time per sample
+//! `max_s (m_s·T_s + sync_s) / B` measured from the tasks that ran: the planned time per
 //! sample. Exact relations (tested in `tests/simulate_parallel.rs`):
 //!
-//! - Every stage with the same `(f, b)` and `sync`: `T = (m + p − 1)(f + b) + sync`, the
-//!   planned iteration `Σ_s T_s + (m − 1)·max_s T_s + max_s sync_s`, and the steady state
-//!   is `f + b` per micro-batch: planned time per sample `= steady/(d·b) + sync/B`.
-//! - GPipe in general (a flow shop of identical jobs, forward then backward):
+//! - Every stage with the same `(f, b)`, `d` and `sync`: `T = (m + p − 1)(f + b) + sync`,
+//!   the planned iteration `Σ_s T_s + (m − 1)·max_s T_s + max_s sync_s`, and the steady
+//!   state is `(f + b)/(d·b)` per sample.
+//! - Free layouts whose stages process samples at one rate (`f_s/d_s` and `b_s/d_s` the
+//!   same for every stage): the steady state per sample is `max_s T_s/(d_s·b)`, the
+//!   planned time per sample less its sync term.
+//! - GPipe, one `d` (a flow shop of identical jobs, forward then backward):
 //!   `T_pipe = Σ_s (f_s + b_s) + (m − 1)(max_s f_s + max_s b_s)` ≥ the planned pipeline
 //!   term `Σ T_s + (m − 1) max T_s`, equal when one stage has both the largest `f` and
-//!   the largest `b`; stage `s`'s last backward ends at
-//!   `E_s = Σ f + (m − 1) max f + Σ_{j ≥ s} b_j + (m − 1) max_{j ≥ s} b_j`, and
-//!   `T = max_s (E_s + sync_s)`.
+//!   the largest `b`.
 //! - Always `T_pipe + sync_0 ≤ T ≤ T_pipe + max_s sync_s` (stage 0's last backward ends
 //!   last): the planned formula's sync term, which waits for the flush, is the upper end.
 //!
-//! Complexity: O(K log K) for `K = 2·p·d·m + p·m` tasks.
+//! Complexity: O(K log K) for `K = 2·p·M + p` tasks.
 
 use super::engine::{self, TaskRun};
 use super::stages::{Piece, Stages};
 use super::{SimulateError, MAX_TASKS};
 use crate::model::parallel::{ChainCosts, Layout, Topology};
-use crate::model::schedule::{timetable, Pass, Schedule};
+use crate::model::schedule::{Pass, Schedule};
 use crate::model::Device;
 use crate::score::parallel::{pass_times, score_layout, LayoutScore};
 
@@ -72,15 +101,19 @@ pub struct Lane {
 #[derive(Clone, Debug)]
 pub struct LayoutSimulation {
     pub schedule: Schedule,
-    /// Micro-batches per replica `m`.
+    /// Micro-batches per replica of stage 0, `m_0` (every stage's `m` with one `d`).
     pub micro_batches: usize,
-    /// The pieces: per lane a forward and a backward piece, per stage a sync piece.
+    /// `M = B/b`: the iteration's micro-batches over all replicas.
+    pub global_micro_batches: usize,
+    /// The pieces, one per task (the engine runs them with one micro-batch): forwards,
+    /// backwards, then the syncs.
     pub stages: Stages,
     /// Lane of every piece (index into `lanes`).
     pub lane_of: Vec<usize>,
     pub lanes: Vec<Lane>,
     /// `(f_s, b_s)` per stage, ms.
     pub pass_ms: Vec<(f64, f64)>,
+    /// As they ran; `micro_batch` is the global micro-batch (0 for a sync).
     pub tasks: Vec<TaskRun>,
     /// `T`: the last task's end, DP syncs included.
     pub iteration_ms: f64,
@@ -88,13 +121,20 @@ pub struct LayoutSimulation {
     pub pipeline_ms: f64,
     /// Per stage, when its DP sync starts and ends.
     pub sync_ms: Vec<(f64, f64)>,
-    /// `(T_pipe(m) − T_pipe(m'))/(m − m')` per micro-batch, `m' = ⌊m/2⌋`; `None` when
-    /// `m' = 0`.
-    pub steady_micro_batch_ms: Option<f64>,
+    /// `(T_pipe(M) − T_pipe(M'))/((M − M')·b)` (module doc); `None` when `M' = 0`.
+    pub steady_per_sample_ms: Option<f64>,
     /// `max_s (busy of a replica lane + sync_s) / B`, from the tasks that ran.
     pub busy_time_per_sample_ms: f64,
     /// The scorer's figures for the same layout.
     pub planned: LayoutScore,
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Simulates `layout` of `chain` on `topo` (module doc).
@@ -105,20 +145,8 @@ pub fn simulate_layout(
 ) -> Result<LayoutSimulation, SimulateError> {
     let planned =
         score_layout(chain, topo, layout).map_err(|e| SimulateError::InvalidPlan(e.to_string()))?;
-    let d = layout.stages[0].data_parallel;
-    if let Some((s, x)) = layout
-        .stages
-        .iter()
-        .enumerate()
-        .find(|(_, x)| x.data_parallel != d)
-    {
-        return Err(SimulateError::InvalidPlan(format!(
-            "stage {s} has {} replicas and stage 0 has {d}: the simulator runs layouts whose stages have one data-parallel degree (each replica then runs the same micro-batches)",
-            x.data_parallel
-        )));
-    }
     let p = layout.stages.len();
-    let m = planned.stages[0].micro_batches;
+    let global = layout.global_batch / layout.micro_batch;
     let pass_ms: Vec<(f64, f64)> = (0..p).map(|s| pass_times(chain, topo, layout, s)).collect();
     for (s, (&(f, b), sc)) in pass_ms.iter().zip(&planned.stages).enumerate() {
         if (f + b - sc.micro_batch_ms).abs() > 1e-9 * sc.micro_batch_ms.max(1.0) {
@@ -128,21 +156,26 @@ pub fn simulate_layout(
             )));
         }
     }
-    let built = build(chain, layout, &planned, &pass_ms);
-    let tasks = built.stages.pieces.len().saturating_mul(m);
+    let tasks = (2 * p).saturating_mul(global).saturating_add(p);
     if tasks > MAX_TASKS {
         return Err(SimulateError::TooLarge {
             tasks,
-            pieces: built.stages.pieces.len(),
-            micro_batches: m,
+            pieces: 2 * p + p,
+            micro_batches: global,
         });
     }
-    let run = built.play(layout.schedule, m)?;
+    let built = build(chain, layout, &planned, &pass_ms, global);
+    let run = built.play()?;
     let pipeline_ms = built.pipeline_end(&run);
-    let half = m / 2;
-    let steady_micro_batch_ms = if half >= 1 {
-        let shorter = built.play(layout.schedule, half)?;
-        Some((pipeline_ms - built.pipeline_end(&shorter)) / (m - half) as f64)
+    let lcm = layout
+        .stages
+        .iter()
+        .fold(1, |l, st| l / gcd(l, st.data_parallel) * st.data_parallel);
+    let shorter = (global / 2) / lcm * lcm;
+    let steady_per_sample_ms = if shorter >= 1 {
+        let short = build(chain, layout, &planned, &pass_ms, shorter);
+        let step = pipeline_ms - short.pipeline_end(&short.play()?);
+        Some(step / ((global - shorter) * layout.micro_batch) as f64)
     } else {
         None
     };
@@ -155,29 +188,39 @@ pub fn simulate_layout(
     }
     let sync_ms: Vec<(f64, f64)> = (0..p)
         .map(|s| {
-            let piece = built.sync_piece[s];
+            let piece = built.sync_piece(s);
             run.tasks
                 .iter()
-                .find(|t| t.piece == piece && t.micro_batch + 1 == m)
+                .find(|t| t.piece == piece)
                 .map_or((0.0, 0.0), |t| (t.start_ms, t.end_ms))
         })
         .collect();
     let busy_time_per_sample_ms = (0..p)
         .map(|s| {
-            let replica = lanes[s * d].busy_ms;
+            let replica = lanes[built.lane_base[s]].busy_ms;
             (replica + (sync_ms[s].1 - sync_ms[s].0)) / layout.global_batch as f64
         })
         .fold(0.0, f64::max);
+    let iteration_ms = run.tasks.iter().map(|t| t.end_ms).fold(0.0, f64::max);
+    let tasks = run
+        .tasks
+        .into_iter()
+        .map(|t| TaskRun {
+            micro_batch: built.micro_batch_of(t.piece),
+            ..t
+        })
+        .collect();
     Ok(LayoutSimulation {
         schedule: layout.schedule,
-        micro_batches: m,
-        iteration_ms: run.tasks.iter().map(|t| t.end_ms).fold(0.0, f64::max),
+        micro_batches: planned.stages[0].micro_batches,
+        global_micro_batches: global,
+        iteration_ms,
         pipeline_ms,
         sync_ms,
-        steady_micro_batch_ms,
+        steady_per_sample_ms,
         busy_time_per_sample_ms,
         pass_ms,
-        tasks: run.tasks,
+        tasks,
         lane_of: built.lane_of,
         stages: built.stages,
         lanes,
@@ -185,12 +228,20 @@ pub fn simulate_layout(
     })
 }
 
-/// The pieces, lanes and memory of a layout, ready to play.
+/// The pieces, lanes and memory of a layout run with `M` global micro-batches, ready to
+/// play. Piece `F(i, s)` is `s·M + i`, `B(i, s)` is `p·M + (p − 1 − s)·M + i` (forwards by
+/// rising stage, backwards by falling stage: a topological order), the sync of `s` is
+/// `2·p·M + s`; lane `lane_base[s] + r` is replica `r` of stage `s`, lane `R + s` stage
+/// `s`'s sync, `R = Σ d_s`.
 struct Built {
     stages: Stages,
     lane_of: Vec<usize>,
     lanes: Vec<Lane>,
-    sync_piece: Vec<usize>,
+    lane_base: Vec<usize>,
+    /// `M`.
+    global: usize,
+    /// The order of each lane's pieces.
+    orders: Vec<Vec<usize>>,
 }
 
 /// A piece with no nodes (a 3D task stands for a stage's units, not for graph nodes).
@@ -228,63 +279,103 @@ fn stash_of(chain: &ChainCosts, layout: &Layout, s: usize) -> (f64, f64) {
     }
 }
 
-/// Pieces in a topological order: forwards by rising stage, backwards by falling stage,
-/// then the syncs; lane `s·d + r` is replica `r` of stage `s`, lane `p·d + s` stage `s`'s
-/// sync.
+/// Stage `s`'s warm-up `K_s` (module doc).
+pub fn warm_up(layout: &Layout, s: usize, global: usize) -> usize {
+    match layout.schedule {
+        Schedule::OneFOneB => layout.stages[s..]
+            .iter()
+            .map(|x| x.data_parallel)
+            .sum::<usize>()
+            .min(global),
+        _ => global,
+    }
+}
+
+/// The key of pass `pass` of global micro-batch `i` in a stage sequence with warm-up `k`.
+fn order_key(pass: Pass, i: usize, k: usize) -> usize {
+    match pass {
+        Pass::Forward if i < k => i,
+        Pass::Forward => 2 * i + 1 - k,
+        Pass::Backward => k + 2 * i,
+    }
+}
+
+/// The tasks of `layout` with `global` micro-batches (module doc, [`Built`]).
 fn build(
     chain: &ChainCosts,
     layout: &Layout,
     planned: &LayoutScore,
     pass_ms: &[(f64, f64)],
+    global: usize,
 ) -> Built {
     let p = layout.stages.len();
-    let d = layout.stages[0].data_parallel;
-    let mut pieces = Vec::with_capacity(2 * p * d + p);
-    let fw = |s: usize, r: usize| s * d + r;
-    let bw = |s: usize, r: usize| p * d + (p - 1 - s) * d + r;
+    let big_m = global;
+    let d: Vec<usize> = layout.stages.iter().map(|x| x.data_parallel).collect();
+    let mut lane_base = Vec::with_capacity(p);
+    let mut replicas = 0;
+    for &x in &d {
+        lane_base.push(replicas);
+        replicas += x;
+    }
+    let fw = |s: usize, i: usize| s * big_m + i;
+    let bw = |s: usize, i: usize| p * big_m + (p - 1 - s) * big_m + i;
+    let lane = |s: usize, i: usize| lane_base[s] + i % d[s];
+    let mut pieces = Vec::with_capacity(2 * p * big_m + p);
     for (s, &(f, _)) in pass_ms.iter().enumerate() {
-        for r in 0..d {
-            pieces.push(piece(s * d + r, Pass::Forward, s, f));
-        }
+        pieces.extend((0..big_m).map(|i| piece(lane(s, i), Pass::Forward, s, f)));
     }
     for s in (0..p).rev() {
-        for r in 0..d {
-            pieces.push(piece(s * d + r, Pass::Backward, s, pass_ms[s].1));
-        }
+        pieces.extend((0..big_m).map(|i| piece(lane(s, i), Pass::Backward, s, pass_ms[s].1)));
     }
-    let sync_piece: Vec<usize> = (0..p).map(|s| 2 * p * d + s).collect();
     for (s, sc) in planned.stages.iter().enumerate() {
-        let mut x = piece(p * d + s, Pass::Backward, s, sc.dp_sync_ms);
+        let mut x = piece(replicas + s, Pass::Backward, s, sc.dp_sync_ms);
         x.per_iteration = true;
         pieces.push(x);
     }
-    let mut arcs = Vec::new();
-    for r in 0..d {
-        for (s, &sync) in sync_piece.iter().enumerate() {
-            if s + 1 < p {
-                arcs.push((fw(s, r), fw(s + 1, r)));
+    let mut arcs = Vec::with_capacity(3 * p * big_m);
+    for i in 0..big_m {
+        for s in 0..p {
+            arcs.push(if s + 1 < p {
+                (fw(s, i), fw(s + 1, i))
             } else {
-                arcs.push((fw(s, r), bw(s, r)));
-            }
+                (fw(s, i), bw(s, i))
+            });
             if s > 0 {
-                arcs.push((bw(s, r), bw(s - 1, r)));
+                arcs.push((bw(s, i), bw(s - 1, i)));
             }
-            arcs.push((bw(s, r), sync));
+            arcs.push((bw(s, i), 2 * p * big_m + s));
         }
     }
     for (a, b) in arcs {
         pieces[a].succs.push(b);
         pieces[b].preds.push(a);
     }
-    let mut lanes = Vec::with_capacity(p * d + p);
+    let mut lanes = Vec::with_capacity(replicas + p);
+    let mut orders: Vec<Vec<usize>> = vec![Vec::new(); replicas + p];
     for (s, st) in layout.stages.iter().enumerate() {
         let (stash, working) = stash_of(chain, layout, s);
+        for i in 0..big_m {
+            pieces[fw(s, i)].stash_bytes = stash;
+            pieces[fw(s, i)].released_by = vec![bw(s, i)];
+            pieces[bw(s, i)].transient_bytes = working;
+        }
+        let k = warm_up(layout, s, big_m);
+        let mut keyed: Vec<(usize, usize)> = (0..big_m)
+            .flat_map(|i| {
+                [
+                    (order_key(Pass::Forward, i, k), fw(s, i)),
+                    (order_key(Pass::Backward, i, k), bw(s, i)),
+                ]
+            })
+            .collect();
+        keyed.sort_unstable();
+        for (_, x) in keyed {
+            orders[lane(s, x % big_m)].push(x);
+        }
+        orders[replicas + s].push(2 * p * big_m + s);
         let sc = &planned.stages[s];
-        for r in 0..d {
-            pieces[fw(s, r)].stash_bytes = stash;
-            pieces[fw(s, r)].released_by = vec![bw(s, r)];
-            pieces[bw(s, r)].transient_bytes = working;
-            let t = st.tensor_parallel;
+        let t = st.tensor_parallel;
+        for r in 0..d[s] {
             lanes.push(Lane {
                 stage: s,
                 replica: Some(r),
@@ -312,43 +403,40 @@ fn build(
             _ => unreachable!("3D pieces are on lanes"),
         })
         .collect();
-    let positions = p;
     Built {
         stages: Stages {
             pieces,
-            positions,
+            positions: p,
             piece_of: Vec::new(),
         },
         lane_of,
         lanes,
-        sync_piece,
+        lane_base,
+        global,
+        orders,
     }
 }
 
 impl Built {
-    /// Runs `m` micro-batches: each replica lane in the schedule's order, each sync lane
-    /// in micro-batch order.
-    fn play(&self, schedule: Schedule, m: usize) -> Result<engine::Run, SimulateError> {
-        let table = timetable(schedule, self.stages.positions, m)?;
-        let mut orders: Vec<Vec<usize>> = vec![Vec::new(); self.lanes.len()];
-        for (x, &lane) in self.lane_of.iter().enumerate() {
-            orders[lane].extend((0..m).map(|i| x * m + i));
-        }
-        let pieces = &self.stages.pieces;
-        for order in &mut orders {
-            order.sort_by_key(|&task| {
-                let (x, i) = (task / m, task % m);
-                let piece = &pieces[x];
-                if piece.per_iteration {
-                    (i, piece.pass, i, x)
-                } else {
-                    (table.slot(piece.pass, i, piece.position), piece.pass, i, x)
-                }
-            });
-        }
+    /// Runs every task (one per piece) in its lane's order.
+    fn play(&self) -> Result<engine::Run, SimulateError> {
         let resident: Vec<f64> = self.lanes.iter().map(|l| l.resident_bytes).collect();
-        engine::run(&self.stages, m, &self.lane_of, &orders, &resident)
+        engine::run(&self.stages, 1, &self.lane_of, &self.orders, &resident)
             .map_err(SimulateError::Check)
+    }
+
+    /// Stage `s`'s sync piece.
+    fn sync_piece(&self, s: usize) -> usize {
+        2 * self.stages.positions * self.global + s
+    }
+
+    /// The global micro-batch of a piece (0 for a sync).
+    fn micro_batch_of(&self, piece: usize) -> usize {
+        if piece >= 2 * self.stages.positions * self.global {
+            0
+        } else {
+            piece % self.global
+        }
     }
 
     /// The end of the last task that is not a sync.
