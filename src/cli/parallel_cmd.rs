@@ -1198,6 +1198,7 @@ pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError
         layout: read.layout,
         score,
         chain,
+        accelerators: None,
     };
     if let Some(report) = &args.report {
         super::check_output_target(report)?;
