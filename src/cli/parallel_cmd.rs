@@ -497,25 +497,7 @@ fn topology_of(
 /// Runs `plan --parallel 3d`.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
-    if let Some(out) = &args.out {
-        super::check_output_target(out)?;
-    }
-    if let Some(plot) = &args.plot {
-        super::check_output_target(plot)?;
-    }
-    if let Some(report) = &args.report {
-        super::check_output_target(report)?;
-    }
-    if args.sweep && args.report.is_some() {
-        return Err(CliError::Input(
-            "--report shows one layout: give it without --sweep".into(),
-        ));
-    }
-    if args.sweep && args.export.is_some() {
-        return Err(CliError::Input(
-            "--export writes one layout: give it without --sweep".into(),
-        ));
-    }
+    check_outputs(args)?;
     let export = export_format(args.export.as_deref())?;
     if let Some(out) = &args.export_out {
         super::check_output_target(out)?;
@@ -524,14 +506,7 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     if args.parallel.free {
         check_free(args, objective)?;
     }
-    let schedule = match args.schedule.schedule.unwrap_or(Schedule::OneFOneB) {
-        s @ (Schedule::GPipe | Schedule::OneFOneB) => s,
-        s => {
-            return Err(CliError::Input(format!(
-                "--schedule {s}: parallel layouts run gpipe or 1f1b"
-            )))
-        }
-    };
+    let schedule = schedule_of(args)?;
     let (model, dtype) = model_of(args)?;
     if let Some(mixed) = mixed_cluster(args)? {
         return run_mixed(args, started, mixed, (&model, dtype), schedule);
@@ -589,43 +564,93 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         return run_sweep(args, &chains, &topo, &space, objective, &budget);
     }
     if let Some(target) = args.target_tps {
-        let found = crate::solve::parallel::fewest_devices(&chains, &topo, &space, target, &budget)
-            .map_err(CliError::Internal)?;
-        let line = target_line(target, &found);
-        let json = serde_json::json!({
-            "targetMs": target,
-            "devices": found.devices,
-            "proven": found.proven,
-            "searched": found.searched,
-        });
-        if found.devices.is_none() {
-            // The best layout is printed, but it misses the target: no file, exit 2.
-            finish(
-                args,
-                &found.outcome,
-                &topo,
-                objective,
-                None,
-                Some(("target", json, &line)),
-                false,
-            )?;
-            return Err(CliError::Input(format!(
-                "--target-tps {target} ms: no layout of the cluster meets it"
-            )));
-        }
-        return finish(
-            args,
-            &found.outcome,
-            &topo,
-            objective,
-            export,
-            Some(("target", json, &line)),
-            true,
-        );
+        let searched = Searched {
+            chains: &chains,
+            topo: &topo,
+            space: &space,
+            budget: &budget,
+        };
+        return run_target_tps(args, &searched, target, objective, export);
     }
     let outcome =
         plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
     finish(args, &outcome, &topo, objective, export, None, true)
+}
+
+/// The output files `plan --parallel 3d` may write are writable targets, and `--sweep` is
+/// not given with an option that shows or writes one layout.
+fn check_outputs(args: &PlanArgs) -> Result<(), CliError> {
+    for path in [&args.out, &args.plot, &args.report].into_iter().flatten() {
+        super::check_output_target(path)?;
+    }
+    if args.sweep && args.report.is_some() {
+        return Err(CliError::Input(
+            "--report shows one layout: give it without --sweep".into(),
+        ));
+    }
+    if args.sweep && args.export.is_some() {
+        return Err(CliError::Input(
+            "--export writes one layout: give it without --sweep".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `--schedule`: parallel layouts run GPipe or 1F1B (the default).
+fn schedule_of(args: &PlanArgs) -> Result<Schedule, CliError> {
+    match args.schedule.schedule.unwrap_or(Schedule::OneFOneB) {
+        s @ (Schedule::GPipe | Schedule::OneFOneB) => Ok(s),
+        s => Err(CliError::Input(format!(
+            "--schedule {s}: parallel layouts run gpipe or 1f1b"
+        ))),
+    }
+}
+
+/// What a search over one-type layouts reads: the chain per micro-batch size, the devices,
+/// the space and the run's budget.
+struct Searched<'a> {
+    chains: &'a [ChainCosts],
+    topo: &'a Topology,
+    space: &'a Space,
+    budget: &'a Budget,
+}
+
+/// `--target-tps MS`: the fewest devices whose best layout meets the target. The best
+/// layout is printed either way; one that misses the target writes no file and exits 2.
+fn run_target_tps(
+    args: &PlanArgs,
+    s: &Searched,
+    target: f64,
+    objective: Objective,
+    export: Option<&str>,
+) -> Result<(), CliError> {
+    let found = crate::solve::parallel::fewest_devices(s.chains, s.topo, s.space, target, s.budget)
+        .map_err(CliError::Internal)?;
+    let line = target_line(target, &found);
+    let json = serde_json::json!({
+        "targetMs": target,
+        "devices": found.devices,
+        "proven": found.proven,
+        "searched": found.searched,
+    });
+    let met = found.devices.is_some();
+    let export = if met { export } else { None };
+    finish(
+        args,
+        &found.outcome,
+        s.topo,
+        objective,
+        export,
+        Some(("target", json, &line)),
+        met,
+    )?;
+    if met {
+        Ok(())
+    } else {
+        Err(CliError::Input(format!(
+            "--target-tps {target} ms: no layout of the cluster meets it"
+        )))
+    }
 }
 
 /// The cluster of `--cluster` when it holds several accelerator types, with its profiles.
