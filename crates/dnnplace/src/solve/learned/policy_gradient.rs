@@ -177,8 +177,12 @@ impl Method for PolicyGradient {
             done = t + 1;
             since += 1;
         }
+        let restarted = match restarts {
+            0 => String::new(),
+            n => format!(" (after {n} restarts of a converged policy)"),
+        };
         notes.push(format!(
-            "final policy: {:.1}% of units at probability ≥ 0.9; {restarts} restarts of a converged policy",
+            "final policy: {:.1}% of units at probability ≥ 0.9{restarted}",
             100.0 * policy.settled(0.9)
         ));
         let ending = Ending {
