@@ -151,7 +151,7 @@ impl Method for PolicyGradient {
                 adam = Adam::new(policy.theta.len());
                 order_adam = Adam::new(order.as_ref().map_or(0, |o| o.psi.len()));
                 baseline = None;
-                (restarts, since) = (restarts + 1, 0);
+                (restarts, since, last_improve) = (restarts + 1, 0, t);
             }
             policy.sample(&mut rng, &mut labels);
             let placed = match order.as_mut() {
