@@ -165,6 +165,26 @@ pub fn score_layout(
         let output = (s + 1 < p).then(|| boundary_link(topo, st, &layout.stages[s + 1]));
         stages.push(score_stage(chain, topo, layout, (s, st), (input, output)));
     }
+    let (time_per_sample_ms, iteration_ms) = pipeline_times(layout, &stages);
+    let devices_used = layout.devices_used();
+    let per_sample_flops = chain.model_flops / chain.micro_batch as f64;
+    let seconds_per_sample =
+        1e-3 * iteration_ms.map_or(time_per_sample_ms, |i| i / layout.global_batch as f64);
+    let rate = per_sample_flops / seconds_per_sample / devices_used as f64;
+    Ok(LayoutScore {
+        fits: stages.iter().all(|s| s.fits),
+        stages,
+        time_per_sample_ms,
+        iteration_ms,
+        devices_used,
+        tflops_per_device: rate / 1e12,
+        mfu: rate / chain.peak_flops,
+    })
+}
+
+/// The layout's time per sample, `max_s T_s per sample`, and, when every stage has one `d`
+/// (so one `m`), its iteration `Σ T_s + (m − 1)·max T_s + max sync` (docs/parallel.md).
+fn pipeline_times(layout: &Layout, stages: &[StageScore]) -> (f64, Option<f64>) {
     let time_per_sample_ms = stages
         .iter()
         .map(|s| s.time_per_sample_ms)
@@ -181,20 +201,7 @@ pub fn score_layout(
             let sync = stages.iter().map(|s| s.dp_sync_ms).fold(0.0, f64::max);
             sum + (m - 1.0) * max + sync
         });
-    let devices_used = layout.devices_used();
-    let per_sample_flops = chain.model_flops / chain.micro_batch as f64;
-    let seconds_per_sample =
-        1e-3 * iteration_ms.map_or(time_per_sample_ms, |i| i / layout.global_batch as f64);
-    let rate = per_sample_flops / seconds_per_sample / devices_used as f64;
-    Ok(LayoutScore {
-        fits: stages.iter().all(|s| s.fits),
-        stages,
-        time_per_sample_ms,
-        iteration_ms,
-        devices_used,
-        tflops_per_device: rate / 1e12,
-        mfu: rate / chain.peak_flops,
-    })
+    (time_per_sample_ms, iteration_ms)
 }
 
 /// Scores `layout` on a cluster of several accelerator types ([`MixedTopology`]; its devices
@@ -234,22 +241,7 @@ pub fn score_mixed(
         ));
         peak += chains[g].peak_flops * st.width() as f64;
     }
-    let time_per_sample_ms = stages
-        .iter()
-        .map(|s| s.time_per_sample_ms)
-        .fold(0.0, f64::max);
-    let d0 = layout.stages[0].data_parallel;
-    let iteration_ms = layout
-        .stages
-        .iter()
-        .all(|s| s.data_parallel == d0)
-        .then(|| {
-            let m = stages[0].micro_batches as f64;
-            let sum: f64 = stages.iter().map(|s| s.micro_batch_ms).sum();
-            let max = stages.iter().map(|s| s.micro_batch_ms).fold(0.0, f64::max);
-            let sync = stages.iter().map(|s| s.dp_sync_ms).fold(0.0, f64::max);
-            sum + (m - 1.0) * max + sync
-        });
+    let (time_per_sample_ms, iteration_ms) = pipeline_times(layout, &stages);
     let devices_used = layout.devices_used();
     let chain = &chains[local[0].0];
     let per_sample_flops = chain.model_flops / chain.micro_batch as f64;

@@ -540,48 +540,24 @@ pub fn plan_free(
         &budget.share(0.3),
     )?;
     let tables = configs(chains, topo, space);
-    let mut hi = uniform.value;
-    let mut best: Option<(FreeConfig, Vec<StageChoice>)> = None;
-    let mut lo = tables.first().map_or(f64::INFINITY, |t| t.0);
-    let mut checks = 0;
-    let mut stop = None;
-    let unlimited = Budget::without_deadline();
-    loop {
-        if lo >= hi {
-            break;
-        }
-        if let Some(gap) = target_gap.filter(|&g| hi.is_finite() && hi - lo <= g * hi) {
-            stop = Some(StopReason::GapReached { gap });
-            break;
-        }
-        let strict = hi.is_finite() && hi - lo <= 1e-6 * hi;
-        let v = if !hi.is_finite() {
-            f64::INFINITY
-        } else if strict {
-            hi
-        } else {
-            0.5 * (lo + hi)
-        };
-        let active = if stop.is_some() { &unlimited } else { budget };
-        match check_all(&tables, v, strict, space.stages, active, &mut checks) {
-            Ok(Some((cfg, found))) => {
-                hi = found.value;
-                best = Some((cfg, found.stages));
-                if stop.is_some() {
-                    break;
-                }
-            }
-            Ok(None) if strict || !v.is_finite() => lo = hi,
-            Ok(None) => lo = v,
-            Err(e) => {
-                let limit = matches!(e, Exhausted::TimeLimit);
-                stop = Some(StopReason::from(e));
-                if !limit || best.is_some() || uniform.plan.is_some() {
-                    break;
-                }
-            }
-        }
-    }
+    let lo = tables.first().map_or(f64::INFINITY, |t| t.0);
+    let run = bisect(
+        (lo, uniform.value),
+        target_gap,
+        budget,
+        uniform.plan.is_some(),
+        |v, strict, active, checks| {
+            let found = check_all(&tables, v, strict, space.stages, active, checks)?;
+            Ok(found.map(|(cfg, found)| (found.value, (cfg, found.stages))))
+        },
+    );
+    let Bisection {
+        lo,
+        hi,
+        best,
+        checks,
+        stop,
+    } = run;
     finish_free(
         chains,
         topo,
@@ -595,6 +571,74 @@ pub fn plan_free(
         tables.len(),
         budget,
     )
+}
+
+/// Where a bisection on the value ended: the bound `lo`, the best value `hi` and its layout
+/// (`None` when no check found one below the starting `hi`), the checks run and why it
+/// stopped early.
+pub(super) struct Bisection<C> {
+    pub lo: f64,
+    pub hi: f64,
+    pub best: Option<C>,
+    pub checks: usize,
+    pub stop: Option<StopReason>,
+}
+
+/// The bisection of the free searches (module documentation), from `(lo, hi)`: `check(v,
+/// strict, budget, checks)` returns a layout worth at most `v` (below `v` when `strict`) with
+/// its value, or proves there is none. A feasible `v` lowers `hi`, an infeasible one raises
+/// `lo`; once `hi − lo ≤ 10⁻⁶·hi` the check at `hi` is strict and its infeasibility proves
+/// `hi`. `target_gap` stops it at that gap. Past the time limit without a layout (and
+/// without `held`, a plan the caller already has), the search goes on without a deadline
+/// to its first layout; any other exhaustion, or Ctrl-C, ends it.
+pub(super) fn bisect<C>(
+    (mut lo, mut hi): (f64, f64),
+    target_gap: Option<f64>,
+    budget: &Budget,
+    held: bool,
+    mut check: impl FnMut(f64, bool, &Budget, &mut usize) -> Result<Option<(f64, C)>, Exhausted>,
+) -> Bisection<C> {
+    let mut best = None;
+    let (mut checks, mut stop) = (0, None);
+    let unlimited = Budget::without_deadline();
+    while lo < hi {
+        if let Some(gap) = target_gap.filter(|&g| hi.is_finite() && hi - lo <= g * hi) {
+            stop = Some(StopReason::GapReached { gap });
+            break;
+        }
+        let strict = hi.is_finite() && hi - lo <= 1e-6 * hi;
+        let v = match (hi.is_finite(), strict) {
+            (false, _) => f64::INFINITY,
+            (true, true) => hi,
+            (true, false) => 0.5 * (lo + hi),
+        };
+        let active = if stop.is_some() { &unlimited } else { budget };
+        match check(v, strict, active, &mut checks) {
+            Ok(Some((value, found))) => {
+                hi = value;
+                best = Some(found);
+                if stop.is_some() {
+                    break;
+                }
+            }
+            Ok(None) if strict || !v.is_finite() => lo = hi,
+            Ok(None) => lo = v,
+            Err(e) => {
+                let limit = matches!(e, Exhausted::TimeLimit);
+                stop = Some(StopReason::from(e));
+                if !limit || best.is_some() || held {
+                    break;
+                }
+            }
+        }
+    }
+    Bisection {
+        lo,
+        hi,
+        best,
+        checks,
+        stop,
+    }
 }
 
 /// Runs the feasibility check for `v` on every configuration whose bound allows it.

@@ -45,7 +45,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::free::{run_dp, Dp, Found, FreeConfig, Tables, NET_APART};
+use super::free::{bisect, run_dp, Bisection, Dp, Found, FreeConfig, Tables, NET_APART};
 use super::{zero_stages, ParallelOutcome, ParallelPlan, Space};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, StageLayout, Zero};
 use crate::model::schedule::Schedule;
@@ -278,44 +278,24 @@ pub fn plan_mixed(
         ));
     }
     let mut configs = configs(chains, topo, space);
-    let (mut hi, mut lo) = (
-        f64::INFINITY,
-        configs.first().map_or(f64::INFINITY, |c| c.bound),
+    let lo = configs.first().map_or(f64::INFINITY, |c| c.bound);
+    let run = bisect(
+        (lo, f64::INFINITY),
+        target_gap,
+        budget,
+        false,
+        |v, strict, active, checks| {
+            let found = check_all(&mut configs, v, strict, space.stages, active, checks)?;
+            Ok(found.map(|(cfg, found)| (found.value, (cfg, found.stages))))
+        },
     );
-    let mut best: Option<(FreeConfig, Vec<MixedChoice>)> = None;
-    let (mut checks, mut stop) = (0, None);
-    let unlimited = Budget::without_deadline();
-    while lo < hi {
-        if let Some(gap) = target_gap.filter(|&g| hi.is_finite() && hi - lo <= g * hi) {
-            stop = Some(StopReason::GapReached { gap });
-            break;
-        }
-        let strict = hi.is_finite() && hi - lo <= 1e-6 * hi;
-        let v = match (hi.is_finite(), strict) {
-            (false, _) => f64::INFINITY,
-            (true, true) => hi,
-            (true, false) => 0.5 * (lo + hi),
-        };
-        let active = if stop.is_some() { &unlimited } else { budget };
-        match check_all(&mut configs, v, strict, space.stages, active, &mut checks) {
-            Ok(Some((cfg, found))) => {
-                hi = found.value;
-                best = Some((cfg, found.stages));
-                if stop.is_some() {
-                    break;
-                }
-            }
-            Ok(None) if strict || !v.is_finite() => lo = hi,
-            Ok(None) => lo = v,
-            Err(e) => {
-                let limit = matches!(e, Exhausted::TimeLimit);
-                stop = Some(StopReason::from(e));
-                if !limit || best.is_some() {
-                    break;
-                }
-            }
-        }
-    }
+    let Bisection {
+        lo,
+        hi,
+        best,
+        checks,
+        stop,
+    } = run;
     let proven = lo >= hi;
     let plan = match &best {
         Some((cfg, stages)) => Some(rescored(chains, topo, space, *cfg, stages, hi)?),
