@@ -13,8 +13,10 @@ use crate::costmodel::operators::DType;
 use crate::costmodel::parallel::{
     transformer_chain, transformer_chain_with, valid_tp_degrees, with_batch, SequenceParallel,
 };
+use crate::costmodel::transformer::TransformerSpec;
 use crate::export::parallel::Training;
 use crate::model::parallel::{ChainCosts, MixedTopology, Topology, Zero};
+use crate::model::profiles::DeviceProfile;
 use crate::model::schedule::Schedule;
 use crate::report::parallel::{layout_json, layout_text};
 use crate::solve::budget::Budget;
@@ -526,34 +528,9 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     )?;
     within_target(export, &mut space)?;
     search_goal(args, &cluster, &mut space, objective)?;
-    let mut degrees: Vec<usize> = std::iter::once(1)
-        .chain(space.tensor_parallel.iter().copied())
-        .collect();
-    degrees.sort_unstable();
-    degrees.dedup();
     let sp = sequence_parallel(export, args.parallel.sequence_parallel)?;
-    let chains = space
-        .micro_batches
-        .iter()
-        .map(|&b| {
-            transformer_chain_with(
-                &with_batch(&model.spec, b),
-                dtype,
-                &profiles[0],
-                &degrees,
-                sp,
-            )
-        })
-        .collect::<Result<Vec<ChainCosts>, String>>()
-        .map_err(CliError::Input)?;
-    let time_limit = args
-        .time_limit
-        .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
-        .transpose()?;
-    let memory = super::settings::memory_budget(args.search.memory_budget)?;
-    solve::budget::set_run_limits(started, time_limit.or(Some(60.0)), Some(memory));
-    super::sigint_setup();
-    let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
+    let chains = chains_of(&model.spec, dtype, &profiles[0], &space, sp)?;
+    let budget = run_budget(args, started)?;
     if args.parallel.free {
         let outcome =
             crate::solve::parallel::free::plan_free(&chains, &topo, &space, None, &budget)
@@ -575,6 +552,41 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     let outcome =
         plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
     finish(args, &outcome, &topo, objective, export, None, true)
+}
+
+/// The chain of the model per micro-batch size of `space` on `profile`, priced at `t = 1`
+/// and every TP degree the space allows.
+fn chains_of(
+    spec: &TransformerSpec,
+    dtype: DType,
+    profile: &DeviceProfile,
+    space: &Space,
+    sp: SequenceParallel,
+) -> Result<Vec<ChainCosts>, CliError> {
+    let mut degrees: Vec<usize> = std::iter::once(1)
+        .chain(space.tensor_parallel.iter().copied())
+        .collect();
+    degrees.sort_unstable();
+    degrees.dedup();
+    space
+        .micro_batches
+        .iter()
+        .map(|&b| transformer_chain_with(&with_batch(spec, b), dtype, profile, &degrees, sp))
+        .collect::<Result<Vec<ChainCosts>, String>>()
+        .map_err(CliError::Input)
+}
+
+/// The run's budget: `--time-limit` (60 s when absent) and `--memory-budget`, set for the
+/// whole process, with Ctrl-C caught.
+fn run_budget(args: &PlanArgs, started: Instant) -> Result<Budget, CliError> {
+    let time_limit = args
+        .time_limit
+        .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
+        .transpose()?;
+    let memory = super::settings::memory_budget(args.search.memory_budget)?;
+    solve::budget::set_run_limits(started, time_limit.or(Some(60.0)), Some(memory));
+    super::sigint_setup();
+    Ok(Budget::new(time_limit.or(Some(60.0)), Some(memory)))
 }
 
 /// The output files `plan --parallel 3d` may write are writable targets, and `--sweep` is
@@ -720,11 +732,6 @@ fn run_mixed(
         &valid,
         schedule,
     )?;
-    let mut degrees: Vec<usize> = std::iter::once(1)
-        .chain(space.tensor_parallel.iter().copied())
-        .collect();
-    degrees.sort_unstable();
-    degrees.dedup();
     let sp = sequence_parallel(None, args.parallel.sequence_parallel)?;
     let mut chains = Vec::with_capacity(topo.groups.len());
     for g in &topo.groups {
@@ -732,24 +739,9 @@ fn run_mixed(
             .iter()
             .find(|p| p.name == g.profile)
             .ok_or_else(|| CliError::Input(format!("no device profile '{}'", g.profile)))?;
-        let per_b = space
-            .micro_batches
-            .iter()
-            .map(|&b| {
-                transformer_chain_with(&with_batch(&model.spec, b), dtype, profile, &degrees, sp)
-            })
-            .collect::<Result<Vec<ChainCosts>, String>>()
-            .map_err(CliError::Input)?;
-        chains.push(per_b);
+        chains.push(chains_of(&model.spec, dtype, profile, &space, sp)?);
     }
-    let time_limit = args
-        .time_limit
-        .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
-        .transpose()?;
-    let memory = super::settings::memory_budget(args.search.memory_budget)?;
-    solve::budget::set_run_limits(started, time_limit.or(Some(60.0)), Some(memory));
-    super::sigint_setup();
-    let budget = Budget::new(time_limit.or(Some(60.0)), Some(memory));
+    let budget = run_budget(args, started)?;
     let outcome = crate::solve::parallel::mixed::plan_mixed(&chains, &topo, &space, None, &budget)
         .map_err(CliError::Internal)?;
     finish(
