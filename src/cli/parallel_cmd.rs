@@ -576,6 +576,18 @@ fn chains_of(
         .map_err(CliError::Input)
 }
 
+/// The names of the model's units (embeddings, blocks, head), in chain order: what a plan
+/// file's or an export's `layers` name.
+fn unit_names(
+    spec: &TransformerSpec,
+    dtype: DType,
+    profile: &DeviceProfile,
+) -> Result<Vec<String>, CliError> {
+    let chain = transformer_chain(&with_batch(spec, 1), dtype, profile, &[1]);
+    let units = chain.map_err(CliError::Input)?.units;
+    Ok(units.into_iter().map(|u| u.name).collect())
+}
+
 /// The run's budget: `--time-limit` (60 s when absent) and `--memory-budget`, set for the
 /// whole process, with Ctrl-C caught.
 fn run_budget(args: &PlanArgs, started: Instant) -> Result<Budget, CliError> {
@@ -1036,12 +1048,7 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
     )?;
     let text = crate::io::read_input_text(file, crate::io::TEXT_LIMIT_BYTES)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
-    let names = transformer_chain(&with_batch(&model.spec, 1), dtype, &profiles[0], &[1])
-        .map_err(CliError::Input)?
-        .units
-        .into_iter()
-        .map(|u| u.name)
-        .collect::<Vec<String>>();
+    let names = unit_names(&model.spec, dtype, &profiles[0])?;
     let (layout, notes) = read_layout(format, &text, &names, topo.devices(), serving)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
     let t = layout.stages[0].tensor_parallel;
@@ -1157,13 +1164,7 @@ pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError
     let file = &args.plan;
     let text = crate::io::read_input_text(file, crate::io::TEXT_LIMIT_BYTES)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
-    let names: Vec<String> =
-        transformer_chain(&with_batch(&model.spec, 1), dtype, &profiles[0], &[1])
-            .map_err(CliError::Input)?
-            .units
-            .into_iter()
-            .map(|u| u.name)
-            .collect();
+    let names = unit_names(&model.spec, dtype, &profiles[0])?;
     let read = crate::io::layout_json::parse_layout_json(&text, &names)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
     let valid = valid_tp_degrees(&model.spec, topo.per_machine);
