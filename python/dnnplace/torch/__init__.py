@@ -65,7 +65,8 @@ from torch import nn
 
 from .. import Workload
 from .._stats import summary
-from ._run import RunResult, equal_layer_split, relative_iqr, run, run_many, split_of, steady_malloc
+from ._run import (RunResult, equal_layer_split, median_error, relative_iqr, run, run_many, split_of,
+                   steady_malloc)
 from ._validate import Validation, validate
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "timing_spread",
     "profile_noise",
     "relative_iqr",
+    "median_error",
     "steady_malloc",
     "RunResult",
     "Validation",
@@ -462,10 +464,11 @@ def timing_spread(workload: Workload) -> float:
 
 
 def profile_noise(workload: Workload) -> float:
-    """The profile's noise as the prediction feels it: Σ IQR / Σ median over the nodes'
-    measured forward and backward times (each node's interquartile range of its samples,
-    :func:`relative_iqr` before dividing). Heavy nodes weigh by their time; a module of
-    0.1 ms with a 60 % spread barely counts, as in a stage's sum."""
+    """The profile's noise as the prediction feels it: Σ SE / Σ median over the nodes'
+    measured forward and backward times, SE a node's median's standard error
+    (:func:`median_error` of its samples, times its median) — the relative error of a
+    stage's sum if every node erred the same way. Heavy nodes weigh by their time; a
+    module of 0.1 ms with a 60 % spread barely counts, as in a stage's sum."""
     doc = json.loads(workload.to_json())
     iqr = med = 0.0
     for node in doc["nodes"]:
@@ -473,5 +476,5 @@ def profile_noise(workload: Workload) -> float:
         for key in ("forwardMs", "backwardMs"):
             if key in prof and prof[key]["median"] > 0:
                 med += prof[key]["median"]
-                iqr += relative_iqr(prof[key]["samples"]) * prof[key]["median"]
+                iqr += median_error(prof[key]["samples"]) * prof[key]["median"]
     return iqr / med if med > 0 else math.nan

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import math
 import multiprocessing as mp
 import os
 import socket
@@ -74,6 +75,11 @@ class RunResult:
         return relative_iqr(self.steps_ms)
 
     @property
+    def median_error(self) -> float:
+        """The step median's relative standard error (:func:`median_error`)."""
+        return median_error(self.steps_ms)
+
+    @property
     def contention(self) -> float:
         """The largest busy wall time / busy CPU time over the stages: 1 on a machine that
         gives each stage its core, more when other work took the cores."""
@@ -107,6 +113,15 @@ def relative_iqr(samples: Sequence[float]) -> float:
         return 0.0
     q1, med, q3 = statistics.quantiles(samples, n=4, method="inclusive")
     return (q3 - q1) / med if med > 0 else 0.0
+
+
+def median_error(samples: Sequence[float]) -> float:
+    """The relative standard error of ``samples``' median, estimated robustly from their
+    interquartile range: σ ≈ IQR / 1.349 and SE(median) ≈ √(π/2) · σ / √n (normal
+    samples), i.e. 0.929 · IQR / √n, over the median. 0 for fewer than 2 samples."""
+    if len(samples) < 2:
+        return 0.0
+    return math.sqrt(math.pi / 2) / 1.349 * relative_iqr(samples) / math.sqrt(len(samples))
 
 
 class _FirstTensor(nn.Module):

@@ -48,12 +48,13 @@ class Validation:
     def table(self) -> str:
         lines = [
             f"{'schedule':<8} {'split':<8} {'stage starts':<24} {'predicted ms':>12} {'measured ms':>12} "
-            f"{'error':>8} {'IQR':>7} {'contention':>10}"
+            f"{'error':>8} {'IQR':>7} {'SE':>6} {'contention':>10}"
         ]
         for r in self.rows:
             lines.append(
                 f"{r.schedule:<8} {r.label:<8} {', '.join(r.split):<24} {r.predicted_ms:>12.1f} "
                 f"{r.measured.step_ms:>12.1f} {100 * r.error:>+7.1f}% {100 * r.measured.iqr:>6.1f}% "
+                f"{100 * r.measured.median_error:>5.1f}% "
                 f"{r.measured.contention:>10.2f}"
             )
             for s, (p, m) in enumerate(zip(r.predicted_busy_ms, r.measured.busy_ms)):
