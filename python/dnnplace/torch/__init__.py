@@ -21,9 +21,10 @@ inside a block is expanded to leaves (``transformer.wte``, ``transformer.ln_f``,
 of token and position embeddings) is not timed: it is outside every unit.
 
 **Measurement.** One forward pass records each unit's calls (arguments and keyword
-arguments, through forward pre-hooks) in program order. Each call is then replayed in
-isolation: ``warmup`` untimed runs, then ``repeats`` timed forward passes and timed
-backward passes (``torch.autograd.backward`` of its floating outputs with gradients of
+arguments, through forward pre-hooks) in program order. Each call is then replayed on
+its own, in ``warmup + repeats`` rounds that run every call once in program order (the
+first ``warmup`` rounds untimed), so that a drift of the machine spreads over all units'
+samples: timed forward passes and timed backward passes (``torch.autograd.backward`` of its floating outputs with gradients of
 ones; floating inputs require gradients, as a stage's received activations do). A
 trailing ``loss`` node (``loss_fn(output, target)``) is timed the same way and joins the
 last unit's colour class. Edges form the chain of units in program order; an edge's
@@ -301,19 +302,23 @@ def profile(
                     owners[id(p)].append(path)
         nodes: List[Dict[str, Any]] = []
         for path in order:
-            fwd: List[float] = [0.0] * repeats
-            bwd: List[float] = [0.0] * repeats
-            saved = out_bytes = 0
-            for call in calls[path]:
-                f, b, s, o = _time_call(call, training, repeats, warmup, device, param_ptrs, timer)
-                fwd = [x + y for x, y in zip(fwd, f)]
-                bwd = [x + y for x, y in zip(bwd, b)]
-                saved += s
-                out_bytes = o
             mod, layer = by_path[path]
             params = sum(p.numel() * p.element_size() for p in mod.parameters())
-            nodes.append({"module": path, "layer": layer, "fwd": fwd, "bwd": bwd, "saved": saved,
-                          "out": out_bytes, "params": params, "calls": len(calls[path])})
+            nodes.append({"module": path, "layer": layer, "fwd": [0.0] * repeats, "bwd": [0.0] * repeats,
+                          "saved": 0, "out": 0, "params": params, "calls": len(calls[path])})
+        # Rounds: every call once per round, in program order, so that a drift of the
+        # machine spreads over all units' samples (not all of one unit's), and each call
+        # runs between the others, as in a pipeline step.
+        for rnd in range(warmup + repeats):
+            for node, path in zip(nodes, order):
+                for call in calls[path]:
+                    f, b, s, o = _time_call(call, training, 1, 0, device, param_ptrs, timer)
+                    if rnd == 0:
+                        node["saved"] += s
+                        node["out"] = o
+                    if rnd >= warmup:
+                        node["fwd"][rnd - warmup] += f[0]
+                        node["bwd"][rnd - warmup] += b[0]
         if loss_fn is not None:
             call = _Call(loss_fn, (output.detach() if isinstance(output, torch.Tensor) else _first_tensor(output),
                                    target), {})

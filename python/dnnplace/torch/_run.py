@@ -66,7 +66,8 @@ class RunResult:
     spread: float = field(default=0.0)
     #: Per stage: each call of the measured steps by kind ("forward", "backward": one
     #: micro-batch's ``forward_one_chunk`` / ``backward_one_chunk``; "loss": the last
-    #: stage's loss), as [wall ms, CPU ms] in the order made.
+    #: stage's loss; "wait": a wait on gloo's sends or receives), as [wall ms, CPU ms] in
+    #: the order made.
     calls_ms: List[Dict[str, List[List[float]]]] = field(default_factory=list)
 
     @property
@@ -238,6 +239,11 @@ def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequenc
                         cpu[0] += dc
             return wrapper
 
+        # Waits on gloo's sends and receives, kept apart ("wait", outside the busy time).
+        import torch.distributed.pipelining.schedules as schedules_module
+
+        if hasattr(schedules_module, "_wait_batch_p2p"):
+            schedules_module._wait_batch_p2p = timed(schedules_module._wait_batch_p2p, "wait", busy=False)
         runs = []
         for split, schedule in configs:
             # Every config gets its own copy of the model: stages own their parameters.
