@@ -108,7 +108,23 @@ def test_profile_records_tied_parameters_and_module_granularity():
     assert fwd["h.1.mlp"]["layerId"] == 1
 
 
+def test_profile_as_the_pipeline_runs_it():
+    """execution="pipeline" times the traced modules: the same nodes, bytes and edges."""
+    model = small_model()
+    x, y = ids(512, 32), ids(512, 32, seed=2)
+    docs = [json.loads(profile(model, (x,), loss_fn=lm_loss, target=y, repeats=2, warmup=1,
+                               execution=e).to_json()) for e in ("eager", "pipeline")]
+    keys = ("name", "module", "layerId", "weightBytes", "activationBytes", "colorClass")
+    for a, b in zip(*(d["nodes"] for d in docs)):
+        assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
+        assert b["fpgaLatency"] > 0 or b["isBackwardNode"]
+    assert docs[0]["edges"] == docs[1]["edges"]
+    assert docs[1]["profile"]["execution"] == "pipeline"
+
+
 def test_profile_rejects_bad_options():
+    with pytest.raises(ValueError, match="execution"):
+        profile(small_model(), (ids(512, 32),), execution="jit")
     with pytest.raises(ValueError, match="granularity"):
         profile(small_model(), (ids(512, 32),), granularity="op")
     with pytest.raises(ValueError, match="loss_fn and target"):
