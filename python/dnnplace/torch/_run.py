@@ -8,8 +8,9 @@ cuts it there; rank ``s`` builds stage ``s`` and runs the schedule (``ScheduleGP
 computing ``loss_fn``. Processes are started with ``spawn``, talk over gloo on
 127.0.0.1, and each sets ``torch.set_num_threads(threads)`` and one inter-op thread, calls
 :func:`steady_malloc` (freed memory stays in the process: no page faults at each large
-allocation) and, with ``pin`` and at least as many allowed cores as stages, pins itself to
-a core of its own (``os.sched_setaffinity``; stage ``s`` to the ``s``-th allowed core).
+allocation) and, with ``pin`` and at least as many allowed physical cores as stages, pins
+itself to a core of its own (``os.sched_setaffinity``; stage ``s`` to the ``s``-th core,
+one hardware thread of it: two stages never share a core's SMT siblings).
 Python's cyclic garbage collector runs between steps only.
 
 Per step: a barrier, the schedule's ``step``, a barrier; the step time is rank 0's wall
@@ -105,6 +106,23 @@ def steady_malloc() -> bool:
     m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
     return all([mallopt(m_mmap_threshold, 1 << 28) == 1, mallopt(m_trim_threshold, (1 << 31) - 1) == 1,
                 mallopt(m_top_pad, 1 << 28) == 1])
+
+
+def _physical_cores() -> List[int]:
+    """One allowed CPU per physical core (the lowest of each core's SMT siblings, by
+    ``/sys/devices/system/cpu/cpuN/topology``), so that two stages never share a core's
+    two hardware threads; every allowed CPU where the topology cannot be read."""
+    allowed = sorted(os.sched_getaffinity(0))
+    first: Dict[Tuple[str, str], int] = {}
+    for cpu in allowed:
+        topo = f"/sys/devices/system/cpu/cpu{cpu}/topology"
+        try:
+            with open(f"{topo}/physical_package_id") as f, open(f"{topo}/core_id") as g:
+                key = (f.read().strip(), g.read().strip())
+        except OSError:
+            return allowed
+        first.setdefault(key, cpu)
+    return sorted(first.values())
 
 
 def relative_iqr(samples: Sequence[float]) -> float:
@@ -213,7 +231,7 @@ def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequenc
         if nice is not None:
             os.nice(nice)
         if pin:
-            cores = sorted(os.sched_getaffinity(0))
+            cores = _physical_cores()
             if len(cores) >= world:
                 os.sched_setaffinity(0, {cores[rank]})
         import resource
