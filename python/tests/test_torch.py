@@ -3,7 +3,10 @@ check of CI: a GPT-2-shaped model profiled on the CPU (one thread per process, e
 timed as ``pipeline()`` runs it: ``execution="pipeline"``), planned for 2 stages and run
 with GPipe and 1F1B over 8 micro-batches:
 
-- the planned split's measured step time within 15 % of the simulator's prediction;
+- the planned split's measured step time within 15 % of the simulator's prediction: a
+  judged attempt fails when its error exceeds 15 % by more than twice its standard error
+  (the step median's and the profile's, combined); one beyond 15 % but within that margin
+  is undecided and retried like a noisy one;
 - the planned split measured faster than the equal-layer split whenever the prediction
   says it is faster by more than the noise (twice the two step medians' combined
   standard error, at least 5 %).
@@ -158,30 +161,28 @@ def _attempt():
     return w, v
 
 
-def test_real_pipeline_matches_the_prediction():
-    notes = []
-    for attempt in range(ATTEMPTS):
-        w, v = _attempt()
-        spread = max(r.measured.median_error for r in v.rows)
-        contention = max(r.measured.contention for r in v.rows)
-        profile_spread = profile_noise(w)
-        figures = (f"step median SE {100 * spread:.1f}%, profile SE {100 * profile_spread:.1f}%, "
-                   f"contention {contention:.2f} (limits {100 * NOISY:.0f}%, {100 * NOISY:.0f}%, "
-                   f"{CONTENDED:.2f}), step IQR {100 * max(r.measured.iqr for r in v.rows):.1f}%, profiling {json.loads(w.to_json())['profile']['timeS']:.1f} s")
-        print(f"attempt {attempt + 1}: {figures}")
-        if spread <= NOISY and profile_spread <= NOISY and contention <= CONTENDED:
-            print(v.table())
-            break
-        notes.append(f"attempt {attempt + 1} too noisy: {figures}\n{v.table()}")
-    else:
-        msg = "every attempt too noisy to judge:\n" + "\n".join(notes)
-        print("SKIP:", msg)
-        pytest.skip(msg)
-    off = []
+def _judge_errors(v, w):
+    """The 15 % check of one judged attempt: ``(off, undecided)`` lists of schedules. A
+    schedule is *off* when its error exceeds 15 % by more than twice its standard error
+    (the step median's and the profile's, combined), *undecided* when it exceeds 15 % but
+    within that margin (measurement noise could explain it: the attempt is retried)."""
+    off, undecided = [], []
     for schedule in ("gpipe", "1f1b"):
         planned = v.row(schedule, "planned")
-        if abs(planned.error) > 0.15:
-            off.append(f"{schedule} {100 * planned.error:+.1f}%")
+        se = math.hypot(planned.measured.median_error, profile_noise(w))
+        text = f"{schedule} {100 * planned.error:+.1f}% (SE {100 * se:.1f}%)"
+        if abs(planned.error) - 2 * se > 0.15:
+            off.append(text)
+        elif abs(planned.error) > 0.15:
+            undecided.append(text)
+    return off, undecided
+
+
+def _compare_with_equal_split(v):
+    """The planned split measured faster than the equal split where predicted faster by
+    more than the noise."""
+    for schedule in ("gpipe", "1f1b"):
+        planned = v.row(schedule, "planned")
         try:
             equal = v.row(schedule, "equal")
         except StopIteration:
@@ -193,5 +194,31 @@ def test_real_pipeline_matches_the_prediction():
         else:
             print(f"{schedule}: predicted gain {100 * predicted_gain:.1f}% is within the noise "
                   f"{100 * noise:.1f}%: not compared")
-    assert not off, ("step time off the prediction by more than 15 %: " + ", ".join(off)
-                     + "\n" + v.table())
+
+
+def test_real_pipeline_matches_the_prediction():
+    notes = []
+    for attempt in range(ATTEMPTS):
+        w, v = _attempt()
+        spread = max(r.measured.median_error for r in v.rows)
+        contention = max(r.measured.contention for r in v.rows)
+        profile_spread = profile_noise(w)
+        figures = (f"step median SE {100 * spread:.1f}%, profile SE {100 * profile_spread:.1f}%, "
+                   f"contention {contention:.2f} (limits {100 * NOISY:.0f}%, {100 * NOISY:.0f}%, "
+                   f"{CONTENDED:.2f}), step IQR {100 * max(r.measured.iqr for r in v.rows):.1f}%, profiling {json.loads(w.to_json())['profile']['timeS']:.1f} s")
+        print(f"attempt {attempt + 1}: {figures}")
+        if not (spread <= NOISY and profile_spread <= NOISY and contention <= CONTENDED):
+            notes.append(f"attempt {attempt + 1} too noisy: {figures}\n{v.table()}")
+            continue
+        print(v.table())
+        _compare_with_equal_split(v)
+        off, undecided = _judge_errors(v, w)
+        assert not off, ("step time off the prediction by more than 15 % (beyond twice its "
+                         "standard error): " + ", ".join(off) + "\n" + v.table())
+        if not undecided:
+            return  # within 15 % on both schedules
+        notes.append(f"attempt {attempt + 1} undecided: {', '.join(undecided)} is beyond 15 % "
+                     f"but within twice its standard error\n{v.table()}")
+    msg = "no attempt could be judged:\n" + "\n".join(notes)
+    print("SKIP:", msg)
+    pytest.skip(msg)
