@@ -1,22 +1,35 @@
 """dnnplace.torch: the profile's contents checked against torch itself, and the real-run
-check of CI: a GPT-2-shaped model profiled on the CPU (one thread per process), planned
-for 2 stages and run with GPipe and 1F1B over 8 micro-batches.
+check of CI: a GPT-2-shaped model profiled on the CPU (one thread per process, each unit
+timed as ``pipeline()`` runs it: ``execution="pipeline"``), planned for 2 stages and run
+with GPipe and 1F1B over 8 micro-batches:
 
-- measured step time within 15 % of the simulator's prediction (the planned split); a
-  judged run outside it is an expected failure (xfail, with the table): the open error of
-  issue #28 (the first stage runs 20-45 % above its profile here);
+- the planned split's measured step time within 15 % of the simulator's prediction: a
+  judged attempt fails when its error exceeds 15 % by more than twice its standard error
+  (the step median's and the profile's, combined); one beyond 15 % but within that margin
+  is undecided and retried like a noisy one;
 - the planned split measured faster than the equal-layer split whenever the prediction
-  says it is faster by more than the noise (the runs' own spread, at least 5 %).
+  says it is faster by more than the noise (twice the two step medians' combined
+  standard error, at least 5 %).
 
-Timing checks compare figures of one run with each other, never with fixed times; the
-splits and schedules take their steps in turn in one set of processes. A run is too
-noisy to judge when its steps or its profile spread more than 10 %, or when a stage's
-busy wall time exceeds its CPU time by more than 10 % (other work took the cores): it is
-retried twice (``DNNPLACE_REALRUN_ATTEMPTS`` attempts in all, default 3), then the test
-skips, printing the figures.
+Timing checks compare figures of one run with each other, never with fixed times. The
+splits and schedules take their steps in turn in one set of processes (A B C D A B C D
+…, 1 warm-up round and 10 measured), so that a drift of the machine touches all alike;
+each stage process is pinned to a core of its own (when there are enough), runs one
+intra-op and one inter-op thread, keeps glibc's freed memory (``steady_malloc``) and runs
+Python's garbage collector between steps only. A step time is the median of the 10, and
+its noise the median's relative standard error estimated from the interquartile range
+(``median_error``: 0.929 · IQR / √n / median), robust to a slow step, which the old
+(max − min)/median over 4 steps was not. The profile's noise is Σ SE / Σ median over its
+nodes' medians (``profile_noise``, 7 repeats each): heavy nodes weigh by their time. A
+run is too noisy to judge when a step's or the profile's standard error exceeds 5 % (a
+third of the 15 % tolerance), or a stage's busy wall time exceeds its CPU time by more
+than 10 % (other work took the cores): it is retried (``DNNPLACE_REALRUN_ATTEMPTS``
+attempts in all, default 3), then the test skips, printing the figures; it never passes
+without judging.
 """
 
 import json
+import math
 import os
 
 import pytest
@@ -24,10 +37,12 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (python/ci.sh installs it)")
 
 import dnnplace  # noqa: E402
-from dnnplace.torch import TinyGPT, profile, timing_spread, validate  # noqa: E402
+from dnnplace.torch import TinyGPT, profile, profile_noise, validate  # noqa: E402
 from dnnplace.torch.models import lm_loss  # noqa: E402
 
-NOISY = 0.10
+# The largest standard error of a step median or of the profile that is judged.
+NOISY = 0.05
+CONTENDED = 1.10
 # Attempts of the real-run check before it skips as too noisy (DNNPLACE_REALRUN_ATTEMPTS).
 ATTEMPTS = int(os.environ.get("DNNPLACE_REALRUN_ATTEMPTS", "3"))
 
@@ -96,11 +111,38 @@ def test_profile_records_tied_parameters_and_module_granularity():
     assert fwd["h.1.mlp"]["layerId"] == 1
 
 
+def test_profile_as_the_pipeline_runs_it():
+    """execution="pipeline" times the traced modules: the same nodes, bytes and edges."""
+    model = small_model()
+    x, y = ids(512, 32), ids(512, 32, seed=2)
+    docs = [json.loads(profile(model, (x,), loss_fn=lm_loss, target=y, repeats=2, warmup=1,
+                               execution=e).to_json()) for e in ("eager", "pipeline")]
+    keys = ("name", "module", "layerId", "weightBytes", "activationBytes", "colorClass")
+    for a, b in zip(*(d["nodes"] for d in docs)):
+        assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
+        assert b["fpgaLatency"] > 0 or b["isBackwardNode"]
+    assert docs[0]["edges"] == docs[1]["edges"]
+    assert docs[1]["profile"]["execution"] == "pipeline"
+
+
 def test_profile_rejects_bad_options():
+    with pytest.raises(ValueError, match="execution"):
+        profile(small_model(), (ids(512, 32),), execution="jit")
     with pytest.raises(ValueError, match="granularity"):
         profile(small_model(), (ids(512, 32),), granularity="op")
     with pytest.raises(ValueError, match="loss_fn and target"):
         profile(small_model(), (ids(512, 32),), loss_fn=lm_loss)
+
+
+def test_noise_statistics():
+    from dnnplace.torch import median_error, relative_iqr
+
+    # Quartiles of 1..5 (inclusive method): 2 and 4 around the median 3.
+    assert relative_iqr([5, 1, 4, 2, 3]) == pytest.approx(2 / 3)
+    # One wild sample moves (max - min)/median, not the IQR.
+    assert relative_iqr([10, 10, 10, 11, 11, 11, 10, 100]) == pytest.approx(1 / 10.5 * (11 - 10))
+    assert median_error([1, 2, 3, 4, 5]) == pytest.approx(math.sqrt(math.pi / 2) / 1.349 * (2 / 3) / math.sqrt(5))
+    assert relative_iqr([7.0]) == 0.0 and median_error([7.0]) == 0.0
 
 
 # The CI model: GPT-2 shaped, 8 blocks, hidden 256, a vocabulary large enough that the
@@ -112,50 +154,71 @@ def _attempt():
     torch.manual_seed(0)
     model = TinyGPT(layers=LAYERS, hidden=HIDDEN, heads=HEADS, vocab=VOCAB, seq=SEQ)
     x, y = ids(VOCAB, SEQ), ids(VOCAB, SEQ, seed=2)
-    w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=7, warmup=2, accelerators=2)
+    w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=7, warmup=2, accelerators=2,
+                execution="pipeline")
     v = validate(model, (x,), y, lm_loss, workload=w, stages=2, schedules=("gpipe", "1f1b"),
-                 micro_batches=M, steps=4, warmup=1, threads=1)
+                 micro_batches=M, steps=10, warmup=1, threads=1)
     return w, v
+
+
+def _judge_errors(v, w):
+    """The 15 % check of one judged attempt: ``(off, undecided)`` lists of schedules. A
+    schedule is *off* when its error exceeds 15 % by more than twice its standard error
+    (the step median's and the profile's, combined), *undecided* when it exceeds 15 % but
+    within that margin (measurement noise could explain it: the attempt is retried)."""
+    off, undecided = [], []
+    for schedule in ("gpipe", "1f1b"):
+        planned = v.row(schedule, "planned")
+        se = math.hypot(planned.measured.median_error, profile_noise(w))
+        text = f"{schedule} {100 * planned.error:+.1f}% (SE {100 * se:.1f}%)"
+        if abs(planned.error) - 2 * se > 0.15:
+            off.append(text)
+        elif abs(planned.error) > 0.15:
+            undecided.append(text)
+    return off, undecided
+
+
+def _compare_with_equal_split(v):
+    """The planned split measured faster than the equal split where predicted faster by
+    more than the noise."""
+    for schedule in ("gpipe", "1f1b"):
+        planned = v.row(schedule, "planned")
+        try:
+            equal = v.row(schedule, "equal")
+        except StopIteration:
+            continue  # the plan is the equal split
+        predicted_gain = equal.predicted_ms / planned.predicted_ms - 1
+        noise = max(0.05, 2 * math.hypot(planned.measured.median_error, equal.measured.median_error))
+        if predicted_gain > noise:
+            assert planned.measured.step_ms < equal.measured.step_ms, v.table()
+        else:
+            print(f"{schedule}: predicted gain {100 * predicted_gain:.1f}% is within the noise "
+                  f"{100 * noise:.1f}%: not compared")
 
 
 def test_real_pipeline_matches_the_prediction():
     notes = []
     for attempt in range(ATTEMPTS):
         w, v = _attempt()
-        spread = max(r.measured.spread for r in v.rows)
+        spread = max(r.measured.median_error for r in v.rows)
         contention = max(r.measured.contention for r in v.rows)
-        profile_spread = timing_spread(w)
-        figures = (f"steps spread {100 * spread:.1f}%, profile spread {100 * profile_spread:.1f}%, "
+        profile_spread = profile_noise(w)
+        figures = (f"step median SE {100 * spread:.1f}%, profile SE {100 * profile_spread:.1f}%, "
                    f"contention {contention:.2f} (limits {100 * NOISY:.0f}%, {100 * NOISY:.0f}%, "
-                   f"{1 + NOISY:.2f}), profiling {json.loads(w.to_json())['profile']['timeS']:.1f} s")
+                   f"{CONTENDED:.2f}), step IQR {100 * max(r.measured.iqr for r in v.rows):.1f}%, profiling {json.loads(w.to_json())['profile']['timeS']:.1f} s")
         print(f"attempt {attempt + 1}: {figures}")
-        if spread <= NOISY and profile_spread <= NOISY and contention <= 1 + NOISY:
-            print(v.table())
-            break
-        notes.append(f"attempt {attempt + 1} too noisy: {figures}\n{v.table()}")
-    else:
-        msg = "every attempt too noisy to judge:\n" + "\n".join(notes)
-        print("SKIP:", msg)
-        pytest.skip(msg)
-    off = []
-    for schedule in ("gpipe", "1f1b"):
-        planned = v.row(schedule, "planned")
-        if abs(planned.error) > 0.15:
-            off.append(f"{schedule} {100 * planned.error:+.1f}%")
-        try:
-            equal = v.row(schedule, "equal")
-        except StopIteration:
-            continue  # the plan is the equal split
-        predicted_gain = equal.predicted_ms / planned.predicted_ms - 1
-        noise = max(0.05, 2 * spread)
-        if predicted_gain > noise:
-            assert planned.measured.step_ms < equal.measured.step_ms, v.table()
-        else:
-            print(f"{schedule}: predicted gain {100 * predicted_gain:.1f}% is within the noise "
-                  f"{100 * noise:.1f}%: not compared")
-    if off:
-        # Open (issue #28): on this 2-core machine the first stage runs 20-45 % above its
-        # profile (modules timed in isolation); the step is then off by more than 15 %.
-        # Reported as an expected failure with the table, never as a pass.
-        pytest.xfail("step time off the prediction by more than 15 %: " + ", ".join(off)
-                     + "\n" + v.table())
+        if not (spread <= NOISY and profile_spread <= NOISY and contention <= CONTENDED):
+            notes.append(f"attempt {attempt + 1} too noisy: {figures}\n{v.table()}")
+            continue
+        print(v.table())
+        _compare_with_equal_split(v)
+        off, undecided = _judge_errors(v, w)
+        assert not off, ("step time off the prediction by more than 15 % (beyond twice its "
+                         "standard error): " + ", ".join(off) + "\n" + v.table())
+        if not undecided:
+            return  # within 15 % on both schedules
+        notes.append(f"attempt {attempt + 1} undecided: {', '.join(undecided)} is beyond 15 % "
+                     f"but within twice its standard error\n{v.table()}")
+    msg = "no attempt could be judged:\n" + "\n".join(notes)
+    print("SKIP:", msg)
+    pytest.skip(msg)

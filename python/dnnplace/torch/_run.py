@@ -6,7 +6,12 @@ that its output is the first tensor it returns: the logits of a Hugging Face mod
 cuts it there; rank ``s`` builds stage ``s`` and runs the schedule (``ScheduleGPipe`` or
 ``Schedule1F1B``) on a batch of ``m`` copies of the example micro-batch, the last stage
 computing ``loss_fn``. Processes are started with ``spawn``, talk over gloo on
-127.0.0.1, and each sets ``torch.set_num_threads(threads)``.
+127.0.0.1, and each sets ``torch.set_num_threads(threads)`` and one inter-op thread, calls
+:func:`steady_malloc` (freed memory stays in the process: no page faults at each large
+allocation) and, with ``pin`` and at least as many allowed physical cores as stages, pins
+itself to a core of its own (``os.sched_setaffinity``; stage ``s`` to the ``s``-th core,
+one hardware thread of it: two stages never share a core's SMT siblings).
+Python's cyclic garbage collector runs between steps only.
 
 Per step: a barrier, the schedule's ``step``, a barrier; the step time is rank 0's wall
 time between the barriers (median over the measured steps, after ``warmup`` untimed
@@ -14,6 +19,9 @@ ones). A stage's busy time is the time its ``forward_one_chunk`` and
 ``backward_one_chunk`` take per step (the stage's compute; the loss, receives and sends
 are outside), in wall time and in the thread's CPU time: their ratio
 (:attr:`RunResult.contention`) shows whether other work on the machine took the cores.
+Each call is kept too (:attr:`RunResult.calls_ms`, with the last stage's loss, which is
+outside the busy time). A run's noise is the steps' interquartile range over their median
+(:attr:`RunResult.iqr`).
 :func:`run_many` runs several splits and schedules in one set of processes, one step of
 each in turn, so that their ratios are measured in the same run. Peak memory is the process's peak resident set (``ru_maxrss``): the whole
 process, torch's own memory included.
@@ -22,7 +30,9 @@ process, torch's own memory included.
 from __future__ import annotations
 
 import copy
+import gc
 import json
+import math
 import multiprocessing as mp
 import os
 import socket
@@ -55,12 +65,82 @@ class RunResult:
     busy_cpu_ms: List[float] = field(default_factory=list)
     #: (max - min) / median of the measured steps.
     spread: float = field(default=0.0)
+    #: Per stage: each call of the measured steps by kind ("forward", "backward": one
+    #: micro-batch's ``forward_one_chunk`` / ``backward_one_chunk``; "loss": the last
+    #: stage's loss; "wait": a wait on gloo's sends or receives), as [wall ms, CPU ms] in
+    #: the order made.
+    calls_ms: List[Dict[str, List[List[float]]]] = field(default_factory=list)
+
+    @property
+    def iqr(self) -> float:
+        """The measured steps' interquartile range / median (0 with fewer than 2 steps)."""
+        return relative_iqr(self.steps_ms)
+
+    @property
+    def median_error(self) -> float:
+        """The step median's relative standard error (:func:`median_error`)."""
+        return median_error(self.steps_ms)
 
     @property
     def contention(self) -> float:
         """The largest busy wall time / busy CPU time over the stages: 1 on a machine that
         gives each stage its core, more when other work took the cores."""
         return max((w / c for w, c in zip(self.busy_ms, self.busy_cpu_ms) if c > 0), default=1.0)
+
+
+def steady_malloc() -> bool:
+    """Keeps glibc's freed memory in the process: large blocks come from the heap (mmap
+    threshold 256 MiB), the heap grows by 256 MiB and is never trimmed back (``mallopt``).
+    By default glibc maps a block of 32 MiB or more afresh at each allocation and unmaps it
+    when freed, so every use page-faults it back in: the dense gradient of a 32000 × 256
+    embedding (32.8 MB) took 9 ms or 27 ms by whether its 8000 pages had to be faulted in.
+    Returns whether the settings took (False off glibc)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    return all([mallopt(m_mmap_threshold, 1 << 28) == 1, mallopt(m_trim_threshold, (1 << 31) - 1) == 1,
+                mallopt(m_top_pad, 1 << 28) == 1])
+
+
+def _physical_cores() -> List[int]:
+    """One allowed CPU per physical core (the lowest of each core's SMT siblings, by
+    ``/sys/devices/system/cpu/cpuN/topology``), so that two stages never share a core's
+    two hardware threads; every allowed CPU where the topology cannot be read."""
+    allowed = sorted(os.sched_getaffinity(0))
+    first: Dict[Tuple[str, str], int] = {}
+    for cpu in allowed:
+        topo = f"/sys/devices/system/cpu/cpu{cpu}/topology"
+        try:
+            with open(f"{topo}/physical_package_id") as f, open(f"{topo}/core_id") as g:
+                key = (f.read().strip(), g.read().strip())
+        except OSError:
+            return allowed
+        first.setdefault(key, cpu)
+    return sorted(first.values())
+
+
+def relative_iqr(samples: Sequence[float]) -> float:
+    """(Q3 − Q1) / median of ``samples`` (quartiles by linear interpolation between the
+    order statistics, ``statistics.quantiles(method="inclusive")``); 0 for fewer than 2."""
+    if len(samples) < 2:
+        return 0.0
+    q1, med, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return (q3 - q1) / med if med > 0 else 0.0
+
+
+def median_error(samples: Sequence[float]) -> float:
+    """The relative standard error of ``samples``' median, estimated robustly from their
+    interquartile range: σ ≈ IQR / 1.349 and SE(median) ≈ √(π/2) · σ / √n (normal
+    samples), i.e. 0.929 · IQR / √n, over the median. 0 for fewer than 2 samples."""
+    if len(samples) < 2:
+        return 0.0
+    return math.sqrt(math.pi / 2) / 1.349 * relative_iqr(samples) / math.sqrt(len(samples))
 
 
 class _FirstTensor(nn.Module):
@@ -143,11 +223,17 @@ def _free_port() -> int:
 
 def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequence[Any], target: Any,
             loss_fn: Callable, configs: List[Tuple[List[str], str]], m: int, steps: int, warmup: int,
-            threads: int, nice: Optional[int], queue: Any) -> None:
+            threads: int, nice: Optional[int], pin: bool, queue: Any) -> None:
     try:
         torch.set_num_threads(threads)
+        torch.set_num_interop_threads(1)
+        steady_malloc()
         if nice is not None:
             os.nice(nice)
+        if pin:
+            cores = _physical_cores()
+            if len(cores) >= world:
+                os.sched_setaffinity(0, {cores[rank]})
         import resource
 
         import torch.distributed as dist
@@ -155,17 +241,27 @@ def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequenc
 
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
         wall, cpu = [0.0], [0.0]
+        # The calls of the current step: (kind, wall ms, CPU ms).
+        calls: List[Tuple[str, float, float]] = []
 
-        def timed(fn: Callable) -> Callable:
+        def timed(fn: Callable, kind: str, busy: bool = True) -> Callable:
             def wrapper(*a: Any, **k: Any) -> Any:
                 t0, c0 = time.perf_counter(), time.thread_time()
                 try:
                     return fn(*a, **k)
                 finally:
-                    wall[0] += time.perf_counter() - t0
-                    cpu[0] += time.thread_time() - c0
+                    dw, dc = time.perf_counter() - t0, time.thread_time() - c0
+                    calls.append((kind, 1e3 * dw, 1e3 * dc))
+                    if busy:
+                        wall[0] += dw
+                        cpu[0] += dc
             return wrapper
 
+        # Waits on gloo's sends and receives, kept apart ("wait", outside the busy time).
+        import torch.distributed.pipelining.schedules as schedules_module
+
+        if hasattr(schedules_module, "_wait_batch_p2p"):
+            schedules_module._wait_batch_p2p = timed(schedules_module._wait_batch_p2p, "wait", busy=False)
         runs = []
         for split, schedule in configs:
             # Every config gets its own copy of the model: stages own their parameters.
@@ -175,20 +271,28 @@ def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequenc
             if pipe.num_stages != world:
                 raise RuntimeError(f"pipeline() made {pipe.num_stages} stages, expected {world}")
             stage = pipe.build_stage(rank, torch.device("cpu"))
-            stage.forward_one_chunk = timed(stage.forward_one_chunk)
-            stage.backward_one_chunk = timed(stage.backward_one_chunk)
+            stage.forward_one_chunk = timed(stage.forward_one_chunk, "forward")
+            stage.backward_one_chunk = timed(stage.backward_one_chunk, "backward")
             cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
-            runs.append((stage, cls(stage, n_microbatches=m, loss_fn=loss_fn)))
+            sched = cls(stage, n_microbatches=m, loss_fn=loss_fn)
+            if hasattr(sched, "_compute_loss"):
+                sched._compute_loss = timed(sched._compute_loss, "loss", busy=False)
+            runs.append((stage, sched))
         full = [torch.cat([x] * m) for x in example]
         full_target = torch.cat([target] * m)
         step_ms = [[] for _ in configs]
         busy_ms = [[] for _ in configs]
         cpu_ms = [[] for _ in configs]
-        # Round-robin over the configs, so that a drift of the machine's load touches all.
+        call_ms: List[Dict[str, List[List[float]]]] = [{} for _ in configs]
+        # Round-robin over the configs, so that a drift of the machine's load touches all;
+        # Python's cyclic garbage collector runs between steps only.
+        gc.disable()
         for i in range(warmup + steps):
             for c, (stage, sched) in enumerate(runs):
                 stage.submod.zero_grad(set_to_none=True)
+                gc.collect()
                 wall[0] = cpu[0] = 0.0
+                calls.clear()
                 dist.barrier()
                 t0 = time.perf_counter()
                 if rank == 0:
@@ -203,8 +307,11 @@ def _worker(rank: int, world: int, port: int, model: nn.Module, example: Sequenc
                     step_ms[c].append(1e3 * (t1 - t0))
                     busy_ms[c].append(1e3 * wall[0])
                     cpu_ms[c].append(1e3 * cpu[0])
+                    for kind, w, cp in calls:
+                        call_ms[c].setdefault(kind, []).append([w, cp])
+        gc.enable()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        queue.put({"rank": rank, "steps": step_ms, "busy": busy_ms, "cpu": cpu_ms, "peak": peak})
+        queue.put({"rank": rank, "steps": step_ms, "busy": busy_ms, "cpu": cpu_ms, "calls": call_ms, "peak": peak})
         dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
         queue.put({"rank": rank, "error": traceback.format_exc()})
@@ -223,6 +330,7 @@ def run(
     threads: int = 1,
     nice: Optional[int] = None,
     timeout: float = 1800.0,
+    pin: bool = True,
 ) -> RunResult:
     """Runs ``plan`` (a :class:`dnnplace.Plan`, or the list of module paths that begin
     stages 1, 2, ...) as a real pipeline and measures it (module documentation).
@@ -232,7 +340,7 @@ def run(
     ``nice`` changes the stage processes' priority (``os.nice``; negative needs root).
     """
     return run_many(model, [(plan, schedule)], example_inputs, target, loss_fn, micro_batches, steps,
-                    warmup, threads, nice, timeout)[0]
+                    warmup, threads, nice, timeout, pin)[0]
 
 
 def run_many(
@@ -247,6 +355,7 @@ def run_many(
     threads: int = 1,
     nice: Optional[int] = None,
     timeout: float = 1800.0,
+    pin: bool = True,
 ) -> List[RunResult]:
     """Several (plan, schedule) runs in one set of stage processes, their steps taken in
     turn (one step of each, then the next round), so that the figures are measured in the
@@ -267,7 +376,7 @@ def run_many(
     example = [x.cpu() if isinstance(x, torch.Tensor) else x for x in example_inputs]
     procs = [
         ctx.Process(target=_worker, args=(r, world, port, model, example, target, loss_fn, splits,
-                                          micro_batches, steps, warmup, threads, nice, queue), daemon=True)
+                                          micro_batches, steps, warmup, threads, nice, pin, queue), daemon=True)
         for r in range(world)
     ]
     for p in procs:
@@ -311,6 +420,7 @@ def run_many(
             busy_ms=busy,
             busy_cpu_ms=cpu,
             peak_memory_bytes=[results[r]["peak"] for r in range(world)],
+            calls_ms=[results[r]["calls"][c] for r in range(world)],
             spread=(max(steps_ms) - min(steps_ms)) / med if med > 0 else 0.0,
         ))
     return out

@@ -48,12 +48,13 @@ class Validation:
     def table(self) -> str:
         lines = [
             f"{'schedule':<8} {'split':<8} {'stage starts':<24} {'predicted ms':>12} {'measured ms':>12} "
-            f"{'error':>8} {'spread':>7} {'contention':>10}"
+            f"{'error':>8} {'IQR':>7} {'SE':>6} {'contention':>10}"
         ]
         for r in self.rows:
             lines.append(
                 f"{r.schedule:<8} {r.label:<8} {', '.join(r.split):<24} {r.predicted_ms:>12.1f} "
-                f"{r.measured.step_ms:>12.1f} {100 * r.error:>+7.1f}% {100 * r.measured.spread:>6.1f}% "
+                f"{r.measured.step_ms:>12.1f} {100 * r.error:>+7.1f}% {100 * r.measured.iqr:>6.1f}% "
+                f"{100 * r.measured.median_error:>5.1f}% "
                 f"{r.measured.contention:>10.2f}"
             )
             for s, (p, m) in enumerate(zip(r.predicted_busy_ms, r.measured.busy_ms)):
@@ -87,14 +88,17 @@ def validate(
     threads: int = 1,
     nice: Optional[int] = None,
     timeout: float = 1800.0,
+    pin: bool = True,
     print_table: bool = True,
     **profile_options: Any,
 ) -> Validation:
-    """Profiles (unless ``workload`` is given), plans for ``stages`` stages at layer
+    """Profiles (unless ``workload`` is given; ``execution="pipeline"`` unless
+    ``profile_options`` say otherwise), plans for ``stages`` stages at layer
     granularity, runs and prints predicted against measured (module documentation)."""
     if workload is None:
         from . import profile
 
+        profile_options.setdefault("execution", "pipeline")
         workload = profile(model, example_inputs, loss_fn=loss_fn, target=target, threads=threads,
                            accelerators=stages, nice=nice, **profile_options)
     chosen = make_plan(workload, accelerators=stages, granularity="layer")
@@ -107,7 +111,7 @@ def validate(
     configs = [(schedule, label, split) for schedule in schedules for label, split in splits]
     measured = run_many(model, [(split, schedule) for schedule, _, split in configs], example_inputs, target,
                         loss_fn, micro_batches=micro_batches, steps=steps, warmup=warmup, threads=threads,
-                        nice=nice, timeout=timeout)
+                        nice=nice, timeout=timeout, pin=pin)
     for (schedule, label, split), got in zip(configs, measured):
         sim = predict(workload, split, schedule, micro_batches)
         busy = [d["computeMs"] for d in sim["devices"]]
