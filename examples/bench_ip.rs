@@ -169,6 +169,7 @@ fn bench_row(
     };
     let problem = Problem {
         workload: &w,
+        devices: dnnplace::solve::Devices::of(&w),
         objective,
         contiguous,
         limits,

@@ -28,6 +28,7 @@ fn close(a: f64, b: f64) -> bool {
 fn problem(w: &dnnplace::model::Workload, contiguous: bool) -> Problem<'_> {
     Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective: Objective::Throughput,
         contiguous,
         limits: Limits::default(),
@@ -737,6 +738,7 @@ fn the_partitioners_memory_repair_keeps_small_classes_beside_a_huge_one() {
     let w = dnnplace::io::parse_workload(json).unwrap();
     let problem = dnnplace::solve::Problem {
         workload: &w,
+        devices: dnnplace::solve::Devices::of(&w),
         objective: dnnplace::solve::Objective::Throughput,
         contiguous: false,
         limits: dnnplace::solve::Limits::default(),

@@ -245,6 +245,7 @@ fn time_limits_beyond_31_years_exit_2_and_no_method_panics() {
     };
     let problem = dnnplace::solve::Problem {
         workload: &workload,
+        devices: dnnplace::solve::Devices::of(&workload),
         objective: dnnplace::solve::Objective::Throughput,
         contiguous: false,
         limits,

@@ -6,7 +6,7 @@
 mod cluster_gen;
 mod common;
 
-use cluster_gen::{random_cluster, random_clustered, ClusterShape};
+use cluster_gen::{cluster_plan, random_cluster, random_clustered, ClusterShape};
 use common::{random_workload, Shape};
 use dnnplace::model::ClusterCosts;
 use dnnplace::score::evaluate_on_cluster;
@@ -190,7 +190,7 @@ fn model_md_device_set_as_a_cluster_matches_the_dp() {
 /// clock before that plan exists, it returns no plan and says why.
 #[test]
 fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
-    use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
+    use dnnplace::solve::cluster::plan::ClusterMethod;
     use dnnplace::solve::StopReason;
     let (mut kept, mut refused, mut proven) = (0, 0, 0);
     for seed in 0..300 {
@@ -224,7 +224,7 @@ fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
             max_ideals: 1,
             ..Limits::default()
         };
-        match plan_on_cluster(&w, &limits, ClusterMethod::Dp, Tracking::Best) {
+        match cluster_plan(&w, &limits, ClusterMethod::Dp) {
             // The prefixes' plan met the lower bounds: optimal without any ideal.
             Ok(p) if p.stopped.is_none() => {
                 let best = p.best.expect("a proven plan");
@@ -285,13 +285,13 @@ fn a_stopped_run_keeps_the_prefix_plan_with_a_valid_bound() {
 
 /// The greedy chain (the plan when the DP stops without one): every plan it returns is
 /// valid and contiguous on the cluster, scores what it says, and is never below the
-/// optimum; it has a plan for most feasible instances. Through `plan_on_cluster` with no
+/// optimum; it has a plan for most feasible instances. Through `solve::plan` with no
 /// time at all, it is the plan, with the DP's bound.
 #[test]
 fn the_greedy_chain_is_a_checked_plan_never_below_the_optimum() {
     use dnnplace::solve::budget::Budget;
     use dnnplace::solve::cluster::greedy::greedy_chain;
-    use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
+    use dnnplace::solve::cluster::plan::ClusterMethod;
     let (mut found, mut feasible) = (0, 0);
     for seed in 0..300 {
         let shape = Shape {
@@ -339,7 +339,7 @@ fn the_greedy_chain_is_a_checked_plan_never_below_the_optimum() {
             time_limit_s: Some(0.0),
             ..Limits::default()
         };
-        let planned = plan_on_cluster(&w, &clock, ClusterMethod::Dp, Tracking::Best).unwrap();
+        let planned = cluster_plan(&w, &clock, ClusterMethod::Dp).unwrap();
         let best = planned
             .best
             .expect("the greedy chain's plan when the DP has none");
@@ -409,7 +409,7 @@ fn the_volume_bound_never_exceeds_the_optimum() {
 /// On a graph large enough to be coarsened (a 48-layer BERT, 684 operators, on one machine
 /// of 2 A100s and one of 2 V100s), the coarse path's plan is a checked contiguous plan of
 /// the fine graph, never below the fine DP's proven optimum, and the volume bound never
-/// above it; through `plan_on_cluster` the fine DP still proves its optimum.
+/// above it; through `solve::plan` the fine DP still proves its optimum.
 #[test]
 fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
     use dnnplace::costmodel::cluster::cluster_and_profiles;
@@ -417,7 +417,7 @@ fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
     use dnnplace::costmodel::TransformerSpec;
     use dnnplace::costmodel::{find_profile, transformer_graph, CostSettings, DType};
     use dnnplace::solve::cluster::coarse::{coarse_plan, COARSEN_ABOVE};
-    use dnnplace::solve::cluster::plan::{check, plan_on_cluster, ClusterMethod};
+    use dnnplace::solve::cluster::plan::{check, ClusterMethod};
     use dnnplace::solve::cluster::volume_bound::volume_bound;
     let graph = transformer_graph(&TransformerSpec::bert(48, 256, 4, 128, 1), DType::Fp32).unwrap();
     let settings = CostSettings {
@@ -456,8 +456,7 @@ fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
         "{} < {optimum}",
         checked.value
     );
-    let planned =
-        plan_on_cluster(&w, &Limits::default(), ClusterMethod::Dp, Tracking::Best).unwrap();
+    let planned = cluster_plan(&w, &Limits::default(), ClusterMethod::Dp).unwrap();
     assert_eq!(planned.stopped, None);
     assert!(close(planned.best.unwrap().value, optimum));
 }

@@ -10,10 +10,8 @@ use cluster_gen::{random_clustered, ClusterShape};
 use common::Shape;
 use dnnplace::model::ClusterCosts;
 use dnnplace::solve::cluster::brute_force::brute_force;
-use dnnplace::solve::cluster::dp::Tracking;
-use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
 use dnnplace::solve::cluster::sweep::{
-    best_within_budget, cheapest_for_target, frontier, price, sweep,
+    best_within_budget, cheapest_for_target, economics, frontier, price, sweep, Economics,
 };
 use dnnplace::solve::{Limits, Objective};
 
@@ -56,13 +54,9 @@ fn sweep_target_budget_and_frontier_equal_brute_force() {
                 )
             })
             .collect();
-        let plan = plan_on_cluster(
-            &w,
-            &Limits::default(),
-            ClusterMethod::Dp,
-            Tracking::PerUsage,
-        )
-        .unwrap();
+        // The library's road for the per-usage optima (`plan --sweep`): the cluster DP
+        // keeping the best plan per accelerator usage.
+        let Economics { plan, .. } = economics(&w, &Limits::default()).unwrap();
         let plans = &plan.per_usage;
 
         for row in sweep(plans, cluster, &[]) {

@@ -40,6 +40,7 @@ fn shape() -> Shape {
 fn problem(w: &Workload, objective: Objective, contiguous: bool) -> Problem<'_> {
     Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective,
         contiguous,
         limits: Limits {

@@ -135,6 +135,7 @@ fn critical_path(w: &Workload, flags: &[bool]) -> f64 {
 fn optimum(w: &Workload, pieces: usize) -> f64 {
     let problem = Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective: Objective::Latency { pieces },
         contiguous: false,
         limits: Limits::default(),

@@ -25,6 +25,7 @@ use dnnplace::solve::{method, plan, Limits, MethodId, Objective, Problem, Status
 fn problem(w: &Workload, pieces: usize, contiguous: bool, seed: u64) -> Problem<'_> {
     Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective: Objective::Latency { pieces },
         contiguous,
         limits: Limits {

@@ -1,19 +1,18 @@
 //! The search placers (`rl`, `genetic`) on clusters: on tiny random clusters (1–3 types,
 //! 1–3 machines) both reach the cluster brute force's optimum given enough steps (seeded),
 //! over contiguous plans on the cluster and over all plans, TPS and sync; every plan is
-//! re-scored by the cluster check of `plan_on_cluster` (an error otherwise) and its bound
+//! re-scored by the cluster check of `solve::plan` (an error otherwise) and its bound
 //! never exceeds the optimum; the time limit holds.
 
 mod cluster_gen;
 mod common;
 
-use cluster_gen::{random_clustered, ClusterShape};
+use cluster_gen::{cluster_plan, random_clustered, ClusterShape};
 use common::Shape;
 use dnnplace::model::{ClusterCosts, Workload};
 use dnnplace::score::evaluate_on_cluster;
 use dnnplace::solve::cluster::brute_force::brute_force;
-use dnnplace::solve::cluster::dp::Tracking;
-use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
+use dnnplace::solve::cluster::plan::ClusterMethod;
 use dnnplace::solve::{Limits, MethodId, Objective, StopReason};
 
 fn close(a: f64, b: f64) -> bool {
@@ -58,7 +57,7 @@ fn reaches_optimum(method: MethodId, steps: usize) {
                     contiguous,
                     sync,
                 };
-                let got = plan_on_cluster(&w, &limits, learned, Tracking::Best)
+                let got = cluster_plan(&w, &limits, learned)
                     .unwrap_or_else(|e| panic!("{method} seed {seed}: {e}"));
                 let Some((best, _)) = exhaustive.best else {
                     assert!(got.best.is_none(), "seed {seed}: a plan where none exists");
@@ -66,7 +65,7 @@ fn reaches_optimum(method: MethodId, steps: usize) {
                 };
                 checked += 1;
                 let plan = got.best.expect("a plan");
-                // Re-scored here too, independently of the check inside plan_on_cluster.
+                // Re-scored here too, independently of the check inside `solve::plan`.
                 let e = evaluate_on_cluster(&w, &costs, &plan.placement);
                 assert!(e.is_valid(), "seed {seed}: {:?}", e.violations);
                 assert!(!contiguous || e.is_contiguous(), "seed {seed}");
@@ -131,7 +130,7 @@ fn the_time_limit_holds_on_a_cluster() {
             sync: false,
         };
         let started = std::time::Instant::now();
-        let got = plan_on_cluster(&w, &limits, learned, Tracking::Best).unwrap();
+        let got = cluster_plan(&w, &limits, learned).unwrap();
         let took = started.elapsed().as_secs_f64();
         assert!(took < 2.0, "{method}: {took} s for a 0.5 s limit");
         // Stopped by the limit, or proven optimal (its plan met the bound) before it.

@@ -18,6 +18,7 @@ use dnnplace::solve::{plan, Limits, Method, Objective, Problem, Status, StopReas
 fn problem(w: &Workload, objective: Objective, contiguous: bool, limits: Limits) -> Problem<'_> {
     Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective,
         contiguous,
         limits,

@@ -51,6 +51,7 @@ fn scaled(w: &Workload, factor: f64) -> Workload {
 fn optimum(w: &Workload, contiguous: bool) -> f64 {
     let problem = Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective: Objective::Throughput,
         contiguous,
         limits: Limits {
@@ -72,6 +73,7 @@ fn at_most(bound: f64, optimum: f64) -> bool {
 fn sync_optimum(w: &Workload, contiguous: bool) -> f64 {
     let problem = Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective: Objective::Sync,
         contiguous,
         limits: Limits {
@@ -227,6 +229,7 @@ fn bound_equals_the_ip_optimum_on_paper_bert_l3() {
         let bound = max_load_lower_bound(&w, false);
         let problem = Problem {
             workload: &w,
+            devices: dnnplace::solve::Devices::of(&w),
             objective: Objective::Throughput,
             contiguous: false,
             limits: Limits {

@@ -31,6 +31,7 @@ const ISSUE_11: &str = r#"{"maxSizePerFPGA":1e9,"maxFPGAs":2,"maxCPUs":1,"nodes"
 fn problem(w: &Workload, objective: Objective, contiguous: bool) -> Problem<'_> {
     Problem {
         workload: w,
+        devices: dnnplace::solve::Devices::of(w),
         objective,
         contiguous,
         limits: Limits {

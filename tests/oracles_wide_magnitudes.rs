@@ -256,6 +256,7 @@ proptest! {
         let minimum = latency_minimum(&w, q, contiguous);
         let problem = Problem {
             workload: &w,
+            devices: dnnplace::solve::Devices::of(&w),
             objective: Objective::Latency { pieces: q },
             contiguous,
             limits: Limits::default(),
@@ -280,6 +281,7 @@ fn latency_brute_force_puts_cpu_classes_on_cores_of_their_own() {
     .unwrap();
     let problem = Problem {
         workload: &w,
+        devices: dnnplace::solve::Devices::of(&w),
         objective: Objective::Latency { pieces: 1 },
         contiguous: true,
         limits: Limits::default(),

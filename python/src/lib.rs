@@ -785,6 +785,7 @@ fn plan(
     let layers = layers_of(&w, granularity)?;
     let problem = Problem {
         workload: &w,
+        devices: dnnplace::solve::Devices::of(&w),
         objective,
         contiguous,
         limits,
@@ -952,6 +953,7 @@ fn plan_cluster(
     // refuses what it does not plan with the command line's sentences ("on a cluster, …").
     let problem = Problem {
         workload: &w,
+        devices: dnnplace::solve::Devices::of(&w),
         objective,
         contiguous,
         limits,

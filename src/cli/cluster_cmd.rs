@@ -63,11 +63,7 @@ fn outcome_fields(v: &mut serde_json::Value, plan: &ClusterPlan, value: f64) {
     v["gap"] = serde_json::json!(crate::report::table::gap(value, bound));
 }
 
-pub fn run_plan_on_cluster(
-    args: &PlanArgs,
-    settings: &PlanSettings,
-    w: &Workload,
-) -> Result<(), CliError> {
+pub fn run_plan(args: &PlanArgs, settings: &PlanSettings, w: &Workload) -> Result<(), CliError> {
     let method = check_plan_flags(args, settings)?;
     super::print_notes(&settings.notes);
     if args.sweep || args.target_tps.is_some() || args.budget.is_some() {
@@ -80,6 +76,7 @@ pub fn run_plan_on_cluster(
     }
     let problem = Problem {
         workload: w,
+        devices: crate::solve::Devices::of(w),
         objective: settings.objective,
         contiguous: settings.contiguous,
         limits: settings.limits.clone(),

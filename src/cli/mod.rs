@@ -549,7 +549,7 @@ fn run_plan(args: PlanArgs) -> Result<(), CliError> {
     sigint_setup();
     if w.cluster().is_some() {
         refuse_schedules_on_cluster(&args)?;
-        return cluster_cmd::run_plan_on_cluster(&args, &settings, &w);
+        return cluster_cmd::run_plan(&args, &settings, &w);
     }
     if args.plot.is_some() {
         return Err(CliError::Input(
@@ -911,6 +911,7 @@ fn run_compare(args: CompareArgs) -> Result<(), CliError> {
     // Each method runs on the device set clamped to the node count (solve::plan); say so once.
     let problem = Problem {
         workload: &w,
+        devices: crate::solve::Devices::of(&w),
         objective: settings.objective,
         contiguous: true,
         limits: settings.limits.clone(),

@@ -1,7 +1,9 @@
 //! `plan CONFIG.json --parallel 3d`: the whole parallel layout of a transformer — stages,
 //! TP and DP degrees, ZeRO stage, micro-batch — on a cluster of identical machines
-//! (`docs/parallel.md`). Flags → [`Space`], the model's chains priced per micro-batch, the
-//! search, the table or JSON, `--out` written atomically.
+//! (`docs/parallel.md`). Flags → [`Space`] and the devices → a [`ParallelProblem`] (the
+//! library prices the model's chains per micro-batch), the library's one entry
+//! [`parallel::plan`] (or the problem's sweep and fewest-devices questions), the table or
+//! JSON, `--out` written atomically.
 
 use std::path::Path;
 use std::time::Instant;
@@ -15,12 +17,14 @@ use crate::costmodel::parallel::{
 };
 use crate::costmodel::transformer::TransformerSpec;
 use crate::export::parallel::Training;
-use crate::model::parallel::{ChainCosts, MixedTopology, Topology, Zero};
+use crate::model::parallel::{MixedTopology, Topology, Zero};
 use crate::model::profiles::DeviceProfile;
 use crate::model::schedule::Schedule;
 use crate::report::parallel::{layout_json, layout_text};
 use crate::solve::budget::Budget;
-use crate::solve::parallel::{plan_uniform, Objective, Space};
+use crate::solve::parallel::{
+    self, Layouts, Objective, ParallelDevices, ParallelProblem, PricedModel, Space,
+};
 use crate::solve::{self, Status};
 
 /// Which parallel layouts `plan` searches.
@@ -286,17 +290,10 @@ fn model_of(args: &PlanArgs) -> Result<(crate::costmodel::hf_config::HfModel, DT
 }
 
 /// `--sweep`: the best layout per GPU count, as a table or JSON, and `--plot` as SVG.
-fn run_sweep(
-    args: &PlanArgs,
-    chains: &[ChainCosts],
-    topo: &Topology,
-    space: &Space,
-    objective: Objective,
-    budget: &Budget,
-) -> Result<(), CliError> {
+fn run_sweep(args: &PlanArgs, problem: &ParallelProblem, budget: &Budget) -> Result<(), CliError> {
     use crate::report::parallel::{sweep_json, sweep_svg, sweep_text};
-    let rows = crate::solve::parallel::sweep(chains, topo, space, objective, budget)
-        .map_err(CliError::Internal)?;
+    let rows = problem.sweep(budget).map_err(CliError::Internal)?;
+    let (topo, objective) = (&problem.topology(), problem.objective);
     if let Some(plot) = &args.plot {
         crate::io::write_atomically(plot, &sweep_svg(&rows))
             .map_err(|e| CliError::Input(e.to_string()))?;
@@ -528,52 +525,43 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     )?;
     within_target(export, &mut space)?;
     search_goal(args, &cluster, &mut space, objective)?;
-    let sp = sequence_parallel(export, args.parallel.sequence_parallel)?;
-    let chains = chains_of(&model.spec, dtype, &profiles[0], &space, sp)?;
+    let model = PricedModel {
+        spec: &model.spec,
+        dtype,
+        sequence_parallel: sequence_parallel(export, args.parallel.sequence_parallel)?,
+    };
+    let (layouts, export) = if args.parallel.free {
+        (Layouts::Free, None)
+    } else {
+        (Layouts::Uniform, export)
+    };
+    let problem = ParallelProblem::priced(
+        &model,
+        &profiles,
+        ParallelDevices::One(topo),
+        space,
+        objective,
+        layouts,
+    )
+    .map_err(CliError::Input)?;
     let budget = run_budget(args, started)?;
-    if args.parallel.free {
-        let outcome =
-            crate::solve::parallel::free::plan_free(&chains, &topo, &space, None, &budget)
-                .map_err(CliError::Internal)?;
-        return finish(args, &outcome, &topo, objective, None, None, true);
+    // `--free` refuses `--sweep` and `--target-tps` (check_free).
+    if args.sweep && layouts == Layouts::Uniform {
+        return run_sweep(args, &problem, &budget);
     }
-    if args.sweep {
-        return run_sweep(args, &chains, &topo, &space, objective, &budget);
+    if let (Some(target), Layouts::Uniform) = (args.target_tps, layouts) {
+        return run_target_tps(args, &problem, target, &budget, export);
     }
-    if let Some(target) = args.target_tps {
-        let searched = Searched {
-            chains: &chains,
-            topo: &topo,
-            space: &space,
-            budget: &budget,
-        };
-        return run_target_tps(args, &searched, target, objective, export);
-    }
-    let outcome =
-        plan_uniform(&chains, &topo, &space, objective, &budget).map_err(CliError::Internal)?;
-    finish(args, &outcome, &topo, objective, export, None, true)
-}
-
-/// The chain of the model per micro-batch size of `space` on `profile`, priced at `t = 1`
-/// and every TP degree the space allows.
-fn chains_of(
-    spec: &TransformerSpec,
-    dtype: DType,
-    profile: &DeviceProfile,
-    space: &Space,
-    sp: SequenceParallel,
-) -> Result<Vec<ChainCosts>, CliError> {
-    let mut degrees: Vec<usize> = std::iter::once(1)
-        .chain(space.tensor_parallel.iter().copied())
-        .collect();
-    degrees.sort_unstable();
-    degrees.dedup();
-    space
-        .micro_batches
-        .iter()
-        .map(|&b| transformer_chain_with(&with_batch(spec, b), dtype, profile, &degrees, sp))
-        .collect::<Result<Vec<ChainCosts>, String>>()
-        .map_err(CliError::Input)
+    let outcome = parallel::plan(&problem, &budget).map_err(CliError::Internal)?;
+    finish(
+        args,
+        &outcome,
+        &problem.topology(),
+        objective,
+        export,
+        None,
+        true,
+    )
 }
 
 /// The names of the model's units (embeddings, blocks, head), in chain order: what a plan
@@ -630,25 +618,17 @@ fn schedule_of(args: &PlanArgs) -> Result<Schedule, CliError> {
     }
 }
 
-/// What a search over one-type layouts reads: the chain per micro-batch size, the devices,
-/// the space and the run's budget.
-struct Searched<'a> {
-    chains: &'a [ChainCosts],
-    topo: &'a Topology,
-    space: &'a Space,
-    budget: &'a Budget,
-}
-
 /// `--target-tps MS`: the fewest devices whose best layout meets the target. The best
 /// layout is printed either way; one that misses the target writes no file and exits 2.
 fn run_target_tps(
     args: &PlanArgs,
-    s: &Searched,
+    problem: &ParallelProblem,
     target: f64,
-    objective: Objective,
+    budget: &Budget,
     export: Option<&str>,
 ) -> Result<(), CliError> {
-    let found = crate::solve::parallel::fewest_devices(s.chains, s.topo, s.space, target, s.budget)
+    let found = problem
+        .fewest_devices(target, budget)
         .map_err(CliError::Internal)?;
     let line = target_line(target, &found);
     let json = serde_json::json!({
@@ -662,8 +642,8 @@ fn run_target_tps(
     finish(
         args,
         &found.outcome,
-        s.topo,
-        objective,
+        &problem.topology(),
+        problem.objective,
         export,
         Some(("target", json, &line)),
         met,
@@ -727,7 +707,8 @@ fn mixed_cluster(
 }
 
 /// `plan --parallel 3d --free` on a cluster of several types
-/// ([`crate::solve::parallel::mixed`]): each type's chains, the search, the same output.
+/// ([`crate::solve::parallel::mixed`], through [`parallel::plan`]): each type's chains, the
+/// search, the same output.
 fn run_mixed(
     args: &PlanArgs,
     started: Instant,
@@ -744,23 +725,27 @@ fn run_mixed(
         &valid,
         schedule,
     )?;
-    let sp = sequence_parallel(None, args.parallel.sequence_parallel)?;
-    let mut chains = Vec::with_capacity(topo.groups.len());
-    for g in &topo.groups {
-        let profile = profiles
-            .iter()
-            .find(|p| p.name == g.profile)
-            .ok_or_else(|| CliError::Input(format!("no device profile '{}'", g.profile)))?;
-        chains.push(chains_of(&model.spec, dtype, profile, &space, sp)?);
-    }
+    let model = PricedModel {
+        spec: &model.spec,
+        dtype,
+        sequence_parallel: sequence_parallel(None, args.parallel.sequence_parallel)?,
+    };
+    let problem = ParallelProblem::priced(
+        &model,
+        &profiles,
+        ParallelDevices::Mixed(topo),
+        space,
+        Objective::TimePerSample,
+        Layouts::Free,
+    )
+    .map_err(CliError::Input)?;
     let budget = run_budget(args, started)?;
-    let outcome = crate::solve::parallel::mixed::plan_mixed(&chains, &topo, &space, None, &budget)
-        .map_err(CliError::Internal)?;
+    let outcome = parallel::plan(&problem, &budget).map_err(CliError::Internal)?;
     finish(
         args,
         &outcome,
         &display,
-        Objective::TimePerSample,
+        problem.objective,
         None,
         None,
         true,

@@ -486,6 +486,7 @@ impl PlanSettings {
     pub fn problem<'a>(&self, w: &'a Workload) -> Problem<'a> {
         Problem {
             workload: w,
+            devices: crate::solve::Devices::of(w),
             objective: self.objective,
             contiguous: self.contiguous,
             limits: self.limits.clone(),
@@ -621,6 +622,7 @@ pub fn fit_to_workload(
     }
     let problem = Problem {
         workload: &w,
+        devices: crate::solve::Devices::of(&w),
         objective,
         contiguous: true,
         limits: Limits::default(),

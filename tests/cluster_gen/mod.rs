@@ -129,3 +129,28 @@ pub fn random_cluster(seed: u64, w: &Workload, shape: ClusterShape) -> Option<Wo
 pub fn random_clustered(seed: u64, shape: Shape, cluster: ClusterShape) -> Option<Workload> {
     random_cluster(seed, &random_workload(seed, shape)?, cluster)
 }
+
+/// `method`'s checked plan of `w` on its cluster through the library's one road
+/// ([`dnnplace::solve::plan`] with the cluster method behind `Method`); the problem's
+/// objective and plan space are the method's (`sync`: `max FW + max BW`).
+pub fn cluster_plan(
+    w: &Workload,
+    limits: &dnnplace::solve::Limits,
+    method: dnnplace::solve::cluster::plan::ClusterMethod,
+) -> Result<dnnplace::solve::cluster::plan::ClusterPlan, dnnplace::solve::SolveError> {
+    use dnnplace::solve::{Objective, Problem};
+    let problem = Problem {
+        objective: if method.sync() {
+            Objective::Sync
+        } else {
+            Objective::Throughput
+        },
+        contiguous: method.contiguous(),
+        limits: limits.clone(),
+        ..Problem::throughput(w)
+    };
+    let on = dnnplace::solve::cluster::plan::OnCluster(method);
+    Ok(dnnplace::solve::plan(&on, &problem)?
+        .cluster
+        .expect("a workload with a cluster is planned on it"))
+}

@@ -459,10 +459,10 @@ fn score_and_round_trip(w: &Workload, p: &Placement, latency: bool) -> Result<()
 }
 
 /// `plan` on a workload's own cluster: the DP, and the IP when allowed; every plan is
-/// re-scored by `plan_on_cluster`, whose internal-check failures are findings.
+/// re-scored on the library's road (`solve::plan` with the cluster method behind
+/// `Method`), whose internal-check failures are findings.
 fn exercise_cluster(w: &Workload, r: &mut Rng, allow_ip: bool) -> Result<(), Finding> {
-    use dnnplace::solve::cluster::dp::Tracking;
-    use dnnplace::solve::cluster::plan::{plan_on_cluster, ClusterMethod};
+    use dnnplace::solve::cluster::plan::{ClusterMethod, OnCluster};
     let limits = Limits {
         time_limit_s: Some(0.5),
         max_ideals: 20_000,
@@ -477,8 +477,13 @@ fn exercise_cluster(w: &Workload, r: &mut Rng, allow_ip: bool) -> Result<(), Fin
         });
     }
     for method in methods {
+        let problem = Problem {
+            contiguous: method.contiguous(),
+            limits: limits.clone(),
+            ..Problem::throughput(w)
+        };
         if let Err(e @ (SolveError::Check(_) | SolveError::Solver(_))) =
-            plan_on_cluster(w, &limits, method, Tracking::Best)
+            dnnplace::solve::plan(&OnCluster(method), &problem)
         {
             return Err(internal(&format!("plan on the cluster ({method:?})"), e));
         }
@@ -549,6 +554,7 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
                 method
                     .supports(&Problem {
                         workload: w,
+                        devices: dnnplace::solve::Devices::of(w),
                         objective: *objective,
                         contiguous: *contiguous,
                         limits: limits.clone(),
@@ -563,6 +569,7 @@ fn exercise(w: &Workload, r: &mut Rng, allow_ip: bool, all_methods: bool) -> Res
         let &(objective, contiguous) = *choose(r, &supported);
         let problem = Problem {
             workload: w,
+            devices: dnnplace::solve::Devices::of(w),
             objective,
             contiguous,
             limits: limits.clone(),

@@ -84,6 +84,7 @@ fn plans_of(name: &str, w: &Arc<Workload>, out: &mut Vec<PlacementSeed>) {
         let m = solve::method_by_name(method).expect("known method");
         let problem = Problem {
             workload: w,
+            devices: dnnplace::solve::Devices::of(w),
             objective,
             contiguous,
             limits: limits.clone(),

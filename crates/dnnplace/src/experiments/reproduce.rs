@@ -31,8 +31,7 @@ use crate::io::cluster_resolve::cluster_for;
 use crate::io::{read_placement, read_workload, IoError};
 use crate::model::{Platform, Workload};
 use crate::solve::baselines::expert::Expert;
-use crate::solve::cluster::dp::Tracking;
-use crate::solve::cluster::plan::{plan_on_cluster, ClusterMethod, ClusterPlan};
+use crate::solve::cluster::plan::{ClusterMethod, ClusterPlan, OnCluster};
 use crate::solve::compare::{compare, Comparison};
 use crate::solve::learned::TracePoint;
 use crate::solve::{methods, Limits, Method, MethodId, Objective, Problem};
@@ -176,6 +175,7 @@ pub fn seed_runs(case: &Case, c: &Comparison, limits: &Limits, seeds: u64) -> Ve
             }
             let problem = Problem {
                 workload: &w,
+                devices: crate::solve::Devices::of(&w),
                 objective: case.objective,
                 contiguous: true,
                 limits: Limits {
@@ -249,6 +249,22 @@ pub fn cluster_workload(case: &ClusterCase) -> Result<Workload, String> {
     w.with_platform(platform).map_err(|e| e.to_string())
 }
 
+/// `method`'s checked plan of `w` on its cluster, through the one road ([`crate::solve::plan`]
+/// with the cluster method behind [`Method`]; contiguous TPS).
+fn on_cluster(
+    w: &Workload,
+    limits: &Limits,
+    method: ClusterMethod,
+) -> Result<ClusterPlan, crate::solve::SolveError> {
+    let problem = Problem {
+        limits: limits.clone(),
+        ..Problem::throughput(w)
+    };
+    crate::solve::plan(&OnCluster(method), &problem)?
+        .cluster
+        .ok_or_else(|| crate::solve::SolveError::Check("no cluster plan on a cluster".into()))
+}
+
 /// The cluster DP and the search placers (seeds `1..=seeds`) on one cluster instance.
 pub fn run_cluster_case(
     case: &ClusterCase,
@@ -256,8 +272,7 @@ pub fn run_cluster_case(
     seeds: u64,
 ) -> Result<ClusterOutcome, String> {
     let w = cluster_workload(case)?;
-    let dp = plan_on_cluster(&w, limits, ClusterMethod::Dp, Tracking::Best)
-        .map_err(|e| e.to_string())?;
+    let dp = on_cluster(&w, limits, ClusterMethod::Dp).map_err(|e| e.to_string())?;
     let mut runs = Vec::new();
     for method in SEARCH_PLACERS {
         for seed in 1..=seeds {
@@ -270,7 +285,7 @@ pub fn run_cluster_case(
                 contiguous: true,
                 sync: false,
             };
-            let plan = plan_on_cluster(&w, &limits, learned, Tracking::Best)
+            let plan = on_cluster(&w, &limits, learned)
                 .map_err(|e| format!("{method} seed {seed}: {e}"))?;
             runs.push(SeedRun {
                 method,

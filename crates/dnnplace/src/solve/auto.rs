@@ -780,6 +780,7 @@ fn ip_within(problem: &Problem, wait_s: f64) -> Option<Result<Outcome, SolveErro
         .spawn(move || {
             let p = Problem {
                 workload: &workload,
+                devices: crate::solve::Devices::of(&workload),
                 objective,
                 contiguous,
                 limits,

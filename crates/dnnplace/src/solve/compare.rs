@@ -118,6 +118,7 @@ pub fn compare_within(
         };
         let problem = |contiguous| Problem {
             workload: w,
+            devices: crate::solve::Devices::of(w),
             objective,
             contiguous,
             limits: limits_now(),

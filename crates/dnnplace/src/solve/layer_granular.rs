@@ -91,6 +91,7 @@ pub fn plan_by_layers(
     };
     let coarse = Problem {
         workload: &relabelled,
+        devices: crate::solve::Devices::of(&relabelled),
         ..problem.clone()
     };
     let mut result = plan(method, &coarse)?;

@@ -1,6 +1,7 @@
 //! The placement methods, behind one interface.
 //!
-//! Every method takes a [`Problem`] (workload, objective, contiguity, limits) and returns an
+//! Every method takes a [`Problem`] (workload, device set, objective, contiguity, limits,
+//! schedule) and returns an
 //! [`Outcome`] (plan, objective, proven lower bound, [`Status`], statistics). [`plan`] runs
 //! a method and re-scores its plan with the independent evaluator ([`crate::score`])
 //! before anyone sees it: an invalid plan, a broken contiguity promise or an objective
@@ -56,7 +57,7 @@ pub use method::{method, method_by_name, method_names, methods, Method, MethodId
 pub use outcome::{Outcome, Provenance, Stats, Status, StopReason};
 
 use crate::model::schedule::Pipeline;
-use crate::model::{Placement, Workload};
+use crate::model::{Cluster, DeviceSet, Placement, Platform, Reference, Workload};
 use crate::score::{evaluate, pipeline_memory, DeviceMemory, Evaluation};
 
 /// What to minimise.
@@ -143,10 +144,70 @@ impl Limits {
     }
 }
 
-/// One placement problem.
+/// The device set a problem is planned on. MODEL.md's `k` identical accelerators and `ℓ`
+/// CPU cores are the one-machine cluster ([`Devices::as_cluster`], [`Cluster::model_md`]);
+/// [`plan`] gives them to the single-machine methods, the fast path, and a cluster of
+/// several machines or types to the cluster methods ([`cluster::plan::OnCluster`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Devices<'a> {
+    /// MODEL.md's device set: `k` accelerators of one memory and `ℓ` CPU cores.
+    OneMachine(&'a DeviceSet),
+    /// A cluster: machines with accelerators of one or several types, CPU cores and links.
+    Cluster(&'a Cluster),
+}
+
+impl<'a> Devices<'a> {
+    /// The workload's own device set: its cluster when it has one, else MODEL.md's.
+    pub fn of(w: &'a Workload) -> Devices<'a> {
+        match w.cluster() {
+            Some(c) => Devices::Cluster(c),
+            None => Devices::OneMachine(w.devices()),
+        }
+    }
+
+    /// Whether this is `w`'s own device set ([`Devices::of`]).
+    pub fn is_of(&self, w: &Workload) -> bool {
+        match (self, w.cluster()) {
+            (Devices::Cluster(c), Some(own)) => std::ptr::eq(*c, own) || *c == own,
+            (Devices::OneMachine(d), None) => std::ptr::eq(*d, w.devices()) || *d == w.devices(),
+            _ => false,
+        }
+    }
+
+    /// The device set as a cluster: a cluster as it is, MODEL.md's as the one-machine
+    /// cluster priced against `reference` ([`Cluster::model_md`]).
+    pub fn as_cluster(&self, reference: &Reference) -> std::borrow::Cow<'a, Cluster> {
+        match *self {
+            Devices::Cluster(c) => std::borrow::Cow::Borrowed(c),
+            Devices::OneMachine(d) => std::borrow::Cow::Owned(Cluster::model_md(d, reference)),
+        }
+    }
+
+    /// `w` with this device set in place of its own (`None` when it is already `w`'s).
+    fn applied_to(&self, w: &Workload) -> Result<Option<Workload>, crate::model::WorkloadError> {
+        if self.is_of(w) {
+            return Ok(None);
+        }
+        match *self {
+            Devices::OneMachine(d) => w.with_devices(d.clone()).map(Some),
+            Devices::Cluster(c) => w
+                .with_platform(Platform {
+                    cluster: Some(c.clone()),
+                    ..w.platform().clone()
+                })
+                .map(Some),
+        }
+    }
+}
+
+/// One placement problem: the workload, the device set it is placed on, the objective,
+/// the plan space (contiguity), the limits and the pipeline schedule.
 #[derive(Clone, Debug)]
 pub struct Problem<'a> {
     pub workload: &'a Workload,
+    /// The device set ([`Devices::of`] the workload unless a problem asks for another:
+    /// [`plan`] then plans the workload on this one).
+    pub devices: Devices<'a>,
     pub objective: Objective,
     /// Only contiguous placements are allowed.
     pub contiguous: bool,
@@ -168,6 +229,7 @@ impl<'a> Problem<'a> {
     pub fn throughput(workload: &'a Workload) -> Self {
         Problem {
             workload,
+            devices: Devices::of(workload),
             objective: Objective::Throughput,
             contiguous: true,
             limits: Limits::default(),
@@ -288,7 +350,27 @@ pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveErr
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> {
-    if problem.workload.cluster().is_some() {
+    let placed;
+    let moved;
+    let problem = match problem.devices.applied_to(problem.workload) {
+        Ok(None) => problem,
+        Ok(Some(w)) => {
+            placed = w;
+            moved = Problem {
+                workload: &placed,
+                devices: Devices::of(&placed),
+                ..problem.clone()
+            };
+            &moved
+        }
+        Err(e) => {
+            return Err(SolveError::Unsupported {
+                method: method.name().into(),
+                what: format!("the problem's device set: {e}"),
+            })
+        }
+    };
+    if let Devices::Cluster(_) = problem.devices {
         return plan_on_cluster(method, problem);
     }
     // Under the interleaved schedule the accelerators' indices are positions on the
@@ -300,8 +382,10 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     };
     let narrowed;
     let run = if clamped.workload.is_some() || clamped.objective.is_some() {
+        let workload = clamped.workload.as_ref().unwrap_or(problem.workload);
         narrowed = Problem {
-            workload: clamped.workload.as_ref().unwrap_or(problem.workload),
+            workload,
+            devices: Devices::of(workload),
             objective: clamped.objective.unwrap_or(problem.objective),
             contiguous: problem.contiguous,
             limits: problem.limits.clone(),
@@ -442,7 +526,7 @@ fn plan_on_cluster(method: &dyn Method, problem: &Problem) -> Result<Plan, Solve
 /// Whether `method` plans `problem`: on one machine, [`Method::supports`]; on a cluster,
 /// whether a cluster method answers for it ([`cluster::plan::ClusterMethod::choose`]).
 pub fn supports(method: &dyn Method, problem: &Problem) -> Result<(), Unsupported> {
-    if problem.workload.cluster().is_some() {
+    if let Devices::Cluster(_) = problem.devices {
         return cluster::plan::OnCluster::choose(method.id(), problem)
             .map(|_| ())
             .map_err(Unsupported::OnCluster);

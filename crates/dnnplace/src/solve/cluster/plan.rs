@@ -24,8 +24,11 @@
 //! sends every problem whose workload has a cluster to the [`ClusterMethod`] that
 //! [`ClusterMethod::choose`] picks for the method asked for (`auto` is the cluster DP) and
 //! returns its checked [`ClusterPlan`] beside the [`Outcome`]; `compare` on a cluster runs
-//! the same loop. [`plan_on_cluster`] stays the room's inner step, for the sweep's per-usage
-//! optima ([`Tracking::PerUsage`]).
+//! the same loop. Every caller outside this room takes that road (`solve::plan`, or an
+//! [`OnCluster`] value's [`OnCluster::plan`] for the checked [`ClusterPlan`] alone);
+//! [`plan_on_cluster`] is the room's inner step, private to it, which the sweep
+//! ([`super::sweep::economics`]) also calls for the per-usage optima
+//! ([`Tracking::PerUsage`]).
 
 use std::time::Instant;
 
@@ -344,8 +347,9 @@ pub fn check_plan(
     })
 }
 
-/// Plans `w` on its cluster (`w.cluster()` must be set) and checks every plan it returns.
-pub fn plan_on_cluster(
+/// Plans `w` on its cluster (`w.cluster()` must be set) and checks every plan it returns:
+/// the room's inner step behind [`OnCluster`] and [`super::sweep::economics`].
+pub(super) fn plan_on_cluster(
     w: &Workload,
     limits: &Limits,
     method: ClusterMethod,
@@ -452,6 +456,7 @@ fn by_search(
     }
     let problem = Problem {
         workload: w,
+        devices: crate::solve::Devices::of(w),
         objective: if sync {
             Objective::Sync
         } else {

@@ -280,6 +280,7 @@ pub fn solve(
         .and_then(|(_, p)| model.warm_values(&ip.units, &p.assignment));
     let problem = Problem {
         workload: w,
+        devices: crate::solve::Devices::of(w),
         objective,
         contiguous,
         limits: limits.clone(),

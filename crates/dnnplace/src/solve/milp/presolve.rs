@@ -139,6 +139,7 @@ pub(crate) fn solve_prepared(
     let prepared = clamp_edges(&prepared, cap.map(|c| c * rescale.time));
     let mut inner = Problem {
         workload: &prepared,
+        devices: crate::solve::Devices::of(&prepared),
         ..super::remaining(problem, started)
     };
     inner.limits.ip.presolved = true;

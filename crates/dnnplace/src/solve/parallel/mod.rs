@@ -23,11 +23,18 @@
 //!
 //! The plan is re-scored by [`crate::score::parallel`]; a value that differs from the
 //! search's by more than 1e-9 relative is an error, never a plan.
+//!
+//! **One entry.** [`ParallelProblem`] (chains, devices, space, objective, uniform or free
+//! layouts) is what the command line builds, and [`plan`] ([`problem`]) sends it to this
+//! search, the free one ([`free`]) or the mixed-type one ([`mixed`]).
 
 pub mod brute_force;
 pub mod free;
 pub mod mixed;
 pub mod partition;
+pub mod problem;
+
+pub use problem::{plan, Layouts, ParallelDevices, ParallelProblem, PricedModel};
 
 pub use crate::model::parallel::Uniform as Config;
 use crate::model::parallel::{ChainCosts, Layout, Topology, Zero};

@@ -1,0 +1,196 @@
+//! One 3D problem and its one entry (`plan CONFIG.json --parallel 3d`, docs/parallel.md).
+//!
+//! A [`ParallelProblem`] carries what every 3D search reads: the model's chain of units
+//! priced per accelerator type `g` and candidate micro-batch size `b` (`chains[g][b]`, at
+//! `t = 1` and every TP degree of the space), the devices ([`ParallelDevices`]: one
+//! accelerator type as a [`Topology`], several as a [`MixedTopology`]), the parallel
+//! [`Space`] (TP degrees, DP degree, stages, ZeRO stages, recomputation, micro-batch sizes,
+//! global batch, schedule, device cap), the [`Objective`] and which [`Layouts`] are
+//! searched. [`plan`] dispatches it:
+//!
+//! | layouts | one type | several types |
+//! | --- | --- | --- |
+//! | uniform (`t`, `d` for every stage) | [`super::plan_uniform`] | refused: uniform layouts run on one type |
+//! | free (per-stage `t`, `d`) | [`super::free::plan_free`] | [`super::mixed::plan_mixed`] |
+//!
+//! and every answer is a [`ParallelOutcome`]: the plan re-scored by
+//! [`crate::score::parallel`], its value, a proven bound, the gap
+//! ([`ParallelOutcome::gap`]) and the common [`crate::solve::Status`]. The uniform search's
+//! other questions take the same problem: [`ParallelProblem::sweep`] (the best layout per
+//! device count) and [`ParallelProblem::fewest_devices`] (the fewest devices meeting a time
+//! per sample).
+
+use super::{fewest_devices, sweep, Objective, ParallelOutcome, Space, TargetOutcome};
+use crate::costmodel::operators::DType;
+use crate::costmodel::parallel::{transformer_chain_with, with_batch, SequenceParallel};
+use crate::costmodel::transformer::TransformerSpec;
+use crate::model::parallel::{ChainCosts, MixedTopology, Topology};
+use crate::model::profiles::DeviceProfile;
+use crate::solve::budget::Budget;
+
+/// Which layouts a 3D search chooses among.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layouts {
+    /// Every stage with the same TP and DP degree (what the frameworks run).
+    Uniform,
+    /// Each stage its own TP and DP degree (`--free`; time per sample only).
+    Free,
+}
+
+/// The accelerators of a 3D problem.
+#[derive(Clone, Debug)]
+pub enum ParallelDevices {
+    /// Identical machines of one accelerator type.
+    One(Topology),
+    /// Machines of several accelerator types, one group per type.
+    Mixed(MixedTopology),
+}
+
+/// The transformer a 3D problem prices: its shape, number format and whether tensor
+/// parallelism also splits the sequence.
+#[derive(Clone, Copy, Debug)]
+pub struct PricedModel<'a> {
+    pub spec: &'a TransformerSpec,
+    pub dtype: DType,
+    pub sequence_parallel: SequenceParallel,
+}
+
+/// One 3D placement problem (module documentation).
+#[derive(Clone, Debug)]
+pub struct ParallelProblem {
+    /// `chains[g][i]`: the chain on accelerator group `g` (one group on one type) at the
+    /// micro-batch size `space.micro_batches[i]`.
+    pub chains: Vec<Vec<ChainCosts>>,
+    pub devices: ParallelDevices,
+    pub space: Space,
+    pub objective: Objective,
+    pub layouts: Layouts,
+}
+
+impl ParallelProblem {
+    /// The problem with `model` priced on each accelerator group's profile (one type: the
+    /// first of `profiles`; several: the profile each group names) at every micro-batch
+    /// size of `space`, at `t = 1` and every TP degree of the space. An error names a
+    /// missing profile or what the cost model refuses.
+    pub fn priced(
+        model: &PricedModel,
+        profiles: &[DeviceProfile],
+        devices: ParallelDevices,
+        space: Space,
+        objective: Objective,
+        layouts: Layouts,
+    ) -> Result<ParallelProblem, String> {
+        let chains = match &devices {
+            ParallelDevices::One(_) => {
+                let profile = profiles
+                    .first()
+                    .ok_or_else(|| "no device profile for the cluster".to_string())?;
+                vec![chains_of(model, profile, &space)?]
+            }
+            ParallelDevices::Mixed(topo) => {
+                let mut chains = Vec::with_capacity(topo.groups.len());
+                for g in &topo.groups {
+                    let profile = profiles
+                        .iter()
+                        .find(|p| p.name == g.profile)
+                        .ok_or_else(|| format!("no device profile '{}'", g.profile))?;
+                    chains.push(chains_of(model, profile, &space)?);
+                }
+                chains
+            }
+        };
+        Ok(ParallelProblem {
+            chains,
+            devices,
+            space,
+            objective,
+            layouts,
+        })
+    }
+
+    /// The devices as one topology (several types: [`MixedTopology::display`], the
+    /// machines side by side, for reports).
+    pub fn topology(&self) -> Topology {
+        match &self.devices {
+            ParallelDevices::One(topo) => topo.clone(),
+            ParallelDevices::Mixed(topo) => topo.display(),
+        }
+    }
+
+    /// The one-type uniform problem's chains and topology, or why a question of the
+    /// uniform search does not apply.
+    fn uniform(&self, question: &str) -> Result<(&[ChainCosts], &Topology), String> {
+        match (&self.devices, self.layouts, self.chains.as_slice()) {
+            (ParallelDevices::One(topo), Layouts::Uniform, [chains]) => Ok((chains, topo)),
+            _ => Err(format!(
+                "internal error: {question} searches uniform layouts on one accelerator type"
+            )),
+        }
+    }
+
+    /// The best uniform layout on the first `n` devices for each `n` of
+    /// [`super::sweep_counts`] ([`super::sweep`]).
+    pub fn sweep(&self, budget: &Budget) -> Result<Vec<(usize, ParallelOutcome)>, String> {
+        let (chains, topo) = self.uniform("the sweep")?;
+        sweep(chains, topo, &self.space, self.objective, budget)
+    }
+
+    /// The fewest devices whose best uniform layout takes at most `target_ms` per sample
+    /// ([`super::fewest_devices`]).
+    pub fn fewest_devices(&self, target_ms: f64, budget: &Budget) -> Result<TargetOutcome, String> {
+        let (chains, topo) = self.uniform("the fewest-devices search")?;
+        fewest_devices(chains, topo, &self.space, target_ms, budget)
+    }
+}
+
+/// The best layout of `problem` within `budget`: the one entry of the 3D searches (module
+/// documentation: which search each problem takes).
+pub fn plan(problem: &ParallelProblem, budget: &Budget) -> Result<ParallelOutcome, String> {
+    let chains = problem.chains.as_slice();
+    match (&problem.devices, problem.layouts, chains) {
+        (ParallelDevices::One(topo), Layouts::Uniform, [one]) => {
+            super::plan_uniform(one, topo, &problem.space, problem.objective, budget)
+        }
+        (ParallelDevices::One(topo), Layouts::Free, [one]) => {
+            super::free::plan_free(one, topo, &problem.space, None, budget)
+        }
+        (ParallelDevices::Mixed(topo), Layouts::Free, _) => {
+            super::mixed::plan_mixed(chains, topo, &problem.space, None, budget)
+        }
+        (ParallelDevices::Mixed(_), Layouts::Uniform, _) => Err(
+            "uniform layouts run on one accelerator type; search free layouts on several types"
+                .into(),
+        ),
+        (ParallelDevices::One(_), _, _) => Err(format!(
+            "internal error: {} chains for one accelerator type",
+            chains.len()
+        )),
+    }
+}
+
+/// The chain of `model` on `profile` per micro-batch size of `space`, priced at `t = 1` and
+/// every TP degree the space allows.
+fn chains_of(
+    model: &PricedModel,
+    profile: &DeviceProfile,
+    space: &Space,
+) -> Result<Vec<ChainCosts>, String> {
+    let mut degrees: Vec<usize> = std::iter::once(1)
+        .chain(space.tensor_parallel.iter().copied())
+        .collect();
+    degrees.sort_unstable();
+    degrees.dedup();
+    space
+        .micro_batches
+        .iter()
+        .map(|&b| {
+            transformer_chain_with(
+                &with_batch(model.spec, b),
+                model.dtype,
+                profile,
+                &degrees,
+                model.sequence_parallel,
+            )
+        })
+        .collect()
+}
