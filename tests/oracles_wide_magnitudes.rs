@@ -293,7 +293,7 @@ fn latency_brute_force_puts_cpu_classes_on_cores_of_their_own() {
 }
 
 /// The cluster shape: a 1e9 ms node before 14.97 ms of work on `1x2xv100`.
-/// (`plan` finds 9.97 through `plan_on_cluster`; the DP called alone with no bounds
+/// (`plan` finds 9.97 through `solve::plan` on the cluster; the DP called alone with no bounds
 /// returns no plan here.)
 #[test]
 fn cluster_dp_certifies_stage_sums_beside_huge_prefixes() {
