@@ -837,8 +837,8 @@ mod tests {
 
     #[test]
     fn an_embedding_backward_writes_the_dense_gradient_of_its_table() {
-        use crate::costmodel::training::backward_cost;
         use crate::costmodel::find_profile;
+        use crate::costmodel::training::backward_cost;
         // GPT-2 124M's shapes at b = 1, s = 64, fp32 (the measured CPU profile's).
         let mut spec = TransformerSpec::new(Style::Gpt2, 1, 768, 12, 64, 1);
         spec.vocab = 50257;
@@ -855,7 +855,10 @@ mod tests {
         // On cpu-core (5.12 GB/s at 80%, 1 µs launch): 618,344,448 / 4.096e9 s + 0.001 ms.
         let cpu = find_profile("cpu-core", &[]).unwrap();
         let ms = back.time_ms(&cpu, DType::Fp32);
-        assert!((ms - (618_344_448.0 / 4.096e6 + 0.001)).abs() < 1e-9, "{ms}");
+        assert!(
+            (ms - (618_344_448.0 / 4.096e6 + 0.001)).abs() < 1e-9,
+            "{ms}"
+        );
         // The position table wpe: 1024 rows, one s×h slice gathered.
         let wpe = backward_cost(&op("transformer.wpe"));
         assert_eq!(wpe.bytes_moved, 4.0 * 1024.0 * 768.0 * 4.0 + 4.0 * rows);

@@ -262,9 +262,14 @@ mod tests {
             node("Relu", &["e"], &["y"], vec![]),
         ];
         let model = decode_model(&model.encode_to_vec()).unwrap();
-        let g = import_model(&model, &ImportOptions::default()).unwrap().graph;
+        let g = import_model(&model, &ImportOptions::default())
+            .unwrap()
+            .graph;
         let (gather, relu) = (&g.ops[1].cost, &g.ops[2].cost);
-        assert_eq!((gather.class, relu.class), (OpClass::Lookup, OpClass::Vector));
+        assert_eq!(
+            (gather.class, relu.class),
+            (OpClass::Lookup, OpClass::Vector)
+        );
         assert_eq!(gather.param_bytes, 10.0 * 8.0 * 4.0);
         assert_eq!(gather.output_bytes, 4.0 * 8.0 * 4.0);
         // Backward: zero-fill and the whole-table add (4 tables), the scatter (3 × the
