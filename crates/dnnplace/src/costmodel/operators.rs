@@ -86,6 +86,10 @@ pub enum OpClass {
     Vector,
     /// Pure data movement: no FLOPs.
     Movement,
+    /// A row lookup in a parameter table (an embedding, an ONNX `Gather` from a float
+    /// initializer): data movement forward, but its backward writes a dense gradient of the
+    /// whole table ([`crate::costmodel::training`]).
+    Lookup,
 }
 
 /// The work of one operator.

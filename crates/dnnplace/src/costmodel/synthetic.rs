@@ -33,7 +33,7 @@
 //! exact DP (8 branches of 4 operators: 390,626 per block).
 
 use super::graph::{Op, OpGraph};
-use super::operators::{self, DType, OpCost};
+use super::operators::{self, DType, OpClass, OpCost};
 
 /// Shapes of a GPT-like decoder (module documentation).
 #[derive(Clone, Debug)]
@@ -201,9 +201,15 @@ impl GptBuilder {
             layer_id: Some(0),
             is_input: true,
         });
-        let wte_cost = operators::movement(bs, bsh, self.v as f64 * hf, e);
+        // Lookups ([`OpClass::Lookup`]): the forward is priced reading the table whole
+        // (as an ONNX export's Gather is); the backward writes its dense gradient.
+        let lookup = |rows: f64| OpCost {
+            class: OpClass::Lookup,
+            ..operators::movement(bs, bsh, rows * hf, e)
+        };
+        let wte_cost = lookup(self.v as f64);
         let wte = self.add("wte".into(), "Gather", wte_cost, vec![input], 0);
-        let wpe_cost = operators::movement(bs, bsh, self.s as f64 * hf, e);
+        let wpe_cost = lookup(self.s as f64);
         let wpe = self.add("wpe".into(), "Gather", wpe_cost, vec![input], 0);
         let cost = self.residual();
         self.add("embed_add".into(), "Add", cost, vec![wte, wpe], 0)

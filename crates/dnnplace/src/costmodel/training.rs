@@ -6,6 +6,21 @@
 //!   otherwise (the gradient with respect to its input only); `B(v') = 2·B(v)` (it reads the
 //!   output gradient, the stashed input and the weights, and writes the input and weight
 //!   gradients). The same roofline prices it ([`crate::costmodel::operators`]);
+//! - **work of a lookup** ([`OpClass::Lookup`]: an embedding of a `V×h` table `T` of
+//!   `|T|·e` bytes, gathering `r` rows, `|Y| = r·h` output elements): PyTorch's
+//!   `embedding_dense_backward` (`nn.Embedding`, `sparse=False`; CUDA and CPU alike)
+//!   allocates a **dense** gradient of the whole table, zero-fills it, scatter-adds the `r`
+//!   rows of the output gradient into it, and autograd then adds that table into the
+//!   parameter's gradient buffer (`AccumulateGrad`: every micro-batch after the first of a
+//!   step; with a tied head, the sum with the head's weight gradient instead — one
+//!   whole-table add either way, so tying does not change the price). So
+//!   `B(v') = 4·|T|·e + 3·|Y|·e + input_bytes(v)`: zero-fill (write `|T|`), the add into the
+//!   buffer (read two tables, write one), the scatter (read the output gradient, read and
+//!   write the touched rows) and the ids; `F(v') = 0` (its adds, one per table element and
+//!   per gathered element, are under 1 FLOP per 6 bytes moved, below every profile's
+//!   ridge point, so they never bind). The forward, by contrast, moves only the rows it
+//!   reads. Its size is the generic rule's (the gradient buffer `P·e` is already in
+//!   `gradientBytes`; the transient zero-filled table, freed after the add, is not counted);
 //! - **size**: `size(v') = stash + gradients + optimizer state` with
 //!   `stash = input_bytes(v)` (the forward input kept for the backward pass, one sample in
 //!   flight), `gradients = P·e` and `optimizer = P·(8 + 4·[e = 2])` for `P` parameters of
@@ -22,11 +37,14 @@
 //! Backward node ids are `n + 1 .. 2n` (`n` forward operators): `id(v') = id(v) + n`.
 
 use super::graph::{transfer_ms, CostSettings, OpGraph};
-use super::operators::OpCost;
+use super::operators::{OpClass, OpCost};
 use crate::model::{Node, NodeMemory};
 
 /// The backward operator's work (module documentation).
 pub fn backward_cost(forward: &OpCost) -> OpCost {
+    if forward.class == OpClass::Lookup {
+        return lookup_backward(forward);
+    }
     let factor = if forward.param_bytes > 0.0 { 2.0 } else { 1.0 };
     OpCost {
         class: forward.class,
@@ -35,6 +53,21 @@ pub fn backward_cost(forward: &OpCost) -> OpCost {
         bytes_moved: 2.0 * forward.bytes_moved,
         param_bytes: forward.param_bytes,
         output_bytes: forward.input_bytes,
+        input_bytes: forward.output_bytes,
+    }
+}
+
+/// The backward of a table lookup: the dense gradient of the whole table (module
+/// documentation), `B = 4·|T|·e + 3·|Y|·e + input_bytes`, no FLOPs counted.
+fn lookup_backward(forward: &OpCost) -> OpCost {
+    let table = forward.param_bytes;
+    OpCost {
+        class: OpClass::Lookup,
+        flops: 0.0,
+        macs: 0.0,
+        bytes_moved: 4.0 * table + 3.0 * forward.output_bytes + forward.input_bytes,
+        param_bytes: table,
+        output_bytes: table,
         input_bytes: forward.output_bytes,
     }
 }

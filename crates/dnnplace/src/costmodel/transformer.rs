@@ -46,7 +46,9 @@
 //! `V·h`, `P·h` with `P = max(512, s)`, `2·h`), `bert.embeddings.add` (`2bsh`),
 //! `bert.embeddings.LayerNorm`; GPT-2 `transformer.wte`, `transformer.wpe`
 //! (`P = max(1024, s)`), `transformer.embeddings_add` (`bsh`); Llama `model.embed_tokens`.
-//! Position embeddings are one `s×h` slice, shared by the batch.
+//! Position embeddings are one `s×h` slice, shared by the batch. Each lookup is an
+//! [`OpClass::Lookup`]: in training its backward writes a dense gradient of its whole table
+//! (`4·|T|·e + 3·|Y|·e` bytes and the ids; [`crate::costmodel::training`]).
 //!
 //! **Heads** ([`Head`]): `bert` (BERT pre-training, `--style bert` only): `bert.pooler`
 //! (first token: `2bh² + bh`, tanh `8bh`), `cls.predictions.transform.dense`,
@@ -430,8 +432,9 @@ impl Builder<'_> {
     /// An embedding lookup: `rows × h` table, `out` elements gathered from the input ids.
     fn gather(&mut self, module: &str, rows: usize, out: f64, input: usize) -> usize {
         let table = (rows * self.spec.hidden) as f64 * self.e;
-        let moved = OpCost::new(OpClass::Movement, 0.0, 0.0, out, 0.0, out, self.e);
-        // The table is resident (size) but only the gathered rows move.
+        let moved = OpCost::new(OpClass::Lookup, 0.0, 0.0, out, 0.0, out, self.e);
+        // The table is resident (size) but only the gathered rows move; the backward writes
+        // a dense gradient of the whole table (`training`).
         let cost = OpCost {
             param_bytes: table,
             ..moved
@@ -830,6 +833,38 @@ mod tests {
             op("bert.embeddings.position_embeddings").param_bytes,
             512.0 * 8.0 * 4.0
         );
+    }
+
+    #[test]
+    fn an_embedding_backward_writes_the_dense_gradient_of_its_table() {
+        use crate::costmodel::find_profile;
+        use crate::costmodel::training::backward_cost;
+        // GPT-2 124M's shapes at b = 1, s = 64, fp32 (the measured CPU profile's).
+        let mut spec = TransformerSpec::new(Style::Gpt2, 1, 768, 12, 64, 1);
+        spec.vocab = 50257;
+        let g = transformer_graph(&spec, DType::Fp32).unwrap();
+        let op = |n: &str| g.ops.iter().find(|o| o.name == n).unwrap().cost.clone();
+        let (table, rows) = (50257.0 * 768.0 * 4.0, 64.0 * 768.0 * 4.0);
+        let wte = op("transformer.wte");
+        // Forward: only the gathered rows move (ids and output, as before).
+        assert_eq!((wte.bytes_moved, wte.param_bytes), (2.0 * rows, table));
+        // Backward: zero-fill + the whole-table add (4 tables), the scatter (3 row sets), ids.
+        let back = backward_cost(&wte);
+        assert_eq!(back.bytes_moved, 4.0 * table + 3.0 * rows + rows);
+        assert_eq!(back.bytes_moved, 618_344_448.0);
+        // On cpu-core (5.12 GB/s at 80%, 1 µs launch): 618,344,448 / 4.096e9 s + 0.001 ms.
+        let cpu = find_profile("cpu-core", &[]).unwrap();
+        let ms = back.time_ms(&cpu, DType::Fp32);
+        assert!(
+            (ms - (618_344_448.0 / 4.096e6 + 0.001)).abs() < 1e-9,
+            "{ms}"
+        );
+        // The position table wpe: 1024 rows, one s×h slice gathered.
+        let wpe = backward_cost(&op("transformer.wpe"));
+        assert_eq!(wpe.bytes_moved, 4.0 * 1024.0 * 768.0 * 4.0 + 4.0 * rows);
+        // Any other operator keeps the 2×/1× rule: the residual add moves twice its bytes.
+        let add = op("transformer.h.0.attn_residual");
+        assert_eq!(backward_cost(&add).bytes_moved, 2.0 * add.bytes_moved);
     }
 
     #[test]

@@ -17,6 +17,10 @@
 //!    each is charged once, at its first reader), outputs written — its work comes from
 //!    [`super::work`] (or `10·|Y|` FLOPs for an unknown operator), and it becomes an [`Op`]
 //!    named after the node (or its first output) with its module path ([`super::names`]).
+//!    A `Gather` whose data is a float constant (an embedding table) is an
+//!    [`OpClass::Lookup`]: its backward writes a dense gradient of the table bytes charged
+//!    to it ([`crate::costmodel::training`]); its forward keeps the rule above (the table
+//!    counted as read at its first reader).
 //!
 //! A tensor of more than 2^53 elements (initializer, input or inferred output) is an error
 //! naming it ([`MAX_ELEMENTS`]): beyond it sizes are not exact in `f64`, and no real model
@@ -336,11 +340,17 @@ fn import_node(
         .filter(|(name, _)| facts.consumed.contains(name.as_str()))
         .map(|(_, t)| numel(&t.shape) * t.elem_bytes)
         .sum();
-    let (class, flops, macs) = if known {
+    let (mut class, flops, macs) = if known {
         work_of(&ctx, &outputs)
     } else {
         (OpClass::Vector, 10.0 * numel(&outputs[0].shape), 0.0)
     };
+    // A Gather from a float initializer is an embedding lookup: its backward writes a
+    // dense gradient of the table charged to it.
+    let table = inputs.first().copied().flatten();
+    if op_type == "Gather" && table.is_some_and(|t| t.constant && t.is_float) {
+        class = OpClass::Lookup;
+    }
     let cost = OpCost::from_bytes(
         class,
         flops,

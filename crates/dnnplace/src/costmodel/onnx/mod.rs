@@ -243,6 +243,45 @@ mod tests {
         assert_eq!(g8.macs(), 8.0 * g.macs());
     }
 
+    /// ids (1×4, int64) → Gather from a 10×8 float table (ConstantOfShape) → Relu.
+    #[test]
+    fn a_gather_from_a_float_table_is_a_lookup_whose_backward_writes_the_table() {
+        use crate::costmodel::operators::OpClass;
+        use crate::costmodel::training::backward_cost;
+        let mut ids = vi("ids", &[1, 4]);
+        let tensor = ids.r#type.as_mut().unwrap().tensor_type.as_mut().unwrap();
+        tensor.elem_type = Some(7);
+        let mut model = tiny_model();
+        let graph = model.graph.as_mut().unwrap();
+        graph.initializer = vec![shape_init("t_shape", &[10, 8])];
+        graph.input = vec![ids];
+        graph.output = vec![vi("y", &[1, 4, 8])];
+        graph.node = vec![
+            node("ConstantOfShape", &["t_shape"], &["table"], vec![]),
+            node("Gather", &["table", "ids"], &["e"], vec![]),
+            node("Relu", &["e"], &["y"], vec![]),
+        ];
+        let model = decode_model(&model.encode_to_vec()).unwrap();
+        let g = import_model(&model, &ImportOptions::default())
+            .unwrap()
+            .graph;
+        let (gather, relu) = (&g.ops[1].cost, &g.ops[2].cost);
+        assert_eq!(
+            (gather.class, relu.class),
+            (OpClass::Lookup, OpClass::Vector)
+        );
+        assert_eq!(gather.param_bytes, 10.0 * 8.0 * 4.0);
+        assert_eq!(gather.output_bytes, 4.0 * 8.0 * 4.0);
+        // Backward: zero-fill and the whole-table add (4 tables), the scatter (3 × the
+        // 32 gathered elements), the 4 int64 ids.
+        assert_eq!(gather.input_bytes, 4.0 * 8.0);
+        let back = backward_cost(gather);
+        assert_eq!(back.bytes_moved, 4.0 * 320.0 + 3.0 * 128.0 + 32.0);
+        assert_eq!(back.flops, 0.0);
+        // The Relu keeps the generic rule: twice its forward bytes.
+        assert_eq!(backward_cost(relu).bytes_moved, 2.0 * relu.bytes_moved);
+    }
+
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         assert!(decode_model(b"definitely not protobuf \xff\xff\xff").is_err());
