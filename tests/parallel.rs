@@ -710,19 +710,35 @@ fn a_stage_feeding_a_wider_one_holds_more_than_p_minus_s() {
     // Stage 0: every unit but the head, one replica; stage 1: the head, two replicas.
     let sum = |units: std::ops::Range<usize>, f: &dyn Fn(usize) -> f64| units.map(f).sum::<f64>();
     let c = |u: usize| &chain.units[u].costs[0];
-    let resident =
-        |r: std::ops::Range<usize>| sum(r, &|u| c(u).weight_bytes + c(u).gradient_bytes + c(u).optimizer_bytes);
+    let resident = |r: std::ops::Range<usize>| {
+        sum(r, &|u| {
+            c(u).weight_bytes + c(u).gradient_bytes + c(u).optimizer_bytes
+        })
+    };
     let stash = |r: std::ops::Range<usize>| sum(r, &|u| c(u).activation_bytes);
     let (r0, a0) = (resident(0..n - 1), stash(0..n - 1));
     let (r1, a1) = (resident(n - 1..n), stash(n - 1..n));
     let (cluster, _) = cluster_and_profiles("1x4xh100", &[]).expect("cluster");
     let mut topo = Topology::from_cluster(&cluster).expect("topology");
     topo.memory_bytes = r0 + 2.5 * a0;
-    assert!(a0 > 0.0 && r1 + a1 <= topo.memory_bytes, "the head must fit: {r1} + {a1}");
+    assert!(
+        a0 > 0.0 && r1 + a1 <= topo.memory_bytes,
+        "the head must fit: {r1} + {a1}"
+    );
     let layout = Layout {
         stages: vec![
-            StageLayout { units: 0..n - 1, tensor_parallel: 1, data_parallel: 1, first_device: 0 },
-            StageLayout { units: n - 1..n, tensor_parallel: 1, data_parallel: 2, first_device: 1 },
+            StageLayout {
+                units: 0..n - 1,
+                tensor_parallel: 1,
+                data_parallel: 1,
+                first_device: 0,
+            },
+            StageLayout {
+                units: n - 1..n,
+                tensor_parallel: 1,
+                data_parallel: 2,
+                first_device: 1,
+            },
         ],
         micro_batch: 1,
         global_batch: 4,
@@ -735,7 +751,10 @@ fn a_stage_feeding_a_wider_one_holds_more_than_p_minus_s() {
     assert_eq!(score.stages[1].in_flight, 1);
     let want = r0 + 3.0 * a0;
     assert!((score.stages[0].memory_bytes - want).abs() <= 1e-9 * want);
-    assert!(r0 + 2.0 * a0 <= topo.memory_bytes, "the old count would have fitted");
+    assert!(
+        r0 + 2.0 * a0 <= topo.memory_bytes,
+        "the old count would have fitted"
+    );
     assert!(!score.fits, "3 stashes do not fit memory for 2.5");
     // The simulator's busiest replica of stage 0 holds the same.
     let mut roomy = topo.clone();
@@ -747,7 +766,10 @@ fn a_stage_feeding_a_wider_one_holds_more_than_p_minus_s() {
         .filter(|l| l.stage == 0 && l.replica.is_some())
         .map(|l| l.peak_memory_bytes)
         .fold(0.0, f64::max);
-    assert!((peak - want).abs() <= 1e-9 * want, "simulated {peak} vs {want}");
+    assert!(
+        (peak - want).abs() <= 1e-9 * want,
+        "simulated {peak} vs {want}"
+    );
     // The free search over a space holding this layout: the brute force's optimum, fitting.
     let space = Space {
         tensor_parallel: vec![1],
@@ -764,11 +786,19 @@ fn a_stage_feeding_a_wider_one_holds_more_than_p_minus_s() {
     let oracle = brute_force_free(&cs, &topo, &space);
     match (&found.plan, oracle) {
         (Some(plan), Some((_, v))) => {
-            assert!((found.value - v).abs() <= 1e-9 * v, "{} vs {v}", found.value);
+            assert!(
+                (found.value - v).abs() <= 1e-9 * v,
+                "{} vs {v}",
+                found.value
+            );
             assert!(score_layout(chain, &topo, &plan.layout).unwrap().fits);
             assert_ne!(plan.layout.stages, layout.stages);
         }
         (None, None) => {}
-        (a, b) => panic!("free search {:?} vs brute force {:?}", a.is_some(), b.is_some()),
+        (a, b) => panic!(
+            "free search {:?} vs brute force {:?}",
+            a.is_some(),
+            b.is_some()
+        ),
     }
 }

@@ -506,7 +506,11 @@ fn relax(
     // The next state's classes, how this stage's way out is priced, and its points.
     let front = |c: usize| &dp.fronts[dp.idx(j, after, c)][..];
     let outs: [(usize, Option<usize>, &[Point]); 3] = if j == n {
-        [(NET_APART, None, &last[..]), (END, None, &[]), (END, None, &[])]
+        [
+            (NET_APART, None, &last[..]),
+            (END, None, &[]),
+            (END, None, &[]),
+        ]
     } else if inside {
         [
             (INTRA, Some(0), front(INTRA)),
