@@ -10,12 +10,15 @@ use dnnplace::costmodel::parallel::{
 };
 use dnnplace::costmodel::transformer::{transformer_graph, Style, TransformerSpec};
 use dnnplace::io::cluster_resolve::cluster_and_profiles;
-use dnnplace::model::parallel::{ChainCosts, Layout, MixedTopology, Topology, Uniform, Zero};
+use dnnplace::model::parallel::{
+    ChainCosts, Layout, MixedTopology, StageLayout, Topology, Uniform, Zero,
+};
 use dnnplace::model::profiles::find_profile;
 use dnnplace::model::schedule::Schedule;
 use dnnplace::model::{ClusterCosts, Device, Placement};
 use dnnplace::score::evaluate_on_cluster;
 use dnnplace::score::parallel::{score_layout, score_mixed};
+use dnnplace::simulate::parallel::simulate_layout;
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::parallel::brute_force::{
     brute_force_free, brute_force_mixed, brute_force_uniform,
@@ -424,6 +427,9 @@ fn compare_free(seed: u64) -> Result<Option<(bool, bool)>, TestCaseError> {
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
         max_devices: topo.devices().min(r.of(&[4, 6, 8, 12])),
     };
+    // Drawn last so the earlier draws (and the coverage counts) stay those of before.
+    let mut space = space;
+    space.stages = r.of(&[None, None, None, Some(2)]);
     let found = plan_free(&cs, &topo, &space, None, &Budget::unlimited()).unwrap();
     let oracle = brute_force_free(&cs, &topo, &space);
     let uniform = brute_force_uniform(&cs, &topo, &space, Objective::TimePerSample);
@@ -568,6 +574,9 @@ fn random_mixed(seed: u64) -> (MixedTopology, Vec<Vec<ChainCosts>>, Space) {
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
         max_devices: topo.devices(),
     };
+    // Drawn last so the earlier draws stay those of before.
+    let mut space = space;
+    space.stages = r.of(&[None, None, None, Some(2)]);
     (topo, chains, space)
 }
 
@@ -681,5 +690,115 @@ proptest! {
     #[test]
     fn mixed_search_equals_brute_force(seed in any::<u64>()) {
         compare_mixed(seed)?;
+    }
+}
+
+/// Issue 26's 1F1B memory defect, by hand: a stage of one replica feeding a stage of two
+/// (`B = 4`, `b = 1`: `M = 4` global micro-batches, `m_0 = 4`, `m_1 = 2`). Stage 0 runs
+/// `K_0 = min(4, 1 + 2) = 3` warm-up forwards before its first backward, so its one replica
+/// holds 3 micro-batches — not the uniform layouts' `min(m_0, p − 0) = 2`. With memory for
+/// 2.5 stashes the layout was accepted by the old count and is rejected now; the
+/// simulator's peak is the 3-stash figure; and the free search, which could take this
+/// layout, returns the brute force's optimum, which fits.
+#[test]
+fn a_stage_feeding_a_wider_one_holds_more_than_p_minus_s() {
+    let mut spec = TransformerSpec::new(Style::Gpt2, 2, 64, 4, 64, 1);
+    spec.vocab = 64;
+    let cs = chains(&spec, DType::Fp32, &[1], &[1]);
+    let chain = &cs[0];
+    let n = chain.len();
+    // Stage 0: every unit but the head, one replica; stage 1: the head, two replicas.
+    let sum = |units: std::ops::Range<usize>, f: &dyn Fn(usize) -> f64| units.map(f).sum::<f64>();
+    let c = |u: usize| &chain.units[u].costs[0];
+    let resident = |r: std::ops::Range<usize>| {
+        sum(r, &|u| {
+            c(u).weight_bytes + c(u).gradient_bytes + c(u).optimizer_bytes
+        })
+    };
+    let stash = |r: std::ops::Range<usize>| sum(r, &|u| c(u).activation_bytes);
+    let (r0, a0) = (resident(0..n - 1), stash(0..n - 1));
+    let (r1, a1) = (resident(n - 1..n), stash(n - 1..n));
+    let (cluster, _) = cluster_and_profiles("1x4xh100", &[]).expect("cluster");
+    let mut topo = Topology::from_cluster(&cluster).expect("topology");
+    topo.memory_bytes = r0 + 2.5 * a0;
+    assert!(
+        a0 > 0.0 && r1 + a1 <= topo.memory_bytes,
+        "the head must fit: {r1} + {a1}"
+    );
+    let layout = Layout {
+        stages: vec![
+            StageLayout {
+                units: 0..n - 1,
+                tensor_parallel: 1,
+                data_parallel: 1,
+                first_device: 0,
+            },
+            StageLayout {
+                units: n - 1..n,
+                tensor_parallel: 1,
+                data_parallel: 2,
+                first_device: 1,
+            },
+        ],
+        micro_batch: 1,
+        global_batch: 4,
+        zero: Zero::Off,
+        schedule: Schedule::OneFOneB,
+        recompute: false,
+    };
+    let score = score_layout(chain, &topo, &layout).unwrap();
+    assert_eq!(score.stages[0].in_flight, 3);
+    assert_eq!(score.stages[1].in_flight, 1);
+    let want = r0 + 3.0 * a0;
+    assert!((score.stages[0].memory_bytes - want).abs() <= 1e-9 * want);
+    assert!(
+        r0 + 2.0 * a0 <= topo.memory_bytes,
+        "the old count would have fitted"
+    );
+    assert!(!score.fits, "3 stashes do not fit memory for 2.5");
+    // The simulator's busiest replica of stage 0 holds the same.
+    let mut roomy = topo.clone();
+    roomy.memory_bytes = f64::MAX;
+    let sim = simulate_layout(chain, &roomy, &layout).unwrap();
+    let peak = sim
+        .lanes
+        .iter()
+        .filter(|l| l.stage == 0 && l.replica.is_some())
+        .map(|l| l.peak_memory_bytes)
+        .fold(0.0, f64::max);
+    assert!(
+        (peak - want).abs() <= 1e-9 * want,
+        "simulated {peak} vs {want}"
+    );
+    // The free search over a space holding this layout: the brute force's optimum, fitting.
+    let space = Space {
+        tensor_parallel: vec![1],
+        data_parallel: None,
+        zero: vec![Zero::Off],
+        recompute: Some(false),
+        stages: None,
+        micro_batches: vec![1],
+        global_batch: 4,
+        schedule: Schedule::OneFOneB,
+        max_devices: 3,
+    };
+    let found = plan_free(&cs, &topo, &space, None, &Budget::unlimited()).unwrap();
+    let oracle = brute_force_free(&cs, &topo, &space);
+    match (&found.plan, oracle) {
+        (Some(plan), Some((_, v))) => {
+            assert!(
+                (found.value - v).abs() <= 1e-9 * v,
+                "{} vs {v}",
+                found.value
+            );
+            assert!(score_layout(chain, &topo, &plan.layout).unwrap().fits);
+            assert_ne!(plan.layout.stages, layout.stages);
+        }
+        (None, None) => {}
+        (a, b) => panic!(
+            "free search {:?} vs brute force {:?}",
+            a.is_some(),
+            b.is_some()
+        ),
     }
 }

@@ -286,6 +286,35 @@ pub fn in_flight(schedule: Schedule, p: usize, m: usize, d: usize) -> usize {
     (warmup_steps(schedule, p, m, d) + 1).min(total)
 }
 
+/// Most stashes one *replica* of stage `s` holds at once in a parallel layout whose stages
+/// may have different DP degrees (`crate::simulate::parallel`'s schedule): stage `s` has
+/// `d_s` replicas, each running `m_s` micro-batches (`M = m_s·d_s` global micro-batches,
+/// global micro-batch `i` on replica `i mod d_s`), and `suffix_replicas = Σ_{j ≥ s} d_j`.
+///
+/// - GPipe: `m_s`.
+/// - 1F1B: `min(m_s, ⌈Σ_{j≥s} d_j / d_s⌉)`. Stage `s` runs one sequence over the global
+///   micro-batches with a warm-up of `K_s = min(M, Σ_{j≥s} d_j)` forwards, then `B(j)`,
+///   `F(K_s + j)` pairs. After the warm-up and after each pair, the micro-batches in flight
+///   on stage `s` are the window `j < i ≤ j + K_s` (warm-up: `0 ≤ i < K_s`) of `K_s`
+///   consecutive global indices, of which replica `r` holds those `≡ r (mod d_s)`: at most
+///   `⌈K_s/d_s⌉`, reached by replica 0 at the end of the warm-up; between `B(j)` and
+///   `F(K_s + j)` it holds fewer. `d_s | M`, so `⌈min(M, S)/d_s⌉ = min(m_s, ⌈S/d_s⌉)`. With
+///   one `d` for every stage, `Σ_{j≥s} d_j = d·(p − s)` and this is [`in_flight`]'s
+///   `min(m, p − s)`.
+/// - Interleaved (not a parallel layout's schedule): `m_s·v`, every chunk-stash.
+pub fn replica_in_flight(
+    schedule: Schedule,
+    micro_batches: usize,
+    data_parallel: usize,
+    suffix_replicas: usize,
+) -> usize {
+    match schedule {
+        Schedule::OneFOneB => micro_batches.min(suffix_replicas.div_ceil(data_parallel.max(1))),
+        Schedule::GPipe => micro_batches,
+        Schedule::Interleaved { chunks } => micro_batches * chunks,
+    }
+}
+
 /// Peak stash of device `d`, bytes, when chunk `c` stashes `chunk_stash_bytes[c]` per
 /// micro-batch: the maximum over the device's order of the stashes held, a stash counted
 /// from the start of its forward to the end of its backward.
@@ -634,6 +663,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// One `d` for every stage: the per-replica count is the pipeline's.
+    #[test]
+    fn replica_in_flight_reduces_to_in_flight_with_one_d() {
+        for p in 1..7 {
+            for m in 1..12 {
+                for d in 1..5 {
+                    for s in 0..p {
+                        for sch in [Schedule::GPipe, Schedule::OneFOneB] {
+                            assert_eq!(
+                                replica_in_flight(sch, m, d, d * (p - s)),
+                                in_flight(sch, p, m, s)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // A stage of 2 replicas feeding one of 4 (M = 8): warm-up K = min(8, 6) = 6, the
+        // window 0..6 holds 0, 2, 4 on replica 0: 3 stashes, not min(4, p − s) = 2.
+        assert_eq!(replica_in_flight(Schedule::OneFOneB, 4, 2, 6), 3);
     }
 
     /// The textbook in-flight counts, and that the replayed peak agrees with them on

@@ -22,9 +22,11 @@
 //! `G_s`, ZeRO-3 also `W_s`. With full recomputation (`layout.recompute`) compute and TP
 //! add the forward pass and its all-reduces again, and the stash per micro-batch is the
 //! units' inputs (`checkpoint_bytes`) plus, once, the largest unit's full stash (the unit
-//! being recomputed). Memory per device = `W + G + O + in_flight · A_s` with `A_s`
-//! the stash per micro-batch and `in_flight` the schedule's ([`in_flight`]: GPipe `m`,
-//! 1F1B `min(m, p − s)`). With `m_s = B / (d_s·b)` micro-batches per replica:
+//! being recomputed). Memory per device = `W + G + O + in_flight_s · A_s` with `A_s`
+//! the stash per micro-batch and `in_flight_s` the micro-batches one replica holds under
+//! the schedule ([`replica_in_flight`], the simulator's schedule: GPipe `m_s`; 1F1B
+//! `min(m_s, ⌈Σ_{j≥s} d_j / d_s⌉)`, which is `min(m, p − s)` when every `d_s` is equal).
+//! With `m_s = B / (d_s·b)` micro-batches per replica:
 //!
 //! ```text
 //! time per sample = max_s (m_s · T_s + sync_s) / B                 (the bottleneck stage)
@@ -45,7 +47,7 @@ use crate::model::parallel::{
     all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, MixedTopology, StageLayout,
     Topology, Zero,
 };
-use crate::model::schedule::{in_flight, Schedule};
+use crate::model::schedule::{replica_in_flight, Schedule};
 use crate::model::Link;
 
 /// Why a layout cannot be scored.
@@ -473,9 +475,9 @@ fn score_stage(
     }
     out.micro_batch_ms = out.compute_ms + out.tensor_parallel_ms + out.transfer_ms + out.gather_ms;
     let m = layout.micro_batches(d).expect("checked");
-    let p = layout.stages.len();
+    let suffix_replicas: usize = layout.stages[s..].iter().map(|x| x.data_parallel).sum();
     out.micro_batches = m;
-    out.in_flight = in_flight(layout.schedule, p, m, s);
+    out.in_flight = replica_in_flight(layout.schedule, m, d, suffix_replicas);
     let z = layout.zero;
     let shard = |x: f64, from: Zero| if z >= from { x / d as f64 } else { x };
     out.weight_bytes = shard(weights, Zero::Parameters);

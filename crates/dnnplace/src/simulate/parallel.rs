@@ -47,9 +47,10 @@
 //! **Memory** per lane: resident `W + G + O` (after ZeRO), plus from the start of `F(i, s)`
 //! to the end of `B(i, s)` the stash of micro-batch `i` (`Σ activation_u`; recomputing:
 //! `Σ checkpoint_u`, and during `B(i, s)` the largest unit's stash). A replica holds at
-//! most `min(m_s, ⌈K_s/d_s⌉)` stashes at once: GPipe `m_s`, the scorer's; 1F1B with one `d`
-//! `min(m, p − s)`, the scorer's; 1F1B with different `d_s` `min(m_s, ⌈Σ_{j≥s} d_j/d_s⌉)`,
-//! which is above the scorer's `min(m_s, p − s)` where later stages are wider (tested).
+//! most `min(m_s, ⌈K_s/d_s⌉)` stashes at once (replica 0 at the end of the warm-up):
+//! GPipe `m_s`; 1F1B `min(m_s, ⌈Σ_{j≥s} d_j/d_s⌉)`, `min(m, p − s)` with one `d` — the
+//! scorer's count ([`crate::model::schedule::replica_in_flight`]), so every replica's
+//! simulated peak is the scorer's memory per device (tested).
 //!
 //! **Figures.** `T` (the last task's end, syncs included), the pipeline's makespan
 //! `T_pipe` (the last backward's end), the steady state per sample

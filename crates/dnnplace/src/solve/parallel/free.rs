@@ -15,14 +15,28 @@
 //! `b`'s last device are on one machine (the evaluator pairs device `k` of `b` with device
 //! `k mod width(a)` of `a`; the pairs of the first and of the last device span both stages).
 //!
-//! **Feasibility for a threshold `V`** is a DP over suffixes: `D[i][k][r][c]` = the fewest
-//! devices (padding included) that units `i..U` need in `k` stages whose first stage starts
-//! searching at offset `r` inside a machine, every stage's value `≤ V` (or `< V`) and
-//! memory within the device's, where `c` says how the boundary into the suffix is priced:
-//! peer link (the first stage shares the machine of the device before it), network while
-//! sharing it, network without sharing it. The stage count `k` of the suffix is in the state
-//! because 1F1B keeps `min(m_s, p − s) = min(m_s, k)` micro-batches in flight. A threshold
-//! is feasible iff `min_k D[0][k][0][·] ≤ N`: exact.
+//! **In flight under 1F1B** ([`replica_in_flight`], the simulator's schedule): a replica
+//! of stage `s` holds `min(m_s, ⌈Σ_{j≥s} d_j / d_s⌉)` micro-batches, so a stage's memory
+//! depends on the replica sum of the suffix it starts, capped at `M = B/b` since only
+//! `min(M, Σ_{j≥s} d_j)` matters: `σ_s = min(M, d_s + σ_{s+1})` (GPipe: `m_s`, and `σ ≡ 0`).
+//! With one `d` it is `min(m, p − s)`.
+//!
+//! **Feasibility for a threshold `V`** is a DP over suffixes. State `(i, r, c)`: units
+//! `i..U`, the suffix's first stage starting its search at offset `r` inside a machine, `c`
+//! how the boundary into the suffix is priced: peer link (the first stage shares the machine
+//! of the device before it), network while sharing it, network without sharing it. A state
+//! holds a *front* of points `(σ, devices)`: for each capped replica sum `σ` a layout of the
+//! suffix with every stage's value `≤ V` (or `< V`) and memory within the device's (its own
+//! `σ_s` known), on the fewest devices (padding included), keeping only the points no other
+//! beats in both (a smaller `σ` never costs an earlier stage memory, fewer devices never
+//! hurt). A stage `i..j` on `(t, d)` from state `(i, r, c)` extends each point `(σ', n')`
+//! of the next state `(j, r', c')` to `(min(M, d + σ'), n' + own)` when its memory with
+//! `σ_s = min(M, d + σ')` fits; the last stage starts from `(0, 0)`. When the space fixes
+//! the stage count `p`, a point also carries its suffix's stage count and dominates only
+//! points of the same count. A threshold is feasible iff the front of `(0, 0, network)` has
+//! a point on `≤ N` devices: exact, since every layout's suffixes are extensions of
+//! front points or beaten by one (a beaten point's extension fits memory whenever the
+//! original's does, on no more devices).
 //!
 //! **The optimum** by bisection on `V`: `lo` starts at the bound
 //! `Σ_u min_t t·C_u(t) / (N·b)` (each stage pays at least its units' compute and TP time
@@ -35,9 +49,11 @@
 //! The plan is re-scored by [`crate::score::parallel`]; a value that differs from the
 //! search's by more than 1e-9 relative is an error, never a plan.
 //!
-//! Complexity per threshold: `O(U²·K·|T|·|D|·P)` with `K ≤ U` stage counts, `|D|` the DP
-//! degrees with `d·b | B`; the scan over `j` stops once the units' compute alone exceeds
-//! `V` or the memory the device's.
+//! Complexity per threshold: `O(U²·F·|T|·|D|·P)` with `F ≤ min(M, N) + 1` the largest
+//! front (`×p` with a fixed stage count), `|D|` the DP degrees with `d·b | B`, plus sorting
+//! each state's candidates; the scan over `j` stops once the units' compute alone exceeds
+//! `V` or the memory (one micro-batch in flight) the device's, and points past `N` devices
+//! are dropped.
 
 use super::partition::unit_prefix_sums;
 use super::{
@@ -47,7 +63,7 @@ use super::{
 use crate::model::parallel::{
     all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, StageLayout, Topology, Zero,
 };
-use crate::model::schedule::{in_flight, Schedule};
+use crate::model::schedule::{replica_in_flight, Schedule};
 use crate::model::Link;
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::{Status, StopReason};
@@ -77,6 +93,10 @@ pub(super) struct Tables<'a> {
     pub(super) cfg: FreeConfig,
     global_batch: usize,
     schedule: Schedule,
+    /// `M = B/b` under 1F1B, 0 under GPipe: the cap on a suffix's replica sum `σ`.
+    sigma_cap: u32,
+    /// The stage count the space fixes, carried in the fronts' keys.
+    stages_fixed: Option<usize>,
     memory: f64,
     per_machine: usize,
     pub(super) devices: usize,
@@ -141,6 +161,11 @@ impl<'a> Tables<'a> {
             cfg,
             global_batch: space.global_batch,
             schedule: space.schedule,
+            sigma_cap: match space.schedule {
+                Schedule::OneFOneB => (space.global_batch / b) as u32,
+                _ => 0,
+            },
+            stages_fixed: space.stages,
             memory: topo.memory_bytes,
             per_machine: topo.per_machine,
             devices,
@@ -184,6 +209,7 @@ impl<'a> Tables<'a> {
 struct Stage {
     compute: f64,
     m: f64,
+    d: usize,
     /// ZeRO-3's gathers and the DP sync on `[peer, network]`.
     gather: [f64; 2],
     sync: [f64; 2],
@@ -209,6 +235,7 @@ impl Tables<'_> {
         Stage {
             compute: s[0][j] - s[0][i],
             m: (self.global_batch / (d * self.chain.micro_batch)) as f64,
+            d,
             gather,
             sync,
             resident: shard(w, Zero::Parameters)
@@ -240,22 +267,48 @@ impl Tables<'_> {
         (st.m * t + st.sync[dp]) / self.global_batch as f64
     }
 
-    fn memory_at(&self, st: &Stage, k: usize) -> f64 {
-        let held = in_flight(self.schedule, k, st.m as usize, 0) as f64;
+    /// Memory per device of stage `st` when the suffix it starts has the capped replica sum
+    /// `sigma` (its own `d` included; [`replica_in_flight`]).
+    fn memory_at(&self, st: &Stage, sigma: u32) -> f64 {
+        let held = replica_in_flight(self.schedule, st.m as usize, st.d, sigma as usize) as f64;
         st.resident + held * st.stash + st.working
+    }
+
+    /// The capped replica sum of a suffix whose first stage has `d` replicas and whose rest
+    /// has `rest`: `min(M, d + rest)` under 1F1B, 0 under GPipe (the count does not need it).
+    fn sigma(&self, d: usize, rest: u32) -> u32 {
+        (d as u32 + rest).min(self.sigma_cap)
     }
 }
 
-/// How a state was reached: the stage `i..j` on TP choice `x`, DP `d`, the next state's
-/// class, the stage's value.
+/// How a point was reached: the stage `i..j` on TP choice `x`, DP `d`, the next state's
+/// class and the key `(stages, σ)` of the point it continues (the stage count is this
+/// point's less one when the space fixes it), the stage's value.
 #[derive(Clone, Copy)]
 struct Choice {
     j: u16,
     x: u8,
     d: u32,
     next: u8,
+    next_sigma: u32,
     value: f64,
 }
+
+/// One point of a state's front (module documentation): a suffix with `stages` stages
+/// (0 when the space leaves the count free), capped replica sum `sigma`, on `devices`
+/// devices; the front keeps, per `stages`, the points no other point beats in both `sigma`
+/// and `devices`, by ascending `sigma` (so by descending `devices`).
+#[derive(Clone, Copy)]
+pub(super) struct Point {
+    pub(super) stages: u16,
+    pub(super) sigma: u32,
+    pub(super) devices: u32,
+    how: Choice,
+}
+
+/// The key of a suffix handed over to other accelerator types ([`super::mixed`]): its
+/// stage count (0 when free) and capped replica sum.
+pub(super) type Key = (u16, u32);
 
 /// A feasible layout of one check: its stages `(units, t, d)` and value.
 pub(super) struct Found {
@@ -263,50 +316,62 @@ pub(super) struct Found {
     pub(super) value: f64,
 }
 
-/// The tables of one feasibility DP: `best[idx(i, k, r, c)]` the fewest devices, `how` the
-/// choice that reached it.
+/// The fronts of one feasibility DP: `fronts[idx(i, r, c)]`.
 pub(super) struct Dp {
     n: usize,
     pm: usize,
-    pub(super) best: Vec<u32>,
-    how: Vec<Option<Choice>>,
+    pub(super) fronts: Vec<Vec<Point>>,
 }
 
 impl Dp {
-    pub(super) fn idx(&self, i: usize, k: usize, r: usize, c: usize) -> usize {
-        ((i * (self.n + 1) + k) * self.pm + r) * 3 + c
+    pub(super) fn idx(&self, i: usize, r: usize, c: usize) -> usize {
+        (i * self.pm + r) * 3 + c
     }
 
-    /// The stages from state `(i, k, r, c)` to the end of the chain or to a stage that leaves
-    /// for another group ([`END`]): the stages, their largest value, and the unit and stage
-    /// count where the rest starts.
+    /// The point of state `(i, r, c)` with key `key`.
+    fn point(&self, (i, r, c): (usize, usize, usize), key: Key) -> Option<&Point> {
+        self.fronts[self.idx(i, r, c)]
+            .iter()
+            .find(|p| (p.stages, p.sigma) == key)
+    }
+
+    /// The first point of state `(i, 0, network)` with `stages` stages (any when `None`)
+    /// on at most `devices` devices: the least `σ` of that count.
+    pub(super) fn root(&self, i: usize, stages: Option<u16>, devices: usize) -> Option<Key> {
+        self.fronts[self.idx(i, 0, NET_APART)]
+            .iter()
+            .find(|p| stages.is_none_or(|k| k == p.stages) && p.devices as usize <= devices)
+            .map(|p| (p.stages, p.sigma))
+    }
+
+    /// The stages from the point `key` of state `(i, r, c)` to the end of the chain or to a
+    /// stage that leaves for another group ([`END`]): the stages, their largest value, the
+    /// unit where the rest starts and the rest's key.
     pub(super) fn trace(
         &self,
         tb: &Tables,
-        (mut i, mut k, mut r, mut c): (usize, usize, usize, usize),
-    ) -> (Found, usize, usize) {
+        (mut i, mut r, mut c): (usize, usize, usize),
+        mut key: Key,
+    ) -> (Found, usize, Key) {
         let mut out = Found {
             stages: Vec::new(),
             value: 0.0,
         };
         while i < self.n {
-            let ch = self.how[self.idx(i, k, r, c)].expect("a finite state has a choice");
+            let p = self.point((i, r, c), key).expect("a traced point exists");
+            let ch = p.how;
             let t = tb.tps[ch.x as usize].0;
             let d = ch.d as usize;
             let start = r.div_ceil(t) * t;
             out.stages.push((i..ch.j as usize, t, d));
             out.value = out.value.max(ch.value);
-            (i, k, r, c) = (
-                ch.j as usize,
-                k - 1,
-                (start + t * d) % self.pm,
-                ch.next as usize,
-            );
+            key = (p.stages.saturating_sub(1), ch.next_sigma);
+            (i, r, c) = (ch.j as usize, (start + t * d) % self.pm, ch.next as usize);
             if c == END {
                 break;
             }
         }
-        (out, i, k)
+        (out, i, key)
     }
 }
 
@@ -319,52 +384,43 @@ fn feasible(
     stages: Option<usize>,
     budget: &Budget,
 ) -> Result<Option<Found>, Exhausted> {
-    let n = tb.chain.len();
-    let dp = run_dp(tb, v, strict, &|_, _| false, budget)?;
-    let root = (1..=n)
-        .filter(|&k| stages.is_none_or(|p| p == k))
-        .map(|k| (dp.best[dp.idx(0, k, 0, NET_APART)], k))
-        .min();
-    let Some((used, k)) = root else {
+    let dp = run_dp(tb, v, strict, &|_| &[], budget)?;
+    let Some(key) = dp.root(0, stages.map(|p| p as u16), tb.devices) else {
         return Ok(None);
     };
-    if used as usize > tb.devices {
-        return Ok(None);
-    }
-    Ok(Some(dp.trace(tb, (0, k, 0, NET_APART)).0))
+    Ok(Some(dp.trace(tb, (0, 0, NET_APART), key).0))
 }
 
-/// The DP's tables for threshold `v` (module documentation). `ends(j, k)`: the units `j..U`
-/// can be laid out in `k ≥ 1` stages on the other groups (a cluster of several types,
+/// The DP's fronts for threshold `v` (module documentation). `ends(j)`: the keys with which
+/// the units `j..U` can be laid out on the other groups (a cluster of several types,
 /// [`super::mixed`]); a stage ending at `j` may then hand the rest over, its way out priced
-/// on the network, at no device of this group. One type: never.
-pub(super) fn run_dp(
+/// on the network, at no device of this group. One type: none.
+pub(super) fn run_dp<'e>(
     tb: &Tables,
     v: f64,
     strict: bool,
-    ends: &dyn Fn(usize, usize) -> bool,
+    ends: &dyn Fn(usize) -> &'e [Key],
     budget: &Budget,
 ) -> Result<Dp, Exhausted> {
     let n = tb.chain.len();
     let pm = tb.per_machine;
-    let size = (n + 1) * (n + 1) * pm * 3;
+    let states = (n + 1) * pm * 3;
     budget.reserve(
         "the free-layout DP",
-        size as f64 * (4.0 + std::mem::size_of::<Choice>() as f64),
+        states as f64 * std::mem::size_of::<Vec<Point>>() as f64,
     )?;
     let mut dp = Dp {
         n,
         pm,
-        best: vec![u32::MAX; size],
-        how: vec![None; size],
+        fronts: vec![Vec::new(); states],
     };
     let ok = |x: f64| if strict { x < v } else { x <= v };
+    let mut cand: Vec<Vec<Point>> = vec![Vec::new(); pm * 3];
     for i in (0..n).rev() {
         budget.check()?;
         for (x, &(t, _)) in tb.tps.iter().enumerate() {
             for &d in &tb.ds {
-                let w = t * d;
-                if w > tb.devices {
+                if t * d > tb.devices {
                     break;
                 }
                 let mut working: f64 = 0.0;
@@ -372,95 +428,153 @@ pub(super) fn run_dp(
                     working = working.max(tb.full[x][j - 1]);
                     let st = tb.stage(x, i, j, d, working);
                     if !ok(st.m * st.compute / tb.global_batch as f64)
-                        || tb.memory_at(&st, 1) > tb.memory
+                        || tb.memory_at(&st, tb.sigma(d, 0)) > tb.memory
                     {
                         break;
                     }
-                    let ks: std::ops::RangeInclusive<usize> =
-                        if j == n { 1..=1 } else { 2..=n - j + 1 };
-                    for k in ks {
-                        if tb.memory_at(&st, k) > tb.memory {
-                            break;
-                        }
-                        let hand_over = k > 1 && ends(j, k - 1);
-                        for r in 0..pm {
-                            relax(tb, &st, (i, j, k, r), (x, t, d), &ok, hand_over, &mut dp);
-                        }
+                    let hand_over = if j < n { ends(j) } else { &[] };
+                    for r in 0..pm {
+                        relax(tb, &st, (i, j, r), (x, t), &ok, hand_over, &dp, &mut cand);
                     }
                 }
             }
         }
+        let mut added = 0;
+        for (slot, points) in cand.iter_mut().enumerate() {
+            let front = &mut dp.fronts[i * pm * 3 + slot];
+            pareto(points, front);
+            added += front.len();
+        }
+        budget.reserve(
+            "the free-layout DP's fronts",
+            (added * std::mem::size_of::<Point>()) as f64,
+        )?;
     }
     Ok(dp)
 }
 
-/// Relaxes the states `(i, k, r, ·)` by the stage `i..j` with `(x, t, d)`.
-/// `hand_over`: the suffix after `j` may go to another group ([`run_dp`]'s `ends`).
+/// Moves the points of `points` no other beats into `front` (module documentation).
+fn pareto(points: &mut Vec<Point>, front: &mut Vec<Point>) {
+    points.sort_unstable_by_key(|p| (p.stages, p.sigma, p.devices));
+    let mut last: Option<(u16, u32)> = None;
+    for p in points.drain(..) {
+        if last.is_some_and(|(k, dev)| k == p.stages && dev <= p.devices) {
+            continue;
+        }
+        last = Some((p.stages, p.devices));
+        front.push(p);
+    }
+}
+
+/// The points the stage `i..j` on TP choice `x` (degree `t`) with the stage's `d` gives to
+/// the states `(i, r, ·)`, pushed to `cand[r·3 + class]`. `hand_over`: the keys with which
+/// the suffix after `j` may go to other groups ([`run_dp`]'s `ends`).
+#[allow(clippy::too_many_arguments)]
 fn relax(
     tb: &Tables,
     st: &Stage,
-    (i, j, k, r): (usize, usize, usize, usize),
-    (x, t, d): (usize, usize, usize),
+    (i, j, r): (usize, usize, usize),
+    (x, t): (usize, usize),
     ok: &impl Fn(f64) -> bool,
-    hand_over: bool,
-    tables: &mut Dp,
+    hand_over: &[Key],
+    dp: &Dp,
+    cand: &mut [Vec<Point>],
 ) {
-    let (n, pm) = (tables.n, tables.pm);
-    let idx = move |i: usize, k: usize, r: usize, c: usize| ((i * (n + 1) + k) * pm + r) * 3 + c;
-    let best = &tables.best;
+    let (n, pm, d) = (dp.n, dp.pm, st.d);
     let w = t * d;
     let start = r.div_ceil(t) * t;
     let inside = start % pm + w <= pm;
     let shares = r != 0 && start + w <= pm;
     let after = (start + w) % pm;
-    let dp = if inside { 0 } else { 1 };
-    // The next state's classes, how this stage's way out is priced, and their devices.
-    let mut outs: [(usize, Option<usize>, u32); 3] = [(0, None, u32::MAX); 3];
-    if k == 1 {
-        outs[0] = (NET_APART, None, 0);
+    let link = if inside { 0 } else { 1 };
+    let own = (start - r + w) as u32;
+    let last = [Point {
+        stages: 0,
+        sigma: 0,
+        devices: 0,
+        how: st_choice(j, x, d, 0, 0.0),
+    }];
+    let handed: Vec<Point> = hand_over
+        .iter()
+        .map(|&(k, sigma)| Point {
+            stages: k,
+            sigma,
+            devices: 0,
+            how: st_choice(j, x, d, 0, 0.0),
+        })
+        .collect();
+    // The next state's classes, how this stage's way out is priced, and its points.
+    let front = |c: usize| &dp.fronts[dp.idx(j, after, c)][..];
+    let outs: [(usize, Option<usize>, &[Point]); 3] = if j == n {
+        [
+            (NET_APART, None, &last[..]),
+            (END, None, &[]),
+            (END, None, &[]),
+        ]
     } else if inside {
-        outs[0] = (INTRA, Some(0), best[idx(j, k - 1, after, INTRA)]);
-        outs[1] = (NET_APART, Some(1), best[idx(j, k - 1, after, NET_APART)]);
+        [
+            (INTRA, Some(0), front(INTRA)),
+            (NET_APART, Some(1), front(NET_APART)),
+            (END, Some(1), &handed[..]),
+        ]
     } else {
-        let (a, b) = (
-            best[idx(j, k - 1, after, NET_SHARE)],
-            best[idx(j, k - 1, after, NET_APART)],
-        );
-        outs[0] = if a < b {
-            (NET_SHARE, Some(1), a)
-        } else {
-            (NET_APART, Some(1), b)
-        };
-    }
-    if hand_over {
-        outs[2] = (END, Some(1), 0);
-    }
+        [
+            (NET_SHARE, Some(1), front(NET_SHARE)),
+            (NET_APART, Some(1), front(NET_APART)),
+            (END, Some(1), &handed[..]),
+        ]
+    };
     let classes: &[(usize, usize)] = if shares {
         &[(INTRA, 0), (NET_SHARE, 1)]
     } else {
         &[(NET_APART, 1)]
     };
-    let own = (start - r + w) as u32;
+    let count = |k: u16| if tb.stages_fixed.is_some() { k + 1 } else { 0 };
     for &(class, input) in classes {
         let input = (i > 0).then_some(input);
-        for &(next, output, rest) in &outs {
-            if rest == u32::MAX {
+        for &(next, output, points) in &outs {
+            if points.is_empty() {
                 continue;
             }
-            let value = tb.value(st, i, j, dp, input, output);
-            let total = own + rest;
-            let slot = idx(i, k, r, class);
-            if ok(value) && total < tables.best[slot] {
-                tables.best[slot] = total;
-                tables.how[slot] = Some(Choice {
-                    j: j as u16,
-                    x: x as u8,
-                    d: d as u32,
-                    next: next as u8,
-                    value,
+            let value = tb.value(st, i, j, link, input, output);
+            if !ok(value) {
+                continue;
+            }
+            for p in points {
+                let (stages, devices) = (count(p.stages), own + p.devices);
+                let sigma = tb.sigma(d, p.sigma);
+                if devices as usize > tb.devices
+                    || tb.stages_fixed.is_some_and(|f| stages as usize > f)
+                    || tb.memory_at(st, sigma) > tb.memory
+                {
+                    continue;
+                }
+                cand[r * 3 + class].push(Point {
+                    stages,
+                    sigma,
+                    devices,
+                    how: st_choice(j, x, d, next, value).with_next_sigma(p.sigma),
                 });
             }
         }
+    }
+}
+
+/// The choice of the stage ending at `j` on `(x, d)` towards class `next`, worth `value`.
+fn st_choice(j: usize, x: usize, d: usize, next: usize, value: f64) -> Choice {
+    Choice {
+        j: j as u16,
+        x: x as u8,
+        d: d as u32,
+        next: next as u8,
+        next_sigma: 0,
+        value,
+    }
+}
+
+impl Choice {
+    fn with_next_sigma(self, next_sigma: u32) -> Choice {
+        Choice { next_sigma, ..self }
     }
 }
 

@@ -11,23 +11,26 @@
 //! ([`super::free`]). Between two types a transfer runs on the receiving machine's
 //! network link. On one type this is the free space itself.
 //!
-//! **Feasibility of a threshold `V`.** `R[S][i][k]` = units `i..U` can be laid out in `k`
-//! stages on the types of the set `S`, each used by at most one run, every stage worth
-//! `≤ V` and fitting memory. `R[S][U][0]` holds; for `S ≠ ∅`:
+//! **Feasibility of a threshold `V`.** `R[S][i]` = for each capped replica sum `σ`
+//! (1F1B's in-flight count needs `min(M, Σ_{j≥s} d_j)`, [`super::free`]), whether units
+//! `i..U` can be laid out on the types of the set `S`, each used by at most one run, every
+//! stage worth `≤ V` and fitting memory, with that `σ`; only the least such `σ` is kept (a
+//! smaller suffix sum never costs an earlier stage memory, and the other groups' devices
+//! are their own). For `S ≠ ∅`:
 //!
 //! ```text
-//! R[S][i][k] = ∃ g ∈ S:  D_g^{S∖g}[i][k][0][network] ≤ N_g
+//! R[S][i] = min_{g ∈ S} min { σ : (σ, n) on the front of D_g^{S∖g}[i][0][network], n ≤ N_g }
 //! ```
 //!
-//! where `D_g^{S'}` is [`super::free::run_dp`] on group `g` (fewest devices of `g`; its
-//! state carries the suffix's stage count `k`, which 1F1B's in-flight count needs) in
-//! which a stage ending at unit `j` may also *hand over* the remaining `k' ≥ 1` stages to
-//! the types of `S'` when `R[S'][j][k']` holds, at no device of `g`, its boundary priced on
-//! the network. A run starting at unit `i > 0` receives from another type: its first stage
-//! starts at the group's device 0 with its input on the network (class `network, not
-//! sharing`). `V` is feasible iff `R[all types][0][k]` for some `k`: exact for the space.
-//! Per threshold `Σ_S |S| = L·2^(L−1)` group DPs (12 for three types), those of one set
-//! size in parallel.
+//! where `D_g^{S'}` is [`super::free::run_dp`] on group `g` (fronts of `(σ, fewest devices
+//! of g)`) in which a stage ending at unit `j` may also *hand over* the rest to the types of
+//! `S'` with `σ' = R[S'][j]`, at no device of `g`, its boundary priced on the network, its
+//! own `σ_s = min(M, d_s + σ')`. With a fixed stage count the keys are `(stages, σ)` and
+//! the least `σ` is kept per count. A run starting at unit `i > 0` receives from another
+//! type: its first stage starts at the group's device 0 with its input on the network
+//! (class `network, not sharing`). `V` is feasible iff `R[all types][0]` exists: exact for
+//! the space. Per threshold `Σ_S |S| = L·2^(L−1)` group DPs (12 for three types), those of
+//! one set size in parallel.
 //!
 //! **The optimum** by the same bisection as [`super::free`]: `lo` from a volume bound. With
 //! `c_u^g = min_t t·C_u^g(t)` (the device-time of unit `u`'s compute and TP per micro-batch
@@ -50,7 +53,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::free::{bisect, run_dp, Bisection, Dp, Found, FreeConfig, Tables, NET_APART};
+use super::free::{bisect, run_dp, Bisection, Dp, Found, FreeConfig, Key, Tables, NET_APART};
 use super::{zero_stages, ParallelOutcome, ParallelPlan, Space};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, StageLayout, Zero};
 use crate::model::schedule::Schedule;
@@ -239,15 +242,13 @@ fn feasible(
         .flatten()
         .next()
         .map_or(0, |t| t.chain.len());
-    let at = |i: usize, k: usize| i * (n + 1) + k;
     let usable: usize = (0..groups)
         .filter(|&g| c.groups[g].is_some())
         .map(|g| 1 << g)
         .sum();
-    let mut reach = vec![vec![false; (n + 1) * (n + 1)]; 1 << groups];
-    for r in &mut reach {
-        r[at(n, 0)] = true;
-    }
+    // reach[S][i]: per stage count (0 when free) the least capped replica sum `σ` of a
+    // layout of units i..U on the types of S; the empty set reaches only U (no stages).
+    let mut reach: Vec<Vec<Vec<Key>>> = vec![vec![Vec::new(); n + 1]; 1 << groups];
     let mut dps: Vec<Vec<Option<Dp>>> = (0..1usize << groups)
         .map(|_| (0..groups).map(|_| None).collect())
         .collect();
@@ -267,22 +268,25 @@ fn feasible(
             .map(|&(set, g)| {
                 let tb = c.groups[g].as_ref().expect("usable");
                 let rest = &reach[set & !(1 << g)];
-                run_dp(tb, v, strict, &|j, k| rest[at(j, k)], budget)
+                run_dp(tb, v, strict, &|j| &rest[j][..], budget)
             })
             .collect::<Result<_, _>>()?;
         for (&(set, g), dp) in jobs.iter().zip(done) {
             let tb = c.groups[g].as_ref().expect("usable");
-            for i in 0..n {
-                for k in 1..=n - i {
-                    if dp.best[dp.idx(i, k, 0, NET_APART)] as usize <= tb.devices {
-                        reach[set][at(i, k)] = true;
+            for (i, keys) in reach[set].iter_mut().enumerate().take(n) {
+                for p in &dp.fronts[dp.idx(i, 0, NET_APART)] {
+                    if p.devices as usize <= tb.devices {
+                        least_sigma(keys, (p.stages, p.sigma));
                     }
                 }
             }
             dps[set][g] = Some(dp);
         }
     }
-    let Some(k) = (1..=n).find(|&k| stages.is_none_or(|p| p == k) && reach[usable][at(0, k)])
+    let fixed = stages.map(|p| p as u16);
+    let Some(&key) = reach[usable][0]
+        .iter()
+        .find(|k| fixed.is_none_or(|p| p == k.0))
     else {
         return Ok(None);
     };
@@ -290,22 +294,33 @@ fn feasible(
         stages: Vec::new(),
         value: 0.0,
     };
-    let (mut set, mut i, mut k) = (usable, 0, k);
+    let (mut set, mut i, mut key) = (usable, 0, key);
     while i < n {
         let (g, tb, dp) = (0..groups)
             .find_map(|g| {
                 let dp = dps[set][g].as_ref()?;
                 let tb = c.groups[g].as_ref()?;
-                (dp.best[dp.idx(i, k, 0, NET_APART)] as usize <= tb.devices).then_some((g, tb, dp))
+                dp.fronts[dp.idx(i, 0, NET_APART)]
+                    .iter()
+                    .any(|p| (p.stages, p.sigma) == key && p.devices as usize <= tb.devices)
+                    .then_some((g, tb, dp))
             })
-            .expect("a reachable state has a group");
-        let (Found { stages, value }, j, rest) = dp.trace(tb, (i, k, 0, NET_APART));
+            .expect("a reachable key has a group");
+        let (Found { stages, value }, j, rest) = dp.trace(tb, (i, 0, NET_APART), key);
         out.stages
             .extend(stages.into_iter().map(|(u, t, d)| (u, t, d, g)));
         out.value = out.value.max(value);
-        (set, i, k) = (set & !(1 << g), j, rest);
+        (set, i, key) = (set & !(1 << g), j, rest);
     }
     Ok(Some(out))
+}
+
+/// Keeps in `keys` the least `σ` per stage count, with `key`.
+fn least_sigma(keys: &mut Vec<Key>, key: Key) {
+    match keys.iter_mut().find(|k| k.0 == key.0) {
+        Some(k) => k.1 = k.1.min(key.1),
+        None => keys.push(key),
+    }
 }
 
 /// The best free layout on a cluster of several types (module documentation). `chains[g]`
