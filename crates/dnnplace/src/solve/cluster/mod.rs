@@ -27,4 +27,5 @@ pub mod plan;
 pub mod set_bound;
 pub mod sweep;
 pub mod transfers;
+pub mod typed_chain;
 pub mod volume_bound;
