@@ -93,7 +93,14 @@ fn the_dp_started_from_the_typed_chain_equals_brute_force() {
         };
         let costs = ClusterCosts::of(&w);
         let exhaustive = brute_force(&w, &costs, Objective::Throughput, true).unwrap();
-        let dp = solve(&w, &costs, &Limits::default(), Tracking::Best, f64::INFINITY).unwrap();
+        let dp = solve(
+            &w,
+            &costs,
+            &Limits::default(),
+            Tracking::Best,
+            f64::INFINITY,
+        )
+        .unwrap();
         assert!(dp.stopped.is_none(), "seed {seed}: stopped");
         match (&exhaustive.best, &dp.best) {
             (None, None) => continue,
