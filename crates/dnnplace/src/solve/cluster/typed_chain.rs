@@ -100,7 +100,8 @@ fn machine_orders(costs: &ClusterCosts) -> Vec<Vec<usize>> {
     };
     let mut perms: Vec<Vec<usize>> = Vec::new();
     if types <= MAX_PERMUTED_TYPES {
-        permutations(&mut (0..types).collect(), 0, &mut perms);
+        let mut ids: Vec<usize> = (0..types).collect();
+        permutations(&mut ids, 0, &mut perms);
     } else {
         perms.push((0..types).collect());
         let total = |t: usize| costs.times_of_type(t).iter().sum::<f64>();
@@ -114,9 +115,9 @@ fn machine_orders(costs: &ClusterCosts) -> Vec<Vec<usize>> {
 }
 
 /// Every permutation of `items[k..]` after the fixed `items[..k]`, appended to `out`.
-fn permutations(items: &mut Vec<usize>, k: usize, out: &mut Vec<Vec<usize>>) {
+fn permutations(items: &mut [usize], k: usize, out: &mut Vec<Vec<usize>>) {
     if k + 1 >= items.len() {
-        out.push(items.clone());
+        out.push(items.to_vec());
         return;
     }
     for i in k..items.len() {
