@@ -24,7 +24,7 @@ fn close(a: f64, b: f64) -> bool {
 fn instance(seed: u64, peer: Option<bool>) -> Option<Workload> {
     let shape = Shape {
         max_nodes: 7,
-        training: seed % 2 == 0,
+        training: seed.is_multiple_of(2),
         ..Shape::default()
     };
     let cluster = ClusterShape {
