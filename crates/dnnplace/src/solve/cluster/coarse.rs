@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use super::dp::{solve_between, Tracking};
+use super::dp::{solve_between_unseeded, Tracking};
 use crate::model::contraction::Contraction;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::solve::budget::Budget;
@@ -96,7 +96,7 @@ pub fn coarse_plan(
         let bound = best
             .as_ref()
             .map_or(upper_bound, |b| b.value.min(upper_bound));
-        let r = solve_between(
+        let r = solve_between_unseeded(
             &cw,
             &coarse_costs,
             &limits,

@@ -82,6 +82,7 @@ use super::super::budget::{Budget, Exhausted};
 use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
 use super::chain_bound::{Chain, Class};
+use super::typed_chain::typed_chain;
 use crate::model::contraction::{receiving_groups, Contraction};
 use crate::model::numerics::Sum;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
@@ -708,8 +709,45 @@ pub const PROOF_RELATIVE: f64 = 1e-15;
 
 /// [`solve`] with a lower bound the caller holds (e.g. [`super::volume_bound`]): the
 /// prefixes' search starts from it, the bound reported is at least it, and the search ends
-/// as soon as a plan (the caller's `upper_bound`, or the prefixes') meets it.
+/// as soon as a plan (the caller's `upper_bound`, the typed chain's or the prefixes')
+/// meets it.
+///
+/// With [`Tracking::Best`] the typed chain ([`super::typed_chain`], at most a tenth of the
+/// time limit, 2 s without one) runs first; when its scored plan is below `upper_bound`
+/// the DP prunes with its value, and its plan is the answer wherever the DP ends with
+/// nothing lower: a run that stopped keeps the better plan, and a full run that found no
+/// plan at or below that value (all were pruned) proves the typed plan optimal. Exact
+/// either way: the DP's space holds the typed plan (contiguous, machines filled in order).
 pub fn solve_between(
+    w: &Workload,
+    costs: &ClusterCosts,
+    limits: &Limits,
+    tracking: Tracking,
+    lower_bound: f64,
+    upper_bound: f64,
+) -> Result<ClusterDpResult, SolveError> {
+    let typed = if tracking == Tracking::Best && !meets_bound(upper_bound, lower_bound) {
+        let share = limits.time_limit_s.map_or(2.0, |t| 0.1 * t);
+        typed_chain(w, costs, &Budget::new(Some(share), None)).filter(|t| t.0 < upper_bound)
+    } else {
+        None
+    };
+    let Some((value, plan)) = typed else {
+        return solve_with(w, costs, limits, tracking, lower_bound, upper_bound, true);
+    };
+    let mut r = solve_with(w, costs, limits, tracking, lower_bound, value, true)?;
+    if r.best.as_ref().is_none_or(|b| b.0 > value) {
+        r.best = Some((value, plan));
+        if r.stopped.is_none() {
+            r.lower_bound = value;
+        }
+    }
+    Ok(r)
+}
+
+/// [`solve_between`] without the typed chain's start: for the coarse DP's many levels
+/// ([`super::coarse`]), whose plans the fine run's typed chain would outdo anyway.
+pub fn solve_between_unseeded(
     w: &Workload,
     costs: &ClusterCosts,
     limits: &Limits,

@@ -7,6 +7,8 @@
 //! - folding zero-cost leaves before the DP: [`crate::solve::leaf_folding::fold_free_leaves_on_cluster`];
 //! - [`greedy`]: a topological order packed into the accelerators in order, the plan
 //!   when the DP stops without one;
+//! - [`typed_chain`]: a topological order packed into the machines in each order of the
+//!   accelerator types, stage loads with their transfers, the plan the DP starts from;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
 //! - [`set_bound`]: a lower bound on every plan from the cheapest set of units a device
@@ -27,4 +29,5 @@ pub mod plan;
 pub mod set_bound;
 pub mod sweep;
 pub mod transfers;
+pub mod typed_chain;
 pub mod volume_bound;
