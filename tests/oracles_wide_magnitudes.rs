@@ -238,6 +238,25 @@ fn cluster_dp_seed_14910916324470988103() {
     check_cluster_dp(14910916324470988103).unwrap();
 }
 
+/// Open defect (found by the proptest below in a fresh-clone CI run, 2026-11-27; present
+/// with the typed chain switched off, so in the cluster DP itself): three nodes on
+/// `1 machine: 2 v100 + 2 a100-80gb + 1 CPU` where nodes 1 and 2 fit no accelerator. The
+/// cluster DP reports 2475716.29 with a lower bound of 2475716.29 ("optimal": all three on
+/// the CPU), while brute force finds 7.0005 (nodes 1, 2 on the CPU, node 3 on a v100), a
+/// valid contiguous plan: the DP's bound is above the optimum. The workload is written to
+/// the temporary folder for whoever takes it up.
+#[test]
+#[ignore = "open defect: the cluster DP's bound is above the optimum on this instance (doc comment)"]
+fn cluster_dp_seed_867203293147939067() {
+    if let Some(w) = clustered(867203293147939067) {
+        let _ = std::fs::write(
+            std::env::temp_dir().join("cluster_dp_seed_867203293147939067.json"),
+            dnnplace::io::workload_to_json(&w),
+        );
+    }
+    check_cluster_dp(867203293147939067).unwrap();
+}
+
 fn within(a: f64, b: f64, rel: f64) -> bool {
     a == b || (a - b).abs() <= rel * a.abs().max(b.abs())
 }
