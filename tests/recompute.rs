@@ -511,11 +511,18 @@ fn published_training_workloads_unchanged() {
 }
 
 /// A generated GPT-2 training graph under a memory 15% below what its 1F1B / GPipe plan
-/// needs: `auto` finds a plan no worse than `none`'s (better in at least one of the two),
+/// needs (raised to 1% above its largest colour class where that is more: below it no plan
+/// exists; the token embedding with its gradient is that class since its backward is priced
+/// as the dense table gradient): `auto` finds a plan no worse than `none`'s (better in at least one of the two),
 /// and every simulated peak equals the planner's figure and stays within the memory.
 #[test]
 fn generated_gpt2_under_tight_memory() {
     let w = common::gpt2_training(0);
+    let largest_class = dnnplace::model::contraction::Contraction::new(&w)
+        .groups
+        .iter()
+        .map(|g| g.size_bytes)
+        .fold(0.0, f64::max);
     let (mut recomputing_plans, mut better) = (0, 0);
     for (schedule, m) in [(Schedule::OneFOneB, 8), (Schedule::GPipe, 4)] {
         let base = planned(&w, Pipeline::new(schedule, m));
@@ -527,7 +534,7 @@ fn generated_gpt2_under_tight_memory() {
             .fold(0.0, f64::max);
         let tight = w
             .with_devices(DeviceSet {
-                memory_per_accelerator_bytes: (need * 0.85).floor(),
+                memory_per_accelerator_bytes: (need * 0.85).max(largest_class * 1.01).floor(),
                 ..*w.devices()
             })
             .unwrap();

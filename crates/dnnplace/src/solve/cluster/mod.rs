@@ -8,7 +8,7 @@
 //! - [`greedy`]: a topological order packed into the accelerators in order, the plan
 //!   when the DP stops without one;
 //! - [`typed_chain`]: a topological order packed into the machines in each order of the
-//!   accelerator types, stage loads with their transfers, the plan the DP starts from;
+//!   accelerator types, stage loads with their transfers, kept where better than the DP's plan;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
 //! - [`set_bound`]: a lower bound on every plan from the cheapest set of units a device

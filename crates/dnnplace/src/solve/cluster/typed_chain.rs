@@ -1,6 +1,6 @@
 //! A plan on a cluster of many accelerators per type, from one topological order cut into
-//! stages that fill the machines in a chosen order of the accelerator types: the upper
-//! bound the cluster DP starts from ([`super::dp::solve_between`]).
+//! stages that fill the machines in a chosen order of the accelerator types: a plan
+//! [`super::dp::solve_between`] keeps where it is better than the cluster DP's (a stopped run).
 //!
 //! **Packing.** For a threshold `T` and an order of the machines (the machines whose
 //! accelerators come first in a permutation `π` of the types first, ties in the cluster's
