@@ -157,6 +157,19 @@ struct Stage {
     stamp: u32,
 }
 
+impl Stage {
+    /// An empty stage on `device`, stamped after this one.
+    fn next(&self, device: usize) -> Stage {
+        Stage {
+            device,
+            load: 0.0,
+            memory: 0.0,
+            used: false,
+            stamp: self.stamp + 1,
+        }
+    }
+}
+
 impl<'a> TypedPacker<'a> {
     fn new(w: &'a Workload, costs: &'a ClusterCosts) -> TypedPacker<'a> {
         let c = Contraction::new(w);
@@ -273,13 +286,7 @@ impl<'a> TypedPacker<'a> {
                 }
                 at += 1;
                 if at < devices.len() {
-                    stage = Stage {
-                        device: devices[at],
-                        load: 0.0,
-                        memory: 0.0,
-                        used: false,
-                        stamp: stage.stamp + 1,
-                    };
+                    stage = stage.next(devices[at]);
                 }
             }
             if done {
@@ -295,13 +302,7 @@ impl<'a> TypedPacker<'a> {
                 // The accelerator before the CPU's run is closed: its set stays one run.
                 at += 1;
                 if at < devices.len() {
-                    stage = Stage {
-                        device: devices[at],
-                        load: 0.0,
-                        memory: 0.0,
-                        used: false,
-                        stamp: stage.stamp + 1,
-                    };
+                    stage = stage.next(devices[at]);
                 }
             }
             on_cpu = true;
