@@ -56,18 +56,23 @@ pub struct ChainPacker<'a> {
     time: Vec<Vec<f64>>,
 }
 
+/// `time[t][g]`: the summed time of group `g`'s nodes on an accelerator of type `t`.
+pub(super) fn group_times(c: &Contraction, costs: &ClusterCosts) -> Vec<Vec<f64>> {
+    (0..costs.cluster().types().len())
+        .map(|t| {
+            c.groups
+                .iter()
+                .map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum())
+                .collect()
+        })
+        .collect()
+}
+
 impl<'a> ChainPacker<'a> {
     /// Contracts `w` and sums its groups' times on every type of `costs`' cluster. O(n · |T|).
     pub fn new(w: &'a Workload, costs: &'a ClusterCosts) -> ChainPacker<'a> {
         let c = Contraction::new(w);
-        let time = (0..costs.cluster().types().len())
-            .map(|t| {
-                c.groups
-                    .iter()
-                    .map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum())
-                    .collect()
-            })
-            .collect();
+        let time = group_times(&c, costs);
         ChainPacker {
             w,
             costs,

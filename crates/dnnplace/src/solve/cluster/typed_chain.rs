@@ -173,14 +173,7 @@ impl Stage {
 impl<'a> TypedPacker<'a> {
     fn new(w: &'a Workload, costs: &'a ClusterCosts) -> TypedPacker<'a> {
         let c = Contraction::new(w);
-        let time = (0..costs.cluster().types().len())
-            .map(|t| {
-                c.groups
-                    .iter()
-                    .map(|g| g.nodes.iter().map(|&v| costs.time(t, v)).sum())
-                    .collect()
-            })
-            .collect();
+        let time = super::greedy::group_times(&c, costs);
         TypedPacker {
             w,
             costs,
