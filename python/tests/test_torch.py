@@ -1,7 +1,8 @@
 """dnnplace.torch: the profile's contents checked against torch itself, and the real-run
 check of CI: a GPT-2-shaped model profiled on the CPU (one thread per process, each unit
-timed as ``pipeline()`` runs it: ``execution="pipeline"``), planned for 2 stages and run
-with GPipe and 1F1B over 8 micro-batches:
+timed as ``pipeline()`` runs it: ``execution="pipeline"``, with one neighbour process
+training beside it on the other core as the other stage will: ``co_runners=1``), planned
+for 2 stages and run with GPipe and 1F1B over 8 micro-batches:
 
 - the planned split's measured step time within 15 % of the simulator's prediction: a
   judged attempt fails when its error exceeds 15 % by more than twice its standard error
@@ -20,7 +21,7 @@ Python's garbage collector between steps only. A step time is the median of the 
 its noise the median's relative standard error estimated from the interquartile range
 (``median_error``: 0.929 · IQR / √n / median), robust to a slow step, which the old
 (max − min)/median over 4 steps was not. The profile's noise is Σ SE / Σ median over its
-nodes' medians (``profile_noise``, 7 repeats each): heavy nodes weigh by their time. A
+nodes' medians (``profile_noise``, 15 repeats each): heavy nodes weigh by their time. A
 run is too noisy to judge when a step's or the profile's standard error exceeds 5 % (a
 third of the 15 % tolerance), or a stage's busy wall time exceeds its CPU time by more
 than 10 % (other work took the cores): it is retried (``DNNPLACE_REALRUN_ATTEMPTS``
@@ -125,7 +126,28 @@ def test_profile_as_the_pipeline_runs_it():
     assert docs[1]["profile"]["execution"] == "pipeline"
 
 
+def test_profile_with_a_neighbour():
+    """co_runners: a neighbour process trains beside the profile (it took steps), the
+    profile's nodes and bytes are those of a profile alone, and the affinity is restored."""
+    from dnnplace.torch import CoRunners
+
+    model = small_model()
+    x, y = ids(512, 32), ids(512, 32, seed=2)
+    affinity = os.sched_getaffinity(0)
+    with CoRunners(1, model, (x,), y, lm_loss, threads=1) as neighbours:
+        docs = [json.loads(profile(model, (x,), loss_fn=lm_loss, target=y, repeats=2, warmup=1,
+                                   co_runners=n).to_json()) for n in (0, 1)]
+    assert len(neighbours.steps) == 1 and neighbours.steps[0] >= 1
+    assert os.sched_getaffinity(0) == affinity
+    keys = ("name", "module", "layerId", "weightBytes", "activationBytes", "colorClass")
+    for a, b in zip(*(d["nodes"] for d in docs)):
+        assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
+    assert [d["profile"]["coRunners"] for d in docs] == [0, 1]
+
+
 def test_profile_rejects_bad_options():
+    with pytest.raises(ValueError, match="co_runners"):
+        profile(small_model(), (ids(512, 32),), co_runners=-1)
     with pytest.raises(ValueError, match="execution"):
         profile(small_model(), (ids(512, 32),), execution="jit")
     with pytest.raises(ValueError, match="granularity"):
@@ -154,8 +176,8 @@ def _attempt():
     torch.manual_seed(0)
     model = TinyGPT(layers=LAYERS, hidden=HIDDEN, heads=HEADS, vocab=VOCAB, seq=SEQ)
     x, y = ids(VOCAB, SEQ), ids(VOCAB, SEQ, seed=2)
-    w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=7, warmup=2, accelerators=2,
-                execution="pipeline")
+    w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=15, warmup=2, accelerators=2,
+                execution="pipeline", co_runners=1)
     v = validate(model, (x,), y, lm_loss, workload=w, stages=2, schedules=("gpipe", "1f1b"),
                  micro_batches=M, steps=10, warmup=1, threads=1)
     return w, v

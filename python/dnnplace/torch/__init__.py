@@ -42,6 +42,14 @@ the real run. ``steady_memory`` (default) calls :func:`steady_malloc` first, as 
 stage processes of :func:`run` do, so that large freed blocks are reused, not page-faulted
 back in at each call (the embedding's dense gradient: 9 ms, or 27 ms with 8000 faults).
 
+**Neighbours.** ``co_runners=n`` (what :func:`validate` uses: ``stages − 1``) times the
+units while ``n`` other processes train copies of the model on the other cores
+(:class:`CoRunners`), pinned as :func:`run` pins its stages: in a pipeline of CPU processes
+each stage computes while the others do, and they share the machine (caches, memory
+bandwidth, a core's SMT sibling on some machines, the clock). On CI's 2-core machine the
+stages of the CI model ran 16–33 % slower (in CPU time) than a profile taken alone priced
+them, and the check failed at +29–31 %; profiled beside a neighbour they came within +6–9 %.
+
 **Memory.** Forward node: the unit's parameter bytes (``weightBytes``). Backward node:
 ``activationBytes`` = the bytes autograd saves during the unit's forward (saved-tensor
 hooks; parameters and duplicates of one storage excluded) — what a stage keeps per
@@ -66,7 +74,7 @@ from torch import nn
 
 from .. import Workload
 from .._stats import summary
-from ._run import (RunResult, equal_layer_split, median_error, relative_iqr, run, run_many, split_of,
+from ._run import (CoRunners, RunResult, equal_layer_split, median_error, relative_iqr, run, run_many, split_of,
                    steady_malloc)
 from ._validate import Validation, validate
 
@@ -81,6 +89,7 @@ __all__ = [
     "median_error",
     "steady_malloc",
     "RunResult",
+    "CoRunners",
     "Validation",
     "equal_layer_split",
     "split_of",
@@ -228,6 +237,7 @@ def profile(
     clock: str = "wall",
     execution: str = "eager",
     steady_memory: bool = True,
+    co_runners: int = 0,
 ) -> Workload:
     """Measures ``model`` on ``example_inputs`` (one micro-batch) and returns its workload.
 
@@ -242,7 +252,10 @@ def profile(
     that other work shares. ``execution="pipeline"`` times each unit as
     ``torch.distributed.pipelining`` runs it (module documentation): what :func:`run` runs.
     ``steady_memory`` calls :func:`steady_malloc` (for the whole process, as :func:`run`'s
-    stage processes do).
+    stage processes do). ``co_runners`` neighbour processes (:class:`CoRunners`) train
+    copies of the model on the other cores while the units are timed: for a pipeline of
+    ``co_runners + 1`` CPU processes on this machine, the times then include what the
+    neighbours cost each other (a shared core, caches, memory bandwidth, clock).
     """
     if execution not in ("eager", "pipeline"):
         raise ValueError(f"execution must be 'eager' or 'pipeline', not {execution!r}")
@@ -255,6 +268,8 @@ def profile(
         raise ValueError("repeats must be at least 1 and warmup at least 0")
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {optimizer!r}")
+    if co_runners < 0:
+        raise ValueError("co_runners must be at least 0")
     if (loss_fn is None) != (target is None):
         raise ValueError("loss_fn and target go together (the loss node needs both)")
     started = time.perf_counter()
@@ -306,25 +321,14 @@ def profile(
             params = sum(p.numel() * p.element_size() for p in mod.parameters())
             nodes.append({"module": path, "layer": layer, "fwd": [0.0] * repeats, "bwd": [0.0] * repeats,
                           "saved": 0, "out": 0, "params": params, "calls": len(calls[path])})
-        # Rounds: every call once per round, in program order, so that a drift of the
-        # machine spreads over all units' samples (not all of one unit's), and each call
-        # runs between the others, as in a pipeline step.
-        for rnd in range(warmup + repeats):
-            for node, path in zip(nodes, order):
-                for call in calls[path]:
-                    f, b, s, o = _time_call(call, training, 1, 0, device, param_ptrs, timer)
-                    if rnd == 0:
-                        node["saved"] += s
-                        node["out"] = o
-                    if rnd >= warmup:
-                        node["fwd"][rnd - warmup] += f[0]
-                        node["bwd"][rnd - warmup] += b[0]
-        if loss_fn is not None:
-            call = _Call(loss_fn, (output.detach() if isinstance(output, torch.Tensor) else _first_tensor(output),
-                                   target), {})
-            f, b, s, o = _time_call(call, training, repeats, warmup, device, param_ptrs, timer)
-            nodes.append({"module": None, "name": "loss", "layer": None, "fwd": f, "bwd": b, "saved": s,
-                          "out": o, "params": 0, "calls": 1})
+        with CoRunners(co_runners, model, example_inputs, target, loss_fn, threads or 1):
+            _timing_rounds(nodes, order, calls, training, warmup + repeats, warmup, device, param_ptrs, timer)
+            if loss_fn is not None:
+                call = _Call(loss_fn, (output.detach() if isinstance(output, torch.Tensor)
+                                       else _first_tensor(output), target), {})
+                f, b, s, o = _time_call(call, training, repeats, warmup, device, param_ptrs, timer)
+                nodes.append({"module": None, "name": "loss", "layer": None, "fwd": f, "bwd": b, "saved": s,
+                              "out": o, "params": 0, "calls": 1})
         tied = [
             {"parameter": names.get(pid, "?"), "modules": paths,
              "bytes": next(p.numel() * p.element_size() for p in model.parameters() if id(p) == pid)}
@@ -351,10 +355,28 @@ def profile(
         "clock": clock,
         "execution": execution,
         "steadyMemory": steady_memory,
+        "coRunners": co_runners,
         "inputShapes": [list(t.shape) for t in _tensors(list(example_inputs))],
         "timeS": elapsed,
     }
     return Workload.from_json(json.dumps(doc))
+
+
+def _timing_rounds(nodes: List[Dict[str, Any]], order: List[str], calls: Dict[str, List[_Call]], training: bool,
+                   rounds: int, warmup: int, device: str, param_ptrs: set, timer: Callable[[], float]) -> None:
+    """Rounds: every call once per round, in program order, so that a drift of the machine
+    spreads over all units' samples (not all of one unit's), and each call runs between the
+    others, as in a pipeline step. Adds each call's times to its node's samples."""
+    for rnd in range(rounds):
+        for node, path in zip(nodes, order):
+            for call in calls[path]:
+                f, b, s, o = _time_call(call, training, 1, 0, device, param_ptrs, timer)
+                if rnd == 0:
+                    node["saved"] += s
+                    node["out"] = o
+                if rnd >= warmup:
+                    node["fwd"][rnd - warmup] += f[0]
+                    node["bwd"][rnd - warmup] += b[0]
 
 
 def _executor(model: nn.Module, example_inputs: Sequence[Any],

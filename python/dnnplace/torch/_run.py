@@ -125,6 +125,113 @@ def _physical_cores() -> List[int]:
     return sorted(first.values())
 
 
+def _co_runner(model: nn.Module, example: Sequence[Any], target: Any, loss_fn: Optional[Callable],
+               threads: int, core: Optional[int], ready: Any, stop: Any) -> None:
+    """A neighbour for :func:`profile`'s ``co_runners``: trains ``model`` on ``example``
+    (forward, loss, backward; one micro-batch at a time, ``threads`` threads, glibc's freed
+    memory kept, pinned to ``core`` when given) until ``stop`` is set, as another stage's
+    process computes beside the profiled one during a pipeline step."""
+    try:
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(1)
+        steady_malloc()
+        if core is not None:
+            os.sched_setaffinity(0, {core})
+        model.train(True)
+        first = True
+        steps = 0
+        while not stop.is_set():
+            model.zero_grad(set_to_none=True)
+            out = model(*example)
+            out = out if isinstance(out, torch.Tensor) else next(t for t in _flat(out) if isinstance(t, torch.Tensor))
+            loss = loss_fn(out, target) if loss_fn is not None else out.float().sum()
+            loss.backward()
+            steps += 1
+            if first:
+                ready.put(True)
+                first = False
+        ready.put(steps)
+    except BaseException:  # noqa: BLE001 - the profile goes on without this neighbour
+        ready.put(traceback.format_exc())
+
+
+def _flat(x: Any) -> List[Any]:
+    if isinstance(x, (list, tuple)):
+        return [y for v in x for y in _flat(v)]
+    if isinstance(x, dict):
+        return [y for v in x.values() for y in _flat(v)]
+    if hasattr(x, "to_tuple"):
+        return _flat(x.to_tuple())
+    return [x]
+
+
+class CoRunners:
+    """``n`` neighbour processes (:func:`_co_runner`) training copies of the model while a
+    profile measures, so that the profiled units share the machine (a core's SMT sibling,
+    the caches, memory bandwidth, the clock) as a stage of an ``n + 1``-stage pipeline of
+    processes does. With ``pin`` and ``n + 1`` allowed physical cores, the profiling
+    process takes the first (as stage 0 of :func:`run` does) and neighbour ``i`` the
+    ``i + 1``-th; the profiling process's affinity is restored on exit. A context
+    manager; it returns once every neighbour has taken its first step, and on exit
+    :attr:`steps` holds how many training steps each neighbour took."""
+
+    def __init__(self, n: int, model: nn.Module, example: Sequence[Any], target: Any,
+                 loss_fn: Optional[Callable], threads: int, pin: bool = True, timeout: float = 600.0):
+        self.n, self.model, self.example, self.target, self.loss_fn = n, model, example, target, loss_fn
+        self.threads, self.pin, self.timeout = threads, pin, timeout
+        self.procs: List[Any] = []
+        self.steps: List[int] = []
+        self.old_affinity: Optional[set] = None
+
+    def __enter__(self) -> "CoRunners":
+        if self.n <= 0:
+            return self
+        cores = _physical_cores() if self.pin else []
+        pinned = len(cores) >= self.n + 1
+        if pinned:
+            self.old_affinity = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, {cores[0]})
+        ctx = mp.get_context("spawn")
+        self.ready, self.stop = ctx.Queue(), ctx.Event()
+        ready = self.ready
+        model = copy.deepcopy(self.model).cpu()
+        for i in range(self.n):
+            core = cores[i + 1] if pinned else None
+            p = ctx.Process(target=_co_runner, args=(model, list(self.example), self.target, self.loss_fn,
+                                                     self.threads, core, ready, self.stop), daemon=True)
+            p.start()
+            self.procs.append(p)
+        try:
+            for _ in range(self.n):
+                msg = ready.get(timeout=self.timeout)
+                if msg is not True:
+                    raise RuntimeError(f"a profiling neighbour failed:\n{msg}")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.procs:
+            self.stop.set()
+            for _ in self.procs:
+                try:
+                    got = self.ready.get(timeout=60)
+                except Exception:  # queue.Empty: a neighbour died
+                    break
+                if isinstance(got, int) and not isinstance(got, bool):
+                    self.steps.append(got)
+            for p in self.procs:
+                p.join(timeout=30)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+            self.procs = []
+        if self.old_affinity is not None:
+            os.sched_setaffinity(0, self.old_affinity)
+            self.old_affinity = None
+
+
 def relative_iqr(samples: Sequence[float]) -> float:
     """(Q3 − Q1) / median of ``samples`` (quartiles by linear interpolation between the
     order statistics, ``statistics.quantiles(method="inclusive")``); 0 for fewer than 2."""

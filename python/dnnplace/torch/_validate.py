@@ -92,13 +92,14 @@ def validate(
     print_table: bool = True,
     **profile_options: Any,
 ) -> Validation:
-    """Profiles (unless ``workload`` is given; ``execution="pipeline"`` unless
-    ``profile_options`` say otherwise), plans for ``stages`` stages at layer
+    """Profiles (unless ``workload`` is given; ``execution="pipeline"`` and
+    ``co_runners=stages - 1`` unless ``profile_options`` say otherwise), plans for ``stages`` stages at layer
     granularity, runs and prints predicted against measured (module documentation)."""
     if workload is None:
         from . import profile
 
         profile_options.setdefault("execution", "pipeline")
+        profile_options.setdefault("co_runners", stages - 1)
         workload = profile(model, example_inputs, loss_fn=loss_fn, target=target, threads=threads,
                            accelerators=stages, nice=nice, **profile_options)
     chosen = make_plan(workload, accelerators=stages, granularity="layer")
