@@ -24,6 +24,9 @@ from dnnplace.torch import TinyGPT, profile, timing_spread, validate
 from dnnplace.torch.models import lm_loss
 
 
+REPEATS = 15
+
+
 def ids(vocab, seq, seed):
     return torch.randint(0, vocab, (1, seq), generator=torch.Generator().manual_seed(seed))
 
@@ -48,10 +51,13 @@ def measure(which, seq, nice, steps, m, clock, schedules, workload):
     if workload:
         w = dnnplace.Workload.load(workload)
     else:
-        w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=7, warmup=2, nice=nice, clock=clock)
+        # As the real-run check profiles: each unit as pipeline() runs it, beside a
+        # neighbour process training on the other core (the other stage).
+        w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=REPEATS, warmup=2, nice=nice,
+                    clock=clock, execution="pipeline", co_runners=1)
     took = time.perf_counter() - t0
     doc = json.loads(w.to_json())
-    print(f"{which}: {len(doc['nodes'])} nodes, profiled in {took:.1f} s (7 repeats, 2 warm-up), "
+    print(f"{which}: {len(doc['nodes'])} nodes, profiled in {took:.1f} s ({REPEATS} repeats, 2 warm-up, 1 neighbour), "
           f"median node spread {100 * timing_spread(w):.1f}%, tied: {doc['tiedParameters']}")
     if not workload:
         w.save(f"/tmp/dnnplace-{which}-profile.json")

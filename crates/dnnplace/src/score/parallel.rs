@@ -167,21 +167,30 @@ pub fn score_layout(
         let output = (s + 1 < p).then(|| boundary_link(topo, st, &layout.stages[s + 1]));
         stages.push(score_stage(chain, topo, layout, (s, st), (input, output)));
     }
+    let peak = chain.peak_flops * layout.devices_used() as f64;
+    Ok(assemble(layout, stages, chain, peak))
+}
+
+/// The layout's figures from its stages' scores: time per sample and iteration
+/// ([`pipeline_times`]), and the model FLOPs per second (`chain`'s per sample over the
+/// seconds per sample) per device used and over `peak`, the summed peak FLOP/s of the
+/// devices the stages use.
+fn assemble(layout: &Layout, stages: Vec<StageScore>, chain: &ChainCosts, peak: f64) -> LayoutScore {
     let (time_per_sample_ms, iteration_ms) = pipeline_times(layout, &stages);
     let devices_used = layout.devices_used();
     let per_sample_flops = chain.model_flops / chain.micro_batch as f64;
     let seconds_per_sample =
         1e-3 * iteration_ms.map_or(time_per_sample_ms, |i| i / layout.global_batch as f64);
-    let rate = per_sample_flops / seconds_per_sample / devices_used as f64;
-    Ok(LayoutScore {
+    let rate = per_sample_flops / seconds_per_sample;
+    LayoutScore {
         fits: stages.iter().all(|s| s.fits),
         stages,
         time_per_sample_ms,
         iteration_ms,
         devices_used,
-        tflops_per_device: rate / 1e12,
-        mfu: rate / chain.peak_flops,
-    })
+        tflops_per_device: rate / devices_used as f64 / 1e12,
+        mfu: rate / peak,
+    }
 }
 
 /// The layout's time per sample, `max_s T_s per sample`, and, when every stage has one `d`
@@ -243,22 +252,7 @@ pub fn score_mixed(
         ));
         peak += chains[g].peak_flops * st.width() as f64;
     }
-    let (time_per_sample_ms, iteration_ms) = pipeline_times(layout, &stages);
-    let devices_used = layout.devices_used();
-    let chain = &chains[local[0].0];
-    let per_sample_flops = chain.model_flops / chain.micro_batch as f64;
-    let seconds_per_sample =
-        1e-3 * iteration_ms.map_or(time_per_sample_ms, |i| i / layout.global_batch as f64);
-    let rate = per_sample_flops / seconds_per_sample;
-    Ok(LayoutScore {
-        fits: stages.iter().all(|s| s.fits),
-        stages,
-        time_per_sample_ms,
-        iteration_ms,
-        devices_used,
-        tflops_per_device: rate / devices_used as f64 / 1e12,
-        mfu: rate / peak,
-    })
+    Ok(assemble(layout, stages, &chains[local[0].0], peak))
 }
 
 /// [`score_mixed`]'s rules: each stage's group and its devices numbered inside the group.
