@@ -175,7 +175,12 @@ pub fn score_layout(
 /// ([`pipeline_times`]), and the model FLOPs per second (`chain`'s per sample over the
 /// seconds per sample) per device used and over `peak`, the summed peak FLOP/s of the
 /// devices the stages use.
-fn assemble(layout: &Layout, stages: Vec<StageScore>, chain: &ChainCosts, peak: f64) -> LayoutScore {
+fn assemble(
+    layout: &Layout,
+    stages: Vec<StageScore>,
+    chain: &ChainCosts,
+    peak: f64,
+) -> LayoutScore {
     let (time_per_sample_ms, iteration_ms) = pipeline_times(layout, &stages);
     let devices_used = layout.devices_used();
     let per_sample_flops = chain.model_flops / chain.micro_batch as f64;
