@@ -169,7 +169,6 @@ impl Workload {
     /// defaults to the config's `torch_dtype` (else fp32).
     #[staticmethod]
     #[pyo3(signature = (config, seq=512, batch=1, training=false, dtype=None, device="a100-80gb", cpu_device="cpu-core", accelerators=4, cpus=1))]
-    #[allow(clippy::too_many_arguments)]
     fn from_hf_config(
         config: &Bound<'_, PyAny>,
         seq: usize,
@@ -204,7 +203,6 @@ impl Workload {
     /// Imports an ONNX model priced with the analytic cost model of a device profile.
     #[staticmethod]
     #[pyo3(signature = (path, device="a100-80gb", cpu_device="cpu-core", training=false, dtype="fp32", batch=None, seq=None, accelerators=4, cpus=1))]
-    #[allow(clippy::too_many_arguments)]
     fn from_onnx(
         path: PathBuf,
         device: &str,
@@ -328,7 +326,6 @@ fn apply_devices(
 /// transformer`).
 #[pyfunction]
 #[pyo3(signature = (style="gpt2", layers=12, hidden=768, heads=12, seq=512, batch=1, ffn=None, vocab=None, head=None, training=false, dtype="fp32", device="a100-80gb", cpu_device="cpu-core", accelerators=4, cpus=1))]
-#[allow(clippy::too_many_arguments)]
 fn generate_transformer(
     style: &str,
     layers: usize,
@@ -346,7 +343,18 @@ fn generate_transformer(
     accelerators: usize,
     cpus: usize,
 ) -> PyResult<Workload> {
-    let spec = transformer_spec(style, layers, hidden, heads, seq, batch, ffn, vocab, head)?;
+    let spec = TransformerArgs {
+        style,
+        layers,
+        hidden,
+        heads,
+        seq,
+        batch,
+        ffn,
+        vocab,
+        head,
+    }
+    .spec()?;
     let settings = cost_settings(device, cpu_device, dtype, training, accelerators, cpus)?;
     let graph = transformer_graph(&spec, settings.dtype).map_err(input)?;
     let w = to_workload(&graph, &settings).map_err(|e| input(format!("invalid workload: {e}")))?;
@@ -371,10 +379,9 @@ fn hf_config_text(config: &Bound<'_, PyAny>) -> PyResult<String> {
     json.extract::<String>()
 }
 
-/// The transformer of `generate_transformer`'s and `calibrate`'s arguments.
-#[allow(clippy::too_many_arguments)]
-fn transformer_spec(
-    style: &str,
+/// The transformer arguments of `generate_transformer` and `calibrate`.
+struct TransformerArgs<'a> {
+    style: &'a str,
     layers: usize,
     hidden: usize,
     heads: usize,
@@ -382,33 +389,49 @@ fn transformer_spec(
     batch: usize,
     ffn: Option<usize>,
     vocab: Option<usize>,
-    head: Option<&str>,
-) -> PyResult<TransformerSpec> {
-    let style = match style {
-        "bert" => Style::Bert,
-        "gpt2" => Style::Gpt2,
-        "llama" => Style::Llama,
-        other => {
-            return Err(input(format!(
-                "unknown style '{other}'; known: bert, gpt2, llama"
-            )))
-        }
-    };
-    let mut spec = TransformerSpec::new(style, layers, hidden, heads, seq, batch);
-    spec.ffn = ffn.unwrap_or(spec.ffn);
-    spec.vocab = vocab.unwrap_or(spec.vocab);
-    spec.head = match head {
-        None => spec.head,
-        Some("bert") => Head::Bert,
-        Some("lm") => Head::Lm,
-        Some("none") => Head::None,
-        Some(other) => {
-            return Err(input(format!(
-                "unknown head '{other}'; known: bert, lm, none"
-            )))
-        }
-    };
-    Ok(spec)
+    head: Option<&'a str>,
+}
+
+impl TransformerArgs<'_> {
+    /// The transformer they describe; an error names an unknown style or head.
+    fn spec(&self) -> PyResult<TransformerSpec> {
+        let style = match self.style {
+            "bert" => Style::Bert,
+            "gpt2" => Style::Gpt2,
+            "llama" => Style::Llama,
+            other => {
+                return Err(input(format!(
+                    "unknown style '{other}'; known: bert, gpt2, llama"
+                )))
+            }
+        };
+        let TransformerArgs {
+            layers,
+            hidden,
+            heads,
+            seq,
+            batch,
+            ffn,
+            vocab,
+            head,
+            ..
+        } = *self;
+        let mut spec = TransformerSpec::new(style, layers, hidden, heads, seq, batch);
+        spec.ffn = ffn.unwrap_or(spec.ffn);
+        spec.vocab = vocab.unwrap_or(spec.vocab);
+        spec.head = match head {
+            None => spec.head,
+            Some("bert") => Head::Bert,
+            Some("lm") => Head::Lm,
+            Some("none") => Head::None,
+            Some(other) => {
+                return Err(input(format!(
+                    "unknown head '{other}'; known: bert, lm, none"
+                )))
+            }
+        };
+        Ok(spec)
+    }
 }
 
 /// Fits a device profile to a measured profile (`dnnplace calibrate`; docs/costmodel.md):
@@ -416,7 +439,6 @@ fn transformer_spec(
 /// device file.
 #[pyfunction]
 #[pyo3(signature = (measured, device="a100-80gb", dtype="fp32", style="gpt2", layers=12, hidden=768, heads=12, seq=512, batch=1, ffn=None, vocab=None, head=None, onnx=None, name=None, out=None))]
-#[allow(clippy::too_many_arguments)]
 fn calibrate(
     py: Python<'_>,
     measured: &Workload,
@@ -448,8 +470,18 @@ fn calibrate(
             import_file(&path, &options).map_err(input)?.graph
         }
         None => {
-            let spec =
-                transformer_spec(style, layers, hidden, heads, seq, batch, ffn, vocab, head)?;
+            let spec = TransformerArgs {
+                style,
+                layers,
+                hidden,
+                heads,
+                seq,
+                batch,
+                ffn,
+                vocab,
+                head,
+            }
+            .spec()?;
             transformer_graph(&spec, dtype).map_err(input)?
         }
     };
@@ -740,7 +772,6 @@ fn objective_of(name: &str, pieces: usize) -> PyResult<Objective> {
 /// brute-force). Ctrl-C stops the solver and returns the best plan so far.
 #[pyfunction]
 #[pyo3(signature = (workload, cluster=None, method="auto", objective="throughput", schedule=None, micro_batches=None, recompute=None, time_limit=None, gap=None, threads=None, non_contiguous=false, pieces=1, granularity=None, accelerators=None, cpus=None, memory=None))]
-#[allow(clippy::too_many_arguments)]
 fn plan(
     py: Python<'_>,
     workload: &Workload,

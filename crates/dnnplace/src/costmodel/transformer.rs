@@ -341,6 +341,15 @@ pub fn transformer_graph(spec: &TransformerSpec, dtype: DType) -> Result<OpGraph
 /// `layerId` of the graph input and the embeddings.
 pub const EMBEDDINGS_LAYER: i64 = -1;
 
+/// An elementwise operator's kind and size: `flops_per_element` FLOPs on each of
+/// `elements` outputs.
+#[derive(Clone, Copy, Debug)]
+struct Pointwise {
+    op_type: &'static str,
+    flops_per_element: f64,
+    elements: f64,
+}
+
 struct Builder<'s> {
     g: OpGraph,
     spec: &'s TransformerSpec,
@@ -411,22 +420,28 @@ impl Builder<'_> {
         self.push(module.into(), module, "RMSNorm", cost, vec![input], layer)
     }
 
-    /// An elementwise operator of `per` FLOPs per output element over `elements` outputs,
-    /// reading `inputs` (each as large as the output).
-    #[allow(clippy::too_many_arguments)]
+    /// An elementwise operator `pw` over its outputs, reading `inputs` (each as large as the
+    /// output).
     fn pointwise(
         &mut self,
         name: String,
         module: &str,
-        op_type: &str,
-        per: f64,
-        elements: f64,
+        pw: Pointwise,
         inputs: Vec<usize>,
         layer: i64,
     ) -> usize {
-        let read = inputs.len() as f64 * elements;
-        let cost = operators::elementwise(elements, read, per, 0.0, self.e);
-        self.push(name, module, op_type, cost, inputs, layer)
+        let read = inputs.len() as f64 * pw.elements;
+        let cost = operators::elementwise(pw.elements, read, pw.flops_per_element, 0.0, self.e);
+        self.push(name, module, pw.op_type, cost, inputs, layer)
+    }
+
+    /// A residual add of the hidden state (`b·s·h` elements, 1 FLOP each).
+    fn residual(&self) -> Pointwise {
+        Pointwise {
+            op_type: "Add",
+            flops_per_element: 1.0,
+            elements: self.bsh(),
+        }
     }
 
     /// An embedding lookup: `rows × h` table, `out` elements gathered from the input ids.
@@ -548,9 +563,7 @@ impl Builder<'_> {
         let res = self.pointwise(
             format!("{out}.residual"),
             &out,
-            "Add",
-            1.0,
-            self.bsh(),
+            self.residual(),
             vec![dense, x],
             l,
         );
@@ -558,15 +571,23 @@ impl Builder<'_> {
         let up = self.linear(&format!("{p}.intermediate.dense"), h, f, true, x1, l);
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
         let act = format!("{p}.intermediate.intermediate_act_fn");
-        let act = self.pointwise(act.clone(), &act, "Gelu", 8.0, bsf, vec![up], l);
+        let act = self.pointwise(
+            act.clone(),
+            &act,
+            Pointwise {
+                op_type: "Gelu",
+                flops_per_element: 8.0,
+                elements: bsf,
+            },
+            vec![up],
+            l,
+        );
         let down = self.linear(&format!("{p}.output.dense"), f, h, true, act, l);
         let out = format!("{p}.output");
         let res = self.pointwise(
             format!("{out}.residual"),
             &out,
-            "Add",
-            1.0,
-            self.bsh(),
+            self.residual(),
             vec![down, x1],
             l,
         );
@@ -584,9 +605,7 @@ impl Builder<'_> {
         let x1 = self.pointwise(
             format!("{p}.attn_residual"),
             &p,
-            "Add",
-            1.0,
-            self.bsh(),
+            self.residual(),
             vec![proj, x],
             l,
         );
@@ -594,14 +613,22 @@ impl Builder<'_> {
         let up = self.linear(&format!("{p}.mlp.c_fc"), h, f, true, ln2, l);
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
         let act = format!("{p}.mlp.act");
-        let act = self.pointwise(act.clone(), &act, "Gelu", 8.0, bsf, vec![up], l);
+        let act = self.pointwise(
+            act.clone(),
+            &act,
+            Pointwise {
+                op_type: "Gelu",
+                flops_per_element: 8.0,
+                elements: bsf,
+            },
+            vec![up],
+            l,
+        );
         let down = self.linear(&format!("{p}.mlp.c_proj"), f, h, true, act, l);
         self.pointwise(
             format!("{p}.mlp_residual"),
             &p,
-            "Add",
-            1.0,
-            self.bsh(),
+            self.residual(),
             vec![down, x1],
             l,
         )
@@ -632,9 +659,7 @@ impl Builder<'_> {
         let x1 = self.pointwise(
             format!("{p}.attn_residual"),
             &p,
-            "Add",
-            1.0,
-            self.bsh(),
+            self.residual(),
             vec![o, x],
             l,
         );
@@ -644,13 +669,25 @@ impl Builder<'_> {
         let up = self.linear(&format!("{mlp}.up_proj"), h, f, false, ln2, l);
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
         let act = format!("{mlp}.act_fn");
-        let act = self.pointwise(act.clone(), &act, "Silu", 5.0, bsf, vec![gate], l);
+        let act = self.pointwise(
+            act.clone(),
+            &act,
+            Pointwise {
+                op_type: "Silu",
+                flops_per_element: 5.0,
+                elements: bsf,
+            },
+            vec![gate],
+            l,
+        );
         let mul = self.pointwise(
             format!("{mlp}.mul"),
             &mlp,
-            "Mul",
-            1.0,
-            bsf,
+            Pointwise {
+                op_type: "Mul",
+                flops_per_element: 1.0,
+                elements: bsf,
+            },
             vec![act, up],
             l,
         );
@@ -658,9 +695,7 @@ impl Builder<'_> {
         self.pointwise(
             format!("{p}.mlp_residual"),
             &p,
-            "Add",
-            1.0,
-            self.bsh(),
+            self.residual(),
             vec![down, x1],
             l,
         )
@@ -716,7 +751,17 @@ impl Builder<'_> {
         let (h, v) = (self.spec.hidden, self.spec.vocab);
         let t = self.linear("cls.predictions.transform.dense", h, h, true, x, top);
         let act = "cls.predictions.transform.transform_act_fn";
-        let t = self.pointwise(act.into(), act, "Gelu", 8.0, self.bsh(), vec![t], top);
+        let t = self.pointwise(
+            act.into(),
+            act,
+            Pointwise {
+                op_type: "Gelu",
+                flops_per_element: 8.0,
+                elements: self.bsh(),
+            },
+            vec![t],
+            top,
+        );
         let t = self.layer_norm("cls.predictions.transform.LayerNorm", t, top);
         self.linear("cls.predictions.decoder", h, v, true, t, top);
     }

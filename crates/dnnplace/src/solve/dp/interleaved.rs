@@ -725,6 +725,24 @@ struct State {
 }
 
 /// Scratch space for [`Model::cost`].
+/// Device `d`'s layer of the DP over `family`: the moves whose value stays below `cut`,
+/// within `budget`.
+#[derive(Clone, Copy)]
+struct Step<'a> {
+    family: &'a Family,
+    d: usize,
+    cut: f64,
+    budget: &'a Budget,
+}
+
+/// A state of the layer before a [`Step`]: its tuple, its index in the layer, its value.
+#[derive(Clone, Copy)]
+struct Origin<'k> {
+    key: &'k [u32],
+    index: usize,
+    value: f64,
+}
+
 struct Scratch {
     stamp: u64,
     mark: Vec<u64>,
@@ -978,17 +996,22 @@ impl<'a> Model<'a> {
                 let mut table: HashMap<Vec<u32>, State> = HashMap::new();
                 let mut count = 0u64;
                 for i in start..(start + BLOCK_STATES).min(keys.len()) {
+                    let from = Origin {
+                        key: &keys[i],
+                        index: i,
+                        value: states[i].value,
+                    };
                     self.expand(
-                        family,
-                        d,
-                        &keys[i],
-                        i,
-                        states[i].value,
-                        cut,
+                        Step {
+                            family,
+                            d,
+                            cut,
+                            budget,
+                        },
+                        from,
                         &mut s,
                         &mut count,
                         &mut |next, state| keep_better(&mut table, next, state),
-                        budget,
                     )?;
                 }
                 Ok((table, count))
@@ -1049,22 +1072,27 @@ impl<'a> Model<'a> {
         (chain, recomputes)
     }
 
-    /// Every move of device `d` from state `i` (tuple `key`, value `value`) whose value
-    /// stays below `cut`, handed to `keep` (module docs: the prunings).
-    #[allow(clippy::too_many_arguments)]
+    /// Every move of device `step.d` from the state `from` whose value stays below
+    /// `step.cut`, handed to `keep` (module docs: the prunings).
     fn expand(
         &self,
-        family: &Family,
-        d: usize,
-        key: &[u32],
-        i: usize,
-        value: f64,
-        cut: f64,
+        step: Step,
+        from: Origin,
         s: &mut Scratch,
         moves: &mut u64,
         keep: &mut dyn FnMut(Vec<u32>, State),
-        budget: &Budget,
     ) -> Result<(), StopReason> {
+        let Step {
+            family,
+            d,
+            cut,
+            budget,
+        } = step;
+        let Origin {
+            key,
+            index: i,
+            value,
+        } = from;
         let (p, v) = (self.p, self.v);
         let last = d + 1 == p;
         let limit_of = |r: usize| -> usize {

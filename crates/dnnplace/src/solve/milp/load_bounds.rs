@@ -667,7 +667,18 @@ impl<'a> LowerBound<'a> {
             } else {
                 None
             };
-            let mut search = Search::new(u, items, cuts, k, t, self.memory, fluid, self.budget);
+            let mut search = Search::new(
+                u,
+                items,
+                cuts,
+                Bins {
+                    k,
+                    t,
+                    memory: self.memory,
+                    fluid,
+                },
+                self.budget,
+            );
             if search.run() == Packing::Impossible {
                 return false;
             }
@@ -771,16 +782,27 @@ struct Search<'a, 'b> {
     budget: Budget,
 }
 
+/// The packing question of a [`Search`]: `k` accelerators, each with time at most `t` and
+/// memory at most `memory`, and `fluid` (module docs, Packing).
+#[derive(Clone, Copy, Debug)]
+struct Bins {
+    k: usize,
+    t: f64,
+    memory: f64,
+    fluid: f64,
+}
+
 impl<'a, 'b> Search<'a, 'b> {
-    #[allow(clippy::too_many_arguments)]
     fn new(
         units: &'a Grouping,
         items: &'a [usize],
         cuts: Option<&'a mut Cuts<'b>>,
-        k: usize,
-        t: f64,
-        memory: f64,
-        fluid: f64,
+        Bins {
+            k,
+            t,
+            memory,
+            fluid,
+        }: Bins,
         budget: Budget,
     ) -> Self {
         let n = items.len();

@@ -107,8 +107,16 @@ impl Network {
                 return total;
             }
             current.copy_from_slice(&self.head);
+            let mut phase = Phase {
+                net: self,
+                residual: &mut *residual,
+                level: &level,
+                current: &mut current,
+                sink: t,
+                eps,
+            };
             loop {
-                let pushed = self.augment(residual, s, t, f64::INFINITY, &level, &mut current, eps);
+                let pushed = phase.augment(s, f64::INFINITY);
                 if pushed <= 0.0 {
                     break;
                 }
@@ -119,39 +127,42 @@ impl Network {
             }
         }
     }
+}
 
-    /// One augmenting path in the level graph (depth-first, with current-arc pointers).
-    #[allow(clippy::too_many_arguments)]
-    fn augment(
-        &self,
-        residual: &mut [f64],
-        v: usize,
-        t: usize,
-        limit: f64,
-        level: &[usize],
-        current: &mut [usize],
-        eps: f64,
-    ) -> f64 {
-        if v == t {
+/// One phase of Dinic's algorithm: the level graph `level` of the residual capacities
+/// `residual`, with the current-arc pointers `current`, towards `sink`.
+struct Phase<'n, 'r> {
+    net: &'n Network,
+    residual: &'r mut [f64],
+    level: &'r [usize],
+    current: &'r mut [usize],
+    sink: usize,
+    eps: f64,
+}
+
+impl Phase<'_, '_> {
+    /// One augmenting path from `v` carrying at most `limit` in the level graph
+    /// (depth-first, with current-arc pointers); returns what it carries.
+    fn augment(&mut self, v: usize, limit: f64) -> f64 {
+        if v == self.sink {
             return limit;
         }
-        while current[v] != NIL {
-            let a = current[v];
-            let w = self.to[a];
-            if residual[a] > eps && level[w] == level[v] + 1 {
-                let pushed =
-                    self.augment(residual, w, t, limit.min(residual[a]), level, current, eps);
+        while self.current[v] != NIL {
+            let a = self.current[v];
+            let w = self.net.to[a];
+            if self.residual[a] > self.eps && self.level[w] == self.level[v] + 1 {
+                let pushed = self.augment(w, limit.min(self.residual[a]));
                 if pushed > 0.0 {
-                    if residual[a].is_finite() {
-                        residual[a] -= pushed;
+                    if self.residual[a].is_finite() {
+                        self.residual[a] -= pushed;
                     }
-                    if residual[a ^ 1].is_finite() {
-                        residual[a ^ 1] += pushed;
+                    if self.residual[a ^ 1].is_finite() {
+                        self.residual[a ^ 1] += pushed;
                     }
                     return pushed;
                 }
             }
-            current[v] = self.next[a];
+            self.current[v] = self.net.next[a];
         }
         0.0
     }

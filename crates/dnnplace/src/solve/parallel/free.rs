@@ -207,6 +207,10 @@ impl<'a> Tables<'a> {
 
 /// One stage choice's fixed figures: units `i..j` at TP choice `x`, DP `d`.
 struct Stage {
+    /// The units `i..j` on TP choice `x` (`tps[x]`).
+    x: usize,
+    i: usize,
+    j: usize,
     compute: f64,
     m: f64,
     d: usize,
@@ -233,6 +237,9 @@ impl Tables<'_> {
             ([0.0; 2], self.links.map(|l| all_reduce_ms(l, g, d)))
         };
         Stage {
+            x,
+            i,
+            j,
             compute: s[0][j] - s[0][i],
             m: (self.global_batch / (d * self.chain.micro_batch)) as f64,
             d,
@@ -434,7 +441,7 @@ pub(super) fn run_dp<'e>(
                     }
                     let hand_over = if j < n { ends(j) } else { &[] };
                     for r in 0..pm {
-                        relax(tb, &st, (i, j, r), (x, t), &ok, hand_over, &dp, &mut cand);
+                        relax(tb, &st, r, &ok, hand_over, &dp, &mut cand);
                     }
                 }
             }
@@ -466,20 +473,19 @@ fn pareto(points: &mut Vec<Point>, front: &mut Vec<Point>) {
     }
 }
 
-/// The points the stage `i..j` on TP choice `x` (degree `t`) with the stage's `d` gives to
-/// the states `(i, r, ·)`, pushed to `cand[r·3 + class]`. `hand_over`: the keys with which
-/// the suffix after `j` may go to other groups ([`run_dp`]'s `ends`).
-#[allow(clippy::too_many_arguments)]
+/// The points the stage `st` (units `i..j` on TP choice `x`, degree `t`, with `d` replicas)
+/// gives to the states `(i, r, ·)`, pushed to `cand[r·3 + class]`. `hand_over`: the keys
+/// with which the suffix after `j` may go to other groups ([`run_dp`]'s `ends`).
 fn relax(
     tb: &Tables,
     st: &Stage,
-    (i, j, r): (usize, usize, usize),
-    (x, t): (usize, usize),
+    r: usize,
     ok: &impl Fn(f64) -> bool,
     hand_over: &[Key],
     dp: &Dp,
     cand: &mut [Vec<Point>],
 ) {
+    let (i, j, x, t) = (st.i, st.j, st.x, tb.tps[st.x].0);
     let (n, pm, d) = (dp.n, dp.pm, st.d);
     let w = t * d;
     let start = r.div_ceil(t) * t;
@@ -665,26 +671,7 @@ pub fn plan_free(
             Ok(found.map(|(cfg, found)| (found.value, (cfg, found.stages))))
         },
     );
-    let Bisection {
-        lo,
-        hi,
-        best,
-        checks,
-        stop,
-    } = run;
-    finish_free(
-        chains,
-        topo,
-        space,
-        uniform,
-        best,
-        hi,
-        lo,
-        stop,
-        checks,
-        tables.len(),
-        budget,
-    )
+    finish_free(chains, topo, space, uniform, run, tables.len(), budget)
 }
 
 /// Where a bisection on the value ended: the bound `lo`, the best value `hi` and its layout
@@ -776,22 +763,24 @@ fn check_all(
     Ok(None)
 }
 
-/// The outcome: the best free layout (or the uniform one when no free layout beat it),
-/// re-scored, with the bound `lo`.
-#[allow(clippy::too_many_arguments)]
+/// The outcome: the bisection's best free layout (or the uniform one when no free layout
+/// beat it), re-scored, with the bisection's bound `lo`; `configs` configurations searched.
 fn finish_free(
     chains: &[ChainCosts],
     topo: &Topology,
     space: &Space,
     uniform: ParallelOutcome,
-    best: Option<(FreeConfig, Vec<StageChoice>)>,
-    value: f64,
-    lo: f64,
-    stop: Option<StopReason>,
-    checks: usize,
+    run: Bisection<(FreeConfig, Vec<StageChoice>)>,
     configs: usize,
     budget: &Budget,
 ) -> Result<ParallelOutcome, String> {
+    let Bisection {
+        lo,
+        hi: value,
+        best,
+        checks,
+        stop,
+    } = run;
     let proven = lo >= value;
     let plan = match best {
         Some((cfg, stages)) => Some(rescored(chains, topo, space, cfg, &stages, value)?),
