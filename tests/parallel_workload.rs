@@ -122,7 +122,8 @@ fn random_workload(r: &mut Pick, options: bool) -> Value {
                             o[k] = x.clone();
                         }
                         let n = r.next(3) as usize;
-                        o["allReduceBytes"] = json!((0..n).map(|_| r.real(0.0, 4e7)).collect::<Vec<_>>());
+                        o["allReduceBytes"] =
+                            json!((0..n).map(|_| r.real(0.0, 4e7)).collect::<Vec<_>>());
                         list.push(o);
                     }
                     node["tensorParallel"] = json!(list);
@@ -141,7 +142,9 @@ fn random_workload(r: &mut Pick, options: bool) -> Value {
         if let Some(next) = forward.get(l + 1) {
             let (a, b) = (*ids.last().unwrap(), next[0]);
             edges.push(json!({"sourceId": a, "destId": b, "cost": cost(r)}));
-            edges.push(json!({"sourceId": backward_of[&b], "destId": backward_of[&a], "cost": cost(r)}));
+            edges.push(
+                json!({"sourceId": backward_of[&b], "destId": backward_of[&a], "cost": cost(r)}),
+            );
         }
     }
     // MODEL.md: all out-edges of a node carry one cost; the first one's wins.
@@ -186,16 +189,36 @@ fn reduction(workload: &Path, cluster: &str) -> (f64, f64) {
         .args(["plan", w, "--granularity", "layer"])
         .output()
         .unwrap();
-    assert!(layer.status.success(), "{}", String::from_utf8_lossy(&layer.stderr));
+    assert!(
+        layer.status.success(),
+        "{}",
+        String::from_utf8_lossy(&layer.stderr)
+    );
     let three = dnnplace()
-        .args(["plan", w, "--parallel", "3d", "--cluster", cluster, "--global-batch", "1"])
+        .args([
+            "plan",
+            w,
+            "--parallel",
+            "3d",
+            "--cluster",
+            cluster,
+            "--global-batch",
+            "1",
+        ])
         .args(["--tensor-parallel", "1", "--data-parallel", "1", "--json"])
         .output()
         .unwrap();
-    assert!(three.status.success(), "{}", String::from_utf8_lossy(&three.stderr));
+    assert!(
+        three.status.success(),
+        "{}",
+        String::from_utf8_lossy(&three.stderr)
+    );
     let j: Value = serde_json::from_slice(&three.stdout).unwrap();
     assert_eq!(j["outcome"], "optimal", "{j}");
-    (j["value"].as_f64().unwrap(), tps(&String::from_utf8_lossy(&layer.stdout)))
+    (
+        j["value"].as_f64().unwrap(),
+        tps(&String::from_utf8_lossy(&layer.stdout)),
+    )
 }
 
 /// The reduction on generated transformer training workloads (2–4 GPUs) and on hand-made
@@ -203,18 +226,52 @@ fn reduction(workload: &Path, cluster: &str) -> (f64, f64) {
 #[test]
 fn one_device_per_stage_is_the_contiguous_layer_planner() {
     let dir = tempfile::tempdir().unwrap();
-    for (style, layers, k) in [("gpt2", 4, 4), ("llama", 3, 3), ("bert", 5, 2), ("gpt2", 2, 3)] {
+    for (style, layers, k) in [
+        ("gpt2", 4, 4),
+        ("llama", 3, 3),
+        ("bert", 5, 2),
+        ("gpt2", 2, 3),
+    ] {
         let w = dir.path().join(format!("{style}{layers}.json"));
         let out = dnnplace()
-            .args(["generate", "transformer", "--style", style, "--layers", &layers.to_string()])
-            .args(["--hidden", "128", "--heads", "4", "--seq", "64", "--training"])
-            .args(["--device", "h100", "--cpus", "0", "--accelerators", &k.to_string()])
+            .args([
+                "generate",
+                "transformer",
+                "--style",
+                style,
+                "--layers",
+                &layers.to_string(),
+            ])
+            .args([
+                "--hidden",
+                "128",
+                "--heads",
+                "4",
+                "--seq",
+                "64",
+                "--training",
+            ])
+            .args([
+                "--device",
+                "h100",
+                "--cpus",
+                "0",
+                "--accelerators",
+                &k.to_string(),
+            ])
             .args(["--out", w.to_str().unwrap()])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let (three, layer) = reduction(&w, &model_md_cluster(dir.path(), k));
-        assert!((three - layer).abs() <= 5e-10 + 1e-9 * layer, "{style}: {three} vs {layer}");
+        assert!(
+            (three - layer).abs() <= 5e-10 + 1e-9 * layer,
+            "{style}: {three} vs {layer}"
+        );
     }
     for seed in 0..6u64 {
         let mut r = Pick(seed);
@@ -224,7 +281,10 @@ fn one_device_per_stage_is_the_contiguous_layer_planner() {
         let path = dir.path().join(format!("random{seed}.json"));
         std::fs::write(&path, w.to_string()).unwrap();
         let (three, layer) = reduction(&path, &model_md_cluster(dir.path(), k));
-        assert!((three - layer).abs() <= 5e-10 + 1e-9 * layer, "seed {seed}: {three} vs {layer}");
+        assert!(
+            (three - layer).abs() <= 5e-10 + 1e-9 * layer,
+            "seed {seed}: {three} vs {layer}"
+        );
     }
 }
 
@@ -269,10 +329,16 @@ fn a_hand_instance_adds_up() {
     // backward all-reduce of 8e6 B.
     assert_eq!((l0[1].forward_ms, l0[1].backward_ms), (1.2, 0.7));
     assert_eq!((l0[1].weight_bytes, l0[1].gradient_bytes), (55.0, 8.0));
-    assert_eq!((l0[1].tp_forward_all_reduces, l0[1].tp_backward_all_reduces), (2, 0));
+    assert_eq!(
+        (l0[1].tp_forward_all_reduces, l0[1].tp_backward_all_reduces),
+        (2, 0)
+    );
     assert_eq!((l1[1].forward_ms, l1[1].backward_ms), (2.5, 1.0));
     assert_eq!((l1[1].gradient_bytes, l1[1].activation_bytes), (4.0, 2.0));
-    assert_eq!((l1[1].tp_forward_all_reduces, l1[1].tp_backward_all_reduces), (0, 1));
+    assert_eq!(
+        (l1[1].tp_forward_all_reduces, l1[1].tp_backward_all_reduces),
+        (0, 1)
+    );
     // The cut: node 1 forward (0.5 ms at 1e9 B/s = 5e5 B), node 3 backward (1.25e5 B).
     assert_eq!(chain.cuts[1].forward, vec![5e5]);
     assert_eq!(chain.cuts[1].backward, vec![1.25e5]);
@@ -293,14 +359,29 @@ fn a_hand_instance_adds_up() {
     let net = topo.network;
     let stage0 = 1.2 + 0.7 + ar(1e6) + ar(3e6) + transfer_ms(net, 1.25e5);
     let stage1 = 2.5 + 1.0 + ar(8e6) + transfer_ms(net, 5e5);
-    assert!((s.stages[0].micro_batch_ms - stage0).abs() < 1e-12, "{:?}", s.stages[0]);
-    assert!((s.stages[1].micro_batch_ms - stage1).abs() < 1e-12, "{:?}", s.stages[1]);
+    assert!(
+        (s.stages[0].micro_batch_ms - stage0).abs() < 1e-12,
+        "{:?}",
+        s.stages[0]
+    );
+    assert!(
+        (s.stages[1].micro_batch_ms - stage1).abs() < 1e-12,
+        "{:?}",
+        s.stages[1]
+    );
     assert_eq!(s.time_per_sample_ms, stage0.max(stage1));
 }
 
 /// The random instance of `seed`: its chain (at 1 and the nodes' common degrees), a
 /// topology and a space; `None` when the options leave only `t = 1` at random.
-fn instance(seed: u64) -> (Vec<dnnplace::model::parallel::ChainCosts>, Topology, Space, Objective) {
+fn instance(
+    seed: u64,
+) -> (
+    Vec<dnnplace::model::parallel::ChainCosts>,
+    Topology,
+    Space,
+    Objective,
+) {
     let mut r = Pick(seed);
     let text = random_workload(&mut r, true).to_string();
     let w = parse_workload(&text).unwrap();
@@ -315,9 +396,16 @@ fn instance(seed: u64) -> (Vec<dnnplace::model::parallel::ChainCosts>, Topology,
     }
     let b = r.of(&[1usize, 2]);
     let chain = workload_chain(&w, &options, (&cluster, 0), &degrees, (b, 1e15)).unwrap();
-    let resident: f64 = chain.units.iter().map(|u| u.costs[0].weight_bytes + u.costs[0].gradient_bytes + u.costs[0].optimizer_bytes).sum();
+    let resident: f64 = chain
+        .units
+        .iter()
+        .map(|u| u.costs[0].weight_bytes + u.costs[0].gradient_bytes + u.costs[0].optimizer_bytes)
+        .sum();
     topo.memory_bytes = resident * r.of(&[0.1, 0.3, 0.6, 1.0, 3.0]);
-    let tensor_parallel: Vec<usize> = degrees.into_iter().filter(|t| per % t == 0).collect();
+    let tensor_parallel: Vec<usize> = degrees
+        .into_iter()
+        .filter(|t| per.is_multiple_of(*t))
+        .collect();
     let space = Space {
         tensor_parallel,
         data_parallel: None,
@@ -352,7 +440,12 @@ fn compare(seed: u64) -> Result<Option<usize>, TestCaseError> {
         (Some(plan), Some((best, v))) => {
             prop_assert_eq!(found.status.clone(), Status::Optimal);
             let tol = 1e-9 * v.abs();
-            prop_assert!((found.value - v).abs() <= tol, "uniform {} vs brute force {v} ({:?} vs {best:?})", found.value, plan.layout);
+            prop_assert!(
+                (found.value - v).abs() <= tol,
+                "uniform {} vs brute force {v} ({:?} vs {best:?})",
+                found.value,
+                plan.layout
+            );
             prop_assert!(found.bound <= found.value + tol);
             Some(plan.layout.stages[0].tensor_parallel)
         }
@@ -367,7 +460,11 @@ fn compare(seed: u64) -> Result<Option<usize>, TestCaseError> {
         (None, None) => {}
         (Some(_), Some((_, v))) => {
             let tol = 1e-9 * v.abs();
-            prop_assert!((free.value - v).abs() <= tol, "free {} vs brute force {v}", free.value);
+            prop_assert!(
+                (free.value - v).abs() <= tol,
+                "free {} vs brute force {v}",
+                free.value
+            );
             prop_assert!(free.bound <= free.value + tol);
         }
         (a, b) => prop_assert!(false, "free {:?} vs brute force {:?}", a.is_some(), b),
@@ -380,8 +477,15 @@ fn compare(seed: u64) -> Result<Option<usize>, TestCaseError> {
 fn the_random_workloads_cover_tensor_parallelism() {
     let plans: Vec<usize> = (0..60).filter_map(|s| compare(s).unwrap()).collect();
     let tp = plans.iter().filter(|&&t| t > 1).count();
-    println!("{} of 60 random workloads have a plan; t > 1: {tp}", plans.len());
-    assert!(plans.len() >= 15 && tp >= 3, "{} plans, {tp} with t > 1", plans.len());
+    println!(
+        "{} of 60 random workloads have a plan; t > 1: {tp}",
+        plans.len()
+    );
+    assert!(
+        plans.len() >= 15 && tp >= 3,
+        "{} plans, {tp} with t > 1",
+        plans.len()
+    );
 }
 
 proptest! {
@@ -396,7 +500,14 @@ fn plan_file(dir: &Path, w: &Value, extra: &[&str]) -> Output {
     let path = dir.join("w.json");
     std::fs::write(&path, w.to_string()).unwrap();
     dnnplace()
-        .args(["plan", path.to_str().unwrap(), "--parallel", "3d", "--cluster", "1x4xh100"])
+        .args([
+            "plan",
+            path.to_str().unwrap(),
+            "--parallel",
+            "3d",
+            "--cluster",
+            "1x4xh100",
+        ])
         .args(["--global-batch", "4"])
         .args(extra)
         .output()
@@ -409,39 +520,112 @@ fn bad_workloads_and_options_exit_2_naming_the_node() {
     let dir = tempfile::tempdir().unwrap();
     let hand: Value = serde_json::from_str(HAND).unwrap();
     let ok = plan_file(dir.path(), &hand, &["--json"]);
-    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let edit = |f: &dyn Fn(&mut Value)| {
         let mut w = hand.clone();
         f(&mut w);
         w
     };
     let cases: Vec<(Value, Vec<&str>, &str)> = vec![
-        (edit(&|w| w["nodes"][0]["tensorParallel"][0]["fpgaLatency"] = json!(-1.0)), vec![], "node 1: nodes[0].tensorParallel[0].fpgaLatency"),
-        (edit(&|w| w["nodes"][1]["tensorParallel"][0]["size"] = json!(1.0)), vec![], "node 2: nodes[1].tensorParallel[0].size"),
-        (edit(&|w| {
-            let o = w["nodes"][0]["tensorParallel"][0].clone();
-            w["nodes"][0]["tensorParallel"].as_array_mut().unwrap().push(o);
-        }), vec![], "degree 2 is given twice"),
-        (edit(&|w| w["nodes"][2]["tensorParallel"] = json!([{"degree": 1, "fpgaLatency": 3.5}])), vec![], "node 3: nodes[2].tensorParallel[0].degree: the option of degree 1 must repeat"),
-        (edit(&|w| w["nodes"][3]["tensorParallel"][0]["degree"] = json!(3)), vec![], "node 4: tensorParallel degree 3"),
-        (edit(&|w| w["nodes"][3].as_object_mut().unwrap().remove("layerId").map(|_| ()).unwrap()), vec![], "node 4: no layerId"),
-        (edit(&|w| {
-            for n in w["nodes"].as_array_mut().unwrap() {
-                n["isBackwardNode"] = json!(false);
-            }
-            w["edges"] = json!([{"sourceId": 1, "destId": 2, "cost": 0.5}]);
-        }), vec![], "no backward node"),
-        (edit(&|w| {
-            w["nodes"].as_array_mut().unwrap().push(json!({"id": 5, "fpgaLatency": 1.0, "cpuLatency": 1, "layerId": 2, "latencies": {"h100": 1.0}}));
-            w["edges"].as_array_mut().unwrap().push(json!({"sourceId": 1, "destId": 5, "cost": 0.5}));
-        }), vec![], "edge 1 -> 5: from layer 0 to layer 2"),
-        (edit(&|w| {
-            w["nodes"][1]["supportedOnFpga"] = json!(false);
-            w["maxCPUs"] = json!(1);
-        }), vec![], "node 2: supportedOnFpga is false"),
-        (edit(&|w| w["nodes"][3].as_object_mut().unwrap().remove("tensorParallel").map(|_| ()).unwrap()), vec!["--tensor-parallel", "2"], "node 4 has none"),
-        (hand.clone(), vec!["--micro-batch", "auto"], "--micro-batch auto"),
-        (hand.clone(), vec!["--export", "megatron"], "--export does not apply to a workload JSON"),
+        (
+            edit(&|w| w["nodes"][0]["tensorParallel"][0]["fpgaLatency"] = json!(-1.0)),
+            vec![],
+            "node 1: nodes[0].tensorParallel[0].fpgaLatency",
+        ),
+        (
+            edit(&|w| w["nodes"][1]["tensorParallel"][0]["size"] = json!(1.0)),
+            vec![],
+            "node 2: nodes[1].tensorParallel[0].size",
+        ),
+        (
+            edit(&|w| {
+                let o = w["nodes"][0]["tensorParallel"][0].clone();
+                w["nodes"][0]["tensorParallel"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(o);
+            }),
+            vec![],
+            "degree 2 is given twice",
+        ),
+        (
+            edit(&|w| w["nodes"][2]["tensorParallel"] = json!([{"degree": 1, "fpgaLatency": 3.5}])),
+            vec![],
+            "node 3: nodes[2].tensorParallel[0].degree: the option of degree 1 must repeat",
+        ),
+        (
+            edit(&|w| w["nodes"][3]["tensorParallel"][0]["degree"] = json!(3)),
+            vec![],
+            "node 4: tensorParallel degree 3",
+        ),
+        (
+            edit(&|w| {
+                w["nodes"][3]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("layerId")
+                    .map(|_| ())
+                    .unwrap()
+            }),
+            vec![],
+            "node 4: no layerId",
+        ),
+        (
+            edit(&|w| {
+                for n in w["nodes"].as_array_mut().unwrap() {
+                    n["isBackwardNode"] = json!(false);
+                }
+                w["edges"] = json!([{"sourceId": 1, "destId": 2, "cost": 0.5}]);
+            }),
+            vec![],
+            "no backward node",
+        ),
+        (
+            edit(&|w| {
+                w["nodes"].as_array_mut().unwrap().push(json!({"id": 5, "fpgaLatency": 1.0, "cpuLatency": 1, "layerId": 2, "latencies": {"h100": 1.0}}));
+                w["edges"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"sourceId": 1, "destId": 5, "cost": 0.5}));
+            }),
+            vec![],
+            "edge 1 -> 5: from layer 0 to layer 2",
+        ),
+        (
+            edit(&|w| {
+                w["nodes"][1]["supportedOnFpga"] = json!(false);
+                w["maxCPUs"] = json!(1);
+            }),
+            vec![],
+            "node 2: supportedOnFpga is false",
+        ),
+        (
+            edit(&|w| {
+                w["nodes"][3]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("tensorParallel")
+                    .map(|_| ())
+                    .unwrap()
+            }),
+            vec!["--tensor-parallel", "2"],
+            "node 4 has none",
+        ),
+        (
+            hand.clone(),
+            vec!["--micro-batch", "auto"],
+            "--micro-batch auto",
+        ),
+        (
+            hand.clone(),
+            vec!["--export", "megatron"],
+            "--export does not apply to a workload JSON",
+        ),
     ];
     for (w, flags, says) in cases {
         let out = plan_file(dir.path(), &w, &flags);

@@ -285,7 +285,7 @@ fn model_of(args: &PlanArgs) -> Result<(crate::costmodel::hf_config::HfModel, DT
     }
     let model = costmodel_cmds::hf_model(path, &args.model).map_err(|e| {
         CliError::Input(format!(
-            "{e} (--parallel 3d reads a Hugging Face config.json; a workload JSON's operators carry no tensor-parallel split)"
+            "{e} (--parallel 3d reads a Hugging Face config.json or a training workload JSON)"
         ))
     })?;
     let dtype = args.model.dtype.or(model.dtype).unwrap_or(DType::Bf16);

@@ -82,12 +82,16 @@ fn check_degrees(
     let Some(list) = asked.filter(|t| t.trim() != "auto") else {
         return Ok(common);
     };
-    for t in list.split(',').filter_map(|x| x.trim().parse::<usize>().ok()) {
+    for t in list
+        .split(',')
+        .filter_map(|x| x.trim().parse::<usize>().ok())
+    {
         if !common.contains(&t) {
-            let lacking = w
-                .nodes()
-                .iter()
-                .find(|n| !options.get(&n.id).is_some_and(|o| o.iter().any(|x| x.degree == t)));
+            let lacking = w.nodes().iter().find(|n| {
+                !options
+                    .get(&n.id)
+                    .is_some_and(|o| o.iter().any(|x| x.degree == t))
+            });
             let who = lacking.map_or(String::new(), |n| format!(": node {} has none", n.id));
             return Err(CliError::Input(format!(
                 "--tensor-parallel {t}: every node needs a tensorParallel option of that degree{who} (the workload's degrees: {common:?})"
@@ -142,7 +146,12 @@ pub fn run(
     let recompute = args.schedule.recompute;
     if let Some((topo, profiles)) = mixed_cluster(args)? {
         let display = topo.display();
-        let valid = check_degrees(&w, &options, display.per_machine, flags.tensor_parallel.as_deref())?;
+        let valid = check_degrees(
+            &w,
+            &options,
+            display.per_machine,
+            flags.tensor_parallel.as_deref(),
+        )?;
         let space = space_of(&flags, recompute, &display, &valid, schedule)?;
         let cluster = super::costmodel_cmds::cluster_from_flag(
             args.model.cluster.as_deref().unwrap_or_default(),
@@ -153,7 +162,13 @@ pub fn run(
         for g in &topo.groups {
             let ty = cluster.types().iter().position(|t| t.name == g.type_name);
             let ty = ty.ok_or_else(|| CliError::Internal(format!("no type {}", g.type_name)))?;
-            chains.push(vec![chain_on(&w, &options, (&cluster, ty), &profiles, &space)?]);
+            chains.push(vec![chain_on(
+                &w,
+                &options,
+                (&cluster, ty),
+                &profiles,
+                &space,
+            )?]);
         }
         let problem = ParallelProblem {
             chains,
@@ -169,7 +184,12 @@ pub fn run(
         &args.model.device_file,
         args.devices.memory,
     )?;
-    let valid = check_degrees(&w, &options, topo.per_machine, flags.tensor_parallel.as_deref())?;
+    let valid = check_degrees(
+        &w,
+        &options,
+        topo.per_machine,
+        flags.tensor_parallel.as_deref(),
+    )?;
     let mut space = space_of(&flags, recompute, &topo, &valid, schedule)?;
     within_target(export, &mut space)?;
     search_goal(args, &cluster, &mut space, objective)?;

@@ -60,7 +60,12 @@ pub enum ChainError {
     #[error("node {node}: supportedOnFpga is false, but every stage of a parallel layout runs on accelerators")]
     CpuOnly { node: i64 },
     #[error("node {node}: colour class {class} spans layers {a} and {b}; a stage boundary between layers would split it")]
-    ClassSpansLayers { node: i64, class: i64, a: i64, b: i64 },
+    ClassSpansLayers {
+        node: i64,
+        class: i64,
+        a: i64,
+        b: i64,
+    },
     #[error("edge {from} -> {to}: from layer {a} to layer {b}, not a neighbouring layer: the layers are not a chain")]
     NotChain { from: i64, to: i64, a: i64, b: i64 },
     #[error("node {node} (layer {layer}) sends to both the layer before and the layer after it: the layers are not a chain")]
@@ -175,7 +180,10 @@ fn option_at<'a>(
         .get(&id)
         .and_then(|o| o.iter().find(|x| x.degree == t))
         .map(Some)
-        .ok_or(ChainError::MissingDegree { node: id, degree: t })
+        .ok_or(ChainError::MissingDegree {
+            node: id,
+            degree: t,
+        })
 }
 
 /// Adds node `v` at degree `t` to unit cost `c`; `scale` turns a reference time into
@@ -241,12 +249,11 @@ pub fn workload_chain(
     for &t in tp_degrees {
         let mut sums = vec![TpCost::default(); ids.len()];
         let mut reduces = vec![[(0u32, 0.0f64); 2]; ids.len()];
-        for v in 0..w.len() {
+        for (v, &u) in unit_of.iter().enumerate() {
             let own = costs.time(ty, v);
             let f = w.node(v).fpga_latency;
             let scale = if f > 0.0 { own / f } else { speed_ratio };
             let option = option_at(w, options, v, t)?;
-            let u = unit_of[v];
             add_node(&mut sums[u], w, (v, option), (own, scale), &mut reduces[u]);
         }
         for (u, (mut c, [(kf, xf), (kb, xb)])) in sums.into_iter().zip(reduces).enumerate() {

@@ -92,7 +92,10 @@ pub fn parse_tensor_parallel(text: &str, w: &Workload) -> Result<TpOptions, IoEr
             continue;
         }
         let v = w.index_of(node.id).ok_or_else(|| {
-            IoError::Format(format!("nodes[{i}]: node {} is not in the workload", node.id))
+            IoError::Format(format!(
+                "nodes[{i}]: node {} is not in the workload",
+                node.id
+            ))
         })?;
         let own = w.node(v);
         let mut list: Vec<TpOption> = Vec::new();
@@ -149,7 +152,10 @@ fn checked(o: &RawOption) -> Result<TpOption, (&'static str, String)> {
         return Err((field, format!("{x} is not a finite number ≥ 0")));
     }
     if let Some((k, x)) = o.all_reduce_bytes.iter().enumerate().find(|x| bad(*x.1)) {
-        return Err(("allReduceBytes", format!("entry {k}, {x}, is not a finite number ≥ 0")));
+        return Err((
+            "allReduceBytes",
+            format!("entry {k}, {x}, is not a finite number ≥ 0"),
+        ));
     }
     let memory = NodeMemory {
         weight_bytes: o.weight_bytes,
@@ -170,7 +176,12 @@ fn checked(o: &RawOption) -> Result<TpOption, (&'static str, String)> {
         fpga_latency: o.fpga_latency,
         size_bytes,
         memory,
-        all_reduce_bytes: o.all_reduce_bytes.iter().copied().filter(|&x| x > 0.0).collect(),
+        all_reduce_bytes: o
+            .all_reduce_bytes
+            .iter()
+            .copied()
+            .filter(|&x| x > 0.0)
+            .collect(),
     })
 }
 
@@ -213,7 +224,10 @@ mod tests {
         assert_eq!(o.iter().map(|x| x.degree).collect::<Vec<_>>(), [2, 4]);
         assert_eq!((o[0].size_bytes, o[0].memory.activation_bytes), (7.0, 3.0));
         // `size` defaults to the parts' sum; a 0-byte all-reduce moves nothing.
-        assert_eq!((o[1].size_bytes, o[1].all_reduce_bytes.clone()), (2.0, vec![8.0]));
+        assert_eq!(
+            (o[1].size_bytes, o[1].all_reduce_bytes.clone()),
+            (2.0, vec![8.0])
+        );
         assert!(!got.contains_key(&2));
     }
 
