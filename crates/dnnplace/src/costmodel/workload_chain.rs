@@ -85,7 +85,10 @@ pub fn common_degrees(w: &Workload, options: &TpOptions) -> Vec<usize> {
             .get(&id)
             .map_or_else(Vec::new, |o| o.iter().map(|x| x.degree).collect())
     };
-    let mut common = of(w.node(0).id);
+    let Some(first) = w.nodes().first() else {
+        return vec![1];
+    };
+    let mut common = of(first.id);
     for n in w.nodes() {
         let mine = of(n.id);
         common.retain(|t| mine.contains(t));
