@@ -3,7 +3,8 @@
 //! (`docs/parallel.md`). Flags → [`Space`] and the devices → a [`ParallelProblem`] (the
 //! library prices the model's chains per micro-batch), the library's one entry
 //! [`parallel::plan`] (or the problem's sweep and fewest-devices questions), the table or
-//! JSON, `--out` written atomically.
+//! JSON, `--out` written atomically. A MODEL.md workload JSON instead of a config.json is
+//! priced by [`super::parallel_workload`] and searched by the same tail ([`solve_problem`]).
 
 use std::path::Path;
 use std::time::Instant;
@@ -38,9 +39,11 @@ pub enum ParallelKind {
 /// The flags of parallel layouts.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ParallelFlags {
-    /// Plan the whole parallel layout of a transformer given as a Hugging Face config.json:
-    /// `3d` = pipeline stages × tensor parallel × data parallel, with ZeRO and the
-    /// micro-batch (docs/parallel.md). Needs --cluster and --global-batch.
+    /// Plan the whole parallel layout of a transformer given as a Hugging Face config.json,
+    /// or of a training workload JSON (its layers as the chain, TP costs from its nodes'
+    /// optional tensorParallel options): `3d` = pipeline stages × tensor parallel × data
+    /// parallel, with ZeRO and the micro-batch (docs/parallel.md). Needs --cluster and
+    /// --global-batch.
     #[arg(long, value_enum, value_name = "KIND")]
     pub parallel: Option<ParallelKind>,
     /// --parallel 3d: TP degrees to consider, a comma list (1,2,4,8) or `auto` (every
@@ -154,7 +157,7 @@ fn auto_or<T>(
 }
 
 /// The search space of the flags, for a model whose valid TP degrees are `valid`.
-fn space_of(
+pub(super) fn space_of(
     flags: &ParallelFlags,
     recompute: Option<crate::model::recompute::Recompute>,
     topo: &Topology,
@@ -282,7 +285,7 @@ fn model_of(args: &PlanArgs) -> Result<(crate::costmodel::hf_config::HfModel, DT
     }
     let model = costmodel_cmds::hf_model(path, &args.model).map_err(|e| {
         CliError::Input(format!(
-            "{e} (--parallel 3d reads a Hugging Face config.json; a workload JSON's operators carry no tensor-parallel split)"
+            "{e} (--parallel 3d reads a Hugging Face config.json or a training workload JSON)"
         ))
     })?;
     let dtype = args.model.dtype.or(model.dtype).unwrap_or(DType::Bf16);
@@ -357,7 +360,7 @@ fn target_rules(format: &str) -> (&'static [Zero], &'static [Schedule], &'static
 /// With `--export FORMAT`, the search stays within what the target runs, so the export
 /// never fails on the plan made for it: `auto` ZeRO becomes the target's stages, and an
 /// explicit stage or schedule it does not run is refused before the search.
-fn within_target(export: Option<&str>, space: &mut Space) -> Result<(), CliError> {
+pub(super) fn within_target(export: Option<&str>, space: &mut Space) -> Result<(), CliError> {
     let Some(format) = export else {
         return Ok(());
     };
@@ -410,7 +413,7 @@ fn sequence_parallel(export: Option<&str>, asked: bool) -> Result<SequenceParall
 
 /// `--budget PRICE` caps the accelerators at what the price buys (one type: PRICE over its
 /// price per hour); `--target-tps` searches time per sample and is given alone.
-fn search_goal(
+pub(super) fn search_goal(
     args: &PlanArgs,
     cluster: &crate::model::Cluster,
     space: &mut Space,
@@ -467,7 +470,7 @@ fn objective_of(arg: ObjectiveArg) -> Result<Objective, CliError> {
 
 /// The cluster of `--cluster`, its profiles, and its topology with `--memory` applied;
 /// exit 2 without one or when its machines differ.
-fn topology_of(
+pub(super) fn topology_of(
     spec: Option<&str>,
     device_files: &[std::path::PathBuf],
     memory: Option<f64>,
@@ -506,6 +509,9 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         check_free(args, objective)?;
     }
     let schedule = schedule_of(args)?;
+    if super::parallel_workload::is_workload_json(&args.workload) {
+        return super::parallel_workload::run(args, started, (schedule, objective), export);
+    }
     let (model, dtype) = model_of(args)?;
     if let Some(mixed) = mixed_cluster(args)? {
         return run_mixed(args, started, mixed, (&model, dtype), schedule);
@@ -544,15 +550,27 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         layouts,
     )
     .map_err(CliError::Input)?;
+    solve_problem(args, started, &problem, export)
+}
+
+/// The search of `problem` (the sweep, the fewest devices, or one plan, by the flags) and
+/// its output: the tail every `plan --parallel 3d` shares.
+pub(super) fn solve_problem(
+    args: &PlanArgs,
+    started: Instant,
+    problem: &ParallelProblem,
+    export: Option<&str>,
+) -> Result<(), CliError> {
+    let (layouts, objective) = (problem.layouts, problem.objective);
     let budget = run_budget(args, started)?;
     // `--free` refuses `--sweep` and `--target-tps` (check_free).
     if args.sweep && layouts == Layouts::Uniform {
-        return run_sweep(args, &problem, &budget);
+        return run_sweep(args, problem, &budget);
     }
     if let (Some(target), Layouts::Uniform) = (args.target_tps, layouts) {
-        return run_target_tps(args, &problem, target, &budget, export);
+        return run_target_tps(args, problem, target, &budget, export);
     }
-    let outcome = parallel::plan(&problem, &budget).map_err(CliError::Internal)?;
+    let outcome = parallel::plan(problem, &budget).map_err(CliError::Internal)?;
     finish(
         args,
         &outcome,
@@ -658,7 +676,7 @@ fn run_target_tps(
 }
 
 /// The cluster of `--cluster` when it holds several accelerator types, with its profiles.
-fn mixed_cluster(
+pub(super) fn mixed_cluster(
     args: &PlanArgs,
 ) -> Result<Option<(MixedTopology, Vec<crate::model::profiles::DeviceProfile>)>, CliError> {
     let Some(spec) = args.model.cluster.as_deref() else {

@@ -19,6 +19,8 @@
 //!   module names;
 //! - [`parallel`]: tensor-parallel costs of the transformer's operators, Megatron-style,
 //!   as the chain a parallel layout splits;
+//! - [`workload_chain`]: a MODEL.md training workload (with its optional per-node
+//!   `tensorParallel` options) as the chain a parallel layout splits;
 //! - [`synthetic`]: GPT-like and wide graphs for scale tests.
 
 pub mod calibrate;
@@ -32,6 +34,7 @@ pub mod profiles;
 pub mod synthetic;
 pub mod training;
 pub mod transformer;
+pub mod workload_chain;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError};
 pub use graph::{to_workload, CostSettings, Op, OpGraph};

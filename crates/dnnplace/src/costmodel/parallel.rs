@@ -330,6 +330,7 @@ fn priced_unit(
             if t > 1 {
                 (c.tp_forward_all_reduces, c.tp_backward_all_reduces) = (forward_ar, backward_ar);
                 c.tp_all_reduce_bytes = x;
+                c.tp_backward_all_reduce_bytes = x;
             }
             c
         })

@@ -8,6 +8,8 @@
 //! - [`cluster_resolve`]: a cluster document or `--cluster` short form resolved into a
 //!   [`crate::model::Cluster`], defaults from the device profiles;
 //! - [`profile_file`]: device profile files (TOML);
+//! - [`tensor_parallel_json`]: a workload JSON's optional per-node `tensorParallel` options
+//!   (`plan WORKLOAD.json --parallel 3d`);
 //! - [`input_file`]: input files read whole within a size limit, never a device;
 //! - [`output_file`]: `--out` files, written atomically over regular files only.
 
@@ -20,6 +22,7 @@ pub mod output_file;
 pub mod piper_file;
 pub mod placement_json;
 pub mod profile_file;
+pub mod tensor_parallel_json;
 pub mod workload_json;
 
 pub use input_file::{read_input, read_input_text, text_of, TEXT_LIMIT_BYTES};

@@ -20,6 +20,10 @@
 //!   made of ([`crate::model::memory`]); when any is present the others default to 0, and
 //!   together they may not exceed `size`. Without them `size` keeps its MODEL.md meaning.
 //!
+//! - `tensorParallel`: the node's costs per tensor-parallel degree, read only by
+//!   `plan --parallel 3d` ([`super::tensor_parallel_json`], which states the format); this
+//!   reader ignores it and the writer does not write it.
+//!
 //! Optional fields for clusters ([`crate::model::cluster`], `docs/cluster.md`); a file
 //! without them means exactly what it means in MODEL.md:
 //! - node `latencies`: the node's time, ms, per device profile

@@ -99,8 +99,27 @@ pub struct TpCost {
     pub tp_forward_all_reduces: u32,
     /// All-reduces TP adds to the backward pass.
     pub tp_backward_all_reduces: u32,
-    /// Bytes of each of those all-reduces.
+    /// Bytes of each forward all-reduce.
     pub tp_all_reduce_bytes: f64,
+    /// Bytes of each backward all-reduce (the transformer's: the forward ones'; a workload
+    /// JSON's options may differ, [`crate::costmodel::workload_chain`]).
+    pub tp_backward_all_reduce_bytes: f64,
+}
+
+impl TpCost {
+    /// The TP all-reduces of `forward_passes` forward passes (1, or 2 with recomputation)
+    /// and one backward pass among `t` devices on `link`, ms:
+    /// `forward_passes · k_f · all-reduce(x_f, t) + k_b · all-reduce(x_b, t)`.
+    pub fn tp_collectives_ms(&self, link: Link, t: usize, forward_passes: u32) -> f64 {
+        let forward = all_reduce_ms(link, self.tp_all_reduce_bytes, t);
+        let count_f = self.tp_forward_all_reduces * forward_passes;
+        if self.tp_backward_all_reduce_bytes == self.tp_all_reduce_bytes {
+            // One size: the count times one all-reduce (the transformer's figures, unchanged).
+            return f64::from(count_f + self.tp_backward_all_reduces) * forward;
+        }
+        let backward = all_reduce_ms(link, self.tp_backward_all_reduce_bytes, t);
+        f64::from(count_f) * forward + f64::from(self.tp_backward_all_reduces) * backward
+    }
 }
 
 /// One unit of the chain.

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! compute_s  = Σ_{u ∈ U_s} (forward_u(t) + backward_u(t))
-//! tp_s       = Σ_u (ar_fw_u + ar_bw_u) · all-reduce(x_u, t)               on the peer link
+//! tp_s       = Σ_u ar_fw_u · all-reduce(x_u, t) + ar_bw_u · all-reduce(x'_u, t)   on the peer link
 //! transfer_s = Σ_{forward producers before s} transfer(x) over the link from s − 1
 //!            + Σ_{gradient producers after s} transfer(x) over the link from s + 1
 //!            (+ the sender's host-link transfer of what it sends, on machines without a
@@ -451,9 +451,7 @@ fn score_stage(
     for u in st.units.clone() {
         let c = &chain.units[u].costs[ti];
         out.compute_ms += c.forward_ms * f64::from(1 + again) + c.backward_ms;
-        let collectives =
-            (c.tp_forward_all_reduces * (1 + again) + c.tp_backward_all_reduces) as f64;
-        out.tensor_parallel_ms += collectives * all_reduce_ms(tp_link, c.tp_all_reduce_bytes, t);
+        out.tensor_parallel_ms += c.tp_collectives_ms(tp_link, t, 1 + again);
         weights += c.weight_bytes;
         grads += c.gradient_bytes;
         optimizer += c.optimizer_bytes;
@@ -553,9 +551,10 @@ pub fn pass_times(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize
     for u in st.units.clone() {
         let c = &chain.units[u].costs[ti];
         let ar = all_reduce_ms(tp_link, c.tp_all_reduce_bytes, t);
+        let ar_back = all_reduce_ms(tp_link, c.tp_backward_all_reduce_bytes, t);
         let fw = c.forward_ms + f64::from(c.tp_forward_all_reduces) * ar;
         forward += fw;
-        backward += c.backward_ms + f64::from(c.tp_backward_all_reduces) * ar;
+        backward += c.backward_ms + f64::from(c.tp_backward_all_reduces) * ar_back;
         if layout.recompute {
             backward += fw;
         }

@@ -428,17 +428,12 @@ pub(crate) fn unit_prefix_sums(
     let mut sums: [Vec<f64>; 5] = std::array::from_fn(|_| vec![0.0; n + 1]);
     for (u, unit) in chain.units.iter().enumerate() {
         let k = &unit.costs[ti];
-        let each = all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t);
-        let again = if recompute {
-            k.forward_ms + f64::from(k.tp_forward_all_reduces) * each
-        } else {
-            0.0
-        };
+        let again = if recompute { k.forward_ms } else { 0.0 };
         let x = [
             k.forward_ms
                 + k.backward_ms
-                + f64::from(k.tp_forward_all_reduces + k.tp_backward_all_reduces) * each
-                + again,
+                + again
+                + k.tp_collectives_ms(tp_link, t, 1 + u32::from(recompute)),
             k.weight_bytes,
             k.gradient_bytes,
             k.optimizer_bytes,
