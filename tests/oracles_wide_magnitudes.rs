@@ -245,16 +245,10 @@ fn check_cluster_dp(seed: u64) -> Result<(), TestCaseError> {
 /// The cluster DP's plan, value and lower bound, and the chain bound, against
 /// [`cluster_minimum`] on `w` (drawn from `seed`).
 fn check_dp_on(w: &Workload, seed: u64) -> Result<(), TestCaseError> {
-    let costs = ClusterCosts::of(&w);
-    let minimum = cluster_minimum(&w, &costs);
-    let dp = solve(
-        &w,
-        &costs,
-        &Limits::default(),
-        Tracking::Best,
-        f64::INFINITY,
-    )
-    .expect("the cluster DP runs");
+    let costs = ClusterCosts::of(w);
+    let minimum = cluster_minimum(w, &costs);
+    let dp = solve(w, &costs, &Limits::default(), Tracking::Best, f64::INFINITY)
+        .expect("the cluster DP runs");
     prop_assert!(
         dp.stopped.is_none(),
         "seed {seed}: the DP stopped: {:?}",
@@ -265,7 +259,7 @@ fn check_dp_on(w: &Workload, seed: u64) -> Result<(), TestCaseError> {
         "seed {seed}: the DP's lower bound {} is above exhaustive search {minimum}",
         dp.lower_bound
     );
-    let chain = chain_bound(&w, &costs, &Budget::new(None, None));
+    let chain = chain_bound(w, &costs, &Budget::new(None, None));
     prop_assert!(
         chain <= minimum,
         "seed {seed}: the chain bound {chain} is above exhaustive search {minimum}"
@@ -276,7 +270,7 @@ fn check_dp_on(w: &Workload, seed: u64) -> Result<(), TestCaseError> {
             "seed {seed}: no DP plan, exhaustive {minimum}"
         ),
         Some((value, p)) => {
-            let e = evaluate_on_cluster(&w, &costs, p);
+            let e = evaluate_on_cluster(w, &costs, p);
             prop_assert!(
                 e.is_valid() && e.is_contiguous(),
                 "seed {seed}: {:?} {:?}",
