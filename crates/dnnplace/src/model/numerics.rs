@@ -139,6 +139,23 @@ impl Sum {
         total + (self.err + other.err + 6.0 * UNIT_ROUNDOFF * big.abs())
     }
 
+    /// A value `v` with `v ≤ x` for every f64 `x ≥ S_self − S_other` (exact sums), in a
+    /// few flops, for tests `v ≤ limit` that must hold whenever the exact difference is
+    /// within `limit`. Whatever the cancellation, the margin is `4u` of the difference plus
+    /// `4u` of the low parts (themselves at most `u` of the sums), so within `u²` of the
+    /// sums where plain prefix sums lose `u` of them: `d = fl(hi − hi')`, `l = fl(lo − lo')` and
+    /// `t = fl(d + l)` round by at most `u·|d|`, `u·|l|` and `u·|t| ≤ u(1 + u)(|d| + |l|)`,
+    /// so `|t − (S − S')| ≤ err + err' + (2 + 2u)·u·(|d| + |l|)`; the margin takes `2·(err +
+    /// err') + 4u·(|d| + |l|)`, which its own three roundings cannot bring below that, and
+    /// `t − margin` rounds monotonically (to at most any f64 above the exact value).
+    #[inline]
+    pub fn difference_lower_bound(self, other: Sum) -> f64 {
+        let d = self.hi - other.hi;
+        let l = self.lo - other.lo;
+        let t = d + l;
+        t - (2.0 * (self.err + other.err) + 4.0 * UNIT_ROUNDOFF * (d.abs() + l.abs()))
+    }
+
     /// The sum rounded to f64 (`hi`; within `u·|S| + err` of the exact sum `S`).
     #[inline]
     pub fn value(self) -> f64 {
@@ -615,6 +632,44 @@ mod tests {
             );
             assert!(over(plus, truth) <= 8.0 * UNIT_ROUNDOFF * truth as f64 + tol(truth));
         }
+    }
+
+    /// The difference of two prefix sums of non-negative values (the chain bound's
+    /// intervals) is bounded below exactly and within a few ulps of the difference itself,
+    /// whatever the prefix's magnitude, checked in exact integer arithmetic (values are
+    /// multiples of 2⁻³⁰ below 2⁸³, as above).
+    #[test]
+    fn difference_lower_bound_holds_exactly() {
+        let mut r = Dyadic(0x0DDB_1A5E_5BAD_5EED);
+        for _ in 0..2000 {
+            let mut prefixes = vec![(Sum::ZERO, 0i128)];
+            for _ in 0..1 + r.next() % 60 {
+                let (s, e) = *prefixes.last().expect("non-empty");
+                let x = r.value();
+                prefixes.push((s.plus(x), e + exact(x)));
+            }
+            let n = prefixes.len() as u64;
+            let (h, e) = (r.next() % n, r.next() % n);
+            let ((sh, eh), (se, ee)) = (prefixes[h.min(e) as usize], prefixes[h.max(e) as usize]);
+            let low = se.difference_lower_bound(sh);
+            let truth = ee - eh;
+            // For an integer t, x ≤ t exactly when ⌈x⌉ ≤ t.
+            assert!((low * GRID).ceil() as i128 <= truth, "{low} above {truth}");
+            let lows = (se.lo.abs() + sh.lo.abs()) * GRID;
+            let margin = 8.0 * UNIT_ROUNDOFF * (truth as f64 + lows)
+                + 3.0 * (se.error_bound() + sh.error_bound()) * GRID
+                + 1.0;
+            assert!(
+                truth as f64 - low * GRID <= margin,
+                "{low} far below {truth}"
+            );
+        }
+        // The instance a plain prefix difference lost (0.0625 for 1.5e-7 bytes after
+        // 4.8e14): the bound is the small group's size within u² of the sums (6e-18).
+        let sizes = [66684978446275.72, 417604996332608.2, 1.5060297713562063e-7];
+        let (two, three) = (Sum::of(sizes[..2].iter().copied()), Sum::of(sizes));
+        let low = three.difference_lower_bound(two);
+        assert!(low <= sizes[2] && low >= sizes[2] - 1e-16, "{low}");
     }
 
     #[test]

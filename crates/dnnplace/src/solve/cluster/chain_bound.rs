@@ -37,9 +37,21 @@
 //!
 //! (the device unused, the last stage, or a stage followed by the others). `τ` is feasible
 //! iff `T[all devices] = 0`. The bound is the largest `τ` found infeasible by bisection
-//! (relative width `1e-12`), scaled down by `1e-12` for the prefix sums' rounding (they are
-//! compensated sums). The cluster DP's tail test reads the same table at its bound
-//! ([`crate::solve::cluster::dp`]).
+//! (relative width `1e-12`), scaled down by `1e-12` for the scorer's plain sums. The
+//! cluster DP's tail test reads the same table at its bound ([`crate::solve::cluster::dp`]).
+//!
+//! **Rounding.** The relaxation stays one only if an interval is never judged over `τ` or
+//! over a memory when it is not. Plain prefix differences fail that: they lose `u` of the
+//! prefix, so after 4.8e14 bytes a group of 1.5e-7 bytes came out as 0.0625 bytes, over a
+//! 6.2e-4-byte memory, and the tail test cut the optimum 7.0005 of
+//! `tests/oracles_wide_magnitudes.rs` seed 867203293147939067 (the DP proved 2475716.29,
+//! and this bound said the same). So prefixes are [`Sum`]s and an interval's charge and
+//! bytes are [`Sum::difference_lower_bound`]s: at most the exact sums, whatever the
+//! cancellation. A memory is compared with [`MEMORY_SLACK`] added, for the plain sums of
+//! the scorer and the DP's certified stage sums (a plan they call fitting may exceed it in
+//! exact arithmetic by that much). With every test on the safe side, `back_c(e)` is at
+//! most its exact value (the test holds from the exact `h*` to `e`, and the bisection
+//! keeps a failing `lo`), hence so is every `T[u]`: the relaxation holds.
 //!
 //! **Cost.** `R` by bit-parallel reachability, 64 sources per pass over the arcs:
 //! O(n/64 · (n + m)) word operations; each table O(|U| · C · log n) for the
@@ -47,11 +59,16 @@
 //! [`MAX_USAGE_VECTORS`] vectors, or past the time given, no bound (0).
 
 use crate::model::contraction::Contraction;
+use crate::model::numerics::Sum;
 use crate::model::{ClusterCosts, Workload};
 use crate::solve::budget::Budget;
 
 /// Usage vectors above this make the bound too slow to be worth it: it returns 0.
 pub const MAX_USAGE_VECTORS: usize = 2_000_000;
+
+/// Relative slack on a memory (module documentation, "Rounding"): the scorer's plain sum
+/// of `k` sizes is within `(k − 1)u` of the exact sum, below `1e-9` for `k < 9·10⁶`.
+const MEMORY_SLACK: f64 = 1e-9;
 
 /// One device class: an accelerator type or the CPU cores.
 pub(crate) struct Class {
@@ -69,11 +86,11 @@ pub(crate) struct Chain {
     n: usize,
     /// `R̂(l)`, `l = 0..=n`.
     windows: Vec<usize>,
-    bytes: Vec<f64>,
+    bytes: Vec<Sum>,
     unsupported: Vec<u32>,
     /// The classes with devices, with compensated prefix sums of their times, and their
     /// positions in the list given to [`Chain::new`].
-    classes: Vec<(Class, Vec<f64>)>,
+    classes: Vec<(Class, Vec<Sum>)>,
     given: Vec<usize>,
     /// Stride of each class's digit in a usage vector's mixed-radix index.
     stride: Vec<usize>,
@@ -90,7 +107,7 @@ impl Chain {
         windows: Vec<usize>,
         max_vectors: usize,
     ) -> Option<Chain> {
-        let (given, classes): (Vec<usize>, Vec<(Class, Vec<f64>)>) = classes
+        let (given, classes): (Vec<usize>, Vec<(Class, Vec<Sum>)>) = classes
             .into_iter()
             .enumerate()
             .filter(|(_, k)| k.count > 0)
@@ -147,14 +164,18 @@ impl Chain {
         stop_at_zero: bool,
     ) -> Option<Vec<u32>> {
         let n = self.n;
-        let fits = |(k, time): &(Class, Vec<f64>), h: usize, e: usize| {
-            time[e] - time[h] <= tau
-                && self.bytes[e] - self.bytes[h] <= k.memory
+        // Certainly true when the exact interval fits (module documentation, "Rounding").
+        let fits = |(k, time): &(Class, Vec<Sum>), h: usize, e: usize| {
+            time[e].difference_lower_bound(time[h]) <= tau
+                && (k.memory.is_infinite()
+                    || self.bytes[e].difference_lower_bound(self.bytes[h])
+                        <= k.memory * (1.0 + MEMORY_SLACK))
                 && (k.cpu || self.unsupported[e] == self.unsupported[h])
         };
-        // `fits(k, h, e)` holds for `h` in some `[h*, e]`: charges, bytes and CPU-only groups
-        // only grow as the start moves left.
-        let back = |k: &(Class, Vec<f64>), e: usize| {
+        // The exact test holds for `h` in some `[h*, e]` (charges, bytes and CPU-only groups
+        // only grow as the start moves left), so `fits` holds there too and the search,
+        // which keeps `fits(lo)` false, ends at most at `h*`.
+        let back = |k: &(Class, Vec<Sum>), e: usize| {
             if fits(k, 0, e) {
                 return 0;
             }
@@ -258,7 +279,7 @@ pub fn chain_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
     let mut hi: f64 = chain
         .classes
         .iter()
-        .map(|(_, time)| time[n])
+        .map(|(_, time)| time[n].value())
         .filter(|x| x.is_finite())
         .fold(0.0, f64::max)
         * chain.classes.iter().map(|(k, _)| k.count).sum::<usize>() as f64;
@@ -342,19 +363,12 @@ pub(crate) fn windows(c: &Contraction, budget: &Budget) -> Option<Vec<usize>> {
     Some(r)
 }
 
-/// Neumaier-compensated prefix sums: `s[i] = Σ_{j<i} x[j]`.
-pub(crate) fn prefix_sums(x: impl IntoIterator<Item = f64>) -> Vec<f64> {
-    let (mut sum, mut comp) = (0.0f64, 0.0f64);
-    let mut out = vec![0.0];
+/// Compensated prefix sums with their error bounds ([`Sum`]): `s[i] = Σ_{j<i} x[j]`.
+pub(crate) fn prefix_sums(x: impl IntoIterator<Item = f64>) -> Vec<Sum> {
+    let mut out = vec![Sum::ZERO];
     for v in x {
-        let t = sum + v;
-        comp += if sum.abs() >= v.abs() {
-            (sum - t) + v
-        } else {
-            (v - t) + sum
-        };
-        sum = t;
-        out.push(sum + comp);
+        let last = *out.last().expect("starts with zero");
+        out.push(last.plus(v));
     }
     out
 }
@@ -366,6 +380,7 @@ mod tests {
     #[test]
     fn prefix_sums_add_up() {
         let s = prefix_sums([1e16, 1.0, -1e16, 2.0]);
-        assert_eq!(s, vec![0.0, 1e16, 1e16 + 1.0, 1.0, 3.0]);
+        let values: Vec<f64> = s.iter().map(|x| x.value()).collect();
+        assert_eq!(values, vec![0.0, 1e16, 1e16 + 1.0, 1.0, 3.0]);
     }
 }

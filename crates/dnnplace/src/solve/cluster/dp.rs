@@ -715,9 +715,7 @@ pub const PROOF_RELATIVE: f64 = 1e-15;
 /// With [`Tracking::Best`] the typed chain ([`super::typed_chain`], at most a tenth of the
 /// time limit, 2 s without one) runs first; the DP then runs exactly as without it, and the
 /// typed plan is the answer where it is better than the DP's (a stopped run), the bound
-/// never above its value. (Pruning the DP with the typed plan's value lost the optimum on
-/// a wide-magnitude instance, `oracles_wide_magnitudes` seed 867203293147939067: the DP
-/// bounded by 2475716.29 found nothing, the optimum being 7.0005; not yet explained.)
+/// never above its value.
 pub fn solve_between(
     w: &Workload,
     costs: &ClusterCosts,
@@ -1010,7 +1008,7 @@ fn best_over_prefixes(
     budget: &Budget,
 ) -> Result<Prefixes, SolveError> {
     let chain = ideal_data(p, Family::prefixes(p.c.len()), budget)?;
-    let (b0, ceiling) = bounds(p, &chain);
+    let (b0, ceiling) = bounds(p);
     let mut b = b0.max(lower_bound.min(ceiling));
     let lower = if b > 1e-12 { b } else { 0.0 };
     let last = chain.ideals.len() - 1;
@@ -1142,20 +1140,25 @@ fn per_usage_plans(
 }
 
 /// A lower bound on the optimum (the slowest group on its fastest device; the fastest total
-/// compute over all devices) and a value no stage's load can exceed (every group at its
-/// slowest, every transfer paid at its dearest link as sender and as receiver).
-fn bounds(p: &Prepared, data: &IdealData) -> (f64, f64) {
+/// compute over all devices, its sum certified from below and the division's rounding taken
+/// off) and a value no stage's load can exceed (every group at its slowest, every transfer
+/// paid at its dearest link as sender and as receiver).
+fn bounds(p: &Prepared) -> (f64, f64) {
     let cpus = p.kinds.iter().any(|k| k.cpus > 0);
     let devices: usize = p.kinds.iter().map(|k| k.machines.len() * k.devices()).sum();
-    let mut lower: f64 = data.fastest[data.fastest.len() - 1] / devices.max(1) as f64;
-    let mut ceiling = 0.0;
+    let (mut lower, mut total, mut ceiling) = (0.0f64, Sum::ZERO, 0.0);
     for g in 0..p.c.len() {
         let acc = (0..p.types).filter(|_| p.supported[g]).map(|t| p.x[t][g]);
         let fastest = acc
             .clone()
             .fold(if cpus { p.cpu[g] } else { f64::INFINITY }, f64::min);
         lower = lower.max(fastest);
+        total = total.plus(fastest);
         ceiling += acc.fold(if cpus { p.cpu[g] } else { 0.0 }, f64::max);
+    }
+    if total.value().is_finite() {
+        let share = total.lower_bound() / devices.max(1) as f64;
+        lower = lower.max(share * (1.0 - 4.0 * crate::model::numerics::UNIT_ROUNDOFF));
     }
     for t in &p.transfers {
         let dearest = p
@@ -1464,14 +1467,13 @@ impl Tail {
             windows.unwrap_or_else(|| (0..=n).collect()),
             MAX_TAIL_VECTORS,
         )?;
-        // The test compares sums over the chain (prefix differences) with `B`: it keeps a
-        // state unless its rest exceeds `B` by more than those sums' rounding, so that a
-        // plan of value exactly `B` is never dropped (a 1e9 ms group before 15 ms of work
-        // lost the optimum 9.97 to the rounding of 1e9 + 14.97 − 1e9).
-        let magnitude: f64 = (0..n)
-            .map(|g| (0..p.types).map(|t| p.x[t][g]).fold(p.cpu[g], f64::max))
-            .sum();
-        let slack = bound * 1e-9 + magnitude * 1e-12 + 1e-12;
+        // The chain's charges and bytes are certified to be at most the exact sums
+        // (`chain_bound`, "Rounding": a 1e9 ms group before 15 ms of work lost the optimum
+        // 9.97 to the rounding of 1e9 + 14.97 − 1e9, and 1.5e-7 bytes after 4.8e14 came
+        // out as 0.0625, over the memory, losing 7.0005 to 2475716.29); `B`'s slack covers
+        // the DP's own stage sums (within 2u of the exact ones), so that a plan of value
+        // exactly `B` is never dropped.
+        let slack = bound * 1e-9 + 1e-12;
         let start = chain.earliest_starts(bound + slack, budget, false)?;
         Some(Tail { chain, start })
     }
