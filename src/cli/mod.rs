@@ -64,12 +64,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-// Parsed once per run: the size of the largest variant does not matter.
-#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Compute a placement of a workload.
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
     /// Score a placement file against a workload: validity, loads, TPS, latency. Exits 1
     /// when the placement breaks a rule.
     #[command(after_help = EXIT_STATUS)]
@@ -441,7 +439,7 @@ pub fn main() -> ExitCode {
 /// Runs one command.
 pub fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
-        Command::Plan(args) => run_plan(args),
+        Command::Plan(args) => run_plan(*args),
         Command::Score(args) => run_score(args),
         Command::Compare(args) => run_compare(args),
         Command::Reproduce(args) => run_reproduce(args),
