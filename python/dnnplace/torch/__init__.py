@@ -48,7 +48,9 @@ units while ``n`` other processes train copies of the model on the other cores
 each stage computes while the others do, and they share the machine (caches, memory
 bandwidth, a core's SMT sibling on some machines, the clock). On CI's 2-core machine the
 stages of the CI model ran 16–33 % slower (in CPU time) than a profile taken alone priced
-them, and the check failed at +29–31 %; profiled beside a neighbour they came within +6–9 %.
+them, and the check failed at +29–31 %; profiled beside a neighbour, 4 of 5 judged
+attempts came within 15 % (−4.9 … +11.2 %) and one at +19 / +24 %: the level of a profile
+beside a neighbour still shifts from one profile to the next (docs/costmodel.md).
 
 **Memory.** Forward node: the unit's parameter bytes (``weightBytes``). Backward node:
 ``activationBytes`` = the bytes autograd saves during the unit's forward (saved-tensor
