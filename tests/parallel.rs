@@ -3,6 +3,9 @@
 //! peer link, memory that binds), and the evaluator against MODEL.md's cluster scorer at
 //! `t = d = 1` (the paper's model is the special case).
 
+mod common;
+
+use common::Pick;
 use dnnplace::costmodel::graph::{to_workload_on_cluster, CostSettings};
 use dnnplace::costmodel::operators::DType;
 use dnnplace::costmodel::parallel::{
@@ -38,22 +41,6 @@ fn one(b: usize, t: usize, d: usize, p: usize) -> Uniform {
         zero: Zero::Off,
         recompute: false,
         stages: p,
-    }
-}
-
-/// A small deterministic generator for the instance's choices.
-struct Pick(u64);
-
-impl Pick {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-    fn of<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.next(xs.len() as u64) as usize]
     }
 }
 

@@ -10,6 +10,9 @@
 //!   random TP options;
 //! - bad workloads, options and flags exit 2 naming the node, field or flag.
 
+mod common;
+
+use common::Pick;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -30,25 +33,6 @@ use serde_json::{json, Value};
 
 fn dnnplace() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dnnplace"))
-}
-
-/// A small deterministic generator.
-struct Pick(u64);
-
-impl Pick {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-    fn of<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.next(xs.len() as u64) as usize]
-    }
-    fn real(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.next(1_000_001) as f64 / 1e6
-    }
 }
 
 /// One node's memory fields, random.

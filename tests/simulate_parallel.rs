@@ -12,6 +12,9 @@
 //!   replica's peak memory = the planned memory per device, and
 //!   `T_pipe + sync_0 ≤ T ≤ T_pipe + max sync`.
 
+mod common;
+
+use common::Pick;
 use dnnplace::costmodel::operators::DType;
 use dnnplace::costmodel::parallel::{transformer_chain, valid_tp_degrees, with_batch};
 use dnnplace::costmodel::transformer::{Style, TransformerSpec};
@@ -22,22 +25,6 @@ use dnnplace::model::parallel::{
 use dnnplace::model::profiles::find_profile;
 use dnnplace::model::schedule::Schedule;
 use dnnplace::simulate::parallel::{simulate_layout, LayoutSimulation};
-
-/// A small deterministic generator (as in `tests/parallel.rs`).
-struct Pick(u64);
-
-impl Pick {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-    fn of<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.next(xs.len() as u64) as usize]
-    }
-}
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)

@@ -5,6 +5,27 @@ pub mod llama;
 
 use dnnplace::model::{DeviceSet, Node, NodeMemory, Workload};
 
+/// A linear congruential generator for the choices of an instance (the parallel-layout
+/// tests draw their instances with it: the same seeds give the same instances).
+pub struct Pick(pub u64);
+
+impl Pick {
+    pub fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+    pub fn of<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.next(xs.len() as u64) as usize]
+    }
+    /// A value in `[lo, hi]` on a grid of 10⁻⁶ of the range.
+    pub fn real(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.next(1_000_001) as f64 / 1e6
+    }
+}
+
 /// xorshift64*: enough randomness for test instances, no dependency.
 pub struct Rng(u64);
 

@@ -435,6 +435,15 @@ impl Builder<'_> {
         self.push(name, module, pw.op_type, cost, inputs, layer)
     }
 
+    /// The GELU activation (8 FLOPs an element) over `elements` outputs.
+    fn gelu(elements: f64) -> Pointwise {
+        Pointwise {
+            op_type: "Gelu",
+            flops_per_element: 8.0,
+            elements,
+        }
+    }
+
     /// A residual add of the hidden state (`b·s·h` elements, 1 FLOP each).
     fn residual(&self) -> Pointwise {
         Pointwise {
@@ -571,17 +580,7 @@ impl Builder<'_> {
         let up = self.linear(&format!("{p}.intermediate.dense"), h, f, true, x1, l);
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
         let act = format!("{p}.intermediate.intermediate_act_fn");
-        let act = self.pointwise(
-            act.clone(),
-            &act,
-            Pointwise {
-                op_type: "Gelu",
-                flops_per_element: 8.0,
-                elements: bsf,
-            },
-            vec![up],
-            l,
-        );
+        let act = self.pointwise(act.clone(), &act, Builder::gelu(bsf), vec![up], l);
         let down = self.linear(&format!("{p}.output.dense"), f, h, true, act, l);
         let out = format!("{p}.output");
         let res = self.pointwise(
@@ -613,17 +612,7 @@ impl Builder<'_> {
         let up = self.linear(&format!("{p}.mlp.c_fc"), h, f, true, ln2, l);
         let bsf = (self.spec.batch * self.spec.seq * f) as f64;
         let act = format!("{p}.mlp.act");
-        let act = self.pointwise(
-            act.clone(),
-            &act,
-            Pointwise {
-                op_type: "Gelu",
-                flops_per_element: 8.0,
-                elements: bsf,
-            },
-            vec![up],
-            l,
-        );
+        let act = self.pointwise(act.clone(), &act, Builder::gelu(bsf), vec![up], l);
         let down = self.linear(&format!("{p}.mlp.c_proj"), f, h, true, act, l);
         self.pointwise(
             format!("{p}.mlp_residual"),
@@ -751,17 +740,7 @@ impl Builder<'_> {
         let (h, v) = (self.spec.hidden, self.spec.vocab);
         let t = self.linear("cls.predictions.transform.dense", h, h, true, x, top);
         let act = "cls.predictions.transform.transform_act_fn";
-        let t = self.pointwise(
-            act.into(),
-            act,
-            Pointwise {
-                op_type: "Gelu",
-                flops_per_element: 8.0,
-                elements: self.bsh(),
-            },
-            vec![t],
-            top,
-        );
+        let t = self.pointwise(act.into(), act, Builder::gelu(self.bsh()), vec![t], top);
         let t = self.layer_norm("cls.predictions.transform.LayerNorm", t, top);
         self.linear("cls.predictions.decoder", h, v, true, t, top);
     }
