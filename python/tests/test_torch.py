@@ -1,7 +1,8 @@
 """dnnplace.torch: the profile's contents checked against torch itself, and the real-run
 check of CI: a GPT-2-shaped model profiled on the CPU (one thread per process, each unit
 timed as ``pipeline()`` runs it: ``execution="pipeline"``, with one neighbour process
-training beside it on the other core as the other stage will: ``co_runners=1``), planned
+training beside it on the other core as the other stage will: ``co_runners=1``; 15
+repeats in 3 sessions, each with a fresh neighbour, the units shuffled each round), planned
 for 2 stages and run with GPipe and 1F1B over 8 micro-batches:
 
 - the planned split's measured step time within 15 % of the simulator's prediction: a
@@ -21,7 +22,8 @@ Python's garbage collector between steps only. A step time is the median of the 
 its noise the median's relative standard error estimated from the interquartile range
 (``median_error``: 0.929 · IQR / √n / median), robust to a slow step, which the old
 (max − min)/median over 4 steps was not. The profile's noise is Σ SE / Σ median over its
-nodes' medians (``profile_noise``, 15 repeats each): heavy nodes weigh by their time. A
+nodes' medians (``profile_noise``, 15 repeats each): heavy nodes weigh by their time;
+combined with the spread of the three sessions' levels (``session_noise``). A
 run is too noisy to judge when a step's or the profile's standard error exceeds 5 % (a
 third of the 15 % tolerance), or a stage's busy wall time exceeds its CPU time by more
 than 10 % (other work took the cores): it is retried (``DNNPLACE_REALRUN_ATTEMPTS``
@@ -38,7 +40,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (python/ci.sh installs it)")
 
 import dnnplace  # noqa: E402
-from dnnplace.torch import TinyGPT, profile, profile_noise, validate  # noqa: E402
+from dnnplace.torch import TinyGPT, profile, profile_noise, session_noise, validate  # noqa: E402
 from dnnplace.torch.models import lm_loss  # noqa: E402
 
 # The largest standard error of a step median or of the profile that is judged.
@@ -145,6 +147,42 @@ def test_profile_with_a_neighbour():
     assert [d["profile"]["coRunners"] for d in docs] == [0, 1]
 
 
+def test_profile_in_sessions():
+    """sessions: the repeats split over sessions, each session's level recomputed here from
+    the samples in the file; the nodes and bytes those of a one-session profile in program
+    order; session_noise and profile_noise by their formulas."""
+    model = small_model()
+    x, y = ids(512, 32), ids(512, 32, seed=2)
+    one = json.loads(profile(model, (x,), loss_fn=lm_loss, target=y, repeats=5, warmup=1,
+                             order="program").to_json())
+    w = profile(model, (x,), loss_fn=lm_loss, target=y, repeats=5, warmup=1, sessions=2, co_runners=1, seed=3)
+    doc = json.loads(w.to_json())
+    sessions = doc["profile"]["sessions"]
+    assert [s["repeats"] for s in sessions] == [3, 2]
+    assert doc["profile"]["order"] == "shuffled" and one["profile"]["order"] == "program"
+    samples = [n["profile"]["forwardMs" if not n["isBackwardNode"] else "backwardMs"]["samples"]
+               for n in doc["nodes"]]
+    assert all(len(s) == 5 for s in samples)
+    for k, (lo, hi) in enumerate([(0, 3), (3, 5)]):
+        level = sum(sorted(s[lo:hi])[(hi - lo) // 2] if (hi - lo) % 2 else
+                    (sorted(s[lo:hi])[(hi - lo) // 2 - 1] + sorted(s[lo:hi])[(hi - lo) // 2]) / 2
+                    for s in samples)
+        # The file rounds samples to 1e-6 ms; the level is of the unrounded ones.
+        assert sessions[k]["totalMs"] == pytest.approx(level, abs=1e-5 * len(samples))
+    keys = ("name", "module", "layerId", "weightBytes", "activationBytes", "colorClass")
+    for a, b in zip(one["nodes"], doc["nodes"]):
+        assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
+    # The noise between sessions: stdev of the levels / √sessions / their mean.
+    doc["profile"]["sessions"] = [{"repeats": 3, "totalMs": 100.0}, {"repeats": 2, "totalMs": 120.0}]
+    v = dnnplace.Workload.from_json(json.dumps(doc))
+    between = (20 / math.sqrt(2)) / math.sqrt(2) / 110
+    assert session_noise(v) == pytest.approx(between)
+    doc["profile"]["sessions"] = doc["profile"]["sessions"][:1]
+    within = profile_noise(dnnplace.Workload.from_json(json.dumps(doc)))
+    assert profile_noise(v) == pytest.approx(math.hypot(within, between))
+    assert session_noise(dnnplace.Workload.from_json(json.dumps(doc))) == 0.0
+
+
 def test_profile_rejects_bad_options():
     with pytest.raises(ValueError, match="co_runners"):
         profile(small_model(), (ids(512, 32),), co_runners=-1)
@@ -154,6 +192,12 @@ def test_profile_rejects_bad_options():
         profile(small_model(), (ids(512, 32),), granularity="op")
     with pytest.raises(ValueError, match="loss_fn and target"):
         profile(small_model(), (ids(512, 32),), loss_fn=lm_loss)
+    with pytest.raises(ValueError, match="sessions must be from 1 to repeats"):
+        profile(small_model(), (ids(512, 32),), repeats=2, sessions=3)
+    with pytest.raises(ValueError, match="sessions must be from 1 to repeats"):
+        profile(small_model(), (ids(512, 32),), sessions=0)
+    with pytest.raises(ValueError, match="order"):
+        profile(small_model(), (ids(512, 32),), order="random")
 
 
 def test_noise_statistics():
@@ -177,7 +221,7 @@ def _attempt():
     model = TinyGPT(layers=LAYERS, hidden=HIDDEN, heads=HEADS, vocab=VOCAB, seq=SEQ)
     x, y = ids(VOCAB, SEQ), ids(VOCAB, SEQ, seed=2)
     w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=15, warmup=2, accelerators=2,
-                execution="pipeline", co_runners=1)
+                execution="pipeline", co_runners=1, sessions=3)
     v = validate(model, (x,), y, lm_loss, workload=w, stages=2, schedules=("gpipe", "1f1b"),
                  micro_batches=M, steps=10, warmup=1, threads=1)
     return w, v
@@ -225,7 +269,8 @@ def test_real_pipeline_matches_the_prediction():
         spread = max(r.measured.median_error for r in v.rows)
         contention = max(r.measured.contention for r in v.rows)
         profile_spread = profile_noise(w)
-        figures = (f"step median SE {100 * spread:.1f}%, profile SE {100 * profile_spread:.1f}%, "
+        figures = (f"step median SE {100 * spread:.1f}%, profile SE {100 * profile_spread:.1f}% "
+                   f"(between sessions {100 * session_noise(w):.1f}%), "
                    f"contention {contention:.2f} (limits {100 * NOISY:.0f}%, {100 * NOISY:.0f}%, "
                    f"{CONTENDED:.2f}), step IQR {100 * max(r.measured.iqr for r in v.rows):.1f}%, profiling {json.loads(w.to_json())['profile']['timeS']:.1f} s")
         print(f"attempt {attempt + 1}: {figures}")

@@ -50,7 +50,20 @@ bandwidth, a core's SMT sibling on some machines, the clock). On CI's 2-core mac
 stages of the CI model ran 16–33 % slower (in CPU time) than a profile taken alone priced
 them, and the check failed at +29–31 %; profiled beside a neighbour, 4 of 5 judged
 attempts came within 15 % (−4.9 … +11.2 %) and one at +19 / +24 %: the level of a profile
-beside a neighbour still shifts from one profile to the next (docs/costmodel.md).
+beside a neighbour still shifted from one profile to the next (docs/costmodel.md).
+
+**Sessions and order.** ``sessions=s`` splits the ``repeats`` timed rounds into ``s``
+sessions, each with its own warm-up and its own fresh neighbours (a new process, a new
+phase, later in time); a node's median is over all its samples, and the file keeps each
+session's level (``profile.sessions[].totalMs``: Σ of the nodes' medians over that
+session's samples), so a level that moves as a whole — invisible in the spread within a
+session — is measured (:func:`session_noise`, part of :func:`profile_noise`) and averaged
+over. ``order="shuffled"`` (the default) runs the units in a new random order each round
+(``seed``): a neighbour trains in a loop whose period is close to a round's, and in a
+fixed order a unit would meet the same phase of the neighbour's step round after round.
+Measured on a 2-core machine (CI model, 15 repeats in 3 sessions, one neighbour): the
+sessions' levels agreed within 0.5–4 % in five profiles of six, and one session was 10 %
+above the other two.
 
 **Memory.** Forward node: the unit's parameter bytes (``weightBytes``). Backward node:
 ``activationBytes`` = the bytes autograd saves during the unit's forward (saved-tensor
@@ -67,8 +80,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -87,6 +102,7 @@ __all__ = [
     "validate",
     "timing_spread",
     "profile_noise",
+    "session_noise",
     "relative_iqr",
     "median_error",
     "steady_malloc",
@@ -240,6 +256,9 @@ def profile(
     execution: str = "eager",
     steady_memory: bool = True,
     co_runners: int = 0,
+    sessions: int = 1,
+    order: str = "shuffled",
+    seed: int = 0,
 ) -> Workload:
     """Measures ``model`` on ``example_inputs`` (one micro-batch) and returns its workload.
 
@@ -258,6 +277,10 @@ def profile(
     copies of the model on the other cores while the units are timed: for a pipeline of
     ``co_runners + 1`` CPU processes on this machine, the times then include what the
     neighbours cost each other (a shared core, caches, memory bandwidth, clock).
+    ``sessions`` splits the timed rounds into that many sessions, each with fresh
+    neighbours, and records each session's level; ``order`` is ``"shuffled"`` (a new
+    random order of the units each round, from ``seed``) or ``"program"`` (module
+    documentation, "Sessions and order").
     """
     if execution not in ("eager", "pipeline"):
         raise ValueError(f"execution must be 'eager' or 'pipeline', not {execution!r}")
@@ -272,6 +295,10 @@ def profile(
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {optimizer!r}")
     if co_runners < 0:
         raise ValueError("co_runners must be at least 0")
+    if not 1 <= sessions <= repeats:
+        raise ValueError(f"sessions must be from 1 to repeats ({repeats}), not {sessions}")
+    if order not in ("program", "shuffled"):
+        raise ValueError(f"order must be 'program' or 'shuffled', not {order!r}")
     if (loss_fn is None) != (target is None):
         raise ValueError("loss_fn and target go together (the loss node needs both)")
     started = time.perf_counter()
@@ -289,14 +316,14 @@ def profile(
     try:
         units = _units(model, granularity)
         calls: Dict[str, List[_Call]] = {path: [] for path, _, _ in units}
-        order: List[str] = []
+        order_of_units: List[str] = []
         handles = []
         runner, replayed = _executor(model, example_inputs, execution)
         for path, _, _ in units:
             def pre(m: nn.Module, args: Any, kwargs: Any, path: str = path) -> None:
                 calls[path].append(_Call(m, _prepare(args, False), _prepare(kwargs, False)))
-                if path not in order:
-                    order.append(path)
+                if path not in order_of_units:
+                    order_of_units.append(path)
             handles.append(replayed(path).register_forward_pre_hook(pre, with_kwargs=True))
         try:
             with torch.no_grad():
@@ -312,25 +339,35 @@ def profile(
         names: Dict[int, str] = {}
         for n, p in model.named_parameters(remove_duplicate=False):
             names.setdefault(id(p), n)
-        for path in order:
+        for path in order_of_units:
             for p in by_path[path][0].parameters():
                 owners.setdefault(id(p), [])
                 if path not in owners[id(p)]:
                     owners[id(p)].append(path)
         nodes: List[Dict[str, Any]] = []
-        for path in order:
+        for path in order_of_units:
             mod, layer = by_path[path]
             params = sum(p.numel() * p.element_size() for p in mod.parameters())
             nodes.append({"module": path, "layer": layer, "fwd": [0.0] * repeats, "bwd": [0.0] * repeats,
                           "saved": 0, "out": 0, "params": params, "calls": len(calls[path])})
-        with CoRunners(co_runners, model, example_inputs, target, loss_fn, threads or 1):
-            _timing_rounds(nodes, order, calls, training, warmup + repeats, warmup, device, param_ptrs, timer)
-            if loss_fn is not None:
-                call = _Call(loss_fn, (output.detach() if isinstance(output, torch.Tensor)
-                                       else _first_tensor(output), target), {})
-                f, b, s, o = _time_call(call, training, repeats, warmup, device, param_ptrs, timer)
-                nodes.append({"module": None, "name": "loss", "layer": None, "fwd": f, "bwd": b, "saved": s,
-                              "out": o, "params": 0, "calls": 1})
+        loss_call = None
+        if loss_fn is not None:
+            loss_call = _Call(loss_fn, (output.detach() if isinstance(output, torch.Tensor)
+                                        else _first_tensor(output), target), {})
+            nodes.append({"module": None, "name": "loss", "layer": None, "fwd": [0.0] * repeats,
+                          "bwd": [0.0] * repeats, "saved": 0, "out": 0, "params": 0, "calls": 1})
+        rng = random.Random(seed) if order == "shuffled" else None
+        shares = _session_shares(repeats, sessions)
+        for k, share in enumerate(shares):
+            rounds = _Rounds(warmup, share, sum(shares[:k]), k == 0, rng)
+            with CoRunners(co_runners, model, example_inputs, target, loss_fn, threads or 1):
+                _timing_rounds(nodes, order_of_units, calls, training, rounds, device, param_ptrs, timer)
+                if loss_call is not None:
+                    f, b, s, o = _time_call(loss_call, training, share, warmup, device, param_ptrs, timer)
+                    loss = nodes[-1]
+                    loss["fwd"][rounds.offset:rounds.offset + share] = f
+                    loss["bwd"][rounds.offset:rounds.offset + share] = b
+                    loss["saved"], loss["out"] = s, o
         tied = [
             {"parameter": names.get(pid, "?"), "modules": paths,
              "bytes": next(p.numel() * p.element_size() for p in model.parameters() if id(p) == pid)}
@@ -358,27 +395,65 @@ def profile(
         "execution": execution,
         "steadyMemory": steady_memory,
         "coRunners": co_runners,
+        "order": order,
+        "sessions": _session_totals(nodes, _session_shares(repeats, sessions)),
         "inputShapes": [list(t.shape) for t in _tensors(list(example_inputs))],
         "timeS": elapsed,
     }
     return Workload.from_json(json.dumps(doc))
 
 
+def _session_shares(repeats: int, sessions: int) -> List[int]:
+    """The timed rounds of each session: ``repeats`` split as evenly as it goes."""
+    return [repeats // sessions + (1 if k < repeats % sessions else 0) for k in range(sessions)]
+
+
+def _session_totals(nodes: List[Dict[str, Any]], shares: List[int]) -> List[Dict[str, Any]]:
+    """Per session: its timed rounds and Σ over the nodes of the median of the session's
+    forward and backward samples (ms): the level each session alone would price the model at."""
+    out, offset = [], 0
+    for share in shares:
+        total = sum(statistics.median(n[key][offset:offset + share]) for n in nodes for key in ("fwd", "bwd"))
+        out.append({"repeats": share, "totalMs": total})
+        offset += share
+    return out
+
+
+@dataclass
+class _Rounds:
+    """One session's rounds: ``warmup`` untimed, then ``timed`` whose samples go to the
+    nodes' sample slots from ``offset``; ``first`` records the saved and output bytes;
+    ``rng`` (when given) shuffles the units' order in each round."""
+
+    warmup: int
+    timed: int
+    offset: int
+    first: bool
+    rng: Optional[random.Random]
+
+
 def _timing_rounds(nodes: List[Dict[str, Any]], order: List[str], calls: Dict[str, List[_Call]], training: bool,
-                   rounds: int, warmup: int, device: str, param_ptrs: set, timer: Callable[[], float]) -> None:
-    """Rounds: every call once per round, in program order, so that a drift of the machine
-    spreads over all units' samples (not all of one unit's), and each call runs between the
-    others, as in a pipeline step. Adds each call's times to its node's samples."""
-    for rnd in range(rounds):
-        for node, path in zip(nodes, order):
+                   rounds: _Rounds, device: str, param_ptrs: set, timer: Callable[[], float]) -> None:
+    """Rounds: every call once per round, so that a drift of the machine spreads over all
+    units' samples (not all of one unit's), and each call runs between the others, as in a
+    pipeline step. In program order, or shuffled afresh each round (``rounds.rng``): a
+    neighbour trains in a loop whose period is close to a round's, so in a fixed order a
+    unit would meet the same phase of the neighbour's step round after round. Adds each
+    call's times to its node's samples."""
+    units = list(zip(nodes, order))
+    for rnd in range(rounds.warmup + rounds.timed):
+        if rounds.rng is not None:
+            rounds.rng.shuffle(units)
+        for node, path in units:
             for call in calls[path]:
                 f, b, s, o = _time_call(call, training, 1, 0, device, param_ptrs, timer)
-                if rnd == 0:
+                if rnd == 0 and rounds.first:
                     node["saved"] += s
                     node["out"] = o
-                if rnd >= warmup:
-                    node["fwd"][rnd - warmup] += f[0]
-                    node["bwd"][rnd - warmup] += b[0]
+                if rnd >= rounds.warmup:
+                    slot = rounds.offset + rnd - rounds.warmup
+                    node["fwd"][slot] += f[0]
+                    node["bwd"][slot] += b[0]
 
 
 def _executor(model: nn.Module, example_inputs: Sequence[Any],
@@ -493,11 +568,13 @@ def timing_spread(workload: Workload) -> float:
 
 
 def profile_noise(workload: Workload) -> float:
-    """The profile's noise as the prediction feels it: Σ SE / Σ median over the nodes'
-    measured forward and backward times, SE a node's median's standard error
+    """The profile's noise as the prediction feels it: within sessions, Σ SE / Σ median over
+    the nodes' measured forward and backward times, SE a node's median's standard error
     (:func:`median_error` of its samples, times its median) — the relative error of a
-    stage's sum if every node erred the same way. Heavy nodes weigh by their time; a
-    module of 0.1 ms with a 60 % spread barely counts, as in a stage's sum."""
+    stage's sum if every node erred the same way; heavy nodes weigh by their time, and a
+    module of 0.1 ms with a 60 % spread barely counts, as in a stage's sum. Combined
+    (root of the sum of squares) with the level's error between sessions
+    (:func:`session_noise`)."""
     doc = json.loads(workload.to_json())
     iqr = med = 0.0
     for node in doc["nodes"]:
@@ -506,4 +583,17 @@ def profile_noise(workload: Workload) -> float:
             if key in prof and prof[key]["median"] > 0:
                 med += prof[key]["median"]
                 iqr += median_error(prof[key]["samples"]) * prof[key]["median"]
-    return iqr / med if med > 0 else math.nan
+    within = iqr / med if med > 0 else math.nan
+    return math.hypot(within, session_noise(workload))
+
+
+def session_noise(workload: Workload) -> float:
+    """The relative standard error of the profile's level between its sessions
+    (``sessions`` of :func:`profile`): the standard deviation of the sessions' totals
+    (``profile.sessions[].totalMs``) over √(sessions), over their mean. A neighbour's phase,
+    the core it got, the clock: what moves one session's level as a whole is invisible in
+    the spread of samples within a session. 0 with one session."""
+    totals = [s["totalMs"] for s in json.loads(workload.to_json()).get("profile", {}).get("sessions", [])]
+    if len(totals) < 2 or statistics.mean(totals) <= 0:
+        return 0.0
+    return statistics.stdev(totals) / math.sqrt(len(totals)) / statistics.mean(totals)

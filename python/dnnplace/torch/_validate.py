@@ -92,14 +92,17 @@ def validate(
     print_table: bool = True,
     **profile_options: Any,
 ) -> Validation:
-    """Profiles (unless ``workload`` is given; ``execution="pipeline"`` and
-    ``co_runners=stages - 1`` unless ``profile_options`` say otherwise), plans for ``stages`` stages at layer
+    """Profiles (unless ``workload`` is given; ``execution="pipeline"``,
+    ``co_runners=stages - 1``, ``repeats=15`` and ``sessions=3`` unless ``profile_options``
+    say otherwise), plans for ``stages`` stages at layer
     granularity, runs and prints predicted against measured (module documentation)."""
     if workload is None:
         from . import profile
 
         profile_options.setdefault("execution", "pipeline")
         profile_options.setdefault("co_runners", stages - 1)
+        profile_options.setdefault("repeats", 15)
+        profile_options.setdefault("sessions", 3)
         workload = profile(model, example_inputs, loss_fn=loss_fn, target=target, threads=threads,
                            accelerators=stages, nice=nice, **profile_options)
     chosen = make_plan(workload, accelerators=stages, granularity="layer")
