@@ -54,10 +54,10 @@ def measure(which, seq, nice, steps, m, clock, schedules, workload):
         # As the real-run check profiles: each unit as pipeline() runs it, beside a
         # neighbour process training on the other core (the other stage).
         w = profile(model, (x,), loss_fn=lm_loss, target=y, threads=1, repeats=REPEATS, warmup=2, nice=nice,
-                    clock=clock, execution="pipeline", co_runners=1)
+                    clock=clock, execution="pipeline", co_runners=1, sessions=3)
     took = time.perf_counter() - t0
     doc = json.loads(w.to_json())
-    print(f"{which}: {len(doc['nodes'])} nodes, profiled in {took:.1f} s ({REPEATS} repeats, 2 warm-up, 1 neighbour), "
+    print(f"{which}: {len(doc['nodes'])} nodes, profiled in {took:.1f} s ({REPEATS} repeats in 3 sessions, 2 warm-up each, 1 neighbour), "
           f"median node spread {100 * timing_spread(w):.1f}%, tied: {doc['tiedParameters']}")
     if not workload:
         w.save(f"/tmp/dnnplace-{which}-profile.json")
