@@ -802,3 +802,43 @@ fn the_latency_ip_keeps_a_library_callers_time_limit_on_a_large_graph() {
     assert!(outcome.placement.is_some());
     assert!(outcome.bound > 0.0 && outcome.bound <= outcome.objective);
 }
+
+/// `auto` never gives up: on a generated training GPT of ≈ 12k operators (more units than
+/// auto's IP takes), under 1F1B's memory (the exact DP under the schedule is slow here: it
+/// falls back to the relaxation, the layer-granular DP and the restrictions) and under the
+/// latency objective with one piece per accelerator (the contiguous TPS plan holds forward
+/// and backward of a layer on one accelerator: two pieces), a plan within the limit, with
+/// its bound below it; the 1F1B plan's memory under the schedule is in the JSON.
+#[test]
+fn auto_answers_under_a_schedule_and_for_latency_on_a_large_training_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("gpt.json");
+    let made = dnnplace(&[
+        "generate", "gpt", "--nodes", "6000", "--training", "--accelerators", "8", "--out",
+        w.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let runs: [&[&str]; 2] = [
+        &["--schedule", "1f1b", "--micro-batches", "8"],
+        &["--objective", "latency"],
+    ];
+    for extra in runs {
+        let started = Instant::now();
+        let mut args = vec!["plan", w.to_str().unwrap(), "--time-limit", "6s", "--json"];
+        args.extend_from_slice(extra);
+        let out = dnnplace(&args);
+        let wall = started.elapsed().as_secs_f64();
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (value, bound) = (v["value"].as_f64().unwrap(), v["bound"].as_f64().unwrap());
+        assert!(value.is_finite() && bound <= value * (1.0 + 1e-9), "{extra:?}: {value} {bound}");
+        assert!(v["valid"].as_bool().unwrap() && v["contiguous"].as_bool().unwrap(), "{extra:?}");
+        assert!(wall < 6.0 + 10.0, "{extra:?}: {wall:.1} s for a 6 s limit");
+        if extra[0] == "--objective" {
+            assert!(v["maxPiecesPerAccelerator"].as_u64().unwrap() <= 1, "{}", v["maxPiecesPerAccelerator"]);
+        } else {
+            assert!(v["pipeline"].is_object(), "{extra:?}: no pipeline memory in the JSON");
+        }
+        eprintln!("{extra:?}: {value} (bound {bound}, {}) in {wall:.1} s", v["status"]);
+    }
+}

@@ -3,7 +3,8 @@
 //! given as a workload's cluster section and as `--cluster FILE`; the written plan scores
 //! the same; a one-machine cluster equal to MODEL.md's device set gives MODEL.md's optimum;
 //! `--method ip` (contiguous and `--non-contiguous`) gives brute force's optimum over its
-//! plan space; flags that do not apply are refused with exit status 2.
+//! plan space; flags that do not apply are refused with exit status 2; the cluster's JSON
+//! carries every field of the one-machine JSON.
 
 mod cluster_gen;
 mod common;
@@ -201,6 +202,15 @@ fn one_machine_cluster_of_model_md_gives_model_md_optimum() {
             new["tps"].as_f64().unwrap(),
             "seed {seed}: to the last digit"
         );
+        // One output contract: every field of the one-machine JSON, with the same values
+        // where they are the plan's (the cluster adds its own, e.g. usage).
+        for key in old.as_object().unwrap().keys() {
+            assert!(new.get(key).is_some(), "seed {seed}: the cluster's JSON lacks {key}");
+        }
+        for key in ["value", "maxLoad", "objective", "contiguous", "valid"] {
+            assert_eq!(old[key], new[key], "seed {seed}: {key}");
+        }
+        assert_eq!(old["placement"]["maxLoad"], new["placement"]["maxLoad"], "seed {seed}");
         checked += 1;
     }
     assert!(checked >= 10, "checked {checked}");

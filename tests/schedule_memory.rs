@@ -176,6 +176,70 @@ fn dp_matches_brute_force_under_schedules() {
     );
 }
 
+/// Auto under a schedule: with the default limits it equals exhaustive search (GPipe by
+/// MODEL.md's problem on the sizes with m stashes, 1F1B by the exact DP); when the exact
+/// DP cannot run (an ideal limit of 1) its relaxation, layer-granular DP and restrictions
+/// still give a plan that fits (`plan` re-checks the schedule's memory) and a bound below
+/// the optimum.
+#[test]
+fn auto_under_schedules_matches_brute_force_and_falls_back() {
+    use dnnplace::solve::{auto::Auto, Objective, Status};
+    let (mut checked, mut fallback_plans, mut binding, mut fell_back) = (0, 0, 0, 0);
+    for seed in 0..500u64 {
+        let Some(w) = staged(seed) else {
+            continue;
+        };
+        let schedule = if seed % 2 == 0 {
+            Schedule::OneFOneB
+        } else {
+            Schedule::GPipe
+        };
+        let m = 1 + (seed as usize / 2) % 4;
+        let pipeline = Pipeline::new(schedule, m);
+        let want = brute_force(&w, pipeline);
+        let problem = Problem {
+            pipeline: Some(pipeline),
+            ..Problem::throughput(&w)
+        };
+        let got = plan(&Auto::default(), &problem)
+            .unwrap_or_else(|e| panic!("seed {seed} {schedule} m={m}: {e}"));
+        let value = got.objective(Objective::Throughput);
+        assert!(
+            close(value, want) || (value.is_infinite() && want.is_infinite()),
+            "seed {seed} {schedule} m={m}: auto {value}, brute force {want}"
+        );
+        let mut starved = problem.clone();
+        starved.limits.max_ideals = 1;
+        let fell = plan(&Auto::default(), &starved)
+            .unwrap_or_else(|e| panic!("seed {seed} {schedule} m={m}, max ideals 1: {e}"));
+        let value = fell.objective(Objective::Throughput);
+        assert!(
+            fell.outcome.bound <= want * (1.0 + 1e-9),
+            "seed {seed} {schedule} m={m}: bound {} above the optimum {want}",
+            fell.outcome.bound
+        );
+        if want.is_finite() && fell.outcome.placement.is_some() {
+            assert!(value >= want * (1.0 - 1e-9), "seed {seed}: {value} below the optimum {want}");
+            if fell.outcome.status == Status::Optimal {
+                assert!(close(value, want), "seed {seed}: proven {value}, optimum {want}");
+            }
+            fallback_plans += 1;
+        }
+        if want.is_finite() && pipeline.needs_positions() {
+            binding += 1;
+        }
+        if fell.outcome.stats.notes.iter().any(|n| n.contains("the exact DP did not run")) {
+            fell_back += 1;
+        }
+        checked += 1;
+    }
+    eprintln!("{checked} instances, {fallback_plans} plans with the DP starved, {binding} position-dependent, {fell_back} through the fallbacks");
+    assert!(
+        checked >= 300 && fallback_plans >= 150 && binding >= 50 && fell_back >= 50,
+        "{checked}, {fallback_plans}, {binding}, {fell_back}"
+    );
+}
+
 /// The contiguous IP under a schedule (stages of a chain, the used ones last, each holding
 /// its stash once per micro-batch in flight at its place) proves the same optimum as the
 /// exhaustive search of the planner's model, and its plan fits as the scorer counts it.

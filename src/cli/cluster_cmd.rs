@@ -63,6 +63,37 @@ fn outcome_fields(v: &mut serde_json::Value, plan: &ClusterPlan, value: f64) {
     v["gap"] = serde_json::json!(crate::report::table::gap(value, bound));
 }
 
+/// The fields a plan's JSON carries on one machine (README, "JSON output"), here too, with
+/// the same meaning: one output contract. `value`/`maxLoad`/`syncObjective` from the cluster
+/// scorer; latency fields `null` (a cluster plans TPS or sync); `placement` the placement
+/// file; `holdings` the layers per device; `ideals`/`idealPairs` the DP's ideals (pairs are
+/// not counted on a cluster: `null`); `notes`, `path` what the solver said and where the
+/// plan came from; `peakMemoryBytes` this process's peak resident memory.
+fn one_machine_fields(
+    v: &mut serde_json::Value,
+    w: &Workload,
+    settings: &PlanSettings,
+    plan: &ClusterPlan,
+    best: &CheckedPlan,
+) {
+    let e = &best.evaluation;
+    v["objective"] = serde_json::json!(settings.objective.name());
+    v["value"] = serde_json::json!(best.value);
+    v["maxLoad"] = serde_json::json!(e.max_load);
+    v["syncObjective"] = serde_json::json!(e.sync_objective);
+    v["totalLatency"] = serde_json::Value::Null;
+    v["maxPiecesPerAccelerator"] = serde_json::Value::Null;
+    let raw = crate::report::table::placement_file(w, &best.placement, &e.devices, e.max_load, false);
+    v["placement"] = serde_json::to_value(raw).unwrap_or(serde_json::Value::Null);
+    let names = super::export_cmds::layers_for_names(w);
+    v["holdings"] = crate::report::layers::holdings_json(w, &names, &best.placement);
+    v["ideals"] = serde_json::json!((plan.ideals > 0).then_some(plan.ideals));
+    v["idealPairs"] = serde_json::Value::Null;
+    v["notes"] = serde_json::json!(plan.notes);
+    v["path"] = serde_json::json!(plan.source);
+    v["peakMemoryBytes"] = serde_json::json!(super::peak_memory_bytes());
+}
+
 pub fn run_plan(args: &PlanArgs, settings: &PlanSettings, w: &Workload) -> Result<(), CliError> {
     let method = check_plan_flags(args, settings)?;
     super::print_notes(&settings.notes);
@@ -116,6 +147,7 @@ pub fn run_plan(args: &PlanArgs, settings: &PlanSettings, w: &Workload) -> Resul
         v["timeS"] = serde_json::json!(plan.time_s);
         v["usage"] = serde_json::json!(best.usage);
         v["evaluations"] = serde_json::json!(plan.evaluations);
+        one_machine_fields(&mut v, w, settings, &plan, best);
         write!(stdout, "{}", super::json_text(&v))?;
     } else {
         write!(stdout, "{}", cluster_plan_text(w, &plan, best))?;

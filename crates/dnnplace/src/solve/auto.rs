@@ -43,6 +43,23 @@
 //! objective, with the max-load bound (for TPS and sync, since `max FW + max BW ≥ max
 //! load`) or the latency finish-time bound.
 //!
+//! When the contiguous TPS plan breaks latency's `q` pieces per accelerator (a training
+//! graph: an accelerator holding a layer's forward and backward is cut into two pieces),
+//! the accelerators cut into more than `q` pieces move to a CPU core until none is
+//! ([`within_pieces`]): a valid latency plan, reported with the finish-time bound.
+//!
+//! # Under a schedule's memory (GPipe, 1F1B)
+//!
+//! With the same count `c` of micro-batches in flight on every stage (GPipe: `m`; 1F1B with
+//! `m = 1`) and no recomputation, the problem is MODEL.md's on node sizes `size + (c − 1)·A`
+//! and runs the contiguous path above as it stands. Otherwise (1F1B's counts depend on the
+//! stage's place; `--recompute auto`) the exact DP under the schedule runs with
+//! [`SCHEDULE_DP_SHARE`] of the time; unless it proves its plan, the relaxation (MODEL.md's
+//! memory: its bound holds), the exact DP under the schedule on the layer-relabelled workload,
+//! and restrictions (every stash counted `c` times, `c` from the fullest stage's count
+//! halving to 2) each supply a plan, kept where it fits under the schedule
+//! ([`Auto::under_schedule`]).
+//!
 //! The time limit defaults to [`DEFAULT_TIME_LIMIT_S`] when none is given.
 
 use std::time::Instant;
@@ -157,10 +174,9 @@ impl Method for Auto {
             return Ok(outcome);
         }
         if problem.pipeline.is_some() {
-            // The exact DP prices a schedule's memory; coarsening does not.
-            let mut outcome = dp::Dp.solve(problem)?;
+            let mut outcome = self.under_schedule(problem)?;
             outcome.method = crate::solve::MethodId::Auto;
-            outcome.stats.notes.push("auto under a schedule's memory: the exact DP (coarsening does not model it; --method ip does)".into());
+            outcome.stats.time_s = started.elapsed().as_secs_f64();
             return Ok(outcome);
         }
         let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
@@ -178,6 +194,217 @@ impl Method for Auto {
         // Plans from the IP carry the scorer's value; DP plans its exact recurrence.
         milp::TOLERANCE
     }
+}
+
+/// The share of the time the exact DP takes under a schedule's memory before the
+/// relaxation ([`Auto::under_schedule`]).
+pub const SCHEDULE_DP_SHARE: f64 = 0.5;
+
+impl Auto {
+    /// Under a GPipe or 1F1B schedule's memory: the exact DP (it prices the schedule's
+    /// memory; coarsening does not) with [`SCHEDULE_DP_SHARE`] of the time. Unless it proved
+    /// its plan or that there is none, the **relaxation**: the same problem under MODEL.md's
+    /// memory (each node's size held once), solved by auto's contiguous path with the time
+    /// left. Every device holds at least as much under the schedule
+    /// (`Σ resident + c_d · Σ A ≥ Σ size` with `c_d ≥ 1` micro-batches in flight; with
+    /// recomputation `Σ resident + Σ A + c_d · In ≥ Σ size`, and recomputing only adds
+    /// time), so the relaxation's bound is a bound here, and its plan is kept when it fits
+    /// under the schedule (recomputing where needed under `--recompute auto`,
+    /// [`milp::candidate`]) and beats the DP's.
+    fn under_schedule(&self, problem: &Problem) -> Result<Outcome, SolveError> {
+        let pipeline = problem.pipeline.expect("under a schedule");
+        if !pipeline.needs_positions() {
+            return self.uniform_schedule(problem, pipeline.uniform_in_flight());
+        }
+        let started = Instant::now();
+        let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+        let mut first = problem.clone();
+        first.limits.time_limit_s = Some(SCHEDULE_DP_SHARE * limit);
+        let mut notes = vec!["auto under a schedule's memory: the exact DP first".to_string()];
+        let dp = match dp::Dp.solve(&first) {
+            Ok(o) => Some(o),
+            Err(SolveError::Stopped { reason, detail, .. })
+                if reason != super::budget::Exhausted::Interrupted =>
+            {
+                notes.push(format!("the exact DP stopped without a plan: {reason} {detail}"));
+                None
+            }
+            Err(e @ SolveError::TooManyIdeals { .. }) => {
+                notes.push(format!("the exact DP did not run: {e}"));
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(o) = &dp {
+            let proven = o.status == Status::Optimal
+                || o.placement.is_none() && matches!(o.status, Status::Infeasible { .. });
+            if proven || super::budget::interrupt_requested() {
+                let mut o = o.clone();
+                o.stats.notes.splice(0..0, notes);
+                return Ok(o);
+            }
+        } else if super::budget::interrupt_requested() {
+            return Err(SolveError::Stopped {
+                method: "auto".into(),
+                reason: super::budget::Exhausted::Interrupted,
+                detail: "during the exact DP under the schedule's memory".into(),
+            });
+        }
+        let left = |share: f64| Some(share * (limit - started.elapsed().as_secs_f64()).max(0.0));
+        let mut relaxed = problem.clone();
+        relaxed.pipeline = None;
+        relaxed.limits.time_limit_s = left(0.25);
+        let budget = Budget::new(relaxed.limits.time_limit_s, problem.limits.memory_budget_bytes);
+        let free = self.contiguous_throughput(&relaxed, &budget)?;
+        let mut plans = vec![(free.placement.clone(), "the relaxation's plan".to_string())];
+        if super::budget::interrupt_requested() {
+            return Ok(schedule_outcome(problem, dp, &free, plans, notes));
+        }
+        if let Some((placement, what)) = layer_granular_under_schedule(problem, left(0.5)) {
+            plans.push((Some(placement), what));
+        }
+        // Restrictions: every node's stash counted `c` times, from as often as the fullest
+        // stage holds it (a plan that fits everywhere) down to 2 (a plan that may fit where
+        // the later stages hold fewer), each with an equal share of the time left.
+        let d = problem.workload.devices();
+        let fullest = pipeline.in_flight(d.accelerators + d.cpus, 0);
+        let counts = restriction_counts(fullest);
+        for (i, &c) in counts.iter().enumerate() {
+            if super::budget::interrupt_requested() {
+                break;
+            }
+            let w = problem
+                .workload
+                .with_sizes(&crate::model::schedule::Pipeline::node_bytes(problem.workload, c));
+            let mut tight = relaxed.clone();
+            tight.workload = &w;
+            tight.devices = super::Devices::of(&w);
+            tight.limits.time_limit_s = left(1.0 / (counts.len() - i) as f64);
+            let budget = Budget::new(tight.limits.time_limit_s, problem.limits.memory_budget_bytes);
+            let held = self.contiguous_throughput(&tight, &budget)?;
+            plans.push((held.placement, format!("the plan with {c} stashes in flight on every stage")));
+        }
+        Ok(schedule_outcome(problem, dp, &free, plans, notes))
+    }
+}
+
+impl Auto {
+    /// A schedule whose every stage holds `c` stashes in flight (GPipe; 1F1B with one
+    /// micro-batch), without recomputation: a stage's memory is `Σ size + (c − 1)·Σ A`
+    /// whatever its place ([`crate::score::pipeline_memory`]), so the problem *is*
+    /// MODEL.md's on the workload whose node sizes are [`Pipeline::node_bytes`] at `c`, and
+    /// auto's contiguous path (exact DP, coarsening, bounds) solves it as it stands. The
+    /// plan is re-checked under the schedule by [`crate::solve::plan`].
+    ///
+    /// [`Pipeline::node_bytes`]: crate::model::schedule::Pipeline::node_bytes
+    fn uniform_schedule(&self, problem: &Problem, c: usize) -> Result<Outcome, SolveError> {
+        let w = problem
+            .workload
+            .with_sizes(&crate::model::schedule::Pipeline::node_bytes(problem.workload, c));
+        let mut sized = problem.clone();
+        sized.workload = &w;
+        sized.devices = super::Devices::of(&w);
+        sized.pipeline = None;
+        let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+        let budget = Budget::new(Some(limit), problem.limits.memory_budget_bytes);
+        let mut outcome = self.contiguous_throughput(&sized, &budget)?;
+        outcome.stats.notes.insert(
+            0,
+            format!("auto under a schedule with {c} stashes in flight on every stage: MODEL.md's problem with each node's size + {} x its stash", c.saturating_sub(1)),
+        );
+        Ok(outcome)
+    }
+}
+
+/// The exact DP under the schedule on the layer-relabelled workload
+/// ([`super::layer_granular`]: stage boundaries only between layers, the same nodes, bytes
+/// and edges, so its plan is valid on the original), within `time_limit_s`, when the
+/// layers are fewer than the nodes: its plan and what it is.
+fn layer_granular_under_schedule(problem: &Problem, time_limit_s: Option<f64>) -> Option<(Placement, String)> {
+    let w = problem.workload;
+    let layers = crate::model::layers::Layers::new(w).ok()?;
+    if layers.len() >= w.len() {
+        return None;
+    }
+    let relabelled = super::layer_granular::contract_by_layers(w, &layers).ok()?;
+    let mut coarse = problem.clone();
+    coarse.workload = &relabelled;
+    coarse.devices = super::Devices::of(&relabelled);
+    coarse.limits.time_limit_s = time_limit_s;
+    let outcome = dp::Dp.solve(&coarse).ok()?;
+    Some((outcome.placement?, format!("the exact DP under the schedule on {} layers", layers.len())))
+}
+
+/// The stash counts the restrictions of [`Auto::under_schedule`] try: `fullest`, then
+/// halving down to 2 (at most 6 counts).
+fn restriction_counts(fullest: usize) -> Vec<usize> {
+    let mut counts = vec![fullest.max(1)];
+    let mut c = fullest / 2;
+    while c >= 2 && counts.len() < 6 {
+        counts.push(c);
+        c /= 2;
+    }
+    counts
+}
+
+/// The best of the DP's plan (under the schedule) and the `plans` (with what they are)
+/// that fit under the schedule, with the larger of the DP's bound and the relaxation's
+/// (`free`).
+fn schedule_outcome(
+    problem: &Problem,
+    dp: Option<Outcome>,
+    free: &Outcome,
+    plans: Vec<(Option<Placement>, String)>,
+    mut notes: Vec<String>,
+) -> Outcome {
+    let free_path = free.stats.path.clone().unwrap_or_default();
+    notes.push(format!("the relaxation (MODEL.md memory: {free_path}): bound {}", free.bound));
+    let bound = dp.as_ref().map_or(0.0, |o| o.bound).max(free.bound);
+    let mut out = dp.unwrap_or(Outcome {
+        method: MethodId::Auto,
+        placement: None,
+        objective: f64::INFINITY,
+        bound,
+        status: Status::NoPlan {
+            reason: StopReason::SearchExhausted {
+                what: "neither the exact DP under the schedule nor the relaxation's plan gave a plan that fits (raise --time-limit, or try --method ip)".into(),
+            },
+        },
+        stats: Stats::default(),
+    });
+    let mut path = vec![out.stats.path.clone().unwrap_or_else(|| "exact DP under the schedule".into())];
+    for (placement, what) in plans {
+        let Some(placement) = placement else {
+            notes.push(format!("{what}: none"));
+            continue;
+        };
+        let Some(c) = milp::candidate(problem, placement, "held") else {
+            notes.push(format!("{what} does not fit under the schedule"));
+            continue;
+        };
+        notes.push(format!("{what}: {}", c.score));
+        if out.placement.is_none() || c.score < out.objective {
+            out.placement = Some(c.placement);
+            out.objective = c.score;
+            path.push(what);
+        }
+    }
+    out.bound = bound.min(out.objective);
+    if out.placement.is_some() {
+        out.status = if out.objective <= out.bound * (1.0 + CLOSED) {
+            Status::Optimal
+        } else {
+            Status::Feasible {
+                reason: match free.status.stop_reason() {
+                    Some(r) => r.clone(),
+                    None => StopReason::TimeLimit,
+                },
+            }
+        };
+    }
+    out.stats.path = Some(path.join("; "));
+    out.stats.notes.splice(0..0, notes);
+    out
 }
 
 /// A contiguous plan and its max load by the scorer.
@@ -691,20 +918,24 @@ impl Auto {
         let Some(placement) = first.placement else {
             return Ok(Outcome { stats, ..first });
         };
-        let e = evaluate(w, &placement, latency);
-        let objective = problem.objective.value(&e);
-        let pieces_ok = match problem.objective {
-            Objective::Latency { pieces } => {
-                e.latency.as_ref().is_some_and(|l| l.max_pieces() <= pieces)
+        let mut e = evaluate(w, &placement, latency);
+        let mut placement = placement;
+        if let Objective::Latency { pieces } = problem.objective {
+            if e.max_pieces() > pieces {
+                let Some((p, moved)) = within_pieces(w, placement, pieces) else {
+                    return Err(SolveError::Unsupported {
+                        method: "auto".into(),
+                        what: format!("latency with at most {pieces} pieces per accelerator on a graph of {units} units (more than the IP's {IP_MAX_UNITS}): no plan within the pieces was found"),
+                    });
+                };
+                stats.notes.push(format!(
+                    "the contiguous TPS plan has accelerators of more than {pieces} pieces: {moved} of them moved to a CPU core"
+                ));
+                placement = p;
+                e = evaluate(w, &placement, latency);
             }
-            _ => true,
-        };
-        if !pieces_ok {
-            return Err(SolveError::Unsupported {
-                method: "auto".into(),
-                what: format!("latency with {} pieces on a graph of {units} units (more than the IP's {IP_MAX_UNITS})", problem.objective.name()),
-            });
         }
+        let objective = problem.objective.value(&e);
         let bound = match problem.objective {
             Objective::Latency { .. } => {
                 let d = w.devices();
@@ -756,6 +987,44 @@ impl Auto {
             },
             stats,
         })
+    }
+}
+
+/// `placement` with every accelerator that the latency scorer cuts into more than `q`
+/// pieces moved, nodes and all, to CPU core 0, until none is (a latency plan within the
+/// pieces: MODEL.md's CPU nodes are not pieces and latency ignores `maxCPUs`). Moving one
+/// accelerator's nodes can change the greedy cut of another, hence the loop; each round
+/// empties at least one accelerator, so it ends. The plan and how many accelerators were
+/// emptied; `None` when the result is not a valid placement (a node a CPU cannot run).
+fn within_pieces(w: &crate::model::Workload, mut placement: Placement, q: usize) -> Option<(Placement, usize)> {
+    use crate::model::Device;
+    let mut moved = 0;
+    loop {
+        let e = evaluate(w, &placement, true);
+        if !e.is_valid() {
+            return None;
+        }
+        let over: Vec<usize> = e
+            .latency
+            .as_ref()?
+            .pieces
+            .iter()
+            .filter(|&&(_, p)| p > q)
+            .map(|&(a, _)| a)
+            .collect();
+        if over.is_empty() {
+            return Some((placement, moved));
+        }
+        moved += over.len();
+        let devices = placement
+            .assignment
+            .iter()
+            .map(|&d| match d {
+                Device::Accelerator(a) if over.contains(&a) => Device::Cpu(0),
+                other => other,
+            })
+            .collect();
+        placement = Placement::new(devices);
     }
 }
 
