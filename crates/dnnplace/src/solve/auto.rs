@@ -223,9 +223,9 @@ impl Auto {
         let mut notes = vec!["auto under a schedule's memory: the exact DP first".to_string()];
         let dp = match dp::Dp.solve(&first) {
             Ok(o) => Some(o),
-            Err(SolveError::Stopped { reason, detail, .. })
-                if reason != super::budget::Exhausted::Interrupted =>
-            {
+            Err(SolveError::Stopped { reason, detail, .. }) => {
+                // Interrupted too: the steps below then run on their cheap paths only (the
+                // baselines), so that Ctrl-C still gets a plan that fits.
                 notes.push(format!("the exact DP stopped without a plan: {reason} {detail}"));
                 None
             }
@@ -243,12 +243,6 @@ impl Auto {
                 o.stats.notes.splice(0..0, notes);
                 return Ok(o);
             }
-        } else if super::budget::interrupt_requested() {
-            return Err(SolveError::Stopped {
-                method: "auto".into(),
-                reason: super::budget::Exhausted::Interrupted,
-                detail: "during the exact DP under the schedule's memory".into(),
-            });
         }
         let left = |share: f64| Some(share * (limit - started.elapsed().as_secs_f64()).max(0.0));
         let mut relaxed = problem.clone();
@@ -257,9 +251,6 @@ impl Auto {
         let budget = Budget::new(relaxed.limits.time_limit_s, problem.limits.memory_budget_bytes);
         let free = self.contiguous_throughput(&relaxed, &budget)?;
         let mut plans = vec![(free.placement.clone(), "the relaxation's plan".to_string())];
-        if super::budget::interrupt_requested() {
-            return Ok(schedule_outcome(problem, dp, &free, plans, notes));
-        }
         if let Some((placement, what)) = layer_granular_under_schedule(problem, left(0.5)) {
             plans.push((Some(placement), what));
         }
@@ -270,9 +261,6 @@ impl Auto {
         let fullest = pipeline.in_flight(d.accelerators + d.cpus, 0);
         let counts = restriction_counts(fullest);
         for (i, &c) in counts.iter().enumerate() {
-            if super::budget::interrupt_requested() {
-                break;
-            }
             let w = problem
                 .workload
                 .with_sizes(&crate::model::schedule::Pipeline::node_bytes(problem.workload, c));
@@ -396,6 +384,7 @@ fn schedule_outcome(
         } else {
             Status::Feasible {
                 reason: match free.status.stop_reason() {
+                    _ if super::budget::interrupt_requested() => StopReason::Interrupted,
                     Some(r) => r.clone(),
                     None => StopReason::TimeLimit,
                 },

@@ -105,7 +105,9 @@ pub fn plan_by_layers(
             "the layer-granular plan is invalid on the original workload: {v}"
         )));
     }
-    if problem.contiguous {
+    // Under the interleaved schedule a device holds several chunks: its chain of chunks is
+    // checked with the memory below (as `plan` checks it), not per-device contiguity.
+    if problem.contiguous && !problem.interleaved() {
         if let Some(v) = evaluation.non_contiguous.first() {
             return Err(SolveError::Check(format!(
                 "the layer-granular plan is not contiguous on the original workload: {v}"
