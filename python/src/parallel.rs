@@ -371,7 +371,7 @@ fn build_and_plan(
 /// TP degrees) on `cluster`, as `dnnplace plan MODEL --parallel 3d` does (module
 /// documentation). Choices are `"auto"`, a number, or (tensor_parallel) a list.
 #[pyfunction]
-#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, objective="iteration", time_limit=None, recompute=None, seq=None, dtype=None, export=None))]
+#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None, export=None))]
 pub fn plan_parallel(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,

@@ -173,7 +173,7 @@ CONFIG_ERRORS = [
     ("2x8xnosuchgpu", 64, {}),
     ("2y8", 64, {}),
     ("1x8xh100+1x8xa100-80gb", 64, {}),
-    ("1x8xh100", 64, {"free": True}),
+    ("1x8xh100", 64, {"free": True, "objective": "iteration"}),
     ("1x8xh100", 64, {"free": True, "objective": "throughput", "export": "megatron"}),
     ("1x8xh100", 64, {"export": "onnx"}),
     ("1x8xh100", 64, {"export": "deepspeed", "sequence_parallel": True}),

@@ -14,6 +14,7 @@
 //! | `zero` | `--zero` | `auto` (every stage) | 0 to 3 |
 //! | `schedule` | `--schedule` | 1f1b | gpipe or 1f1b |
 //! | `layouts` | `--uniform` / `--free` | uniform | free: time per sample only, no export |
+//! | `objective` | `--objective` | time per sample (`throughput`) | or the iteration time (uniform only) |
 //! | `export` | `--export` | none | the search stays within the target's ZeRO stages and schedules |
 //! | `price_cap` | `--budget` | none | caps the accelerators at what the price buys per hour |
 //!
@@ -226,8 +227,9 @@ pub struct ParallelSettings {
 }
 
 impl ParallelSettings {
-    /// The defaults for `model`: every choice `auto`, uniform layouts, 1f1b, the iteration
-    /// time; the cluster and the global batch still to give.
+    /// The command line's defaults for `model`: every choice `auto`, uniform layouts, 1f1b,
+    /// the time per sample (`--objective throughput`); the cluster and the global batch
+    /// still to give.
     pub fn new(model: ParallelModel) -> ParallelSettings {
         ParallelSettings {
             model,
@@ -246,7 +248,7 @@ impl ParallelSettings {
             schedule: None,
             layouts: Layouts::Uniform,
             sequence_parallel: false,
-            objective: Objective::Iteration,
+            objective: Objective::TimePerSample,
             export: None,
             price_cap: None,
         }
@@ -872,6 +874,7 @@ mod tests {
     fn free_layouts_refuse_the_iteration_time() {
         let mut s = ParallelSettings::new(ParallelModel::Path("x.json".into()));
         s.layouts = Layouts::Free;
+        s.objective = Objective::Iteration;
         let e = s.check().unwrap_err().to_string();
         assert!(e.starts_with("--objective iteration does not apply to --free"), "{e}");
         s.objective = Objective::TimePerSample;
