@@ -540,7 +540,10 @@ impl Cluster {
 /// Runs `f` in a worker thread without the GIL; the calling thread runs Python's signal
 /// handlers every 50 ms and turns a `KeyboardInterrupt` into the library's interrupt flag
 /// (module documentation).
-pub(crate) fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<(T, bool)> {
+pub(crate) fn interruptible<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> T + Send,
+) -> PyResult<(T, bool)> {
     budget::clear_interrupt();
     let done = AtomicBool::new(false);
     let mut interrupted = false;

@@ -354,7 +354,10 @@ enum Failure {
 fn build_and_plan(
     settings: &ParallelSettings,
     budget: &Budget,
-) -> (Result<(ParallelOutcome, Topology, Objective), Failure>, Vec<String>) {
+) -> (
+    Result<(ParallelOutcome, Topology, Objective), Failure>,
+    Vec<String>,
+) {
     let mut notes = Vec::new();
     let problem = match settings.build(&mut notes) {
         Ok(p) => p,
@@ -399,21 +402,34 @@ pub fn plan_parallel(
         dtype,
         export,
     };
-    let choices = [micro_batch, tensor_parallel, data_parallel, pipeline_parallel, zero];
+    let choices = [
+        micro_batch,
+        tensor_parallel,
+        data_parallel,
+        pipeline_parallel,
+        zero,
+    ];
     let mut settings = settings_of(model_of(model)?, choices, fixed)?;
     settings.cluster = Some(match cluster.cast::<Cluster>() {
         Ok(c) => c.borrow().spec.clone(),
-        Err(_) => cluster
-            .extract::<String>()
-            .map_err(|_| input("cluster: expected a spec such as \"2x8xh100\", a cluster TOML path, or a Cluster"))?,
+        Err(_) => cluster.extract::<String>().map_err(|_| {
+            input(
+                "cluster: expected a spec such as \"2x8xh100\", a cluster TOML path, or a Cluster",
+            )
+        })?,
     });
     settings.global_batch = Some(global_batch);
     settings.seq = seq;
-    settings.layouts = if free { Layouts::Free } else { Layouts::Uniform };
+    settings.layouts = if free {
+        Layouts::Free
+    } else {
+        Layouts::Uniform
+    };
     settings.sequence_parallel = sequence_parallel;
     settings.check().map_err(input)?;
     let run_budget = Budget::new(Some(time_limit_of(time_limit)?), Some(MEMORY_BUDGET));
-    let ((found, notes), interrupted) = interruptible(py, || build_and_plan(&settings, &run_budget))?;
+    let ((found, notes), interrupted) =
+        interruptible(py, || build_and_plan(&settings, &run_budget))?;
     let (outcome, topology, objective) = found.map_err(|f| match f {
         Failure::Input(m) => input(m),
         Failure::Internal(m) => InternalError::new_err(m),

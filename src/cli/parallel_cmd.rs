@@ -86,7 +86,6 @@ pub struct ParallelFlags {
     pub free: bool,
 }
 
-
 /// Rejects the --parallel 3d flags without --parallel.
 pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
     let given = [
@@ -144,9 +143,6 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
     }
 }
 
-
-
-
 /// `--sweep`: the best layout per GPU count, as a table or JSON, and `--plot` as SVG.
 fn run_sweep(args: &PlanArgs, problem: &ParallelProblem, budget: &Budget) -> Result<(), CliError> {
     use crate::report::parallel::{sweep_json, sweep_svg, sweep_text};
@@ -177,13 +173,6 @@ fn run_sweep(args: &PlanArgs, problem: &ParallelProblem, budget: &Budget) -> Res
     Ok(())
 }
 
-
-
-
-
-
-
-
 /// The settings of the flags; the library checks them ([`ParallelSettings::build`]).
 fn settings_of(args: &PlanArgs, objective: Objective) -> ParallelSettings {
     let f = &args.parallel;
@@ -196,13 +185,26 @@ fn settings_of(args: &PlanArgs, objective: Objective) -> ParallelSettings {
         seq: args.model.seq,
         global_batch: f.global_batch,
         micro_batch: f.micro_batch.as_deref().map(Choice::count),
-        tensor_parallel: f.tensor_parallel.as_deref().map_or(Choice::Auto, Choice::degrees),
-        data_parallel: f.data_parallel.as_deref().map_or(Choice::Auto, Choice::count),
-        pipeline_parallel: f.pipeline_parallel.as_deref().map_or(Choice::Auto, Choice::count),
+        tensor_parallel: f
+            .tensor_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::degrees),
+        data_parallel: f
+            .data_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::count),
+        pipeline_parallel: f
+            .pipeline_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::count),
         zero: f.zero.as_deref().map_or(Choice::Auto, Choice::zero),
         recompute: args.schedule.recompute,
         schedule: args.schedule.schedule,
-        layouts: if f.free { Layouts::Free } else { Layouts::Uniform },
+        layouts: if f.free {
+            Layouts::Free
+        } else {
+            Layouts::Uniform
+        },
         sequence_parallel: f.sequence_parallel,
         objective,
         export: args.export.clone(),
@@ -271,7 +273,11 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
     check_outputs(args)?;
     let input = |e: SettingsError| CliError::Input(e.to_string());
-    args.export.as_deref().map(Target::parse).transpose().map_err(input)?;
+    args.export
+        .as_deref()
+        .map(Target::parse)
+        .transpose()
+        .map_err(input)?;
     if let Some(out) = &args.export_out {
         super::check_output_target(out)?;
     }
@@ -376,7 +382,6 @@ fn check_outputs(args: &PlanArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-
 /// `--target-tps MS`: the fewest devices whose best layout meets the target. The best
 /// layout is printed either way; one that misses the target writes no file and exits 2.
 fn run_target_tps(
@@ -415,8 +420,6 @@ fn run_target_tps(
         )))
     }
 }
-
-
 
 /// `--free` searches one layout: the modes it does not take, named (the library refuses
 /// `--objective iteration` and `--export` with it).

@@ -143,7 +143,10 @@ impl Target {
                 let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
                 setting(
                     "--export",
-                    format!("--export {name}: --parallel 3d exports {}", names.join(", ")),
+                    format!(
+                        "--export {name}: --parallel 3d exports {}",
+                        names.join(", ")
+                    ),
                 )
             })
     }
@@ -270,7 +273,9 @@ impl ParallelSettings {
             if let Some((name, _, why)) = refused.iter().find(|r| r.1) {
                 return Err(setting(
                     "--free",
-                    format!("{name} does not apply to --free: {why}; drop --free for uniform layouts"),
+                    format!(
+                        "{name} does not apply to --free: {why}; drop --free for uniform layouts"
+                    ),
                 ));
             }
         }
@@ -330,8 +335,15 @@ impl ParallelSettings {
                 sequence_parallel: sequence_parallel(None, self.sequence_parallel, notes)?,
             };
             let devices = ParallelDevices::Mixed(topo);
-            return ParallelProblem::priced(&priced, &profiles, devices, space, Objective::TimePerSample, Layouts::Free)
-                .map_err(SettingsError::Model);
+            return ParallelProblem::priced(
+                &priced,
+                &profiles,
+                devices,
+                space,
+                Objective::TimePerSample,
+                Layouts::Free,
+            )
+            .map_err(SettingsError::Model);
         }
         let (cluster, profiles, topo) = self.topology(notes)?;
         let valid = valid_tp_degrees(&model.spec, topo.per_machine);
@@ -344,15 +356,25 @@ impl ParallelSettings {
             sequence_parallel: sequence_parallel(target, self.sequence_parallel, notes)?,
         };
         let devices = ParallelDevices::One(topo);
-        ParallelProblem::priced(&priced, &profiles, devices, space, self.objective, self.layouts)
-            .map_err(SettingsError::Model)
+        ParallelProblem::priced(
+            &priced,
+            &profiles,
+            devices,
+            space,
+            self.objective,
+            self.layouts,
+        )
+        .map_err(SettingsError::Model)
     }
 
     /// The transformer of the config.json at `path`, at `seq` tokens per sample.
     fn hf_model(&self, path: &Path) -> Result<HfModel, SettingsError> {
         const READS: &str =
             "(--parallel 3d reads a Hugging Face config.json or a training workload JSON)";
-        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+        {
             return Err(SettingsError::Model(format!(
                 "{}: --parallel 3d plans a transformer given as a Hugging Face config.json (an ONNX graph's operators carry no tensor-parallel split)",
                 path.display()
@@ -389,8 +411,15 @@ impl ParallelSettings {
             let mut chains = Vec::with_capacity(topo.groups.len());
             for g in &topo.groups {
                 let ty = cluster.types().iter().position(|t| t.name == g.type_name);
-                let ty = ty.ok_or_else(|| SettingsError::Cluster(format!("no type {}", g.type_name)))?;
-                chains.push(vec![chain_on(w, options, (&cluster, ty), &profiles, &space)?]);
+                let ty =
+                    ty.ok_or_else(|| SettingsError::Cluster(format!("no type {}", g.type_name)))?;
+                chains.push(vec![chain_on(
+                    w,
+                    options,
+                    (&cluster, ty),
+                    &profiles,
+                    &space,
+                )?]);
             }
             return Ok(ParallelProblem {
                 chains,
@@ -472,7 +501,9 @@ impl ParallelSettings {
         for t in asked {
             if !common.contains(&t) {
                 let lacking = w.nodes().iter().find(|n| {
-                    !options.get(&n.id).is_some_and(|o| o.iter().any(|x| x.degree == t))
+                    !options
+                        .get(&n.id)
+                        .is_some_and(|o| o.iter().any(|x| x.degree == t))
                 });
                 let who = lacking.map_or(String::new(), |n| format!(": node {} has none", n.id));
                 return Err(setting(
@@ -521,8 +552,13 @@ impl ParallelSettings {
             |&p| p >= 1 && p <= n,
             &format!("give a number of stages from 1 to the cluster's {n} accelerators, or auto"),
         )?;
-        let zero = checked("--zero", &self.zero, |_| true, "give a ZeRO stage 0, 1, 2 or 3, or auto")?
-            .map_or(Zero::ALL.to_vec(), |z| vec![z]);
+        let zero = checked(
+            "--zero",
+            &self.zero,
+            |_| true,
+            "give a ZeRO stage 0, 1, 2 or 3, or auto",
+        )?
+        .map_or(Zero::ALL.to_vec(), |z| vec![z]);
         let micro_batches = match checked(
             "--micro-batch",
             &micro_batch.unwrap_or_default(),
@@ -530,7 +566,10 @@ impl ParallelSettings {
             &format!("give a micro-batch size that divides --global-batch {global_batch}, or auto"),
         )? {
             Some(b) => vec![b],
-            None => [1, 2, 4, 8, 16].into_iter().filter(|b| global_batch % b == 0).collect(),
+            None => [1, 2, 4, 8, 16]
+                .into_iter()
+                .filter(|b| global_batch % b == 0)
+                .collect(),
         };
         Ok(Space {
             tensor_parallel,
@@ -550,10 +589,18 @@ impl ParallelSettings {
 
     /// The TP degrees to search: `auto`, every valid one dividing a machine; a list, each
     /// checked.
-    fn tensor_parallel_of(&self, topo: &Topology, valid: &[usize]) -> Result<Vec<usize>, SettingsError> {
+    fn tensor_parallel_of(
+        &self,
+        topo: &Topology,
+        valid: &[usize],
+    ) -> Result<Vec<usize>, SettingsError> {
         let list = match &self.tensor_parallel {
             Choice::Auto => {
-                return Ok(valid.iter().copied().filter(|t| topo.per_machine.is_multiple_of(*t)).collect())
+                return Ok(valid
+                    .iter()
+                    .copied()
+                    .filter(|t| topo.per_machine.is_multiple_of(*t))
+                    .collect())
             }
             Choice::Fixed(list) if !list.is_empty() && list.iter().all(|&t| t >= 1) => list.clone(),
             Choice::Fixed(list) => {
@@ -592,7 +639,12 @@ impl ParallelSettings {
         &self,
         notes: &mut Vec<String>,
     ) -> Result<(Cluster, Vec<DeviceProfile>, Topology), SettingsError> {
-        cluster_topology(self.cluster.as_deref(), &self.device_files, self.memory_bytes, notes)
+        cluster_topology(
+            self.cluster.as_deref(),
+            &self.device_files,
+            self.memory_bytes,
+            notes,
+        )
     }
 
     /// The cluster's topology and profiles when it holds several accelerator types (free
@@ -713,7 +765,9 @@ pub fn cluster_topology(
 fn unreadable_degrees(text: &str) -> SettingsError {
     setting(
         "--tensor-parallel",
-        format!("--tensor-parallel '{text}': give degrees ≥ 1 separated by commas (1,2,4,8), or auto"),
+        format!(
+            "--tensor-parallel '{text}': give degrees ≥ 1 separated by commas (1,2,4,8), or auto"
+        ),
     )
 }
 
@@ -758,12 +812,21 @@ pub fn within_target(target: Option<Target>, space: &mut Space) -> Result<(), Se
         return Ok(());
     };
     let (format, (zeros, schedules, why)) = (target.name(), target.rules());
-    let allowed: Vec<Zero> = space.zero.iter().copied().filter(|z| zeros.contains(z)).collect();
+    let allowed: Vec<Zero> = space
+        .zero
+        .iter()
+        .copied()
+        .filter(|z| zeros.contains(z))
+        .collect();
     if allowed.is_empty() {
         let stages: Vec<String> = zeros.iter().map(|z| z.stage().to_string()).collect();
         return Err(setting(
             "--zero",
-            format!("--zero {} --export {format}: {why}; give --zero {} or auto", space.zero[0].stage(), stages.join(", ")),
+            format!(
+                "--zero {} --export {format}: {why}; give --zero {} or auto",
+                space.zero[0].stage(),
+                stages.join(", ")
+            ),
         ));
     }
     space.zero = allowed;
@@ -822,8 +885,14 @@ fn chain_on(
         .iter()
         .find(|p| &p.name == profile)
         .map_or(0.0, |p| p.peak_fp16_flops);
-    workload_chain(w, options, (cluster, ty), &degrees, (space.micro_batches[0], peak))
-        .map_err(|e| SettingsError::Model(e.to_string()))
+    workload_chain(
+        w,
+        options,
+        (cluster, ty),
+        &degrees,
+        (space.micro_batches[0], peak),
+    )
+    .map_err(|e| SettingsError::Model(e.to_string()))
 }
 
 /// Whether `path` holds a workload JSON (an object with `nodes`) rather than a config.json.
@@ -852,10 +921,21 @@ mod tests {
 
     #[test]
     fn a_refused_value_names_its_flag_and_rule() {
-        let e = checked("--data-parallel", &Choice::Fixed(0usize), |&d| d >= 1, "give 1 or more")
-            .unwrap_err();
+        let e = checked(
+            "--data-parallel",
+            &Choice::Fixed(0usize),
+            |&d| d >= 1,
+            "give 1 or more",
+        )
+        .unwrap_err();
         assert_eq!(e.to_string(), "--data-parallel '0': give 1 or more");
-        let e = checked("--zero", &Choice::<Zero>::Unparsed("9".into()), |_| true, "0 to 3").unwrap_err();
+        let e = checked(
+            "--zero",
+            &Choice::<Zero>::Unparsed("9".into()),
+            |_| true,
+            "0 to 3",
+        )
+        .unwrap_err();
         assert_eq!(e.to_string(), "--zero '9': 0 to 3");
         assert!(matches!(e, SettingsError::Setting { flag: "--zero", .. }));
     }
@@ -876,7 +956,10 @@ mod tests {
         s.layouts = Layouts::Free;
         s.objective = Objective::Iteration;
         let e = s.check().unwrap_err().to_string();
-        assert!(e.starts_with("--objective iteration does not apply to --free"), "{e}");
+        assert!(
+            e.starts_with("--objective iteration does not apply to --free"),
+            "{e}"
+        );
         s.objective = Objective::TimePerSample;
         s.schedule = Some(Schedule::Interleaved { chunks: 2 });
         assert_eq!(
