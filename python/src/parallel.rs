@@ -350,23 +350,29 @@ enum Failure {
     Internal(String),
 }
 
-/// Builds the problem of `settings` and searches it within `budget`.
+/// A search's outcome with the devices and objective its report needs.
+struct Searched {
+    outcome: ParallelOutcome,
+    topology: Topology,
+    objective: Objective,
+}
+
+/// Builds the problem of `settings` and searches it within `budget`; the notes the
+/// build handed back go to `notes`, also when it fails.
 fn build_and_plan(
     settings: &ParallelSettings,
     budget: &Budget,
-) -> (
-    Result<(ParallelOutcome, Topology, Objective), Failure>,
-    Vec<String>,
-) {
-    let mut notes = Vec::new();
-    let problem = match settings.build(&mut notes) {
-        Ok(p) => p,
-        Err(e) => return (Err(Failure::Input(e.to_string())), notes),
-    };
-    let found = parallel::plan(&problem, budget)
-        .map(|o| (o, problem.topology(), problem.objective))
-        .map_err(Failure::Internal);
-    (found, notes)
+    notes: &mut Vec<String>,
+) -> Result<Searched, Failure> {
+    let problem = settings
+        .build(notes)
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let outcome = parallel::plan(&problem, budget).map_err(Failure::Internal)?;
+    Ok(Searched {
+        outcome,
+        topology: problem.topology(),
+        objective: problem.objective,
+    })
 }
 
 /// Plans the parallel layout of a transformer (a Hugging Face config.json) or a training
@@ -428,9 +434,14 @@ pub fn plan_parallel(
     settings.sequence_parallel = sequence_parallel;
     settings.check().map_err(input)?;
     let run_budget = Budget::new(Some(time_limit_of(time_limit)?), Some(MEMORY_BUDGET));
-    let ((found, notes), interrupted) =
-        interruptible(py, || build_and_plan(&settings, &run_budget))?;
-    let (outcome, topology, objective) = found.map_err(|f| match f {
+    let mut notes = Vec::new();
+    let (found, interrupted) =
+        interruptible(py, || build_and_plan(&settings, &run_budget, &mut notes))?;
+    let Searched {
+        outcome,
+        topology,
+        objective,
+    } = found.map_err(|f| match f {
         Failure::Input(m) => input(m),
         Failure::Internal(m) => InternalError::new_err(m),
     })?;
