@@ -24,20 +24,30 @@
 //! and cluster give, so every error names the flag and what it accepts, as the command line
 //! has always printed it. The library prints nothing: notes (a cluster's, a target's, the
 //! price cap's) are handed back in a list.
+//!
+//! Here: the settings, their text readers, the checks, a config.json's problem and the
+//! space; [`cluster`] reads the cluster, [`target`] holds the export targets' rules,
+//! [`workload`] a workload JSON's problem.
+
+mod cluster;
+mod target;
+mod workload;
+
+pub use cluster::{cluster_of, cluster_topology};
+pub use target::{within_target, Target};
+pub use workload::is_workload_json;
 
 use std::path::{Path, PathBuf};
 
 use super::{Layouts, Objective, ParallelDevices, ParallelProblem, PricedModel, Space};
 use crate::costmodel::hf_config::{parse_hf_config, HfModel};
 use crate::costmodel::operators::DType;
-use crate::costmodel::parallel::{valid_tp_degrees, SequenceParallel};
-use crate::costmodel::workload_chain::{common_degrees, workload_chain};
+use crate::costmodel::parallel::valid_tp_degrees;
 use crate::io::tensor_parallel_json::{read_tensor_parallel, TpOptions};
-use crate::model::parallel::{ChainCosts, MixedTopology, Topology, Zero};
-use crate::model::profiles::DeviceProfile;
+use crate::model::parallel::{Topology, Zero};
 use crate::model::recompute::Recompute;
 use crate::model::schedule::Schedule;
-use crate::model::{Cluster, Workload};
+use crate::model::Workload;
 
 /// The largest global batch, 2^24 samples.
 pub const MAX_GLOBAL_BATCH: usize = 1 << 24;
@@ -105,73 +115,6 @@ pub enum ParallelModel {
         workload: Box<Workload>,
         options: TpOptions,
     },
-}
-
-/// The frameworks a 3D plan exports to (`--export`): what each runs constrains the search.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    Megatron,
-    DeepSpeed,
-    TorchTitan,
-    Vllm,
-}
-
-impl Target {
-    pub const ALL: [Target; 4] = [
-        Target::Megatron,
-        Target::DeepSpeed,
-        Target::TorchTitan,
-        Target::Vllm,
-    ];
-
-    /// The target's name (`--export NAME`, `crate::export::parallel::FORMATS`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Megatron => "megatron",
-            Target::DeepSpeed => "deepspeed",
-            Target::TorchTitan => "torchtitan",
-            Target::Vllm => "vllm",
-        }
-    }
-
-    /// The target named `name`, or the error naming the targets.
-    pub fn parse(name: &str) -> Result<Target, SettingsError> {
-        Target::ALL
-            .into_iter()
-            .find(|t| t.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
-                setting(
-                    "--export",
-                    format!(
-                        "--export {name}: --parallel 3d exports {}",
-                        names.join(", ")
-                    ),
-                )
-            })
-    }
-
-    /// The ZeRO stages and schedules the target runs, and why.
-    fn rules(self) -> (&'static [Zero], &'static [Schedule], &'static str) {
-        match self {
-            Target::Megatron => (
-                &[Zero::Off, Zero::Optimizer],
-                &[Schedule::OneFOneB],
-                "Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1) and its pipeline runs 1f1b",
-            ),
-            Target::DeepSpeed => (
-                &[Zero::Off, Zero::Optimizer],
-                &[Schedule::OneFOneB],
-                "DeepSpeed's PipelineEngine runs ZeRO 0 or 1 and its 1F1B TrainSchedule",
-            ),
-            Target::TorchTitan => (
-                &[Zero::Off, Zero::Gradients, Zero::Parameters],
-                &[Schedule::OneFOneB, Schedule::GPipe],
-                "torchtitan replicates (ZeRO-0) or shards with FSDP2 (ZeRO-2 or 3)",
-            ),
-            Target::Vllm => (&Zero::ALL, &[Schedule::OneFOneB, Schedule::GPipe], ""),
-        }
-    }
 }
 
 /// Why settings make no problem; each prints the command line's message.
@@ -332,7 +275,7 @@ impl ParallelSettings {
             let priced = PricedModel {
                 spec: &model.spec,
                 dtype,
-                sequence_parallel: sequence_parallel(None, self.sequence_parallel, notes)?,
+                sequence_parallel: target::sequence_parallel(None, self.sequence_parallel, notes)?,
             };
             let devices = ParallelDevices::Mixed(topo);
             return ParallelProblem::priced(
@@ -353,7 +296,7 @@ impl ParallelSettings {
         let priced = PricedModel {
             spec: &model.spec,
             dtype,
-            sequence_parallel: sequence_parallel(target, self.sequence_parallel, notes)?,
+            sequence_parallel: target::sequence_parallel(target, self.sequence_parallel, notes)?,
         };
         let devices = ParallelDevices::One(topo);
         ParallelProblem::priced(
@@ -390,129 +333,6 @@ impl ParallelSettings {
             .map_err(|e| SettingsError::Model(format!("{}: {e} {READS}", path.display())))?;
         parse_hf_config(&text, self.seq.unwrap_or(512), 1)
             .map_err(|e| SettingsError::Model(format!("{}: {e} {READS}", path.display())))
-    }
-
-    /// The problem of workload `w` with its TP `options`.
-    fn workload_problem(
-        &self,
-        w: &Workload,
-        options: &TpOptions,
-        target: Option<Target>,
-        notes: &mut Vec<String>,
-    ) -> Result<ParallelProblem, SettingsError> {
-        self.check_workload_settings(target)?;
-        let micro_batch = Some(Choice::Fixed(self.workload_micro_batch()?));
-        let schedule = self.schedule_checked()?;
-        if let Some((topo, profiles)) = self.mixed_cluster(notes)? {
-            let display = topo.display();
-            let valid = self.check_degrees(w, options, display.per_machine)?;
-            let space = self.space_of(micro_batch, &display, &valid, schedule)?;
-            let cluster = self.cluster_and_profiles(&mut Vec::new())?.0;
-            let mut chains = Vec::with_capacity(topo.groups.len());
-            for g in &topo.groups {
-                let ty = cluster.types().iter().position(|t| t.name == g.type_name);
-                let ty =
-                    ty.ok_or_else(|| SettingsError::Cluster(format!("no type {}", g.type_name)))?;
-                chains.push(vec![chain_on(
-                    w,
-                    options,
-                    (&cluster, ty),
-                    &profiles,
-                    &space,
-                )?]);
-            }
-            return Ok(ParallelProblem {
-                chains,
-                devices: ParallelDevices::Mixed(topo),
-                space,
-                objective: Objective::TimePerSample,
-                layouts: Layouts::Free,
-            });
-        }
-        let (cluster, profiles, topo) = self.topology(notes)?;
-        let valid = self.check_degrees(w, options, topo.per_machine)?;
-        let mut space = self.space_of(micro_batch, &topo, &valid, schedule)?;
-        within_target(target, &mut space)?;
-        self.cap_by_price(&cluster, &mut space, notes)?;
-        let chain = chain_on(w, options, (&cluster, 0), &profiles, &space)?;
-        Ok(ParallelProblem {
-            chains: vec![vec![chain]],
-            devices: ParallelDevices::One(topo),
-            space,
-            objective: self.objective,
-            layouts: self.layouts,
-        })
-    }
-
-    /// Settings that describe a transformer, not a workload, named when given.
-    fn check_workload_settings(&self, target: Option<Target>) -> Result<(), SettingsError> {
-        let refused = [
-            ("--export", target.is_some()),
-            ("--sequence-parallel", self.sequence_parallel),
-            ("--dtype", self.dtype.is_some()),
-            ("--seq", self.seq.is_some()),
-        ];
-        match refused.iter().find(|r| r.1) {
-            Some((name, _)) => Err(setting(
-                name,
-                format!("{name} does not apply to a workload JSON: it describes a transformer given as a config.json (a workload's nodes carry their own costs)"),
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// The samples one micro-batch of a workload holds (`micro_batch`, default 1).
-    fn workload_micro_batch(&self) -> Result<usize, SettingsError> {
-        let text = match &self.micro_batch {
-            None => return Ok(1),
-            Some(Choice::Fixed(b)) if *b >= 1 => return Ok(*b),
-            Some(Choice::Fixed(b)) => b.to_string(),
-            Some(Choice::Auto) => "auto".to_string(),
-            Some(Choice::Unparsed(t)) => t.clone(),
-        };
-        Err(setting(
-            "--micro-batch",
-            format!("--micro-batch {text}: a workload JSON is priced for one micro-batch; give the number of samples its numbers are for (default 1), not auto"),
-        ))
-    }
-
-    /// Every option's degree divides a machine's `per_machine` accelerators, and every
-    /// listed TP degree is one each node has; the degrees every node has.
-    fn check_degrees(
-        &self,
-        w: &Workload,
-        options: &TpOptions,
-        per_machine: usize,
-    ) -> Result<Vec<usize>, SettingsError> {
-        for (id, list) in options {
-            if let Some(o) = list.iter().find(|o| !per_machine.is_multiple_of(o.degree)) {
-                return Err(setting(
-                    "--cluster",
-                    format!("node {id}: tensorParallel degree {}: a TP group stays inside one machine, so the degree must divide its {per_machine} accelerators", o.degree),
-                ));
-            }
-        }
-        let common = common_degrees(w, options);
-        let asked: Vec<usize> = match &self.tensor_parallel {
-            Choice::Auto => return Ok(common),
-            Choice::Fixed(list) => list.clone(),
-            Choice::Unparsed(t) => t.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
-        };
-        for t in asked {
-            if !common.contains(&t) {
-                let lacking = w.nodes().iter().find(|n| {
-                    !options
-                        .get(&n.id)
-                        .is_some_and(|o| o.iter().any(|x| x.degree == t))
-                });
-                let who = lacking.map_or(String::new(), |n| format!(": node {} has none", n.id));
-                return Err(setting(
-                    "--tensor-parallel",
-                    format!("--tensor-parallel {t}: every node needs a tensorParallel option of that degree{who} (the workload's degrees: {common:?})"),
-                ));
-            }
-        }
-        Ok(common)
     }
 
     /// The search space, for a model whose valid TP degrees are `valid` on `topo`.
@@ -625,140 +445,6 @@ impl ParallelSettings {
         }
         Ok(list)
     }
-
-    /// The cluster and the profiles of its types ([`cluster_of`]).
-    fn cluster_and_profiles(
-        &self,
-        notes: &mut Vec<String>,
-    ) -> Result<(Cluster, Vec<DeviceProfile>), SettingsError> {
-        cluster_of(self.cluster.as_deref(), &self.device_files, notes)
-    }
-
-    /// The cluster, its profiles and its topology ([`cluster_topology`]).
-    pub fn topology(
-        &self,
-        notes: &mut Vec<String>,
-    ) -> Result<(Cluster, Vec<DeviceProfile>, Topology), SettingsError> {
-        cluster_topology(
-            self.cluster.as_deref(),
-            &self.device_files,
-            self.memory_bytes,
-            notes,
-        )
-    }
-
-    /// The cluster's topology and profiles when it holds several accelerator types (free
-    /// layouts only, without a price cap); `None` for one type.
-    fn mixed_cluster(
-        &self,
-        notes: &mut Vec<String>,
-    ) -> Result<Option<(MixedTopology, Vec<DeviceProfile>)>, SettingsError> {
-        let Some(spec) = self.cluster.as_deref() else {
-            return Ok(None);
-        };
-        let loaded = loaded_profiles(&self.device_files)?;
-        match crate::io::cluster_resolve::cluster_and_profiles(spec, &loaded) {
-            Ok((c, _)) if c.types().len() > 1 => {}
-            _ => return Ok(None),
-        }
-        let (cluster, profiles) = self.cluster_and_profiles(notes)?;
-        let names: Vec<&str> = cluster.types().iter().map(|t| t.name.as_str()).collect();
-        if self.layouts != Layouts::Free {
-            return Err(setting(
-                "--free",
-                format!("--cluster {spec} has {} accelerator types ({}): uniform layouts run on one accelerator type; give --free to plan stages on several types", names.len(), names.join(", ")),
-            ));
-        }
-        if self.price_cap.is_some() {
-            return Err(setting(
-                "--budget",
-                format!("--budget does not apply to a cluster of several types ({}): the price cap covers one accelerator type", names.join(", ")),
-            ));
-        }
-        let mut topo = MixedTopology::from_cluster(&cluster)
-            .map_err(|e| SettingsError::Cluster(format!("--cluster {spec}: {e}")))?;
-        if let Some(m) = self.memory_bytes {
-            for g in &mut topo.groups {
-                g.memory_bytes = m;
-            }
-        }
-        Ok(Some((topo, profiles)))
-    }
-
-    /// `price_cap` caps the accelerators at what the price buys (one type: the price over
-    /// its price per hour).
-    fn cap_by_price(
-        &self,
-        cluster: &Cluster,
-        space: &mut Space,
-        notes: &mut Vec<String>,
-    ) -> Result<(), SettingsError> {
-        let Some(price) = self.price_cap else {
-            return Ok(());
-        };
-        let per = cluster.types()[0].price_per_hour;
-        if per > 0.0 {
-            let n = (price / per).floor();
-            if n < 1.0 {
-                return Err(setting(
-                    "--budget",
-                    format!("--budget {price}: one {} costs {per} per hour, so the budget buys no accelerator", cluster.types()[0].name),
-                ));
-            }
-            space.max_devices = space.max_devices.min(n.min(1e9) as usize);
-            notes.push(format!(
-                "--budget {price} buys {} of the cluster's accelerators at {per} per hour each",
-                space.max_devices
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The profiles of `device_files`.
-fn loaded_profiles(device_files: &[PathBuf]) -> Result<Vec<DeviceProfile>, SettingsError> {
-    device_files
-        .iter()
-        .map(|f| DeviceProfile::read(f).map_err(|e| SettingsError::Cluster(e.to_string())))
-        .collect()
-}
-
-/// The cluster of `spec` (`MxNxTYPE` terms or a cluster TOML file) and the profiles of its
-/// types (`device_files` looked up first); its notes to `notes`.
-pub fn cluster_of(
-    spec: Option<&str>,
-    device_files: &[PathBuf],
-    notes: &mut Vec<String>,
-) -> Result<(Cluster, Vec<DeviceProfile>), SettingsError> {
-    let Some(spec) = spec else {
-        return Err(setting(
-            "--cluster",
-            "--parallel 3d needs --cluster MxNxTYPE (e.g. 16x8xh100) or a cluster TOML file".into(),
-        ));
-    };
-    let loaded = loaded_profiles(device_files)?;
-    let (cluster, profiles) = crate::io::cluster_resolve::cluster_and_profiles(spec, &loaded)
-        .map_err(SettingsError::Cluster)?;
-    notes.extend(cluster.notes().iter().cloned());
-    Ok((cluster, profiles))
-}
-
-/// The cluster of `spec`, its profiles and its topology with `memory_bytes` per
-/// accelerator when given; an error without a cluster or when its machines differ.
-pub fn cluster_topology(
-    spec: Option<&str>,
-    device_files: &[PathBuf],
-    memory_bytes: Option<f64>,
-    notes: &mut Vec<String>,
-) -> Result<(Cluster, Vec<DeviceProfile>, Topology), SettingsError> {
-    let (cluster, profiles) = cluster_of(spec, device_files, notes)?;
-    let mut topo = Topology::from_cluster(&cluster).map_err(|e| {
-        SettingsError::Cluster(format!("--cluster {}: {e}", spec.unwrap_or_default()))
-    })?;
-    if let Some(m) = memory_bytes {
-        topo.memory_bytes = m;
-    }
-    Ok((cluster, profiles, topo))
 }
 
 /// The error of a TP list that does not read.
@@ -804,106 +490,6 @@ impl ToText for Zero {
     }
 }
 
-/// With an export target, the search stays within what the target runs, so the export
-/// never fails on the plan made for it: `auto` ZeRO becomes the target's stages, and an
-/// explicit stage or schedule it does not run is refused before the search.
-pub fn within_target(target: Option<Target>, space: &mut Space) -> Result<(), SettingsError> {
-    let Some(target) = target else {
-        return Ok(());
-    };
-    let (format, (zeros, schedules, why)) = (target.name(), target.rules());
-    let allowed: Vec<Zero> = space
-        .zero
-        .iter()
-        .copied()
-        .filter(|z| zeros.contains(z))
-        .collect();
-    if allowed.is_empty() {
-        let stages: Vec<String> = zeros.iter().map(|z| z.stage().to_string()).collect();
-        return Err(setting(
-            "--zero",
-            format!(
-                "--zero {} --export {format}: {why}; give --zero {} or auto",
-                space.zero[0].stage(),
-                stages.join(", ")
-            ),
-        ));
-    }
-    space.zero = allowed;
-    if !schedules.contains(&space.schedule) {
-        return Err(setting(
-            "--schedule",
-            format!("--schedule {} --export {format}: {why}", space.schedule),
-        ));
-    }
-    Ok(())
-}
-
-/// Sequence parallelism for the plan: `asked`, or the export target's rule (torchtitan
-/// always runs it, with a note when not asked; DeepSpeed's pipeline engine and vLLM never).
-fn sequence_parallel(
-    target: Option<Target>,
-    asked: bool,
-    notes: &mut Vec<String>,
-) -> Result<SequenceParallel, SettingsError> {
-    match target {
-        Some(Target::TorchTitan) => {
-            if !asked {
-                notes.push("torchtitan's TP plan splits the norms along the sequence: planned with --sequence-parallel".into());
-            }
-            Ok(SequenceParallel::On)
-        }
-        Some(t @ (Target::DeepSpeed | Target::Vllm)) if asked => Err(setting(
-            "--sequence-parallel",
-            format!(
-                "--sequence-parallel --export {}: {} runs tensor parallelism without splitting the sequence",
-                t.name(),
-                if t == Target::Vllm { "vLLM" } else { "DeepSpeed's pipeline engine" }
-            ),
-        )),
-        _ if asked => Ok(SequenceParallel::On),
-        _ => Ok(SequenceParallel::Off),
-    }
-}
-
-/// The chain of `w` on type `ty` of `cluster` at 1 and the space's degrees, for its one
-/// micro-batch size.
-fn chain_on(
-    w: &Workload,
-    options: &TpOptions,
-    (cluster, ty): (&Cluster, usize),
-    profiles: &[DeviceProfile],
-    space: &Space,
-) -> Result<ChainCosts, SettingsError> {
-    let mut degrees: Vec<usize> = std::iter::once(1)
-        .chain(space.tensor_parallel.iter().copied())
-        .collect();
-    degrees.sort_unstable();
-    degrees.dedup();
-    let profile = &cluster.types()[ty].profile;
-    let peak = profiles
-        .iter()
-        .find(|p| &p.name == profile)
-        .map_or(0.0, |p| p.peak_fp16_flops);
-    workload_chain(
-        w,
-        options,
-        (cluster, ty),
-        &degrees,
-        (space.micro_batches[0], peak),
-    )
-    .map_err(|e| SettingsError::Model(e.to_string()))
-}
-
-/// Whether `path` holds a workload JSON (an object with `nodes`) rather than a config.json.
-pub fn is_workload_json(path: &Path) -> bool {
-    let Ok(text) = crate::io::read_input_text(path, crate::io::TEXT_LIMIT_BYTES) else {
-        return false;
-    };
-    serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
-        .is_ok_and(|v| v.get("nodes").is_some())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -938,16 +524,6 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.to_string(), "--zero '9': 0 to 3");
         assert!(matches!(e, SettingsError::Setting { flag: "--zero", .. }));
-    }
-
-    #[test]
-    fn targets_are_named_as_the_exporters() {
-        let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
-        assert_eq!(names, ["megatron", "deepspeed", "torchtitan", "vllm"]);
-        assert_eq!(
-            Target::parse("onnx").unwrap_err().to_string(),
-            "--export onnx: --parallel 3d exports megatron, deepspeed, torchtitan, vllm"
-        );
     }
 
     #[test]
