@@ -227,3 +227,14 @@ def test_bad_python_types_raise_input_error():
         dnnplace.plan_parallel(str(LLAMA_8B), "1x8xh100", 8, objective="latency")
     with pytest.raises(dnnplace.InputError, match="--time-limit 0 s is out of range"):
         dnnplace.plan_parallel(str(LLAMA_8B), "1x8xh100", 8, time_limit=0.0)
+
+
+def test_a_cluster_object_and_an_int_degree_are_the_flags():
+    by_text = dnnplace.plan_parallel(str(LLAMA_8B), "1x8xh100", 8, tensor_parallel="2")
+    by_object = dnnplace.plan_parallel(
+        str(LLAMA_8B), dnnplace.Cluster.parse("1x8xh100"), 8, tensor_parallel=2
+    )
+    assert without_wall(json.loads(by_text.to_json())) == without_wall(
+        json.loads(by_object.to_json())
+    )
+    assert {s["tensorParallel"] for s in by_object.stages} == {2}
