@@ -15,18 +15,26 @@ prediction with the measurement.
     >>> plan = dnnplace.plan(w, accelerators=2)
     >>> plan.status
     'proven optimal'
+
+The whole parallel layout of a transformer (``dnnplace plan CONFIG.json --parallel 3d``):
+pipeline stages, tensor and data parallelism, ZeRO and the micro-batch:
+
+    >>> p = dnnplace.plan_parallel("examples/hf/llama-3-8b.json", "2x8xh100", global_batch=64)
+    >>> [(s["tensorParallel"], s["dataParallel"]) for s in p.stages]  # doctest: +SKIP
 """
 
 from ._dnnplace import (
     Cluster,
     InputError,
     InternalError,
+    ParallelPlan,
     Plan,
     Workload,
     calibrate,
     device_profiles,
     generate_transformer,
     plan,
+    plan_parallel,
     score,
     simulate,
 )
@@ -35,12 +43,14 @@ __all__ = [
     "Cluster",
     "InputError",
     "InternalError",
+    "ParallelPlan",
     "Plan",
     "Workload",
     "calibrate",
     "device_profiles",
     "generate_transformer",
     "plan",
+    "plan_parallel",
     "score",
     "simulate",
 ]

@@ -115,6 +115,84 @@ class Plan:
     def report(self, path: _Path, schedule: str = "1f1b", micro_batches: int = 8) -> None:
         """Writes the HTML report."""
 
+class ParallelPlan:
+    """A 3D layout (stages x tensor parallel x data parallel, ZeRO, micro-batch) with its
+    figures: the CLI's `plan MODEL --parallel 3d --json` document."""
+
+    @property
+    def value(self) -> float:
+        """The objective's value, ms."""
+    @property
+    def objective(self) -> str:
+        """iteration or time-per-sample."""
+    @property
+    def bound_ms(self) -> Optional[float]:
+        """A proven lower bound on every layout of the space, ms."""
+    @property
+    def gap(self) -> Optional[float]:
+        """(value - bound) / value, 0 when optimal."""
+    @property
+    def status(self) -> str:
+        """The status line, e.g. "optimal (proven: every other configuration's bound is no better)"."""
+    @property
+    def outcome(self) -> str:
+        """optimal, feasible, ..."""
+    @property
+    def optimal(self) -> bool: ...
+    @property
+    def stop_reason(self) -> Optional[str]:
+        """time-limit, interrupted, ... or None."""
+    @property
+    def iteration_ms(self) -> Optional[float]:
+        """Time per iteration of the global batch, ms (None for free layouts whose stages differ in d)."""
+    @property
+    def time_per_sample_ms(self) -> Optional[float]: ...
+    @property
+    def samples_per_s(self) -> Optional[float]: ...
+    @property
+    def tflops_per_device(self) -> Optional[float]: ...
+    @property
+    def mfu(self) -> Optional[float]:
+        """Model FLOPs utilisation, 0 to 1."""
+    @property
+    def devices_used(self) -> Optional[int]: ...
+    @property
+    def micro_batch(self) -> Optional[int]: ...
+    @property
+    def global_batch(self) -> Optional[int]: ...
+    @property
+    def zero(self) -> Optional[int]:
+        """The ZeRO stage 0-3."""
+    @property
+    def schedule(self) -> Optional[str]:
+        """gpipe or 1f1b."""
+    @property
+    def recompute(self) -> Optional[bool]: ...
+    @property
+    def sequence_parallel(self) -> Optional[bool]: ...
+    @property
+    def uniform(self) -> bool:
+        """Whether every stage has the same t and d (False with free=True)."""
+    @property
+    def stages(self) -> List[Dict[str, Any]]:
+        """Per stage: layers, accelerator, tensorParallel, dataParallel, devices, machines,
+        computeMs, tensorParallelMs, transferMs, gatherMs, microBatchTimeMs, dpSyncMs,
+        microBatches, inFlight, weightBytes, gradientBytes, optimizerBytes,
+        activationBytes, memoryBytes."""
+    @property
+    def notes(self) -> List[str]:
+        """What the CLI prints as `note:` lines (a cluster's, an export target's)."""
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the search (the layout is the best found so far)."""
+    def to_json(self) -> str:
+        """The whole plan, as `dnnplace plan MODEL --parallel 3d --json` prints it."""
+    def table(self) -> str:
+        """The table `dnnplace plan MODEL --parallel 3d` prints."""
+    def export(self, format: str) -> str:
+        """megatron, deepspeed, torchtitan or vllm (plan with export= to keep the search
+        within what the framework runs)."""
+
 def generate_transformer(
     style: str = "gpt2",
     layers: int = 12,
@@ -153,6 +231,35 @@ def plan(
     memory: Optional[str] = None,
 ) -> Plan:
     """Plans a workload as `dnnplace plan` does; Ctrl-C returns the best plan so far."""
+
+_Choice = Union[str, int]
+
+def plan_parallel(
+    model: Union[_Path, Workload],
+    cluster: Union[str, Cluster],
+    global_batch: int,
+    micro_batch: Optional[_Choice] = None,
+    tensor_parallel: Optional[Union[_Choice, List[int], Tuple[int, ...]]] = None,
+    data_parallel: Optional[_Choice] = None,
+    pipeline_parallel: Optional[_Choice] = None,
+    zero: Optional[_Choice] = None,
+    schedule: str = "1f1b",
+    free: bool = False,
+    sequence_parallel: bool = False,
+    objective: str = "throughput",
+    time_limit: Optional[float] = None,
+    recompute: Optional[str] = None,
+    seq: Optional[int] = None,
+    dtype: Optional[str] = None,
+    export: Optional[str] = None,
+) -> ParallelPlan:
+    """The whole parallel layout of a transformer (a Hugging Face config.json path) or a
+    training workload (a workload JSON path or a Workload, its nodes' tensorParallel
+    options the TP degrees) on `cluster`, as `dnnplace plan MODEL --parallel 3d` finds it:
+    each argument is the flag of the same name (`--global-batch`, `--tensor-parallel`, ...),
+    None its default (`auto`; a workload's micro-batch: 1). Choices are "auto", a number,
+    or (tensor_parallel) a list of degrees. The search runs without the GIL within
+    `time_limit` (default 60 s); bad input raises InputError with the CLI's message."""
 
 def score(workload: Workload, plan: Union[Plan, str], objective: str = "throughput") -> Dict[str, Any]:
     """Scores a Plan or placement JSON text (`dnnplace score --json`)."""

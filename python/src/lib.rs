@@ -1,5 +1,5 @@
-//! `dnnplace` for Python (PyO3): workloads, clusters, `plan`, `score`, `simulate` and
-//! exports, calling the library exactly as the CLI's `plan`, `score`, `simulate` and
+//! `dnnplace` for Python (PyO3): workloads, clusters, `plan`, `plan_parallel` (the 3D
+//! layout, [`parallel`]), `score`, `simulate` and exports, calling the library exactly as the CLI's `plan`, `score`, `simulate` and
 //! `export` commands do (the same [`Problem`], limits and defaults, the same JSON), so a
 //! plan made here equals the CLI's.
 //!
@@ -15,6 +15,8 @@
 //! **Errors.** Bad input raises `InputError` (a `ValueError`) with the CLI's message (the
 //! CLI's exit status 2); an internal check that failed raises `InternalError` (a
 //! `RuntimeError`; the CLI's status 3).
+
+mod parallel;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,7 +68,7 @@ create_exception!(
     "An internal check failed (a bug): the CLI's exit status 3."
 );
 
-fn input(msg: impl std::fmt::Display) -> PyErr {
+pub(crate) fn input(msg: impl std::fmt::Display) -> PyErr {
     InputError::new_err(msg.to_string())
 }
 
@@ -78,7 +80,7 @@ fn solve_err(e: SolveError) -> PyErr {
 }
 
 /// The CLI's `--memory-budget` default, 4 GiB.
-const MEMORY_BUDGET: f64 = 4.0 * (1u64 << 30) as f64;
+pub(crate) const MEMORY_BUDGET: f64 = 4.0 * (1u64 << 30) as f64;
 /// The CLI's default micro-batches.
 const DEFAULT_MICRO_BATCHES: usize = 8;
 
@@ -88,8 +90,8 @@ const DEFAULT_MICRO_BATCHES: usize = 8;
 pub struct Workload {
     pub inner: CoreWorkload,
     /// The JSON document it was read from: fields the library does not read (a profile's
-    /// timings, `tiedParameters`) are written back by [`Workload::to_json`].
-    source: Option<Value>,
+    /// timings, `tiedParameters`, `tensorParallel`) are written back by [`Workload::to_json`].
+    pub(crate) source: Option<Value>,
 }
 
 impl Workload {
@@ -505,7 +507,7 @@ fn calibrate(
 #[derive(Clone)]
 pub struct Cluster {
     inner: CoreCluster,
-    spec: String,
+    pub(crate) spec: String,
 }
 
 #[pymethods]
@@ -538,7 +540,10 @@ impl Cluster {
 /// Runs `f` in a worker thread without the GIL; the calling thread runs Python's signal
 /// handlers every 50 ms and turns a `KeyboardInterrupt` into the library's interrupt flag
 /// (module documentation).
-fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<(T, bool)> {
+pub(crate) fn interruptible<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> T + Send,
+) -> PyResult<(T, bool)> {
     budget::clear_interrupt();
     let done = AtomicBool::new(false);
     let mut interrupted = false;
@@ -726,7 +731,7 @@ impl Plan {
     }
 }
 
-fn to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
+pub(crate) fn to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
     let json = py.import("json")?;
     Ok(json.call_method1("loads", (v.to_string(),))?.unbind())
 }
@@ -1114,7 +1119,9 @@ fn _dnnplace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Workload>()?;
     m.add_class::<Cluster>()?;
     m.add_class::<Plan>()?;
+    m.add_class::<parallel::ParallelPlan>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(parallel::plan_parallel, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_transformer, m)?)?;

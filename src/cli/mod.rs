@@ -18,7 +18,6 @@ pub mod cluster_cmd;
 pub mod costmodel_cmds;
 pub mod export_cmds;
 pub mod parallel_cmd;
-pub mod parallel_workload;
 pub mod piper_cmd;
 pub mod settings;
 pub mod simulate;

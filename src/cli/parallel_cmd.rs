@@ -1,10 +1,12 @@
-//! `plan CONFIG.json --parallel 3d`: the whole parallel layout of a transformer — stages,
-//! TP and DP degrees, ZeRO stage, micro-batch — on a cluster of identical machines
-//! (`docs/parallel.md`). Flags → [`Space`] and the devices → a [`ParallelProblem`] (the
-//! library prices the model's chains per micro-batch), the library's one entry
-//! [`parallel::plan`] (or the problem's sweep and fewest-devices questions), the table or
-//! JSON, `--out` written atomically. A MODEL.md workload JSON instead of a config.json is
-//! priced by [`super::parallel_workload`] and searched by the same tail ([`solve_problem`]).
+//! `plan CONFIG.json|WORKLOAD.json --parallel 3d`: the whole parallel layout of a
+//! transformer's config.json or a MODEL.md training workload — stages, TP and DP degrees,
+//! ZeRO stage, micro-batch — on a cluster of identical machines (`docs/parallel.md`). The
+//! flags become the library's [`ParallelSettings`], which checks them and builds the
+//! [`ParallelProblem`] (the road Python's `plan_parallel` takes too); here remain the
+//! flags of the search's mode and outputs (`--sweep`, `--target-tps`, `--out`, `--report`,
+//! `--export-out`), the library's one entry [`parallel::plan`] (or the problem's sweep and
+//! fewest-devices questions), and the table or JSON, `--out` written atomically. `score`
+//! and `simulate` of a 3D layout (`--from-export`, a plan file) live here too.
 
 use std::path::Path;
 use std::time::Instant;
@@ -18,13 +20,15 @@ use crate::costmodel::parallel::{
 };
 use crate::costmodel::transformer::TransformerSpec;
 use crate::export::parallel::Training;
-use crate::model::parallel::{MixedTopology, Topology, Zero};
+use crate::model::parallel::{Topology, Zero};
 use crate::model::profiles::DeviceProfile;
 use crate::model::schedule::Schedule;
 use crate::report::parallel::{layout_json, layout_text};
 use crate::solve::budget::Budget;
+use crate::solve::parallel::settings::{self, MAX_GLOBAL_BATCH};
 use crate::solve::parallel::{
-    self, Layouts, Objective, ParallelDevices, ParallelProblem, PricedModel, Space,
+    self, Choice, Layouts, Objective, ParallelDevices, ParallelModel, ParallelProblem,
+    ParallelSettings, SettingsError, Target,
 };
 use crate::solve::{self, Status};
 
@@ -81,8 +85,6 @@ pub struct ParallelFlags {
     #[arg(long, conflicts_with = "uniform")]
     pub free: bool,
 }
-
-const MAX_GLOBAL_BATCH: usize = 1 << 24;
 
 /// Rejects the --parallel 3d flags without --parallel.
 pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
@@ -141,157 +143,6 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
     }
 }
 
-/// `auto` or a value parsed by `parse`.
-fn auto_or<T>(
-    flag: &str,
-    text: Option<&str>,
-    parse: impl Fn(&str) -> Option<T>,
-    rule: &str,
-) -> Result<Option<T>, CliError> {
-    match text.map(str::trim) {
-        None | Some("auto") => Ok(None),
-        Some(t) => parse(t)
-            .map(Some)
-            .ok_or_else(|| CliError::Input(format!("{flag} '{t}': {rule}"))),
-    }
-}
-
-/// The search space of the flags, for a model whose valid TP degrees are `valid`.
-pub(super) fn space_of(
-    flags: &ParallelFlags,
-    recompute: Option<crate::model::recompute::Recompute>,
-    topo: &Topology,
-    valid: &[usize],
-    schedule: Schedule,
-) -> Result<Space, CliError> {
-    let global_batch = match flags.global_batch {
-        Some(b) if (1..=MAX_GLOBAL_BATCH).contains(&b) => b,
-        Some(b) => {
-            return Err(CliError::Input(format!(
-                "--global-batch {b} is out of range (1 to 2^24)"
-            )))
-        }
-        None => {
-            return Err(CliError::Input(
-                "--parallel 3d needs --global-batch B (samples per iteration)".into(),
-            ))
-        }
-    };
-    let tensor_parallel = match auto_or(
-        "--tensor-parallel",
-        flags.tensor_parallel.as_deref(),
-        |t| {
-            t.split(',')
-                .map(|x| x.trim().parse::<usize>().ok().filter(|&v| v >= 1))
-                .collect::<Option<Vec<_>>>()
-        },
-        "give degrees ≥ 1 separated by commas (1,2,4,8), or auto",
-    )? {
-        None => valid
-            .iter()
-            .copied()
-            .filter(|t| topo.per_machine.is_multiple_of(*t))
-            .collect(),
-        Some(list) => {
-            for &t in &list {
-                if !valid.contains(&t) {
-                    return Err(CliError::Input(format!(
-                        "--tensor-parallel {t}: the degree must divide the model's heads, key/value heads and feed-forward width (these do: {valid:?})"
-                    )));
-                }
-                if !topo.per_machine.is_multiple_of(t) {
-                    return Err(CliError::Input(format!(
-                        "--tensor-parallel {t}: a TP group stays inside one machine, so the degree must divide its {} accelerators",
-                        topo.per_machine
-                    )));
-                }
-            }
-            list
-        }
-    };
-    let data_parallel = auto_or(
-        "--data-parallel",
-        flags.data_parallel.as_deref(),
-        |t| {
-            t.parse::<usize>()
-                .ok()
-                .filter(|&d| d >= 1 && d <= topo.devices())
-        },
-        &format!(
-            "give a degree from 1 to the cluster's {} accelerators, or auto",
-            topo.devices()
-        ),
-    )?;
-    let stages = auto_or(
-        "--pipeline-parallel",
-        flags.pipeline_parallel.as_deref(),
-        |t| {
-            t.parse::<usize>()
-                .ok()
-                .filter(|&p| p >= 1 && p <= topo.devices())
-        },
-        &format!(
-            "give a number of stages from 1 to the cluster's {} accelerators, or auto",
-            topo.devices()
-        ),
-    )?;
-    let zero = auto_or(
-        "--zero",
-        flags.zero.as_deref(),
-        |t| t.parse::<u8>().ok().and_then(Zero::from_stage),
-        "give a ZeRO stage 0, 1, 2 or 3, or auto",
-    )?
-    .map_or(Zero::ALL.to_vec(), |z| vec![z]);
-    let micro_batches = match auto_or(
-        "--micro-batch",
-        flags.micro_batch.as_deref(),
-        |t| {
-            t.parse::<usize>()
-                .ok()
-                .filter(|&b| b >= 1 && global_batch % b == 0)
-        },
-        &format!("give a micro-batch size that divides --global-batch {global_batch}, or auto"),
-    )? {
-        Some(b) => vec![b],
-        None => [1, 2, 4, 8, 16]
-            .into_iter()
-            .filter(|b| global_batch % b == 0)
-            .collect(),
-    };
-    Ok(Space {
-        tensor_parallel,
-        data_parallel,
-        stages,
-        zero,
-        recompute: match recompute {
-            Some(crate::model::recompute::Recompute::None) => Some(false),
-            Some(crate::model::recompute::Recompute::Auto) | None => None,
-        },
-        micro_batches,
-        global_batch,
-        schedule,
-        max_devices: topo.devices(),
-    })
-}
-
-/// The model of the config file, its dtype, and the note naming it.
-fn model_of(args: &PlanArgs) -> Result<(crate::costmodel::hf_config::HfModel, DType), CliError> {
-    let path: &Path = &args.workload;
-    if costmodel_cmds::is_model_file(path) {
-        return Err(CliError::Input(format!(
-            "{}: --parallel 3d plans a transformer given as a Hugging Face config.json (an ONNX graph's operators carry no tensor-parallel split)",
-            path.display()
-        )));
-    }
-    let model = costmodel_cmds::hf_model(path, &args.model).map_err(|e| {
-        CliError::Input(format!(
-            "{e} (--parallel 3d reads a Hugging Face config.json or a training workload JSON)"
-        ))
-    })?;
-    let dtype = args.model.dtype.or(model.dtype).unwrap_or(DType::Bf16);
-    Ok((model, dtype))
-}
-
 /// `--sweep`: the best layout per GPU count, as a table or JSON, and `--plot` as SVG.
 fn run_sweep(args: &PlanArgs, problem: &ParallelProblem, budget: &Budget) -> Result<(), CliError> {
     use crate::report::parallel::{sweep_json, sweep_svg, sweep_text};
@@ -322,103 +173,47 @@ fn run_sweep(args: &PlanArgs, problem: &ParallelProblem, budget: &Budget) -> Res
     Ok(())
 }
 
-/// The format of `--export FORMAT`, or exit 2 naming the formats.
-fn export_format(format: Option<&str>) -> Result<Option<&str>, CliError> {
-    use crate::export::parallel::FORMATS;
-    match format {
-        None => Ok(None),
-        Some(f) if FORMATS.contains(&f) => Ok(Some(f)),
-        Some(other) => Err(CliError::Input(format!(
-            "--export {other}: --parallel 3d exports {}",
-            FORMATS.join(", ")
-        ))),
+/// The settings of the flags; the library checks them ([`ParallelSettings::build`]).
+fn settings_of(args: &PlanArgs, objective: Objective) -> ParallelSettings {
+    let f = &args.parallel;
+    ParallelSettings {
+        model: ParallelModel::Path(args.workload.clone()),
+        cluster: args.model.cluster.clone(),
+        device_files: args.model.device_file.clone(),
+        memory_bytes: args.devices.memory,
+        dtype: args.model.dtype,
+        seq: args.model.seq,
+        global_batch: f.global_batch,
+        micro_batch: f.micro_batch.as_deref().map(Choice::count),
+        tensor_parallel: f
+            .tensor_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::degrees),
+        data_parallel: f
+            .data_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::count),
+        pipeline_parallel: f
+            .pipeline_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::count),
+        zero: f.zero.as_deref().map_or(Choice::Auto, Choice::zero),
+        recompute: args.schedule.recompute,
+        schedule: args.schedule.schedule,
+        layouts: if f.free {
+            Layouts::Free
+        } else {
+            Layouts::Uniform
+        },
+        sequence_parallel: f.sequence_parallel,
+        objective,
+        export: args.export.clone(),
+        price_cap: args.budget,
     }
 }
 
-/// What an export target runs: its ZeRO stages and schedules.
-fn target_rules(format: &str) -> (&'static [Zero], &'static [Schedule], &'static str) {
-    match format {
-        "megatron" => (
-            &[Zero::Off, Zero::Optimizer],
-            &[Schedule::OneFOneB],
-            "Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1) and its pipeline runs 1f1b",
-        ),
-        "deepspeed" => (
-            &[Zero::Off, Zero::Optimizer],
-            &[Schedule::OneFOneB],
-            "DeepSpeed's PipelineEngine runs ZeRO 0 or 1 and its 1F1B TrainSchedule",
-        ),
-        "torchtitan" => (
-            &[Zero::Off, Zero::Gradients, Zero::Parameters],
-            &[Schedule::OneFOneB, Schedule::GPipe],
-            "torchtitan replicates (ZeRO-0) or shards with FSDP2 (ZeRO-2 or 3)",
-        ),
-        _ => (&Zero::ALL, &[Schedule::OneFOneB, Schedule::GPipe], ""),
-    }
-}
-
-/// With `--export FORMAT`, the search stays within what the target runs, so the export
-/// never fails on the plan made for it: `auto` ZeRO becomes the target's stages, and an
-/// explicit stage or schedule it does not run is refused before the search.
-pub(super) fn within_target(export: Option<&str>, space: &mut Space) -> Result<(), CliError> {
-    let Some(format) = export else {
-        return Ok(());
-    };
-    let (zeros, schedules, why) = target_rules(format);
-    let allowed: Vec<Zero> = space
-        .zero
-        .iter()
-        .copied()
-        .filter(|z| zeros.contains(z))
-        .collect();
-    if allowed.is_empty() {
-        return Err(CliError::Input(format!(
-            "--zero {} --export {format}: {why}; give --zero {} or auto",
-            space.zero[0].stage(),
-            zeros
-                .iter()
-                .map(|z| z.stage().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    space.zero = allowed;
-    if !schedules.contains(&space.schedule) {
-        return Err(CliError::Input(format!(
-            "--schedule {} --export {format}: {why}",
-            space.schedule
-        )));
-    }
-    Ok(())
-}
-
-/// Sequence parallelism for the plan: `--sequence-parallel`, or the export target's rule
-/// (torchtitan always runs it; DeepSpeed's pipeline engine and vLLM never do).
-fn sequence_parallel(export: Option<&str>, asked: bool) -> Result<SequenceParallel, CliError> {
-    match export {
-        Some("torchtitan") => {
-            if !asked {
-                eprintln!("note: torchtitan's TP plan splits the norms along the sequence: planned with --sequence-parallel");
-            }
-            Ok(SequenceParallel::On)
-        }
-        Some(format @ ("deepspeed" | "vllm")) if asked => Err(CliError::Input(format!(
-            "--sequence-parallel --export {format}: {} runs tensor parallelism without splitting the sequence",
-            if format == "vllm" { "vLLM" } else { "DeepSpeed's pipeline engine" }
-        ))),
-        _ if asked => Ok(SequenceParallel::On),
-        _ => Ok(SequenceParallel::Off),
-    }
-}
-
-/// `--budget PRICE` caps the accelerators at what the price buys (one type: PRICE over its
-/// price per hour); `--target-tps` searches time per sample and is given alone.
-pub(super) fn search_goal(
-    args: &PlanArgs,
-    cluster: &crate::model::Cluster,
-    space: &mut Space,
-    objective: Objective,
-) -> Result<(), CliError> {
+/// `--target-tps` searches time per sample and is given alone; `--budget` caps one search.
+fn check_goal(args: &PlanArgs, objective: Objective) -> Result<(), CliError> {
     let clash = [
         ("--sweep", args.sweep),
         ("--budget", args.budget.is_some()),
@@ -431,27 +226,10 @@ pub(super) fn search_goal(
             )));
         }
     }
-    if let Some(price) = args.budget {
-        if args.sweep {
-            return Err(CliError::Input(
-                "--budget caps one search: give it without --sweep".into(),
-            ));
-        }
-        let per = cluster.types()[0].price_per_hour;
-        if per > 0.0 {
-            let n = (price / per).floor();
-            if n < 1.0 {
-                return Err(CliError::Input(format!(
-                    "--budget {price}: one {} costs {per} per hour, so the budget buys no accelerator",
-                    cluster.types()[0].name
-                )));
-            }
-            space.max_devices = space.max_devices.min(n.min(1e9) as usize);
-            eprintln!(
-                "note: --budget {price} buys {} of the cluster's accelerators at {per} per hour each",
-                space.max_devices
-            );
-        }
+    if args.budget.is_some() && args.sweep {
+        return Err(CliError::Input(
+            "--budget caps one search: give it without --sweep".into(),
+        ));
     }
     Ok(())
 }
@@ -468,88 +246,66 @@ fn objective_of(arg: ObjectiveArg) -> Result<Objective, CliError> {
     }
 }
 
-/// The cluster of `--cluster`, its profiles, and its topology with `--memory` applied;
-/// exit 2 without one or when its machines differ.
-pub(super) fn topology_of(
+/// The cluster of `--cluster`, its profiles, and its topology with `--memory` applied
+/// ([`settings::cluster_topology`]); its notes printed; exit 2 without one or when its
+/// machines differ.
+fn topology_of(
     spec: Option<&str>,
     device_files: &[std::path::PathBuf],
     memory: Option<f64>,
-) -> Result<
-    (
-        crate::model::Cluster,
-        Vec<crate::model::profiles::DeviceProfile>,
-        Topology,
-    ),
-    CliError,
-> {
-    let Some(spec) = spec else {
-        return Err(CliError::Input(
-            "--parallel 3d needs --cluster MxNxTYPE (e.g. 16x8xh100) or a cluster TOML file".into(),
-        ));
-    };
-    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec, device_files)?;
-    let mut topo = Topology::from_cluster(&cluster)
-        .map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
-    if let Some(m) = memory {
-        topo.memory_bytes = m;
-    }
-    Ok((cluster, profiles, topo))
+) -> Result<(crate::model::Cluster, Vec<DeviceProfile>, Topology), CliError> {
+    let mut notes = Vec::new();
+    let found = settings::cluster_topology(spec, device_files, memory, &mut notes);
+    print_notes(&notes);
+    found.map_err(|e| CliError::Input(e.to_string()))
 }
 
-/// Runs `plan --parallel 3d`.
+fn print_notes(notes: &[String]) {
+    for note in notes {
+        eprintln!("note: {note}");
+    }
+}
+
+/// Runs `plan CONFIG.json|WORKLOAD.json --parallel 3d`: the flags checked here (those of
+/// the search's mode and outputs) and by the library (the problem's), the problem built
+/// by the library, its search and output.
 pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
     check_not_given(args)?;
     check_outputs(args)?;
-    let export = export_format(args.export.as_deref())?;
+    let input = |e: SettingsError| CliError::Input(e.to_string());
+    args.export
+        .as_deref()
+        .map(Target::parse)
+        .transpose()
+        .map_err(input)?;
     if let Some(out) = &args.export_out {
         super::check_output_target(out)?;
     }
     let objective = objective_of(args.objective)?;
+    let settings = settings_of(args, objective);
+    let target = settings.check().map_err(input)?;
     if args.parallel.free {
-        check_free(args, objective)?;
+        check_free(args)?;
     }
-    let schedule = schedule_of(args)?;
-    if super::parallel_workload::is_workload_json(&args.workload) {
-        return super::parallel_workload::run(args, started, (schedule, objective), export);
+    check_goal(args, objective)?;
+    if args.model.training && settings::is_workload_json(&args.workload) {
+        return Err(CliError::Input("--training does not apply to a workload JSON: it describes a transformer given as a config.json (a workload's nodes carry their own costs)".into()));
     }
-    let (model, dtype) = model_of(args)?;
-    if let Some(mixed) = mixed_cluster(args)? {
-        return run_mixed(args, started, mixed, (&model, dtype), schedule);
+    let mut notes = Vec::new();
+    let built = settings.build(&mut notes);
+    print_notes(&notes);
+    let problem = built.map_err(input)?;
+    if let (ParallelDevices::Mixed(topo), Some(_)) = (&problem.devices, &args.report) {
+        let names: Vec<&str> = topo.groups.iter().map(|g| g.type_name.as_str()).collect();
+        return Err(CliError::Input(format!(
+            "--report does not apply to a cluster of several types ({}): the simulator's page covers one accelerator type",
+            names.join(", ")
+        )));
     }
-    let (cluster, profiles, topo) = topology_of(
-        args.model.cluster.as_deref(),
-        &args.model.device_file,
-        args.devices.memory,
-    )?;
-    let valid = valid_tp_degrees(&model.spec, topo.per_machine);
-    let mut space = space_of(
-        &args.parallel,
-        args.schedule.recompute,
-        &topo,
-        &valid,
-        schedule,
-    )?;
-    within_target(export, &mut space)?;
-    search_goal(args, &cluster, &mut space, objective)?;
-    let model = PricedModel {
-        spec: &model.spec,
-        dtype,
-        sequence_parallel: sequence_parallel(export, args.parallel.sequence_parallel)?,
+    let export = match problem.layouts {
+        Layouts::Uniform => target.map(Target::name),
+        Layouts::Free => None,
     };
-    let (layouts, export) = if args.parallel.free {
-        (Layouts::Free, None)
-    } else {
-        (Layouts::Uniform, export)
-    };
-    let problem = ParallelProblem::priced(
-        &model,
-        &profiles,
-        ParallelDevices::One(topo),
-        space,
-        objective,
-        layouts,
-    )
-    .map_err(CliError::Input)?;
     solve_problem(args, started, &problem, export)
 }
 
@@ -626,16 +382,6 @@ fn check_outputs(args: &PlanArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `--schedule`: parallel layouts run GPipe or 1F1B (the default).
-fn schedule_of(args: &PlanArgs) -> Result<Schedule, CliError> {
-    match args.schedule.schedule.unwrap_or(Schedule::OneFOneB) {
-        s @ (Schedule::GPipe | Schedule::OneFOneB) => Ok(s),
-        s => Err(CliError::Input(format!(
-            "--schedule {s}: parallel layouts run gpipe or 1f1b"
-        ))),
-    }
-}
-
 /// `--target-tps MS`: the fewest devices whose best layout meets the target. The best
 /// layout is printed either way; one that misses the target writes no file and exits 2.
 fn run_target_tps(
@@ -675,114 +421,10 @@ fn run_target_tps(
     }
 }
 
-/// The cluster of `--cluster` when it holds several accelerator types, with its profiles.
-pub(super) fn mixed_cluster(
-    args: &PlanArgs,
-) -> Result<Option<(MixedTopology, Vec<crate::model::profiles::DeviceProfile>)>, CliError> {
-    let Some(spec) = args.model.cluster.as_deref() else {
-        return Ok(None);
-    };
-    let loaded = costmodel_cmds::load_profiles(&args.model.device_file)?;
-    match crate::io::cluster_resolve::cluster_and_profiles(spec, &loaded) {
-        Ok((c, _)) if c.types().len() > 1 => {}
-        _ => return Ok(None),
-    }
-    let (cluster, profiles) = costmodel_cmds::cluster_from_flag(spec, &args.model.device_file)?;
-    let names: Vec<&str> = cluster.types().iter().map(|t| t.name.as_str()).collect();
-    if !args.parallel.free {
-        return Err(CliError::Input(format!(
-            "--cluster {spec} has {} accelerator types ({}): uniform layouts run on one accelerator type; give --free to plan stages on several types",
-            names.len(),
-            names.join(", ")
-        )));
-    }
+/// `--free` searches one layout: the modes it does not take, named (the library refuses
+/// `--objective iteration` and `--export` with it).
+fn check_free(args: &PlanArgs) -> Result<(), CliError> {
     let refused = [
-        (
-            "--report",
-            args.report.is_some(),
-            "the simulator's page covers one accelerator type",
-        ),
-        (
-            "--budget",
-            args.budget.is_some(),
-            "the price cap covers one accelerator type",
-        ),
-    ];
-    if let Some((name, _, why)) = refused.iter().find(|r| r.1) {
-        return Err(CliError::Input(format!(
-            "{name} does not apply to a cluster of several types ({}): {why}",
-            names.join(", ")
-        )));
-    }
-    let mut topo = MixedTopology::from_cluster(&cluster)
-        .map_err(|e| CliError::Input(format!("--cluster {spec}: {e}")))?;
-    if let Some(m) = args.devices.memory {
-        for g in &mut topo.groups {
-            g.memory_bytes = m;
-        }
-    }
-    Ok(Some((topo, profiles)))
-}
-
-/// `plan --parallel 3d --free` on a cluster of several types
-/// ([`crate::solve::parallel::mixed`], through [`parallel::plan`]): each type's chains, the
-/// search, the same output.
-fn run_mixed(
-    args: &PlanArgs,
-    started: Instant,
-    (topo, profiles): (MixedTopology, Vec<crate::model::profiles::DeviceProfile>),
-    (model, dtype): (&crate::costmodel::hf_config::HfModel, DType),
-    schedule: Schedule,
-) -> Result<(), CliError> {
-    let display = topo.display();
-    let valid = valid_tp_degrees(&model.spec, display.per_machine);
-    let space = space_of(
-        &args.parallel,
-        args.schedule.recompute,
-        &display,
-        &valid,
-        schedule,
-    )?;
-    let model = PricedModel {
-        spec: &model.spec,
-        dtype,
-        sequence_parallel: sequence_parallel(None, args.parallel.sequence_parallel)?,
-    };
-    let problem = ParallelProblem::priced(
-        &model,
-        &profiles,
-        ParallelDevices::Mixed(topo),
-        space,
-        Objective::TimePerSample,
-        Layouts::Free,
-    )
-    .map_err(CliError::Input)?;
-    let budget = run_budget(args, started)?;
-    let outcome = parallel::plan(&problem, &budget).map_err(CliError::Internal)?;
-    finish(
-        args,
-        &outcome,
-        &display,
-        problem.objective,
-        None,
-        None,
-        true,
-    )
-}
-
-/// `--free` searches the time per sample of one layout: the flags it does not take, named.
-fn check_free(args: &PlanArgs, objective: Objective) -> Result<(), CliError> {
-    let refused = [
-        (
-            "--objective iteration",
-            objective == Objective::Iteration,
-            "the iteration time of stages with different d is not defined (docs/parallel.md)",
-        ),
-        (
-            "--export",
-            args.export.is_some(),
-            "frameworks run uniform layouts",
-        ),
         ("--sweep", args.sweep, "the sweep searches uniform layouts"),
         (
             "--target-tps",

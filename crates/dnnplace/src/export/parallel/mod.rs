@@ -296,3 +296,14 @@ pub fn read_layout<S: AsRef<str>>(
     };
     Ok((layout, Vec::new()))
 }
+
+#[cfg(test)]
+mod tests {
+    /// The search's export targets ([`crate::solve::parallel::Target`], which constrain a
+    /// plan to what each framework runs) are these formats, in this order.
+    #[test]
+    fn the_search_targets_are_the_formats() {
+        let names = crate::solve::parallel::Target::ALL.map(|t| t.name());
+        assert_eq!(names, super::FORMATS);
+    }
+}

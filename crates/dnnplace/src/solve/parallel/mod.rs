@@ -25,16 +25,19 @@
 //! search's by more than 1e-9 relative is an error, never a plan.
 //!
 //! **One entry.** [`ParallelProblem`] (chains, devices, space, objective, uniform or free
-//! layouts) is what the command line builds, and [`plan`] ([`problem`]) sends it to this
-//! search, the free one ([`free`]) or the mixed-type one ([`mixed`]).
+//! layouts) is what [`ParallelSettings::build`] ([`settings`]) makes of the command line's
+//! flags and of Python's `plan_parallel` arguments, and [`plan`] ([`problem`]) sends it to
+//! this search, the free one ([`free`]) or the mixed-type one ([`mixed`]).
 
 pub mod brute_force;
 pub mod free;
 pub mod mixed;
 pub mod partition;
 pub mod problem;
+pub mod settings;
 
 pub use problem::{plan, Layouts, ParallelDevices, ParallelProblem, PricedModel};
+pub use settings::{Choice, ParallelModel, ParallelSettings, SettingsError, Target};
 
 pub use crate::model::parallel::Uniform as Config;
 use crate::model::parallel::{ChainCosts, Layout, Topology, Zero};

@@ -1,0 +1,147 @@
+//! The cluster of a 3D search: its spec (`MxNxTYPE` terms or a cluster TOML) read with the
+//! device files' profiles, its topology (one accelerator type) or its groups (several
+//! types, free layouts only), `--memory` applied, and the price cap (`--budget`).
+
+use std::path::PathBuf;
+
+use super::{setting, ParallelSettings, SettingsError};
+use crate::model::parallel::{MixedTopology, Topology};
+use crate::model::profiles::DeviceProfile;
+use crate::model::Cluster;
+use crate::solve::parallel::{Layouts, Space};
+
+impl ParallelSettings {
+    /// The cluster and the profiles of its types ([`cluster_of`]).
+    pub(super) fn cluster_and_profiles(
+        &self,
+        notes: &mut Vec<String>,
+    ) -> Result<(Cluster, Vec<DeviceProfile>), SettingsError> {
+        cluster_of(self.cluster.as_deref(), &self.device_files, notes)
+    }
+
+    /// The cluster, its profiles and its topology ([`cluster_topology`]).
+    pub fn topology(
+        &self,
+        notes: &mut Vec<String>,
+    ) -> Result<(Cluster, Vec<DeviceProfile>, Topology), SettingsError> {
+        cluster_topology(
+            self.cluster.as_deref(),
+            &self.device_files,
+            self.memory_bytes,
+            notes,
+        )
+    }
+
+    /// The cluster's topology and profiles when it holds several accelerator types (free
+    /// layouts only, without a price cap); `None` for one type.
+    pub(super) fn mixed_cluster(
+        &self,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<(MixedTopology, Vec<DeviceProfile>)>, SettingsError> {
+        let Some(spec) = self.cluster.as_deref() else {
+            return Ok(None);
+        };
+        let loaded = loaded_profiles(&self.device_files)?;
+        match crate::io::cluster_resolve::cluster_and_profiles(spec, &loaded) {
+            Ok((c, _)) if c.types().len() > 1 => {}
+            _ => return Ok(None),
+        }
+        let (cluster, profiles) = self.cluster_and_profiles(notes)?;
+        let names: Vec<&str> = cluster.types().iter().map(|t| t.name.as_str()).collect();
+        if self.layouts != Layouts::Free {
+            return Err(setting(
+                "--free",
+                format!("--cluster {spec} has {} accelerator types ({}): uniform layouts run on one accelerator type; give --free to plan stages on several types", names.len(), names.join(", ")),
+            ));
+        }
+        if self.price_cap.is_some() {
+            return Err(setting(
+                "--budget",
+                format!("--budget does not apply to a cluster of several types ({}): the price cap covers one accelerator type", names.join(", ")),
+            ));
+        }
+        let mut topo = MixedTopology::from_cluster(&cluster)
+            .map_err(|e| SettingsError::Cluster(format!("--cluster {spec}: {e}")))?;
+        if let Some(m) = self.memory_bytes {
+            for g in &mut topo.groups {
+                g.memory_bytes = m;
+            }
+        }
+        Ok(Some((topo, profiles)))
+    }
+
+    /// `price_cap` caps the accelerators at what the price buys (one type: the price over
+    /// its price per hour).
+    pub(super) fn cap_by_price(
+        &self,
+        cluster: &Cluster,
+        space: &mut Space,
+        notes: &mut Vec<String>,
+    ) -> Result<(), SettingsError> {
+        let Some(price) = self.price_cap else {
+            return Ok(());
+        };
+        let per = cluster.types()[0].price_per_hour;
+        if per > 0.0 {
+            let n = (price / per).floor();
+            if n < 1.0 {
+                return Err(setting(
+                    "--budget",
+                    format!("--budget {price}: one {} costs {per} per hour, so the budget buys no accelerator", cluster.types()[0].name),
+                ));
+            }
+            space.max_devices = space.max_devices.min(n.min(1e9) as usize);
+            notes.push(format!(
+                "--budget {price} buys {} of the cluster's accelerators at {per} per hour each",
+                space.max_devices
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The profiles of `device_files`.
+fn loaded_profiles(device_files: &[PathBuf]) -> Result<Vec<DeviceProfile>, SettingsError> {
+    device_files
+        .iter()
+        .map(|f| DeviceProfile::read(f).map_err(|e| SettingsError::Cluster(e.to_string())))
+        .collect()
+}
+
+/// The cluster of `spec` (`MxNxTYPE` terms or a cluster TOML file) and the profiles of its
+/// types (`device_files` looked up first); its notes to `notes`.
+pub fn cluster_of(
+    spec: Option<&str>,
+    device_files: &[PathBuf],
+    notes: &mut Vec<String>,
+) -> Result<(Cluster, Vec<DeviceProfile>), SettingsError> {
+    let Some(spec) = spec else {
+        return Err(setting(
+            "--cluster",
+            "--parallel 3d needs --cluster MxNxTYPE (e.g. 16x8xh100) or a cluster TOML file".into(),
+        ));
+    };
+    let loaded = loaded_profiles(device_files)?;
+    let (cluster, profiles) = crate::io::cluster_resolve::cluster_and_profiles(spec, &loaded)
+        .map_err(SettingsError::Cluster)?;
+    notes.extend(cluster.notes().iter().cloned());
+    Ok((cluster, profiles))
+}
+
+/// The cluster of `spec`, its profiles and its topology with `memory_bytes` per
+/// accelerator when given; an error without a cluster or when its machines differ.
+pub fn cluster_topology(
+    spec: Option<&str>,
+    device_files: &[PathBuf],
+    memory_bytes: Option<f64>,
+    notes: &mut Vec<String>,
+) -> Result<(Cluster, Vec<DeviceProfile>, Topology), SettingsError> {
+    let (cluster, profiles) = cluster_of(spec, device_files, notes)?;
+    let mut topo = Topology::from_cluster(&cluster).map_err(|e| {
+        SettingsError::Cluster(format!("--cluster {}: {e}", spec.unwrap_or_default()))
+    })?;
+    if let Some(m) = memory_bytes {
+        topo.memory_bytes = m;
+    }
+    Ok((cluster, profiles, topo))
+}
