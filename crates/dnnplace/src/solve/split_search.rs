@@ -46,6 +46,21 @@
 //! returns none proves `f ≥ t_i`, the bound a stopped search reports. The memo is kept
 //! across rounds (its `AtLeast` entries answer the states already closed at `t_i`).
 //!
+//! # Symmetry
+//!
+//! Twin chains ([`Twins`]): maximal chains of the group DAG with equal sums, ends and
+//! hyperedges, such that exchanging any two of a class is an automorphism of the instance.
+//! States are memoised on a representative (each class's chain progress sorted in
+//! decreasing order). Stages are listed up to the stabiliser of the state: chains of one
+//! class with equal progress in `I` (a bucket) may be permuted without moving `I`, and
+//! such a permutation maps a stage to one of equal load, memory and remainder bound and
+//! its target to an ideal of the same representative; so a stage `I'` is listed only when
+//! the progress in `I'` is non-increasing along each bucket (one per orbit). The
+//! canonical-extension tree adds a chain's groups in order and, with chains numbered
+//! apart, once it adds a group of a later chain of a bucket the earlier chain cannot grow
+//! below; a subtree where a later chain has passed an earlier one that cannot grow holds
+//! no listed stage and is cut.
+//!
 //! # Remainder bound
 //!
 //! For `R = V \ I` on `a` accelerators and `c` CPUs with every stage below `t` (the
@@ -409,6 +424,32 @@ impl Twins {
         out
     }
 
+    /// The stabiliser of `i` (module docs, "Symmetry") as order constraints: chains of one
+    /// class with equal progress in `i` (a bucket, in chain order) may be permuted without
+    /// moving `i`, so a stage from `i` is listed only when their progress is non-increasing
+    /// along the bucket. Returns the pairs (earlier chain, later chain) of adjacent chains
+    /// of each bucket, and for each group of a later chain that pair (else `(0, 0)`).
+    fn guards(&self, i: Set, n: usize) -> (Vec<(Set, Set)>, Vec<(Set, Set)>) {
+        let mut pairs = Vec::new();
+        let mut earlier = vec![(0, 0); n];
+        for (class, whole) in self.whole.iter().enumerate() {
+            let mut by_progress: Vec<(u32, usize)> = whole
+                .iter()
+                .enumerate()
+                .map(|(c, w)| ((i & w).count_ones(), c))
+                .collect();
+            by_progress.sort_unstable();
+            for w in by_progress.windows(2).filter(|w| w[0].0 == w[1].0) {
+                let (x, y) = (whole[w[0].1], whole[w[1].1]);
+                pairs.push((x, y));
+                for &g in &self.classes[class][w[1].1] {
+                    earlier[g] = (x, y);
+                }
+            }
+        }
+        (pairs, earlier)
+    }
+
     /// The permutation of groups that [`canonical`](Self::canonical) applies to `i`
     /// (`sigma[g]`: where `g` goes), for `n` groups.
     fn sigma(&self, i: Set, n: usize) -> Vec<usize> {
@@ -643,6 +684,7 @@ impl Search<'_> {
         out: &mut Vec<Candidate>,
     ) -> Result<(), Exhausted> {
         let inst = self.inst;
+        let (pairs, earlier) = inst.twins.guards(i, inst.n);
         let avail = inst.available(i);
         let mut stack: Vec<(Set, Set, f64, f64)> = vec![(i, avail, 0.0, 0.0)];
         while let Some((cur, avail, weight, bytes)) = stack.pop() {
@@ -660,32 +702,44 @@ impl Search<'_> {
                     continue;
                 }
                 let next = cur | bit;
-                self.stages += 1;
-                if self.stages.is_multiple_of(4096) {
-                    self.budget.check()?;
-                }
-                let load = if accelerator {
-                    w2 + inst.comm(next & !i)
-                } else {
-                    w2
-                };
-                if load < t {
-                    let rb = inst.remainder_bound(next, a, c, t);
-                    if rb < t {
-                        out.push(Candidate {
-                            to: next,
-                            canonical: inst.twins.canonical(next),
-                            accelerator,
-                            load,
-                            key: load.max(rb),
-                        });
-                    }
-                }
                 let later = avail & !((bit << 1).wrapping_sub(1));
                 let enabled = bits(inst.succ[g])
                     .filter(|&h| inst.pred[h] & !next == 0)
                     .fold(0u128, |m, h| m | 1u128 << h);
                 let child_avail = later | enabled;
+                // Symmetry: g's chain passed the earlier twin of its bucket; when that one
+                // can no longer grow in this subtree, every ideal below is out of order.
+                let (prior, own) = earlier[g];
+                if prior != 0 && (next & own).count_ones() > (next & prior).count_ones() {
+                    if prior & !next & child_avail == 0 {
+                        continue;
+                    }
+                } else if pairs
+                    .iter()
+                    .all(|&(x, y)| (next & y).count_ones() <= (next & x).count_ones())
+                {
+                    self.stages += 1;
+                    if self.stages.is_multiple_of(4096) {
+                        self.budget.check()?;
+                    }
+                    let load = if accelerator {
+                        w2 + inst.comm(next & !i)
+                    } else {
+                        w2
+                    };
+                    if load < t {
+                        let rb = inst.remainder_bound(next, a, c, t);
+                        if rb < t {
+                            out.push(Candidate {
+                                to: next,
+                                canonical: inst.twins.canonical(next),
+                                accelerator,
+                                load,
+                                key: load.max(rb),
+                            });
+                        }
+                    }
+                }
                 if child_avail != 0 {
                     stack.push((next, child_avail, w2, b2));
                 }
