@@ -526,6 +526,8 @@ struct Search<'a> {
     path: Vec<(Set, bool, f64)>,
     states: u64,
     stages: u64,
+    /// Ideals visited by the listing (listed or not), for the budget checks.
+    visits: u64,
 }
 
 fn key(i: Set, a: usize, c: usize) -> Key {
@@ -702,6 +704,10 @@ impl Search<'_> {
                     continue;
                 }
                 let next = cur | bit;
+                self.visits += 1;
+                if self.visits.is_multiple_of(4096) {
+                    self.budget.check()?;
+                }
                 let later = avail & !((bit << 1).wrapping_sub(1));
                 let enabled = bits(inst.succ[g])
                     .filter(|&h| inst.pred[h] & !next == 0)
@@ -719,9 +725,6 @@ impl Search<'_> {
                     .all(|&(x, y)| (next & y).count_ones() <= (next & x).count_ones())
                 {
                     self.stages += 1;
-                    if self.stages.is_multiple_of(4096) {
-                        self.budget.check()?;
-                    }
                     let load = if accelerator {
                         w2 + inst.comm(next & !i)
                     } else {
@@ -787,6 +790,7 @@ pub fn solve(w: &Workload, start: f64, budget: &Budget) -> Option<Found> {
         path: Vec::new(),
         states: 0,
         stages: 0,
+        visits: 0,
     };
     let (mut bound, mut finished) = (0.0, Ok(()));
     let mut t = first_round(&inst, k, l, start);
