@@ -150,6 +150,14 @@ struct Instance {
     edge_min_cpu: Vec<f64>,
     group_of: Vec<usize>,
     twins: Twins,
+    /// Groups without predecessors (sources) and without successors (sinks).
+    sources: Set,
+    sinks: Set,
+    /// The least cost a stage pays through one of its first groups' inputs (over the arcs
+    /// `p → x`: the hyperedges `p` produces that hold `x`) and through one of its last
+    /// groups' outputs (over the groups with successors: the hyperedges they produce).
+    c_in: f64,
+    c_out: f64,
 }
 
 fn bits(mut s: Set) -> impl Iterator<Item = usize> {
@@ -218,9 +226,44 @@ impl Instance {
             by_ratio,
             twins: Twins::default(),
             group_of: c.group_of,
+            sources: 0,
+            sinks: 0,
+            c_in: 0.0,
+            c_out: 0.0,
         };
+        inst.sources = (0..n).filter(|&g| inst.pred[g] == 0).fold(0, |m, g| m | 1u128 << g);
+        inst.sinks = (0..n).filter(|&g| inst.succ[g] == 0).fold(0, |m, g| m | 1u128 << g);
+        (inst.c_in, inst.c_out) = inst.stage_comm_costs();
         inst.twins = Twins::find(&inst);
         Some(inst)
+    }
+
+    /// `(c_in, c_out)` of [`Instance`]: a hyperedge `T(u) = {g(u)} ∪ {g(x) : u → x}` is
+    /// produced by its one member without a predecessor in it (`g(u)`: every other member
+    /// follows it; equal sets of two producers would make a cycle).
+    fn stage_comm_costs(&self) -> (f64, f64) {
+        let producer = |t: Set| bits(t).find(|&g| self.pred[g] & t == 0);
+        let mut out_cost = vec![0.0; self.n];
+        let mut c_in = f64::INFINITY;
+        let mut arc_cost: FxHashMap<(usize, usize), f64> = FxHashMap::default();
+        for &(t, cost) in &self.edges {
+            let Some(p) = producer(t) else { continue };
+            out_cost[p] += cost;
+            for x in bits(t & !(1u128 << p)) {
+                *arc_cost.entry((p, x)).or_default() += cost;
+            }
+        }
+        for p in 0..self.n {
+            for x in bits(self.succ[p]) {
+                c_in = c_in.min(arc_cost.get(&(p, x)).copied().unwrap_or(0.0));
+            }
+        }
+        let c_out = (0..self.n)
+            .filter(|&p| self.succ[p] != 0)
+            .map(|p| out_cost[p])
+            .fold(f64::INFINITY, f64::min);
+        let finite = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
+        (finite(c_in), finite(c_out))
     }
 
     fn sum(v: &[f64], s: Set) -> f64 {
@@ -266,12 +309,13 @@ impl Instance {
             (r & self.supported, forced / c as f64, cap_total - forced)
         };
         let mut work = Self::sum(&self.fpga, acc);
+        let mut cut = 0.0;
         for (&(e, cost), &min_cpu) in self.edges.iter().zip(&self.edge_min_cpu) {
             if e & i != 0
                 && e & r != 0
                 && (c == 0 || min_cpu >= cap_total || Self::sum(&self.cpu, e & r) >= cap_total)
             {
-                work += cost;
+                cut += cost;
             }
         }
         if c > 0 {
@@ -288,8 +332,27 @@ impl Instance {
                 cap -= self.cpu[g];
             }
         }
-        bound = f64::max(bound, work / a as f64);
-        bound
+        bound = f64::max(bound, (work + cut) / a as f64);
+        f64::max(bound, self.stage_comm_bound(r, a, work))
+    }
+
+    /// The stage-communication term (module docs): `m` accelerator stages carrying at
+    /// least `work` pay at least `c_in` each but for the stages holding a source of the
+    /// DAG, and `c_out` each but for those holding a sink; the least average load over
+    /// `1 ≤ m ≤ a`.
+    fn stage_comm_bound(&self, r: Set, a: usize, work: f64) -> f64 {
+        if work <= 0.0 || (self.c_in <= 0.0 && self.c_out <= 0.0) {
+            return 0.0;
+        }
+        let sources = (r & self.sources).count_ones() as usize;
+        let sinks = (r & self.sinks).count_ones() as usize;
+        (1..=a)
+            .map(|m| {
+                let paid = self.c_in * m.saturating_sub(sources) as f64
+                    + self.c_out * m.saturating_sub(sinks) as f64;
+                (work + paid) / m as f64
+            })
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// The single-group term of the remainder bound: every group of `V \ i` runs somewhere.
