@@ -77,6 +77,20 @@
 //!
 //! (with `a = 0`, `c · f ≥ cpu(R)`). Each is a relaxation of the recurrence's plans.
 //!
+//! Stage communication: an accelerator stage `X = I'' \ I'` whose first groups (minimal
+//! in `X`) are not all sources of the DAG has one, `x`, with a predecessor `p ∉ X`, and
+//! pays the hyperedges `p` produces that hold `x` (at least `c_in`, the least such sum
+//! over the arcs); one whose last groups are not all sinks has one, `y`, with a successor
+//! outside `X`, and pays every hyperedge `y` produces (at least `c_out`, the least over
+//! the groups with successors); the two are distinct (different producers). At most
+//! `src(R)` stages hold a source and `snk(R)` a sink, so `m` accelerator stages carry
+//! `work + c_in·(m − src)⁺ + c_out·(m − snk)⁺` (`work`: the accelerator time above, less
+//! the knapsack, without the cut hyperedges), and
+//!
+//! ```text
+//! f ≥ min_{1 ≤ m ≤ a} (work + c_in·(m − src(R))⁺ + c_out·(m − snk(R))⁺) / m.
+//! ```
+//!
 //! # Numerics
 //!
 //! Loads are summed in floating point in group order (fpga prefix weights along the
