@@ -504,9 +504,8 @@ impl Twins {
     /// The stabiliser of `i` (module docs, "Symmetry") as order constraints: chains of one
     /// class with equal progress in `i` (a bucket, in chain order) may be permuted without
     /// moving `i`, so a stage from `i` is listed only when their progress is non-increasing
-    /// along the bucket. Returns the pairs (earlier chain, later chain) of adjacent chains
-    /// of each bucket, and for each group of a later chain that pair (else `(0, 0)`).
-    fn guards(&self, i: Set, n: usize) -> (Vec<(Set, Set)>, Vec<(Set, Set)>) {
+    /// along the bucket ([`Guards`]).
+    fn guards(&self, i: Set, n: usize) -> Guards {
         let mut pairs = Vec::new();
         let mut earlier = vec![(0, 0); n];
         for (class, whole) in self.whole.iter().enumerate() {
@@ -524,7 +523,7 @@ impl Twins {
                 }
             }
         }
-        (pairs, earlier)
+        Guards { pairs, earlier }
     }
 
     /// The permutation of groups that [`canonical`](Self::canonical) applies to `i`
@@ -542,6 +541,14 @@ impl Twins {
         }
         sigma
     }
+}
+
+/// The order constraints of [`Twins::guards`] for one state.
+struct Guards {
+    /// (earlier chain, later chain) for the adjacent chains of each bucket, as group sets.
+    pairs: Vec<(Set, Set)>,
+    /// For each group of a later chain of a pair, that pair (else `(0, 0)`).
+    earlier: Vec<(Set, Set)>,
 }
 
 /// Whether exchanging chains `x` and `y` (position by position) maps the arcs and the
@@ -763,7 +770,7 @@ impl Search<'_> {
         out: &mut Vec<Candidate>,
     ) -> Result<(), Exhausted> {
         let inst = self.inst;
-        let (pairs, earlier) = inst.twins.guards(i, inst.n);
+        let Guards { pairs, earlier } = inst.twins.guards(i, inst.n);
         let avail = inst.available(i);
         let mut stack: Vec<(Set, Set, f64, f64)> = vec![(i, avail, 0.0, 0.0)];
         while let Some((cur, avail, weight, bytes)) = stack.pop() {
