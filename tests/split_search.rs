@@ -71,13 +71,42 @@ fn check(w: &Workload, found: &Found, oracle: Option<f64>) -> Result<(), TestCas
     Ok(())
 }
 
+/// How large [`twin_chains`] draws: up to `1 + extra_chains` twins of up to `1 +
+/// extra_len` nodes, up to `others` other chains, `1 + extra_k` accelerators and `cpus`
+/// CPU cores (each bound exclusive of the drawn range's top, as `Rng::below`).
+#[derive(Clone, Copy)]
+struct Sizes {
+    extra_chains: u64,
+    extra_len: u64,
+    others: u64,
+    extra_k: u64,
+    cpus: u64,
+    /// List the nodes in a random order (so the groups' numbering interleaves chains).
+    shuffle: bool,
+}
+
+const LARGE: Sizes = Sizes {
+    extra_chains: 3,
+    extra_len: 3,
+    others: 3,
+    extra_k: 4,
+    cpus: 3,
+    shuffle: false,
+};
+
 /// `m` identical chains of `len` nodes (and up to two other chains) between an optional
 /// source and an optional sink, random costs; `None` when the draw is invalid.
 fn twin_chains(seed: u64) -> Option<Workload> {
+    twin_chains_of(seed, LARGE)
+}
+
+fn twin_chains_of(seed: u64, sizes: Sizes) -> Option<Workload> {
     let mut r = Rng::new(seed);
-    let m = 2 + r.below(3) as usize;
-    let len = 1 + r.below(3) as usize;
-    let others: Vec<usize> = (0..r.below(3)).map(|_| 1 + r.below(3) as usize).collect();
+    let m = 2 + r.below(sizes.extra_chains) as usize;
+    let len = 1 + r.below(sizes.extra_len) as usize;
+    let others: Vec<usize> = (0..r.below(sizes.others))
+        .map(|_| 1 + r.below(sizes.extra_len) as usize)
+        .collect();
     let (source, sink) = (r.chance(0.7), r.chance(0.7));
     let mut nodes: Vec<Node> = Vec::new();
     let mut edges = Vec::new();
@@ -144,8 +173,13 @@ fn twin_chains(seed: u64) -> Option<Workload> {
             edges.push((e, id, c, 0.0));
         }
     }
+    if sizes.shuffle {
+        for at in (1..nodes.len()).rev() {
+            nodes.swap(at, r.below(at as u64 + 1) as usize);
+        }
+    }
     let total: f64 = nodes.iter().map(|n| n.size_bytes).sum();
-    let k = 1 + r.below(4) as usize;
+    let k = 1 + r.below(sizes.extra_k) as usize;
     let devices = DeviceSet {
         accelerators: k,
         memory_per_accelerator_bytes: if r.chance(0.3) {
@@ -153,7 +187,7 @@ fn twin_chains(seed: u64) -> Option<Workload> {
         } else {
             total + 1.0
         },
-        cpus: r.below(3) as usize,
+        cpus: r.below(sizes.cpus) as usize,
     };
     Workload::new(nodes, edges, devices).ok()
 }
@@ -177,6 +211,17 @@ proptest! {
         let Some(w) = twin_chains(seed) else { return Ok(()) };
         let found = search(&w);
         check(&w, &found, exact(&Dp, &w))?;
+    }
+
+    /// With interchangeable chains folded (stages listed up to the stabiliser of each
+    /// state, module docs "Symmetry"), the split search == exhaustive search: at most
+    /// 9 nodes, up to 3 twins of up to 2 nodes, nodes in a random order half the time.
+    #[test]
+    fn split_search_with_twin_chains_equals_brute_force(seed in any::<u64>(), shuffle in any::<bool>()) {
+        let sizes = Sizes { extra_chains: 2, extra_len: 2, others: 2, extra_k: 3, cpus: 2, shuffle };
+        let Some(w) = twin_chains_of(seed, sizes) else { return Ok(()) };
+        let found = search(&w);
+        check(&w, &found, exact(&BruteForce, &w))?;
     }
 
     /// A search from a starting threshold returns the optimum when it is below it, and

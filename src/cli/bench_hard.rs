@@ -5,6 +5,9 @@
 //! Rows (a100-80gb accelerators, one CPU core, fp32, unless said):
 //! - `chains-7x5-k4`, `chains-8x5-k4`: one block of 7 (8) parallel 5-op branches
 //!   (`generate wide --blocks 1 --branches 7 --branch-ops 5`), k = 4;
+//! - `chains-7x5-k8`, `chains-8x5-k8`: the same blocks with k = 8; `chains-12x6-k4`,
+//!   `chains-10x8-k4`: one block of 12 parallel 6-op (10 parallel 8-op) branches, k = 4
+//!   (the graphs of at most 100 nodes the split search did not prove in 30 s);
 //! - `wide-8x8-k4`, `wide-16x8-k4`: 8 (16) blocks of 8 parallel 4-op branches, k = 4;
 //! - `cluster-transformer-{96,384}-3types-256`: `generate transformer --layers L` (BERT
 //!   shapes) on `12x8xa100-80gb+10x8xv100+10x8xh100` (256 GPUs of three types);
@@ -26,11 +29,15 @@ use crate::costmodel::DType;
 /// The hard rows (module docs).
 fn cases(gnmt_dir: &Path) -> Vec<Case> {
     let mut cases: Vec<Case> = Vec::new();
-    for (name, blocks, branches, ops) in [
-        ("chains-7x5-k4", 1, 7, 5),
-        ("chains-8x5-k4", 1, 8, 5),
-        ("wide-8x8-k4", 8, 8, 4),
-        ("wide-16x8-k4", 16, 8, 4),
+    for (name, blocks, branches, ops, k) in [
+        ("chains-7x5-k4", 1, 7, 5, 4),
+        ("chains-8x5-k4", 1, 8, 5, 4),
+        ("chains-7x5-k8", 1, 7, 5, 8),
+        ("chains-8x5-k8", 1, 8, 5, 8),
+        ("chains-12x6-k4", 1, 12, 6, 4),
+        ("chains-10x8-k4", 1, 10, 8, 4),
+        ("wide-8x8-k4", 8, 8, 4, 4),
+        ("wide-16x8-k4", 16, 8, 4, 4),
     ] {
         cases.push(Case {
             name: name.into(),
@@ -38,7 +45,7 @@ fn cases(gnmt_dir: &Path) -> Vec<Case> {
                 priced(
                     wide_graph(&WideSpec::new(blocks, branches, ops), DType::Fp32)
                         .map_err(CliError::Internal)?,
-                    4,
+                    k,
                     false,
                 )
             }),

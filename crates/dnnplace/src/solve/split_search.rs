@@ -46,6 +46,21 @@
 //! returns none proves `f ≥ t_i`, the bound a stopped search reports. The memo is kept
 //! across rounds (its `AtLeast` entries answer the states already closed at `t_i`).
 //!
+//! # Symmetry
+//!
+//! Twin chains ([`Twins`]): maximal chains of the group DAG with equal sums, ends and
+//! hyperedges, such that exchanging any two of a class is an automorphism of the instance.
+//! States are memoised on a representative (each class's chain progress sorted in
+//! decreasing order). Stages are listed up to the stabiliser of the state: chains of one
+//! class with equal progress in `I` (a bucket) may be permuted without moving `I`, and
+//! such a permutation maps a stage to one of equal load, memory and remainder bound and
+//! its target to an ideal of the same representative; so a stage `I'` is listed only when
+//! the progress in `I'` is non-increasing along each bucket (one per orbit). The
+//! canonical-extension tree adds a chain's groups in order and, with chains numbered
+//! apart, once it adds a group of a later chain of a bucket the earlier chain cannot grow
+//! below; a subtree where a later chain has passed an earlier one that cannot grow holds
+//! no listed stage and is cut.
+//!
 //! # Remainder bound
 //!
 //! For `R = V \ I` on `a` accelerators and `c` CPUs with every stage below `t` (the
@@ -61,6 +76,20 @@
 //! ```
 //!
 //! (with `a = 0`, `c · f ≥ cpu(R)`). Each is a relaxation of the recurrence's plans.
+//!
+//! Stage communication: an accelerator stage `X = I'' \ I'` whose first groups (minimal
+//! in `X`) are not all sources of the DAG has one, `x`, with a predecessor `p ∉ X`, and
+//! pays the hyperedges `p` produces that hold `x` (at least `c_in`, the least such sum
+//! over the arcs); one whose last groups are not all sinks has one, `y`, with a successor
+//! outside `X`, and pays every hyperedge `y` produces (at least `c_out`, the least over
+//! the groups with successors); the two are distinct (different producers). At most
+//! `src(R)` stages hold a source and `snk(R)` a sink, so `m` accelerator stages carry
+//! `work + c_in·(m − src)⁺ + c_out·(m − snk)⁺` (`work`: the accelerator time above, less
+//! the knapsack, without the cut hyperedges), and
+//!
+//! ```text
+//! f ≥ min_{1 ≤ m ≤ a} (work + c_in·(m − src(R))⁺ + c_out·(m − snk(R))⁺) / m.
+//! ```
 //!
 //! # Numerics
 //!
@@ -135,6 +164,14 @@ struct Instance {
     edge_min_cpu: Vec<f64>,
     group_of: Vec<usize>,
     twins: Twins,
+    /// Groups without predecessors (sources) and without successors (sinks).
+    sources: Set,
+    sinks: Set,
+    /// The least cost a stage pays through one of its first groups' inputs (over the arcs
+    /// `p → x`: the hyperedges `p` produces that hold `x`) and through one of its last
+    /// groups' outputs (over the groups with successors: the hyperedges they produce).
+    c_in: f64,
+    c_out: f64,
 }
 
 fn bits(mut s: Set) -> impl Iterator<Item = usize> {
@@ -203,9 +240,44 @@ impl Instance {
             by_ratio,
             twins: Twins::default(),
             group_of: c.group_of,
+            sources: 0,
+            sinks: 0,
+            c_in: 0.0,
+            c_out: 0.0,
         };
+        inst.sources = (0..n).filter(|&g| inst.pred[g] == 0).fold(0, |m, g| m | 1u128 << g);
+        inst.sinks = (0..n).filter(|&g| inst.succ[g] == 0).fold(0, |m, g| m | 1u128 << g);
+        (inst.c_in, inst.c_out) = inst.stage_comm_costs();
         inst.twins = Twins::find(&inst);
         Some(inst)
+    }
+
+    /// `(c_in, c_out)` of [`Instance`]: a hyperedge `T(u) = {g(u)} ∪ {g(x) : u → x}` is
+    /// produced by its one member without a predecessor in it (`g(u)`: every other member
+    /// follows it; equal sets of two producers would make a cycle).
+    fn stage_comm_costs(&self) -> (f64, f64) {
+        let producer = |t: Set| bits(t).find(|&g| self.pred[g] & t == 0);
+        let mut out_cost = vec![0.0; self.n];
+        let mut c_in = f64::INFINITY;
+        let mut arc_cost: FxHashMap<(usize, usize), f64> = FxHashMap::default();
+        for &(t, cost) in &self.edges {
+            let Some(p) = producer(t) else { continue };
+            out_cost[p] += cost;
+            for x in bits(t & !(1u128 << p)) {
+                *arc_cost.entry((p, x)).or_default() += cost;
+            }
+        }
+        for p in 0..self.n {
+            for x in bits(self.succ[p]) {
+                c_in = c_in.min(arc_cost.get(&(p, x)).copied().unwrap_or(0.0));
+            }
+        }
+        let c_out = (0..self.n)
+            .filter(|&p| self.succ[p] != 0)
+            .map(|p| out_cost[p])
+            .fold(f64::INFINITY, f64::min);
+        let finite = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
+        (finite(c_in), finite(c_out))
     }
 
     fn sum(v: &[f64], s: Set) -> f64 {
@@ -251,12 +323,13 @@ impl Instance {
             (r & self.supported, forced / c as f64, cap_total - forced)
         };
         let mut work = Self::sum(&self.fpga, acc);
+        let mut cut = 0.0;
         for (&(e, cost), &min_cpu) in self.edges.iter().zip(&self.edge_min_cpu) {
             if e & i != 0
                 && e & r != 0
                 && (c == 0 || min_cpu >= cap_total || Self::sum(&self.cpu, e & r) >= cap_total)
             {
-                work += cost;
+                cut += cost;
             }
         }
         if c > 0 {
@@ -273,8 +346,27 @@ impl Instance {
                 cap -= self.cpu[g];
             }
         }
-        bound = f64::max(bound, work / a as f64);
-        bound
+        bound = f64::max(bound, (work + cut) / a as f64);
+        f64::max(bound, self.stage_comm_bound(r, a, work))
+    }
+
+    /// The stage-communication term (module docs): `m` accelerator stages carrying at
+    /// least `work` pay at least `c_in` each but for the stages holding a source of the
+    /// DAG, and `c_out` each but for those holding a sink; the least average load over
+    /// `1 ≤ m ≤ a`.
+    fn stage_comm_bound(&self, r: Set, a: usize, work: f64) -> f64 {
+        if work <= 0.0 || (self.c_in <= 0.0 && self.c_out <= 0.0) {
+            return 0.0;
+        }
+        let sources = (r & self.sources).count_ones() as usize;
+        let sinks = (r & self.sinks).count_ones() as usize;
+        (1..=a)
+            .map(|m| {
+                let paid = self.c_in * m.saturating_sub(sources) as f64
+                    + self.c_out * m.saturating_sub(sinks) as f64;
+                (work + paid) / m as f64
+            })
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// The single-group term of the remainder bound: every group of `V \ i` runs somewhere.
@@ -409,6 +501,31 @@ impl Twins {
         out
     }
 
+    /// The stabiliser of `i` (module docs, "Symmetry") as order constraints: chains of one
+    /// class with equal progress in `i` (a bucket, in chain order) may be permuted without
+    /// moving `i`, so a stage from `i` is listed only when their progress is non-increasing
+    /// along the bucket ([`Guards`]).
+    fn guards(&self, i: Set, n: usize) -> Guards {
+        let mut pairs = Vec::new();
+        let mut earlier = vec![(0, 0); n];
+        for (class, whole) in self.whole.iter().enumerate() {
+            let mut by_progress: Vec<(u32, usize)> = whole
+                .iter()
+                .enumerate()
+                .map(|(c, w)| ((i & w).count_ones(), c))
+                .collect();
+            by_progress.sort_unstable();
+            for w in by_progress.windows(2).filter(|w| w[0].0 == w[1].0) {
+                let (x, y) = (whole[w[0].1], whole[w[1].1]);
+                pairs.push((x, y));
+                for &g in &self.classes[class][w[1].1] {
+                    earlier[g] = (x, y);
+                }
+            }
+        }
+        Guards { pairs, earlier }
+    }
+
     /// The permutation of groups that [`canonical`](Self::canonical) applies to `i`
     /// (`sigma[g]`: where `g` goes), for `n` groups.
     fn sigma(&self, i: Set, n: usize) -> Vec<usize> {
@@ -424,6 +541,14 @@ impl Twins {
         }
         sigma
     }
+}
+
+/// The order constraints of [`Twins::guards`] for one state.
+struct Guards {
+    /// (earlier chain, later chain) for the adjacent chains of each bucket, as group sets.
+    pairs: Vec<(Set, Set)>,
+    /// For each group of a later chain of a pair, that pair (else `(0, 0)`).
+    earlier: Vec<(Set, Set)>,
 }
 
 /// Whether exchanging chains `x` and `y` (position by position) maps the arcs and the
@@ -485,6 +610,8 @@ struct Search<'a> {
     path: Vec<(Set, bool, f64)>,
     states: u64,
     stages: u64,
+    /// Ideals visited by the listing (listed or not), for the budget checks.
+    visits: u64,
 }
 
 fn key(i: Set, a: usize, c: usize) -> Key {
@@ -643,6 +770,7 @@ impl Search<'_> {
         out: &mut Vec<Candidate>,
     ) -> Result<(), Exhausted> {
         let inst = self.inst;
+        let Guards { pairs, earlier } = inst.twins.guards(i, inst.n);
         let avail = inst.available(i);
         let mut stack: Vec<(Set, Set, f64, f64)> = vec![(i, avail, 0.0, 0.0)];
         while let Some((cur, avail, weight, bytes)) = stack.pop() {
@@ -660,32 +788,45 @@ impl Search<'_> {
                     continue;
                 }
                 let next = cur | bit;
-                self.stages += 1;
-                if self.stages.is_multiple_of(4096) {
+                self.visits += 1;
+                if self.visits.is_multiple_of(4096) {
                     self.budget.check()?;
-                }
-                let load = if accelerator {
-                    w2 + inst.comm(next & !i)
-                } else {
-                    w2
-                };
-                if load < t {
-                    let rb = inst.remainder_bound(next, a, c, t);
-                    if rb < t {
-                        out.push(Candidate {
-                            to: next,
-                            canonical: inst.twins.canonical(next),
-                            accelerator,
-                            load,
-                            key: load.max(rb),
-                        });
-                    }
                 }
                 let later = avail & !((bit << 1).wrapping_sub(1));
                 let enabled = bits(inst.succ[g])
                     .filter(|&h| inst.pred[h] & !next == 0)
                     .fold(0u128, |m, h| m | 1u128 << h);
                 let child_avail = later | enabled;
+                // Symmetry: g's chain passed the earlier twin of its bucket; when that one
+                // can no longer grow in this subtree, every ideal below is out of order.
+                let (prior, own) = earlier[g];
+                if prior != 0 && (next & own).count_ones() > (next & prior).count_ones() {
+                    if prior & !next & child_avail == 0 {
+                        continue;
+                    }
+                } else if pairs
+                    .iter()
+                    .all(|&(x, y)| (next & y).count_ones() <= (next & x).count_ones())
+                {
+                    self.stages += 1;
+                    let load = if accelerator {
+                        w2 + inst.comm(next & !i)
+                    } else {
+                        w2
+                    };
+                    if load < t {
+                        let rb = inst.remainder_bound(next, a, c, t);
+                        if rb < t {
+                            out.push(Candidate {
+                                to: next,
+                                canonical: inst.twins.canonical(next),
+                                accelerator,
+                                load,
+                                key: load.max(rb),
+                            });
+                        }
+                    }
+                }
                 if child_avail != 0 {
                     stack.push((next, child_avail, w2, b2));
                 }
@@ -733,6 +874,7 @@ pub fn solve(w: &Workload, start: f64, budget: &Budget) -> Option<Found> {
         path: Vec::new(),
         states: 0,
         stages: 0,
+        visits: 0,
     };
     let (mut bound, mut finished) = (0.0, Ok(()));
     let mut t = first_round(&inst, k, l, start);
