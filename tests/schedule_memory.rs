@@ -29,6 +29,18 @@ fn staged(seed: u64) -> Option<Workload> {
     )
 }
 
+/// The instance of `seed` ([`staged`]) under 1F1B (even seeds) or GPipe (odd), with 1–4
+/// micro-batches.
+fn staged_with_schedule(seed: u64) -> Option<(Workload, Pipeline)> {
+    let schedule = if seed % 2 == 0 {
+        Schedule::OneFOneB
+    } else {
+        Schedule::GPipe
+    };
+    let m = 1 + (seed as usize / 2) % 4;
+    staged(seed).map(|w| (w, Pipeline::new(schedule, m)))
+}
+
 /// In flight at stage `s` of `p` (docs/schedule.md), written out again for the oracle.
 fn in_flight(schedule: Schedule, m: usize, p: usize, s: usize) -> usize {
     match schedule {
@@ -133,16 +145,10 @@ fn permutations(xs: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize]) -> bo
 fn dp_matches_brute_force_under_schedules() {
     let (mut checked, mut binding, mut infeasible) = (0, 0, 0);
     for seed in 0..700u64 {
-        let Some(w) = staged(seed) else {
+        let Some((w, pipeline)) = staged_with_schedule(seed) else {
             continue;
         };
-        let schedule = if seed % 2 == 0 {
-            Schedule::OneFOneB
-        } else {
-            Schedule::GPipe
-        };
-        let m = 1 + (seed as usize / 2) % 4;
-        let pipeline = Pipeline::new(schedule, m);
+        let (schedule, m) = (pipeline.schedule, pipeline.micro_batches);
         let want = brute_force(&w, pipeline);
         let problem = Problem {
             pipeline: Some(pipeline),
@@ -186,16 +192,10 @@ fn auto_under_schedules_matches_brute_force_and_falls_back() {
     use dnnplace::solve::{auto::Auto, Objective, Status};
     let (mut checked, mut fallback_plans, mut binding, mut fell_back) = (0, 0, 0, 0);
     for seed in 0..500u64 {
-        let Some(w) = staged(seed) else {
+        let Some((w, pipeline)) = staged_with_schedule(seed) else {
             continue;
         };
-        let schedule = if seed % 2 == 0 {
-            Schedule::OneFOneB
-        } else {
-            Schedule::GPipe
-        };
-        let m = 1 + (seed as usize / 2) % 4;
-        let pipeline = Pipeline::new(schedule, m);
+        let (schedule, m) = (pipeline.schedule, pipeline.micro_batches);
         let want = brute_force(&w, pipeline);
         let problem = Problem {
             pipeline: Some(pipeline),
