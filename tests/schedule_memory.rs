@@ -32,7 +32,7 @@ fn staged(seed: u64) -> Option<Workload> {
 /// The instance of `seed` ([`staged`]) under 1F1B (even seeds) or GPipe (odd), with 1–4
 /// micro-batches.
 fn staged_with_schedule(seed: u64) -> Option<(Workload, Pipeline)> {
-    let schedule = if seed % 2 == 0 {
+    let schedule = if seed.is_multiple_of(2) {
         Schedule::OneFOneB
     } else {
         Schedule::GPipe
