@@ -4,7 +4,7 @@
 //! is searched to the layout `plan --parallel 3d --json` prints.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use dnnplace::report::parallel::layout_json;
 use dnnplace::solve::budget::Budget;
@@ -19,9 +19,9 @@ fn settings() -> ParallelSettings {
     s
 }
 
-/// The binary's `error:` line for `flags` on the same model and cluster.
-fn cli_error(flags: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
+/// `plan --parallel 3d` of the binary on the same model and cluster, with `flags`.
+fn cli(flags: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dnnplace"))
         .args([
             "plan",
             LLAMA_8B,
@@ -32,7 +32,12 @@ fn cli_error(flags: &[&str]) -> String {
         ])
         .args(flags)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// The binary's `error:` line for `flags` on the same model and cluster.
+fn cli_error(flags: &[&str]) -> String {
+    let o = cli(flags);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     let line = err.lines().find(|l| l.starts_with("error: ")).unwrap();
@@ -91,18 +96,7 @@ fn the_built_problem_plans_the_clis_layout() {
     assert_eq!(problem.space.micro_batches, vec![1, 2, 4, 8, 16]);
     let outcome = parallel::plan(&problem, &Budget::new(Some(60.0), None)).unwrap();
     let mut ours = layout_json(&outcome, &problem.topology(), problem.objective);
-    let o = Command::new(env!("CARGO_BIN_EXE_dnnplace"))
-        .args([
-            "plan",
-            LLAMA_8B,
-            "--parallel",
-            "3d",
-            "--cluster",
-            "1x8xh100",
-        ])
-        .args(["--global-batch", "16", "--tensor-parallel", "2,4", "--json"])
-        .output()
-        .unwrap();
+    let o = cli(&["--global-batch", "16", "--tensor-parallel", "2,4", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut theirs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     for v in [&mut ours, &mut theirs] {

@@ -261,12 +261,8 @@ impl Auto {
         let fullest = pipeline.in_flight(d.accelerators + d.cpus, 0);
         let counts = restriction_counts(fullest);
         for (i, &c) in counts.iter().enumerate() {
-            let w = problem
-                .workload
-                .with_sizes(&crate::model::schedule::Pipeline::node_bytes(problem.workload, c));
-            let mut tight = relaxed.clone();
-            tight.workload = &w;
-            tight.devices = super::Devices::of(&w);
+            let w = stashes_counted(problem.workload, c);
+            let mut tight = relaxed.on(&w);
             tight.limits.time_limit_s = left(1.0 / (counts.len() - i) as f64);
             let budget = Budget::new(tight.limits.time_limit_s, problem.limits.memory_budget_bytes);
             let held = self.contiguous_throughput(&tight, &budget)?;
@@ -286,12 +282,8 @@ impl Auto {
     ///
     /// [`Pipeline::node_bytes`]: crate::model::schedule::Pipeline::node_bytes
     fn uniform_schedule(&self, problem: &Problem, c: usize) -> Result<Outcome, SolveError> {
-        let w = problem
-            .workload
-            .with_sizes(&crate::model::schedule::Pipeline::node_bytes(problem.workload, c));
-        let mut sized = problem.clone();
-        sized.workload = &w;
-        sized.devices = super::Devices::of(&w);
+        let w = stashes_counted(problem.workload, c);
+        let mut sized = problem.on(&w);
         sized.pipeline = None;
         let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
         let budget = Budget::new(Some(limit), problem.limits.memory_budget_bytes);
@@ -315,12 +307,17 @@ fn layer_granular_under_schedule(problem: &Problem, time_limit_s: Option<f64>) -
         return None;
     }
     let relabelled = super::layer_granular::contract_by_layers(w, &layers).ok()?;
-    let mut coarse = problem.clone();
-    coarse.workload = &relabelled;
-    coarse.devices = super::Devices::of(&relabelled);
+    let mut coarse = problem.on(&relabelled);
     coarse.limits.time_limit_s = time_limit_s;
     let outcome = dp::Dp.solve(&coarse).ok()?;
     Some((outcome.placement?, format!("the exact DP under the schedule on {} layers", layers.len())))
+}
+
+/// `w` with every node's stash counted `c` times ([`Pipeline::node_bytes`]).
+///
+/// [`Pipeline::node_bytes`]: crate::model::schedule::Pipeline::node_bytes
+fn stashes_counted(w: &crate::model::Workload, c: usize) -> crate::model::Workload {
+    w.with_sizes(&crate::model::schedule::Pipeline::node_bytes(w, c))
 }
 
 /// The stash counts the restrictions of [`Auto::under_schedule`] try: `fullest`, then
@@ -911,7 +908,7 @@ impl Auto {
         let mut placement = placement;
         if let Objective::Latency { pieces } = problem.objective {
             if e.max_pieces() > pieces {
-                let Some((p, moved)) = within_pieces(w, placement, pieces) else {
+                let Some((p, within, moved)) = within_pieces(w, placement, pieces) else {
                     return Err(SolveError::Unsupported {
                         method: "auto".into(),
                         what: format!("latency with at most {pieces} pieces per accelerator on a graph of {units} units (more than the IP's {IP_MAX_UNITS}): no plan within the pieces was found"),
@@ -921,7 +918,7 @@ impl Auto {
                     "the contiguous TPS plan has accelerators of more than {pieces} pieces: {moved} of them moved to a CPU core"
                 ));
                 placement = p;
-                e = evaluate(w, &placement, latency);
+                e = within;
             }
         }
         let objective = problem.objective.value(&e);
@@ -983,9 +980,14 @@ impl Auto {
 /// pieces moved, nodes and all, to CPU core 0, until none is (a latency plan within the
 /// pieces: MODEL.md's CPU nodes are not pieces and latency ignores `maxCPUs`). Moving one
 /// accelerator's nodes can change the greedy cut of another, hence the loop; each round
-/// empties at least one accelerator, so it ends. The plan and how many accelerators were
-/// emptied; `None` when the result is not a valid placement (a node a CPU cannot run).
-fn within_pieces(w: &crate::model::Workload, mut placement: Placement, q: usize) -> Option<(Placement, usize)> {
+/// empties at least one accelerator, so it ends. The plan, its evaluation and how many
+/// accelerators were emptied; `None` when the result is not a valid placement (a node a
+/// CPU cannot run).
+fn within_pieces(
+    w: &crate::model::Workload,
+    mut placement: Placement,
+    q: usize,
+) -> Option<(Placement, crate::score::Evaluation, usize)> {
     use crate::model::Device;
     let mut moved = 0;
     loop {
@@ -1002,7 +1004,7 @@ fn within_pieces(w: &crate::model::Workload, mut placement: Placement, q: usize)
             .map(|&(a, _)| a)
             .collect();
         if over.is_empty() {
-            return Some((placement, moved));
+            return Some((placement, e, moved));
         }
         moved += over.len();
         let devices = placement

@@ -89,11 +89,7 @@ pub fn plan_by_layers(
             });
         }
     };
-    let coarse = Problem {
-        workload: &relabelled,
-        devices: crate::solve::Devices::of(&relabelled),
-        ..problem.clone()
-    };
+    let coarse = problem.on(&relabelled);
     let mut result = plan(method, &coarse)?;
     let Some(placement) = &result.outcome.placement else {
         return Ok(result);

@@ -225,6 +225,20 @@ impl<'a> Problem<'a> {
         self.pipeline.is_some_and(|p| p.schedule.chunks() > 1)
     }
 
+    /// The same objective, plan space, limits and schedule on `workload` with its own
+    /// device set: for a transformed copy of this problem's workload (resized, relabelled,
+    /// presolved) that a method solves in its place.
+    pub fn on<'b>(&self, workload: &'b Workload) -> Problem<'b> {
+        Problem {
+            workload,
+            devices: Devices::of(workload),
+            objective: self.objective,
+            contiguous: self.contiguous,
+            limits: self.limits.clone(),
+            pipeline: self.pipeline,
+        }
+    }
+
     /// Contiguous TPS minimisation with default limits.
     pub fn throughput(workload: &'a Workload) -> Self {
         Problem {

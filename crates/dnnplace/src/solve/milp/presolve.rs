@@ -137,11 +137,7 @@ pub(crate) fn solve_prepared(
         v
     });
     let prepared = clamp_edges(&prepared, cap.map(|c| c * rescale.time));
-    let mut inner = Problem {
-        workload: &prepared,
-        devices: crate::solve::Devices::of(&prepared),
-        ..super::remaining(problem, started)
-    };
+    let mut inner = super::remaining(problem, started).on(&prepared);
     inner.limits.ip.presolved = true;
     inner.limits.warm_start = warm;
     let mut outcome = solve_tolerant(&inner, &solve)?;
