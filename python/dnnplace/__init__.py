@@ -21,6 +21,10 @@ pipeline stages, tensor and data parallelism, ZeRO and the micro-batch:
 
     >>> p = dnnplace.plan_parallel("examples/hf/llama-3-8b.json", "2x8xh100", global_batch=64)
     >>> [(s["tensorParallel"], s["dataParallel"]) for s in p.stages]  # doctest: +SKIP
+
+``sweep_parallel`` gives the best layout per device count (``--sweep``), and
+``plan_parallel(..., target_tps=MS)`` the fewest devices meeting a time per sample
+(``--target-tps``), ``budget=`` a price cap (``--budget``).
 """
 
 from ._dnnplace import (
@@ -28,6 +32,7 @@ from ._dnnplace import (
     InputError,
     InternalError,
     ParallelPlan,
+    ParallelSweep,
     Plan,
     Workload,
     calibrate,
@@ -36,6 +41,7 @@ from ._dnnplace import (
     plan,
     plan_parallel,
     score,
+    sweep_parallel,
     simulate,
 )
 
@@ -44,6 +50,7 @@ __all__ = [
     "InputError",
     "InternalError",
     "ParallelPlan",
+    "ParallelSweep",
     "Plan",
     "Workload",
     "calibrate",
@@ -52,5 +59,6 @@ __all__ = [
     "plan",
     "plan_parallel",
     "score",
+    "sweep_parallel",
     "simulate",
 ]

@@ -174,6 +174,10 @@ class ParallelPlan:
     def uniform(self) -> bool:
         """Whether every stage has the same t and d (False with free=True)."""
     @property
+    def target(self) -> Optional[Dict[str, Any]]:
+        """What target_tps= found: targetMs, devices (the fewest accelerators whose best
+        layout meets it), proven, searched; None without a target."""
+    @property
     def stages(self) -> List[Dict[str, Any]]:
         """Per stage: layers, accelerator, tensorParallel, dataParallel, devices, machines,
         computeMs, tensorParallelMs, transferMs, gatherMs, microBatchTimeMs, dpSyncMs,
@@ -252,6 +256,8 @@ def plan_parallel(
     seq: Optional[int] = None,
     dtype: Optional[str] = None,
     export: Optional[str] = None,
+    budget: Optional[float] = None,
+    target_tps: Optional[float] = None,
 ) -> ParallelPlan:
     """The whole parallel layout of a transformer (a Hugging Face config.json path) or a
     training workload (a workload JSON path or a Workload, its nodes' tensorParallel
@@ -259,7 +265,50 @@ def plan_parallel(
     each argument is the flag of the same name (`--global-batch`, `--tensor-parallel`, ...),
     None its default (`auto`; a workload's micro-batch: 1). Choices are "auto", a number,
     or (tensor_parallel) a list of degrees. The search runs without the GIL within
-    `time_limit` (default 60 s); bad input raises InputError with the CLI's message."""
+    `time_limit` (default 60 s); bad input raises InputError with the CLI's message.
+    `budget`: a price per hour the accelerators may cost (`--budget`); `target_tps`: the
+    fewest accelerators whose best uniform layout takes at most this many ms per sample
+    (`--target-tps`; `.target` says how many and whether that is proven; InputError when
+    no layout of the cluster meets it)."""
+
+class ParallelSweep:
+    """The best uniform layout per device count: `plan MODEL --parallel 3d --sweep`."""
+
+    @property
+    def rows(self) -> List[Dict[str, Any]]:
+        """One dict per device count: `devices` and the fields of ParallelPlan.to_json()."""
+    @property
+    def notes(self) -> List[str]: ...
+    @property
+    def interrupted(self) -> bool: ...
+    def to_json(self) -> str:
+        """The sweep as `--sweep --json` prints it."""
+    def table(self) -> str:
+        """The table `--sweep` prints."""
+    def svg(self) -> str:
+        """Samples per second against devices, as SVG (`--sweep --plot`)."""
+    def __len__(self) -> int: ...
+
+def sweep_parallel(
+    model: Union[_Path, Workload],
+    cluster: Union[str, Cluster],
+    global_batch: int,
+    micro_batch: Optional[_Choice] = None,
+    tensor_parallel: Optional[Union[_Choice, List[int], Tuple[int, ...]]] = None,
+    data_parallel: Optional[_Choice] = None,
+    pipeline_parallel: Optional[_Choice] = None,
+    zero: Optional[_Choice] = None,
+    schedule: str = "1f1b",
+    sequence_parallel: bool = False,
+    objective: str = "throughput",
+    time_limit: Optional[float] = None,
+    recompute: Optional[str] = None,
+    seq: Optional[int] = None,
+    dtype: Optional[str] = None,
+) -> ParallelSweep:
+    """The best uniform layout for each device count (1, 2, 4, ... and the whole cluster),
+    as `dnnplace plan MODEL --parallel 3d --sweep` finds them; the arguments are
+    plan_parallel's. Raises InputError when no count has a layout."""
 
 def score(workload: Workload, plan: Union[Plan, str], objective: str = "throughput") -> Dict[str, Any]:
     """Scores a Plan or placement JSON text (`dnnplace score --json`)."""

@@ -1120,8 +1120,10 @@ fn _dnnplace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Cluster>()?;
     m.add_class::<Plan>()?;
     m.add_class::<parallel::ParallelPlan>()?;
+    m.add_class::<parallel::ParallelSweep>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(parallel::plan_parallel, m)?)?;
+    m.add_function(wrap_pyfunction!(parallel::sweep_parallel, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_transformer, m)?)?;

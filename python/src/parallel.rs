@@ -1,13 +1,15 @@
 //! `dnnplace.plan_parallel`: the whole parallel layout (pipeline stages × tensor parallel ×
 //! data parallel, ZeRO, micro-batch) of a transformer's config.json or a MODEL.md training
-//! workload on a cluster — `dnnplace plan MODEL --parallel 3d` from Python.
+//! workload on a cluster — `dnnplace plan MODEL --parallel 3d` from Python, with its
+//! `--budget` (`budget=`) and `--target-tps` (`target_tps=`); `dnnplace.sweep_parallel`:
+//! `--sweep`, the best uniform layout per device count.
 //!
 //! **One road.** The arguments become the library's
 //! [`ParallelSettings`](dnnplace::solve::parallel::ParallelSettings) exactly as the
 //! command line's flags do (`"auto"`, a number or a list written as the flag's text and
 //! read by the same [`Choice`] readers), the library checks them and builds the problem
 //! ([`ParallelSettings::build`]), [`parallel::plan`] searches it within the CLI's default
-//! limits (60 s, 4 GiB), and the [`ParallelPlan`] holds the CLI's `--json` document
+//! limits (60 s, 4 GiB) for the settings' [`Goal`], and the [`ParallelPlan`] holds the CLI's `--json` document
 //! ([`layout_json`] and `peakMemoryBytes`) and its table ([`layout_text`]). Bad input raises
 //! `InputError` with the CLI's message (which names the flag).
 //!
@@ -26,10 +28,14 @@ use dnnplace::io::tensor_parallel_json::parse_tensor_parallel;
 use dnnplace::model::parallel::Topology;
 use dnnplace::model::recompute::Recompute;
 use dnnplace::model::schedule::Schedule;
-use dnnplace::report::parallel::{layout_json, layout_text, status_line};
+use dnnplace::report::parallel::{
+    layout_json, layout_text, status_line, sweep_json, sweep_svg, sweep_text, target_json,
+    target_line, target_missed, NO_SWEEP_LAYOUT,
+};
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::parallel::{
-    self, Choice, Layouts, Objective, ParallelModel, ParallelOutcome, ParallelSettings, Target,
+    self, Answer, Choice, Goal, Layouts, Objective, ParallelModel, ParallelOutcome,
+    ParallelSettings, Target,
 };
 use dnnplace::solve::Status;
 
@@ -52,6 +58,8 @@ pub struct ParallelPlan {
     /// Whether Ctrl-C stopped the search.
     #[pyo3(get)]
     interrupted: bool,
+    /// The line the CLI prints after the table (`--target-tps`: what it found).
+    trailer: String,
 }
 
 impl ParallelPlan {
@@ -193,6 +201,16 @@ impl ParallelPlan {
         !self.outcome.free
     }
 
+    /// What `target_tps=` found (`targetMs`, `devices`: the fewest accelerators whose best
+    /// layout meets it, `proven`, `searched`), or None without a target.
+    #[getter]
+    fn target(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match self.json.get("target") {
+            Some(t) => to_py(py, t).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// One dict per stage: `layers`, `accelerator`, `tensorParallel`, `dataParallel`,
     /// `devices`, `machines`, `computeMs`, `tensorParallelMs`, `transferMs`, `gatherMs`,
     /// `microBatchTimeMs`, `dpSyncMs`, `microBatches`, `inFlight`, `weightBytes`,
@@ -209,7 +227,7 @@ impl ParallelPlan {
 
     /// The table `dnnplace plan … --parallel 3d` prints.
     fn table(&self) -> String {
-        layout_text(&self.outcome, &self.topology, self.objective)
+        layout_text(&self.outcome, &self.topology, self.objective) + &self.trailer
     }
 
     /// The layout in a framework's form: megatron, deepspeed, torchtitan or vllm (plan with
@@ -350,16 +368,16 @@ enum Failure {
     Internal(String),
 }
 
-/// A search's outcome with the devices and objective its report needs.
+/// A search's answer with the devices and objective its report needs.
 struct Searched {
-    outcome: ParallelOutcome,
+    answer: Answer,
     topology: Topology,
     objective: Objective,
 }
 
-/// Builds the problem of `settings` and searches it within `budget`; the notes the
+/// Builds the problem of `settings` and answers its goal within `budget`; the notes the
 /// build handed back go to `notes`, also when it fails.
-fn build_and_plan(
+fn build_and_answer(
     settings: &ParallelSettings,
     budget: &Budget,
     notes: &mut Vec<String>,
@@ -367,20 +385,52 @@ fn build_and_plan(
     let problem = settings
         .build(notes)
         .map_err(|e| Failure::Input(e.to_string()))?;
-    let outcome = parallel::plan(&problem, budget).map_err(Failure::Internal)?;
+    let answer = parallel::answer(&problem, settings.goal, budget).map_err(Failure::Internal)?;
     Ok(Searched {
-        outcome,
+        answer,
         topology: problem.topology(),
         objective: problem.objective,
     })
 }
 
+/// The cluster argument as the CLI's `--cluster` text.
+fn cluster_spec(cluster: &Bound<'_, PyAny>) -> PyResult<String> {
+    match cluster.cast::<Cluster>() {
+        Ok(c) => Ok(c.borrow().spec.clone()),
+        Err(_) => cluster.extract::<String>().map_err(|_| {
+            input("cluster: expected a spec such as \"2x8xh100\", a cluster TOML path, or a Cluster")
+        }),
+    }
+}
+
+/// Checks `settings`, answers their goal in a worker thread without the GIL (Ctrl-C stops
+/// the search), and returns the answer, the notes and whether Ctrl-C stopped it.
+fn run(
+    py: Python<'_>,
+    settings: &ParallelSettings,
+    time_limit: Option<f64>,
+) -> PyResult<(Searched, Vec<String>, bool)> {
+    settings.check().map_err(input)?;
+    let run_budget = Budget::new(Some(time_limit_of(time_limit)?), Some(MEMORY_BUDGET));
+    let mut notes = Vec::new();
+    let (found, interrupted) =
+        interruptible(py, || build_and_answer(settings, &run_budget, &mut notes))?;
+    let searched = found.map_err(|f| match f {
+        Failure::Input(m) => input(m),
+        Failure::Internal(m) => InternalError::new_err(m),
+    })?;
+    Ok((searched, notes, interrupted))
+}
+
 /// Plans the parallel layout of a transformer (a Hugging Face config.json) or a training
 /// workload (a workload JSON path or a `Workload`, its nodes' `tensorParallel` options the
 /// TP degrees) on `cluster`, as `dnnplace plan MODEL --parallel 3d` does (module
-/// documentation). Choices are `"auto"`, a number, or (tensor_parallel) a list.
+/// documentation). Choices are `"auto"`, a number, or (tensor_parallel) a list. `budget`:
+/// a price per hour the accelerators may cost (`--budget`); `target_tps`: the fewest
+/// accelerators whose best uniform layout takes at most this many ms per sample
+/// (`--target-tps`; the plan's `target` says how many, and whether that is proven).
 #[pyfunction]
-#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None, export=None))]
+#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None, export=None, budget=None, target_tps=None))]
 pub fn plan_parallel(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,
@@ -400,6 +450,8 @@ pub fn plan_parallel(
     seq: Option<usize>,
     dtype: Option<&str>,
     export: Option<String>,
+    budget: Option<f64>,
+    target_tps: Option<f64>,
 ) -> PyResult<ParallelPlan> {
     let fixed = Fixed {
         schedule,
@@ -416,14 +468,7 @@ pub fn plan_parallel(
         zero,
     ];
     let mut settings = settings_of(model_of(model)?, choices, fixed)?;
-    settings.cluster = Some(match cluster.cast::<Cluster>() {
-        Ok(c) => c.borrow().spec.clone(),
-        Err(_) => cluster.extract::<String>().map_err(|_| {
-            input(
-                "cluster: expected a spec such as \"2x8xh100\", a cluster TOML path, or a Cluster",
-            )
-        })?,
-    });
+    settings.cluster = Some(cluster_spec(cluster)?);
     settings.global_batch = Some(global_batch);
     settings.seq = seq;
     settings.layouts = if free {
@@ -432,31 +477,150 @@ pub fn plan_parallel(
         Layouts::Uniform
     };
     settings.sequence_parallel = sequence_parallel;
-    settings.check().map_err(input)?;
-    let run_budget = Budget::new(Some(time_limit_of(time_limit)?), Some(MEMORY_BUDGET));
-    let mut notes = Vec::new();
-    let (found, interrupted) =
-        interruptible(py, || build_and_plan(&settings, &run_budget, &mut notes))?;
-    let Searched {
-        outcome,
-        topology,
-        objective,
-    } = found.map_err(|f| match f {
-        Failure::Input(m) => input(m),
-        Failure::Internal(m) => InternalError::new_err(m),
-    })?;
+    settings.price_cap = budget;
+    settings.goal = target_tps.map_or(Goal::One, |target_ms| Goal::FewestDevices { target_ms });
+    let (searched, notes, interrupted) = run(py, &settings, time_limit)?;
+    let (outcome, target) = match searched.answer {
+        Answer::One(outcome) => (outcome, None),
+        Answer::FewestDevices(found) if found.devices.is_none() => {
+            return Err(input(target_missed(&found)))
+        }
+        Answer::FewestDevices(found) => {
+            let json = target_json(&found);
+            let line = target_line(&found);
+            (found.outcome, Some((json, line)))
+        }
+        Answer::Sweep(_) => return Err(InternalError::new_err("a sweep answered one layout")),
+    };
     if outcome.plan.is_none() {
         return Err(input(match &outcome.status {
             Status::Infeasible { reason, .. } => format!("no feasible layout: {reason}"),
             _ => status_line(&outcome),
         }));
     }
-    let mut json = layout_json(&outcome, &topology, objective);
+    let mut json = layout_json(&outcome, &searched.topology, searched.objective);
     json["peakMemoryBytes"] = serde_json::json!(dnnplace::experiments::bench::peak_memory_bytes());
+    let mut trailer = String::new();
+    if let Some((target, line)) = target {
+        json["target"] = target;
+        trailer = line;
+    }
     Ok(ParallelPlan {
         outcome,
-        topology,
+        topology: searched.topology,
+        objective: searched.objective,
+        json,
+        notes,
+        interrupted,
+        trailer,
+    })
+}
+
+/// The best uniform layout per device count: `dnnplace plan MODEL --parallel 3d --sweep`.
+#[pyclass(module = "dnnplace")]
+pub struct ParallelSweep {
+    rows: Vec<(usize, ParallelOutcome)>,
+    objective: Objective,
+    /// The CLI's `--sweep --json` document.
+    json: Value,
+    /// The notes the CLI prints on stderr (`note: …`), in order.
+    #[pyo3(get)]
+    notes: Vec<String>,
+    /// Whether Ctrl-C stopped the sweep.
+    #[pyo3(get)]
+    interrupted: bool,
+}
+
+#[pymethods]
+impl ParallelSweep {
+    /// One dict per device count: `devices` and the plan's fields as `ParallelPlan.to_json()`
+    /// gives them (`value`, `bound`, `gap`, `outcome`, `stages`, …).
+    #[getter]
+    fn rows(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(py, &self.json["rows"])
+    }
+
+    /// The sweep as `--sweep --json` prints it.
+    fn to_json(&self) -> String {
+        serde_json::to_string_pretty(&self.json).expect("json")
+    }
+
+    /// The table `--sweep` prints.
+    fn table(&self) -> String {
+        sweep_text(&self.rows, self.objective)
+    }
+
+    /// Samples per second against devices, as SVG (`--sweep --plot FILE.svg`).
+    fn svg(&self) -> String {
+        sweep_svg(&self.rows)
+    }
+
+    fn __len__(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn __repr__(&self) -> String {
+        let counts: Vec<usize> = self.rows.iter().map(|(n, _)| *n).collect();
+        format!("<ParallelSweep over {counts:?} devices>")
+    }
+}
+
+/// The best uniform layout for each device count of the cluster (1, 2, 4, … and the whole
+/// cluster), as `dnnplace plan MODEL --parallel 3d --sweep` finds them: the arguments are
+/// `plan_parallel`'s (without `free`, `export`, `budget`, `target_tps`); each count's
+/// search gets an equal share of what is left of `time_limit`. Raises InputError when no
+/// count has a layout.
+#[pyfunction]
+#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", sequence_parallel=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None))]
+pub fn sweep_parallel(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    cluster: &Bound<'_, PyAny>,
+    global_batch: usize,
+    micro_batch: Option<&Bound<'_, PyAny>>,
+    tensor_parallel: Option<&Bound<'_, PyAny>>,
+    data_parallel: Option<&Bound<'_, PyAny>>,
+    pipeline_parallel: Option<&Bound<'_, PyAny>>,
+    zero: Option<&Bound<'_, PyAny>>,
+    schedule: &str,
+    sequence_parallel: bool,
+    objective: &str,
+    time_limit: Option<f64>,
+    recompute: Option<&str>,
+    seq: Option<usize>,
+    dtype: Option<&str>,
+) -> PyResult<ParallelSweep> {
+    let fixed = Fixed {
+        schedule,
         objective,
+        recompute,
+        dtype,
+        export: None,
+    };
+    let choices = [
+        micro_batch,
+        tensor_parallel,
+        data_parallel,
+        pipeline_parallel,
+        zero,
+    ];
+    let mut settings = settings_of(model_of(model)?, choices, fixed)?;
+    settings.cluster = Some(cluster_spec(cluster)?);
+    settings.global_batch = Some(global_batch);
+    settings.seq = seq;
+    settings.sequence_parallel = sequence_parallel;
+    settings.goal = Goal::Sweep;
+    let (searched, notes, interrupted) = run(py, &settings, time_limit)?;
+    let Answer::Sweep(rows) = searched.answer else {
+        return Err(InternalError::new_err("one layout answered a sweep"));
+    };
+    if rows.iter().all(|(_, o)| o.plan.is_none()) {
+        return Err(input(NO_SWEEP_LAYOUT));
+    }
+    let json = sweep_json(&rows, &searched.topology, searched.objective);
+    Ok(ParallelSweep {
+        rows,
+        objective: searched.objective,
         json,
         notes,
         interrupted,

@@ -113,6 +113,9 @@ CONFIG_CASES = [
                       "schedule": "gpipe", "sequence_parallel": True}),
     # free layouts, time per sample
     ("1x8xh100", 16, {"free": True, "objective": "throughput"}),
+    # a price cap (--budget) and the fewest devices for a time per sample (--target-tps)
+    ("2x8xh100", 64, {"budget": 40}),
+    ("2x8xh100", 64, {"target_tps": 30.0}),
 ]
 
 
@@ -177,6 +180,11 @@ CONFIG_ERRORS = [
     ("1x8xh100", 64, {"free": True, "objective": "throughput", "export": "megatron"}),
     ("1x8xh100", 64, {"export": "onnx"}),
     ("1x8xh100", 64, {"export": "deepspeed", "sequence_parallel": True}),
+    ("2x8xh100", 64, {"target_tps": 30.0, "budget": 40}),
+    ("2x8xh100", 64, {"target_tps": 30.0, "objective": "iteration"}),
+    ("2x8xh100", 64, {"target_tps": 30.0, "free": True}),
+    ("2x8xh100", 64, {"target_tps": 0.001}),
+    ("2x8xh100", 64, {"budget": 0.5}),
 ]
 
 
@@ -238,3 +246,53 @@ def test_a_cluster_object_and_an_int_degree_are_the_flags():
         json.loads(by_object.to_json())
     )
     assert {s["tensorParallel"] for s in by_object.stages} == {2}
+
+
+def test_target_tps_finds_the_fewest_devices_the_sweep_confirms():
+    """The fewest devices for a target, checked against the sweep's rows independently: every
+    count the sweep lists below the answer misses the target (no layout, or its value is
+    above it), and
+    the answer's own plan meets it."""
+    target = 30.0
+    plan = dnnplace.plan_parallel(str(LLAMA_8B), "2x8xh100", 64, target_tps=target)
+    found = plan.target
+    assert found["targetMs"] == target and found["proven"] is True
+    assert plan.value <= target and plan.devices_used <= found["devices"]
+    sweep = dnnplace.sweep_parallel(str(LLAMA_8B), "2x8xh100", 64)
+    for row in sweep.rows:
+        if row["devices"] < found["devices"]:
+            # No layout fits (value None), or its best misses the target.
+            assert row["value"] is None or row["value"] > target, row["devices"]
+        if row["devices"] == found["devices"]:
+            assert row["value"] == plan.value
+
+
+@pytest.mark.parametrize("settings", [{}, {"objective": "iteration", "zero": 1}])
+def test_sweep_equals_the_clis(tmp_path, settings):
+    need_cli()
+    sweep = dnnplace.sweep_parallel(str(LLAMA_8B), "2x8xh100", 64, **settings)
+    plot = tmp_path / "sweep.svg"
+    args = ["plan", str(LLAMA_8B), "--parallel", "3d", "--cluster", "2x8xh100",
+            "--global-batch", "64", "--sweep", *flags(settings)]
+    out = cli(*args, "--json", "--plot", str(plot))
+    assert out.returncode == 0, out.stderr
+    theirs = json.loads(out.stdout)
+    ours = json.loads(sweep.to_json())
+    assert [without_wall(r) for r in ours["rows"]] == [without_wall(r) for r in theirs["rows"]]
+    assert {k: v for k, v in ours.items() if k != "rows"} == {
+        k: v for k, v in theirs.items() if k != "rows"}
+    assert sweep.svg() == plot.read_text()
+    text = cli(*args)
+    assert text.returncode == 0, text.stderr
+    assert re.sub(r"in [0-9.]+ s", "", sweep.table()) == re.sub(r"in [0-9.]+ s", "", text.stdout)
+    assert len(sweep) == len(theirs["rows"]) and [r["devices"] for r in sweep.rows] == [
+        1, 2, 4, 8, 16]
+
+
+def test_sweep_refuses_what_the_cli_refuses():
+    need_cli()
+    with pytest.raises(dnnplace.InputError) as e:
+        dnnplace.sweep_parallel(str(LLAMA_8B), "2x8xh100", 64, tensor_parallel=[3])
+    out = cli("plan", str(LLAMA_8B), "--parallel", "3d", "--cluster", "2x8xh100",
+              "--global-batch", "64", "--sweep", "--tensor-parallel", "3")
+    assert out.returncode == 2 and f"error: {e.value}" in out.stderr

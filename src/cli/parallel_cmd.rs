@@ -27,8 +27,8 @@ use crate::report::parallel::{layout_json, layout_text};
 use crate::solve::budget::Budget;
 use crate::solve::parallel::settings::{self, MAX_GLOBAL_BATCH};
 use crate::solve::parallel::{
-    self, Choice, Layouts, Objective, ParallelDevices, ParallelModel, ParallelProblem,
-    ParallelSettings, SettingsError, Target,
+    self, Answer, Choice, Goal, Layouts, Objective, ParallelDevices, ParallelModel,
+    ParallelProblem, ParallelSettings, SettingsError, Target,
 };
 use crate::solve::{self, Status};
 
@@ -144,15 +144,18 @@ fn check_not_given(args: &PlanArgs) -> Result<(), CliError> {
 }
 
 /// `--sweep`: the best layout per GPU count, as a table or JSON, and `--plot` as SVG.
-fn run_sweep(args: &PlanArgs, problem: &ParallelProblem, budget: &Budget) -> Result<(), CliError> {
+fn write_sweep(
+    args: &PlanArgs,
+    rows: &[(usize, crate::solve::parallel::ParallelOutcome)],
+    topo: &Topology,
+    objective: Objective,
+) -> Result<(), CliError> {
     use crate::report::parallel::{sweep_json, sweep_svg, sweep_text};
-    let rows = problem.sweep(budget).map_err(CliError::Internal)?;
-    let (topo, objective) = (&problem.topology(), problem.objective);
     if let Some(plot) = &args.plot {
-        crate::io::write_atomically(plot, &sweep_svg(&rows))
+        crate::io::write_atomically(plot, &sweep_svg(rows))
             .map_err(|e| CliError::Input(e.to_string()))?;
     }
-    let json = sweep_json(&rows, topo, objective);
+    let json = sweep_json(rows, topo, objective);
     if let Some(out) = &args.out {
         let text =
             serde_json::to_string_pretty(&json).map_err(|e| CliError::Internal(e.to_string()))?;
@@ -165,10 +168,10 @@ fn run_sweep(args: &PlanArgs, problem: &ParallelProblem, budget: &Budget) -> Res
             serde_json::to_string_pretty(&json).map_err(|e| CliError::Internal(e.to_string()))?
         );
     } else {
-        print!("{}", sweep_text(&rows, objective));
+        print!("{}", sweep_text(rows, objective));
     }
     if rows.iter().all(|(_, o)| o.plan.is_none()) {
-        return Err(CliError::Input("no GPU count has a feasible layout".into()));
+        return Err(CliError::Input(crate::report::parallel::NO_SWEEP_LAYOUT.into()));
     }
     Ok(())
 }
@@ -209,26 +212,20 @@ fn settings_of(args: &PlanArgs, objective: Objective) -> ParallelSettings {
         objective,
         export: args.export.clone(),
         price_cap: args.budget,
+        goal: match args.target_tps {
+            Some(target_ms) => Goal::FewestDevices { target_ms },
+            None if args.sweep => Goal::Sweep,
+            None => Goal::One,
+        },
     }
 }
 
-/// `--target-tps` searches time per sample and is given alone; `--budget` caps one search.
-fn check_goal(args: &PlanArgs, objective: Objective) -> Result<(), CliError> {
-    let clash = [
-        ("--sweep", args.sweep),
-        ("--budget", args.budget.is_some()),
-        ("--objective iteration", objective == Objective::Iteration),
-    ];
-    if args.target_tps.is_some() {
-        if let Some((name, _)) = clash.iter().find(|c| c.1) {
-            return Err(CliError::Input(format!(
-                "--target-tps finds the fewest accelerators for a time per sample: give it without {name}"
-            )));
-        }
-    }
-    if args.budget.is_some() && args.sweep {
+/// `--sweep` and `--target-tps` ask two questions at once (the library checks the rest of
+/// what the goal takes, [`ParallelSettings::check`]).
+fn check_goal(args: &PlanArgs) -> Result<(), CliError> {
+    if args.target_tps.is_some() && args.sweep {
         return Err(CliError::Input(
-            "--budget caps one search: give it without --sweep".into(),
+            "--target-tps finds the fewest accelerators for a time per sample: give it without --sweep".into(),
         ));
     }
     Ok(())
@@ -282,12 +279,9 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         super::check_output_target(out)?;
     }
     let objective = objective_of(args.objective)?;
+    check_goal(args)?;
     let settings = settings_of(args, objective);
     let target = settings.check().map_err(input)?;
-    if args.parallel.free {
-        check_free(args)?;
-    }
-    check_goal(args, objective)?;
     if args.model.training && settings::is_workload_json(&args.workload) {
         return Err(CliError::Input("--training does not apply to a workload JSON: it describes a transformer given as a config.json (a workload's nodes carry their own costs)".into()));
     }
@@ -306,36 +300,25 @@ pub fn run(args: &PlanArgs, started: Instant) -> Result<(), CliError> {
         Layouts::Uniform => target.map(Target::name),
         Layouts::Free => None,
     };
-    solve_problem(args, started, &problem, export)
+    solve_problem(args, started, &problem, settings.goal, export)
 }
 
-/// The search of `problem` (the sweep, the fewest devices, or one plan, by the flags) and
-/// its output: the tail every `plan --parallel 3d` shares.
+/// The answer of `problem` to `goal` (the sweep, the fewest devices, or one plan) and its
+/// output: the tail every `plan --parallel 3d` shares.
 pub(super) fn solve_problem(
     args: &PlanArgs,
     started: Instant,
     problem: &ParallelProblem,
+    goal: Goal,
     export: Option<&str>,
 ) -> Result<(), CliError> {
-    let (layouts, objective) = (problem.layouts, problem.objective);
     let budget = run_budget(args, started)?;
-    // `--free` refuses `--sweep` and `--target-tps` (check_free).
-    if args.sweep && layouts == Layouts::Uniform {
-        return run_sweep(args, problem, &budget);
+    let (topo, objective) = (&problem.topology(), problem.objective);
+    match parallel::answer(problem, goal, &budget).map_err(CliError::Internal)? {
+        Answer::Sweep(rows) => write_sweep(args, &rows, topo, objective),
+        Answer::FewestDevices(found) => write_target(args, &found, topo, objective, export),
+        Answer::One(outcome) => finish(args, &outcome, topo, objective, export, None, true),
     }
-    if let (Some(target), Layouts::Uniform) = (args.target_tps, layouts) {
-        return run_target_tps(args, problem, target, &budget, export);
-    }
-    let outcome = parallel::plan(problem, &budget).map_err(CliError::Internal)?;
-    finish(
-        args,
-        &outcome,
-        &problem.topology(),
-        objective,
-        export,
-        None,
-        true,
-    )
 }
 
 /// The names of the model's units (embeddings, blocks, head), in chain order: what a plan
@@ -384,79 +367,30 @@ fn check_outputs(args: &PlanArgs) -> Result<(), CliError> {
 
 /// `--target-tps MS`: the fewest devices whose best layout meets the target. The best
 /// layout is printed either way; one that misses the target writes no file and exits 2.
-fn run_target_tps(
+fn write_target(
     args: &PlanArgs,
-    problem: &ParallelProblem,
-    target: f64,
-    budget: &Budget,
+    found: &crate::solve::parallel::TargetOutcome,
+    topo: &Topology,
+    objective: Objective,
     export: Option<&str>,
 ) -> Result<(), CliError> {
-    let found = problem
-        .fewest_devices(target, budget)
-        .map_err(CliError::Internal)?;
-    let line = target_line(target, &found);
-    let json = serde_json::json!({
-        "targetMs": target,
-        "devices": found.devices,
-        "proven": found.proven,
-        "searched": found.searched,
-    });
+    use crate::report::parallel::{target_json, target_line, target_missed};
+    let line = target_line(found);
     let met = found.devices.is_some();
     let export = if met { export } else { None };
     finish(
         args,
         &found.outcome,
-        &problem.topology(),
-        problem.objective,
+        topo,
+        objective,
         export,
-        Some(("target", json, &line)),
+        Some(("target", target_json(found), &line)),
         met,
     )?;
     if met {
         Ok(())
     } else {
-        Err(CliError::Input(format!(
-            "--target-tps {target} ms: no layout of the cluster meets it"
-        )))
-    }
-}
-
-/// `--free` searches one layout: the modes it does not take, named (the library refuses
-/// `--objective iteration` and `--export` with it).
-fn check_free(args: &PlanArgs) -> Result<(), CliError> {
-    let refused = [
-        ("--sweep", args.sweep, "the sweep searches uniform layouts"),
-        (
-            "--target-tps",
-            args.target_tps.is_some(),
-            "the fewest-devices search covers uniform layouts",
-        ),
-    ];
-    match refused.iter().find(|r| r.1) {
-        Some((name, _, why)) => Err(CliError::Input(format!(
-            "{name} does not apply to --free: {why}; drop --free for uniform layouts"
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// The line saying what `--target-tps` found.
-fn target_line(target: f64, found: &crate::solve::parallel::TargetOutcome) -> String {
-    let proof = if found.proven {
-        "proven: every smaller count's bound misses it"
-    } else {
-        "not proven: a search stopped early (time limit or Ctrl-C) could not rule out a smaller count"
-    };
-    match found.devices {
-        Some(n) => format!(
-            "--target-tps {target} ms: {n} accelerators are the fewest whose best layout meets it ({proof}; counts searched: {:?})\n",
-            found.searched
-        ),
-        None => format!(
-            "--target-tps {target} ms: no layout on the whole cluster meets it (best {:.6} ms per sample{})\n",
-            found.outcome.value,
-            if found.proven { ", proven" } else { ", not proven: the search stopped early" }
-        ),
+        Err(CliError::Input(target_missed(found)))
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::tabular::{Align, Table};
 use crate::model::human_bytes;
 use crate::model::parallel::{ChainCosts, StageLayout, Topology};
-use crate::solve::parallel::{Objective, ParallelOutcome, ParallelPlan};
+use crate::solve::parallel::{Objective, ParallelOutcome, ParallelPlan, TargetOutcome};
 use crate::solve::Status;
 
 /// The name of an objective in reports.
@@ -485,6 +485,48 @@ pub fn sweep_json(
         })
         .collect();
     json!({"parallel": "3d", "sweep": true, "objective": objective_name(objective), "rows": rows})
+}
+
+/// Why a sweep is an error: no row has a plan.
+pub const NO_SWEEP_LAYOUT: &str = "no GPU count has a feasible layout";
+
+/// The fewest-devices search (`--target-tps`) as the `target` field of the plan's JSON.
+pub fn target_json(found: &TargetOutcome) -> Value {
+    json!({
+        "targetMs": found.target_ms,
+        "devices": found.devices,
+        "proven": found.proven,
+        "searched": found.searched,
+    })
+}
+
+/// The line saying what `--target-tps` found.
+pub fn target_line(found: &TargetOutcome) -> String {
+    let target = found.target_ms;
+    let proof = if found.proven {
+        "proven: every smaller count's bound misses it"
+    } else {
+        "not proven: a search stopped early (time limit or Ctrl-C) could not rule out a smaller count"
+    };
+    match found.devices {
+        Some(n) => format!(
+            "--target-tps {target} ms: {n} accelerators are the fewest whose best layout meets it ({proof}; counts searched: {:?})\n",
+            found.searched
+        ),
+        None => format!(
+            "--target-tps {target} ms: no layout on the whole cluster meets it (best {:.6} ms per sample{})\n",
+            found.outcome.value,
+            if found.proven { ", proven" } else { ", not proven: the search stopped early" }
+        ),
+    }
+}
+
+/// The error of a target no layout meets.
+pub fn target_missed(found: &TargetOutcome) -> String {
+    format!(
+        "--target-tps {} ms: no layout of the cluster meets it",
+        found.target_ms
+    )
 }
 
 /// Samples per second against GPUs, as an SVG line chart.

@@ -36,7 +36,9 @@ pub mod partition;
 pub mod problem;
 pub mod settings;
 
-pub use problem::{plan, Layouts, ParallelDevices, ParallelProblem, PricedModel};
+pub use problem::{
+    answer, plan, Answer, Goal, Layouts, ParallelDevices, ParallelProblem, PricedModel,
+};
 pub use settings::{Choice, ParallelModel, ParallelSettings, SettingsError, Target};
 
 pub use crate::model::parallel::Uniform as Config;
@@ -400,6 +402,8 @@ pub fn sweep(
 /// The answer of [`fewest_devices`].
 #[derive(Clone, Debug)]
 pub struct TargetOutcome {
+    /// The time per sample asked for, ms.
+    pub target_ms: f64,
     /// The fewest accelerators found whose best layout meets the target; `None` when even
     /// the whole space does not.
     pub devices: Option<usize>,
@@ -437,6 +441,7 @@ pub fn fewest_devices(
     let whole = at(all)?;
     if whole.value > target_ms {
         return Ok(TargetOutcome {
+            target_ms,
             devices: None,
             proven: whole.bound > target_ms,
             outcome: whole,
@@ -459,6 +464,7 @@ pub fn fewest_devices(
         }
     }
     Ok(TargetOutcome {
+        target_ms,
         devices: Some(hi),
         outcome: best,
         proven,

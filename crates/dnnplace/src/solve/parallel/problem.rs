@@ -18,7 +18,9 @@
 //! ([`ParallelOutcome::gap`]) and the common [`crate::solve::Status`]. The uniform search's
 //! other questions take the same problem: [`ParallelProblem::sweep`] (the best layout per
 //! device count) and [`ParallelProblem::fewest_devices`] (the fewest devices meeting a time
-//! per sample).
+//! per sample). [`answer`] asks the problem the question of a [`Goal`] and returns the
+//! [`Answer`]: the one road of `plan --parallel 3d [--sweep | --target-tps MS]` and of
+//! Python's `plan_parallel` / `sweep_parallel`.
 
 use super::{fewest_devices, sweep, Objective, ParallelOutcome, Space, TargetOutcome};
 use crate::costmodel::operators::DType;
@@ -35,6 +37,38 @@ pub enum Layouts {
     Uniform,
     /// Each stage its own TP and DP degree (`--free`; time per sample only).
     Free,
+}
+
+/// The question asked of a 3D problem.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Goal {
+    /// The best layout ([`plan`]).
+    One,
+    /// The best uniform layout per device count ([`ParallelProblem::sweep`]).
+    Sweep,
+    /// The fewest devices whose best uniform layout takes at most `target_ms` per sample
+    /// ([`ParallelProblem::fewest_devices`]).
+    FewestDevices { target_ms: f64 },
+}
+
+/// The answer to a [`Goal`].
+#[derive(Clone, Debug)]
+pub enum Answer {
+    One(ParallelOutcome),
+    /// `(devices, the best layout on the first `devices`)` per count.
+    Sweep(Vec<(usize, ParallelOutcome)>),
+    FewestDevices(TargetOutcome),
+}
+
+/// The answer of `problem` to `goal` within `budget`.
+pub fn answer(problem: &ParallelProblem, goal: Goal, budget: &Budget) -> Result<Answer, String> {
+    Ok(match goal {
+        Goal::One => Answer::One(plan(problem, budget)?),
+        Goal::Sweep => Answer::Sweep(problem.sweep(budget)?),
+        Goal::FewestDevices { target_ms } => {
+            Answer::FewestDevices(problem.fewest_devices(target_ms, budget)?)
+        }
+    })
 }
 
 /// The accelerators of a 3D problem.

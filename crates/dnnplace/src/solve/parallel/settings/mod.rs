@@ -17,6 +17,7 @@
 //! | `objective` | `--objective` | time per sample (`throughput`) | or the iteration time (uniform only) |
 //! | `export` | `--export` | none | the search stays within the target's ZeRO stages and schedules |
 //! | `price_cap` | `--budget` | none | caps the accelerators at what the price buys per hour |
+//! | `goal` | `--sweep`, `--target-tps` | one layout | the best layout per device count, or the fewest devices meeting a time per sample (uniform layouts; the sweep without a price cap, the target without a cap or the iteration objective) |
 //!
 //! Values written as text (`"auto"`, `"8"`, `"1,2,4"`) are read by [`Choice::count`],
 //! [`Choice::degrees`] and [`Choice::zero`]; text that does not read is kept
@@ -39,7 +40,7 @@ pub use workload::is_workload_json;
 
 use std::path::{Path, PathBuf};
 
-use super::{Layouts, Objective, ParallelDevices, ParallelProblem, PricedModel, Space};
+use super::{Goal, Layouts, Objective, ParallelDevices, ParallelProblem, PricedModel, Space};
 use crate::costmodel::hf_config::{parse_hf_config, HfModel};
 use crate::costmodel::operators::DType;
 use crate::costmodel::parallel::valid_tp_degrees;
@@ -170,6 +171,8 @@ pub struct ParallelSettings {
     pub export: Option<String>,
     /// A price per hour the accelerators may cost (`--budget`; one type only).
     pub price_cap: Option<f64>,
+    /// The question: one layout, the sweep, or the fewest devices for a target.
+    pub goal: Goal,
 }
 
 impl ParallelSettings {
@@ -197,6 +200,7 @@ impl ParallelSettings {
             objective: Objective::TimePerSample,
             export: None,
             price_cap: None,
+            goal: Goal::One,
         }
     }
 
@@ -223,7 +227,49 @@ impl ParallelSettings {
             }
         }
         self.schedule_checked()?;
+        self.goal_checked()?;
         Ok(target)
+    }
+
+    /// `--sweep` and `--target-tps` search uniform layouts; the sweep takes no price cap;
+    /// the target is a time per sample, searched without a price cap.
+    fn goal_checked(&self) -> Result<(), SettingsError> {
+        let (flag, why) = match self.goal {
+            Goal::One => return Ok(()),
+            Goal::Sweep => ("--sweep", "the sweep searches uniform layouts"),
+            Goal::FewestDevices { .. } => (
+                "--target-tps",
+                "the fewest-devices search covers uniform layouts",
+            ),
+        };
+        if self.layouts == Layouts::Free {
+            return Err(setting(
+                flag,
+                format!("{flag} does not apply to --free: {why}; drop --free for uniform layouts"),
+            ));
+        }
+        if let Goal::FewestDevices { .. } = self.goal {
+            let clash = [
+                ("--budget", self.price_cap.is_some()),
+                (
+                    "--objective iteration",
+                    self.objective == Objective::Iteration,
+                ),
+            ];
+            if let Some((name, _)) = clash.iter().find(|c| c.1) {
+                return Err(setting(
+                    "--target-tps",
+                    format!("--target-tps finds the fewest accelerators for a time per sample: give it without {name}"),
+                ));
+            }
+        }
+        if self.goal == Goal::Sweep && self.price_cap.is_some() {
+            return Err(setting(
+                "--budget",
+                "--budget caps one search: give it without --sweep".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// `--schedule`: GPipe or 1F1B (the default).
