@@ -277,12 +277,17 @@ fn bad_flags_exit_2_naming_the_flag() {
             "8",
             "--cluster",
             "1x8xh100+1x8xa100-80gb",
+            "--objective",
+            "iteration",
         ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("one accelerator type"));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--free"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--objective iteration does not apply to a cluster of several types"),
+        "{err}"
+    );
     let o = dnnplace()
         .args([
             "plan",
@@ -558,6 +563,69 @@ fn free_layouts_through_the_binary() {
         assert_eq!(out.status.code(), Some(2), "{extra:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(name) || err.contains("--free"), "{err}");
+    }
+}
+
+/// Uniform layouts on two accelerator types: every stage has one `t × d`, lies on its
+/// type's machines, the value is the largest stage's `(m·T + sync)/B` recomputed from the
+/// rows, it is proven, and the free layouts of the same cluster are no worse; `--export`
+/// and `--sweep` exit 2 naming the flag and the types.
+#[test]
+fn uniform_layouts_on_two_types_share_one_degree_pair() {
+    let run = |extra: &[&str]| {
+        dnnplace()
+            .args([
+                "plan",
+                "examples/hf/llama-3-8b.json",
+                "--parallel",
+                "3d",
+                "--cluster",
+                "1x4xh100+1x4xa100-80gb",
+                "--seq",
+                "1024",
+                "--global-batch",
+                "8",
+                "--time-limit",
+                "600",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let v = json_of(&run(&["--json"]));
+    assert_eq!(v["outcome"], "optimal", "{v}");
+    assert_eq!(v["uniform"], true, "{v}");
+    let stages = v["stages"].as_array().unwrap();
+    let pair = |s: &serde_json::Value| (s["tensorParallel"].clone(), s["dataParallel"].clone());
+    assert!(stages.iter().all(|s| pair(s) == pair(&stages[0])), "{v}");
+    let mut worst: f64 = 0.0;
+    for s in stages {
+        let range = match s["accelerator"].as_str().unwrap() {
+            "h100" => 0..4,
+            "a100-80gb" => 4..8,
+            other => panic!("type {other}"),
+        };
+        for d in s["devices"].as_array().unwrap() {
+            assert!(range.contains(&(d.as_u64().unwrap() as usize)), "{s}");
+        }
+        worst = worst
+            .max((num(s, "microBatches") * num(s, "microBatchTimeMs") + num(s, "dpSyncMs")) / 8.0);
+    }
+    assert!((worst - num(&v, "value")).abs() <= 1e-9 * worst, "{worst} vs {v}");
+    let free = json_of(&run(&["--free", "--json"]));
+    assert!(num(&free, "value") <= num(&v, "value") * (1.0 + 1e-9), "{free} vs {v}");
+    for (flag, extra) in [
+        ("--export", &["--export", "megatron"][..]),
+        ("--sweep", &["--sweep"][..]),
+        ("--target-tps", &["--target-tps", "50"][..]),
+    ] {
+        let o = run(extra);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{flag} does not apply to a cluster of several types (h100, a100-80gb)")),
+            "{err}"
+        );
     }
 }
 

@@ -28,6 +28,7 @@ use dnnplace::solve::parallel::brute_force::{
 };
 use dnnplace::solve::parallel::free::plan_free;
 use dnnplace::solve::parallel::mixed::plan_mixed;
+use dnnplace::solve::parallel::mixed_uniform::plan_mixed_uniform;
 use dnnplace::solve::parallel::{plan_uniform, Objective, Space};
 use dnnplace::solve::Status;
 use proptest::prelude::*;
@@ -787,5 +788,86 @@ fn a_stage_feeding_a_wider_one_holds_more_than_p_minus_s() {
             a.is_some(),
             b.is_some()
         ),
+    }
+}
+
+/// Uniform layouts on several types: the search against the brute force over every pair
+/// `(t, d)` (the uniform space is the union of the mixed space restricted to one pair, each
+/// part enumerated by `brute_force_mixed`); returns, when it has a plan, the number of
+/// types its stages use.
+fn compare_mixed_uniform(seed: u64) -> Result<Option<usize>, TestCaseError> {
+    let (topo, chains, space) = random_mixed(seed);
+    let found = plan_mixed_uniform(&chains, &topo, &space, &Budget::unlimited()).unwrap();
+    let mut oracle: Option<(Layout, f64)> = None;
+    for &t in &space.tensor_parallel {
+        for d in 1..=topo.devices() {
+            let part = Space {
+                tensor_parallel: vec![t],
+                data_parallel: Some(d),
+                ..space.clone()
+            };
+            if let Some((l, v)) = brute_force_mixed(&chains, &topo, &part) {
+                if oracle.as_ref().is_none_or(|o| v < o.1) {
+                    oracle = Some((l, v));
+                }
+            }
+        }
+    }
+    match (&found.plan, &oracle) {
+        (None, None) => {
+            let infeasible = matches!(found.status, Status::Infeasible { .. });
+            prop_assert!(infeasible, "status {:?}", found.status);
+            Ok(None)
+        }
+        (Some(plan), Some((_, v))) => {
+            prop_assert_eq!(found.status.clone(), Status::Optimal);
+            let tol = 1e-9 * v.abs();
+            prop_assert!((found.value - v).abs() <= tol, "{} vs brute force {v}", found.value);
+            prop_assert!((found.bound - found.value).abs() <= tol);
+            let l = &plan.layout;
+            let (t, d) = (l.stages[0].tensor_parallel, l.stages[0].data_parallel);
+            prop_assert!(
+                l.stages.iter().all(|s| (s.tensor_parallel, s.data_parallel) == (t, d)),
+                "not uniform: {:?}",
+                l.stages
+            );
+            let ci = space.micro_batches.iter().position(|&x| x == l.micro_batch).unwrap();
+            let cs: Vec<ChainCosts> = chains.iter().map(|c| c[ci].clone()).collect();
+            let s = score_mixed(&cs, &topo, l).unwrap();
+            prop_assert!(s.fits);
+            prop_assert_eq!(s.time_per_sample_ms, found.value);
+            // Never better than the free layouts of the same space.
+            let free = plan_mixed(&chains, &topo, &space, None, &Budget::unlimited()).unwrap();
+            prop_assert!(free.value <= found.value * (1.0 + 1e-9));
+            let mut types = plan.accelerators.clone().unwrap();
+            types.sort();
+            types.dedup();
+            Ok(Some(types.len()))
+        }
+        (a, b) => {
+            prop_assert!(false, "uniform mixed search {:?} vs brute force {:?}", a.is_some(), b);
+            Ok(None)
+        }
+    }
+}
+
+/// Most random instances have a uniform plan, and some optima use several types.
+#[test]
+fn mixed_uniform_instances_have_plans_on_several_types() {
+    let plans: Vec<usize> = (0..60).filter_map(|s| compare_mixed_uniform(s).unwrap()).collect();
+    let several = plans.iter().filter(|&&n| n >= 2).count();
+    println!(
+        "{} of 60 uniform mixed instances have a plan; {several} use two types or more",
+        plans.len()
+    );
+    assert!(plans.len() >= 15, "{} of 60 feasible", plans.len());
+    assert!(several >= 3, "{several} use several types");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn mixed_uniform_search_equals_brute_force(seed in any::<u64>()) {
+        compare_mixed_uniform(seed)?;
     }
 }

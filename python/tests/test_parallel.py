@@ -116,6 +116,9 @@ CONFIG_CASES = [
     # a price cap (--budget) and the fewest devices for a time per sample (--target-tps)
     ("2x8xh100", 64, {"budget": 40}),
     ("2x8xh100", 64, {"target_tps": 30.0}),
+    # uniform and free layouts on two accelerator types
+    ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024}),
+    ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024, "free": True}),
 ]
 
 
@@ -175,7 +178,8 @@ CONFIG_ERRORS = [
     ("2x8xh100", 64, {"schedule": "interleaved:2"}),
     ("2x8xnosuchgpu", 64, {}),
     ("2y8", 64, {}),
-    ("1x8xh100+1x8xa100-80gb", 64, {}),
+    ("1x8xh100+1x8xa100-80gb", 64, {"objective": "iteration"}),
+    ("1x8xh100+1x8xa100-80gb", 64, {"export": "megatron"}),
     ("1x8xh100", 64, {"free": True, "objective": "iteration"}),
     ("1x8xh100", 64, {"free": True, "objective": "throughput", "export": "megatron"}),
     ("1x8xh100", 64, {"export": "onnx"}),

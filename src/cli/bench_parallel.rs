@@ -49,7 +49,7 @@ pub fn run(markdown: bool) -> Result<(), CliError> {
                 .map_or("-".into(), |b| format!("{:.0}", b as f64 / 1048576.0)),
         ]);
     }
-    println!("Parallel layouts at scale (uniform, and free in the last two rows; Llama-3-70B-shaped, s = 4096, bf16, 8 × H100 per machine, 50 GB/s network per GPU)\n");
+    println!("Parallel layouts at scale (uniform; free in the rows named free; mixed3: 32 × 8 each of H100, A100-80GB, V100. Llama-3-70B-shaped, s = 4096, bf16, 8 × H100 per machine unless mixed3, 50 GB/s network per GPU)\n");
     print(&t, markdown);
     for r in &rows {
         if let Some(pl) = &r.outcome.plan {

@@ -237,15 +237,16 @@ pub fn scale_rows(time_limit_s: f64) -> Result<Vec<ScaleRow>, String> {
             peak_bytes: super::bench::peak_memory_bytes(),
         });
     }
-    rows.push(mixed_row(&spec, time_limit_s.min(60.0))?);
+    rows.extend(mixed_rows(&spec, time_limit_s.min(60.0))?);
     Ok(rows)
 }
 
 /// Three accelerator types, 768 GPUs: 32 × 8 H100 + 32 × 8 A100-80GB + 32 × 8 V100 (each
-/// with its NVLink, 50 GB/s of network per GPU), Llama-3-70B-shaped at s = 4096, free
-/// layouts ([`crate::solve::parallel::mixed`]), time per sample at B = 1024, stopped at a
-/// proven gap of 1 % or at `time_limit_s` (issue 26's target: < 60 s).
-pub fn mixed_row(spec: &TransformerSpec, time_limit_s: f64) -> Result<ScaleRow, String> {
+/// with its NVLink, 50 GB/s of network per GPU), Llama-3-70B-shaped at s = 4096, time per
+/// sample at B = 1024: free layouts ([`crate::solve::parallel::mixed`]) stopped at a proven
+/// gap of 1 % or at `time_limit_s` (issue 26's target: < 60 s), and uniform layouts
+/// ([`crate::solve::parallel::mixed_uniform`]) within `time_limit_s`.
+pub fn mixed_rows(spec: &TransformerSpec, time_limit_s: f64) -> Result<Vec<ScaleRow>, String> {
     let types = ["h100", "a100-80gb", "v100"];
     let groups = types
         .iter()
@@ -257,21 +258,33 @@ pub fn mixed_row(spec: &TransformerSpec, time_limit_s: f64) -> Result<ScaleRow, 
         .map(|t| chains(spec, DType::Bf16, t, &[1, 2, 4, 8]))
         .collect::<Result<Vec<_>, _>>()?;
     let space = open_space(&chains[0], 1024, topo.devices());
+    let budget = || Budget::new(Some(time_limit_s), None);
     let started = Instant::now();
-    let outcome = crate::solve::parallel::mixed::plan_mixed(
+    let free = crate::solve::parallel::mixed::plan_mixed(
         &chains,
         &topo,
         &space,
         Some(0.01),
-        &Budget::new(Some(time_limit_s), None),
+        &budget(),
     )?;
-    Ok(ScaleRow {
+    let mut rows = vec![ScaleRow {
         name: "llama70b-mixed3-tps-B1024-gap1%".into(),
         devices: topo.devices(),
-        outcome,
+        outcome: free,
         seconds: started.elapsed().as_secs_f64(),
         peak_bytes: super::bench::peak_memory_bytes(),
-    })
+    }];
+    let started = Instant::now();
+    let uniform =
+        crate::solve::parallel::mixed_uniform::plan_mixed_uniform(&chains, &topo, &space, &budget())?;
+    rows.push(ScaleRow {
+        name: "llama70b-mixed3-uniform-tps-B1024".into(),
+        devices: topo.devices(),
+        outcome: uniform,
+        seconds: started.elapsed().as_secs_f64(),
+        peak_bytes: super::bench::peak_memory_bytes(),
+    });
+    Ok(rows)
 }
 
 /// Megatron's split of `units` (embeddings, `l` blocks, head) into `p` stages: the blocks

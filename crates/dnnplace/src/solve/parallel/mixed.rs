@@ -152,6 +152,15 @@ fn configs<'a>(
     out
 }
 
+/// A lower bound on every layout of `space` (its best configuration's volume bound; ∞
+/// when no configuration has a usable group): what [`super::mixed_uniform`] orders its
+/// parts by.
+pub fn space_bound(chains: &[Vec<ChainCosts>], topo: &MixedTopology, space: &Space) -> f64 {
+    configs(chains, topo, space)
+        .first()
+        .map_or(f64::INFINITY, |c| c.bound)
+}
+
 /// The volume bound of the module documentation over the usable groups: the best
 /// `Σ_u min_g μ_g c_u^g / b` the coordinate search over `μ` evaluates, never below the
 /// uniform weights' `Σ_u min_g c_u^g/(N·b)`.

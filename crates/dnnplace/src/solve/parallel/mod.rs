@@ -32,6 +32,7 @@
 pub mod brute_force;
 pub mod free;
 pub mod mixed;
+pub mod mixed_uniform;
 pub mod partition;
 pub mod problem;
 pub mod settings;

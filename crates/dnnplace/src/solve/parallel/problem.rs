@@ -10,7 +10,7 @@
 //!
 //! | layouts | one type | several types |
 //! | --- | --- | --- |
-//! | uniform (`t`, `d` for every stage) | [`super::plan_uniform`] | refused: uniform layouts run on one type |
+//! | uniform (`t`, `d` for every stage) | [`super::plan_uniform`] | [`super::mixed_uniform::plan_mixed_uniform`] |
 //! | free (per-stage `t`, `d`) | [`super::free::plan_free`] | [`super::mixed::plan_mixed`] |
 //!
 //! and every answer is a [`ParallelOutcome`]: the plan re-scored by
@@ -191,10 +191,9 @@ pub fn plan(problem: &ParallelProblem, budget: &Budget) -> Result<ParallelOutcom
         (ParallelDevices::Mixed(topo), Layouts::Free, _) => {
             super::mixed::plan_mixed(chains, topo, &problem.space, None, budget)
         }
-        (ParallelDevices::Mixed(_), Layouts::Uniform, _) => Err(
-            "uniform layouts run on one accelerator type; search free layouts on several types"
-                .into(),
-        ),
+        (ParallelDevices::Mixed(topo), Layouts::Uniform, _) => {
+            super::mixed_uniform::plan_mixed_uniform(chains, topo, &problem.space, budget)
+        }
         (ParallelDevices::One(_), _, _) => Err(format!(
             "internal error: {} chains for one accelerator type",
             chains.len()

@@ -8,7 +8,7 @@ use super::{setting, ParallelSettings, SettingsError};
 use crate::model::parallel::{MixedTopology, Topology};
 use crate::model::profiles::DeviceProfile;
 use crate::model::Cluster;
-use crate::solve::parallel::{Layouts, Space};
+use crate::solve::parallel::{Goal, Objective, Space};
 
 impl ParallelSettings {
     /// The cluster and the profiles of its types ([`cluster_of`]).
@@ -32,8 +32,49 @@ impl ParallelSettings {
         )
     }
 
-    /// The cluster's topology and profiles when it holds several accelerator types (free
-    /// layouts only, without a price cap); `None` for one type.
+    /// What a cluster of several types (`names`) does not take: the iteration objective, an
+    /// export, the sweep and the fewest-devices search (each about one type's devices).
+    fn check_several_types(&self, names: &[&str]) -> Result<(), SettingsError> {
+        let refused = [
+            (
+                "--objective",
+                "--objective iteration",
+                self.objective == Objective::Iteration,
+                "the search over several types minimises the time per sample",
+            ),
+            (
+                "--export",
+                "--export",
+                self.export.is_some(),
+                "a framework's file names no accelerator type per stage",
+            ),
+            (
+                "--sweep",
+                "--sweep",
+                self.goal == Goal::Sweep,
+                "the sweep counts the devices of one type",
+            ),
+            (
+                "--target-tps",
+                "--target-tps",
+                matches!(self.goal, Goal::FewestDevices { .. }),
+                "the fewest-devices search counts the devices of one type",
+            ),
+        ];
+        match refused.iter().find(|r| r.2) {
+            Some((flag, name, _, why)) => Err(setting(
+                flag,
+                format!(
+                    "{name} does not apply to a cluster of several types ({}): {why}",
+                    names.join(", ")
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The cluster's topology and profiles when it holds several accelerator types (without
+    /// a price cap; uniform or free layouts); `None` for one type.
     pub(super) fn mixed_cluster(
         &self,
         notes: &mut Vec<String>,
@@ -48,12 +89,7 @@ impl ParallelSettings {
         }
         let (cluster, profiles) = self.cluster_and_profiles(notes)?;
         let names: Vec<&str> = cluster.types().iter().map(|t| t.name.as_str()).collect();
-        if self.layouts != Layouts::Free {
-            return Err(setting(
-                "--free",
-                format!("--cluster {spec} has {} accelerator types ({}): uniform layouts run on one accelerator type; give --free to plan stages on several types", names.len(), names.join(", ")),
-            ));
-        }
+        self.check_several_types(&names)?;
         if self.price_cap.is_some() {
             return Err(setting(
                 "--budget",

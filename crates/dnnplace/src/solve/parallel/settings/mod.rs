@@ -330,7 +330,7 @@ impl ParallelSettings {
                 devices,
                 space,
                 Objective::TimePerSample,
-                Layouts::Free,
+                self.layouts,
             )
             .map_err(SettingsError::Model);
         }

@@ -17,7 +17,7 @@ use crate::io::tensor_parallel_json::TpOptions;
 use crate::model::parallel::ChainCosts;
 use crate::model::profiles::DeviceProfile;
 use crate::model::{Cluster, Workload};
-use crate::solve::parallel::{Layouts, Objective, ParallelDevices, ParallelProblem, Space};
+use crate::solve::parallel::{Objective, ParallelDevices, ParallelProblem, Space};
 
 impl ParallelSettings {
     /// The problem of workload `w` with its TP `options`.
@@ -54,7 +54,7 @@ impl ParallelSettings {
                 devices: ParallelDevices::Mixed(topo),
                 space,
                 objective: Objective::TimePerSample,
-                layouts: Layouts::Free,
+                layouts: self.layouts,
             });
         }
         let (cluster, profiles, topo) = self.topology(notes)?;
