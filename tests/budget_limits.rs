@@ -814,7 +814,14 @@ fn auto_answers_under_a_schedule_and_for_latency_on_a_large_training_graph() {
     let dir = tempfile::tempdir().unwrap();
     let w = dir.path().join("gpt.json");
     let made = dnnplace(&[
-        "generate", "gpt", "--nodes", "6000", "--training", "--accelerators", "8", "--out",
+        "generate",
+        "gpt",
+        "--nodes",
+        "6000",
+        "--training",
+        "--accelerators",
+        "8",
+        "--out",
         w.to_str().unwrap(),
     ]);
     assert!(made.status.success(), "{}", text(&made.stderr));
@@ -828,17 +835,38 @@ fn auto_answers_under_a_schedule_and_for_latency_on_a_large_training_graph() {
         args.extend_from_slice(extra);
         let out = dnnplace(&args);
         let wall = started.elapsed().as_secs_f64();
-        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let (value, bound) = (v["value"].as_f64().unwrap(), v["bound"].as_f64().unwrap());
-        assert!(value.is_finite() && bound <= value * (1.0 + 1e-9), "{extra:?}: {value} {bound}");
-        assert!(v["valid"].as_bool().unwrap() && v["contiguous"].as_bool().unwrap(), "{extra:?}");
+        assert!(
+            value.is_finite() && bound <= value * (1.0 + 1e-9),
+            "{extra:?}: {value} {bound}"
+        );
+        assert!(
+            v["valid"].as_bool().unwrap() && v["contiguous"].as_bool().unwrap(),
+            "{extra:?}"
+        );
         assert!(wall < 6.0 + 10.0, "{extra:?}: {wall:.1} s for a 6 s limit");
         if extra[0] == "--objective" {
-            assert!(v["maxPiecesPerAccelerator"].as_u64().unwrap() <= 1, "{}", v["maxPiecesPerAccelerator"]);
+            assert!(
+                v["maxPiecesPerAccelerator"].as_u64().unwrap() <= 1,
+                "{}",
+                v["maxPiecesPerAccelerator"]
+            );
         } else {
-            assert!(v["pipeline"].is_object(), "{extra:?}: no pipeline memory in the JSON");
+            assert!(
+                v["pipeline"].is_object(),
+                "{extra:?}: no pipeline memory in the JSON"
+            );
         }
-        eprintln!("{extra:?}: {value} (bound {bound}, {}) in {wall:.1} s", v["status"]);
+        eprintln!(
+            "{extra:?}: {value} (bound {bound}, {}) in {wall:.1} s",
+            v["status"]
+        );
     }
 }

@@ -205,12 +205,18 @@ fn one_machine_cluster_of_model_md_gives_model_md_optimum() {
         // One output contract: every field of the one-machine JSON, with the same values
         // where they are the plan's (the cluster adds its own, e.g. usage).
         for key in old.as_object().unwrap().keys() {
-            assert!(new.get(key).is_some(), "seed {seed}: the cluster's JSON lacks {key}");
+            assert!(
+                new.get(key).is_some(),
+                "seed {seed}: the cluster's JSON lacks {key}"
+            );
         }
         for key in ["value", "maxLoad", "objective", "contiguous", "valid"] {
             assert_eq!(old[key], new[key], "seed {seed}: {key}");
         }
-        assert_eq!(old["placement"]["maxLoad"], new["placement"]["maxLoad"], "seed {seed}");
+        assert_eq!(
+            old["placement"]["maxLoad"], new["placement"]["maxLoad"],
+            "seed {seed}"
+        );
         checked += 1;
     }
     assert!(checked >= 10, "checked {checked}");

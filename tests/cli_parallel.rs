@@ -611,9 +611,15 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
         worst = worst
             .max((num(s, "microBatches") * num(s, "microBatchTimeMs") + num(s, "dpSyncMs")) / 8.0);
     }
-    assert!((worst - num(&v, "value")).abs() <= 1e-9 * worst, "{worst} vs {v}");
+    assert!(
+        (worst - num(&v, "value")).abs() <= 1e-9 * worst,
+        "{worst} vs {v}"
+    );
     let free = json_of(&run(&["--free", "--json"]));
-    assert!(num(&free, "value") <= num(&v, "value") * (1.0 + 1e-9), "{free} vs {v}");
+    assert!(
+        num(&free, "value") <= num(&v, "value") * (1.0 + 1e-9),
+        "{free} vs {v}"
+    );
     for (flag, extra) in [
         ("--export", &["--export", "megatron"][..]),
         ("--sweep", &["--sweep"][..]),
@@ -623,7 +629,9 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(
-            err.contains(&format!("{flag} does not apply to a cluster of several types (h100, a100-80gb)")),
+            err.contains(&format!(
+                "{flag} does not apply to a cluster of several types (h100, a100-80gb)"
+            )),
             "{err}"
         );
     }
@@ -690,4 +698,117 @@ fn free_layouts_on_two_types_name_each_stage_type() {
         .unwrap()
         .iter()
         .all(|s| s["accelerator"] == "h100"));
+}
+
+/// `compare --parallel 3d`: the searches' rows are `plan`'s answers, the free optimum is no
+/// worse than the uniform one, every layout by hand (a uniform layout of the space) is no
+/// better than the uniform optimum, and the "TP in each machine, the rest PP" row is what
+/// `score --from-export megatron` gives for the same Megatron-LM arguments (its reader's
+/// split, not the comparison's).
+#[test]
+fn compare_runs_both_searches_and_the_layouts_by_hand() {
+    let common = [
+        "examples/hf/llama-3-8b.json",
+        "--parallel",
+        "3d",
+        "--cluster",
+        "4x8xh100",
+        "--seq",
+        "4096",
+        "--global-batch",
+        "256",
+    ];
+    let v = json_of(
+        &dnnplace()
+            .arg("compare")
+            .args(common)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    let rows = v["rows"].as_array().unwrap();
+    let entries: Vec<&str> = rows.iter().map(|r| r["entry"].as_str().unwrap()).collect();
+    assert_eq!(
+        entries,
+        [
+            "uniform",
+            "free",
+            "tp-machine-pp",
+            "tp-machine-dp",
+            "dp-zero3",
+            "pp-only"
+        ]
+    );
+    let planned = json_of(
+        &dnnplace()
+            .arg("plan")
+            .args(common)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(rows[0]["value"], planned["value"], "{}", rows[0]);
+    assert_eq!(rows[0]["outcome"], "optimal");
+    let free = json_of(
+        &dnnplace()
+            .arg("plan")
+            .args(common)
+            .args(["--free", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(rows[1]["value"], free["value"]);
+    let uniform = num(&rows[0], "value");
+    assert!(num(&rows[1], "value") <= uniform * (1.0 + 1e-9));
+    for r in &rows[2..] {
+        assert_eq!(r["outcome"], "heuristic", "{r}");
+        assert!(num(r, "value") >= uniform * (1.0 - 1e-9), "{r}");
+    }
+    let hand = &rows[2];
+    assert_eq!(hand["stages"].as_array().unwrap().len(), 4);
+    let file = std::env::temp_dir().join(format!("dnnplace-compare-{}.sh", std::process::id()));
+    std::fs::write(
+        &file,
+        "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 --num-layers 32 --micro-batch-size 1 --global-batch-size 256\n",
+    )
+    .unwrap();
+    let scored = dnnplace()
+        .args(["score", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args([
+            "--cluster",
+            "4x8xh100",
+            "--seq",
+            "4096",
+            "--json",
+            "--from-export",
+            "megatron",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&file).ok();
+    let scored = json_of(&scored);
+    assert_eq!(hand["value"], scored["value"], "{hand} vs {scored}");
+    // The iteration objective: the free search does not apply and says why.
+    let it = json_of(
+        &dnnplace()
+            .arg("compare")
+            .args(common)
+            .args(["--objective", "iteration", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert!(it["rows"][1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("time per sample"));
+    // Flags of the plan road only are named.
+    let o = dnnplace()
+        .arg("compare")
+        .args(common)
+        .arg("--free")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--free does not apply"));
 }

@@ -822,16 +822,26 @@ fn compare_mixed_uniform(seed: u64) -> Result<Option<usize>, TestCaseError> {
         (Some(plan), Some((_, v))) => {
             prop_assert_eq!(found.status.clone(), Status::Optimal);
             let tol = 1e-9 * v.abs();
-            prop_assert!((found.value - v).abs() <= tol, "{} vs brute force {v}", found.value);
+            prop_assert!(
+                (found.value - v).abs() <= tol,
+                "{} vs brute force {v}",
+                found.value
+            );
             prop_assert!((found.bound - found.value).abs() <= tol);
             let l = &plan.layout;
             let (t, d) = (l.stages[0].tensor_parallel, l.stages[0].data_parallel);
             prop_assert!(
-                l.stages.iter().all(|s| (s.tensor_parallel, s.data_parallel) == (t, d)),
+                l.stages
+                    .iter()
+                    .all(|s| (s.tensor_parallel, s.data_parallel) == (t, d)),
                 "not uniform: {:?}",
                 l.stages
             );
-            let ci = space.micro_batches.iter().position(|&x| x == l.micro_batch).unwrap();
+            let ci = space
+                .micro_batches
+                .iter()
+                .position(|&x| x == l.micro_batch)
+                .unwrap();
             let cs: Vec<ChainCosts> = chains.iter().map(|c| c[ci].clone()).collect();
             let s = score_mixed(&cs, &topo, l).unwrap();
             prop_assert!(s.fits);
@@ -845,7 +855,12 @@ fn compare_mixed_uniform(seed: u64) -> Result<Option<usize>, TestCaseError> {
             Ok(Some(types.len()))
         }
         (a, b) => {
-            prop_assert!(false, "uniform mixed search {:?} vs brute force {:?}", a.is_some(), b);
+            prop_assert!(
+                false,
+                "uniform mixed search {:?} vs brute force {:?}",
+                a.is_some(),
+                b
+            );
             Ok(None)
         }
     }
@@ -854,7 +869,9 @@ fn compare_mixed_uniform(seed: u64) -> Result<Option<usize>, TestCaseError> {
 /// Most random instances have a uniform plan, and some optima use several types.
 #[test]
 fn mixed_uniform_instances_have_plans_on_several_types() {
-    let plans: Vec<usize> = (0..60).filter_map(|s| compare_mixed_uniform(s).unwrap()).collect();
+    let plans: Vec<usize> = (0..60)
+        .filter_map(|s| compare_mixed_uniform(s).unwrap())
+        .collect();
     let several = plans.iter().filter(|&&n| n >= 2).count();
     println!(
         "{} of 60 uniform mixed instances have a plan; {several} use two types or more",

@@ -219,16 +219,28 @@ fn auto_under_schedules_matches_brute_force_and_falls_back() {
             fell.outcome.bound
         );
         if want.is_finite() && fell.outcome.placement.is_some() {
-            assert!(value >= want * (1.0 - 1e-9), "seed {seed}: {value} below the optimum {want}");
+            assert!(
+                value >= want * (1.0 - 1e-9),
+                "seed {seed}: {value} below the optimum {want}"
+            );
             if fell.outcome.status == Status::Optimal {
-                assert!(close(value, want), "seed {seed}: proven {value}, optimum {want}");
+                assert!(
+                    close(value, want),
+                    "seed {seed}: proven {value}, optimum {want}"
+                );
             }
             fallback_plans += 1;
         }
         if want.is_finite() && pipeline.needs_positions() {
             binding += 1;
         }
-        if fell.outcome.stats.notes.iter().any(|n| n.contains("the exact DP did not run")) {
+        if fell
+            .outcome
+            .stats
+            .notes
+            .iter()
+            .any(|n| n.contains("the exact DP did not run"))
+        {
             fell_back += 1;
         }
         checked += 1;

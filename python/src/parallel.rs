@@ -398,7 +398,9 @@ fn cluster_spec(cluster: &Bound<'_, PyAny>) -> PyResult<String> {
     match cluster.cast::<Cluster>() {
         Ok(c) => Ok(c.borrow().spec.clone()),
         Err(_) => cluster.extract::<String>().map_err(|_| {
-            input("cluster: expected a spec such as \"2x8xh100\", a cluster TOML path, or a Cluster")
+            input(
+                "cluster: expected a spec such as \"2x8xh100\", a cluster TOML path, or a Cluster",
+            )
         }),
     }
 }

@@ -83,7 +83,8 @@ fn one_machine_fields(
     v["syncObjective"] = serde_json::json!(e.sync_objective);
     v["totalLatency"] = serde_json::Value::Null;
     v["maxPiecesPerAccelerator"] = serde_json::Value::Null;
-    let raw = crate::report::table::placement_file(w, &best.placement, &e.devices, e.max_load, false);
+    let raw =
+        crate::report::table::placement_file(w, &best.placement, &e.devices, e.max_load, false);
     v["placement"] = serde_json::to_value(raw).unwrap_or(serde_json::Value::Null);
     let names = super::export_cmds::layers_for_names(w);
     v["holdings"] = crate::report::layers::holdings_json(w, &names, &best.placement);

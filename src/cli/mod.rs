@@ -272,6 +272,8 @@ pub struct CompareArgs {
     /// Print a Markdown table.
     #[arg(long)]
     pub markdown: bool,
+    #[command(flatten)]
+    pub parallel: parallel_cmd::CompareParallelFlags,
 }
 
 #[derive(Args, Debug)]
@@ -897,6 +899,10 @@ fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_j
 
 fn run_compare(args: CompareArgs) -> Result<(), CliError> {
     let started = std::time::Instant::now();
+    if args.parallel.layout.parallel.is_some() {
+        return parallel_cmd::run_compare(&args, started);
+    }
+    parallel_cmd::check_compare_unused(&args.parallel)?;
     let settings = CompareSettings::new(&args)?;
     let w = load_workload(&args.workload, &settings.devices)?;
     let mut list: Vec<Box<dyn Method>> = solve::methods();

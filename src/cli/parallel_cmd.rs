@@ -86,6 +86,129 @@ pub struct ParallelFlags {
     pub free: bool,
 }
 
+/// The flags of `compare CONFIG.json --parallel 3d`: the layout flags of `plan --parallel
+/// 3d` and the model's.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CompareParallelFlags {
+    #[command(flatten)]
+    pub layout: ParallelFlags,
+    /// --parallel 3d: the cluster, `MxNxTYPE` terms joined by `+` or a cluster TOML file.
+    #[arg(long, value_name = "SPEC")]
+    pub cluster: Option<String>,
+    /// --parallel 3d: a config's tokens per sample (1 to 2^20) [default: 512].
+    #[arg(long, value_name = "S", value_parser = super::settings::parse_count)]
+    pub seq: Option<usize>,
+    /// --parallel 3d: a config's number format: fp32, tf32, fp16, bf16 [default: the
+    /// config's, else bf16].
+    #[arg(long, value_parser = DType::parse, value_name = "DTYPE")]
+    pub dtype: Option<DType>,
+    /// --parallel 3d: load a device profile from a TOML file (repeatable).
+    #[arg(long, value_name = "FILE.toml")]
+    pub device_file: Vec<std::path::PathBuf>,
+    /// --parallel 3d: gpipe or 1f1b [default: 1f1b].
+    #[arg(long, value_parser = super::simulate::parse_schedule, value_name = "SCHEDULE")]
+    pub schedule: Option<Schedule>,
+    /// --parallel 3d: none (no recomputation) or auto (searched off and on) [default: auto].
+    #[arg(long, value_parser = super::simulate::parse_recompute, value_name = "none|auto")]
+    pub recompute: Option<crate::model::recompute::Recompute>,
+}
+
+/// Rejects the `compare --parallel 3d` flags without --parallel.
+pub fn check_compare_unused(f: &CompareParallelFlags) -> Result<(), CliError> {
+    check_unused(&f.layout)?;
+    let given = [
+        ("--cluster", f.cluster.is_some()),
+        ("--seq", f.seq.is_some()),
+        ("--dtype", f.dtype.is_some()),
+        ("--device-file", !f.device_file.is_empty()),
+        ("--schedule", f.schedule.is_some()),
+        ("--recompute", f.recompute.is_some()),
+    ];
+    match given.iter().find(|g| g.1) {
+        Some((name, _)) => Err(CliError::Input(format!(
+            "{name} applies to `compare CONFIG.json --parallel 3d` (the workload's own devices are compared otherwise)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Runs `compare CONFIG.json|WORKLOAD.json --parallel 3d`: the problem built by the library
+/// as `plan --parallel 3d` builds it, both searches and the layouts by hand
+/// ([`crate::solve::parallel::compare`]), one table or JSON.
+pub fn run_compare(args: &super::CompareArgs, started: Instant) -> Result<(), CliError> {
+    use crate::report::parallel::{compare_json, compare_text};
+    let f = &args.parallel;
+    let refused = [
+        ("--free", f.layout.free),
+        ("--uniform", f.layout.uniform),
+        ("--split", args.split.is_some()),
+        ("--accelerators", args.devices.accelerators.is_some()),
+        ("--cpus", args.devices.cpus.is_some()),
+        ("--markdown", args.markdown),
+    ];
+    if let Some((name, _)) = refused.iter().find(|r| r.1) {
+        return Err(CliError::Input(format!(
+            "{name} does not apply to `compare --parallel 3d` (it runs the uniform and the free search and the layouts by hand; the devices are --cluster's)"
+        )));
+    }
+    let objective = objective_of(args.objective)?;
+    let l = &f.layout;
+    let settings = ParallelSettings {
+        cluster: f.cluster.clone(),
+        device_files: f.device_file.clone(),
+        memory_bytes: args.devices.memory,
+        dtype: f.dtype,
+        seq: f.seq,
+        global_batch: l.global_batch,
+        micro_batch: l.micro_batch.as_deref().map(Choice::count),
+        tensor_parallel: l
+            .tensor_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::degrees),
+        data_parallel: l
+            .data_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::count),
+        pipeline_parallel: l
+            .pipeline_parallel
+            .as_deref()
+            .map_or(Choice::Auto, Choice::count),
+        zero: l.zero.as_deref().map_or(Choice::Auto, Choice::zero),
+        recompute: f.recompute,
+        schedule: f.schedule,
+        sequence_parallel: l.sequence_parallel,
+        objective,
+        ..ParallelSettings::new(ParallelModel::Path(args.workload.clone()))
+    };
+    let input = |e: SettingsError| CliError::Input(e.to_string());
+    settings.check().map_err(input)?;
+    let mut notes = Vec::new();
+    let built = settings.build(&mut notes);
+    print_notes(&notes);
+    let problem = built.map_err(input)?;
+    let time_limit = args
+        .time_limit
+        .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
+        .transpose()?
+        .or(Some(60.0));
+    let memory = super::settings::memory_budget(args.search.memory_budget)?;
+    solve::budget::set_run_limits(started, time_limit, Some(memory));
+    super::sigint_setup();
+    let budget = Budget::new(time_limit, Some(memory));
+    let rows = parallel::compare::compare(&problem, &budget).map_err(CliError::Internal)?;
+    let topo = problem.topology();
+    if args.json {
+        let json = compare_json(&rows, &topo, objective);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).map_err(|e| CliError::Internal(e.to_string()))?
+        );
+    } else {
+        print!("{}", compare_text(&rows, objective));
+    }
+    Ok(())
+}
+
 /// Rejects the --parallel 3d flags without --parallel.
 pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
     let given = [
@@ -171,7 +294,9 @@ fn write_sweep(
         print!("{}", sweep_text(rows, objective));
     }
     if rows.iter().all(|(_, o)| o.plan.is_none()) {
-        return Err(CliError::Input(crate::report::parallel::NO_SWEEP_LAYOUT.into()));
+        return Err(CliError::Input(
+            crate::report::parallel::NO_SWEEP_LAYOUT.into(),
+        ));
     }
     Ok(())
 }

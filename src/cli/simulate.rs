@@ -18,7 +18,7 @@ use crate::score::{recompute_where_needed, Evaluation};
 use crate::simulate::{pipeline_evaluation, simulate, Settings, SimulateError, Simulation};
 use crate::solve::Outcome;
 
-fn parse_schedule(text: &str) -> Result<Schedule, String> {
+pub(super) fn parse_schedule(text: &str) -> Result<Schedule, String> {
     text.parse()
 }
 
@@ -55,7 +55,7 @@ pub struct PlanScheduleFlags {
     pub recompute: Option<Recompute>,
 }
 
-fn parse_recompute(text: &str) -> Result<Recompute, String> {
+pub(super) fn parse_recompute(text: &str) -> Result<Recompute, String> {
     text.parse()
 }
 

@@ -20,6 +20,7 @@
 //! stage's shard (fp16 weight 2, fp32 gradient 4, Adam 12); ours is 16 (fp16 gradient 2):
 //! the rows print both and ours with Megatron's 4-byte gradients.
 
+use crate::solve::parallel::compare::megatron_cuts;
 use std::time::Instant;
 
 use crate::costmodel::operators::DType;
@@ -260,13 +261,8 @@ pub fn mixed_rows(spec: &TransformerSpec, time_limit_s: f64) -> Result<Vec<Scale
     let space = open_space(&chains[0], 1024, topo.devices());
     let budget = || Budget::new(Some(time_limit_s), None);
     let started = Instant::now();
-    let free = crate::solve::parallel::mixed::plan_mixed(
-        &chains,
-        &topo,
-        &space,
-        Some(0.01),
-        &budget(),
-    )?;
+    let free =
+        crate::solve::parallel::mixed::plan_mixed(&chains, &topo, &space, Some(0.01), &budget())?;
     let mut rows = vec![ScaleRow {
         name: "llama70b-mixed3-tps-B1024-gap1%".into(),
         devices: topo.devices(),
@@ -275,8 +271,12 @@ pub fn mixed_rows(spec: &TransformerSpec, time_limit_s: f64) -> Result<Vec<Scale
         peak_bytes: super::bench::peak_memory_bytes(),
     }];
     let started = Instant::now();
-    let uniform =
-        crate::solve::parallel::mixed_uniform::plan_mixed_uniform(&chains, &topo, &space, &budget())?;
+    let uniform = crate::solve::parallel::mixed_uniform::plan_mixed_uniform(
+        &chains,
+        &topo,
+        &space,
+        &budget(),
+    )?;
     rows.push(ScaleRow {
         name: "llama70b-mixed3-uniform-tps-B1024".into(),
         devices: topo.devices(),
@@ -285,12 +285,6 @@ pub fn mixed_rows(spec: &TransformerSpec, time_limit_s: f64) -> Result<Vec<Scale
         peak_bytes: super::bench::peak_memory_bytes(),
     });
     Ok(rows)
-}
-
-/// Megatron's split of `units` (embeddings, `l` blocks, head) into `p` stages: the blocks
-/// evenly, the embeddings with the first stage, the head with the last.
-pub fn megatron_cuts(layers: usize, p: usize) -> Vec<usize> {
-    (1..p).map(|s| 1 + s * layers / p).collect()
 }
 
 /// FLOPs per iteration as the paper counts them (recomputation included).
@@ -323,7 +317,7 @@ pub fn megatron_rows(time_limit_s: f64) -> Result<Vec<MegatronRow>, String> {
                 };
                 let layout = Layout::uniform(
                     chain.len(),
-                    &megatron_cuts(layers, p),
+                    &megatron_cuts(chain.len(), p),
                     &cfg,
                     batch,
                     Schedule::OneFOneB,

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use super::tabular::{Align, Table};
 use crate::model::human_bytes;
 use crate::model::parallel::{ChainCosts, StageLayout, Topology};
-use crate::solve::parallel::{Objective, ParallelOutcome, ParallelPlan, TargetOutcome};
+use crate::solve::parallel::compare::{Entry, Hand, Row};
+use crate::solve::parallel::{Layouts, Objective, ParallelOutcome, ParallelPlan, TargetOutcome};
 use crate::solve::Status;
 
 /// The name of an objective in reports.
@@ -558,4 +559,108 @@ pub fn sweep_svg(rows: &[(usize, ParallelOutcome)]) -> String {
         (&y, "samples per second"),
     )
     .to_string()
+}
+
+/// A stable name of a comparison row (`entry` in the JSON).
+fn entry_code(e: Entry) -> &'static str {
+    match e {
+        Entry::Search(Layouts::Uniform) => "uniform",
+        Entry::Search(Layouts::Free) => "free",
+        Entry::Hand(Hand::TpPp) => "tp-machine-pp",
+        Entry::Hand(Hand::TpDp) => "tp-machine-dp",
+        Entry::Hand(Hand::DpOnly) => "dp-zero3",
+        Entry::Hand(Hand::PpOnly) => "pp-only",
+    }
+}
+
+/// The best value of the rows with a plan.
+fn best_value(rows: &[Row]) -> f64 {
+    rows.iter()
+        .filter_map(|r| r.result.as_ref().ok())
+        .filter(|o| o.plan.is_some())
+        .map(|o| o.value)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The comparison (`compare CONFIG.json --parallel 3d`) as a table: per row the layout, the
+/// objective's value, its ratio to the best row, iteration, time per sample, MFU, status.
+pub fn compare_text(rows: &[Row], objective: Objective) -> String {
+    let mut t = Table::new([
+        "row",
+        "layout",
+        "value ms",
+        "vs best",
+        "iteration ms",
+        "per sample ms",
+        "MFU",
+        "status",
+    ])
+    .aligned([
+        Align::Left,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+    ]);
+    let best = best_value(rows);
+    for r in rows {
+        let mut row = vec![r.entry.label().to_string()];
+        match &r.result {
+            Ok(o) if o.plan.is_some() => {
+                let p = o.plan.as_ref().expect("plan");
+                row.extend([
+                    layout_code(p),
+                    format!("{:.3}", o.value),
+                    format!("{:.2}×", o.value / best),
+                    p.score
+                        .iteration_ms
+                        .map_or("-".into(), |i| format!("{i:.1}")),
+                    format!("{:.4}", p.score.time_per_sample_ms),
+                    format!("{:.1}%", 100.0 * p.score.mfu),
+                    status_line(o),
+                ]);
+            }
+            Ok(o) => {
+                row.extend(["-", "-", "-", "-", "-", "-"].map(String::from));
+                row.push(status_line(o));
+            }
+            Err(why) => {
+                row.extend(["-", "-", "-", "-", "-", "-"].map(String::from));
+                row.push(why.clone());
+            }
+        }
+        t.push(row);
+    }
+    format!(
+        "the searches and the layouts a person tries first, objective {}\n\n{}",
+        objective_name(objective),
+        t.text()
+    )
+}
+
+/// The comparison as JSON: `rows: [{entry, row, …layout_json}]`, or `{entry, row, error}`.
+pub fn compare_json(rows: &[Row], topo: &Topology, objective: Objective) -> Value {
+    let best = best_value(rows);
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut v = match &r.result {
+                Ok(o) => {
+                    let mut v = layout_json(o, topo, objective);
+                    if o.plan.is_some() {
+                        v["vsBest"] = json!(o.value / best);
+                    }
+                    v
+                }
+                Err(why) => json!({ "error": why }),
+            };
+            v["entry"] = json!(entry_code(r.entry));
+            v["row"] = json!(r.entry.label());
+            v
+        })
+        .collect();
+    json!({"parallel": "3d", "compare": true, "objective": objective_name(objective), "rows": rows})
 }

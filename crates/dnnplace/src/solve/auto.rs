@@ -226,7 +226,9 @@ impl Auto {
             Err(SolveError::Stopped { reason, detail, .. }) => {
                 // Interrupted too: the steps below then run on their cheap paths only (the
                 // baselines), so that Ctrl-C still gets a plan that fits.
-                notes.push(format!("the exact DP stopped without a plan: {reason} {detail}"));
+                notes.push(format!(
+                    "the exact DP stopped without a plan: {reason} {detail}"
+                ));
                 None
             }
             Err(e @ SolveError::TooManyIdeals { .. }) => {
@@ -248,7 +250,10 @@ impl Auto {
         let mut relaxed = problem.clone();
         relaxed.pipeline = None;
         relaxed.limits.time_limit_s = left(0.25);
-        let budget = Budget::new(relaxed.limits.time_limit_s, problem.limits.memory_budget_bytes);
+        let budget = Budget::new(
+            relaxed.limits.time_limit_s,
+            problem.limits.memory_budget_bytes,
+        );
         let free = self.contiguous_throughput(&relaxed, &budget)?;
         let mut plans = vec![(free.placement.clone(), "the relaxation's plan".to_string())];
         if let Some((placement, what)) = layer_granular_under_schedule(problem, left(0.5)) {
@@ -264,9 +269,15 @@ impl Auto {
             let w = stashes_counted(problem.workload, c);
             let mut tight = relaxed.on(&w);
             tight.limits.time_limit_s = left(1.0 / (counts.len() - i) as f64);
-            let budget = Budget::new(tight.limits.time_limit_s, problem.limits.memory_budget_bytes);
+            let budget = Budget::new(
+                tight.limits.time_limit_s,
+                problem.limits.memory_budget_bytes,
+            );
             let held = self.contiguous_throughput(&tight, &budget)?;
-            plans.push((held.placement, format!("the plan with {c} stashes in flight on every stage")));
+            plans.push((
+                held.placement,
+                format!("the plan with {c} stashes in flight on every stage"),
+            ));
         }
         Ok(schedule_outcome(problem, dp, &free, plans, notes))
     }
@@ -300,7 +311,10 @@ impl Auto {
 /// ([`super::layer_granular`]: stage boundaries only between layers, the same nodes, bytes
 /// and edges, so its plan is valid on the original), within `time_limit_s`, when the
 /// layers are fewer than the nodes: its plan and what it is.
-fn layer_granular_under_schedule(problem: &Problem, time_limit_s: Option<f64>) -> Option<(Placement, String)> {
+fn layer_granular_under_schedule(
+    problem: &Problem,
+    time_limit_s: Option<f64>,
+) -> Option<(Placement, String)> {
     let w = problem.workload;
     let layers = crate::model::layers::Layers::new(w).ok()?;
     if layers.len() >= w.len() {
@@ -310,7 +324,10 @@ fn layer_granular_under_schedule(problem: &Problem, time_limit_s: Option<f64>) -
     let mut coarse = problem.on(&relabelled);
     coarse.limits.time_limit_s = time_limit_s;
     let outcome = dp::Dp.solve(&coarse).ok()?;
-    Some((outcome.placement?, format!("the exact DP under the schedule on {} layers", layers.len())))
+    Some((
+        outcome.placement?,
+        format!("the exact DP under the schedule on {} layers", layers.len()),
+    ))
 }
 
 /// `w` with every node's stash counted `c` times ([`Pipeline::node_bytes`]).
@@ -343,7 +360,10 @@ fn schedule_outcome(
     mut notes: Vec<String>,
 ) -> Outcome {
     let free_path = free.stats.path.clone().unwrap_or_default();
-    notes.push(format!("the relaxation (MODEL.md memory: {free_path}): bound {}", free.bound));
+    notes.push(format!(
+        "the relaxation (MODEL.md memory: {free_path}): bound {}",
+        free.bound
+    ));
     let bound = dp.as_ref().map_or(0.0, |o| o.bound).max(free.bound);
     let mut out = dp.unwrap_or(Outcome {
         method: MethodId::Auto,
@@ -357,7 +377,11 @@ fn schedule_outcome(
         },
         stats: Stats::default(),
     });
-    let mut path = vec![out.stats.path.clone().unwrap_or_else(|| "exact DP under the schedule".into())];
+    let mut path = vec![out
+        .stats
+        .path
+        .clone()
+        .unwrap_or_else(|| "exact DP under the schedule".into())];
     for (placement, what) in plans {
         let Some(placement) = placement else {
             notes.push(format!("{what}: none"));

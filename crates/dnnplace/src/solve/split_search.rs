@@ -245,8 +245,12 @@ impl Instance {
             c_in: 0.0,
             c_out: 0.0,
         };
-        inst.sources = (0..n).filter(|&g| inst.pred[g] == 0).fold(0, |m, g| m | 1u128 << g);
-        inst.sinks = (0..n).filter(|&g| inst.succ[g] == 0).fold(0, |m, g| m | 1u128 << g);
+        inst.sources = (0..n)
+            .filter(|&g| inst.pred[g] == 0)
+            .fold(0, |m, g| m | 1u128 << g);
+        inst.sinks = (0..n)
+            .filter(|&g| inst.succ[g] == 0)
+            .fold(0, |m, g| m | 1u128 << g);
         (inst.c_in, inst.c_out) = inst.stage_comm_costs();
         inst.twins = Twins::find(&inst);
         Some(inst)

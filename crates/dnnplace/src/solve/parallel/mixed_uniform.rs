@@ -92,8 +92,7 @@ pub fn plan_mixed_uniform(
         if !matches!(found.status, Status::Optimal | Status::Infeasible { .. }) {
             open = open.min(found.bound);
         }
-        if found.plan.is_some() && found.value < best.as_ref().map_or(f64::INFINITY, |b| b.value)
-        {
+        if found.plan.is_some() && found.value < best.as_ref().map_or(f64::INFINITY, |b| b.value) {
             best = Some(found);
         }
     }

@@ -30,6 +30,7 @@
 //! this search, the free one ([`free`]) or the mixed-type one ([`mixed`]).
 
 pub mod brute_force;
+pub mod compare;
 pub mod free;
 pub mod mixed;
 pub mod mixed_uniform;
