@@ -12,6 +12,7 @@
 //! | normalisation | BatchNorm, InstanceNorm, LayerNorm, LRN, (Log)Softmax, Dropout | the input's (Dropout adds a 1-byte mask) |
 //! | reshaping | Flatten, Reshape, (Un)Squeeze | `(Π x[..a], Π x[a..])`; the target with `0` copied and `-1` solved; axes inserted / removed |
 //! | data layout | Transpose, Concat, Gather | permuted; summed along the axis; `data[..a] ++ indices ++ data[a+1..]` |
+//! | slicing | Split, Slice, Expand | the input with axis `a` cut into the given sizes (the `split` input or attribute; without one, refused); each sliced axis `⌈(end − start)/step⌉` after ONNX's clamping; the broadcast of the input and the shape input |
 //! | reductions | Reduce{Mean,Sum,Max,Min} | reduced axes dropped or kept as 1 |
 //!
 //! Integer constants are propagated through Shape, Concat, Identity and Cast so that
@@ -138,6 +139,9 @@ pub(super) fn infer(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
         "Transpose" => transpose(ctx),
         "Concat" => concat(ctx),
         "Gather" => gather(ctx),
+        "Split" => split(ctx),
+        "Slice" => slice(ctx),
+        "Expand" => expand(ctx),
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" => reduce(ctx),
         _ => Err(format!("unknown operator {op}")),
     }
@@ -584,6 +588,86 @@ fn gather(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     t.elem_bytes = ctx.input(0)?.elem_bytes;
     t.is_float = ctx.input(0)?.is_float;
     Ok(vec![t])
+}
+
+/// Split along `axis` (default 0) into the sizes of the `split` input (opset 13) or
+/// attribute (earlier); without them (an equal split into as many outputs as the node has)
+/// the count is not known here: refused.
+fn split(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
+    let x = ctx.shape(0)?;
+    let axis = axis_index(ctx.attrs.int("axis", 0), x.len())?;
+    let sizes = match ctx.inputs.get(1).copied().flatten() {
+        Some(t) => t.ints.clone().ok_or("Split sizes that are not a constant")?,
+        None => ctx.attrs.ints("split").ok_or("Split without sizes")?,
+    };
+    if axis >= x.len() || sizes.iter().any(|&k| k < 0) || sizes.iter().sum::<i64>() != x[axis] as i64 {
+        return Err(format!("Split of {x:?} along axis {axis} into {sizes:?}"));
+    }
+    Ok(sizes
+        .iter()
+        .map(|&k| {
+            let mut shape = x.to_vec();
+            shape[axis] = k as usize;
+            let mut t = ctx.like(shape);
+            t.ints = None;
+            t
+        })
+        .collect())
+}
+
+/// Slice (opset 10: starts, ends, axes, steps as constant inputs; earlier: attributes),
+/// each axis clamped as ONNX does.
+fn slice(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
+    let x = ctx.shape(0)?.to_vec();
+    let from_input = |i: usize| -> Result<Option<Vec<i64>>, String> {
+        match ctx.inputs.get(i).copied().flatten() {
+            Some(t) => t.ints.clone().map(Some).ok_or_else(|| "Slice bounds that are not constants".into()),
+            None => Ok(None),
+        }
+    };
+    let (starts, ends, axes, steps) = if ctx.inputs.len() > 1 {
+        (from_input(1)?, from_input(2)?, from_input(3)?, from_input(4)?)
+    } else {
+        (ctx.attrs.ints("starts"), ctx.attrs.ints("ends"), ctx.attrs.ints("axes"), None)
+    };
+    let (starts, ends) = (starts.ok_or("Slice without starts")?, ends.ok_or("Slice without ends")?);
+    let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err("Slice bounds of different lengths".into());
+    }
+    let mut out = x.clone();
+    for (((&b, &e), &a), &step) in starts.iter().zip(&ends).zip(&axes).zip(&steps) {
+        let a = axis_index(a, x.len())?;
+        let d = *x.get(a).ok_or("Slice axis out of range")? as i64;
+        if step == 0 {
+            return Err("Slice step 0".into());
+        }
+        let wrap = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+        let len = if step > 0 {
+            let (b, e) = (wrap(b).clamp(0, d), wrap(e).clamp(0, d));
+            (e - b + step - 1).div_euclid(step).max(0)
+        } else {
+            let (b, e) = (wrap(b).clamp(0, d - 1), wrap(e).clamp(-1, d - 1));
+            (b - e - step - 1).div_euclid(-step).max(0)
+        };
+        out[a] = len as usize;
+    }
+    Ok(vec![ctx.like(out)])
+}
+
+/// Expand: the broadcast of the input and the constant shape input.
+fn expand(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
+    let x = ctx.shape(0)?;
+    let target: Vec<usize> = ctx
+        .input(1)?
+        .ints
+        .as_ref()
+        .ok_or("Expand to a shape that is not a constant")?
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("Expand to dimension {d}")))
+        .collect::<Result<_, _>>()?;
+    Ok(vec![ctx.like(broadcast(&[x, &target])?)])
 }
 
 // ---- reductions ----
