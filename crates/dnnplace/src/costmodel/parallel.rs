@@ -8,10 +8,13 @@
 //! | --- | --- | --- |
 //! | column-parallel Linear | `query`/`key`/`value`, `c_attn`, `q/k/v_proj`, `intermediate.dense`, `mlp.c_fc`, `gate_proj`, `up_proj`, `lm_head`, `cls.predictions.decoder` | FLOPs, weights, output |
 //! | row-parallel Linear | `attention.output.dense`, `attn.c_proj`, `o_proj`, `output.dense`, `mlp.c_proj`, `down_proj` | FLOPs, weights, input |
-//! | per head / per column | attention `scores`, `softmax`, `context`, `rotary`; the MLP activation and gating product | FLOPs, input, output |
+//! | per head / per column | attention `scores`, `softmax`, `context`, `rotary`; the MLP activation (`mlp.act`, `act_fn`, `intermediate_act_fn`) and gating product; an imported model's attention and MLP modules' own operators (`attn`, `self_attn`, `attention.self`, `mlp`) | FLOPs, input, output |
 //! | vocabulary-parallel embedding | `word_embeddings`, `wte`, `embed_tokens` | table |
 //! | replicated | norms, residual adds, position and token-type embeddings, the embedding sum, BERT's pooler, prediction transform and NSP head | nothing |
 //!
+//! The table is read by [`split_of_path`] on a generated operator's name or an imported
+//! operator's module path (a wrapper's prefix allowed: `m.transformer.wte`), the one table
+//! of both roads ([`crate::costmodel::onnx_parallel`] for the imported one).
 //! (row-parallel biases are divided with their weights: `h` elements of `h·f`.) Each
 //! operator's time at `t` is the roofline ([`crate::costmodel::operators`]) of its divided
 //! cost, its backward the one of [`crate::costmodel::training`]; at `t = 1` every number is
