@@ -107,33 +107,137 @@ fn block(l: usize, x: &str, g: &mut GraphProto, softmax_scope: &str) -> String {
     }
     let n = &mut g.node;
     let ln = |s: &str| format!("{p}/{s}/LayerNormalization");
-    n.push(node(&ln("input_layernorm"), "LayerNormalization", &[x, &w("input_layernorm")], &t("n1")));
+    n.push(node(
+        &ln("input_layernorm"),
+        "LayerNormalization",
+        &[x, &w("input_layernorm")],
+        &t("n1"),
+    ));
     for (proj, out) in [("q_proj", "q"), ("k_proj", "k"), ("v_proj", "v")] {
         let name = format!("{p}/self_attn/{proj}/MatMul");
-        n.push(node(&name, "MatMul", &[&t("n1"), &w(&format!("self_attn.{proj}"))], &t(out)));
+        n.push(node(
+            &name,
+            "MatMul",
+            &[&t("n1"), &w(&format!("self_attn.{proj}"))],
+            &t(out),
+        ));
     }
     for (i, v) in ["q", "k", "v"].iter().enumerate() {
-        let suffix = if i == 0 { String::new() } else { format!("_{i}") };
-        n.push(node(&format!("{p}/self_attn/Reshape{suffix}"), "Reshape", &[&t(v), "heads_shape"], &t(&format!("{v}4"))));
+        let suffix = if i == 0 {
+            String::new()
+        } else {
+            format!("_{i}")
+        };
+        n.push(node(
+            &format!("{p}/self_attn/Reshape{suffix}"),
+            "Reshape",
+            &[&t(v), "heads_shape"],
+            &t(&format!("{v}4")),
+        ));
     }
-    n.push(transpose(&format!("{p}/self_attn/Transpose"), &t("q4"), &t("qt"), &[0, 2, 1, 3]));
-    n.push(transpose(&format!("{p}/self_attn/Transpose_1"), &t("k4"), &t("kt"), &[0, 2, 3, 1]));
-    n.push(transpose(&format!("{p}/self_attn/Transpose_2"), &t("v4"), &t("vt"), &[0, 2, 1, 3]));
-    n.push(node(&format!("{p}/self_attn/MatMul"), "MatMul", &[&t("qt"), &t("kt")], &t("scores")));
-    n.push(node(&format!("{p}/{softmax_scope}/Softmax"), "Softmax", &[&t("scores")], &t("probs")));
-    n.push(node(&format!("{p}/self_attn/MatMul_1"), "MatMul", &[&t("probs"), &t("vt")], &t("ctx")));
-    n.push(transpose(&format!("{p}/self_attn/Transpose_3"), &t("ctx"), &t("ctxt"), &[0, 2, 1, 3]));
-    n.push(node(&format!("{p}/self_attn/Reshape_3"), "Reshape", &[&t("ctxt"), "hidden_shape"], &t("ctx3")));
-    n.push(node(&format!("{p}/self_attn/o_proj/MatMul"), "MatMul", &[&t("ctx3"), &w("self_attn.o_proj")], &t("o")));
+    n.push(transpose(
+        &format!("{p}/self_attn/Transpose"),
+        &t("q4"),
+        &t("qt"),
+        &[0, 2, 1, 3],
+    ));
+    n.push(transpose(
+        &format!("{p}/self_attn/Transpose_1"),
+        &t("k4"),
+        &t("kt"),
+        &[0, 2, 3, 1],
+    ));
+    n.push(transpose(
+        &format!("{p}/self_attn/Transpose_2"),
+        &t("v4"),
+        &t("vt"),
+        &[0, 2, 1, 3],
+    ));
+    n.push(node(
+        &format!("{p}/self_attn/MatMul"),
+        "MatMul",
+        &[&t("qt"), &t("kt")],
+        &t("scores"),
+    ));
+    n.push(node(
+        &format!("{p}/{softmax_scope}/Softmax"),
+        "Softmax",
+        &[&t("scores")],
+        &t("probs"),
+    ));
+    n.push(node(
+        &format!("{p}/self_attn/MatMul_1"),
+        "MatMul",
+        &[&t("probs"), &t("vt")],
+        &t("ctx"),
+    ));
+    n.push(transpose(
+        &format!("{p}/self_attn/Transpose_3"),
+        &t("ctx"),
+        &t("ctxt"),
+        &[0, 2, 1, 3],
+    ));
+    n.push(node(
+        &format!("{p}/self_attn/Reshape_3"),
+        "Reshape",
+        &[&t("ctxt"), "hidden_shape"],
+        &t("ctx3"),
+    ));
+    n.push(node(
+        &format!("{p}/self_attn/o_proj/MatMul"),
+        "MatMul",
+        &[&t("ctx3"), &w("self_attn.o_proj")],
+        &t("o"),
+    ));
     n.push(node(&format!("{p}/Add"), "Add", &[x, &t("o")], &t("x1")));
-    n.push(node(&ln("post_attention_layernorm"), "LayerNormalization", &[&t("x1"), &w("post_attention_layernorm")], &t("n2")));
-    n.push(node(&format!("{p}/mlp/gate_proj/MatMul"), "MatMul", &[&t("n2"), &w("mlp.gate_proj")], &t("g")));
-    n.push(node(&format!("{p}/mlp/up_proj/MatMul"), "MatMul", &[&t("n2"), &w("mlp.up_proj")], &t("u")));
-    n.push(node(&format!("{p}/mlp/act_fn/Sigmoid"), "Sigmoid", &[&t("g")], &t("sg")));
-    n.push(node(&format!("{p}/mlp/act_fn/Mul"), "Mul", &[&t("g"), &t("sg")], &t("silu")));
-    n.push(node(&format!("{p}/mlp/Mul"), "Mul", &[&t("silu"), &t("u")], &t("m")));
-    n.push(node(&format!("{p}/mlp/down_proj/MatMul"), "MatMul", &[&t("m"), &w("mlp.down_proj")], &t("d")));
-    n.push(node(&format!("{p}/Add_1"), "Add", &[&t("x1"), &t("d")], &t("x2")));
+    n.push(node(
+        &ln("post_attention_layernorm"),
+        "LayerNormalization",
+        &[&t("x1"), &w("post_attention_layernorm")],
+        &t("n2"),
+    ));
+    n.push(node(
+        &format!("{p}/mlp/gate_proj/MatMul"),
+        "MatMul",
+        &[&t("n2"), &w("mlp.gate_proj")],
+        &t("g"),
+    ));
+    n.push(node(
+        &format!("{p}/mlp/up_proj/MatMul"),
+        "MatMul",
+        &[&t("n2"), &w("mlp.up_proj")],
+        &t("u"),
+    ));
+    n.push(node(
+        &format!("{p}/mlp/act_fn/Sigmoid"),
+        "Sigmoid",
+        &[&t("g")],
+        &t("sg"),
+    ));
+    n.push(node(
+        &format!("{p}/mlp/act_fn/Mul"),
+        "Mul",
+        &[&t("g"), &t("sg")],
+        &t("silu"),
+    ));
+    n.push(node(
+        &format!("{p}/mlp/Mul"),
+        "Mul",
+        &[&t("silu"), &t("u")],
+        &t("m"),
+    ));
+    n.push(node(
+        &format!("{p}/mlp/down_proj/MatMul"),
+        "MatMul",
+        &[&t("m"), &w("mlp.down_proj")],
+        &t("d"),
+    ));
+    n.push(node(
+        &format!("{p}/Add_1"),
+        "Add",
+        &[&t("x1"), &t("d")],
+        &t("x2"),
+    ));
     t("x2")
 }
 
@@ -148,18 +252,36 @@ fn model(softmax_scope: &str) -> ModelProto {
             weight("model.embed_tokens.weight", &[V, H]),
             weight("model.norm.weight", &[H]),
             weight("lm_head.weight", &[H, V]),
-            shape("heads_shape", &[B as i64, S as i64, HEADS as i64, (H / HEADS) as i64]),
+            shape(
+                "heads_shape",
+                &[B as i64, S as i64, HEADS as i64, (H / HEADS) as i64],
+            ),
             shape("hidden_shape", &[B as i64, S as i64, H as i64]),
         ],
         ..Default::default()
     };
-    g.node.push(node("/model/embed_tokens/Gather", "Gather", &["model.embed_tokens.weight", "input_ids"], "x0"));
+    g.node.push(node(
+        "/model/embed_tokens/Gather",
+        "Gather",
+        &["model.embed_tokens.weight", "input_ids"],
+        "x0",
+    ));
     let mut x = "x0".to_string();
     for l in 0..LAYERS {
         x = block(l, &x, &mut g, softmax_scope);
     }
-    g.node.push(node("/model/norm/LayerNormalization", "LayerNormalization", &[&x, "model.norm.weight"], "nf"));
-    g.node.push(node("/lm_head/MatMul", "MatMul", &["nf", "lm_head.weight"], "logits"));
+    g.node.push(node(
+        "/model/norm/LayerNormalization",
+        "LayerNormalization",
+        &[&x, "model.norm.weight"],
+        "nf",
+    ));
+    g.node.push(node(
+        "/lm_head/MatMul",
+        "MatMul",
+        &["nf", "lm_head.weight"],
+        "logits",
+    ));
     ModelProto {
         ir_version: Some(8),
         producer_name: Some("pytorch".into()),
@@ -244,7 +366,10 @@ fn f(v: &Value) -> f64 {
 }
 
 fn close(a: f64, b: f64, what: &str) {
-    assert!((a - b).abs() <= 1e-12 * b.abs().max(1e-9), "{what}: {a} vs {b}");
+    assert!(
+        (a - b).abs() <= 1e-12 * b.abs().max(1e-9),
+        "{what}: {a} vs {b}"
+    );
 }
 
 #[test]
@@ -289,12 +414,20 @@ fn layers_and_options_are_megatrons_split_by_hand() {
                 } else {
                     (b * s * fin * E / k, b * s * fout * E)
                 };
-                close(f(&o["fpgaLatency"]), roofline_ms(flops, input + w + output), &name);
+                close(
+                    f(&o["fpgaLatency"]),
+                    roofline_ms(flops, input + w + output),
+                    &name,
+                );
                 close(f(&o["weightBytes"]), w, &name);
                 close(f(&o["size"]), w + output, &name);
                 // Backward: 2× the FLOPs (it has weights), 2× the bytes; stash = its input.
                 let g = option(by_name(&ns, &format!("{name}_grad")), t);
-                close(f(&g["fpgaLatency"]), roofline_ms(2.0 * flops, 2.0 * (input + w + output)), &name);
+                close(
+                    f(&g["fpgaLatency"]),
+                    roofline_ms(2.0 * flops, 2.0 * (input + w + output)),
+                    &name,
+                );
                 close(f(&g["activationBytes"]), input, &name);
                 close(f(&g["gradientBytes"]), w, &name);
                 close(f(&g["optimizerBytes"]), w / E * 8.0, &name);
@@ -312,8 +445,15 @@ fn layers_and_options_are_megatrons_split_by_hand() {
             }
             // Per head: the scores product 2·b·heads·s·s·d FLOPs /t, its input and output /t.
             let n = by_name(&ns, &format!("{p}/self_attn/MatMul"));
-            let (flops, bytes) = (2.0 * b * s * s * h, 2.0 * b * s * h * E + b * HEADS as f64 * s * s * E);
-            close(f(&option(n, t)["fpgaLatency"]), roofline_ms(flops / k, bytes / k), "scores");
+            let (flops, bytes) = (
+                2.0 * b * s * s * h,
+                2.0 * b * s * h * E + b * HEADS as f64 * s * s * E,
+            );
+            close(
+                f(&option(n, t)["fpgaLatency"]),
+                roofline_ms(flops / k, bytes / k),
+                "scores",
+            );
         }
         // The vocabulary-parallel table: weights /t, its output whole.
         let emb = option(by_name(&ns, "/model/embed_tokens/Gather"), t);
@@ -333,7 +473,11 @@ fn layers_and_options_are_megatrons_split_by_hand() {
         } else {
             e.0 += reduces.len();
         }
-        assert!(reduces.iter().all(|&r| r == x), "{}: {reduces:?}", n["name"]);
+        assert!(
+            reduces.iter().all(|&r| r == x),
+            "{}: {reduces:?}",
+            n["name"]
+        );
         e.2 += reduces.iter().sum::<f64>();
     }
     assert_eq!(per_layer[&-1], (1, 0, x), "embeddings");
@@ -348,7 +492,10 @@ fn layers_and_options_are_megatrons_split_by_hand() {
         "/model/layers.0/self_attn/q_proj/MatMul_grad",
         "/model/layers.0/mlp/gate_proj/MatMul_grad",
     ] {
-        assert!(option(by_name(&ns, name), 4)["allReduceBytes"].is_array(), "{name}");
+        assert!(
+            option(by_name(&ns, name), 4)["allReduceBytes"].is_array(),
+            "{name}"
+        );
     }
 }
 
@@ -361,7 +508,11 @@ fn written_options_read_back_and_degree_one_is_never_written() {
     // Every node has options of degrees 2 and 4 only; none of degree 1 is in the file.
     assert_eq!(options.len(), w.len());
     for (id, list) in &options {
-        assert_eq!(list.iter().map(|o| o.degree).collect::<Vec<_>>(), [2, 4], "node {id}");
+        assert_eq!(
+            list.iter().map(|o| o.degree).collect::<Vec<_>>(),
+            [2, 4],
+            "node {id}"
+        );
     }
     for n in nodes(&text) {
         let degrees: Vec<u64> = n["tensorParallel"]
@@ -381,11 +532,20 @@ fn written_options_read_back_and_degree_one_is_never_written() {
     assert!(!one.contains("tensorParallel"));
     assert!(nodes(&one).iter().all(|n| n["layerId"].is_i64()));
     let plain = dir().join("plain.json");
-    let o = dnnplace(&["import", model.to_str().unwrap(), "--training", "--out", plain.to_str().unwrap()]);
+    let o = dnnplace(&[
+        "import",
+        model.to_str().unwrap(),
+        "--training",
+        "--out",
+        plain.to_str().unwrap(),
+    ]);
     assert!(o.status.success());
     let plain = nodes(&std::fs::read_to_string(plain).unwrap());
     for (a, b) in plain.iter().zip(nodes(&one)) {
-        assert_eq!((&a["fpgaLatency"], &a["size"]), (&b["fpgaLatency"], &b["size"]));
+        assert_eq!(
+            (&a["fpgaLatency"], &a["size"]),
+            (&b["fpgaLatency"], &b["size"])
+        );
     }
 }
 
@@ -407,7 +567,13 @@ fn bad_degrees_and_unplaced_nodes_exit_2_naming_the_node() {
     }
     // A softmax in a module the table does not know reads the split scores: refused.
     let odd = write_model("tiny-odd.onnx", "mystery");
-    let o = dnnplace(&["import", odd.to_str().unwrap(), "--training", "--tensor-parallel", "2"]);
+    let o = dnnplace(&[
+        "import",
+        odd.to_str().unwrap(),
+        "--training",
+        "--tensor-parallel",
+        "2",
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -421,14 +587,25 @@ fn bad_degrees_and_unplaced_nodes_exit_2_naming_the_node() {
     }
     let path = dir().join("flat.onnx");
     std::fs::write(&path, flat.encode_to_vec()).unwrap();
-    let o = dnnplace(&["import", path.to_str().unwrap(), "--training", "--tensor-parallel", "2"]);
+    let o = dnnplace(&[
+        "import",
+        path.to_str().unwrap(),
+        "--training",
+        "--tensor-parallel",
+        "2",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no operator's module path names a transformer block"));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("no operator's module path names a transformer block"));
 }
 
 #[test]
 fn plan_chooses_tp_when_only_split_stages_fit() {
-    let (path, text) = import(&write_model("tiny-plan.onnx", "self_attn"), "2,4", "plan.json");
+    let (path, text) = import(
+        &write_model("tiny-plan.onnx", "self_attn"),
+        "2,4",
+        "plan.json",
+    );
     // The largest layer's memory at t = 1 (one micro-batch in flight: Σ size), by layerId.
     let mut per_layer = std::collections::BTreeMap::<i64, f64>::new();
     for n in nodes(&text) {
@@ -437,13 +614,29 @@ fn plan_chooses_tp_when_only_split_stages_fit() {
     let largest = per_layer.values().cloned().fold(0.0, f64::max);
     let run = |memory: f64| {
         let o = dnnplace(&[
-            "plan", path.to_str().unwrap(), "--parallel", "3d", "--cluster", "1x8xa100-80gb",
-            "--global-batch", "1", "--tensor-parallel", "1,2,4", "--json",
-            "--memory", &format!("{}", memory.floor()),
+            "plan",
+            path.to_str().unwrap(),
+            "--parallel",
+            "3d",
+            "--cluster",
+            "1x8xa100-80gb",
+            "--global-batch",
+            "1",
+            "--tensor-parallel",
+            "1,2,4",
+            "--json",
+            "--memory",
+            &format!("{}", memory.floor()),
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
-        plan["stages"].as_array().unwrap().iter().map(|s| s["tensorParallel"].as_u64().unwrap()).max().unwrap()
+        plan["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["tensorParallel"].as_u64().unwrap())
+            .max()
+            .unwrap()
     };
     // Room for the largest layer whole: t = 1 is cheapest (every op launches once).
     assert_eq!(run(1e12), 1);

@@ -30,12 +30,12 @@ use serde_json::{json, Value};
 use dnnplace::costmodel::cluster::cluster_from_arg;
 use dnnplace::costmodel::onnx::{import_file, ImportOptions};
 use dnnplace::costmodel::onnx_parallel;
-use dnnplace::io::tensor_parallel_json::workload_to_json_with_tensor_parallel;
 use dnnplace::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, Head,
     Style, TransformerSpec,
 };
 use dnnplace::export::{self, LayerPlan};
+use dnnplace::io::tensor_parallel_json::workload_to_json_with_tensor_parallel;
 use dnnplace::io::{
     parse_placement, parse_workload, read_workload, workload_to_json, write_atomically,
 };
@@ -239,7 +239,8 @@ impl Workload {
             .map_err(input)?;
         let w = to_workload(&imported.graph, &settings)
             .map_err(|e| input(format!("invalid workload: {e}")))?;
-        let tp = onnx_parallel::tensor_parallel_options(&imported.graph, &splits, &settings, &degrees);
+        let tp =
+            onnx_parallel::tensor_parallel_options(&imported.graph, &splits, &settings, &degrees);
         let text = workload_to_json_with_tensor_parallel(&w, &tp).map_err(input)?;
         Ok(Workload {
             inner: w,

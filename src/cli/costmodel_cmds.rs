@@ -14,12 +14,12 @@ use super::settings::{
 };
 use super::{parse_count, CliError};
 use crate::costmodel::onnx::{import_file, ImportOptions, Imported};
+use crate::costmodel::onnx_parallel;
 use crate::costmodel::synthetic::{gpt_graph, gpt_layers_for_nodes, wide_graph, GptSpec, WideSpec};
 use crate::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType,
     DeviceProfile, Head, OpGraph, Style, TransformerSpec,
 };
-use crate::costmodel::onnx_parallel;
 use crate::io::tensor_parallel_json::workload_to_json_with_tensor_parallel;
 use crate::io::{check_output_target, workload_to_json, write_atomically};
 use crate::model::{Cluster, Workload};
@@ -603,8 +603,8 @@ fn run_import(args: ImportArgs) -> Result<(), CliError> {
     let graph = imported.graph;
     let w = price(&graph, &args.cost, &settings)?;
     let options = onnx_parallel::tensor_parallel_options(&graph, &splits, &settings, &degrees);
-    let json = workload_to_json_with_tensor_parallel(&w, &options)
-        .map_err(|e| input(e.to_string()))?;
+    let json =
+        workload_to_json_with_tensor_parallel(&w, &options).map_err(|e| input(e.to_string()))?;
     write_json(json, &w, &graph, &settings, args.out.as_deref())
 }
 

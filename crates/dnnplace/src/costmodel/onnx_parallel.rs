@@ -205,7 +205,11 @@ pub fn check_degree(
         return Err(OnnxTpError::ZeroDegree);
     }
     for ((op, sh), s) in graph.ops.iter().zip(shapes).zip(splits) {
-        if op.module.as_deref().is_some_and(parallel::is_vocabulary_path) {
+        if op
+            .module
+            .as_deref()
+            .is_some_and(parallel::is_vocabulary_path)
+        {
             continue;
         }
         let first_input = sh.inputs.first().cloned().flatten().unwrap_or_default();

@@ -322,11 +322,18 @@ mod tests {
         let w2 = parse_workload(&text).unwrap();
         assert_eq!(parse_tensor_parallel(&text, &w2).unwrap(), got);
         // The workload itself is unchanged.
-        assert_eq!(crate::io::workload_to_json(&w2), crate::io::workload_to_json(&w));
+        assert_eq!(
+            crate::io::workload_to_json(&w2),
+            crate::io::workload_to_json(&w)
+        );
         let mut bad = got.clone();
         bad.get_mut(&1).unwrap()[0].degree = 1;
         let e = workload_to_json_with_tensor_parallel(&w, &bad).unwrap_err();
-        assert!(e.to_string().contains("node 1: tensorParallel[0]: degree 1"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("node 1: tensorParallel[0]: degree 1"),
+            "{e}"
+        );
         bad.insert(9, vec![]);
         bad.get_mut(&1).unwrap()[0].degree = 3;
         let e = workload_to_json_with_tensor_parallel(&w, &bad).unwrap_err();

@@ -597,10 +597,16 @@ fn split(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?;
     let axis = axis_index(ctx.attrs.int("axis", 0), x.len())?;
     let sizes = match ctx.inputs.get(1).copied().flatten() {
-        Some(t) => t.ints.clone().ok_or("Split sizes that are not a constant")?,
+        Some(t) => t
+            .ints
+            .clone()
+            .ok_or("Split sizes that are not a constant")?,
         None => ctx.attrs.ints("split").ok_or("Split without sizes")?,
     };
-    if axis >= x.len() || sizes.iter().any(|&k| k < 0) || sizes.iter().sum::<i64>() != x[axis] as i64 {
+    if axis >= x.len()
+        || sizes.iter().any(|&k| k < 0)
+        || sizes.iter().sum::<i64>() != x[axis] as i64
+    {
         return Err(format!("Split of {x:?} along axis {axis} into {sizes:?}"));
     }
     Ok(sizes
@@ -621,16 +627,33 @@ fn slice(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let x = ctx.shape(0)?.to_vec();
     let from_input = |i: usize| -> Result<Option<Vec<i64>>, String> {
         match ctx.inputs.get(i).copied().flatten() {
-            Some(t) => t.ints.clone().map(Some).ok_or_else(|| "Slice bounds that are not constants".into()),
+            Some(t) => t
+                .ints
+                .clone()
+                .map(Some)
+                .ok_or_else(|| "Slice bounds that are not constants".into()),
             None => Ok(None),
         }
     };
     let (starts, ends, axes, steps) = if ctx.inputs.len() > 1 {
-        (from_input(1)?, from_input(2)?, from_input(3)?, from_input(4)?)
+        (
+            from_input(1)?,
+            from_input(2)?,
+            from_input(3)?,
+            from_input(4)?,
+        )
     } else {
-        (ctx.attrs.ints("starts"), ctx.attrs.ints("ends"), ctx.attrs.ints("axes"), None)
+        (
+            ctx.attrs.ints("starts"),
+            ctx.attrs.ints("ends"),
+            ctx.attrs.ints("axes"),
+            None,
+        )
     };
-    let (starts, ends) = (starts.ok_or("Slice without starts")?, ends.ok_or("Slice without ends")?);
+    let (starts, ends) = (
+        starts.ok_or("Slice without starts")?,
+        ends.ok_or("Slice without ends")?,
+    );
     let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
