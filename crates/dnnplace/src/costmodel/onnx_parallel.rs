@@ -116,9 +116,9 @@ pub fn assign_layers(graph: &mut OpGraph) -> Result<usize, OnnxTpError> {
         .rposition(Option::is_some)
         .ok_or(OnnxTpError::NoBlocks)?;
     let head = blocks.iter().flatten().max().map_or(0, |&b| b as i64 + 1);
-    for i in 0..graph.ops.len() {
-        let layer = match blocks[i] {
-            Some(b) => b as i64,
+    for (i, block) in blocks.iter().enumerate() {
+        let layer = match block {
+            Some(b) => *b as i64,
             None if graph.ops[i].is_input => -1,
             None if i > last => head,
             None => graph.ops[i]
