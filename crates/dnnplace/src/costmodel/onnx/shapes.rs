@@ -15,8 +15,9 @@
 //! | slicing | Split, Slice, Expand | the input with axis `a` cut into the given sizes (the `split` input or attribute; without one, refused); each sliced axis `⌈(end − start)/step⌉` after ONNX's clamping; the broadcast of the input and the shape input |
 //! | reductions | Reduce{Mean,Sum,Max,Min} | reduced axes dropped or kept as 1 |
 //!
-//! Integer constants are propagated through Shape, Concat, Identity and Cast so that
-//! Reshape targets and axes computed in the graph are known. A failure is a reason (a
+//! Integer constants are propagated through Shape, Concat, Identity and Cast, an integer
+//! ConstantOfShape fill, and Add/Sub/Mul/Div/Equal/Where over small vectors, so that Reshape
+//! and Expand targets and axes computed in the graph are known. A failure is a reason (a
 //! `String`), never a panic: the importer then prices the node conservatively.
 //!
 //! Complexity: O(r + Σ|inputs|) per node for tensors of rank r.
@@ -164,7 +165,8 @@ fn unary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     Ok(vec![t])
 }
 
-/// Broadcast of every present input.
+/// Broadcast of every present input; small integer constants (shape arithmetic) keep their
+/// values ([`int_values`]).
 fn binary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let shapes: Vec<&[usize]> = ctx
         .inputs
@@ -172,7 +174,41 @@ fn binary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
         .flatten()
         .map(|t| t.shape.as_slice())
         .collect();
-    Ok(vec![ctx.like(broadcast(&shapes)?)])
+    let mut t = ctx.like(broadcast(&shapes)?);
+    t.ints = int_values(ctx, &t.shape);
+    Ok(vec![t])
+}
+
+/// The most elements of an integer tensor whose values are computed ([`int_values`]).
+const MAX_INT_VALUES: usize = 64;
+
+/// The values of Add, Sub, Mul, Div, Equal or Where over integer constants of rank ≤ 1 (each
+/// of the output's length or 1) — the shape arithmetic exporters emit (`repeat_kv`'s
+/// `Expand` target); `None` otherwise (or on a division by zero).
+fn int_values(ctx: &Ctx, shape: &[usize]) -> Option<Vec<i64>> {
+    let n = match shape {
+        [] => 1,
+        [n] if *n <= MAX_INT_VALUES => *n,
+        _ => return None,
+    };
+    let values: Vec<&Vec<i64>> = ctx
+        .inputs
+        .iter()
+        .flatten()
+        .map(|t| t.ints.as_ref().filter(|v| v.len() == n || v.len() == 1))
+        .collect::<Option<_>>()?;
+    let at = |v: &Vec<i64>, i: usize| v[if v.len() == 1 { 0 } else { i }];
+    (0..n)
+        .map(|i| match (ctx.op_type, values.as_slice()) {
+            ("Add", [a, b]) => at(a, i).checked_add(at(b, i)),
+            ("Sub", [a, b]) => at(a, i).checked_sub(at(b, i)),
+            ("Mul", [a, b]) => at(a, i).checked_mul(at(b, i)),
+            ("Div", [a, b]) => at(a, i).checked_div(at(b, i)),
+            ("Equal", [a, b]) => Some(i64::from(at(a, i) == at(b, i))),
+            ("Where", [c, x, y]) => Some(if at(c, i) != 0 { at(x, i) } else { at(y, i) }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Multidirectional (numpy) broadcasting.
@@ -220,7 +256,7 @@ fn constant(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
                 .ints
                 .clone()
                 .ok_or("ConstantOfShape of a shape that is not a constant")?;
-            let shape = dims
+            let shape: Vec<usize> = dims
                 .iter()
                 .map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}")))
                 .collect::<Result<_, _>>()?;
@@ -231,12 +267,23 @@ fn constant(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
                 .and_then(|t| t.data_type)
                 .unwrap_or(1);
             let (elem_bytes, is_float) = elem_info(dtype, ctx.e);
+            // An integer fill of a small vector keeps its values (shape arithmetic).
+            let fill = ctx
+                .attrs
+                .get("value")
+                .and_then(|a| a.t.as_ref())
+                .and_then(tensor_ints)
+                .and_then(|v| v.first().copied());
+            let ints = match (fill, shape.as_slice()) {
+                (Some(v), [n]) if !is_float && *n <= MAX_INT_VALUES => Some(vec![v; *n]),
+                _ => None,
+            };
             Tensor {
                 shape,
                 elem_bytes,
                 is_float,
                 constant: true,
-                ints: None,
+                ints,
                 producer: None,
             }
         }
@@ -801,5 +848,124 @@ mod tests {
         assert!(infer(&ctx("Frobnicate"))
             .unwrap_err()
             .contains("unknown operator"));
+    }
+
+    use crate::costmodel::onnx::proto::TensorProto;
+
+    fn int_tensor(v: &[i64]) -> Tensor {
+        Tensor {
+            shape: vec![v.len()],
+            elem_bytes: 8.0,
+            is_float: false,
+            constant: true,
+            ints: Some(v.to_vec()),
+            producer: None,
+        }
+    }
+
+    fn run(
+        op: &str,
+        attrs: &[AttributeProto],
+        inputs: &[Option<&Tensor>],
+    ) -> Result<Vec<Tensor>, String> {
+        let a = Attrs(attrs);
+        infer(&Ctx {
+            op_type: op,
+            attrs: &a,
+            inputs,
+            batch_override: None,
+            training: false,
+            e: 4.0,
+        })
+    }
+
+    #[test]
+    fn split_slice_expand_and_shape_arithmetic_by_hand() {
+        let x = float_tensor(vec![2, 8, 48], 4.0);
+        // Split along the last axis into 16 + 16 + 16 (GPT-2's Q/K/V).
+        let sizes = int_tensor(&[16, 16, 16]);
+        let axis = AttributeProto {
+            name: Some("axis".into()),
+            i: Some(-1),
+            ..Default::default()
+        };
+        let outs = run("Split", &[axis], &[Some(&x), Some(&sizes)]).unwrap();
+        assert_eq!(
+            outs.iter().map(|t| t.shape.clone()).collect::<Vec<_>>(),
+            vec![vec![2, 8, 16]; 3]
+        );
+        assert!(run("Split", &[], &[Some(&x), Some(&int_tensor(&[16, 16]))]).is_err());
+        assert!(run("Split", &[], &[Some(&x)]).is_err());
+        // Slice [1:7:2] on axis 1 and [-10:] on axis 2 (from 38 to the end): ⌈6/2⌉ = 3, 10.
+        let (st, en, ax, sp) = (
+            int_tensor(&[1, -10]),
+            int_tensor(&[7, i64::MAX]),
+            int_tensor(&[1, 2]),
+            int_tensor(&[2, 1]),
+        );
+        let y = run(
+            "Slice",
+            &[],
+            &[Some(&x), Some(&st), Some(&en), Some(&ax), Some(&sp)],
+        )
+        .unwrap();
+        assert_eq!(y[0].shape, vec![2, 3, 10]);
+        // A negative step: [6:1:-2] on axis 1 → 6, 4, 2.
+        let y = run(
+            "Slice",
+            &[],
+            &[
+                Some(&x),
+                Some(&int_tensor(&[6])),
+                Some(&int_tensor(&[1])),
+                Some(&int_tensor(&[1])),
+                Some(&int_tensor(&[-2])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(y[0].shape, vec![2, 3, 48]);
+        // repeat_kv's target: Where(Equal(t, -1 · 1s), 1s, t) with t = [1, 2, 3, 16, 4].
+        let t = int_tensor(&[1, 2, 3, 16, 4]);
+        let ones = run(
+            "ConstantOfShape",
+            &[AttributeProto {
+                name: Some("value".into()),
+                t: Some(TensorProto {
+                    dims: vec![1],
+                    data_type: Some(7),
+                    int64_data: vec![1],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            &[Some(&int_tensor(&[5]))],
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(ones.ints, Some(vec![1; 5]));
+        let minus = run("Mul", &[], &[Some(&ones), Some(&int_tensor(&[-1]))])
+            .unwrap()
+            .remove(0);
+        assert_eq!(minus.ints, Some(vec![-1; 5]));
+        let eq = run("Equal", &[], &[Some(&t), Some(&minus)])
+            .unwrap()
+            .remove(0);
+        assert_eq!(eq.ints, Some(vec![0; 5]));
+        let target = run("Where", &[], &[Some(&eq), Some(&ones), Some(&t)])
+            .unwrap()
+            .remove(0);
+        assert_eq!(target.ints, Some(vec![1, 2, 3, 16, 4]));
+        let kv = float_tensor(vec![1, 2, 1, 16, 4], 4.0);
+        let e = run("Expand", &[], &[Some(&kv), Some(&target)]).unwrap();
+        assert_eq!(e[0].shape, vec![1, 2, 3, 16, 4]);
+        // A division by zero leaves the values unknown; a float tensor has none.
+        assert_eq!(
+            run("Div", &[], &[Some(&t), Some(&int_tensor(&[0]))]).unwrap()[0].ints,
+            None
+        );
+        assert_eq!(
+            run("Add", &[], &[Some(&x), Some(&x)]).unwrap()[0].ints,
+            None
+        );
     }
 }
