@@ -31,8 +31,11 @@ class Workload:
         seq: Optional[int] = None,
         accelerators: int = 4,
         cpus: int = 1,
+        tensor_parallel: Optional[List[int]] = None,
     ) -> "Workload":
-        """Imports an ONNX model priced with a device profile's analytic cost model."""
+        """Imports an ONNX model priced with a device profile's analytic cost model; with
+        ``tensor_parallel`` (TP degrees), with layer ids and Megatron-style
+        ``tensorParallel`` options (``import --tensor-parallel``)."""
     @staticmethod
     def from_hf_config(
         config: Union[_Path, Dict[str, Any], str],

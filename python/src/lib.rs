@@ -29,11 +29,13 @@ use serde_json::{json, Value};
 
 use dnnplace::costmodel::cluster::cluster_from_arg;
 use dnnplace::costmodel::onnx::{import_file, ImportOptions};
+use dnnplace::costmodel::onnx_parallel;
 use dnnplace::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType, Head,
     Style, TransformerSpec,
 };
 use dnnplace::export::{self, LayerPlan};
+use dnnplace::io::tensor_parallel_json::workload_to_json_with_tensor_parallel;
 use dnnplace::io::{
     parse_placement, parse_workload, read_workload, workload_to_json, write_atomically,
 };
@@ -204,7 +206,10 @@ impl Workload {
 
     /// Imports an ONNX model priced with the analytic cost model of a device profile.
     #[staticmethod]
-    #[pyo3(signature = (path, device="a100-80gb", cpu_device="cpu-core", training=false, dtype="fp32", batch=None, seq=None, accelerators=4, cpus=1))]
+    /// With `tensor_parallel` (a list of TP degrees, `import --tensor-parallel`), every
+    /// node gets its `layerId` and its Megatron-style `tensorParallel` options
+    /// (`docs/parallel.md`), kept in the workload's JSON for `plan_parallel`.
+    #[pyo3(signature = (path, device="a100-80gb", cpu_device="cpu-core", training=false, dtype="fp32", batch=None, seq=None, accelerators=4, cpus=1, tensor_parallel=None))]
     fn from_onnx(
         path: PathBuf,
         device: &str,
@@ -215,6 +220,7 @@ impl Workload {
         seq: Option<usize>,
         accelerators: usize,
         cpus: usize,
+        tensor_parallel: Option<Vec<usize>>,
     ) -> PyResult<Workload> {
         let settings = cost_settings(device, cpu_device, dtype, training, accelerators, cpus)?;
         let options = ImportOptions {
@@ -223,10 +229,23 @@ impl Workload {
             dtype: settings.dtype,
             training,
         };
-        let imported = import_file(&path, &options).map_err(input)?;
+        let mut imported = import_file(&path, &options).map_err(input)?;
+        let Some(mut degrees) = tensor_parallel else {
+            let w = to_workload(&imported.graph, &settings)
+                .map_err(|e| input(format!("invalid workload: {e}")))?;
+            return Ok(Workload::new(w));
+        };
+        let splits = onnx_parallel::prepare(&mut imported.graph, &imported.shapes, &mut degrees)
+            .map_err(input)?;
         let w = to_workload(&imported.graph, &settings)
             .map_err(|e| input(format!("invalid workload: {e}")))?;
-        Ok(Workload::new(w))
+        let tp =
+            onnx_parallel::tensor_parallel_options(&imported.graph, &splits, &settings, &degrees);
+        let text = workload_to_json_with_tensor_parallel(&w, &tp).map_err(input)?;
+        Ok(Workload {
+            inner: w,
+            source: serde_json::from_str(&text).ok(),
+        })
     }
 
     /// The workload as JSON text (MODEL.md format, with the cost model's extra fields).

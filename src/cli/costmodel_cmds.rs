@@ -13,12 +13,14 @@ use super::settings::{
     import_options as checked_import_options, DeviceOverrides, TransformerSizes,
 };
 use super::{parse_count, CliError};
-use crate::costmodel::onnx::{import_file, ImportOptions};
+use crate::costmodel::onnx::{import_file, ImportOptions, Imported};
+use crate::costmodel::onnx_parallel;
 use crate::costmodel::synthetic::{gpt_graph, gpt_layers_for_nodes, wide_graph, GptSpec, WideSpec};
 use crate::costmodel::{
     builtin_profiles, find_profile, to_workload, transformer_graph, CostSettings, DType,
     DeviceProfile, Head, OpGraph, Style, TransformerSpec,
 };
+use crate::io::tensor_parallel_json::workload_to_json_with_tensor_parallel;
 use crate::io::{check_output_target, workload_to_json, write_atomically};
 use crate::model::{Cluster, Workload};
 
@@ -117,6 +119,12 @@ pub struct ImportArgs {
     pub cost: CostFlags,
     #[command(flatten)]
     pub counts: CountFlags,
+    /// Tensor-parallel degrees, comma-separated (e.g. 2,4,8): give every node its layerId
+    /// (its transformer block) and Megatron-style options per degree, written as the nodes'
+    /// `tensorParallel` (docs/parallel.md, "A workload JSON"); each degree must divide the
+    /// heads, key/value heads, FFN width and vocabulary read from the graph's shapes.
+    #[arg(long, value_name = "DEGREES", value_delimiter = ',', value_parser = parse_count)]
+    pub tensor_parallel: Option<Vec<usize>>,
     /// Write the workload JSON here (atomically) instead of standard output.
     #[arg(long, value_name = "WORKLOAD.json")]
     pub out: Option<PathBuf>,
@@ -379,12 +387,17 @@ pub fn is_model_file(path: &Path) -> bool {
 }
 
 pub fn import_graph(path: &Path, flags: &CostFlags) -> Result<OpGraph, CliError> {
+    Ok(import_onnx(path, flags)?.graph)
+}
+
+/// The imported model of `path` (graph and shapes), its warnings printed.
+fn import_onnx(path: &Path, flags: &CostFlags) -> Result<Imported, CliError> {
     let imported =
         import_file(path, &import_options(flags)?).map_err(|e| CliError::Input(e.to_string()))?;
     for w in &imported.warnings {
         eprintln!("warning: {w}");
     }
-    Ok(imported.graph)
+    Ok(imported)
 }
 
 /// `plan MODEL.onnx`: import with `flags`, then apply `--accelerators/--cpus/--memory`.
@@ -448,7 +461,18 @@ fn write_workload(
     settings: &CostSettings,
     out: Option<&Path>,
 ) -> Result<(), CliError> {
-    let json = workload_to_json(w) + "\n";
+    write_json(workload_to_json(w), w, graph, settings, out)
+}
+
+/// Writes `json` (the workload `w`'s) to `out` with its summary, or to standard output.
+fn write_json(
+    json: String,
+    w: &Workload,
+    graph: &OpGraph,
+    settings: &CostSettings,
+    out: Option<&Path>,
+) -> Result<(), CliError> {
+    let json = json + "\n";
     match out {
         Some(path) => {
             write_atomically(path, &json)?;
@@ -555,15 +579,33 @@ fn workload_summary(w: &Workload, graph: &OpGraph, settings: &CostSettings) -> S
 
 fn run_import(args: ImportArgs) -> Result<(), CliError> {
     if args.format == Some(super::piper_cmd::ImportFormat::Piper) {
+        if args.tensor_parallel.is_some() {
+            return Err(CliError::Input(
+                "--tensor-parallel derives options for an ONNX model, not --format piper".into(),
+            ));
+        }
         return super::piper_cmd::run_import_piper(&args.model);
     }
     if let Some(out) = &args.out {
         check_output_target(out)?;
     }
-    let graph = import_graph(&args.model, &args.cost)?;
+    let Some(mut degrees) = args.tensor_parallel.clone() else {
+        let graph = import_graph(&args.model, &args.cost)?;
+        let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+        let w = price(&graph, &args.cost, &settings)?;
+        return write_workload(&w, &graph, &settings, args.out.as_deref());
+    };
+    let mut imported = import_onnx(&args.model, &args.cost)?;
+    let input = |e: String| CliError::Input(e);
+    let splits = onnx_parallel::prepare(&mut imported.graph, &imported.shapes, &mut degrees)
+        .map_err(|e| input(e.to_string()))?;
     let settings = cost_settings(&args.cost, args.counts.accelerators, args.counts.cpus)?;
+    let graph = imported.graph;
     let w = price(&graph, &args.cost, &settings)?;
-    write_workload(&w, &graph, &settings, args.out.as_deref())
+    let options = onnx_parallel::tensor_parallel_options(&graph, &splits, &settings, &degrees);
+    let json =
+        workload_to_json_with_tensor_parallel(&w, &options).map_err(|e| input(e.to_string()))?;
+    write_json(json, &w, &graph, &settings, args.out.as_deref())
 }
 
 fn run_transformer(args: TransformerArgs) -> Result<(), CliError> {

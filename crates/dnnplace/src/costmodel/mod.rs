@@ -28,6 +28,7 @@ pub mod cluster;
 pub mod graph;
 pub mod hf_config;
 pub mod onnx;
+pub mod onnx_parallel;
 pub mod operators;
 pub mod parallel;
 pub mod profiles;

@@ -8,10 +8,13 @@
 //! | --- | --- | --- |
 //! | column-parallel Linear | `query`/`key`/`value`, `c_attn`, `q/k/v_proj`, `intermediate.dense`, `mlp.c_fc`, `gate_proj`, `up_proj`, `lm_head`, `cls.predictions.decoder` | FLOPs, weights, output |
 //! | row-parallel Linear | `attention.output.dense`, `attn.c_proj`, `o_proj`, `output.dense`, `mlp.c_proj`, `down_proj` | FLOPs, weights, input |
-//! | per head / per column | attention `scores`, `softmax`, `context`, `rotary`; the MLP activation and gating product | FLOPs, input, output |
+//! | per head / per column | attention `scores`, `softmax`, `context`, `rotary`; the MLP activation (`mlp.act`, `act_fn`, `intermediate_act_fn`) and gating product; an imported model's attention and MLP modules' own operators (`attn`, `self_attn`, `attention.self`, `mlp`) | FLOPs, input, output |
 //! | vocabulary-parallel embedding | `word_embeddings`, `wte`, `embed_tokens` | table |
 //! | replicated | norms, residual adds, position and token-type embeddings, the embedding sum, BERT's pooler, prediction transform and NSP head | nothing |
 //!
+//! The table is read by [`split_of_path`] on a generated operator's name or an imported
+//! operator's module path (a wrapper's prefix allowed: `m.transformer.wte`), the one table
+//! of both roads ([`crate::costmodel::onnx_parallel`] for the imported one).
 //! (row-parallel biases are divided with their weights: `h` elements of `h·f`.) Each
 //! operator's time at `t` is the roofline ([`crate::costmodel::operators`]) of its divided
 //! cost, its backward the one of [`crate::costmodel::training`]; at `t = 1` every number is
@@ -88,8 +91,8 @@ const ROW: [&str; 5] = [
     ".o_proj",
     ".down_proj",
 ];
-const SHARDED: [&str; 7] = [
-    ".scores", ".softmax", ".context", ".rotary", "_act_fn", ".mlp.act", ".mlp.mul",
+const SHARDED: [&str; 8] = [
+    ".scores", ".softmax", ".context", ".rotary", "_act_fn", ".act_fn", ".mlp.act", ".mlp.mul",
 ];
 const VOCAB: [&str; 3] = [
     "bert.embeddings.word_embeddings",
@@ -126,23 +129,77 @@ pub fn split_with(op: &Op, spec: &TransformerSpec, sp: SequenceParallel) -> Spli
 
 /// The split of a generated operator, by its name (module documentation).
 pub fn split_of(op: &Op) -> Split {
-    let n = op.name.as_str();
     if op.is_input {
         Split::Replicated
-    } else if VOCAB.contains(&n) {
+    } else {
+        split_of_path(&op.name)
+    }
+}
+
+/// Modules whose own operators (not those of a child Linear) work per head or per column:
+/// an imported model's attention and MLP modules (`…h.3.attn/MatMul`,
+/// `…layers.3.self_attn/Softmax`, `…attention.self/MatMul`, `…layers.3.mlp/Mul`). The
+/// generator names these operators `<module>.scores`, `.softmax`, … ([`SHARDED`]).
+const SHARDED_MODULES: [&str; 4] = [".attn", ".self_attn", ".attention.self", ".mlp"];
+
+/// The modules holding the blocks: `transformer.h.N`, `model.layers.N`,
+/// `bert.encoder.layer.N`.
+const BLOCK_CONTAINERS: [&str; 3] = ["h", "layers", "layer"];
+
+/// Whether `path` is `name` or ends with `.name` (an imported module path may carry a
+/// wrapper's prefix: `m.transformer.wte`).
+fn is_path(path: &str, name: &str) -> bool {
+    path == name
+        || path
+            .strip_suffix(name)
+            .is_some_and(|rest| rest.ends_with('.'))
+}
+
+/// The split of the operator or module at `path`: a generated operator's name
+/// (`transformer.h.3.attn.c_attn`), or an imported operator's module path
+/// (`model.layers.3.self_attn.q_proj`, `m.transformer.h.3.attn`) — the one table of names
+/// both roads use (module documentation). For a module, the split is its matrix product's;
+/// [`crate::costmodel::onnx_parallel`] places the module's other operators by data flow.
+pub fn split_of_path(n: &str) -> Split {
+    let bert_head = n.starts_with("cls.") || n.contains(".cls.");
+    if VOCAB.iter().any(|v| is_path(n, v)) {
         Split::VocabParallel
-    } else if n == "lm_head"
-        || n == "cls.predictions.decoder"
+    } else if is_path(n, "lm_head")
+        || is_path(n, "cls.predictions.decoder")
         || COLUMN.iter().any(|s| n.ends_with(s))
     {
         Split::Column
-    } else if ROW.iter().any(|s| n.ends_with(s)) && !n.starts_with("cls.") {
+    } else if ROW.iter().any(|s| n.ends_with(s)) && !bert_head {
         Split::Row
-    } else if SHARDED.iter().any(|s| n.ends_with(s)) && !n.starts_with("cls.") {
+    } else if (SHARDED.iter().any(|s| n.ends_with(s))
+        || SHARDED_MODULES.iter().any(|s| n.ends_with(s)))
+        && !bert_head
+    {
         Split::Sharded
     } else {
         Split::Replicated
     }
+}
+
+/// Whether `path` is a vocabulary operator: a vocabulary-parallel embedding, or the head's
+/// projection onto the vocabulary (`lm_head`, `cls.predictions.decoder`). Megatron-LM pads
+/// the vocabulary to a multiple of the TP degree (`--make-vocab-size-divisible-by`), so a
+/// degree need not divide it.
+pub fn is_vocabulary_path(path: &str) -> bool {
+    VOCAB.iter().any(|v| is_path(path, v))
+        || is_path(path, "lm_head")
+        || is_path(path, "cls.predictions.decoder")
+}
+
+/// The block index in `path` (`model.layers.3.mlp` → 3): the number after the first
+/// block container atom ([`BLOCK_CONTAINERS`]), or `None` outside the blocks.
+pub fn block_of(path: &str) -> Option<usize> {
+    let atoms: Vec<&str> = path.split('.').collect();
+    atoms.windows(2).find_map(|w| {
+        (BLOCK_CONTAINERS.contains(&w[0]) && !w[1].is_empty())
+            .then(|| w[1].parse::<usize>().ok())
+            .flatten()
+    })
 }
 
 /// `cost` divided among `t` devices by `split`; `cost` itself when `t = 1`.

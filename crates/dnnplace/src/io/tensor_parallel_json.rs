@@ -1,7 +1,10 @@
 //! A workload JSON's optional per-node tensor-parallel options (`docs/parallel.md`, "A
 //! workload JSON"), in the spirit of Piper's `TMPCs`: what a node costs on each device of a
 //! tensor-parallel (TP) group of `degree` devices. `plan WORKLOAD.json --parallel 3d` reads
-//! them; every other command ignores the field (and `workload_to_json` does not write it).
+//! them; every other command ignores the field. [`workload_to_json_with_tensor_parallel`]
+//! writes them (`dnnplace import MODEL.onnx --tensor-parallel 2,4`,
+//! [`crate::costmodel::onnx_parallel`]): what it writes, [`parse_tensor_parallel`] reads
+//! back equal (every number is written in its shortest exact form).
 //!
 //! ```json
 //! {"id": 7, "fpgaLatency": 2.0, "cpuLatency": 9.0, "size": 3e6, "layerId": 1,
@@ -30,7 +33,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::IoError;
 use crate::model::{NodeMemory, Workload};
@@ -185,6 +188,82 @@ fn checked(o: &RawOption) -> Result<TpOption, (&'static str, String)> {
     })
 }
 
+/// One option as written: every field, `size` included; `allReduceBytes` when it has some.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WrittenOption<'a> {
+    degree: usize,
+    fpga_latency: f64,
+    size: f64,
+    weight_bytes: f64,
+    gradient_bytes: f64,
+    optimizer_bytes: f64,
+    activation_bytes: f64,
+    #[serde(skip_serializing_if = "<[f64]>::is_empty")]
+    all_reduce_bytes: &'a [f64],
+}
+
+impl<'a> WrittenOption<'a> {
+    fn of(o: &'a TpOption) -> Self {
+        WrittenOption {
+            degree: o.degree,
+            fpga_latency: o.fpga_latency,
+            size: o.size_bytes,
+            weight_bytes: o.memory.weight_bytes,
+            gradient_bytes: o.memory.gradient_bytes,
+            optimizer_bytes: o.memory.optimizer_bytes,
+            activation_bytes: o.memory.activation_bytes,
+            all_reduce_bytes: &o.all_reduce_bytes,
+        }
+    }
+}
+
+/// The workload JSON of `w` ([`super::workload_to_json`]) with each node's options as its
+/// `tensorParallel` field (module documentation). Refused, naming the node: an option of
+/// degree below 2 (degree 1 is the node itself and is never written), a degree twice, a node
+/// not in `w`, or a number that is negative or not finite.
+pub fn workload_to_json_with_tensor_parallel(
+    w: &Workload,
+    options: &TpOptions,
+) -> Result<String, IoError> {
+    let mut doc: serde_json::Value = serde_json::from_str(&super::workload_to_json(w))
+        .map_err(|e| IoError::Format(format!("the workload JSON does not read back: {e}")))?;
+    let nodes = doc
+        .get_mut("nodes")
+        .and_then(serde_json::Value::as_array_mut)
+        .ok_or_else(|| IoError::Format("the workload JSON has no nodes".into()))?;
+    for (&id, list) in options {
+        let v = w
+            .index_of(id)
+            .ok_or_else(|| IoError::Format(format!("node {id}: not in the workload")))?;
+        for (j, o) in list.iter().enumerate() {
+            let at = |why: &str| IoError::Format(format!("node {id}: tensorParallel[{j}]: {why}"));
+            if o.degree < 2 || list[..j].iter().any(|x| x.degree == o.degree) {
+                return Err(at(&format!(
+                    "degree {} (each degree ≥ 2, once; degree 1 is the node itself)",
+                    o.degree
+                )));
+            }
+            let numbers = [o.fpga_latency, o.size_bytes, o.memory.total_bytes()];
+            if numbers
+                .iter()
+                .chain(&o.all_reduce_bytes)
+                .any(|x| !x.is_finite() || *x < 0.0)
+            {
+                return Err(at("a number is negative or not finite"));
+            }
+        }
+        let written: Vec<WrittenOption> = list.iter().map(WrittenOption::of).collect();
+        let value = serde_json::to_value(&written)
+            .map_err(|e| IoError::Format(format!("node {id}: {e}")))?;
+        if let Some(node) = nodes[v].as_object_mut() {
+            node.insert("tensorParallel".into(), value);
+        }
+    }
+    serde_json::to_string_pretty(&doc)
+        .map_err(|e| IoError::Format(format!("the workload JSON does not serialise: {e}")))
+}
+
 /// The options of the workload file at `path`, already read as `w`.
 pub fn read_tensor_parallel(path: &std::path::Path, w: &Workload) -> Result<TpOptions, IoError> {
     let text = super::read_text(path)?;
@@ -229,6 +308,36 @@ mod tests {
             (2.0, vec![8.0])
         );
         assert!(!got.contains_key(&2));
+    }
+
+    #[test]
+    fn written_options_read_back_equal() {
+        let got = parse(
+            r#"[{"degree": 4, "fpgaLatency": 0.1234567890123, "weightBytes": 2, "allReduceBytes": [8, 0]},
+                {"degree": 2, "fpgaLatency": 1.1, "size": 7, "activationBytes": 3, "gradientBytes": 1e-3}]"#,
+        )
+        .unwrap();
+        let w = parse_workload(&file("[]")).unwrap();
+        let text = workload_to_json_with_tensor_parallel(&w, &got).unwrap();
+        let w2 = parse_workload(&text).unwrap();
+        assert_eq!(parse_tensor_parallel(&text, &w2).unwrap(), got);
+        // The workload itself is unchanged.
+        assert_eq!(
+            crate::io::workload_to_json(&w2),
+            crate::io::workload_to_json(&w)
+        );
+        let mut bad = got.clone();
+        bad.get_mut(&1).unwrap()[0].degree = 1;
+        let e = workload_to_json_with_tensor_parallel(&w, &bad).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("node 1: tensorParallel[0]: degree 1"),
+            "{e}"
+        );
+        bad.insert(9, vec![]);
+        bad.get_mut(&1).unwrap()[0].degree = 3;
+        let e = workload_to_json_with_tensor_parallel(&w, &bad).unwrap_err();
+        assert!(e.to_string().contains("node 9: not in the workload"), "{e}");
     }
 
     #[test]

@@ -34,7 +34,7 @@ use super::names::module_of;
 use super::proto::{dims_of, elem_info, tensor_ints, Dimension, GraphProto, ModelProto, NodeProto};
 use super::shapes::{float_tensor, infer, Attrs, Ctx, Tensor};
 use super::work::work_of;
-use super::{ImportError, ImportOptions, Imported};
+use super::{ImportError, ImportOptions, Imported, OpShapes};
 use crate::costmodel::graph::{Op, OpGraph};
 use crate::costmodel::operators::{numel, OpClass, OpCost};
 
@@ -48,6 +48,8 @@ struct ImportState<'o> {
     charged: HashSet<String>,
     warnings: Vec<String>,
     ops: OpGraph,
+    /// The shapes of every op of `ops`.
+    shapes: Vec<OpShapes>,
 }
 
 /// Read-only facts about the graph, gathered before the walk.
@@ -108,6 +110,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
         charged: HashSet::new(),
         warnings: Vec::new(),
         ops: OpGraph::default(),
+        shapes: Vec::new(),
     };
     read_initializers(graph, &mut state)?;
     let file_batch = file_batch(graph, &state.tensors);
@@ -136,6 +139,7 @@ pub fn import_model(model: &ModelProto, options: &ImportOptions) -> Result<Impor
     Ok(Imported {
         graph: state.ops,
         warnings: state.warnings,
+        shapes: state.shapes,
     })
 }
 
@@ -203,6 +207,10 @@ fn read_inputs(graph: &GraphProto, state: &mut ImportState) -> Result<(), Import
             inputs: vec![],
             layer_id: None,
             is_input: true,
+        });
+        state.shapes.push(OpShapes {
+            inputs: vec![],
+            output: shape.clone(),
         });
         state.tensors.insert(
             name,
@@ -369,6 +377,10 @@ fn import_node(
         is_input: false,
     };
     let id = state.ops.push(op);
+    state.shapes.push(OpShapes {
+        inputs: inputs.iter().map(|t| t.map(|t| t.shape.clone())).collect(),
+        output: outputs.first().map(|t| t.shape.clone()).unwrap_or_default(),
+    });
     for (name, mut t) in node.output.iter().zip(outputs) {
         t.producer = Some(id);
         t.constant = false;

@@ -79,6 +79,18 @@ pub struct Imported {
     pub graph: OpGraph,
     /// Unknown operators and other approximations, one line each, for the user to read.
     pub warnings: Vec<String>,
+    /// The tensor shapes of every operator of `graph`, in its order (what
+    /// [`crate::costmodel::onnx_parallel`] checks a TP degree against).
+    pub shapes: Vec<OpShapes>,
+}
+
+/// The shapes one imported operator reads and writes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpShapes {
+    /// Every input of the ONNX node in order (constants too; `None` for an omitted one).
+    pub inputs: Vec<Option<Vec<usize>>>,
+    /// Its first output's shape (a data input's own shape for an `Input` op).
+    pub output: Vec<usize>,
 }
 
 /// Errors of the import (a malformed file, not an unknown operator).

@@ -12,10 +12,12 @@
 //! | normalisation | BatchNorm, InstanceNorm, LayerNorm, LRN, (Log)Softmax, Dropout | the input's (Dropout adds a 1-byte mask) |
 //! | reshaping | Flatten, Reshape, (Un)Squeeze | `(Π x[..a], Π x[a..])`; the target with `0` copied and `-1` solved; axes inserted / removed |
 //! | data layout | Transpose, Concat, Gather | permuted; summed along the axis; `data[..a] ++ indices ++ data[a+1..]` |
+//! | slicing | Split, Slice, Expand | the input with axis `a` cut into the given sizes (the `split` input or attribute; without one, refused); each sliced axis `⌈(end − start)/step⌉` after ONNX's clamping; the broadcast of the input and the shape input |
 //! | reductions | Reduce{Mean,Sum,Max,Min} | reduced axes dropped or kept as 1 |
 //!
-//! Integer constants are propagated through Shape, Concat, Identity and Cast so that
-//! Reshape targets and axes computed in the graph are known. A failure is a reason (a
+//! Integer constants are propagated through Shape, Concat, Identity and Cast, an integer
+//! ConstantOfShape fill, and Add/Sub/Mul/Div/Equal/Where over small vectors, so that Reshape
+//! and Expand targets and axes computed in the graph are known. A failure is a reason (a
 //! `String`), never a panic: the importer then prices the node conservatively.
 //!
 //! Complexity: O(r + Σ|inputs|) per node for tensors of rank r.
@@ -138,6 +140,9 @@ pub(super) fn infer(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
         "Transpose" => transpose(ctx),
         "Concat" => concat(ctx),
         "Gather" => gather(ctx),
+        "Split" => split(ctx),
+        "Slice" => slice(ctx),
+        "Expand" => expand(ctx),
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" => reduce(ctx),
         _ => Err(format!("unknown operator {op}")),
     }
@@ -160,7 +165,8 @@ fn unary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     Ok(vec![t])
 }
 
-/// Broadcast of every present input.
+/// Broadcast of every present input; small integer constants (shape arithmetic) keep their
+/// values ([`int_values`]).
 fn binary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     let shapes: Vec<&[usize]> = ctx
         .inputs
@@ -168,7 +174,41 @@ fn binary(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
         .flatten()
         .map(|t| t.shape.as_slice())
         .collect();
-    Ok(vec![ctx.like(broadcast(&shapes)?)])
+    let mut t = ctx.like(broadcast(&shapes)?);
+    t.ints = int_values(ctx, &t.shape);
+    Ok(vec![t])
+}
+
+/// The most elements of an integer tensor whose values are computed ([`int_values`]).
+const MAX_INT_VALUES: usize = 64;
+
+/// The values of Add, Sub, Mul, Div, Equal or Where over integer constants of rank ≤ 1 (each
+/// of the output's length or 1) — the shape arithmetic exporters emit (`repeat_kv`'s
+/// `Expand` target); `None` otherwise (or on a division by zero).
+fn int_values(ctx: &Ctx, shape: &[usize]) -> Option<Vec<i64>> {
+    let n = match shape {
+        [] => 1,
+        [n] if *n <= MAX_INT_VALUES => *n,
+        _ => return None,
+    };
+    let values: Vec<&Vec<i64>> = ctx
+        .inputs
+        .iter()
+        .flatten()
+        .map(|t| t.ints.as_ref().filter(|v| v.len() == n || v.len() == 1))
+        .collect::<Option<_>>()?;
+    let at = |v: &Vec<i64>, i: usize| v[if v.len() == 1 { 0 } else { i }];
+    (0..n)
+        .map(|i| match (ctx.op_type, values.as_slice()) {
+            ("Add", [a, b]) => at(a, i).checked_add(at(b, i)),
+            ("Sub", [a, b]) => at(a, i).checked_sub(at(b, i)),
+            ("Mul", [a, b]) => at(a, i).checked_mul(at(b, i)),
+            ("Div", [a, b]) => at(a, i).checked_div(at(b, i)),
+            ("Equal", [a, b]) => Some(i64::from(at(a, i) == at(b, i))),
+            ("Where", [c, x, y]) => Some(if at(c, i) != 0 { at(x, i) } else { at(y, i) }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Multidirectional (numpy) broadcasting.
@@ -216,7 +256,7 @@ fn constant(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
                 .ints
                 .clone()
                 .ok_or("ConstantOfShape of a shape that is not a constant")?;
-            let shape = dims
+            let shape: Vec<usize> = dims
                 .iter()
                 .map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}")))
                 .collect::<Result<_, _>>()?;
@@ -227,12 +267,23 @@ fn constant(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
                 .and_then(|t| t.data_type)
                 .unwrap_or(1);
             let (elem_bytes, is_float) = elem_info(dtype, ctx.e);
+            // An integer fill of a small vector keeps its values (shape arithmetic).
+            let fill = ctx
+                .attrs
+                .get("value")
+                .and_then(|a| a.t.as_ref())
+                .and_then(tensor_ints)
+                .and_then(|v| v.first().copied());
+            let ints = match (fill, shape.as_slice()) {
+                (Some(v), [n]) if !is_float && *n <= MAX_INT_VALUES => Some(vec![v; *n]),
+                _ => None,
+            };
             Tensor {
                 shape,
                 elem_bytes,
                 is_float,
                 constant: true,
-                ints: None,
+                ints,
                 producer: None,
             }
         }
@@ -586,6 +637,109 @@ fn gather(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
     Ok(vec![t])
 }
 
+/// Split along `axis` (default 0) into the sizes of the `split` input (opset 13) or
+/// attribute (earlier); without them (an equal split into as many outputs as the node has)
+/// the count is not known here: refused.
+fn split(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
+    let x = ctx.shape(0)?;
+    let axis = axis_index(ctx.attrs.int("axis", 0), x.len())?;
+    let sizes = match ctx.inputs.get(1).copied().flatten() {
+        Some(t) => t
+            .ints
+            .clone()
+            .ok_or("Split sizes that are not a constant")?,
+        None => ctx.attrs.ints("split").ok_or("Split without sizes")?,
+    };
+    if axis >= x.len()
+        || sizes.iter().any(|&k| k < 0)
+        || sizes.iter().sum::<i64>() != x[axis] as i64
+    {
+        return Err(format!("Split of {x:?} along axis {axis} into {sizes:?}"));
+    }
+    Ok(sizes
+        .iter()
+        .map(|&k| {
+            let mut shape = x.to_vec();
+            shape[axis] = k as usize;
+            let mut t = ctx.like(shape);
+            t.ints = None;
+            t
+        })
+        .collect())
+}
+
+/// Slice (opset 10: starts, ends, axes, steps as constant inputs; earlier: attributes),
+/// each axis clamped as ONNX does.
+fn slice(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
+    let x = ctx.shape(0)?.to_vec();
+    let from_input = |i: usize| -> Result<Option<Vec<i64>>, String> {
+        match ctx.inputs.get(i).copied().flatten() {
+            Some(t) => t
+                .ints
+                .clone()
+                .map(Some)
+                .ok_or_else(|| "Slice bounds that are not constants".into()),
+            None => Ok(None),
+        }
+    };
+    let (starts, ends, axes, steps) = if ctx.inputs.len() > 1 {
+        (
+            from_input(1)?,
+            from_input(2)?,
+            from_input(3)?,
+            from_input(4)?,
+        )
+    } else {
+        (
+            ctx.attrs.ints("starts"),
+            ctx.attrs.ints("ends"),
+            ctx.attrs.ints("axes"),
+            None,
+        )
+    };
+    let (starts, ends) = (
+        starts.ok_or("Slice without starts")?,
+        ends.ok_or("Slice without ends")?,
+    );
+    let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err("Slice bounds of different lengths".into());
+    }
+    let mut out = x.clone();
+    for (((&b, &e), &a), &step) in starts.iter().zip(&ends).zip(&axes).zip(&steps) {
+        let a = axis_index(a, x.len())?;
+        let d = *x.get(a).ok_or("Slice axis out of range")? as i64;
+        if step == 0 {
+            return Err("Slice step 0".into());
+        }
+        let wrap = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+        let len = if step > 0 {
+            let (b, e) = (wrap(b).clamp(0, d), wrap(e).clamp(0, d));
+            (e - b + step - 1).div_euclid(step).max(0)
+        } else {
+            let (b, e) = (wrap(b).clamp(0, d - 1), wrap(e).clamp(-1, d - 1));
+            (b - e - step - 1).div_euclid(-step).max(0)
+        };
+        out[a] = len as usize;
+    }
+    Ok(vec![ctx.like(out)])
+}
+
+/// Expand: the broadcast of the input and the constant shape input.
+fn expand(ctx: &Ctx) -> Result<Vec<Tensor>, String> {
+    let x = ctx.shape(0)?;
+    let target: Vec<usize> = ctx
+        .input(1)?
+        .ints
+        .as_ref()
+        .ok_or("Expand to a shape that is not a constant")?
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("Expand to dimension {d}")))
+        .collect::<Result<_, _>>()?;
+    Ok(vec![ctx.like(broadcast(&[x, &target])?)])
+}
+
 // ---- reductions ----
 
 /// Reduced axes (all without `axes`) dropped, or kept as 1 with `keepdims` (default).
@@ -694,5 +848,124 @@ mod tests {
         assert!(infer(&ctx("Frobnicate"))
             .unwrap_err()
             .contains("unknown operator"));
+    }
+
+    use crate::costmodel::onnx::proto::TensorProto;
+
+    fn int_tensor(v: &[i64]) -> Tensor {
+        Tensor {
+            shape: vec![v.len()],
+            elem_bytes: 8.0,
+            is_float: false,
+            constant: true,
+            ints: Some(v.to_vec()),
+            producer: None,
+        }
+    }
+
+    fn run(
+        op: &str,
+        attrs: &[AttributeProto],
+        inputs: &[Option<&Tensor>],
+    ) -> Result<Vec<Tensor>, String> {
+        let a = Attrs(attrs);
+        infer(&Ctx {
+            op_type: op,
+            attrs: &a,
+            inputs,
+            batch_override: None,
+            training: false,
+            e: 4.0,
+        })
+    }
+
+    #[test]
+    fn split_slice_expand_and_shape_arithmetic_by_hand() {
+        let x = float_tensor(vec![2, 8, 48], 4.0);
+        // Split along the last axis into 16 + 16 + 16 (GPT-2's Q/K/V).
+        let sizes = int_tensor(&[16, 16, 16]);
+        let axis = AttributeProto {
+            name: Some("axis".into()),
+            i: Some(-1),
+            ..Default::default()
+        };
+        let outs = run("Split", &[axis], &[Some(&x), Some(&sizes)]).unwrap();
+        assert_eq!(
+            outs.iter().map(|t| t.shape.clone()).collect::<Vec<_>>(),
+            vec![vec![2, 8, 16]; 3]
+        );
+        assert!(run("Split", &[], &[Some(&x), Some(&int_tensor(&[16, 16]))]).is_err());
+        assert!(run("Split", &[], &[Some(&x)]).is_err());
+        // Slice [1:7:2] on axis 1 and [-10:] on axis 2 (from 38 to the end): ⌈6/2⌉ = 3, 10.
+        let (st, en, ax, sp) = (
+            int_tensor(&[1, -10]),
+            int_tensor(&[7, i64::MAX]),
+            int_tensor(&[1, 2]),
+            int_tensor(&[2, 1]),
+        );
+        let y = run(
+            "Slice",
+            &[],
+            &[Some(&x), Some(&st), Some(&en), Some(&ax), Some(&sp)],
+        )
+        .unwrap();
+        assert_eq!(y[0].shape, vec![2, 3, 10]);
+        // A negative step: [6:1:-2] on axis 1 → 6, 4, 2.
+        let y = run(
+            "Slice",
+            &[],
+            &[
+                Some(&x),
+                Some(&int_tensor(&[6])),
+                Some(&int_tensor(&[1])),
+                Some(&int_tensor(&[1])),
+                Some(&int_tensor(&[-2])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(y[0].shape, vec![2, 3, 48]);
+        // repeat_kv's target: Where(Equal(t, -1 · 1s), 1s, t) with t = [1, 2, 3, 16, 4].
+        let t = int_tensor(&[1, 2, 3, 16, 4]);
+        let ones = run(
+            "ConstantOfShape",
+            &[AttributeProto {
+                name: Some("value".into()),
+                t: Some(TensorProto {
+                    dims: vec![1],
+                    data_type: Some(7),
+                    int64_data: vec![1],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            &[Some(&int_tensor(&[5]))],
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(ones.ints, Some(vec![1; 5]));
+        let minus = run("Mul", &[], &[Some(&ones), Some(&int_tensor(&[-1]))])
+            .unwrap()
+            .remove(0);
+        assert_eq!(minus.ints, Some(vec![-1; 5]));
+        let eq = run("Equal", &[], &[Some(&t), Some(&minus)])
+            .unwrap()
+            .remove(0);
+        assert_eq!(eq.ints, Some(vec![0; 5]));
+        let target = run("Where", &[], &[Some(&eq), Some(&ones), Some(&t)])
+            .unwrap()
+            .remove(0);
+        assert_eq!(target.ints, Some(vec![1, 2, 3, 16, 4]));
+        let kv = float_tensor(vec![1, 2, 1, 16, 4], 4.0);
+        let e = run("Expand", &[], &[Some(&kv), Some(&target)]).unwrap();
+        assert_eq!(e[0].shape, vec![1, 2, 3, 16, 4]);
+        // A division by zero leaves the values unknown; a float tensor has none.
+        assert_eq!(
+            run("Div", &[], &[Some(&t), Some(&int_tensor(&[0]))]).unwrap()[0].ints,
+            None
+        );
+        assert_eq!(
+            run("Add", &[], &[Some(&x), Some(&x)]).unwrap()[0].ints,
+            None
+        );
     }
 }
