@@ -365,7 +365,7 @@ impl ParallelSettings {
             .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
         {
             return Err(SettingsError::Model(format!(
-                "{}: --parallel 3d plans a transformer given as a Hugging Face config.json (an ONNX graph's operators carry no tensor-parallel split)",
+                "{}: --parallel 3d plans a Hugging Face config.json or a training workload JSON; import the ONNX model first with `dnnplace import MODEL.onnx --training --tensor-parallel 2,4,8 --out W.json` (its nodes get layers and Megatron-style TP options), then plan W.json",
                 path.display()
             )));
         }
