@@ -157,6 +157,15 @@ pub fn solve_within(
         ));
     }
     let vectors = device_vectors(&pipeline, p)?;
+    if let Some(reason) = memory_certificate(w, pipeline, &vectors) {
+        return Ok(outcome(
+            None,
+            f64::INFINITY,
+            f64::INFINITY,
+            Status::infeasible(reason),
+            stats,
+        ));
+    }
     // Warm starts: the heuristic plans of the interleaved IP, scored exactly.
     let heuristic =
         crate::solve::milp::interleaved::dp_plan(w, &problem.limits, &budget.share(0.2), pipeline)
@@ -753,6 +762,46 @@ struct Scratch {
     /// Per chunk of the device being priced: its stash and (recomputing) its input bytes.
     stash: Vec<f64>,
     input: Vec<f64>,
+}
+
+/// Why no plan fits, when the memory alone proves it (without recomputation): every node
+/// lies on an accelerator, and device `d` holds its resident bytes plus
+/// `max_{n ∈ N_d} Σ_c n_c·a_c ≥ κ_d·Σ_c a_c` with `κ_d = max_{n ∈ N_d} min_c n_c`, so the
+/// devices together need at least `Σ resident + (min_d κ_d)·Σ stash`; more than `p·M` is a
+/// proof that no plan fits. `None` when it does not prove it (or recomputation may shrink
+/// the stashes).
+fn memory_certificate(
+    w: &crate::model::Workload,
+    pipeline: Pipeline,
+    vectors: &[DeviceVectors],
+) -> Option<String> {
+    if pipeline.recompute == Recompute::Auto {
+        return None;
+    }
+    let held = held_bytes(w);
+    let resident: f64 = held.iter().map(|h| h.resident_bytes).sum();
+    let stash: f64 = held.iter().map(|h| h.stash_bytes).sum();
+    let kappa = (vectors.iter())
+        .map(|(ns, _)| {
+            (ns.iter())
+                .map(|n| n.iter().copied().min().unwrap_or(0))
+                .max()
+                .unwrap_or(0)
+        })
+        .min()
+        .unwrap_or(0);
+    let devices = w.devices();
+    let capacity = devices.accelerators as f64 * devices.memory_per_accelerator_bytes;
+    let need = resident + kappa as f64 * stash;
+    (need > capacity * (1.0 + MEMORY_TOLERANCE)).then(|| {
+        format!(
+            "under the interleaved schedule every node is on an accelerator, and the {} accelerators' {} are less than the nodes' resident bytes ({}) plus the {kappa} micro-batches' stashes ({} each) that the devices hold at least: use --recompute auto, more or larger accelerators, or fewer micro-batches",
+            devices.accelerators,
+            crate::model::human_bytes(capacity),
+            crate::model::human_bytes(resident),
+            crate::model::human_bytes(stash)
+        )
+    })
 }
 
 impl<'a> Model<'a> {
