@@ -367,7 +367,8 @@ fn build_and_plan(
     let problem = settings
         .build(notes)
         .map_err(|e| Failure::Input(e.to_string()))?;
-    let outcome = parallel::plan(&problem, budget).map_err(Failure::Internal)?;
+    let outcome =
+        dnnplace::simulate::parallel::plan(&problem, budget).map_err(Failure::Internal)?;
     Ok(Searched {
         outcome,
         topology: problem.topology(),

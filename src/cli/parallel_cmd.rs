@@ -27,8 +27,8 @@ use crate::report::parallel::{layout_json, layout_text};
 use crate::solve::budget::Budget;
 use crate::solve::parallel::settings::{self, MAX_GLOBAL_BATCH};
 use crate::solve::parallel::{
-    self, Choice, Layouts, Objective, ParallelDevices, ParallelModel, ParallelProblem,
-    ParallelSettings, SettingsError, Target,
+    Choice, Layouts, Objective, ParallelDevices, ParallelModel, ParallelProblem, ParallelSettings,
+    SettingsError, Target,
 };
 use crate::solve::{self, Status};
 
@@ -326,7 +326,7 @@ pub(super) fn solve_problem(
     if let (Some(target), Layouts::Uniform) = (args.target_tps, layouts) {
         return run_target_tps(args, problem, target, &budget, export);
     }
-    let outcome = parallel::plan(problem, &budget).map_err(CliError::Internal)?;
+    let outcome = crate::simulate::parallel::plan(problem, &budget).map_err(CliError::Internal)?;
     finish(
         args,
         &outcome,

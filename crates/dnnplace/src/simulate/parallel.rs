@@ -81,6 +81,8 @@ use crate::model::parallel::{ChainCosts, Layout, Topology};
 use crate::model::schedule::{Pass, Schedule};
 use crate::model::Device;
 use crate::score::parallel::{pass_times, score_layout, LayoutScore};
+use crate::solve::budget::Budget;
+use crate::solve::parallel::{plan_with, IterationClock, ParallelOutcome, ParallelProblem};
 
 /// One lane of the run.
 #[derive(Clone, Debug, PartialEq)]
@@ -448,4 +450,29 @@ impl Built {
             .map(|t| t.end_ms)
             .fold(0.0, f64::max)
     }
+}
+
+/// The simulator as the free iteration search's clock
+/// ([`crate::solve::parallel::free_iteration`]): a layout's iteration is its simulated
+/// `T` (module doc).
+pub struct Simulator;
+
+impl IterationClock for Simulator {
+    fn iteration_ms(
+        &self,
+        chain: &ChainCosts,
+        topo: &Topology,
+        layout: &Layout,
+    ) -> Result<f64, String> {
+        simulate_layout(chain, topo, layout)
+            .map(|s| s.iteration_ms)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The best layout of `problem` within `budget` with the simulator at hand: the one entry
+/// of the 3D searches ([`crate::solve::parallel::plan_with`]); free layouts under the
+/// iteration objective are valued by [`Simulator`].
+pub fn plan(problem: &ParallelProblem, budget: &Budget) -> Result<ParallelOutcome, String> {
+    plan_with(problem, budget, Some(&Simulator))
 }
