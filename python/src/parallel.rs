@@ -29,7 +29,7 @@ use dnnplace::model::schedule::Schedule;
 use dnnplace::report::parallel::{layout_json, layout_text, status_line};
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::parallel::{
-    self, Choice, Layouts, Objective, ParallelModel, ParallelOutcome, ParallelSettings, Target,
+    Choice, Layouts, Objective, ParallelModel, ParallelOutcome, ParallelSettings, Target,
 };
 use dnnplace::solve::Status;
 

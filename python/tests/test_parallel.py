@@ -113,6 +113,8 @@ CONFIG_CASES = [
                       "schedule": "gpipe", "sequence_parallel": True}),
     # free layouts, time per sample
     ("1x8xh100", 16, {"free": True, "objective": "throughput"}),
+    # free layouts, the simulated iteration
+    ("1x8xh100", 16, {"free": True, "objective": "iteration"}),
 ]
 
 
@@ -173,7 +175,7 @@ CONFIG_ERRORS = [
     ("2x8xnosuchgpu", 64, {}),
     ("2y8", 64, {}),
     ("1x8xh100+1x8xa100-80gb", 64, {}),
-    ("1x8xh100", 64, {"free": True, "objective": "iteration"}),
+    ("1x8xh100+1x8xa100-80gb", 64, {"free": True, "objective": "iteration"}),
     ("1x8xh100", 64, {"free": True, "objective": "throughput", "export": "megatron"}),
     ("1x8xh100", 64, {"export": "onnx"}),
     ("1x8xh100", 64, {"export": "deepspeed", "sequence_parallel": True}),
