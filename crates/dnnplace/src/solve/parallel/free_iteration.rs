@@ -142,8 +142,14 @@ impl Candidates<'_> {
     }
 
     /// Scores `layout` on chain `ci`; when it is in the space and fits, simulates it (once
-    /// per layout) and keeps it if best. Returns whether it became the best.
-    fn offer(&mut self, ci: usize, layout: Layout, budget: &Budget) -> Result<bool, Exhausted> {
+    /// per layout) and keeps it if best. Returns whether it became the best. Without a
+    /// `budget` (the seeds) it simulates whatever the limits and Ctrl-C say.
+    fn offer(
+        &mut self,
+        ci: usize,
+        layout: Layout,
+        budget: Option<&Budget>,
+    ) -> Result<bool, Exhausted> {
         let end = layout
             .stages
             .last()
@@ -162,9 +168,11 @@ impl Candidates<'_> {
             Ok(score) if score.fits => {}
             _ => return Ok(false),
         }
-        budget.check()?;
-        let tasks = 2 * layout.stages.len() * (layout.global_batch / layout.micro_batch);
-        budget.reserve("a simulated iteration", tasks as f64 * BYTES_PER_TASK)?;
+        if let Some(budget) = budget {
+            budget.check()?;
+            let tasks = 2 * layout.stages.len() * (layout.global_batch / layout.micro_batch);
+            budget.reserve("a simulated iteration", tasks as f64 * BYTES_PER_TASK)?;
+        }
         let value = match self.clock.iteration_ms(chain, self.topo, &layout) {
             Ok(v) => v,
             Err(e) => {
@@ -180,11 +188,11 @@ impl Candidates<'_> {
         Ok(false)
     }
 
-    /// [`Self::offer`] of a plan found by another search.
-    fn offer_plan(&mut self, plan: &ParallelPlan, budget: &Budget) -> Result<bool, Exhausted> {
+    /// [`Self::offer`] of a plan found by another search (a seed: no budget).
+    fn offer_plan(&mut self, plan: &ParallelPlan) -> Result<bool, Exhausted> {
         let b = plan.layout.micro_batch;
         match self.chains.iter().position(|c| c.micro_batch == b) {
-            Some(ci) => self.offer(ci, plan.layout.clone(), budget),
+            Some(ci) => self.offer(ci, plan.layout.clone(), None),
             None => Ok(false),
         }
     }
@@ -197,7 +205,7 @@ impl Candidates<'_> {
         budget: &Budget,
     ) -> Result<bool, Exhausted> {
         let layout = self.packed(cfg, stages);
-        self.offer(cfg.chain, layout, budget)
+        self.offer(cfg.chain, layout, Some(budget))
     }
 
     fn packed(&self, cfg: FreeConfig, stages: &[StageChoice]) -> Layout {
@@ -245,11 +253,10 @@ pub fn plan_free_iteration(
         &budget.share(0.15),
     )?;
     let per_sample = plan_free(chains, topo, space, Some(0.01), &budget.share(0.3))?;
-    let mut stop = None;
     for plan in [&uniform.plan, &per_sample.plan].into_iter().flatten() {
-        if let Err(e) = cands.offer_plan(plan, &Budget::without_deadline()) {
-            stop = Some(StopReason::from(e));
-        }
+        cands
+            .offer_plan(plan)
+            .map_err(|e| format!("internal error: {e}"))?;
     }
     let tables = configs(chains, topo, space, Measure::IterationBound);
     // B × a proven bound on every free layout's time per sample bounds its iteration.
@@ -260,7 +267,6 @@ pub fn plan_free_iteration(
         .filter(|x| x.is_finite())
         .fold(0.0, f64::max);
     let mut progress = bound_by_bisection(&tables, lo, &mut cands, &budget.share(0.7));
-    progress.stop = stop.or(progress.stop);
     if let Err(e) = widen(&tables, &mut cands, budget) {
         progress.stop.get_or_insert(StopReason::from(e));
     }
@@ -347,7 +353,7 @@ fn climb(cands: &mut Candidates, budget: &Budget) -> Result<(), Exhausted> {
                 layout.schedule,
                 layout.recompute,
             );
-            improved |= cands.offer(ci, moved, budget)?;
+            improved |= cands.offer(ci, moved, Some(budget))?;
         }
         if !improved {
             return Ok(());
