@@ -1,8 +1,11 @@
 //! The search over free layouts (Piper's space, `docs/parallel.md`): stage `s` holds a
 //! contiguous range of units on its own TP degree `t_s` and DP degree `d_s`; the micro-batch
 //! `b`, the ZeRO stage and recomputation are the same for every stage. Objective: the time
-//! per sample `max_s (m_s·T_s + sync_s) / B` with `m_s = B/(d_s·b)` (the iteration time is
-//! defined by the evaluator only when every `d_s` is equal, so it is not searched here).
+//! per sample `max_s (m_s·T_s + sync_s) / B` with `m_s = B/(d_s·b)`. The iteration time
+//! (the simulator's, [`super::free_iteration`]) reuses this module's DP and bisection with
+//! another stage value (`Measure::IterationBound`: a stage's lower bound `W_s` on the
+//! iteration, which also reads the suffix's `σ` and its summed `T`, so its fronts keep one
+//! point per `σ`; `pareto`).
 //!
 //! **The space.** Stages are *packed* from device 0: stage `s` starts at the first device
 //! at or after the end of stage `s − 1` that is a multiple of `t_s` (a TP group never spans

@@ -58,7 +58,7 @@
 //! `max_s W_s ≥ max_s (m_s·T_s + sync_s)` = `B` × the layout's time per sample. `W_s`
 //! depends on the stage (units, `t`, `d`, its DP link and its neighbours' links), on the
 //! suffix's capped replica sum `σ_s` (for `n_s`) and on `R_s`: [`super::free`]'s
-//! feasibility DP takes it as a stage's value ([`super::free::Measure::IterationBound`])
+//! feasibility DP takes it as a stage's value (`free::Measure::IterationBound`)
 //! with `σ` in its points already and `R` added to them. A larger `σ` can lower `W_s`, so
 //! points are compared only within a key `(stages, σ)`: the fewest devices, carrying the
 //! least `R` of the key's points — a relaxation (a representative may carry another
@@ -66,7 +66,7 @@
 //! proves that every layout has a stage with `W_s > V`, hence an iteration `> V` (each
 //! layout's suffixes extend a kept point at least as well: no more devices, the same `σ`,
 //! no larger `R`). The scan over a stage's end stops once `Φ(i) + m_s·compute` passes the
-//! threshold. The **bound** is the bisection's [`super::free::bisect`] `lo`, between `B` ×
+//! threshold. The **bound** is the `lo` of `free::bisect`, between `B` ×
 //! the per-sample bound and the best simulated value. With one stage `W_0 = m·T + sync`,
 //! the simulated iteration itself; with equal 1F1B stages and `n_s = p − s < m` it is
 //! `(m + p − 1)·T + sync_0` for stage 0 when `f̄ = f`, `b̄ = b`, `R` exact.
