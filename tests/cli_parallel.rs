@@ -554,8 +554,8 @@ fn free_layouts_through_the_binary() {
         next = first + t * d;
     }
     assert!(next <= 32);
+    assert_eq!(free["valueFrom"], "model");
     for (extra, name) in [
-        (&["--objective", "iteration"][..], "--objective iteration"),
         (&["--sweep"][..], "--sweep"),
         (&["--uniform"][..], "--uniform"),
     ] {
@@ -635,6 +635,98 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
             "{err}"
         );
     }
+}
+
+/// `--free --objective iteration`: a plan whose value is its simulated iteration (the
+/// `--report`'s `simulation.iterationMs`), with the contract's fields, `valueFrom:
+/// simulation`, a bound at most the value and at least `B` × the free per-sample bound;
+/// on two accelerator types it exits 2 naming `--objective`.
+#[test]
+fn free_layouts_plan_the_simulated_iteration() {
+    let dir = std::env::temp_dir().join(format!("dnnplace-free-iter-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("r.html");
+    let flags = [
+        "--global-batch",
+        "64",
+        "--json",
+        "--time-limit",
+        "60",
+        "--free",
+    ];
+    let v = json_of(&plan(
+        &[
+            &flags[..],
+            &[
+                "--objective",
+                "iteration",
+                "--report",
+                report.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    ));
+    for key in [
+        "value",
+        "bound",
+        "gap",
+        "outcome",
+        "stopReason",
+        "optimal",
+        "status",
+        "stages",
+        "microBatch",
+        "zero",
+        "timePerSampleMs",
+        "simulation",
+    ] {
+        assert!(v.get(key).is_some(), "{key} missing in {v}");
+    }
+    assert_eq!(v["objective"], "iteration");
+    assert_eq!(v["uniform"], false);
+    assert_eq!(v["valueFrom"], "simulation");
+    let value = num(&v, "value");
+    assert_eq!(value, num(&v["simulation"], "iterationMs"), "{v}");
+    assert!(num(&v, "bound") <= value);
+    // Every lane of a stage is busy m·T then syncs: the iteration is at least B × the time
+    // per sample, and the bound at least B × the free per-sample bound.
+    assert!(value >= 64.0 * num(&v, "timePerSampleMs") * (1.0 - 1e-12));
+    let per_sample = json_of(&plan(&flags));
+    assert!(num(&v, "bound") >= 64.0 * num(&per_sample, "bound") * (1.0 - 1e-9));
+    assert!(matches!(
+        v["outcome"].as_str(),
+        Some("optimal" | "feasible")
+    ));
+    let text = plan(&[
+        "--global-batch",
+        "64",
+        "--time-limit",
+        "60",
+        "--free",
+        "--objective",
+        "iteration",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("(the simulated iteration)"), "{text}");
+    let mixed = dnnplace()
+        .args([
+            "plan",
+            "examples/hf/llama-3-8b.json",
+            "--parallel",
+            "3d",
+            "--free",
+            "--cluster",
+            "1x4xh100+1x4xa100-80gb",
+            "--global-batch",
+            "8",
+            "--objective",
+            "iteration",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(mixed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&mixed.stderr).contains("--objective iteration"));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--free` on two accelerator types: every stage names its type, lies on that type's
@@ -789,19 +881,21 @@ fn compare_runs_both_searches_and_the_layouts_by_hand() {
     std::fs::remove_file(&file).ok();
     let scored = json_of(&scored);
     assert_eq!(hand["value"], scored["value"], "{hand} vs {scored}");
-    // The iteration objective: the free search does not apply and says why.
+    // The iteration objective: the free search's value is the simulated iteration.
     let it = json_of(
         &dnnplace()
             .arg("compare")
             .args(common)
-            .args(["--objective", "iteration", "--json"])
+            .args(["--objective", "iteration", "--time-limit", "20s", "--json"])
             .output()
             .unwrap(),
     );
-    assert!(it["rows"][1]["error"]
-        .as_str()
-        .unwrap()
-        .contains("time per sample"));
+    assert_eq!(
+        it["rows"][1]["valueFrom"], "simulation",
+        "{}",
+        it["rows"][1]
+    );
+    assert_eq!(it["rows"][0]["valueFrom"], "model", "{}", it["rows"][0]);
     // Flags of the plan road only are named.
     let o = dnnplace()
         .arg("compare")

@@ -34,8 +34,8 @@ use dnnplace::report::parallel::{
 };
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::parallel::{
-    self, Answer, Choice, Goal, Layouts, Objective, ParallelModel, ParallelOutcome,
-    ParallelSettings, Target,
+    Answer, Choice, Goal, Layouts, Objective, ParallelModel, ParallelOutcome, ParallelSettings,
+    Target,
 };
 use dnnplace::solve::Status;
 
@@ -385,7 +385,8 @@ fn build_and_answer(
     let problem = settings
         .build(notes)
         .map_err(|e| Failure::Input(e.to_string()))?;
-    let answer = parallel::answer(&problem, settings.goal, budget).map_err(Failure::Internal)?;
+    let answer = dnnplace::simulate::parallel::answer(&problem, settings.goal, budget)
+        .map_err(Failure::Internal)?;
     Ok(Searched {
         answer,
         topology: problem.topology(),

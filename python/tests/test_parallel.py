@@ -119,6 +119,8 @@ CONFIG_CASES = [
     # uniform and free layouts on two accelerator types
     ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024}),
     ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024, "free": True}),
+    # free layouts, the simulated iteration
+    ("1x8xh100", 16, {"free": True, "objective": "iteration"}),
 ]
 
 
@@ -180,7 +182,7 @@ CONFIG_ERRORS = [
     ("2y8", 64, {}),
     ("1x8xh100+1x8xa100-80gb", 64, {"objective": "iteration"}),
     ("1x8xh100+1x8xa100-80gb", 64, {"export": "megatron"}),
-    ("1x8xh100", 64, {"free": True, "objective": "iteration"}),
+    ("1x8xh100+1x8xa100-80gb", 64, {"free": True, "objective": "iteration"}),
     ("1x8xh100", 64, {"free": True, "objective": "throughput", "export": "megatron"}),
     ("1x8xh100", 64, {"export": "onnx"}),
     ("1x8xh100", 64, {"export": "deepspeed", "sequence_parallel": True}),

@@ -27,8 +27,8 @@ use crate::report::parallel::{layout_json, layout_text};
 use crate::solve::budget::Budget;
 use crate::solve::parallel::settings::{self, MAX_GLOBAL_BATCH};
 use crate::solve::parallel::{
-    self, Answer, Choice, Goal, Layouts, Objective, ParallelDevices, ParallelModel,
-    ParallelProblem, ParallelSettings, SettingsError, Target,
+    Answer, Choice, Goal, Layouts, Objective, ParallelDevices, ParallelModel, ParallelProblem,
+    ParallelSettings, SettingsError, Target,
 };
 use crate::solve::{self, Status};
 
@@ -195,7 +195,7 @@ pub fn run_compare(args: &super::CompareArgs, started: Instant) -> Result<(), Cl
     solve::budget::set_run_limits(started, time_limit, Some(memory));
     super::sigint_setup();
     let budget = Budget::new(time_limit, Some(memory));
-    let rows = parallel::compare::compare(&problem, &budget).map_err(CliError::Internal)?;
+    let rows = crate::simulate::parallel::compare(&problem, &budget).map_err(CliError::Internal)?;
     let topo = problem.topology();
     if args.json {
         let json = compare_json(&rows, &topo, objective);
@@ -439,7 +439,7 @@ pub(super) fn solve_problem(
 ) -> Result<(), CliError> {
     let budget = run_budget(args, started)?;
     let (topo, objective) = (&problem.topology(), problem.objective);
-    match parallel::answer(problem, goal, &budget).map_err(CliError::Internal)? {
+    match crate::simulate::parallel::answer(problem, goal, &budget).map_err(CliError::Internal)? {
         Answer::Sweep(rows) => write_sweep(args, &rows, topo, objective),
         Answer::FewestDevices(found) => write_target(args, &found, topo, objective, export),
         Answer::One(outcome) => finish(args, &outcome, topo, objective, export, None, true),

@@ -10,7 +10,9 @@ use super::tabular::{Align, Table};
 use crate::model::human_bytes;
 use crate::model::parallel::{ChainCosts, StageLayout, Topology};
 use crate::solve::parallel::compare::{Entry, Hand, Row};
-use crate::solve::parallel::{Layouts, Objective, ParallelOutcome, ParallelPlan, TargetOutcome};
+use crate::solve::parallel::{
+    Layouts, Objective, ParallelOutcome, ParallelPlan, TargetOutcome, Valuation,
+};
 use crate::solve::Status;
 
 /// The name of an objective in reports.
@@ -67,6 +69,10 @@ fn ms(x: f64) -> String {
 /// The status line: optimal, or the bound and gap and why the search stopped.
 pub fn status_line(o: &ParallelOutcome) -> String {
     match &o.status {
+        Status::Optimal if o.valuation == Valuation::Simulation => {
+            "optimal (proven: the simulated iteration meets the bound every free layout's respects)"
+                .into()
+        }
         Status::Optimal if o.free => {
             "optimal (proven: no free layout is worth less, by the feasibility DP)".into()
         }
@@ -97,10 +103,15 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     let Some(plan) = &o.plan else {
         return s;
     };
-    s += &plan_text(plan, topo);
+    let simulated = (o.valuation == Valuation::Simulation).then_some(o.value);
+    s += &plan_text(plan, topo, simulated);
     s += &format!(
-        "value {:.6} ms, bound {:.6} ms, gap {:.3}% · {} in {:.2} s\n",
+        "value {:.6} ms{}, bound {:.6} ms, gap {:.3}% · {} in {:.2} s\n",
         o.value,
+        match o.valuation {
+            Valuation::Simulation => " (the simulated iteration)",
+            Valuation::Model => "",
+        },
         o.bound,
         100.0 * o.gap(),
         if o.free {
@@ -119,15 +130,19 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
     s
 }
 
-/// One plan's summary, stage table and totals (the search's and `score`'s reports).
-fn plan_text(plan: &ParallelPlan, topo: &Topology) -> String {
+/// One plan's summary, stage table and totals (the search's and `score`'s reports); the
+/// iteration is the scorer's, or `simulated` (the free iteration search's value) when given.
+fn plan_text(plan: &ParallelPlan, topo: &Topology, simulated: Option<f64>) -> String {
     let mut s = summary_line(plan);
     s += "\n\n";
     s += &stage_table(plan, topo).text();
     let sc = &plan.score;
     s += &format!(
         "\niteration {} ms · time per sample {} ms · {:.1} TFLOP/s per device · MFU {:.1}% · {} of {} devices\n",
-        sc.iteration_ms.map_or("-".into(), |x| format!("{x:.2}")),
+        match simulated {
+            Some(x) => format!("{x:.2} (simulated)"),
+            None => sc.iteration_ms.map_or("-".into(), |x| format!("{x:.2}")),
+        },
         format_args!("{:.4}", sc.time_per_sample_ms),
         sc.tflops_per_device,
         100.0 * sc.mfu,
@@ -154,7 +169,7 @@ pub fn scored_text(
         topo.devices(),
         objective_name(objective),
         if plan.score.fits { "" } else { "DOES NOT FIT: a stage needs more memory than its devices have\n" },
-        plan_text(plan, topo),
+        plan_text(plan, topo, None),
         if plan.score.fits { "" } else { " (does not fit)" }
     )
 }
@@ -327,7 +342,8 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
     t
 }
 
-/// The layout as JSON: the usual `value`, `bound`, `gap`, `outcome`, `stopReason`,
+/// The layout as JSON: the usual `value` (`valueFrom`: `model`, the scorer's formula, or
+/// `simulation`, the plan's simulated iteration), `bound`, `gap`, `outcome`, `stopReason`,
 /// `optimal`, and `stages: [{layers, tensorParallel, dataParallel, devices,
 /// microBatchTimeMs, …, memoryBytes}]`.
 pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> Value {
@@ -336,6 +352,7 @@ pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
         "uniform": !o.free,
         "objective": objective_name(objective),
         "value": o.value.is_finite().then_some(o.value),
+        "valueFrom": o.valuation.code(),
         "bound": o.bound.is_finite().then_some(o.bound),
         "gap": o.value.is_finite().then(|| o.gap()),
         "outcome": o.status.kind(),

@@ -81,6 +81,8 @@ use crate::model::parallel::{ChainCosts, Layout, Topology};
 use crate::model::schedule::{Pass, Schedule};
 use crate::model::Device;
 use crate::score::parallel::{pass_times, score_layout, LayoutScore};
+use crate::solve::budget::Budget;
+use crate::solve::parallel::{plan_with, IterationClock, ParallelOutcome, ParallelProblem};
 
 /// One lane of the run.
 #[derive(Clone, Debug, PartialEq)]
@@ -448,4 +450,49 @@ impl Built {
             .map(|t| t.end_ms)
             .fold(0.0, f64::max)
     }
+}
+
+/// The simulator as the free iteration search's clock
+/// ([`crate::solve::parallel::free_iteration`]): a layout's iteration is its simulated
+/// `T` (module doc).
+pub struct Simulator;
+
+impl IterationClock for Simulator {
+    fn iteration_ms(
+        &self,
+        chain: &ChainCosts,
+        topo: &Topology,
+        layout: &Layout,
+    ) -> Result<f64, String> {
+        simulate_layout(chain, topo, layout)
+            .map(|s| s.iteration_ms)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The best layout of `problem` within `budget` with the simulator at hand: the one entry
+/// of the 3D searches ([`crate::solve::parallel::plan_with`]); free layouts under the
+/// iteration objective are valued by [`Simulator`].
+pub fn plan(problem: &ParallelProblem, budget: &Budget) -> Result<ParallelOutcome, String> {
+    plan_with(problem, budget, Some(&Simulator))
+}
+
+/// The answer of `problem` to `goal` ([`crate::solve::parallel::answer`]) with the
+/// simulator at hand: the one entry of `plan --parallel 3d` and Python's `plan_parallel` /
+/// `sweep_parallel`.
+pub fn answer(
+    problem: &ParallelProblem,
+    goal: crate::solve::parallel::Goal,
+    budget: &Budget,
+) -> Result<crate::solve::parallel::Answer, String> {
+    crate::solve::parallel::answer(problem, goal, budget, Some(&Simulator))
+}
+
+/// The 3D comparison ([`crate::solve::parallel::compare::compare`]) with the simulator at
+/// hand: `compare CONFIG.json --parallel 3d`.
+pub fn compare(
+    problem: &ParallelProblem,
+    budget: &Budget,
+) -> Result<Vec<crate::solve::parallel::compare::Row>, String> {
+    crate::solve::parallel::compare::compare(problem, budget, Some(&Simulator))
 }

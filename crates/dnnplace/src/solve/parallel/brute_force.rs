@@ -7,7 +7,7 @@
 use super::mixed::{packed_mixed, MixedChoice};
 use super::{objective_value, Objective, Space};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, Topology, Uniform, Zero};
-use crate::score::parallel::{score_layout, score_mixed};
+use crate::score::parallel::{score_layout, score_mixed, LayoutScore};
 
 /// The best uniform layout of `space` and its value, `None` when none fits.
 pub fn brute_force_uniform(
@@ -76,6 +76,20 @@ pub fn brute_force_free(
     topo: &Topology,
     space: &Space,
 ) -> Option<(Layout, f64)> {
+    brute_force_free_by(chains, topo, space, |_, _, score| {
+        Some(score.time_per_sample_ms)
+    })
+}
+
+/// [`brute_force_free`] under any value: `value(chain, layout, score)` of every packed
+/// free layout that the evaluator scores and that fits (`None`: not counted); the least.
+/// The oracle of [`super::free_iteration`] passes the simulated iteration.
+pub fn brute_force_free_by(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    mut value: impl FnMut(&ChainCosts, &Layout, &LayoutScore) -> Option<f64>,
+) -> Option<(Layout, f64)> {
     let devices = space.max_devices.min(topo.devices());
     let recomputes: Vec<bool> = space.recompute.map_or(vec![false, true], |r| vec![r]);
     let mut best: Option<(Layout, f64)> = None;
@@ -104,8 +118,13 @@ pub fn brute_force_free(
                         let Ok(score) = score_layout(chain, topo, &layout) else {
                             return;
                         };
-                        let v = score.time_per_sample_ms;
-                        if score.fits && best.as_ref().is_none_or(|b| v < b.1) {
+                        if !score.fits {
+                            return;
+                        }
+                        let Some(v) = value(chain, &layout, &score) else {
+                            return;
+                        };
+                        if best.as_ref().is_none_or(|b| v < b.1) {
                             best = Some((layout, v));
                         }
                     });

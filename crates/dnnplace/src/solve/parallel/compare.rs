@@ -1,8 +1,9 @@
 //! Every 3D search and the layouts a person tries first, on one problem, scored by one
 //! evaluator: `dnnplace compare CONFIG.json --parallel 3d` (docs/parallel.md, "Compare").
 //!
-//! **Rows.** The two searches of [`super::plan`] — uniform layouts (every stage one `t` and
-//! `d`) and free layouts (each stage its own) — with their proven bounds, then four layouts
+//! **Rows.** The two searches of [`super::plan_with`] — uniform layouts (every stage one `t`
+//! and `d`) and free layouts (each stage its own; under the iteration objective valued by
+//! the `clock`, the simulator) — with their proven bounds, then four layouts
 //! by hand on one accelerator type with `N = M·G` devices (`M` machines of `G`), each split
 //! as Megatron-LM splits its layers ([`megatron_cuts`]: the blocks evenly, the first unit
 //! with the first stage and the last with the last):
@@ -25,8 +26,9 @@
 //! **Budget.** The searches share it: the uniform one gets half of what is left, the free one
 //! the rest; the hand layouts are scored, not searched.
 
-use super::problem::{plan, Layouts, ParallelDevices, ParallelProblem};
-use super::{objective_value, Objective, ParallelOutcome, ParallelPlan};
+use super::problem::{plan_with, Layouts, ParallelDevices, ParallelProblem};
+use super::IterationClock;
+use super::{objective_value, ParallelOutcome, ParallelPlan};
 use crate::model::parallel::{ChainCosts, Layout, Topology, Uniform, Zero};
 use crate::score::parallel::score_layout;
 use crate::solve::budget::Budget;
@@ -94,18 +96,16 @@ pub fn megatron_cuts(units: usize, p: usize) -> Vec<usize> {
     (1..p).map(|s| 1 + s * blocks / p).collect()
 }
 
-/// Every row of the comparison of `problem` (module documentation).
-pub fn compare(problem: &ParallelProblem, budget: &Budget) -> Result<Vec<Row>, String> {
+/// Every row of the comparison of `problem` (module documentation), free layouts'
+/// iterations timed by `clock`.
+pub fn compare(
+    problem: &ParallelProblem,
+    budget: &Budget,
+    clock: Option<&dyn IterationClock>,
+) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for (i, layouts) in [Layouts::Uniform, Layouts::Free].into_iter().enumerate() {
         let entry = Entry::Search(layouts);
-        if layouts == Layouts::Free && problem.objective == Objective::Iteration {
-            rows.push(Row {
-                entry,
-                result: Err("free layouts minimise the time per sample".into()),
-            });
-            continue;
-        }
         let p = ParallelProblem {
             layouts,
             ..problem.clone()
@@ -113,7 +113,7 @@ pub fn compare(problem: &ParallelProblem, budget: &Budget) -> Result<Vec<Row>, S
         let share = budget.share(1.0 / (2 - i) as f64);
         rows.push(Row {
             entry,
-            result: Ok(plan(&p, &share)?),
+            result: Ok(plan_with(&p, &share, clock)?),
         });
     }
     for hand in Hand::ALL {
@@ -207,6 +207,7 @@ fn by_hand(
                 configs: 0,
                 elapsed_s: 0.0,
                 free: false,
+                valuation: super::Valuation::Model,
             });
         }
         last = Some(score);

@@ -1,8 +1,11 @@
 //! The search over free layouts (Piper's space, `docs/parallel.md`): stage `s` holds a
 //! contiguous range of units on its own TP degree `t_s` and DP degree `d_s`; the micro-batch
 //! `b`, the ZeRO stage and recomputation are the same for every stage. Objective: the time
-//! per sample `max_s (m_s·T_s + sync_s) / B` with `m_s = B/(d_s·b)` (the iteration time is
-//! defined by the evaluator only when every `d_s` is equal, so it is not searched here).
+//! per sample `max_s (m_s·T_s + sync_s) / B` with `m_s = B/(d_s·b)`. The iteration time
+//! (the simulator's, [`super::free_iteration`]) reuses this module's DP and bisection with
+//! another stage value (`Measure::IterationBound`: a stage's lower bound `W_s` on the
+//! iteration, which also reads the suffix's `σ` and its summed `T`, so its fronts keep one
+//! point per `σ`; `pareto`).
 //!
 //! **The space.** Stages are *packed* from device 0: stage `s` starts at the first device
 //! at or after the end of stage `s − 1` that is a multiple of `t_s` (a TP group never spans
@@ -79,6 +82,16 @@ pub(super) const NET_APART: usize = 2;
 /// after it lies on other machines, its boundary priced on the network.
 const END: usize = 3;
 
+/// What a stage is worth in the feasibility DP: its time per sample (the search of this
+/// module), or its lower bound on the simulated iteration ([`super::free_iteration`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Measure {
+    /// `(m_s·T_s + sync_s) / B`.
+    PerSample,
+    /// `W_s` of [`super::free_iteration`]'s module documentation.
+    IterationBound,
+}
+
 /// One configuration of the free space: a chain (micro-batch), ZeRO stage, recomputation.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct FreeConfig {
@@ -91,6 +104,7 @@ pub(super) struct FreeConfig {
 pub(super) struct Tables<'a> {
     pub(super) chain: &'a ChainCosts,
     pub(super) cfg: FreeConfig,
+    measure: Measure,
     global_batch: usize,
     schedule: Schedule,
     /// `M = B/b` under 1F1B, 0 under GPipe: the cap on a suffix's replica sum `σ`.
@@ -108,6 +122,14 @@ pub(super) struct Tables<'a> {
     pub(super) sums: Vec<[Vec<f64>; 5]>,
     /// Per TP choice, per unit: the full stash (recomputation's working set).
     full: Vec<Vec<f64>>,
+    /// Per TP choice: prefix sums of the units' forward compute and forward TP time (what
+    /// every stage's forward pass holds at least).
+    forward_sums: Vec<Vec<f64>>,
+    /// Per unit boundary `i`: `Σ_{u<i} min_t` forward part (`fill`, `Φ(i)`) and backward
+    /// part (`drain`, `Δ(i)`: the rest of the unit's compute and TP time)
+    /// ([`super::free_iteration`]).
+    fill: Vec<f64>,
+    drain: Vec<f64>,
     /// Per cut: forward and backward transfers priced on `[peer, network]`.
     forward: Vec<[f64; 2]>,
     backward: Vec<[f64; 2]>,
@@ -139,6 +161,7 @@ impl<'a> Tables<'a> {
             .collect();
         let mut sums = Vec::new();
         let mut full = Vec::new();
+        let mut forward_sums = Vec::new();
         for &(t, ti) in &tps {
             let s = unit_prefix_sums(chain, (t, ti), intra, cfg.recompute);
             sums.push(s);
@@ -149,7 +172,9 @@ impl<'a> Tables<'a> {
                     .map(|u| u.costs[ti].activation_bytes)
                     .collect(),
             );
+            forward_sums.push(forward_prefix_sums(chain, (t, ti), intra));
         }
+        let (fill, drain) = least_passes(&sums, &forward_sums, chain.len());
         let links = [intra, topo.network];
         let priced = |xs: &[f64], l: Link| xs.iter().map(|&x| transfer_ms(l, x)).sum::<f64>();
         let staged = |xs: &[f64]| match topo.peer {
@@ -159,6 +184,7 @@ impl<'a> Tables<'a> {
         Tables {
             chain,
             cfg,
+            measure: Measure::PerSample,
             global_batch: space.global_batch,
             schedule: space.schedule,
             sigma_cap: match space.schedule {
@@ -173,6 +199,9 @@ impl<'a> Tables<'a> {
             ds,
             sums,
             full,
+            forward_sums,
+            fill,
+            drain,
             forward: chain
                 .cuts
                 .iter()
@@ -189,8 +218,27 @@ impl<'a> Tables<'a> {
         }
     }
 
-    /// The configuration's lower bound on the time per sample (module documentation).
-    fn lower_bound(&self) -> f64 {
+    /// The same tables valuing each stage by its lower bound `W_s` on the simulated
+    /// iteration ([`super::free_iteration`]).
+    pub(super) fn for_iteration(self) -> Self {
+        Tables {
+            measure: Measure::IterationBound,
+            ..self
+        }
+    }
+
+    /// The configuration's lower bound on the time per sample (module documentation); for
+    /// [`Measure::IterationBound`], `B` times it (every lane of stage `s` runs `m_s·T_s`,
+    /// then its sync).
+    pub(super) fn lower_bound(&self) -> f64 {
+        let scale = match self.measure {
+            Measure::PerSample => 1.0,
+            Measure::IterationBound => self.global_batch as f64,
+        };
+        scale * self.per_sample_bound()
+    }
+
+    fn per_sample_bound(&self) -> f64 {
         let n = self.chain.len();
         let per_unit: f64 = (0..n)
             .map(|u| {
@@ -212,6 +260,8 @@ struct Stage {
     i: usize,
     j: usize,
     compute: f64,
+    /// The units' forward compute and forward TP time (at most the forward pass `f_s`).
+    forward: f64,
     m: f64,
     d: usize,
     /// ZeRO-3's gathers and the DP sync on `[peer, network]`.
@@ -241,6 +291,7 @@ impl Tables<'_> {
             i,
             j,
             compute: s[0][j] - s[0][i],
+            forward: self.forward_sums[x][j] - self.forward_sums[x][i],
             m: (self.global_batch / (d * self.chain.micro_batch)) as f64,
             d,
             gather,
@@ -253,25 +304,65 @@ impl Tables<'_> {
         }
     }
 
-    /// The stage's value on DP link `dp`, with its boundary in priced on `input` and out on
-    /// `output` (`None`: no neighbour there).
-    fn value(
+    /// The stage's time per micro-batch `T_s` on DP link `dp`, with its boundary in priced
+    /// on `input` and out on `output` (`None`: no neighbour there).
+    fn stage_time(
         &self,
         st: &Stage,
-        i: usize,
-        j: usize,
         dp: usize,
         input: Option<usize>,
         output: Option<usize>,
     ) -> f64 {
         let mut t = st.compute + st.gather[dp];
         if let Some(l) = input {
-            t += self.forward[i][l] + self.host_backward[i];
+            t += self.forward[st.i][l] + self.host_backward[st.i];
         }
         if let Some(l) = output {
-            t += self.backward[j][l] + self.host_forward[j];
+            t += self.backward[st.j][l] + self.host_forward[st.j];
         }
-        (st.m * t + st.sync[dp]) / self.global_batch as f64
+        t
+    }
+
+    /// A floor of the stage's value over every suffix after it, from its time `t` on DP
+    /// link `dp`: the value itself per sample; `Φ(i) + m·T + max(sync, Δ(i))` for `W_s`.
+    fn value_floor(&self, st: &Stage, dp: usize, t: f64) -> f64 {
+        match self.measure {
+            Measure::PerSample => (st.m * t + st.sync[dp]) / self.global_batch as f64,
+            Measure::IterationBound => {
+                self.fill[st.i] + st.m * t + st.sync[dp].max(self.drain[st.i])
+            }
+        }
+    }
+
+    /// The stage's value from its time `t` on DP link `dp`, when the suffix it starts has
+    /// the capped replica sum `sigma` and the suffix after it takes at least `rest` per
+    /// micro-batch (`Σ_{k>s} T_k`): `W_s` of [`super::free_iteration`] with `n` the
+    /// replica's micro-batches in flight (its forwards before its first backward and its
+    /// backwards after its last forward), `f̄ = T − (compute − φ)`, `b̄ = T − φ`.
+    fn value(&self, st: &Stage, dp: usize, t: f64, sigma: u32, rest: f64) -> f64 {
+        let floor = self.value_floor(st, dp, t);
+        if self.measure == Measure::PerSample {
+            return floor;
+        }
+        let n = replica_in_flight(self.schedule, st.m as usize, st.d, sigma as usize) as f64;
+        let (f_hi, b_hi) = (t - (st.compute - st.forward), t - st.forward);
+        let idle = if n < st.m {
+            (rest - (n - 1.0) * f_hi).max(0.0) + (rest - (n - 1.0) * b_hi).max(0.0)
+        } else {
+            (rest - (st.m - 1.0) * f_hi.min(b_hi)).max(0.0)
+        };
+        // At most `n` micro-batches in flight, each for a round trip of `T + R`.
+        let rounds = (st.m / n).ceil() * (t + rest);
+        floor + idle.max(rounds - st.m * t)
+    }
+
+    /// A floor of the stage's value that grows with its last unit `j`: once it passes the
+    /// threshold no longer stage from `i` qualifies (module documentation).
+    fn scan_floor(&self, st: &Stage) -> f64 {
+        match self.measure {
+            Measure::PerSample => st.m * st.compute / self.global_batch as f64,
+            Measure::IterationBound => self.fill[st.i] + st.m * st.compute,
+        }
     }
 
     /// Memory per device of stage `st` when the suffix it starts has the capped replica sum
@@ -310,6 +401,9 @@ pub(super) struct Point {
     pub(super) stages: u16,
     pub(super) sigma: u32,
     pub(super) devices: u32,
+    /// [`Measure::IterationBound`]: a lower bound on the suffix's `Σ T_k` (the least over
+    /// the layouts this point stands for); 0 otherwise.
+    rest: f64,
     how: Choice,
 }
 
@@ -384,7 +478,7 @@ impl Dp {
 
 /// The feasibility DP for threshold `v` (module documentation): a packed layout whose every
 /// stage is worth `≤ v` (`< v` when `strict`), or `None`.
-fn feasible(
+pub(super) fn feasible(
     tb: &Tables,
     v: f64,
     strict: bool,
@@ -434,9 +528,7 @@ pub(super) fn run_dp<'e>(
                 for j in i + 1..=n {
                     working = working.max(tb.full[x][j - 1]);
                     let st = tb.stage(x, i, j, d, working);
-                    if !ok(st.m * st.compute / tb.global_batch as f64)
-                        || tb.memory_at(&st, tb.sigma(d, 0)) > tb.memory
-                    {
+                    if !ok(tb.scan_floor(&st)) || tb.memory_at(&st, tb.sigma(d, 0)) > tb.memory {
                         break;
                     }
                     let hand_over = if j < n { ends(j) } else { &[] };
@@ -449,7 +541,7 @@ pub(super) fn run_dp<'e>(
         let mut added = 0;
         for (slot, points) in cand.iter_mut().enumerate() {
             let front = &mut dp.fronts[i * pm * 3 + slot];
-            pareto(points, front);
+            pareto(tb.measure, points, front);
             added += front.len();
         }
         budget.reserve(
@@ -460,9 +552,23 @@ pub(super) fn run_dp<'e>(
     Ok(dp)
 }
 
-/// Moves the points of `points` no other beats into `front` (module documentation).
-fn pareto(points: &mut Vec<Point>, front: &mut Vec<Point>) {
+/// Moves the points of `points` no other beats into `front` (module documentation). Under
+/// [`Measure::IterationBound`] a larger `σ` may lower a stage's `W_s` (more micro-batches
+/// in flight), so only points of the same key are compared: per key the fewest devices,
+/// carrying the least `rest` of the key's points (a lower bound for each of them).
+fn pareto(measure: Measure, points: &mut Vec<Point>, front: &mut Vec<Point>) {
     points.sort_unstable_by_key(|p| (p.stages, p.sigma, p.devices));
+    if measure == Measure::IterationBound {
+        for p in points.drain(..) {
+            match front.last_mut() {
+                Some(q) if (q.stages, q.sigma) == (p.stages, p.sigma) => {
+                    q.rest = q.rest.min(p.rest);
+                }
+                _ => front.push(p),
+            }
+        }
+        return;
+    }
     let mut last: Option<(u16, u32)> = None;
     for p in points.drain(..) {
         if last.is_some_and(|(k, dev)| k == p.stages && dev <= p.devices) {
@@ -498,6 +604,7 @@ fn relax(
         stages: 0,
         sigma: 0,
         devices: 0,
+        rest: 0.0,
         how: st_choice(j, x, d, 0, 0.0),
     }];
     let handed: Vec<Point> = hand_over
@@ -506,6 +613,7 @@ fn relax(
             stages: k,
             sigma,
             devices: 0,
+            rest: 0.0,
             how: st_choice(j, x, d, 0, 0.0),
         })
         .collect();
@@ -542,8 +650,8 @@ fn relax(
             if points.is_empty() {
                 continue;
             }
-            let value = tb.value(st, i, j, link, input, output);
-            if !ok(value) {
+            let t = tb.stage_time(st, link, input, output);
+            if !ok(tb.value_floor(st, link, t)) {
                 continue;
             }
             for p in points {
@@ -555,10 +663,19 @@ fn relax(
                 {
                     continue;
                 }
+                let value = tb.value(st, link, t, sigma, p.rest);
+                if !ok(value) {
+                    continue;
+                }
+                let rest = match tb.measure {
+                    Measure::PerSample => 0.0,
+                    Measure::IterationBound => t + p.rest,
+                };
                 cand[r * 3 + class].push(Point {
                     stages,
                     sigma,
                     devices,
+                    rest,
                     how: st_choice(j, x, d, next, value).with_next_sigma(p.sigma),
                 });
             }
@@ -582,6 +699,41 @@ impl Choice {
     fn with_next_sigma(self, next_sigma: u32) -> Choice {
         Choice { next_sigma, ..self }
     }
+}
+
+/// Per TP choice `(t, ti)`: prefix sums of each unit's forward compute plus its forward TP
+/// all-reduces on `tp_link` (the part of [`unit_prefix_sums`]' time that lies in the forward
+/// pass, [`crate::score::parallel::pass_times`]).
+fn forward_prefix_sums(chain: &ChainCosts, (t, ti): (usize, usize), tp_link: Link) -> Vec<f64> {
+    let mut out = vec![0.0; chain.len() + 1];
+    for (u, unit) in chain.units.iter().enumerate() {
+        let k = &unit.costs[ti];
+        let ar = all_reduce_ms(tp_link, k.tp_all_reduce_bytes, t);
+        out[u + 1] = out[u] + k.forward_ms + f64::from(k.tp_forward_all_reduces) * ar;
+    }
+    out
+}
+
+/// `(fill, drain)` of [`Tables`] from the per-TP-choice prefix sums of the whole time
+/// (`sums[x][0]`) and of its forward part: each unit at its least over the TP choices.
+fn least_passes(sums: &[[Vec<f64>; 5]], forward: &[Vec<f64>], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let least = |f: &dyn Fn(usize, usize) -> f64, u: usize| {
+        (0..sums.len())
+            .map(|x| f(x, u))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let whole = |x: usize, u: usize| sums[x][0][u + 1] - sums[x][0][u];
+    let fwd = |x: usize, u: usize| forward[x][u + 1] - forward[x][u];
+    let bwd = |x: usize, u: usize| whole(x, u) - fwd(x, u);
+    let (mut fill, mut drain) = (vec![0.0; n + 1], vec![0.0; n + 1]);
+    if sums.is_empty() {
+        return (fill, drain);
+    }
+    for u in 0..n {
+        fill[u + 1] = fill[u] + least(&fwd, u);
+        drain[u + 1] = drain[u] + least(&bwd, u);
+    }
+    (fill, drain)
 }
 
 /// The packed layout of `stages` (module documentation).
@@ -617,8 +769,13 @@ pub fn packed(
     }
 }
 
-/// Every configuration of `space`, by ascending lower bound.
-fn configs<'a>(chains: &'a [ChainCosts], topo: &Topology, space: &Space) -> Vec<(f64, Tables<'a>)> {
+/// Every configuration of `space` valued by `measure`, by ascending lower bound.
+pub(super) fn configs<'a>(
+    chains: &'a [ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    measure: Measure,
+) -> Vec<(f64, Tables<'a>)> {
     let recomputes = match space.recompute {
         Some(r) => vec![r],
         None => vec![false, true],
@@ -632,7 +789,10 @@ fn configs<'a>(chains: &'a [ChainCosts], topo: &Topology, space: &Space) -> Vec<
                     zero,
                     recompute,
                 };
-                let tb = Tables::new(chain, topo, space, cfg);
+                let mut tb = Tables::new(chain, topo, space, cfg);
+                if measure == Measure::IterationBound {
+                    tb = tb.for_iteration();
+                }
                 if !tb.tps.is_empty() && !tb.ds.is_empty() {
                     out.push((tb.lower_bound(), tb));
                 }
@@ -659,7 +819,7 @@ pub fn plan_free(
         Objective::TimePerSample,
         &budget.share(0.3),
     )?;
-    let tables = configs(chains, topo, space);
+    let tables = configs(chains, topo, space, Measure::PerSample);
     let lo = tables.first().map_or(f64::INFINITY, |t| t.0);
     let run = bisect(
         (lo, uniform.value),
@@ -743,7 +903,7 @@ pub(super) fn bisect<C>(
 }
 
 /// Runs the feasibility check for `v` on every configuration whose bound allows it.
-fn check_all(
+pub(super) fn check_all(
     tables: &[(f64, Tables)],
     v: f64,
     strict: bool,
@@ -809,6 +969,7 @@ fn finish_free(
         configs,
         elapsed_s: budget.elapsed_s(),
         free: true,
+        valuation: super::Valuation::Model,
     })
 }
 

@@ -398,6 +398,7 @@ pub fn plan_mixed(
         configs: configs.len(),
         elapsed_s: budget.elapsed_s(),
         free: true,
+        valuation: super::Valuation::Model,
     })
 }
 

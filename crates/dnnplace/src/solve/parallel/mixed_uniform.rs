@@ -129,5 +129,6 @@ fn answer(
         configs: total,
         elapsed_s: budget.elapsed_s(),
         free: false,
+        valuation: super::Valuation::Model,
     }
 }

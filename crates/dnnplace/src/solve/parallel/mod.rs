@@ -32,14 +32,16 @@
 pub mod brute_force;
 pub mod compare;
 pub mod free;
+pub mod free_iteration;
 pub mod mixed;
 pub mod mixed_uniform;
 pub mod partition;
 pub mod problem;
 pub mod settings;
 
+pub use free_iteration::IterationClock;
 pub use problem::{
-    answer, plan, Answer, Goal, Layouts, ParallelDevices, ParallelProblem, PricedModel,
+    answer, plan, plan_with, Answer, Goal, Layouts, ParallelDevices, ParallelProblem, PricedModel,
 };
 pub use settings::{Choice, ParallelModel, ParallelSettings, SettingsError, Target};
 
@@ -86,6 +88,26 @@ pub struct ParallelPlan {
     pub accelerators: Option<Vec<String>>,
 }
 
+/// Where a plan's value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Valuation {
+    /// The scorer's formula under the objective ([`crate::score::parallel`]).
+    Model,
+    /// The simulated iteration of the plan ([`free_iteration`]: free layouts under the
+    /// iteration objective).
+    Simulation,
+}
+
+impl Valuation {
+    /// Its name in the JSON reports (`valueFrom`): `model` or `simulation`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Valuation::Model => "model",
+            Valuation::Simulation => "simulation",
+        }
+    }
+}
+
 /// The outcome of a search.
 #[derive(Clone, Debug)]
 pub struct ParallelOutcome {
@@ -102,6 +124,8 @@ pub struct ParallelOutcome {
     /// Free layouts (per-stage `t`, `d`; [`free`]) were searched: `configs_solved` counts
     /// feasibility checks over `configs` configurations `(b, ZeRO, recompute)`.
     pub free: bool,
+    /// Where `value` comes from.
+    pub valuation: Valuation,
 }
 
 impl ParallelOutcome {
@@ -284,6 +308,7 @@ pub fn plan_uniform(
             configs: configs.len(),
             elapsed_s,
             free: false,
+            valuation: Valuation::Model,
         });
     };
     let plan = rescored(&chains[ci], topo, space, cfg, &cuts, value, objective)?;
@@ -304,6 +329,7 @@ pub fn plan_uniform(
         configs: configs.len(),
         elapsed_s,
         free: false,
+        valuation: Valuation::Model,
     })
 }
 

@@ -11,7 +11,8 @@
 //! | layouts | one type | several types |
 //! | --- | --- | --- |
 //! | uniform (`t`, `d` for every stage) | [`super::plan_uniform`] | [`super::mixed_uniform::plan_mixed_uniform`] |
-//! | free (per-stage `t`, `d`) | [`super::free::plan_free`] | [`super::mixed::plan_mixed`] |
+//! | free (per-stage `t`, `d`), time per sample | [`super::free::plan_free`] | [`super::mixed::plan_mixed`] |
+//! | free, iteration | [`super::free_iteration::plan_free_iteration`] (needs the simulator: [`plan_with`]) | refused by the settings |
 //!
 //! and every answer is a [`ParallelOutcome`]: the plan re-scored by
 //! [`crate::score::parallel`], its value, a proven bound, the gap
@@ -22,7 +23,9 @@
 //! [`Answer`]: the one road of `plan --parallel 3d [--sweep | --target-tps MS]` and of
 //! Python's `plan_parallel` / `sweep_parallel`.
 
-use super::{fewest_devices, sweep, Objective, ParallelOutcome, Space, TargetOutcome};
+use super::{
+    fewest_devices, sweep, IterationClock, Objective, ParallelOutcome, Space, TargetOutcome,
+};
 use crate::costmodel::operators::DType;
 use crate::costmodel::parallel::{transformer_chain_with, with_batch, SequenceParallel};
 use crate::costmodel::transformer::TransformerSpec;
@@ -35,7 +38,8 @@ use crate::solve::budget::Budget;
 pub enum Layouts {
     /// Every stage with the same TP and DP degree (what the frameworks run).
     Uniform,
-    /// Each stage its own TP and DP degree (`--free`; time per sample only).
+    /// Each stage its own TP and DP degree (`--free`; the iteration objective is the
+    /// simulated iteration, [`super::free_iteration`]).
     Free,
 }
 
@@ -60,10 +64,16 @@ pub enum Answer {
     FewestDevices(TargetOutcome),
 }
 
-/// The answer of `problem` to `goal` within `budget`.
-pub fn answer(problem: &ParallelProblem, goal: Goal, budget: &Budget) -> Result<Answer, String> {
+/// The answer of `problem` to `goal` within `budget`, timing free layouts' iterations with
+/// `clock` ([`plan_with`]; `crate::simulate::parallel::answer` gives the simulator).
+pub fn answer(
+    problem: &ParallelProblem,
+    goal: Goal,
+    budget: &Budget,
+    clock: Option<&dyn IterationClock>,
+) -> Result<Answer, String> {
     Ok(match goal {
-        Goal::One => Answer::One(plan(problem, budget)?),
+        Goal::One => Answer::One(plan_with(problem, budget, clock)?),
         Goal::Sweep => Answer::Sweep(problem.sweep(budget)?),
         Goal::FewestDevices { target_ms } => {
             Answer::FewestDevices(problem.fewest_devices(target_ms, budget)?)
@@ -177,17 +187,43 @@ impl ParallelProblem {
     }
 }
 
-/// The best layout of `problem` within `budget`: the one entry of the 3D searches (module
-/// documentation: which search each problem takes).
+/// The best layout of `problem` within `budget` (module documentation: which search each
+/// problem takes), without a simulator: free layouts under the iteration objective are an
+/// error here ([`plan_with`] takes the simulator; `crate::simulate::parallel::plan` is the
+/// one entry that gives it).
 pub fn plan(problem: &ParallelProblem, budget: &Budget) -> Result<ParallelOutcome, String> {
+    plan_with(problem, budget, None)
+}
+
+/// The best layout of `problem` within `budget`, timing free layouts' iterations with
+/// `clock` (module documentation).
+pub fn plan_with(
+    problem: &ParallelProblem,
+    budget: &Budget,
+    clock: Option<&dyn IterationClock>,
+) -> Result<ParallelOutcome, String> {
     let chains = problem.chains.as_slice();
+    let iteration = problem.objective == Objective::Iteration;
     match (&problem.devices, problem.layouts, chains) {
         (ParallelDevices::One(topo), Layouts::Uniform, [one]) => {
             super::plan_uniform(one, topo, &problem.space, problem.objective, budget)
         }
+        (ParallelDevices::One(topo), Layouts::Free, [one]) if iteration => match clock {
+            Some(clock) => super::free_iteration::plan_free_iteration(
+                one,
+                topo,
+                &problem.space,
+                budget,
+                clock,
+            ),
+            None => Err("internal error: the iteration of free layouts is the simulator's; plan them with simulate::parallel::plan".into()),
+        },
         (ParallelDevices::One(topo), Layouts::Free, [one]) => {
             super::free::plan_free(one, topo, &problem.space, None, budget)
         }
+        (ParallelDevices::Mixed(_), _, _) if iteration => Err(
+            "internal error: the iteration objective covers one accelerator type".into(),
+        ),
         (ParallelDevices::Mixed(topo), Layouts::Free, _) => {
             super::mixed::plan_mixed(chains, topo, &problem.space, None, budget)
         }

@@ -209,14 +209,11 @@ impl ParallelSettings {
     pub fn check(&self) -> Result<Option<Target>, SettingsError> {
         let target = self.export.as_deref().map(Target::parse).transpose()?;
         if self.layouts == Layouts::Free {
-            let refused = [
-                (
-                    "--objective iteration",
-                    self.objective == Objective::Iteration,
-                    "the iteration time of stages with different d is not defined (docs/parallel.md)",
-                ),
-                ("--export", target.is_some(), "frameworks run uniform layouts"),
-            ];
+            let refused = [(
+                "--export",
+                target.is_some(),
+                "frameworks run uniform layouts",
+            )];
             if let Some((name, _, why)) = refused.iter().find(|r| r.1) {
                 return Err(setting(
                     "--free",
@@ -272,6 +269,18 @@ impl ParallelSettings {
         Ok(())
     }
 
+    /// The iteration objective of free layouts is the simulated iteration, which the
+    /// simulator gives on one accelerator type: refused on several.
+    pub(super) fn one_type_objective(&self) -> Result<(), SettingsError> {
+        if self.objective == Objective::Iteration {
+            return Err(setting(
+                "--objective",
+                "--objective iteration does not apply to a cluster of several types: the iteration of a free layout is the simulator's, which covers one accelerator type; plan the time per sample (--objective throughput)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// `--schedule`: GPipe or 1F1B (the default).
     fn schedule_checked(&self) -> Result<Schedule, SettingsError> {
         match self.schedule.unwrap_or(Schedule::OneFOneB) {
@@ -315,6 +324,7 @@ impl ParallelSettings {
         let dtype = self.dtype.or(model.dtype).unwrap_or(DType::Bf16);
         let schedule = self.schedule_checked()?;
         if let Some((topo, profiles)) = self.mixed_cluster(notes)? {
+            self.one_type_objective()?;
             let display = topo.display();
             let valid = valid_tp_degrees(&model.spec, display.per_machine);
             let space = self.space_of(self.micro_batch.clone(), &display, &valid, schedule)?;
@@ -573,16 +583,15 @@ mod tests {
     }
 
     #[test]
-    fn free_layouts_refuse_the_iteration_time() {
+    fn free_layouts_take_the_iteration_time_and_refuse_interleaving() {
         let mut s = ParallelSettings::new(ParallelModel::Path("x.json".into()));
         s.layouts = Layouts::Free;
         s.objective = Objective::Iteration;
-        let e = s.check().unwrap_err().to_string();
-        assert!(
-            e.starts_with("--objective iteration does not apply to --free"),
-            "{e}"
-        );
+        assert_eq!(s.check().unwrap(), None);
+        let e = s.one_type_objective().unwrap_err().to_string();
+        assert!(e.contains("--objective iteration"), "{e}");
         s.objective = Objective::TimePerSample;
+        assert!(s.one_type_objective().is_ok());
         s.schedule = Some(Schedule::Interleaved { chunks: 2 });
         assert_eq!(
             s.check().unwrap_err().to_string(),
