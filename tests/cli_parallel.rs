@@ -896,6 +896,35 @@ fn compare_runs_both_searches_and_the_layouts_by_hand() {
         it["rows"][1]
     );
     assert_eq!(it["rows"][0]["valueFrom"], "model", "{}", it["rows"][0]);
+    // More devices than blocks: the layouts by hand keep one block per stage at least.
+    let wide = json_of(
+        &dnnplace()
+            .args(["compare", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+            .args([
+                "--cluster",
+                "8x8xh100",
+                "--seq",
+                "1024",
+                "--global-batch",
+                "64",
+            ])
+            .args(["--time-limit", "20s", "--json"])
+            .output()
+            .unwrap(),
+    );
+    for r in wide["rows"].as_array().unwrap() {
+        assert!(r.get("error").is_none(), "{r}");
+        assert!(r["stages"].as_array().unwrap().len() <= 32, "{r}");
+    }
+    // Nothing fits anywhere: every row says why, and the exit status is 2.
+    let none = dnnplace()
+        .arg("compare")
+        .args(common)
+        .args(["--memory", "1GiB"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stdout).contains("does not fit"));
     // Flags of the plan road only are named.
     let o = dnnplace()
         .arg("compare")

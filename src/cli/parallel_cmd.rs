@@ -206,7 +206,17 @@ pub fn run_compare(args: &super::CompareArgs, started: Instant) -> Result<(), Cl
     } else {
         print!("{}", compare_text(&rows, objective));
     }
-    Ok(())
+    let planned = |r: &crate::solve::parallel::compare::Row| {
+        r.result.as_ref().is_ok_and(|o| o.plan.is_some())
+    };
+    if rows.iter().any(planned) {
+        Ok(())
+    } else {
+        Err(CliError::Input(
+            "no layout fits: neither search nor any layout by hand has a plan (the rows say why)"
+                .into(),
+        ))
+    }
 }
 
 /// Rejects the --parallel 3d flags without --parallel.

@@ -16,7 +16,8 @@
 //! | PP only | 1 | `N` | 1 | 0 |
 //!
 //! `t_max` is the largest TP degree of the space (`auto`: the largest that divides a machine
-//! and the model); `p` is capped at the chain's units and `d` lowered to the largest divisor
+//! and the model); `p` is capped at the chain's blocks (units − 2: Megatron-LM gives every
+//! stage at least one; the devices past them stay idle) and `d` lowered to the largest divisor
 //! of `B/b` that fits, `b` the smallest micro-batch size of the space; the schedule is the
 //! problem's. A hand layout runs without recomputation when that fits and with full
 //! recomputation otherwise (what a person turns on); one that fits neither way is a row with
@@ -155,7 +156,8 @@ fn configuration(
         data_parallel: d,
         zero,
         recompute: false,
-        stages: p.clamp(1, units),
+        // Megatron-LM splits the blocks, at least one per stage.
+        stages: p.clamp(1, units.saturating_sub(2).max(1)),
     }
 }
 
