@@ -566,38 +566,22 @@ fn free_layouts_through_the_binary() {
     }
 }
 
-/// Uniform layouts on two accelerator types: every stage has one `t × d`, lies on its
-/// type's machines, the value is the largest stage's `(m·T + sync)/B` recomputed from the
-/// rows, it is proven, and the free layouts of the same cluster are no worse; `--export`
-/// and `--sweep` exit 2 naming the flag and the types.
-#[test]
-fn uniform_layouts_on_two_types_share_one_degree_pair() {
-    let run = |extra: &[&str]| {
-        dnnplace()
-            .args([
-                "plan",
-                "examples/hf/llama-3-8b.json",
-                "--parallel",
-                "3d",
-                "--cluster",
-                "1x4xh100+1x4xa100-80gb",
-                "--seq",
-                "1024",
-                "--global-batch",
-                "8",
-                "--time-limit",
-                "600",
-            ])
-            .args(extra)
-            .output()
-            .unwrap()
-    };
-    let v = json_of(&run(&["--json"]));
-    assert_eq!(v["outcome"], "optimal", "{v}");
-    assert_eq!(v["uniform"], true, "{v}");
-    let stages = v["stages"].as_array().unwrap();
-    let pair = |s: &serde_json::Value| (s["tensorParallel"].clone(), s["dataParallel"].clone());
-    assert!(stages.iter().all(|s| pair(s) == pair(&stages[0])), "{v}");
+/// `plan llama-3-8b --parallel 3d` on one machine of 4 H100 and one of 4 A100-80GB
+/// (`--seq 1024`, `B` 8), with `extra`.
+fn on_two_types(extra: &[&str]) -> Output {
+    dnnplace()
+        .args(["plan", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args(["--cluster", "1x4xh100+1x4xa100-80gb", "--seq", "1024"])
+        .args(["--global-batch", "8", "--time-limit", "600"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Checks that every stage of a plan [`on_two_types`] lies on its type's machines (devices
+/// numbered group by group: 0–3 H100, 4–7 A100) and returns the largest stage's
+/// `(m·T + sync)/B`, recomputed from the rows.
+fn worst_stage_on_two_types(stages: &[serde_json::Value]) -> f64 {
     let mut worst: f64 = 0.0;
     for s in stages {
         let range = match s["accelerator"].as_str().unwrap() {
@@ -611,6 +595,23 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
         worst = worst
             .max((num(s, "microBatches") * num(s, "microBatchTimeMs") + num(s, "dpSyncMs")) / 8.0);
     }
+    worst
+}
+
+/// Uniform layouts on two accelerator types: every stage has one `t × d`, lies on its
+/// type's machines, the value is the largest stage's `(m·T + sync)/B` recomputed from the
+/// rows, it is proven, and the free layouts of the same cluster are no worse; `--export`
+/// and `--sweep` exit 2 naming the flag and the types.
+#[test]
+fn uniform_layouts_on_two_types_share_one_degree_pair() {
+    let run = on_two_types;
+    let v = json_of(&run(&["--json"]));
+    assert_eq!(v["outcome"], "optimal", "{v}");
+    assert_eq!(v["uniform"], true, "{v}");
+    let stages = v["stages"].as_array().unwrap();
+    let pair = |s: &serde_json::Value| (s["tensorParallel"].clone(), s["dataParallel"].clone());
+    assert!(stages.iter().all(|s| pair(s) == pair(&stages[0])), "{v}");
+    let worst = worst_stage_on_two_types(stages);
     assert!(
         (worst - num(&v, "value")).abs() <= 1e-9 * worst,
         "{worst} vs {v}"
@@ -734,45 +735,12 @@ fn free_layouts_plan_the_simulated_iteration() {
 /// largest stage's `(m·T + sync)/B` recomputed from the rows; `--report` exits 2.
 #[test]
 fn free_layouts_on_two_types_name_each_stage_type() {
-    let mixed = |extra: &[&str]| {
-        dnnplace()
-            .args([
-                "plan",
-                "examples/hf/llama-3-8b.json",
-                "--parallel",
-                "3d",
-                "--free",
-                "--cluster",
-                "1x4xh100+1x4xa100-80gb",
-                "--seq",
-                "1024",
-                "--global-batch",
-                "8",
-                "--time-limit",
-                "600",
-            ])
-            .args(extra)
-            .output()
-            .unwrap()
-    };
+    let mixed = |extra: &[&str]| on_two_types(&[&["--free"], extra].concat());
     let v = json_of(&mixed(&["--json"]));
     assert_eq!(v["outcome"], "optimal", "{v}");
     let stages = v["stages"].as_array().unwrap();
     assert!(!stages.is_empty());
-    let mut worst: f64 = 0.0;
-    for s in stages {
-        let ty = s["accelerator"].as_str().unwrap();
-        let range = match ty {
-            "h100" => 0..4,
-            "a100-80gb" => 4..8,
-            other => panic!("type {other}"),
-        };
-        for d in s["devices"].as_array().unwrap() {
-            assert!(range.contains(&(d.as_u64().unwrap() as usize)), "{s}");
-        }
-        worst = worst
-            .max((num(s, "microBatches") * num(s, "microBatchTimeMs") + num(s, "dpSyncMs")) / 8.0);
-    }
+    let worst = worst_stage_on_two_types(stages);
     assert!(
         (worst - num(&v, "value")).abs() <= 1e-9 * worst,
         "{worst} vs {v}"

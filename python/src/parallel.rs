@@ -318,8 +318,12 @@ fn time_limit_of(seconds: Option<f64>) -> PyResult<f64> {
     Ok(s)
 }
 
-/// The arguments of `plan_parallel` that are not the flags' `auto`-able choices.
+/// The arguments of `plan_parallel` and `sweep_parallel` that are not the flags' `auto`-able
+/// choices.
 struct Fixed<'a> {
+    global_batch: usize,
+    seq: Option<usize>,
+    sequence_parallel: bool,
     schedule: &'a str,
     objective: &'a str,
     recompute: Option<&'a str>,
@@ -327,9 +331,10 @@ struct Fixed<'a> {
     export: Option<String>,
 }
 
-/// The settings of `plan_parallel`'s arguments, as the CLI makes them of its flags.
+/// The settings of `plan_parallel`'s and `sweep_parallel`'s arguments, as the CLI makes them
+/// of its flags.
 fn settings_of(
-    model: ParallelModel,
+    (model, cluster): (ParallelModel, &Bound<'_, PyAny>),
     choices: [Option<&Bound<'_, PyAny>>; 5],
     fixed: Fixed<'_>,
 ) -> PyResult<ParallelSettings> {
@@ -359,6 +364,10 @@ fn settings_of(
         .map(|d| DType::parse(d).map_err(|e| input(format!("--dtype {d}: {e}"))))
         .transpose()?;
     s.export = fixed.export;
+    s.cluster = Some(cluster_spec(cluster)?);
+    s.global_batch = Some(fixed.global_batch);
+    s.seq = fixed.seq;
+    s.sequence_parallel = fixed.sequence_parallel;
     Ok(s)
 }
 
@@ -457,6 +466,9 @@ pub fn plan_parallel(
     target_tps: Option<f64>,
 ) -> PyResult<ParallelPlan> {
     let fixed = Fixed {
+        global_batch,
+        seq,
+        sequence_parallel,
         schedule,
         objective,
         recompute,
@@ -470,16 +482,12 @@ pub fn plan_parallel(
         pipeline_parallel,
         zero,
     ];
-    let mut settings = settings_of(model_of(model)?, choices, fixed)?;
-    settings.cluster = Some(cluster_spec(cluster)?);
-    settings.global_batch = Some(global_batch);
-    settings.seq = seq;
+    let mut settings = settings_of((model_of(model)?, cluster), choices, fixed)?;
     settings.layouts = if free {
         Layouts::Free
     } else {
         Layouts::Uniform
     };
-    settings.sequence_parallel = sequence_parallel;
     settings.price_cap = budget;
     settings.goal = target_tps.map_or(Goal::One, |target_ms| Goal::FewestDevices { target_ms });
     let (searched, notes, interrupted) = run(py, &settings, time_limit)?;
@@ -594,6 +602,9 @@ pub fn sweep_parallel(
     dtype: Option<&str>,
 ) -> PyResult<ParallelSweep> {
     let fixed = Fixed {
+        global_batch,
+        seq,
+        sequence_parallel,
         schedule,
         objective,
         recompute,
@@ -607,11 +618,7 @@ pub fn sweep_parallel(
         pipeline_parallel,
         zero,
     ];
-    let mut settings = settings_of(model_of(model)?, choices, fixed)?;
-    settings.cluster = Some(cluster_spec(cluster)?);
-    settings.global_batch = Some(global_batch);
-    settings.seq = seq;
-    settings.sequence_parallel = sequence_parallel;
+    let mut settings = settings_of((model_of(model)?, cluster), choices, fixed)?;
     settings.goal = Goal::Sweep;
     let (searched, notes, interrupted) = run(py, &settings, time_limit)?;
     let Answer::Sweep(rows) = searched.answer else {

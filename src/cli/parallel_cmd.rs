@@ -86,6 +86,30 @@ pub struct ParallelFlags {
     pub free: bool,
 }
 
+impl ParallelFlags {
+    /// The settings of the layout flags for the model at `path` (the rest at their
+    /// defaults): what `plan` and `compare` read alike.
+    fn settings(&self, path: &Path) -> ParallelSettings {
+        ParallelSettings {
+            global_batch: self.global_batch,
+            micro_batch: self.micro_batch.as_deref().map(Choice::count),
+            tensor_parallel: (self.tensor_parallel.as_deref())
+                .map_or(Choice::Auto, Choice::degrees),
+            data_parallel: (self.data_parallel.as_deref()).map_or(Choice::Auto, Choice::count),
+            pipeline_parallel: (self.pipeline_parallel.as_deref())
+                .map_or(Choice::Auto, Choice::count),
+            zero: self.zero.as_deref().map_or(Choice::Auto, Choice::zero),
+            layouts: if self.free {
+                Layouts::Free
+            } else {
+                Layouts::Uniform
+            },
+            sequence_parallel: self.sequence_parallel,
+            ..ParallelSettings::new(ParallelModel::Path(path.to_path_buf()))
+        }
+    }
+}
+
 /// The flags of `compare CONFIG.json --parallel 3d`: the layout flags of `plan --parallel
 /// 3d` and the model's.
 #[derive(Args, Debug, Clone, Default)]
@@ -152,33 +176,16 @@ pub fn run_compare(args: &super::CompareArgs, started: Instant) -> Result<(), Cl
         )));
     }
     let objective = objective_of(args.objective)?;
-    let l = &f.layout;
     let settings = ParallelSettings {
         cluster: f.cluster.clone(),
         device_files: f.device_file.clone(),
         memory_bytes: args.devices.memory,
         dtype: f.dtype,
         seq: f.seq,
-        global_batch: l.global_batch,
-        micro_batch: l.micro_batch.as_deref().map(Choice::count),
-        tensor_parallel: l
-            .tensor_parallel
-            .as_deref()
-            .map_or(Choice::Auto, Choice::degrees),
-        data_parallel: l
-            .data_parallel
-            .as_deref()
-            .map_or(Choice::Auto, Choice::count),
-        pipeline_parallel: l
-            .pipeline_parallel
-            .as_deref()
-            .map_or(Choice::Auto, Choice::count),
-        zero: l.zero.as_deref().map_or(Choice::Auto, Choice::zero),
         recompute: f.recompute,
         schedule: f.schedule,
-        sequence_parallel: l.sequence_parallel,
         objective,
-        ..ParallelSettings::new(ParallelModel::Path(args.workload.clone()))
+        ..f.layout.settings(&args.workload)
     };
     let input = |e: SettingsError| CliError::Input(e.to_string());
     settings.check().map_err(input)?;
@@ -186,15 +193,7 @@ pub fn run_compare(args: &super::CompareArgs, started: Instant) -> Result<(), Cl
     let built = settings.build(&mut notes);
     print_notes(&notes);
     let problem = built.map_err(input)?;
-    let time_limit = args
-        .time_limit
-        .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
-        .transpose()?
-        .or(Some(60.0));
-    let memory = super::settings::memory_budget(args.search.memory_budget)?;
-    solve::budget::set_run_limits(started, time_limit, Some(memory));
-    super::sigint_setup();
-    let budget = Budget::new(time_limit, Some(memory));
+    let budget = run_budget(args.time_limit, args.search.memory_budget, started)?;
     let rows = crate::simulate::parallel::compare(&problem, &budget).map_err(CliError::Internal)?;
     let topo = problem.topology();
     if args.json {
@@ -313,37 +312,14 @@ fn write_sweep(
 
 /// The settings of the flags; the library checks them ([`ParallelSettings::build`]).
 fn settings_of(args: &PlanArgs, objective: Objective) -> ParallelSettings {
-    let f = &args.parallel;
     ParallelSettings {
-        model: ParallelModel::Path(args.workload.clone()),
         cluster: args.model.cluster.clone(),
         device_files: args.model.device_file.clone(),
         memory_bytes: args.devices.memory,
         dtype: args.model.dtype,
         seq: args.model.seq,
-        global_batch: f.global_batch,
-        micro_batch: f.micro_batch.as_deref().map(Choice::count),
-        tensor_parallel: f
-            .tensor_parallel
-            .as_deref()
-            .map_or(Choice::Auto, Choice::degrees),
-        data_parallel: f
-            .data_parallel
-            .as_deref()
-            .map_or(Choice::Auto, Choice::count),
-        pipeline_parallel: f
-            .pipeline_parallel
-            .as_deref()
-            .map_or(Choice::Auto, Choice::count),
-        zero: f.zero.as_deref().map_or(Choice::Auto, Choice::zero),
         recompute: args.schedule.recompute,
         schedule: args.schedule.schedule,
-        layouts: if f.free {
-            Layouts::Free
-        } else {
-            Layouts::Uniform
-        },
-        sequence_parallel: f.sequence_parallel,
         objective,
         export: args.export.clone(),
         price_cap: args.budget,
@@ -352,6 +328,7 @@ fn settings_of(args: &PlanArgs, objective: Objective) -> ParallelSettings {
             None if args.sweep => Goal::Sweep,
             None => Goal::One,
         },
+        ..args.parallel.settings(&args.workload)
     }
 }
 
@@ -447,7 +424,7 @@ pub(super) fn solve_problem(
     goal: Goal,
     export: Option<&str>,
 ) -> Result<(), CliError> {
-    let budget = run_budget(args, started)?;
+    let budget = run_budget(args.time_limit, args.search.memory_budget, started)?;
     let (topo, objective) = (&problem.topology(), problem.objective);
     match crate::simulate::parallel::answer(problem, goal, &budget).map_err(CliError::Internal)? {
         Answer::Sweep(rows) => write_sweep(args, &rows, topo, objective),
@@ -470,12 +447,15 @@ fn unit_names(
 
 /// The run's budget: `--time-limit` (60 s when absent) and `--memory-budget`, set for the
 /// whole process, with Ctrl-C caught.
-fn run_budget(args: &PlanArgs, started: Instant) -> Result<Budget, CliError> {
-    let time_limit = args
-        .time_limit
+fn run_budget(
+    time_limit: Option<f64>,
+    memory_budget: f64,
+    started: Instant,
+) -> Result<Budget, CliError> {
+    let time_limit = time_limit
         .map(|t| super::settings::time_limit("--time-limit", t, "; omit it for no limit"))
         .transpose()?;
-    let memory = super::settings::memory_budget(args.search.memory_budget)?;
+    let memory = super::settings::memory_budget(memory_budget)?;
     solve::budget::set_run_limits(started, time_limit.or(Some(60.0)), Some(memory));
     super::sigint_setup();
     Ok(Budget::new(time_limit.or(Some(60.0)), Some(memory)))

@@ -96,11 +96,11 @@ pub fn plan_mixed_uniform(
             best = Some(found);
         }
     }
-    Ok(answer(best, open, stop, solved, total, budget))
+    Ok(outcome_of(best, open, stop, solved, total, budget))
 }
 
 /// The outcome of the runs: the best plan, its bound against the parts left open.
-fn answer(
+fn outcome_of(
     best: Option<ParallelOutcome>,
     open: f64,
     stop: Option<StopReason>,

@@ -32,9 +32,11 @@ impl ParallelSettings {
         )
     }
 
-    /// What a cluster of several types (`names`) does not take: the iteration objective, an
-    /// export, the sweep and the fewest-devices search (each about one type's devices).
-    fn check_several_types(&self, names: &[&str]) -> Result<(), SettingsError> {
+    /// What a cluster of several types (`names`) does not take: the iteration objective (the
+    /// search over several types, and the simulator that values free layouts' iterations,
+    /// cover one type), an export, the sweep and the fewest-devices search (each about one
+    /// type's devices).
+    pub(super) fn check_several_types(&self, names: &[&str]) -> Result<(), SettingsError> {
         let refused = [
             (
                 "--objective",

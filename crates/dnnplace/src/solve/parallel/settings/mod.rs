@@ -269,18 +269,6 @@ impl ParallelSettings {
         Ok(())
     }
 
-    /// The iteration objective of free layouts is the simulated iteration, which the
-    /// simulator gives on one accelerator type: refused on several.
-    pub(super) fn one_type_objective(&self) -> Result<(), SettingsError> {
-        if self.objective == Objective::Iteration {
-            return Err(setting(
-                "--objective",
-                "--objective iteration does not apply to a cluster of several types: the iteration of a free layout is the simulator's, which covers one accelerator type; plan the time per sample (--objective throughput)".into(),
-            ));
-        }
-        Ok(())
-    }
-
     /// `--schedule`: GPipe or 1F1B (the default).
     fn schedule_checked(&self) -> Result<Schedule, SettingsError> {
         match self.schedule.unwrap_or(Schedule::OneFOneB) {
@@ -324,7 +312,6 @@ impl ParallelSettings {
         let dtype = self.dtype.or(model.dtype).unwrap_or(DType::Bf16);
         let schedule = self.schedule_checked()?;
         if let Some((topo, profiles)) = self.mixed_cluster(notes)? {
-            self.one_type_objective()?;
             let display = topo.display();
             let valid = valid_tp_degrees(&model.spec, display.per_machine);
             let space = self.space_of(self.micro_batch.clone(), &display, &valid, schedule)?;
@@ -588,10 +575,13 @@ mod tests {
         s.layouts = Layouts::Free;
         s.objective = Objective::Iteration;
         assert_eq!(s.check().unwrap(), None);
-        let e = s.one_type_objective().unwrap_err().to_string();
+        let e = s
+            .check_several_types(&["h100", "v100"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--objective iteration"), "{e}");
         s.objective = Objective::TimePerSample;
-        assert!(s.one_type_objective().is_ok());
+        assert!(s.check_several_types(&["h100", "v100"]).is_ok());
         s.schedule = Some(Schedule::Interleaved { chunks: 2 });
         assert_eq!(
             s.check().unwrap_err().to_string(),

@@ -32,7 +32,6 @@ impl ParallelSettings {
         let micro_batch = Some(Choice::Fixed(self.workload_micro_batch()?));
         let schedule = self.schedule_checked()?;
         if let Some((topo, profiles)) = self.mixed_cluster(notes)? {
-            self.one_type_objective()?;
             let display = topo.display();
             let valid = self.check_degrees(w, options, display.per_machine)?;
             let space = self.space_of(micro_batch, &display, &valid, schedule)?;
