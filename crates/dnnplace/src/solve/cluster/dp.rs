@@ -82,6 +82,7 @@ use super::super::budget::{Budget, Exhausted};
 use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
 use super::chain_bound::{Chain, Class};
+use super::machine_chain::machine_chain;
 use super::typed_chain::typed_chain;
 use crate::model::contraction::{receiving_groups, Contraction};
 use crate::model::numerics::Sum;
@@ -712,8 +713,9 @@ pub const PROOF_RELATIVE: f64 = 1e-15;
 /// as soon as a plan (the caller's `upper_bound`, the typed chain's or the prefixes')
 /// meets it.
 ///
-/// With [`Tracking::Best`] the typed chain ([`super::typed_chain`], at most a tenth of the
-/// time limit, 2 s without one) runs first; the DP then runs exactly as without it, and the
+/// With [`Tracking::Best`] the typed chain ([`super::typed_chain`]) and the machine chain
+/// ([`super::machine_chain`]), each within a tenth of the time limit (2 s without one), run
+/// first, the better plan kept; the DP then runs exactly as without it, and the
 /// typed plan is the answer where it is better than the DP's (a stopped run), the bound
 /// never above its value.
 pub fn solve_between(
@@ -726,7 +728,13 @@ pub fn solve_between(
 ) -> Result<ClusterDpResult, SolveError> {
     let typed = if tracking == Tracking::Best && !meets_bound(upper_bound, lower_bound) {
         let share = limits.time_limit_s.map_or(2.0, |t| 0.1 * t);
-        typed_chain(w, costs, &Budget::new(Some(share), None)).filter(|t| t.0 < upper_bound)
+        let typed = typed_chain(w, costs, &Budget::new(Some(share), None));
+        let by_machine = machine_chain(w, costs, &Budget::new(Some(share), None));
+        [typed, by_machine]
+            .into_iter()
+            .flatten()
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .filter(|t| t.0 < upper_bound)
     } else {
         None
     };

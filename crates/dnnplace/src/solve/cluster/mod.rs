@@ -9,6 +9,8 @@
 //!   when the DP stops without one;
 //! - [`typed_chain`]: a topological order packed into the machines in each order of the
 //!   accelerator types, stage loads with their transfers, kept where better than the DP's plan;
+//! - [`machine_chain`]: a topological order cut machine by machine, the machines' order
+//!   chosen by a program over the machines used per kind, kept where better too;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
 //! - [`set_bound`]: a lower bound on every plan from the cheapest set of units a device
@@ -18,6 +20,8 @@
 //!   absorb (a Lagrangian LP bound, evaluated at HiGHS's multipliers);
 //! - [`chain_bound`]: a lower bound on contiguous plans from the order in which their
 //!   stages take the work (a chain relaxation over a topological order's prefixes);
+//! - [`machine_bound`]: the chain relaxation taken machine by machine, each stage charged
+//!   what it must receive (contiguous plans, machines of one type each);
 //! - [`brute_force`]: exhaustive search, the oracle of the tests.
 
 pub mod brute_force;
@@ -25,6 +29,8 @@ pub mod chain_bound;
 pub mod coarse;
 pub mod dp;
 pub mod greedy;
+pub mod machine_bound;
+pub mod machine_chain;
 pub mod plan;
 pub mod set_bound;
 pub mod sweep;

@@ -37,6 +37,7 @@ use super::chain_bound::chain_bound;
 use super::coarse::coarse_plan;
 use super::dp::{meets_bound, solve_between, Tracking};
 use super::greedy::greedy_chain;
+use super::machine_bound::machine_bound;
 use super::set_bound::set_bound;
 use super::volume_bound::volume_bound;
 use crate::model::{ClusterCosts, Placement, Workload};
@@ -510,9 +511,11 @@ fn by_dp(
         let share = limits.time_limit_s.map_or(5.0, |t| 0.05 * t);
         let set = set_bound(w, costs, &Budget::new(Some(share), None));
         let chain = chain_bound(w, costs, &Budget::new(Some(share), None));
+        let machines = machine_bound(w, costs, &Budget::new(Some(share), None));
         volume_bound(w, costs, limits.time_limit_s.map_or(10.0, |t| 0.1 * t))
             .max(set)
             .max(chain)
+            .max(machines)
     } else {
         0.0
     };

@@ -138,13 +138,13 @@ fn accelerators_in(costs: &ClusterCosts, order: &[usize]) -> Vec<usize> {
 }
 
 /// The contraction, the scorer's class graph and each group's compute per type.
-struct TypedPacker<'a> {
-    w: &'a Workload,
-    costs: &'a ClusterCosts,
-    c: Contraction,
+pub(super) struct TypedPacker<'a> {
+    pub(super) w: &'a Workload,
+    pub(super) costs: &'a ClusterCosts,
+    pub(super) c: Contraction,
     classes: ClassGraph,
     /// `time[t][g]`.
-    time: Vec<Vec<f64>>,
+    pub(super) time: Vec<Vec<f64>>,
 }
 
 /// A stage being packed: its device, load, memory and the stamp marking the producers it
@@ -171,7 +171,7 @@ impl Stage {
 }
 
 impl<'a> TypedPacker<'a> {
-    fn new(w: &'a Workload, costs: &'a ClusterCosts) -> TypedPacker<'a> {
+    pub(super) fn new(w: &'a Workload, costs: &'a ClusterCosts) -> TypedPacker<'a> {
         let c = Contraction::new(w);
         let time = super::greedy::group_times(&c, costs);
         TypedPacker {
@@ -186,6 +186,17 @@ impl<'a> TypedPacker<'a> {
     /// The doubling and bisection of the module documentation on the accelerators
     /// `devices` (in packing order): the best scored plan, if any packing gave a valid one.
     fn bisect(&self, devices: &[usize], budget: &Budget) -> Option<(f64, Placement)> {
+        self.bisect_with(budget, |t| self.pack(t, devices))
+    }
+
+    /// The doubling and bisection of the module documentation over any packing `pack` of a
+    /// threshold: every plan it gives is scored by the independent evaluator, and the best
+    /// valid contiguous one is returned with its scored max load.
+    pub(super) fn bisect_with(
+        &self,
+        budget: &Budget,
+        mut pack: impl FnMut(f64) -> Option<Placement>,
+    ) -> Option<(f64, Placement)> {
         let mut best: Option<(f64, Placement)> = None;
         let mut consider = |p: Placement| {
             let e = evaluate_on_cluster_in(self.w, self.costs, &self.classes, &p);
@@ -210,7 +221,7 @@ impl<'a> TypedPacker<'a> {
             if budget.is_exhausted() || !hi.is_finite() {
                 return best;
             }
-            match self.pack(hi, devices) {
+            match pack(hi) {
                 Some(p) => {
                     consider(p);
                     break;
@@ -226,7 +237,7 @@ impl<'a> TypedPacker<'a> {
                 break;
             }
             let mid = 0.5 * (lo + hi);
-            match self.pack(mid, devices) {
+            match pack(mid) {
                 Some(p) => {
                     consider(p);
                     hi = mid;

@@ -1,0 +1,590 @@
+//! The machine bound: a lower bound on the TPS of every *contiguous* plan on a cluster whose
+//! machines each hold accelerators of one type, from the chain relaxation of
+//! [`super::chain_bound`] taken machine by machine, with what each stage must receive.
+//!
+//! The chain bound counts every device's compute only and keeps a table over the vectors
+//! of devices used per class, which is too large for clusters of hundreds of GPUs of
+//! several types (97 × 81 × 81 × 33 vectors for 12 × 8 A100 + 10 × 8 V100 + 10 × 8 H100
+//! with a CPU core per machine). On such clusters the stages of one machine are
+//! consecutive and all of one type, and the first stage of every machine but the
+//! pipeline's first receives over the network. This bound counts machines instead of
+//! devices (13 × 11 × 11 vectors there) and charges each stage a lower bound on what it
+//! receives.
+//!
+//! **Relaxation.** Number the groups topologically `0..n`, `P_l = {0..l−1}`, and let
+//! `lo(I)` be the first group missing from an ideal `I` (`P_{lo(I)} ⊆ I`, `lo(I) ∉ I`) and
+//! `R̂` the windows of [`super::chain_bound`]: `I ⊆ P_{R̂(lo(I))}`. In a plan
+//! `∅ = I_0 ⊂ … ⊂ I_r = V` let `l_i = lo(I_i)` (`l_0 = 0`, `l_r = n`). A stage with
+//! `l_i > l_{i−1} = l` holds group `l` (missing from `I_{i−1}`, inside `P_{l_i} ⊆ I_i`) and
+//! every group of `[m(l), l_i)` with `m(l) = max(R̂(l), l + 1)` (inside `I_i`, outside
+//! `I_{i−1} ⊆ P_{R̂(l)}`). Every producer of group `l` below `l` is in `I_{i−1}`, on another
+//! device: the stage receives it (`pred(l)`; a producer in a later group, a gradient
+//! flowing back, is left out). So does every producer `u` below `l` with a
+//! successor in `[m(l), l_i)`. Its load is at least
+//!
+//! ```text
+//! charge_ρ(l, e) = x(l) + x[m(l), e) + Σ_{u ∈ pred(l)} c_ρ(u) + Σ_{u < l, u ∉ pred(l), f_l(u) < e} c_ρ(u)
+//! ```
+//!
+//! at `e = l_i`, with `x` the compute on the stage's device, `f_l(u)` the first group of
+//! `u`'s successors at or above `m(l)`, and `c_ρ(u)` the least price of receiving `u` in
+//! the stage's *role* `ρ` on a machine of kind `κ`: the machine's first stage receives every
+//! producer from an earlier machine, over its network link (`N`); a later accelerator
+//! stage over the network, its peer or its host link (the least); a later CPU stage over
+//! the network or the host link, or for nothing when the machine has no peer link or
+//! another CPU core (the table of [`crate::model::cluster`]). Its memory holds the bytes of
+//! those groups, and an accelerator none of them may be CPU-only. Stages with
+//! `l_i = l_{i−1}` are relaxed to unused devices. (For `l = 0`, the pipeline's first stage,
+//! nothing is received: group 0 has no producer.)
+//!
+//! **One machine.** `charge_ρ(l, e)` grows with `e`, so `back_ρ(e) = min{l < e : the stage
+//! fits}` (or `e` when none does: the device unused) is non-decreasing in `e`, and a
+//! machine of kind `κ` whose stages are followed by the rest starting at `x` (`x = n`:
+//! nothing follows) is charged right to left, `x ← back_ρ(x)` per stage: its `g`
+//! accelerators in role "later", the leftmost in role "first", and its CPU cores (at most
+//! [`MAX_CPUS_PER_MACHINE`]) at every position among them. `B_κ(x)` is the least start
+//! over these orders; by monotonicity each stage's least start is the best for the stages
+//! before it. (`back_ρ(e)` scans `l` downwards: the charge is not monotone in `l`, but
+//! `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
+//!
+//! **Machines.** Over the vectors `u` of machines used per kind (the kinds of
+//! [`super::machine_chain`]), in a plan the machines are a sequence, each one's stages
+//! consecutive:
+//!
+//! ```text
+//! T[0] = n,   T[u] = min over κ with u_κ ≥ 1 of min(T[u − e_κ], B_κ(T[u − e_κ]))
+//! ```
+//!
+//! and `τ` is feasible iff `T[all machines] = 0`. A machine whose leftmost used stage was
+//! charged as "later" is only charged less. The bound is the largest `τ` found infeasible
+//! (doubling, then bisection to [`RELATIVE_WIDTH`]), scaled down by `1e-12`. Rounding:
+//! compute and bytes are [`crate::model::numerics::Sum::difference_lower_bound`]s of
+//! compensated prefix sums and the receive prices are scaled down by `1e-12`, so every test
+//! errs on the side of fitting.
+//!
+//! **Cost.** The receipts (`pred(l)` and the `f_l(u)`) once: O(Σ_l |frontier(l)|) for the
+//! producers below `l` with a successor at or above `m(l)` (at most [`MAX_RECEIPTS`], else
+//! only `pred(l)` is counted, still a relaxation). Per `τ`, each `back_ρ(e)` at most once
+//! per kind and role (memoised), a scan of the starts whose interval fits, and
+//! O(Π_κ (n_κ + 1) · K · (g + q)·(q + 1)) for the table.
+
+use super::chain_bound::{prefix_sums, windows};
+use crate::model::cluster::Machine;
+use crate::model::contraction::Contraction;
+use crate::model::numerics::Sum;
+use crate::model::{ClusterCosts, Workload};
+use crate::solve::budget::Budget;
+
+/// Most CPU cores per machine whose positions among the machine's stages are tried.
+pub const MAX_CPUS_PER_MACHINE: usize = 2;
+/// Most vectors of machines used per kind.
+pub const MAX_MACHINE_VECTORS: usize = 1_000_000;
+/// Most `(l, u)` pairs of producers below `l` read above `m(l)` kept (module documentation).
+pub const MAX_RECEIPTS: usize = 20_000_000;
+/// Relative width at which the bisection on `τ` stops.
+pub const RELATIVE_WIDTH: f64 = 1e-7;
+/// Largest window `(l, m(l))` whose groups `charge` looks at.
+pub const MAX_WINDOW: usize = 64;
+/// Relative slack on a receive price (module documentation, "Rounding").
+const PRICE_SLACK: f64 = 1e-12;
+
+/// A stage's role on its machine (module documentation).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    AccFirst,
+    AccLater,
+    CpuFirst,
+    CpuLater,
+}
+
+const ROLES: [Role; 4] = [
+    Role::AccFirst,
+    Role::AccLater,
+    Role::CpuFirst,
+    Role::CpuLater,
+];
+
+impl Role {
+    fn cpu(self) -> bool {
+        matches!(self, Role::CpuFirst | Role::CpuLater)
+    }
+}
+
+/// What a stage starting at `l` must receive (module documentation): the producers of
+/// group `l`, and the producers below `l` with the first group `f_l(u)` they feed at or
+/// above `m(l)`.
+struct Receipts {
+    /// `pred[l]`: the distinct producer nodes of group `l` in groups below `l`.
+    pred: Vec<Vec<u32>>,
+    /// `later[l]`: `(f_l(u), u)` sorted by `f_l(u)`.
+    later: Vec<Vec<(u32, u32)>>,
+    /// `window[l]`: the groups of `(l, m(l))` (module documentation, "The window"), empty
+    /// past [`MAX_WINDOW`].
+    window: Vec<Vec<WindowGroup>>,
+}
+
+/// A group `g` of a window: a descendant of the window's `l`, or the nodes with the groups
+/// they feed.
+struct WindowGroup {
+    g: u32,
+    descendant: bool,
+    /// For a non-descendant: `(u, the groups u feeds)` per node `u` of `g` feeding another
+    /// group.
+    feeds: Vec<(u32, Vec<u32>)>,
+}
+
+/// One kind of machine: its devices, compute, and the receive prices per role.
+struct Kind {
+    count: usize,
+    accelerators: usize,
+    cpus: usize,
+    memory: f64,
+    /// Prefix sums of the groups' compute on the kind's accelerators (0 where a group may
+    /// not run there; `unsupported` forbids those).
+    acc_time: Vec<Sum>,
+    /// `price[role][u]`: `c_ρ(u)` for node `u`, scaled down by [`PRICE_SLACK`].
+    price: [Vec<f64>; 4],
+}
+
+/// The machine bound of `w` on its cluster (module documentation), or 0 when the cluster
+/// is not one of machines of one type each, a table is too large, or `budget` runs out.
+pub fn machine_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
+    let c = Contraction::new(w);
+    let n = c.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let Some(r_hat) = windows(&c, budget) else {
+        return 0.0;
+    };
+    let Some(kinds) = kinds(w, costs, &c) else {
+        return 0.0;
+    };
+    let starts: Vec<usize> = (0..n).map(|l| r_hat[l].max(l + 1)).collect();
+    let relaxed = Relaxed {
+        n,
+        receipts: receipts(w, &c, &starts),
+        starts,
+        bytes: prefix_sums(c.groups.iter().map(|g| g.size_bytes)),
+        unsupported: std::iter::once(0)
+            .chain(c.groups.iter().scan(0u32, |s, g| {
+                *s += u32::from(!g.supported_on_accelerator);
+                Some(*s)
+            }))
+            .collect(),
+        cpu_time: prefix_sums(c.groups.iter().map(|g| g.cpu_latency)),
+        kinds,
+    };
+    relaxed.bisect(budget)
+}
+
+/// Whether two machines are interchangeable (all but the name equal).
+fn same_kind(a: &Machine, b: &Machine) -> bool {
+    a.accelerators == b.accelerators
+        && a.cpus == b.cpus
+        && a.host == b.host
+        && a.peer == b.peer
+        && a.network == b.network
+}
+
+/// The machines by kind with their prices; `None` when a machine holds no accelerator or
+/// several types, has more than [`MAX_CPUS_PER_MACHINE`] CPU cores, or the vectors of
+/// machines are too many.
+fn kinds(w: &Workload, costs: &ClusterCosts, c: &Contraction) -> Option<Vec<Kind>> {
+    let cluster = costs.cluster();
+    let machines = cluster.machines();
+    let mut reps: Vec<(usize, usize)> = Vec::new(); // (representative machine, count)
+    for (m, machine) in machines.iter().enumerate() {
+        if machine.accelerators.len() != 1
+            || machine.accelerators[0].1 == 0
+            || machine.cpus > MAX_CPUS_PER_MACHINE
+        {
+            return None;
+        }
+        match reps
+            .iter_mut()
+            .find(|(r, _)| same_kind(&machines[*r], machine))
+        {
+            Some(k) => k.1 += 1,
+            None => reps.push((m, 1)),
+        }
+    }
+    let vectors = reps
+        .iter()
+        .try_fold(1usize, |v, &(_, k)| v.checked_mul(k + 1))?;
+    if vectors > MAX_MACHINE_VECTORS {
+        return None;
+    }
+    let kinds = reps
+        .iter()
+        .map(|&(m, count)| {
+            let machine = &machines[m];
+            let (ty, accelerators) = machine.accelerators[0];
+            let times = costs.times_of_type(ty);
+            let acc_time = prefix_sums(c.groups.iter().map(|g| match g.supported_on_accelerator {
+                true => g.nodes.iter().map(|&v| times[v]).sum(),
+                false => 0.0,
+            }));
+            // A later CPU stage reads for nothing from another CPU core of its machine, or
+            // from an accelerator of a machine without a peer link.
+            let cpu_free = machine.cpus >= 2 || machine.peer.is_none();
+            let price = ROLES.map(|role| {
+                (0..w.len())
+                    .map(|u| {
+                        let network = costs.network(m, u);
+                        let p = match role {
+                            Role::AccFirst | Role::CpuFirst => network,
+                            Role::AccLater => network
+                                .min(costs.host(m, u))
+                                .min(costs.peer(m, u).unwrap_or(f64::INFINITY)),
+                            Role::CpuLater if cpu_free => 0.0,
+                            Role::CpuLater => network.min(costs.host(m, u)),
+                        };
+                        p * (1.0 - PRICE_SLACK)
+                    })
+                    .collect()
+            });
+            Kind {
+                count,
+                accelerators,
+                cpus: machine.cpus,
+                memory: cluster.types()[ty].memory_bytes,
+                acc_time,
+                price,
+            }
+        })
+        .collect();
+    Some(kinds)
+}
+
+/// The receipts of every start `l` (module documentation), `starts[l] = m(l)`.
+fn receipts(w: &Workload, c: &Contraction, starts: &[usize]) -> Receipts {
+    let n = c.len();
+    let mut pred: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (l, group) in c.groups.iter().enumerate() {
+        let p = &mut pred[l];
+        for &v in &group.nodes {
+            p.extend(
+                w.predecessors(v)
+                    .iter()
+                    .filter(|&&u| c.group_of[u] < l)
+                    .map(|&u| u as u32),
+            );
+        }
+        p.sort_unstable();
+        p.dedup();
+    }
+    let mut later: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+    let mut kept = 0usize;
+    'producers: for u in 0..w.len() {
+        let gu = c.group_of[u];
+        let mut feeds: Vec<usize> = w
+            .successors(u)
+            .iter()
+            .map(|&x| c.group_of[x])
+            .filter(|&g| g != gu)
+            .collect();
+        feeds.sort_unstable();
+        feeds.dedup();
+        let Some(&last) = feeds.last() else {
+            continue;
+        };
+        // l > gu with m(l) ≤ last (m is non-decreasing).
+        for l in gu + 1..n {
+            if starts[l] > last {
+                break;
+            }
+            if pred[l].binary_search(&(u as u32)).is_ok() {
+                continue;
+            }
+            let f = feeds[feeds.partition_point(|&g| g < starts[l])];
+            kept += 1;
+            if kept > MAX_RECEIPTS {
+                later.iter_mut().for_each(Vec::clear);
+                break 'producers;
+            }
+            later[l].push((f as u32, u as u32));
+        }
+    }
+    later.iter_mut().for_each(|x| x.sort_unstable());
+    let window = (0..n).map(|l| window_of(w, c, l, starts[l])).collect();
+    Receipts {
+        pred,
+        later,
+        window,
+    }
+}
+
+/// The groups of `(l, m)` with which of them descend from `l` (module documentation).
+fn window_of(w: &Workload, c: &Contraction, l: usize, m: usize) -> Vec<WindowGroup> {
+    if m <= l + 1 || m - l - 1 > MAX_WINDOW {
+        return Vec::new();
+    }
+    let mut descendant = vec![false; m - l];
+    descendant[0] = true;
+    let mut out = Vec::with_capacity(m - l - 1);
+    for g in l + 1..m {
+        let d = c.pred[g].iter().any(|&p| p >= l && descendant[p - l]);
+        descendant[g - l] = d;
+        let feeds = if d {
+            Vec::new()
+        } else {
+            c.groups[g]
+                .nodes
+                .iter()
+                .filter_map(|&u| {
+                    let mut to: Vec<u32> = w
+                        .successors(u)
+                        .iter()
+                        .map(|&x| c.group_of[x] as u32)
+                        .filter(|&x| x as usize != g)
+                        .collect();
+                    to.sort_unstable();
+                    to.dedup();
+                    (!to.is_empty()).then_some((u as u32, to))
+                })
+                .collect()
+        };
+        out.push(WindowGroup {
+            g: g as u32,
+            descendant: d,
+            feeds,
+        });
+    }
+    out
+}
+
+/// The relaxed chain with the kinds (module documentation).
+struct Relaxed {
+    n: usize,
+    /// `m(l)`.
+    starts: Vec<usize>,
+    receipts: Receipts,
+    bytes: Vec<Sum>,
+    unsupported: Vec<u32>,
+    cpu_time: Vec<Sum>,
+    kinds: Vec<Kind>,
+}
+
+impl Relaxed {
+    /// The compute prefix sums a stage in `role` on `kind` reads.
+    fn time<'k>(&'k self, kind: &'k Kind, role: Role) -> &'k [Sum] {
+        if role.cpu() {
+            &self.cpu_time
+        } else {
+            &kind.acc_time
+        }
+    }
+
+    /// `x[m(l), e)` on the stage's device: a lower bound on the interval's compute.
+    fn interval(&self, time: &[Sum], l: usize, e: usize) -> f64 {
+        let m = self.starts[l];
+        if e > m {
+            time[e].difference_lower_bound(time[m])
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether a stage of `kind` in `role` holding group `l` and `[m(l), e)` fits `tau`.
+    fn fits(&self, kind: &Kind, role: Role, tau: f64, l: usize, e: usize) -> bool {
+        let time = self.time(kind, role);
+        let price = &kind.price[role as usize];
+        let (window, window_bytes, window_unsupported) = self.window_charge(kind, role, l, e);
+        let mut load = time[l + 1].difference_lower_bound(time[l]) + self.interval(time, l, e);
+        load += window;
+        load += self.receipts.pred[l]
+            .iter()
+            .map(|&u| price[u as usize])
+            .sum::<f64>();
+        for &(f, u) in &self.receipts.later[l] {
+            if f as usize >= e {
+                break;
+            }
+            load += price[u as usize];
+        }
+        if load > tau {
+            return false;
+        }
+        if role.cpu() {
+            return true;
+        }
+        let m = self.starts[l];
+        let unsupported = self.unsupported[l + 1] - self.unsupported[l]
+            + window_unsupported
+            + if e > m {
+                self.unsupported[e] - self.unsupported[m]
+            } else {
+                0
+            };
+        let bytes = self.bytes[l + 1].difference_lower_bound(self.bytes[l])
+            + window_bytes
+            + if e > m {
+                self.bytes[e].difference_lower_bound(self.bytes[m])
+            } else {
+                0.0
+            };
+        unsupported == 0 && bytes <= kind.memory * (1.0 + 1e-9)
+    }
+
+    /// The window's charge for a stage holding `l` up to `e` (module documentation, "The
+    /// window"): its load, and the bytes and CPU-only groups of the descendants it holds.
+    fn window_charge(&self, kind: &Kind, role: Role, l: usize, e: usize) -> (f64, f64, u32) {
+        let window = &self.receipts.window[l];
+        if window.is_empty() {
+            return (0.0, 0.0, 0);
+        }
+        let time = self.time(kind, role);
+        let price = &kind.price[role as usize];
+        let m = self.starts[l];
+        let group = |g: usize| time[g + 1].difference_lower_bound(time[g]);
+        let certain = |g: usize| {
+            g == l || (g >= m && g < e) || (g > l && g < m && g < e && window[g - l - 1].descendant)
+        };
+        let (mut load, mut bytes, mut unsupported) = (0.0, 0.0, 0);
+        for wg in window.iter().take_while(|wg| (wg.g as usize) < e) {
+            let g = wg.g as usize;
+            if wg.descendant {
+                load += group(g);
+                bytes += self.bytes[g + 1].difference_lower_bound(self.bytes[g]);
+                unsupported += self.unsupported[g + 1] - self.unsupported[g];
+                continue;
+            }
+            let received: f64 = wg
+                .feeds
+                .iter()
+                .filter(|(_, to)| to.iter().any(|&x| certain(x as usize)))
+                .map(|&(u, _)| price[u as usize])
+                .sum();
+            if received > 0.0 {
+                load += received.min(group(g));
+            }
+        }
+        (load, bytes, unsupported)
+    }
+
+    /// `back_ρ(e)` (module documentation), memoised in `memo[role][e]`.
+    fn back(&self, memo: &mut [Vec<u32>], kind: &Kind, role: Role, tau: f64, e: usize) -> usize {
+        let slot = memo[role as usize][e];
+        if slot != u32::MAX {
+            return slot as usize;
+        }
+        let time = self.time(kind, role);
+        let mut best = e;
+        for l in (0..e).rev() {
+            if self.interval(time, l, e) > tau {
+                break;
+            }
+            if self.fits(kind, role, tau, l, e) {
+                best = l;
+            }
+        }
+        memo[role as usize][e] = best as u32;
+        best
+    }
+
+    /// `B_κ(x)`: the least start of a machine of `kind` followed by the rest at `x`.
+    fn machine(&self, memo: &mut [Vec<u32>], kind: &Kind, tau: f64, x: usize) -> usize {
+        let g = kind.accelerators;
+        let mut best = x;
+        // The CPU stages used (0..=cpus), placed before the `first`-th and `second`-th
+        // accelerator stage counted from the right (`g`: left of them all).
+        for cpus in 0..=kind.cpus {
+            for first in 0..=if cpus >= 1 { g } else { 0 } {
+                for second in first..=if cpus >= 2 { g } else { first } {
+                    let mut order: Vec<bool> = Vec::with_capacity(g + cpus);
+                    for a in 0..=g {
+                        let here = usize::from(cpus >= 1 && first == a)
+                            + usize::from(cpus >= 2 && second == a);
+                        order.extend(std::iter::repeat_n(true, here));
+                        if a < g {
+                            order.push(false);
+                        }
+                    }
+                    let last = order.len() - 1;
+                    let mut at = x;
+                    for (i, &is_cpu) in order.iter().enumerate() {
+                        let role = match (is_cpu, i == last) {
+                            (false, true) => Role::AccFirst,
+                            (false, false) => Role::AccLater,
+                            (true, true) => Role::CpuFirst,
+                            (true, false) => Role::CpuLater,
+                        };
+                        at = at.min(self.back(memo, kind, role, tau, at));
+                    }
+                    best = best.min(at);
+                }
+            }
+        }
+        best
+    }
+
+    /// Whether `T[all machines] = 0` at `tau`; `None` when the budget ran out.
+    fn feasible(&self, tau: f64, budget: &Budget) -> Option<bool> {
+        let counts: Vec<usize> = self.kinds.iter().map(|k| k.count).collect();
+        let mut stride = Vec::with_capacity(counts.len());
+        let mut vectors = 1usize;
+        for &k in &counts {
+            stride.push(vectors);
+            vectors *= k + 1;
+        }
+        let mut memo: Vec<Vec<Vec<u32>>> =
+            vec![vec![vec![u32::MAX; self.n + 1]; ROLES.len()]; self.kinds.len()];
+        let mut start = vec![self.n; vectors];
+        for u in 1..vectors {
+            if u % 64 == 0 && budget.is_exhausted() {
+                return None;
+            }
+            let mut best = self.n;
+            for (k, kind) in self.kinds.iter().enumerate() {
+                if (u / stride[k]) % (counts[k] + 1) == 0 {
+                    continue;
+                }
+                let from = start[u - stride[k]];
+                best = best.min(self.machine(&mut memo[k], kind, tau, from));
+            }
+            start[u] = best;
+            if best == 0 {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+
+    /// The largest `τ` found infeasible (module documentation), scaled down; 0 when none.
+    fn bisect(&self, budget: &Budget) -> f64 {
+        // From the largest single group's least time up by doubling (each probe's scans
+        // stay about as long as a stage at the optimum), then bisection.
+        let largest = (0..self.n)
+            .map(|l| {
+                self.kinds
+                    .iter()
+                    .map(|k| k.acc_time[l + 1].difference_lower_bound(k.acc_time[l]))
+                    .fold(
+                        self.cpu_time[l + 1].difference_lower_bound(self.cpu_time[l]),
+                        f64::min,
+                    )
+            })
+            .fold(0.0, f64::max);
+        let (mut lo, mut hi) = (0.0, largest.max(1e-300));
+        loop {
+            match self.feasible(hi, budget) {
+                Some(true) => break,
+                Some(false) => (lo, hi) = (hi, 2.0 * hi),
+                None => return lo * (1.0 - 1e-12),
+            }
+            if !hi.is_finite() || hi > 1e300 {
+                return lo * (1.0 - 1e-12);
+            }
+        }
+        while hi - lo > RELATIVE_WIDTH * hi {
+            let mid = 0.5 * (lo + hi);
+            match self.feasible(mid, budget) {
+                Some(true) => hi = mid,
+                Some(false) => lo = mid,
+                None => break,
+            }
+        }
+        lo * (1.0 - 1e-12)
+    }
+}
