@@ -52,7 +52,7 @@ use crate::score::parallel::{score_layout, LayoutScore};
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::{Status, StopReason};
 pub use partition::Objective;
-use partition::{best_split, Coster};
+use partition::{best_split, greedy_split, relaxed_bound, Coster};
 
 /// What the search may choose.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,29 +241,38 @@ pub fn plan_uniform(
     objective: Objective,
     budget: &Budget,
 ) -> Result<ParallelOutcome, String> {
-    let configs = configurations(chains, topo, space, objective);
-    let mut best: Option<(Config, usize, Vec<usize>, f64)> = None;
-    let mut incumbent = f64::INFINITY;
+    let search = UniformSearch {
+        chains,
+        topo,
+        space,
+        objective,
+        configs: configurations(chains, topo, space, objective),
+    };
+    let configs = &search.configs;
+    let (mut strong, mut best) = search.fast_pass(budget);
+    let mut incumbent = best.as_ref().map_or(f64::INFINITY, |b| b.3);
     let mut solved = 0;
     let mut stop = None;
-    let mut bound = f64::INFINITY;
     // Past the time limit without a plan, configurations go on without a deadline (Ctrl-C
-    // still stops them) until the first plan; the run then stops with its gap.
+    // still stops them) until the first plan; the run then stops with its gap. The exact
+    // splits leave the last 6 % of the time to the bound of what is left.
     let unlimited = Budget::without_deadline();
-    let mut active = budget;
-    // Whether every configuration was solved or bounded out.
-    let mut proven = true;
-    for &(lb, ci, cfg) in &configs {
+    let exact = budget.share(0.94);
+    let mut active = &exact;
+    // The first configuration neither solved nor bounded out, if the run stopped.
+    let mut open: Option<usize> = None;
+    for (k, &(lb, ci, cfg)) in configs.iter().enumerate() {
         if lb >= incumbent {
             break;
         }
+        if strong[k] >= incumbent {
+            continue;
+        }
         if stop.is_some() && best.is_some() {
-            bound = lb;
-            proven = false;
+            open = Some(k);
             break;
         }
-        let Some(coster) = Coster::new(&chains[ci], topo, cfg, space.global_batch, space.schedule)
-        else {
+        let Some(coster) = search.coster(k) else {
             continue;
         };
         let mut result = best_split(&coster, objective, incumbent, active);
@@ -279,58 +288,170 @@ pub fn plan_uniform(
             }
             Ok(None) => {}
             Err(e) => {
-                bound = lb;
                 stop = Some(StopReason::from(e));
-                proven = false;
+                open = Some(k);
                 break;
             }
         }
         solved += 1;
     }
-    if proven {
-        stop = None;
+    let bound = match open {
+        Some(k) => search.remaining_bound(&mut strong, k, incumbent, budget),
+        None => {
+            stop = None;
+            f64::INFINITY
+        }
+    };
+    search.outcome(best, stop, bound, solved, budget)
+}
+
+/// What the uniform search reads: the chains, the devices, the space, the objective and
+/// the configurations with their bounds, ascending.
+struct UniformSearch<'a> {
+    chains: &'a [ChainCosts],
+    topo: &'a Topology,
+    space: &'a Space,
+    objective: Objective,
+    configs: Vec<(f64, usize, Config)>,
+}
+
+/// A configuration, its chain, its split's stage starts and value.
+type Found = (Config, usize, Vec<usize>, f64);
+
+impl UniformSearch<'_> {
+    /// The coster of configuration `k` (`None`: it does not fit at all).
+    fn coster(&self, k: usize) -> Option<Coster<'_>> {
+        let (_, ci, cfg) = self.configs[k];
+        let space = self.space;
+        Coster::new(
+            &self.chains[ci],
+            self.topo,
+            cfg,
+            space.global_batch,
+            space.schedule,
+        )
     }
-    let elapsed_s = budget.elapsed_s();
-    let stopped = stop.is_some();
-    let Some((cfg, ci, cuts, value)) = best else {
-        let status = match stop {
-            Some(reason) => Status::NoPlan { reason },
-            None => Status::infeasible(
-                "no uniform layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
-            ),
+
+    /// The fast pass: in bound order, while a configuration's bound is below the best value
+    /// and a tenth of the time lasts, its relaxed bound ([`partition::relaxed_bound`], kept
+    /// in `strong[k]`, never below its own bound) and, unless that rules it out, its greedy
+    /// split ([`partition::greedy_split`]), kept where it is the best so far.
+    fn fast_pass(&self, budget: &Budget) -> (Vec<f64>, Option<Found>) {
+        let mut strong: Vec<f64> = self.configs.iter().map(|c| c.0).collect();
+        let mut best: Option<Found> = None;
+        let fast = budget.share(0.1);
+        for (k, &(lb, ci, cfg)) in self.configs.iter().enumerate() {
+            let value = best.as_ref().map_or(f64::INFINITY, |b| b.3);
+            if lb >= value || fast.is_exhausted() {
+                break;
+            }
+            let Some(coster) = self.coster(k) else {
+                strong[k] = f64::INFINITY;
+                continue;
+            };
+            if let Some(b) = relaxed_bound(&coster, self.objective, &fast) {
+                strong[k] = strong[k].max(b);
+            }
+            if strong[k] >= value {
+                continue;
+            }
+            if let Some(split) = greedy_split(&coster, self.objective, &fast) {
+                if split.value < value {
+                    best = Some((cfg, ci, split.cuts, split.value));
+                }
+            }
+        }
+        (strong, best)
+    }
+
+    /// A bound on every configuration from `open` on (the run stopped there): the least of
+    /// `incumbent` and their bounds, each raised to its relaxed bound where the fast pass
+    /// or the time left (`budget`) computes it.
+    fn remaining_bound(
+        &self,
+        strong: &mut [f64],
+        open: usize,
+        incumbent: f64,
+        budget: &Budget,
+    ) -> f64 {
+        let mut bound = incumbent;
+        for k in open..self.configs.len() {
+            let lb = self.configs[k].0;
+            if lb >= bound {
+                break;
+            }
+            if strong[k] <= lb && !budget.is_exhausted() {
+                if let Some(b) = self.coster(k).map_or(Some(f64::INFINITY), |c| {
+                    relaxed_bound(&c, self.objective, budget)
+                }) {
+                    strong[k] = strong[k].max(b);
+                }
+            }
+            bound = bound.min(strong[k]);
+        }
+        bound
+    }
+
+    /// The outcome of the search: the best split scored, or none, with its status.
+    fn outcome(
+        &self,
+        best: Option<Found>,
+        stop: Option<StopReason>,
+        bound: f64,
+        solved: usize,
+        budget: &Budget,
+    ) -> Result<ParallelOutcome, String> {
+        let (space, objective) = (self.space, self.objective);
+        let elapsed_s = budget.elapsed_s();
+        let stopped = stop.is_some();
+        let Some((cfg, ci, cuts, value)) = best else {
+            let status = match stop {
+                Some(reason) => Status::NoPlan { reason },
+                None => Status::infeasible(
+                    "no uniform layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
+                ),
+            };
+            return Ok(ParallelOutcome {
+                plan: None,
+                value: f64::INFINITY,
+                bound: if stopped { bound } else { f64::INFINITY },
+                status,
+                configs_solved: solved,
+                configs: self.configs.len(),
+                elapsed_s,
+                free: false,
+                valuation: Valuation::Model,
+            });
         };
-        return Ok(ParallelOutcome {
-            plan: None,
-            value: f64::INFINITY,
-            bound: if stopped { bound } else { f64::INFINITY },
+        let plan = rescored(
+            &self.chains[ci],
+            self.topo,
+            space,
+            cfg,
+            &cuts,
+            value,
+            objective,
+        )?;
+        let status = match stop {
+            Some(reason) => Status::Feasible { reason },
+            None => Status::Optimal,
+        };
+        Ok(ParallelOutcome {
+            value: objective_value(&plan.score, objective),
+            bound: if stopped {
+                bound.min(value)
+            } else {
+                objective_value(&plan.score, objective)
+            },
+            plan: Some(plan),
             status,
             configs_solved: solved,
-            configs: configs.len(),
+            configs: self.configs.len(),
             elapsed_s,
             free: false,
             valuation: Valuation::Model,
-        });
-    };
-    let plan = rescored(&chains[ci], topo, space, cfg, &cuts, value, objective)?;
-    let status = match stop {
-        Some(reason) => Status::Feasible { reason },
-        None => Status::Optimal,
-    };
-    Ok(ParallelOutcome {
-        value: objective_value(&plan.score, objective),
-        bound: if stopped {
-            bound.min(value)
-        } else {
-            objective_value(&plan.score, objective)
-        },
-        plan: Some(plan),
-        status,
-        configs_solved: solved,
-        configs: configs.len(),
-        elapsed_s,
-        free: false,
-        valuation: Valuation::Model,
-    })
+        })
+    }
 }
 
 /// The layout of `cfg` split at `cuts`, scored by the evaluator, with its ZeRO stage lowered

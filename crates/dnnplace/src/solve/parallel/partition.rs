@@ -21,6 +21,22 @@
 //!
 //! Memory and `T` only grow as a stage takes more units, so the scan of `j` for a fixed `i`
 //! stops at the first `j` that does not fit.
+//!
+//! **A fast split** ([`greedy_split`], a heuristic): for a threshold `τ`, stages `0..p`
+//! take units in order, each while its time per sample `(m·T + sync)/B` stays `≤ τ` and its
+//! memory fits (every stage at least one unit, the last one up to `U`); `τ` by doubling
+//! then bisection. O(U) per threshold. Its split is valued like the DP's (the objective of
+//! its stages), so it is an incumbent the DP only has to beat: the uniform search runs it
+//! first, so a run stopped on a long chain still holds a plan close to its bound.
+//!
+//! **A bound per configuration** ([`relaxed_bound`]): drop the transfers at the stages'
+//! ends and allow empty stages. A stage's remaining cost (compute, TP, ZeRO-3 gathers, DP
+//! sync) and memory only grow as its range grows, for every stage position `s`, so
+//! packing stages `0..p` in order, each as far as it fits `τ`, decides the relaxation
+//! exactly (by induction, each packed stage ends no earlier than in any split that fits).
+//! The least `τ` that packs, found by doubling and bisection, bounds every split of the
+//! configuration: its time per sample, or for the iteration `C + (m − 1)·max(τ_T, C/p)`
+//! with `τ_T` the packing's bound on the largest `T` (transfers and sync only add).
 
 use crate::model::parallel::{
     all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Topology, Uniform as Config, Zero,
@@ -174,7 +190,6 @@ impl<'a> Coster<'a> {
     /// `(T, sync)` of stage `s` holding `i..j`.
     pub fn times(&self, i: usize, j: usize, s: usize) -> (f64, f64) {
         let p = self.cfg.stages;
-        let d = self.cfg.data_parallel;
         let cuts = &self.chain.cuts;
         let mut transfer = 0.0;
         if s > 0 {
@@ -207,6 +222,15 @@ impl<'a> Coster<'a> {
                     .sum::<f64>();
             }
         }
+        let (own, sync) = self.own_times(i, j, s);
+        (own + transfer, sync)
+    }
+
+    /// `(T, sync)` of stage `s` holding `i..j` without the transfers at its ends: its
+    /// compute, TP and ZeRO-3 gathers, and its DP sync. Both only grow as the stage takes
+    /// more units.
+    fn own_times(&self, i: usize, j: usize, s: usize) -> (f64, f64) {
+        let d = self.cfg.data_parallel;
         let (w, g) = (self.w[j] - self.w[i], self.g[j] - self.g[i]);
         let link = self.dp[s];
         let (gather, sync) = if self.cfg.zero == Zero::Parameters {
@@ -214,7 +238,7 @@ impl<'a> Coster<'a> {
         } else {
             (0.0, all_reduce_ms(link, g, d))
         };
-        (self.compute(i, j) + transfer + gather, sync)
+        (self.compute(i, j) + gather, sync)
     }
 
     /// The stage's share of the time per sample.
@@ -448,4 +472,158 @@ pub(crate) fn unit_prefix_sums(
         }
     }
     sums
+}
+
+/// A split of `coster`'s configuration found in O(U) per threshold (module documentation,
+/// "A fast split"), valued for `objective`; `None` when no threshold packs the chain or
+/// `budget` runs out first.
+pub fn greedy_split(coster: &Coster, objective: Objective, budget: &Budget) -> Option<Split> {
+    let (n, p) = (coster.chain.len(), coster.cfg.stages);
+    if p == 0 || p > n || coster.resident_average() > coster.memory {
+        return None;
+    }
+    let mut hi = {
+        let (t, sync) = coster.times(0, n, 0);
+        coster.per_sample(t, sync).max(1e-300)
+    };
+    let mut best: Option<Vec<usize>> = None;
+    pack_stages(coster, f64::INFINITY)?;
+    for _ in 0..64 {
+        if budget.is_exhausted() {
+            return None;
+        }
+        if let Some(cuts) = pack_stages(coster, hi) {
+            best = Some(cuts);
+            break;
+        }
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..40 {
+        if budget.is_exhausted() || hi - lo <= 1e-9 * hi {
+            break;
+        }
+        let mid = 0.5 * (lo + hi);
+        match pack_stages(coster, mid) {
+            Some(cuts) => {
+                best = Some(cuts);
+                hi = mid;
+            }
+            None => lo = mid,
+        }
+    }
+    let cuts = best?;
+    let value = split_value(coster, objective, &cuts);
+    Some(Split { cuts, value })
+}
+
+/// The stage starts of the greedy packing at `tau` (module documentation), or `None`.
+fn pack_stages(coster: &Coster, tau: f64) -> Option<Vec<usize>> {
+    let (n, p) = (coster.chain.len(), coster.cfg.stages);
+    let fits = |i: usize, j: usize, s: usize| {
+        if coster.memory(i, j, s) > coster.memory {
+            return false;
+        }
+        let (t, sync) = coster.times(i, j, s);
+        coster.per_sample(t, sync) <= tau
+    };
+    let mut cuts = Vec::with_capacity(p.saturating_sub(1));
+    let mut i = 0;
+    for s in 0..p {
+        let last = n - (p - s - 1);
+        if i >= last || !fits(i, i + 1, s) {
+            return None;
+        }
+        let mut j = i + 1;
+        while j < last && fits(i, j + 1, s) {
+            j += 1;
+        }
+        if s > 0 {
+            cuts.push(i);
+        }
+        i = j;
+    }
+    (i == n).then_some(cuts)
+}
+
+/// The objective of the split with stage starts `0, cuts…` (as the DPs value it).
+fn split_value(coster: &Coster, objective: Objective, cuts: &[usize]) -> f64 {
+    let n = coster.chain.len();
+    let starts: Vec<usize> = std::iter::once(0).chain(cuts.iter().copied()).collect();
+    let (mut max_t, mut sum_t, mut max_sync, mut per_sample) = (0.0f64, 0.0, 0.0f64, 0.0f64);
+    for (s, &i) in starts.iter().enumerate() {
+        let j = starts.get(s + 1).copied().unwrap_or(n);
+        let (t, sync) = coster.times(i, j, s);
+        max_t = max_t.max(t);
+        sum_t += t;
+        max_sync = max_sync.max(sync);
+        per_sample = per_sample.max(coster.per_sample(t, sync));
+    }
+    match objective {
+        Objective::TimePerSample => per_sample,
+        Objective::Iteration => sum_t + (coster.m as f64 - 1.0) * max_t + max_sync,
+    }
+}
+
+/// A lower bound on every split of `coster`'s configuration (module documentation, "A bound
+/// per configuration"); ∞ when no split fits the memory, `None` when `budget` runs out.
+pub fn relaxed_bound(coster: &Coster, objective: Objective, budget: &Budget) -> Option<f64> {
+    let (n, p) = (coster.chain.len(), coster.cfg.stages);
+    let metric = |i: usize, j: usize, s: usize| {
+        let (t, sync) = coster.own_times(i, j, s);
+        match objective {
+            Objective::TimePerSample => coster.per_sample(t, sync),
+            Objective::Iteration => t,
+        }
+    };
+    let packs = |tau: f64| {
+        let mut i = 0;
+        for s in 0..p {
+            let mut j = i;
+            while j < n && coster.memory(i, j + 1, s) <= coster.memory && metric(i, j + 1, s) <= tau
+            {
+                j += 1;
+            }
+            i = j;
+        }
+        i == n
+    };
+    if !packs(f64::INFINITY) {
+        return Some(f64::INFINITY);
+    }
+    let c = coster.compute(0, n);
+    let mut hi = (c / p as f64).max(1e-300);
+    let mut lo = 0.0;
+    loop {
+        if budget.is_exhausted() {
+            return None;
+        }
+        if packs(hi) {
+            break;
+        }
+        (lo, hi) = (hi, 2.0 * hi);
+        if !hi.is_finite() || hi > 1e300 {
+            return Some(f64::INFINITY);
+        }
+    }
+    for _ in 0..60 {
+        if budget.is_exhausted() || hi - lo <= 1e-9 * hi {
+            break;
+        }
+        let mid = 0.5 * (lo + hi);
+        if packs(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    // The prefix sums' rounding (module documentation of [`crate::score::parallel`]'s
+    // 1e-9 check): the bound is scaled below it.
+    let tau = lo * (1.0 - 1e-9);
+    Some(match objective {
+        Objective::TimePerSample => tau,
+        Objective::Iteration => {
+            (c + (coster.m as f64 - 1.0) * tau.max(c / p as f64)) * (1.0 - 1e-9)
+        }
+    })
 }
