@@ -35,7 +35,9 @@
 //!
 //! **The search** (each candidate scored by [`score_mixed`], fitting, then simulated; the
 //! best kept): (1) the per-sample optimum of the same space ([`super::mixed::plan_mixed`]
-//! to a 1 % gap, or [`super::mixed_uniform::plan_mixed_uniform`]; 30 % of the time), (2)
+//! to a 1 % gap, or [`super::mixed_uniform::plan_mixed_uniform`]; 30 % of the time) and,
+//! for free layouts, the uniform layouts' iteration plan (this search on them, 15 %; the
+//! free value is so never above the uniform one), (2)
 //! the layout the DP traces at each feasible threshold of the bisection on `W` (70 % of
 //! what is left), (3) per configuration the DP's layout at the best value, (4) hill
 //! climbing from the best: a cut moved by one unit, a stage's (uniform: every stage's) `d`
@@ -226,7 +228,15 @@ pub fn plan_mixed_iteration(
         Layouts::Free => plan_mixed(chains, topo, space, Some(0.01), &seed_budget)?,
         Layouts::Uniform => plan_mixed_uniform(chains, topo, space, &seed_budget)?,
     };
-    if let Some(plan) = &per_sample.plan {
+    // The uniform layouts are free layouts: their iteration optimum seeds the free search.
+    let uniform = match layouts {
+        Layouts::Free => {
+            let share = budget.share(0.15);
+            plan_mixed_iteration(chains, topo, space, Layouts::Uniform, &share, clock)?.plan
+        }
+        Layouts::Uniform => None,
+    };
+    for plan in [&per_sample.plan, &uniform].into_iter().flatten() {
         cands
             .offer_plan(plan)
             .map_err(|e| format!("internal error: {e}"))?;

@@ -326,7 +326,7 @@ impl ParallelSettings {
                 &profiles,
                 devices,
                 space,
-                Objective::TimePerSample,
+                self.objective,
                 self.layouts,
             )
             .map_err(SettingsError::Model);
