@@ -7,7 +7,8 @@
 //! run, every `(t, d)` per stage — uniform: one pair for every stage — packed per group) and
 //! values each by its simulated iteration (`simulate_mixed`). The search's value must be the
 //! simulated iteration of its plan, at least the oracle's optimum; its bound at most that
-//! optimum; an optimal status only at the optimum. Also: on two types the uniform layouts'
+//! optimum; an optimal status only at the optimum; the free plan never above the uniform
+//! one. Also: on two types the uniform layouts'
 //! scorer formula `Σ T + (m − 1)·max T + max sync` is not the simulated iteration, while the
 //! GPipe flow-shop identity holds exactly.
 
@@ -199,6 +200,19 @@ fn compare(seed: u64, layouts: Layouts) -> Result<Option<Seen>, TestCaseError> {
                 prop_assert_eq!(found.bound, found.value);
             }
             prop_assert!(space.stages.is_none_or(|p| p == l.stages.len()));
+            if layouts == Layouts::Free {
+                // The uniform layouts are free layouts: never better than the free plan.
+                let uniform = plan_mixed_iteration(
+                    &chains,
+                    &topo,
+                    &space,
+                    Layouts::Uniform,
+                    &Budget::unlimited(),
+                    &Simulator,
+                )
+                .unwrap();
+                prop_assert!(found.value <= uniform.value * (1.0 + 1e-12));
+            }
             if layouts == Layouts::Uniform {
                 let (t, d) = (l.stages[0].tensor_parallel, l.stages[0].data_parallel);
                 prop_assert!(
