@@ -279,13 +279,14 @@ fn bad_flags_exit_2_naming_the_flag() {
             "1x8xh100+1x8xa100-80gb",
             "--objective",
             "iteration",
+            "--sweep",
         ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("--objective iteration does not apply to a cluster of several types"),
+        err.contains("--sweep does not apply to a cluster of several types"),
         "{err}"
     );
     let o = dnnplace()
