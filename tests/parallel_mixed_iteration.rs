@@ -8,7 +8,7 @@
 //! values each by its simulated iteration (`simulate_mixed`). The search's value must be the
 //! simulated iteration of its plan, at least the oracle's optimum; its bound at most that
 //! optimum; an optimal status only at the optimum; the free plan never above the uniform
-//! one. Also: on two types the uniform layouts'
+//! one. `simulate_mixed` meets `score_mixed`'s time per sample and memory per device. Also: on two types the uniform layouts'
 //! scorer formula `Σ T + (m − 1)·max T + max sync` is not the simulated iteration, while the
 //! GPipe flow-shop identity holds exactly.
 
@@ -291,6 +291,14 @@ fn the_formula_is_not_the_simulated_iteration_on_two_types() {
             .unwrap();
         let cs: Vec<ChainCosts> = chains.iter().map(|c| c[ci].clone()).collect();
         let sim = simulate_mixed(&cs, &topo, l).unwrap();
+        // Each stage priced on its own type: the bottleneck's busy time per sample is the
+        // scorer's time per sample, and every replica's peak its memory per device.
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert!(close(sim.busy_time_per_sample_ms, plan.score.time_per_sample_ms));
+        for lane in sim.lanes.iter().filter(|x| x.replica.is_some()) {
+            let planned = plan.score.stages[lane.stage].memory_bytes;
+            assert!(close(lane.peak_memory_bytes, planned), "seed {seed} stage {}", lane.stage);
+        }
         let formula = plan.score.iteration_ms.unwrap();
         if (sim.iteration_ms - formula).abs() > 1e-9 * formula {
             differ += 1;

@@ -1,6 +1,8 @@
 //! A 3D parallel layout ([`crate::model::parallel`]) run as tasks on the simulator's event
 //! loop ([`super::engine`]), beside the placements of [`super`]. Stages may have different
-//! data-parallel degrees `d_s` (free layouts, `--free`).
+//! data-parallel degrees `d_s` (free layouts, `--free`), and lie on several accelerator
+//! types ([`simulate_mixed`]: each stage's pass times, stash and links those
+//! [`crate::score::parallel::score_mixed`] prices it with; the run is the same).
 //!
 //! **Micro-batches.** Every stage uses the layout's one micro-batch size `b`, so an
 //! iteration is `M = B/b` *global* micro-batches `0..M`, each `b` samples, and `d_s | M`

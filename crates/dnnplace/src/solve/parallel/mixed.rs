@@ -48,6 +48,10 @@
 //!
 //! Every plan is re-scored by [`crate::score::parallel::score_mixed`] (unit by unit, no
 //! arithmetic shared with the DP); a difference above 1e-9 relative is an error.
+//!
+//! The iteration on several types ([`super::mixed_iteration`]) runs this DP with each stage
+//! valued by its lower bound `W_s` on the simulated iteration ([`Measure::IterationBound`]):
+//! `R[S][i]` then keeps every `σ` with the least `Σ T_k` of its layouts ([`feasible`]).
 
 use std::ops::Range;
 
