@@ -746,18 +746,33 @@ fn the_iteration_on_two_types_is_simulated_with_a_bound() {
         let stages = v["stages"].as_array().unwrap();
         worst_stage_on_two_types(stages);
         if !free {
-            let pair = |s: &serde_json::Value| (s["tensorParallel"].clone(), s["dataParallel"].clone());
+            let pair =
+                |s: &serde_json::Value| (s["tensorParallel"].clone(), s["dataParallel"].clone());
             assert!(stages.iter().all(|s| pair(s) == pair(&stages[0])), "{v}");
         }
         let (value, bound) = (num(&v, "value"), num(&v, "bound"));
         assert!(bound <= value * (1.0 + 1e-12), "{v}");
-        assert!(value >= 8.0 * num(&v, "timePerSampleMs") * (1.0 - 1e-12), "{v}");
+        assert!(
+            value >= 8.0 * num(&v, "timePerSampleMs") * (1.0 - 1e-12),
+            "{v}"
+        );
         let per_sample = json_of(&on_two_types(&[layouts, &["--json"]].concat()));
-        assert!(bound >= 8.0 * num(&per_sample, "bound") * (1.0 - 1e-9), "{v}");
-        assert!(matches!(v["outcome"].as_str(), Some("optimal" | "feasible")));
+        assert!(
+            bound >= 8.0 * num(&per_sample, "bound") * (1.0 - 1e-9),
+            "{v}"
+        );
+        assert!(matches!(
+            v["outcome"].as_str(),
+            Some("optimal" | "feasible")
+        ));
         plans.push(value);
     }
-    assert!(plans[1] <= plans[0] * (1.0 + 1e-12), "free {} above uniform {}", plans[1], plans[0]);
+    assert!(
+        plans[1] <= plans[0] * (1.0 + 1e-12),
+        "free {} above uniform {}",
+        plans[1],
+        plans[0]
+    );
 }
 
 /// `--free` on two accelerator types: every stage names its type, lies on that type's

@@ -186,7 +186,11 @@ fn compare(seed: u64, layouts: Layouts) -> Result<Option<Seen>, TestCaseError> {
             let simulated = simulate_mixed(&cs, &topo, l).unwrap();
             prop_assert_eq!(found.value, simulated.iteration_ms);
             prop_assert!(simulated.planned.fits);
-            prop_assert!(found.value >= v - tol, "value {} below the optimum {v}", found.value);
+            prop_assert!(
+                found.value >= v - tol,
+                "value {} below the optimum {v}",
+                found.value
+            );
             prop_assert!(
                 found.bound <= v + tol,
                 "bound {} above the optimum {v} ({:?})",
@@ -196,7 +200,11 @@ fn compare(seed: u64, layouts: Layouts) -> Result<Option<Seen>, TestCaseError> {
             prop_assert!(found.bound <= found.value + tol);
             let optimal = found.status == Status::Optimal;
             if optimal {
-                prop_assert!((found.value - v).abs() <= tol, "optimal {} vs {v}", found.value);
+                prop_assert!(
+                    (found.value - v).abs() <= tol,
+                    "optimal {} vs {v}",
+                    found.value
+                );
                 prop_assert_eq!(found.bound, found.value);
             }
             prop_assert!(space.stages.is_none_or(|p| p == l.stages.len()));
@@ -244,7 +252,9 @@ fn compare(seed: u64, layouts: Layouts) -> Result<Option<Seen>, TestCaseError> {
 }
 
 fn coverage(layouts: Layouts) {
-    let seen: Vec<Seen> = (0..40).filter_map(|s| compare(s, layouts).unwrap()).collect();
+    let seen: Vec<Seen> = (0..40)
+        .filter_map(|s| compare(s, layouts).unwrap())
+        .collect();
     let optimal = seen.iter().filter(|s| s.optimal).count();
     let best = seen.iter().filter(|s| s.best).count();
     let several = seen.iter().filter(|s| s.types >= 2).count();
@@ -294,10 +304,17 @@ fn the_formula_is_not_the_simulated_iteration_on_two_types() {
         // Each stage priced on its own type: the bottleneck's busy time per sample is the
         // scorer's time per sample, and every replica's peak its memory per device.
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
-        assert!(close(sim.busy_time_per_sample_ms, plan.score.time_per_sample_ms));
+        assert!(close(
+            sim.busy_time_per_sample_ms,
+            plan.score.time_per_sample_ms
+        ));
         for lane in sim.lanes.iter().filter(|x| x.replica.is_some()) {
             let planned = plan.score.stages[lane.stage].memory_bytes;
-            assert!(close(lane.peak_memory_bytes, planned), "seed {seed} stage {}", lane.stage);
+            assert!(
+                close(lane.peak_memory_bytes, planned),
+                "seed {seed} stage {}",
+                lane.stage
+            );
         }
         let formula = plan.score.iteration_ms.unwrap();
         if (sim.iteration_ms - formula).abs() > 1e-9 * formula {

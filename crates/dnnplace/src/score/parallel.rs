@@ -545,8 +545,8 @@ fn stage_transfers(
 pub fn pass_times(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -> (f64, f64) {
     let st = &layout.stages[s];
     let input = (s > 0).then(|| boundary_link(topo, &layout.stages[s - 1], st));
-    let output = (s + 1 < layout.stages.len())
-        .then(|| boundary_link(topo, st, &layout.stages[s + 1]));
+    let output =
+        (s + 1 < layout.stages.len()).then(|| boundary_link(topo, st, &layout.stages[s + 1]));
     stage_pass_times(chain, topo, layout, st, (input, output))
 }
 
@@ -572,7 +572,13 @@ pub fn pass_times_mixed(
     };
     let input = (s > 0).then(|| link(s - 1, s));
     let output = (s + 1 < local.len()).then(|| link(s, s + 1));
-    Ok(stage_pass_times(&chains[g], gt, layout, st, (input, output)))
+    Ok(stage_pass_times(
+        &chains[g],
+        gt,
+        layout,
+        st,
+        (input, output),
+    ))
 }
 
 /// The pass times of stage `st` (its devices numbered on `topo`) with its neighbours over

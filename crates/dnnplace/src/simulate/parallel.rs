@@ -82,7 +82,9 @@ use super::{SimulateError, MAX_TASKS};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, Topology};
 use crate::model::schedule::{Pass, Schedule};
 use crate::model::Device;
-use crate::score::parallel::{pass_times, pass_times_mixed, score_layout, score_mixed, LayoutScore};
+use crate::score::parallel::{
+    pass_times, pass_times_mixed, score_layout, score_mixed, LayoutScore,
+};
 use crate::solve::budget::Budget;
 use crate::solve::parallel::{plan_with, IterationClock, ParallelOutcome, ParallelProblem};
 
@@ -165,7 +167,8 @@ pub fn simulate_mixed(
     topo: &MixedTopology,
     layout: &Layout,
 ) -> Result<LayoutSimulation, SimulateError> {
-    let invalid = |e: crate::score::parallel::LayoutError| SimulateError::InvalidPlan(e.to_string());
+    let invalid =
+        |e: crate::score::parallel::LayoutError| SimulateError::InvalidPlan(e.to_string());
     let planned = score_mixed(chains, topo, layout).map_err(invalid)?;
     let p = layout.stages.len();
     let mut pass_ms = Vec::with_capacity(p);

@@ -90,7 +90,9 @@ impl Candidates<'_> {
             return false;
         }
         if self.layouts == Layouts::Uniform
-            && stages.iter().any(|s| (s.1, s.2) != (stages[0].1, stages[0].2))
+            && stages
+                .iter()
+                .any(|s| (s.1, s.2) != (stages[0].1, stages[0].2))
         {
             return false;
         }
@@ -154,7 +156,10 @@ impl Candidates<'_> {
     /// [`Self::offer`] of a plan found by another search (the seed: no budget).
     fn offer_plan(&mut self, plan: &ParallelPlan) -> Result<bool, Exhausted> {
         let l = &plan.layout;
-        match self.chains[0].iter().position(|c| c.micro_batch == l.micro_batch) {
+        match self.chains[0]
+            .iter()
+            .position(|c| c.micro_batch == l.micro_batch)
+        {
             Some(ci) => {
                 let stages = choices(self.topo, l);
                 self.offer((ci, l.zero, l.recompute), &stages, None)
@@ -378,7 +383,7 @@ fn neighbours(base: &[MixedChoice], tps: &[usize], layouts: Layouts) -> Vec<Vec<
     let (t0, d0) = (base[0].1, base[0].2);
     let degrees = |t: usize, d: usize| {
         let mut out = vec![(t, d * 2)];
-        if d % 2 == 0 {
+        if d.is_multiple_of(2) {
             out.push((t, d / 2));
         }
         out.extend(tps.iter().filter(|&&x| x != t).map(|&x| (x, d)));
