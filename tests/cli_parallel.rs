@@ -279,13 +279,14 @@ fn bad_flags_exit_2_naming_the_flag() {
             "1x8xh100+1x8xa100-80gb",
             "--objective",
             "iteration",
+            "--sweep",
         ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("--objective iteration does not apply to a cluster of several types"),
+        err.contains("--sweep does not apply to a cluster of several types"),
         "{err}"
     );
     let o = dnnplace()
@@ -640,8 +641,7 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
 
 /// `--free --objective iteration`: a plan whose value is its simulated iteration (the
 /// `--report`'s `simulation.iterationMs`), with the contract's fields, `valueFrom:
-/// simulation`, a bound at most the value and at least `B` × the free per-sample bound;
-/// on two accelerator types it exits 2 naming `--objective`.
+/// simulation`, a bound at most the value and at least `B` × the free per-sample bound.
 #[test]
 fn free_layouts_plan_the_simulated_iteration() {
     let dir = std::env::temp_dir().join(format!("dnnplace-free-iter-{}", std::process::id()));
@@ -709,25 +709,70 @@ fn free_layouts_plan_the_simulated_iteration() {
     ]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("(the simulated iteration)"), "{text}");
-    let mixed = dnnplace()
-        .args([
-            "plan",
-            "examples/hf/llama-3-8b.json",
-            "--parallel",
-            "3d",
-            "--free",
-            "--cluster",
-            "1x4xh100+1x4xa100-80gb",
-            "--global-batch",
-            "8",
-            "--objective",
-            "iteration",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(mixed.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&mixed.stderr).contains("--objective iteration"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--objective iteration` on two accelerator types, uniform and `--free`: a plan whose
+/// JSON has the fields of the one-type iteration plan, `valueFrom: simulation`, every stage
+/// on its type's machines, a bound at most the value and at least `B` × the per-sample
+/// bound, the value at least `B` × the time per sample; uniform layouts keep one `t × d`,
+/// and the free value is never above the uniform one.
+#[test]
+fn the_iteration_on_two_types_is_simulated_with_a_bound() {
+    let one_type = json_of(&plan(&[
+        "--global-batch",
+        "64",
+        "--time-limit",
+        "5",
+        "--json",
+        "--free",
+        "--objective",
+        "iteration",
+    ]));
+    let mut plans = Vec::new();
+    for free in [false, true] {
+        let layouts: &[&str] = if free { &["--free"] } else { &[] };
+        let v = json_of(&on_two_types(
+            &[layouts, &["--objective", "iteration", "--json"]].concat(),
+        ));
+        let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        let mut expected: Vec<&String> = one_type.as_object().unwrap().keys().collect();
+        keys.sort();
+        expected.sort();
+        assert_eq!(keys, expected, "{v}");
+        assert_eq!(v["objective"], "iteration");
+        assert_eq!(v["valueFrom"], "simulation");
+        assert_eq!(v["uniform"], !free);
+        let stages = v["stages"].as_array().unwrap();
+        worst_stage_on_two_types(stages);
+        if !free {
+            let pair =
+                |s: &serde_json::Value| (s["tensorParallel"].clone(), s["dataParallel"].clone());
+            assert!(stages.iter().all(|s| pair(s) == pair(&stages[0])), "{v}");
+        }
+        let (value, bound) = (num(&v, "value"), num(&v, "bound"));
+        assert!(bound <= value * (1.0 + 1e-12), "{v}");
+        assert!(
+            value >= 8.0 * num(&v, "timePerSampleMs") * (1.0 - 1e-12),
+            "{v}"
+        );
+        let per_sample = json_of(&on_two_types(&[layouts, &["--json"]].concat()));
+        assert!(
+            bound >= 8.0 * num(&per_sample, "bound") * (1.0 - 1e-9),
+            "{v}"
+        );
+        assert!(matches!(
+            v["outcome"].as_str(),
+            Some("optimal" | "feasible")
+        ));
+        plans.push(value);
+    }
+    assert!(
+        plans[1] <= plans[0] * (1.0 + 1e-12),
+        "free {} above uniform {}",
+        plans[1],
+        plans[0]
+    );
 }
 
 /// `--free` on two accelerator types: every stage names its type, lies on that type's

@@ -119,6 +119,9 @@ CONFIG_CASES = [
     # uniform and free layouts on two accelerator types
     ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024}),
     ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024, "free": True}),
+    # the simulated iteration on two accelerator types, uniform and free
+    ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024, "objective": "iteration"}),
+    ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024, "free": True, "objective": "iteration"}),
     # free layouts, the simulated iteration
     ("1x8xh100", 16, {"free": True, "objective": "iteration"}),
 ]
@@ -180,9 +183,8 @@ CONFIG_ERRORS = [
     ("2x8xh100", 64, {"schedule": "interleaved:2"}),
     ("2x8xnosuchgpu", 64, {}),
     ("2y8", 64, {}),
-    ("1x8xh100+1x8xa100-80gb", 64, {"objective": "iteration"}),
     ("1x8xh100+1x8xa100-80gb", 64, {"export": "megatron"}),
-    ("1x8xh100+1x8xa100-80gb", 64, {"free": True, "objective": "iteration"}),
+    ("1x8xh100+1x8xa100-80gb", 64, {"objective": "iteration", "export": "megatron"}),
     ("1x8xh100", 64, {"free": True, "objective": "throughput", "export": "megatron"}),
     ("1x8xh100", 64, {"export": "onnx"}),
     ("1x8xh100", 64, {"export": "deepspeed", "sequence_parallel": True}),

@@ -69,10 +69,10 @@ fn ms(x: f64) -> String {
 /// The status line: optimal, or the bound and gap and why the search stopped.
 pub fn status_line(o: &ParallelOutcome) -> String {
     match &o.status {
-        Status::Optimal if o.valuation == Valuation::Simulation => {
-            "optimal (proven: the simulated iteration meets the bound every free layout's respects)"
-                .into()
-        }
+        Status::Optimal if o.valuation == Valuation::Simulation => format!(
+            "optimal (proven: the simulated iteration meets the bound every {} layout's respects)",
+            if o.free { "free" } else { "uniform" }
+        ),
         Status::Optimal if o.free => {
             "optimal (proven: no free layout is worth less, by the feasibility DP)".into()
         }
@@ -114,7 +114,7 @@ pub fn layout_text(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
         },
         o.bound,
         100.0 * o.gap(),
-        if o.free {
+        if o.free || o.valuation == Valuation::Simulation {
             format!(
                 "{} feasibility checks over {} configurations",
                 o.configs_solved, o.configs

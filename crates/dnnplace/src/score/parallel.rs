@@ -544,6 +544,52 @@ fn stage_transfers(
 /// [`score_layout`]'s checks.
 pub fn pass_times(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize) -> (f64, f64) {
     let st = &layout.stages[s];
+    let input = (s > 0).then(|| boundary_link(topo, &layout.stages[s - 1], st));
+    let output =
+        (s + 1 < layout.stages.len()).then(|| boundary_link(topo, st, &layout.stages[s + 1]));
+    stage_pass_times(chain, topo, layout, st, (input, output))
+}
+
+/// [`pass_times`] on a cluster of several types ([`score_mixed`]'s rules): stage `s` priced
+/// on its own group with its type's costs (`chains[g]`), its boundaries to a stage on
+/// another group on its own group's network link. `layout` must pass [`score_mixed`]'s
+/// checks.
+pub fn pass_times_mixed(
+    chains: &[ChainCosts],
+    topo: &MixedTopology,
+    layout: &Layout,
+    s: usize,
+) -> Result<(f64, f64), LayoutError> {
+    let local = check_mixed(chains, topo, layout)?;
+    let (g, st) = (local[s].0, &local[s].1);
+    let gt = &topo.groups[g];
+    let link = |a: usize, b: usize| {
+        if local[a].0 == local[b].0 {
+            boundary_link(gt, &local[a].1, &local[b].1)
+        } else {
+            gt.network
+        }
+    };
+    let input = (s > 0).then(|| link(s - 1, s));
+    let output = (s + 1 < local.len()).then(|| link(s, s + 1));
+    Ok(stage_pass_times(
+        &chains[g],
+        gt,
+        layout,
+        st,
+        (input, output),
+    ))
+}
+
+/// The pass times of stage `st` (its devices numbered on `topo`) with its neighbours over
+/// `input` and `output` ([`pass_times`]).
+fn stage_pass_times(
+    chain: &ChainCosts,
+    topo: &Topology,
+    layout: &Layout,
+    st: &StageLayout,
+    (input, output): (Option<Link>, Option<Link>),
+) -> (f64, f64) {
     let (t, d) = (st.tensor_parallel, st.data_parallel);
     let ti = chain.tp_index(t).expect("a checked layout");
     let tp_link = topo.intra_link();
@@ -562,16 +608,14 @@ pub fn pass_times(chain: &ChainCosts, topo: &Topology, layout: &Layout, s: usize
     }
     let sum = |xs: &[f64], link: Link| xs.iter().map(|&x| transfer_ms(link, x)).sum::<f64>();
     let staged = topo.peer.is_none();
-    if s > 0 {
-        let link = boundary_link(topo, &layout.stages[s - 1], st);
+    if let Some(link) = input {
         let cut = &chain.cuts[st.units.start];
         forward += sum(&cut.forward, link);
         if staged {
             backward += sum(&cut.backward, topo.host);
         }
     }
-    if s + 1 < layout.stages.len() {
-        let link = boundary_link(topo, st, &layout.stages[s + 1]);
+    if let Some(link) = output {
         let cut = &chain.cuts[st.units.end];
         backward += sum(&cut.backward, link);
         if staged {

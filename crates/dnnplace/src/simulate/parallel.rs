@@ -1,6 +1,8 @@
 //! A 3D parallel layout ([`crate::model::parallel`]) run as tasks on the simulator's event
 //! loop ([`super::engine`]), beside the placements of [`super`]. Stages may have different
-//! data-parallel degrees `d_s` (free layouts, `--free`).
+//! data-parallel degrees `d_s` (free layouts, `--free`), and lie on several accelerator
+//! types ([`simulate_mixed`]: each stage's pass times, stash and links those
+//! [`crate::score::parallel::score_mixed`] prices it with; the run is the same).
 //!
 //! **Micro-batches.** Every stage uses the layout's one micro-batch size `b`, so an
 //! iteration is `M = B/b` *global* micro-batches `0..M`, each `b` samples, and `d_s | M`
@@ -77,10 +79,12 @@
 use super::engine::{self, TaskRun};
 use super::stages::{Piece, Stages};
 use super::{SimulateError, MAX_TASKS};
-use crate::model::parallel::{ChainCosts, Layout, Topology};
+use crate::model::parallel::{ChainCosts, Layout, MixedTopology, Topology};
 use crate::model::schedule::{Pass, Schedule};
 use crate::model::Device;
-use crate::score::parallel::{pass_times, score_layout, LayoutScore};
+use crate::score::parallel::{
+    pass_times, pass_times_mixed, score_layout, score_mixed, LayoutScore,
+};
 use crate::solve::budget::Budget;
 use crate::solve::parallel::{plan_with, IterationClock, ParallelOutcome, ParallelProblem};
 
@@ -149,8 +153,44 @@ pub fn simulate_layout(
     let planned =
         score_layout(chain, topo, layout).map_err(|e| SimulateError::InvalidPlan(e.to_string()))?;
     let p = layout.stages.len();
-    let global = layout.global_batch / layout.micro_batch;
     let pass_ms: Vec<(f64, f64)> = (0..p).map(|s| pass_times(chain, topo, layout, s)).collect();
+    let stash: Vec<(f64, f64)> = (0..p).map(|s| stash_of(chain, layout, s)).collect();
+    simulate_priced(layout, planned, pass_ms, &stash)
+}
+
+/// Simulates `layout` on a cluster of several accelerator types (module doc): the same run,
+/// each stage's pass times and stash those of its own type's costs and links
+/// ([`crate::score::parallel::pass_times_mixed`], [`score_mixed`]), `chains[g]` type `g`'s
+/// costs at the layout's micro-batch.
+pub fn simulate_mixed(
+    chains: &[ChainCosts],
+    topo: &MixedTopology,
+    layout: &Layout,
+) -> Result<LayoutSimulation, SimulateError> {
+    let invalid =
+        |e: crate::score::parallel::LayoutError| SimulateError::InvalidPlan(e.to_string());
+    let planned = score_mixed(chains, topo, layout).map_err(invalid)?;
+    let p = layout.stages.len();
+    let mut pass_ms = Vec::with_capacity(p);
+    let mut stash = Vec::with_capacity(p);
+    for (s, st) in layout.stages.iter().enumerate() {
+        pass_ms.push(pass_times_mixed(chains, topo, layout, s).map_err(invalid)?);
+        let g = topo.group_of(st.first_device).expect("a checked layout");
+        stash.push(stash_of(&chains[g], layout, s));
+    }
+    simulate_priced(layout, planned, pass_ms, &stash)
+}
+
+/// The run of `layout` from its scorer's figures `planned`, pass times `(f_s, b_s)` and per
+/// stage stash `(per micro-batch, working)` ([`stash_of`]).
+fn simulate_priced(
+    layout: &Layout,
+    planned: LayoutScore,
+    pass_ms: Vec<(f64, f64)>,
+    stash: &[(f64, f64)],
+) -> Result<LayoutSimulation, SimulateError> {
+    let p = layout.stages.len();
+    let global = layout.global_batch / layout.micro_batch;
     for (s, (&(f, b), sc)) in pass_ms.iter().zip(&planned.stages).enumerate() {
         if (f + b - sc.micro_batch_ms).abs() > 1e-9 * sc.micro_batch_ms.max(1.0) {
             return Err(SimulateError::Check(format!(
@@ -167,7 +207,7 @@ pub fn simulate_layout(
             micro_batches: global,
         });
     }
-    let built = build(chain, layout, &planned, &pass_ms, global);
+    let built = build(stash, layout, &planned, &pass_ms, global);
     let run = built.play()?;
     let pipeline_ms = built.pipeline_end(&run);
     let lcm = layout
@@ -176,7 +216,7 @@ pub fn simulate_layout(
         .fold(1, |l, st| l / gcd(l, st.data_parallel) * st.data_parallel);
     let shorter = (global / 2) / lcm * lcm;
     let steady_per_sample_ms = if shorter >= 1 {
-        let short = build(chain, layout, &planned, &pass_ms, shorter);
+        let short = build(stash, layout, &planned, &pass_ms, shorter);
         let step = pipeline_ms - short.pipeline_end(&short.play()?);
         Some(step / ((global - shorter) * layout.micro_batch) as f64)
     } else {
@@ -305,7 +345,7 @@ fn order_key(pass: Pass, i: usize, k: usize) -> usize {
 
 /// The tasks of `layout` with `global` micro-batches (module doc, [`Built`]).
 fn build(
-    chain: &ChainCosts,
+    stash: &[(f64, f64)],
     layout: &Layout,
     planned: &LayoutScore,
     pass_ms: &[(f64, f64)],
@@ -356,9 +396,9 @@ fn build(
     let mut lanes = Vec::with_capacity(replicas + p);
     let mut orders: Vec<Vec<usize>> = vec![Vec::new(); replicas + p];
     for (s, st) in layout.stages.iter().enumerate() {
-        let (stash, working) = stash_of(chain, layout, s);
+        let (held, working) = stash[s];
         for i in 0..big_m {
-            pieces[fw(s, i)].stash_bytes = stash;
+            pieces[fw(s, i)].stash_bytes = held;
             pieces[fw(s, i)].released_by = vec![bw(s, i)];
             pieces[bw(s, i)].transient_bytes = working;
         }
@@ -465,6 +505,17 @@ impl IterationClock for Simulator {
         layout: &Layout,
     ) -> Result<f64, String> {
         simulate_layout(chain, topo, layout)
+            .map(|s| s.iteration_ms)
+            .map_err(|e| e.to_string())
+    }
+
+    fn mixed_iteration_ms(
+        &self,
+        chains: &[ChainCosts],
+        topo: &MixedTopology,
+        layout: &Layout,
+    ) -> Result<f64, String> {
+        simulate_mixed(chains, topo, layout)
             .map(|s| s.iteration_ms)
             .map_err(|e| e.to_string())
     }

@@ -179,6 +179,21 @@ pub fn brute_force_mixed(
     topo: &MixedTopology,
     space: &Space,
 ) -> Option<(Layout, f64)> {
+    brute_force_mixed_by(chains, topo, space, |_, _, score| {
+        Some(score.time_per_sample_ms)
+    })
+}
+
+/// [`brute_force_mixed`] under any value: `value(costs, layout, score)` of every layout of
+/// the space that [`score_mixed`] scores and that fits (`costs`: every type's at the
+/// layout's micro-batch; `None`: not counted); the least. The oracle of
+/// [`super::mixed_iteration`] passes the simulated iteration.
+pub fn brute_force_mixed_by(
+    chains: &[Vec<ChainCosts>],
+    topo: &MixedTopology,
+    space: &Space,
+    mut value: impl FnMut(&[ChainCosts], &Layout, &LayoutScore) -> Option<f64>,
+) -> Option<(Layout, f64)> {
     let recomputes: Vec<bool> = space.recompute.map_or(vec![false, true], |r| vec![r]);
     let mut best: Option<(Layout, f64)> = None;
     for ci in 0..chains[0].len() {
@@ -214,8 +229,13 @@ pub fn brute_force_mixed(
                             let Ok(score) = score_mixed(&cs, topo, &layout) else {
                                 return;
                             };
-                            let v = score.time_per_sample_ms;
-                            if score.fits && best.as_ref().is_none_or(|b| v < b.1) {
+                            if !score.fits {
+                                return;
+                            }
+                            let Some(v) = value(&cs, &layout, &score) else {
+                                return;
+                            };
+                            if best.as_ref().is_none_or(|b| v < b.1) {
                                 best = Some((layout, v));
                             }
                         },

@@ -227,6 +227,28 @@ impl<'a> Tables<'a> {
         }
     }
 
+    /// `(Φ, Δ)`: per unit boundary `i` the least forward and backward parts of the units
+    /// before `i` (`fill`, `drain`).
+    pub(super) fn passes(&self) -> (&[f64], &[f64]) {
+        (&self.fill, &self.drain)
+    }
+
+    /// The same tables with `(Φ, Δ)` replaced by `passes`, each at most this table's own
+    /// (several types: the least over the types, [`super::mixed_iteration`], since the
+    /// stages before a stage may lie on any type).
+    pub(super) fn with_passes(self, (fill, drain): (Vec<f64>, Vec<f64>)) -> Self {
+        Tables {
+            fill,
+            drain,
+            ..self
+        }
+    }
+
+    /// What a stage is worth here.
+    pub(super) fn measure(&self) -> Measure {
+        self.measure
+    }
+
     /// The configuration's lower bound on the time per sample (module documentation); for
     /// [`Measure::IterationBound`], `B` times it (every lane of stage `s` runs `m_s·T_s`,
     /// then its sync).
@@ -403,13 +425,17 @@ pub(super) struct Point {
     pub(super) devices: u32,
     /// [`Measure::IterationBound`]: a lower bound on the suffix's `Σ T_k` (the least over
     /// the layouts this point stands for); 0 otherwise.
-    rest: f64,
+    pub(super) rest: f64,
     how: Choice,
 }
 
 /// The key of a suffix handed over to other accelerator types ([`super::mixed`]): its
 /// stage count (0 when free) and capped replica sum.
 pub(super) type Key = (u16, u32);
+
+/// A suffix handed over to other accelerator types: its key and, under
+/// [`Measure::IterationBound`], a lower bound on its `Σ T_k` (0 otherwise).
+pub(super) type Handed = (Key, f64);
 
 /// A feasible layout of one check: its stages `(units, t, d)` and value.
 pub(super) struct Found {
@@ -492,15 +518,16 @@ pub(super) fn feasible(
     Ok(Some(dp.trace(tb, (0, 0, NET_APART), key).0))
 }
 
-/// The DP's fronts for threshold `v` (module documentation). `ends(j)`: the keys with which
-/// the units `j..U` can be laid out on the other groups (a cluster of several types,
-/// [`super::mixed`]); a stage ending at `j` may then hand the rest over, its way out priced
-/// on the network, at no device of this group. One type: none.
+/// The DP's fronts for threshold `v` (module documentation). `ends(j)`: the keys (with the
+/// least `Σ T` of each) with which the units `j..U` can be laid out on the other groups (a
+/// cluster of several types, [`super::mixed`]); a stage ending at `j` may then hand the
+/// rest over, its way out priced on the network, at no device of this group. One type:
+/// none.
 pub(super) fn run_dp<'e>(
     tb: &Tables,
     v: f64,
     strict: bool,
-    ends: &dyn Fn(usize) -> &'e [Key],
+    ends: &dyn Fn(usize) -> &'e [Handed],
     budget: &Budget,
 ) -> Result<Dp, Exhausted> {
     let n = tb.chain.len();
@@ -587,7 +614,7 @@ fn relax(
     st: &Stage,
     r: usize,
     ok: &impl Fn(f64) -> bool,
-    hand_over: &[Key],
+    hand_over: &[Handed],
     dp: &Dp,
     cand: &mut [Vec<Point>],
 ) {
@@ -609,11 +636,11 @@ fn relax(
     }];
     let handed: Vec<Point> = hand_over
         .iter()
-        .map(|&(k, sigma)| Point {
+        .map(|&((k, sigma), rest)| Point {
             stages: k,
             sigma,
             devices: 0,
-            rest: 0.0,
+            rest,
             how: st_choice(j, x, d, 0, 0.0),
         })
         .collect();

@@ -101,7 +101,7 @@ use super::free::{
 use super::{
     checked_plan, plan_uniform, Objective, ParallelOutcome, ParallelPlan, Space, Valuation,
 };
-use crate::model::parallel::{ChainCosts, Layout, Topology};
+use crate::model::parallel::{ChainCosts, Layout, MixedTopology, Topology};
 use crate::score::parallel::score_layout;
 use crate::solve::budget::{Budget, Exhausted};
 use crate::solve::{Status, StopReason};
@@ -116,11 +116,20 @@ pub trait IterationClock {
         topo: &Topology,
         layout: &Layout,
     ) -> Result<f64, String>;
+
+    /// The iteration of `layout` (which fits) on a cluster of several types, `chains[g]`
+    /// type `g`'s costs at the layout's micro-batch, ms ([`super::mixed_iteration`]).
+    fn mixed_iteration_ms(
+        &self,
+        chains: &[ChainCosts],
+        topo: &MixedTopology,
+        layout: &Layout,
+    ) -> Result<f64, String>;
 }
 
 /// Bytes a simulation holds per task, for the memory budget (pieces with their arcs, the
 /// run's records and memory steps).
-const BYTES_PER_TASK: f64 = 512.0;
+pub(super) const BYTES_PER_TASK: f64 = 512.0;
 
 /// The candidates simulated so far and the best.
 struct Candidates<'a> {
@@ -221,10 +230,10 @@ impl Candidates<'_> {
 }
 
 /// Where the search stopped: the proven bound and why it stopped short, if it did.
-struct Progress {
-    bound: f64,
-    stop: Option<StopReason>,
-    checks: usize,
+pub(super) struct Progress {
+    pub(super) bound: f64,
+    pub(super) stop: Option<StopReason>,
+    pub(super) checks: usize,
 }
 
 /// The best free layout of `space` for the simulated iteration (module documentation).
@@ -444,7 +453,7 @@ fn final_plan(cands: &Candidates, ci: usize, layout: Layout) -> Result<ParallelP
 
 /// The outcome of the best plan with its simulated `value` (module documentation: when it
 /// is optimal). A bound above the value would be a wrong proof: an error, never a plan.
-fn finish(
+pub(super) fn finish(
     plan: ParallelPlan,
     value: f64,
     progress: Progress,
@@ -486,7 +495,7 @@ fn finish(
 
 /// The outcome without a plan: the per-sample search's status (its proof that nothing
 /// fits, or why it stopped), with the iteration's bound.
-fn no_plan(
+pub(super) fn no_plan(
     per_sample: ParallelOutcome,
     progress: Progress,
     configs: usize,

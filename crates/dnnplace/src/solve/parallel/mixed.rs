@@ -48,12 +48,18 @@
 //!
 //! Every plan is re-scored by [`crate::score::parallel::score_mixed`] (unit by unit, no
 //! arithmetic shared with the DP); a difference above 1e-9 relative is an error.
+//!
+//! The iteration on several types ([`super::mixed_iteration`]) runs this DP with each stage
+//! valued by its lower bound `W_s` on the simulated iteration ([`Measure::IterationBound`]):
+//! `R[S][i]` then keeps every `σ` with the least `Σ T_k` of its layouts ([`feasible`]).
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::free::{bisect, run_dp, Bisection, Dp, Found, FreeConfig, Key, Tables, NET_APART};
+use super::free::{
+    bisect, run_dp, Bisection, Dp, Found, FreeConfig, Handed, Measure, Tables, NET_APART,
+};
 use super::{zero_stages, ParallelOutcome, ParallelPlan, Space};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, StageLayout, Zero};
 use crate::model::schedule::Schedule;
@@ -100,20 +106,24 @@ pub fn packed_mixed(
 
 /// One configuration `(b, ZeRO, recompute)`: per group its tables (`None`: no stage fits the
 /// group's TP or DP choices), and the lower bound.
-struct MixedConfig<'a> {
-    cfg: FreeConfig,
-    groups: Vec<Option<Tables<'a>>>,
-    bound: f64,
+pub(super) struct MixedConfig<'a> {
+    pub(super) cfg: FreeConfig,
+    pub(super) groups: Vec<Option<Tables<'a>>>,
+    pub(super) bound: f64,
     /// A threshold shown infeasible for this configuration (no layout of it is worth
     /// `≤ proven`): later checks at or below it skip it.
     proven: f64,
 }
 
-/// Every configuration of `space`, by ascending bound.
-fn configs<'a>(
+/// Every configuration of `space` valued by `measure`, by ascending bound. Under
+/// [`Measure::IterationBound`] ([`super::mixed_iteration`]) each group's `(Φ, Δ)` is the
+/// least over the usable groups and the bound is `B` × the volume bound (every lane of a
+/// stage runs `m_s·T_s`).
+pub(super) fn configs<'a>(
     chains: &'a [Vec<ChainCosts>],
     topo: &MixedTopology,
     space: &Space,
+    measure: Measure,
 ) -> Vec<MixedConfig<'a>> {
     let recomputes = match space.recompute {
         Some(r) => vec![r],
@@ -128,7 +138,7 @@ fn configs<'a>(
                     zero,
                     recompute,
                 };
-                let groups: Vec<Option<Tables>> = topo
+                let mut groups: Vec<Option<Tables>> = topo
                     .groups
                     .iter()
                     .zip(chains)
@@ -137,7 +147,12 @@ fn configs<'a>(
                         (!tb.tps.is_empty() && !tb.ds.is_empty()).then_some(tb)
                     })
                     .collect();
-                if let Some(bound) = lower_bound(&groups) {
+                let mut scale = 1.0;
+                if measure == Measure::IterationBound {
+                    groups = for_iteration(groups);
+                    scale = space.global_batch as f64;
+                }
+                if let Some(bound) = lower_bound(&groups).map(|b| b * scale) {
                     out.push(MixedConfig {
                         cfg,
                         groups,
@@ -156,9 +171,36 @@ fn configs<'a>(
 /// when no configuration has a usable group): what [`super::mixed_uniform`] orders its
 /// parts by.
 pub fn space_bound(chains: &[Vec<ChainCosts>], topo: &MixedTopology, space: &Space) -> f64 {
-    configs(chains, topo, space)
+    configs(chains, topo, space, Measure::PerSample)
         .first()
         .map_or(f64::INFINITY, |c| c.bound)
+}
+
+/// The groups' tables valuing stages by `W_s` ([`super::mixed_iteration`]), each with the
+/// least `(Φ, Δ)` over the usable groups: the stages before a stage may lie on any type.
+fn for_iteration(groups: Vec<Option<Tables>>) -> Vec<Option<Tables>> {
+    let least = |k: usize| -> Vec<f64> {
+        let usable: Vec<&[f64]> = groups
+            .iter()
+            .flatten()
+            .map(|tb| if k == 0 { tb.passes().0 } else { tb.passes().1 })
+            .collect();
+        let n = usable.first().map_or(0, |x| x.len());
+        let mut out = vec![0.0; n];
+        for u in 1..n {
+            let step = usable
+                .iter()
+                .map(|x| x[u] - x[u - 1])
+                .fold(f64::INFINITY, f64::min);
+            out[u] = out[u - 1] + step;
+        }
+        out
+    };
+    let passes = (least(0), least(1));
+    groups
+        .into_iter()
+        .map(|g| g.map(|tb| tb.for_iteration().with_passes(passes.clone())))
+        .collect()
 }
 
 /// The volume bound of the module documentation over the usable groups: the best
@@ -230,14 +272,17 @@ fn volume_bound(cost: &[Vec<f64>], devices: &[f64]) -> f64 {
 }
 
 /// A feasible mixed layout of one check.
-struct MixedFound {
-    stages: Vec<MixedChoice>,
-    value: f64,
+pub(super) struct MixedFound {
+    pub(super) stages: Vec<MixedChoice>,
+    pub(super) value: f64,
 }
 
 /// The feasibility of threshold `v` on one configuration (module documentation): a layout
-/// whose every stage is worth `≤ v` (`< v` when `strict`), or `None`.
-fn feasible(
+/// whose every stage is worth `≤ v` (`< v` when `strict`), or `None`. Under
+/// [`Measure::IterationBound`] a larger `σ` may lower a stage's value, so `R[S][i]` keeps
+/// every `σ` with the least `Σ T` of its layouts ([`super::mixed_iteration`]); a feasible
+/// answer is then a candidate, an infeasible one a proof.
+pub(super) fn feasible(
     c: &MixedConfig,
     v: f64,
     strict: bool,
@@ -256,8 +301,14 @@ fn feasible(
         .map(|g| 1 << g)
         .sum();
     // reach[S][i]: per stage count (0 when free) the least capped replica sum `σ` of a
-    // layout of units i..U on the types of S; the empty set reaches only U (no stages).
-    let mut reach: Vec<Vec<Vec<Key>>> = vec![vec![Vec::new(); n + 1]; 1 << groups];
+    // layout of units i..U on the types of S (iteration: every σ, with its least Σ T);
+    // the empty set reaches only U (no stages).
+    let mut reach: Vec<Vec<Vec<Handed>>> = vec![vec![Vec::new(); n + 1]; 1 << groups];
+    let every_sigma = c
+        .groups
+        .iter()
+        .flatten()
+        .any(|t| t.measure() == Measure::IterationBound);
     let mut dps: Vec<Vec<Option<Dp>>> = (0..1usize << groups)
         .map(|_| (0..groups).map(|_| None).collect())
         .collect();
@@ -285,7 +336,7 @@ fn feasible(
             for (i, keys) in reach[set].iter_mut().enumerate().take(n) {
                 for p in &dp.fronts[dp.idx(i, 0, NET_APART)] {
                     if p.devices as usize <= tb.devices {
-                        least_sigma(keys, (p.stages, p.sigma));
+                        keep(keys, ((p.stages, p.sigma), p.rest), every_sigma);
                     }
                 }
             }
@@ -293,9 +344,9 @@ fn feasible(
         }
     }
     let fixed = stages.map(|p| p as u16);
-    let Some(&key) = reach[usable][0]
+    let Some(&(key, _)) = reach[usable][0]
         .iter()
-        .find(|k| fixed.is_none_or(|p| p == k.0))
+        .find(|k| fixed.is_none_or(|p| p == k.0 .0))
     else {
         return Ok(None);
     };
@@ -324,11 +375,20 @@ fn feasible(
     Ok(Some(out))
 }
 
-/// Keeps in `keys` the least `σ` per stage count, with `key`.
-fn least_sigma(keys: &mut Vec<Key>, key: Key) {
-    match keys.iter_mut().find(|k| k.0 == key.0) {
-        Some(k) => k.1 = k.1.min(key.1),
-        None => keys.push(key),
+/// Keeps in `keys`, with `handed`: the least `σ` per stage count, or with `every_sigma`
+/// each key `(stages, σ)` with the least `Σ T` of its layouts.
+fn keep(keys: &mut Vec<Handed>, handed: Handed, every_sigma: bool) {
+    let ((stages, sigma), rest) = handed;
+    if every_sigma {
+        match keys.iter_mut().find(|k| k.0 == (stages, sigma)) {
+            Some(k) => k.1 = k.1.min(rest),
+            None => keys.push(handed),
+        }
+        return;
+    }
+    match keys.iter_mut().find(|k| k.0 .0 == stages) {
+        Some(k) => k.0 .1 = k.0 .1.min(sigma),
+        None => keys.push(handed),
     }
 }
 
@@ -352,7 +412,7 @@ pub fn plan_mixed(
             topo.devices()
         ));
     }
-    let mut configs = configs(chains, topo, space);
+    let mut configs = configs(chains, topo, space, Measure::PerSample);
     let lo = configs.first().map_or(f64::INFINITY, |c| c.bound);
     let run = bisect(
         (lo, f64::INFINITY),
@@ -405,7 +465,7 @@ pub fn plan_mixed(
 /// The check of `v` on every configuration whose bound allows it and that an earlier check
 /// at or above `v` did not already show infeasible; a configuration found infeasible at a
 /// non-strict `v` records it.
-fn check_all(
+pub(super) fn check_all(
     configs: &mut [MixedConfig],
     v: f64,
     strict: bool,
@@ -433,7 +493,7 @@ fn check_all(
 /// The layout of `stages` scored by [`score_mixed`], which must fit and agree with the
 /// search's `value` to 1e-9 relative; its ZeRO stage lowered to the smallest of equal
 /// value that fits when the space leaves ZeRO free.
-fn rescored(
+pub(super) fn rescored(
     chains: &[Vec<ChainCosts>],
     topo: &MixedTopology,
     space: &Space,

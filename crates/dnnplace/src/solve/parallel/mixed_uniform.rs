@@ -26,7 +26,7 @@ use crate::solve::{Status, StopReason};
 /// The pairs `(t, d)` of `space` that fit one of the groups: `t` a TP choice, `d` the fixed
 /// DP degree or every degree with `t·d` at most the largest group's devices and `d·b`
 /// dividing the global batch for one of the micro-batch sizes.
-fn pairs(topo: &MixedTopology, space: &Space) -> Vec<(usize, usize)> {
+pub(super) fn pairs(topo: &MixedTopology, space: &Space) -> Vec<(usize, usize)> {
     let largest = topo.groups.iter().map(|g| g.devices()).max().unwrap_or(0);
     let divides = |d: usize| {
         space

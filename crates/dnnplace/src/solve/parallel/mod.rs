@@ -34,6 +34,7 @@ pub mod compare;
 pub mod free;
 pub mod free_iteration;
 pub mod mixed;
+pub mod mixed_iteration;
 pub mod mixed_uniform;
 pub mod partition;
 pub mod problem;

@@ -12,7 +12,8 @@
 //! | --- | --- | --- |
 //! | uniform (`t`, `d` for every stage) | [`super::plan_uniform`] | [`super::mixed_uniform::plan_mixed_uniform`] |
 //! | free (per-stage `t`, `d`), time per sample | [`super::free::plan_free`] | [`super::mixed::plan_mixed`] |
-//! | free, iteration | [`super::free_iteration::plan_free_iteration`] (needs the simulator: [`plan_with`]) | refused by the settings |
+//! | free, iteration | [`super::free_iteration::plan_free_iteration`] (needs the simulator: [`plan_with`]) | [`super::mixed_iteration::plan_mixed_iteration`] (the simulator) |
+//! | uniform, iteration | [`super::plan_uniform`] (the scorer's formula) | [`super::mixed_iteration::plan_mixed_iteration`] (the simulator) |
 //!
 //! and every answer is a [`ParallelOutcome`]: the plan re-scored by
 //! [`crate::score::parallel`], its value, a proven bound, the gap
@@ -221,9 +222,17 @@ pub fn plan_with(
         (ParallelDevices::One(topo), Layouts::Free, [one]) => {
             super::free::plan_free(one, topo, &problem.space, None, budget)
         }
-        (ParallelDevices::Mixed(_), _, _) if iteration => Err(
-            "internal error: the iteration objective covers one accelerator type".into(),
-        ),
+        (ParallelDevices::Mixed(topo), layouts, _) if iteration => match clock {
+            Some(clock) => super::mixed_iteration::plan_mixed_iteration(
+                chains,
+                topo,
+                &problem.space,
+                layouts,
+                budget,
+                clock,
+            ),
+            None => Err("internal error: the iteration on several types is the simulator's; plan it with simulate::parallel::plan".into()),
+        },
         (ParallelDevices::Mixed(topo), Layouts::Free, _) => {
             super::mixed::plan_mixed(chains, topo, &problem.space, None, budget)
         }

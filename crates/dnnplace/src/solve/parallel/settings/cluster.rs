@@ -1,6 +1,6 @@
 //! The cluster of a 3D search: its spec (`MxNxTYPE` terms or a cluster TOML) read with the
 //! device files' profiles, its topology (one accelerator type) or its groups (several
-//! types, free layouts only), `--memory` applied, and the price cap (`--budget`).
+//! types), `--memory` applied, and the price cap (`--budget`).
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use super::{setting, ParallelSettings, SettingsError};
 use crate::model::parallel::{MixedTopology, Topology};
 use crate::model::profiles::DeviceProfile;
 use crate::model::Cluster;
-use crate::solve::parallel::{Goal, Objective, Space};
+use crate::solve::parallel::{Goal, Space};
 
 impl ParallelSettings {
     /// The cluster and the profiles of its types ([`cluster_of`]).
@@ -32,18 +32,10 @@ impl ParallelSettings {
         )
     }
 
-    /// What a cluster of several types (`names`) does not take: the iteration objective (the
-    /// search over several types, and the simulator that values free layouts' iterations,
-    /// cover one type), an export, the sweep and the fewest-devices search (each about one
-    /// type's devices).
+    /// What a cluster of several types (`names`) does not take: an export, the sweep and the
+    /// fewest-devices search (each about one type's devices).
     pub(super) fn check_several_types(&self, names: &[&str]) -> Result<(), SettingsError> {
         let refused = [
-            (
-                "--objective",
-                "--objective iteration",
-                self.objective == Objective::Iteration,
-                "the search over several types minimises the time per sample",
-            ),
             (
                 "--export",
                 "--export",

@@ -6,7 +6,7 @@
 //! | setting | flag | default | rule |
 //! | --- | --- | --- | --- |
 //! | `model` | the positional file | required | a Hugging Face config.json, or a MODEL.md workload JSON (an object with `nodes`) with optional per-node `tensorParallel` options |
-//! | `cluster` | `--cluster` | required | `MxNxTYPE` terms or a cluster TOML; one accelerator type, or several with `Layouts::Free` |
+//! | `cluster` | `--cluster` | required | `MxNxTYPE` terms or a cluster TOML; one accelerator type, or several (uniform or free layouts; no export, sweep, target or price cap) |
 //! | `global_batch` | `--global-batch` | required | `B` in 1 to 2^24 |
 //! | `micro_batch` | `--micro-batch` | config: `auto` = the powers of two up to 16 dividing `B`; workload: 1 | a divisor of `B`; a workload's is the samples its numbers are for (never `auto`) |
 //! | `tensor_parallel` | `--tensor-parallel` | `auto` = every degree that divides a machine and the model (config: heads, key/value heads, FFN; workload: every node has an option of it) | each listed degree so |
@@ -14,7 +14,7 @@
 //! | `zero` | `--zero` | `auto` (every stage) | 0 to 3 |
 //! | `schedule` | `--schedule` | 1f1b | gpipe or 1f1b |
 //! | `layouts` | `--uniform` / `--free` | uniform | free: time per sample only, no export |
-//! | `objective` | `--objective` | time per sample (`throughput`) | or the iteration time (uniform only) |
+//! | `objective` | `--objective` | time per sample (`throughput`) | or the iteration time (free layouts or several types: the simulated iteration) |
 //! | `export` | `--export` | none | the search stays within the target's ZeRO stages and schedules |
 //! | `price_cap` | `--budget` | none | caps the accelerators at what the price buys per hour |
 //! | `goal` | `--sweep`, `--target-tps` | one layout | the best layout per device count, or the fewest devices meeting a time per sample (uniform layouts; the sweep without a price cap, the target without a cap or the iteration objective) |
@@ -326,7 +326,7 @@ impl ParallelSettings {
                 &profiles,
                 devices,
                 space,
-                Objective::TimePerSample,
+                self.objective,
                 self.layouts,
             )
             .map_err(SettingsError::Model);
@@ -575,11 +575,18 @@ mod tests {
         s.layouts = Layouts::Free;
         s.objective = Objective::Iteration;
         assert_eq!(s.check().unwrap(), None);
+        // Several types take the iteration (uniform or free), not the sweep.
+        assert!(s.check_several_types(&["h100", "v100"]).is_ok());
+        s.layouts = Layouts::Uniform;
+        assert!(s.check_several_types(&["h100", "v100"]).is_ok());
+        s.goal = Goal::Sweep;
         let e = s
             .check_several_types(&["h100", "v100"])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--objective iteration"), "{e}");
+        assert!(e.contains("--sweep"), "{e}");
+        s.goal = Goal::One;
+        s.layouts = Layouts::Free;
         s.objective = Objective::TimePerSample;
         assert!(s.check_several_types(&["h100", "v100"]).is_ok());
         s.schedule = Some(Schedule::Interleaved { chunks: 2 });

@@ -17,7 +17,7 @@ use crate::io::tensor_parallel_json::TpOptions;
 use crate::model::parallel::ChainCosts;
 use crate::model::profiles::DeviceProfile;
 use crate::model::{Cluster, Workload};
-use crate::solve::parallel::{Objective, ParallelDevices, ParallelProblem, Space};
+use crate::solve::parallel::{ParallelDevices, ParallelProblem, Space};
 
 impl ParallelSettings {
     /// The problem of workload `w` with its TP `options`.
@@ -53,7 +53,7 @@ impl ParallelSettings {
                 chains,
                 devices: ParallelDevices::Mixed(topo),
                 space,
-                objective: Objective::TimePerSample,
+                objective: self.objective,
                 layouts: self.layouts,
             });
         }
