@@ -80,7 +80,7 @@ use super::{SimulateError, MAX_TASKS};
 use crate::model::parallel::{ChainCosts, Layout, Topology};
 use crate::model::schedule::{Pass, Schedule};
 use crate::model::Device;
-use crate::score::parallel::{pass_times, score_layout, LayoutScore};
+use crate::score::parallel::{pass_times, score_layout, stash_per_micro_batch, LayoutScore};
 use crate::solve::budget::Budget;
 use crate::solve::parallel::{plan_with, IterationClock, ParallelOutcome, ParallelProblem};
 
@@ -267,21 +267,6 @@ fn piece(lane: usize, pass: Pass, position: usize, ms: f64) -> Piece {
     }
 }
 
-/// Per micro-batch stash and the transient working stash of stage `s` (module doc).
-fn stash_of(chain: &ChainCosts, layout: &Layout, s: usize) -> (f64, f64) {
-    let st = &layout.stages[s];
-    let ti = chain
-        .tp_index(st.tensor_parallel)
-        .expect("a checked layout");
-    let costs = st.units.clone().map(|u| &chain.units[u].costs[ti]);
-    if layout.recompute {
-        let held = costs.clone().map(|c| c.checkpoint_bytes).sum();
-        (held, costs.map(|c| c.activation_bytes).fold(0.0, f64::max))
-    } else {
-        (costs.map(|c| c.activation_bytes).sum(), 0.0)
-    }
-}
-
 /// Stage `s`'s warm-up `K_s` (module doc).
 pub fn warm_up(layout: &Layout, s: usize, global: usize) -> usize {
     match layout.schedule {
@@ -356,7 +341,7 @@ fn build(
     let mut lanes = Vec::with_capacity(replicas + p);
     let mut orders: Vec<Vec<usize>> = vec![Vec::new(); replicas + p];
     for (s, st) in layout.stages.iter().enumerate() {
-        let (stash, working) = stash_of(chain, layout, s);
+        let (stash, working) = stash_per_micro_batch(chain, layout, s);
         for i in 0..big_m {
             pieces[fw(s, i)].stash_bytes = stash;
             pieces[fw(s, i)].released_by = vec![bw(s, i)];
