@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::model::schedule::Schedule;
 use super::{setting, ParallelSettings, SettingsError};
 use crate::model::parallel::{MixedTopology, Topology};
 use crate::model::profiles::DeviceProfile;
@@ -49,6 +50,12 @@ impl ParallelSettings {
                 "--export",
                 self.export.is_some(),
                 "a framework's file names no accelerator type per stage",
+            ),
+            (
+                "--schedule",
+                "--schedule interleaved",
+                matches!(self.schedule, Some(Schedule::Interleaved { .. })),
+                "the interleaved schedule is planned on one accelerator type",
             ),
             (
                 "--sweep",
