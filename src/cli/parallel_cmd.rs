@@ -938,8 +938,7 @@ pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError
 /// The planned and simulated figures of a 3D plan, as text.
 fn simulate_text(plan: &crate::solve::parallel::ParallelPlan, sim: &serde_json::Value) -> String {
     let l = &plan.layout;
-    let shape: Vec<String> = l
-        .stages
+    let shape: Vec<String> = l.stages[..l.pipeline_stages()]
         .iter()
         .map(|s| format!("t{}·d{}", s.tensor_parallel, s.data_parallel))
         .collect();
@@ -955,7 +954,7 @@ fn simulate_text(plan: &crate::solve::parallel::ParallelPlan, sim: &serde_json::
          planned:   iteration {planned_iteration}, time per sample {:.6} ms\n\
          simulated: iteration {} ms (pipeline {} ms + DP syncs), {} micro-batches over the replicas\n\
          simulated: steady state {} ms per sample (DP syncs apart), bottleneck busy time {} ms per sample\n",
-        l.stages.len(),
+        l.pipeline_stages(),
         shape.join("|"),
         l.micro_batch,
         l.global_batch,
