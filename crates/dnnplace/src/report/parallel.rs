@@ -69,8 +69,12 @@ fn ms(x: f64) -> String {
 /// The status line: optimal, or the bound and gap and why the search stopped.
 pub fn status_line(o: &ParallelOutcome) -> String {
     match &o.status {
-        Status::Optimal if o.valuation == Valuation::Simulation => {
+        Status::Optimal if o.valuation == Valuation::Simulation && o.free => {
             "optimal (proven: the simulated iteration meets the bound every free layout's respects)"
+                .into()
+        }
+        Status::Optimal if o.valuation == Valuation::Simulation => {
+            "optimal (proven: every other configuration's bound, or its own simulated iteration, is no better)"
                 .into()
         }
         Status::Optimal if o.free => {

@@ -130,17 +130,6 @@ pub fn read_megatron<S: AsRef<str>>(
         ));
     }
     let d = world_size / (t * p);
-    let stages = rank_stages(&words, p, l)?;
-    if stages.len() != p {
-        return Err(format!(
-            "--pipeline-model-parallel-layout gives {} virtual stages for {p} ranks: interleaved schedules are not a 3D layout",
-            stages.len()
-        ));
-    }
-    let counts: Vec<usize> = stages
-        .iter()
-        .map(|(_, s)| s.iter().filter(|&&c| c == 't').count())
-        .collect();
     let b = match flag_value(&words, &["--micro-batch-size"])? {
         Some(v) => positive("--micro-batch-size", v)?,
         None => return Err("--micro-batch-size is missing (Megatron-LM needs it)".into()),
@@ -175,6 +164,22 @@ pub fn read_megatron<S: AsRef<str>>(
             return Ok(Layout::interleaved(&bounds, &cfg, global, v));
         }
     }
+    let counts: Vec<usize> = if flag_value(&words, &["--num-layers-per-virtual-pipeline-stage"])?.is_some() {
+        // One chunk per stage: Megatron-LM's even split, not interleaved.
+        vec![l / p; p]
+    } else {
+        let stages = rank_stages(&words, p, l)?;
+        if stages.len() != p {
+            return Err(format!(
+                "--pipeline-model-parallel-layout gives {} virtual stages for {p} ranks: interleaved layouts are read from --num-layers-per-virtual-pipeline-stage",
+                stages.len()
+            ));
+        }
+        stages
+            .iter()
+            .map(|(_, s)| s.iter().filter(|&&c| c == 't').count())
+            .collect()
+    };
     layout_of(
         &blocks,
         &counts,
