@@ -460,6 +460,14 @@ fn refusals_exit_2_naming_the_flag() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--schedule"), "{err}");
+    let o = dnnplace()
+        .args(["compare", "examples/hf/llama-3-8b.json", "--parallel", "3d", "--cluster", "4x8xh100"])
+        .args(["--seq", "4096", "--global-batch", "256", "--schedule", "interleaved:2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--schedule"), "{err}");
     // m = B/(d·b) = 6 micro-batches are not a multiple of p = 4.
     let o = dnnplace()
         .args([

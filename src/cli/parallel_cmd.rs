@@ -175,6 +175,11 @@ pub fn run_compare(args: &super::CompareArgs, started: Instant) -> Result<(), Cl
             "{name} does not apply to `compare --parallel 3d` (it runs the uniform and the free search and the layouts by hand; the devices are --cluster's)"
         )));
     }
+    if let Some(s @ Schedule::Interleaved { .. }) = f.schedule {
+        return Err(CliError::Input(format!(
+            "--schedule {s} does not apply to `compare --parallel 3d` (its free search and layouts by hand run gpipe or 1f1b; plan the interleaved layout with `plan --parallel 3d --schedule {s}`)"
+        )));
+    }
     let objective = objective_of(args.objective)?;
     let settings = ParallelSettings {
         cluster: f.cluster.clone(),
