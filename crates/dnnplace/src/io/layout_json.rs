@@ -242,10 +242,33 @@ mod tests {
     }
 
     #[test]
+    fn reads_an_interleaved_layout_chunk_by_chunk() {
+        let text = r#"{"parallel":"3d","microBatch":1,"globalBatch":8,"zero":0,
+        "schedule":"interleaved:2","recompute":false,"stages":[
+        {"layers":["embed","block1"],"chunks":[["embed"],["block1"]],"tensorParallel":1,"dataParallel":1,"devices":[0],"microBatchTimeMs":1.5},
+        {"layers":["block0","head"],"chunks":[["block0"],["head"]],"tensorParallel":1,"dataParallel":1,"devices":[1],"microBatchTimeMs":2.5}]}"#;
+        let f = parse_layout_json(text, &names()).unwrap();
+        let l = &f.layout;
+        assert_eq!(l.schedule, Schedule::Interleaved { chunks: 2 });
+        let units: Vec<_> = l.stages.iter().map(|s| s.units.clone()).collect();
+        assert_eq!(units, vec![0..1, 1..2, 2..3, 3..4]);
+        let firsts: Vec<usize> = l.stages.iter().map(|s| s.first_device).collect();
+        assert_eq!(firsts, vec![0, 1, 0, 1]);
+        // Chunks out of the chain's order are named.
+        let swapped = text.replace(r#"[["block0"],["head"]]"#, r#"[["head"],["block0"]]"#);
+        let e = parse_layout_json(&swapped, &names()).unwrap_err().to_string();
+        assert!(e.contains("stages[1].chunks[0][0]"), "{e}");
+    }
+
+    #[test]
     fn names_the_bad_field() {
         let cases = [
             (GOOD.replace("\"zero\":1", "\"zero\":7"), "zero"),
-            (GOOD.replace("\"1f1b\"", "\"interleaved\""), "schedule"),
+            (GOOD.replace("\"1f1b\"", "\"zigzag\""), "schedule"),
+            (
+                GOOD.replace("\"1f1b\"", "\"interleaved\""),
+                "stages[0].chunks",
+            ),
             (
                 GOOD.replace("\"block1\",", "\"block9\","),
                 "stages[1].layers[0]",
