@@ -320,8 +320,11 @@ fn build(
         lane_base.push(replicas);
         replicas += x;
     }
-    let fw = |c: usize, i: usize| c * big_m + i;
-    let bw = |c: usize, i: usize| n * big_m + (n - 1 - c) * big_m + i;
+    let ids = Numbering {
+        chunks: n,
+        global: big_m,
+    };
+    let (fw, bw) = (|c, i| ids.forward(c, i), |c, i| ids.backward(c, i));
     let lane = |c: usize, i: usize| lane_base[c % p] + i % d[c];
     let mut pieces = Vec::with_capacity(2 * n * big_m + p);
     for (c, &(f, _)) in pass_ms.iter().enumerate() {
@@ -361,7 +364,7 @@ fn build(
             pieces[bw(c, i)].transient_bytes = working;
         }
     }
-    let mut orders = lane_orders(layout, big_m, replicas, (&fw, &bw));
+    let mut orders = lane_orders(layout, replicas, ids);
     let mut lanes = Vec::with_capacity(replicas + p);
     for (s, st) in layout.stages[..p].iter().enumerate() {
         orders[replicas + s].push(2 * n * big_m + s);
@@ -408,18 +411,37 @@ fn build(
     }
 }
 
+/// The piece numbers of a run of `chunks` chunks and `global` micro-batches ([`Built`]).
+#[derive(Clone, Copy)]
+struct Numbering {
+    chunks: usize,
+    global: usize,
+}
+
+impl Numbering {
+    /// `F(i, c)`.
+    fn forward(self, c: usize, i: usize) -> usize {
+        c * self.global + i
+    }
+
+    /// `B(i, c)`: backwards by falling chunk after every forward.
+    fn backward(self, c: usize, i: usize) -> usize {
+        (2 * self.chunks - 1 - c) * self.global + i
+    }
+}
+
 /// Each replica lane's pieces in its order (the sync lanes `replicas..` left empty), given
-/// the piece numbers `fw(c, i)`, `bw(c, i)` of chunk `c`, global micro-batch `i`. GPipe and
+/// the piece numbers `F(i, c)`, `B(i, c)` of chunk `c`, global micro-batch `i`. GPipe and
 /// 1F1B: stage `s`'s one sequence with warm-up `K_s` (module doc). Interleaved: replica `r`
 /// of stage `k` runs Megatron-LM's order for device `k` of `p` with `m = M/d`
 /// micro-batches ([`device_order`]): its step (pass, local micro-batch `j`, chunk `q`) is
 /// chunk `q·p + k` on global micro-batch `j·d + r`.
-fn lane_orders(
-    layout: &Layout,
-    big_m: usize,
-    replicas: usize,
-    (fw, bw): (&dyn Fn(usize, usize) -> usize, &dyn Fn(usize, usize) -> usize),
-) -> Vec<Vec<usize>> {
+fn lane_orders(layout: &Layout, replicas: usize, ids: Numbering) -> Vec<Vec<usize>> {
+    let (big_m, fw, bw) = (
+        ids.global,
+        |c, i| ids.forward(c, i),
+        |c, i| ids.backward(c, i),
+    );
     let p = layout.pipeline_stages();
     let mut orders: Vec<Vec<usize>> = vec![Vec::new(); replicas + p];
     let mut base = 0;
