@@ -238,9 +238,17 @@ fn bad_flags_exit_2_naming_the_flag() {
             &["--global-batch", "64", "--pipeline-parallel", "0"],
             "--pipeline-parallel '0'",
         ),
+        // 80 blocks are not 4·3 equal chunks (interleaving plans Megatron-LM's even split).
         (
-            &["--global-batch", "64", "--schedule", "interleaved"],
-            "--schedule interleaved",
+            &[
+                "--global-batch",
+                "64",
+                "--schedule",
+                "interleaved:3",
+                "--pipeline-parallel",
+                "4",
+            ],
+            "--schedule interleaved:3",
         ),
         (&["--global-batch", "64", "--method", "dp"], "--method"),
         (

@@ -175,6 +175,11 @@ pub fn run_compare(args: &super::CompareArgs, started: Instant) -> Result<(), Cl
             "{name} does not apply to `compare --parallel 3d` (it runs the uniform and the free search and the layouts by hand; the devices are --cluster's)"
         )));
     }
+    if let Some(s @ Schedule::Interleaved { .. }) = f.schedule {
+        return Err(CliError::Input(format!(
+            "--schedule {s} does not apply to `compare --parallel 3d` (its free search and layouts by hand run gpipe or 1f1b; plan the interleaved layout with `plan --parallel 3d --schedule {s}`)"
+        )));
+    }
     let objective = objective_of(args.objective)?;
     let settings = ParallelSettings {
         cluster: f.cluster.clone(),
@@ -938,8 +943,7 @@ pub fn run_simulate(args: &super::simulate::SimulateArgs) -> Result<(), CliError
 /// The planned and simulated figures of a 3D plan, as text.
 fn simulate_text(plan: &crate::solve::parallel::ParallelPlan, sim: &serde_json::Value) -> String {
     let l = &plan.layout;
-    let shape: Vec<String> = l
-        .stages
+    let shape: Vec<String> = l.stages[..l.pipeline_stages()]
         .iter()
         .map(|s| format!("t{}·d{}", s.tensor_parallel, s.data_parallel))
         .collect();
@@ -955,7 +959,7 @@ fn simulate_text(plan: &crate::solve::parallel::ParallelPlan, sim: &serde_json::
          planned:   iteration {planned_iteration}, time per sample {:.6} ms\n\
          simulated: iteration {} ms (pipeline {} ms + DP syncs), {} micro-batches over the replicas\n\
          simulated: steady state {} ms per sample (DP syncs apart), bottleneck busy time {} ms per sample\n",
-        l.stages.len(),
+        l.pipeline_stages(),
         shape.join("|"),
         l.micro_batch,
         l.global_batch,

@@ -2,7 +2,8 @@
 //! uniform and free (`--free`), read back into a [`Layout`] for `simulate`.
 //!
 //! Fields read (every other field is ignored): `parallel` (must be `"3d"`), `microBatch`,
-//! `globalBatch`, `zero` (0–3), `schedule` (`gpipe` or `1f1b`), `recompute`,
+//! `globalBatch`, `zero` (0–3), `schedule` (`gpipe`, `1f1b` or `interleaved:v`: then each
+//! stage's `chunks`, its `v` chunks' layers, give the split), `recompute`,
 //! `sequenceParallel` (absent: off), and per stage `layers` (unit names, contiguous, in
 //! chain order), `tensorParallel`, `dataParallel`, `devices` (the stage's `t·d`
 //! consecutive devices, first to last) and `microBatchTimeMs` (the planned time, which the
@@ -28,6 +29,9 @@ struct RawStage {
     data_parallel: usize,
     devices: Vec<usize>,
     micro_batch_time_ms: f64,
+    /// Interleaved: the layers of each chunk the stage holds.
+    #[serde(default)]
+    chunks: Option<Vec<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -83,15 +87,15 @@ pub fn parse_layout_json(text: &str, units: &[String]) -> Result<LayoutFile, Lay
     }
     let zero = Zero::from_stage(raw.zero)
         .ok_or_else(|| field("zero", format!("{}: a ZeRO stage is 0 to 3", raw.zero)))?;
-    let schedule: Schedule = match raw.schedule.parse() {
-        Ok(s @ (Schedule::GPipe | Schedule::OneFOneB)) => s,
-        _ => {
-            return Err(field(
-                "schedule",
-                format!("\"{}\": 3D plans run gpipe or 1f1b", raw.schedule),
-            ))
-        }
-    };
+    let schedule: Schedule = raw.schedule.parse().map_err(|_| {
+        field(
+            "schedule",
+            format!(
+                "\"{}\": 3D plans run gpipe, 1f1b or interleaved:v",
+                raw.schedule
+            ),
+        )
+    })?;
     if raw.micro_batch == 0 || raw.global_batch == 0 {
         return Err(field(
             if raw.micro_batch == 0 {
@@ -107,30 +111,26 @@ pub fn parse_layout_json(text: &str, units: &[String]) -> Result<LayoutFile, Lay
         .enumerate()
         .map(|(i, n)| (n.as_str(), i))
         .collect();
-    let mut stages = Vec::with_capacity(raw.stages.len());
+    let (p, v) = (raw.stages.len(), schedule.chunks());
+    let mut stages = Vec::with_capacity(p * v);
     let mut next = 0;
-    for (s, st) in raw.stages.iter().enumerate() {
+    // Chunk `c` (chain order) is chunk `c / p` of stage `c mod p`; one chunk, the stage's
+    // `layers`, unless interleaved.
+    for c in 0..p * v {
+        let (s, st) = (c % p, &raw.stages[c % p]);
         let at = |what: &str| format!("stages[{s}].{what}");
-        let mut span = None::<(usize, usize)>;
-        for (k, name) in st.layers.iter().enumerate() {
-            let u = *index.get(name.as_str()).ok_or_else(|| {
+        let (names, what) = if v == 1 {
+            (&st.layers, "layers".to_string())
+        } else {
+            let chunks = st.chunks.as_ref().filter(|x| x.len() == v).ok_or_else(|| {
                 field(
-                    format!("stages[{s}].layers[{k}]"),
-                    format!("\"{name}\" is not a layer of the model"),
+                    at("chunks"),
+                    format!("{schedule}: each stage lists its {v} chunks"),
                 )
             })?;
-            if u != next + k {
-                return Err(field(
-                    format!("stages[{s}].layers[{k}]"),
-                    format!(
-                        "\"{name}\" is layer {u}; the stages hold the layers in order, this one must be {}",
-                        units.get(next + k).map_or("past the last layer", String::as_str)
-                    ),
-                ));
-            }
-            span = Some((span.map_or(u, |x| x.0), u + 1));
-        }
-        let (start, end) = span.ok_or_else(|| field(at("layers"), "no layer"))?;
+            (&chunks[c / p], format!("chunks[{}]", c / p))
+        };
+        let (start, end) = span_of(names, units, &index, next, &at(&what))?;
         let (t, d) = (st.tensor_parallel, st.data_parallel);
         if t == 0 || d == 0 {
             return Err(field(
@@ -184,6 +184,37 @@ pub fn parse_layout_json(text: &str, units: &[String]) -> Result<LayoutFile, Lay
     })
 }
 
+/// The units `start..end` that `names` (the field `at`) lists: contiguous from `next`, in
+/// chain order, at least one.
+fn span_of(
+    names: &[String],
+    units: &[String],
+    index: &HashMap<&str, usize>,
+    next: usize,
+    at: &str,
+) -> Result<(usize, usize), LayoutFileError> {
+    let mut span = None::<(usize, usize)>;
+    for (k, name) in names.iter().enumerate() {
+        let u = *index.get(name.as_str()).ok_or_else(|| {
+            field(
+                format!("{at}[{k}]"),
+                format!("\"{name}\" is not a layer of the model"),
+            )
+        })?;
+        if u != next + k {
+            return Err(field(
+                format!("{at}[{k}]"),
+                format!(
+                    "\"{name}\" is layer {u}; the stages hold the layers in order, this one must be {}",
+                    units.get(next + k).map_or("past the last layer", String::as_str)
+                ),
+            ));
+        }
+        span = Some((span.map_or(u, |x| x.0), u + 1));
+    }
+    span.ok_or_else(|| field(at, "no layer"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,10 +245,35 @@ mod tests {
     }
 
     #[test]
+    fn reads_an_interleaved_layout_chunk_by_chunk() {
+        let text = r#"{"parallel":"3d","microBatch":1,"globalBatch":8,"zero":0,
+        "schedule":"interleaved:2","recompute":false,"stages":[
+        {"layers":["embed","block1"],"chunks":[["embed"],["block1"]],"tensorParallel":1,"dataParallel":1,"devices":[0],"microBatchTimeMs":1.5},
+        {"layers":["block0","head"],"chunks":[["block0"],["head"]],"tensorParallel":1,"dataParallel":1,"devices":[1],"microBatchTimeMs":2.5}]}"#;
+        let f = parse_layout_json(text, &names()).unwrap();
+        let l = &f.layout;
+        assert_eq!(l.schedule, Schedule::Interleaved { chunks: 2 });
+        let units: Vec<_> = l.stages.iter().map(|s| s.units.clone()).collect();
+        assert_eq!(units, vec![0..1, 1..2, 2..3, 3..4]);
+        let firsts: Vec<usize> = l.stages.iter().map(|s| s.first_device).collect();
+        assert_eq!(firsts, vec![0, 1, 0, 1]);
+        // Chunks out of the chain's order are named.
+        let swapped = text.replace(r#"[["block0"],["head"]]"#, r#"[["head"],["block0"]]"#);
+        let e = parse_layout_json(&swapped, &names())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stages[1].chunks[0][0]"), "{e}");
+    }
+
+    #[test]
     fn names_the_bad_field() {
         let cases = [
             (GOOD.replace("\"zero\":1", "\"zero\":7"), "zero"),
-            (GOOD.replace("\"1f1b\"", "\"interleaved\""), "schedule"),
+            (GOOD.replace("\"1f1b\"", "\"zigzag\""), "schedule"),
+            (
+                GOOD.replace("\"1f1b\"", "\"interleaved\""),
+                "stages[0].chunks",
+            ),
             (
                 GOOD.replace("\"block1\",", "\"block9\","),
                 "stages[1].layers[0]",

@@ -36,6 +36,16 @@
 //! A collective among devices of one machine runs on its peer link (host link without
 //! one), otherwise on the network link (per device: rail-optimised networks give each
 //! accelerator its own NIC).
+//!
+//! **Interleaved layouts** (`--schedule interleaved:v`, Megatron-LM's virtual pipeline):
+//! `p` stages, each on one group of `t·d` devices, each holding `v` model *chunks*. The
+//! layout's `stages` then lists the `p·v` chunks in chain order (Megatron's *virtual
+//! stages*): chunk `c` holds a contiguous range of units and runs on the devices of stage
+//! `c mod p` ([`Layout::interleaved`], [`Layout::chunks_of`]); the stage's own figures sum
+//! its chunks ([`crate::score::parallel`]). The planner's chunks are Megatron's even split
+//! ([`equal_chunk_bounds`]): the units between the first and the last (the decoder blocks)
+//! divided into `p·v` equal runs, the first unit (embeddings) with chunk 0 and the last
+//! (head) with chunk `p·v − 1`.
 
 use std::ops::Range;
 
@@ -419,7 +429,7 @@ pub struct Layout {
     /// Samples per iteration `B`.
     pub global_batch: usize,
     pub zero: Zero,
-    /// GPipe or 1F1B.
+    /// GPipe, 1F1B or interleaved (then `stages` lists the chunks: module documentation).
     pub schedule: Schedule,
     /// Full activation recomputation: every stage keeps only its units' inputs per
     /// micro-batch and runs each unit's forward again before its backward.
@@ -461,9 +471,58 @@ impl Layout {
         }
     }
 
-    /// Accelerators used.
+    /// The interleaved layout of `cfg` (`cfg.stages = p` stages of `v` chunks): chunk `c`
+    /// holds units `bounds[c]..bounds[c + 1]` (`bounds`: `p·v + 1` ascending positions from
+    /// 0 to the chain's end) on the devices of stage `c mod p`, placed back to back from
+    /// device 0.
+    pub fn interleaved(
+        bounds: &[usize],
+        cfg: &Uniform,
+        global_batch: usize,
+        chunks: usize,
+    ) -> Layout {
+        let (t, d, p) = (cfg.tensor_parallel, cfg.data_parallel, cfg.stages.max(1));
+        let stages = bounds
+            .windows(2)
+            .enumerate()
+            .map(|(c, w)| StageLayout {
+                units: w[0]..w[1],
+                tensor_parallel: t,
+                data_parallel: d,
+                first_device: (c % p) * t * d,
+            })
+            .collect();
+        Layout {
+            stages,
+            micro_batch: cfg.micro_batch,
+            global_batch,
+            zero: cfg.zero,
+            schedule: Schedule::Interleaved { chunks },
+            recompute: cfg.recompute,
+        }
+    }
+
+    /// Pipeline stages `p`: the entries of `stages` over the chunks per stage `v` (1 unless
+    /// interleaved).
+    pub fn pipeline_stages(&self) -> usize {
+        self.stages.len() / self.schedule.chunks().max(1)
+    }
+
+    /// The chunks of pipeline stage `k` in the order its devices hold them: entries `k`,
+    /// `k + p`, `k + 2p`, … of `stages` (one entry, stage `k`, unless interleaved).
+    pub fn chunks_of(&self, k: usize) -> impl Iterator<Item = &StageLayout> {
+        self.stages
+            .iter()
+            .skip(k)
+            .step_by(self.pipeline_stages().max(1))
+    }
+
+    /// Accelerators used (each stage's devices once, whatever its chunks).
     pub fn devices_used(&self) -> usize {
-        self.stages.iter().map(StageLayout::width).sum()
+        self.stages[..self.pipeline_stages()]
+            .iter()
+            .map(StageLayout::width)
+            .sum()
     }
 
     /// Micro-batches one replica of a stage with DP `d` runs per iteration, `B / (d·b)`,
@@ -473,6 +532,24 @@ impl Layout {
         (per > 0 && self.global_batch.is_multiple_of(per) && self.global_batch >= per)
             .then(|| self.global_batch / per)
     }
+}
+
+/// Megatron-LM's even split of a chain of `units` units into `p·v` chunks: the `units − 2`
+/// units between the first and the last divided into runs of `k = (units − 2)/(p·v)`,
+/// chunk `c` holding `1 + c·k .. 1 + (c + 1)·k`, chunk 0 also the first unit and chunk
+/// `p·v − 1` also the last. The `p·v + 1` chunk bounds, or `None` when `p·v` does not
+/// divide `units − 2` (or there are fewer than `p·v` units between).
+pub fn equal_chunk_bounds(units: usize, stages: usize, chunks: usize) -> Option<Vec<usize>> {
+    let n = stages * chunks;
+    let inner = units.checked_sub(2)?;
+    if n == 0 || inner < n || !inner.is_multiple_of(n) {
+        return None;
+    }
+    let k = inner / n;
+    let mut bounds: Vec<usize> = (0..=n).map(|c| 1 + c * k).collect();
+    bounds[0] = 0;
+    bounds[n] = units;
+    Some(bounds)
 }
 
 /// One transfer of `bytes` over `link`, ms (0 when nothing moves).
@@ -538,5 +615,29 @@ mod tests {
         assert_eq!(l.devices_used(), 24);
         assert_eq!(l.micro_batches(4), Some(16));
         assert_eq!(l.micro_batches(3), None);
+    }
+
+    #[test]
+    fn interleaved_layouts_put_chunk_c_on_stage_c_mod_p() {
+        // 8 blocks between embeddings and head, p = 2, v = 2: 2 blocks per chunk.
+        let bounds = equal_chunk_bounds(10, 2, 2).unwrap();
+        assert_eq!(bounds, vec![0, 3, 5, 7, 10]);
+        assert_eq!(equal_chunk_bounds(10, 3, 2), None);
+        assert_eq!(equal_chunk_bounds(5, 2, 2), None);
+        let cfg = Uniform {
+            micro_batch: 1,
+            tensor_parallel: 2,
+            data_parallel: 2,
+            zero: Zero::Off,
+            recompute: false,
+            stages: 2,
+        };
+        let l = Layout::interleaved(&bounds, &cfg, 16, 2);
+        assert_eq!(l.pipeline_stages(), 2);
+        assert_eq!(l.devices_used(), 8);
+        let firsts: Vec<usize> = l.stages.iter().map(|s| s.first_device).collect();
+        assert_eq!(firsts, vec![0, 4, 0, 4]);
+        let of1: Vec<_> = l.chunks_of(1).map(|s| s.units.clone()).collect();
+        assert_eq!(of1, vec![3..5, 7..10]);
     }
 }

@@ -301,7 +301,9 @@ pub fn in_flight(schedule: Schedule, p: usize, m: usize, d: usize) -> usize {
 ///   `F(K_s + j)` it holds fewer. `d_s | M`, so `⌈min(M, S)/d_s⌉ = min(m_s, ⌈S/d_s⌉)`. With
 ///   one `d` for every stage, `Σ_{j≥s} d_j = d·(p − s)` and this is [`in_flight`]'s
 ///   `min(m, p − s)`.
-/// - Interleaved (not a parallel layout's schedule): `m_s·v`, every chunk-stash.
+/// - Interleaved: `m_s·v`, every chunk-stash (an upper bound; interleaved 3D layouts have
+///   one `d`, and `crate::score::parallel::interleaved` counts their stash exactly with
+///   [`in_flight`] and [`peak_stash_bytes`]).
 pub fn replica_in_flight(
     schedule: Schedule,
     micro_batches: usize,

@@ -199,14 +199,19 @@ pub fn scored_json(
     v
 }
 
-/// `p4·t2·d16 b1 z1 rc sp`: stages, TP, DP, micro-batch, ZeRO stage, `rc` when
+/// `p4·t2·d16 b1 z1 rc sp`: stages (`p4×v2` with two interleaved chunks each), TP, DP,
+/// micro-batch, ZeRO stage, `rc` when
 /// recomputing, `sp` with sequence parallelism; a free layout (stages with different `t` or
 /// `d`) lists each stage's `t·d`: `p3·(t2·d4|t4·d2|t4·d2) b1 z1`.
 pub fn layout_code(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
     format!(
-        "p{}·{} b{} z{}{}{}",
-        l.stages.len(),
+        "p{}{}·{} b{} z{}{}{}",
+        l.pipeline_stages(),
+        match l.schedule.chunks() {
+            1 => String::new(),
+            v => format!("×v{v}"),
+        },
         degrees(plan),
         l.micro_batch,
         l.zero.stage(),
@@ -223,7 +228,7 @@ fn sequence_parallel(plan: &ParallelPlan) -> bool {
 /// `t2·d16` when every stage has the same degrees, else `(t2·d4|t4·d2|…)`; on several
 /// accelerator types each stage's type follows its degrees (`t2·d4@h100`).
 fn degrees(plan: &ParallelPlan) -> String {
-    let st = &plan.layout.stages;
+    let st = &plan.layout.stages[..plan.layout.pipeline_stages()];
     let one = |i: usize| {
         let s = &st[i];
         let on = plan
@@ -262,7 +267,7 @@ pub fn summary_line(plan: &ParallelPlan) -> String {
     let m = if uniform { m[0].clone() } else { m.join("/") };
     format!(
         "layout: p = {} × {shape}, micro-batch {}, global batch {}, ZeRO-{}, {}, {}recomputation, {m} micro-batches per replica",
-        l.stages.len(),
+        l.pipeline_stages(),
         l.micro_batch,
         l.global_batch,
         l.zero.stage(),
@@ -322,7 +327,11 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
     {
         t.push([
             i.to_string(),
-            layers(&plan.chain, st),
+            plan.layout
+                .chunks_of(i)
+                .map(|c| layers(&plan.chain, c))
+                .collect::<Vec<_>>()
+                .join(" + "),
             format!("{}×{}", st.tensor_parallel, st.data_parallel),
             accelerator(plan, topo, i).to_string(),
             devices(topo, st),
@@ -344,8 +353,9 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
 
 /// The layout as JSON: the usual `value` (`valueFrom`: `model`, the scorer's formula, or
 /// `simulation`, the plan's simulated iteration), `bound`, `gap`, `outcome`, `stopReason`,
-/// `optimal`, and `stages: [{layers, tensorParallel, dataParallel, devices,
-/// microBatchTimeMs, …, memoryBytes}]`.
+/// `optimal`, and `stages: [{layers, chunks, tensorParallel, dataParallel, devices,
+/// microBatchTimeMs, …, memoryBytes}]` (`chunks`: the layers of each chunk the stage
+/// holds, in order; one chunk unless interleaved).
 pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> Value {
     let mut v = json!({
         "parallel": "3d",
@@ -385,9 +395,13 @@ fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
         .zip(&plan.score.stages)
         .enumerate()
         .map(|(i, (st, sc))| {
-            let names: Vec<&str> = st.units.clone().map(|u| plan.chain.units[u].name.as_str()).collect();
+            let chunks: Vec<Vec<&str>> = l
+                .chunks_of(i)
+                .map(|c| c.units.clone().map(|u| plan.chain.units[u].name.as_str()).collect())
+                .collect();
             json!({
-                "layers": names,
+                "layers": chunks.concat(),
+                "chunks": chunks,
                 "accelerator": accelerator(plan, topo, i),
                 "tensorParallel": st.tensor_parallel,
                 "dataParallel": st.data_parallel,

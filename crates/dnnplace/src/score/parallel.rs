@@ -39,9 +39,14 @@
 //! per sample is MODEL.md's maximum load on a machine with a peer link: the receiving
 //! stage pays each producer's transfer once, the sender nothing.
 //!
+//! Interleaved layouts (`stages` = the `p·v` chunks, [`crate::model::parallel`]) are scored
+//! by [`interleaved`]: each chunk by these rules, each stage as the sum of its chunks.
+//!
 //! On several accelerator types ([`score_mixed`]) each stage is scored by these rules on its
 //! own type's group, costs and memory; between stages on different types a transfer runs on
 //! the receiving machine's network link.
+
+pub mod interleaved;
 
 use crate::model::parallel::{
     all_gather_ms, all_reduce_ms, transfer_ms, ChainCosts, Layout, MixedTopology, StageLayout,
@@ -90,8 +95,14 @@ pub enum LayoutError {
     },
     #[error("the layout uses micro-batch {layout} but the costs are for micro-batch {costs}")]
     MicroBatch { layout: usize, costs: usize },
-    #[error("parallel layouts run GPipe or 1F1B, not {0}")]
+    #[error("{0} is not a schedule of these layouts (several accelerator types: gpipe or 1f1b)")]
     Schedule(String),
+    #[error("interleaved:{chunks}: {entries} chunks are not a whole number of stages of {chunks} chunks, or fewer than 2 stages (Megatron-LM interleaves a pipeline of at least 2 stages)")]
+    Chunks { entries: usize, chunks: usize },
+    #[error("chunk {chunk}: an interleaved layout runs chunk c on the devices, t and d of stage c mod p (stage {stage}), and every stage with one t and d")]
+    ChunkDevices { chunk: usize, stage: usize },
+    #[error("interleaved: {micro_batches} micro-batches per replica are not a multiple of the {stages} pipeline stages (Megatron-LM's rule; --global-batch or --micro-batch)")]
+    InterleavedMicroBatches { micro_batches: usize, stages: usize },
     #[error("a layout needs at least one stage")]
     Empty,
     #[error(
@@ -158,6 +169,9 @@ pub fn score_layout(
     topo: &Topology,
     layout: &Layout,
 ) -> Result<LayoutScore, LayoutError> {
+    if let Schedule::Interleaved { .. } = layout.schedule {
+        return interleaved::score_interleaved(chain, topo, layout);
+    }
     check_layout(chain, topo, layout)?;
     let p = layout.stages.len();
     let mut stages = Vec::with_capacity(p);
@@ -175,7 +189,7 @@ pub fn score_layout(
 /// ([`pipeline_times`]), and the model FLOPs per second (`chain`'s per sample over the
 /// seconds per sample) per device used and over `peak`, the summed peak FLOP/s of the
 /// devices the stages use.
-fn assemble(
+pub(crate) fn assemble(
     layout: &Layout,
     stages: Vec<StageScore>,
     chain: &ChainCosts,
@@ -199,7 +213,9 @@ fn assemble(
 }
 
 /// The layout's time per sample, `max_s T_s per sample`, and, when every stage has one `d`
-/// (so one `m`), its iteration `Σ T_s + (m − 1)·max T_s + max sync` (docs/parallel.md).
+/// (so one `m`), its iteration `Σ T_s + (m − 1)·max T_s + max sync` (docs/parallel.md);
+/// interleaved with `v` chunks, `(m + (p − 1)/v)·max T_s + max sync`
+/// ([`interleaved`]).
 fn pipeline_times(layout: &Layout, stages: &[StageScore]) -> (f64, Option<f64>) {
     let time_per_sample_ms = stages
         .iter()
@@ -215,7 +231,13 @@ fn pipeline_times(layout: &Layout, stages: &[StageScore]) -> (f64, Option<f64>) 
             let sum: f64 = stages.iter().map(|s| s.micro_batch_ms).sum();
             let max = stages.iter().map(|s| s.micro_batch_ms).fold(0.0, f64::max);
             let sync = stages.iter().map(|s| s.dp_sync_ms).fold(0.0, f64::max);
-            sum + (m - 1.0) * max + sync
+            match layout.schedule {
+                Schedule::Interleaved { chunks } => {
+                    let p = stages.len() as f64;
+                    (m + (p - 1.0) / chunks as f64) * max + sync
+                }
+                _ => sum + (m - 1.0) * max + sync,
+            }
         });
     (time_per_sample_ms, iteration_ms)
 }
@@ -335,12 +357,13 @@ fn check_mixed(
 }
 
 /// The layout's rules, each failure named ([`LayoutError`]).
-fn check_layout(chain: &ChainCosts, topo: &Topology, layout: &Layout) -> Result<(), LayoutError> {
+pub(crate) fn check_layout(
+    chain: &ChainCosts,
+    topo: &Topology,
+    layout: &Layout,
+) -> Result<(), LayoutError> {
     if layout.stages.is_empty() {
         return Err(LayoutError::Empty);
-    }
-    if !matches!(layout.schedule, Schedule::GPipe | Schedule::OneFOneB) {
-        return Err(LayoutError::Schedule(layout.schedule.to_string()));
     }
     if layout.micro_batch != chain.micro_batch {
         return Err(LayoutError::MicroBatch {
@@ -363,17 +386,20 @@ fn check_layout(chain: &ChainCosts, topo: &Topology, layout: &Layout) -> Result<
                 units: chain.len(),
             });
         }
-        check_stage(chain, topo, layout, (i, s), next_device)?;
-        let end = s.first_device + s.width();
+        // Interleaved: the chunks past the first p reuse their stage's devices
+        // ([`interleaved`] checks them).
+        if i < layout.pipeline_stages() {
+            check_stage(chain, topo, layout, (i, s), next_device)?;
+            next_device = s.first_device + s.width();
+        }
         next_unit = s.units.end;
-        next_device = end;
     }
     Ok(())
 }
 
 /// Stage `i`'s own rules on `topo` (`st`: its devices numbered there; `next_device`: the
 /// first device after the stages before it there).
-fn check_stage(
+pub(crate) fn check_stage(
     chain: &ChainCosts,
     topo: &Topology,
     layout: &Layout,
@@ -420,7 +446,7 @@ fn check_stage(
 
 /// The link between two neighbouring stages: the network when any device of `b` pairs with
 /// a device of `a` on another machine (device `k` of `b` with device `k mod width(a)` of `a`).
-fn boundary_link(topo: &Topology, a: &StageLayout, b: &StageLayout) -> Link {
+pub(crate) fn boundary_link(topo: &Topology, a: &StageLayout, b: &StageLayout) -> Link {
     let crosses = b
         .devices()
         .enumerate()
@@ -434,7 +460,7 @@ fn boundary_link(topo: &Topology, a: &StageLayout, b: &StageLayout) -> Link {
 
 /// Stage `s`'s figures, `st` its devices numbered on `topo`, its transfers from and to its
 /// neighbours on the links `input` and `output` (`None`: no neighbour there).
-fn score_stage(
+pub(crate) fn score_stage(
     chain: &ChainCosts,
     topo: &Topology,
     layout: &Layout,
@@ -531,6 +557,23 @@ fn stage_transfers(
         }
     }
     ms
+}
+
+/// Stage (or chunk) `s`'s stash per micro-batch and its transient working stash, bytes:
+/// the units' activations, or recomputing their checkpoints and, while one unit's backward
+/// runs, the largest unit's activations. `layout` must pass [`score_layout`]'s checks.
+pub fn stash_per_micro_batch(chain: &ChainCosts, layout: &Layout, s: usize) -> (f64, f64) {
+    let st = &layout.stages[s];
+    let ti = chain
+        .tp_index(st.tensor_parallel)
+        .expect("a checked layout");
+    let costs = st.units.clone().map(|u| &chain.units[u].costs[ti]);
+    if layout.recompute {
+        let held = costs.clone().map(|c| c.checkpoint_bytes).sum();
+        (held, costs.map(|c| c.activation_bytes).fold(0.0, f64::max))
+    } else {
+        (costs.map(|c| c.activation_bytes).sum(), 0.0)
+    }
 }
 
 /// Stage `s`'s time per micro-batch split by pass, `(forward, backward)` ms, for the

@@ -46,6 +46,17 @@
 //! feeding wider stages starves (Little's law: `d_s·(p − s)` micro-batches over a round
 //! trip of `Σ_{j ≥ s} T_j`).
 //!
+//! **Interleaved** (`interleaved:v`, one `d`, `m` a multiple of `p`): the tasks are per
+//! chunk, `F(i, c)`, `B(i, c)` for the `p·v` chunks with [`pass_times`] of each chunk, the
+//! same arcs along the chunks, on the lanes of stage `c mod p`; replica `r` of stage `k`
+//! runs Megatron-LM's interleaved order for device `k`
+//! ([`crate::model::schedule::device_order`]) on its micro-batches `i ≡ r (mod d)`, and
+//! the stage's one sync waits for every backward of its chunks. The run never deadlocks:
+//! the order is the one [`crate::model::schedule::timetable`] plays to the end. With
+//! equal chunks (the same `f`, `b` per chunk and the same sync per stage) `T = (m + (p −
+//! 1)/v)·T_k + sync`, the scorer's formula, and each replica's peak memory is the scorer's
+//! replayed peak (tested in `tests/parallel_interleaved.rs`).
+//!
 //! **Memory** per lane: resident `W + G + O` (after ZeRO), plus from the start of `F(i, s)`
 //! to the end of `B(i, s)` the stash of micro-batch `i` (`Σ activation_u`; recomputing:
 //! `Σ checkpoint_u`, and during `B(i, s)` the largest unit's stash). A replica holds at
@@ -57,7 +68,7 @@
 //! **Figures.** `T` (the last task's end, syncs included), the pipeline's makespan
 //! `T_pipe` (the last backward's end), the steady state per sample
 //! `(T_pipe(M) − T_pipe(M'))/((M − M')·b)` for `M'` the largest multiple of
-//! `L = lcm(d_s)` at most `M/2`, and the bottleneck's busy time per sample
+//! `L = lcm(d_s)` (interleaved: `d·p`) at most `M/2`, and the bottleneck's busy time per sample
 //! `max_s (m_s·T_s + sync_s) / B` measured from the tasks that ran: the planned time per
 //! sample. Exact relations (tested in `tests/simulate_parallel.rs`):
 //!
@@ -80,10 +91,10 @@ use super::engine::{self, TaskRun};
 use super::stages::{Piece, Stages};
 use super::{SimulateError, MAX_TASKS};
 use crate::model::parallel::{ChainCosts, Layout, MixedTopology, Topology};
-use crate::model::schedule::{Pass, Schedule};
+use crate::model::schedule::{device_order, Pass, Schedule};
 use crate::model::Device;
 use crate::score::parallel::{
-    pass_times, pass_times_mixed, score_layout, score_mixed, LayoutScore,
+    pass_times, pass_times_mixed, score_layout, score_mixed, stash_per_micro_batch, LayoutScore,
 };
 use crate::solve::budget::Budget;
 use crate::solve::parallel::{plan_with, IterationClock, ParallelOutcome, ParallelProblem};
@@ -152,9 +163,11 @@ pub fn simulate_layout(
 ) -> Result<LayoutSimulation, SimulateError> {
     let planned =
         score_layout(chain, topo, layout).map_err(|e| SimulateError::InvalidPlan(e.to_string()))?;
-    let p = layout.stages.len();
-    let pass_ms: Vec<(f64, f64)> = (0..p).map(|s| pass_times(chain, topo, layout, s)).collect();
-    let stash: Vec<(f64, f64)> = (0..p).map(|s| stash_of(chain, layout, s)).collect();
+    let n = layout.stages.len();
+    let pass_ms: Vec<(f64, f64)> = (0..n).map(|c| pass_times(chain, topo, layout, c)).collect();
+    let stash: Vec<(f64, f64)> = (0..n)
+        .map(|c| stash_per_micro_batch(chain, layout, c))
+        .collect();
     simulate_priced(layout, planned, pass_ms, &stash)
 }
 
@@ -176,34 +189,35 @@ pub fn simulate_mixed(
     for (s, st) in layout.stages.iter().enumerate() {
         pass_ms.push(pass_times_mixed(chains, topo, layout, s).map_err(invalid)?);
         let g = topo.group_of(st.first_device).expect("a checked layout");
-        stash.push(stash_of(&chains[g], layout, s));
+        stash.push(stash_per_micro_batch(&chains[g], layout, s));
     }
     simulate_priced(layout, planned, pass_ms, &stash)
 }
 
-/// The run of `layout` from its scorer's figures `planned`, pass times `(f_s, b_s)` and per
-/// stage stash `(per micro-batch, working)` ([`stash_of`]).
+/// The run of `layout` from its scorer's figures `planned`, pass times `(f_c, b_c)` and
+/// stash `(per micro-batch, working)` per chunk ([`stash_per_micro_batch`]).
 fn simulate_priced(
     layout: &Layout,
     planned: LayoutScore,
     pass_ms: Vec<(f64, f64)>,
     stash: &[(f64, f64)],
 ) -> Result<LayoutSimulation, SimulateError> {
-    let p = layout.stages.len();
+    let (n, p) = (layout.stages.len(), layout.pipeline_stages());
     let global = layout.global_batch / layout.micro_batch;
-    for (s, (&(f, b), sc)) in pass_ms.iter().zip(&planned.stages).enumerate() {
-        if (f + b - sc.micro_batch_ms).abs() > 1e-9 * sc.micro_batch_ms.max(1.0) {
+    for (s, sc) in planned.stages.iter().enumerate() {
+        let sum: f64 = (s..n).step_by(p).map(|c| pass_ms[c].0 + pass_ms[c].1).sum();
+        if (sum - sc.micro_batch_ms).abs() > 1e-9 * sc.micro_batch_ms.max(1.0) {
             return Err(SimulateError::Check(format!(
-                "stage {s}: forward {f} + backward {b} ms is not the scorer's {} ms per micro-batch",
+                "stage {s}: its forward and backward passes take {sum} ms, not the scorer's {} ms per micro-batch",
                 sc.micro_batch_ms
             )));
         }
     }
-    let tasks = (2 * p).saturating_mul(global).saturating_add(p);
+    let tasks = (2 * n).saturating_mul(global).saturating_add(p);
     if tasks > MAX_TASKS {
         return Err(SimulateError::TooLarge {
             tasks,
-            pieces: 2 * p + p,
+            pieces: 2 * n + p,
             micro_batches: global,
         });
     }
@@ -213,7 +227,9 @@ fn simulate_priced(
     let lcm = layout
         .stages
         .iter()
-        .fold(1, |l, st| l / gcd(l, st.data_parallel) * st.data_parallel);
+        .fold(1, |l, st| l / gcd(l, st.data_parallel) * st.data_parallel)
+        // Interleaved: every replica's micro-batches a multiple of p.
+        * if layout.schedule.chunks() > 1 { p } else { 1 };
     let shorter = (global / 2) / lcm * lcm;
     let steady_per_sample_ms = if shorter >= 1 {
         let short = build(stash, layout, &planned, &pass_ms, shorter);
@@ -307,21 +323,6 @@ fn piece(lane: usize, pass: Pass, position: usize, ms: f64) -> Piece {
     }
 }
 
-/// Per micro-batch stash and the transient working stash of stage `s` (module doc).
-fn stash_of(chain: &ChainCosts, layout: &Layout, s: usize) -> (f64, f64) {
-    let st = &layout.stages[s];
-    let ti = chain
-        .tp_index(st.tensor_parallel)
-        .expect("a checked layout");
-    let costs = st.units.clone().map(|u| &chain.units[u].costs[ti]);
-    if layout.recompute {
-        let held = costs.clone().map(|c| c.checkpoint_bytes).sum();
-        (held, costs.map(|c| c.activation_bytes).fold(0.0, f64::max))
-    } else {
-        (costs.map(|c| c.activation_bytes).sum(), 0.0)
-    }
-}
-
 /// Stage `s`'s warm-up `K_s` (module doc).
 pub fn warm_up(layout: &Layout, s: usize, global: usize) -> usize {
     match layout.schedule {
@@ -343,7 +344,8 @@ fn order_key(pass: Pass, i: usize, k: usize) -> usize {
     }
 }
 
-/// The tasks of `layout` with `global` micro-batches (module doc, [`Built`]).
+/// The tasks of `layout` with `global` micro-batches (module doc, [`Built`]): `n` chunks
+/// (`n = p` unless interleaved), chunk `c` on the lanes of stage `c mod p`.
 fn build(
     stash: &[(f64, f64)],
     layout: &Layout,
@@ -351,85 +353,75 @@ fn build(
     pass_ms: &[(f64, f64)],
     global: usize,
 ) -> Built {
-    let p = layout.stages.len();
+    let (n, p) = (layout.stages.len(), layout.pipeline_stages());
     let big_m = global;
     let d: Vec<usize> = layout.stages.iter().map(|x| x.data_parallel).collect();
     let mut lane_base = Vec::with_capacity(p);
     let mut replicas = 0;
-    for &x in &d {
+    for &x in &d[..p] {
         lane_base.push(replicas);
         replicas += x;
     }
-    let fw = |s: usize, i: usize| s * big_m + i;
-    let bw = |s: usize, i: usize| p * big_m + (p - 1 - s) * big_m + i;
-    let lane = |s: usize, i: usize| lane_base[s] + i % d[s];
-    let mut pieces = Vec::with_capacity(2 * p * big_m + p);
-    for (s, &(f, _)) in pass_ms.iter().enumerate() {
-        pieces.extend((0..big_m).map(|i| piece(lane(s, i), Pass::Forward, s, f)));
+    let ids = Numbering {
+        chunks: n,
+        global: big_m,
+    };
+    let (fw, bw) = (|c, i| ids.forward(c, i), |c, i| ids.backward(c, i));
+    let lane = |c: usize, i: usize| lane_base[c % p] + i % d[c];
+    let mut pieces = Vec::with_capacity(2 * n * big_m + p);
+    for (c, &(f, _)) in pass_ms.iter().enumerate() {
+        pieces.extend((0..big_m).map(|i| piece(lane(c, i), Pass::Forward, c, f)));
     }
-    for s in (0..p).rev() {
-        pieces.extend((0..big_m).map(|i| piece(lane(s, i), Pass::Backward, s, pass_ms[s].1)));
+    for c in (0..n).rev() {
+        pieces.extend((0..big_m).map(|i| piece(lane(c, i), Pass::Backward, c, pass_ms[c].1)));
     }
     for (s, sc) in planned.stages.iter().enumerate() {
         let mut x = piece(replicas + s, Pass::Backward, s, sc.dp_sync_ms);
         x.per_iteration = true;
         pieces.push(x);
     }
-    let mut arcs = Vec::with_capacity(3 * p * big_m);
+    let mut arcs = Vec::with_capacity(3 * n * big_m);
     for i in 0..big_m {
-        for s in 0..p {
-            arcs.push(if s + 1 < p {
-                (fw(s, i), fw(s + 1, i))
+        for c in 0..n {
+            arcs.push(if c + 1 < n {
+                (fw(c, i), fw(c + 1, i))
             } else {
-                (fw(s, i), bw(s, i))
+                (fw(c, i), bw(c, i))
             });
-            if s > 0 {
-                arcs.push((bw(s, i), bw(s - 1, i)));
+            if c > 0 {
+                arcs.push((bw(c, i), bw(c - 1, i)));
             }
-            arcs.push((bw(s, i), 2 * p * big_m + s));
+            arcs.push((bw(c, i), 2 * n * big_m + c % p));
         }
     }
     for (a, b) in arcs {
         pieces[a].succs.push(b);
         pieces[b].preds.push(a);
     }
-    let mut lanes = Vec::with_capacity(replicas + p);
-    let mut orders: Vec<Vec<usize>> = vec![Vec::new(); replicas + p];
-    for (s, st) in layout.stages.iter().enumerate() {
-        let (held, working) = stash[s];
+    for (c, &(held, working)) in stash.iter().enumerate().take(n) {
         for i in 0..big_m {
-            pieces[fw(s, i)].stash_bytes = held;
-            pieces[fw(s, i)].released_by = vec![bw(s, i)];
-            pieces[bw(s, i)].transient_bytes = working;
+            pieces[fw(c, i)].stash_bytes = held;
+            pieces[fw(c, i)].released_by = vec![bw(c, i)];
+            pieces[bw(c, i)].transient_bytes = working;
         }
-        let k = warm_up(layout, s, big_m);
-        let mut keyed: Vec<(usize, usize)> = (0..big_m)
-            .flat_map(|i| {
-                [
-                    (order_key(Pass::Forward, i, k), fw(s, i)),
-                    (order_key(Pass::Backward, i, k), bw(s, i)),
-                ]
-            })
-            .collect();
-        keyed.sort_unstable();
-        for (_, x) in keyed {
-            orders[lane(s, x % big_m)].push(x);
-        }
-        orders[replicas + s].push(2 * p * big_m + s);
+    }
+    let mut orders = lane_orders(layout, replicas, ids);
+    let mut lanes = Vec::with_capacity(replicas + p);
+    for (s, st) in layout.stages[..p].iter().enumerate() {
+        orders[replicas + s].push(2 * n * big_m + s);
         let sc = &planned.stages[s];
-        let t = st.tensor_parallel;
         for r in 0..d[s] {
             lanes.push(Lane {
                 stage: s,
                 replica: Some(r),
-                devices: (0..t).map(|j| st.device(r, j)).collect(),
+                devices: (0..st.tensor_parallel).map(|j| st.device(r, j)).collect(),
                 busy_ms: 0.0,
                 resident_bytes: sc.weight_bytes + sc.gradient_bytes + sc.optimizer_bytes,
                 peak_memory_bytes: 0.0,
             });
         }
     }
-    for (s, st) in layout.stages.iter().enumerate() {
+    for (s, st) in layout.stages[..p].iter().enumerate() {
         lanes.push(Lane {
             stage: s,
             replica: None,
@@ -449,7 +441,7 @@ fn build(
     Built {
         stages: Stages {
             pieces,
-            positions: p,
+            positions: n,
             piece_of: Vec::new(),
         },
         lane_of,
@@ -458,6 +450,77 @@ fn build(
         global,
         orders,
     }
+}
+
+/// The piece numbers of a run of `chunks` chunks and `global` micro-batches ([`Built`]).
+#[derive(Clone, Copy)]
+struct Numbering {
+    chunks: usize,
+    global: usize,
+}
+
+impl Numbering {
+    /// `F(i, c)`.
+    fn forward(self, c: usize, i: usize) -> usize {
+        c * self.global + i
+    }
+
+    /// `B(i, c)`: backwards by falling chunk after every forward.
+    fn backward(self, c: usize, i: usize) -> usize {
+        (2 * self.chunks - 1 - c) * self.global + i
+    }
+}
+
+/// Each replica lane's pieces in its order (the sync lanes `replicas..` left empty), given
+/// the piece numbers `F(i, c)`, `B(i, c)` of chunk `c`, global micro-batch `i`. GPipe and
+/// 1F1B: stage `s`'s one sequence with warm-up `K_s` (module doc). Interleaved: replica `r`
+/// of stage `k` runs Megatron-LM's order for device `k` of `p` with `m = M/d`
+/// micro-batches ([`device_order`]): its step (pass, local micro-batch `j`, chunk `q`) is
+/// chunk `q·p + k` on global micro-batch `j·d + r`.
+fn lane_orders(layout: &Layout, replicas: usize, ids: Numbering) -> Vec<Vec<usize>> {
+    let (big_m, fw, bw) = (
+        ids.global,
+        |c, i| ids.forward(c, i),
+        |c, i| ids.backward(c, i),
+    );
+    let p = layout.pipeline_stages();
+    let mut orders: Vec<Vec<usize>> = vec![Vec::new(); replicas + p];
+    let mut base = 0;
+    for (s, st) in layout.stages[..p].iter().enumerate() {
+        let d = st.data_parallel;
+        if let Schedule::Interleaved { .. } = layout.schedule {
+            let order = device_order(layout.schedule, p, big_m / d, s)
+                .expect("a scored interleaved layout has m a multiple of p");
+            for r in 0..d {
+                orders[base + r] = order
+                    .iter()
+                    .map(|step| {
+                        let (c, i) = (step.chunk * p + s, step.micro_batch * d + r);
+                        match step.pass {
+                            Pass::Forward => fw(c, i),
+                            Pass::Backward => bw(c, i),
+                        }
+                    })
+                    .collect();
+            }
+        } else {
+            let k = warm_up(layout, s, big_m);
+            let mut keyed: Vec<(usize, usize, usize)> = (0..big_m)
+                .flat_map(|i| {
+                    [
+                        (order_key(Pass::Forward, i, k), fw(s, i), i),
+                        (order_key(Pass::Backward, i, k), bw(s, i), i),
+                    ]
+                })
+                .collect();
+            keyed.sort_unstable();
+            for (_, x, i) in keyed {
+                orders[base + i % d].push(x);
+            }
+        }
+        base += d;
+    }
+    orders
 }
 
 impl Built {

@@ -4,7 +4,7 @@
 use super::{flag_or, layout_of, stage_comments, uniform_degrees, Blocks, Training};
 use crate::export::megatron::{first_last, layout_string, rank_stages};
 use crate::export::{flag_value, has_switch, positive, shell_words};
-use crate::model::parallel::{Layout, Zero};
+use crate::model::parallel::{Layout, Uniform, Zero};
 use crate::model::schedule::Schedule;
 use crate::solve::parallel::ParallelPlan;
 
@@ -12,9 +12,12 @@ use crate::solve::parallel::ParallelPlan;
 pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     let layout = &plan.layout;
     let (t, d) = uniform_degrees(layout, "Megatron-LM")?;
-    if layout.schedule != Schedule::OneFOneB {
+    if !matches!(
+        layout.schedule,
+        Schedule::OneFOneB | Schedule::Interleaved { .. }
+    ) {
         return Err(format!(
-            "the layout runs {}; Megatron-LM's non-interleaved pipeline runs 1F1B (plan with --schedule 1f1b)",
+            "the layout runs {}; Megatron-LM's pipeline runs 1F1B or interleaved 1F1B (plan with --schedule 1f1b or interleaved:v)",
             layout.schedule
         ));
     }
@@ -31,8 +34,11 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     let names: Vec<&str> = plan.chain.units.iter().map(|u| u.name.as_str()).collect();
     let blocks = Blocks::of(&names)?;
     let counts = blocks.counts(layout);
-    let (p, l) = (counts.len(), blocks.len());
-    let split = if counts.iter().all(|&k| k == counts[0]) {
+    let (p, l) = (layout.pipeline_stages(), blocks.len());
+    let interleaved = layout.schedule.chunks() > 1;
+    let split = if interleaved {
+        virtual_stages(&counts, layout.schedule.chunks())?
+    } else if counts.iter().all(|&k| k == counts[0]) {
         String::new()
     } else if let Ok(flags) = first_last(&counts) {
         flags
@@ -55,12 +61,20 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     let world = t * d * p;
     let mut text = format!(
         "# dnnplace export: Megatron-LM 3D layout, TP {t} x PP {p} x DP {d} = {world} GPUs, {l} decoder layers,\n\
-         # micro-batch {}, global batch {}, ZeRO-{}{}.\n\
+         # micro-batch {}, global batch {}, ZeRO-{}{}{}.\n\
          # Launch on {world} GPUs: Megatron-LM sets DP = world size / (TP x PP) = {d}.\n",
         layout.micro_batch,
         layout.global_batch,
         layout.zero.stage(),
-        if layout.recompute { ", full recomputation" } else { "" }
+        if layout.recompute { ", full recomputation" } else { "" },
+        if interleaved {
+            format!(
+                ", interleaved 1F1B with {} chunks per stage (chunk c on stage c mod {p})",
+                layout.schedule.chunks()
+            )
+        } else {
+            String::new()
+        }
     );
     if layout.zero == Zero::Optimizer {
         text.push_str(
@@ -75,8 +89,25 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     Ok(text)
 }
 
+/// `--num-layers-per-virtual-pipeline-stage k` for an interleaved layout whose `p·v` chunks
+/// each hold `k` decoder layers (`counts`, per chunk); an error for unequal chunks, which
+/// that flag cannot express.
+fn virtual_stages(counts: &[usize], v: usize) -> Result<String, String> {
+    if counts.iter().any(|&k| k != counts[0] || k == 0) {
+        return Err(format!(
+            "the interleaved layout's chunks hold {counts:?} decoder layers; Megatron-LM's --num-layers-per-virtual-pipeline-stage needs every one of the {} chunks ({v} per stage) with the same number",
+            counts.len()
+        ));
+    }
+    Ok(format!(
+        " --num-layers-per-virtual-pipeline-stage {}",
+        counts[0]
+    ))
+}
+
 /// Reads Megatron-LM arguments for the chain of `units` (unit names) launched on
-/// `world_size` GPUs into a layout (1F1B); an error naming the flag otherwise.
+/// `world_size` GPUs into a layout (1F1B, or interleaved with
+/// `--num-layers-per-virtual-pipeline-stage`); an error naming the flag otherwise.
 pub fn read_megatron<S: AsRef<str>>(
     text: &str,
     units: &[S],
@@ -99,17 +130,6 @@ pub fn read_megatron<S: AsRef<str>>(
         ));
     }
     let d = world_size / (t * p);
-    let stages = rank_stages(&words, p, l)?;
-    if stages.len() != p {
-        return Err(format!(
-            "--pipeline-model-parallel-layout gives {} virtual stages for {p} ranks: interleaved schedules are not a 3D layout",
-            stages.len()
-        ));
-    }
-    let counts: Vec<usize> = stages
-        .iter()
-        .map(|(_, s)| s.iter().filter(|&&c| c == 't').count())
-        .collect();
     let b = match flag_value(&words, &["--micro-batch-size"])? {
         Some(v) => positive("--micro-batch-size", v)?,
         None => return Err("--micro-batch-size is missing (Megatron-LM needs it)".into()),
@@ -121,6 +141,47 @@ pub fn read_megatron<S: AsRef<str>>(
         Zero::Off
     };
     let recompute = megatron_recompute(&words)?;
+    if let Some(k) = flag_value(&words, &["--num-layers-per-virtual-pipeline-stage"])? {
+        let k = positive("--num-layers-per-virtual-pipeline-stage", k)?;
+        if !l.is_multiple_of(p) || !(l / p).is_multiple_of(k) {
+            return Err(format!(
+                "--num-layers-per-virtual-pipeline-stage {k}: the {l} layers over {p} stages are not a whole number of chunks of {k} per stage"
+            ));
+        }
+        let v = l / p / k;
+        if v > 1 {
+            let cfg = Uniform {
+                micro_batch: b,
+                tensor_parallel: t,
+                data_parallel: d,
+                zero,
+                recompute,
+                stages: p,
+            };
+            let mut bounds: Vec<usize> = (0..=p * v).map(|c| blocks.start + c * k).collect();
+            bounds[0] = 0;
+            bounds[p * v] = units.len();
+            return Ok(Layout::interleaved(&bounds, &cfg, global, v));
+        }
+    }
+    let counts: Vec<usize> = if flag_value(&words, &["--num-layers-per-virtual-pipeline-stage"])?
+        .is_some()
+    {
+        // One chunk per stage: Megatron-LM's even split, not interleaved.
+        vec![l / p; p]
+    } else {
+        let stages = rank_stages(&words, p, l)?;
+        if stages.len() != p {
+            return Err(format!(
+                "--pipeline-model-parallel-layout gives {} virtual stages for {p} ranks: interleaved layouts are read from --num-layers-per-virtual-pipeline-stage",
+                stages.len()
+            ));
+        }
+        stages
+            .iter()
+            .map(|(_, s)| s.iter().filter(|&&c| c == 't').count())
+            .collect()
+    };
     layout_of(
         &blocks,
         &counts,
@@ -191,6 +252,23 @@ mod tests {
         assert!(read_megatron(text, &names(80), 100)
             .unwrap_err()
             .contains("world size 100"));
+    }
+
+    #[test]
+    fn virtual_pipeline_stages_read_as_an_interleaved_layout() {
+        let text = "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --num-layers 32 --num-layers-per-virtual-pipeline-stage 4 --micro-batch-size 1 --global-batch-size 256";
+        let l = read_megatron(text, &names(32), 32).unwrap();
+        assert_eq!(l.schedule, Schedule::Interleaved { chunks: 2 });
+        assert_eq!(l.stages.len(), 8);
+        assert_eq!(l.stages[0].units, 0..5);
+        assert_eq!(l.stages[4].units, 17..21);
+        assert_eq!(l.stages[7].units, 29..34);
+        assert_eq!(l.stages[5].first_device, 8);
+        let e = read_megatron(&text.replace("stage 4", "stage 3"), &names(32), 32).unwrap_err();
+        assert!(
+            e.contains("--num-layers-per-virtual-pipeline-stage 3"),
+            "{e}"
+        );
     }
 
     #[test]

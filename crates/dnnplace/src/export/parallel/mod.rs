@@ -23,7 +23,13 @@
 //! optimizer keeps full gradient buffers and full weights on every replica). Full
 //! recomputation ↦ `--recompute-granularity full --recompute-method uniform
 //! --recompute-num-layers 1` (every decoder layer checkpointed alone: each keeps only its
-//! input, the model's rule). Megatron-LM runs 1F1B, so a GPipe layout is refused.
+//! input, the model's rule). Megatron-LM runs 1F1B, so a GPipe layout is refused. An
+//! interleaved layout (`interleaved:v`, every chunk with the same `k = L/(p·v)` blocks,
+//! the planner's space) ↦ `--num-layers-per-virtual-pipeline-stage k` (Megatron-LM derives
+//! `v = (L/p)/k`; with `p = 2` it needs its default p2p overlap, so the export never writes
+//! `--no-overlap-p2p-communication`); unequal chunks are refused. The other targets refuse
+//! interleaved layouts (DeepSpeed's and vLLM's stages are one contiguous range per rank;
+//! torchtitan's `Interleaved1F1B` is not written yet).
 //!
 //! **vLLM** serves: `--tensor-parallel-size t --pipeline-parallel-size p`, with
 //! `VLLM_PP_LAYER_PARTITION="k_0,…,k_{p−1}"`, and `--data-parallel-size d` when `d > 1`
@@ -122,6 +128,8 @@ impl Blocks {
 fn uniform_degrees(layout: &Layout, target: &str) -> Result<(usize, usize), String> {
     let first = &layout.stages[0];
     let (t, d) = (first.tensor_parallel, first.data_parallel);
+    // Interleaved: entry `s` is chunk `s`, on the devices of stage `s mod p`.
+    let p = layout.pipeline_stages().max(1);
     for (s, st) in layout.stages.iter().enumerate() {
         if st.tensor_parallel != t || st.data_parallel != d {
             return Err(format!(
@@ -129,40 +137,44 @@ fn uniform_degrees(layout: &Layout, target: &str) -> Result<(usize, usize), Stri
                 st.tensor_parallel, st.data_parallel
             ));
         }
-        if st.first_device != s * t * d {
+        if st.first_device != (s % p) * t * d {
             return Err(format!(
                 "stage {s} starts at device {} instead of {}: {target} places stages back to back from device 0",
                 st.first_device,
-                s * t * d
+                (s % p) * t * d
             ));
         }
     }
     Ok((t, d))
 }
 
-/// The `#` lines saying what each GPU of each stage holds.
+/// The `#` lines saying what each GPU of each stage holds (interleaved: each of its
+/// chunks).
 fn stage_comments(plan: &ParallelPlan, blocks: &Blocks) -> String {
     let names: Vec<&str> = plan.chain.units.iter().map(|u| u.name.as_str()).collect();
     let counts = blocks.counts(&plan.layout);
+    let p = plan.layout.pipeline_stages();
     let mut text = String::new();
-    for (s, (st, score)) in plan
-        .layout
-        .stages
-        .iter()
-        .zip(&plan.score.stages)
-        .enumerate()
-    {
+    for (s, score) in plan.score.stages.iter().enumerate() {
+        let st = &plan.layout.stages[s];
         let devices = st.devices();
+        let held: Vec<String> = (s..plan.layout.stages.len())
+            .step_by(p)
+            .map(|c| {
+                let u = &plan.layout.stages[c].units;
+                format!("{}..{}", names[u.start], names[u.end - 1])
+            })
+            .collect();
+        let layers: usize = (s..counts.len()).step_by(p).map(|c| counts[c]).sum();
         text.push_str(&format!(
-            "# stage {s}: GPUs {}-{} ({} DP replicas x {} TP ranks); each GPU holds 1/{} of {}..{} ({} decoder layers), {} memory; {:.3} ms per micro-batch (forward + backward{})\n",
+            "# stage {s}: GPUs {}-{} ({} DP replicas x {} TP ranks); each GPU holds 1/{} of {} ({} decoder layers), {} memory; {:.3} ms per micro-batch (forward + backward{})\n",
             devices.start,
             devices.end - 1,
             st.data_parallel,
             st.tensor_parallel,
             st.tensor_parallel,
-            names[st.units.start],
-            names[st.units.end - 1],
-            counts[s],
+            held.join(" + "),
+            layers,
             human_bytes(score.memory_bytes),
             score.micro_batch_ms,
             if plan.layout.recompute { ", recomputed forward" } else { "" }

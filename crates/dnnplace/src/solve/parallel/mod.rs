@@ -33,6 +33,7 @@ pub mod brute_force;
 pub mod compare;
 pub mod free;
 pub mod free_iteration;
+pub mod interleaved;
 pub mod mixed;
 pub mod mixed_iteration;
 pub mod mixed_uniform;
@@ -234,7 +235,9 @@ fn configurations(
 }
 
 /// The best uniform layout of `space` (module documentation). `chains` holds one
-/// [`ChainCosts`] per candidate micro-batch size.
+/// [`ChainCosts`] per candidate micro-batch size. Under the interleaved schedule this is
+/// [`interleaved::plan_interleaved`] without a clock (the time per sample;
+/// [`plan_uniform_with`] gives the iteration its simulator).
 pub fn plan_uniform(
     chains: &[ChainCosts],
     topo: &Topology,
@@ -242,6 +245,21 @@ pub fn plan_uniform(
     objective: Objective,
     budget: &Budget,
 ) -> Result<ParallelOutcome, String> {
+    plan_uniform_with(chains, topo, space, objective, budget, None)
+}
+
+/// [`plan_uniform`], timing interleaved layouts' iterations with `clock`.
+pub fn plan_uniform_with(
+    chains: &[ChainCosts],
+    topo: &Topology,
+    space: &Space,
+    objective: Objective,
+    budget: &Budget,
+    clock: Option<&dyn IterationClock>,
+) -> Result<ParallelOutcome, String> {
+    if let Schedule::Interleaved { .. } = space.schedule {
+        return interleaved::plan_interleaved(chains, topo, space, objective, budget, clock);
+    }
     let search = UniformSearch {
         chains,
         topo,
@@ -528,13 +546,15 @@ pub fn sweep_counts(devices: usize) -> Vec<usize> {
 }
 
 /// The best uniform layout on the first `n` accelerators for each `n` of
-/// [`sweep_counts`], each row with an equal share of the time left.
+/// [`sweep_counts`], each row with an equal share of the time left (interleaved
+/// iterations timed by `clock`).
 pub fn sweep(
     chains: &[ChainCosts],
     topo: &Topology,
     space: &Space,
     objective: Objective,
     budget: &Budget,
+    clock: Option<&dyn IterationClock>,
 ) -> Result<Vec<(usize, ParallelOutcome)>, String> {
     let counts = sweep_counts(space.max_devices.min(topo.devices()));
     let mut rows = Vec::with_capacity(counts.len());
@@ -544,7 +564,10 @@ pub fn sweep(
             max_devices: n,
             ..space.clone()
         };
-        rows.push((n, plan_uniform(chains, topo, &row, objective, &share)?));
+        rows.push((
+            n,
+            plan_uniform_with(chains, topo, &row, objective, &share, clock)?,
+        ));
     }
     Ok(rows)
 }

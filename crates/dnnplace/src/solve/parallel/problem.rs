@@ -75,7 +75,7 @@ pub fn answer(
 ) -> Result<Answer, String> {
     Ok(match goal {
         Goal::One => Answer::One(plan_with(problem, budget, clock)?),
-        Goal::Sweep => Answer::Sweep(problem.sweep(budget)?),
+        Goal::Sweep => Answer::Sweep(problem.sweep(budget, clock)?),
         Goal::FewestDevices { target_ms } => {
             Answer::FewestDevices(problem.fewest_devices(target_ms, budget)?)
         }
@@ -175,9 +175,13 @@ impl ParallelProblem {
 
     /// The best uniform layout on the first `n` devices for each `n` of
     /// [`super::sweep_counts`] ([`super::sweep`]).
-    pub fn sweep(&self, budget: &Budget) -> Result<Vec<(usize, ParallelOutcome)>, String> {
+    pub fn sweep(
+        &self,
+        budget: &Budget,
+        clock: Option<&dyn IterationClock>,
+    ) -> Result<Vec<(usize, ParallelOutcome)>, String> {
         let (chains, topo) = self.uniform("the sweep")?;
-        sweep(chains, topo, &self.space, self.objective, budget)
+        sweep(chains, topo, &self.space, self.objective, budget, clock)
     }
 
     /// The fewest devices whose best uniform layout takes at most `target_ms` per sample
@@ -207,7 +211,7 @@ pub fn plan_with(
     let iteration = problem.objective == Objective::Iteration;
     match (&problem.devices, problem.layouts, chains) {
         (ParallelDevices::One(topo), Layouts::Uniform, [one]) => {
-            super::plan_uniform(one, topo, &problem.space, problem.objective, budget)
+            super::plan_uniform_with(one, topo, &problem.space, problem.objective, budget, clock)
         }
         (ParallelDevices::One(topo), Layouts::Free, [one]) if iteration => match clock {
             Some(clock) => super::free_iteration::plan_free_iteration(

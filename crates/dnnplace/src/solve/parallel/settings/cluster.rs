@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::{setting, ParallelSettings, SettingsError};
 use crate::model::parallel::{MixedTopology, Topology};
 use crate::model::profiles::DeviceProfile;
+use crate::model::schedule::Schedule;
 use crate::model::Cluster;
 use crate::solve::parallel::{Goal, Space};
 
@@ -41,6 +42,12 @@ impl ParallelSettings {
                 "--export",
                 self.export.is_some(),
                 "a framework's file names no accelerator type per stage",
+            ),
+            (
+                "--schedule",
+                "--schedule interleaved",
+                matches!(self.schedule, Some(Schedule::Interleaved { .. })),
+                "the interleaved schedule is planned on one accelerator type",
             ),
             (
                 "--sweep",

@@ -12,7 +12,7 @@
 //! | `tensor_parallel` | `--tensor-parallel` | `auto` = every degree that divides a machine and the model (config: heads, key/value heads, FFN; workload: every node has an option of it) | each listed degree so |
 //! | `data_parallel`, `pipeline_parallel` | `--data-parallel`, `--pipeline-parallel` | `auto` | 1 to the cluster's accelerators |
 //! | `zero` | `--zero` | `auto` (every stage) | 0 to 3 |
-//! | `schedule` | `--schedule` | 1f1b | gpipe or 1f1b |
+//! | `schedule` | `--schedule` | 1f1b | gpipe, 1f1b, or interleaved:v (uniform layouts on one type; some `p ≥ 2` of the space with `p·v` dividing the blocks and `B/(d·b)` a multiple of `p`) |
 //! | `layouts` | `--uniform` / `--free` | uniform | free: time per sample only, no export |
 //! | `objective` | `--objective` | time per sample (`throughput`) | or the iteration time (free layouts or several types: the simulated iteration) |
 //! | `export` | `--export` | none | the search stays within the target's ZeRO stages and schedules |
@@ -269,21 +269,80 @@ impl ParallelSettings {
         Ok(())
     }
 
-    /// `--schedule`: GPipe or 1F1B (the default).
+    /// `--schedule`: GPipe, 1F1B (the default), or interleaved for uniform layouts.
     fn schedule_checked(&self) -> Result<Schedule, SettingsError> {
         match self.schedule.unwrap_or(Schedule::OneFOneB) {
-            s @ (Schedule::GPipe | Schedule::OneFOneB) => Ok(s),
-            s => Err(setting(
+            s @ Schedule::Interleaved { .. } if self.layouts == Layouts::Free => Err(setting(
                 "--schedule",
-                format!("--schedule {s}: parallel layouts run gpipe or 1f1b"),
+                format!("--schedule {s}: free layouts run gpipe or 1f1b; interleaving plans uniform layouts (drop --free)"),
             )),
+            s => Ok(s),
         }
+    }
+
+    /// Under the interleaved schedule, that the space holds a layout: `--pipeline-parallel`
+    /// at least 2, some `p` with `p·v` dividing the chain's blocks (the units between the
+    /// first and the last), and for it some `m = B/(d·b)` a multiple of `p` (Megatron-LM's
+    /// rules; [`super::interleaved`]).
+    fn interleaved_checked(&self, problem: &ParallelProblem) -> Result<(), SettingsError> {
+        let space = &problem.space;
+        let Schedule::Interleaved { chunks: v } = space.schedule else {
+            return Ok(());
+        };
+        let s = space.schedule;
+        if space.stages == Some(1) {
+            return Err(setting(
+                "--pipeline-parallel",
+                format!("--schedule {s} --pipeline-parallel 1: interleaving needs at least 2 pipeline stages"),
+            ));
+        }
+        let units = problem
+            .chains
+            .first()
+            .and_then(|c| c.first())
+            .map_or(0, |c| c.len());
+        let blocks = units.saturating_sub(2);
+        let n = space.max_devices;
+        let ps: Vec<usize> = (2..=n)
+            .filter(|p| space.stages.is_none_or(|x| x == *p))
+            .filter(|p| crate::model::parallel::equal_chunk_bounds(units, *p, v).is_some())
+            .collect();
+        if ps.is_empty() {
+            return Err(setting(
+                "--schedule",
+                format!("--schedule {s}: no number of stages p ≥ 2{} has p·{v} chunks dividing the model's {blocks} blocks evenly (Megatron-LM's --num-layers-per-virtual-pipeline-stage)", space.stages.map_or(String::new(), |p| format!(" (--pipeline-parallel {p})"))),
+            ));
+        }
+        let ds: Vec<usize> = space.data_parallel.map_or((1..=n).collect(), |d| vec![d]);
+        let any = ps.iter().any(|&p| {
+            ds.iter().any(|&d| {
+                space.micro_batches.iter().any(|&b| {
+                    p * d <= n
+                        && space.global_batch.is_multiple_of(d * b)
+                        && (space.global_batch / (d * b)).is_multiple_of(p)
+                })
+            })
+        });
+        if !any {
+            return Err(setting(
+                "--global-batch",
+                format!("--schedule {s} --global-batch {}: no micro-batches per replica m = B/(d·b) is a multiple of the stages p ({}) for the DP degrees and micro-batch sizes allowed (Megatron-LM's rule for the interleaved schedule)", space.global_batch, ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")),
+            ));
+        }
+        Ok(())
     }
 
     /// The problem of these settings: the model read and priced per micro-batch on the
     /// cluster, the space checked against both. `notes` receives what the command line
     /// prints as `note:` lines, in order, also when an error follows.
     pub fn build(&self, notes: &mut Vec<String>) -> Result<ParallelProblem, SettingsError> {
+        let problem = self.build_unchecked(notes)?;
+        self.interleaved_checked(&problem)?;
+        Ok(problem)
+    }
+
+    /// [`ParallelSettings::build`] before the interleaved schedule's check.
+    fn build_unchecked(&self, notes: &mut Vec<String>) -> Result<ParallelProblem, SettingsError> {
         let target = self.check()?;
         match &self.model {
             ParallelModel::Workload { workload, options } => {
@@ -592,7 +651,14 @@ mod tests {
         s.schedule = Some(Schedule::Interleaved { chunks: 2 });
         assert_eq!(
             s.check().unwrap_err().to_string(),
-            "--schedule interleaved:2: parallel layouts run gpipe or 1f1b"
+            "--schedule interleaved:2: free layouts run gpipe or 1f1b; interleaving plans uniform layouts (drop --free)"
         );
+        s.layouts = Layouts::Uniform;
+        assert!(s.check().is_ok());
+        let e = s
+            .check_several_types(&["h100", "v100"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--schedule interleaved"), "{e}");
     }
 }

@@ -52,13 +52,24 @@ impl Target {
             })
     }
 
+    /// Why the target cannot run an interleaved plan; `None` for Megatron-LM, which runs
+    /// it (`--num-layers-per-virtual-pipeline-stage`).
+    fn no_interleaving(self) -> Option<&'static str> {
+        match self {
+            Target::Megatron => None,
+            Target::DeepSpeed => Some("DeepSpeed's PipelineEngine runs its 1F1B TrainSchedule, with one contiguous stage per rank (no interleaving; plan with --schedule 1f1b)"),
+            Target::TorchTitan => Some("torchtitan's Interleaved1F1B is not written by this exporter yet (plan with --schedule 1f1b, or --export megatron)"),
+            Target::Vllm => Some("vLLM serves one contiguous stage per rank (VLLM_PP_LAYER_PARTITION); an interleaved plan has several chunks per rank"),
+        }
+    }
+
     /// The ZeRO stages and schedules the target runs, and why.
     fn rules(self) -> (&'static [Zero], &'static [Schedule], &'static str) {
         match self {
             Target::Megatron => (
                 &[Zero::Off, Zero::Optimizer],
                 &[Schedule::OneFOneB],
-                "Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1) and its pipeline runs 1f1b",
+                "Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1) and its pipeline runs 1f1b or interleaved:v",
             ),
             Target::DeepSpeed => (
                 &[Zero::Off, Zero::Optimizer],
@@ -101,7 +112,14 @@ pub fn within_target(target: Option<Target>, space: &mut Space) -> Result<(), Se
         ));
     }
     space.zero = allowed;
-    if !schedules.contains(&space.schedule) {
+    if let Schedule::Interleaved { .. } = space.schedule {
+        if let Some(why) = target.no_interleaving() {
+            return Err(setting(
+                "--schedule",
+                format!("--schedule {} --export {format}: {why}", space.schedule),
+            ));
+        }
+    } else if !schedules.contains(&space.schedule) {
         return Err(setting(
             "--schedule",
             format!("--schedule {} --export {format}: {why}", space.schedule),
