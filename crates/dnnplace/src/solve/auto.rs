@@ -69,7 +69,7 @@ use super::baselines::pipedream::PipeDreamTopo;
 use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp::{self, load_bounds, units as ip_units};
-use super::split_search;
+use super::{fork_join, split_search};
 use super::{
     dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
 };
@@ -88,6 +88,9 @@ pub const IP_MAX_UNITS: usize = 5_000;
 
 /// The share of the time the split search may use before the other paths.
 pub const SPLIT_SEARCH_SHARE: f64 = 0.5;
+
+/// The share of the time the fork-join search may use before the other paths.
+pub const FORK_JOIN_SHARE: f64 = 0.5;
 
 /// Lattices of at most this many ideals go to the exact DP first, larger ones on at
 /// most [`split_search::MAX_GROUPS`] groups to the split search.
@@ -482,6 +485,9 @@ impl Auto {
             status_reason: StopReason::TimeLimit,
             split_deferred: false,
         };
+        if let Some(proven) = self.fork_join(problem, budget, &mut search) {
+            return Ok(proven);
+        }
         if let Some(proven) = self.split_search(problem, &c, budget, &mut search, true) {
             return Ok(proven);
         }
@@ -663,26 +669,51 @@ impl Auto {
             "proven optimal by the split search ({} states)",
             found.states
         ));
-        let mut taken = std::mem::replace(
-            search,
-            Search {
-                stats: Stats::default(),
-                path: Vec::new(),
-                best: None,
-                bound: 0.0,
-                status_reason: StopReason::TimeLimit,
-                split_deferred: false,
-            },
-        );
-        if taken.best.is_none() {
-            // Nothing below ∞: no contiguous split fits.
-            taken.bound = f64::INFINITY;
+        Some(proven_outcome(search, "the split search"))
+    }
+
+    /// Phase 0 on a fork-join block ([`fork_join`]: parallel chains between one source and
+    /// one sink): the search over the chains' patterns from the best baseline plan, with
+    /// [`FORK_JOIN_SHARE`] of the time. Its outcome when it finishes (the proven optimum,
+    /// or infeasible); otherwise its best plan joins the search.
+    fn fork_join(&self, problem: &Problem, budget: &Budget, search: &mut Search) -> Option<Outcome> {
+        let w = problem.workload;
+        if self.coarsen.mode != CoarsenMode::Auto
+            || self.coarsen.target.is_some()
+            || !fork_join::fits(w)
+        {
+            return None;
         }
-        let mut out = finish(taken);
-        if out.placement.is_none() {
-            out.status = Status::infeasible("no contiguous split fits the devices (proven by the split search); add devices or memory, or allow non-contiguous splits (--non-contiguous)");
+        let started = Instant::now();
+        for found in fallbacks(problem, &Contraction::new(w), budget) {
+            let what = format!("{} baseline", found.source);
+            search.offer(found, what);
         }
-        Some(out)
+        let start = search.best.as_ref().map_or(f64::INFINITY, |b| b.max_load);
+        let found = fork_join::solve(w, start, &budget.share(FORK_JOIN_SHARE))?;
+        search.stats.notes.push(format!(
+            "fork-join search from {start}: {} chains (twin classes {:?}), {} nodes in {:.2} s{}",
+            found.chains,
+            found.twin_classes,
+            found.nodes,
+            started.elapsed().as_secs_f64(),
+            match &found.finished {
+                Ok(()) => String::new(),
+                Err(e) => format!(", stopped: {}", StopReason::from(e.clone())),
+            }
+        ));
+        if let Some(f) = found.placement.and_then(|p| scored(w, p, "fork-join search")) {
+            search.offer(f, "fork-join search".into());
+        }
+        found.finished.ok()?;
+        // Finished: no plan is below min(start, its best), up to the sums' slack.
+        let proven = found.value.min(start) * (1.0 - split_search::SUM_SLACK);
+        search.bound = search.bound.max(proven);
+        search.path.push(format!(
+            "proven optimal by the fork-join search ({} nodes)",
+            found.nodes
+        ));
+        Some(proven_outcome(search, "the fork-join search"))
     }
 
     /// Phase 2: the coarsened path (half of what is left): its plan when better.
@@ -835,6 +866,31 @@ fn ip_last_resort(problem: &Problem, budget: &Budget, search: &mut Search) {
 
 /// The outcome of the search: its best plan, optimal when it meets the bound; without a
 /// plan, infeasible when the IP proved it (bound ∞), else no plan.
+/// The outcome of a search that finished (`by`: which): its plan proven optimal, or no
+/// contiguous split at all (infeasible); `search` is left empty.
+fn proven_outcome(search: &mut Search, by: &str) -> Outcome {
+    let mut taken = std::mem::replace(
+        search,
+        Search {
+            stats: Stats::default(),
+            path: Vec::new(),
+            best: None,
+            bound: 0.0,
+            status_reason: StopReason::TimeLimit,
+            split_deferred: false,
+        },
+    );
+    if taken.best.is_none() {
+        // Nothing below ∞: no contiguous split fits.
+        taken.bound = f64::INFINITY;
+    }
+    let mut out = finish(taken);
+    if out.placement.is_none() {
+        out.status = Status::infeasible(format!("no contiguous split fits the devices (proven by {by}); add devices or memory, or allow non-contiguous splits (--non-contiguous)"));
+    }
+    out
+}
+
 fn finish(search: Search) -> Outcome {
     let Search {
         mut stats,
