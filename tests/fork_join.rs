@@ -206,3 +206,20 @@ fn probe_split_search() {
     let found = split_search::solve(&w, start, &Budget::new(Some(120.0), None)).unwrap();
     println!("8x5 k=8 split: {} bound {} in {:.2} s, {} states, {:?}", found.value, found.bound, t.elapsed().as_secs_f64(), found.states, found.finished);
 }
+
+#[test]
+#[ignore]
+fn debug_seed() {
+    let seed: u64 = std::env::var("FJ_SEED").unwrap().parse().unwrap();
+    let w = fork_join_block(seed).unwrap();
+    for n in w.nodes() {
+        println!("{} f{} c{} s{} sup{}", n.id, n.fpga_latency, n.cpu_latency, n.size_bytes, n.supported_on_accelerator);
+    }
+    for u in 0..w.len() {
+        println!("{} -> {:?}", u, w.successors(u));
+    }
+    println!("{:?}", w.devices());
+    let a = fork_join::solve_with(&w, f64::INFINITY, &Budget::unlimited(), true).unwrap();
+    let b = fork_join::solve_with(&w, f64::INFINITY, &Budget::unlimited(), false).unwrap();
+    println!("bins {} {:?} seq {} {:?} brute {:?}", a.value, a.placement, b.value, b.placement, brute(&w));
+}

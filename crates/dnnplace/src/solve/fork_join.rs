@@ -540,6 +540,9 @@ impl Sequence<'_> {
     /// Whether the chains from `depth` on may still fit below `best`: the forward check,
     /// the volume and the sink-room bounds of the module docs.
     fn room_left(&self, depth: usize, best: f64) -> bool {
+        if !best.is_finite() {
+            return true;
+        }
         let r = self.types.len();
         let load = &self.loads[depth];
         let eps = SLACK * best * (r as f64 + 1.0);
@@ -693,6 +696,11 @@ pub fn fits(w: &Workload) -> bool {
 /// The contiguous max-load optimum of `w` below `start` (∞: any) within `budget`, when
 /// `w` is a fork-join block whose patterns stay within [`MAX_PATTERNS`] (else `None`).
 pub fn solve(w: &Workload, start: f64, budget: &Budget) -> Option<Found> {
+    solve_with(w, start, budget, true)
+}
+
+/// [`solve`] by the bins search (`bins`, where the hyperedges allow) or by stage sequences.
+pub fn solve_with(w: &Workload, start: f64, budget: &Budget, bins: bool) -> Option<Found> {
     if w.cluster().is_some() {
         return None;
     }
@@ -718,6 +726,10 @@ pub fn solve(w: &Workload, start: f64, budget: &Budget) -> Option<Found> {
     };
     single_stage(&block, k, l, &mut sh);
     let mut finished = Ok(());
+    let by_bins = if bins { solve_bins(&block, &classes, k, l, &mut sh) } else { None };
+    if let Some(done) = by_bins {
+        finished = done;
+    } else {
     for types in seqs {
         let mut s = Sequence::new(&block, &classes, types);
         if s.loads[0].iter().all(|&x| x < sh.best) && s.room_left(0, sh.best) {
@@ -726,6 +738,7 @@ pub fn solve(w: &Workload, start: f64, budget: &Budget) -> Option<Found> {
                 break;
             }
         }
+    }
     }
     let placement = sh
         .plan
@@ -764,4 +777,416 @@ fn single_stage(block: &Block, k: usize, l: usize, sh: &mut Shared) {
             sh.plan = Some(vec![Device::Cpu(0); n]);
         }
     }
+}
+
+/// A chain's hyperedges as cut costs: `cut[i]` is paid across the boundary after position
+/// `i`, `sink` between its last group and `j`; `None` for any other shape.
+fn cut_costs(block: &Block, ci: usize) -> Option<(Vec<f64>, f64)> {
+    let len = block.chains[ci].len();
+    let mut cut = vec![0.0; len.saturating_sub(1)];
+    let mut sink = 0.0;
+    for e in &block.edges[ci] {
+        match (e.positions.as_slice(), e.sink) {
+            (&[p], true) if p == len - 1 => sink += e.cost,
+            (&[p, q], false) if q == p + 1 => cut[p] += e.cost,
+            _ => return None,
+        }
+    }
+    Some((cut, sink))
+}
+
+/// What the bins search's bound needs of a chain class (module docs, "Bins").
+#[derive(Clone)]
+struct ClassStat {
+    len: usize,
+    /// Σ fpga over the supported groups; suffix sums of fpga (∞ past an unsupported group).
+    work: f64,
+    suffix: Vec<f64>,
+    cut: Vec<f64>,
+    sink: f64,
+    /// Σ cpu of the unsupported groups, Σ fpga of the groups without CPU time, the largest
+    /// fpga/cpu of the others, the least cpu.
+    forced_cpu: f64,
+    free_fpga: f64,
+    ratio: f64,
+    min_cpu: f64,
+}
+
+impl ClassStat {
+    fn new(block: &Block, ci: usize, cut: Vec<f64>, sink: f64) -> ClassStat {
+        let chain = &block.chains[ci];
+        let mut suffix = vec![0.0; chain.len() + 1];
+        for (p, &g) in chain.iter().enumerate().rev() {
+            suffix[p] = if block.supported[g] { suffix[p + 1] + block.fpga[g] } else { f64::INFINITY };
+        }
+        let sup = || chain.iter().copied().filter(|&g| block.supported[g]);
+        ClassStat {
+            len: chain.len(),
+            work: sup().map(|g| block.fpga[g]).sum(),
+            suffix,
+            cut,
+            sink,
+            forced_cpu: chain.iter().filter(|&&g| !block.supported[g]).map(|&g| block.cpu[g]).sum(),
+            free_fpga: sup().filter(|&g| block.cpu[g] <= 0.0).map(|g| block.fpga[g]).sum(),
+            ratio: sup()
+                .filter(|&g| block.cpu[g] > 0.0)
+                .map(|g| block.fpga[g] / block.cpu[g])
+                .fold(0.0, f64::max),
+            min_cpu: chain.iter().map(|&g| block.cpu[g]).fold(f64::INFINITY, f64::min),
+        }
+    }
+}
+
+/// One device of the bins search: its kind, load and memory so far, the bins that must
+/// follow it (transitively closed, `S` and `J` left out), and the source hyperedges it
+/// holds a head of (for `S`: those with a head elsewhere).
+#[derive(Clone, Copy, Debug)]
+struct Bin {
+    acc: bool,
+    load: f64,
+    mem: f64,
+    after: u64,
+    touched: u64,
+}
+
+/// The bins search (module docs, "Bins"): bin 0 holds `s`, bin 1 holds `j`.
+struct Bins<'a> {
+    block: &'a Block,
+    k: usize,
+    l: usize,
+    order: Vec<usize>,
+    class_at: Vec<usize>,
+    stats: Vec<ClassStat>,
+    /// The bins before each depth's chain, and the bins that existed before its class's
+    /// first chain (the twin rule's base).
+    state: Vec<Vec<Bin>>,
+    base: Vec<usize>,
+    /// Each depth's pieces: (end, bin as the twin rule sees it, bin).
+    pieces: Vec<Vec<(u8, u8, u8)>>,
+}
+
+/// The twin rule's code of a bin created at or after the class's first chain.
+const NEW_BIN: u8 = u8::MAX;
+
+impl<'a> Bins<'a> {
+    /// The search with `s` on an accelerator (`s_acc`) or a CPU, likewise `j`; `None`
+    /// when the devices or the groups' support do not allow it.
+    fn new(block: &'a Block, classes: &[Vec<usize>], stats: Vec<ClassStat>, k: usize, l: usize, s_acc: bool, j_acc: bool) -> Option<Bins<'a>> {
+        let accs = s_acc as usize + j_acc as usize;
+        if accs > k || 2 - accs > l {
+            return None;
+        }
+        let bin = |g: usize, acc: bool| -> Option<Bin> {
+            (!acc || block.supported[g]).then(|| Bin {
+                acc,
+                load: if acc { block.fpga[g] } else { block.cpu[g] },
+                mem: if acc { block.size[g] } else { 0.0 },
+                after: 0,
+                touched: 0,
+            })
+        };
+        let root = vec![bin(block.source, s_acc)?, bin(block.sink, j_acc)?];
+        if root.iter().any(|b| b.acc && b.mem > block.memory) {
+            return None;
+        }
+        let order: Vec<usize> = classes.iter().flatten().copied().collect();
+        let depth = order.len() + 1;
+        let mut state = vec![Vec::new(); depth];
+        state[0] = root;
+        Some(Bins {
+            block,
+            k,
+            l,
+            class_at: classes
+                .iter()
+                .enumerate()
+                .flat_map(|(c, class)| std::iter::repeat_n(c, class.len()))
+                .collect(),
+            order,
+            stats,
+            state,
+            base: vec![0; depth],
+            pieces: vec![Vec::new(); depth],
+        })
+    }
+
+    fn counts(bins: &[Bin]) -> (usize, usize) {
+        let a = bins.iter().filter(|b| b.acc).count();
+        (a, bins.len() - a)
+    }
+
+    /// Depth-first over the chains from `depth`.
+    fn chain_dfs(&mut self, depth: usize, sh: &mut Shared) -> Result<(), Exhausted> {
+        if depth == self.order.len() {
+            self.leaf(sh);
+            return Ok(());
+        }
+        let twin = depth > 0 && self.class_at[depth - 1] == self.class_at[depth];
+        self.base[depth] = if twin { self.base[depth - 1] } else { self.state[depth].len() };
+        self.pieces[depth].clear();
+        let bins = self.state[depth].clone();
+        self.place(depth, 0, 0, bins, twin, sh)
+    }
+
+    /// The pieces of chain `order[depth]` from position `pos` on, the bins it used so far
+    /// being `path`; `eq`: its pieces so far equal its previous twin's (the twin rule:
+    /// a twin's pieces are lexicographically at least the previous twin's).
+    fn place(&mut self, depth: usize, pos: usize, path: u64, bins: Vec<Bin>, eq: bool, sh: &mut Shared) -> Result<(), Exhausted> {
+        let chain = self.order[depth];
+        let len = self.block.chains[chain].len();
+        let (na, nc) = Self::counts(&bins);
+        let nb = bins.len();
+        for e in (pos + 1..=len).rev() {
+            for b in 0..nb + 2 {
+                let (new, acc) = match b.cmp(&nb) {
+                    std::cmp::Ordering::Less => (false, bins[b].acc),
+                    _ => (true, b == nb),
+                };
+                if new && (if acc { na >= self.k } else { nc >= self.l }) {
+                    continue;
+                }
+                if !new && (path >> b & 1 == 1 || (b == 0 && pos != 0) || (b == 1 && e != len) || bins[b].after & path != 0) {
+                    continue;
+                }
+                let code = if b < self.base[depth] { b as u8 } else { NEW_BIN };
+                let mut still_eq = eq;
+                if eq {
+                    let k = self.pieces[depth].len();
+                    let (pe, pc, _) = self.pieces[depth - 1][k];
+                    match (e as u8, code).cmp(&(pe, pc)) {
+                        std::cmp::Ordering::Less => continue,
+                        std::cmp::Ordering::Greater => still_eq = false,
+                        std::cmp::Ordering::Equal => {}
+                    }
+                }
+                sh.nodes += 1;
+                if sh.nodes.is_multiple_of(1024) {
+                    sh.budget.check()?;
+                }
+                let bi = if new { nb } else { b };
+                let Some(next) = self.put(depth, pos, e, bi, acc, &bins, sh.best) else {
+                    continue;
+                };
+                self.pieces[depth].push((e as u8, code, bi as u8));
+                if e == len {
+                    self.complete(depth, next);
+                    if self.room_left(depth + 1, sh.best) {
+                        self.chain_dfs(depth + 1, sh)?;
+                    }
+                } else {
+                    self.place(depth, e, path | 1u64 << bi, next, still_eq, sh)?;
+                }
+                self.pieces[depth].pop();
+            }
+        }
+        Ok(())
+    }
+
+    /// The bins after chain `chain`'s piece `[pos, e)` goes to bin `bi` (a new one of kind
+    /// `acc` when `bi` is past the end); `None` when a load reaches `best` or memory runs out.
+    fn put(&self, depth: usize, pos: usize, e: usize, bi: usize, acc: bool, bins: &[Bin], best: f64) -> Option<Vec<Bin>> {
+        let block = self.block;
+        let chain = self.order[depth];
+        let st = &self.stats[self.class_at[depth]];
+        let groups = &block.chains[chain][pos..e];
+        let mut next = bins.to_vec();
+        if bi == next.len() {
+            next.push(Bin { acc, load: 0.0, mem: 0.0, after: 0, touched: 0 });
+        }
+        if acc {
+            if groups.iter().any(|&g| !block.supported[g]) {
+                return None;
+            }
+            let mut load: f64 = groups.iter().map(|&g| block.fpga[g]).sum();
+            if pos > 0 {
+                load += st.cut[pos - 1];
+            }
+            if e < st.len {
+                load += st.cut[e - 1];
+            } else if bi != 1 {
+                load += st.sink;
+            }
+            next[bi].load += load;
+            next[bi].mem += groups.iter().map(|&g| block.size[g]).sum::<f64>();
+            if next[bi].mem > block.memory {
+                return None;
+            }
+        } else {
+            next[bi].load += groups.iter().map(|&g| block.cpu[g]).sum::<f64>();
+        }
+        if e == st.len && bi != 1 && next[1].acc {
+            next[1].load += st.sink;
+        }
+        let heads = block.heads_in[chain];
+        if pos == 0 && bi != 0 && heads != 0 {
+            let cost = |m: u64| -> f64 { (0..64).filter(|&x| m >> x & 1 == 1).map(|x| block.source_cost[x]).sum() };
+            let (fresh, fresh0) = (heads & !next[bi].touched, heads & !next[0].touched);
+            next[bi].touched |= heads;
+            next[0].touched |= heads;
+            if next[bi].acc {
+                next[bi].load += cost(fresh);
+            }
+            if next[0].acc {
+                next[0].load += cost(fresh0);
+            }
+        }
+        [bi, 0, 1].iter().all(|&x| next[x].load < best).then_some(next)
+    }
+
+    /// Chain `order[depth]` placed (its pieces in `pieces[depth]`): the order its bins
+    /// now keep, closed transitively, into `state[depth + 1]`.
+    fn complete(&mut self, depth: usize, mut bins: Vec<Bin>) {
+        let path: Vec<usize> = self.pieces[depth].iter().map(|p| p.2 as usize).collect();
+        for w in path.windows(2).rev() {
+            let (u, v) = (w[0], w[1]);
+            if u == 0 || v == 1 {
+                continue;
+            }
+            let reach = 1u64 << v | bins[v].after;
+            for x in 2..bins.len() {
+                if x == u || bins[x].after >> u & 1 == 1 {
+                    bins[x].after |= reach;
+                }
+            }
+        }
+        self.state[depth + 1] = bins;
+    }
+}
+
+impl Bins<'_> {
+    /// Whether the chains from `depth` on may still fit below `best` (module docs, "Bins"):
+    /// volume on the accelerators less what the CPUs may take, the sink-room knapsack, the
+    /// unsupported groups' CPU time.
+    fn room_left(&self, depth: usize, best: f64) -> bool {
+        if !best.is_finite() {
+            return true;
+        }
+        let bins = &self.state[depth];
+        let (na, nc) = Self::counts(bins);
+        let eps = SLACK * best * (bins.len() + 2) as f64;
+        let room = |acc: bool, free: usize| -> f64 {
+            bins.iter().filter(|b| b.acc == acc).map(|b| best - b.load).sum::<f64>() + free as f64 * best
+        };
+        let (room_acc, room_cpu) = (room(true, self.k - na), room(false, self.l - nc));
+        let j_acc = bins[1].acc;
+        let mut cap = best - bins[1].load;
+        let (mut need, mut forced_cpu, mut free, mut ratio) = (0.0, 0.0, 0.0, 0.0f64);
+        let mut items: Vec<(f64, f64, f64)> = Vec::new();
+        let mut at = depth;
+        while at < self.order.len() {
+            let class = self.class_at[at];
+            let mut m = 0.0;
+            while at < self.order.len() && self.class_at[at] == class {
+                m += 1.0;
+                at += 1;
+            }
+            let st = &self.stats[class];
+            forced_cpu += m * st.forced_cpu;
+            free += m * st.free_fpga;
+            ratio = ratio.max(st.ratio);
+            if !j_acc {
+                need += m * st.work;
+                continue;
+            }
+            // Cut across an accelerator pair (2×) unless a CPU may take a side.
+            let cf = if self.l > 0 && st.min_cpu < best { 1.0 } else { 2.0 };
+            let (mut v_end, mut u_end) = (f64::INFINITY, f64::INFINITY);
+            for i in 0..st.len {
+                let inward = if i > 0 { st.cut[i - 1] } else { 0.0 };
+                let u = st.suffix[i] + inward;
+                if u < cap + eps {
+                    v_end = v_end.min(st.work + cf * inward);
+                    u_end = u_end.min(u);
+                }
+            }
+            let (v_not, u_not) = (st.work + cf * st.sink, st.sink);
+            let (ds, dw) = (v_not - v_end, u_end - u_not);
+            let (v, u) = if ds >= 0.0 && dw <= 0.0 {
+                (v_end, u_end)
+            } else if v_end.is_infinite() || (ds <= 0.0 && dw >= 0.0) {
+                (v_not, u_not)
+            } else if ds > 0.0 && dw > 0.0 {
+                items.push((dw, ds, m));
+                (v_not, u_not)
+            } else {
+                (v_end.min(v_not), u_end.min(u_not))
+            };
+            need += m * v;
+            cap -= m * u;
+        }
+        if forced_cpu > room_cpu + eps || (j_acc && cap < -eps) {
+            return false;
+        }
+        items.sort_by(|a, b| (b.1 / b.0).total_cmp(&(a.1 / a.0)));
+        for (dw, ds, m) in items {
+            if cap <= 0.0 {
+                break;
+            }
+            let take = (cap / dw).min(m);
+            need -= take * ds;
+            cap -= take * dw;
+        }
+        let relief = if room_cpu > 0.0 { free + ratio * room_cpu } else { 0.0 };
+        need - relief <= room_acc + eps
+    }
+
+    /// A complete plan below the incumbent becomes it: the bins in an order they keep
+    /// (`S` first, `J` last, the others by decreasing number of bins that must follow).
+    fn leaf(&self, sh: &mut Shared) {
+        let depth = self.order.len();
+        let bins = &self.state[depth];
+        let value = bins.iter().fold(0.0f64, |m, b| m.max(b.load));
+        if value >= sh.best {
+            return;
+        }
+        let mut order: Vec<usize> = (2..bins.len()).collect();
+        order.sort_by_key(|&b| std::cmp::Reverse(bins[b].after.count_ones()));
+        order.insert(0, 0);
+        order.push(1);
+        let (mut acc, mut cpu) = (0, 0);
+        let mut device = vec![Device::Cpu(0); bins.len()];
+        for &b in &order {
+            device[b] = if bins[b].acc {
+                acc += 1;
+                Device::Accelerator(acc - 1)
+            } else {
+                cpu += 1;
+                Device::Cpu(cpu - 1)
+            };
+        }
+        let mut of_group = vec![device[0]; self.block.fpga.len()];
+        of_group[self.block.sink] = device[1];
+        for (d, &chain) in self.order.iter().enumerate() {
+            let mut pos = 0;
+            for &(e, _, b) in &self.pieces[d] {
+                for &g in &self.block.chains[chain][pos..e as usize] {
+                    of_group[g] = device[b as usize];
+                }
+                pos = e as usize;
+            }
+        }
+        sh.best = value;
+        sh.plan = Some(of_group);
+    }
+}
+
+/// The bins search over every kind of `s`'s and `j`'s device; `None` when a chain's
+/// hyperedges are not plain cuts.
+fn solve_bins(block: &Block, classes: &[Vec<usize>], k: usize, l: usize, sh: &mut Shared) -> Option<Result<(), Exhausted>> {
+    let mut stats = Vec::new();
+    for class in classes {
+        let (cut, sink) = cut_costs(block, class[0])?;
+        stats.push(ClassStat::new(block, class[0], cut, sink));
+    }
+    for (s_acc, j_acc) in [(true, true), (false, true), (true, false), (false, false)] {
+        let Some(mut bins) = Bins::new(block, classes, stats.clone(), k, l, s_acc, j_acc) else {
+            continue;
+        };
+        if bins.state[0].iter().all(|b| b.load < sh.best) && bins.room_left(0, sh.best) {
+            if let Err(e) = bins.chain_dfs(0, sh) {
+                return Some(Err(e));
+            }
+        }
+    }
+    Some(Ok(()))
 }
