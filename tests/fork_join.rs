@@ -35,13 +35,31 @@ fn check(w: &Workload, found: &Found, oracle: Option<f64>) -> Result<(), TestCas
     prop_assert_eq!(&found.finished, &Ok(()));
     match (&found.placement, oracle) {
         (Some(p), Some(best)) => {
-            prop_assert!(close(found.value, best), "fork-join {} != oracle {best}", found.value);
+            prop_assert!(
+                close(found.value, best),
+                "fork-join {} != oracle {best}",
+                found.value
+            );
             let e = evaluate(w, p, false);
-            prop_assert!(e.is_valid() && e.is_contiguous(), "{:?} {:?}", e.violations, e.non_contiguous);
-            prop_assert!(close(e.max_load, found.value), "scored {} != search {}", e.max_load, found.value);
+            prop_assert!(
+                e.is_valid() && e.is_contiguous(),
+                "{:?} {:?}",
+                e.violations,
+                e.non_contiguous
+            );
+            prop_assert!(
+                close(e.max_load, found.value),
+                "scored {} != search {}",
+                e.max_load,
+                found.value
+            );
         }
         (None, None) => {}
-        (p, o) => prop_assert!(false, "feasibility differs: search {:?}, oracle {o:?}", p.is_some()),
+        (p, o) => prop_assert!(
+            false,
+            "feasibility differs: search {:?}, oracle {o:?}",
+            p.is_some()
+        ),
     }
     Ok(())
 }
@@ -83,7 +101,11 @@ fn fork_join_block(seed: u64) -> Option<Workload> {
         let (mut prev, mut prev_cost) = (1i64, source_cost);
         for (n, cost) in proto {
             let id = nodes.len() as i64 + 1;
-            nodes.push(Node { id, name: Some(format!("n{id}")), ..n.clone() });
+            nodes.push(Node {
+                id,
+                name: Some(format!("n{id}")),
+                ..n.clone()
+            });
             edges.push((prev, id, prev_cost, 0.0));
             (prev, prev_cost) = (id, *cost);
         }
@@ -98,7 +120,11 @@ fn fork_join_block(seed: u64) -> Option<Workload> {
     let k = 1 + r.below(4) as usize;
     let devices = DeviceSet {
         accelerators: k,
-        memory_per_accelerator_bytes: if r.chance(0.3) { (total / k as f64).ceil() + 2.0 } else { total + 1.0 },
+        memory_per_accelerator_bytes: if r.chance(0.3) {
+            (total / k as f64).ceil() + 2.0
+        } else {
+            total + 1.0
+        },
         cpus: r.below(3) as usize,
     };
     Workload::new(nodes, edges, devices).ok()
@@ -142,8 +168,11 @@ fn wide(blocks: usize, branches: usize, ops: usize, k: usize) -> Workload {
         accelerators: k,
         cpus: 1,
     };
-    to_workload(&wide_graph(&WideSpec::new(blocks, branches, ops), DType::Fp32).unwrap(), &settings)
-        .unwrap()
+    to_workload(
+        &wide_graph(&WideSpec::new(blocks, branches, ops), DType::Fp32).unwrap(),
+        &settings,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -204,7 +233,14 @@ fn probe_split_search() {
     let w = wide(1, 8, 5, 8);
     let t = std::time::Instant::now();
     let found = split_search::solve(&w, start, &Budget::new(Some(120.0), None)).unwrap();
-    println!("8x5 k=8 split: {} bound {} in {:.2} s, {} states, {:?}", found.value, found.bound, t.elapsed().as_secs_f64(), found.states, found.finished);
+    println!(
+        "8x5 k=8 split: {} bound {} in {:.2} s, {} states, {:?}",
+        found.value,
+        found.bound,
+        t.elapsed().as_secs_f64(),
+        found.states,
+        found.finished
+    );
 }
 
 #[test]
@@ -213,13 +249,20 @@ fn debug_seed() {
     let seed: u64 = std::env::var("FJ_SEED").unwrap().parse().unwrap();
     let w = fork_join_block(seed).unwrap();
     for n in w.nodes() {
-        println!("{} f{} c{} s{} sup{}", n.id, n.fpga_latency, n.cpu_latency, n.size_bytes, n.supported_on_accelerator);
+        println!(
+            "{} f{} c{} s{} sup{}",
+            n.id, n.fpga_latency, n.cpu_latency, n.size_bytes, n.supported_on_accelerator
+        );
     }
     for u in 0..w.len() {
         println!("{} -> {:?}", u, w.successors(u));
     }
     println!("{:?}", w.devices());
-    let a = fork_join::solve_with(&w, f64::INFINITY, &Budget::unlimited(), true).unwrap();
-    let b = fork_join::solve_with(&w, f64::INFINITY, &Budget::unlimited(), false).unwrap();
-    println!("bins {} {:?} seq {} {:?} brute {:?}", a.value, a.placement, b.value, b.placement, brute(&w));
+    let a = fork_join::solve(&w, f64::INFINITY, &Budget::unlimited()).unwrap();
+    println!(
+        "fork-join {} {:?} brute {:?}",
+        a.value,
+        a.placement,
+        brute(&w)
+    );
 }

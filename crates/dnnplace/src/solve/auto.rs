@@ -69,10 +69,10 @@ use super::baselines::pipedream::PipeDreamTopo;
 use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp::{self, load_bounds, units as ip_units};
-use super::{fork_join, split_search};
 use super::{
     dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
 };
+use super::{fork_join, split_search};
 use crate::model::contraction::Contraction;
 use crate::model::Placement;
 use crate::score::evaluate;
@@ -676,7 +676,12 @@ impl Auto {
     /// one sink): the search over the chains' patterns from the best baseline plan, with
     /// [`FORK_JOIN_SHARE`] of the time. Its outcome when it finishes (the proven optimum,
     /// or infeasible); otherwise its best plan joins the search.
-    fn fork_join(&self, problem: &Problem, budget: &Budget, search: &mut Search) -> Option<Outcome> {
+    fn fork_join(
+        &self,
+        problem: &Problem,
+        budget: &Budget,
+        search: &mut Search,
+    ) -> Option<Outcome> {
         let w = problem.workload;
         if self.coarsen.mode != CoarsenMode::Auto
             || self.coarsen.target.is_some()
@@ -702,7 +707,10 @@ impl Auto {
                 Err(e) => format!(", stopped: {}", StopReason::from(e.clone())),
             }
         ));
-        if let Some(f) = found.placement.and_then(|p| scored(w, p, "fork-join search")) {
+        if let Some(f) = found
+            .placement
+            .and_then(|p| scored(w, p, "fork-join search"))
+        {
             search.offer(f, "fork-join search".into());
         }
         found.finished.ok()?;
