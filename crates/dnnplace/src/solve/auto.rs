@@ -3,7 +3,13 @@
 //!
 //! # Contiguous throughput (TPS)
 //!
-//! 0. **Split search.** On graphs of at most [`split_search::MAX_GROUPS`] groups whose
+//! 0. **Fork-join search.** On a fork-join block (one source, parallel chains, one sink)
+//!    whose lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals, the branch and bound over the chains' pieces ([`fork_join`]) runs from the best
+//!    baseline plan with [`FORK_JOIN_SHARE`] of the time (path `fork-join search`). When
+//!    it finishes, its plan (or the baseline's) is the proven optimum; otherwise its best
+//!    plan joins the steps below.
+//!
+//!    **Split search.** On graphs of at most [`split_search::MAX_GROUPS`] groups whose
 //!    lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals (wide graphs: many ideal
 //!    pairs), the branch and bound over stage splits ([`split_search`]) runs from the
 //!    best baseline plan with [`SPLIT_SEARCH_SHARE`] of the time (path `split search`).
@@ -673,7 +679,8 @@ impl Auto {
     }
 
     /// Phase 0 on a fork-join block ([`fork_join`]: parallel chains between one source and
-    /// one sink): the search over the chains' patterns from the best baseline plan, with
+    /// one sink) whose lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals (a smaller one
+    /// is the exact DP's): the search over the chains' pieces from the best baseline plan, with
     /// [`FORK_JOIN_SHARE`] of the time. Its outcome when it finishes (the proven optimum,
     /// or infeasible); otherwise its best plan joins the search.
     fn fork_join(
@@ -690,6 +697,13 @@ impl Auto {
             return None;
         }
         let started = Instant::now();
+        let (reduced, _) = dp::reduced_contraction(w);
+        let size =
+            coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
+        if matches!(size, LatticeSize::Exactly(_) | LatticeSize::AtMost(_)) {
+            // A lattice this small is the exact DP's (polynomial in its ideals).
+            return None;
+        }
         for found in fallbacks(problem, &Contraction::new(w), budget) {
             let what = format!("{} baseline", found.source);
             search.offer(found, what);
