@@ -242,27 +242,3 @@ fn probe_split_search() {
         found.finished
     );
 }
-
-#[test]
-#[ignore]
-fn debug_seed() {
-    let seed: u64 = std::env::var("FJ_SEED").unwrap().parse().unwrap();
-    let w = fork_join_block(seed).unwrap();
-    for n in w.nodes() {
-        println!(
-            "{} f{} c{} s{} sup{}",
-            n.id, n.fpga_latency, n.cpu_latency, n.size_bytes, n.supported_on_accelerator
-        );
-    }
-    for u in 0..w.len() {
-        println!("{} -> {:?}", u, w.successors(u));
-    }
-    println!("{:?}", w.devices());
-    let a = fork_join::solve(&w, f64::INFINITY, &Budget::unlimited()).unwrap();
-    println!(
-        "fork-join {} {:?} brute {:?}",
-        a.value,
-        a.placement,
-        brute(&w)
-    );
-}

@@ -523,7 +523,7 @@ impl<'a> Bins<'a> {
                     sh.budget.check()?;
                 }
                 let bi = if new { nb } else { b };
-                let Some(next) = self.put(depth, pos, e, bi, acc, &bins, sh.best) else {
+                let Some(next) = self.put(depth, pos..e, (bi, acc), &bins, sh.best) else {
                     continue;
                 };
                 self.pieces[depth].push((e as u8, code, bi as u8));
@@ -541,18 +541,18 @@ impl<'a> Bins<'a> {
         Ok(())
     }
 
-    /// The bins after chain `chain`'s piece `[pos, e)` goes to bin `bi` (a new one of kind
-    /// `acc` when `bi` is past the end); `None` when a load reaches `best` or memory runs out.
+    /// The bins after the piece `[pos, e)` of chain `order[depth]` goes to bin `bi` of
+    /// `to = (bi, acc)` (a new one, an accelerator when `acc`, when `bi` is past the end);
+    /// `None` when a load reaches `best` or memory runs out.
     fn put(
         &self,
         depth: usize,
-        pos: usize,
-        e: usize,
-        bi: usize,
-        acc: bool,
+        piece: std::ops::Range<usize>,
+        to: (usize, bool),
         bins: &[Bin],
         best: f64,
     ) -> Option<Vec<Bin>> {
+        let (pos, e, (bi, acc)) = (piece.start, piece.end, to);
         let block = self.block;
         let chain = self.order[depth];
         let st = &self.stats[self.class_at[depth]];
@@ -625,9 +625,9 @@ impl<'a> Bins<'a> {
                 continue;
             }
             let reach = 1u64 << v | bins[v].after;
-            for x in 2..bins.len() {
-                if x == u || bins[x].after >> u & 1 == 1 {
-                    bins[x].after |= reach;
+            for (x, bin) in bins.iter_mut().enumerate().skip(2) {
+                if x == u || bin.after >> u & 1 == 1 {
+                    bin.after |= reach;
                 }
             }
         }
