@@ -7,7 +7,8 @@
 //!   (`generate wide --blocks 1 --branches 7 --branch-ops 5`), k = 4;
 //! - `chains-7x5-k8`, `chains-8x5-k8`: the same blocks with k = 8; `chains-12x6-k4`,
 //!   `chains-10x8-k4`: one block of 12 parallel 6-op (10 parallel 8-op) branches, k = 4
-//!   (the graphs of at most 100 nodes the split search did not prove in 30 s);
+//!   (the graphs of at most 100 nodes the split search did not prove in 30 s; the
+//!   fork-join search, `solve::fork_join`, proves all six chains rows);
 //! - `wide-8x8-k4`, `wide-16x8-k4`: 8 (16) blocks of 8 parallel 4-op branches, k = 4;
 //! - `cluster-transformer-{96,384}-3types-256`: `generate transformer --layers L` (BERT
 //!   shapes) on `12x8xa100-80gb+10x8xv100+10x8xh100` (256 GPUs of three types);

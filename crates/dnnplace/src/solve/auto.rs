@@ -3,7 +3,13 @@
 //!
 //! # Contiguous throughput (TPS)
 //!
-//! 0. **Split search.** On graphs of at most [`split_search::MAX_GROUPS`] groups whose
+//! 0. **Fork-join search.** On a fork-join block (one source, parallel chains, one sink)
+//!    whose lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals, the branch and bound over the chains' pieces ([`fork_join`]) runs from the best
+//!    baseline plan with [`FORK_JOIN_SHARE`] of the time (path `fork-join search`). When
+//!    it finishes, its plan (or the baseline's) is the proven optimum; otherwise its best
+//!    plan joins the steps below.
+//!
+//!    **Split search.** On graphs of at most [`split_search::MAX_GROUPS`] groups whose
 //!    lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals (wide graphs: many ideal
 //!    pairs), the branch and bound over stage splits ([`split_search`]) runs from the
 //!    best baseline plan with [`SPLIT_SEARCH_SHARE`] of the time (path `split search`).
@@ -69,10 +75,10 @@ use super::baselines::pipedream::PipeDreamTopo;
 use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp::{self, load_bounds, units as ip_units};
-use super::split_search;
 use super::{
     dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
 };
+use super::{fork_join, split_search};
 use crate::model::contraction::Contraction;
 use crate::model::Placement;
 use crate::score::evaluate;
@@ -88,6 +94,9 @@ pub const IP_MAX_UNITS: usize = 5_000;
 
 /// The share of the time the split search may use before the other paths.
 pub const SPLIT_SEARCH_SHARE: f64 = 0.5;
+
+/// The share of the time the fork-join search may use before the other paths.
+pub const FORK_JOIN_SHARE: f64 = 0.5;
 
 /// Lattices of at most this many ideals go to the exact DP first, larger ones on at
 /// most [`split_search::MAX_GROUPS`] groups to the split search.
@@ -482,6 +491,9 @@ impl Auto {
             status_reason: StopReason::TimeLimit,
             split_deferred: false,
         };
+        if let Some(proven) = self.fork_join(problem, budget, &mut search) {
+            return Ok(proven);
+        }
         if let Some(proven) = self.split_search(problem, &c, budget, &mut search, true) {
             return Ok(proven);
         }
@@ -663,26 +675,67 @@ impl Auto {
             "proven optimal by the split search ({} states)",
             found.states
         ));
-        let mut taken = std::mem::replace(
-            search,
-            Search {
-                stats: Stats::default(),
-                path: Vec::new(),
-                best: None,
-                bound: 0.0,
-                status_reason: StopReason::TimeLimit,
-                split_deferred: false,
-            },
-        );
-        if taken.best.is_none() {
-            // Nothing below ∞: no contiguous split fits.
-            taken.bound = f64::INFINITY;
+        Some(proven_outcome(search, "the split search"))
+    }
+
+    /// Phase 0 on a fork-join block ([`fork_join`]: parallel chains between one source and
+    /// one sink) whose lattice may exceed [`SPLIT_SEARCH_MIN_IDEALS`] ideals (a smaller one
+    /// is the exact DP's): the search over the chains' pieces from the best baseline plan, with
+    /// [`FORK_JOIN_SHARE`] of the time. Its outcome when it finishes (the proven optimum,
+    /// or infeasible); otherwise its best plan joins the search.
+    fn fork_join(
+        &self,
+        problem: &Problem,
+        budget: &Budget,
+        search: &mut Search,
+    ) -> Option<Outcome> {
+        let w = problem.workload;
+        if self.coarsen.mode != CoarsenMode::Auto
+            || self.coarsen.target.is_some()
+            || !fork_join::fits(w)
+        {
+            return None;
         }
-        let mut out = finish(taken);
-        if out.placement.is_none() {
-            out.status = Status::infeasible("no contiguous split fits the devices (proven by the split search); add devices or memory, or allow non-contiguous splits (--non-contiguous)");
+        let started = Instant::now();
+        let (reduced, _) = dp::reduced_contraction(w);
+        let size =
+            coarsen::lattice_size_within(&reduced, SPLIT_SEARCH_MIN_IDEALS, &budget.share(0.1));
+        if matches!(size, LatticeSize::Exactly(_) | LatticeSize::AtMost(_)) {
+            // A lattice this small is the exact DP's (polynomial in its ideals).
+            return None;
         }
-        Some(out)
+        for found in fallbacks(problem, &Contraction::new(w), budget) {
+            let what = format!("{} baseline", found.source);
+            search.offer(found, what);
+        }
+        let start = search.best.as_ref().map_or(f64::INFINITY, |b| b.max_load);
+        let found = fork_join::solve(w, start, &budget.share(FORK_JOIN_SHARE))?;
+        search.stats.notes.push(format!(
+            "fork-join search from {start}: {} chains (twin classes {:?}), {} nodes in {:.2} s{}",
+            found.chains,
+            found.twin_classes,
+            found.nodes,
+            started.elapsed().as_secs_f64(),
+            match &found.finished {
+                Ok(()) => String::new(),
+                Err(e) => format!(", stopped: {}", StopReason::from(e.clone())),
+            }
+        ));
+        if let Some(f) = found
+            .placement
+            .and_then(|p| scored(w, p, "fork-join search"))
+        {
+            search.offer(f, "fork-join search".into());
+        }
+        found.finished.ok()?;
+        // Finished: no plan is below min(start, its best), up to the sums' slack.
+        let proven = found.value.min(start) * (1.0 - split_search::SUM_SLACK);
+        search.bound = search.bound.max(proven);
+        search.path.push(format!(
+            "proven optimal by the fork-join search ({} nodes)",
+            found.nodes
+        ));
+        Some(proven_outcome(search, "the fork-join search"))
     }
 
     /// Phase 2: the coarsened path (half of what is left): its plan when better.
@@ -835,6 +888,31 @@ fn ip_last_resort(problem: &Problem, budget: &Budget, search: &mut Search) {
 
 /// The outcome of the search: its best plan, optimal when it meets the bound; without a
 /// plan, infeasible when the IP proved it (bound ∞), else no plan.
+/// The outcome of a search that finished (`by`: which): its plan proven optimal, or no
+/// contiguous split at all (infeasible); `search` is left empty.
+fn proven_outcome(search: &mut Search, by: &str) -> Outcome {
+    let mut taken = std::mem::replace(
+        search,
+        Search {
+            stats: Stats::default(),
+            path: Vec::new(),
+            best: None,
+            bound: 0.0,
+            status_reason: StopReason::TimeLimit,
+            split_deferred: false,
+        },
+    );
+    if taken.best.is_none() {
+        // Nothing below ∞: no contiguous split fits.
+        taken.bound = f64::INFINITY;
+    }
+    let mut out = finish(taken);
+    if out.placement.is_none() {
+        out.status = Status::infeasible(format!("no contiguous split fits the devices (proven by {by}); add devices or memory, or allow non-contiguous splits (--non-contiguous)"));
+    }
+    out
+}
+
 fn finish(search: Search) -> Outcome {
     let Search {
         mut stats,

@@ -40,6 +40,7 @@ pub mod cluster;
 pub mod coarsen;
 pub mod compare;
 pub mod dp;
+pub mod fork_join;
 pub mod ideal_cost;
 pub mod ideals;
 pub mod knapsack;
