@@ -439,7 +439,8 @@ impl Relaxed {
         let m = self.starts[l];
         let group = |g: usize| time[g + 1].difference_lower_bound(time[g]);
         let certain = |g: usize| {
-            g == l || (g >= m && g < e) || (g > l && g < m && g < e && window[g - l - 1].descendant)
+            let in_window = g > l && g < m && window[g - l - 1].descendant;
+            g == l || (g < e && (g >= m || in_window))
         };
         let (mut load, mut bytes, mut unsupported) = (0.0, 0.0, 0);
         for wg in window.iter().take_while(|wg| (wg.g as usize) < e) {
@@ -537,7 +538,7 @@ impl Relaxed {
             }
             let mut best = self.n;
             for (k, kind) in self.kinds.iter().enumerate() {
-                if (u / stride[k]) % (counts[k] + 1) == 0 {
+                if (u / stride[k]).is_multiple_of(counts[k] + 1) {
                     continue;
                 }
                 let from = start[u - stride[k]];

@@ -251,7 +251,7 @@ impl<'p, 'a> Walker<'p, 'a> {
             }
             let mut best: Option<State> = None;
             for k in 0..counts.len() {
-                if (u / radix[k]) % (counts[k] + 1) == 0 {
+                if (u / radix[k]).is_multiple_of(counts[k] + 1) {
                     continue;
                 }
                 let v = u - radix[k];

@@ -401,8 +401,7 @@ impl UniformSearch<'_> {
         budget: &Budget,
     ) -> f64 {
         let mut bound = incumbent;
-        for k in open..self.configs.len() {
-            let lb = self.configs[k].0;
+        for (k, &(lb, _, _)) in self.configs.iter().enumerate().skip(open) {
             if lb >= bound {
                 break;
             }
