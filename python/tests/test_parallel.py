@@ -124,6 +124,9 @@ CONFIG_CASES = [
     ("1x4xh100+1x4xa100-80gb", 8, {"seq": 1024, "free": True, "objective": "iteration"}),
     # free layouts, the simulated iteration
     ("1x8xh100", 16, {"free": True, "objective": "iteration"}),
+    # the interleaved schedule (Megatron's virtual pipeline), both objectives
+    ("2x8xh100", 64, {"schedule": "interleaved:2"}),
+    ("2x8xh100", 64, {"schedule": "interleaved:2", "objective": "iteration"}),
 ]
 
 
@@ -180,7 +183,8 @@ CONFIG_ERRORS = [
     ("2x8xh100", 64, {"pipeline_parallel": 99}),
     ("2x8xh100", 64, {"zero": 4}),
     ("2x8xh100", 64, {"micro_batch": 5}),
-    ("2x8xh100", 64, {"schedule": "interleaved:2"}),
+    ("2x8xh100", 64, {"schedule": "interleaved:2", "free": True}),
+    ("2x8xh100", 64, {"schedule": "interleaved:2", "pipeline_parallel": 1}),
     ("2x8xnosuchgpu", 64, {}),
     ("2y8", 64, {}),
     ("1x8xh100+1x8xa100-80gb", 64, {"export": "megatron"}),
