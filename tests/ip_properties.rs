@@ -592,3 +592,13 @@ fn cluster_ip_matches_brute_force_under_several_highs_seeds() {
         "{compared} runs, {checked} checked"
     );
 }
+
+/// A plan that meets the combinatorial load bound up to its rounding (2.75 against
+/// 2.74999999725) is proven optimal by that bound: before, HiGHS's own "optimal" at
+/// 2.7500004636 was sent to a second opinion whose cutoff run stopped without settling it,
+/// and the plan lost its proof (CI, stop 38's pre-check: seed 1088156584374389780).
+#[test]
+fn a_plan_at_the_load_bound_is_optimal_without_a_second_opinion() {
+    let w = random_workload(1088156584374389780, shape()).expect("a workload");
+    assert_same_optimum(&w, Objective::Throughput, false).unwrap();
+}
