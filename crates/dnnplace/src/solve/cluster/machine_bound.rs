@@ -178,8 +178,9 @@ pub fn machine_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64
     relaxed.bisect(budget)
 }
 
-/// Whether two machines are interchangeable (all but the name equal).
-fn same_kind(a: &Machine, b: &Machine) -> bool {
+/// Whether two machines are interchangeable (all but the name equal): one kind here and in
+/// [`super::machine_chain`].
+pub(super) fn same_kind(a: &Machine, b: &Machine) -> bool {
     a.accelerators == b.accelerators
         && a.cpus == b.cpus
         && a.host == b.host

@@ -49,6 +49,7 @@
 //! machine, each O(Σ over its groups of their nodes' degrees); the program
 //! O(Π_κ (n_κ + 1) · K · W). Clusters with more than [`MAX_STATES`] vectors are not tried.
 
+use super::machine_bound::same_kind;
 use super::typed_chain::TypedPacker;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 use crate::solve::budget::Budget;
@@ -90,15 +91,7 @@ impl Kinds {
             if machine.accelerators.len() != 1 || machine.accelerators[0].1 == 0 {
                 return None;
             }
-            let same = |other: &usize| {
-                let o = &all[*other];
-                o.accelerators == machine.accelerators
-                    && o.cpus == machine.cpus
-                    && o.host == machine.host
-                    && o.peer == machine.peer
-                    && o.network == machine.network
-            };
-            match machines.iter_mut().find(|k| same(&k[0])) {
+            match machines.iter_mut().find(|k| same_kind(&all[k[0]], machine)) {
                 Some(k) => k.push(m),
                 None => machines.push(vec![m]),
             }
