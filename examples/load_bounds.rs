@@ -1,4 +1,4 @@
-//! The combinatorial lower bound on the max load (`solve::milp::load_bounds`) for every
+//! The combinatorial lower bound on the max load (`solve::bounds::load`) for every
 //! published throughput workload, with each test alone beside it, so a bound can be
 //! traced to the argument that gives it.
 //!
@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use dnnplace::solve::milp::load_bounds::breakdown;
+use dnnplace::solve::bounds::load::breakdown;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -8,7 +8,9 @@
 //! A room may name any room to its left (`crate::model::…` from `solve`), never one to its
 //! right or beside it (`report` and `export` are siblings). Comments and `#[cfg(test)]`
 //! modules are not imports and are skipped. The check reads every `.rs` file under
-//! `crates/dnnplace/src/<room>/`, so a new file is covered without listing it.
+//! `crates/dnnplace/src/<room>/`, so a new file is covered without listing it. Inside
+//! `solve`, its sub-rooms (`dp`, `milp`, `bounds`, `cluster`, …) form no import cycle, the
+//! edge between `dp` and `milp` runs from `milp` only, and no bound imports a solver.
 
 use std::path::{Path, PathBuf};
 
@@ -175,4 +177,159 @@ fn the_library_has_no_command_line_dependency() {
             "the library depends on {cli_crate}"
         );
     }
+}
+
+/// The sub-rooms of `solve` that the code of `text` names, for a file at `rel` under
+/// `solve/`: `crate::solve::<x>` anywhere, and `super::<x>` written with as many
+/// `super::` as lead from the file back to `solve` (code only, as [`imports`]).
+fn solve_imports(rel: &Path, text: &str) -> Vec<String> {
+    let dirs = rel.components().count() - 1;
+    let is_mod = rel.file_name().is_some_and(|f| f == "mod.rs");
+    let up = "super::".repeat(dirs + usize::from(!is_mod));
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = code.split("//").next().unwrap_or("");
+        for prefix in ["crate::solve::", up.as_str()] {
+            let mut from = 0;
+            while let Some(at) = code[from..].find(prefix).map(|i| from + i) {
+                let tail = &code[at + prefix.len()..];
+                from = at + prefix.len();
+                // Only the whole run of `super::`: `super::super::x` is not `super::x`.
+                if prefix.starts_with("super")
+                    && (code[..at].ends_with("super::") || tail.starts_with("super::"))
+                {
+                    continue;
+                }
+                let name: String = tail
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    found.push(name);
+                }
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn the_solve_parser_resolves_super_by_depth() {
+    let text = "use super::budget::Budget;\nuse super::super::dp::chain;\nlet b = crate::solve::bounds::load::x();\n";
+    assert_eq!(
+        solve_imports(Path::new("auto.rs"), text),
+        ["bounds", "budget"]
+    );
+    assert_eq!(
+        solve_imports(Path::new("milp/stages.rs"), text),
+        ["bounds", "dp"]
+    );
+    assert_eq!(
+        solve_imports(Path::new("milp/mod.rs"), text),
+        ["bounds", "budget"]
+    );
+}
+
+/// The edges between the sub-rooms of `solve` (a file's sub-room is its first path
+/// component under `solve/`; `solve/mod.rs`, the room's hub, is left out).
+fn solve_edges() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let solve = library_src().join("solve");
+    let mut files = Vec::new();
+    rust_files(&solve, &mut files);
+    let rooms: std::collections::BTreeSet<String> = std::fs::read_dir(&solve)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|f| f != "mod.rs"))
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
+        .collect();
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for file in files {
+        let rel = file.strip_prefix(&solve).unwrap().to_path_buf();
+        if rel == Path::new("mod.rs") {
+            continue;
+        }
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        let room = first.trim_end_matches(".rs").to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in solve_imports(&rel, &text) {
+            if name != room && rooms.contains(&name) {
+                edges.entry(room.clone()).or_default().insert(name);
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn solve_sub_rooms_import_one_another_without_a_cycle() {
+    let edges = solve_edges();
+    assert!(
+        edges
+            .get("milp")
+            .is_some_and(|e| e.contains("dp") && e.contains("bounds")),
+        "the parser missed milp's imports of dp and bounds: {edges:?}"
+    );
+    // Kahn's algorithm: what is left once no sub-room without unmet imports remains lies
+    // on a cycle or leads into one.
+    let mut left: std::collections::BTreeMap<&str, usize> =
+        edges.keys().map(|k| (k.as_str(), 0)).collect();
+    for to in edges.values().flatten() {
+        left.entry(to.as_str()).or_insert(0);
+    }
+    for (from, to) in &edges {
+        *left.get_mut(from.as_str()).unwrap() = to.len();
+    }
+    loop {
+        let Some(done) = left.iter().find(|(_, &n)| n == 0).map(|(&k, _)| k) else {
+            break;
+        };
+        left.remove(done);
+        for (from, to) in &edges {
+            if to.contains(done) {
+                if let Some(n) = left.get_mut(from.as_str()) {
+                    *n -= 1;
+                }
+            }
+        }
+    }
+    let stuck: Vec<String> = left
+        .keys()
+        .map(|k| {
+            format!(
+                "{k} -> {:?}",
+                edges.get(*k).map(|e| e.iter().collect::<Vec<_>>())
+            )
+        })
+        .collect();
+    assert!(
+        stuck.is_empty(),
+        "sub-rooms of solve on an import cycle:\n{}",
+        stuck.join("\n")
+    );
+    assert!(
+        !edges.get("dp").is_some_and(|e| e.contains("milp")),
+        "dp imports milp: the edge runs milp -> dp only"
+    );
+    assert!(
+        edges
+            .get("bounds")
+            .is_none_or(|e| !["dp", "milp", "cluster", "auto", "coarsen"]
+                .iter()
+                .any(|r| e.contains(*r))),
+        "a bound imports a solver: {:?}",
+        edges.get("bounds")
+    );
 }

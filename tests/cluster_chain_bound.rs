@@ -1,4 +1,4 @@
-//! The chain bound on clusters (`solve::cluster::chain_bound`) against exhaustive search
+//! The chain bound on clusters (`solve::bounds::cluster::chain`) against exhaustive search
 //! over every contiguous plan on small random clusters (1–3 types, 1–2 machines, with and
 //! without peer links, tight memory, CPU-only nodes, training graphs): it never exceeds the
 //! contiguous optimum, and it is often above both bounds that hold for every plan (the
@@ -10,11 +10,11 @@ mod common;
 use cluster_gen::{random_clustered, ClusterShape};
 use common::Shape;
 use dnnplace::model::ClusterCosts;
+use dnnplace::solve::bounds::cluster::chain::chain_bound;
+use dnnplace::solve::bounds::cluster::set::set_bound;
+use dnnplace::solve::bounds::cluster::volume::volume_bound;
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::cluster::brute_force::brute_force;
-use dnnplace::solve::cluster::chain_bound::chain_bound;
-use dnnplace::solve::cluster::set_bound::set_bound;
-use dnnplace::solve::cluster::volume_bound::volume_bound;
 use dnnplace::solve::Objective;
 
 #[test]

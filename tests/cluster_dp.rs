@@ -368,7 +368,7 @@ fn the_greedy_chain_is_a_checked_plan_never_below_the_optimum() {
 /// DP's own first bound (total fastest work over all devices) often enough to matter.
 #[test]
 fn the_volume_bound_never_exceeds_the_optimum() {
-    use dnnplace::solve::cluster::volume_bound::volume_bound;
+    use dnnplace::solve::bounds::cluster::volume::volume_bound;
     let (mut checked, mut positive) = (0, 0);
     for seed in 0..300 {
         let shape = Shape {
@@ -416,9 +416,9 @@ fn coarse_plans_are_checked_and_bracket_the_fine_optimum() {
     use dnnplace::costmodel::graph::to_workload_on_cluster;
     use dnnplace::costmodel::TransformerSpec;
     use dnnplace::costmodel::{find_profile, transformer_graph, CostSettings, DType};
+    use dnnplace::solve::bounds::cluster::volume::volume_bound;
     use dnnplace::solve::cluster::coarse::{coarse_plan, COARSEN_ABOVE};
     use dnnplace::solve::cluster::plan::{check, ClusterMethod};
-    use dnnplace::solve::cluster::volume_bound::volume_bound;
     let graph = transformer_graph(&TransformerSpec::bert(48, 256, 4, 128, 1), DType::Fp32).unwrap();
     let settings = CostSettings {
         accelerator: find_profile("a100-80gb", &[]).unwrap(),

@@ -1,4 +1,4 @@
-//! The cluster IP ([`dnnplace::solve::milp::cluster`]) against exhaustive search on small
+//! The cluster IP ([`dnnplace::solve::cluster::ip`]) against exhaustive search on small
 //! random clusters (1–3 types, 1–3 machines, with and without peer links, tight memory,
 //! CPU-only nodes, training graphs whose gradients flow back across machines): its proven
 //! optimum equals brute force over all plans (non-contiguous) and over the contiguous plan
@@ -14,7 +14,7 @@ use dnnplace::model::{ClusterCosts, Workload};
 use dnnplace::score::evaluate_on_cluster;
 use dnnplace::solve::cluster::brute_force::brute_force;
 use dnnplace::solve::cluster::dp::{solve as dp_solve, Tracking};
-use dnnplace::solve::milp::cluster::solve;
+use dnnplace::solve::cluster::ip::solve;
 use dnnplace::solve::milp::Ip;
 use dnnplace::solve::{plan, Limits, Objective, Problem, Status};
 

@@ -1,4 +1,4 @@
-//! The machine bound and the machine chain on clusters (`solve::cluster::machine_bound`,
+//! The machine bound and the machine chain on clusters (`solve::bounds::cluster::machine`,
 //! `solve::cluster::machine_chain`) against exhaustive search over every contiguous plan
 //! on small random clusters whose machines each hold one accelerator type (1–3 machines,
 //! with and without peer links, CPU cores, tight memory, CPU-only nodes, training graphs):
@@ -13,11 +13,11 @@ use cluster_gen::{random_clustered, ClusterShape};
 use common::Shape;
 use dnnplace::model::ClusterCosts;
 use dnnplace::score::evaluate_on_cluster;
+use dnnplace::solve::bounds::cluster::machine::machine_bound;
+use dnnplace::solve::bounds::cluster::volume::volume_bound;
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::cluster::brute_force::brute_force;
-use dnnplace::solve::cluster::machine_bound::machine_bound;
 use dnnplace::solve::cluster::machine_chain::machine_chain;
-use dnnplace::solve::cluster::volume_bound::volume_bound;
 use dnnplace::solve::Objective;
 
 #[test]

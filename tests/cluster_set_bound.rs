@@ -1,4 +1,4 @@
-//! The set bound on clusters (`solve::cluster::set_bound`) against exhaustive search over
+//! The set bound on clusters (`solve::bounds::cluster::set`) against exhaustive search over
 //! every placement (contiguous or not) on small random clusters: 1–3 types, 1–2 machines,
 //! with and without peer links, tight memory, CPU-only nodes, training graphs.
 //!
@@ -15,8 +15,8 @@ use common::Shape;
 use dnnplace::model::contraction::class_index;
 use dnnplace::model::{ClusterCosts, Device, Placement, Workload};
 use dnnplace::score::evaluate_on_cluster;
+use dnnplace::solve::bounds::cluster::set::set_bound;
 use dnnplace::solve::budget::Budget;
-use dnnplace::solve::cluster::set_bound::set_bound;
 
 /// `B*` and the optimum over all valid placements (`None` when there is none).
 fn per_class_oracle(w: &Workload, costs: &ClusterCosts) -> Option<(f64, f64)> {

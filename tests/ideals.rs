@@ -378,7 +378,7 @@ proptest! {
     /// recurrence over the same order, in value and feasibility, on both orders it is used on.
     #[test]
     fn pruned_chain_split_equals_the_plain_recurrence(seed in any::<u64>()) {
-        use dnnplace::solve::chain::{best_chain_split, depth_first_order, prefix_summaries, split_chain};
+        use dnnplace::solve::dp::chain::{best_chain_split, depth_first_order, prefix_summaries, split_chain};
         let Some(w) = random_workload(seed, Shape { max_nodes: 12, ..Shape::default() }) else { return Ok(()) };
         let c = Contraction::new(&w);
         let cost = PairCost::new(&w, &c);

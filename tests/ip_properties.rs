@@ -554,7 +554,7 @@ fn cluster_ip_matches_brute_force_under_several_highs_seeds() {
                 let exhaustive = brute_force(&w, &costs, objective, contiguous).unwrap();
                 for highs_seed in 0..3 {
                     let limits = seeded_limits(highs_seed, true);
-                    let (ip, _) = dnnplace::solve::milp::cluster::solve(
+                    let (ip, _) = dnnplace::solve::cluster::ip::solve(
                         &w, &costs, &limits, objective, contiguous, None, 0.0,
                     )
                     .unwrap();

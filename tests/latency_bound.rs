@@ -1,4 +1,4 @@
-//! The finish-time lower bounds of `solve::milp::latency_bound` against exhaustive search.
+//! The finish-time lower bounds of `solve::bounds::latency` against exhaustive search.
 //!
 //! On tiny random workloads (≤ 7 nodes, k ≤ 3, colour classes, backward nodes, unsupported
 //! nodes, tight memory, zero costs): for every valid placement, every node's finish time
@@ -12,8 +12,8 @@ mod common;
 use common::{random_workload, Shape};
 use dnnplace::model::{Device, Placement, Workload};
 use dnnplace::score::evaluate;
+use dnnplace::solve::bounds::latency::{finish_bounds, latency_lower_bound, FinishBound};
 use dnnplace::solve::brute_force::BruteForce;
-use dnnplace::solve::milp::latency_bound::{finish_bounds, latency_lower_bound, FinishBound};
 use dnnplace::solve::{plan, Limits, Objective, Problem};
 use proptest::prelude::*;
 

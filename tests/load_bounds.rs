@@ -1,4 +1,4 @@
-//! The combinatorial lower bound on the max load (`solve::milp::load_bounds`) against
+//! The combinatorial lower bound on the max load (`solve::bounds::load`) against
 //! independent oracles.
 //!
 //! On tiny random workloads (≤ 8 nodes, k ≤ 3, ℓ ≤ 2, colour classes, backward nodes,
@@ -14,8 +14,8 @@ mod common;
 
 use common::{random_workload, Shape};
 use dnnplace::model::Workload;
+use dnnplace::solve::bounds::load::{breakdown, max_load_lower_bound, model_bounds};
 use dnnplace::solve::brute_force::BruteForce;
-use dnnplace::solve::milp::load_bounds::{breakdown, max_load_lower_bound, model_bounds};
 use dnnplace::solve::milp::Ip;
 use dnnplace::solve::{dp, plan, Limits, Objective, Problem, Status};
 use proptest::prelude::*;

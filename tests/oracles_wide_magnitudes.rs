@@ -23,9 +23,9 @@
 use dnnplace::io::parse_workload;
 use dnnplace::model::{ClusterCosts, Device, Placement, Workload};
 use dnnplace::score::{evaluate, evaluate_on_cluster};
+use dnnplace::solve::bounds::cluster::chain::chain_bound;
 use dnnplace::solve::brute_force::BruteForce;
 use dnnplace::solve::budget::Budget;
-use dnnplace::solve::cluster::chain_bound::chain_bound;
 use dnnplace::solve::cluster::dp::{solve, Tracking};
 use dnnplace::solve::{plan, Limits, Objective, Problem};
 use proptest::prelude::*;

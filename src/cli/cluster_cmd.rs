@@ -2,7 +2,7 @@
 //!
 //! Planning on a cluster solves the contiguous TPS problem ([`crate::solve::cluster`]):
 //! `--method dp` (the default) or `brute-force`, or with `--method ip` the cluster IP
-//! ([`crate::solve::milp::cluster`]), contiguous or `--non-contiguous`, or the search
+//! ([`crate::solve::cluster::ip`]), contiguous or `--non-contiguous`, or the search
 //! placers `rl` and `genetic` ([`crate::solve::learned`], TPS or sync, either space); other methods,
 //! objectives, `--split` and `--report` are refused with the reason. The plan comes from
 //! [`crate::solve::plan`], the one entry point of every method, which sends a workload with

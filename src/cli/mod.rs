@@ -1034,7 +1034,7 @@ pub(crate) fn sigint_setup() {
 /// For `--method ip`: progress goes to stderr when it is a terminal.
 fn ip_session_setup() {
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        fn show(p: &solve::milp::Progress) {
+        fn show(p: &solve::milp::highs::Progress) {
             let gap = if p.incumbent.is_finite() && p.incumbent.abs() > 0.0 {
                 format!(
                     "{:.3}%",
@@ -1049,7 +1049,7 @@ fn ip_session_setup() {
                 p.elapsed_s, p.incumbent, p.bound, p.nodes
             );
         }
-        solve::milp::set_progress_hook(Some(show));
+        solve::milp::highs::set_progress_hook(Some(show));
     }
 }
 

@@ -115,6 +115,20 @@ impl Grouping {
         Grouping::new(w, class, count)
     }
 
+    /// The units every solver places whole: the colour classes, or with `contiguous` the
+    /// groups of the [`Contraction`](super::contraction::Contraction) (classes on one cycle
+    /// of the class graph fused, numbered topologically) with the arcs of their DAG (none
+    /// for classes).
+    pub fn units(w: &Workload, contiguous: bool) -> (Grouping, Vec<(usize, usize)>) {
+        if contiguous {
+            let c = super::contraction::Contraction::new(w);
+            let arcs = c.arcs();
+            (c.into_grouping(), arcs)
+        } else {
+            (Grouping::classes(w), Vec::new())
+        }
+    }
+
     /// Every node a group of its own.
     pub fn singletons(w: &Workload) -> Grouping {
         Grouping::new(w, (0..w.len()).collect(), w.len())

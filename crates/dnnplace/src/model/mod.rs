@@ -41,6 +41,7 @@ pub mod placement;
 pub mod profiles;
 pub mod recompute;
 pub mod schedule;
+pub mod transfers;
 pub mod workload;
 
 pub use cluster::{AcceleratorType, Cluster, Link, Machine, Platform, ProfileTimes, Reference};

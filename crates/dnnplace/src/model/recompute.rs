@@ -91,6 +91,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::grouping::Grouping;
 use crate::model::schedule::{compressed_order, Pass, Schedule, ScheduleError};
 use crate::model::{Device, Placement, Workload};
 
@@ -246,6 +247,44 @@ pub fn stage_bytes(
     } else {
         resident + c * stash
     }
+}
+
+/// What the recomputation rows read: every forward edge `u → x` between groups with
+/// `b_u > 0` as `(u's group, x's groups, b_u)`, and each group's forward accelerator time
+/// `F_g`: what the stage IP's and the interleaved IP's recomputation rows read
+/// ([`crate::solve::milp::stages`], [`crate::solve::milp::interleaved`]) and the
+/// interleaved DP's.
+pub fn recompute_data(units: &Grouping, w: &Workload) -> RecomputeData {
+    let out = output_bytes(w);
+    let group = &units.group_of;
+    let mut inputs: Vec<(usize, Vec<usize>, f64)> = Vec::new();
+    for u in (0..w.len()).filter(|&u| out[u] > 0.0) {
+        let mut readers: Vec<usize> = w
+            .successors(u)
+            .iter()
+            .filter(|&&x| !w.node(x).is_backward && group[x] != group[u])
+            .map(|&x| group[x])
+            .collect();
+        readers.sort_unstable();
+        readers.dedup();
+        if !readers.is_empty() {
+            inputs.push((group[u], readers, out[u]));
+        }
+    }
+    let mut forward = vec![0.0; units.len()];
+    for v in (0..w.len()).filter(|&v| !w.node(v).is_backward) {
+        forward[group[v]] += w.node(v).fpga_latency;
+    }
+    RecomputeData { inputs, forward }
+}
+
+/// What the recomputation rows read ([`recompute_data`]).
+pub struct RecomputeData {
+    /// `(producer group, reader groups, b_u)` of every forward node u with output bytes
+    /// read by a forward node of another group.
+    pub inputs: Vec<(usize, Vec<usize>, f64)>,
+    /// `F_g`: forward accelerator time per group.
+    pub forward: Vec<f64>,
 }
 
 #[cfg(test)]

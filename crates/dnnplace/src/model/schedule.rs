@@ -48,8 +48,9 @@
 //! plan whose dependencies respect those three monotonicities then runs without deadlock.
 //! Complexity O(T·p) for `T ≤ 2mP + (bubble slots)` slots.
 
+use crate::model::grouping::Grouping;
 use crate::model::recompute::Recompute;
-use crate::model::Workload;
+use crate::model::{Device, Placement, Workload};
 
 /// A pipeline schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -531,6 +532,90 @@ pub fn timetable(schedule: Schedule, stages: usize, m: usize) -> Result<Timetabl
         forward,
         backward,
     })
+}
+
+/// Plans that cut one topological order of the groups into `T = p·v` consecutive stages
+/// (every prefix of a topological order is an ideal), stage t on chunk `⌊t/p⌋` of
+/// accelerator `t mod p`: one cut balancing the accelerator time, one balancing the
+/// bytes. Heuristic warm starts, O(U·T); the caller scores them.
+pub fn split_plans(units: &Grouping, p: usize, v: usize) -> Vec<Placement> {
+    let stages = p * v;
+    let weights: [Box<dyn Fn(usize) -> f64>; 2] = [
+        Box::new(|g| units[g].fpga_latency),
+        Box::new(|g| units[g].size_bytes),
+    ];
+    weights
+        .iter()
+        .map(|weight| {
+            let total: f64 = (0..units.len()).map(weight).sum();
+            let mut stage_of = vec![0usize; units.len()];
+            let mut before = 0.0;
+            for (g, stage) in stage_of.iter_mut().enumerate() {
+                // The stage whose share of the total holds the group's midpoint.
+                let mid = before + weight(g) / 2.0;
+                *stage = if total > 0.0 {
+                    ((mid / total * stages as f64) as usize).min(stages - 1)
+                } else {
+                    g * stages / units.len().max(1)
+                };
+                before += weight(g);
+            }
+            let device: Vec<Device> = stage_of
+                .iter()
+                .map(|&t| Device::Accelerator(t % p))
+                .collect();
+            let mut chunks = vec![0; units.group_of.len()];
+            for (g, group) in units.groups.iter().enumerate() {
+                for &x in &group.nodes {
+                    chunks[x] = stage_of[g] / p;
+                }
+            }
+            units.placement(&device).with_pieces(chunks)
+        })
+        .collect()
+}
+
+/// The maximal vectors `n` of stashes held per chunk after a forward step of device `d`'s
+/// order (the interleaved IP's memory rows, [`crate::solve::milp::interleaved`]): every vector that no other one dominates componentwise. The
+/// compressed order ([`compressed_order`]) passes through every state of the full one, and
+/// a vector can only be dominated by one of larger sum, so each is compared with those
+/// alone (in the steady state every forward follows a backward: all share one sum).
+pub fn stash_vectors(
+    pipeline: &Pipeline,
+    p: usize,
+    d: usize,
+) -> Result<Vec<Vec<usize>>, ScheduleError> {
+    let v = pipeline.schedule.chunks();
+    let mut held = vec![0usize; v];
+    let mut seen: Vec<Vec<usize>> = Vec::new();
+    let mut known: std::collections::HashSet<Vec<usize>> = Default::default();
+    for step in compressed_order(pipeline.schedule, p, pipeline.micro_batches, d)? {
+        match step.pass {
+            Pass::Forward => {
+                held[step.chunk] += 1;
+                if known.insert(held.clone()) {
+                    seen.push(held.clone());
+                }
+            }
+            Pass::Backward => held[step.chunk] -= 1,
+        }
+    }
+    let sum = |a: &Vec<usize>| a.iter().sum::<usize>();
+    let dominated = |a: &Vec<usize>, b: &Vec<usize>| a.iter().zip(b).all(|(x, y)| x <= y);
+    let mut by_sum: Vec<(usize, &Vec<usize>)> = seen.iter().map(|a| (sum(a), a)).collect();
+    by_sum.sort_by_key(|x| std::cmp::Reverse(x.0));
+    let mut kept: Vec<Vec<usize>> = Vec::new();
+    for (i, &(s, a)) in by_sum.iter().enumerate() {
+        let larger = by_sum[..i].iter().take_while(|(t, _)| *t > s);
+        if !larger.clone().any(|(_, b)| dominated(a, b)) {
+            kept.push(a.clone());
+        }
+    }
+    // The order of first appearance, as before.
+    let first: std::collections::HashMap<&Vec<usize>, usize> =
+        seen.iter().enumerate().map(|(i, a)| (a, i)).collect();
+    kept.sort_by_key(|a| first[a]);
+    Ok(kept)
 }
 
 #[cfg(test)]

@@ -66,25 +66,24 @@
 //! halving to 2) each supply a plan, kept where it fits under the schedule
 //! ([`Auto::under_schedule`]).
 //!
-//! The time limit defaults to [`DEFAULT_TIME_LIMIT_S`] when none is given.
+//! The time limit defaults to [`super::DEFAULT_TIME_LIMIT_S`] when none is given.
 
 use std::time::Instant;
 
 use super::baselines::greedy::Greedy;
 use super::baselines::pipedream::PipeDreamTopo;
+use super::bounds::load as load_bounds;
 use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
-use super::milp::{self, load_bounds, units as ip_units};
+use super::milp;
 use super::{
     dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
 };
 use super::{fork_join, split_search};
 use crate::model::contraction::Contraction;
+use crate::model::grouping::Grouping;
 use crate::model::Placement;
 use crate::score::evaluate;
-
-/// Seconds auto may run when no time limit is given.
-pub const DEFAULT_TIME_LIMIT_S: f64 = 60.0;
 
 /// Largest group count for which auto runs the contiguous IP to close the gap.
 pub const IP_MAX_GROUPS: usize = 2_000;
@@ -106,7 +105,7 @@ pub const SPLIT_SEARCH_MIN_IDEALS: usize = 20_000;
 pub const CHAIN_SPLIT_MAX_GROUPS: usize = 5_000;
 
 /// Plans within this relative distance of their bound are proven optimal (the IP's
-/// default gap, `milp::DEFAULT_GAP`).
+/// default gap, `super::DEFAULT_GAP`).
 const CLOSED: f64 = 1e-7;
 
 /// The default method (module documentation).
@@ -143,7 +142,10 @@ impl Method for Auto {
         if problem.interleaved() {
             // The interleaved DP, then (unless it proved its plan) the interleaved IP from
             // its plan: the IP's bound may close more of the gap.
-            let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+            let limit = problem
+                .limits
+                .time_limit_s
+                .unwrap_or(super::DEFAULT_TIME_LIMIT_S);
             let dp = dp::interleaved::solve_within(
                 problem,
                 &Budget::new(Some(0.8 * limit), problem.limits.memory_budget_bytes),
@@ -173,7 +175,7 @@ impl Method for Auto {
             // Both bounds are proven; the larger holds.
             outcome.bound = outcome.bound.max(dp.bound).min(outcome.objective);
             if outcome.placement.is_some()
-                && outcome.objective <= outcome.bound * (1.0 + milp::DEFAULT_GAP)
+                && outcome.objective <= outcome.bound * (1.0 + super::DEFAULT_GAP)
             {
                 outcome.status = Status::Optimal;
             }
@@ -188,7 +190,10 @@ impl Method for Auto {
             outcome.stats.time_s = started.elapsed().as_secs_f64();
             return Ok(outcome);
         }
-        let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+        let limit = problem
+            .limits
+            .time_limit_s
+            .unwrap_or(super::DEFAULT_TIME_LIMIT_S);
         let budget = Budget::new(Some(limit), problem.limits.memory_budget_bytes);
         let mut outcome = match (problem.objective, problem.contiguous) {
             (Objective::Throughput, true) => self.contiguous_throughput(problem, &budget)?,
@@ -226,7 +231,10 @@ impl Auto {
             return self.uniform_schedule(problem, pipeline.uniform_in_flight());
         }
         let started = Instant::now();
-        let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+        let limit = problem
+            .limits
+            .time_limit_s
+            .unwrap_or(super::DEFAULT_TIME_LIMIT_S);
         let mut first = problem.clone();
         first.limits.time_limit_s = Some(SCHEDULE_DP_SHARE * limit);
         let mut notes = vec!["auto under a schedule's memory: the exact DP first".to_string()];
@@ -305,7 +313,10 @@ impl Auto {
         let w = stashes_counted(problem.workload, c);
         let mut sized = problem.on(&w);
         sized.pipeline = None;
-        let limit = problem.limits.time_limit_s.unwrap_or(DEFAULT_TIME_LIMIT_S);
+        let limit = problem
+            .limits
+            .time_limit_s
+            .unwrap_or(super::DEFAULT_TIME_LIMIT_S);
         let budget = Budget::new(Some(limit), problem.limits.memory_budget_bytes);
         let mut outcome = self.contiguous_throughput(&sized, &budget)?;
         outcome.stats.notes.insert(
@@ -396,7 +407,7 @@ fn schedule_outcome(
             notes.push(format!("{what}: none"));
             continue;
         };
-        let Some(c) = milp::candidate(problem, placement, "held") else {
+        let Some(c) = super::candidate::candidate(problem, placement, "held") else {
             notes.push(format!("{what} does not fit under the schedule"));
             continue;
         };
@@ -861,7 +872,7 @@ fn ip_from_plan(problem: &Problem, groups: usize, budget: &Budget, search: &mut 
 /// finds one if there is one (and proves infeasibility otherwise).
 fn ip_last_resort(problem: &Problem, budget: &Budget, search: &mut Search) {
     let mut ip_problem = problem.clone();
-    let left = budget.remaining_s().unwrap_or(DEFAULT_TIME_LIMIT_S);
+    let left = budget.remaining_s().unwrap_or(super::DEFAULT_TIME_LIMIT_S);
     ip_problem.limits.time_limit_s = Some((left - 0.25).max(0.5));
     ip_problem.limits.max_ideals = ip_problem.limits.max_ideals.min(20_000);
     match ip_within(&ip_problem, left) {
@@ -981,12 +992,12 @@ impl Auto {
                 .map(|n| format!("contiguous TPS: {n}")),
         );
         let first_path = first.stats.path.clone().unwrap_or_default();
-        let units = ip_units::units(w, problem.contiguous).0.len();
+        let units = Grouping::units(w, problem.contiguous).0.len();
         let latency = matches!(problem.objective, Objective::Latency { .. });
         if units <= IP_MAX_UNITS {
             let mut ip_problem = problem.clone();
             ip_problem.limits.warm_start = first.placement.clone();
-            let left = budget.remaining_s().unwrap_or(DEFAULT_TIME_LIMIT_S);
+            let left = budget.remaining_s().unwrap_or(super::DEFAULT_TIME_LIMIT_S);
             ip_problem.limits.time_limit_s = Some((left - 0.5).max(1.0));
             match ip_within(&ip_problem, left - 0.25) {
                 Some(Ok(mut o)) if o.placement.is_some() || first.placement.is_none() => {
@@ -1034,12 +1045,12 @@ impl Auto {
                             && w.node(v).size_bytes <= d.memory_per_accelerator_bytes
                     })
                     .collect();
-                milp::latency_bound::latency_lower_bound(&milp::latency_bound::finish_bounds(
+                super::bounds::latency::latency_lower_bound(&super::bounds::latency::finish_bounds(
                     w, &may,
                 ))
             }
             _ => {
-                let (units, _) = ip_units::units(w, problem.contiguous);
+                let (units, _) = Grouping::units(w, problem.contiguous);
                 let hyperedges = units.hyperedges(w, false);
                 load_bounds::LowerBound::new(
                     &units,

@@ -151,18 +151,7 @@ pub fn compare_within(
         }
         if run_contiguous {
             let result = plan(method.as_ref(), &problem(true)).map_err(|e| e.to_string());
-            ran_contiguous = Some(match &result {
-                _ if method.id().searches_both_spaces() => true,
-                Ok(p) => match &p.outcome.status {
-                    Status::Optimal => true,
-                    Status::Infeasible {
-                        non_contiguous_may_help,
-                        ..
-                    } => *non_contiguous_may_help,
-                    _ => false,
-                },
-                Err(_) => false,
-            });
+            ran_contiguous = Some(non_contiguous_follows(method.id(), &result));
             rows.push(Row {
                 method: method.id(),
                 contiguous_problem: true,
@@ -208,6 +197,25 @@ pub fn compare_within(
         objective,
         rows,
         skipped,
+    }
+}
+
+/// Whether a method's non-contiguous run follows its contiguous `result`: always for a
+/// method that searches both spaces at once; otherwise only after a proven contiguous
+/// optimum (the non-contiguous run can then only improve on a known value), or a proven
+/// infeasibility that non-contiguous plans may escape.
+fn non_contiguous_follows(method: MethodId, result: &Result<Plan, String>) -> bool {
+    match result {
+        _ if method.searches_both_spaces() => true,
+        Ok(p) => match &p.outcome.status {
+            Status::Optimal => true,
+            Status::Infeasible {
+                non_contiguous_may_help,
+                ..
+            } => *non_contiguous_may_help,
+            _ => false,
+        },
+        Err(_) => false,
     }
 }
 

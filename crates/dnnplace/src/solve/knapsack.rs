@@ -1,6 +1,6 @@
 //! The fractional knapsack: how much accelerator compute CPUs can absorb within a CPU-time
 //! budget. The DP prunes with it ([`super::dp`]) and the max-load bound's volume test uses
-//! it ([`super::milp::load_bounds`]).
+//! it ([`super::bounds::load`]).
 //!
 //! Items `i` with weight `w_i ≥ 0` (a group's cpu time) and value `v_i ≥ 0` (its fpga
 //! time), budget `B ≥ 0`:

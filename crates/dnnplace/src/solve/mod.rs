@@ -12,35 +12,46 @@
 //! - [`budget`]: the time and memory budget every method checks, and Ctrl-C;
 //! - [`ideals`]: the lattice of ideals of the group DAG;
 //! - [`ideal_cost`]: the load of `I \ J` from per-ideal summaries;
-//! - [`chain`]: optimal split of one topological order into consecutive stages;
 //! - [`leaf_folding`]: zero-cost leaves folded into their neighbour before the DP;
 //! - [`knapsack`]: the fractional knapsack (compute CPUs can absorb), for the DP and bounds;
+//! - [`bounds`]: the proven lower bounds every method reports its gap against (load,
+//!   minimum cut, latency, and the cluster's);
+//! - [`candidate`]: a held plan (warm start, baseline, heuristic) checked against the
+//!   problem and scored;
 //! - [`layer_granular`]: plans that cut only between layers (`--granularity layer`);
-//! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals;
+//! - [`dp`]: the contiguous max-load optimum by dynamic programming over ideals, the
+//!   optimal split of one topological order ([`dp::chain`]) and the interleaved DP;
 //! - [`split_search`]: the same optimum on graphs of at most 128 groups by branch and
 //!   bound over stage splits (wide graphs whose ideal pairs the DP cannot afford);
+//! - [`fork_join`]: the same optimum on one fork-join block by branch and bound;
 //! - [`coarsen`]: multilevel coarsening, the DP on a coarse level, refinement back down;
 //! - [`auto`]: the default method: the exact DP when its lattice fits the budget,
 //!   otherwise the coarsened path, then the IP for what time is left;
 //! - [`milp`]: integer programs on HiGHS (non-contiguous and contiguous max-load, sync,
-//!   latency);
+//!   latency) and the HiGHS driver they share; [`guard`]: the numbers HiGHS accepts;
 //! - [`brute_force`]: exhaustive search, the oracle of the tests;
-//! - [`parallel`]: uniform parallel layouts (stages × TP × DP × ZeRO × micro-batch) on
-//!   identical machines, exactly, with its brute-force oracle;
+//! - [`cluster`]: the same problem on a cluster of machines and device types: its DP,
+//!   chains, IP, brute force, sweep and price frontier;
+//! - [`learned`]: the learned placers (policy gradient, BRKGA) for the comparison;
+//! - [`parallel`]: parallel layouts (stages × TP × DP × ZeRO × micro-batch), uniform,
+//!   free and on several types, exactly, with their brute-force oracles;
+//! - [`piper`]: Piper's problem (stages × t × d × recomputation), solved exactly;
 //! - [`compare`]: every applicable method on one workload;
 //! - [`baselines`]: the paper's baselines (PipeDream, local search, METIS, greedy,
 //!   single accelerator, expert splits).
 
 pub mod auto;
 pub mod baselines;
+pub mod bounds;
 pub mod brute_force;
 pub mod budget;
-pub mod chain;
+pub mod candidate;
 pub mod cluster;
 pub mod coarsen;
 pub mod compare;
 pub mod dp;
 pub mod fork_join;
+pub mod guard;
 pub mod ideal_cost;
 pub mod ideals;
 pub mod knapsack;
@@ -56,6 +67,14 @@ pub mod split_search;
 
 pub use method::{method, method_by_name, method_names, methods, Method, MethodId, Unsupported};
 pub use outcome::{Outcome, Provenance, Stats, Status, StopReason};
+
+/// The relative gap within which a plan meets its lower bound when `--gap` is not given:
+/// HiGHS's MIP gap, and the closeness at which the DPs call a plan at their load bound
+/// proven (the bounds are flow values and compensated sums, exact only to rounding).
+pub const DEFAULT_GAP: f64 = 1e-7;
+
+/// Seconds auto may run when no time limit is given.
+pub const DEFAULT_TIME_LIMIT_S: f64 = 60.0;
 
 use crate::model::schedule::Pipeline;
 use crate::model::{Cluster, DeviceSet, Placement, Platform, Reference, Workload};
@@ -224,6 +243,36 @@ impl<'a> Problem<'a> {
     /// checked with the memory) instead of one contiguous stage each.
     pub fn interleaved(&self) -> bool {
         self.pipeline.is_some_and(|p| p.schedule.chunks() > 1)
+    }
+
+    /// Whether the interleaved schedule can run this problem at all, the conditions every
+    /// interleaved method shares (the DP's and the IP's): the schedule's order exists for
+    /// the accelerators and micro-batches (Megatron-LM's rules: `m` a multiple of `p`), and
+    /// no node is CPU-only (a chunk's device is an accelerator). `Ok` when the schedule is
+    /// not interleaved.
+    pub fn interleaved_supported(&self) -> Result<(), Unsupported> {
+        let Some(pipeline) = self.pipeline.filter(|_| self.interleaved()) else {
+            return Ok(());
+        };
+        let w = self.workload;
+        crate::model::schedule::compressed_order(
+            pipeline.schedule,
+            w.devices().accelerators.max(1),
+            pipeline.micro_batches,
+            0,
+        )
+        .map_err(|e| Unsupported::ScheduleOrder {
+            schedule: pipeline.schedule.to_string(),
+            accelerators: w.devices().accelerators,
+            reason: e.to_string(),
+        })?;
+        if let Some(v) = (0..w.len()).find(|&v| !w.node(v).supported_on_accelerator) {
+            return Err(Unsupported::InterleavedCpuOnly {
+                id: w.node(v).id,
+                name: w.node(v).name.as_deref().unwrap_or("unnamed").into(),
+            });
+        }
+        Ok(())
     }
 
     /// The same objective, plan space, limits and schedule on `workload` with its own

@@ -235,7 +235,7 @@ pub struct Stats {
     pub notes: Vec<String>,
     /// Every improvement of the best plan against wall time and scorer evaluations (the
     /// search placers, `rl` and `genetic`; empty for the other methods).
-    pub trace: Vec<crate::solve::learned::TracePoint>,
+    pub trace: Vec<TracePoint>,
     /// Scorer evaluations of a search placer (`rl`, `genetic`).
     pub evaluations: Option<u64>,
 }
@@ -251,6 +251,15 @@ pub struct Outcome {
     pub bound: f64,
     pub status: Status,
     pub stats: Stats,
+}
+
+/// One improvement of the best plan: when, after how many scorer evaluations, and its
+/// objective.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TracePoint {
+    pub time_s: f64,
+    pub evaluations: u64,
+    pub objective: f64,
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 //! 3. fuse any cycle the fusions create (strongly connected components), which keeps
 //!    every unit a contiguous set;
 //! 4. take the units in a topological order and split that sequence optimally into at
-//!    most k accelerator stages and ℓ CPU stages ([`crate::solve::chain::best_chain_split`], the DP over
-//!    prefixes of [`crate::solve::chain`]).
+//!    most k accelerator stages and ℓ CPU stages ([`crate::solve::dp::chain::best_chain_split`], the DP over
+//!    prefixes of [`crate::solve::dp::chain`]).
 //!
 //! Every stage is a difference of two prefix ideals, so the plan is contiguous, and the
 //! contiguous DP ([`crate::solve::dp`]) is never worse. On a chain (nothing to fuse) the
@@ -30,7 +30,7 @@
 
 use super::{infeasible_outcome, scored_outcome, throughput_only};
 use crate::model::contraction::{strongly_connected_components, Contraction};
-use crate::solve::chain::best_chain_split_within;
+use crate::solve::dp::chain::best_chain_split_within;
 use crate::solve::ideal_cost::PairCost;
 use crate::solve::leaf_folding::fold_free_leaves;
 use crate::solve::{Method, Outcome, Problem, SolveError};

@@ -14,7 +14,7 @@
 //! finer ones, each DP given half of the time left and the best plan so far as its upper
 //! bound (it prunes with it), until a DP stops at its limit or a level has more than
 //! [`MAX_LEVEL_CLUSTERS`] clusters. The lower bound is not this module's business: the
-//! caller states the fine graph's ([`super::volume_bound`], the fine DP's).
+//! caller states the fine graph's ([`crate::solve::bounds::cluster::volume`], the fine DP's).
 //!
 //! Complexity: O(P · (n log n + m)) to coarsen (P passes), then the cluster DP on each
 //! level tried ([`super::dp`]).

@@ -61,7 +61,7 @@
 //! `F(J) ≥ F(I) − B` for `F` the prefix sums of each group's fastest time on any device,
 //! found by binary search in the ideals sorted by `F`. The *tail test* ([`Tail`]) drops a
 //! new state whose free devices cannot take the groups left within `B`, counting compute
-//! and memory only, in the chain relaxation of [`super::chain_bound`] (over the prefixes
+//! and memory only, in the chain relaxation of [`crate::solve::bounds::cluster::chain`] (over the prefixes
 //! the rest is exactly an interval of the numbering): a usage-vector table per run,
 //! O(|U| · C · log n), and one lookup per new state.
 //!
@@ -81,12 +81,12 @@ use rustc_hash::FxHashMap;
 use super::super::budget::{Budget, Exhausted};
 use super::super::ideals::{self, EnumerationStop, IdealBits, Ideals};
 use super::super::{Limits, SolveError, StopReason};
-use super::chain_bound::{Chain, Class};
 use super::machine_chain::machine_chain;
 use super::typed_chain::typed_chain;
 use crate::model::contraction::{receiving_groups, Contraction};
 use crate::model::numerics::Sum;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
+use crate::solve::bounds::cluster::chain::{Chain, Class};
 
 /// What the DP keeps apart besides the plan's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -708,7 +708,7 @@ pub fn meets_bound(value: f64, lower: f64) -> bool {
 /// (`tests/oracles_wide_magnitudes.rs`, seed 14910916324470988103).
 pub const PROOF_RELATIVE: f64 = 1e-15;
 
-/// [`solve`] with a lower bound the caller holds (e.g. [`super::volume_bound`]): the
+/// [`solve`] with a lower bound the caller holds (e.g. [`crate::solve::bounds::cluster::volume`]): the
 /// prefixes' search starts from it, the bound reported is at least it, and the search ends
 /// as soon as a plan (the caller's `upper_bound`, the typed chain's or the prefixes')
 /// meets it.
@@ -1294,7 +1294,7 @@ fn run(
     let tail = match &data.ideals {
         _ if !tail_test || !bound.is_finite() => None,
         Family::Prefixes { .. } => Tail::new(p, bound, None, budget),
-        Family::All(_) => super::chain_bound::windows(&p.c, budget)
+        Family::All(_) => crate::solve::bounds::cluster::chain::windows(&p.c, budget)
             .and_then(|r| Tail::new(p, bound, Some(r), budget)),
     };
     let sweep = Sweep {
@@ -1429,7 +1429,7 @@ fn position(list: &[u32], g: usize) -> Option<u8> {
     list.binary_search(&(g as u32)).ok().map(|k| k as u8)
 }
 
-/// The tail test (module doc, "Pruning"): the table of [`super::chain_bound`]'s relaxed
+/// The tail test (module doc, "Pruning"): the table of [`crate::solve::bounds::cluster::chain`]'s relaxed
 /// chain at the bound `B`, `T[u]` the earliest position `h` of the groups' numbering from
 /// which a vector `u` of free devices (per type, then CPU cores) can still take the groups
 /// after it with loads `≤ B`, compute and memory only. Over all ideals the rest of a state

@@ -49,9 +49,9 @@
 //! machine, each O(Σ over its groups of their nodes' degrees); the program
 //! O(Π_κ (n_κ + 1) · K · W). Clusters with more than [`MAX_STATES`] vectors are not tried.
 
-use super::machine_bound::same_kind;
 use super::typed_chain::TypedPacker;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
+use crate::solve::bounds::cluster::machine::same_kind;
 use crate::solve::budget::Budget;
 
 /// Starts tried per machine below the farthest reach of the machines before it.

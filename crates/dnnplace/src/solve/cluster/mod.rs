@@ -13,27 +13,19 @@
 //!   chosen by a program over the machines used per kind, kept where better too;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
-//! - [`set_bound`]: a lower bound on every plan from the cheapest set of units a device
-//!   can hold around one unit (a minimum cut per unit and device class);
-//! - [`transfers`]: the transfers between units, priced per machine;
-//! - [`volume_bound`]: a lower bound on every plan from the work each device class must
-//!   absorb (a Lagrangian LP bound, evaluated at HiGHS's multipliers);
-//! - [`chain_bound`]: a lower bound on contiguous plans from the order in which their
-//!   stages take the work (a chain relaxation over a topological order's prefixes);
-//! - [`machine_bound`]: the chain relaxation taken machine by machine, each stage charged
-//!   what it must receive (contiguous plans, machines of one type each);
+//! - [`ip`]: the cluster integer program (HiGHS), non-contiguous or in the DP's contiguous
+//!   plan space, warm-started from the DP's plan;
+//! - the bounds these methods report (volume, set, chain, machine) are in
+//!   [`crate::solve::bounds::cluster`], the transfers they price in
+//!   [`crate::model::transfers`];
 //! - [`brute_force`]: exhaustive search, the oracle of the tests.
 
 pub mod brute_force;
-pub mod chain_bound;
 pub mod coarse;
 pub mod dp;
 pub mod greedy;
-pub mod machine_bound;
+pub mod ip;
 pub mod machine_chain;
 pub mod plan;
-pub mod set_bound;
 pub mod sweep;
-pub mod transfers;
 pub mod typed_chain;
-pub mod volume_bound;

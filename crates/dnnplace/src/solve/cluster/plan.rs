@@ -1,6 +1,6 @@
 //! A checked plan on a cluster: the cluster DP's plan (or brute force's, for tiny graphs;
 //! when the DP stops without a plan, the greedy chain of [`super::greedy`], with the DP's
-//! lower bound), or the cluster IP's ([`crate::solve::milp::cluster`], warm-started from
+//! lower bound), or the cluster IP's ([`crate::solve::cluster::ip`], warm-started from
 //! the DP's plan), re-scored by the independent evaluator [`evaluate_on_cluster`] before
 //! anyone sees it.
 //!
@@ -33,20 +33,20 @@
 use std::time::Instant;
 
 use super::brute_force::brute_force_within;
-use super::chain_bound::chain_bound;
 use super::coarse::coarse_plan;
 use super::dp::{meets_bound, solve_between, Tracking};
 use super::greedy::greedy_chain;
-use super::machine_bound::machine_bound;
-use super::set_bound::set_bound;
-use super::volume_bound::volume_bound;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
+use crate::solve::bounds::cluster::chain::chain_bound;
+use crate::solve::bounds::cluster::machine::machine_bound;
+use crate::solve::bounds::cluster::set::set_bound;
+use crate::solve::bounds::cluster::volume::volume_bound;
+use crate::solve::bounds::load::LoadBoundUse;
 use crate::solve::budget::Budget;
 use crate::solve::learned::brkga::Genetic;
 use crate::solve::learned::policy_gradient::PolicyGradient;
 use crate::solve::learned::TracePoint;
-use crate::solve::milp::LoadBoundUse;
 use crate::solve::{
     Limits, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
     Unsupported,
@@ -60,7 +60,7 @@ pub enum ClusterMethod {
     /// Exhaustive search over contiguous plans ([`super::brute_force`]; at most
     /// [`super::brute_force::MAX_CLASSES`] colour classes).
     BruteForce,
-    /// The cluster IP ([`crate::solve::milp::cluster`]), over contiguous plans or all,
+    /// The cluster IP ([`super::ip`]), over contiguous plans or all,
     /// minimising the max load or (`sync`) `max FW + max BW`.
     Ip { contiguous: bool, sync: bool },
     /// A search placer of [`crate::solve::learned`] (`rl` or `genetic`: `method`), over
@@ -691,7 +691,7 @@ fn by_ip(
         .best
         .filter(|_| limits.ip.warm_start)
         .map(|b| b.placement);
-    let (outcome, _) = crate::solve::milp::cluster::solve(
+    let (outcome, _) = super::ip::solve(
         w,
         costs,
         &ip_limits,

@@ -74,7 +74,7 @@ pub struct Economics {
 }
 
 /// Time the economics queries take without `--time-limit`, seconds (as `auto`).
-pub const DEFAULT_TIME_LIMIT_S: f64 = crate::solve::auto::DEFAULT_TIME_LIMIT_S;
+pub const DEFAULT_TIME_LIMIT_S: f64 = crate::solve::DEFAULT_TIME_LIMIT_S;
 
 /// The per-usage optima (half of the time limit); when the DP stops first, the rest of
 /// the time is split across the rows `n = N … 1` ([`plan_rows`]), every plan re-checked

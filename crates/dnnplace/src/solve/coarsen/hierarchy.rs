@@ -22,7 +22,7 @@
 //!
 //! **Which runs are merged.** `layers` ([`Hierarchy::by_layers`]): π is Kahn's order with
 //! the smallest `layerId` first, and each maximal run of one layer becomes a cluster (a
-//! layer that is not convex is split into several runs). `auto` ([`Hierarchy::build`]):
+//! layer that is not convex is split into several runs). `auto` ([`Hierarchy::coarsen`]):
 //! heavy-edge matching along π, as in multilevel partitioners. π is depth first (a
 //! chain stays consecutive); the consecutive pairs `(π_i, π_{i+1})` are ranked by
 //! (same layer, connected, `conn`, lighter first) where `conn` is the cost of the

@@ -29,7 +29,7 @@
 //!
 //! # The bound
 //!
-//! [`lower_bound`]: the combinatorial max-load bound of [`crate::solve::milp::load_bounds`]
+//! [`lower_bound`]: the combinatorial max-load bound of [`crate::solve::bounds::load`]
 //! on the fine groups (a bound on every contiguous plan), first with its O(n log n) tests
 //! (forced units, pigeon, volume) and then, within a deadline, with all of them.
 //!
@@ -43,10 +43,9 @@ use crate::model::contraction::{class_index, Contraction};
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Node, Placement, Workload, WorkloadError};
 use crate::score::{evaluate, Evaluation};
+use crate::solve::bounds::load::{LowerBound, Tests};
 use crate::solve::budget::Budget;
 use crate::solve::ideals;
-use crate::solve::milp::load_bounds::{LowerBound, Tests};
-use crate::solve::milp::units::units;
 use crate::solve::{dp, Limits, SolveError, Status};
 
 use hierarchy::{Caps, Hierarchy, Level, MIN_CLUSTERS};
@@ -546,7 +545,7 @@ fn refine_down(
 /// cheap tests first, then all tests until `deadline`. Returns the bound and whether the
 /// full bound finished.
 pub fn lower_bound(w: &Workload, deadline: Option<std::time::Instant>) -> (f64, bool) {
-    let (units, _) = units(w, true);
+    let (units, _) = Grouping::units(w, true);
     let hyperedges = units.hyperedges(w, false);
     let cheap = Tests {
         pigeon: true,

@@ -46,9 +46,9 @@
 //! smaller value (ties to the smaller parent: the result does not depend on the threads).
 //!
 //! **The solve.** Upper bound `U`: the best of the interleaved IP's heuristic plans
-//! ([`crate::solve::milp::interleaved::dp_plan`], its `split_plans`). Lower bound `L`: the
+//! ([`chain_plans`], and [`crate::model::schedule::split_plans`]). Lower bound `L`: the
 //! combinatorial load bound of every assignment of the groups to the accelerators
-//! ([`crate::solve::milp::load_bounds`]; interleaved plans are among them and
+//! ([`crate::solve::bounds::load`]; interleaved plans are among them and
 //! recomputation only adds time), at least the compute shared by `p`. Then:
 //!
 //! 1. the DP over prefixes of a topological order at `K = 16, 32, 64, …` cuts (balanced
@@ -59,7 +59,7 @@
 //!    `τ` proves `L = τ`, and the first that finds one has found the optimum (the least of
 //!    all plans below `τ`); at `f = 1` a run that finds none proves `U`'s plan optimal.
 //!
-//! A plan within [`crate::solve::milp::DEFAULT_GAP`] of `L` is optimal at once. A run cut
+//! A plan within [`crate::solve::DEFAULT_GAP`] of `L` is optimal at once. A run cut
 //! short by the budget (time, Ctrl-C, checked every 4,096 moves and every block of
 //! states) or by the state limit leaves the best plan, `L` and the gap.
 
@@ -70,14 +70,12 @@ use rayon::prelude::*;
 
 use crate::model::contraction::Contraction;
 use crate::model::grouping::{Grouping, Hyperedge};
-use crate::model::recompute::{backward_input_vectors, Recompute};
-use crate::model::schedule::{held_bytes, Pipeline};
-use crate::model::{Device, DeviceSet, Placement};
+use crate::model::recompute::{backward_input_vectors, recompute_data, Recompute, RecomputeData};
+use crate::model::schedule::{held_bytes, split_plans, stash_vectors, Pipeline, Schedule};
+use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::budget::Budget;
+use crate::solve::candidate::{candidate, Candidate};
 use crate::solve::ideals::Ideals;
-use crate::solve::milp::interleaved::{split_plans, stash_vectors};
-use crate::solve::milp::stages::{recompute_data, RecomputeData};
-use crate::solve::milp::{candidate, Candidate};
 use crate::solve::{Outcome, Problem, SolveError, Stats, Status, StopReason};
 
 /// The largest ideal lattice the exact run takes on.
@@ -113,12 +111,12 @@ const PRUNE: f64 = 1e-9;
 
 /// Solves the max-load problem of `problem` under its interleaved schedule exactly
 /// (module docs).
-/// Without `--time-limit` it stops after [`crate::solve::auto::DEFAULT_TIME_LIMIT_S`].
+/// Without `--time-limit` it stops after [`crate::solve::DEFAULT_TIME_LIMIT_S`].
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let budget = match problem.limits.time_limit_s {
         Some(_) => problem.limits.budget(),
         None => Budget::new(
-            Some(crate::solve::auto::DEFAULT_TIME_LIMIT_S),
+            Some(crate::solve::DEFAULT_TIME_LIMIT_S),
             problem.limits.memory_budget_bytes,
         ),
     };
@@ -167,11 +165,10 @@ pub fn solve_within(
         ));
     }
     // Warm starts: the heuristic plans of the interleaved IP, scored exactly.
-    let heuristic =
-        crate::solve::milp::interleaved::dp_plan(w, &problem.limits, &budget.share(0.2), pipeline)
-            .ok()
-            .and_then(|o| o.placement)
-            .and_then(|placement| candidate(problem, placement, "dp warm start"));
+    let heuristic = chain_plans(w, &problem.limits, &budget.share(0.2), pipeline)
+        .ok()
+        .and_then(|o| o.placement)
+        .and_then(|placement| candidate(problem, placement, "dp warm start"));
     let lattice = Ideals::enumerate(&contraction, LATTICE_LIMIT, &budget.share(0.1)).ok();
     let units = contraction.into_grouping();
     let best: Option<Candidate> = split_plans(&units, p, v)
@@ -254,7 +251,7 @@ fn lower_bound(
         ..w.devices().clone()
     };
     let compute: Vec<f64> = units.groups.iter().map(|g| g.fpga_latency).collect();
-    crate::solve::milp::load_bounds::for_model(
+    crate::solve::bounds::load::for_model(
         units,
         &model.hyperedges,
         &devices,
@@ -437,9 +434,9 @@ fn keep_plan(
 
 /// Whether a plan of value `value` is proven optimal by the lower bound `lower`: within the
 /// relative gap at which the IP declares a plan optimal
-/// ([`crate::solve::milp::DEFAULT_GAP`]; the load bound is a flow value with rounding).
+/// ([`crate::solve::DEFAULT_GAP`]; the load bound is a flow value with rounding).
 fn meets_bound(value: f64, lower: f64) -> bool {
-    value <= lower * (1.0 + crate::solve::milp::DEFAULT_GAP)
+    value <= lower * (1.0 + crate::solve::DEFAULT_GAP)
 }
 
 /// The cut that keeps only plans better than `upper` by more than [`PRUNE`].
@@ -591,6 +588,32 @@ impl Family {
     fn between(&self, j: usize, i: usize) -> Figures {
         std::array::from_fn(|k| self.sums[i][k] - self.sums[j][k])
     }
+    /// Round `round`'s next move from its cursor on: the first member `to` of
+    /// `ups[from]` at or after the cursor that is the round's limit on the last device,
+    /// keeps the rounds' compute so far below the cut, and lies inside the limit. `None`
+    /// (the cursor at the end) once none is left: `ups` is in increasing compute, so the
+    /// first move that reaches the cut ends the round.
+    fn next_move(&self, round: Round, cursor: &mut usize) -> Option<(usize, f64)> {
+        let ups = &self.ups[round.from];
+        while *cursor < ups.len() {
+            let to = ups[*cursor] as usize;
+            if round.last && to != round.limit {
+                *cursor += 1;
+                continue;
+            }
+            let add = self.compute[to] - self.compute[round.from];
+            if round.partial + add >= round.cut {
+                *cursor = ups.len();
+                return None;
+            }
+            if !self.is_subset(to, round.limit) {
+                *cursor += 1;
+                continue;
+            }
+            return Some((to, add));
+        }
+        None
+    }
 
     fn is_subset(&self, j: usize, i: usize) -> bool {
         match &self.kind {
@@ -731,6 +754,20 @@ struct State {
     value: f64,
     parent: u32,
     recomputes: bool,
+}
+
+/// One round of a device step's depth-first search ([`Model::expand`]): the member
+/// `from` the round's chunk starts at, the `limit` it may not pass (the next device's
+/// frontier, or the whole family in the last round), whether this is the last device
+/// (which must reach its limit), the compute of the rounds before it (`partial`) and the
+/// step's `cut`.
+#[derive(Clone, Copy, Debug)]
+struct Round {
+    from: usize,
+    limit: usize,
+    last: bool,
+    partial: f64,
+    cut: f64,
 }
 
 /// Scratch space for [`Model::cost`].
@@ -1208,30 +1245,16 @@ impl<'a> Model<'a> {
                 continue;
             }
             let from = frontier(r);
-            let ups = &family.ups[from];
-            let mut advanced = false;
-            while cursor[r] < ups.len() {
-                let to = ups[cursor[r]] as usize;
-                let limit = limit_of(r);
-                if last && to != limit {
-                    cursor[r] += 1;
-                    continue;
-                }
-                let add = family.compute[to] - family.compute[from];
-                if partial[r] + add >= cut {
-                    cursor[r] = ups.len();
-                    break;
-                }
-                if !family.is_subset(to, limit) {
-                    cursor[r] += 1;
-                    continue;
-                }
+            let round = Round {
+                from,
+                limit: limit_of(r),
+                last,
+                partial: partial[r],
+                cut,
+            };
+            if let Some((to, add)) = family.next_move(round, &mut cursor[r]) {
                 choice[r] = (from, to);
                 partial[r + 1] = partial[r] + add;
-                advanced = true;
-                break;
-            }
-            if advanced {
                 r += 1;
                 if r < v {
                     cursor[r] = if r + 1 == v {
@@ -1284,4 +1307,89 @@ impl<'a> Model<'a> {
             .with_pieces(chunks)
             .with_recompute(recompute)
     }
+}
+/// A valid interleaved plan from the contiguous DP (this DP's first upper bound and the
+/// interleaved IP's warm start), the better of two (each DP within half the budget):
+///
+/// - the contiguous optimum on the k accelerators alone with every stage holding `m`
+///   stashes (GPipe's memory), its devices in chain order and every node in chunk 0 (the
+///   later chunks empty): a device holds at most `m` stashes of its chunk 0 at once;
+/// - the contiguous optimum on `T = p·v` accelerators of `M / v` bytes each under 1F1B
+///   (stage `s` of a chain of `u` used stages holding `min(m, u − s)` stashes), its used
+///   stages put last on the chain of `T` and stage `s` dealt to chunk `⌊s/p⌋` of
+///   accelerator `s mod p`: where the interleaved order keeps no more stashes of a chunk
+///   than 1F1B keeps at that stage, each chunk holds at most `M / v` and the device at
+///   most `M`.
+///
+/// The caller scores them exactly and drops one that does not fit.
+pub fn chain_plans(
+    w: &Workload,
+    limits: &crate::solve::Limits,
+    budget: &crate::solve::budget::Budget,
+    pipeline: Pipeline,
+) -> Result<Outcome, SolveError> {
+    let p = w.devices().accelerators;
+    let v = pipeline.schedule.chunks();
+    let gpipe = Pipeline::new(Schedule::GPipe, pipeline.micro_batches);
+    let first = chain_plan(w, limits, &budget.share(0.5), gpipe, p, 1);
+    let one_f_one_b = Pipeline::new(Schedule::OneFOneB, pipeline.micro_batches);
+    let second = chain_plan(w, limits, budget, one_f_one_b, p, v);
+    let score = |o: &Result<Outcome, SolveError>| match o {
+        Ok(Outcome {
+            placement: Some(placement),
+            ..
+        }) => crate::score::max_load(&crate::score::device_loads(w, placement)).0,
+        _ => f64::INFINITY,
+    };
+    if score(&second) < score(&first) {
+        second
+    } else {
+        first
+    }
+}
+
+/// The DP's contiguous optimum on `p·spread` accelerators of `M / spread` bytes under
+/// `schedule` (gpipe or 1f1b), no CPU, its used stages last on the chain of `p·spread`,
+/// stage `s` on chunk `⌊s/p⌋` of accelerator `s mod p` ([`chain_plans`]).
+fn chain_plan(
+    w: &Workload,
+    limits: &crate::solve::Limits,
+    budget: &crate::solve::budget::Budget,
+    pipeline: Pipeline,
+    p: usize,
+    spread: usize,
+) -> Result<Outcome, SolveError> {
+    let accelerators_only = w
+        .with_devices(DeviceSet {
+            cpus: 0,
+            accelerators: p * spread,
+            memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes / spread as f64,
+        })
+        .map_err(|e| SolveError::Unsupported {
+            method: "dp".into(),
+            what: format!("the accelerators alone: {e}"),
+        })?;
+    let mut limits = limits.clone();
+    limits.time_limit_s = budget.remaining_s();
+    let mut outcome = super::solve_pipeline(&accelerators_only, &limits, Some(pipeline))?;
+    if let Some(placement) = outcome.placement.take() {
+        let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &pipeline)
+            .map_err(|e| {
+                SolveError::Check(format!("the DP's plan under {}: {e}", pipeline.schedule))
+            })?;
+        let shift = p * spread - memory.len();
+        let stage_of = |x: usize| {
+            shift
+                + memory
+                    .iter()
+                    .find(|d| d.device == placement.assignment[x])
+                    .map_or(0, |d| d.stage)
+        };
+        let device = (0..w.len())
+            .map(|x| Device::Accelerator(stage_of(x) % p))
+            .collect();
+        let chunks = (0..w.len()).map(|x| stage_of(x) / p).collect();
+        outcome.placement = Some(Placement::new(device).with_pieces(chunks));
+    }
+    Ok(outcome)
 }

@@ -23,9 +23,9 @@
 //!    `--max-ideals` or the memory budget stops here, before any allocation;
 //! 3. the ideals, enumerated without duplicates as a tree of canonical parents, as trimmed
 //!    bitsets ([`ideals`]), and their summaries, each from its parent's in O(degree)
-//!    ([`ideal_cost`]): `acc(I \ J)` then costs O(frontier);
+//!    ([`crate::solve::ideal_cost`]): `acc(I \ J)` then costs O(frontier);
 //! 4. an upper bound `U` from the best chain split of two topological orders
-//!    ([`crate::solve::chain`]), and the lower bound `L` of the groups' least loads
+//!    ([`crate::solve::dp::chain`]), and the lower bound `L` of the groups' least loads
 //!    ([`pruning::group_floor`]): a chain split with `U ≤ L` is optimal and the solve
 //!    ends here;
 //! 5. the table reserved against the memory budget, then relaxed level by level in
@@ -43,6 +43,7 @@
 //! relax, for |𝓘| ideals, W_I pairs left in the window of `I`, s stored bitset words and φ
 //! the frontier width; memory O(|𝓘| · ((k+1)(ℓ+1) + s + φ)) ([`memory_estimate`]).
 
+pub mod chain;
 pub mod interleaved;
 pub mod pruning;
 pub mod reconstruct;
@@ -51,7 +52,6 @@ pub mod relax;
 use self::pruning::{group_floor, Pruning, Windows};
 use self::relax::{Positioned, Relaxation, Table};
 use super::budget::{Budget, Exhausted};
-use super::chain::chain_upper_bound;
 use super::ideal_cost::{PairCost, Summaries};
 use super::ideals::{self, EnumerationStop, Ideals};
 use super::knapsack::FractionalKnapsack;
@@ -63,6 +63,7 @@ use crate::model::numerics::Sum;
 use crate::model::recompute::Recompute;
 use crate::model::schedule::{held_bytes, Pipeline};
 use crate::model::{Device, Placement, Workload};
+use chain::chain_upper_bound;
 
 /// The ideal-lattice DP (`--method dp`).
 pub struct Dp;
@@ -82,8 +83,7 @@ impl Method for Dp {
             return Err(crate::solve::Unsupported::DpNonContiguous);
         }
         if problem.interleaved() {
-            // The same conditions as the interleaved IP's (accelerators only, m a multiple of p).
-            return crate::solve::milp::Ip.supports(problem);
+            return problem.interleaved_supported();
         }
         Ok(())
     }

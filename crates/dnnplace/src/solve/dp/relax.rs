@@ -15,7 +15,7 @@
 //!
 //! The family is any set of ideals ordered by level with a subset test ([`Family`]): all
 //! ideals of the group DAG for the DP, or the prefixes of one topological order for the
-//! chain split ([`crate::solve::chain`]), where `J ⊊ I` is just an earlier prefix.
+//! chain split ([`crate::solve::dp::chain`]), where `J ⊊ I` is just an earlier prefix.
 //!
 //! **Positioned memory** ([`Positioned`], planning under 1F1B): a stage's stash count
 //! depends on its position, so the states count devices *exactly* — no "one device fewer"

@@ -22,9 +22,9 @@
 //!   time-to-quality plots; their times count from the start of the search, after the
 //!   units are built — milliseconds of coarsening on the published workloads).
 //! - [`finish`]: the outcome: the best plan, the lower bound every method reports (the
-//!   combinatorial max-load bound of [`crate::solve::milp::load_bounds`] for TPS and
+//!   combinatorial max-load bound of [`crate::solve::bounds::load`] for TPS and
 //!   sync — `max_d FW(d) + max_d BW(d) ≥ max_d (FW(d) + BW(d))`, so a max-load bound bounds
-//!   sync too — and the critical-path bound of [`crate::solve::milp::latency_bound`] for
+//!   sync too — and the critical-path bound of [`crate::solve::bounds::latency`] for
 //!   latency; on a cluster the cluster DP's set and volume bounds, and for contiguous plans
 //!   its chain bound: [`crate::solve::cluster`]), `Optimal` when the plan meets that bound
 //!   within 1e-7 relative, else
@@ -42,12 +42,13 @@ use std::time::Instant;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
+use super::bounds::cluster::chain::chain_bound;
+use super::bounds::cluster::set::set_bound;
+use super::bounds::cluster::volume::volume_bound;
+use super::bounds::latency as latency_bound;
+use super::bounds::load as load_bounds;
 use super::budget::{Budget, Exhausted};
-use super::cluster::chain_bound::chain_bound;
-use super::cluster::set_bound::set_bound;
-use super::cluster::volume_bound::volume_bound;
 use super::coarsen::hierarchy::{Caps, Hierarchy, Level};
-use super::milp::{latency_bound, load_bounds, units as ip_units};
 use super::{MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
 use crate::model::contraction::Contraction;
 use crate::model::grouping::Grouping;
@@ -55,6 +56,7 @@ use crate::model::ClusterCosts;
 use crate::model::{Device, Placement, Workload};
 use crate::score::contiguity::ClassGraph;
 use crate::score::{evaluate, evaluate_on_cluster_in};
+pub use crate::solve::outcome::TracePoint;
 use decode::Devices;
 
 /// Plans within this relative distance of their bound are proven optimal (as `auto`).
@@ -63,15 +65,6 @@ const CLOSED: f64 = 1e-7;
 /// HDP's group count for `devices` devices: `min(256, 20 · devices)`, at least 1.
 pub fn group_count(devices: usize) -> usize {
     (20 * devices).clamp(1, 256)
-}
-
-/// One improvement of the best plan: when, after how many scorer evaluations, and its
-/// objective.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TracePoint {
-    pub time_s: f64,
-    pub evaluations: u64,
-    pub objective: f64,
 }
 
 /// The scorer evaluations a search needed to come within `fraction` (0.01 for 1 %) of
@@ -284,7 +277,7 @@ pub fn lower_bound(problem: &Problem, budget: Budget) -> f64 {
             latency_bound::latency_lower_bound(&latency_bound::finish_bounds(w, &may))
         }
         Objective::Throughput | Objective::Sync => {
-            let (units, _) = ip_units::units(w, problem.contiguous);
+            let (units, _) = Grouping::units(w, problem.contiguous);
             let hyperedges = units.hyperedges(w, false);
             load_bounds::LowerBound::new(&units, &hyperedges, w.devices(), load_bounds::Tests::ALL)
                 .within(budget)

@@ -17,7 +17,7 @@
 //! add_stages       A[g,t] = Y[g,t] − Y[g,t−1]  (Y[g,−1] = 0);  A[g,t] = 0 if g cannot be
 //!                  on an accelerator (then the model is infeasible: nowhere else to go)
 //! add_devices      D[g,d] = Σ_c A[g, c·p + d]
-//! LoadObjective    τ ≥ LB                                (super::load_bounds, ℓ = 0)
+//! LoadObjective    τ ≥ LB                                (solve::bounds::load, ℓ = 0)
 //! for every device d:
 //!   add_loads      z[e,d] ≥ cut of T_e by D[·,d]          (units::cut_indicator)
 //!                  τ ≥ Σ_g fpga_g D[g,d] + Σ_e c_e z[e,d]
@@ -83,8 +83,8 @@
 //! Warm start: the best valid plan among the held plan of [`super::presolve`] (the
 //! interleaved DP's plan within half the budget, [`crate::solve::dp::interleaved`], or
 //! the caller's warm start; a single accelerator) and two cuts of a topological
-//! order into T consecutive stages dealt round-robin to the devices ([`split_plans`]),
-//! which answer at once on graphs where the DP does not. [`dp_plan`] (two contiguous DP
+//! order into T consecutive stages dealt round-robin to the devices ([`crate::model::schedule::split_plans`]),
+//! which answer at once on graphs where the DP does not. [`crate::solve::dp::interleaved::chain_plans`] (two contiguous DP
 //! plans dealt to the chunks) is the interleaved DP's first upper bound.
 //! Extraction ([`Interleaved::placement`]): each group on the first stage whose ideal
 //! holds it, stage t being chunk `⌊t/p⌋` of accelerator `t mod p`.
@@ -99,14 +99,14 @@
 
 use std::time::Instant;
 
-use super::stages::{recompute_data, RecomputeData};
+use super::highs::{Builder, Var};
 use super::throughput::{Load, LoadModel, LoadObjective};
-use super::units::{ideal_chain, units};
-use super::{Builder, Candidate, Var};
+use super::units::ideal_chain;
 use crate::model::grouping::{Grouping, Hyperedge};
-use crate::model::recompute::{backward_input_vectors, Recompute};
-use crate::model::schedule::{compressed_order, held_bytes, Pass, Pipeline, Schedule};
-use crate::model::{Device, DeviceSet, Placement, Workload};
+use crate::model::recompute::{backward_input_vectors, recompute_data, Recompute, RecomputeData};
+use crate::model::schedule::{held_bytes, split_plans, stash_vectors};
+use crate::model::{Device, DeviceSet, Placement};
+use crate::solve::candidate::Candidate;
 use crate::solve::{Outcome, Problem, SolveError, Stats, Status};
 
 /// Solves the max-load IP of `problem` under its interleaved schedule.
@@ -116,7 +116,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let pipeline = problem
         .pipeline
         .expect("the interleaved IP runs under a schedule");
-    let (units, arcs) = units(w, true);
+    let (units, arcs) = Grouping::units(w, true);
     let devices = DeviceSet {
         cpus: 0,
         ..w.devices().clone()
@@ -211,7 +211,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     })
 }
 
-/// The best-scoring start for HiGHS: the split plans of [`split_plans`] and the problem's
+/// The best-scoring start for HiGHS: the split plans of [`crate::model::schedule::split_plans`] and the problem's
 /// own warm start, each scored as a candidate.
 fn warm_start(problem: &Problem, units: &Grouping, p: usize, v: usize) -> Option<Candidate> {
     let held = problem
@@ -224,177 +224,6 @@ fn warm_start(problem: &Problem, units: &Grouping, p: usize, v: usize) -> Option
         .filter_map(|placement| super::candidate(problem, placement, "split"))
         .chain(held)
         .min_by(|a, b| a.score.total_cmp(&b.score))
-}
-
-/// A valid interleaved plan from the DP (the held plan of [`super::presolve`] and the
-/// IP's warm start), the better of two (each DP within half the budget):
-///
-/// - the contiguous optimum on the k accelerators alone with every stage holding `m`
-///   stashes (GPipe's memory), its devices in chain order and every node in chunk 0 (the
-///   later chunks empty): a device holds at most `m` stashes of its chunk 0 at once;
-/// - the contiguous optimum on `T = p·v` accelerators of `M / v` bytes each under 1F1B
-///   (stage `s` of a chain of `u` used stages holding `min(m, u − s)` stashes), its used
-///   stages put last on the chain of `T` and stage `s` dealt to chunk `⌊s/p⌋` of
-///   accelerator `s mod p`: where the interleaved order keeps no more stashes of a chunk
-///   than 1F1B keeps at that stage, each chunk holds at most `M / v` and the device at
-///   most `M`.
-///
-/// The caller scores them exactly and drops one that does not fit.
-pub fn dp_plan(
-    w: &Workload,
-    limits: &crate::solve::Limits,
-    budget: &crate::solve::budget::Budget,
-    pipeline: Pipeline,
-) -> Result<Outcome, SolveError> {
-    let p = w.devices().accelerators;
-    let v = pipeline.schedule.chunks();
-    let gpipe = Pipeline::new(Schedule::GPipe, pipeline.micro_batches);
-    let first = dp_chain_plan(w, limits, &budget.share(0.5), gpipe, p, 1);
-    let one_f_one_b = Pipeline::new(Schedule::OneFOneB, pipeline.micro_batches);
-    let second = dp_chain_plan(w, limits, budget, one_f_one_b, p, v);
-    let score = |o: &Result<Outcome, SolveError>| match o {
-        Ok(Outcome {
-            placement: Some(placement),
-            ..
-        }) => crate::score::max_load(&crate::score::device_loads(w, placement)).0,
-        _ => f64::INFINITY,
-    };
-    if score(&second) < score(&first) {
-        second
-    } else {
-        first
-    }
-}
-
-/// The DP's contiguous optimum on `p·spread` accelerators of `M / spread` bytes under
-/// `schedule` (gpipe or 1f1b), no CPU, its used stages last on the chain of `p·spread`,
-/// stage `s` on chunk `⌊s/p⌋` of accelerator `s mod p` ([`dp_plan`]).
-fn dp_chain_plan(
-    w: &Workload,
-    limits: &crate::solve::Limits,
-    budget: &crate::solve::budget::Budget,
-    pipeline: Pipeline,
-    p: usize,
-    spread: usize,
-) -> Result<Outcome, SolveError> {
-    let accelerators_only = w
-        .with_devices(DeviceSet {
-            cpus: 0,
-            accelerators: p * spread,
-            memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes / spread as f64,
-        })
-        .map_err(|e| SolveError::Unsupported {
-            method: "dp".into(),
-            what: format!("the accelerators alone: {e}"),
-        })?;
-    let mut limits = limits.clone();
-    limits.time_limit_s = budget.remaining_s();
-    let mut outcome =
-        crate::solve::dp::solve_pipeline(&accelerators_only, &limits, Some(pipeline))?;
-    if let Some(placement) = outcome.placement.take() {
-        let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &pipeline)
-            .map_err(|e| {
-                SolveError::Check(format!("the DP's plan under {}: {e}", pipeline.schedule))
-            })?;
-        let shift = p * spread - memory.len();
-        let stage_of = |x: usize| {
-            shift
-                + memory
-                    .iter()
-                    .find(|d| d.device == placement.assignment[x])
-                    .map_or(0, |d| d.stage)
-        };
-        let device = (0..w.len())
-            .map(|x| Device::Accelerator(stage_of(x) % p))
-            .collect();
-        let chunks = (0..w.len()).map(|x| stage_of(x) / p).collect();
-        outcome.placement = Some(Placement::new(device).with_pieces(chunks));
-    }
-    Ok(outcome)
-}
-
-/// Plans that cut one topological order of the groups into `T = p·v` consecutive stages
-/// (every prefix of a topological order is an ideal), stage t on chunk `⌊t/p⌋` of
-/// accelerator `t mod p`: one cut balancing the accelerator time, one balancing the
-/// bytes. Heuristic warm starts, O(U·T); the caller scores them.
-pub(crate) fn split_plans(units: &Grouping, p: usize, v: usize) -> Vec<Placement> {
-    let stages = p * v;
-    let weights: [Box<dyn Fn(usize) -> f64>; 2] = [
-        Box::new(|g| units[g].fpga_latency),
-        Box::new(|g| units[g].size_bytes),
-    ];
-    weights
-        .iter()
-        .map(|weight| {
-            let total: f64 = (0..units.len()).map(weight).sum();
-            let mut stage_of = vec![0usize; units.len()];
-            let mut before = 0.0;
-            for (g, stage) in stage_of.iter_mut().enumerate() {
-                // The stage whose share of the total holds the group's midpoint.
-                let mid = before + weight(g) / 2.0;
-                *stage = if total > 0.0 {
-                    ((mid / total * stages as f64) as usize).min(stages - 1)
-                } else {
-                    g * stages / units.len().max(1)
-                };
-                before += weight(g);
-            }
-            let device: Vec<Device> = stage_of
-                .iter()
-                .map(|&t| Device::Accelerator(t % p))
-                .collect();
-            let mut chunks = vec![0; units.group_of.len()];
-            for (g, group) in units.groups.iter().enumerate() {
-                for &x in &group.nodes {
-                    chunks[x] = stage_of[g] / p;
-                }
-            }
-            units.placement(&device).with_pieces(chunks)
-        })
-        .collect()
-}
-
-/// The maximal vectors `n` of stashes held per chunk after a forward step of device `d`'s
-/// order (module docs): every vector that no other one dominates componentwise. The
-/// compressed order ([`compressed_order`]) passes through every state of the full one, and
-/// a vector can only be dominated by one of larger sum, so each is compared with those
-/// alone (in the steady state every forward follows a backward: all share one sum).
-pub fn stash_vectors(
-    pipeline: &Pipeline,
-    p: usize,
-    d: usize,
-) -> Result<Vec<Vec<usize>>, crate::model::schedule::ScheduleError> {
-    let v = pipeline.schedule.chunks();
-    let mut held = vec![0usize; v];
-    let mut seen: Vec<Vec<usize>> = Vec::new();
-    let mut known: std::collections::HashSet<Vec<usize>> = Default::default();
-    for step in compressed_order(pipeline.schedule, p, pipeline.micro_batches, d)? {
-        match step.pass {
-            Pass::Forward => {
-                held[step.chunk] += 1;
-                if known.insert(held.clone()) {
-                    seen.push(held.clone());
-                }
-            }
-            Pass::Backward => held[step.chunk] -= 1,
-        }
-    }
-    let sum = |a: &Vec<usize>| a.iter().sum::<usize>();
-    let dominated = |a: &Vec<usize>, b: &Vec<usize>| a.iter().zip(b).all(|(x, y)| x <= y);
-    let mut by_sum: Vec<(usize, &Vec<usize>)> = seen.iter().map(|a| (sum(a), a)).collect();
-    by_sum.sort_by_key(|x| std::cmp::Reverse(x.0));
-    let mut kept: Vec<Vec<usize>> = Vec::new();
-    for (i, &(s, a)) in by_sum.iter().enumerate() {
-        let larger = by_sum[..i].iter().take_while(|(t, _)| *t > s);
-        if !larger.clone().any(|(_, b)| dominated(a, b)) {
-            kept.push(a.clone());
-        }
-    }
-    // The order of first appearance, as before.
-    let first: std::collections::HashMap<&Vec<usize>, usize> =
-        seen.iter().enumerate().map(|(i, a)| (a, i)).collect();
-    kept.sort_by_key(|a| first[a]);
-    Ok(kept)
 }
 
 /// The interleaved model's variables (module docs).
@@ -744,6 +573,7 @@ struct Recomputed {
 mod tests {
     use super::*;
     use crate::model::schedule::peak_stash_bytes;
+    use crate::model::schedule::{Pipeline, Schedule};
 
     /// The memory rows' exactness (module docs): for any non-negative chunk stashes, the
     /// largest `Σ_c n_c·a_c` over the maximal vectors is the replayed peak.

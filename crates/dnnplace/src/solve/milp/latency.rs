@@ -42,7 +42,7 @@
 //! ```
 //!
 //! `f_cpu`, `f_acc`: finish-time lower bounds by state, aware of communication and memory
-//! ([`super::latency_bound`], valid for every schedule of the call model).
+//! ([`crate::solve::bounds::latency`], valid for every schedule of the call model).
 //!
 //! **Acyclicity.** Calls must not wait on each other in a cycle (the scorer rejects such a
 //! cut as a deadlock). Times alone do not forbid cycles of zero-duration items (the
@@ -73,16 +73,18 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use super::latency_bound::{self, FinishBound};
+use super::finish;
+use super::highs::{run, Builder, Var};
 use super::latency_runs;
 use super::units::{
-    canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units,
+    canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry,
 };
-use super::{candidate, finish, run, Builder, Candidate, Var};
 use crate::model::grouping::{Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
 use crate::solve::baselines::greedy::Greedy;
+use crate::solve::bounds::latency::{self as latency_bound, FinishBound};
 use crate::solve::budget::Budget;
+use crate::solve::candidate::{candidate, Candidate};
 use crate::solve::{dp, Method, Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the latency IP with at most `q` pieces per accelerator.
@@ -99,7 +101,7 @@ fn solve_holding(
 ) -> Result<Outcome, SolveError> {
     let started = Instant::now();
     let w = problem.workload;
-    let (units, arcs) = units(w, problem.contiguous);
+    let (units, arcs) = Grouping::units(w, problem.contiguous);
     let mut stats = Stats {
         groups: Some(units.len()),
         ..Stats::default()
@@ -115,7 +117,7 @@ fn solve_holding(
     } else {
         Grouping::singletons(w)
     };
-    let budget = super::remaining(problem, started).limits.budget();
+    let budget = super::highs::remaining(problem, started).limits.budget();
     let mut b = Builder::within(budget);
     // x (k·q per item), L, F and π per node, S, D and P per slot, a[g,d] when q ≥ 2.
     let k = w.devices().accelerators;
@@ -125,7 +127,7 @@ fn solve_holding(
         + 3 * k * q
         + if q >= 2 { k * units.len() } else { 0 };
     if !b.reserve_columns(columns) {
-        let mut solved = run(b, &super::remaining(problem, started), None)?;
+        let mut solved = run(b, &super::highs::remaining(problem, started), None)?;
         let (_, may_accelerate) = accelerator_fits(w, &units, &items);
         // With no time left this is the grid-free bound (linear; latency_bound).
         let head = latency_bound::finish_bounds_within(w, &may_accelerate, &budget);
@@ -150,7 +152,7 @@ fn solve_holding(
     ));
     let mut solved = run(
         b,
-        &super::remaining(problem, started),
+        &super::highs::remaining(problem, started),
         warm_values.as_deref(),
     )?;
     // The finish-time bound holds whatever HiGHS reached (it may stop before its root LP).
@@ -230,14 +232,14 @@ fn held(
             units,
             &mut held,
             stats,
-            &super::remaining(problem, started).limits.budget(),
+            &super::highs::remaining(problem, started).limits.budget(),
         ),
     }
     if q >= 2 {
         // The one-piece IP is smaller and often finds the plan to beat.
         let mut one = problem.clone();
         one.objective = Objective::Latency { pieces: 1 };
-        one.limits.time_limit_s = super::remaining(problem, started)
+        one.limits.time_limit_s = super::highs::remaining(problem, started)
             .limits
             .time_limit_s
             .map(|t| t / 2.0);

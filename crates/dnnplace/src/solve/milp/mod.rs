@@ -7,14 +7,12 @@
 //!   models;
 //! - [`throughput`]: max-load (TPS) and `max FW + max BW` (sync), non-contiguous;
 //! - [`stages`]: the same objectives, contiguous, as a chain of ideals;
-//! - [`cluster`]: max-load on a cluster (per-type times and memory, communication by
-//!   where the data goes), non-contiguous or in the cluster DP's contiguous plan space;
+//! - [`crate::solve::cluster::ip`]: max-load on a cluster (per-type times and memory,
+//!   communication by where the data goes), non-contiguous or in the cluster DP's
+//!   contiguous plan space — beside the cluster DP, on this driver;
 //! - [`latency`]: the call model with up to `q` pieces per accelerator;
-//! - [`load_bounds`]: combinatorial lower bounds on the max load, handed to the
-//!   throughput and sync models (with [`min_cut`] for the communication part);
-//! - [`latency_bound`]: communication- and memory-aware finish-time bounds for it;
 //! - [`latency_runs`]: held plans for it, topological orders cut into runs by a DP;
-//! - [`guard`]: the numeric guard every model passes before HiGHS sees it (numbers HiGHS
+//! - [`crate::solve::guard`]: the numeric guard every model passes before HiGHS sees it (numbers HiGHS
 //!   would refuse stop the IP with a clear error, never a panic);
 //! - [`options`]: `--highs-option` checked against HiGHS's own option table;
 //! - [`second_opinion`]: every "optimal" or "infeasible" of HiGHS's own is checked by
@@ -23,8 +21,14 @@
 //! - [`presolve`]: what HiGHS sees — coefficients capped against a held plan and rescaled
 //!   by powers of two so HiGHS never rejects a finite model, and the answer cross-checked
 //!   against the original workload;
-//! - this file: the [`Ip`] method, the HiGHS driver (limits, warm start, progress and
-//!   interrupt callback) and the mapping of HiGHS's result to an [`Outcome`].
+//! - [`highs`]: the HiGHS driver every model runs on — the model [`Builder`](highs::Builder),
+//!   limits and `--highs-option`s, warm start, the progress and interrupt callbacks,
+//!   HiGHS's result as [`Solved`](highs::Solved);
+//! - this file: the [`Ip`] method, its options, the held plans it starts from and the
+//!   mapping of a run to an [`Outcome`] ([`finish`], [`status_with_plan`]).
+//!
+//! The combinatorial bounds the models take as the lower bound of their objective column
+//! are in [`crate::solve::bounds`] (load, minimum cut, latency).
 //!
 //! Each model reads like its module doc (as egg writes its ILP extraction): a struct of
 //! its variables, one `add_<family>` method per constraint family of the doc (its formula
@@ -39,7 +43,7 @@
 //! better, so it is never worse. HiGHS's dual bound is the reported lower bound; if it
 //! exceeds a plan we hold (beyond the solver's tolerances) it is clamped, noted, and the
 //! result is not called optimal. For the max-load and sync models the bound is the larger
-//! of HiGHS's and the combinatorial one of [`load_bounds`], and HiGHS is stopped
+//! of HiGHS's and the combinatorial one of [`crate::solve::bounds::load`], and HiGHS is stopped
 //! (`run_to`) once its incumbent meets the latter. [`Status::Optimal`] means HiGHS proved
 //! optimality (and a second run along another search path, [`second_opinion`], found nothing
 //! better), or was stopped at the combinatorial bound, at relative gap [`DEFAULT_GAP`]
@@ -54,8 +58,8 @@
 //! # Time, memory, progress and Ctrl-C
 //! One [`Budget`] per solve (`--time-limit`, `--memory-budget`): the combinatorial bounds
 //! take a share of it and stop early with the best bound proven so far; the model
-//! [`Builder`] counts the columns, rows and nonzeros it hands to HiGHS and stops adding
-//! rows once HiGHS's estimated memory ([`Builder::estimated_bytes`]) exceeds the budget
+//! [`Builder`](highs::Builder) counts the columns, rows and nonzeros it hands to HiGHS and stops adding
+//! rows once HiGHS's estimated memory ([`Builder::estimated_bytes`](highs::Builder::estimated_bytes)) exceeds the budget
 //! (the IP then stops with [`StopReason::MemoryBudget`], naming the model's size and
 //! `--memory-budget`), or once the time is up; HiGHS gets the time that is left, and is
 //! not started when none is.
@@ -64,19 +68,15 @@
 //! through `highs-sys`) are installed on every solve: they poll [`interrupt_requested`]
 //! and the deadline and ask HiGHS to stop, which returns the best incumbent found so
 //! far; and, if a progress hook was registered with
-//! [`set_progress_hook`], it calls it about once a second with the incumbent, the bound
+//! [`set_progress_hook`](highs::set_progress_hook), it calls it about once a second with the incumbent, the bound
 //! and the elapsed time. The library itself never prints; the CLI registers a hook that
 //! writes to stderr when stderr is a terminal, and a SIGINT handler that calls
 //! [`request_interrupt`].
 
-pub mod cluster;
-pub mod guard;
+pub mod highs;
 pub mod interleaved;
 pub mod latency;
-pub mod latency_bound;
 pub mod latency_runs;
-pub mod load_bounds;
-pub mod min_cut;
 pub mod options;
 pub mod presolve;
 pub mod second_opinion;
@@ -84,51 +84,23 @@ pub mod stages;
 pub mod throughput;
 pub mod units;
 
-use std::ffi::{c_char, c_int, c_void};
-use std::sync::RwLock;
 use std::time::Instant;
 
-use highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
-
-use super::budget::{Budget, Exhausted};
+use super::bounds::load::LoadBoundUse;
+use super::budget::Budget;
+use super::candidate::{candidate, Candidate};
 use super::{
     Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason, Unsupported,
+    DEFAULT_GAP,
 };
 use crate::model::Placement;
-use crate::score::evaluate;
-
-/// The relative MIP gap at which HiGHS stops when `--gap` is not given.
-pub const DEFAULT_GAP: f64 = 1e-7;
+use ::highs::HighsModelStatus;
+use highs::{stop_reason, Solved};
 
 /// Relative tolerance between the IP's plan and the scorer (MILP feasibility tolerances).
 pub const TOLERANCE: f64 = 1e-5;
 
 pub use super::budget::{clear_interrupt, interrupt_requested, request_interrupt};
-
-/// A progress report of a running solve.
-#[derive(Clone, Copy, Debug)]
-pub struct Progress {
-    /// Best objective found so far by HiGHS (∞ if none).
-    pub incumbent: f64,
-    /// Proven lower bound.
-    pub bound: f64,
-    /// Seconds since HiGHS started.
-    pub elapsed_s: f64,
-    /// Branch-and-bound nodes explored.
-    pub nodes: i64,
-}
-
-/// A function that receives progress reports (about once a second).
-pub type ProgressHook = fn(&Progress);
-
-static PROGRESS_HOOK: RwLock<Option<ProgressHook>> = RwLock::new(None);
-
-/// Registers (or with `None` removes) the process-wide progress hook.
-pub fn set_progress_hook(hook: Option<ProgressHook>) {
-    if let Ok(mut h) = PROGRESS_HOOK.write() {
-        *h = hook;
-    }
-}
 
 /// The integer programs (`--method ip`).
 pub struct Ip;
@@ -150,27 +122,7 @@ impl Method for Ip {
                 return Err(Unsupported::ScheduleNonContiguous);
             }
             if problem.interleaved() {
-                let w = problem.workload;
-                if let Some(pipeline) = problem.pipeline {
-                    crate::model::schedule::compressed_order(
-                        pipeline.schedule,
-                        w.devices().accelerators.max(1),
-                        pipeline.micro_batches,
-                        0,
-                    )
-                    .map_err(|e| Unsupported::ScheduleOrder {
-                        schedule: pipeline.schedule.to_string(),
-                        accelerators: w.devices().accelerators,
-                        reason: e.to_string(),
-                    })?;
-                }
-                if let Some(v) = (0..w.len()).find(|&v| !w.node(v).supported_on_accelerator) {
-                    return Err(Unsupported::InterleavedCpuOnly {
-                        id: w.node(v).id,
-                        name: w.node(v).name.as_deref().unwrap_or("unnamed").into(),
-                    });
-                }
-                return Ok(());
+                return problem.interleaved_supported();
             }
             if problem.limits.ip.contiguous_model != ContiguousModel::Stages {
                 return Err(Unsupported::SchedulePositionsModel);
@@ -191,197 +143,6 @@ impl Method for Ip {
     }
 }
 
-/// A model under construction: HiGHS columns and rows, with the integer columns
-/// remembered for the warm start, within a [`Budget`]: once the model's estimated memory
-/// exceeds the budget, or the time is up, no more rows are added and [`Builder::stopped`]
-/// says why (the model is then never solved).
-pub(crate) struct Builder {
-    pub problem: RowProblem,
-    columns: usize,
-    pub integer_columns: Vec<usize>,
-    pub rows: usize,
-    nonzeros: usize,
-    budget: Budget,
-    stopped: Option<Exhausted>,
-    /// The numbers HiGHS would refuse ([`guard`]), checked before the model is handed over.
-    guard: guard::Guard,
-}
-
-/// HiGHS's memory per nonzero, column and row of a MIP, bytes: the Rust row problem
-/// (12 B per nonzero), HiGHS's column-wise and row-wise copies of the matrix, the
-/// presolved copy and the MIP solver's own (about 12 B per nonzero each, and the
-/// clique table and cut pool beside them), fitted to measurements: peak RSS of
-/// `plan --method ip --time-limit 20s` (30 s for the last) minus that of the same run
-/// with HiGHS's `time_limit=0` (model built and handed over, no presolve or search), on
-/// the paper's throughput operator graphs, this 2-core machine: bert_l-3 inference
-/// (12,570 nonzeros, 2,121 columns, 3,883 rows) 37.7 MiB; bert_l-6 training (25,460)
-/// 48.7 MiB; resnet50 training (35,463) 54.2 MiB; bert_l-12 training (86,726) 50.1 MiB;
-/// the same with 16 accelerators (211,906 nonzeros, 32,862 columns, 61,985 rows)
-/// 87.2 MiB. So about 40 MiB whatever the size, then about 310 B per nonzero (columns
-/// and rows included) between the last two; the estimate `40 MiB + 310 B × nonzeros`
-/// is within −7 % … +31 % of all five (43.7, 47.5, 50.5, 65.6 and 102.6 MiB).
-const BYTES_BASE: f64 = 40.0 * 1024.0 * 1024.0;
-const BYTES_PER_NONZERO: f64 = 310.0;
-/// What a column costs before HiGHS sees it: the row problem's bounds, cost and
-/// integrality, and the model's own tables of column handles (README: 200 B per column).
-const BYTES_PER_COLUMN: f64 = 200.0;
-
-/// Rows between two looks at the clock while a model is built.
-const ROWS_PER_CHECK: usize = 1024;
-
-/// A column index.
-pub(crate) type Var = highs::Col;
-
-impl Builder {
-    /// A builder that stops adding rows once `budget` runs out (time, Ctrl-C or memory).
-    pub fn within(budget: Budget) -> Self {
-        Builder {
-            problem: RowProblem::default(),
-            columns: 0,
-            integer_columns: Vec::new(),
-            rows: 0,
-            nonzeros: 0,
-            budget,
-            stopped: None,
-            guard: guard::Guard::default(),
-        }
-    }
-
-    /// HiGHS's memory for the model so far, estimated (bytes).
-    pub fn estimated_bytes(&self) -> f64 {
-        BYTES_BASE + BYTES_PER_NONZERO * self.nonzeros as f64
-    }
-
-    /// Why the model was left unfinished, if it was.
-    pub fn stopped(&self) -> Option<&Exhausted> {
-        self.stopped.as_ref()
-    }
-
-    /// The budget the model is built within.
-    pub fn budget(&self) -> &Budget {
-        &self.budget
-    }
-
-    /// Whether the model was left unfinished or the budget (time, memory, Ctrl-C) is
-    /// spent now, which then stops it: for a loop that computes much before each row.
-    pub fn halted(&mut self) -> bool {
-        if self.stopped.is_none() {
-            self.stopped = self.budget.check().err();
-        }
-        self.stopped.is_some()
-    }
-
-    /// Whether a row of `terms` nonzeros may still be added (`stopped` says why not).
-    fn admit(&mut self, terms: usize) -> bool {
-        if self.stopped.is_some() {
-            return false;
-        }
-        self.nonzeros += terms;
-        let what = format!(
-            "the integer program ({} columns, {} rows, {} nonzeros so far)",
-            self.columns,
-            self.rows + 1,
-            self.nonzeros
-        );
-        if let Err(e) = self.budget.reserve(&what, self.estimated_bytes()) {
-            self.stopped = Some(e);
-            return false;
-        }
-        if self.rows.is_multiple_of(ROWS_PER_CHECK) {
-            if let Err(e) = self.budget.check() {
-                self.stopped = Some(e);
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Counts `columns` about to be made (at [`BYTES_PER_COLUMN`] each, beside the nonzeros)
-    /// against the budget before any is made; `false` (and [`stopped`](Self::stopped)
-    /// says why) when they do not fit.
-    pub fn reserve_columns(&mut self, columns: usize) -> bool {
-        if self.stopped.is_some() {
-            return false;
-        }
-        let what = format!("the integer program ({columns} columns)");
-        let bytes = self.estimated_bytes() + BYTES_PER_COLUMN * columns as f64;
-        match self
-            .budget
-            .reserve(&what, bytes)
-            .and_then(|()| self.budget.check())
-        {
-            Ok(()) => true,
-            Err(e) => {
-                self.stopped = Some(e);
-                false
-            }
-        }
-    }
-
-    /// A binary column with objective coefficient `cost`, or fixed to 0 when `allowed` is false.
-    pub fn binary(&mut self, cost: f64, allowed: bool) -> Var {
-        let at = self.columns;
-        self.guard.cost(cost, || format!("column {at}"));
-        self.integer_columns.push(self.columns);
-        self.columns += 1;
-        self.problem
-            .add_integer_column(cost, 0.0..=if allowed { 1.0 } else { 0.0 })
-    }
-
-    /// A continuous column in `[lo, hi]`.
-    pub fn continuous(&mut self, cost: f64, lo: f64, hi: f64) -> Var {
-        let at = self.columns;
-        self.guard.cost(cost, || format!("column {at}"));
-        self.guard.bound(lo, || format!("column {at}"));
-        self.guard.bound(hi, || format!("column {at}"));
-        self.columns += 1;
-        self.problem.add_column(cost, lo..=hi)
-    }
-
-    /// `Σ terms ≤ hi`.
-    pub fn le(&mut self, terms: &[(Var, f64)], hi: f64) {
-        if !self.admit(terms.len()) {
-            return;
-        }
-        self.watch(terms, hi);
-        self.rows += 1;
-        self.problem.add_row(..=hi, terms.iter().copied());
-    }
-
-    /// `Σ terms ≥ lo`.
-    pub fn ge(&mut self, terms: &[(Var, f64)], lo: f64) {
-        if !self.admit(terms.len()) {
-            return;
-        }
-        self.watch(terms, lo);
-        self.rows += 1;
-        self.problem.add_row(lo.., terms.iter().copied());
-    }
-
-    /// `Σ terms = value`.
-    pub fn eq(&mut self, terms: &[(Var, f64)], value: f64) {
-        if !self.admit(terms.len()) {
-            return;
-        }
-        self.watch(terms, value);
-        self.rows += 1;
-        self.problem.add_row(value..=value, terms.iter().copied());
-    }
-
-    pub fn columns(&self) -> usize {
-        self.columns
-    }
-
-    /// Passes a row's coefficients and bound through the guard.
-    fn watch(&mut self, terms: &[(Var, f64)], bound: f64) {
-        let row = self.rows;
-        self.guard.bound(bound, || format!("row {row}"));
-        for &(_, a) in terms {
-            self.guard.coefficient(a, || format!("row {row}"));
-        }
-    }
-}
-
 /// Formulation switches of the IP, for measuring what each choice changes (docs/ip.md).
 /// The default is the formulation the measurements settled on; the command line reaches the
 /// others with `--ip-experiment WORD` ([`IpExperiment`]) and `--highs-option NAME=VALUE`.
@@ -398,7 +159,7 @@ pub struct IpOptions {
     pub reach_rows: bool,
     /// Capacity rows `Σ_t load(t) ≤ k τ` of the stage model. [default: on; `nocapacity`]
     pub capacity_rows: bool,
-    /// How the combinatorial load bound ([`load_bounds`]) is used.
+    /// How the combinatorial load bound ([`crate::solve::bounds::load`]) is used.
     /// [default: in the model; `boundafter`, `nobound`]
     pub load_bound: LoadBoundUse,
     /// The contiguous max-load model. [default: stages; `positions`]
@@ -426,17 +187,6 @@ impl Default for IpOptions {
             presolved: false,
         }
     }
-}
-
-/// How the max-load and sync IPs use the combinatorial bound of [`load_bounds`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoadBoundUse {
-    /// As the lower bound of τ (and F, B), and to stop HiGHS once its incumbent meets it.
-    InModel,
-    /// Only reported and used to stop HiGHS; the model is left without it.
-    ReportOnly,
-    /// Not computed.
-    Off,
 }
 
 /// The contiguous max-load model.
@@ -508,463 +258,6 @@ impl IpOptions {
     }
 }
 
-/// What HiGHS returned.
-pub(crate) struct Solved {
-    pub status: HighsModelStatus,
-    /// Column values of the best solution, if HiGHS has one.
-    pub columns: Option<Vec<f64>>,
-    /// HiGHS's objective of that solution (not trusted; see the module docs).
-    pub objective: f64,
-    /// HiGHS's dual bound (−∞ if none).
-    pub bound: f64,
-    pub time_s: f64,
-    pub nodes: i64,
-    /// HiGHS was stopped because its incumbent met the target of [`run_to`].
-    pub reached_target: bool,
-    /// HiGHS was not run, or was stopped by the budget: why (time, Ctrl-C, memory).
-    pub stopped: Option<StopReason>,
-    /// HiGHS was still running at the deadline and its answer was not waited for.
-    pub abandoned: bool,
-    /// What the runs after the first said of its proof ([`second_opinion`]), in order.
-    pub checks: Vec<second_opinion::Check>,
-}
-
-struct CallbackState {
-    last_report_s: f64,
-    hook: Option<ProgressHook>,
-    /// Stop once HiGHS's incumbent is at most this (a known lower bound, with the gap).
-    target: f64,
-    reached_target: bool,
-    deadline: Option<Instant>,
-    timed_out: bool,
-}
-
-unsafe extern "C" fn callback(
-    callback_type: c_int,
-    _message: *const c_char,
-    data_out: *const highs_sys::HighsCallbackDataOut,
-    data_in: *mut highs_sys::HighsCallbackDataIn,
-    user_data: *mut c_void,
-) {
-    let mip = callback_type == highs_sys::kHighsCallbackMipInterrupt as c_int;
-    if !mip
-        && callback_type != highs_sys::kHighsCallbackSimplexInterrupt as c_int
-        && callback_type != highs_sys::kHighsCallbackIpmInterrupt as c_int
-    {
-        return;
-    }
-    if interrupt_requested() && !data_in.is_null() {
-        // SAFETY: HiGHS passes a valid, exclusive `data_in` for interrupt callbacks.
-        unsafe { (*data_in).user_interrupt = 1 };
-    }
-    if user_data.is_null() || data_out.is_null() {
-        return;
-    }
-    // SAFETY: `user_data` is the `CallbackState` owned by `run` for the whole solve, and
-    // HiGHS calls back from the thread that called `Highs_run`.
-    let state = unsafe { &mut *(user_data as *mut CallbackState) };
-    if state.deadline.is_some_and(|d| Instant::now() >= d) && !data_in.is_null() {
-        state.timed_out = true;
-        // SAFETY: as above.
-        unsafe { (*data_in).user_interrupt = 1 };
-    }
-    if !mip {
-        return;
-    }
-    // SAFETY: valid for the duration of the callback.
-    let out = unsafe { &*data_out };
-    if out.mip_primal_bound <= state.target && !data_in.is_null() {
-        state.reached_target = true;
-        // SAFETY: as above.
-        unsafe { (*data_in).user_interrupt = 1 };
-    }
-    let Some(hook) = state.hook else { return };
-    if out.running_time - state.last_report_s >= 1.0 {
-        state.last_report_s = out.running_time;
-        hook(&Progress {
-            incumbent: out.mip_primal_bound,
-            bound: out.mip_dual_bound,
-            elapsed_s: out.running_time,
-            nodes: out.mip_node_count,
-        });
-    }
-}
-
-/// HiGHS's integrality and row tolerance in the MIP search, tighter than its default 1e-6:
-/// with 1e-6, HiGHS 1.15 warm-started from an 11.5 plan proved 11.5 "optimal" where 11.25
-/// exists (tests/coarsen_properties.rs, `auto_coarsened_bound_regression`); with 1e-9 it
-/// finds 11.25. Coefficients stay within `2^22` ([`presolve`]), so 1e-9 stays meaningful.
-pub(crate) const MIP_FEASIBILITY_TOLERANCE: f64 = 1e-9;
-
-/// How a [`SolveError::Solver`] from a failed HiGHS run begins.
-pub(crate) const HIGHS_FAILED: &str = "HiGHS failed";
-
-/// Solves `builder`'s model (minimisation) under the problem's limits, warm-started with
-/// values of the integer columns (`warm`, in [`Builder::integer_columns`] order).
-pub(crate) fn run(
-    builder: Builder,
-    problem: &Problem,
-    warm: Option<&[f64]>,
-) -> Result<Solved, SolveError> {
-    run_to(builder, problem, warm, f64::NEG_INFINITY)
-}
-
-/// [`run`], stopping as soon as HiGHS's incumbent objective is at most `target` (a proven
-/// lower bound on the optimum, times 1 + the gap): then nothing better is to be found
-/// ([`Solved::reached_target`]).
-pub(crate) fn run_to(
-    builder: Builder,
-    problem: &Problem,
-    warm: Option<&[f64]>,
-    target: f64,
-) -> Result<Solved, SolveError> {
-    let started = Instant::now();
-    let budget = problem.limits.budget();
-    if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
-        return Ok(Solved::not_run(reason.into()));
-    }
-    builder.guard.check("ip")?;
-    let copy = second_opinion::Copy::keep(&builder);
-    let first = run_once(
-        builder.problem,
-        &builder.integer_columns,
-        problem,
-        warm,
-        target,
-    )?;
-    second_opinion::confirm(first, copy, problem, target, started)
-}
-
-/// One HiGHS run of `rows` (integer columns `integer_columns`) under the problem's limits
-/// and `--highs-option`s, warm-started from `warm`, stopped once its incumbent is at most
-/// `target`: HiGHS's answer, unchecked ([`run_to`] checks it).
-fn run_once(
-    rows: RowProblem,
-    integer_columns: &[usize],
-    problem: &Problem,
-    warm: Option<&[f64]>,
-    target: f64,
-) -> Result<Solved, SolveError> {
-    let budget = problem.limits.budget();
-    let mut model = Model::try_new(rows)
-        .map_err(|e| SolveError::Solver(format!("HiGHS rejected the model: {e:?}")))?;
-    model.set_sense(Sense::Minimise);
-    model.make_quiet();
-    set_options(&mut model, problem, budget.remaining_s())?;
-    if problem.limits.ip.warm_start {
-        if let Some(values) = warm {
-            set_warm_start(&mut model, integer_columns, values)?;
-        }
-    }
-    let hook = PROGRESS_HOOK.read().ok().and_then(|h| *h);
-    let state = CallbackState {
-        last_report_s: 0.0,
-        hook,
-        target,
-        reached_target: false,
-        deadline: budget.deadline(),
-        timed_out: false,
-    };
-    // HiGHS's presolve checks neither its time limit nor the interrupt callback between
-    // some of its steps (on bert_l-12 training with 0.5 s left it ran 1.4 s); the solve
-    // runs in a worker thread, waited for until the deadline (or a Ctrl-C) and a grace.
-    let (tx, rx) = std::sync::mpsc::channel();
-    let model = Unshared(model);
-    let spawned = std::thread::Builder::new()
-        .name("highs".into())
-        .spawn(move || drop(tx.send(solve_with_callbacks(model, state))));
-    if let Err(e) = spawned {
-        return Err(SolveError::Solver(format!(
-            "{HIGHS_FAILED}: no thread for the solve: {e}"
-        )));
-    }
-    let grace = std::time::Duration::from_secs_f64(ABANDON_GRACE_S);
-    let mut give_up = budget.deadline().map(|d| d + grace);
-    loop {
-        match rx.recv_timeout(std::time::Duration::from_millis(20)) {
-            Ok(solved) => return solved,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(SolveError::Solver(format!(
-                    "{HIGHS_FAILED}: the solve thread ended without an answer"
-                )));
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let now = Instant::now();
-                if interrupt_requested() {
-                    give_up = Some(give_up.map_or(now + grace, |g| g.min(now + grace)));
-                }
-                if give_up.is_some_and(|g| now >= g) {
-                    let reason = if interrupt_requested() {
-                        StopReason::Interrupted
-                    } else {
-                        StopReason::TimeLimit
-                    };
-                    return Ok(Solved {
-                        abandoned: true,
-                        ..Solved::not_run(reason)
-                    });
-                }
-            }
-        }
-    }
-}
-
-/// How long past the deadline a HiGHS solve is waited for before it is abandoned (it
-/// then stops on its own time limit, in its thread, and its answer is dropped).
-const ABANDON_GRACE_S: f64 = 0.2;
-
-/// A HiGHS model moved into the solve's worker thread. HiGHS instances share no state,
-/// and the model is used by that thread alone from then on.
-struct Unshared(Model);
-
-// SAFETY: see `Unshared`: the model is owned and touched by one thread at a time.
-unsafe impl Send for Unshared {}
-
-/// Runs HiGHS on `model` with the time/interrupt/target callback reading `state`.
-fn solve_with_callbacks(model: Unshared, state: CallbackState) -> Result<Solved, SolveError> {
-    let mut model = model.0;
-    let mut state = Box::new(state);
-    // SAFETY: `state` outlives the solve (dropped at the end of this function, after
-    // HiGHS returns); the callback only reads HiGHS's data and writes `user_interrupt`.
-    unsafe {
-        highs_sys::Highs_setCallback(
-            model.as_mut_ptr(),
-            Some(callback),
-            state.as_mut() as *mut CallbackState as *mut c_void,
-        );
-        highs_sys::Highs_startCallback(
-            model.as_mut_ptr(),
-            highs_sys::kHighsCallbackMipInterrupt as highs_sys::HighsInt,
-        );
-        highs_sys::Highs_startCallback(
-            model.as_mut_ptr(),
-            highs_sys::kHighsCallbackSimplexInterrupt as highs_sys::HighsInt,
-        );
-        highs_sys::Highs_startCallback(
-            model.as_mut_ptr(),
-            highs_sys::kHighsCallbackIpmInterrupt as highs_sys::HighsInt,
-        );
-    }
-    let start = Instant::now();
-    let solved = model
-        .try_solve()
-        .map_err(|e| SolveError::Solver(format!("{HIGHS_FAILED}: {e:?}")))?;
-    let time_s = start.elapsed().as_secs_f64();
-    let (reached_target, timed_out) = (state.reached_target, state.timed_out);
-    drop(state);
-    let mut status = solved.status();
-    if timed_out
-        && !reached_target
-        && status == HighsModelStatus::ReachedInterrupt
-        && !interrupt_requested()
-    {
-        status = HighsModelStatus::ReachedTimeLimit;
-    }
-    let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
-    let columns = has_solution.then(|| solved.get_solution().columns().to_vec());
-    let bound = solved
-        .double_info_value(c"mip_dual_bound")
-        .unwrap_or(f64::NEG_INFINITY);
-    let mut nodes: i64 = 0;
-    // SAFETY: a valid HiGHS pointer, a NUL-terminated name and a valid out-pointer.
-    unsafe {
-        highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut nodes)
-    };
-    let objective = solved.objective_value();
-    Ok(Solved {
-        status,
-        columns,
-        objective,
-        bound,
-        time_s,
-        nodes,
-        reached_target,
-        stopped: None,
-        abandoned: false,
-        checks: Vec::new(),
-    })
-}
-
-impl Solved {
-    /// HiGHS was not run: the budget ran out (`reason`) before or while the model was built.
-    pub(crate) fn not_run(reason: StopReason) -> Solved {
-        Solved {
-            status: HighsModelStatus::NotSet,
-            columns: None,
-            objective: f64::INFINITY,
-            bound: f64::NEG_INFINITY,
-            time_s: 0.0,
-            nodes: 0,
-            reached_target: false,
-            stopped: Some(reason),
-            abandoned: false,
-            checks: Vec::new(),
-        }
-    }
-}
-
-/// Runs `builder`'s model with the time left since `started`, stopping once the incumbent
-/// is within the gap of `lower` (a proven lower bound), whose value the bound reported
-/// is at least. The max-load models' shared tail.
-pub(crate) fn run_to_bound(
-    builder: Builder,
-    problem: &Problem,
-    started: Instant,
-    warm: Option<&[f64]>,
-    lower: f64,
-) -> Result<Solved, SolveError> {
-    let target = lower * (1.0 + problem.limits.mip_gap.unwrap_or(DEFAULT_GAP));
-    let mut solved = run_to(builder, &remaining(problem, started), warm, target)?;
-    solved.bound = solved.bound.max(lower);
-    Ok(solved)
-}
-
-/// Refuses a model of `columns` columns (and at least as many nonzeros: every column is in
-/// some row) before any is built, when HiGHS's estimated memory for it exceeds the budget:
-/// `Some` is the outcome to return. `columns` is a float, so huge counts cannot wrap.
-pub(crate) fn refuse_model_size(budget: &Budget, columns: f64, stats: &Stats) -> Option<Outcome> {
-    let bytes = BYTES_BASE + columns * BYTES_PER_NONZERO;
-    budget
-        .reserve(
-            &format!("the integer program ({columns:.0} columns)"),
-            bytes,
-        )
-        .err()
-        .map(|e| Outcome {
-            method: crate::solve::MethodId::Ip,
-            placement: None,
-            objective: f64::INFINITY,
-            bound: 0.0,
-            status: Status::NoPlan { reason: e.into() },
-            stats: stats.clone(),
-        })
-}
-
-/// The problem's limits as HiGHS options: the time left (`time_left_s`, the budget's), gap,
-/// threads (clamped to the cores) and the user's `--highs-option name=value` pairs, each
-/// tried as an integer, a float, a bool and a string, in that order.
-fn set_options(
-    model: &mut Model,
-    problem: &Problem,
-    time_left_s: Option<f64>,
-) -> Result<(), SolveError> {
-    let limits = &problem.limits;
-    let set = |model: &mut Model, name: &str, value: f64| {
-        model
-            .try_set_option(name, value)
-            .map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
-    };
-    if let Some(t) = time_left_s {
-        set(model, "time_limit", t.max(1e-3))?;
-    }
-    set(model, "mip_rel_gap", limits.mip_gap.unwrap_or(DEFAULT_GAP))?;
-    set(
-        model,
-        "mip_feasibility_tolerance",
-        MIP_FEASIBILITY_TOLERANCE,
-    )?;
-    if let Some(threads) = limits.threads {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        model
-            .try_set_option(
-                "threads",
-                threads.clamp(1, cores.min(i32::MAX as usize)) as i32,
-            )
-            .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
-    }
-    for (name, value) in &limits.ip.highs_options {
-        if name == "threads" {
-            // HiGHS allocates per thread: more than the cores only costs memory.
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let threads = value
-                .parse::<i64>()
-                .map_err(|_| SolveError::Solver(format!("HiGHS refused option {name}={value}")))?;
-            let threads = threads.clamp(1, cores.min(i32::MAX as usize) as i64) as i32;
-            model
-                .try_set_option("threads", threads)
-                .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
-            continue;
-        }
-        let ok = value
-            .parse::<i32>()
-            .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || value
-                .parse::<f64>()
-                .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || value
-                .parse::<bool>()
-                .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
-            || model.try_set_option(name.as_str(), value.as_str()).is_ok();
-        if !ok {
-            return Err(SolveError::Solver(format!(
-                "HiGHS refused option {name}={value}"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Hands HiGHS the values of the integer columns (`values[i]` for column
-/// `integer_columns[i]`) as a partial solution to complete.
-fn set_warm_start(
-    model: &mut Model,
-    integer_columns: &[usize],
-    values: &[f64],
-) -> Result<(), SolveError> {
-    let index: Vec<highs_sys::HighsInt> = integer_columns
-        .iter()
-        .map(|&c| c as highs_sys::HighsInt)
-        .collect();
-    // SAFETY: `index` and `values` have the same length and live across the call.
-    let status = unsafe {
-        highs_sys::Highs_setSparseSolution(
-            model.as_mut_ptr(),
-            index.len() as highs_sys::HighsInt,
-            index.as_ptr(),
-            values.as_ptr(),
-        )
-    };
-    if status == highs_sys::STATUS_ERROR {
-        return Err(SolveError::Solver("HiGHS refused the warm start".into()));
-    }
-    Ok(())
-}
-
-/// Why HiGHS stopped, for a status that is not a proof (`Optimal` and `Infeasible` are
-/// handled by the caller): each limit by name, anything else as HiGHS's own status.
-fn stop_reason(status: HighsModelStatus) -> StopReason {
-    match status {
-        HighsModelStatus::ReachedTimeLimit => StopReason::TimeLimit,
-        HighsModelStatus::ReachedInterrupt => StopReason::Interrupted,
-        // HiGHS reports its node, leaf and improving-solution limits as kSolutionLimit.
-        HighsModelStatus::ReachedSolutionLimit => StopReason::NodeLimit,
-        HighsModelStatus::ReachedIterationLimit => StopReason::IterationLimit,
-        HighsModelStatus::ReachedMemoryLimit => StopReason::SolverMemoryLimit,
-        s => StopReason::Solver {
-            status: format!("{s:?}"),
-        },
-    }
-}
-
-/// `problem` with the time limit that is left since `started`: the limit covers the held
-/// plans, the bounds and the model building too, and HiGHS gets the rest (0 when none is
-/// left: [`run_to`] then does not start HiGHS).
-pub(crate) fn remaining<'a>(problem: &Problem<'a>, started: Instant) -> Problem<'a> {
-    let mut rest = problem.clone();
-    rest.limits.time_limit_s = problem
-        .limits
-        .time_limit_s
-        .map(|t| (t - started.elapsed().as_secs_f64()).max(0.0));
-    rest
-}
-
-/// A candidate plan with its score under the problem's objective.
-pub(crate) struct Candidate {
-    pub placement: Placement,
-    pub score: f64,
-    pub source: &'static str,
-}
-
 /// The DP plan (the contiguous optimum) as a held plan, when the DP can enumerate the
 /// ideals; otherwise a note says why there is none.
 pub(crate) fn dp_warm_start(problem: &Problem, stats: &mut Stats) -> Option<Candidate> {
@@ -1002,62 +295,6 @@ pub(crate) fn dp_plan(problem: &Problem, budget: &Budget) -> Result<Outcome, Sol
             crate::solve::dp::solve_pipeline(problem.workload, &limits, Some(pipeline))
         }
     }
-}
-
-/// Scores `placement` and keeps it if it is valid for the problem (rules, contiguity when
-/// promised, piece limit for latency, every accelerator's memory under the pipeline
-/// schedule when there is one).
-pub(crate) fn candidate(
-    problem: &Problem,
-    placement: Placement,
-    source: &'static str,
-) -> Option<Candidate> {
-    let latency = matches!(problem.objective, Objective::Latency { .. });
-    let fits = |placement: &Placement, pipeline: &crate::model::schedule::Pipeline| {
-        let limit = problem.workload.devices().memory_per_accelerator_bytes;
-        crate::score::pipeline_memory(problem.workload, placement, pipeline).is_ok_and(|memory| {
-            memory
-                .iter()
-                .all(|d| !d.device.is_accelerator() || d.bytes <= limit * (1.0 + 1e-9))
-        })
-    };
-    let placement = match &problem.pipeline {
-        // Under `--recompute auto` a held plan that does not fit as it is marked (a
-        // baseline's, which marks nothing) recomputes where the scorer finds it must.
-        Some(pipeline)
-            if pipeline.recompute == crate::model::recompute::Recompute::Auto
-                && !fits(&placement, pipeline) =>
-        {
-            crate::score::recompute_where_needed(problem.workload, &placement, pipeline).ok()?
-        }
-        _ => placement,
-    };
-    let e = evaluate(problem.workload, &placement, latency);
-    if !e.is_valid() || (problem.contiguous && !problem.interleaved() && !e.is_contiguous()) {
-        return None;
-    }
-    if problem
-        .pipeline
-        .as_ref()
-        .is_some_and(|pipeline| !fits(&placement, pipeline))
-    {
-        return None;
-    }
-    if let Objective::Latency { pieces } = problem.objective {
-        if e.max_pieces() > pieces {
-            return None;
-        }
-    }
-    let placement = if latency {
-        e.attach_cut(placement)
-    } else {
-        placement
-    };
-    Some(Candidate {
-        score: problem.objective.value(&e),
-        placement,
-        source,
-    })
 }
 
 /// Turns HiGHS's result, the plan read from it and the warm-start plan into an outcome:
@@ -1251,36 +488,6 @@ pub(crate) fn status_with_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_highs_limit_maps_to_its_own_stop_reason() {
-        assert_eq!(
-            stop_reason(HighsModelStatus::ReachedTimeLimit),
-            StopReason::TimeLimit
-        );
-        assert_eq!(
-            stop_reason(HighsModelStatus::ReachedInterrupt),
-            StopReason::Interrupted
-        );
-        assert_eq!(
-            stop_reason(HighsModelStatus::ReachedSolutionLimit),
-            StopReason::NodeLimit
-        );
-        assert_eq!(
-            stop_reason(HighsModelStatus::ReachedIterationLimit),
-            StopReason::IterationLimit
-        );
-        assert_eq!(
-            stop_reason(HighsModelStatus::ReachedMemoryLimit),
-            StopReason::SolverMemoryLimit
-        );
-        assert_eq!(
-            stop_reason(HighsModelStatus::Unknown),
-            StopReason::Solver {
-                status: "Unknown".into()
-            }
-        );
-    }
 
     #[test]
     fn experiments_switch_one_option_each() {

@@ -39,9 +39,10 @@
 //! Complexity: O(n + m) plus the two heuristics (O(n + m) each), the DP (its own, within
 //! half the time) and the scorings.
 
-use super::{candidate, Candidate, DEFAULT_GAP};
 use crate::model::numerics::{ceil_log2, pow2, Rescale, Sum};
 use crate::model::Workload;
+use crate::solve::candidate::{candidate, Candidate};
+use crate::solve::DEFAULT_GAP;
 use crate::solve::{method, MethodId, Outcome, Problem, SolveError, Status, StopReason};
 
 /// The compute floor (or the largest time) is brought into `[1, 2^TIME_LOG2]`.
@@ -121,7 +122,7 @@ pub(crate) fn solve_prepared(
     // The held plan is the IP's warm start: the DP is not run twice.
     let warm = held.as_ref().map(|c| c.placement.clone());
     if !changes && rescale.is_identity() {
-        let mut inner = super::remaining(problem, started);
+        let mut inner = super::highs::remaining(problem, started);
         inner.limits.warm_start = warm;
         let outcome = solve_tolerant(&inner, &solve)?;
         return cross_check(problem, outcome, held, 1.0);
@@ -137,7 +138,7 @@ pub(crate) fn solve_prepared(
         v
     });
     let prepared = clamp_edges(&prepared, cap.map(|c| c * rescale.time));
-    let mut inner = super::remaining(problem, started).on(&prepared);
+    let mut inner = super::highs::remaining(problem, started).on(&prepared);
     inner.limits.ip.presolved = true;
     inner.limits.warm_start = warm;
     let mut outcome = solve_tolerant(&inner, &solve)?;
@@ -157,7 +158,7 @@ pub(crate) fn solve_prepared(
 }
 
 /// `solve(problem)`; when HiGHS fails (its status "Error") at our integrality tolerance
-/// ([`super::MIP_FEASIBILITY_TOLERANCE`]), once more at HiGHS's default 1e-6 in the time
+/// ([`super::highs::MIP_FEASIBILITY_TOLERANCE`]), once more at HiGHS's default 1e-6 in the time
 /// left, with a note. (1e-9 avoids a false "optimal" HiGHS 1.15 proved at 1e-6, but on some
 /// rescaled models HiGHS cannot meet it: tests/numerics.rs, seed 15066912747943284560.)
 fn solve_tolerant(
@@ -166,8 +167,8 @@ fn solve_tolerant(
 ) -> Result<Outcome, SolveError> {
     let started = std::time::Instant::now();
     match solve(problem) {
-        Err(SolveError::Solver(message)) if message.starts_with(super::HIGHS_FAILED) => {
-            let mut again = super::remaining(problem, started);
+        Err(SolveError::Solver(message)) if message.starts_with(super::highs::HIGHS_FAILED) => {
+            let mut again = super::highs::remaining(problem, started);
             again
                 .limits
                 .ip
@@ -176,7 +177,7 @@ fn solve_tolerant(
             let mut outcome = solve(&again)?;
             outcome.stats.notes.push(format!(
                 "HiGHS failed at integrality tolerance {:e} ({message}); solved again at 1e-6",
-                super::MIP_FEASIBILITY_TOLERANCE
+                super::highs::MIP_FEASIBILITY_TOLERANCE
             ));
             Ok(outcome)
         }

@@ -1,6 +1,6 @@
 //! The second opinion every integer program gets before its "optimal" (or "infeasible") is
 //! believed: one road for the throughput, sync, stage-chain, interleaved, cluster and
-//! latency IPs, all of which reach HiGHS through [`super::run_to`].
+//! latency IPs, all of which reach HiGHS through [`super::highs::run_to`].
 //!
 //! HiGHS 1.15's branch-and-cut can prune every plan better than its incumbent and still
 //! report "optimal" (tests/ip_properties.rs, `two_pieces_highs_search_regression`: with
@@ -31,7 +31,8 @@ use std::time::Instant;
 
 use highs::{HighsModelStatus, RowProblem};
 
-use super::{remaining, run_once, stop_reason, Builder, Solved, DEFAULT_GAP};
+use super::highs::{remaining, run_once, stop_reason, Builder, Solved};
+use crate::solve::DEFAULT_GAP;
 use crate::solve::{Problem, SolveError, StopReason};
 
 /// Runs after the first, at most.

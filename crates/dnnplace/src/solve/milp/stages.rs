@@ -16,7 +16,7 @@
 //!                  Y[v,t] ≤ Y[u,t]  (u → v): every I_t is an ideal
 //! add_kind_count   Σ_t κ[t] = k                    (so T − k = ℓ stages are CPUs)
 //! add_kind_split   A[g,t] + C[g,t] = Y[g,t] − Y[g,t−1],  A[g,t] ≤ κ[t],  C[g,t] ≤ 1 − κ[t]
-//! LoadObjective    τ ≥ LB (sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB)   (super::load_bounds)
+//! LoadObjective    τ ≥ LB (sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB)   (solve::bounds::load)
 //! for every stage t:
 //!   add_memory     Σ_g size_g A[g,t] ≤ M
 //!   add_loads      z[e,t] ≥ cut of T_e by A[·,t]    (units::cut_indicator)
@@ -74,11 +74,12 @@
 
 use std::time::Instant;
 
+use super::dp_warm_start;
+use super::highs::{Builder, Var};
 use super::throughput::{Load, LoadModel, LoadObjective};
-use super::units::{ideal_chain, memory_binds, units};
-use super::{dp_warm_start, Builder, Var};
+use super::units::{ideal_chain, memory_binds};
 use crate::model::grouping::{Grouping, Hyperedge};
-use crate::model::recompute::{output_bytes, Recompute};
+use crate::model::recompute::{recompute_data, Recompute, RecomputeData};
 use crate::model::schedule::{held_bytes, Pipeline};
 use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::{Objective, Outcome, Problem, SolveError};
@@ -88,7 +89,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let started = Instant::now();
     let w = problem.workload;
     let sync = problem.objective == Objective::Sync;
-    let (units, arcs) = units(w, true);
+    let (units, arcs) = Grouping::units(w, true);
     let devices = w.devices();
 
     let (k, l, n_units) = (
@@ -472,42 +473,6 @@ impl<'a> Stages<'a> {
             .collect();
         self.units.placement(&device).with_recompute(recompute)
     }
-}
-
-/// What the recomputation rows read: every forward edge `u → x` between groups with
-/// `b_u > 0` as `(u's group, x's groups, b_u)`, and each group's forward accelerator time
-/// `F_g` (also the interleaved IP's, [`super::interleaved`]).
-pub(crate) fn recompute_data(units: &Grouping, w: &Workload) -> RecomputeData {
-    let out = output_bytes(w);
-    let group = &units.group_of;
-    let mut inputs: Vec<(usize, Vec<usize>, f64)> = Vec::new();
-    for u in (0..w.len()).filter(|&u| out[u] > 0.0) {
-        let mut readers: Vec<usize> = w
-            .successors(u)
-            .iter()
-            .filter(|&&x| !w.node(x).is_backward && group[x] != group[u])
-            .map(|&x| group[x])
-            .collect();
-        readers.sort_unstable();
-        readers.dedup();
-        if !readers.is_empty() {
-            inputs.push((group[u], readers, out[u]));
-        }
-    }
-    let mut forward = vec![0.0; units.len()];
-    for v in (0..w.len()).filter(|&v| !w.node(v).is_backward) {
-        forward[group[v]] += w.node(v).fpga_latency;
-    }
-    RecomputeData { inputs, forward }
-}
-
-/// What the recomputation rows read ([`recompute_data`]).
-pub(crate) struct RecomputeData {
-    /// `(producer group, reader groups, b_u)` of every forward node u with output bytes
-    /// read by a forward node of another group.
-    pub inputs: Vec<(usize, Vec<usize>, f64)>,
-    /// `F_g`: forward accelerator time per group.
-    pub forward: Vec<f64>,
 }
 
 /// A stage's recomputation choice and the time it adds.

@@ -11,7 +11,7 @@
 //! add_memory       Σ_g size_g · x[g,d] ≤ M                         memory of accelerator d
 //! LoadObjective    throughput: τ ≥ LB;   minimise τ
 //!                  sync: F ≥ LB_F, B ≥ LB_B, F + B ≥ LB;  minimise F + B
-//!                  (LB: combinatorial, super::load_bounds)
+//!                  (LB: combinatorial, solve::bounds::load)
 //! add_accelerator_loads
 //!                  z[e,d] ≥ cut of T_e by accelerator d            (units::cut_indicator)
 //!                  τ ≥ Σ_g fpga_g x[g,d] + Σ_e c_e z[e,d]           for every accelerator d
@@ -39,14 +39,16 @@
 
 use std::time::Instant;
 
-use super::load_bounds::ModelBounds;
+use super::highs::{run_to_bound, Builder, Var};
 use super::units::{
-    canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry, units,
+    canonical_devices, contiguity, cut_indicator, device_order, memory_binds, symmetry,
 };
-use super::{dp_warm_start, finish, run_to_bound, Builder, Candidate, Var};
+use super::{dp_warm_start, finish};
 use crate::model::grouping::{Group, Grouping, Hyperedge};
 use crate::model::{Device, DeviceSet, Placement};
+use crate::solve::bounds::load::ModelBounds;
 use crate::solve::budget::Budget;
+use crate::solve::candidate::Candidate;
 use crate::solve::{Objective, Outcome, Problem, SolveError, Stats};
 
 /// Solves the throughput or sync IP of `problem`.
@@ -60,7 +62,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     }
     let w = problem.workload;
     let sync = problem.objective == Objective::Sync;
-    let (units, arcs) = units(w, problem.contiguous);
+    let (units, arcs) = Grouping::units(w, problem.contiguous);
     let devices = w.devices();
 
     let (k, l, n_units) = (
@@ -304,7 +306,7 @@ impl<'p> LoadModel<'p> {
             groups: Some(units.len()),
             ..Stats::default()
         };
-        if let Some(outcome) = super::refuse_model_size(&budget, columns, &stats) {
+        if let Some(outcome) = super::highs::refuse_model_size(&budget, columns, &stats) {
             return Err(Box::new(outcome));
         }
         let model = LoadModel {
@@ -316,7 +318,7 @@ impl<'p> LoadModel<'p> {
         Ok((model, Builder::within(budget)))
     }
 
-    /// The load bounds ([`super::load_bounds::for_model`], a quarter of the budget) and
+    /// The load bounds ([`crate::solve::bounds::load::for_model`], a quarter of the budget) and
     /// the objective's columns, bounded by them as `--load-bound` says.
     pub(crate) fn objective(
         &mut self,
@@ -327,7 +329,7 @@ impl<'p> LoadModel<'p> {
         sync: bool,
     ) -> (ModelBounds, LoadObjective) {
         let bound_use = self.problem.limits.ip.load_bound;
-        let bounds = super::load_bounds::for_model(
+        let bounds = crate::solve::bounds::load::for_model(
             units,
             hyperedges,
             devices,

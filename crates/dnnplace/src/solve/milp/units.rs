@@ -1,7 +1,7 @@
 //! What the integer programs place, and the constraint families the models share.
 //!
-//! **Units** ([`units`]). Without contiguity a unit is a colour class (a node without a
-//! class is its own); with contiguity it is a group of [`Contraction`] (classes on one
+//! **Units** ([`Grouping::units`]). Without contiguity a unit is a colour class (a node without a
+//! class is its own); with contiguity it is a group of [`Contraction`](crate::model::contraction::Contraction) (classes on one
 //! cycle of the class graph fused, numbered topologically), the same units the DP splits
 //! and the scorer's contiguity check implies. Either way a [`Grouping`]: per unit its
 //! nodes, fpga/cpu time (and their forward parts), size and support.
@@ -52,22 +52,9 @@
 //! for `d > g`). Every placement has exactly one such labelling (number devices by their
 //! lowest unit), which [`canonical_devices`] computes for warm starts.
 
-use super::{Builder, Var};
-use crate::model::contraction::Contraction;
+use super::highs::{Builder, Var};
 use crate::model::grouping::Grouping;
-use crate::model::{Device, Placement, Workload};
-
-/// The units of an IP: the colour classes, or with `contiguous` the groups of the
-/// [`Contraction`] with the arcs of their DAG (none for classes).
-pub fn units(w: &Workload, contiguous: bool) -> (Grouping, Vec<(usize, usize)>) {
-    if contiguous {
-        let c = Contraction::new(w);
-        let arcs = c.arcs();
-        (c.into_grouping(), arcs)
-    } else {
-        (Grouping::classes(w), Vec::new())
-    }
-}
+use crate::model::{Device, Placement};
 
 /// Whether the memory rows `Σ_g size_g x_g ≤ M` can bind: some unit has a size and all
 /// units together exceed `memory`.

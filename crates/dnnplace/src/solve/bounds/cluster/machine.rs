@@ -1,6 +1,6 @@
 //! The machine bound: a lower bound on the TPS of every *contiguous* plan on a cluster whose
 //! machines each hold accelerators of one type, from the chain relaxation of
-//! [`super::chain_bound`] taken machine by machine, with what each stage must receive.
+//! [`super::chain`] taken machine by machine, with what each stage must receive.
 //!
 //! The chain bound counts every device's compute only and keeps a table over the vectors
 //! of devices used per class, which is too large for clusters of hundreds of GPUs of
@@ -13,7 +13,7 @@
 //!
 //! **Relaxation.** Number the groups topologically `0..n`, `P_l = {0..l−1}`, and let
 //! `lo(I)` be the first group missing from an ideal `I` (`P_{lo(I)} ⊆ I`, `lo(I) ∉ I`) and
-//! `R̂` the windows of [`super::chain_bound`]: `I ⊆ P_{R̂(lo(I))}`. In a plan
+//! `R̂` the windows of [`super::chain`]: `I ⊆ P_{R̂(lo(I))}`. In a plan
 //! `∅ = I_0 ⊂ … ⊂ I_r = V` let `l_i = lo(I_i)` (`l_0 = 0`, `l_r = n`). A stage with
 //! `l_i > l_{i−1} = l` holds group `l` (missing from `I_{i−1}`, inside `P_{l_i} ⊆ I_i`) and
 //! every group of `[m(l), l_i)` with `m(l) = max(R̂(l), l + 1)` (inside `I_i`, outside
@@ -48,7 +48,7 @@
 //! `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
 //!
 //! **Machines.** Over the vectors `u` of machines used per kind (the kinds of
-//! [`super::machine_chain`]), in a plan the machines are a sequence, each one's stages
+//! [`crate::solve::cluster::machine_chain`]), in a plan the machines are a sequence, each one's stages
 //! consecutive:
 //!
 //! ```text
@@ -68,7 +68,7 @@
 //! per kind and role (memoised), a scan of the starts whose interval fits, and
 //! O(Π_κ (n_κ + 1) · K · (g + q)·(q + 1)) for the table.
 
-use super::chain_bound::{prefix_sums, windows};
+use super::chain::{prefix_sums, windows};
 use crate::model::cluster::Machine;
 use crate::model::contraction::Contraction;
 use crate::model::numerics::Sum;
@@ -179,8 +179,8 @@ pub fn machine_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64
 }
 
 /// Whether two machines are interchangeable (all but the name equal): one kind here and in
-/// [`super::machine_chain`].
-pub(super) fn same_kind(a: &Machine, b: &Machine) -> bool {
+/// [`crate::solve::cluster::machine_chain`].
+pub(crate) fn same_kind(a: &Machine, b: &Machine) -> bool {
     a.accelerators == b.accelerators
         && a.cpus == b.cpus
         && a.host == b.host

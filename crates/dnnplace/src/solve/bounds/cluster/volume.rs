@@ -25,7 +25,7 @@
 //!          Σ_c n_c μ_c = 1,   μ, ν ≥ 0,   π free
 //! ```
 //!
-//! The LP passes the numeric guard of [`crate::solve::milp::guard`] first: numbers HiGHS
+//! The LP passes the numeric guard of [`crate::solve::guard`] first: numbers HiGHS
 //! would refuse give the bound 0 (valid) instead of a model. HiGHS solves it within the time given; the bound reported is `L(μ, ν)` *evaluated*
 //! at HiGHS's `μ, ν` (clamped to ≥ 0, divided by `Σ_c n_c μ_c` as computed), each term
 //! rounded down, so the LP solver's tolerances never make it invalid. Communication is
@@ -43,7 +43,7 @@ use highs::{HighsModelStatus, RowProblem, Sense};
 
 use crate::model::contraction::class_index;
 use crate::model::{ClusterCosts, Workload};
-use crate::solve::milp::guard::Guard;
+use crate::solve::guard::Guard;
 
 /// The classes' work and the groups' bytes.
 struct Classes {

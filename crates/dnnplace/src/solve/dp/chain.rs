@@ -26,13 +26,13 @@
 //! W_j ≤ n the prefixes left in the window of `P_j` (about n/k); [`split_chain`], the plain
 //! recurrence over all pairs, is O(n² · (k+1)(ℓ+1)) and kept as the reference.
 
-use super::budget::{Budget, Exhausted};
-use super::dp::pruning::{Pruning, Windows};
-use super::dp::reconstruct;
-use super::dp::relax::{Prefixes, Relaxation};
-use super::ideal_cost::{PairCost, Summaries};
+use super::pruning::{Pruning, Windows};
+use super::reconstruct;
+use super::relax::{Prefixes, Relaxation};
 use crate::model::contraction::Contraction;
 use crate::model::{Device, Placement};
+use crate::solve::budget::{Budget, Exhausted};
+use crate::solve::ideal_cost::{PairCost, Summaries};
 
 /// Device kind of a stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

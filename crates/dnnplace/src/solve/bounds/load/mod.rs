@@ -13,7 +13,7 @@
 //!
 //! # Setting
 //!
-//! Units g ([`super::units`]: colour classes, or groups when contiguous, which every plan
+//! Units g ([`Grouping::units`]: colour classes, or groups when contiguous, which every plan
 //! keeps on one device), with `fpga_g`, `cpu_g`, `size_g`; g is **placeable** if it may go
 //! on an accelerator (all nodes supported, `size_g ≤ M`). k accelerators, ℓ CPUs. An
 //! accelerator holding the unit set S has load `fpga(S) + cut(S)`, `cut(S)` the cost of the
@@ -47,7 +47,7 @@
 //!   alone, to the CPU time the excess 582 GiB costs.)
 //! - **Communication** (`communication`). For a nonempty set Q of placeable units and
 //!   μ ≥ 0 let `h_Q(μ) = min_{S ⊇ Q, S placeable} cut(S) + μ·fpga(S)`, a minimum cut
-//!   ([`super::min_cut`]). An accelerator d whose set `S_d` contains Q, with
+//!   ([`crate::solve::bounds::min_cut`]). An accelerator d whose set `S_d` contains Q, with
 //!   `I ≤ fpga(S_d) ≤ T` (I the fpga of any units known to be in `S_d`), has
 //!   `load(d) = cut(S_d) + fpga(S_d) ≥ h_Q(μ) + (1 − μ)·fpga(S_d)`. Write
 //!   `fpga(S_d) = I + φ` (φ: d's other units). For μ < 1, `load(d) ≤ T` gives
@@ -100,17 +100,29 @@
 //! threshold; about 50 thresholds. On the published workloads: under 0.1 s for most,
 //! 1 s for bert_l-12 inference, 3–4 s for bert_l-12 training (operator graphs).
 
-use std::collections::HashMap;
-
-use super::min_cut::CheapestSet;
-use super::units::units;
-use super::LoadBoundUse;
 use crate::model::grouping::{Group, Grouping, Hyperedge};
 use crate::model::numerics::{Sum, UNIT_ROUNDOFF};
 use crate::model::{DeviceSet, Workload};
 use crate::solve::budget::Budget;
 use crate::solve::knapsack::FractionalKnapsack;
 use crate::solve::Stats;
+
+mod communication;
+mod packing;
+
+use communication::{bin_room, mu_grid, Cuts, CUT_UNITS, SET_CUTS};
+use packing::{Bins, Packing, Search};
+
+/// How the max-load and sync IPs use the combinatorial bound of this module's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadBoundUse {
+    /// As the lower bound of τ (and F, B), and to stop HiGHS once its incumbent meets it.
+    InModel,
+    /// Only reported and used to stop HiGHS; the model is left without it.
+    ReportOnly,
+    /// Not computed.
+    Off,
+}
 
 /// Which tests the bound runs (the forced-unit test always runs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,24 +155,10 @@ pub const NODE_LIMIT: usize = 200_000;
 /// fluid compute that must fit in the bins' rooms. Also bounds the search's recursion depth.
 pub const PACKING_ITEMS: usize = 512;
 
-/// Units whose h is computed by minimum cuts (the largest that can be forced).
-const CUT_UNITS: usize = 64;
-
-/// Sets of two or more units whose h is computed by minimum cuts, at most.
-const SET_CUTS: usize = 2000;
-
-/// The μ at which h of a set of two or more units is computed.
-const SET_MU: [f64; 4] = [0.0625, 0.25, 1.0, 4.0];
-
-/// The μ grid: 2^j for j = −8..=4.
-fn mu_grid() -> Vec<f64> {
-    (-8..=4).map(|j| 2f64.powi(j)).collect()
-}
-
 /// The lower bound on the max load of every plan of `w` (contiguous plans only when
 /// `contiguous`, with the contraction's groups as units), all tests.
 pub fn max_load_lower_bound(w: &Workload, contiguous: bool) -> f64 {
-    let (units, _) = units(w, contiguous);
+    let (units, _) = Grouping::units(w, contiguous);
     let hyperedges = units.hyperedges(w, false);
     LowerBound::new(&units, &hyperedges, w.devices(), Tests::ALL).value()
 }
@@ -218,7 +216,7 @@ pub(crate) fn for_model(
     let start = std::time::Instant::now();
     let bounds = compute_model_bounds(units, hyperedges, devices, sync, budget);
     stats.notes.push(format!(
-        "combinatorial lower bound {}{} ({:.2} s{}; solve::milp::load_bounds)",
+        "combinatorial lower bound {}{} ({:.2} s{}; solve::bounds::load)",
         bounds.total,
         if sync {
             format!(
@@ -241,7 +239,7 @@ pub(crate) fn for_model(
 /// [`ModelBounds`] for the plans of `w` (contiguous ones only when `contiguous`, with the
 /// contraction's groups as units), for the throughput or the sync objective.
 pub fn model_bounds(w: &Workload, contiguous: bool, sync: bool) -> ModelBounds {
-    let (units, _) = units(w, contiguous);
+    let (units, _) = Grouping::units(w, contiguous);
     let hyperedges = units.hyperedges(w, sync);
     compute_model_bounds(&units, &hyperedges, w.devices(), sync, &Budget::unlimited())
 }
@@ -299,7 +297,7 @@ fn compute_model_bounds(
 /// `[("forced", _), ("pigeon", _), ("volume", _), ("communication", _), ("packing", _),
 /// ("all", _)]`. For reports of where a bound comes from.
 pub fn breakdown(w: &Workload, contiguous: bool) -> Vec<(&'static str, f64)> {
-    let (units, _) = units(w, contiguous);
+    let (units, _) = Grouping::units(w, contiguous);
     let hyperedges = units.hyperedges(w, false);
     let one = |tests: Tests| LowerBound::new(&units, &hyperedges, w.devices(), tests).value();
     vec![
@@ -355,104 +353,6 @@ pub struct LowerBound<'a> {
     budget: Budget,
 }
 
-/// Values of h_Q on the μ grid, by minimum cuts, cached (they do not depend on T).
-struct Cuts<'a> {
-    fpga: Vec<f64>,
-    placeable: Vec<bool>,
-    hyperedges: &'a [Hyperedge],
-    mu: Vec<f64>,
-    /// The network, built on first use.
-    network: Option<CheapestSet>,
-    /// Units whose sets get minimum cuts (the largest that can be forced).
-    allowed: Vec<bool>,
-    /// h of single units (trivial `μ·fpga_g` for units not allowed).
-    single: Vec<Option<Vec<f64>>>,
-    /// h of sets of two or more allowed units, sorted; None once the budget ran out.
-    sets: HashMap<Vec<usize>, Vec<f64>>,
-    sets_left: usize,
-    budget: Budget,
-}
-
-impl Cuts<'_> {
-    fn compute(&mut self, set: &[usize]) -> Vec<f64> {
-        let (fpga, placeable, hyperedges) = (&self.fpga, &self.placeable, self.hyperedges);
-        let network = self
-            .network
-            .get_or_insert_with(|| CheapestSet::new(fpga, placeable, hyperedges));
-        let trivial: f64 = set.iter().map(|&g| fpga[g]).sum();
-        if self.budget.is_exhausted() {
-            return self.mu.iter().map(|&mu| mu * trivial).collect();
-        }
-        if set.len() == 1 {
-            return self
-                .mu
-                .iter()
-                .map(|&mu| network.value_of_set(set, mu).max(mu * trivial))
-                .collect();
-        }
-        // Sets: a few points, and chords in between (module docs).
-        let points: Vec<(f64, f64)> = SET_MU
-            .iter()
-            .map(|&m| (m, network.value_of_set(set, m).max(m * trivial)))
-            .collect();
-        self.mu
-            .iter()
-            .map(|&mu| chord(&points, mu).max(mu * trivial))
-            .collect()
-    }
-
-    /// h_g on the grid (never fails: `μ·fpga_g` is valid, since S ∋ g).
-    fn single(&mut self, g: usize) -> Vec<f64> {
-        if self.single[g].is_none() {
-            let values = if self.allowed[g] && !self.hyperedges.is_empty() {
-                self.compute(&[g])
-            } else {
-                self.mu.iter().map(|&mu| mu * self.fpga[g]).collect()
-            };
-            self.single[g] = Some(values);
-        }
-        self.single[g].clone().unwrap_or_default()
-    }
-
-    /// h_Q on the grid for a sorted set of two or more units, when all are allowed and the
-    /// budget lasts.
-    fn set(&mut self, set: &[usize]) -> Option<Vec<f64>> {
-        if let Some(values) = self.sets.get(set) {
-            return Some(values.clone());
-        }
-        if self.sets_left == 0
-            || self.hyperedges.is_empty()
-            || set.iter().any(|&g| !self.allowed[g])
-        {
-            return None;
-        }
-        self.sets_left -= 1;
-        let values = self.compute(set);
-        self.sets.insert(set.to_vec(), values.clone());
-        Some(values)
-    }
-}
-
-/// Outcome of the packing search.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Packing {
-    Fits,
-    Impossible,
-    GaveUp,
-}
-
-#[derive(Clone, Debug)]
-struct Bin {
-    /// The forced units in it, sorted.
-    units: Vec<usize>,
-    compute: f64,
-    size: f64,
-    /// A lower bound on h over the bin's units, per μ (empty without the communication
-    /// test).
-    h: Vec<f64>,
-    room: f64,
-}
-
 impl<'a> LowerBound<'a> {
     pub fn new(
         units: &'a Grouping,
@@ -492,7 +392,7 @@ impl<'a> LowerBound<'a> {
             network: None,
             allowed: vec![false; n],
             single: vec![None; n],
-            sets: HashMap::new(),
+            sets: std::collections::HashMap::new(),
             sets_left: SET_CUTS,
             budget: Budget::unlimited(),
         };
@@ -749,231 +649,6 @@ pub fn pigeon(mut values: Vec<f64>, k: usize) -> f64 {
             part * (1.0 - 2.0 * UNIT_ROUNDOFF)
         })
         .fold(0.0, f64::max)
-}
-
-/// Room for other units' fpga on an accelerator whose known units have fpga `compute` and
-/// h at most `h` per μ (empty: no communication information), at threshold t; None when
-/// the bin alone is impossible (module docs, Communication).
-fn bin_room(mu: &[f64], h: &[f64], compute: f64, t: f64) -> Option<f64> {
-    let mut room = t - compute;
-    for (&m, &hv) in mu.iter().zip(h) {
-        if m < 1.0 {
-            room = room.min((t - hv) / (1.0 - m) - compute);
-        } else if hv > m * t {
-            return None;
-        }
-    }
-    (room >= 0.0).then_some(room)
-}
-
-/// The packing search (module docs, Packing).
-struct Search<'a, 'b> {
-    units: &'a Grouping,
-    items: &'a [usize],
-    cuts: Option<&'a mut Cuts<'b>>,
-    k: usize,
-    t: f64,
-    memory: f64,
-    fluid: f64,
-    bins: Vec<Bin>,
-    suffix_compute: Vec<f64>,
-    suffix_size: Vec<f64>,
-    nodes: usize,
-    budget: Budget,
-}
-
-/// The packing question of a [`Search`]: `k` accelerators, each with time at most `t` and
-/// memory at most `memory`, and `fluid` (module docs, Packing).
-#[derive(Clone, Copy, Debug)]
-struct Bins {
-    k: usize,
-    t: f64,
-    memory: f64,
-    fluid: f64,
-}
-
-impl<'a, 'b> Search<'a, 'b> {
-    fn new(
-        units: &'a Grouping,
-        items: &'a [usize],
-        cuts: Option<&'a mut Cuts<'b>>,
-        Bins {
-            k,
-            t,
-            memory,
-            fluid,
-        }: Bins,
-        budget: Budget,
-    ) -> Self {
-        let n = items.len();
-        let (mut suffix_compute, mut suffix_size) = (vec![0.0; n + 1], vec![0.0; n + 1]);
-        for i in (0..n).rev() {
-            suffix_compute[i] = suffix_compute[i + 1] + units[items[i]].fpga_latency;
-            suffix_size[i] = suffix_size[i + 1] + units[items[i]].size_bytes;
-        }
-        Search {
-            units,
-            items,
-            cuts,
-            k,
-            t,
-            memory,
-            fluid,
-            bins: Vec::with_capacity(k),
-            suffix_compute,
-            suffix_size,
-            nodes: 0,
-            budget,
-        }
-    }
-
-    fn run(&mut self) -> Packing {
-        self.place(0)
-    }
-
-    /// The bin `bin` (None: a new one) with unit g added, or None if it cannot hold it.
-    fn extend(&mut self, bin: Option<&Bin>, g: usize) -> Option<Bin> {
-        let u = self.units;
-        let (mut units, compute, size) = match bin {
-            Some(b) => (
-                b.units.clone(),
-                b.compute + u[g].fpga_latency,
-                b.size + u[g].size_bytes,
-            ),
-            None => (Vec::new(), u[g].fpga_latency, u[g].size_bytes),
-        };
-        if size > self.memory {
-            return None;
-        }
-        let at = units.partition_point(|&x| x < g);
-        units.insert(at, g);
-        let h = match self.cuts.as_deref_mut() {
-            None => Vec::new(),
-            Some(cuts) => {
-                let mut h = cuts.single(g);
-                if let Some(b) = bin {
-                    max_into(&mut h, &b.h);
-                    // The whole set when the budget allows, else the pairs already known.
-                    if let Some(whole) = cuts.set(&units) {
-                        max_into(&mut h, &whole);
-                    } else {
-                        for &a in &b.units {
-                            if let Some(pair) = cuts.sets.get(&[a.min(g), a.max(g)][..]) {
-                                max_into(&mut h, pair);
-                            }
-                        }
-                    }
-                }
-                h
-            }
-        };
-        let room = bin_room(
-            self.cuts.as_ref().map_or(&[][..], |c| &c.mu[..]),
-            &h,
-            compute,
-            self.t,
-        )?;
-        Some(Bin {
-            units,
-            compute,
-            size,
-            h,
-            room,
-        })
-    }
-
-    fn place(&mut self, i: usize) -> Packing {
-        self.nodes += 1;
-        if self.nodes > NODE_LIMIT
-            || (self.nodes.is_multiple_of(1024) && self.budget.is_exhausted())
-        {
-            return Packing::GaveUp;
-        }
-        let empty = (self.k - self.bins.len()) as f64;
-        let room: f64 = self.bins.iter().map(|b| b.room).sum::<f64>() + empty * self.t;
-        if room < self.suffix_compute[i] + self.fluid {
-            return Packing::Impossible;
-        }
-        let memory: f64 =
-            self.bins.iter().map(|b| self.memory - b.size).sum::<f64>() + empty * self.memory;
-        if memory < self.suffix_size[i] {
-            return Packing::Impossible;
-        }
-        if i == self.items.len() {
-            return Packing::Fits;
-        }
-        // Only bins with room for the smallest forced unit can take forced units.
-        let smallest = self.units[self.items[self.items.len() - 1]].fpga_latency;
-        let usable: f64 = self
-            .bins
-            .iter()
-            .map(|b| b.room)
-            .filter(|&r| r >= smallest)
-            .sum::<f64>()
-            + empty * self.t;
-        if usable < self.suffix_compute[i] {
-            return Packing::Impossible;
-        }
-        let g = self.items[i];
-        for b in 0..=self.bins.len() {
-            let opening = b == self.bins.len();
-            if opening && self.bins.len() == self.k {
-                break;
-            }
-            if !opening {
-                if self.bins[b].room < self.units[g].fpga_latency {
-                    continue;
-                }
-                // Bins with equal contents behave alike only without communication (with
-                // it, a bin's future h depends on which units it holds).
-                let same = |x: &Bin, y: &Bin| x.compute == y.compute && x.size == y.size;
-                if self.cuts.is_none() && (0..b).any(|a| same(&self.bins[a], &self.bins[b])) {
-                    continue;
-                }
-            }
-            let current = (!opening).then(|| self.bins[b].clone());
-            let Some(new) = self.extend(current.as_ref(), g) else {
-                continue;
-            };
-            if opening {
-                self.bins.push(new);
-            } else {
-                self.bins[b] = new;
-            }
-            let outcome = self.place(i + 1);
-            match current {
-                None => {
-                    self.bins.pop();
-                }
-                Some(old) => self.bins[b] = old,
-            }
-            match outcome {
-                Packing::Fits => return Packing::Fits,
-                Packing::GaveUp => return Packing::GaveUp,
-                Packing::Impossible => {}
-            }
-        }
-        Packing::Impossible
-    }
-}
-
-/// A lower bound on a concave nondecreasing h ≥ 0 at μ, from lower bounds `points` on it
-/// at increasing μ: the chord through (0, 0) and the points, flat after the last.
-fn chord(points: &[(f64, f64)], mu: f64) -> f64 {
-    let mut prev = (0.0, 0.0);
-    for &(m, v) in points {
-        if mu <= m {
-            return prev.1 + (v - prev.1) * (mu - prev.0) / (m - prev.0);
-        }
-        prev = (m, v);
-    }
-    prev.1
-}
-
-fn max_into(h: &mut [f64], other: &[f64]) {
-    for (x, y) in h.iter_mut().zip(other) {
-        *x = x.max(*y);
-    }
 }
 
 #[cfg(test)]

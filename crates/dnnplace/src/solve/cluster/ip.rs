@@ -2,7 +2,7 @@
 //! ([`crate::model::cluster`]): exact under the cluster's communication rule, for
 //! non-contiguous plans and for the cluster DP's contiguous plan space.
 //!
-//! **Index sets.** Units `g ∈ U` ([`super::units::units`]: colour classes, or with
+//! **Index sets.** Units `g ∈ U` ([`Grouping::units`](crate::model::grouping::Grouping::units): colour classes, or with
 //! contiguity the SCC-fused groups of the group DAG with arcs `A`); devices `d ∈ D`
 //! (accelerators of type `t(d)`, CPU cores), each on machine `μ(d)`; machines `μ ∈ M`.
 //! A *transfer* `τ = (p, R)` merges the nodes `u` with `c(u) > 0` of producer unit `p` whose
@@ -58,7 +58,7 @@
 //! `i ≤ x[w,d]` (`i` has no other row, so `i = min` at the least `s`). A node whose
 //! successors are all in its own unit never moves and is no transfer.
 //!
-//! **The set bound** ([`crate::solve::cluster::set_bound`]): the device `d` holding unit
+//! **The set bound** ([`crate::solve::bounds::cluster::set`]): the device `d` holding unit
 //! `g` holds some set `S ∋ g` and pays at least its compute and the transfers `S`
 //! receives (at the cheapest price of a place other than `d` that exists) and sends, so
 //! `TPS ≥ max_g min_d min_{S ∋ g} load_d(S)`, one minimum cut per unit and device class.
@@ -79,14 +79,14 @@
 //! not go from μ to μ'). This is exact but weaker in the LP than the DP; use it to check
 //! the DP or on graphs the DP cannot enumerate.
 //!
-//! **Coefficients** are kept small as [`super::presolve`] keeps them (HiGHS 1.15 proves
+//! **Coefficients** are kept small as [`crate::solve::milp::presolve`] keeps them (HiGHS 1.15 proves
 //! false optima with large coefficients): every time above twice the held plan's score
 //! `U` is capped at `2U` (sound: a plan paying one such term scores above `U` either way),
 //! times are scaled by the power of two that brings the lower bound into `[1, 2^16]` (or
 //! the largest time down to `2^22`), bytes by the one that brings the memories below `2^20`.
 //! The objective and bound are scaled back; the plan is re-scored by
 //! [`evaluate_on_cluster`], and an IP objective below the scorer's (beyond
-//! [`super::TOLERANCE`], for a plan that pays no capped term) is a formulation bug and an
+//! [`crate::solve::milp::TOLERANCE`], for a plan that pays no capped term) is a formulation bug and an
 //! error.
 //!
 //! **Size.** `|U|·|D|` binaries; `|P|·|M|·2` location columns for `|P|` producer units;
@@ -99,18 +99,21 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::presolve::into_range;
-use super::units::{contiguity, device_order, units};
-use super::{run_to_bound, status_with_plan, Builder, Solved, Var, DEFAULT_GAP, TOLERANCE};
+use super::brute_force::interchangeable_groups;
 use crate::model::grouping::Grouping;
 use crate::model::numerics::pow2;
+use crate::model::transfers::{transfers, Transfer};
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 use crate::score::evaluate_on_cluster;
+use crate::solve::bounds::cluster::set::set_bound;
 use crate::solve::budget::Budget;
-use crate::solve::cluster::brute_force::interchangeable_groups;
-use crate::solve::cluster::set_bound::set_bound;
-use crate::solve::cluster::transfers::{transfers, Transfer};
-use crate::solve::{Limits, Objective, Outcome, Problem, Provenance, SolveError, Stats, Status};
+use crate::solve::milp::highs::{run_to_bound, Builder, Solved, Var};
+use crate::solve::milp::presolve::into_range;
+use crate::solve::milp::units::{contiguity, device_order};
+use crate::solve::milp::{status_with_plan, TOLERANCE};
+use crate::solve::{
+    Limits, Objective, Outcome, Problem, Provenance, SolveError, Stats, Status, DEFAULT_GAP,
+};
 
 /// The time floor (or the largest time) is brought into `[1, 2^TIME_LOG2]`.
 const TIME_LOG2: i32 = 16;
@@ -205,7 +208,12 @@ fn note_run(solved: &Solved, stats: &mut Stats) {
             solved.status, solved.time_s, solved.nodes
         )),
     }
-    (stats.notes).extend(solved.checks.iter().map(super::second_opinion::Check::note));
+    (stats.notes).extend(
+        solved
+            .checks
+            .iter()
+            .map(crate::solve::milp::second_opinion::Check::note),
+    );
 }
 
 /// Minimises the max load (`objective` throughput) or `max FW + max BW` (sync) of `w` on
@@ -232,7 +240,7 @@ pub fn solve(
         });
     }
     let sync = objective == Objective::Sync;
-    let (units, arcs) = units(w, contiguous);
+    let (units, arcs) = Grouping::units(w, contiguous);
     let mut stats = Stats {
         groups: Some(units.len()),
         ..Stats::default()
@@ -490,7 +498,7 @@ impl ClusterIp<'_> {
     /// `lower`, raised to the set bound (a twentieth of the time limit) unless the load
     /// bounds are off; the set bound is noted.
     fn with_set_bound(&self, limits: &Limits, lower: f64, stats: &mut Stats) -> f64 {
-        if limits.ip.load_bound == super::LoadBoundUse::Off {
+        if limits.ip.load_bound == crate::solve::bounds::load::LoadBoundUse::Off {
             return lower;
         }
         let budget = Budget::new(limits.time_limit_s.map(|t| 0.05 * t), None);

@@ -1,9 +1,9 @@
 //! The cheapest accelerator set around one unit: `h_g(μ) = min_{S ∋ g} cut(S) + μ·fpga(S)`,
-//! by maximum flow (Dinic's algorithm), for [`super::load_bounds`].
+//! by maximum flow (Dinic's algorithm), for [`super::load`].
 //!
 //! `S` ranges over sets of units that may go on an accelerator (the others are forced to
 //! the sink side); `cut(S)` is the communication an accelerator holding `S` pays
-//! ([`super::units`]: `c_e` for every hyperedge `T_e` that `S` meets without containing).
+//! ([`crate::solve::milp::units`]: `c_e` for every hyperedge `T_e` that `S` meets without containing).
 //!
 //! **Network** (Lawler's hyperedge gadget). One vertex per unit, two per hyperedge
 //! (`in_e`, `out_e`) and a sink `t`:

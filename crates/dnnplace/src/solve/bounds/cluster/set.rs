@@ -8,7 +8,7 @@
 //! load_d(S) ≥ Σ_{a∈S} x_d(a) + Σ_{τ: p(τ)∉S, R(τ)∩S≠∅} r_d(τ) + Σ_{τ: p(τ)∈S, R(τ)⊄S} s_d(τ)
 //! ```
 //!
-//! over the transfers `τ = (p, R)` of [`super::transfers`], with `r_d(τ)` the cheapest
+//! over the transfers `τ = (p, R)` of [`crate::model::transfers`], with `r_d(τ)` the cheapest
 //! price at which `d` receives `τ` from a place other than `d` that exists (another
 //! machine: `t_N`; another CPU core or accelerator of its machine: the link table of
 //! [`crate::model::cluster`]) and `s_d(τ) = t_H` for an accelerator on a machine without
@@ -23,7 +23,7 @@
 //! cheapest time; unlike them it sees that holding a producer means paying for the
 //! producer's own inputs.
 //!
-//! **`h_d(g)` is a minimum cut** (as [`crate::solve::milp::min_cut`] for MODEL.md's
+//! **`h_d(g)` is a minimum cut** (as [`crate::solve::bounds::min_cut`] for MODEL.md's
 //! symmetric hyperedges; here the two directions are apart). Vertices: the units, `y_τ`
 //! for each transfer with `r_d(τ) > 0`, `z_τ` for each with `s_d(τ) > 0`, a source joined
 //! to `g` by an ∞ arc and a sink:
@@ -53,12 +53,11 @@
 
 use std::collections::HashSet;
 
-use super::transfers::{transfers, Transfer};
 use crate::model::grouping::Grouping;
+use crate::model::transfers::{transfers, Transfer};
 use crate::model::{ClusterCosts, Workload};
+use crate::solve::bounds::min_cut::Network;
 use crate::solve::budget::Budget;
-use crate::solve::milp::min_cut::Network;
-use crate::solve::milp::units::units;
 
 /// Residual capacities below this (relative to the largest finite capacity) count as zero.
 const RELATIVE_EPS: f64 = 1e-13;
@@ -140,7 +139,7 @@ impl ClassNetwork {
 /// The set bound of `w` on the cluster of `costs` (module documentation), within `budget`
 /// (the bound so far when it runs out). 0 for an empty workload.
 pub fn set_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
-    let (units, _) = units(w, false);
+    let (units, _) = Grouping::units(w, false);
     let transfers = transfers(w, costs, &units.group_of, false);
     let classes = class_networks(w, costs, &units, &transfers);
     let cheapest: Vec<f64> = (0..units.len())
