@@ -91,7 +91,7 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Internal(format!("cannot find this program: {e}")))?;
     let spec = BenchSpec {
         exe,
-        method: method.name().into(),
+        method,
         plan_args: args.plan_args,
         experts: args.experts,
     };

@@ -13,7 +13,7 @@ pub struct BenchSpec {
     /// The `dnnplace` executable to run.
     pub exe: PathBuf,
     /// `--method` of each run.
-    pub method: String,
+    pub method: crate::solve::MethodId,
     /// More flags for `plan`.
     pub plan_args: Vec<String>,
     /// A folder of expert splits ([`super::expert_split`]) to score beside each workload.
@@ -100,7 +100,7 @@ fn run_one(spec: &BenchSpec, name: &str, file: &Path) -> Result<BenchRow, BenchE
         .arg(file)
         .arg("--json")
         .arg("--method")
-        .arg(&spec.method)
+        .arg(spec.method.name())
         .args(&spec.plan_args)
         .output()
         .map_err(|e| BenchError::Run(format!("running {}: {e}", spec.exe.display())))?;

@@ -1023,7 +1023,7 @@ impl Auto {
             if e.max_pieces() > pieces {
                 let Some((p, within, moved)) = within_pieces(w, placement, pieces) else {
                     return Err(SolveError::Unsupported {
-                        method: "auto".into(),
+                        method: MethodId::Auto,
                         what: format!("latency with at most {pieces} pieces per accelerator on a graph of {units} units (more than the IP's {IP_MAX_UNITS}): no plan within the pieces was found"),
                     });
                 };

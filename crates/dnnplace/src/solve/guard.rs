@@ -14,7 +14,7 @@
 //! crate's non-panicking calls (`try_new`, `try_optimise`, `try_set_option`,
 //! `try_solve`) are used, so a status HiGHS returns anyway is an error, never a panic.
 
-use crate::solve::SolveError;
+use crate::solve::{MethodId, SolveError};
 
 /// HiGHS's default `large_matrix_value`: larger matrix entries make the model invalid.
 pub const LARGE_MATRIX_VALUE: f64 = 1e15;
@@ -70,11 +70,11 @@ impl Guard {
     }
 
     /// `Ok` when HiGHS takes every number seen, else the IP's error for `method`.
-    pub fn check(&self, method: &str) -> Result<(), SolveError> {
+    pub fn check(&self, method: MethodId) -> Result<(), SolveError> {
         match &self.first {
             None => Ok(()),
             Some(what) => Err(SolveError::Unsupported {
-                method: method.into(),
+                method,
                 what: format!(
                     "numbers beyond what HiGHS accepts: {what}; the workload's times, sizes or costs span too wide a range for an integer program (rescale them, or use --method dp)"
                 ),
@@ -94,10 +94,10 @@ mod tests {
         g.bound(f64::INFINITY, || "row 0".into());
         g.bound(-1e19, || "row 0".into());
         g.cost(-1e19, || "column 0".into());
-        assert!(g.check("ip").is_ok());
+        assert!(g.check(MethodId::Ip).is_ok());
         g.coefficient(-1e308, || "row 3".into());
         g.bound(f64::NAN, || "row 4".into());
-        let e = g.check("ip").unwrap_err().to_string();
+        let e = g.check(MethodId::Ip).unwrap_err().to_string();
         assert!(e.contains("row 3") && e.contains("-1e308"), "{e}");
         let mut g = Guard::default();
         g.coefficient(f64::NAN, || "row 1".into());

@@ -318,12 +318,12 @@ pub enum SolveError {
     /// `detail` says how far it got and what to change.
     #[error("{method} stopped without a plan: {reason} {detail}")]
     Stopped {
-        method: String,
+        method: MethodId,
         reason: budget::Exhausted,
         detail: String,
     },
     #[error("method {method} does not support {what}")]
-    Unsupported { method: String, what: String },
+    Unsupported { method: MethodId, what: String },
     /// A cluster refuses the method, objective or plan space
     /// ([`cluster::plan::ClusterMethod::choose`]).
     #[error("on a cluster, {0}")]
@@ -366,11 +366,11 @@ pub const MAX_CHUNKS: usize = 256;
 
 /// `interleaved:v` with `v` ≤ [`MAX_CHUNKS`] (`v` ≥ 100,000 aborted the interleaved
 /// planners' allocations; an error naming the largest `v` instead).
-pub fn check_chunks(method: &str, w: &Workload, v: usize) -> Result<(), SolveError> {
+pub fn check_chunks(method: MethodId, w: &Workload, v: usize) -> Result<(), SolveError> {
     let p = w.devices().accelerators;
     if v > MAX_CHUNKS {
         return Err(SolveError::Unsupported {
-            method: method.into(),
+            method,
             what: format!(
                 "--schedule interleaved:{v} on {p} accelerator{} and {} nodes: more than {MAX_CHUNKS} chunks per accelerator; use at most interleaved:{MAX_CHUNKS}",
                 if p == 1 { "" } else { "s" },
@@ -429,7 +429,7 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         }
         Err(e) => {
             return Err(SolveError::Unsupported {
-                method: method.name().into(),
+                method: method.id(),
                 what: format!("the problem's device set: {e}"),
             })
         }
@@ -460,20 +460,20 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
         problem
     };
     if let Some(pipeline) = problem.pipeline.filter(|_| problem.interleaved()) {
-        check_chunks(method.name(), problem.workload, pipeline.schedule.chunks())?;
+        check_chunks(method.id(), problem.workload, pipeline.schedule.chunks())?;
     }
     if problem.pipeline.is_some()
         && !matches!(method.id(), MethodId::Dp | MethodId::Auto | MethodId::Ip)
     {
         return Err(SolveError::Unsupported {
-            method: method.name().into(),
+            method: method.id(),
             what: "planning under a schedule's memory (--schedule; use --method dp or ip)".into(),
         });
     }
     method
         .supports(run)
         .map_err(|why| SolveError::Unsupported {
-            method: method.name().into(),
+            method: method.id(),
             what: why.to_string(),
         })?;
     let start = std::time::Instant::now();

@@ -71,7 +71,7 @@ impl Method for Expert {
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
         let (placement, source) = self.split.as_ref().ok_or_else(|| SolveError::Unsupported {
-            method: self.name().into(),
+            method: self.id(),
             what: "a problem without a split file".into(),
         })?;
         Ok(scored_outcome(

@@ -104,7 +104,7 @@ fn split_units(
         &problem.limits.budget(),
     )
     .map_err(|reason| SolveError::Stopped {
-        method: id.name().into(),
+        method: id,
         reason,
         detail: format!("while splitting {} units", chain.len()),
     })?;

@@ -57,14 +57,14 @@ pub fn brute_force_within(
 ) -> Result<Exhaustive, SolveError> {
     if matches!(objective, Objective::Latency { .. }) {
         return Err(SolveError::Unsupported {
-            method: "brute-force".into(),
+            method: crate::solve::MethodId::BruteForce,
             what: "the latency objective on a cluster".into(),
         });
     }
     let (class, classes) = class_index(w);
     if classes > MAX_CLASSES {
         return Err(SolveError::Unsupported {
-            method: "brute-force".into(),
+            method: crate::solve::MethodId::BruteForce,
             what: format!("{classes} colour classes on a cluster (at most {MAX_CLASSES})"),
         });
     }
@@ -112,7 +112,7 @@ pub fn brute_force_within(
     enumerate(0, &groups, &mut used, &mut labels, &mut visit);
     if let Some(reason) = stopped {
         return Err(SolveError::Stopped {
-            method: "brute-force".into(),
+            method: crate::solve::MethodId::BruteForce,
             reason,
             detail: format!(
                 "after {plans} plans on {} devices (a partial search proves nothing; use the DP)",

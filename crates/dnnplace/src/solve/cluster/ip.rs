@@ -235,7 +235,7 @@ pub fn solve(
     let started = Instant::now();
     if matches!(objective, Objective::Latency { .. }) {
         return Err(SolveError::Unsupported {
-            method: "ip".into(),
+            method: crate::solve::MethodId::Ip,
             what: "the latency objective on a cluster".into(),
         });
     }

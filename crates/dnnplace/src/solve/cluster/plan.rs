@@ -245,7 +245,7 @@ impl OnCluster {
     pub fn plan(&self, problem: &Problem) -> Result<ClusterPlan, SolveError> {
         if problem.pipeline.is_some() {
             return Err(SolveError::Unsupported {
-                method: self.name().into(),
+                method: self.id(),
                 what: Unsupported::ClusterSchedule.to_string(),
             });
         }
@@ -358,7 +358,7 @@ pub(super) fn plan_on_cluster(
 ) -> Result<ClusterPlan, SolveError> {
     if w.cluster().is_none() {
         return Err(SolveError::Unsupported {
-            method: "cluster planning".into(),
+            method: method.id(),
             what: "a workload without a cluster".into(),
         });
     }
@@ -444,14 +444,14 @@ fn by_search(
         MethodId::Genetic => Box::new(Genetic),
         other => {
             return Err(SolveError::Unsupported {
-                method: other.to_string(),
+                method: other,
                 what: "a search placer on a cluster (rl or genetic)".into(),
             })
         }
     };
     if tracking == Tracking::PerUsage {
         return Err(SolveError::Unsupported {
-            method: method.to_string(),
+            method,
             what: "per-usage optima on a cluster (the sweep uses the cluster DP)".into(),
         });
     }
@@ -588,7 +588,7 @@ fn by_brute_force(
 ) -> Result<Found, SolveError> {
     if tracking == Tracking::PerUsage {
         return Err(SolveError::Unsupported {
-            method: "brute-force".into(),
+            method: MethodId::BruteForce,
             what: "per-usage optima with plans on a cluster".into(),
         });
     }
@@ -622,7 +622,7 @@ fn by_ip(
     let mut notes = Vec::new();
     if tracking == Tracking::PerUsage {
         return Err(SolveError::Unsupported {
-            method: "ip".into(),
+            method: MethodId::Ip,
             what: "per-usage optima on a cluster (the sweep uses the cluster DP)".into(),
         });
     }

@@ -230,7 +230,7 @@ fn device_vectors(pipeline: &Pipeline, p: usize) -> Result<Vec<DeviceVectors>, S
         })
         .collect::<Result<Vec<_>, crate::model::schedule::ScheduleError>>()
         .map_err(|e| SolveError::Unsupported {
-            method: "dp".into(),
+            method: crate::solve::MethodId::Dp,
             what: format!("{} with these sizes: {e}", pipeline.schedule),
         })
 }
@@ -1366,7 +1366,7 @@ fn chain_plan(
             memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes / spread as f64,
         })
         .map_err(|e| SolveError::Unsupported {
-            method: "dp".into(),
+            method: crate::solve::MethodId::Dp,
             what: format!("the accelerators alone: {e}"),
         })?;
     let mut limits = limits.clone();

@@ -447,7 +447,7 @@ struct Stop {
 impl Stop {
     fn at(self, reason: Exhausted, phase: String) -> SolveError {
         SolveError::Stopped {
-            method: "dp".into(),
+            method: crate::solve::MethodId::Dp,
             detail: stop_detail(&reason, &phase, self.start.elapsed().as_secs_f64()),
             reason,
         }

@@ -397,7 +397,7 @@ impl<'a> Setup<'a> {
         let devices = match problem.workload.cluster() {
             Some(_) if latency => {
                 return Err(SolveError::Unsupported {
-                    method: method.to_string(),
+                    method,
                     what: "the latency objective on a cluster".into(),
                 })
             }

@@ -362,7 +362,7 @@ pub(crate) fn run_to(
     if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
         return Ok(Solved::not_run(reason.into()));
     }
-    builder.guard.check("ip")?;
+    builder.guard.check(crate::solve::MethodId::Ip)?;
     let copy = second_opinion::Copy::keep(&builder);
     let first = run_once(
         builder.problem,

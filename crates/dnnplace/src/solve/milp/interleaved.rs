@@ -139,7 +139,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         });
     }
     let unsupported = |e: crate::model::schedule::ScheduleError| SolveError::Unsupported {
-        method: "ip".into(),
+        method: crate::solve::MethodId::Ip,
         what: format!("{} with these sizes: {e}", pipeline.schedule),
     };
     let vectors = (0..p)
