@@ -108,6 +108,15 @@ impl Role {
     fn cpu(self) -> bool {
         matches!(self, Role::CpuFirst | Role::CpuLater)
     }
+
+    /// The role of a later stage on the same kind of device.
+    fn later(self) -> Role {
+        if self.cpu() {
+            Role::CpuLater
+        } else {
+            Role::AccLater
+        }
+    }
 }
 
 /// What a stage starting at `l` must receive (module documentation): the producers of
@@ -121,6 +130,10 @@ struct Receipts {
     /// `window[l]`: the groups of `(l, m(l))` (module documentation, "The window"), empty
     /// past [`MAX_WINDOW`].
     window: Vec<Vec<WindowGroup>>,
+    /// `reads[l]`: `(g, f, u)` for each producer `u` below `l`, not in `pred[l]`, of a
+    /// descendant of `l` in the window, `g` the first such descendant it feeds and `f` the
+    /// `f_l(u)` under which `later[l]` counts it (`u32::MAX` when it does not).
+    reads: Vec<Vec<(u32, u32, u32)>>,
 }
 
 /// A group `g` of a window: a descendant of the window's `l`, or the nodes with the groups
@@ -308,12 +321,49 @@ fn receipts(w: &Workload, c: &Contraction, starts: &[usize]) -> Receipts {
         }
     }
     later.iter_mut().for_each(|x| x.sort_unstable());
-    let window = (0..n).map(|l| window_of(w, c, l, starts[l])).collect();
+    let window: Vec<Vec<WindowGroup>> = (0..n).map(|l| window_of(w, c, l, starts[l])).collect();
+    let reads = (0..n)
+        .map(|l| window_reads(w, c, l, &window[l], &pred[l], &later[l]))
+        .collect();
     Receipts {
         pred,
         later,
         window,
+        reads,
     }
+}
+
+/// `reads[l]` of [`Receipts`]: the producers below `l` of the window's descendants of `l`
+/// that `pred[l]` does not hold, each once, with the first descendant reading it and where
+/// `later` counts it.
+fn window_reads(
+    w: &Workload,
+    c: &Contraction,
+    l: usize,
+    window: &[WindowGroup],
+    pred: &[u32],
+    later: &[(u32, u32)],
+) -> Vec<(u32, u32, u32)> {
+    let mut reads: Vec<(u32, u32, u32)> = Vec::new();
+    for wg in window.iter().filter(|wg| wg.descendant) {
+        for &v in &c.groups[wg.g as usize].nodes {
+            for &u in w.predecessors(v) {
+                let u32_u = u as u32;
+                if c.group_of[u] >= l
+                    || pred.binary_search(&u32_u).is_ok()
+                    || reads.iter().any(|r| r.2 == u32_u)
+                {
+                    continue;
+                }
+                let f = later
+                    .iter()
+                    .find(|x| x.1 == u32_u)
+                    .map_or(u32::MAX, |x| x.0);
+                reads.push((wg.g, f, u32_u));
+            }
+        }
+    }
+    reads
 }
 
 /// The groups of `(l, m)` with which of them descend from `l` (module documentation).
@@ -437,6 +487,9 @@ impl Relaxed {
         }
         let time = self.time(kind, role);
         let price = &kind.price[role as usize];
+        // A window group before the stage may sit on the same machine even for the
+        // machine's first stage in `lo` (module documentation, "One machine").
+        let window_price = &kind.price[role.later() as usize];
         let m = self.starts[l];
         let group = |g: usize| time[g + 1].difference_lower_bound(time[g]);
         let certain = |g: usize| {
@@ -456,10 +509,15 @@ impl Relaxed {
                 .feeds
                 .iter()
                 .filter(|(_, to)| to.iter().any(|&x| certain(x as usize)))
-                .map(|&(u, _)| price[u as usize])
+                .map(|&(u, _)| window_price[u as usize])
                 .sum();
             if received > 0.0 {
                 load += received.min(group(g));
+            }
+        }
+        for &(g, f, u) in &self.receipts.reads[l] {
+            if (g as usize) < e && f as usize >= e {
+                load += price[u as usize];
             }
         }
         (load, bytes, unsupported)
@@ -485,12 +543,41 @@ impl Relaxed {
         best
     }
 
+    /// `next_ρ(x)` (module documentation): the least group `l ≥ x` that fits alone in
+    /// `role`, `n` when none does; the table memoised in `memo[ROLES.len() + role]`.
+    fn next_fit(&self, memo: &mut [Vec<u32>], kind: &Kind, role: Role, tau: f64, x: usize) -> usize {
+        let row = ROLES.len() + role as usize;
+        if memo[row][self.n] == u32::MAX {
+            memo[row][self.n] = self.n as u32;
+            for l in (0..self.n).rev() {
+                memo[row][l] = if self.fits(kind, role, tau, l, l + 1) {
+                    l as u32
+                } else {
+                    memo[row][l + 1]
+                };
+            }
+        }
+        memo[row][x] as usize
+    }
+
+    /// The least start of a machine's leftmost used stage in the first `role`, the stages
+    /// to its right starting at `at` (module documentation): the stage is not empty.
+    fn first(&self, memo: &mut [Vec<u32>], kind: &Kind, role: Role, tau: f64, at: usize) -> usize {
+        let l = self.back(memo, kind, role, tau, at);
+        if l < at {
+            l
+        } else {
+            self.next_fit(memo, kind, role, tau, at)
+        }
+    }
+
     /// `B_κ(x)`: the least start of a machine of `kind` followed by the rest at `x`.
     fn machine(&self, memo: &mut [Vec<u32>], kind: &Kind, tau: f64, x: usize) -> usize {
         let g = kind.accelerators;
         let mut best = x;
         // The CPU stages used (0..=cpus), placed before the `first`-th and `second`-th
-        // accelerator stage counted from the right (`g`: left of them all).
+        // accelerator stage counted from the right (`g`: left of them all); every suffix
+        // of the order, right to left, with its leftmost stage the machine's first.
         for cpus in 0..=kind.cpus {
             for first in 0..=if cpus >= 1 { g } else { 0 } {
                 for second in first..=if cpus >= 2 { g } else { first } {
@@ -503,18 +590,15 @@ impl Relaxed {
                             order.push(false);
                         }
                     }
-                    let last = order.len() - 1;
                     let mut at = x;
-                    for (i, &is_cpu) in order.iter().enumerate() {
-                        let role = match (is_cpu, i == last) {
-                            (false, true) => Role::AccFirst,
-                            (false, false) => Role::AccLater,
-                            (true, true) => Role::CpuFirst,
-                            (true, false) => Role::CpuLater,
+                    for &is_cpu in &order {
+                        let (leftmost, later) = match is_cpu {
+                            true => (Role::CpuFirst, Role::CpuLater),
+                            false => (Role::AccFirst, Role::AccLater),
                         };
-                        at = at.min(self.back(memo, kind, role, tau, at));
+                        best = best.min(self.first(memo, kind, leftmost, tau, at));
+                        at = at.min(self.back(memo, kind, later, tau, at));
                     }
-                    best = best.min(at);
                 }
             }
         }
@@ -531,7 +615,7 @@ impl Relaxed {
             vectors *= k + 1;
         }
         let mut memo: Vec<Vec<Vec<u32>>> =
-            vec![vec![vec![u32::MAX; self.n + 1]; ROLES.len()]; self.kinds.len()];
+            vec![vec![vec![u32::MAX; self.n + 1]; 2 * ROLES.len()]; self.kinds.len()];
         let mut start = vec![self.n; vectors];
         for u in 1..vectors {
             if u % 64 == 0 && budget.is_exhausted() {
