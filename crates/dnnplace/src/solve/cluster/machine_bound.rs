@@ -37,15 +37,37 @@
 //! `l_i = l_{i−1}` are relaxed to unused devices. (For `l = 0`, the pipeline's first stage,
 //! nothing is received: group 0 has no producer.)
 //!
+//! **The window.** The groups of `(l, m(l))` may lie on either side of the cut. A
+//! *descendant* `g` of `l` there is missing from `I_{i−1}` (as `l` is) and inside
+//! `P_{l_i}` when `g < l_i`: the stage holds it, and is charged its compute, bytes and
+//! CPU-only flag, and receives each of its producers `u < l` (in `P_l ⊆ I_{i−1}`) not
+//! already counted above (`reads(l)`, each producer once, at `c_ρ(u)`). Another group `g`
+//! of the window is either in `I_{i−1}` (the stage receives what it feeds in the stage) or
+//! in the stage (its compute): the least of the two, the receipt priced as for a later
+//! stage of the role's device even in a first role (below: such a `g` may sit on the
+//! machine's own earlier, `lo`-empty, stage).
+//!
 //! **One machine.** `charge_ρ(l, e)` grows with `e`, so `back_ρ(e) = min{l < e : the stage
 //! fits}` (or `e` when none does: the device unused) is non-decreasing in `e`, and a
 //! machine of kind `κ` whose stages are followed by the rest starting at `x` (`x = n`:
-//! nothing follows) is charged right to left, `x ← back_ρ(x)` per stage: its `g`
-//! accelerators in role "later", the leftmost in role "first", and its CPU cores (at most
-//! [`MAX_CPUS_PER_MACHINE`]) at every position among them. `B_κ(x)` is the least start
-//! over these orders; by monotonicity each stage's least start is the best for the stages
-//! before it. (`back_ρ(e)` scans `l` downwards: the charge is not monotone in `l`, but
-//! `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
+//! nothing follows) is charged right to left, `x ← back_ρ(x)` per stage, over the orders
+//! of its `g` accelerators and its CPU cores (at most [`MAX_CPUS_PER_MACHINE`], at every
+//! position among them). In a plan, let `d` be the machine's leftmost stage with
+//! `l_i > l_{i−1}`: the stages left of it keep `lo` where it is, so every producer below
+//! its `l` lies on an earlier machine, and `d` is charged in role "first"; the stages right
+//! of it in role "later"; those left of it are relaxed away, so the stages from `d` on are
+//! a *suffix* of one of the orders. Each suffix is charged right to left, the later stages
+//! by `back_ρ`, its leftmost `d` by `first_ρ(at) = back_ρ(at)` when that leaves `d`
+//! non-empty (`< at`), else `next_ρ(at)`, the least `l ≥ at` whose group fits alone in the
+//! role: in a plan `d` holds `[l_d, a)` with `l_d < a` and `a ≥ at` (the relaxed positions
+//! never exceed the plan's), so either `l_d < at` and `[l_d, at)` fits, or `l_d ≥ at` and
+//! `[l_d, l_d + 1)` fits (the charge grows with `e`). `B_κ(x)` is the least over the
+//! suffixes of every order and `x` itself (the machine unused); by monotonicity each
+//! stage's least start is the best for the stages before it. (Charging the leftmost
+//! position of the order "first" even when it is empty, as before, let an empty CPU stage
+//! there make all the accelerators "later": on the 384-layer three-type cluster no machine
+//! paid for its network input.) (`back_ρ(e)` scans `l` downwards: the charge is not
+//! monotone in `l`, but `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
 //!
 //! **Machines.** Over the vectors `u` of machines used per kind (the kinds of
 //! [`super::machine_chain`]), in a plan the machines are a sequence, each one's stages
@@ -55,8 +77,7 @@
 //! T[0] = n,   T[u] = min over κ with u_κ ≥ 1 of min(T[u − e_κ], B_κ(T[u − e_κ]))
 //! ```
 //!
-//! and `τ` is feasible iff `T[all machines] = 0`. A machine whose leftmost used stage was
-//! charged as "later" is only charged less. The bound is the largest `τ` found infeasible
+//! and `τ` is feasible iff `T[all machines] = 0`. The bound is the largest `τ` found infeasible
 //! (doubling, then bisection to [`RELATIVE_WIDTH`]), scaled down by `1e-12`. Rounding:
 //! compute and bytes are [`crate::model::numerics::Sum::difference_lower_bound`]s of
 //! compensated prefix sums and the receive prices are scaled down by `1e-12`, so every test
@@ -545,7 +566,14 @@ impl Relaxed {
 
     /// `next_ρ(x)` (module documentation): the least group `l ≥ x` that fits alone in
     /// `role`, `n` when none does; the table memoised in `memo[ROLES.len() + role]`.
-    fn next_fit(&self, memo: &mut [Vec<u32>], kind: &Kind, role: Role, tau: f64, x: usize) -> usize {
+    fn next_fit(
+        &self,
+        memo: &mut [Vec<u32>],
+        kind: &Kind,
+        role: Role,
+        tau: f64,
+        x: usize,
+    ) -> usize {
         let row = ROLES.len() + role as usize;
         if memo[row][self.n] == u32::MAX {
             memo[row][self.n] = self.n as u32;
