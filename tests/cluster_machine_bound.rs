@@ -154,3 +154,128 @@ fn the_machine_bound_is_below_the_dp_optimum_on_a_transformer() {
         "chain {chain} < optimum {optimum}"
     );
 }
+
+/// Every plan whose stages are intervals of the contraction's order of the groups, one per
+/// accelerator, the machines in any order and each machine's accelerators in its order
+/// (any of them empty): each machine sequence, every composition of the groups into its
+/// accelerators, scored by the evaluator. The best valid contiguous score.
+fn best_over_the_order(w: &dnnplace::model::Workload, costs: &ClusterCosts) -> Option<f64> {
+    use dnnplace::model::contraction::Contraction;
+    use dnnplace::model::{Device, Placement};
+    let c = Contraction::new(w);
+    let cluster = w.cluster().expect("a cluster");
+    let machines = cluster.machines().len();
+    let slots = cluster.accelerators();
+    let mut best: Option<f64> = None;
+    // Machine sequences: every ordered selection of distinct machines.
+    let mut sequences: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut frontier: Vec<Vec<usize>> = vec![Vec::new()];
+    for _ in 0..machines {
+        let mut next = Vec::new();
+        for s in &frontier {
+            for m in (0..machines).filter(|m| !s.contains(m)) {
+                let mut t = s.clone();
+                t.push(m);
+                next.push(t);
+            }
+        }
+        sequences.extend(next.iter().cloned());
+        frontier = next;
+    }
+    for seq in sequences.iter().filter(|s| !s.is_empty()) {
+        let devices: Vec<usize> = seq
+            .iter()
+            .flat_map(|&m| (0..slots.len()).filter(move |&i| slots[i].machine == m))
+            .collect();
+        // Every way to give each device a (possibly empty) interval: the cut positions.
+        let mut cuts = vec![0usize; devices.len() + 1];
+        cuts[devices.len()] = c.len();
+        loop {
+            let mut assignment = vec![Device::Cpu(0); w.len()];
+            for (j, &d) in devices.iter().enumerate() {
+                for g in cuts[j]..cuts[j + 1] {
+                    for &v in &c.groups[g].nodes {
+                        assignment[v] = Device::Accelerator(d);
+                    }
+                }
+            }
+            let e = evaluate_on_cluster(w, costs, &Placement::new(assignment));
+            if e.is_valid() && e.is_contiguous() && best.is_none_or(|b| e.max_load < b) {
+                best = Some(e.max_load);
+            }
+            // The next non-decreasing cut vector (cuts[0] = 0, cuts[last] = G).
+            let inner = devices.len() - 1;
+            let Some(i) = (1..=inner).rev().find(|&i| cuts[i] < c.len()) else {
+                break;
+            };
+            cuts[i] += 1;
+            for k in i + 1..=inner {
+                cuts[k] = cuts[i];
+            }
+        }
+    }
+    best
+}
+
+/// The machine chain is exact over the plans whose stages are intervals of one order
+/// (module documentation of `machine_chain`): on inference graphs with peer links
+/// everywhere (no sends, every producer placed before its consumer) its plan is no worse
+/// than the best such plan of the contraction's order found by enumeration (it also tries
+/// a second order, so it may be better), and never better than the contiguous optimum.
+#[test]
+fn the_machine_chain_is_the_best_plan_over_its_order() {
+    let (mut compared, mut equal, mut better) = (0, 0, 0);
+    for seed in 0..2500 {
+        let shape = Shape {
+            max_nodes: 7,
+            training: false,
+            ..Shape::default()
+        };
+        let cluster = ClusterShape {
+            max_devices: 5,
+            max_machines: 3,
+            peer: Some(true),
+            ..ClusterShape::default()
+        };
+        let Some(w) = random_clustered(seed, shape, cluster) else {
+            continue;
+        };
+        let machines = w.cluster().expect("a cluster").machines();
+        if machines.len() < 2
+            || machines.iter().any(|m| m.accelerators.len() != 1)
+            || w.nodes().iter().any(|n| !n.supported_on_accelerator)
+        {
+            continue;
+        }
+        let costs = ClusterCosts::of(&w);
+        let Some(over_order) = best_over_the_order(&w, &costs) else {
+            continue;
+        };
+        let Some((value, p)) = machine_chain(&w, &costs, &Budget::new(None, None)) else {
+            panic!("seed {seed}: no chain plan where the order has one of {over_order}");
+        };
+        let e = evaluate_on_cluster(&w, &costs, &p);
+        assert!(e.is_valid() && e.is_contiguous(), "seed {seed}: {e:?}");
+        assert!(
+            value <= over_order * (1.0 + 1e-7),
+            "seed {seed}: machine chain {value} above the best plan over the order {over_order}"
+        );
+        let optimum = brute_force(&w, &costs, Objective::Throughput, true)
+            .unwrap()
+            .best
+            .expect("a contiguous plan")
+            .0;
+        assert!(
+            value >= optimum * (1.0 - 1e-12),
+            "seed {seed}: machine chain {value} below the optimum {optimum}"
+        );
+        compared += 1;
+        equal += usize::from(value >= over_order * (1.0 - 1e-7));
+        better += usize::from(value < over_order * (1.0 - 1e-7));
+    }
+    eprintln!(
+        "{compared} instances: machine chain equal to the best plan over the order on {equal}, \
+         better (the second order) on {better}"
+    );
+    assert!(compared >= 150, "only {compared} instances compared");
+}

@@ -1,66 +1,84 @@
 //! A plan on a cluster of many machines from one topological order of the groups, cut
-//! machine by machine, the machines' order chosen by a dynamic program over how many
-//! machines of each kind are used: a heuristic upper bound beside [`super::typed_chain`],
-//! which fixes the order of the types in advance and cuts a machine wherever its last
-//! accelerator fills.
+//! machine by machine: for each threshold the *best* such plan, found exactly by a
+//! dynamic program over how many machines of each kind are used — a heuristic upper bound
+//! beside [`super::typed_chain`], which fixes the order of the types in advance and cuts a
+//! machine wherever its last accelerator fills.
+//!
+//! **Plans searched.** The groups `0..G` of the contraction in topological order; every
+//! stage is an interval `[a, b)` of it, on one accelerator, and each machine's stages are
+//! consecutive intervals (the machine covers `[s, e)`). Every stage is a difference of two
+//! prefixes of the order, both ideals, so the plan is contiguous on the cluster.
 //!
 //! **Kinds.** Machines equal in everything but their name (accelerators, CPU cores, links)
 //! are one kind, interchangeable. Every machine must hold accelerators of one type, and
-//! every group must run on an accelerator; otherwise this packing gives no plan.
+//! every group must run on an accelerator; otherwise this search gives no plan.
 //!
-//! **One machine from a start.** For a threshold `T`, a kind `κ` and a group index `s`
-//! (the groups `0..G` of the contraction, in topological order), `reach_κ(s)` is the index
-//! where a machine of kind `κ` stops when its accelerators take the groups `s, s + 1, …` in
-//! order, each group joining the current accelerator while the stage's load stays `≤ T`
-//! and its memory within the accelerator's, else opening the next accelerator. The load is
-//! the stage's load under the rule of [`crate::model::cluster`]: its compute, the sends of
-//! its nodes with a successor outside their group, and once per producer outside the stage
-//! what receiving it costs: over the machine's network link for a producer before `s` (on
-//! an earlier machine), over its peer (or host) link for one on another accelerator of the
-//! machine (a producer in a later group, a gradient flowing back, is not placed yet and is
-//! left to the evaluator, as in [`super::typed_chain`]). Such a machine can stop at any `e ∈ [s, reach_κ(s)]`: cutting its last stage
-//! short only lowers that stage's load (its compute and the producers it reads both
-//! shrink), and the stages before it do not change.
+//! **A stage's load.** A stage `[a, b)` on a machine of kind `κ` whose first stage starts
+//! at `s ≤ a` is charged its compute, `send(v)` for each of its nodes with a successor
+//! outside its group, and once per producer `u` outside the stage what receiving it costs:
+//! over the machine's network link for `u` before `s` (on an earlier machine), over its
+//! peer (or host) link for `u` in `[s, a)` (another accelerator of the machine). A producer
+//! in a group at or after its consumer's (a gradient flowing back) is not placed yet and is
+//! left to the evaluator, as in [`super::typed_chain`]. This charge `L_s(a, b)` is the
+//! evaluator's load except that a send is charged even when the successor shares the
+//! stage (only on machines without a peer link), so the evaluator's score of a plan is at
+//! most the threshold it was found at.
 //!
-//! **Machine order.** Over the vectors `u` of machines used per kind (mixed radix, so
-//! `u − e_κ` comes before `u`), with `r(u)` the farthest group index the machines `u`
-//! reach and `p(u)` the start of the last machine on that path:
+//! **One machine, exactly.** `L_s(a, b)` does not decrease as `b` grows (more compute, more
+//! producers, more bytes), so from `a` a stage can end anywhere in `[a, far_s(a)]`,
+//! `far_s(a)` the first group that does not fit (by load `≤ T` or memory). A stage may be
+//! empty (its accelerator unused). Then the positions a machine of kind `κ` with `g`
+//! accelerators reaches from `s` after `j` stages are an interval `[s, X_j]`:
 //!
 //! ```text
-//! r(0) = 0,  p(0) = none
-//! r(u) = max over κ with u_κ ≥ 1 of max( r(u − e_κ),  max_{s ∈ S(u − e_κ)} reach_κ(s) )
-//! S(v) = {0} if v = 0, else (p(v), r(v)] ∩ [r(v) − W, r(v)]
+//! X_1 = far_s(s),   X_{j+1} = max_{a ∈ [s, X_j]} far_s(a),   reach_κ(s) = X_g
 //! ```
 //!
-//! (the machine unused, or started at `s`, where the machine before stops). A threshold
-//! is met when some `u` within the cluster's counts has `r(u) = G`. The window `W`
-//! ([`WINDOW`]) keeps the starts tried near the farthest reach; keeping only the farthest
-//! reach per `u` is a heuristic too (a state reaching less far but with a cheaper cut
-//! could do better later), so no optimality is claimed: every plan is re-scored by the
-//! independent evaluator ([`TypedPacker::bisect_with`]) and by the caller.
+//! (by induction: every `a ∈ [s, X_j]` is reached, and from it `[a, far_s(a)]`). This is
+//! exact — the greedy packing that fills each accelerator as far as it goes is not, because
+//! `L_s(a, b)` may *grow* with `a` (a stage starting inside attention reads a 12.6 MB
+//! tensor, one starting after a layer norm a 1.57 MB one), so stopping a stage early can
+//! let the next start at a cheaper cut. `far_s(a) = far(a)`, the scan with every producer
+//! before `a` priced as the machine's own, whenever that scan met no producer before `s`
+//! (then the two scans see the same prices); otherwise `far_s(a)` is scanned again.
 //!
-//! **Plan.** The path to the first state with `r(u) = G` lists the machines' kinds and
-//! starts; the `i`-th machine of kind `κ` on it is the cluster's `i`-th machine of that
-//! kind, and each machine takes its groups up to the next machine's start by the packing
-//! above. Every stage is a difference of two prefixes of the order, both ideals, and each
-//! machine's stages are consecutive, so the plan is contiguous on the cluster.
+//! **Machine order.** Over the vectors `u` of machines used per kind (mixed radix, so
+//! `u − e_κ` comes before `u`), the cuts `[0, r(u)]` are all reachable with the machines
+//! `u` (a machine may stop anywhere in its reach, or be unused), so
 //!
-//! **Cost.** Per threshold, `reach_κ(s)` is memoised: at most `K·G` packings of one
-//! machine, each O(Σ over its groups of their nodes' degrees); the program
-//! O(Π_κ (n_κ + 1) · K · W). Clusters with more than [`MAX_STATES`] vectors are not tried.
+//! ```text
+//! r(0) = 0,   r(u) = max over κ with u_κ ≥ 1 of  max_{s ≤ r(u − e_κ)} reach_κ(s)
+//! ```
+//!
+//! and the threshold is met iff some `u` within the cluster's counts has `r(u) = G`: for
+//! this order and these charges the program is exact (the prefix maximum of `reach_κ` is
+//! kept per kind). The threshold is bisected ([`TypedPacker::bisect_with`]); every plan is
+//! re-scored by the independent evaluator, and by the caller.
+//!
+//! **Plan.** Backwards from `(u, G)`: a cut `e ≤ r(u − e_κ)` is reached without the
+//! machine; else the start `s ≤ r(u − e_κ)` of the prefix maximum has `reach_κ(s) ≥ e`, and
+//! the `i`-th machine of kind `κ` on the path (the cluster's `i`-th of that kind) covers
+//! `[s, e)`. Inside it, backwards from `e` at stage `j`: the stage is empty when
+//! `e ≤ X_{j−1}`, else some `a ∈ [s, X_{j−1}]` has `far_s(a) ≥ e` and the stage is `[a, e)`.
+//!
+//! **Cost.** Per threshold, `far(a)` once per kind and group (a scan of the stage: O(its
+//! nodes' degrees)), `reach_κ(s)` once per kind and start (O(its machine's span), plus
+//! scans for the few `a` near `s` whose stage reads before `s`), the program
+//! O(Π_κ (n_κ + 1) · K). Clusters with more than [`MAX_STATES`] vectors are not tried.
 
 use super::typed_chain::TypedPacker;
+use crate::model::contraction::Contraction;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 use crate::solve::bounds::cluster::machine::same_kind;
 use crate::solve::budget::Budget;
 
-/// Starts tried per machine below the farthest reach of the machines before it.
-pub const WINDOW: usize = 96;
 /// Most vectors of machines used per kind the program visits.
 pub const MAX_STATES: usize = 200_000;
+/// Marks a position not computed yet in the per-threshold tables.
+const UNSET: u32 = u32::MAX;
 
-/// The best plan of this packing over its bisection on `T` (module documentation), scored
-/// by the evaluator; `None` when the cluster does not fit the packing or no threshold gave
+/// The best plan of this search over its bisection on `T` (module documentation), scored
+/// by the evaluator; `None` when the cluster does not fit the search or no threshold gave
 /// a valid plan within `budget`.
 pub fn machine_chain(
     w: &Workload,
@@ -69,21 +87,69 @@ pub fn machine_chain(
 ) -> Option<(f64, Placement)> {
     let packer = TypedPacker::new(w, costs);
     let kinds = Kinds::of(&packer)?;
-    let mut walker = Walker::new(&packer, &kinds);
-    packer.bisect_with(budget, |t| walker.plan(t, budget))
+    let given: Vec<usize> = (0..packer.c.len()).collect();
+    let latest = latest_first(&packer.c);
+    let mut best: Option<(f64, Placement)> = None;
+    for order in [given.clone(), latest] {
+        if order != given && best.is_some() && budget.is_exhausted() {
+            break;
+        }
+        let mut chain = Chain::new(&packer, &kinds, order);
+        let found = packer.bisect_with(budget, |t| chain.plan(t, budget));
+        if let Some(found) = found {
+            if best.as_ref().is_none_or(|b| found.0 < b.0) {
+                best = Some(found);
+            }
+        }
+    }
+    best
+}
+
+/// The topological order of the groups that always takes the latest available group (in
+/// the contraction's order): beside the contraction's own, which takes the earliest, it
+/// offers the cuts between parallel branches taken the other way round.
+fn latest_first(c: &Contraction) -> Vec<usize> {
+    let mut missing: Vec<usize> = c.pred.iter().map(Vec::len).collect();
+    let mut ready: std::collections::BinaryHeap<usize> =
+        (0..c.len()).filter(|&g| missing[g] == 0).collect();
+    let mut order = Vec::with_capacity(c.len());
+    while let Some(g) = ready.pop() {
+        order.push(g);
+        for &x in &c.succ[g] {
+            missing[x] -= 1;
+            if missing[x] == 0 {
+                ready.push(x);
+            }
+        }
+    }
+    order
+}
+
+/// One kind of machine with what its stages are charged (module documentation).
+struct Kind {
+    /// The machines of the kind, in the cluster's order.
+    machines: Vec<usize>,
+    /// The accelerators of the kind's first machine, in order.
+    slots: Vec<usize>,
+    memory: f64,
+    /// `base[g]`: group `g`'s compute on the kind plus the sends of its nodes with a
+    /// successor outside the group.
+    base: Vec<f64>,
+    /// Receiving node `u` over the network, and from another accelerator of the machine.
+    network: Vec<f64>,
+    local: Vec<f64>,
 }
 
 /// The machines grouped by kind (module documentation).
 struct Kinds {
-    /// The machines of each kind, in the cluster's order.
-    machines: Vec<Vec<usize>>,
+    kinds: Vec<Kind>,
 }
 
 impl Kinds {
     fn of(packer: &TypedPacker) -> Option<Kinds> {
-        let cluster = packer.costs.cluster();
-        let all = cluster.machines();
-        if all.len() < 2 || packer.c.groups.iter().any(|g| !g.supported_on_accelerator) {
+        let (w, costs, c) = (packer.w, packer.costs, &packer.c);
+        let all = costs.cluster().machines();
+        if all.len() < 2 || c.groups.iter().any(|g| !g.supported_on_accelerator) {
             return None;
         }
         let mut machines: Vec<Vec<usize>> = Vec::new();
@@ -99,53 +165,111 @@ impl Kinds {
         let states = machines
             .iter()
             .try_fold(1usize, |n, k| n.checked_mul(k.len() + 1))?;
-        (states <= MAX_STATES).then_some(Kinds { machines })
+        if states > MAX_STATES {
+            return None;
+        }
+        let kinds = machines
+            .into_iter()
+            .map(|machines| {
+                let m = machines[0];
+                let slots = accelerators_of(costs, m);
+                let first = Device::Accelerator(slots[0]);
+                let other = Device::Accelerator(*slots.get(1).unwrap_or(&slots[0]));
+                let ty = costs.cluster().accelerators()[slots[0]].accelerator_type;
+                let base = (0..c.len())
+                    .map(|g| {
+                        let sends: f64 = c.groups[g]
+                            .nodes
+                            .iter()
+                            .filter(|&&v| w.successors(v).iter().any(|&x| c.group_of[x] != g))
+                            .map(|&v| costs.send(v, first))
+                            .sum();
+                        packer.time[ty][g] + sends
+                    })
+                    .collect();
+                Kind {
+                    slots,
+                    memory: costs.memory_of(first_slot(first)),
+                    base,
+                    network: (0..w.len()).map(|u| costs.network(m, u)).collect(),
+                    local: (0..w.len())
+                        .map(|u| costs.receive(u, first, other))
+                        .collect(),
+                    machines,
+                }
+            })
+            .collect();
+        Some(Kinds { kinds })
     }
 }
 
-/// One state of the program: how far its machines reach, where its last machine starts,
-/// and the transition that made it (`(state, kind, start)`), for the plan.
-#[derive(Clone, Copy)]
-struct State {
-    reach: usize,
-    last_start: Option<usize>,
-    from: Option<(usize, usize, usize)>,
+/// The accelerator index of a device known to be one.
+fn first_slot(d: Device) -> usize {
+    match d {
+        Device::Accelerator(i) => i,
+        Device::Cpu(_) => unreachable!("the kinds' devices are accelerators"),
+    }
 }
 
-/// The packing of one machine (module documentation, "One machine from a start") with its
-/// scratch space, and the program over the machines used per kind.
-struct Walker<'p, 'a> {
+/// One state of the program: how far its machines reach.
+type Reach = u32;
+
+/// The per-threshold tables of one kind (module documentation): `far(a)` with the lowest
+/// producer group its scan met, `reach_κ(s)`, and the prefix maximum of `reach_κ` with
+/// where it is attained.
+struct Tables {
+    far: Vec<(u32, u32)>,
+    reach: Vec<u32>,
+    prefix_max: Vec<(u32, u32)>,
+}
+
+impl Tables {
+    fn new(groups: usize) -> Tables {
+        Tables {
+            far: vec![(UNSET, UNSET); groups + 1],
+            reach: vec![UNSET; groups + 1],
+            prefix_max: Vec::with_capacity(groups + 1),
+        }
+    }
+}
+
+/// The search of the module documentation with its scratch space.
+struct Chain<'p, 'a> {
     packer: &'p TypedPacker<'a>,
     kinds: &'p Kinds,
-    /// The accelerators of each kind's first machine, in order.
-    slots: Vec<Vec<usize>>,
-    /// `seen[u] == stamp`: the current stage already receives `u`.
+    /// The groups in the order searched, and each node's position by its group.
+    order: Vec<usize>,
+    position: Vec<usize>,
+    /// `seen[u] == stamp`: the stage being scanned already receives `u`.
     seen: Vec<u32>,
     stamp: u32,
-    /// The accelerator (index into the machine's) of each group from the start on.
-    local: Vec<u32>,
+    /// The threshold the tables hold, and the tables per kind.
+    t_max: f64,
+    tables: Vec<Tables>,
 }
 
-impl<'p, 'a> Walker<'p, 'a> {
-    fn new(packer: &'p TypedPacker<'a>, kinds: &'p Kinds) -> Walker<'p, 'a> {
-        let slots = kinds
-            .machines
-            .iter()
-            .map(|k| accelerators_of(packer.costs, k[0]))
-            .collect();
-        Walker {
+impl<'p, 'a> Chain<'p, 'a> {
+    fn new(packer: &'p TypedPacker<'a>, kinds: &'p Kinds, order: Vec<usize>) -> Chain<'p, 'a> {
+        let mut at = vec![0; order.len()];
+        for (p, &g) in order.iter().enumerate() {
+            at[g] = p;
+        }
+        let position = packer.c.group_of.iter().map(|&g| at[g]).collect();
+        Chain {
             packer,
             kinds,
-            slots,
+            order,
+            position,
             seen: vec![0; packer.w.len()],
             stamp: 0,
-            local: vec![0; packer.c.len()],
+            t_max: f64::NAN,
+            tables: Vec::new(),
         }
     }
 
-    /// A fresh stamp for a new stage.
+    /// A fresh stamp for a new scan.
     fn next_stamp(&mut self) -> u32 {
-        if self.stamp == u32::MAX {
+        if self.stamp == u32::MAX - 1 {
             self.seen.iter_mut().for_each(|x| *x = 0);
             self.stamp = 0;
         }
@@ -153,170 +277,253 @@ impl<'p, 'a> Walker<'p, 'a> {
         self.stamp
     }
 
-    /// Packs the groups `s..stop` on the accelerators `slots` of one machine (module
-    /// documentation) at threshold `t_max`; returns where it stops. With `out`, each
-    /// packed group's accelerator is written there.
-    fn walk(
-        &mut self,
-        t_max: f64,
-        slots: &[usize],
-        s: usize,
-        stop: usize,
-        mut out: Option<&mut [Option<Device>]>,
-    ) -> usize {
-        let (w, costs, c) = (self.packer.w, self.packer.costs, &self.packer.c);
-        let machine = costs.cluster().accelerators()[slots[0]].machine;
-        let ty = costs.cluster().accelerators()[slots[0]].accelerator_type;
-        let mut g = s;
-        for (j, &slot) in slots.iter().enumerate() {
-            let d = Device::Accelerator(slot);
-            let stamp = self.next_stamp();
-            let (mut load, mut memory) = (0.0, 0.0);
-            while g < stop {
-                let grp = &c.groups[g];
-                let mut extra = self.packer.time[ty][g];
-                for &v in &grp.nodes {
-                    if w.successors(v).iter().any(|&x| c.group_of[x] != g) {
-                        extra += costs.send(v, d);
+    /// The stage of kind `k` from group `a` on a machine starting at `s`: the first group
+    /// that does not fit at the current threshold (`G` when all do), and the lowest group
+    /// of a producer the scan priced.
+    fn scan(&mut self, k: usize, s: usize, a: usize) -> (usize, usize) {
+        let stamp = self.next_stamp();
+        let (w, c) = (self.packer.w, &self.packer.c);
+        let kind = &self.kinds.kinds[k];
+        let (mut load, mut memory) = (0.0, 0.0);
+        let mut lowest = a;
+        let mut g = a;
+        while g < c.len() {
+            let grp = &c.groups[self.order[g]];
+            let mut extra = kind.base[self.order[g]];
+            for &v in &grp.nodes {
+                for &u in w.predecessors(v) {
+                    let gu = self.position[u];
+                    // A producer in a later group (a gradient flowing back) is not placed
+                    // yet, one of this stage already is: neither is received here.
+                    if gu >= a || self.seen[u] == stamp {
+                        continue;
                     }
-                    for &u in w.predecessors(v) {
-                        let gu = c.group_of[u];
-                        // A producer in a later group (a gradient flowing back) is not
-                        // placed yet: the evaluator prices it.
-                        if gu >= g || self.seen[u] == stamp {
-                            continue;
-                        }
-                        self.seen[u] = stamp;
-                        extra += if gu < s {
-                            costs.network(machine, u)
-                        } else if self.local[gu - s] as usize != j {
-                            let from = Device::Accelerator(slots[self.local[gu - s] as usize]);
-                            costs.receive(u, from, d)
-                        } else {
-                            0.0
-                        };
-                    }
+                    self.seen[u] = stamp;
+                    lowest = lowest.min(gu);
+                    extra += if gu < s {
+                        kind.network[u]
+                    } else {
+                        kind.local[u]
+                    };
                 }
-                if load + extra > t_max || memory + grp.size_bytes > costs.memory_of(slot) {
-                    // The producers marked for `g` carry this stage's stamp only: the next
-                    // stage reads them again.
-                    break;
-                }
-                load += extra;
-                memory += grp.size_bytes;
-                self.local[g - s] = j as u32;
-                if let Some(out) = out.as_deref_mut() {
-                    out[g] = Some(d);
-                }
-                g += 1;
             }
-            if g >= stop {
+            if load + extra > self.t_max || memory + grp.size_bytes > kind.memory {
                 break;
             }
+            load += extra;
+            memory += grp.size_bytes;
+            g += 1;
         }
-        g
+        (g, lowest)
+    }
+
+    /// `far_s(a)` for kind `k` (module documentation).
+    fn far(&mut self, k: usize, s: usize, a: usize) -> usize {
+        let groups = self.packer.c.len();
+        if a >= groups {
+            return groups;
+        }
+        if a == s {
+            return self.scan(k, s, s).0;
+        }
+        let (mut end, mut lowest) = self.tables[k].far[a];
+        if end == UNSET {
+            let (e, l) = self.scan(k, 0, a);
+            (end, lowest) = (e as u32, l as u32);
+            self.tables[k].far[a] = (end, lowest);
+        }
+        if lowest as usize >= s {
+            end as usize
+        } else {
+            self.scan(k, s, a).0
+        }
+    }
+
+    /// `X_1, …, X_g` of a machine of kind `k` from `s` (module documentation); stops early
+    /// at a fixed point or at `G`.
+    fn reaches(&mut self, k: usize, s: usize) -> Vec<usize> {
+        let groups = self.packer.c.len();
+        let g = self.kinds.kinds[k].slots.len();
+        let mut x = vec![self.far(k, s, s)];
+        let (mut best, mut scanned) = (x[0], s);
+        while x.len() < g && x[x.len() - 1] < groups {
+            let last = x[x.len() - 1];
+            while scanned < last {
+                scanned += 1;
+                best = best.max(self.far(k, s, scanned));
+            }
+            if best == last {
+                break;
+            }
+            x.push(best);
+        }
+        x
+    }
+
+    /// `reach_κ(s)`, memoised.
+    fn reach(&mut self, k: usize, s: usize) -> usize {
+        let memo = self.tables[k].reach[s];
+        if memo != UNSET {
+            return memo as usize;
+        }
+        let r = *self.reaches(k, s).last().expect("one stage at least");
+        self.tables[k].reach[s] = r as u32;
+        r
+    }
+
+    /// `max_{s ≤ x} reach_κ(s)` and the `s` attaining it; `None` when the budget ran out.
+    fn prefix_max(&mut self, k: usize, x: usize, budget: &Budget) -> Option<(usize, usize)> {
+        while self.tables[k].prefix_max.len() <= x {
+            let s = self.tables[k].prefix_max.len();
+            if s % 256 == 255 && budget.is_exhausted() {
+                return None;
+            }
+            let r = self.reach(k, s) as u32;
+            let entry = match self.tables[k].prefix_max.last() {
+                Some(&(best, at)) if best >= r => (best, at),
+                _ => (r, s as u32),
+            };
+            self.tables[k].prefix_max.push(entry);
+        }
+        let (best, at) = self.tables[k].prefix_max[x];
+        Some((best as usize, at as usize))
     }
 
     /// The program of the module documentation at `t_max`, and the plan of the first state
     /// that reaches every group.
     fn plan(&mut self, t_max: f64, budget: &Budget) -> Option<Placement> {
         let groups = self.packer.c.len();
-        let counts: Vec<usize> = self.kinds.machines.iter().map(Vec::len).collect();
-        let radix: Vec<usize> = counts
-            .iter()
-            .scan(1usize, |acc, &n| {
-                let r = *acc;
-                *acc *= n + 1;
-                Some(r)
-            })
+        self.t_max = t_max;
+        self.tables = (0..self.kinds.kinds.len())
+            .map(|_| Tables::new(groups))
             .collect();
+        let counts: Vec<usize> = self.kinds.kinds.iter().map(|k| k.machines.len()).collect();
+        let radix = radix_of(&counts);
         let total: usize = counts.iter().map(|n| n + 1).product();
-        let mut reach: Vec<Vec<Option<usize>>> = vec![vec![None; groups + 1]; counts.len()];
-        let mut states: Vec<State> = Vec::with_capacity(total);
-        states.push(State {
-            reach: 0,
-            last_start: None,
-            from: None,
-        });
+        let mut r: Vec<Reach> = Vec::with_capacity(total);
+        r.push(0);
         for u in 1..total {
             if u % 256 == 0 && budget.is_exhausted() {
                 return None;
             }
-            let mut best: Option<State> = None;
+            let mut best = 0usize;
             for k in 0..counts.len() {
                 if (u / radix[k]).is_multiple_of(counts[k] + 1) {
                     continue;
                 }
-                let v = u - radix[k];
-                let prev = states[v];
-                if best.is_none_or(|b| prev.reach > b.reach) {
-                    best = Some(prev);
-                }
-                let starts = match prev.last_start {
-                    None => 0..=0,
-                    Some(p) => (p + 1).max(prev.reach.saturating_sub(WINDOW))..=prev.reach,
-                };
-                for s in starts {
-                    if s >= groups {
-                        continue;
-                    }
-                    let r = match reach[k][s] {
-                        Some(r) => r,
-                        None => {
-                            let slots = self.slots[k].clone();
-                            let r = self.walk(t_max, &slots, s, groups, None);
-                            reach[k][s] = Some(r);
-                            r
-                        }
-                    };
-                    if r > s && best.is_none_or(|b| r > b.reach) {
-                        best = Some(State {
-                            reach: r,
-                            last_start: Some(s),
-                            from: Some((v, k, s)),
-                        });
-                    }
-                }
+                let from = r[u - radix[k]] as usize;
+                best = best.max(self.prefix_max(k, from, budget)?.0);
             }
-            let state = best.expect("a state with a machine used has a predecessor");
-            states.push(state);
-            if state.reach >= groups {
-                return self.placement(t_max, &states, u);
+            r.push(best as Reach);
+            if best >= groups {
+                return self.placement(&r, &radix, &counts, u, budget);
             }
         }
         None
     }
 
-    /// The plan of the path to state `end` (module documentation, "Plan").
-    fn placement(&mut self, t_max: f64, states: &[State], end: usize) -> Option<Placement> {
-        let mut path: Vec<(usize, usize)> = Vec::new();
-        let mut at = states[end].from;
-        while let Some((v, k, s)) = at {
-            path.push((k, s));
-            at = states[v].from;
+    /// The plan reaching every group with the machines `end` (module documentation,
+    /// "Plan").
+    fn placement(
+        &mut self,
+        r: &[Reach],
+        radix: &[usize],
+        counts: &[usize],
+        end: usize,
+        budget: &Budget,
+    ) -> Option<Placement> {
+        // The machines backwards: (kind, start, stop).
+        let mut path: Vec<(usize, usize, usize)> = Vec::new();
+        let (mut u, mut e) = (end, self.packer.c.len());
+        while e > 0 {
+            let mut next = None;
+            for k in 0..counts.len() {
+                if (u / radix[k]).is_multiple_of(counts[k] + 1) {
+                    continue;
+                }
+                let v = u - radix[k];
+                let from = r[v] as usize;
+                if e <= from {
+                    next = Some((v, None));
+                    break;
+                }
+                let (best, s) = self.prefix_max(k, from, budget)?;
+                if best >= e {
+                    next = Some((v, Some((k, s))));
+                    break;
+                }
+            }
+            let (v, machine) = next?;
+            if let Some((k, s)) = machine {
+                path.push((k, s, e));
+                e = s;
+            }
+            u = v;
         }
         path.reverse();
-        let (w, c) = (self.packer.w, &self.packer.c);
-        let mut group_device: Vec<Option<Device>> = vec![None; c.len()];
-        let mut used = vec![0usize; self.kinds.machines.len()];
-        for (i, &(k, s)) in path.iter().enumerate() {
-            let stop = path.get(i + 1).map_or(c.len(), |&(_, next)| next);
-            let machine = *self.kinds.machines[k].get(used[k])?;
+        let mut group_device: Vec<Option<Device>> = vec![None; self.packer.c.len()];
+        let mut used = vec![0usize; counts.len()];
+        for &(k, s, stop) in &path {
+            let machine = *self.kinds.kinds[k].machines.get(used[k])?;
             used[k] += 1;
             let slots = accelerators_of(self.packer.costs, machine);
-            if self.walk(t_max, &slots, s, stop, Some(&mut group_device)) < stop {
-                return None;
+            for (j, (a, b)) in self.stages(k, s, stop)?.into_iter().enumerate() {
+                group_device[a..b].fill(Some(Device::Accelerator(slots[j])));
             }
         }
+        let (w, c) = (self.packer.w, &self.packer.c);
         let mut assignment = vec![Device::Cpu(0); w.len()];
-        for (g, grp) in c.groups.iter().enumerate() {
-            let d = group_device[g]?;
-            for &v in &grp.nodes {
+        for (p, &g) in self.order.iter().enumerate() {
+            let d = group_device[p]?;
+            for &v in &c.groups[g].nodes {
                 assignment[v] = d;
             }
         }
         Some(Placement::new(assignment))
     }
+
+    /// The stages `[a, b)` of a machine of kind `k` covering `[s, stop)`, one per
+    /// accelerator in order (module documentation, "Plan"); `None` when `stop` is beyond
+    /// its reach.
+    fn stages(&mut self, k: usize, s: usize, stop: usize) -> Option<Vec<(usize, usize)>> {
+        let g = self.kinds.kinds[k].slots.len();
+        let x = self.reaches(k, s);
+        let mut stages = vec![(s, s); g];
+        let mut e = stop;
+        for j in (0..g).rev() {
+            if e == s {
+                break;
+            }
+            if j == 0 {
+                if x[0] < e {
+                    return None;
+                }
+                stages[0] = (s, e);
+                e = s;
+                break;
+            }
+            let before = *x.get(j - 1).unwrap_or(&x[x.len() - 1]);
+            if e <= before {
+                continue;
+            }
+            let a = (s..=before).find(|&a| self.far(k, s, a) >= e)?;
+            stages[j] = (a, e);
+            e = a;
+        }
+        (e == s).then_some(stages)
+    }
+}
+
+/// The mixed radix of the vectors of machines used per kind.
+fn radix_of(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(1usize, |acc, &n| {
+            let r = *acc;
+            *acc *= n + 1;
+            Some(r)
+        })
+        .collect()
 }
 
 /// The accelerators of machine `m`, in the cluster's order.

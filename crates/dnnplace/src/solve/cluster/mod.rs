@@ -9,8 +9,9 @@
 //!   when the DP stops without one;
 //! - [`typed_chain`]: a topological order packed into the machines in each order of the
 //!   accelerator types, stage loads with their transfers, kept where better than the DP's plan;
-//! - [`machine_chain`]: a topological order cut machine by machine, the machines' order
-//!   chosen by a program over the machines used per kind, kept where better too;
+//! - [`machine_chain`]: the best plan whose stages are intervals of a topological order
+//!   (two orders), exactly per threshold by a program over the machines used per kind,
+//!   kept where better too;
 //! - [`plan`]: a solver's plan re-scored by the independent evaluator before it is shown;
 //! - [`sweep`]: the scaling curve, the cheapest cluster for a target and the price frontier;
 //! - [`ip`]: the cluster integer program (HiGHS), non-contiguous or in the DP's contiguous

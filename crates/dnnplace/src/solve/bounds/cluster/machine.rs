@@ -37,15 +37,37 @@
 //! `l_i = l_{i−1}` are relaxed to unused devices. (For `l = 0`, the pipeline's first stage,
 //! nothing is received: group 0 has no producer.)
 //!
+//! **The window.** The groups of `(l, m(l))` may lie on either side of the cut. A
+//! *descendant* `g` of `l` there is missing from `I_{i−1}` (as `l` is) and inside
+//! `P_{l_i}` when `g < l_i`: the stage holds it, and is charged its compute, bytes and
+//! CPU-only flag, and receives each of its producers `u < l` (in `P_l ⊆ I_{i−1}`) not
+//! already counted above (`reads(l)`, each producer once, at `c_ρ(u)`). Another group `g`
+//! of the window is either in `I_{i−1}` (the stage receives what it feeds in the stage) or
+//! in the stage (its compute): the least of the two, the receipt priced as for a later
+//! stage of the role's device even in a first role (below: such a `g` may sit on the
+//! machine's own earlier, `lo`-empty, stage).
+//!
 //! **One machine.** `charge_ρ(l, e)` grows with `e`, so `back_ρ(e) = min{l < e : the stage
 //! fits}` (or `e` when none does: the device unused) is non-decreasing in `e`, and a
 //! machine of kind `κ` whose stages are followed by the rest starting at `x` (`x = n`:
-//! nothing follows) is charged right to left, `x ← back_ρ(x)` per stage: its `g`
-//! accelerators in role "later", the leftmost in role "first", and its CPU cores (at most
-//! [`MAX_CPUS_PER_MACHINE`]) at every position among them. `B_κ(x)` is the least start
-//! over these orders; by monotonicity each stage's least start is the best for the stages
-//! before it. (`back_ρ(e)` scans `l` downwards: the charge is not monotone in `l`, but
-//! `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
+//! nothing follows) is charged right to left, `x ← back_ρ(x)` per stage, over the orders
+//! of its `g` accelerators and its CPU cores (at most [`MAX_CPUS_PER_MACHINE`], at every
+//! position among them). In a plan, let `d` be the machine's leftmost stage with
+//! `l_i > l_{i−1}`: the stages left of it keep `lo` where it is, so every producer below
+//! its `l` lies on an earlier machine, and `d` is charged in role "first"; the stages right
+//! of it in role "later"; those left of it are relaxed away, so the stages from `d` on are
+//! a *suffix* of one of the orders. Each suffix is charged right to left, the later stages
+//! by `back_ρ`, its leftmost `d` by `first_ρ(at) = back_ρ(at)` when that leaves `d`
+//! non-empty (`< at`), else `next_ρ(at)`, the least `l ≥ at` whose group fits alone in the
+//! role: in a plan `d` holds `[l_d, a)` with `l_d < a` and `a ≥ at` (the relaxed positions
+//! never exceed the plan's), so either `l_d < at` and `[l_d, at)` fits, or `l_d ≥ at` and
+//! `[l_d, l_d + 1)` fits (the charge grows with `e`). `B_κ(x)` is the least over the
+//! suffixes of every order and `x` itself (the machine unused); by monotonicity each
+//! stage's least start is the best for the stages before it. (Charging the leftmost
+//! position of the order "first" even when it is empty, as before, let an empty CPU stage
+//! there make all the accelerators "later": on the 384-layer three-type cluster no machine
+//! paid for its network input.) (`back_ρ(e)` scans `l` downwards: the charge is not
+//! monotone in `l`, but `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
 //!
 //! **Machines.** Over the vectors `u` of machines used per kind (the kinds of
 //! [`crate::solve::cluster::machine_chain`]), in a plan the machines are a sequence, each one's stages
@@ -55,8 +77,7 @@
 //! T[0] = n,   T[u] = min over κ with u_κ ≥ 1 of min(T[u − e_κ], B_κ(T[u − e_κ]))
 //! ```
 //!
-//! and `τ` is feasible iff `T[all machines] = 0`. A machine whose leftmost used stage was
-//! charged as "later" is only charged less. The bound is the largest `τ` found infeasible
+//! and `τ` is feasible iff `T[all machines] = 0`. The bound is the largest `τ` found infeasible
 //! (doubling, then bisection to [`RELATIVE_WIDTH`]), scaled down by `1e-12`. Rounding:
 //! compute and bytes are [`crate::model::numerics::Sum::difference_lower_bound`]s of
 //! compensated prefix sums and the receive prices are scaled down by `1e-12`, so every test
@@ -108,6 +129,15 @@ impl Role {
     fn cpu(self) -> bool {
         matches!(self, Role::CpuFirst | Role::CpuLater)
     }
+
+    /// The role of a later stage on the same kind of device.
+    fn later(self) -> Role {
+        if self.cpu() {
+            Role::CpuLater
+        } else {
+            Role::AccLater
+        }
+    }
 }
 
 /// What a stage starting at `l` must receive (module documentation): the producers of
@@ -121,6 +151,10 @@ struct Receipts {
     /// `window[l]`: the groups of `(l, m(l))` (module documentation, "The window"), empty
     /// past [`MAX_WINDOW`].
     window: Vec<Vec<WindowGroup>>,
+    /// `reads[l]`: `(g, f, u)` for each producer `u` below `l`, not in `pred[l]`, of a
+    /// descendant of `l` in the window, `g` the first such descendant it feeds and `f` the
+    /// `f_l(u)` under which `later[l]` counts it (`u32::MAX` when it does not).
+    reads: Vec<Vec<(u32, u32, u32)>>,
 }
 
 /// A group `g` of a window: a descendant of the window's `l`, or the nodes with the groups
@@ -308,12 +342,49 @@ fn receipts(w: &Workload, c: &Contraction, starts: &[usize]) -> Receipts {
         }
     }
     later.iter_mut().for_each(|x| x.sort_unstable());
-    let window = (0..n).map(|l| window_of(w, c, l, starts[l])).collect();
+    let window: Vec<Vec<WindowGroup>> = (0..n).map(|l| window_of(w, c, l, starts[l])).collect();
+    let reads = (0..n)
+        .map(|l| window_reads(w, c, l, &window[l], &pred[l], &later[l]))
+        .collect();
     Receipts {
         pred,
         later,
         window,
+        reads,
     }
+}
+
+/// `reads[l]` of [`Receipts`]: the producers below `l` of the window's descendants of `l`
+/// that `pred[l]` does not hold, each once, with the first descendant reading it and where
+/// `later` counts it.
+fn window_reads(
+    w: &Workload,
+    c: &Contraction,
+    l: usize,
+    window: &[WindowGroup],
+    pred: &[u32],
+    later: &[(u32, u32)],
+) -> Vec<(u32, u32, u32)> {
+    let mut reads: Vec<(u32, u32, u32)> = Vec::new();
+    for wg in window.iter().filter(|wg| wg.descendant) {
+        for &v in &c.groups[wg.g as usize].nodes {
+            for &u in w.predecessors(v) {
+                let u32_u = u as u32;
+                if c.group_of[u] >= l
+                    || pred.binary_search(&u32_u).is_ok()
+                    || reads.iter().any(|r| r.2 == u32_u)
+                {
+                    continue;
+                }
+                let f = later
+                    .iter()
+                    .find(|x| x.1 == u32_u)
+                    .map_or(u32::MAX, |x| x.0);
+                reads.push((wg.g, f, u32_u));
+            }
+        }
+    }
+    reads
 }
 
 /// The groups of `(l, m)` with which of them descend from `l` (module documentation).
@@ -437,6 +508,9 @@ impl Relaxed {
         }
         let time = self.time(kind, role);
         let price = &kind.price[role as usize];
+        // A window group before the stage may sit on the same machine even for the
+        // machine's first stage in `lo` (module documentation, "One machine").
+        let window_price = &kind.price[role.later() as usize];
         let m = self.starts[l];
         let group = |g: usize| time[g + 1].difference_lower_bound(time[g]);
         let certain = |g: usize| {
@@ -456,10 +530,15 @@ impl Relaxed {
                 .feeds
                 .iter()
                 .filter(|(_, to)| to.iter().any(|&x| certain(x as usize)))
-                .map(|&(u, _)| price[u as usize])
+                .map(|&(u, _)| window_price[u as usize])
                 .sum();
             if received > 0.0 {
                 load += received.min(group(g));
+            }
+        }
+        for &(g, f, u) in &self.receipts.reads[l] {
+            if (g as usize) < e && f as usize >= e {
+                load += price[u as usize];
             }
         }
         (load, bytes, unsupported)
@@ -485,12 +564,48 @@ impl Relaxed {
         best
     }
 
+    /// `next_ρ(x)` (module documentation): the least group `l ≥ x` that fits alone in
+    /// `role`, `n` when none does; the table memoised in `memo[ROLES.len() + role]`.
+    fn next_fit(
+        &self,
+        memo: &mut [Vec<u32>],
+        kind: &Kind,
+        role: Role,
+        tau: f64,
+        x: usize,
+    ) -> usize {
+        let row = ROLES.len() + role as usize;
+        if memo[row][self.n] == u32::MAX {
+            memo[row][self.n] = self.n as u32;
+            for l in (0..self.n).rev() {
+                memo[row][l] = if self.fits(kind, role, tau, l, l + 1) {
+                    l as u32
+                } else {
+                    memo[row][l + 1]
+                };
+            }
+        }
+        memo[row][x] as usize
+    }
+
+    /// The least start of a machine's leftmost used stage in the first `role`, the stages
+    /// to its right starting at `at` (module documentation): the stage is not empty.
+    fn first(&self, memo: &mut [Vec<u32>], kind: &Kind, role: Role, tau: f64, at: usize) -> usize {
+        let l = self.back(memo, kind, role, tau, at);
+        if l < at {
+            l
+        } else {
+            self.next_fit(memo, kind, role, tau, at)
+        }
+    }
+
     /// `B_κ(x)`: the least start of a machine of `kind` followed by the rest at `x`.
     fn machine(&self, memo: &mut [Vec<u32>], kind: &Kind, tau: f64, x: usize) -> usize {
         let g = kind.accelerators;
         let mut best = x;
         // The CPU stages used (0..=cpus), placed before the `first`-th and `second`-th
-        // accelerator stage counted from the right (`g`: left of them all).
+        // accelerator stage counted from the right (`g`: left of them all); every suffix
+        // of the order, right to left, with its leftmost stage the machine's first.
         for cpus in 0..=kind.cpus {
             for first in 0..=if cpus >= 1 { g } else { 0 } {
                 for second in first..=if cpus >= 2 { g } else { first } {
@@ -503,18 +618,15 @@ impl Relaxed {
                             order.push(false);
                         }
                     }
-                    let last = order.len() - 1;
                     let mut at = x;
-                    for (i, &is_cpu) in order.iter().enumerate() {
-                        let role = match (is_cpu, i == last) {
-                            (false, true) => Role::AccFirst,
-                            (false, false) => Role::AccLater,
-                            (true, true) => Role::CpuFirst,
-                            (true, false) => Role::CpuLater,
+                    for &is_cpu in &order {
+                        let (leftmost, later) = match is_cpu {
+                            true => (Role::CpuFirst, Role::CpuLater),
+                            false => (Role::AccFirst, Role::AccLater),
                         };
-                        at = at.min(self.back(memo, kind, role, tau, at));
+                        best = best.min(self.first(memo, kind, leftmost, tau, at));
+                        at = at.min(self.back(memo, kind, later, tau, at));
                     }
-                    best = best.min(at);
                 }
             }
         }
@@ -531,7 +643,7 @@ impl Relaxed {
             vectors *= k + 1;
         }
         let mut memo: Vec<Vec<Vec<u32>>> =
-            vec![vec![vec![u32::MAX; self.n + 1]; ROLES.len()]; self.kinds.len()];
+            vec![vec![vec![u32::MAX; self.n + 1]; 2 * ROLES.len()]; self.kinds.len()];
         let mut start = vec![self.n; vectors];
         for u in 1..vectors {
             if u % 64 == 0 && budget.is_exhausted() {
