@@ -166,8 +166,7 @@ impl Summaries {
                 (heads, lens, crossing)
             };
             // A level of one block runs here, not in rayon's pool (see Ideals::enumerate).
-            let parts: Vec<(Vec<IdealSummary>, Vec<usize>, Vec<Crossing>)> = if starts.len() == 1
-            {
+            let parts: Vec<(Vec<IdealSummary>, Vec<usize>, Vec<Crossing>)> = if starts.len() == 1 {
                 starts.iter().map(part).collect()
             } else {
                 starts.par_iter().map(part).collect()
