@@ -493,3 +493,36 @@ fn metis_warnings_never_reach_stdout() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["valid"].as_bool(), Some(true), "{out}");
 }
+
+/// Each command's flags are added to clap's command only when it is parsed (`defer`, for
+/// start-up time): a flattened flag struct's doc comment would then become the command's
+/// description. Every command's `-h` opens with its line of the command list, `--version`
+/// and `--help` exit 0, and a usage error exits 2.
+#[test]
+fn every_command_keeps_its_description_and_clap_statuses() {
+    let (list, _) = succeeds(&["--help"]);
+    let commands: Vec<(String, String)> = list
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let (name, about) = l.trim().split_once(' ')?;
+            Some((name.to_string(), about.trim().to_string()))
+        })
+        .filter(|(name, _)| name != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{list}");
+    for (name, about) in &commands {
+        let (help, _) = succeeds(&[name, "-h"]);
+        assert_eq!(
+            help.lines().next(),
+            Some(about.as_str()),
+            "{name} -h:\n{help}"
+        );
+    }
+    let (version, _) = succeeds(&["--version"]);
+    assert!(version.starts_with("dnnplace "), "{version}");
+    fails_with(&["plan", "--no-such-flag"], &["unexpected argument"]);
+    fails_with(&["plan", "x.json", "--pieces", "-1"], &["--pieces"]);
+}

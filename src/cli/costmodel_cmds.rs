@@ -27,7 +27,7 @@ use crate::model::{Cluster, Workload};
 /// Default number of accelerators of an imported or generated workload.
 pub const DEFAULT_ACCELERATORS: usize = 4;
 
-/// How to price a model: devices, data type, training.
+// How to price a model: devices, data type, training.
 #[derive(Args, Debug, Clone, Default)]
 pub struct CostFlags {
     /// Accelerator profile by name (`dnnplace devices` lists them). [default: a100-80gb]
@@ -97,7 +97,7 @@ pub struct DevicesArgs {
     pub show: Option<String>,
 }
 
-/// The workload's device set.
+// The workload's device set.
 #[derive(Args, Debug, Clone)]
 pub struct CountFlags {
     /// Number of accelerators (maxFPGAs).
