@@ -31,6 +31,8 @@ fn main() {
         println!("cargo:rustc-link-lib=static=stdc++");
     }
     println!("cargo:rustc-link-arg-bins=-no-pie");
+    println!("cargo:rustc-link-arg-bins=-Wl,-z,lazy");
+    println!("cargo:rustc-link-arg-bins=-Wl,--wrap=__cxa_atexit");
 }
 
 /// The folder of the C++ compiler's `libstdc++.a`, if it has one.
