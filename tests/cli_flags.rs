@@ -493,3 +493,53 @@ fn metis_warnings_never_reach_stdout() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["valid"].as_bool(), Some(true), "{out}");
 }
+
+/// The commands listed by `help` (name, description), without `help` itself.
+fn listed_commands(help: &str) -> Vec<(String, String)> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let (name, about) = l.trim().split_once(' ')?;
+            Some((name.to_string(), about.trim().to_string()))
+        })
+        .filter(|(name, _)| name != "help")
+        .collect()
+}
+
+/// Each command's flags are added to clap's command only when it is parsed (`defer`, for
+/// start-up time): a flattened flag struct's doc comment would then become the command's
+/// description. Every command's `-h` (and every `generate` model's) opens with its line of
+/// the command list, `--version` and `--help` exit 0, and a usage error exits 2.
+#[test]
+fn every_command_keeps_its_description_and_clap_statuses() {
+    let (list, _) = succeeds(&["--help"]);
+    let commands = listed_commands(&list);
+    assert!(commands.len() >= 10, "{list}");
+    let (generate, _) = succeeds(&["generate", "--help"]);
+    let models = listed_commands(&generate);
+    assert!(models.len() >= 3, "{generate}");
+    let runs = commands
+        .iter()
+        .map(|(name, about)| (vec![name.as_str()], about))
+        .chain(
+            models
+                .iter()
+                .map(|(name, about)| (vec!["generate", name.as_str()], about)),
+        );
+    for (mut args, about) in runs {
+        args.push("-h");
+        let (help, _) = succeeds(&args);
+        assert_eq!(
+            help.lines().next(),
+            Some(about.as_str()),
+            "{args:?}:\n{help}"
+        );
+    }
+    let (version, _) = succeeds(&["--version"]);
+    assert!(version.starts_with("dnnplace "), "{version}");
+    fails_with(&["plan", "--no-such-flag"], &["unexpected argument"]);
+    fails_with(&["plan", "x.json", "--pieces", "-1"], &["--pieces"]);
+    fails_with(&["generate", "gpt", "--layers", "-1"], &["--layers"]);
+}

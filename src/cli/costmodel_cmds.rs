@@ -27,7 +27,7 @@ use crate::model::{Cluster, Workload};
 /// Default number of accelerators of an imported or generated workload.
 pub const DEFAULT_ACCELERATORS: usize = 4;
 
-/// How to price a model: devices, data type, training.
+// How to price a model: devices, data type, training.
 #[derive(Args, Debug, Clone, Default)]
 pub struct CostFlags {
     /// Accelerator profile by name (`dnnplace devices` lists them). [default: a100-80gb]
@@ -73,7 +73,9 @@ impl CostFlags {
     }
 }
 
+// Deferred like the top-level commands (cli::Command).
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 pub enum CostCommand {
     /// List the device profiles (built-in and from --device-file).
     Devices(DevicesArgs),
@@ -97,7 +99,7 @@ pub struct DevicesArgs {
     pub show: Option<String>,
 }
 
-/// The workload's device set.
+// The workload's device set.
 #[derive(Args, Debug, Clone)]
 pub struct CountFlags {
     /// Number of accelerators (maxFPGAs).
@@ -130,7 +132,9 @@ pub struct ImportArgs {
     pub out: Option<PathBuf>,
 }
 
+// Deferred like the top-level commands (cli::Command).
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 pub enum GenerateCommand {
     /// An operator-level BERT / GPT-2 / Llama workload, nodes named like the Hugging Face
     /// model's modules and layerId = block index.
@@ -210,7 +214,7 @@ pub enum StyleArg {
     Llama,
 }
 
-/// The shape of a generated transformer (shared by `generate transformer` and `calibrate`).
+// The shape of a generated transformer (shared by `generate transformer` and `calibrate`).
 #[derive(Args, Debug, Clone)]
 pub struct TransformerShape {
     /// Architecture and naming (Hugging Face module paths).
@@ -253,7 +257,7 @@ pub struct TransformerArgs {
     pub out: Option<PathBuf>,
 }
 
-/// `calibrate`: fit a device profile to a measured profile.
+// `calibrate`: fit a device profile to a measured profile.
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
     /// The measured workload (e.g. written by `dnnplace.torch.profile`): nodes with `module`

@@ -24,7 +24,6 @@ pub mod simulate;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -63,7 +62,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The commands. Each one's flags are added to clap's command only when that command is
+/// parsed (`defer`): building all of them took about half a megabyte of heap and a fifth
+/// of `dnnplace --version`'s instructions (callgrind), at every start.
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
     /// Compute a placement of a workload.
     Plan(Box<PlanArgs>),
@@ -109,7 +112,7 @@ pub enum ObjectiveArg {
     Iteration,
 }
 
-/// Knobs of the search methods, shared by `plan` and `compare`.
+// Knobs of the search methods, shared by `plan` and `compare`.
 #[derive(Args, Debug, Clone)]
 pub struct SearchFlags {
     /// Largest number of ideals the DP may enumerate (1 to 2^32 - 1).
@@ -132,7 +135,7 @@ pub struct SearchFlags {
     pub memory_budget: f64,
 }
 
-/// Flags that override the workload's device set.
+// Flags that override the workload's device set.
 #[derive(Args, Debug, Clone, Default)]
 pub struct DeviceFlags {
     /// Number of accelerators k (overrides maxFPGAs; more than the nodes is clamped to them).
@@ -356,12 +359,12 @@ pub enum CliError {
 }
 
 impl CliError {
-    pub fn exit_code(&self) -> ExitCode {
+    pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Input(_) => ExitCode::from(2),
-            CliError::Internal(_) => ExitCode::from(3),
-            CliError::Rejected(_) => ExitCode::from(1),
-            CliError::BrokenPipe => ExitCode::SUCCESS,
+            CliError::Input(_) => 2,
+            CliError::Internal(_) => 3,
+            CliError::Rejected(_) => 1,
+            CliError::BrokenPipe => 0,
         }
     }
 }
@@ -397,39 +400,44 @@ impl From<std::io::Error> for CliError {
     }
 }
 
-/// The command line: every flag that takes a value also takes a negative number, so
-/// `--pieces -1` reaches the flag's own check and its range message ("must be at least
-/// 1") instead of clap's "unexpected argument '-1'".
 /// A JSON document as every command prints and writes it: pretty-printed, one newline
 /// after it.
 pub(crate) fn json_text(value: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(value).expect("json") + "\n"
 }
 
+/// The command line: every flag that takes a value also takes a negative number, so
+/// `--pieces -1` reaches the flag's own check and its range message ("must be at least
+/// 1") instead of clap's "unexpected argument '-1'".
 pub fn command() -> clap::Command {
     fn negatives(cmd: clap::Command) -> clap::Command {
-        cmd.mut_args(|a| {
-            if a.get_action().takes_values() {
-                a.allow_negative_numbers(true)
-            } else {
-                a
-            }
-        })
-        .mut_subcommands(negatives)
+        // Set on the command, not on its arguments: a deferred command has none yet, and
+        // clap gives the setting to each argument that takes a value when it builds the
+        // command (the setting `Arg::allow_negative_numbers` replaced, still clap 4's).
+        #[allow(deprecated)]
+        cmd.allow_negative_numbers(true).mut_subcommands(negatives)
     }
     negatives(<Cli as clap::CommandFactory>::command())
 }
 
-/// Entry point of the binary.
-pub fn main() -> ExitCode {
-    let matches = command().get_matches();
-    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+/// Entry point of the binary: runs the command line and returns the exit status. clap's
+/// own messages (`--help`, `--version`, a usage error) are printed here with clap's status
+/// (0, or 2 for a usage error) rather than by `clap::Error::exit`, so that the binary
+/// alone decides how the process ends (src/main.rs).
+pub fn main() -> u8 {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        Err(e) => {
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+        Ok(()) => 0,
+        Err(CliError::BrokenPipe) => 0,
         Err(e) => {
             eprintln!("error: {e}");
             e.exit_code()

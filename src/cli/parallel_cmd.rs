@@ -40,7 +40,7 @@ pub enum ParallelKind {
     ThreeD,
 }
 
-/// The flags of parallel layouts.
+// The flags of parallel layouts.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ParallelFlags {
     /// Plan the whole parallel layout of a transformer given as a Hugging Face config.json,
@@ -110,8 +110,8 @@ impl ParallelFlags {
     }
 }
 
-/// The flags of `compare CONFIG.json --parallel 3d`: the layout flags of `plan --parallel
-/// 3d` and the model's.
+// The flags of `compare CONFIG.json --parallel 3d`: the layout flags of `plan --parallel
+// 3d` and the model's.
 #[derive(Args, Debug, Clone, Default)]
 pub struct CompareParallelFlags {
     #[command(flatten)]
@@ -613,7 +613,7 @@ fn simulated_report(
     Ok((page, summary))
 }
 
-/// The flags of `score CONFIG.json --parallel 3d --from-export FORMAT FILE`.
+// The flags of `score CONFIG.json --parallel 3d --from-export FORMAT FILE`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ScoreParallelFlags {
     /// Score a 3D layout of a transformer given as a Hugging Face config.json, read from a
@@ -803,7 +803,7 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
     }
 }
 
-/// The flags of `simulate CONFIG.json PLAN.json --parallel 3d`.
+// The flags of `simulate CONFIG.json PLAN.json --parallel 3d`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct SimulateParallelFlags {
     /// Simulate a 3D plan file (the JSON of `plan --parallel 3d`, uniform or --free) of

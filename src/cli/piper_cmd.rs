@@ -41,7 +41,7 @@ pub enum ImportFormat {
     Piper,
 }
 
-/// The `plan` flags of the Piper cost model.
+// The `plan` flags of the Piper cost model.
 #[derive(Args, Debug, Clone, Default)]
 pub struct PiperFlags {
     /// Read the input as Piper's JSON and solve Piper's problem exactly (docs/piper.md).

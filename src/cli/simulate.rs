@@ -22,7 +22,7 @@ pub(super) fn parse_schedule(text: &str) -> Result<Schedule, String> {
     text.parse()
 }
 
-/// The schedule a simulation plays.
+// The schedule a simulation plays.
 #[derive(Args, Debug, Clone)]
 pub struct ScheduleFlags {
     /// Pipeline schedule: gpipe, 1f1b (PipeDream-Flush) or interleaved[:v] (Megatron-LM,
@@ -34,8 +34,8 @@ pub struct ScheduleFlags {
     pub micro_batches: usize,
 }
 
-/// `plan`'s schedule flags: the memory the planner prices, and the schedule `--report`
-/// simulates.
+// `plan`'s schedule flags: the memory the planner prices, and the schedule `--report`
+// simulates.
 #[derive(Args, Debug, Clone)]
 pub struct PlanScheduleFlags {
     /// Plan each stage's memory as this pipeline schedule keeps micro-batches in flight:

@@ -8,7 +8,7 @@
 //! recursive; values nested deeper than serde_json's limit (128) are an error, and unknown
 //! fields (ignored) are skipped without recursion, so no nesting overflows the stack.
 //!
-//! Cost: one pass over the text, O(|text|).
+//! Cost: one pass over the text, O(|text|); a second one, tracking the path, on an error.
 
 use serde::de::DeserializeOwned;
 
@@ -31,18 +31,32 @@ pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, IoError> {
         )));
     }
     let de = &mut serde_json::Deserializer::from_str(text);
-    let value: T = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            IoError::Format(inner.to_string())
-        } else {
-            IoError::Format(format!("at {path}: {inner}"))
+    // Tracking the path costs about as much as the parse itself, so a file is read without
+    // it first, and read again with it only to word an error: same deserializer, same
+    // input, so the second pass fails at the same place.
+    let value: T = match T::deserialize(&mut *de) {
+        Ok(value) => value,
+        Err(plain) => {
+            return Err(with_path::<T>(text).unwrap_or(IoError::Format(plain.to_string())))
         }
-    })?;
+    };
     de.end()
         .map_err(|e| IoError::Format(format!("text after the end of the JSON document: {e}")))?;
     Ok(value)
+}
+
+/// The error of reading `text` as a `T`, worded with the JSON path where it occurred
+/// (`None` if this pass succeeds).
+fn with_path<T: DeserializeOwned>(text: &str) -> Option<IoError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let e = serde_path_to_error::deserialize::<_, T>(&mut *de).err()?;
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    Some(if path == "." {
+        IoError::Format(inner.to_string())
+    } else {
+        IoError::Format(format!("at {path}: {inner}"))
+    })
 }
 
 #[cfg(test)]

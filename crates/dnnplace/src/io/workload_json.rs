@@ -44,7 +44,7 @@ use super::IoError;
 use crate::model::{DeviceSet, Node, NodeMemory, Platform, ProfileTimes, Reference, Workload};
 
 /// A 0/1 integer or a boolean.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Serialize)]
 #[serde(untagged)]
 enum Flag {
     Bool(bool),
@@ -52,15 +52,44 @@ enum Flag {
 }
 
 impl Flag {
-    fn value(self, path: &str) -> Result<bool, IoError> {
+    /// The flag as a boolean; an integer other than 0/1 is an error naming `nodes[i].field`.
+    fn value(self, i: usize, field: &str) -> Result<bool, IoError> {
         match self {
             Flag::Bool(b) => Ok(b),
             Flag::Int(0) => Ok(false),
             Flag::Int(1) => Ok(true),
             Flag::Int(other) => Err(IoError::Format(format!(
-                "{path}: expected true/false or 0/1, found {other}"
+                "nodes[{i}].{field}: expected true/false or 0/1, found {other}"
             ))),
         }
+    }
+}
+
+/// Read by type, not as an untagged enum: serde would try `bool` first and build an error
+/// message for every integer flag (two per node of a typical file).
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Flag, D::Error> {
+        struct FlagVisitor;
+        impl serde::de::Visitor<'_> for FlagVisitor {
+            type Value = Flag;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true/false or 0/1")
+            }
+            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Flag, E> {
+                Ok(Flag::Bool(b))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Flag, E> {
+                u8::try_from(v)
+                    .map(Flag::Int)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Flag, E> {
+                u8::try_from(v)
+                    .map(Flag::Int)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+        }
+        d.deserialize_any(FlagVisitor)
     }
 }
 
@@ -203,11 +232,11 @@ pub fn parse_workload(text: &str) -> Result<Workload, IoError> {
             cpu_latency: n.cpu_latency,
             size_bytes: n.size,
             supported_on_accelerator: match n.supported_on_fpga {
-                Some(f) => f.value(&format!("nodes[{i}].supportedOnFpga"))?,
+                Some(f) => f.value(i, "supportedOnFpga")?,
                 None => true,
             },
             is_backward: match n.is_backward_node {
-                Some(f) => f.value(&format!("nodes[{i}].isBackwardNode"))?,
+                Some(f) => f.value(i, "isBackwardNode")?,
                 None => false,
             },
             color_class: n.color_class,

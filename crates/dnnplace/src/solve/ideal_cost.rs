@@ -155,19 +155,22 @@ impl Summaries {
         for level in 1..ideals.level_start.len() - 1 {
             let (from, to) = (ideals.level_start[level], ideals.level_start[level + 1]);
             let starts: Vec<usize> = (from..to).step_by(BLOCK).collect();
-            let parts: Vec<(Vec<IdealSummary>, Vec<usize>, Vec<Crossing>)> = starts
-                .par_iter()
-                .map(|&b| {
-                    let (mut heads, mut lens, mut crossing) = (Vec::new(), Vec::new(), Vec::new());
-                    for i in b..(b + BLOCK).min(to) {
-                        let (p, g) = ideals.parent(i).expect("a non-empty ideal has a parent");
-                        let before = crossing.len();
-                        heads.push(cost.extend_into(&s.heads[p], s.crossing(p), g, &mut crossing));
-                        lens.push(crossing.len() - before);
-                    }
-                    (heads, lens, crossing)
-                })
-                .collect();
+            let part = |&b: &usize| {
+                let (mut heads, mut lens, mut crossing) = (Vec::new(), Vec::new(), Vec::new());
+                for i in b..(b + BLOCK).min(to) {
+                    let (p, g) = ideals.parent(i).expect("a non-empty ideal has a parent");
+                    let before = crossing.len();
+                    heads.push(cost.extend_into(&s.heads[p], s.crossing(p), g, &mut crossing));
+                    lens.push(crossing.len() - before);
+                }
+                (heads, lens, crossing)
+            };
+            // A level of one block runs here, not in rayon's pool (see Ideals::enumerate).
+            let parts: Vec<(Vec<IdealSummary>, Vec<usize>, Vec<Crossing>)> = if starts.len() == 1 {
+                starts.iter().map(part).collect()
+            } else {
+                starts.par_iter().map(part).collect()
+            };
             for (heads, lens, crossing) in parts {
                 s.heads.extend_from_slice(&heads);
                 let mut at = s.crossing.len();

@@ -21,8 +21,8 @@
 //! Ideals are stored as trimmed bitsets ([`bits`]): O(1 + (t(I) − h(I))/64) words each,
 //! where `h(I)` is the first group not in `I`. Every ideal also keeps its canonical parent
 //! and the group added to it, from which [`super::ideal_cost`] derives its summary in
-//! O(degree). Each level is expanded in parallel (rayon) in blocks; between blocks the
-//! count limit and the [`Budget`] (time, Ctrl-C) are checked.
+//! O(degree). Each level is expanded in parallel (rayon) in blocks (a level of at most
+//! 64 parents, one task, on the calling thread); between blocks the count limit and the [`Budget`] (time, Ctrl-C) are checked.
 //!
 //! Complexity: O(Σ_I (s_I + |A(π(I))| + Σ_{s∈succ(t(I))} |pred(s)|)) time and
 //! O(Σ_I s_I + max level · max |A|) memory, for the ideals `I` with s_I stored words.
@@ -134,17 +134,21 @@ impl Ideals {
             for block in (from..to).step_by(BLOCK) {
                 let block_end = (block + BLOCK).min(to);
                 let starts: Vec<usize> = (block..block_end).step_by(CHUNK).collect();
-                let batches: Vec<Batch> = starts
-                    .par_iter()
-                    .map(|&s| {
-                        let mut out = Batch::default();
-                        for i in s..(s + CHUNK).min(block_end) {
-                            let a = &cand[cand_start[i - from]..cand_start[i - from + 1]];
-                            ideals.expand(c, i, a, &mut out);
-                        }
-                        out
-                    })
-                    .collect();
+                let batch = |&s: &usize| {
+                    let mut out = Batch::default();
+                    for i in s..(s + CHUNK).min(block_end) {
+                        let a = &cand[cand_start[i - from]..cand_start[i - from + 1]];
+                        ideals.expand(c, i, a, &mut out);
+                    }
+                    out
+                };
+                // One task runs here: handing it to rayon's pool would start the pool (on
+                // a small graph, for nothing) and cost two thread wake-ups per level.
+                let batches: Vec<Batch> = if starts.len() == 1 {
+                    starts.iter().map(batch).collect()
+                } else {
+                    starts.par_iter().map(batch).collect()
+                };
                 for b in batches {
                     let offset = ideals.words.len();
                     let mut at = 0usize;
