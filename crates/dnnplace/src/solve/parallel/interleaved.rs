@@ -184,6 +184,7 @@ pub fn plan_interleaved(
     let layout_of = |c: &Candidate, z: Zero| {
         let cfg = Config { zero: z, ..c.cfg };
         Layout::interleaved(&c.bounds, &cfg, space.global_batch, v)
+            .overlapped(space.overlap_grad_reduce)
     };
     let unlimited = Budget::without_deadline();
     let mut active = budget;

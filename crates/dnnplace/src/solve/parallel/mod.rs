@@ -81,6 +81,9 @@ pub struct Space {
     pub micro_batches: Vec<usize>,
     pub global_batch: usize,
     pub schedule: Schedule,
+    /// The DP sync overlapped with backward (`--overlap-grad-reduce`,
+    /// [`Layout::overlap_grad_reduce`]): every layout of the space carries it.
+    pub overlap_grad_reduce: bool,
     /// The most devices a layout may use.
     pub max_devices: usize,
 }
@@ -355,6 +358,7 @@ impl UniformSearch<'_> {
             cfg,
             space.global_batch,
             space.schedule,
+            space.overlap_grad_reduce,
         )
     }
 
@@ -493,6 +497,7 @@ fn rescored(
     let layout_with = |z: Zero| {
         let c = Config { zero: z, ..cfg };
         Layout::uniform(chain.len(), cuts, &c, space.global_batch, space.schedule)
+            .overlapped(space.overlap_grad_reduce)
     };
     checked_plan(
         chain,
