@@ -956,3 +956,90 @@ fn compare_runs_both_searches_and_the_layouts_by_hand() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--free does not apply"));
 }
+
+/// `plan llama-3-8b --parallel 3d` on `4x8xh100`, `--seq 4096 --global-batch 256
+/// --objective iteration`, with `extra`.
+fn llama_8b_iteration(extra: &[&str]) -> Output {
+    dnnplace()
+        .args(["plan", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args(["--cluster", "4x8xh100", "--seq", "4096", "--global-batch", "256"])
+        .args(["--objective", "iteration"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// `--overlap-grad-reduce`: the JSON says so; the iteration is `Σ T + (m − 1)·max T +
+/// max_s max(0, sync_s − b_s)` recomputed from the rows (`backwardMs` the stage's backward
+/// pass), no worse than without the flag; the simulated iteration of `--report` is the
+/// plan's last task; the Megatron-LM export writes the flag and `score --from-export`
+/// reads it back to the plan's value; DeepSpeed refuses it, and without `--parallel 3d` it
+/// is named.
+#[test]
+fn overlap_grad_reduce_through_the_binary() {
+    let off = json_of(&llama_8b_iteration(&["--json"]));
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("megatron.sh");
+    let on = json_of(&llama_8b_iteration(&[
+        "--json",
+        "--overlap-grad-reduce",
+        "--export",
+        "megatron",
+        "--export-out",
+        export.to_str().unwrap(),
+    ]));
+    assert_eq!(off["overlapGradReduce"], false);
+    assert_eq!(on["overlapGradReduce"], true);
+    let stages = on["stages"].as_array().unwrap();
+    let t: Vec<f64> = stages.iter().map(|s| num(s, "microBatchTimeMs")).collect();
+    let m = num(&stages[0], "microBatches");
+    let exposed = stages
+        .iter()
+        .map(|s| (num(s, "dpSyncMs") - num(s, "backwardMs")).max(0.0))
+        .fold(0.0, f64::max);
+    let max = t.iter().copied().fold(0.0, f64::max);
+    let iteration = t.iter().sum::<f64>() + (m - 1.0) * max + exposed;
+    assert!((iteration - num(&on, "value")).abs() <= 1e-9 * iteration);
+    assert!(stages.iter().any(|s| num(s, "dpSyncMs") > 0.0));
+    assert!(stages.iter().all(|s| num(s, "backwardMs") > 0.0));
+    assert!(num(&on, "value") <= num(&off, "value"), "{on} vs {off}");
+    let text = std::fs::read_to_string(&export).unwrap();
+    assert!(text.contains(" --overlap-grad-reduce\n"), "{text}");
+    let scored = dnnplace()
+        .args(["score", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args(["--cluster", "4x8xh100", "--seq", "4096", "--json"])
+        .args(["--objective", "iteration", "--from-export", "megatron"])
+        .arg(&export)
+        .output()
+        .unwrap();
+    let scored = json_of(&scored);
+    assert_eq!(scored["overlapGradReduce"], true);
+    assert!((num(&scored, "value") - num(&on, "value")).abs() <= 1e-9 * num(&on, "value"));
+    // The simulation of the plan with the flag.
+    let report = dir.path().join("r.html");
+    let sim = json_of(&llama_8b_iteration(&[
+        "--json",
+        "--overlap-grad-reduce",
+        "--report",
+        report.to_str().unwrap(),
+    ]));
+    let simulated = num(&sim["simulation"], "iterationMs");
+    let pipeline = num(&sim["simulation"], "pipelineMs");
+    assert!(simulated >= pipeline && simulated <= pipeline + exposed + 1e-9 * simulated);
+    for (extra, flag) in [
+        (&["--export", "deepspeed"][..], "--overlap-grad-reduce"),
+        (&[][..], "--overlap-grad-reduce"),
+    ] {
+        let out = if extra.is_empty() {
+            dnnplace()
+                .args(["plan", "examples/hf/llama-3-8b.json", "--overlap-grad-reduce"])
+                .output()
+                .unwrap()
+        } else {
+            llama_8b_iteration(&[extra, &["--overlap-grad-reduce"]].concat())
+        };
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{err}");
+    }
+}

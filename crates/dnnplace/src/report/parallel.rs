@@ -418,6 +418,7 @@ fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
                 "gatherMs": sc.gather_ms,
                 "microBatchTimeMs": sc.micro_batch_ms,
                 "dpSyncMs": sc.dp_sync_ms,
+                "backwardMs": sc.backward_ms,
                 "microBatches": sc.micro_batches,
                 "inFlight": sc.in_flight,
                 "weightBytes": sc.weight_bytes,
