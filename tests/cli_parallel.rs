@@ -287,14 +287,15 @@ fn bad_flags_exit_2_naming_the_flag() {
             "1x8xh100+1x8xa100-80gb",
             "--objective",
             "iteration",
-            "--sweep",
+            "--export",
+            "megatron",
         ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("--sweep does not apply to a cluster of several types"),
+        err.contains("--export does not apply to a cluster of several types"),
         "{err}"
     );
     let o = dnnplace()
@@ -630,21 +631,58 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
         num(&free, "value") <= num(&v, "value") * (1.0 + 1e-9),
         "{free} vs {v}"
     );
-    for (flag, extra) in [
-        ("--export", &["--export", "megatron"][..]),
-        ("--sweep", &["--sweep"][..]),
-        ("--target-tps", &["--target-tps", "50"][..]),
-    ] {
-        let o = run(extra);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(&format!(
-                "{flag} does not apply to a cluster of several types (h100, a100-80gb)"
-            )),
-            "{err}"
-        );
+    let o = run(&["--export", "megatron"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--export does not apply to a cluster of several types (h100, a100-80gb)"),
+        "{err}"
+    );
+}
+
+/// On two types `--sweep` counts whole machines in the cluster's order (the first machine,
+/// then both): rows of 4 and 8 GPUs, the first on H100 alone, the last the plan itself, never
+/// worse with more machines; `--target-tps` gives the fewest machines meeting a target
+/// (exit 2 when none does); `--budget` buys the first machines in order (exit 2 when it
+/// buys none).
+#[test]
+fn sweep_target_and_budget_on_two_types() {
+    let whole = json_of(&on_two_types(&["--json"]));
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("sweep.svg");
+    let sweep = json_of(&on_two_types(&["--json", "--sweep", "--plot", svg.to_str().unwrap()]));
+    let rows = sweep["rows"].as_array().unwrap();
+    let counts: Vec<u64> = rows.iter().map(|r| r["devices"].as_u64().unwrap()).collect();
+    assert_eq!(counts, [4, 8]);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    for s in rows[0]["stages"].as_array().unwrap() {
+        assert_eq!(s["accelerator"], "h100", "{s}");
     }
+    assert!((num(&rows[1], "value") - num(&whole, "value")).abs() <= 1e-9 * num(&whole, "value"));
+    assert!(num(&rows[1], "value") <= num(&rows[0], "value"));
+    // A target only both machines meet, if the two rows differ; else one machine.
+    let target = num(&rows[1], "value");
+    let want = if num(&rows[0], "value") <= target { 4 } else { 8 };
+    let found = json_of(&on_two_types(&["--json", "--target-tps", &target.to_string()]));
+    assert_eq!(found["target"]["devices"], want, "{found}");
+    assert_eq!(found["target"]["proven"], true);
+    let missed = on_two_types(&["--target-tps", &(target * 0.5).to_string()]);
+    assert_eq!(missed.status.code(), Some(2));
+    // --budget: one H100 machine's price and a half buys the first machine only.
+    let h100 = {
+        let out = dnnplace().args(["devices", "--show", "h100"]).output().unwrap();
+        let profile: toml::Table = String::from_utf8_lossy(&out.stdout).parse().unwrap();
+        profile["price_per_hour"].as_float().expect("h100 price")
+    };
+    let budget = (h100 * 4.0 * 1.5).to_string();
+    let capped = on_two_types(&["--json", "--budget", &budget]);
+    let note = String::from_utf8_lossy(&capped.stderr).to_string();
+    let capped = json_of(&capped);
+    assert!(note.contains("buys the cluster's first 1 machines"), "{note}");
+    assert!((num(&capped, "value") - num(&rows[0], "value")).abs() <= 1e-9 * num(&capped, "value"));
+    let broke = on_two_types(&["--budget", "0.01"]);
+    assert_eq!(broke.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&broke.stderr).contains("buys no machine"));
 }
 
 /// `--free --objective iteration`: a plan whose value is its simulated iteration (the

@@ -344,6 +344,30 @@ impl MixedTopology {
         Ok(MixedTopology { groups })
     }
 
+    /// Machines in all.
+    pub fn machines(&self) -> usize {
+        self.groups.iter().map(|g| g.machines).sum()
+    }
+
+    /// The cluster cut to its first `k` machines in its order (group by group, each group's
+    /// machines while they last; device numbers unchanged); `None` for `k = 0`.
+    pub fn first_machines(&self, k: usize) -> Option<MixedTopology> {
+        let mut left = k;
+        let mut groups = Vec::new();
+        for g in &self.groups {
+            if left == 0 {
+                break;
+            }
+            let take = g.machines.min(left);
+            left -= take;
+            groups.push(Topology {
+                machines: take,
+                ..g.clone()
+            });
+        }
+        (!groups.is_empty()).then_some(MixedTopology { groups })
+    }
+
     /// The first global device of group `g`.
     pub fn offset(&self, g: usize) -> usize {
         self.groups[..g].iter().map(Topology::devices).sum()
