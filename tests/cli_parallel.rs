@@ -650,9 +650,17 @@ fn sweep_target_and_budget_on_two_types() {
     let whole = json_of(&on_two_types(&["--json"]));
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("sweep.svg");
-    let sweep = json_of(&on_two_types(&["--json", "--sweep", "--plot", svg.to_str().unwrap()]));
+    let sweep = json_of(&on_two_types(&[
+        "--json",
+        "--sweep",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]));
     let rows = sweep["rows"].as_array().unwrap();
-    let counts: Vec<u64> = rows.iter().map(|r| r["devices"].as_u64().unwrap()).collect();
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|r| r["devices"].as_u64().unwrap())
+        .collect();
     assert_eq!(counts, [4, 8]);
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
     for s in rows[0]["stages"].as_array().unwrap() {
@@ -662,15 +670,26 @@ fn sweep_target_and_budget_on_two_types() {
     assert!(num(&rows[1], "value") <= num(&rows[0], "value"));
     // A target only both machines meet, if the two rows differ; else one machine.
     let target = num(&rows[1], "value");
-    let want = if num(&rows[0], "value") <= target { 4 } else { 8 };
-    let found = json_of(&on_two_types(&["--json", "--target-tps", &target.to_string()]));
+    let want = if num(&rows[0], "value") <= target {
+        4
+    } else {
+        8
+    };
+    let found = json_of(&on_two_types(&[
+        "--json",
+        "--target-tps",
+        &target.to_string(),
+    ]));
     assert_eq!(found["target"]["devices"], want, "{found}");
     assert_eq!(found["target"]["proven"], true);
     let missed = on_two_types(&["--target-tps", &(target * 0.5).to_string()]);
     assert_eq!(missed.status.code(), Some(2));
     // --budget: one H100 machine's price and a half buys the first machine only.
     let h100 = {
-        let out = dnnplace().args(["devices", "--show", "h100"]).output().unwrap();
+        let out = dnnplace()
+            .args(["devices", "--show", "h100"])
+            .output()
+            .unwrap();
         let profile: toml::Table = String::from_utf8_lossy(&out.stdout).parse().unwrap();
         profile["price_per_hour"].as_float().expect("h100 price")
     };
@@ -678,7 +697,10 @@ fn sweep_target_and_budget_on_two_types() {
     let capped = on_two_types(&["--json", "--budget", &budget]);
     let note = String::from_utf8_lossy(&capped.stderr).to_string();
     let capped = json_of(&capped);
-    assert!(note.contains("buys the cluster's first 1 machines"), "{note}");
+    assert!(
+        note.contains("buys the cluster's first 1 machines"),
+        "{note}"
+    );
     assert!((num(&capped, "value") - num(&rows[0], "value")).abs() <= 1e-9 * num(&capped, "value"));
     let broke = on_two_types(&["--budget", "0.01"]);
     assert_eq!(broke.status.code(), Some(2));
@@ -1000,7 +1022,14 @@ fn compare_runs_both_searches_and_the_layouts_by_hand() {
 fn llama_8b_iteration(extra: &[&str]) -> Output {
     dnnplace()
         .args(["plan", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
-        .args(["--cluster", "4x8xh100", "--seq", "4096", "--global-batch", "256"])
+        .args([
+            "--cluster",
+            "4x8xh100",
+            "--seq",
+            "4096",
+            "--global-batch",
+            "256",
+        ])
         .args(["--objective", "iteration"])
         .args(extra)
         .output()
@@ -1070,7 +1099,11 @@ fn overlap_grad_reduce_through_the_binary() {
     ] {
         let out = if extra.is_empty() {
             dnnplace()
-                .args(["plan", "examples/hf/llama-3-8b.json", "--overlap-grad-reduce"])
+                .args([
+                    "plan",
+                    "examples/hf/llama-3-8b.json",
+                    "--overlap-grad-reduce",
+                ])
                 .output()
                 .unwrap()
         } else {

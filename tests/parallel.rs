@@ -914,15 +914,16 @@ fn mixed_uniform_on_first(
                 data_parallel: Some(d),
                 ..space.clone()
             };
-            let within = |_: &[ChainCosts], l: &Layout, s: &dnnplace::score::parallel::LayoutScore| {
-                l.stages
-                    .iter()
-                    .all(|st| st.first_device + st.width() <= limit)
-                    .then_some(s.time_per_sample_ms)
-            };
-            if let Some((_, v)) =
-                dnnplace::solve::parallel::brute_force::brute_force_mixed_by(chains, topo, &part, within)
-            {
+            let within =
+                |_: &[ChainCosts], l: &Layout, s: &dnnplace::score::parallel::LayoutScore| {
+                    l.stages
+                        .iter()
+                        .all(|st| st.first_device + st.width() <= limit)
+                        .then_some(s.time_per_sample_ms)
+                };
+            if let Some((_, v)) = dnnplace::solve::parallel::brute_force::brute_force_mixed_by(
+                chains, topo, &part, within,
+            ) {
                 best = Some(best.map_or(v, |b: f64| b.min(v)));
             }
         }
@@ -953,7 +954,11 @@ fn mixed_sweep_and_fewest_devices_equal_brute_force() {
         };
         let rows = problem.sweep(&Budget::unlimited(), None).unwrap();
         let counts: Vec<usize> = sweep_counts(machines).iter().map(|k| k * g).collect();
-        assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), counts, "seed {seed}");
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            counts,
+            "seed {seed}"
+        );
         let oracle: Vec<Option<f64>> = (1..=machines)
             .map(|k| mixed_uniform_on_first(&chains, &topo, &space, k))
             .collect();
@@ -962,29 +967,66 @@ fn mixed_sweep_and_fewest_devices_equal_brute_force() {
             match (&o.plan, want) {
                 (None, None) => {}
                 (Some(plan), Some(v)) => {
-                    assert!((o.value - v).abs() <= 1e-9 * v, "seed {seed} n {n}: {} vs {v}", o.value);
+                    assert!(
+                        (o.value - v).abs() <= 1e-9 * v,
+                        "seed {seed} n {n}: {} vs {v}",
+                        o.value
+                    );
                     assert_eq!(o.status, Status::Optimal, "seed {seed}");
-                    let end = plan.layout.stages.iter().map(|s| s.first_device + s.width()).max();
+                    let end = plan
+                        .layout
+                        .stages
+                        .iter()
+                        .map(|s| s.first_device + s.width())
+                        .max();
                     assert!(end.unwrap() <= *n, "seed {seed}");
                 }
-                (a, b) => panic!("seed {seed} n {n}: sweep {:?} vs brute force {b:?}", a.is_some()),
+                (a, b) => panic!(
+                    "seed {seed} n {n}: sweep {:?} vs brute force {b:?}",
+                    a.is_some()
+                ),
             }
             rows_checked += 1;
         }
-        let planned: Vec<f64> = rows.iter().filter_map(|r| r.1.plan.as_ref().map(|_| r.1.value)).collect();
+        let planned: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r.1.plan.as_ref().map(|_| r.1.value))
+            .collect();
         grew += usize::from(planned.windows(2).any(|w| w[1] < w[0] * (1.0 - 1e-9)));
         // The fewest machines for a target: an oracle value of some count.
-        let Some(target) = oracle.iter().flatten().copied().reduce(|a, b| if seed % 2 == 0 { a.max(b) } else { a.min(b) }) else {
+        let Some(target) = oracle.iter().flatten().copied().reduce(|a, b| {
+            if seed % 2 == 0 {
+                a.max(b)
+            } else {
+                a.min(b)
+            }
+        }) else {
             continue;
         };
-        let found = problem.fewest_devices(target, &Budget::unlimited()).unwrap();
-        let least = oracle.iter().position(|o| o.is_some_and(|v| v <= target)).unwrap() + 1;
+        let found = problem
+            .fewest_devices(target, &Budget::unlimited())
+            .unwrap();
+        let least = oracle
+            .iter()
+            .position(|o| o.is_some_and(|v| v <= target))
+            .unwrap()
+            + 1;
         assert_eq!(found.devices, Some(least * g), "seed {seed}");
         assert!(found.proven && found.outcome.value <= target, "seed {seed}");
-        let none = problem.fewest_devices(target.min(oracle[machines - 1].unwrap()) * 0.999, &Budget::unlimited()).unwrap();
+        let none = problem
+            .fewest_devices(
+                target.min(oracle[machines - 1].unwrap()) * 0.999,
+                &Budget::unlimited(),
+            )
+            .unwrap();
         assert_eq!(none.devices, None, "seed {seed}");
         answered += 1;
     }
-    println!("{rows_checked} sweep rows, {answered} targets, {grew} sweeps improving with more machines");
-    assert!(rows_checked >= 40 && answered >= 10 && grew >= 3, "{rows_checked} {answered} {grew}");
+    println!(
+        "{rows_checked} sweep rows, {answered} targets, {grew} sweeps improving with more machines"
+    );
+    assert!(
+        rows_checked >= 40 && answered >= 10 && grew >= 3,
+        "{rows_checked} {answered} {grew}"
+    );
 }

@@ -98,8 +98,8 @@ fn equal_chunks_simulate_to_the_planned_iteration() {
             sim.iteration_ms
         );
         // The sync overlapped with the last backward (each lane's is its first chunk's).
-        let overlapped = simulate_layout(&chain, &topo, &layout.clone().overlapped(true))
-            .expect("simulates");
+        let overlapped =
+            simulate_layout(&chain, &topo, &layout.clone().overlapped(true)).expect("simulates");
         let b = overlapped.pass_ms[0].1;
         let by_hand = (m as f64 + (p as f64 - 1.0) / v as f64) * st.micro_batch_ms
             + (st.dp_sync_ms - b).max(0.0);

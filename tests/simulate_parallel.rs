@@ -250,7 +250,10 @@ fn overlapped_syncs_simulate_to_the_planned_iteration() {
         exact += 1;
     }
     println!("{exact} equal instances ({exposed} with the sync longer than the backward, {hidden} hidden), {unequal} unequal");
-    assert!(exact >= 200 && exposed >= 5 && hidden >= 10, "{exact} {exposed} {hidden}");
+    assert!(
+        exact >= 200 && exposed >= 5 && hidden >= 10,
+        "{exact} {exposed} {hidden}"
+    );
 }
 
 /// GPipe with the sync overlapped: stage `s`'s sync starts with its last backward, so the
@@ -274,7 +277,9 @@ fn gpipe_with_overlapped_syncs_follows_the_closed_form() {
         let last_backward =
             |s: usize| forward + b[s..].iter().sum::<f64>() + (m - 1.0) * max(&b[s..]);
         let end = (0..b.len())
-            .map(|s| last_backward(s).max(last_backward(s) - b[s] + sim.planned.stages[s].dp_sync_ms))
+            .map(|s| {
+                last_backward(s).max(last_backward(s) - b[s] + sim.planned.stages[s].dp_sync_ms)
+            })
             .fold(0.0, f64::max);
         assert!(
             close(sim.iteration_ms, end),

@@ -552,7 +552,10 @@ impl Built {
             task_of[t.piece] = k;
         }
         for (s, &base) in self.lane_base.iter().enumerate() {
-            let replicas = self.lanes.iter().filter(|l| l.stage == s && l.replica.is_some());
+            let replicas = self
+                .lanes
+                .iter()
+                .filter(|l| l.stage == s && l.replica.is_some());
             let start = (base..base + replicas.count())
                 .filter_map(|lane| self.orders[lane].last())
                 .map(|&piece| run.tasks[task_of[piece]].start_ms)

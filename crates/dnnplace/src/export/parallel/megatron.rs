@@ -172,7 +172,9 @@ pub fn read_megatron<S: AsRef<str>>(
             let mut bounds: Vec<usize> = (0..=p * v).map(|c| blocks.start + c * k).collect();
             bounds[0] = 0;
             bounds[p * v] = units.len();
-            return Ok(Layout::interleaved(&bounds, &cfg, global, v).overlapped(overlap_grad_reduce));
+            return Ok(
+                Layout::interleaved(&bounds, &cfg, global, v).overlapped(overlap_grad_reduce)
+            );
         }
     }
     let counts: Vec<usize> = if flag_value(&words, &["--num-layers-per-virtual-pipeline-stage"])?

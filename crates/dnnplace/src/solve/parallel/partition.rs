@@ -263,10 +263,18 @@ impl<'a> Coster<'a> {
         let mut b = own[j] - own[i];
         if s + 1 < self.cfg.stages {
             let l = self.boundary[s + 1];
-            b += cuts[j].backward.iter().map(|&x| transfer_ms(l, x)).sum::<f64>();
+            b += cuts[j]
+                .backward
+                .iter()
+                .map(|&x| transfer_ms(l, x))
+                .sum::<f64>();
         }
         if let (true, Some(h)) = (s > 0, self.host) {
-            b += cuts[i].backward.iter().map(|&x| transfer_ms(h, x)).sum::<f64>();
+            b += cuts[i]
+                .backward
+                .iter()
+                .map(|&x| transfer_ms(h, x))
+                .sum::<f64>();
         }
         if self.cfg.zero == Zero::Parameters {
             let d = self.cfg.data_parallel;
@@ -524,7 +532,8 @@ fn unit_backward_sums(
     for unit in &chain.units {
         let k = &unit.costs[ti];
         let ar = |bytes| all_reduce_ms(tp_link, bytes, t);
-        let forward = k.forward_ms + f64::from(k.tp_forward_all_reduces) * ar(k.tp_all_reduce_bytes);
+        let forward =
+            k.forward_ms + f64::from(k.tp_forward_all_reduces) * ar(k.tp_all_reduce_bytes);
         let mut b = k.backward_ms
             + f64::from(k.tp_backward_all_reduces) * ar(k.tp_backward_all_reduce_bytes);
         if recompute {
