@@ -9,7 +9,7 @@ use crate::model::parallel::{MixedTopology, Topology};
 use crate::model::profiles::DeviceProfile;
 use crate::model::schedule::Schedule;
 use crate::model::Cluster;
-use crate::solve::parallel::{Goal, Space};
+use crate::solve::parallel::Space;
 
 impl ParallelSettings {
     /// The cluster and the profiles of its types ([`cluster_of`]).
