@@ -164,7 +164,7 @@ fn capped_by_price(
         ));
     };
     notes.push(format!(
-        "--budget {price} buys the cluster's first {machines} machines in its order ({} accelerators: {}) at {spent} per hour",
+        "--budget {price} buys the cluster's first {machines} machines in its order ({} accelerators: {}) at {spent:.2} per hour",
         cut.devices(),
         cut.groups
             .iter()
