@@ -452,7 +452,6 @@ fn run(
 #[pyfunction]
 #[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, overlap_grad_reduce=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None, export=None, budget=None, target_tps=None))]
 pub fn plan_parallel(
-    py: Python<'_>,
     model: &Bound<'_, PyAny>,
     cluster: &Bound<'_, PyAny>,
     global_batch: usize,
@@ -474,6 +473,8 @@ pub fn plan_parallel(
     budget: Option<f64>,
     target_tps: Option<f64>,
 ) -> PyResult<ParallelPlan> {
+    // The GIL token from an argument (the signature's count is Python's keywords).
+    let py = model.py();
     let fixed = Fixed {
         global_batch,
         seq,
