@@ -287,14 +287,15 @@ fn bad_flags_exit_2_naming_the_flag() {
             "1x8xh100+1x8xa100-80gb",
             "--objective",
             "iteration",
-            "--sweep",
+            "--export",
+            "megatron",
         ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("--sweep does not apply to a cluster of several types"),
+        err.contains("--export does not apply to a cluster of several types"),
         "{err}"
     );
     let o = dnnplace()
@@ -630,21 +631,80 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
         num(&free, "value") <= num(&v, "value") * (1.0 + 1e-9),
         "{free} vs {v}"
     );
-    for (flag, extra) in [
-        ("--export", &["--export", "megatron"][..]),
-        ("--sweep", &["--sweep"][..]),
-        ("--target-tps", &["--target-tps", "50"][..]),
-    ] {
-        let o = run(extra);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(&format!(
-                "{flag} does not apply to a cluster of several types (h100, a100-80gb)"
-            )),
-            "{err}"
-        );
+    let o = run(&["--export", "megatron"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--export does not apply to a cluster of several types (h100, a100-80gb)"),
+        "{err}"
+    );
+}
+
+/// On two types `--sweep` counts whole machines in the cluster's order (the first machine,
+/// then both): rows of 4 and 8 GPUs, the first on H100 alone, the last the plan itself, never
+/// worse with more machines; `--target-tps` gives the fewest machines meeting a target
+/// (exit 2 when none does); `--budget` buys the first machines in order (exit 2 when it
+/// buys none).
+#[test]
+fn sweep_target_and_budget_on_two_types() {
+    let whole = json_of(&on_two_types(&["--json"]));
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("sweep.svg");
+    let sweep = json_of(&on_two_types(&[
+        "--json",
+        "--sweep",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]));
+    let rows = sweep["rows"].as_array().unwrap();
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|r| r["devices"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [4, 8]);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    for s in rows[0]["stages"].as_array().unwrap() {
+        assert_eq!(s["accelerator"], "h100", "{s}");
     }
+    assert!((num(&rows[1], "value") - num(&whole, "value")).abs() <= 1e-9 * num(&whole, "value"));
+    assert!(num(&rows[1], "value") <= num(&rows[0], "value"));
+    // A target only both machines meet, if the two rows differ; else one machine.
+    let target = num(&rows[1], "value");
+    let want = if num(&rows[0], "value") <= target {
+        4
+    } else {
+        8
+    };
+    let found = json_of(&on_two_types(&[
+        "--json",
+        "--target-tps",
+        &target.to_string(),
+    ]));
+    assert_eq!(found["target"]["devices"], want, "{found}");
+    assert_eq!(found["target"]["proven"], true);
+    let missed = on_two_types(&["--target-tps", &(target * 0.5).to_string()]);
+    assert_eq!(missed.status.code(), Some(2));
+    // --budget: 1 % more than one H100 machine buys the first machine only.
+    let h100 = {
+        let out = dnnplace()
+            .args(["devices", "--show", "h100"])
+            .output()
+            .unwrap();
+        let profile: toml::Table = String::from_utf8_lossy(&out.stdout).parse().unwrap();
+        profile["price_per_hour"].as_float().expect("h100 price")
+    };
+    let budget = (h100 * 4.0 * 1.01).to_string();
+    let capped = on_two_types(&["--json", "--budget", &budget]);
+    let note = String::from_utf8_lossy(&capped.stderr).to_string();
+    let capped = json_of(&capped);
+    assert!(
+        note.contains("buys the cluster's first 1 machines"),
+        "{note}"
+    );
+    assert!((num(&capped, "value") - num(&rows[0], "value")).abs() <= 1e-9 * num(&capped, "value"));
+    let broke = on_two_types(&["--budget", "0.01"]);
+    assert_eq!(broke.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&broke.stderr).contains("buys no machine"));
 }
 
 /// `--free --objective iteration`: a plan whose value is its simulated iteration (the
@@ -955,4 +1015,102 @@ fn compare_runs_both_searches_and_the_layouts_by_hand() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--free does not apply"));
+}
+
+/// `plan llama-3-8b --parallel 3d` on `4x8xh100`, `--seq 4096 --global-batch 256
+/// --objective iteration`, with `extra`.
+fn llama_8b_iteration(extra: &[&str]) -> Output {
+    dnnplace()
+        .args(["plan", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args([
+            "--cluster",
+            "4x8xh100",
+            "--seq",
+            "4096",
+            "--global-batch",
+            "256",
+        ])
+        .args(["--objective", "iteration"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// `--overlap-grad-reduce`: the JSON says so; the iteration is `Σ T + (m − 1)·max T +
+/// max_s max(0, sync_s − b_s)` recomputed from the rows (`backwardMs` the stage's backward
+/// pass), no worse than without the flag; the simulated iteration of `--report` is the
+/// plan's last task; the Megatron-LM export writes the flag and `score --from-export`
+/// reads it back to the plan's value; DeepSpeed refuses it, and without `--parallel 3d` it
+/// is named.
+#[test]
+fn overlap_grad_reduce_through_the_binary() {
+    let off = json_of(&llama_8b_iteration(&["--json"]));
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("megatron.sh");
+    let on = json_of(&llama_8b_iteration(&[
+        "--json",
+        "--overlap-grad-reduce",
+        "--export",
+        "megatron",
+        "--export-out",
+        export.to_str().unwrap(),
+    ]));
+    assert_eq!(off["overlapGradReduce"], false);
+    assert_eq!(on["overlapGradReduce"], true);
+    let stages = on["stages"].as_array().unwrap();
+    let t: Vec<f64> = stages.iter().map(|s| num(s, "microBatchTimeMs")).collect();
+    let m = num(&stages[0], "microBatches");
+    let exposed = stages
+        .iter()
+        .map(|s| (num(s, "dpSyncMs") - num(s, "backwardMs")).max(0.0))
+        .fold(0.0, f64::max);
+    let max = t.iter().copied().fold(0.0, f64::max);
+    let iteration = t.iter().sum::<f64>() + (m - 1.0) * max + exposed;
+    assert!((iteration - num(&on, "value")).abs() <= 1e-9 * iteration);
+    assert!(stages.iter().any(|s| num(s, "dpSyncMs") > 0.0));
+    assert!(stages.iter().all(|s| num(s, "backwardMs") > 0.0));
+    assert!(num(&on, "value") <= num(&off, "value"), "{on} vs {off}");
+    let text = std::fs::read_to_string(&export).unwrap();
+    assert!(text.contains(" --overlap-grad-reduce\n"), "{text}");
+    let scored = dnnplace()
+        .args(["score", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args(["--cluster", "4x8xh100", "--seq", "4096", "--json"])
+        .args(["--objective", "iteration", "--from-export", "megatron"])
+        .arg(&export)
+        .output()
+        .unwrap();
+    let scored = json_of(&scored);
+    assert_eq!(scored["overlapGradReduce"], true);
+    assert!((num(&scored, "value") - num(&on, "value")).abs() <= 1e-9 * num(&on, "value"));
+    // The simulation of the plan with the flag.
+    let report = dir.path().join("r.html");
+    let sim = json_of(&llama_8b_iteration(&[
+        "--json",
+        "--overlap-grad-reduce",
+        "--report",
+        report.to_str().unwrap(),
+    ]));
+    let simulated = num(&sim["simulation"], "iterationMs");
+    let pipeline = num(&sim["simulation"], "pipelineMs");
+    assert!(simulated >= pipeline && simulated <= pipeline + exposed + 1e-9 * simulated);
+    for (extra, flag) in [
+        (&["--export", "deepspeed"][..], "--overlap-grad-reduce"),
+        (&[][..], "--overlap-grad-reduce"),
+    ] {
+        let out = if extra.is_empty() {
+            dnnplace()
+                .args([
+                    "plan",
+                    "examples/hf/llama-3-8b.json",
+                    "--overlap-grad-reduce",
+                ])
+                .output()
+                .unwrap()
+        } else {
+            llama_8b_iteration(&[extra, &["--overlap-grad-reduce"]].concat())
+        };
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{err}");
+    }
 }

@@ -198,6 +198,7 @@ fn vllm_round_trips_with_the_training_settings_given_back() {
             )
         );
         let training = Training {
+            overlap_grad_reduce: false,
             micro_batch: 2,
             global_batch: 64,
             zero: Zero::Off,
@@ -235,6 +236,7 @@ fn hand_written_lines_read() {
     );
     // vLLM without a partition: vLLM's default (8 over 3: 3, 3, 2).
     let training = Training {
+        overlap_grad_reduce: false,
         micro_batch: 1,
         global_batch: 8,
         zero: Zero::Off,
@@ -250,6 +252,7 @@ fn hand_written_lines_read() {
 fn bad_text_names_the_flag() {
     let n = names(&plan(&[], 1, 1, Zero::Off, false));
     let training = Training {
+        overlap_grad_reduce: false,
         micro_batch: 1,
         global_batch: 8,
         zero: Zero::Off,
@@ -520,6 +523,7 @@ fn deepspeed_batch_settings_and_refusals() {
     p.layout.schedule = Schedule::GPipe;
     assert!(render_deepspeed(&p).unwrap_err().contains("1F1B"));
     let serving = Training {
+        overlap_grad_reduce: false,
         micro_batch: 1,
         global_batch: 1,
         zero: Zero::Off,

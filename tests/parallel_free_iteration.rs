@@ -88,6 +88,7 @@ fn instance(seed: u64) -> (Vec<ChainCosts>, Topology, Space) {
         micro_batches: micro,
         global_batch: r.of(&[4, 8, 16, 32]),
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        overlap_grad_reduce: false,
         max_devices: topo.devices().min(r.of(&[4, 6, 8])),
     };
     (cs, topo, space)
@@ -104,7 +105,13 @@ struct Seen {
 }
 
 fn compare(seed: u64) -> Result<Option<Seen>, TestCaseError> {
-    let (cs, topo, space) = instance(seed);
+    compare_with(seed, false)
+}
+
+/// [`compare`] with the DP sync overlapped with backward or not (`--overlap-grad-reduce`).
+fn compare_with(seed: u64, overlap: bool) -> Result<Option<Seen>, TestCaseError> {
+    let (cs, topo, mut space) = instance(seed);
+    space.overlap_grad_reduce = overlap;
     let found = plan_free_iteration(&cs, &topo, &space, &Budget::unlimited(), &Simulator).unwrap();
     prop_assert_eq!(found.valuation, Valuation::Simulation);
     let oracle = brute_force_free_by(&cs, &topo, &space, |chain, layout, _| {
@@ -193,4 +200,34 @@ proptest! {
     fn the_search_against_every_simulated_free_layout(seed in any::<u64>()) {
         compare(seed)?;
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+    #[test]
+    fn the_search_with_overlapped_syncs_against_every_simulated_free_layout(seed in any::<u64>()) {
+        compare_with(seed, true)?;
+    }
+}
+
+/// With the sync overlapped the fixed seeds still plan, and some optimum differs from the
+/// one without the overlap (the property is not vacuous).
+#[test]
+fn overlapped_syncs_change_some_optima() {
+    let (mut planned, mut lower) = (0, 0);
+    for seed in 0..40 {
+        if compare_with(seed, true).unwrap().is_none() {
+            continue;
+        }
+        planned += 1;
+        let (cs, topo, mut space) = instance(seed);
+        let budget = Budget::unlimited();
+        let off = plan_free_iteration(&cs, &topo, &space, &budget, &Simulator).unwrap();
+        space.overlap_grad_reduce = true;
+        let on = plan_free_iteration(&cs, &topo, &space, &budget, &Simulator).unwrap();
+        assert!(on.bound <= off.value * (1.0 + 1e-9), "seed {seed}");
+        lower += usize::from(on.value < off.value * (1.0 - 1e-9));
+    }
+    println!("{planned} of 40 plan; {lower} with a lower iteration when the sync is overlapped");
+    assert!(planned >= 10 && lower >= 1, "{planned} {lower}");
 }

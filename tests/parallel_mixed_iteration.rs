@@ -107,6 +107,7 @@ fn instance(seed: u64) -> (MixedTopology, Vec<Vec<ChainCosts>>, Space) {
         micro_batches: micro,
         global_batch: r.of(&[4, 8, 16]),
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        overlap_grad_reduce: false,
         max_devices: topo.devices(),
     };
     (topo, chains, space)
@@ -156,7 +157,13 @@ struct Seen {
 }
 
 fn compare(seed: u64, layouts: Layouts) -> Result<Option<Seen>, TestCaseError> {
-    let (topo, chains, space) = instance(seed);
+    compare_with(seed, layouts, false)
+}
+
+/// [`compare`] with the DP sync overlapped with backward or not (`--overlap-grad-reduce`).
+fn compare_with(seed: u64, layouts: Layouts, overlap: bool) -> Result<Option<Seen>, TestCaseError> {
+    let (topo, chains, mut space) = instance(seed);
+    space.overlap_grad_reduce = overlap;
     let found = plan_mixed_iteration(
         &chains,
         &topo,
@@ -357,5 +364,18 @@ proptest! {
     #[test]
     fn uniform_search_against_every_simulated_layout(seed in any::<u64>()) {
         compare(seed, Layouts::Uniform)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+    #[test]
+    fn free_search_with_overlapped_syncs_against_every_simulated_layout(seed in any::<u64>()) {
+        compare_with(seed, Layouts::Free, true)?;
+    }
+
+    #[test]
+    fn uniform_search_with_overlapped_syncs_against_every_simulated_layout(seed in any::<u64>()) {
+        compare_with(seed, Layouts::Uniform, true)?;
     }
 }

@@ -403,6 +403,7 @@ fn instance(
         micro_batches: vec![b],
         global_batch: b * r.of(&[2, 4, 6]),
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        overlap_grad_reduce: false,
         max_devices: topo.devices(),
     };
     let objective = r.of(&[Objective::Iteration, Objective::TimePerSample]);

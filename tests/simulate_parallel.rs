@@ -206,6 +206,91 @@ fn gpipe_follows_the_flow_shop_closed_form() {
     assert!(checked >= 250, "{checked}");
 }
 
+/// With the DP sync overlapped with backward (`--overlap-grad-reduce`): equal stages
+/// simulate to the scorer's closed form `(m + p − 1)(f + b) + max(0, sync − b)`, computed
+/// here from the pass times; unequal ones never above the planned figure, and never above
+/// the same layout without the overlap.
+#[test]
+fn overlapped_syncs_simulate_to_the_planned_iteration() {
+    let (mut exact, mut hidden, mut exposed, mut unequal) = (0, 0, 0, 0);
+    for seed in 0..400 {
+        let Some(mut x) = instance(seed, true) else {
+            continue;
+        };
+        let after = run(&x).iteration_ms;
+        x.layout.overlap_grad_reduce = true;
+        let sim = run(&x);
+        let planned = sim.planned.iteration_ms.expect("one d");
+        assert!(sim.iteration_ms <= after * (1.0 + 1e-12), "seed {seed}");
+        let st = &sim.planned.stages[0];
+        let equal = sim
+            .planned
+            .stages
+            .iter()
+            .all(|s| s.micro_batch_ms == st.micro_batch_ms && s.dp_sync_ms == st.dp_sync_ms)
+            && sim.pass_ms.iter().all(|&x| x == sim.pass_ms[0]);
+        if !equal {
+            assert!(sim.iteration_ms <= planned * (1.0 + 1e-9), "seed {seed}");
+            unequal += 1;
+            continue;
+        }
+        let (p, m) = (x.layout.stages.len(), sim.micro_batches);
+        let (f, b) = sim.pass_ms[0];
+        let by_hand = (m + p - 1) as f64 * (f + b) + (st.dp_sync_ms - b).max(0.0);
+        assert!(
+            close(sim.iteration_ms, by_hand) && close(planned, by_hand),
+            "seed {seed}: simulated {} ms, planned {planned} ms, by hand {by_hand} ms",
+            sim.iteration_ms
+        );
+        if st.dp_sync_ms > b {
+            exposed += 1;
+        } else if st.dp_sync_ms > 0.0 {
+            hidden += 1;
+        }
+        exact += 1;
+    }
+    println!("{exact} equal instances ({exposed} with the sync longer than the backward, {hidden} hidden), {unequal} unequal");
+    assert!(
+        exact >= 200 && exposed >= 5 && hidden >= 10,
+        "{exact} {exposed} {hidden}"
+    );
+}
+
+/// GPipe with the sync overlapped: stage `s`'s sync starts with its last backward, so the
+/// iteration is `max_s max(B_s, B_s − b_s + sync_s)` with `B_s` the flow shop's end of
+/// stage `s`'s last backward (computed here from the pass times).
+#[test]
+fn gpipe_with_overlapped_syncs_follows_the_closed_form() {
+    let mut checked = 0;
+    for seed in 0..400 {
+        let Some(mut x) = instance(seed, false) else {
+            continue;
+        };
+        x.layout.schedule = Schedule::GPipe;
+        x.layout.overlap_grad_reduce = true;
+        let sim = run(&x);
+        let m = sim.micro_batches as f64;
+        let f: Vec<f64> = sim.pass_ms.iter().map(|x| x.0).collect();
+        let b: Vec<f64> = sim.pass_ms.iter().map(|x| x.1).collect();
+        let max = |xs: &[f64]| xs.iter().copied().fold(0.0, f64::max);
+        let forward = f.iter().sum::<f64>() + (m - 1.0) * max(&f);
+        let last_backward =
+            |s: usize| forward + b[s..].iter().sum::<f64>() + (m - 1.0) * max(&b[s..]);
+        let end = (0..b.len())
+            .map(|s| {
+                last_backward(s).max(last_backward(s) - b[s] + sim.planned.stages[s].dp_sync_ms)
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            close(sim.iteration_ms, end),
+            "seed {seed}: simulated {} vs closed form {end}",
+            sim.iteration_ms
+        );
+        checked += 1;
+    }
+    assert!(checked >= 250, "{checked}");
+}
+
 /// Every layout, both schedules: busy time per sample = planned time per sample, peak
 /// memory of every replica = planned memory per device, and the sync between its bounds.
 #[test]
@@ -340,6 +425,7 @@ fn free_instance(seed: u64, balanced: bool) -> Option<Instance> {
         zero,
         schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
         recompute: r.next(2) == 0,
+        overlap_grad_reduce: false,
     };
     Some(Instance {
         chain,

@@ -174,6 +174,8 @@ class ParallelPlan:
     @property
     def sequence_parallel(self) -> Optional[bool]: ...
     @property
+    def overlap_grad_reduce(self) -> Optional[bool]: ...
+    @property
     def uniform(self) -> bool:
         """Whether every stage has the same t and d (False with free=True)."""
     @property
@@ -253,6 +255,7 @@ def plan_parallel(
     schedule: str = "1f1b",
     free: bool = False,
     sequence_parallel: bool = False,
+    overlap_grad_reduce: bool = False,
     objective: str = "throughput",
     time_limit: Optional[float] = None,
     recompute: Optional[str] = None,
@@ -303,6 +306,7 @@ def sweep_parallel(
     zero: Optional[_Choice] = None,
     schedule: str = "1f1b",
     sequence_parallel: bool = False,
+    overlap_grad_reduce: bool = False,
     objective: str = "throughput",
     time_limit: Optional[float] = None,
     recompute: Optional[str] = None,

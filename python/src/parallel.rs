@@ -195,6 +195,12 @@ impl ParallelPlan {
         self.json["sequenceParallel"].as_bool()
     }
 
+    /// Whether each stage's DP sync overlaps its last backward (`overlap_grad_reduce=True`).
+    #[getter]
+    fn overlap_grad_reduce(&self) -> Option<bool> {
+        self.json["overlapGradReduce"].as_bool()
+    }
+
     /// Whether every stage has the same t and d (False: `free=True`).
     #[getter]
     fn uniform(&self) -> bool {
@@ -324,6 +330,7 @@ struct Fixed<'a> {
     global_batch: usize,
     seq: Option<usize>,
     sequence_parallel: bool,
+    overlap_grad_reduce: bool,
     schedule: &'a str,
     objective: &'a str,
     recompute: Option<&'a str>,
@@ -368,6 +375,7 @@ fn settings_of(
     s.global_batch = Some(fixed.global_batch);
     s.seq = fixed.seq;
     s.sequence_parallel = fixed.sequence_parallel;
+    s.overlap_grad_reduce = fixed.overlap_grad_reduce;
     Ok(s)
 }
 
@@ -442,9 +450,8 @@ fn run(
 /// accelerators whose best uniform layout takes at most this many ms per sample
 /// (`--target-tps`; the plan's `target` says how many, and whether that is proven).
 #[pyfunction]
-#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None, export=None, budget=None, target_tps=None))]
+#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, overlap_grad_reduce=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None, export=None, budget=None, target_tps=None))]
 pub fn plan_parallel(
-    py: Python<'_>,
     model: &Bound<'_, PyAny>,
     cluster: &Bound<'_, PyAny>,
     global_batch: usize,
@@ -456,6 +463,7 @@ pub fn plan_parallel(
     schedule: &str,
     free: bool,
     sequence_parallel: bool,
+    overlap_grad_reduce: bool,
     objective: &str,
     time_limit: Option<f64>,
     recompute: Option<&str>,
@@ -465,10 +473,13 @@ pub fn plan_parallel(
     budget: Option<f64>,
     target_tps: Option<f64>,
 ) -> PyResult<ParallelPlan> {
+    // The GIL token from an argument (the signature's count is Python's keywords).
+    let py = model.py();
     let fixed = Fixed {
         global_batch,
         seq,
         sequence_parallel,
+        overlap_grad_reduce,
         schedule,
         objective,
         recompute,
@@ -582,7 +593,7 @@ impl ParallelSweep {
 /// search gets an equal share of what is left of `time_limit`. Raises InputError when no
 /// count has a layout.
 #[pyfunction]
-#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", sequence_parallel=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None))]
+#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", sequence_parallel=false, overlap_grad_reduce=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None))]
 pub fn sweep_parallel(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,
@@ -595,6 +606,7 @@ pub fn sweep_parallel(
     zero: Option<&Bound<'_, PyAny>>,
     schedule: &str,
     sequence_parallel: bool,
+    overlap_grad_reduce: bool,
     objective: &str,
     time_limit: Option<f64>,
     recompute: Option<&str>,
@@ -605,6 +617,7 @@ pub fn sweep_parallel(
         global_batch,
         seq,
         sequence_parallel,
+        overlap_grad_reduce,
         schedule,
         objective,
         recompute,

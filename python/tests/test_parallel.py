@@ -127,6 +127,9 @@ CONFIG_CASES = [
     # the interleaved schedule (Megatron's virtual pipeline), both objectives
     ("2x8xh100", 64, {"schedule": "interleaved:2"}),
     ("2x8xh100", 64, {"schedule": "interleaved:2", "objective": "iteration"}),
+    # the DP sync overlapped with backward (--overlap-grad-reduce), uniform and free
+    ("2x8xh100", 64, {"objective": "iteration", "overlap_grad_reduce": True}),
+    ("1x8xh100", 16, {"free": True, "objective": "iteration", "overlap_grad_reduce": True}),
 ]
 
 
@@ -299,6 +302,29 @@ def test_sweep_equals_the_clis(tmp_path, settings):
     assert re.sub(r"in [0-9.]+ s", "", sweep.table()) == re.sub(r"in [0-9.]+ s", "", text.stdout)
     assert len(sweep) == len(theirs["rows"]) and [r["devices"] for r in sweep.rows] == [
         1, 2, 4, 8, 16]
+
+
+def test_overlap_grad_reduce_hides_sync_behind_the_last_backward():
+    """overlap_grad_reduce=True: the plan says so, its iteration is the rows' Σ T + (m − 1)·max
+    T + max_s max(0, sync_s − b_s), no worse than without it; with export="deepspeed" the
+    CLI's refusal is raised."""
+    off = dnnplace.plan_parallel(str(LLAMA_8B), "2x8xh100", 64, objective="iteration")
+    on = dnnplace.plan_parallel(str(LLAMA_8B), "2x8xh100", 64, objective="iteration",
+                                overlap_grad_reduce=True)
+    assert off.overlap_grad_reduce is False and on.overlap_grad_reduce is True
+    doc = json.loads(on.to_json())
+    t = [s["microBatchTimeMs"] for s in doc["stages"]]
+    m = doc["stages"][0]["microBatches"]
+    exposed = max(max(0.0, s["dpSyncMs"] - s["backwardMs"]) for s in doc["stages"])
+    assert abs(sum(t) + (m - 1) * max(t) + exposed - on.value) <= 1e-9 * on.value
+    assert on.value <= off.value
+    need_cli()
+    with pytest.raises(dnnplace.InputError) as e:
+        dnnplace.plan_parallel(str(LLAMA_8B), "2x8xh100", 64, export="deepspeed",
+                               overlap_grad_reduce=True)
+    out = cli("plan", str(LLAMA_8B), "--parallel", "3d", "--cluster", "2x8xh100",
+              "--global-batch", "64", "--export", "deepspeed", "--overlap-grad-reduce")
+    assert out.returncode == 2 and f"error: {e.value}" in out.stderr
 
 
 def test_sweep_refuses_what_the_cli_refuses():

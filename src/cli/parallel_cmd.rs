@@ -80,6 +80,12 @@ pub struct ParallelFlags {
     /// refused with --export deepspeed or vllm.
     #[arg(long)]
     pub sequence_parallel: bool,
+    /// --parallel 3d: overlap each stage's DP gradient sync with its last micro-batch's
+    /// backward (Megatron-LM's --overlap-grad-reduce): the sync starts when that backward
+    /// starts, so the iteration pays max(0, sync − backward) per stage instead of the sync.
+    /// Off by default (the sync after the stage's last backward).
+    #[arg(long)]
+    pub overlap_grad_reduce: bool,
     /// --parallel 3d: free layouts, each stage with its own t and d (Piper's space; time per
     /// sample only; no --export, --sweep or --target-tps).
     #[arg(long, conflicts_with = "uniform")]
@@ -105,6 +111,7 @@ impl ParallelFlags {
                 Layouts::Uniform
             },
             sequence_parallel: self.sequence_parallel,
+            overlap_grad_reduce: self.overlap_grad_reduce,
             ..ParallelSettings::new(ParallelModel::Path(path.to_path_buf()))
         }
     }
@@ -234,6 +241,7 @@ pub fn check_unused(flags: &ParallelFlags) -> Result<(), CliError> {
         ("--micro-batch", flags.micro_batch.is_some()),
         ("--uniform", flags.uniform),
         ("--sequence-parallel", flags.sequence_parallel),
+        ("--overlap-grad-reduce", flags.overlap_grad_reduce),
         ("--free", flags.free),
     ];
     match given.iter().find(|g| g.1) {
@@ -682,6 +690,7 @@ fn serving_training(format: &str, f: &ScoreParallelFlags) -> Result<Training, Cl
             zero: Zero::Off,
             schedule: Schedule::OneFOneB,
             recompute: false,
+            overlap_grad_reduce: false,
         });
     }
     let micro_batch = f.micro_batch.unwrap_or(1);
@@ -708,6 +717,7 @@ fn serving_training(format: &str, f: &ScoreParallelFlags) -> Result<Training, Cl
         zero,
         schedule: Schedule::OneFOneB,
         recompute: f.recompute_all,
+        overlap_grad_reduce: false,
     })
 }
 

@@ -158,6 +158,7 @@ pub fn open_space(chains: &[ChainCosts], global_batch: usize, devices: usize) ->
         micro_batches: chains.iter().map(|c| c.micro_batch).collect(),
         global_batch,
         schedule: Schedule::OneFOneB,
+        overlap_grad_reduce: false,
         max_devices: devices,
     }
 }

@@ -46,6 +46,8 @@ struct RawPlan {
     recompute: bool,
     #[serde(default)]
     sequence_parallel: bool,
+    #[serde(default)]
+    overlap_grad_reduce: bool,
 }
 
 /// A 3D plan file read back.
@@ -178,6 +180,7 @@ pub fn parse_layout_json(text: &str, units: &[String]) -> Result<LayoutFile, Lay
             zero,
             schedule,
             recompute: raw.recompute,
+            overlap_grad_reduce: raw.overlap_grad_reduce,
         },
         sequence_parallel: raw.sequence_parallel,
         planned_micro_batch_ms: raw.stages.iter().map(|s| s.micro_batch_time_ms).collect(),

@@ -344,6 +344,30 @@ impl MixedTopology {
         Ok(MixedTopology { groups })
     }
 
+    /// Machines in all.
+    pub fn machines(&self) -> usize {
+        self.groups.iter().map(|g| g.machines).sum()
+    }
+
+    /// The cluster cut to its first `k` machines in its order (group by group, each group's
+    /// machines while they last; device numbers unchanged); `None` for `k = 0`.
+    pub fn first_machines(&self, k: usize) -> Option<MixedTopology> {
+        let mut left = k;
+        let mut groups = Vec::new();
+        for g in &self.groups {
+            if left == 0 {
+                break;
+            }
+            let take = g.machines.min(left);
+            left -= take;
+            groups.push(Topology {
+                machines: take,
+                ..g.clone()
+            });
+        }
+        (!groups.is_empty()).then_some(MixedTopology { groups })
+    }
+
     /// The first global device of group `g`.
     pub fn offset(&self, g: usize) -> usize {
         self.groups[..g].iter().map(Topology::devices).sum()
@@ -434,9 +458,23 @@ pub struct Layout {
     /// Full activation recomputation: every stage keeps only its units' inputs per
     /// micro-batch and runs each unit's forward again before its backward.
     pub recompute: bool,
+    /// The DP gradient sync overlapped with backward (`--overlap-grad-reduce`,
+    /// Megatron-LM's flag): stage `s`'s sync starts when its last backward starts and
+    /// runs beside it, so it adds `max(0, sync_s − b_s)` after that backward instead of
+    /// `sync_s` ([`crate::score::parallel`], docs/parallel.md).
+    pub overlap_grad_reduce: bool,
 }
 
 impl Layout {
+    /// This layout with the DP sync overlapped with backward or not
+    /// ([`Layout::overlap_grad_reduce`]).
+    pub fn overlapped(self, overlap_grad_reduce: bool) -> Layout {
+        Layout {
+            overlap_grad_reduce,
+            ..self
+        }
+    }
+
     /// The layout of `cfg` split before each unit of `cuts` (ascending, inside `1..units`):
     /// stages placed back to back from device 0, every stage with TP `t` and DP `d`.
     pub fn uniform(
@@ -468,6 +506,7 @@ impl Layout {
             zero: cfg.zero,
             schedule,
             recompute: cfg.recompute,
+            overlap_grad_reduce: false,
         }
     }
 
@@ -499,6 +538,7 @@ impl Layout {
             zero: cfg.zero,
             schedule: Schedule::Interleaved { chunks },
             recompute: cfg.recompute,
+            overlap_grad_reduce: false,
         }
     }
 

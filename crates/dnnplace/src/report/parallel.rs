@@ -199,14 +199,14 @@ pub fn scored_json(
     v
 }
 
-/// `p4·t2·d16 b1 z1 rc sp`: stages (`p4×v2` with two interleaved chunks each), TP, DP,
+/// `p4·t2·d16 b1 z1 rc sp og`: stages (`p4×v2` with two interleaved chunks each), TP, DP,
 /// micro-batch, ZeRO stage, `rc` when
-/// recomputing, `sp` with sequence parallelism; a free layout (stages with different `t` or
+/// recomputing, `sp` with sequence parallelism, `og` with the DP sync overlapped; a free layout (stages with different `t` or
 /// `d`) lists each stage's `t·d`: `p3·(t2·d4|t4·d2|t4·d2) b1 z1`.
 pub fn layout_code(plan: &ParallelPlan) -> String {
     let l = &plan.layout;
     format!(
-        "p{}{}·{} b{} z{}{}{}",
+        "p{}{}·{} b{} z{}{}{}{}",
         l.pipeline_stages(),
         match l.schedule.chunks() {
             1 => String::new(),
@@ -216,7 +216,8 @@ pub fn layout_code(plan: &ParallelPlan) -> String {
         l.micro_batch,
         l.zero.stage(),
         if l.recompute { " rc" } else { "" },
-        if sequence_parallel(plan) { " sp" } else { "" }
+        if sequence_parallel(plan) { " sp" } else { "" },
+        if l.overlap_grad_reduce { " og" } else { "" }
     )
 }
 
@@ -275,6 +276,10 @@ pub fn summary_line(plan: &ParallelPlan) -> String {
         if l.recompute { "full " } else { "no " },
     ) + if sequence_parallel(plan) {
         ", sequence parallel"
+    } else {
+        ""
+    } + if l.overlap_grad_reduce {
+        ", DP sync overlapped with backward"
     } else {
         ""
     }
@@ -413,6 +418,7 @@ fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
                 "gatherMs": sc.gather_ms,
                 "microBatchTimeMs": sc.micro_batch_ms,
                 "dpSyncMs": sc.dp_sync_ms,
+                "backwardMs": sc.backward_ms,
                 "microBatches": sc.micro_batches,
                 "inFlight": sc.in_flight,
                 "weightBytes": sc.weight_bytes,
@@ -430,6 +436,7 @@ fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
     v["schedule"] = json!(l.schedule.to_string());
     v["recompute"] = json!(l.recompute);
     v["sequenceParallel"] = json!(sequence_parallel(plan));
+    v["overlapGradReduce"] = json!(l.overlap_grad_reduce);
     v["iterationMs"] = json!(plan.score.iteration_ms);
     v["timePerSampleMs"] = json!(plan.score.time_per_sample_ms);
     v["tflopsPerDevice"] = json!(plan.score.tflops_per_device);

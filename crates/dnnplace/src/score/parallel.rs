@@ -35,7 +35,23 @@
 //!
 //! The iteration formula is the makespan of GPipe and 1F1B when every stage takes the same
 //! time (`(m + p − 1)·T`) and the pipeline's fill, steady state and drain otherwise; the DP
-//! sync starts after the flush (not overlapped). With `t = d = 1`, `b = B = 1` the time
+//! sync starts after the flush (not overlapped).
+//!
+//! **Overlapped DP sync** (`layout.overlap_grad_reduce`, `--overlap-grad-reduce`, Megatron-LM's
+//! flag of that name, DeepSpeed's `overlap_comm`, PyTorch DDP's buckets): the gradients of
+//! the last micro-batch are reduced while its backward runs, so stage `s`'s sync starts
+//! when its last backward starts and ends at `max(end of that backward, its start +
+//! sync_s)`: it adds `max(0, sync_s − b_s)` after that backward, with `b_s` the stage's
+//! backward pass ([`pass_times`]). The iteration's sync term becomes
+//! `max_s max(0, sync_s − b_s)`; with every stage equal the last backward of stage 0 ends
+//! the pipeline and stage `s`'s `s·b` earlier, so the simulated iteration is
+//! `(m + p − 1)·T + max(0, sync − b)`, the formula. The model is optimistic about
+//! bucketing: Megatron-LM reduces its gradients in buckets, each launched once all its
+//! gradients are ready, so the bucket holding the stage's first layers starts only at the
+//! backward's end; this model lets the whole sync start at the backward's start (the
+//! exposed time is between `max(0, sync_s − b_s)` and one bucket's reduction later). The
+//! time per sample keeps `sync_s` whole (the stage's network is busy for it every
+//! iteration). With `t = d = 1`, `b = B = 1` the time
 //! per sample is MODEL.md's maximum load on a machine with a peer link: the receiving
 //! stage pays each producer's transfer once, the sender nothing.
 //!
@@ -129,6 +145,10 @@ pub struct StageScore {
     pub micro_batch_ms: f64,
     /// DP sync per iteration.
     pub dp_sync_ms: f64,
+    /// `b_s`: the backward pass of the stage's last task, which the DP sync may overlap
+    /// ([`pass_times`]'s backward; interleaved: that of the stage's first chunk, the last
+    /// backward of Megatron-LM's order).
+    pub backward_ms: f64,
     /// `m_s`.
     pub micro_batches: usize,
     /// Micro-batches whose stash the stage holds at once.
@@ -144,6 +164,18 @@ pub struct StageScore {
     pub fits: bool,
     /// `(m_s · T_s + sync_s) / B`.
     pub time_per_sample_ms: f64,
+}
+
+impl StageScore {
+    /// The DP sync left after the stage's last backward ends: `sync_s`, or with the sync
+    /// overlapped with that backward (`--overlap-grad-reduce`) `max(0, sync_s − b_s)`.
+    pub fn exposed_sync_ms(&self, overlap_grad_reduce: bool) -> f64 {
+        if overlap_grad_reduce {
+            (self.dp_sync_ms - self.backward_ms).max(0.0)
+        } else {
+            self.dp_sync_ms
+        }
+    }
 }
 
 /// A layout's figures (module documentation).
@@ -215,7 +247,8 @@ pub(crate) fn assemble(
 /// The layout's time per sample, `max_s T_s per sample`, and, when every stage has one `d`
 /// (so one `m`), its iteration `Σ T_s + (m − 1)·max T_s + max sync` (docs/parallel.md);
 /// interleaved with `v` chunks, `(m + (p − 1)/v)·max T_s + max sync`
-/// ([`interleaved`]).
+/// ([`interleaved`]). With the sync overlapped, `max sync` is `max_s max(0, sync_s − b_s)`
+/// ([`StageScore::exposed_sync_ms`]).
 fn pipeline_times(layout: &Layout, stages: &[StageScore]) -> (f64, Option<f64>) {
     let time_per_sample_ms = stages
         .iter()
@@ -230,7 +263,10 @@ fn pipeline_times(layout: &Layout, stages: &[StageScore]) -> (f64, Option<f64>) 
             let m = stages[0].micro_batches as f64;
             let sum: f64 = stages.iter().map(|s| s.micro_batch_ms).sum();
             let max = stages.iter().map(|s| s.micro_batch_ms).fold(0.0, f64::max);
-            let sync = stages.iter().map(|s| s.dp_sync_ms).fold(0.0, f64::max);
+            let sync = stages
+                .iter()
+                .map(|s| s.exposed_sync_ms(layout.overlap_grad_reduce))
+                .fold(0.0, f64::max);
             match layout.schedule {
                 Schedule::Interleaved { chunks } => {
                     let p = stages.len() as f64;
@@ -489,6 +525,7 @@ pub(crate) fn score_stage(
         }
     }
     out.transfer_ms = stage_transfers(chain, topo, st, (input, output));
+    out.backward_ms = stage_pass_times(chain, topo, layout, st, (input, output)).1;
     let dp_link = topo.link_among((0..d).map(|r| st.device(r, 0)));
     if layout.zero == Zero::Parameters {
         out.gather_ms = 2.0 * all_gather_ms(dp_link, weights, d);

@@ -57,6 +57,12 @@
 //! 1)/v)·T_k + sync`, the scorer's formula, and each replica's peak memory is the scorer's
 //! replayed peak (tested in `tests/parallel_interleaved.rs`).
 //!
+//! **Overlapped DP sync** (`layout.overlap_grad_reduce`): stage `s`'s sync starts when the
+//! last of its replicas starts its last backward (the last task of each replica lane's
+//! order) and takes its own time beside it, so the stage ends at `max(end of its
+//! backwards, that start + sync_s)` ([`crate::score::parallel`]'s model). Nothing waits
+//! for a sync, so the run plays as without it and only the sync tasks move.
+//!
 //! **Memory** per lane: resident `W + G + O` (after ZeRO), plus from the start of `F(i, s)`
 //! to the end of `B(i, s)` the stash of micro-batch `i` (`Σ activation_u`; recomputing:
 //! `Σ checkpoint_u`, and during `B(i, s)` the largest unit's stash). A replica holds at
@@ -84,6 +90,8 @@
 //!   the largest `b`.
 //! - Always `T_pipe + sync_0 ≤ T ≤ T_pipe + max_s sync_s` (stage 0's last backward ends
 //!   last): the planned formula's sync term, which waits for the flush, is the upper end.
+//!   Overlapped: `T ≤ T_pipe + max_s max(0, sync_s − b_s)`, and with every stage equal
+//!   `T = (m + p − 1)(f + b) + max(0, sync − b)`, the planned iteration.
 //!
 //! Complexity: O(K log K) for `K = 2·p·M + p` tasks.
 
@@ -222,7 +230,10 @@ fn simulate_priced(
         });
     }
     let built = build(stash, layout, &planned, &pass_ms, global);
-    let run = built.play()?;
+    let mut run = built.play()?;
+    if layout.overlap_grad_reduce {
+        built.overlap_syncs(&mut run);
+    }
     let pipeline_ms = built.pipeline_end(&run);
     let lcm = layout
         .stages
@@ -529,6 +540,30 @@ impl Built {
         let resident: Vec<f64> = self.lanes.iter().map(|l| l.resident_bytes).collect();
         engine::run(&self.stages, 1, &self.lane_of, &self.orders, &resident)
             .map_err(SimulateError::Check)
+    }
+
+    /// Moves each stage's DP sync to start with the stage's last backward
+    /// (`--overlap-grad-reduce`, module doc): from the latest start of its replica lanes'
+    /// last tasks (each lane's order ends with a backward), for its own time. Nothing waits
+    /// for a sync, so no other task moves.
+    fn overlap_syncs(&self, run: &mut engine::Run) {
+        let mut task_of = vec![usize::MAX; self.stages.pieces.len()];
+        for (k, t) in run.tasks.iter().enumerate() {
+            task_of[t.piece] = k;
+        }
+        for (s, &base) in self.lane_base.iter().enumerate() {
+            let replicas = self
+                .lanes
+                .iter()
+                .filter(|l| l.stage == s && l.replica.is_some());
+            let start = (base..base + replicas.count())
+                .filter_map(|lane| self.orders[lane].last())
+                .map(|&piece| run.tasks[task_of[piece]].start_ms)
+                .fold(0.0, f64::max);
+            let sync = &mut run.tasks[task_of[self.sync_piece(s)]];
+            let ms = sync.end_ms - sync.start_ms;
+            (sync.start_ms, sync.end_ms) = (start, start + ms);
+        }
     }
 
     /// Stage `s`'s sync piece.

@@ -302,6 +302,7 @@ pub fn read_deepspeed<S: AsRef<str>>(
         .map_err(|e| format!("ds_config zero_optimization.stage: {e}"))?;
     let (micro_batch, global_batch) = batch_sizes(&file.ds_config, d)?;
     let training = Training {
+        overlap_grad_reduce: false,
         micro_batch,
         global_batch,
         zero,

@@ -53,6 +53,11 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     } else {
         ""
     };
+    let overlap = if layout.overlap_grad_reduce {
+        " --overlap-grad-reduce"
+    } else {
+        ""
+    };
     let sequence = if plan.chain.sequence_parallel && t > 1 {
         " --sequence-parallel"
     } else {
@@ -76,6 +81,11 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
             String::new()
         }
     );
+    if layout.overlap_grad_reduce {
+        text.push_str(
+            "# --overlap-grad-reduce: each stage's DP gradient reduction overlaps its last micro-batch's backward.\n",
+        );
+    }
     if layout.zero == Zero::Optimizer {
         text.push_str(
             "# ZeRO-1 -> --use-distributed-optimizer: optimizer state sharded over the DP group.\n",
@@ -83,7 +93,7 @@ pub fn render_megatron(plan: &ParallelPlan) -> Result<String, String> {
     }
     text.push_str(&stage_comments(plan, &blocks));
     text.push_str(&format!(
-        "--tensor-model-parallel-size {t}{sequence} --pipeline-model-parallel-size {p} --num-layers {l}{split} --micro-batch-size {} --global-batch-size {}{optimizer}{recompute}\n",
+        "--tensor-model-parallel-size {t}{sequence} --pipeline-model-parallel-size {p} --num-layers {l}{split} --micro-batch-size {} --global-batch-size {}{optimizer}{recompute}{overlap}\n",
         layout.micro_batch, layout.global_batch
     ));
     Ok(text)
@@ -141,6 +151,7 @@ pub fn read_megatron<S: AsRef<str>>(
         Zero::Off
     };
     let recompute = megatron_recompute(&words)?;
+    let overlap_grad_reduce = has_switch(&words, "--overlap-grad-reduce");
     if let Some(k) = flag_value(&words, &["--num-layers-per-virtual-pipeline-stage"])? {
         let k = positive("--num-layers-per-virtual-pipeline-stage", k)?;
         if !l.is_multiple_of(p) || !(l / p).is_multiple_of(k) {
@@ -161,7 +172,9 @@ pub fn read_megatron<S: AsRef<str>>(
             let mut bounds: Vec<usize> = (0..=p * v).map(|c| blocks.start + c * k).collect();
             bounds[0] = 0;
             bounds[p * v] = units.len();
-            return Ok(Layout::interleaved(&bounds, &cfg, global, v));
+            return Ok(
+                Layout::interleaved(&bounds, &cfg, global, v).overlapped(overlap_grad_reduce)
+            );
         }
     }
     let counts: Vec<usize> = if flag_value(&words, &["--num-layers-per-virtual-pipeline-stage"])?
@@ -193,6 +206,7 @@ pub fn read_megatron<S: AsRef<str>>(
             zero,
             schedule: Schedule::OneFOneB,
             recompute,
+            overlap_grad_reduce,
         },
     )
 }

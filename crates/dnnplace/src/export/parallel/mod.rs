@@ -232,6 +232,7 @@ fn layout_of_ranges(
         zero: training.zero,
         schedule: training.schedule,
         recompute: training.recompute,
+        overlap_grad_reduce: training.overlap_grad_reduce,
     }
 }
 
@@ -243,6 +244,8 @@ pub struct Training {
     pub zero: Zero,
     pub schedule: Schedule,
     pub recompute: bool,
+    /// The DP sync overlapped with backward ([`Layout::overlap_grad_reduce`]).
+    pub overlap_grad_reduce: bool,
 }
 
 /// The 3D export formats, by their `--export` / `--from-export` names.

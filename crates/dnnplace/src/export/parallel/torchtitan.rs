@@ -462,6 +462,7 @@ pub fn read_torchtitan<S: AsRef<str>>(
     // (`sequence_parallel_in`), as the layout line says.
     let notes = Vec::new();
     let training = Training {
+        overlap_grad_reduce: false,
         micro_batch,
         global_batch,
         zero,

@@ -141,6 +141,8 @@ fn stage_of_chunks(
         stashes.push(stash);
         working = working.max(work);
     }
+    // Megatron-LM's interleaved order ends each replica with the backward of its first chunk.
+    out.backward_ms = chunks[k].backward_ms;
     let dp_link = topo.link_among((0..d).map(|r| st.device(r, 0)));
     out.dp_sync_ms = if layout.zero == Zero::Parameters {
         all_gather_ms(dp_link, raw_grads, d)

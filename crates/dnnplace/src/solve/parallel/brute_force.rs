@@ -48,7 +48,8 @@ pub fn brute_force_uniform(
                             stages: cuts.len() + 1,
                         };
                         let layout =
-                            Layout::uniform(n, &cuts, &cfg, space.global_batch, space.schedule);
+                            Layout::uniform(n, &cuts, &cfg, space.global_batch, space.schedule)
+                                .overlapped(space.overlap_grad_reduce);
                         let Ok(score) = score_layout(chain, topo, &layout) else {
                             continue;
                         };
@@ -114,7 +115,8 @@ pub fn brute_force_free_by(
                             z,
                             space.schedule,
                             r,
-                        );
+                        )
+                        .overlapped(space.overlap_grad_reduce);
                         let Ok(score) = score_layout(chain, topo, &layout) else {
                             return;
                         };
@@ -225,7 +227,8 @@ pub fn brute_force_mixed_by(
                                 z,
                                 space.schedule,
                                 r,
-                            );
+                            )
+                            .overlapped(space.overlap_grad_reduce);
                             let Ok(score) = score_mixed(&cs, topo, &layout) else {
                                 return;
                             };

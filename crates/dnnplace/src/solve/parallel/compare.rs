@@ -188,6 +188,7 @@ fn by_hand(
             space.global_batch,
             space.schedule,
         )
+        .overlapped(space.overlap_grad_reduce)
     };
     let mut last = None;
     for recompute in [false, true] {

@@ -107,6 +107,8 @@ pub(super) struct Tables<'a> {
     measure: Measure,
     global_batch: usize,
     schedule: Schedule,
+    /// The DP sync overlapped with each stage's last backward (`--overlap-grad-reduce`).
+    overlap_grad_reduce: bool,
     /// `M = B/b` under 1F1B, 0 under GPipe: the cap on a suffix's replica sum `σ`.
     sigma_cap: u32,
     /// The stage count the space fixes, carried in the fronts' keys.
@@ -187,6 +189,7 @@ impl<'a> Tables<'a> {
             measure: Measure::PerSample,
             global_batch: space.global_batch,
             schedule: space.schedule,
+            overlap_grad_reduce: space.overlap_grad_reduce,
             sigma_cap: match space.schedule {
                 Schedule::OneFOneB => (space.global_batch / b) as u32,
                 _ => 0,
@@ -346,12 +349,18 @@ impl Tables<'_> {
     }
 
     /// A floor of the stage's value over every suffix after it, from its time `t` on DP
-    /// link `dp`: the value itself per sample; `Φ(i) + m·T + max(sync, Δ(i))` for `W_s`.
+    /// link `dp`: the value itself per sample; `Φ(i) + m·T + max(sync, Δ(i))` for `W_s`,
+    /// with the sync overlapped `Φ(i) + m·T + max(sync − b̄, Δ(i))` (`b̄ = T − φ ≥ b_s`).
     fn value_floor(&self, st: &Stage, dp: usize, t: f64) -> f64 {
         match self.measure {
             Measure::PerSample => (st.m * t + st.sync[dp]) / self.global_batch as f64,
             Measure::IterationBound => {
-                self.fill[st.i] + st.m * t + st.sync[dp].max(self.drain[st.i])
+                let sync = if self.overlap_grad_reduce {
+                    st.sync[dp] - (t - st.forward)
+                } else {
+                    st.sync[dp]
+                };
+                self.fill[st.i] + st.m * t + sync.max(self.drain[st.i])
             }
         }
     }
@@ -793,6 +802,7 @@ pub fn packed(
         zero,
         schedule,
         recompute,
+        overlap_grad_reduce: false,
     }
 }
 
@@ -1020,6 +1030,7 @@ fn rescored(
             space.schedule,
             cfg.recompute,
         )
+        .overlapped(space.overlap_grad_reduce)
     };
     checked_plan(
         chain,

@@ -43,6 +43,16 @@
 //! (d) The lane's last task is the backward of its last micro-batch `i_l`; the sync of `s`
 //! starts after it, and `B(i_l, s − 1), …, B(i_l, 0)` follow it one after the other. ∎
 //!
+//! **With the sync overlapped** (`--overlap-grad-reduce`: stage `s`'s sync starts when the
+//! last of its replicas starts its last backward, [`crate::simulate::parallel`]) (d)
+//! becomes: that backward `B(i_l, s)` ends at some `E ≥ S + m_s·T_s + idle_s` (as above)
+//! and started at `E − b_s`; the sync ends no earlier than `E − b_s + sync_s`, and the
+//! backwards of `i_l` on the earlier stages at `E + Σ_{k<s} b_k`. So the last term is
+//! `max(sync_s − b_s, Σ_{k<s} b_k)` (≥ 0), and with `b_s ≤ b̄_s` below,
+//! `max(sync_s − b̄_s, Δ(i))` keeps every `W_s` a bound. `B` × the per-sample bound is then
+//! no bound on the iteration (the time per sample counts the whole sync) and is dropped
+//! from the bisection's floor.
+//!
 //! `idle_s` does not grow with `f_s`, `b_s`, so it stays a lower bound with `f_s ≤ f̄_s = T_s
 //! − β_s` and `b_s ≤ b̄_s = T_s − φ_s`, where `φ_s` is the stage's units' forward compute and
 //! forward TP all-reduces (`f_s` holds them, plus the activations received, host staging,
@@ -226,6 +236,7 @@ impl Candidates<'_> {
             self.space.schedule,
             cfg.recompute,
         )
+        .overlapped(self.space.overlap_grad_reduce)
     }
 }
 
@@ -268,9 +279,14 @@ pub fn plan_free_iteration(
             .map_err(|e| format!("internal error: {e}"))?;
     }
     let tables = configs(chains, topo, space, Measure::IterationBound);
-    // B × a proven bound on every free layout's time per sample bounds its iteration.
+    // B × a proven bound on every free layout's time per sample bounds its iteration,
+    // unless the sync is overlapped (the time per sample then counts more sync than the
+    // iteration exposes).
     let scale = space.global_batch as f64;
-    let known = [per_sample.bound * scale, uniform_floor(&tables)];
+    let known = [
+        per_sample_floor(per_sample.bound, space) * scale,
+        uniform_floor(&tables),
+    ];
     let lo = known
         .into_iter()
         .filter(|x| x.is_finite())
@@ -324,6 +340,17 @@ fn bound_by_bisection(
 }
 
 /// The least configuration bound, `B` × the per-sample bound (∞ without a configuration).
+/// `bound`, a proven bound on the time per sample, as a bound on the iteration over `B`:
+/// itself (every lane of stage `s` runs `m_s·T_s`, then its sync), or 0 when the sync is
+/// overlapped with backward (the per-sample figure counts the whole sync).
+pub(super) fn per_sample_floor(bound: f64, space: &Space) -> f64 {
+    if space.overlap_grad_reduce {
+        0.0
+    } else {
+        bound
+    }
+}
+
 fn uniform_floor(tables: &[(f64, super::free::Tables)]) -> f64 {
     tables.first().map_or(f64::INFINITY, |t| t.0)
 }
@@ -361,7 +388,8 @@ fn climb(cands: &mut Candidates, budget: &Budget) -> Result<(), Exhausted> {
                 layout.zero,
                 layout.schedule,
                 layout.recompute,
-            );
+            )
+            .overlapped(layout.overlap_grad_reduce);
             improved |= cands.offer(ci, moved, Some(budget))?;
         }
         if !improved {
@@ -441,6 +469,7 @@ fn final_plan(cands: &Candidates, ci: usize, layout: Layout) -> Result<ParallelP
             layout.schedule,
             layout.recompute,
         )
+        .overlapped(layout.overlap_grad_reduce)
     };
     checked_plan(
         chain,

@@ -26,7 +26,9 @@
 //!
 //! for the configuration's one layout (and every replica lane runs its `m·T_k` of tasks
 //! one after the other, with the stage's sync after the last: `iteration ≥ max_k (m·T_k +
-//! sync_k) = B ×` time per sample, the refined bound checked before simulating).
+//! sync_k) = B ×` time per sample, the refined bound checked before simulating; with the
+//! sync overlapped, `max_k (m·T_k + max(0, sync_k − b_k))`, `b_k` the backward of the
+//! lane's last task, its first chunk's: the sync starts no earlier than that task's start).
 //! Configurations are visited in increasing bound order; once the next bound reaches the
 //! best value, every remaining one is proven no better and the plan is optimal. A run
 //! stopped by the budget reports `min(best, next bound)` as its bound; past the time limit
@@ -152,7 +154,17 @@ impl Valuer<'_> {
         match self.objective {
             Objective::TimePerSample => Ok((per_sample < incumbent).then_some(per_sample)),
             Objective::Iteration => {
-                if per_sample * layout.global_batch as f64 >= incumbent {
+                // Each replica lane runs `m·T_k` one task at a time and ends with its first
+                // chunk's backward; the sync follows it (overlapped: starts with it).
+                let busy = score
+                    .stages
+                    .iter()
+                    .map(|s| {
+                        s.micro_batches as f64 * s.micro_batch_ms
+                            + s.exposed_sync_ms(layout.overlap_grad_reduce)
+                    })
+                    .fold(0.0, f64::max);
+                if busy >= incumbent {
                     return Ok(None);
                 }
                 let clock = self.clock.ok_or(
@@ -184,6 +196,7 @@ pub fn plan_interleaved(
     let layout_of = |c: &Candidate, z: Zero| {
         let cfg = Config { zero: z, ..c.cfg };
         Layout::interleaved(&c.bounds, &cfg, space.global_batch, v)
+            .overlapped(space.overlap_grad_reduce)
     };
     let unlimited = Budget::without_deadline();
     let mut active = budget;

@@ -101,6 +101,7 @@ pub fn packed_mixed(
         zero,
         schedule,
         recompute,
+        overlap_grad_reduce: false,
     }
 }
 
@@ -512,6 +513,7 @@ pub(super) fn rescored(
             space.schedule,
             cfg.recompute,
         )
+        .overlapped(space.overlap_grad_reduce)
     };
     let mut layout = layout_with(cfg.zero);
     let mut score = score_mixed(&cs, topo, &layout).map_err(|e| e.to_string())?;

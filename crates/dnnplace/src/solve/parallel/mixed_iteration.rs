@@ -125,7 +125,8 @@ impl Candidates<'_> {
             zero,
             self.space.schedule,
             recompute,
-        );
+        )
+        .overlapped(self.space.overlap_grad_reduce);
         if !self.seen.insert(format!("{ci} {layout:?}")) {
             return Ok(false);
         }
@@ -249,7 +250,8 @@ pub fn plan_mixed_iteration(
     let mut tables = bounding_configs(chains, topo, space, layouts);
     // B × a proven bound on every layout's time per sample bounds its iteration.
     let known = [
-        per_sample.bound * space.global_batch as f64,
+        super::free_iteration::per_sample_floor(per_sample.bound, space)
+            * space.global_batch as f64,
         tables.first().map_or(f64::INFINITY, |c| c.bound),
     ];
     let lo = known

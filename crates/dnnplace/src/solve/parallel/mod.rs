@@ -81,6 +81,9 @@ pub struct Space {
     pub micro_batches: Vec<usize>,
     pub global_batch: usize,
     pub schedule: Schedule,
+    /// The DP sync overlapped with backward (`--overlap-grad-reduce`,
+    /// [`Layout::overlap_grad_reduce`]): every layout of the space carries it.
+    pub overlap_grad_reduce: bool,
     /// The most devices a layout may use.
     pub max_devices: usize,
 }
@@ -355,6 +358,7 @@ impl UniformSearch<'_> {
             cfg,
             space.global_batch,
             space.schedule,
+            space.overlap_grad_reduce,
         )
     }
 
@@ -493,6 +497,7 @@ fn rescored(
     let layout_with = |z: Zero| {
         let c = Config { zero: z, ..cfg };
         Layout::uniform(chain.len(), cuts, &c, space.global_batch, space.schedule)
+            .overlapped(space.overlap_grad_reduce)
     };
     checked_plan(
         chain,
@@ -551,29 +556,19 @@ pub fn sweep_counts(devices: usize) -> Vec<usize> {
     counts
 }
 
-/// The best uniform layout on the first `n` accelerators for each `n` of
-/// [`sweep_counts`], each row with an equal share of the time left (interleaved
-/// iterations timed by `clock`).
-pub fn sweep(
-    chains: &[ChainCosts],
-    topo: &Topology,
-    space: &Space,
-    objective: Objective,
+/// The sweep's one loop: for each count of `counts`, ascending, the best layout
+/// `plan_at(n, share)` finds with an equal share of the time left. The counts' meaning is
+/// the caller's ([`ParallelProblem::sweep`]: the first `n` devices of one type, or the first
+/// `n / G` machines of a cluster of several types).
+pub fn sweep_over(
+    counts: &[usize],
     budget: &Budget,
-    clock: Option<&dyn IterationClock>,
+    mut plan_at: impl FnMut(usize, &Budget) -> Result<ParallelOutcome, String>,
 ) -> Result<Vec<(usize, ParallelOutcome)>, String> {
-    let counts = sweep_counts(space.max_devices.min(topo.devices()));
     let mut rows = Vec::with_capacity(counts.len());
     for (i, &n) in counts.iter().enumerate() {
         let share = budget.share(1.0 / (counts.len() - i) as f64);
-        let row = Space {
-            max_devices: n,
-            ..space.clone()
-        };
-        rows.push((
-            n,
-            plan_uniform_with(chains, topo, &row, objective, &share, clock)?,
-        ));
+        rows.push((n, plan_at(n, &share)?));
     }
     Ok(rows)
 }
@@ -596,11 +591,7 @@ pub struct TargetOutcome {
 }
 
 /// The fewest of the first accelerators (one type: the cheapest) whose best uniform layout
-/// takes at most `target_ms` per sample. The optimum over the first `n` never worsens as `n`
-/// grows (the space only grows), so a binary search over `n` finds the least: a count
-/// meets the target when its plan's value does, and is shown to miss it when its proven
-/// bound exceeds it; a search stopped by the budget that shows neither leaves the answer
-/// unproven, said so.
+/// takes at most `target_ms` per sample ([`fewest_over`] on one type's devices).
 pub fn fewest_devices(
     chains: &[ChainCosts],
     topo: &Topology,
@@ -608,16 +599,31 @@ pub fn fewest_devices(
     target_ms: f64,
     budget: &Budget,
 ) -> Result<TargetOutcome, String> {
-    let at = |n: usize| {
+    let all = space.max_devices.min(topo.devices());
+    fewest_over(all, 1, target_ms, |n| {
         let row = Space {
             max_devices: n,
             ..space.clone()
         };
         plan_uniform(chains, topo, &row, Objective::TimePerSample, budget)
-    };
-    let all = space.max_devices.min(topo.devices());
+    })
+}
+
+/// The fewest-devices search's one loop: the least `k` in `1..=steps` whose best layout
+/// `plan_at(k·step)` takes at most `target_ms` per sample. The optimum over more devices
+/// never worsens (the space only grows), so a binary search over `k` finds the least: a
+/// count meets the target when its plan's value does, and is shown to miss it when its
+/// proven bound exceeds it; a search stopped by the budget that shows neither leaves the
+/// answer unproven, said so. Counts are reported in devices (`k·step`).
+pub fn fewest_over(
+    steps: usize,
+    step: usize,
+    target_ms: f64,
+    mut plan_at: impl FnMut(usize) -> Result<ParallelOutcome, String>,
+) -> Result<TargetOutcome, String> {
+    let all = steps * step;
     let mut searched = vec![all];
-    let whole = at(all)?;
+    let whole = plan_at(all)?;
     if whole.value > target_ms {
         return Ok(TargetOutcome {
             target_ms,
@@ -629,11 +635,11 @@ pub fn fewest_devices(
     }
     // Invariant: `hi` meets the target; every count below `lo` misses it (`proven` while
     // each miss was shown by a bound).
-    let (mut lo, mut hi, mut best, mut proven) = (1, all, whole, true);
+    let (mut lo, mut hi, mut best, mut proven) = (1, steps, whole, true);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        searched.push(mid);
-        let o = at(mid)?;
+        searched.push(mid * step);
+        let o = plan_at(mid * step)?;
         if o.value <= target_ms {
             hi = mid;
             best = o;
@@ -644,7 +650,7 @@ pub fn fewest_devices(
     }
     Ok(TargetOutcome {
         target_ms,
-        devices: Some(hi),
+        devices: Some(hi * step),
         outcome: best,
         proven,
         searched,

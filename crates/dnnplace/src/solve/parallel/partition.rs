@@ -7,7 +7,9 @@
 //!
 //! - **Time per sample** `max_s (m·T_s + sync_s) / B`: the min–max DP
 //!   `F[s + 1][j] = min_i max(F[s][i], v(i, j, s))`, O(p·U²).
-//! - **Iteration** `Σ_s T_s + (m − 1)·max_s T_s + max_s sync_s`: not a function of one
+//! - **Iteration** `Σ_s T_s + (m − 1)·max_s T_s + max_s sync_s` (with the sync overlapped,
+//!   `--overlap-grad-reduce`, `sync_s` is replaced by `max(0, sync_s − b_s)`, `b_s` the
+//!   stage's backward pass, [`crate::score::parallel`]): not a function of one
 //!   running value, so the DP keeps, for every `(s, j)`, the Pareto front of
 //!   `(max T, Σ T, max sync)` over the splits of units `0..j` into `s` stages; the objective
 //!   is monotone in all three, so a dominated triple never completes to a better split, and
@@ -72,6 +74,9 @@ pub struct Coster<'a> {
     a: Vec<f64>,
     /// Recomputing: the largest unit stash of every range (what one unit's backward holds).
     working: Option<RangeMax>,
+    /// With the DP sync overlapped (`--overlap-grad-reduce`): prefix sums over units of the
+    /// backward pass's own part ([`unit_backward_sums`]); `None` otherwise.
+    backward: Option<Vec<f64>>,
     /// Per stage position: the link into it from the stage before, its DP link.
     boundary: Vec<Link>,
     dp: Vec<Link>,
@@ -86,6 +91,7 @@ impl<'a> Coster<'a> {
         cfg: Config,
         global_batch: usize,
         schedule: Schedule,
+        overlap_grad_reduce: bool,
     ) -> Option<Coster<'a>> {
         let (t, d) = (cfg.tensor_parallel, cfg.data_parallel);
         let ti = chain.tp_index(t)?;
@@ -145,6 +151,8 @@ impl<'a> Coster<'a> {
             o,
             a,
             working,
+            backward: overlap_grad_reduce
+                .then(|| unit_backward_sums(chain, (t, ti), tp_link, cfg.recompute)),
             boundary,
             dp,
             host: topo.peer.is_none().then_some(topo.host),
@@ -239,6 +247,40 @@ impl<'a> Coster<'a> {
             (0.0, all_reduce_ms(link, g, d))
         };
         (self.compute(i, j) + gather, sync)
+    }
+
+    /// The sync term stage `s` holding `i..j` adds to the iteration, its DP sync being `sync`:
+    /// `sync`, or overlapped with its last backward `max(0, sync − b(i, j, s))` with `b` the
+    /// backward pass of [`crate::score::parallel::pass_times`] (the units' backward and its
+    /// TP all-reduces, recomputing the forward and its all-reduces again, the gradients
+    /// received from `s + 1`, without a peer link the staging of those sent to `s − 1`, and
+    /// ZeRO-3's second gather).
+    fn sync_term(&self, i: usize, j: usize, s: usize, sync: f64) -> f64 {
+        let Some(own) = &self.backward else {
+            return sync;
+        };
+        let cuts = &self.chain.cuts;
+        let mut b = own[j] - own[i];
+        if s + 1 < self.cfg.stages {
+            let l = self.boundary[s + 1];
+            b += cuts[j]
+                .backward
+                .iter()
+                .map(|&x| transfer_ms(l, x))
+                .sum::<f64>();
+        }
+        if let (true, Some(h)) = (s > 0, self.host) {
+            b += cuts[i]
+                .backward
+                .iter()
+                .map(|&x| transfer_ms(h, x))
+                .sum::<f64>();
+        }
+        if self.cfg.zero == Zero::Parameters {
+            let d = self.cfg.data_parallel;
+            b += all_gather_ms(self.dp[s], self.w[j] - self.w[i], d);
+        }
+        (sync - b).max(0.0)
     }
 
     /// The stage's share of the time per sample.
@@ -393,6 +435,7 @@ fn pareto(coster: &Coster, incumbent: f64, budget: &Budget) -> Result<Option<Spl
                     break;
                 }
                 let (t, sync) = coster.times(i, j, s);
+                let sync = coster.sync_term(i, j, s, sync);
                 let rest = coster.compute(j, n);
                 let left = (p - s - 1) as f64;
                 let (done, next_row) = fronts.split_at_mut(s + 1);
@@ -470,6 +513,33 @@ pub(crate) fn unit_prefix_sums(
         for (s, v) in sums.iter_mut().zip(x) {
             s[u + 1] = s[u] + v;
         }
+    }
+    sums
+}
+
+/// Prefix sums over the chain's units at TP degree `t` (index `ti`), TP collectives on
+/// `tp_link`, of the backward pass's own part: the unit's backward and its backward TP
+/// all-reduces, and with `recompute` its forward and forward all-reduces again
+/// ([`crate::score::parallel::pass_times`] without the transfers and the gather).
+fn unit_backward_sums(
+    chain: &ChainCosts,
+    (t, ti): (usize, usize),
+    tp_link: Link,
+    recompute: bool,
+) -> Vec<f64> {
+    let mut sums = Vec::with_capacity(chain.len() + 1);
+    sums.push(0.0);
+    for unit in &chain.units {
+        let k = &unit.costs[ti];
+        let ar = |bytes| all_reduce_ms(tp_link, bytes, t);
+        let forward =
+            k.forward_ms + f64::from(k.tp_forward_all_reduces) * ar(k.tp_all_reduce_bytes);
+        let mut b = k.backward_ms
+            + f64::from(k.tp_backward_all_reduces) * ar(k.tp_backward_all_reduce_bytes);
+        if recompute {
+            b += forward;
+        }
+        sums.push(sums[sums.len() - 1] + b);
     }
     sums
 }
@@ -556,7 +626,7 @@ fn split_value(coster: &Coster, objective: Objective, cuts: &[usize]) -> f64 {
         let (t, sync) = coster.times(i, j, s);
         max_t = max_t.max(t);
         sum_t += t;
-        max_sync = max_sync.max(sync);
+        max_sync = max_sync.max(coster.sync_term(i, j, s, sync));
         per_sample = per_sample.max(coster.per_sample(t, sync));
     }
     match objective {

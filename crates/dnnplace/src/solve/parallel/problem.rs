@@ -25,7 +25,8 @@
 //! Python's `plan_parallel` / `sweep_parallel`.
 
 use super::{
-    fewest_devices, sweep, IterationClock, Objective, ParallelOutcome, Space, TargetOutcome,
+    fewest_over, sweep_counts, sweep_over, IterationClock, Objective, ParallelOutcome, Space,
+    TargetOutcome,
 };
 use crate::costmodel::operators::DType;
 use crate::costmodel::parallel::{transformer_chain_with, with_batch, SequenceParallel};
@@ -162,33 +163,83 @@ impl ParallelProblem {
         }
     }
 
-    /// The one-type uniform problem's chains and topology, or why a question of the
-    /// uniform search does not apply.
-    fn uniform(&self, question: &str) -> Result<(&[ChainCosts], &Topology), String> {
-        match (&self.devices, self.layouts, self.chains.as_slice()) {
-            (ParallelDevices::One(topo), Layouts::Uniform, [chains]) => Ok((chains, topo)),
-            _ => Err(format!(
-                "internal error: {question} searches uniform layouts on one accelerator type"
+    /// Devices one step of the sweep and of the fewest-devices search adds: one device on
+    /// one type; one machine on several (module documentation of [`super`]'s
+    /// [`super::sweep_over`]).
+    pub fn count_step(&self) -> usize {
+        match &self.devices {
+            ParallelDevices::One(_) => 1,
+            ParallelDevices::Mixed(topo) => topo.groups[0].per_machine,
+        }
+    }
+
+    /// The devices the sweep and the fewest-devices search count up to.
+    fn countable(&self) -> usize {
+        match &self.devices {
+            ParallelDevices::One(topo) => self.space.max_devices.min(topo.devices()),
+            ParallelDevices::Mixed(topo) => topo.devices(),
+        }
+    }
+
+    /// This problem on the first `n` devices: one type, `max_devices = n`; several, the first
+    /// `n / G` machines in the cluster's order ([`MixedTopology::first_machines`], `n` a
+    /// multiple of a machine's `G` accelerators), each kept type with its chains.
+    pub fn on_first(&self, n: usize) -> ParallelProblem {
+        let mut sub = self.clone();
+        match &self.devices {
+            ParallelDevices::One(_) => sub.space.max_devices = n,
+            ParallelDevices::Mixed(topo) => {
+                let cut = topo
+                    .first_machines(n / self.count_step())
+                    .unwrap_or_else(|| topo.first_machines(1).expect("a machine"));
+                sub.chains.truncate(cut.groups.len());
+                sub.space.max_devices = cut.devices();
+                sub.devices = ParallelDevices::Mixed(cut);
+            }
+        }
+        sub
+    }
+
+    /// Why a question of the uniform search does not apply to this problem, if it does not.
+    fn uniform(&self, question: &str) -> Result<(), String> {
+        match self.layouts {
+            Layouts::Uniform => Ok(()),
+            Layouts::Free => Err(format!(
+                "internal error: {question} searches uniform layouts"
             )),
         }
     }
 
     /// The best uniform layout on the first `n` devices for each `n` of
-    /// [`super::sweep_counts`] ([`super::sweep`]).
+    /// [`super::sweep_counts`] (on several types, whole machines: `G·k` for each `k` of
+    /// `sweep_counts(machines)`), each planned by [`plan_with`] ([`super::sweep_over`]).
     pub fn sweep(
         &self,
         budget: &Budget,
         clock: Option<&dyn IterationClock>,
     ) -> Result<Vec<(usize, ParallelOutcome)>, String> {
-        let (chains, topo) = self.uniform("the sweep")?;
-        sweep(chains, topo, &self.space, self.objective, budget, clock)
+        self.uniform("the sweep")?;
+        let step = self.count_step();
+        let counts: Vec<usize> = sweep_counts(self.countable() / step)
+            .into_iter()
+            .map(|k| k * step)
+            .collect();
+        sweep_over(&counts, budget, |n, share| {
+            plan_with(&self.on_first(n), share, clock)
+        })
     }
 
-    /// The fewest devices whose best uniform layout takes at most `target_ms` per sample
-    /// ([`super::fewest_devices`]).
+    /// The fewest of the first devices (on several types, whole machines in the cluster's
+    /// order) whose best uniform layout takes at most `target_ms` per sample
+    /// ([`super::fewest_over`]).
     pub fn fewest_devices(&self, target_ms: f64, budget: &Budget) -> Result<TargetOutcome, String> {
-        let (chains, topo) = self.uniform("the fewest-devices search")?;
-        fewest_devices(chains, topo, &self.space, target_ms, budget)
+        self.uniform("the fewest-devices search")?;
+        let step = self.count_step();
+        fewest_over(self.countable() / step, step, target_ms, |n| {
+            let mut sub = self.on_first(n);
+            sub.objective = Objective::TimePerSample;
+            plan_with(&sub, budget, None)
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use crate::model::parallel::{MixedTopology, Topology};
 use crate::model::profiles::DeviceProfile;
 use crate::model::schedule::Schedule;
 use crate::model::Cluster;
-use crate::solve::parallel::{Goal, Space};
+use crate::solve::parallel::Space;
 
 impl ParallelSettings {
     /// The cluster and the profiles of its types ([`cluster_of`]).
@@ -33,8 +33,8 @@ impl ParallelSettings {
         )
     }
 
-    /// What a cluster of several types (`names`) does not take: an export, the sweep and the
-    /// fewest-devices search (each about one type's devices).
+    /// What a cluster of several types (`names`) does not take: an export (a framework's
+    /// file names no type per stage) and the interleaved schedule.
     pub(super) fn check_several_types(&self, names: &[&str]) -> Result<(), SettingsError> {
         let refused = [
             (
@@ -49,18 +49,6 @@ impl ParallelSettings {
                 matches!(self.schedule, Some(Schedule::Interleaved { .. })),
                 "the interleaved schedule is planned on one accelerator type",
             ),
-            (
-                "--sweep",
-                "--sweep",
-                self.goal == Goal::Sweep,
-                "the sweep counts the devices of one type",
-            ),
-            (
-                "--target-tps",
-                "--target-tps",
-                matches!(self.goal, Goal::FewestDevices { .. }),
-                "the fewest-devices search counts the devices of one type",
-            ),
         ];
         match refused.iter().find(|r| r.2) {
             Some((flag, name, _, why)) => Err(setting(
@@ -74,8 +62,9 @@ impl ParallelSettings {
         }
     }
 
-    /// The cluster's topology and profiles when it holds several accelerator types (without
-    /// a price cap; uniform or free layouts); `None` for one type.
+    /// The cluster's topology and profiles when it holds several accelerator types (uniform
+    /// or free layouts; `--budget`: cut to the machines it buys, [`capped_by_price`]); `None`
+    /// for one type.
     pub(super) fn mixed_cluster(
         &self,
         notes: &mut Vec<String>,
@@ -91,18 +80,15 @@ impl ParallelSettings {
         let (cluster, profiles) = self.cluster_and_profiles(notes)?;
         let names: Vec<&str> = cluster.types().iter().map(|t| t.name.as_str()).collect();
         self.check_several_types(&names)?;
-        if self.price_cap.is_some() {
-            return Err(setting(
-                "--budget",
-                format!("--budget does not apply to a cluster of several types ({}): the price cap covers one accelerator type", names.join(", ")),
-            ));
-        }
         let mut topo = MixedTopology::from_cluster(&cluster)
             .map_err(|e| SettingsError::Cluster(format!("--cluster {spec}: {e}")))?;
         if let Some(m) = self.memory_bytes {
             for g in &mut topo.groups {
                 g.memory_bytes = m;
             }
+        }
+        if let Some(price) = self.price_cap {
+            topo = capped_by_price(&topo, &cluster, price, notes)?;
         }
         Ok(Some((topo, profiles)))
     }
@@ -135,6 +121,58 @@ impl ParallelSettings {
         }
         Ok(())
     }
+}
+
+/// `topo` cut to the most machines, in the cluster's order, whose accelerators cost at most
+/// `price` per hour together (each type at its `price_per_hour`; a type without a price costs
+/// nothing): what `--budget` buys on a cluster of several types, as on one type the most
+/// accelerators (the sweep's and the fewest-devices search's order, docs/parallel.md).
+fn capped_by_price(
+    topo: &MixedTopology,
+    cluster: &Cluster,
+    price: f64,
+    notes: &mut Vec<String>,
+) -> Result<MixedTopology, SettingsError> {
+    let per_hour = |name: &str| {
+        cluster
+            .types()
+            .iter()
+            .find(|t| t.name == name)
+            .map_or(0.0, |t| t.price_per_hour.max(0.0))
+    };
+    let (mut machines, mut spent) = (0, 0.0);
+    'groups: for g in &topo.groups {
+        let machine = per_hour(&g.type_name) * g.per_machine as f64;
+        for _ in 0..g.machines {
+            if spent + machine > price {
+                break 'groups;
+            }
+            spent += machine;
+            machines += 1;
+        }
+    }
+    let Some(cut) = topo.first_machines(machines) else {
+        let first = &topo.groups[0];
+        return Err(setting(
+            "--budget",
+            format!(
+                "--budget {price}: a machine of {} {} costs {} per hour, so the budget buys no machine",
+                first.per_machine,
+                first.type_name,
+                per_hour(&first.type_name) * first.per_machine as f64
+            ),
+        ));
+    };
+    notes.push(format!(
+        "--budget {price} buys the cluster's first {machines} machines in its order ({} accelerators: {}) at {spent:.2} per hour",
+        cut.devices(),
+        cut.groups
+            .iter()
+            .map(|g| format!("{}x{}x{}", g.machines, g.per_machine, g.type_name))
+            .collect::<Vec<_>>()
+            .join("+")
+    ));
+    Ok(cut)
 }
 
 /// The profiles of `device_files`.

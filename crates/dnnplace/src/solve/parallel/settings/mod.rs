@@ -6,12 +6,13 @@
 //! | setting | flag | default | rule |
 //! | --- | --- | --- | --- |
 //! | `model` | the positional file | required | a Hugging Face config.json, or a MODEL.md workload JSON (an object with `nodes`) with optional per-node `tensorParallel` options |
-//! | `cluster` | `--cluster` | required | `MxNxTYPE` terms or a cluster TOML; one accelerator type, or several (uniform or free layouts; no export, sweep, target or price cap) |
+//! | `cluster` | `--cluster` | required | `MxNxTYPE` terms or a cluster TOML; one accelerator type, or several (uniform or free layouts; no export or interleaving; the sweep, target and price cap count whole machines in the cluster's order) |
 //! | `global_batch` | `--global-batch` | required | `B` in 1 to 2^24 |
 //! | `micro_batch` | `--micro-batch` | config: `auto` = the powers of two up to 16 dividing `B`; workload: 1 | a divisor of `B`; a workload's is the samples its numbers are for (never `auto`) |
 //! | `tensor_parallel` | `--tensor-parallel` | `auto` = every degree that divides a machine and the model (config: heads, key/value heads, FFN; workload: every node has an option of it) | each listed degree so |
 //! | `data_parallel`, `pipeline_parallel` | `--data-parallel`, `--pipeline-parallel` | `auto` | 1 to the cluster's accelerators |
 //! | `zero` | `--zero` | `auto` (every stage) | 0 to 3 |
+//! | `overlap_grad_reduce` | `--overlap-grad-reduce` | off | the DP sync starts with each stage's last backward (the iteration; docs/parallel.md) |
 //! | `schedule` | `--schedule` | 1f1b | gpipe, 1f1b, or interleaved:v (uniform layouts on one type; some `p ≥ 2` of the space with `p·v` dividing the blocks and `B/(d·b)` a multiple of `p`) |
 //! | `layouts` | `--uniform` / `--free` | uniform | free: time per sample only, no export |
 //! | `objective` | `--objective` | time per sample (`throughput`) | or the iteration time (free layouts or several types: the simulated iteration) |
@@ -166,6 +167,8 @@ pub struct ParallelSettings {
     pub layouts: Layouts,
     /// The TP groups also split the sequence (a config only).
     pub sequence_parallel: bool,
+    /// The DP gradient sync overlapped with backward (`--overlap-grad-reduce`).
+    pub overlap_grad_reduce: bool,
     pub objective: Objective,
     /// The framework the plan is exported to (`--export`), by name.
     pub export: Option<String>,
@@ -197,6 +200,7 @@ impl ParallelSettings {
             schedule: None,
             layouts: Layouts::Uniform,
             sequence_parallel: false,
+            overlap_grad_reduce: false,
             objective: Objective::TimePerSample,
             export: None,
             price_cap: None,
@@ -222,6 +226,12 @@ impl ParallelSettings {
                     ),
                 ));
             }
+        }
+        if target == Some(Target::DeepSpeed) && self.overlap_grad_reduce {
+            return Err(setting(
+                "--overlap-grad-reduce",
+                "--overlap-grad-reduce with --export deepspeed: DeepSpeed's PipelineEngine reduces the gradients in its ReduceGrads step after the pipeline's last backward (its overlap_comm overlaps ZeRO-2's reductions, which the pipeline engine does not run); drop one of the two".into(),
+            ));
         }
         self.schedule_checked()?;
         self.goal_checked()?;
@@ -505,6 +515,7 @@ impl ParallelSettings {
             micro_batches,
             global_batch,
             schedule,
+            overlap_grad_reduce: self.overlap_grad_reduce,
             max_devices: n,
         })
     }
@@ -634,16 +645,19 @@ mod tests {
         s.layouts = Layouts::Free;
         s.objective = Objective::Iteration;
         assert_eq!(s.check().unwrap(), None);
-        // Several types take the iteration (uniform or free), not the sweep.
+        // Several types take the iteration (uniform or free) and the sweep, not an export.
         assert!(s.check_several_types(&["h100", "v100"]).is_ok());
         s.layouts = Layouts::Uniform;
         assert!(s.check_several_types(&["h100", "v100"]).is_ok());
         s.goal = Goal::Sweep;
+        assert!(s.check_several_types(&["h100", "v100"]).is_ok());
+        s.export = Some("megatron".into());
         let e = s
             .check_several_types(&["h100", "v100"])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--sweep"), "{e}");
+        assert!(e.contains("--export"), "{e}");
+        s.export = None;
         s.goal = Goal::One;
         s.layouts = Layouts::Free;
         s.objective = Objective::TimePerSample;
