@@ -713,11 +713,13 @@ pub const PROOF_RELATIVE: f64 = 1e-15;
 /// as soon as a plan (the caller's `upper_bound`, the typed chain's or the prefixes')
 /// meets it.
 ///
-/// With [`Tracking::Best`] the typed chain ([`super::typed_chain`]) and the machine chain
-/// ([`super::machine_chain`]), each within a tenth of the time limit (2 s without one), run
-/// first, the better plan kept; the DP then runs exactly as without it, and the
-/// typed plan is the answer where it is better than the DP's (a stopped run), the bound
-/// never above its value.
+/// With [`Tracking::Best`], when the DP stops before its proof (time limit, Ctrl-C, the
+/// ideal limit), the typed chain ([`super::typed_chain`]) and the machine chain
+/// ([`super::machine_chain`]) run after it, each within a tenth of the time limit (2 s
+/// without one), and the better of their plans is the answer where it is better than the
+/// DP's, the bound never above its value. A DP that finishes has the optimum, which no
+/// chain beats, so they are not run (the DP never reads their plans: it runs the same
+/// either way).
 pub fn solve_between(
     w: &Workload,
     costs: &ClusterCosts,
@@ -726,25 +728,23 @@ pub fn solve_between(
     lower_bound: f64,
     upper_bound: f64,
 ) -> Result<ClusterDpResult, SolveError> {
-    let typed = if tracking == Tracking::Best && !meets_bound(upper_bound, lower_bound) {
-        let share = limits.time_limit_s.map_or(2.0, |t| 0.1 * t);
-        let typed = typed_chain(w, costs, &Budget::new(Some(share), None));
-        let by_machine = machine_chain(w, costs, &Budget::new(Some(share), None));
-        [typed, by_machine]
-            .into_iter()
-            .flatten()
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .filter(|t| t.0 < upper_bound)
-    } else {
-        None
-    };
-    let Some((value, plan)) = typed else {
-        return solve_with(w, costs, limits, tracking, lower_bound, upper_bound, true);
-    };
     let mut r = solve_with(w, costs, limits, tracking, lower_bound, upper_bound, true)?;
-    if r.best.as_ref().is_none_or(|b| b.0 > value) {
-        r.best = Some((value, plan));
-        r.lower_bound = r.lower_bound.min(value);
+    if tracking != Tracking::Best || r.stopped.is_none() || meets_bound(upper_bound, lower_bound) {
+        return Ok(r);
+    }
+    let share = limits.time_limit_s.map_or(2.0, |t| 0.1 * t);
+    let typed = typed_chain(w, costs, &Budget::new(Some(share), None));
+    let by_machine = machine_chain(w, costs, &Budget::new(Some(share), None));
+    let chained = [typed, by_machine]
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .filter(|t| t.0 < upper_bound);
+    if let Some((value, plan)) = chained {
+        if r.best.as_ref().is_none_or(|b| b.0 > value) {
+            r.best = Some((value, plan));
+            r.lower_bound = r.lower_bound.min(value);
+        }
     }
     Ok(r)
 }
