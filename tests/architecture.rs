@@ -292,10 +292,7 @@ fn solve_sub_rooms_import_one_another_without_a_cycle() {
     for (from, to) in &edges {
         *left.get_mut(from.as_str()).unwrap() = to.len();
     }
-    loop {
-        let Some(done) = left.iter().find(|(_, &n)| n == 0).map(|(&k, _)| k) else {
-            break;
-        };
+    while let Some(done) = left.iter().find(|(_, &n)| n == 0).map(|(&k, _)| k) {
         left.remove(done);
         for (from, to) in &edges {
             if to.contains(done) {
