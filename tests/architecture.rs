@@ -47,16 +47,22 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The rooms named as `crate::<room>` in the code of `text` (before its first
-/// `#[cfg(test)]`, outside `//` comments), with their line numbers.
+/// The code of `text`, line by line with 1-based numbers: each line before the first
+/// `#[cfg(test)]`, without its `//` comment.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .map(str::trim_start)
+        .take_while(|line| !line.starts_with("#[cfg(test)]"))
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .enumerate()
+        .map(|(i, code)| (i + 1, code))
+}
+
+/// The rooms named as `crate::<room>` in the code of `text` ([`code_lines`]), with their
+/// line numbers.
 fn imports(text: &str) -> Vec<(String, usize)> {
     let mut found = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let code = line.trim_start();
-        if code.starts_with("#[cfg(test)]") {
-            break;
-        }
-        let code = code.split("//").next().unwrap_or("");
+    for (line, code) in code_lines(text) {
         let mut rest = code;
         while let Some(at) = rest.find("crate::") {
             let tail = &rest[at + "crate::".len()..];
@@ -64,7 +70,7 @@ fn imports(text: &str) -> Vec<(String, usize)> {
                 .chars()
                 .take_while(|c| c.is_ascii_lowercase() || *c == '_')
                 .collect();
-            found.push((name, i + 1));
+            found.push((name, line));
             rest = tail;
         }
     }
@@ -181,18 +187,13 @@ fn the_library_has_no_command_line_dependency() {
 
 /// The sub-rooms of `solve` that the code of `text` names, for a file at `rel` under
 /// `solve/`: `crate::solve::<x>` anywhere, and `super::<x>` written with as many
-/// `super::` as lead from the file back to `solve` (code only, as [`imports`]).
+/// `super::` as lead from the file back to `solve` ([`code_lines`]).
 fn solve_imports(rel: &Path, text: &str) -> Vec<String> {
     let dirs = rel.components().count() - 1;
     let is_mod = rel.file_name().is_some_and(|f| f == "mod.rs");
     let up = "super::".repeat(dirs + usize::from(!is_mod));
     let mut found = Vec::new();
-    for line in text.lines() {
-        let code = line.trim_start();
-        if code.starts_with("#[cfg(test)]") {
-            break;
-        }
-        let code = code.split("//").next().unwrap_or("");
+    for (_, code) in code_lines(text) {
         for prefix in ["crate::solve::", up.as_str()] {
             let mut from = 0;
             while let Some(at) = code[from..].find(prefix).map(|i| from + i) {
