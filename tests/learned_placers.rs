@@ -12,7 +12,8 @@ use dnnplace::solve::budget::Budget;
 use dnnplace::solve::learned::brkga::Genetic;
 use dnnplace::solve::learned::decode::{self, Devices};
 use dnnplace::solve::learned::policy_gradient::{ChainOrder, PolicyGradient};
-use dnnplace::solve::learned::{evaluations_within, unit_interval, TracePoint, Units};
+use dnnplace::solve::learned::{evaluations_within, unit_interval, Units};
+use dnnplace::solve::TracePoint;
 use dnnplace::solve::{plan, Limits, Method, Objective, Problem, Status, StopReason};
 
 fn problem(w: &Workload, objective: Objective, contiguous: bool, limits: Limits) -> Problem<'_> {

@@ -33,7 +33,7 @@ use crate::model::{Platform, Workload};
 use crate::solve::baselines::expert::Expert;
 use crate::solve::cluster::plan::{ClusterMethod, ClusterPlan, OnCluster};
 use crate::solve::compare::{compare, Comparison};
-use crate::solve::learned::TracePoint;
+use crate::solve::TracePoint;
 use crate::solve::{methods, Limits, Method, MethodId, Objective, Problem};
 
 /// One published workload and what to compare it on.

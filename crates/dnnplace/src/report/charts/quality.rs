@@ -4,7 +4,7 @@
 //! horizontal lines.
 //!
 //! A search placer (`rl`, `genetic`) draws a step line through its trace (every
-//! improvement of its best plan, [`crate::solve::learned::TracePoint`]); every other method
+//! improvement of its best plan, [`crate::solve::TracePoint`]); every other method
 //! is one marker at (its run time, its plan's objective), continued flat to the right edge.
 //! The time axis is logarithmic (runs take from microseconds to the time limit): decades
 //! from 10⁻⁴ s (earlier times are drawn at 10⁻⁴ s) to the longest run. The objective axis is

@@ -46,7 +46,7 @@ use crate::solve::bounds::load::LoadBoundUse;
 use crate::solve::budget::Budget;
 use crate::solve::learned::brkga::Genetic;
 use crate::solve::learned::policy_gradient::PolicyGradient;
-use crate::solve::learned::TracePoint;
+use crate::solve::TracePoint;
 use crate::solve::{
     Limits, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
     Unsupported,

@@ -49,14 +49,15 @@ use super::bounds::latency as latency_bound;
 use super::bounds::load as load_bounds;
 use super::budget::{Budget, Exhausted};
 use super::coarsen::hierarchy::{Caps, Hierarchy, Level};
-use super::{MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use super::{
+    MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason, TracePoint,
+};
 use crate::model::contraction::Contraction;
 use crate::model::grouping::Grouping;
 use crate::model::ClusterCosts;
 use crate::model::{Device, Placement, Workload};
 use crate::score::contiguity::ClassGraph;
 use crate::score::{evaluate, evaluate_on_cluster_in};
-pub use crate::solve::outcome::TracePoint;
 use decode::Devices;
 
 /// Plans within this relative distance of their bound are proven optimal (as `auto`).
