@@ -210,8 +210,33 @@ fn one_machine_cluster_of_model_md_gives_model_md_optimum() {
                 "seed {seed}: the cluster's JSON lacks {key}"
             );
         }
-        for key in ["value", "maxLoad", "objective", "contiguous", "valid"] {
+        for key in [
+            "value",
+            "maxLoad",
+            "objective",
+            "contiguous",
+            "valid",
+            "method",
+            "status",
+            "outcome",
+            "optimal",
+            "stopReason",
+        ] {
             assert_eq!(old[key], new[key], "seed {seed}: {key}");
+        }
+        // The same fields per device too (the cluster adds machine, type and memory limit).
+        for (a, b) in old["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(new["devices"].as_array().unwrap())
+        {
+            for key in a.as_object().unwrap().keys() {
+                assert!(
+                    b.get(key).is_some(),
+                    "seed {seed}: a cluster device lacks {key}"
+                );
+            }
         }
         assert_eq!(
             old["placement"]["maxLoad"], new["placement"]["maxLoad"],
@@ -431,7 +456,7 @@ fn plan_stopped_by_the_ideal_limit_prints_a_feasible_plan_with_its_bound() {
             continue;
         }
         let v = json_of(&run);
-        if v["status"] == "optimal" {
+        if v["outcome"] == "optimal" {
             // A plan over the prefixes met the lower bound: no ideal needed enumerating.
             let value = v["tps"].as_f64().unwrap();
             assert!(
@@ -441,7 +466,7 @@ fn plan_stopped_by_the_ideal_limit_prints_a_feasible_plan_with_its_bound() {
             proven += 1;
             continue;
         }
-        assert_eq!(v["status"], "feasible", "seed {seed}: {v}");
+        assert_eq!(v["outcome"], "feasible", "seed {seed}: {v}");
         assert_eq!(v["stopReason"], "ideal-limit", "seed {seed}");
         let (bound, value) = (
             v["lowerBound"].as_f64().unwrap(),
@@ -614,7 +639,7 @@ fn the_cluster_ip_through_the_binary_equals_brute_force() {
             }
             let v = json_of(&cmd.output().unwrap());
             let tps = v["tps"].as_f64().unwrap();
-            assert_eq!(v["status"], "optimal", "seed {seed}");
+            assert_eq!(v["outcome"], "optimal", "seed {seed}");
             assert!(
                 (tps - b).abs() <= 1e-5 * b.max(1.0),
                 "seed {seed} contiguous {contiguous}: plan {tps}, brute force {b}"

@@ -46,8 +46,10 @@ use dnnplace::model::{
     Cluster as CoreCluster, DeviceSet, Placement, Platform, Workload as CoreWorkload,
 };
 use dnnplace::report::html::{report_html, ReportInput};
+use dnnplace::report::plan_json::PipelineJson;
 use dnnplace::report::simulation::simulation_json;
-use dnnplace::report::table::{evaluation_json, gap, status_text};
+use dnnplace::report::table::status_text;
+use dnnplace::report::{ClaimJson, EvaluationJson, PlanJson};
 use dnnplace::score::{evaluate_with, Evaluation, LatencyScoring};
 use dnnplace::simulate::{simulate as core_simulate, Settings as SimSettings};
 use dnnplace::solve::auto::Auto;
@@ -862,14 +864,19 @@ fn plan(
     let names = layers
         .clone()
         .unwrap_or_else(|| Layers::new(&w).unwrap_or_else(|_| Layers::per_node(&w)));
-    let mut v = evaluation_json(
-        &w,
-        placement,
-        Some(&checked.outcome),
-        problem.objective,
-        evaluation,
-    );
-    v["holdings"] = dnnplace::report::layers::holdings_json(&w, &names, placement);
+    let v = PlanJson {
+        pipeline: problem
+            .pipeline
+            .as_ref()
+            .zip(checked.pipeline_memory.as_ref())
+            .map(|(pipeline, memory)| PipelineJson::of(pipeline, memory)),
+        ..PlanJson::new(
+            EvaluationJson::of(&w, placement, problem.objective, evaluation),
+            ClaimJson::of(&checked.outcome, checked.outcome.method.name()),
+            dnnplace::report::layers::holdings_json(&w, &names, placement),
+        )
+    }
+    .to_value();
     Ok(Plan {
         placement: placement.clone(),
         scored: Some((evaluation.clone(), checked.outcome.clone())),
@@ -1016,8 +1023,9 @@ fn plan_cluster(
     };
     let (result, interrupted) =
         interruptible(py, || solve::plan(solve::method(id).as_ref(), &problem))?;
-    let plan = result
-        .map_err(solve_err)?
+    let checked = result.map_err(solve_err)?;
+    let outcome = checked.outcome;
+    let plan = checked
         .cluster
         .ok_or_else(|| InternalError::new_err("no cluster plan for a cluster"))?;
     let Some(best) = &plan.best else {
@@ -1026,31 +1034,22 @@ fn plan_cluster(
             None => "no feasible placement: no plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)".into(),
         }));
     };
-    let mut v = dnnplace::report::cluster::cluster_evaluation_json(&plan.costs, &best.evaluation);
-    v["method"] = json!(id.to_string());
-    v["objective"] = json!(objective.name());
-    v["value"] = json!(best.value);
-    v["maxLoad"] = json!(best.evaluation.max_load);
-    let (status, outcome, bound) = match &plan.stopped {
-        None => ("proven optimal".to_string(), "optimal", best.value),
-        Some(_) => (
-            format!(
-                "feasible, gap {:.3}%",
-                100.0 * gap(best.value, plan.lower_bound)
-            ),
-            "feasible",
-            plan.lower_bound,
-        ),
-    };
-    v["status"] = json!(status);
-    v["outcome"] = json!(outcome);
-    v["stopReason"] = json!(plan.stopped.as_ref().map(|r| r.code()));
-    v["bound"] = json!(bound);
-    v["gap"] = json!(gap(best.value, bound));
-    v["timeS"] = json!(plan.time_s);
-    v["usage"] = json!(best.usage);
     let names = Layers::new(&w).unwrap_or_else(|_| Layers::per_node(&w));
-    v["holdings"] = dnnplace::report::layers::holdings_json(&w, &names, &best.placement);
+    let v = PlanJson {
+        usage: Some(best.usage.clone()),
+        ..PlanJson::new(
+            EvaluationJson::on_cluster(
+                &w,
+                &plan.costs,
+                &best.placement,
+                objective,
+                &best.evaluation,
+            ),
+            ClaimJson::of(&outcome, id.name()),
+            dnnplace::report::layers::holdings_json(&w, &names, &best.placement),
+        )
+    }
+    .to_value();
     Ok(Plan {
         placement: best.placement.clone(),
         scored: None,
@@ -1100,7 +1099,7 @@ fn score(
             },
         );
         let p = if latency { e.attach_cut(p) } else { p };
-        evaluation_json(w, &p, None, objective, &e)
+        serde_json::to_value(EvaluationJson::of(w, &p, objective, &e)).expect("json")
     });
     to_py(py, &v)
 }

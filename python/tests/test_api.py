@@ -135,6 +135,23 @@ def test_cluster_plan():
         dnnplace.plan(w, cluster=c, method="greedy")
 
 
+def test_cluster_plan_json_is_the_clis(tmp_path):
+    # One output contract: the binding's plan on a cluster is the CLI's record, field for
+    # field (the CLI adds its process's peak memory).
+    need(CLI, "the CLI (cargo build --release)")
+    w = dnnplace.generate_transformer("gpt2", layers=4, hidden=256, heads=4, seq=128, training=True)
+    path = tmp_path / "w.json"
+    w.save(path)
+    out = cli("plan", str(path), "--cluster", "1x2xh100", "--json")
+    assert out.returncode == 0, out.stderr
+    expected = json.loads(out.stdout)
+    got = json.loads(dnnplace.plan(w, cluster=dnnplace.Cluster.parse("1x2xh100")).to_json())
+    assert set(got) == set(expected) - {"peakMemoryBytes"}
+    for key in ("method", "value", "status", "outcome", "bound", "gap", "placement", "devices",
+                "usage", "holdings"):
+        assert got[key] == expected[key], key
+
+
 def test_errors_carry_the_clis_messages(tmp_path):
     need(CLI, "the CLI (cargo build --release)")
     bad = tmp_path / "bad.json"

@@ -16,15 +16,16 @@ use super::{CliError, PlanArgs, ScoreArgs};
 use crate::io::write_atomically;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::report::cluster::{
-    choice_line, cluster_device_table, cluster_evaluation_json, cluster_evaluation_text,
-    cluster_lines, cluster_plan_text, frontier_svg, frontier_table, sweep_svg, sweep_table,
+    choice_line, cluster_device_table, cluster_evaluation_text, cluster_lines, cluster_plan_text,
+    frontier_svg, frontier_table, sweep_svg, sweep_table,
 };
+use crate::report::plan_json::{ClaimJson, EvaluationJson, PlanJson};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::cluster::plan::{CheckedPlan, ClusterMethod, ClusterPlan};
 use crate::solve::cluster::sweep::{
     best_within_budget, cheapest_for_target, economics, frontier, price, sweep, Economics,
 };
-use crate::solve::{self, Problem};
+use crate::solve::{self, Objective, Problem};
 
 /// What `plan` on a cluster does not do yet, as an error naming the flag.
 fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterMethod, CliError> {
@@ -40,59 +41,40 @@ fn check_plan_flags(args: &PlanArgs, settings: &PlanSettings) -> Result<ClusterM
     Ok(method)
 }
 
+/// `plan --json` on a cluster: the one plan record ([`crate::report::plan_json`]) of the
+/// checked plan, `method` the method asked for, `usage` the accelerators per type, and this
+/// process's peak resident memory.
+fn plan_json(
+    w: &Workload,
+    settings: &PlanSettings,
+    outcome: &crate::solve::Outcome,
+    plan: &ClusterPlan,
+    best: &CheckedPlan,
+) -> PlanJson {
+    let evaluation = EvaluationJson::on_cluster(
+        w,
+        &plan.costs,
+        &best.placement,
+        settings.objective,
+        &best.evaluation,
+    );
+    let names = super::export_cmds::layers_for_names(w);
+    let holdings = crate::report::layers::holdings_json(w, &names, &best.placement);
+    PlanJson {
+        usage: Some(best.usage.clone()),
+        peak_memory_bytes: super::peak_memory_bytes(),
+        ..PlanJson::new(
+            evaluation,
+            ClaimJson::of(outcome, settings.method.name()),
+            holdings,
+        )
+    }
+}
+
 /// The placement file (MODEL.md's shape, devices numbered as the cluster numbers them).
 fn placement_file(w: &Workload, p: &Placement, e: &ClusterEvaluation) -> String {
     let raw = crate::report::table::placement_file(w, p, &e.devices, e.max_load, false);
     super::json_text(&raw)
-}
-
-/// The outcome fields every plan's JSON carries (README, "JSON output"), with the same
-/// meaning as on one machine: `status`/`outcome` (`optimal` or `feasible`), `stopReason`
-/// (null when proven), `optimal`, `bound` (the proven lower bound; the value itself when
-/// proven) and `gap`; `lowerBound` is kept beside `bound` for older readers.
-fn outcome_fields(v: &mut serde_json::Value, plan: &ClusterPlan, value: f64) {
-    let optimal = plan.stopped.is_none();
-    let bound = if optimal { value } else { plan.lower_bound };
-    let kind = if optimal { "optimal" } else { "feasible" };
-    v["status"] = serde_json::json!(kind);
-    v["outcome"] = serde_json::json!(kind);
-    v["stopReason"] = serde_json::json!(plan.stopped.as_ref().map(|r| r.code()));
-    v["optimal"] = serde_json::json!(optimal);
-    v["bound"] = serde_json::json!(bound);
-    v["lowerBound"] = serde_json::json!(bound);
-    v["gap"] = serde_json::json!(crate::report::table::gap(value, bound));
-}
-
-/// The fields a plan's JSON carries on one machine (README, "JSON output"), here too, with
-/// the same meaning: one output contract. `value`/`maxLoad`/`syncObjective` from the cluster
-/// scorer; latency fields `null` (a cluster plans TPS or sync); `placement` the placement
-/// file; `holdings` the layers per device; `ideals`/`idealPairs` the DP's ideals (pairs are
-/// not counted on a cluster: `null`); `notes`, `path` what the solver said and where the
-/// plan came from; `peakMemoryBytes` this process's peak resident memory.
-fn one_machine_fields(
-    v: &mut serde_json::Value,
-    w: &Workload,
-    settings: &PlanSettings,
-    plan: &ClusterPlan,
-    best: &CheckedPlan,
-) {
-    let e = &best.evaluation;
-    v["objective"] = serde_json::json!(settings.objective.name());
-    v["value"] = serde_json::json!(best.value);
-    v["maxLoad"] = serde_json::json!(e.max_load);
-    v["syncObjective"] = serde_json::json!(e.sync_objective);
-    v["totalLatency"] = serde_json::Value::Null;
-    v["maxPiecesPerAccelerator"] = serde_json::Value::Null;
-    let raw =
-        crate::report::table::placement_file(w, &best.placement, &e.devices, e.max_load, false);
-    v["placement"] = serde_json::to_value(raw).unwrap_or(serde_json::Value::Null);
-    let names = super::export_cmds::layers_for_names(w);
-    v["holdings"] = crate::report::layers::holdings_json(w, &names, &best.placement);
-    v["ideals"] = serde_json::json!((plan.ideals > 0).then_some(plan.ideals));
-    v["idealPairs"] = serde_json::Value::Null;
-    v["notes"] = serde_json::json!(plan.notes);
-    v["path"] = serde_json::json!(plan.source);
-    v["peakMemoryBytes"] = serde_json::json!(super::peak_memory_bytes());
 }
 
 pub fn run_plan(args: &PlanArgs, settings: &PlanSettings, w: &Workload) -> Result<(), CliError> {
@@ -115,7 +97,7 @@ pub fn run_plan(args: &PlanArgs, settings: &PlanSettings, w: &Workload) -> Resul
         pipeline: None,
     };
     let checked = solve::plan(solve::method(settings.method).as_ref(), &problem)?;
-    let plan = checked.cluster.ok_or_else(|| {
+    let plan = checked.cluster.as_ref().ok_or_else(|| {
         CliError::Internal("the planner returned no cluster plan for a cluster".into())
     })?;
     if let (Some(reason), None) = (&plan.stopped, &plan.best) {
@@ -142,16 +124,10 @@ pub fn run_plan(args: &PlanArgs, settings: &PlanSettings, w: &Workload) -> Resul
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let mut v = cluster_evaluation_json(&plan.costs, &best.evaluation);
-        v["method"] = serde_json::json!(args.method);
-        outcome_fields(&mut v, &plan, best.value);
-        v["timeS"] = serde_json::json!(plan.time_s);
-        v["usage"] = serde_json::json!(best.usage);
-        v["evaluations"] = serde_json::json!(plan.evaluations);
-        one_machine_fields(&mut v, w, settings, &plan, best);
+        let v = plan_json(w, settings, &checked.outcome, plan, best);
         write!(stdout, "{}", super::json_text(&v))?;
     } else {
-        write!(stdout, "{}", cluster_plan_text(w, &plan, best))?;
+        write!(stdout, "{}", cluster_plan_text(w, plan, best))?;
         if let Some(out) = &args.out {
             writeln!(stdout, "placement written to {}", out.display())?;
         }
@@ -172,11 +148,8 @@ pub fn run_score_on_cluster(
     let e = evaluate_on_cluster(w, &costs, placement);
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        write!(
-            stdout,
-            "{}",
-            super::json_text(&cluster_evaluation_json(&costs, &e))
-        )?;
+        let v = EvaluationJson::on_cluster(w, &costs, placement, Objective::Throughput, &e);
+        write!(stdout, "{}", super::json_text(&v))?;
     } else {
         write!(stdout, "{}", cluster_evaluation_text(w, &costs, &e))?;
     }

@@ -33,10 +33,11 @@ use crate::experiments::bench::peak_memory_bytes;
 use crate::io::{check_output_target, read_placement, read_workload, write_atomically, IoError};
 use crate::model::schedule::{Pipeline, Schedule};
 use crate::model::{human_bytes, parse_bytes, DeviceSet, WorkloadError};
+use crate::report::plan_json::{ExportJson, PipelineJson};
 use crate::report::table::status_text;
 use crate::report::{
-    comparison_json, comparison_markdown, comparison_text, evaluation_json, placement_json,
-    plan_table,
+    comparison_json, comparison_markdown, comparison_text, placement_json, plan_table, ClaimJson,
+    EvaluationJson, PlanJson,
 };
 use crate::score::{evaluate_with, DeviceMemory, LatencyScoring};
 use crate::solve::auto::Auto;
@@ -713,21 +714,22 @@ fn print_plan(
     };
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let mut v = evaluation_json(
-            w,
-            placement,
-            Some(&plan.outcome),
-            problem.objective,
-            evaluation,
-        );
-        v["peakMemoryBytes"] = serde_json::json!(peak_memory_bytes());
-        v["holdings"] = crate::report::layers::holdings_json(w, names, placement);
-        if let Some((format, text)) = &export {
-            v["export"] = serde_json::json!({"format": format, "text": text});
-        }
-        if let (Some(pipeline), Some(memory)) = (&problem.pipeline, &plan.pipeline_memory) {
-            v["pipeline"] = pipeline_memory_json(pipeline, memory);
-        }
+        let evaluation = EvaluationJson::of(w, placement, problem.objective, evaluation);
+        let claim = ClaimJson::of(&plan.outcome, plan.outcome.method.name());
+        let holdings = crate::report::layers::holdings_json(w, names, placement);
+        let v = PlanJson {
+            peak_memory_bytes: peak_memory_bytes(),
+            export: export.as_ref().map(|(format, text)| ExportJson {
+                format: format.to_string(),
+                text: text.clone(),
+            }),
+            pipeline: problem
+                .pipeline
+                .as_ref()
+                .zip(plan.pipeline_memory.as_ref())
+                .map(|(pipeline, memory)| PipelineJson::of(pipeline, memory)),
+            ..PlanJson::new(evaluation, claim, holdings)
+        };
         write!(stdout, "{}", json_text(&v))?;
     } else {
         write!(
@@ -873,36 +875,6 @@ fn interleaved_memory_text(
         );
     }
     out
-}
-
-fn pipeline_memory_json(pipeline: &Pipeline, memory: &[DeviceMemory]) -> serde_json::Value {
-    serde_json::json!({
-        "schedule": pipeline.schedule.to_string(),
-        "microBatches": pipeline.micro_batches,
-        "recompute": pipeline.recompute.to_string(),
-        "devices": memory.iter().map(|d| {
-            let mut v = serde_json::json!({
-                "device": d.device.to_string(),
-                "stage": d.stage,
-                "inFlight": d.in_flight,
-                "residentBytes": d.resident_bytes,
-                "stashBytes": d.stash_bytes,
-                "memoryBytes": d.bytes,
-            });
-            if !d.chunk_stash_bytes.is_empty() {
-                v["chunkStashBytes"] = serde_json::json!(d.chunk_stash_bytes);
-                v["chunkNodes"] = serde_json::json!(d.chunk_nodes);
-            }
-            if d.recomputes {
-                v["recomputes"] = serde_json::json!(true);
-                v["inputBytes"] = serde_json::json!(d.input_bytes);
-                if !d.chunk_input_bytes.is_empty() {
-                    v["chunkInputBytes"] = serde_json::json!(d.chunk_input_bytes);
-                }
-            }
-            v
-        }).collect::<Vec<_>>(),
-    })
 }
 
 fn run_compare(args: CompareArgs) -> Result<(), CliError> {
@@ -1112,7 +1084,7 @@ fn run_score(args: ScoreArgs) -> Result<(), CliError> {
     };
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let v = evaluation_json(&w, &placement, None, objective, &e);
+        let v = EvaluationJson::of(&w, &placement, objective, &e);
         write!(stdout, "{}", json_text(&v))?;
     } else {
         write!(stdout, "{}", plan_table(&w, None, objective, &e))?;

@@ -37,7 +37,7 @@ use dnnplace::costmodel::{
 };
 use dnnplace::io::{parse_placement, parse_workload, text_of, workload_to_json};
 use dnnplace::model::{Device, Placement, Workload};
-use dnnplace::report::{evaluation_json, placement_json, plan_table};
+use dnnplace::report::{placement_json, plan_table, EvaluationJson};
 use dnnplace::score::evaluate;
 use dnnplace::solve::{self, Limits, Objective, Problem, SolveError};
 
@@ -429,7 +429,7 @@ fn score_and_round_trip(w: &Workload, p: &Placement, latency: bool) -> Result<()
         p.clone()
     };
     let _ = plan_table(w, None, objective, &e);
-    let _ = evaluation_json(w, &p, None, objective, &e);
+    let _ = serde_json::to_string(&EvaluationJson::of(w, &p, objective, &e));
     if e.violations.iter().any(|v| {
         matches!(
             v,

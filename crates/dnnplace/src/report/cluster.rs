@@ -4,9 +4,8 @@
 //!
 //! Also the sweep (the optimum per device count: TPS, speed-up `TPS_1 / TPS_n`, efficiency
 //! `speed-up / n`, memory per device) and the price frontier (time per sample against price
-//! per hour) as tables.
-
-use serde_json::{json, Value};
+//! per hour) as tables. The JSON of a plan on a cluster is the one plan record
+//! ([`super::plan_json`]).
 
 use super::charts::curve::{curve, linear};
 use super::tabular::{Align, Table};
@@ -152,28 +151,6 @@ pub fn cluster_plan_text(w: &Workload, plan: &ClusterPlan, best: &CheckedPlan) -
     }
     s += &cluster_evaluation_text(w, &plan.costs, &best.evaluation);
     s
-}
-
-/// The evaluation as JSON: devices with machine and type, TPS, sync, checks.
-pub fn cluster_evaluation_json(costs: &ClusterCosts, e: &ClusterEvaluation) -> Value {
-    let devices: Vec<Value> = e
-        .devices
-        .iter()
-        .map(|d| {
-            let (machine, ty, limit) = device_place(costs, d.device);
-            json!({"device": d.device.to_string(), "machine": machine, "type": ty, "nodes": d.nodes,
-                   "compute": d.compute, "communication": d.communication, "load": d.load,
-                   "memoryBytes": d.memory_bytes, "memoryLimitBytes": limit})
-        })
-        .collect();
-    json!({
-        "devices": devices,
-        "tps": e.max_load,
-        "sync": e.sync_objective,
-        "valid": e.is_valid(),
-        "contiguous": e.is_contiguous(),
-        "violations": e.violations.iter().chain(&e.non_contiguous).map(|v| v.to_string()).collect::<Vec<_>>(),
-    })
 }
 
 fn mix(cluster: &crate::model::Cluster, usage: &[usize]) -> String {

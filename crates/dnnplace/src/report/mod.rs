@@ -1,7 +1,9 @@
 //! Reports: plans and evaluations as tables for people and JSON for programs.
 //!
 //! - [`tabular`]: the one table renderer (aligned text, Markdown, HTML) the others use;
-//! - [`table`]: one plan (`plan`, `score`);
+//! - [`table`]: one plan as a table (`plan`, `score`);
+//! - [`plan_json`]: one plan or scored placement as JSON, the same record on every road
+//!   (one machine, a cluster; the command line and the Python binding);
 //! - [`layers`]: what each device holds, by layer range and module path;
 //! - [`cluster`](mod@cluster): a plan on a cluster, per device with machine and type;
 //! - [`parallel`](mod@parallel): a parallel layout (stages × TP × DP) per stage, as text
@@ -25,10 +27,12 @@ pub mod html;
 pub mod layers;
 pub mod parallel;
 pub mod parallel_html;
+pub mod plan_json;
 pub mod reproduce;
 pub mod simulation;
 pub mod table;
 pub mod tabular;
 
 pub use compare::{comparison_json, comparison_markdown, comparison_text};
-pub use table::{evaluation_json, placement_json, plan_table};
+pub use plan_json::{ClaimJson, EvaluationJson, PlanJson};
+pub use table::{placement_json, plan_table};

@@ -2,8 +2,6 @@
 
 use std::fmt::Write;
 
-use serde_json::{json, Value};
-
 use crate::io::{placement_to_raw, RawPlacement};
 use crate::model::{Device, Placement, Workload};
 use crate::score::{DeviceLoad, Evaluation};
@@ -204,10 +202,14 @@ fn yes(b: bool) -> &'static str {
 }
 
 /// The placement file of MODEL.md's shape, loads filled in by the scorer.
-pub fn placement_json(w: &Workload, p: &Placement, e: &Evaluation, objective: Objective) -> Value {
+pub fn placement_json(
+    w: &Workload,
+    p: &Placement,
+    e: &Evaluation,
+    objective: Objective,
+) -> RawPlacement {
     let latency = matches!(objective, Objective::Latency { .. });
-    let raw = placement_file(w, p, &e.devices, objective.value(e), latency);
-    serde_json::to_value(raw).expect("serialisable")
+    placement_file(w, p, &e.devices, objective.value(e), latency)
 }
 
 /// The placement file of `p` (MODEL.md's shape, devices numbered as the placement numbers
@@ -231,56 +233,4 @@ pub fn placement_file(
     let acc_loads: Vec<f64> = (0..accs).map(|i| load_of(Device::Accelerator(i))).collect();
     let cpu_loads: Vec<f64> = (0..cpus).map(|i| load_of(Device::Cpu(i))).collect();
     placement_to_raw(w, p, &acc_loads, &cpu_loads, objective, latency)
-}
-
-/// Everything about a plan as JSON: the placement file plus status, bound and scores.
-pub fn evaluation_json(
-    w: &Workload,
-    p: &Placement,
-    outcome: Option<&Outcome>,
-    objective: Objective,
-    e: &Evaluation,
-) -> Value {
-    let devices: Vec<Value> = e
-        .devices
-        .iter()
-        .map(|d| {
-            let mut v = json!({"device": d.device.to_string(), "nodes": d.nodes, "compute": d.compute,
-                   "communication": d.communication, "load": d.load, "memoryBytes": d.memory_bytes,
-                   "bottleneck": Some(d.device) == e.bottleneck});
-            if d.recomputes {
-                v["recomputes"] = json!(true);
-                v["recompute"] = json!(d.recompute);
-            }
-            v
-        })
-        .collect();
-    let mut v = json!({
-        "objective": objective.name(),
-        "value": objective.value(e),
-        "maxLoad": e.max_load,
-        "syncObjective": e.sync_objective,
-        "totalLatency": e.latency_total(),
-        "maxPiecesPerAccelerator": e.latency.as_ref().map(|l| l.max_pieces()),
-        "valid": e.is_valid(),
-        "contiguous": e.is_contiguous(),
-        "violations": e.violations.iter().chain(&e.non_contiguous).map(|x| x.to_string()).collect::<Vec<_>>(),
-        "devices": devices,
-        "placement": placement_json(w, p, e, objective),
-    });
-    if let Some(o) = outcome {
-        v["method"] = json!(o.method.name());
-        v["status"] = json!(status_text(o));
-        v["outcome"] = json!(o.status.kind());
-        v["stopReason"] = json!(o.status.stop_reason().map(|r| r.code()));
-        v["optimal"] = json!(o.status == Status::Optimal);
-        v["bound"] = json!(o.bound);
-        v["gap"] = json!(gap(o.objective, o.bound));
-        v["timeS"] = json!(o.stats.time_s);
-        v["ideals"] = json!(o.stats.ideals);
-        v["idealPairs"] = json!(o.stats.ideal_pairs);
-        v["notes"] = json!(o.stats.notes);
-        v["path"] = json!(o.stats.path);
-    }
-    v
 }

@@ -219,7 +219,7 @@ impl ClusterPlan {
             stats: Stats {
                 time_s: self.time_s,
                 path: Some(self.source.to_string()),
-                ideals: Some(self.ideals),
+                ideals: (self.ideals > 0).then_some(self.ideals),
                 notes: self.notes.clone(),
                 trace: self.trace.clone(),
                 evaluations: self.evaluations,
