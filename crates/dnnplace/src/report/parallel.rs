@@ -4,6 +4,7 @@
 //! into weights / gradients / optimizer state / activations in flight — then the iteration
 //! time, time per sample, TFLOP/s per device, MFU, and the search's value, bound and gap.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::tabular::{Align, Table};
@@ -183,20 +184,20 @@ pub fn scored_json(
     source: &str,
 ) -> Value {
     let value = crate::solve::parallel::objective_value(&plan.score, objective);
-    let mut v = json!({
-        "parallel": "3d",
-        "uniform": plan.layout.stages.iter().all(|s| {
-            (s.tensor_parallel, s.data_parallel)
-                == (plan.layout.stages[0].tensor_parallel, plan.layout.stages[0].data_parallel)
+    let record = ScoredJson {
+        parallel: "3d",
+        uniform: plan.layout.stages.windows(2).all(|s| {
+            (s[0].tensor_parallel, s[0].data_parallel) == (s[1].tensor_parallel, s[1].data_parallel)
         }),
-        "from": source,
-        "objective": objective_name(objective),
-        "value": value.is_finite().then_some(value),
-        "fits": plan.score.fits,
-        "cluster": cluster_json(topo),
-    });
-    plan_json(&mut v, plan, topo);
-    v
+        from: source,
+        objective: objective_name(objective),
+        value: value.is_finite().then_some(value),
+        fits: plan.score.fits,
+        cluster: TopologyJson::of(topo),
+        stages: StageJson::all(plan, topo),
+        totals: LayoutTotalsJson::of(plan),
+    };
+    serde_json::to_value(record).expect("a layout record serialises")
 }
 
 /// `p4·t2·d16 b1 z1 rc sp og`: stages (`p4×v2` with two interleaved chunks each), TP, DP,
@@ -360,88 +361,208 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
 /// `simulation`, the plan's simulated iteration), `bound`, `gap`, `outcome`, `stopReason`,
 /// `optimal`, and `stages: [{layers, chunks, tensorParallel, dataParallel, devices,
 /// microBatchTimeMs, …, memoryBytes}]` (`chunks`: the layers of each chunk the stage
-/// holds, in order; one chunk unless interleaved).
+/// holds, in order; one chunk unless interleaved). One typed record, [`LayoutJson`].
 pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> Value {
-    let mut v = json!({
-        "parallel": "3d",
-        "uniform": !o.free,
-        "objective": objective_name(objective),
-        "value": o.value.is_finite().then_some(o.value),
-        "valueFrom": o.valuation.code(),
-        "bound": o.bound.is_finite().then_some(o.bound),
-        "gap": o.value.is_finite().then(|| o.gap()),
-        "outcome": o.status.kind(),
-        "stopReason": o.status.stop_reason().map(|r| r.code()),
-        "optimal": o.status == Status::Optimal,
-        "status": status_line(o),
-        "configurations": o.configs,
-        "configurationsSolved": o.configs_solved,
-        "timeS": o.elapsed_s,
-        "cluster": cluster_json(topo),
-    });
-    match &o.plan {
-        Some(plan) => plan_json(&mut v, plan, topo),
-        None => v["stages"] = json!([]),
+    let record = LayoutJson {
+        parallel: "3d",
+        uniform: !o.free,
+        objective: objective_name(objective),
+        value: o.value.is_finite().then_some(o.value),
+        value_from: o.valuation.code(),
+        bound: o.bound.is_finite().then_some(o.bound),
+        gap: o.value.is_finite().then(|| o.gap()),
+        outcome: o.status.kind(),
+        stop_reason: o.status.stop_reason().map(|r| r.code()),
+        optimal: o.status == Status::Optimal,
+        status: status_line(o),
+        configurations: o.configs,
+        configurations_solved: o.configs_solved,
+        time_s: o.elapsed_s,
+        cluster: TopologyJson::of(topo),
+        stages: o
+            .plan
+            .as_ref()
+            .map_or_else(Vec::new, |p| StageJson::all(p, topo)),
+        totals: o.plan.as_ref().map(LayoutTotalsJson::of),
+    };
+    serde_json::to_value(record).expect("a layout record serialises")
+}
+
+/// A layout found by a search ([`layout_json`]): what was searched and claimed, then the
+/// plan's stages and totals (none without a plan).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LayoutJson {
+    parallel: &'static str,
+    uniform: bool,
+    objective: &'static str,
+    value: Option<f64>,
+    value_from: &'static str,
+    bound: Option<f64>,
+    gap: Option<f64>,
+    outcome: &'static str,
+    stop_reason: Option<&'static str>,
+    optimal: bool,
+    status: String,
+    configurations: usize,
+    configurations_solved: usize,
+    time_s: f64,
+    cluster: TopologyJson,
+    stages: Vec<StageJson>,
+    #[serde(flatten)]
+    totals: Option<LayoutTotalsJson>,
+}
+
+/// A layout given by hand and scored ([`scored_json`]).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ScoredJson<'a> {
+    parallel: &'static str,
+    uniform: bool,
+    from: &'a str,
+    objective: &'static str,
+    value: Option<f64>,
+    fits: bool,
+    cluster: TopologyJson,
+    stages: Vec<StageJson>,
+    #[serde(flatten)]
+    totals: LayoutTotalsJson,
+}
+
+/// The cluster a layout is planned on, as the layout sees it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TopologyJson {
+    machines: usize,
+    per_machine: usize,
+    #[serde(rename = "type")]
+    type_name: String,
+    memory_bytes: f64,
+}
+
+impl TopologyJson {
+    fn of(topo: &Topology) -> TopologyJson {
+        TopologyJson {
+            machines: topo.machines,
+            per_machine: topo.per_machine,
+            type_name: topo.type_name.clone(),
+            memory_bytes: topo.memory_bytes,
+        }
     }
-    v
 }
 
-fn cluster_json(topo: &Topology) -> Value {
-    json!({"machines": topo.machines, "perMachine": topo.per_machine,
-           "type": topo.type_name, "memoryBytes": topo.memory_bytes})
+/// One stage: its layers (per chunk), accelerator type, `t × d` and devices, time per
+/// micro-batch by part, and memory per device by part (the scorer's [`StageScore`]).
+///
+/// [`StageScore`]: crate::score::parallel::StageScore
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StageJson {
+    layers: Vec<String>,
+    chunks: Vec<Vec<String>>,
+    accelerator: String,
+    tensor_parallel: usize,
+    data_parallel: usize,
+    devices: Vec<usize>,
+    machines: std::collections::BTreeSet<usize>,
+    compute_ms: f64,
+    tensor_parallel_ms: f64,
+    transfer_ms: f64,
+    gather_ms: f64,
+    micro_batch_time_ms: f64,
+    dp_sync_ms: f64,
+    backward_ms: f64,
+    micro_batches: usize,
+    in_flight: usize,
+    weight_bytes: f64,
+    gradient_bytes: f64,
+    optimizer_bytes: f64,
+    activation_bytes: f64,
+    memory_bytes: f64,
 }
 
-/// Adds `plan`'s stages and totals to `v`.
-fn plan_json(v: &mut Value, plan: &ParallelPlan, topo: &Topology) {
-    let l = &plan.layout;
-    let stages: Vec<Value> = l
-        .stages
-        .iter()
-        .zip(&plan.score.stages)
-        .enumerate()
-        .map(|(i, (st, sc))| {
-            let chunks: Vec<Vec<&str>> = l
-                .chunks_of(i)
-                .map(|c| c.units.clone().map(|u| plan.chain.units[u].name.as_str()).collect())
-                .collect();
-            json!({
-                "layers": chunks.concat(),
-                "chunks": chunks,
-                "accelerator": accelerator(plan, topo, i),
-                "tensorParallel": st.tensor_parallel,
-                "dataParallel": st.data_parallel,
-                "devices": st.devices().collect::<Vec<_>>(),
-                "machines": st.devices().map(|d| topo.machine_of(d)).collect::<std::collections::BTreeSet<_>>(),
-                "computeMs": sc.compute_ms,
-                "tensorParallelMs": sc.tensor_parallel_ms,
-                "transferMs": sc.transfer_ms,
-                "gatherMs": sc.gather_ms,
-                "microBatchTimeMs": sc.micro_batch_ms,
-                "dpSyncMs": sc.dp_sync_ms,
-                "backwardMs": sc.backward_ms,
-                "microBatches": sc.micro_batches,
-                "inFlight": sc.in_flight,
-                "weightBytes": sc.weight_bytes,
-                "gradientBytes": sc.gradient_bytes,
-                "optimizerBytes": sc.optimizer_bytes,
-                "activationBytes": sc.activation_bytes,
-                "memoryBytes": sc.memory_bytes,
+impl StageJson {
+    fn all(plan: &ParallelPlan, topo: &Topology) -> Vec<StageJson> {
+        let l = &plan.layout;
+        l.stages
+            .iter()
+            .zip(&plan.score.stages)
+            .enumerate()
+            .map(|(i, (st, sc))| {
+                let chunks: Vec<Vec<String>> = l
+                    .chunks_of(i)
+                    .map(|c| {
+                        c.units
+                            .clone()
+                            .map(|u| plan.chain.units[u].name.clone())
+                            .collect()
+                    })
+                    .collect();
+                StageJson {
+                    layers: chunks.concat(),
+                    chunks,
+                    accelerator: accelerator(plan, topo, i).to_string(),
+                    tensor_parallel: st.tensor_parallel,
+                    data_parallel: st.data_parallel,
+                    devices: st.devices().collect(),
+                    machines: st.devices().map(|d| topo.machine_of(d)).collect(),
+                    compute_ms: sc.compute_ms,
+                    tensor_parallel_ms: sc.tensor_parallel_ms,
+                    transfer_ms: sc.transfer_ms,
+                    gather_ms: sc.gather_ms,
+                    micro_batch_time_ms: sc.micro_batch_ms,
+                    dp_sync_ms: sc.dp_sync_ms,
+                    backward_ms: sc.backward_ms,
+                    micro_batches: sc.micro_batches,
+                    in_flight: sc.in_flight,
+                    weight_bytes: sc.weight_bytes,
+                    gradient_bytes: sc.gradient_bytes,
+                    optimizer_bytes: sc.optimizer_bytes,
+                    activation_bytes: sc.activation_bytes,
+                    memory_bytes: sc.memory_bytes,
+                }
             })
-        })
-        .collect();
-    v["stages"] = json!(stages);
-    v["microBatch"] = json!(l.micro_batch);
-    v["globalBatch"] = json!(l.global_batch);
-    v["zero"] = json!(l.zero.stage());
-    v["schedule"] = json!(l.schedule.to_string());
-    v["recompute"] = json!(l.recompute);
-    v["sequenceParallel"] = json!(sequence_parallel(plan));
-    v["overlapGradReduce"] = json!(l.overlap_grad_reduce);
-    v["iterationMs"] = json!(plan.score.iteration_ms);
-    v["timePerSampleMs"] = json!(plan.score.time_per_sample_ms);
-    v["tflopsPerDevice"] = json!(plan.score.tflops_per_device);
-    v["mfu"] = json!(plan.score.mfu);
-    v["devicesUsed"] = json!(plan.score.devices_used);
+            .collect()
+    }
+}
+
+/// A plan's settings and totals: micro-batch, global batch, ZeRO, schedule, the
+/// iteration, time per sample, TFLOP/s per device, MFU and devices used.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LayoutTotalsJson {
+    micro_batch: usize,
+    global_batch: usize,
+    zero: u8,
+    schedule: String,
+    recompute: bool,
+    sequence_parallel: bool,
+    overlap_grad_reduce: bool,
+    iteration_ms: Option<f64>,
+    time_per_sample_ms: f64,
+    tflops_per_device: f64,
+    mfu: f64,
+    devices_used: usize,
+}
+
+impl LayoutTotalsJson {
+    fn of(plan: &ParallelPlan) -> LayoutTotalsJson {
+        let l = &plan.layout;
+        LayoutTotalsJson {
+            micro_batch: l.micro_batch,
+            global_batch: l.global_batch,
+            zero: l.zero.stage(),
+            schedule: l.schedule.to_string(),
+            recompute: l.recompute,
+            sequence_parallel: sequence_parallel(plan),
+            overlap_grad_reduce: l.overlap_grad_reduce,
+            iteration_ms: plan.score.iteration_ms,
+            time_per_sample_ms: plan.score.time_per_sample_ms,
+            tflops_per_device: plan.score.tflops_per_device,
+            mfu: plan.score.mfu,
+            devices_used: plan.score.devices_used,
+        }
+    }
 }
 
 /// Samples per second of a plan: `B` per iteration, or one per time per sample.
