@@ -77,7 +77,8 @@ use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp;
 use super::{
-    dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
+    dp, Infeasibility, Method, MethodId, Objective, Outcome, Problem, Prover, SolveError, Stats,
+    Status, StopReason,
 };
 use super::{fork_join, split_search};
 use crate::model::contraction::Contraction;
@@ -686,7 +687,7 @@ impl Auto {
             "proven optimal by the split search ({} states)",
             found.states
         ));
-        Some(proven_outcome(search, "the split search"))
+        Some(proven_outcome(search, Prover::SplitSearch))
     }
 
     /// Phase 0 on a fork-join block ([`fork_join`]: parallel chains between one source and
@@ -746,7 +747,7 @@ impl Auto {
             "proven optimal by the fork-join search ({} nodes)",
             found.nodes
         ));
-        Some(proven_outcome(search, "the fork-join search"))
+        Some(proven_outcome(search, Prover::ForkJoinSearch))
     }
 
     /// Phase 2: the coarsened path (half of what is left): its plan when better.
@@ -901,7 +902,7 @@ fn ip_last_resort(problem: &Problem, budget: &Budget, search: &mut Search) {
 /// plan, infeasible when the IP proved it (bound ∞), else no plan.
 /// The outcome of a search that finished (`by`: which): its plan proven optimal, or no
 /// contiguous split at all (infeasible); `search` is left empty.
-fn proven_outcome(search: &mut Search, by: &str) -> Outcome {
+fn proven_outcome(search: &mut Search, by: Prover) -> Outcome {
     let mut taken = std::mem::replace(
         search,
         Search {
@@ -919,7 +920,7 @@ fn proven_outcome(search: &mut Search, by: &str) -> Outcome {
     }
     let mut out = finish(taken);
     if out.placement.is_none() {
-        out.status = Status::infeasible(format!("no contiguous split fits the devices (proven by {by}); add devices or memory, or allow non-contiguous splits (--non-contiguous)"));
+        out.status = Status::infeasible(Infeasibility::NoContiguousSplit { by });
     }
     out
 }
@@ -941,7 +942,7 @@ fn finish(search: Search) -> Outcome {
                 placement: None,
                 objective: f64::INFINITY,
                 bound,
-                status: Status::infeasible("no contiguous split fits the devices (proven by the IP); add devices or memory, or allow non-contiguous splits (--non-contiguous)"),
+                status: Status::infeasible(Infeasibility::NoContiguousSplit { by: Prover::Ip }),
                 stats,
             };
         }

@@ -29,7 +29,9 @@
 //! contiguous latency ℓ = C: B ≤ Bell(C + k); ℓ = 1 for non-contiguous latency), times
 //! q^a cuts of the a accelerator nodes for latency with q ≥ 2.
 
-use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use super::{
+    Infeasibility, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
+};
 use crate::model::contraction::class_index;
 use crate::model::{Device, Placement};
 use crate::score::evaluate;
@@ -173,7 +175,7 @@ impl Method for BruteForce {
                 placement: None,
                 objective: f64::INFINITY,
                 bound: f64::INFINITY,
-                status: Status::infeasible("no assignment satisfies the rules"),
+                status: Status::infeasible(Infeasibility::NoAssignment),
                 stats,
             },
         })

@@ -32,7 +32,7 @@
 //!
 //! Complexity: O(n + m) to relabel, plus the method on `|layers|` groups instead of n.
 
-use super::{plan, Method, Outcome, Plan, Problem, SolveError, Stats, Status};
+use super::{plan, Infeasibility, Method, Outcome, Plan, Problem, SolveError, Stats, Status};
 use crate::model::layers::Layers;
 use crate::model::{Node, Workload, WorkloadError};
 use crate::score::evaluate;
@@ -70,8 +70,10 @@ pub fn plan_by_layers(
         Ok(r) => r,
         Err(e) => {
             let reason = match e {
-                WorkloadError::Infeasible { reason } => format!("at layer granularity, {reason}"),
-                other => format!("at layer granularity: {other}"),
+                WorkloadError::Infeasible { reason } => {
+                    Infeasibility::AtLayerGranularity(Box::new(reason.into()))
+                }
+                other => Infeasibility::LayerWorkloadRejected(other),
             };
             let outcome = Outcome {
                 method: method.id(),

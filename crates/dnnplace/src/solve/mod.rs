@@ -66,7 +66,10 @@ pub mod piper;
 pub mod split_search;
 
 pub use method::{method, method_by_name, method_names, methods, Method, MethodId, Unsupported};
-pub use outcome::{Outcome, Provenance, Stats, Status, StopReason, TracePoint};
+pub use outcome::{
+    Infeasibility, LayoutFamily, Outcome, PartitionFailure, Provenance, Prover, Stats, Status,
+    StopReason, TracePoint,
+};
 
 /// The relative gap within which a plan meets its lower bound when `--gap` is not given:
 /// HiGHS's MIP gap, and the closeness at which the DPs call a plan at their load bound

@@ -33,7 +33,7 @@ use crate::model::contraction::{strongly_connected_components, Contraction};
 use crate::solve::dp::chain::best_chain_split_within;
 use crate::solve::ideal_cost::PairCost;
 use crate::solve::leaf_folding::fold_free_leaves;
-use crate::solve::{Method, Outcome, Problem, SolveError};
+use crate::solve::{Infeasibility, Method, Outcome, Problem, SolveError};
 
 /// PipeDream-style chain split (`--method pipedream`).
 pub struct PipeDream;
@@ -111,13 +111,12 @@ fn split_units(
     let Some((_, placement)) = split else {
         return Ok(infeasible_outcome(
             id,
-            format!(
-                "the {} units cannot be split into {} accelerators of {} bytes and {} CPUs",
-                chain.len(),
-                d.accelerators,
-                d.memory_per_accelerator_bytes,
-                d.cpus
-            ),
+            Infeasibility::NoChainSplit {
+                units: chain.len(),
+                accelerators: d.accelerators,
+                memory_bytes: d.memory_per_accelerator_bytes,
+                cpus: d.cpus,
+            },
         ));
     };
     let mut outcome = scored_outcome(id, problem, placement.canonical(), vec![note]);

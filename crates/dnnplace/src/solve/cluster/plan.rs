@@ -46,6 +46,7 @@ use crate::solve::bounds::load::LoadBoundUse;
 use crate::solve::budget::Budget;
 use crate::solve::learned::brkga::Genetic;
 use crate::solve::learned::policy_gradient::PolicyGradient;
+use crate::solve::Infeasibility;
 use crate::solve::TracePoint;
 use crate::solve::{
     Limits, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
@@ -200,10 +201,8 @@ impl ClusterPlan {
             (None, Some(reason)) => Status::NoPlan {
                 reason: reason.clone(),
             },
-            (None, None) => Status::infeasible(if self.method.contiguous() {
-                "no contiguous plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)"
-            } else {
-                "no plan fits the cluster (memory per type, CPU-only nodes)"
+            (None, None) => Status::infeasible(Infeasibility::NoClusterPlan {
+                contiguous: self.method.contiguous(),
             }),
         };
         Outcome {

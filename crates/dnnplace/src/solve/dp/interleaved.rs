@@ -76,7 +76,7 @@ use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::budget::Budget;
 use crate::solve::candidate::{candidate, Candidate};
 use crate::solve::ideals::Ideals;
-use crate::solve::{Outcome, Problem, SolveError, Stats, Status, StopReason};
+use crate::solve::{Infeasibility, Outcome, Problem, SolveError, Stats, Status, StopReason};
 
 /// The largest ideal lattice the exact run takes on.
 pub const LATTICE_LIMIT: usize = 3000;
@@ -148,9 +148,7 @@ pub fn solve_within(
             None,
             f64::INFINITY,
             f64::INFINITY,
-            Status::infeasible(
-                "the interleaved schedule runs on accelerators only, and the workload has none",
-            ),
+            Status::infeasible(Infeasibility::InterleavedWithoutAccelerators),
             stats,
         ));
     }
@@ -390,9 +388,7 @@ impl Search<'_> {
                     None,
                     f64::INFINITY,
                     f64::INFINITY,
-                    Status::infeasible(
-                        "no chain of interleaved chunks fits the accelerators' memory under the schedule",
-                    ),
+                    Status::infeasible(Infeasibility::NoInterleavedChain),
                     stats,
                 ),
             };
@@ -811,7 +807,7 @@ fn memory_certificate(
     w: &crate::model::Workload,
     pipeline: Pipeline,
     vectors: &[DeviceVectors],
-) -> Option<String> {
+) -> Option<Infeasibility> {
     if pipeline.recompute == Recompute::Auto {
         return None;
     }
@@ -830,14 +826,12 @@ fn memory_certificate(
     let devices = w.devices();
     let capacity = devices.accelerators as f64 * devices.memory_per_accelerator_bytes;
     let need = resident + kappa as f64 * stash;
-    (need > capacity * (1.0 + MEMORY_TOLERANCE)).then(|| {
-        format!(
-            "under the interleaved schedule every node is on an accelerator, and the {} accelerators' {} are less than the nodes' resident bytes ({}) plus the {kappa} micro-batches' stashes ({} each) that the devices hold at least: use --recompute auto, more or larger accelerators, or fewer micro-batches",
-            devices.accelerators,
-            crate::model::human_bytes(capacity),
-            crate::model::human_bytes(resident),
-            crate::model::human_bytes(stash)
-        )
+    (need > capacity * (1.0 + MEMORY_TOLERANCE)).then_some(Infeasibility::InterleavedMemory {
+        accelerators: devices.accelerators,
+        capacity_bytes: capacity,
+        resident_bytes: resident,
+        micro_batches: kappa,
+        stash_bytes: stash,
     })
 }
 

@@ -107,7 +107,7 @@ use crate::model::recompute::{backward_input_vectors, recompute_data, Recompute,
 use crate::model::schedule::{held_bytes, split_plans, stash_vectors};
 use crate::model::{Device, DeviceSet, Placement};
 use crate::solve::candidate::Candidate;
-use crate::solve::{Outcome, Problem, SolveError, Stats, Status};
+use crate::solve::{Infeasibility, Outcome, Problem, SolveError, Stats, Status};
 
 /// Solves the max-load IP of `problem` under its interleaved schedule.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
@@ -129,9 +129,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
-            status: Status::infeasible(
-                "the interleaved schedule runs on accelerators only, and the workload has none",
-            ),
+            status: Status::infeasible(Infeasibility::InterleavedWithoutAccelerators),
             stats: Stats {
                 groups: Some(units.len()),
                 ..Stats::default()

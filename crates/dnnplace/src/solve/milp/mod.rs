@@ -90,8 +90,8 @@ use super::bounds::load::LoadBoundUse;
 use super::budget::Budget;
 use super::candidate::{candidate, Candidate};
 use super::{
-    Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason, Unsupported,
-    DEFAULT_GAP,
+    Infeasibility, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
+    Unsupported, DEFAULT_GAP,
 };
 use crate::model::Placement;
 use ::highs::HighsModelStatus;
@@ -414,14 +414,20 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
     // Every model here minimises columns with non-negative costs and lower bounds, so it
     // is bounded below: "infeasible or unbounded" can only be infeasible.
     let status = match solved.status {
-        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(
-            "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)",
-        ),
-        _ if solved.stopped.is_some() => Status::NoPlan { reason: solved.stopped.clone().unwrap_or(StopReason::TimeLimit) },
-        HighsModelStatus::Optimal => Status::NoPlan {
-            reason: StopReason::Solver { status: "Optimal, but the scorer rejected its plan".into() },
+        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => {
+            Status::infeasible(Infeasibility::IntegerProgram)
+        }
+        _ if solved.stopped.is_some() => Status::NoPlan {
+            reason: solved.stopped.clone().unwrap_or(StopReason::TimeLimit),
         },
-        s => Status::NoPlan { reason: stop_reason(s) },
+        HighsModelStatus::Optimal => Status::NoPlan {
+            reason: StopReason::Solver {
+                status: "Optimal, but the scorer rejected its plan".into(),
+            },
+        },
+        s => Status::NoPlan {
+            reason: stop_reason(s),
+        },
     };
     Outcome {
         method: crate::solve::MethodId::Ip,
