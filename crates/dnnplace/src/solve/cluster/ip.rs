@@ -111,7 +111,7 @@ use crate::solve::milp::highs::{run_to_bound, Builder, Solved, Var};
 use crate::solve::milp::presolve::into_range;
 use crate::solve::milp::units::{contiguity, device_order};
 use crate::solve::milp::{status_with_plan, TOLERANCE};
-use crate::solve::Infeasibility;
+use crate::solve::{CheckFailure, Infeasibility};
 use crate::solve::{
     Limits, Objective, Outcome, Problem, Provenance, SolveError, Stats, Status, DEFAULT_GAP,
 };
@@ -660,9 +660,11 @@ impl ClusterIp<'_> {
                     let value = solved.objective / scales.time;
                     let tol = TOLERANCE * v.abs().max(1.0);
                     if value < v - tol && value < scales.cap * (1.0 - TOLERANCE) {
-                        return Err(SolveError::Check(format!(
-                            "the cluster IP's objective {value} is below the scorer's {v} for its own plan (formulation bug)"
-                        )));
+                        return Err(SolveError::Check(CheckFailure::IpBelowScorer {
+                            cluster: true,
+                            objective: value,
+                            scored: v,
+                        }));
                     }
                     stats
                         .notes

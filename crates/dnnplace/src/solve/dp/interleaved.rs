@@ -76,7 +76,9 @@ use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::budget::Budget;
 use crate::solve::candidate::{candidate, Candidate};
 use crate::solve::ideals::Ideals;
-use crate::solve::{Infeasibility, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use crate::solve::{
+    CheckFailure, Infeasibility, Outcome, Problem, SolveError, Stats, Status, StopReason,
+};
 
 /// The largest ideal lattice the exact run takes on.
 pub const LATTICE_LIMIT: usize = 3000;
@@ -421,7 +423,7 @@ fn keep_plan(
     best: &mut Option<Candidate>,
 ) -> Result<(), SolveError> {
     let c = candidate(problem, model.placement(family, chain), "dp")
-        .ok_or_else(|| SolveError::Check("the interleaved DP's plan fails the scorer".into()))?;
+        .ok_or(SolveError::Check(CheckFailure::InterleavedDpPlanRejected))?;
     if c.score < upper(best) {
         *best = Some(c);
     }
@@ -1368,8 +1370,11 @@ fn chain_plan(
     let mut outcome = super::solve_pipeline(&accelerators_only, &limits, Some(pipeline))?;
     if let Some(placement) = outcome.placement.take() {
         let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &pipeline)
-            .map_err(|e| {
-                SolveError::Check(format!("the DP's plan under {}: {e}", pipeline.schedule))
+            .map_err(|error| {
+                SolveError::Check(CheckFailure::DpPlanMemory {
+                    schedule: pipeline.schedule,
+                    error,
+                })
             })?;
         let shift = p * spread - memory.len();
         let stage_of = |x: usize| {

@@ -90,8 +90,8 @@ use super::bounds::load::LoadBoundUse;
 use super::budget::Budget;
 use super::candidate::{candidate, Candidate};
 use super::{
-    Infeasibility, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
-    Unsupported, DEFAULT_GAP,
+    CheckFailure, Infeasibility, Method, Objective, Outcome, Problem, SolveError, Stats, Status,
+    StopReason, Unsupported, DEFAULT_GAP,
 };
 use crate::model::Placement;
 use ::highs::HighsModelStatus;
@@ -399,10 +399,11 @@ fn scored_ip_plan(
                 solved.objective, c.score
             ));
         } else if below {
-            return Err(SolveError::Check(format!(
-                "the IP's objective {} is below the scorer's {} for its own plan (formulation bug)",
-                solved.objective, c.score
-            )));
+            return Err(SolveError::Check(CheckFailure::IpBelowScorer {
+                cluster: false,
+                objective: solved.objective,
+                scored: c.score,
+            }));
         }
     }
     Ok(ip)
