@@ -335,11 +335,10 @@ pub enum SolveError {
     /// ([`cluster::plan::ClusterMethod::choose`]).
     #[error("on a cluster, {0}")]
     OnCluster(#[from] cluster::plan::ClusterRefusal),
-    /// HiGHS refused the model, an option or the warm start, or failed: the string holds
-    /// HiGHS's own message (its status or error, as it names it), which has no structure
-    /// of ours to keep.
+    /// HiGHS refused the model, an option or the warm start, or failed
+    /// ([`milp::highs::HighsFailure`], with HiGHS's own status where it gives one).
     #[error("solver failure: {0}")]
-    Solver(String),
+    Solver(milp::highs::HighsFailure),
     /// A plan failed an internal check ([`CheckFailure`]): a bug, never an answer.
     #[error("internal check failed: {0}")]
     Check(CheckFailure),
