@@ -156,7 +156,7 @@ impl Method for Auto {
                 || dp.placement.is_none() && matches!(dp.status, Status::Infeasible { .. })
             {
                 let mut outcome = dp;
-                outcome.method = crate::solve::MethodId::Auto;
+                outcome.method = MethodId::Auto;
                 outcome.stats.notes.push(
                     "auto under the interleaved schedule: the interleaved DP proved it".into(),
                 );
@@ -180,14 +180,14 @@ impl Method for Auto {
             {
                 outcome.status = Status::Optimal;
             }
-            outcome.method = crate::solve::MethodId::Auto;
+            outcome.method = MethodId::Auto;
             outcome.stats.notes.splice(0..0, dp.stats.notes);
             outcome.stats.notes.push("auto under the interleaved schedule: the interleaved DP, then the interleaved IP from its plan".into());
             return Ok(outcome);
         }
         if problem.pipeline.is_some() {
             let mut outcome = self.under_schedule(problem)?;
-            outcome.method = crate::solve::MethodId::Auto;
+            outcome.method = MethodId::Auto;
             outcome.stats.time_s = started.elapsed().as_secs_f64();
             return Ok(outcome);
         }
@@ -200,7 +200,7 @@ impl Method for Auto {
             (Objective::Throughput, true) => self.contiguous_throughput(problem, &budget)?,
             _ => self.through_ip(problem, &budget)?,
         };
-        outcome.method = crate::solve::MethodId::Auto;
+        outcome.method = MethodId::Auto;
         outcome.stats.time_s = started.elapsed().as_secs_f64();
         Ok(outcome)
     }
@@ -938,7 +938,7 @@ fn finish(search: Search) -> Outcome {
     let Some(best) = best else {
         if bound == f64::INFINITY {
             return Outcome {
-                method: crate::solve::MethodId::Auto,
+                method: MethodId::Auto,
                 placement: None,
                 objective: f64::INFINITY,
                 bound,
@@ -947,7 +947,7 @@ fn finish(search: Search) -> Outcome {
             };
         }
         return Outcome {
-            method: crate::solve::MethodId::Auto,
+            method: MethodId::Auto,
             placement: None,
             objective: f64::INFINITY,
             bound,
@@ -968,7 +968,7 @@ fn finish(search: Search) -> Outcome {
         }
     };
     Outcome {
-        method: crate::solve::MethodId::Auto,
+        method: MethodId::Auto,
         placement: Some(best.placement),
         objective: best.max_load,
         bound,
@@ -1071,7 +1071,7 @@ impl Auto {
         stats.path = Some(format!("contiguous TPS plan ({first_path}); {why}"));
         let bound = bound.min(objective);
         Ok(Outcome {
-            method: crate::solve::MethodId::Auto,
+            method: MethodId::Auto,
             placement: Some(match (latency, &e.latency) {
                 (true, Some(l)) => l.attach_cut(placement),
                 _ => placement,

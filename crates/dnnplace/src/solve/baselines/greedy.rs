@@ -18,14 +18,14 @@
 use super::{contiguity_infeasible_outcome, infeasible_outcome, scored_outcome};
 use crate::model::contraction::Contraction;
 use crate::model::{Device, DeviceSet};
-use crate::solve::{Infeasibility, Method, Objective, Outcome, Problem, SolveError};
+use crate::solve::{Infeasibility, Method, MethodId, Objective, Outcome, Problem, SolveError};
 
 /// Topological first-fit onto accelerators (`--method greedy`).
 pub struct Greedy;
 
 impl Method for Greedy {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Greedy
+    fn id(&self) -> MethodId {
+        MethodId::Greedy
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {

@@ -33,7 +33,7 @@ use super::{infeasible_outcome, scored_outcome, SplitMix64};
 use crate::model::grouping::{incidence, Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
 use crate::score::tps;
-use crate::solve::{Infeasibility, Limits, Method, Outcome, Problem, SolveError, Status};
+use crate::solve::{Infeasibility, Limits, Method, MethodId, Outcome, Problem, SolveError, Status};
 
 /// Classes priced between two looks at the budget within a step.
 pub const CLASSES_PER_CHECK: usize = 256;
@@ -78,8 +78,8 @@ impl ClassModel {
 pub struct LocalSearch;
 
 impl Method for LocalSearch {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::LocalSearch
+    fn id(&self) -> MethodId {
+        MethodId::LocalSearch
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {

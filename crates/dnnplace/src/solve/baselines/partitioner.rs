@@ -30,14 +30,16 @@ use super::{infeasible_outcome, repair, scored_outcome, throughput_only};
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Workload};
 use crate::score::tps;
-use crate::solve::{Infeasibility, Method, Outcome, PartitionFailure, Problem, SolveError};
+use crate::solve::{
+    Infeasibility, Method, MethodId, Outcome, PartitionFailure, Problem, SolveError,
+};
 
 /// METIS k-way partition of the class graph (`--method partitioner`).
 pub struct Partitioner;
 
 impl Method for Partitioner {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Partitioner
+    fn id(&self) -> MethodId {
+        MethodId::Partitioner
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {

@@ -6,14 +6,14 @@
 
 use super::{infeasible_outcome, scored_outcome};
 use crate::model::{Device, Placement};
-use crate::solve::{Infeasibility, Method, Outcome, Problem, SolveError};
+use crate::solve::{Infeasibility, Method, MethodId, Outcome, Problem, SolveError};
 
 /// Everything on accelerator 0 (`--method single`).
 pub struct Single;
 
 impl Method for Single {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Single
+    fn id(&self) -> MethodId {
+        MethodId::Single
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {

@@ -77,7 +77,7 @@ use crate::solve::budget::Budget;
 use crate::solve::candidate::{candidate, Candidate};
 use crate::solve::ideals::Ideals;
 use crate::solve::{
-    CheckFailure, Infeasibility, Outcome, Problem, SolveError, Stats, Status, StopReason,
+    CheckFailure, Infeasibility, MethodId, Outcome, Problem, SolveError, Stats, Status, StopReason,
 };
 
 /// The largest ideal lattice the exact run takes on.
@@ -230,7 +230,7 @@ fn device_vectors(pipeline: &Pipeline, p: usize) -> Result<Vec<DeviceVectors>, S
         })
         .collect::<Result<Vec<_>, crate::model::schedule::ScheduleError>>()
         .map_err(|e| SolveError::Unsupported {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             what: format!("{} with these sizes: {e}", pipeline.schedule),
         })
 }
@@ -458,7 +458,7 @@ fn outcome(
     stats: Stats,
 ) -> Outcome {
     Outcome {
-        method: crate::solve::MethodId::Dp,
+        method: MethodId::Dp,
         placement,
         objective,
         bound,
@@ -1362,7 +1362,7 @@ fn chain_plan(
             memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes / spread as f64,
         })
         .map_err(|e| SolveError::Unsupported {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             what: format!("the accelerators alone: {e}"),
         })?;
     let mut limits = limits.clone();

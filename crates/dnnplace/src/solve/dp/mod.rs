@@ -57,8 +57,8 @@ use super::ideals::{self, EnumerationStop, Ideals};
 use super::knapsack::FractionalKnapsack;
 use super::leaf_folding::fold_leaves;
 use super::{
-    Infeasibility, Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status,
-    StopReason,
+    Infeasibility, Limits, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats,
+    Status, StopReason,
 };
 use crate::model::contraction::Contraction;
 use crate::model::numerics::Rescale;
@@ -72,8 +72,8 @@ use chain::chain_upper_bound;
 pub struct Dp;
 
 impl Method for Dp {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Dp
+    fn id(&self) -> MethodId {
+        MethodId::Dp
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
@@ -356,7 +356,7 @@ impl Run {
             None => status,
         };
         Outcome {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             objective: self.objective,
             bound: bound.unwrap_or(self.objective),
             placement: self.placement,
@@ -450,7 +450,7 @@ struct Stop {
 impl Stop {
     fn at(self, reason: Exhausted, phase: String) -> SolveError {
         SolveError::Stopped {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             detail: stop_detail(&reason, &phase, self.start.elapsed().as_secs_f64()),
             reason,
         }

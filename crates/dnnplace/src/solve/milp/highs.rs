@@ -31,7 +31,9 @@ use ::highs::{
 use super::second_opinion;
 use crate::solve::budget::{interrupt_requested, Budget, Exhausted};
 use crate::solve::guard;
-use crate::solve::{Outcome, Problem, SolveError, Stats, Status, StopReason, DEFAULT_GAP};
+use crate::solve::{
+    MethodId, Outcome, Problem, SolveError, Stats, Status, StopReason, DEFAULT_GAP,
+};
 
 /// A progress report of a running solve.
 #[derive(Clone, Copy, Debug)]
@@ -402,7 +404,7 @@ pub(crate) fn run_to(
     if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
         return Ok(Solved::not_run(reason.into()));
     }
-    builder.guard.check(crate::solve::MethodId::Ip)?;
+    builder.guard.check(MethodId::Ip)?;
     let copy = second_opinion::Copy::keep(&builder);
     let first = run_once(
         builder.problem,
@@ -606,7 +608,7 @@ pub(crate) fn refuse_model_size(budget: &Budget, columns: f64, stats: &Stats) ->
         )
         .err()
         .map(|e| Outcome {
-            method: crate::solve::MethodId::Ip,
+            method: MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: 0.0,

@@ -90,8 +90,8 @@ use super::bounds::load::LoadBoundUse;
 use super::budget::Budget;
 use super::candidate::{candidate, Candidate};
 use super::{
-    CheckFailure, Infeasibility, Method, Objective, Outcome, Problem, SolveError, Stats, Status,
-    StopReason, Unsupported, DEFAULT_GAP,
+    CheckFailure, Infeasibility, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats,
+    Status, StopReason, Unsupported, DEFAULT_GAP,
 };
 use crate::model::Placement;
 use ::highs::HighsModelStatus;
@@ -106,8 +106,8 @@ pub use super::budget::{clear_interrupt, interrupt_requested, request_interrupt}
 pub struct Ip;
 
 impl Method for Ip {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Ip
+    fn id(&self) -> MethodId {
+        MethodId::Ip
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), Unsupported> {
@@ -369,7 +369,7 @@ pub(crate) fn finish(
         ));
     }
     Ok(Outcome {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         placement: Some(best.placement),
         objective: best.score,
         bound,
@@ -431,7 +431,7 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
         },
     };
     Outcome {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         placement: None,
         objective: f64::INFINITY,
         bound: if matches!(status, Status::Infeasible { .. }) {
