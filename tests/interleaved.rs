@@ -147,7 +147,11 @@ fn ip_matches_brute_force_over_every_chain_of_chunks() {
                 // The DP's memory certificate (resident + the fewest stashes every device
                 // holds, against all the accelerators' memory), checked by the brute force.
                 if let Status::Infeasible { reason, .. } = &dp.outcome.status {
-                    certified += usize::from(reason.contains("that the devices hold at least"));
+                    certified += usize::from(
+                        reason
+                            .to_string()
+                            .contains("that the devices hold at least"),
+                    );
                 }
             }
         }

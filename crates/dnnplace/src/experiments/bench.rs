@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::io::{read_placement, read_workload, IoError};
 use crate::score::evaluate;
+use crate::solve::MethodId;
 
 /// What to time.
 #[derive(Clone, Debug)]
@@ -13,7 +14,7 @@ pub struct BenchSpec {
     /// The `dnnplace` executable to run.
     pub exe: PathBuf,
     /// `--method` of each run.
-    pub method: crate::solve::MethodId,
+    pub method: MethodId,
     /// More flags for `plan`.
     pub plan_args: Vec<String>,
     /// A folder of expert splits ([`super::expert_split`]) to score beside each workload.

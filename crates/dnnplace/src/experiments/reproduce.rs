@@ -34,7 +34,9 @@ use crate::solve::baselines::expert::Expert;
 use crate::solve::cluster::plan::{ClusterMethod, ClusterPlan, OnCluster};
 use crate::solve::compare::{compare, Comparison};
 use crate::solve::TracePoint;
-use crate::solve::{methods, Limits, Method, MethodId, Objective, Problem};
+use crate::solve::{
+    methods, CheckFailure, Limits, Method, MethodId, Objective, Problem, SolveError,
+};
 
 /// One published workload and what to compare it on.
 #[derive(Clone, Debug)]
@@ -255,14 +257,14 @@ fn on_cluster(
     w: &Workload,
     limits: &Limits,
     method: ClusterMethod,
-) -> Result<ClusterPlan, crate::solve::SolveError> {
+) -> Result<ClusterPlan, SolveError> {
     let problem = Problem {
         limits: limits.clone(),
         ..Problem::throughput(w)
     };
     crate::solve::plan(&OnCluster(method), &problem)?
         .cluster
-        .ok_or_else(|| crate::solve::SolveError::Check("no cluster plan on a cluster".into()))
+        .ok_or(SolveError::Check(CheckFailure::NoClusterPlan))
 }
 
 /// The cluster DP and the search placers (seeds `1..=seeds`) on one cluster instance.

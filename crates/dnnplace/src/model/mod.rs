@@ -50,4 +50,4 @@ pub use count::Count;
 pub use devices::{human_bytes, parse_bytes, Device, DeviceSet};
 pub use memory::NodeMemory;
 pub use placement::Placement;
-pub use workload::{Edge, Node, Workload, WorkloadError};
+pub use workload::{Edge, Node, Unplaceable, Workload, WorkloadError};

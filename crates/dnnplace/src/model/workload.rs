@@ -54,7 +54,7 @@ pub struct Edge {
 }
 
 /// Why a workload was rejected. Every variant names the offending node, edge or field.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq)]
 pub enum WorkloadError {
     #[error("duplicate node id {id} (nodes #{first} and #{second} in the file)")]
     DuplicateId {
@@ -89,13 +89,60 @@ pub enum WorkloadError {
     #[error("the graph has a cycle through node {id}: {path}")]
     Cycle { id: i64, path: String },
     #[error("no feasible placement: {reason}")]
-    Infeasible { reason: String },
+    Infeasible { reason: Unplaceable },
     #[error("node {id}: weightBytes + gradientBytes + optimizerBytes + activationBytes = {parts} exceeds its size {size}; the parts are what size is made of")]
     MemoryExceedsSize { id: i64, parts: f64, size: f64 },
     #[error("the workload has no nodes")]
     Empty,
     #[error("cluster: {field} {message}")]
     BadCluster { field: String, message: String },
+}
+
+/// Why no placement of a workload can exist, found before any method runs
+/// ([`WorkloadError::Infeasible`]): each variant names the node, colour class or device
+/// count and the bytes that do not fit.
+#[derive(Clone, Debug, thiserror::Error, PartialEq)]
+pub enum Unplaceable {
+    #[error("the device set has no accelerator and no CPU")]
+    NoDevice,
+    /// `node` may only run on a CPU and the device set has none.
+    #[error("node {node} is not supported on an accelerator and maxCPUs is 0")]
+    CpuOnlyWithoutCpu { node: i64 },
+    /// `node` needs `size_bytes`, more than an accelerator's `memory_bytes`, without a CPU.
+    #[error("node {node} needs {size_bytes} bytes, more than an accelerator's {memory_bytes} bytes, and maxCPUs is 0")]
+    NodeTooLarge {
+        node: i64,
+        size_bytes: f64,
+        memory_bytes: f64,
+    },
+    /// Colour class `class` (holding `node`) needs `size_bytes` on one device, more than
+    /// an accelerator's `memory_bytes`, without a CPU.
+    #[error("colour class {class} (with node {node}) needs {size_bytes} bytes together, more than an accelerator's {memory_bytes} bytes, and maxCPUs is 0")]
+    ClassTooLarge {
+        class: i64,
+        node: i64,
+        size_bytes: f64,
+        memory_bytes: f64,
+    },
+    /// The nodes need `total_bytes`, more than the `accelerators`' `capacity_bytes`,
+    /// without a CPU.
+    #[error("the nodes need {total_bytes} bytes in all, more than the {accelerators} accelerators' {capacity_bytes} bytes, and maxCPUs is 0")]
+    TotalTooLarge {
+        total_bytes: f64,
+        accelerators: usize,
+        capacity_bytes: f64,
+    },
+    /// On a cluster: `node` may only run on a CPU and the cluster has no CPU core.
+    #[error("node {node} is not supported on an accelerator and the cluster has no CPU core")]
+    CpuOnlyOnClusterWithoutCpu { node: i64 },
+    /// On a cluster: `node` needs `size_bytes`, more than its largest accelerator memory
+    /// `largest_bytes`, and there is no CPU core.
+    #[error("node {node} needs {size_bytes} bytes, more than the cluster's largest accelerator memory ({largest_bytes} bytes), and the cluster has no CPU core")]
+    NodeTooLargeForCluster {
+        node: i64,
+        size_bytes: f64,
+        largest_bytes: f64,
+    },
 }
 
 /// A validated workload. See the module documentation.
@@ -255,7 +302,7 @@ impl Workload {
         let d = &self.devices;
         if d.accelerators == 0 && d.cpus == 0 {
             return Err(WorkloadError::Infeasible {
-                reason: "the device set has no accelerator and no CPU".into(),
+                reason: Unplaceable::NoDevice,
             });
         }
         if d.cpus > 0 {
@@ -268,18 +315,16 @@ impl Workload {
         for node in &self.nodes {
             if !node.supported_on_accelerator {
                 return Err(WorkloadError::Infeasible {
-                    reason: format!(
-                        "node {} is not supported on an accelerator and maxCPUs is 0",
-                        node.id
-                    ),
+                    reason: Unplaceable::CpuOnlyWithoutCpu { node: node.id },
                 });
             }
             if node.size_bytes > d.memory_per_accelerator_bytes {
                 return Err(WorkloadError::Infeasible {
-                    reason: format!(
-                        "node {} needs {} bytes, more than an accelerator's {} bytes, and maxCPUs is 0",
-                        node.id, node.size_bytes, d.memory_per_accelerator_bytes
-                    ),
+                    reason: Unplaceable::NodeTooLarge {
+                        node: node.id,
+                        size_bytes: node.size_bytes,
+                        memory_bytes: d.memory_per_accelerator_bytes,
+                    },
                 });
             }
             if let Some(c) = node.color_class {
@@ -290,10 +335,12 @@ impl Workload {
         for (class, (size, some_node)) in class_size {
             if size > d.memory_per_accelerator_bytes {
                 return Err(WorkloadError::Infeasible {
-                    reason: format!(
-                        "colour class {class} (with node {some_node}) needs {size} bytes together, more than an accelerator's {} bytes, and maxCPUs is 0",
-                        d.memory_per_accelerator_bytes
-                    ),
+                    reason: Unplaceable::ClassTooLarge {
+                        class,
+                        node: some_node,
+                        size_bytes: size,
+                        memory_bytes: d.memory_per_accelerator_bytes,
+                    },
                 });
             }
         }
@@ -301,10 +348,11 @@ impl Workload {
         let capacity = d.memory_per_accelerator_bytes * d.accelerators as f64;
         if total > capacity {
             return Err(WorkloadError::Infeasible {
-                reason: format!(
-                    "the nodes need {total} bytes in all, more than the {} accelerators' {capacity} bytes, and maxCPUs is 0",
-                    d.accelerators
-                ),
+                reason: Unplaceable::TotalTooLarge {
+                    total_bytes: total,
+                    accelerators: d.accelerators,
+                    capacity_bytes: capacity,
+                },
             });
         }
         Ok(())
@@ -419,15 +467,16 @@ impl Workload {
         for node in &self.nodes {
             if !node.supported_on_accelerator {
                 return Err(WorkloadError::Infeasible {
-                    reason: format!("node {} is not supported on an accelerator and the cluster has no CPU core", node.id),
+                    reason: Unplaceable::CpuOnlyOnClusterWithoutCpu { node: node.id },
                 });
             }
             if node.size_bytes > largest {
                 return Err(WorkloadError::Infeasible {
-                    reason: format!(
-                        "node {} needs {} bytes, more than the cluster's largest accelerator memory ({largest} bytes), and the cluster has no CPU core",
-                        node.id, node.size_bytes
-                    ),
+                    reason: Unplaceable::NodeTooLargeForCluster {
+                        node: node.id,
+                        size_bytes: node.size_bytes,
+                        largest_bytes: largest,
+                    },
                 });
             }
         }

@@ -77,7 +77,8 @@ use super::budget::Budget;
 use super::coarsen::{self, CoarsenMode, CoarsenSettings, LatticeSize};
 use super::milp;
 use super::{
-    dp, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
+    dp, Infeasibility, Method, MethodId, Objective, Outcome, Problem, Prover, SolveError, Stats,
+    Status, StopReason,
 };
 use super::{fork_join, split_search};
 use crate::model::contraction::Contraction;
@@ -155,7 +156,7 @@ impl Method for Auto {
                 || dp.placement.is_none() && matches!(dp.status, Status::Infeasible { .. })
             {
                 let mut outcome = dp;
-                outcome.method = crate::solve::MethodId::Auto;
+                outcome.method = MethodId::Auto;
                 outcome.stats.notes.push(
                     "auto under the interleaved schedule: the interleaved DP proved it".into(),
                 );
@@ -179,14 +180,14 @@ impl Method for Auto {
             {
                 outcome.status = Status::Optimal;
             }
-            outcome.method = crate::solve::MethodId::Auto;
+            outcome.method = MethodId::Auto;
             outcome.stats.notes.splice(0..0, dp.stats.notes);
             outcome.stats.notes.push("auto under the interleaved schedule: the interleaved DP, then the interleaved IP from its plan".into());
             return Ok(outcome);
         }
         if problem.pipeline.is_some() {
             let mut outcome = self.under_schedule(problem)?;
-            outcome.method = crate::solve::MethodId::Auto;
+            outcome.method = MethodId::Auto;
             outcome.stats.time_s = started.elapsed().as_secs_f64();
             return Ok(outcome);
         }
@@ -199,7 +200,7 @@ impl Method for Auto {
             (Objective::Throughput, true) => self.contiguous_throughput(problem, &budget)?,
             _ => self.through_ip(problem, &budget)?,
         };
-        outcome.method = crate::solve::MethodId::Auto;
+        outcome.method = MethodId::Auto;
         outcome.stats.time_s = started.elapsed().as_secs_f64();
         Ok(outcome)
     }
@@ -686,7 +687,7 @@ impl Auto {
             "proven optimal by the split search ({} states)",
             found.states
         ));
-        Some(proven_outcome(search, "the split search"))
+        Some(proven_outcome(search, Prover::SplitSearch))
     }
 
     /// Phase 0 on a fork-join block ([`fork_join`]: parallel chains between one source and
@@ -746,7 +747,7 @@ impl Auto {
             "proven optimal by the fork-join search ({} nodes)",
             found.nodes
         ));
-        Some(proven_outcome(search, "the fork-join search"))
+        Some(proven_outcome(search, Prover::ForkJoinSearch))
     }
 
     /// Phase 2: the coarsened path (half of what is left): its plan when better.
@@ -901,7 +902,7 @@ fn ip_last_resort(problem: &Problem, budget: &Budget, search: &mut Search) {
 /// plan, infeasible when the IP proved it (bound ∞), else no plan.
 /// The outcome of a search that finished (`by`: which): its plan proven optimal, or no
 /// contiguous split at all (infeasible); `search` is left empty.
-fn proven_outcome(search: &mut Search, by: &str) -> Outcome {
+fn proven_outcome(search: &mut Search, by: Prover) -> Outcome {
     let mut taken = std::mem::replace(
         search,
         Search {
@@ -919,7 +920,7 @@ fn proven_outcome(search: &mut Search, by: &str) -> Outcome {
     }
     let mut out = finish(taken);
     if out.placement.is_none() {
-        out.status = Status::infeasible(format!("no contiguous split fits the devices (proven by {by}); add devices or memory, or allow non-contiguous splits (--non-contiguous)"));
+        out.status = Status::infeasible(Infeasibility::NoContiguousSplit { by });
     }
     out
 }
@@ -937,16 +938,16 @@ fn finish(search: Search) -> Outcome {
     let Some(best) = best else {
         if bound == f64::INFINITY {
             return Outcome {
-                method: crate::solve::MethodId::Auto,
+                method: MethodId::Auto,
                 placement: None,
                 objective: f64::INFINITY,
                 bound,
-                status: Status::infeasible("no contiguous split fits the devices (proven by the IP); add devices or memory, or allow non-contiguous splits (--non-contiguous)"),
+                status: Status::infeasible(Infeasibility::NoContiguousSplit { by: Prover::Ip }),
                 stats,
             };
         }
         return Outcome {
-            method: crate::solve::MethodId::Auto,
+            method: MethodId::Auto,
             placement: None,
             objective: f64::INFINITY,
             bound,
@@ -967,7 +968,7 @@ fn finish(search: Search) -> Outcome {
         }
     };
     Outcome {
-        method: crate::solve::MethodId::Auto,
+        method: MethodId::Auto,
         placement: Some(best.placement),
         objective: best.max_load,
         bound,
@@ -1070,7 +1071,7 @@ impl Auto {
         stats.path = Some(format!("contiguous TPS plan ({first_path}); {why}"));
         let bound = bound.min(objective);
         Ok(Outcome {
-            method: crate::solve::MethodId::Auto,
+            method: MethodId::Auto,
             placement: Some(match (latency, &e.latency) {
                 (true, Some(l)) => l.attach_cut(placement),
                 _ => placement,

@@ -29,7 +29,10 @@
 //! contiguous latency ℓ = C: B ≤ Bell(C + k); ℓ = 1 for non-contiguous latency), times
 //! q^a cuts of the a accelerator nodes for latency with q ≥ 2.
 
-use super::{Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use super::{
+    Infeasibility, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status,
+    StopReason,
+};
 use crate::model::contraction::class_index;
 use crate::model::{Device, Placement};
 use crate::score::evaluate;
@@ -49,8 +52,8 @@ pub const MAX_CLASSES_LATENCY: usize = 10;
 pub const MAX_NODES_CUT: usize = 10;
 
 impl Method for BruteForce {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::BruteForce
+    fn id(&self) -> MethodId {
+        MethodId::BruteForce
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
@@ -145,7 +148,7 @@ impl Method for BruteForce {
         // nothing until it ends), or no plan.
         Ok(match (best, stopped) {
             (Some((v, p)), Some(reason)) => Outcome {
-                method: crate::solve::MethodId::BruteForce,
+                method: MethodId::BruteForce,
                 placement: Some(p),
                 objective: v,
                 bound: 0.0,
@@ -153,7 +156,7 @@ impl Method for BruteForce {
                 stats,
             },
             (None, Some(reason)) => Outcome {
-                method: crate::solve::MethodId::BruteForce,
+                method: MethodId::BruteForce,
                 placement: None,
                 objective: f64::INFINITY,
                 bound: 0.0,
@@ -161,7 +164,7 @@ impl Method for BruteForce {
                 stats,
             },
             (Some((v, p)), None) => Outcome {
-                method: crate::solve::MethodId::BruteForce,
+                method: MethodId::BruteForce,
                 placement: Some(p),
                 objective: v,
                 bound: v,
@@ -169,11 +172,11 @@ impl Method for BruteForce {
                 stats,
             },
             (None, None) => Outcome {
-                method: crate::solve::MethodId::BruteForce,
+                method: MethodId::BruteForce,
                 placement: None,
                 objective: f64::INFINITY,
                 bound: f64::INFINITY,
-                status: Status::infeasible("no assignment satisfies the rules"),
+                status: Status::infeasible(Infeasibility::NoAssignment),
                 stats,
             },
         })

@@ -32,7 +32,9 @@
 //!
 //! Complexity: O(n + m) to relabel, plus the method on `|layers|` groups instead of n.
 
-use super::{plan, Method, Outcome, Plan, Problem, SolveError, Stats, Status};
+use super::{
+    plan, CheckFailure, Infeasibility, Method, Outcome, Plan, Problem, SolveError, Stats, Status,
+};
 use crate::model::layers::Layers;
 use crate::model::{Node, Workload, WorkloadError};
 use crate::score::evaluate;
@@ -70,8 +72,10 @@ pub fn plan_by_layers(
         Ok(r) => r,
         Err(e) => {
             let reason = match e {
-                WorkloadError::Infeasible { reason } => format!("at layer granularity, {reason}"),
-                other => format!("at layer granularity: {other}"),
+                WorkloadError::Infeasible { reason } => {
+                    Infeasibility::AtLayerGranularity(Box::new(reason.into()))
+                }
+                other => Infeasibility::LayerWorkloadRejected(other),
             };
             let outcome = Outcome {
                 method: method.id(),
@@ -97,25 +101,24 @@ pub fn plan_by_layers(
     let latency_rules = matches!(problem.objective, super::Objective::Latency { .. });
     let evaluation = evaluate(w, placement, latency_rules);
     if let Some(v) = evaluation.violations.first() {
-        return Err(SolveError::Check(format!(
-            "the layer-granular plan is invalid on the original workload: {v}"
-        )));
+        return Err(SolveError::Check(CheckFailure::LayerPlanInvalid(v.clone())));
     }
     // Under the interleaved schedule a device holds several chunks: its chain of chunks is
     // checked with the memory below (as `plan` checks it), not per-device contiguity.
     if problem.contiguous && !problem.interleaved() {
         if let Some(v) = evaluation.non_contiguous.first() {
-            return Err(SolveError::Check(format!(
-                "the layer-granular plan is not contiguous on the original workload: {v}"
+            return Err(SolveError::Check(CheckFailure::LayerPlanNotContiguous(
+                v.clone(),
             )));
         }
     }
     let scored = problem.objective.value(&evaluation);
     let coarse_value = result.objective(problem.objective);
     if (scored - coarse_value).abs() > 1e-9 * scored.abs().max(1.0) {
-        return Err(SolveError::Check(format!(
-            "the layer-granular plan scores {coarse_value} on the relabelled workload but {scored} on the original"
-        )));
+        return Err(SolveError::Check(CheckFailure::LayerPlanScore {
+            relabelled: coarse_value,
+            original: scored,
+        }));
     }
     if let Some(pipeline) = &problem.pipeline {
         result.pipeline_memory = Some(super::checked_pipeline_memory(

@@ -8,7 +8,9 @@
 //! that disagrees with the scorer is an error, never a result.
 //!
 //! - [`method`](mod@method): the [`Method`] trait, the typed [`MethodId`] and the registry;
-//! - [`outcome`]: what a run returns, [`Status`] and [`StopReason`] as data;
+//! - [`outcome`]: what a run returns, [`Status`], [`StopReason`] and [`Infeasibility`] as
+//!   data;
+//! - [`check`]: the internal checks every plan passes, [`CheckFailure`] as data;
 //! - [`budget`]: the time and memory budget every method checks, and Ctrl-C;
 //! - [`ideals`]: the lattice of ideals of the group DAG;
 //! - [`ideal_cost`]: the load of `I \ J` from per-ideal summaries;
@@ -46,6 +48,7 @@ pub mod bounds;
 pub mod brute_force;
 pub mod budget;
 pub mod candidate;
+pub mod check;
 pub mod cluster;
 pub mod coarsen;
 pub mod compare;
@@ -65,8 +68,12 @@ pub mod parallel;
 pub mod piper;
 pub mod split_search;
 
+pub use check::CheckFailure;
 pub use method::{method, method_by_name, method_names, methods, Method, MethodId, Unsupported};
-pub use outcome::{Outcome, Provenance, Stats, Status, StopReason, TracePoint};
+pub use outcome::{
+    Infeasibility, LayoutFamily, Outcome, PartitionFailure, Provenance, Prover, Stats, Status,
+    StopReason, TracePoint,
+};
 
 /// The relative gap within which a plan meets its lower bound when `--gap` is not given:
 /// HiGHS's MIP gap, and the closeness at which the DPs call a plan at their load bound
@@ -328,10 +335,13 @@ pub enum SolveError {
     /// ([`cluster::plan::ClusterMethod::choose`]).
     #[error("on a cluster, {0}")]
     OnCluster(#[from] cluster::plan::ClusterRefusal),
+    /// HiGHS refused the model, an option or the warm start, or failed
+    /// ([`milp::highs::HighsFailure`], with HiGHS's own status where it gives one).
     #[error("solver failure: {0}")]
-    Solver(String),
+    Solver(milp::highs::HighsFailure),
+    /// A plan failed an internal check ([`CheckFailure`]): a bug, never an answer.
     #[error("internal check failed: {0}")]
-    Check(String),
+    Check(CheckFailure),
 }
 
 /// A checked plan: the method's outcome and the scorer's evaluation of it.
@@ -506,11 +516,11 @@ pub fn plan(method: &dyn Method, problem: &Problem) -> Result<Plan, SolveError> 
     let scored = problem.objective.value(&evaluation);
     let tolerance = method.tolerance();
     if (scored - outcome.objective).abs() > tolerance * scored.abs().max(1.0) {
-        return Err(SolveError::Check(format!(
-            "{} reported objective {} but the scorer computes {scored}",
-            method.name(),
-            outcome.objective
-        )));
+        return Err(SolveError::Check(CheckFailure::ObjectiveMismatch {
+            method: method.id(),
+            claimed: outcome.objective,
+            rescored: scored,
+        }));
     }
     outcome.objective = scored;
     if outcome.bound > scored {
@@ -548,26 +558,26 @@ fn checked_evaluation(
         evaluation.latency = None;
     }
     if let Some(v) = evaluation.violations.first() {
-        return Err(SolveError::Check(format!(
-            "{} produced an invalid plan: {v}",
-            method.name()
-        )));
+        return Err(SolveError::Check(CheckFailure::InvalidPlan {
+            method: method.id(),
+            violation: v.clone(),
+        }));
     }
     if problem.contiguous && !problem.interleaved() {
         if let Some(v) = evaluation.non_contiguous.first() {
-            return Err(SolveError::Check(format!(
-                "{} promised a contiguous plan: {v}",
-                method.name()
-            )));
+            return Err(SolveError::Check(CheckFailure::NotContiguous {
+                method: method.id(),
+                violation: v.clone(),
+            }));
         }
     }
     if let Objective::Latency { pieces } = problem.objective {
         if evaluation.max_pieces() > pieces {
-            return Err(SolveError::Check(format!(
-                "{} produced {} pieces on one accelerator, more than the {pieces} allowed",
-                method.name(),
-                evaluation.max_pieces()
-            )));
+            return Err(SolveError::Check(CheckFailure::TooManyPieces {
+                method: method.id(),
+                pieces: evaluation.max_pieces(),
+                allowed: pieces,
+            }));
         }
     }
     Ok(evaluation)
@@ -607,31 +617,22 @@ fn checked_pipeline_memory(
     pipeline: &Pipeline,
 ) -> Result<Vec<DeviceMemory>, SolveError> {
     let limit = w.devices().memory_per_accelerator_bytes;
-    let memory = pipeline_memory(w, placement, pipeline)
-        .map_err(|e| SolveError::Check(format!("{}: {e}", method.name())))?;
+    let memory = pipeline_memory(w, placement, pipeline).map_err(|error| {
+        SolveError::Check(CheckFailure::PipelineMemory {
+            method: method.id(),
+            error,
+        })
+    })?;
     if let Some(d) = memory
         .iter()
         .find(|d| d.device.is_accelerator() && d.bytes > limit * (1.0 + 1e-9))
     {
-        let parts = if d.recomputes {
-            format!(
-                "recomputing: {} resident + {} stashed once + {} in flight x {} input",
-                d.resident_bytes, d.stash_bytes, d.in_flight, d.input_bytes
-            )
-        } else {
-            format!(
-                "{} resident + {} in flight x {} stashed",
-                d.resident_bytes, d.in_flight, d.stash_bytes
-            )
-        };
-        return Err(SolveError::Check(format!(
-            "{}'s plan needs {} bytes on {} under {} ({parts}; stage {}), more than its {limit}",
-            method.name(),
-            d.bytes,
-            d.device,
-            pipeline.schedule,
-            d.stage
-        )));
+        return Err(SolveError::Check(CheckFailure::MemoryExceeded {
+            method: method.id(),
+            memory: Box::new(d.clone()),
+            schedule: pipeline.schedule,
+            limit_bytes: limit,
+        }));
     }
     Ok(memory)
 }
@@ -672,7 +673,7 @@ pub fn clamp_to_nodes(problem: &Problem) -> Result<Clamped, SolveError> {
         }
         out.workload = Some(
             w.with_devices(devices)
-                .map_err(|e| SolveError::Check(format!("clamping the device set: {e}")))?,
+                .map_err(|e| SolveError::Check(CheckFailure::ClampedDevices(e)))?,
         );
     }
     if let Objective::Latency { pieces } = problem.objective {

@@ -9,9 +9,13 @@
 //! | `Heuristic` | yes | 0 (no claim) |
 //! | `Infeasible { reason, .. }` | no | ∞ where proven |
 //! | `NoPlan { reason }` | no | what was proven before `reason` stopped the run |
+//!
+//! Every reason is data: `Feasible` and `NoPlan` carry a [`StopReason`], `Infeasible` an
+//! [`Infeasibility`] (which rule failed, with the node, device counts and bytes it
+//! names); their `Display` gives the sentence a user reads.
 
 use super::budget;
-use crate::model::Placement;
+use crate::model::{human_bytes, Placement, Unplaceable, WorkloadError};
 
 /// How a method's run ended: the claim it makes about its plan.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,7 +31,7 @@ pub enum Status {
     /// `non_contiguous_may_help`: the obstacle is the contiguity rule itself, so the
     /// non-contiguous problem may have a plan.
     Infeasible {
-        reason: String,
+        reason: Infeasibility,
         non_contiguous_may_help: bool,
     },
     /// The run stopped for `reason` before it found a plan. One may exist: this is not a
@@ -37,7 +41,7 @@ pub enum Status {
 
 impl Status {
     /// [`Status::Infeasible`] with a reason that does not involve contiguity.
-    pub fn infeasible(reason: impl Into<String>) -> Status {
+    pub fn infeasible(reason: impl Into<Infeasibility>) -> Status {
         Status::Infeasible {
             reason: reason.into(),
             non_contiguous_may_help: false,
@@ -63,6 +67,209 @@ impl Status {
             _ => None,
         }
     }
+}
+
+/// Why no placement satisfies the rules ([`Status::Infeasible`]): one variant per rule
+/// that failed, with what it names. Display gives the sentence a user reads, with what to
+/// relax.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Infeasibility {
+    /// A necessary condition of the workload fails before any method runs.
+    #[error("{0}")]
+    Workload(Unplaceable),
+    /// `0` holds on the workload with each layer contracted to one node.
+    #[error("at layer granularity, {0}")]
+    AtLayerGranularity(Box<Infeasibility>),
+    /// The workload with each layer contracted to one node is rejected (`0`).
+    #[error("at layer granularity: {0}")]
+    LayerWorkloadRejected(WorkloadError),
+    /// `auto`: a search that finished (`by`) found no contiguous split.
+    #[error("no contiguous split fits the devices (proven by {by}); add devices or memory, or allow non-contiguous splits (--non-contiguous)")]
+    NoContiguousSplit { by: Prover },
+    /// The DP: no contiguous split into the devices.
+    #[error("no contiguous split into at most {accelerators} accelerators of {memory_bytes} bytes and {cpus} CPUs exists; add devices or memory, or allow non-contiguous splits (--method ip)")]
+    NoContiguousSplitOnDevices {
+        accelerators: usize,
+        memory_bytes: f64,
+        cpus: usize,
+    },
+    /// The DP: the nodes that must share a device with `node` (its colour class, or a
+    /// cycle of the contraction) need `size_bytes`, more than an accelerator's
+    /// `memory_bytes`, and there is no CPU.
+    #[error("the nodes that must share a device with node {node} need {size_bytes} bytes, more than an accelerator's {memory_bytes} bytes, and there is no CPU")]
+    GroupFitsNoDevice {
+        node: i64,
+        size_bytes: f64,
+        memory_bytes: f64,
+    },
+    /// HiGHS proved the integer program infeasible.
+    #[error("the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)")]
+    IntegerProgram,
+    /// The brute force tried every assignment.
+    #[error("no assignment satisfies the rules")]
+    NoAssignment,
+    /// The interleaved schedule needs accelerators and the workload has none.
+    #[error("the interleaved schedule runs on accelerators only, and the workload has none")]
+    InterleavedWithoutAccelerators,
+    /// Under the interleaved schedule the `accelerators`' `capacity_bytes` are less than
+    /// the nodes' `resident_bytes` plus `micro_batches` stashes of `stash_bytes`, the
+    /// fewest the devices hold.
+    #[error("under the interleaved schedule every node is on an accelerator, and the {accelerators} accelerators' {} are less than the nodes' resident bytes ({}) plus the {micro_batches} micro-batches' stashes ({} each) that the devices hold at least: use --recompute auto, more or larger accelerators, or fewer micro-batches", human_bytes(*.capacity_bytes), human_bytes(*.resident_bytes), human_bytes(*.stash_bytes))]
+    InterleavedMemory {
+        accelerators: usize,
+        capacity_bytes: f64,
+        resident_bytes: f64,
+        micro_batches: usize,
+        stash_bytes: f64,
+    },
+    /// The interleaved DP finished without a chain of chunks that fits.
+    #[error("no chain of interleaved chunks fits the accelerators' memory under the schedule")]
+    NoInterleavedChain,
+    /// A 3-D parallel search over `0` found no layout that fits.
+    #[error("{0}")]
+    NoLayout(LayoutFamily),
+    /// PipeDream-2BW planner (`piper`): no plan fits with its micro-batches in flight.
+    #[error("no plan fits maxMemoryPerDevice with its micro-batches in flight")]
+    PiperMemory,
+    /// `piper`: not even its relaxation (one micro-batch in flight per stage, all devices)
+    /// fits.
+    #[error("no split fits maxMemoryPerDevice even with one micro-batch in flight per stage and all devices")]
+    PiperRelaxedMemory,
+    /// The cluster IP: `node` (named `name`) with its colour class fits no device.
+    #[error("node {node} ({}) and its colour class fit no device (CPU-only with no CPU core, or larger than every accelerator's memory)", .name.as_deref().unwrap_or("unnamed"))]
+    NodeFitsNoClusterDevice { node: i64, name: Option<String> },
+    /// HiGHS proved the cluster IP infeasible (with the contiguity rules when
+    /// `contiguous`).
+    #[error("the cluster IP is infeasible: {}", if *.contiguous { "no contiguous plan satisfies memory per type, CPU-only nodes and stages filling machines in order" } else { "no plan satisfies memory per type and CPU-only nodes" })]
+    ClusterIp { contiguous: bool },
+    /// A cluster method finished without a plan (contiguous ones: with stages filling
+    /// machines in order).
+    #[error("{}", if *.contiguous { "no contiguous plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)" } else { "no plan fits the cluster (memory per type, CPU-only nodes)" })]
+    NoClusterPlan { contiguous: bool },
+    /// A baseline that needs an accelerator.
+    #[error("the device set has no accelerator")]
+    NoAccelerator,
+    /// `single`: `node` may not run on an accelerator.
+    #[error("node {node} may not run on an accelerator")]
+    CpuOnlyNode { node: i64 },
+    /// `single`: the nodes need `total_bytes`, more than one accelerator's `memory_bytes`.
+    #[error("the nodes need {} in all, more than one accelerator's {}", human_bytes(*.total_bytes), human_bytes(*.memory_bytes))]
+    ExceedsOneAccelerator { total_bytes: f64, memory_bytes: f64 },
+    /// `local-search`: no random start fits.
+    #[error("no random start fits the devices' memory (and there is no CPU to take the rest)")]
+    NoRandomStart,
+    /// `greedy`: the fill needs a CPU and there is none.
+    #[error(
+        "the accelerators' memory is used up (or a node may not run on one) and there is no CPU"
+    )]
+    FillNeedsCpu,
+    /// `greedy`: the fill leaves `runs` separate CPU runs for `cpus` CPUs.
+    #[error("the fill leaves {runs} separate runs for {cpus} CPUs, which is not contiguous; allow non-contiguous splits")]
+    FillNotContiguous { runs: usize, cpus: usize },
+    /// `greedy` under the latency rules: the fill needs `calls` calls on one accelerator,
+    /// more than `pieces`.
+    #[error("the fill needs {calls} calls on one accelerator (its backward nodes wait for later forward nodes on other devices), more than --pieces {pieces}; allow --pieces {calls} or use --method ip")]
+    FillTooManyCalls { calls: usize, pieces: usize },
+    /// `pipedream`: the chain of `units` cannot be split into the devices.
+    #[error("the {units} units cannot be split into {accelerators} accelerators of {memory_bytes} bytes and {cpus} CPUs")]
+    NoChainSplit {
+        units: usize,
+        accelerators: usize,
+        memory_bytes: f64,
+        cpus: usize,
+    },
+    /// `partitioner` without an accelerator.
+    #[error("the device set has no accelerator to partition onto")]
+    NothingToPartitionOnto,
+    /// `partitioner`: no partition could be placed, for each count of parts tried, why.
+    #[error("no partition could be placed{}", joined(.failures))]
+    NoPartition { failures: Vec<PartitionFailure> },
+}
+
+impl From<Unplaceable> for Infeasibility {
+    fn from(reason: Unplaceable) -> Infeasibility {
+        Infeasibility::Workload(reason)
+    }
+}
+
+impl From<LayoutFamily> for Infeasibility {
+    fn from(family: LayoutFamily) -> Infeasibility {
+        Infeasibility::NoLayout(family)
+    }
+}
+
+/// Which finished search proved there is no contiguous split
+/// ([`Infeasibility::NoContiguousSplit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prover {
+    SplitSearch,
+    ForkJoinSearch,
+    Ip,
+}
+
+impl std::fmt::Display for Prover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Prover::SplitSearch => "the split search",
+            Prover::ForkJoinSearch => "the fork-join search",
+            Prover::Ip => "the IP",
+        })
+    }
+}
+
+/// The 3-D parallel layouts a search found none of ([`Infeasibility::NoLayout`]); each
+/// prints its sentence with what to allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutFamily {
+    /// Uniform layouts on one accelerator type.
+    Uniform,
+    /// Uniform layouts on each type of a mixed cluster.
+    UniformAnyType,
+    /// Free layouts on one accelerator type.
+    Free,
+    /// Free layouts on each type of a mixed cluster.
+    FreeAnyType,
+    /// Interleaved layouts.
+    Interleaved,
+}
+
+impl std::fmt::Display for LayoutFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LayoutFamily::Uniform => "no uniform layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
+            LayoutFamily::UniformAnyType => "no uniform layout fits the accelerators' memory on any type: allow ZeRO, smaller micro-batches, more TP or --free",
+            LayoutFamily::Free => "no free layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
+            LayoutFamily::FreeAnyType => "no free layout fits the accelerators' memory on any type: allow ZeRO, smaller micro-batches or more TP",
+            LayoutFamily::Interleaved => "no interleaved layout fits the accelerators' memory, or none has m a multiple of p and p·v dividing the blocks: allow more devices, ZeRO, smaller micro-batches, more TP, or another --global-batch or v",
+        })
+    }
+}
+
+/// Why one count of parts gave the `partitioner` no plan
+/// ([`Infeasibility::NoPartition`]).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PartitionFailure {
+    /// The budget ran out before `parts` parts were tried.
+    #[error("{reason} before {parts} parts")]
+    Stopped {
+        reason: budget::Exhausted,
+        parts: usize,
+    },
+    /// METIS failed (`message`: its own words).
+    #[error("METIS failed for {parts} parts: {message}")]
+    Metis { parts: usize, message: String },
+    /// A colour class fits on no device after partitioning into `parts`.
+    #[error("{parts} parts: a colour class fits on no device after partitioning")]
+    ClassUnplaced { parts: usize },
+}
+
+/// `": a; b"`, or nothing without failures.
+fn joined(failures: &[PartitionFailure]) -> String {
+    if failures.is_empty() {
+        return String::new();
+    }
+    let all: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    format!(": {}", all.join("; "))
 }
 
 /// Why a run stopped before it proved its plan optimal (or before it found one).
@@ -287,6 +494,48 @@ mod tests {
     }
 
     #[test]
+    fn infeasibility_prints_the_sentences_of_the_strings_it_replaced() {
+        let nested = Infeasibility::AtLayerGranularity(Box::new(
+            Unplaceable::CpuOnlyWithoutCpu { node: 7 }.into(),
+        ));
+        assert_eq!(
+            nested.to_string(),
+            "at layer granularity, node 7 is not supported on an accelerator and maxCPUs is 0"
+        );
+        assert_eq!(
+            Infeasibility::NoContiguousSplit { by: Prover::Ip }.to_string(),
+            "no contiguous split fits the devices (proven by the IP); add devices or memory, or allow non-contiguous splits (--non-contiguous)"
+        );
+        assert_eq!(
+            Infeasibility::NodeFitsNoClusterDevice { node: 3, name: None }.to_string(),
+            "node 3 (unnamed) and its colour class fit no device (CPU-only with no CPU core, or larger than every accelerator's memory)"
+        );
+        assert_eq!(
+            Infeasibility::ClusterIp { contiguous: false }.to_string(),
+            "the cluster IP is infeasible: no plan satisfies memory per type and CPU-only nodes"
+        );
+        assert_eq!(
+            Infeasibility::NoPartition { failures: vec![] }.to_string(),
+            "no partition could be placed"
+        );
+        let failures = vec![
+            PartitionFailure::ClassUnplaced { parts: 2 },
+            PartitionFailure::Metis {
+                parts: 3,
+                message: "m".into(),
+            },
+        ];
+        assert_eq!(
+            Infeasibility::NoPartition { failures }.to_string(),
+            "no partition could be placed: 2 parts: a colour class fits on no device after partitioning; METIS failed for 3 parts: m"
+        );
+        assert_eq!(
+            Infeasibility::NoLayout(LayoutFamily::Free).to_string(),
+            "no free layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP"
+        );
+    }
+
+    #[test]
     fn statuses_have_stable_codes_and_no_plan_is_not_infeasible() {
         let no_plan = Status::NoPlan {
             reason: StopReason::TimeLimit,
@@ -295,8 +544,9 @@ mod tests {
             (no_plan.kind(), no_plan.stop_reason().map(StopReason::code)),
             ("no-plan", Some("time-limit"))
         );
-        assert_eq!(Status::infeasible("x").kind(), "infeasible");
-        assert_eq!(Status::infeasible("x").stop_reason(), None);
+        let none = Status::infeasible(Infeasibility::NoAssignment);
+        assert_eq!(none.kind(), "infeasible");
+        assert_eq!(none.stop_reason(), None);
         let gap = Status::Feasible {
             reason: StopReason::GapReached { gap: 0.01 },
         };

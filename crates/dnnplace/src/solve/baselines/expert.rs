@@ -11,7 +11,7 @@
 use super::scored_outcome;
 use crate::model::Placement;
 use crate::solve::Unsupported;
-use crate::solve::{Method, Objective, Outcome, Problem, SolveError};
+use crate::solve::{Method, MethodId, Objective, Outcome, Problem, SolveError};
 
 /// A fixed split (`--method expert --split FILE`). Without a split it declines every problem.
 #[derive(Clone, Debug, Default)]
@@ -29,8 +29,8 @@ impl Expert {
 }
 
 impl Method for Expert {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Expert
+    fn id(&self) -> MethodId {
+        MethodId::Expert
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), Unsupported> {

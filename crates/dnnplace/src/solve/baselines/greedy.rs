@@ -18,14 +18,14 @@
 use super::{contiguity_infeasible_outcome, infeasible_outcome, scored_outcome};
 use crate::model::contraction::Contraction;
 use crate::model::{Device, DeviceSet};
-use crate::solve::{Method, Objective, Outcome, Problem, SolveError};
+use crate::solve::{Infeasibility, Method, MethodId, Objective, Outcome, Problem, SolveError};
 
 /// Topological first-fit onto accelerators (`--method greedy`).
 pub struct Greedy;
 
 impl Method for Greedy {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Greedy
+    fn id(&self) -> MethodId {
+        MethodId::Greedy
     }
 
     fn solve(&self, problem: &Problem) -> Result<Outcome, SolveError> {
@@ -35,9 +35,7 @@ impl Method for Greedy {
         let c = Contraction::new(w);
         let (group_device, cpu_runs) = fill(&c, d, latency);
         if !latency && cpu_runs > 0 && d.cpus == 0 {
-            return Ok(infeasible_outcome(self.id(),
-                "the accelerators' memory is used up (or a node may not run on one) and there is no CPU".into(),
-            ));
+            return Ok(infeasible_outcome(self.id(), Infeasibility::FillNeedsCpu));
         }
         let placement =
             crate::model::Placement::new(c.group_of.iter().map(|&g| group_device[g]).collect());
@@ -48,11 +46,12 @@ impl Method for Greedy {
         if problem.contiguous && !latency && cpu_runs > d.cpus {
             let e = crate::score::evaluate(w, &placement, false);
             if !e.is_contiguous() {
-                return Ok(contiguity_infeasible_outcome(self.id(),
-                    format!(
-                        "the fill leaves {cpu_runs} separate runs for {} CPUs, which is not contiguous; allow non-contiguous splits",
-                        d.cpus
-                    ),
+                return Ok(contiguity_infeasible_outcome(
+                    self.id(),
+                    Infeasibility::FillNotContiguous {
+                        runs: cpu_runs,
+                        cpus: d.cpus,
+                    },
                 ));
             }
         }
@@ -63,10 +62,9 @@ impl Method for Greedy {
                 .latency
                 .map_or(0, |l| l.max_pieces());
             if calls > pieces {
-                return Ok(infeasible_outcome(self.id(),
-                    format!(
-                        "the fill needs {calls} calls on one accelerator (its backward nodes wait for later forward nodes on other devices), more than --pieces {pieces}; allow --pieces {calls} or use --method ip"
-                    ),
+                return Ok(infeasible_outcome(
+                    self.id(),
+                    Infeasibility::FillTooManyCalls { calls, pieces },
                 ));
             }
         }

@@ -33,7 +33,7 @@ use super::{infeasible_outcome, scored_outcome, SplitMix64};
 use crate::model::grouping::{incidence, Grouping, Hyperedge};
 use crate::model::{Device, Placement, Workload};
 use crate::score::tps;
-use crate::solve::{Limits, Method, Outcome, Problem, SolveError, Status};
+use crate::solve::{Infeasibility, Limits, Method, MethodId, Outcome, Problem, SolveError, Status};
 
 /// Classes priced between two looks at the budget within a step.
 pub const CLASSES_PER_CHECK: usize = 256;
@@ -78,8 +78,8 @@ impl ClassModel {
 pub struct LocalSearch;
 
 impl Method for LocalSearch {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::LocalSearch
+    fn id(&self) -> MethodId {
+        MethodId::LocalSearch
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
@@ -94,18 +94,14 @@ impl Method for LocalSearch {
         let search = search(problem.workload, &problem.limits);
         let Some((placement, _)) = search.best else {
             if let Some(reason) = search.stopped {
-                let mut outcome = infeasible_outcome(self.id(), String::new());
+                let mut outcome = infeasible_outcome(self.id(), Infeasibility::NoRandomStart);
                 outcome.status = Status::NoPlan {
                     reason: reason.into(),
                 };
                 outcome.stats.notes = search.notes;
                 return Ok(outcome);
             }
-            return Ok(infeasible_outcome(
-                self.id(),
-                "no random start fits the devices' memory (and there is no CPU to take the rest)"
-                    .into(),
-            ));
+            return Ok(infeasible_outcome(self.id(), Infeasibility::NoRandomStart));
         };
         let runs: Vec<String> = search
             .restarts

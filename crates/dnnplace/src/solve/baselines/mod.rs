@@ -202,7 +202,10 @@ pub(crate) fn cut_short(
 }
 
 /// An outcome without a plan, with a reason a person can act on.
-pub(crate) fn infeasible_outcome(method: super::MethodId, reason: String) -> super::Outcome {
+pub(crate) fn infeasible_outcome(
+    method: super::MethodId,
+    reason: super::Infeasibility,
+) -> super::Outcome {
     super::Outcome {
         method,
         placement: None,
@@ -216,16 +219,17 @@ pub(crate) fn infeasible_outcome(method: super::MethodId, reason: String) -> sup
 /// [`infeasible_outcome`] of a contiguous problem whose obstacle is the contiguity rule.
 pub(crate) fn contiguity_infeasible_outcome(
     method: super::MethodId,
-    reason: String,
+    reason: super::Infeasibility,
 ) -> super::Outcome {
-    let status = super::Status::Infeasible {
-        reason,
-        non_contiguous_may_help: true,
-    };
-    super::Outcome {
-        status,
-        ..infeasible_outcome(method, String::new())
+    let mut outcome = infeasible_outcome(method, reason);
+    if let super::Status::Infeasible {
+        non_contiguous_may_help,
+        ..
+    } = &mut outcome.status
+    {
+        *non_contiguous_may_help = true;
     }
+    outcome
 }
 
 /// `Err` unless the objective is TPS: the planners below minimise the max load only.

@@ -30,14 +30,16 @@ use super::{infeasible_outcome, repair, scored_outcome, throughput_only};
 use crate::model::grouping::Grouping;
 use crate::model::{Device, Workload};
 use crate::score::tps;
-use crate::solve::{Method, Outcome, Problem, SolveError};
+use crate::solve::{
+    Infeasibility, Method, MethodId, Outcome, PartitionFailure, Problem, SolveError,
+};
 
 /// METIS k-way partition of the class graph (`--method partitioner`).
 pub struct Partitioner;
 
 impl Method for Partitioner {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Partitioner
+    fn id(&self) -> MethodId {
+        MethodId::Partitioner
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
@@ -65,14 +67,17 @@ impl Method for Partitioner {
             // Between two partitions: the time limit and Ctrl-C end the search with the
             // best partition so far.
             if let (true, Err(e)) = (best.is_some(), budget.check()) {
-                failures.push(format!("{e} before {parts} parts"));
+                failures.push(PartitionFailure::Stopped {
+                    reason: e.clone(),
+                    parts,
+                });
                 stopped = Some(e);
                 break;
             }
             let part = match graph.partition(parts, seed) {
                 Ok(p) => p,
                 Err(e) => {
-                    failures.push(format!("METIS failed for {parts} parts: {e}"));
+                    failures.push(PartitionFailure::Metis { parts, message: e });
                     continue;
                 }
             };
@@ -82,9 +87,7 @@ impl Method for Partitioner {
                 .collect();
             let mut notes = Vec::new();
             if repair(&m, w, &mut device, &mut notes).is_none() {
-                failures.push(format!(
-                    "{parts} parts: a colour class fits on no device after partitioning"
-                ));
+                failures.push(PartitionFailure::ClassUnplaced { parts });
                 continue;
             }
             let tps = tps(w, &m.placement(&device));
@@ -93,20 +96,19 @@ impl Method for Partitioner {
             }
         }
         let Some((_, device, parts, mut notes)) = best else {
-            let mut reason = String::from("no partition could be placed");
-            if k == 0 {
-                reason = "the device set has no accelerator to partition onto".into();
-            }
-            if !failures.is_empty() {
-                reason = format!("{reason}: {}", failures.join("; "));
-            }
+            // Without an accelerator the loop tried nothing, so there are no failures.
+            let reason = if k == 0 {
+                Infeasibility::NothingToPartitionOnto
+            } else {
+                Infeasibility::NoPartition { failures }
+            };
             return Ok(infeasible_outcome(self.id(), reason));
         };
         notes.insert(
             0,
             format!("best of METIS k-way partitions into 1..={k} parts: {parts} parts"),
         );
-        notes.extend(failures);
+        notes.extend(failures.iter().map(ToString::to_string));
         let placement = m.placement(&device).canonical();
         Ok(super::cut_short(
             scored_outcome(self.id(), problem, placement, notes),

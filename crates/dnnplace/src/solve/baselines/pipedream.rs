@@ -33,14 +33,14 @@ use crate::model::contraction::{strongly_connected_components, Contraction};
 use crate::solve::dp::chain::best_chain_split_within;
 use crate::solve::ideal_cost::PairCost;
 use crate::solve::leaf_folding::fold_free_leaves;
-use crate::solve::{Method, Outcome, Problem, SolveError};
+use crate::solve::{Infeasibility, Method, MethodId, Outcome, Problem, SolveError};
 
 /// PipeDream-style chain split (`--method pipedream`).
 pub struct PipeDream;
 
 impl Method for PipeDream {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::PipeDream
+    fn id(&self) -> MethodId {
+        MethodId::PipeDream
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
@@ -64,8 +64,8 @@ impl Method for PipeDream {
 pub struct PipeDreamTopo;
 
 impl Method for PipeDreamTopo {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::PipeDreamTopo
+    fn id(&self) -> MethodId {
+        MethodId::PipeDreamTopo
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
@@ -85,7 +85,7 @@ impl Method for PipeDreamTopo {
 
 /// Step 4: the optimal split of the units of `chain` in index (topological) order.
 fn split_units(
-    id: crate::solve::MethodId,
+    id: MethodId,
     problem: &Problem,
     chain: &Contraction,
     note: String,
@@ -111,13 +111,12 @@ fn split_units(
     let Some((_, placement)) = split else {
         return Ok(infeasible_outcome(
             id,
-            format!(
-                "the {} units cannot be split into {} accelerators of {} bytes and {} CPUs",
-                chain.len(),
-                d.accelerators,
-                d.memory_per_accelerator_bytes,
-                d.cpus
-            ),
+            Infeasibility::NoChainSplit {
+                units: chain.len(),
+                accelerators: d.accelerators,
+                memory_bytes: d.memory_per_accelerator_bytes,
+                cpus: d.cpus,
+            },
         ));
     };
     let mut outcome = scored_outcome(id, problem, placement.canonical(), vec![note]);

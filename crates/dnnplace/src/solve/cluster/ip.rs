@@ -111,6 +111,7 @@ use crate::solve::milp::highs::{run_to_bound, Builder, Solved, Var};
 use crate::solve::milp::presolve::into_range;
 use crate::solve::milp::units::{contiguity, device_order};
 use crate::solve::milp::{status_with_plan, TOLERANCE};
+use crate::solve::{CheckFailure, Infeasibility};
 use crate::solve::{
     Limits, Objective, Outcome, Problem, Provenance, SolveError, Stats, Status, DEFAULT_GAP,
 };
@@ -486,11 +487,10 @@ impl ClusterIp<'_> {
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
-            status: Status::infeasible(format!(
-                "node {} ({}) and its colour class fit no device (CPU-only with no CPU core, or larger than every accelerator's memory)",
-                node.id,
-                node.name.as_deref().unwrap_or("unnamed")
-            )),
+            status: Status::infeasible(Infeasibility::NodeFitsNoClusterDevice {
+                node: node.id,
+                name: node.name.clone(),
+            }),
             stats,
         }
     }
@@ -660,9 +660,11 @@ impl ClusterIp<'_> {
                     let value = solved.objective / scales.time;
                     let tol = TOLERANCE * v.abs().max(1.0);
                     if value < v - tol && value < scales.cap * (1.0 - TOLERANCE) {
-                        return Err(SolveError::Check(format!(
-                            "the cluster IP's objective {value} is below the scorer's {v} for its own plan (formulation bug)"
-                        )));
+                        return Err(SolveError::Check(CheckFailure::IpBelowScorer {
+                            cluster: true,
+                            objective: value,
+                            scored: v,
+                        }));
                     }
                     stats
                         .notes
@@ -702,11 +704,7 @@ fn without_plan(
 ) -> Outcome {
     let status = match solved.status {
         highs::HighsModelStatus::Infeasible | highs::HighsModelStatus::UnboundedOrInfeasible => {
-            Status::infeasible(if contiguous {
-                "the cluster IP is infeasible: no contiguous plan satisfies memory per type, CPU-only nodes and stages filling machines in order"
-            } else {
-                "the cluster IP is infeasible: no plan satisfies memory per type and CPU-only nodes"
-            })
+            Status::infeasible(Infeasibility::ClusterIp { contiguous })
         }
         _ => Status::NoPlan {
             reason: solved

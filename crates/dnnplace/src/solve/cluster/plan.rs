@@ -47,6 +47,7 @@ use crate::solve::budget::Budget;
 use crate::solve::learned::brkga::Genetic;
 use crate::solve::learned::policy_gradient::PolicyGradient;
 use crate::solve::TracePoint;
+use crate::solve::{CheckFailure, Infeasibility};
 use crate::solve::{
     Limits, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason,
     Unsupported,
@@ -200,10 +201,8 @@ impl ClusterPlan {
             (None, Some(reason)) => Status::NoPlan {
                 reason: reason.clone(),
             },
-            (None, None) => Status::infeasible(if self.method.contiguous() {
-                "no contiguous plan fits the cluster (memory per type, CPU-only nodes, stages filling machines in order)"
-            } else {
-                "no plan fits the cluster (memory per type, CPU-only nodes)"
+            (None, None) => Status::infeasible(Infeasibility::NoClusterPlan {
+                contiguous: self.method.contiguous(),
             }),
         };
         Outcome {
@@ -319,26 +318,22 @@ pub fn check_plan(
 ) -> Result<CheckedPlan, SolveError> {
     let e = evaluate_on_cluster(w, costs, &p);
     if !e.is_valid() {
-        return Err(SolveError::Check(format!(
-            "the cluster plan breaks a rule: {:?}",
-            e.violations
+        return Err(SolveError::Check(CheckFailure::ClusterPlanInvalid(
+            e.violations,
         )));
     }
     if contiguous && !e.is_contiguous() {
-        return Err(SolveError::Check(format!(
-            "the cluster plan is not contiguous: {:?}",
-            e.non_contiguous
+        return Err(SolveError::Check(CheckFailure::ClusterPlanNotContiguous(
+            e.non_contiguous,
         )));
     }
-    let (scored, what) = if sync {
-        (e.sync_objective, "max FW + max BW")
-    } else {
-        (e.max_load, "TPS")
-    };
+    let scored = if sync { e.sync_objective } else { e.max_load };
     if !close(scored, value) {
-        return Err(SolveError::Check(format!(
-            "the solver says {what} {value}, the scorer {scored}"
-        )));
+        return Err(SolveError::Check(CheckFailure::ClusterValueMismatch {
+            sync,
+            claimed: value,
+            scored,
+        }));
     }
     Ok(CheckedPlan {
         usage: usage_of(costs, &p),

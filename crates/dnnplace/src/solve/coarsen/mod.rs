@@ -46,7 +46,7 @@ use crate::score::{evaluate, Evaluation};
 use crate::solve::bounds::load::{LowerBound, Tests};
 use crate::solve::budget::Budget;
 use crate::solve::ideals;
-use crate::solve::{dp, Limits, SolveError, Status};
+use crate::solve::{dp, CheckFailure, Limits, SolveError, Status};
 
 use hierarchy::{Caps, Hierarchy, Level, MIN_CLUSTERS};
 use refine::{Refiner, StagePlan};
@@ -208,9 +208,7 @@ pub(crate) fn coarse_workload(
     {
         Ok(cw) => Ok(Some(cw)),
         Err(WorkloadError::Infeasible { .. }) => Ok(None),
-        Err(e) => Err(SolveError::Check(format!(
-            "the coarse workload is invalid: {e}"
-        ))),
+        Err(e) => Err(SolveError::Check(CheckFailure::CoarseWorkloadInvalid(e))),
     }
 }
 
@@ -302,16 +300,8 @@ fn scored_placement(
     .canonical();
     let e = evaluate(w, &placement, false);
     if !e.is_valid() || !e.is_contiguous() {
-        let why = e
-            .violations
-            .iter()
-            .chain(&e.non_contiguous)
-            .next()
-            .map(|v| v.to_string())
-            .unwrap_or_default();
-        return Err(SolveError::Check(format!(
-            "the refined coarse plan is rejected by the scorer: {why}"
-        )));
+        let why = e.violations.iter().chain(&e.non_contiguous).next().cloned();
+        return Err(SolveError::Check(CheckFailure::RefinedPlanRejected(why)));
     }
     Ok((placement, e))
 }
@@ -383,7 +373,7 @@ pub fn solve(
 
     let device = cluster_devices(w, &c0, &map, level.len(), &coarse_plan, dp_level)?;
     let plan = StagePlan::from_devices(level, &device, k)
-        .ok_or_else(|| SolveError::Check("the coarse DP's plan is not contiguous".into()))?;
+        .ok_or(SolveError::Check(CheckFailure::CoarseDpNotContiguous))?;
 
     let (plan, moves) = refine_down(&h, plan, dp_level, memory, budget, notes);
     let (placement, e) = scored_placement(w, &c0, &plan)?;
@@ -492,9 +482,10 @@ fn cluster_devices(
         match device[x] {
             None => device[x] = Some(dv),
             Some(other) if other != dv => {
-                return Err(SolveError::Check(format!(
-                    "the coarse DP split cluster {x} of level {dp_level}"
-                )));
+                return Err(SolveError::Check(CheckFailure::CoarseDpSplitCluster {
+                    cluster: x,
+                    level: dp_level,
+                }));
             }
             _ => {}
         }

@@ -76,7 +76,9 @@ use crate::model::{Device, DeviceSet, Placement, Workload};
 use crate::solve::budget::Budget;
 use crate::solve::candidate::{candidate, Candidate};
 use crate::solve::ideals::Ideals;
-use crate::solve::{Outcome, Problem, SolveError, Stats, Status, StopReason};
+use crate::solve::{
+    CheckFailure, Infeasibility, MethodId, Outcome, Problem, SolveError, Stats, Status, StopReason,
+};
 
 /// The largest ideal lattice the exact run takes on.
 pub const LATTICE_LIMIT: usize = 3000;
@@ -148,9 +150,7 @@ pub fn solve_within(
             None,
             f64::INFINITY,
             f64::INFINITY,
-            Status::infeasible(
-                "the interleaved schedule runs on accelerators only, and the workload has none",
-            ),
+            Status::infeasible(Infeasibility::InterleavedWithoutAccelerators),
             stats,
         ));
     }
@@ -230,7 +230,7 @@ fn device_vectors(pipeline: &Pipeline, p: usize) -> Result<Vec<DeviceVectors>, S
         })
         .collect::<Result<Vec<_>, crate::model::schedule::ScheduleError>>()
         .map_err(|e| SolveError::Unsupported {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             what: format!("{} with these sizes: {e}", pipeline.schedule),
         })
 }
@@ -390,9 +390,7 @@ impl Search<'_> {
                     None,
                     f64::INFINITY,
                     f64::INFINITY,
-                    Status::infeasible(
-                        "no chain of interleaved chunks fits the accelerators' memory under the schedule",
-                    ),
+                    Status::infeasible(Infeasibility::NoInterleavedChain),
                     stats,
                 ),
             };
@@ -425,7 +423,7 @@ fn keep_plan(
     best: &mut Option<Candidate>,
 ) -> Result<(), SolveError> {
     let c = candidate(problem, model.placement(family, chain), "dp")
-        .ok_or_else(|| SolveError::Check("the interleaved DP's plan fails the scorer".into()))?;
+        .ok_or(SolveError::Check(CheckFailure::InterleavedDpPlanRejected))?;
     if c.score < upper(best) {
         *best = Some(c);
     }
@@ -460,7 +458,7 @@ fn outcome(
     stats: Stats,
 ) -> Outcome {
     Outcome {
-        method: crate::solve::MethodId::Dp,
+        method: MethodId::Dp,
         placement,
         objective,
         bound,
@@ -811,7 +809,7 @@ fn memory_certificate(
     w: &crate::model::Workload,
     pipeline: Pipeline,
     vectors: &[DeviceVectors],
-) -> Option<String> {
+) -> Option<Infeasibility> {
     if pipeline.recompute == Recompute::Auto {
         return None;
     }
@@ -830,14 +828,12 @@ fn memory_certificate(
     let devices = w.devices();
     let capacity = devices.accelerators as f64 * devices.memory_per_accelerator_bytes;
     let need = resident + kappa as f64 * stash;
-    (need > capacity * (1.0 + MEMORY_TOLERANCE)).then(|| {
-        format!(
-            "under the interleaved schedule every node is on an accelerator, and the {} accelerators' {} are less than the nodes' resident bytes ({}) plus the {kappa} micro-batches' stashes ({} each) that the devices hold at least: use --recompute auto, more or larger accelerators, or fewer micro-batches",
-            devices.accelerators,
-            crate::model::human_bytes(capacity),
-            crate::model::human_bytes(resident),
-            crate::model::human_bytes(stash)
-        )
+    (need > capacity * (1.0 + MEMORY_TOLERANCE)).then_some(Infeasibility::InterleavedMemory {
+        accelerators: devices.accelerators,
+        capacity_bytes: capacity,
+        resident_bytes: resident,
+        micro_batches: kappa,
+        stash_bytes: stash,
     })
 }
 
@@ -1366,7 +1362,7 @@ fn chain_plan(
             memory_per_accelerator_bytes: w.devices().memory_per_accelerator_bytes / spread as f64,
         })
         .map_err(|e| SolveError::Unsupported {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             what: format!("the accelerators alone: {e}"),
         })?;
     let mut limits = limits.clone();
@@ -1374,8 +1370,11 @@ fn chain_plan(
     let mut outcome = super::solve_pipeline(&accelerators_only, &limits, Some(pipeline))?;
     if let Some(placement) = outcome.placement.take() {
         let memory = crate::score::pipeline_memory(&accelerators_only, &placement, &pipeline)
-            .map_err(|e| {
-                SolveError::Check(format!("the DP's plan under {}: {e}", pipeline.schedule))
+            .map_err(|error| {
+                SolveError::Check(CheckFailure::DpPlanMemory {
+                    schedule: pipeline.schedule,
+                    error,
+                })
             })?;
         let shift = p * spread - memory.len();
         let stage_of = |x: usize| {

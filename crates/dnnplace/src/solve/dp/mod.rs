@@ -56,7 +56,10 @@ use super::ideal_cost::{PairCost, Summaries};
 use super::ideals::{self, EnumerationStop, Ideals};
 use super::knapsack::FractionalKnapsack;
 use super::leaf_folding::fold_leaves;
-use super::{Limits, Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason};
+use super::{
+    Infeasibility, Limits, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats,
+    Status, StopReason,
+};
 use crate::model::contraction::Contraction;
 use crate::model::numerics::Rescale;
 use crate::model::numerics::Sum;
@@ -69,8 +72,8 @@ use chain::chain_upper_bound;
 pub struct Dp;
 
 impl Method for Dp {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Dp
+    fn id(&self) -> MethodId {
+        MethodId::Dp
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), crate::solve::Unsupported> {
@@ -353,7 +356,7 @@ impl Run {
             None => status,
         };
         Outcome {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             objective: self.objective,
             bound: bound.unwrap_or(self.objective),
             placement: self.placement,
@@ -447,7 +450,7 @@ struct Stop {
 impl Stop {
     fn at(self, reason: Exhausted, phase: String) -> SolveError {
         SolveError::Stopped {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             detail: stop_detail(&reason, &phase, self.start.elapsed().as_secs_f64()),
             reason,
         }
@@ -846,19 +849,18 @@ fn infeasibility(w: &Workload, c: &Contraction) -> Status {
         .iter()
         .find(|g| g.size_bytes > d.memory_per_accelerator_bytes && d.cpus == 0)
     {
-        return Status::infeasible(format!(
-            "the nodes that must share a device with node {} need {} bytes, more than an accelerator's {} bytes, and there is no CPU",
-            w.node(g.nodes[0]).id,
-            g.size_bytes,
-            d.memory_per_accelerator_bytes
-        ));
+        return Status::infeasible(Infeasibility::GroupFitsNoDevice {
+            node: w.node(g.nodes[0]).id,
+            size_bytes: g.size_bytes,
+            memory_bytes: d.memory_per_accelerator_bytes,
+        });
     }
-    let reason = format!(
-        "no contiguous split into at most {} accelerators of {} bytes and {} CPUs exists; add devices or memory, or allow non-contiguous splits (--method ip)",
-        d.accelerators, d.memory_per_accelerator_bytes, d.cpus
-    );
     Status::Infeasible {
-        reason,
+        reason: Infeasibility::NoContiguousSplitOnDevices {
+            accelerators: d.accelerators,
+            memory_bytes: d.memory_per_accelerator_bytes,
+            cpus: d.cpus,
+        },
         non_contiguous_may_help: true,
     }
 }

@@ -24,12 +24,16 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::RwLock;
 use std::time::Instant;
 
-use ::highs::{HighsModelStatus, HighsSolutionStatus, Model, RowProblem, Sense};
+use ::highs::{
+    HighsModelStatus, HighsSolutionStatus, HighsStatus, Model, RowProblem, Sense, TrySetOptionError,
+};
 
 use super::second_opinion;
 use crate::solve::budget::{interrupt_requested, Budget, Exhausted};
 use crate::solve::guard;
-use crate::solve::{Outcome, Problem, SolveError, Stats, Status, StopReason, DEFAULT_GAP};
+use crate::solve::{
+    MethodId, Outcome, Problem, SolveError, Stats, Status, StopReason, DEFAULT_GAP,
+};
 
 /// A progress report of a running solve.
 #[derive(Clone, Copy, Debug)]
@@ -335,8 +339,46 @@ unsafe extern "C" fn callback(
 /// finds 11.25. Coefficients stay within `2^22` ([`presolve`]), so 1e-9 stays meaningful.
 pub(crate) const MIP_FEASIBILITY_TOLERANCE: f64 = 1e-9;
 
-/// How a [`SolveError::Solver`] from a failed HiGHS run begins.
-pub(crate) const HIGHS_FAILED: &str = "HiGHS failed";
+/// Why HiGHS gave no answer ([`SolveError::Solver`]), with HiGHS's own status or error
+/// where it gives one.
+#[derive(Debug, thiserror::Error)]
+pub enum HighsFailure {
+    /// HiGHS refused the model (`0`: its status).
+    #[error("HiGHS rejected the model: {0:?}")]
+    RejectedModel(HighsStatus),
+    /// HiGHS refused option `name`.
+    #[error("option {name}: {error:?}")]
+    Option {
+        name: String,
+        error: TrySetOptionError,
+    },
+    /// HiGHS refused `--highs-option name=value`.
+    #[error("HiGHS refused option {name}={value}")]
+    RefusedOption { name: String, value: String },
+    /// No thread could be spawned for the solve.
+    #[error("HiGHS failed: no thread for the solve: {0}")]
+    NoThread(std::io::Error),
+    /// The solve thread ended without sending its answer.
+    #[error("HiGHS failed: the solve thread ended without an answer")]
+    ThreadEnded,
+    /// The run itself failed (`0`: HiGHS's status, "Error").
+    #[error("HiGHS failed: {0:?}")]
+    Run(HighsStatus),
+    /// HiGHS refused the warm start.
+    #[error("HiGHS refused the warm start")]
+    RefusedWarmStart,
+}
+
+impl HighsFailure {
+    /// Whether a run failed (the three "HiGHS failed" cases), as opposed to HiGHS refusing
+    /// the model, an option or the warm start.
+    pub fn is_failed_run(&self) -> bool {
+        matches!(
+            self,
+            HighsFailure::NoThread(_) | HighsFailure::ThreadEnded | HighsFailure::Run(_)
+        )
+    }
+}
 
 /// Solves `builder`'s model (minimisation) under the problem's limits, warm-started with
 /// values of the integer columns (`warm`, in [`Builder::integer_columns`] order).
@@ -362,7 +404,7 @@ pub(crate) fn run_to(
     if let Some(reason) = builder.stopped().cloned().or_else(|| budget.check().err()) {
         return Ok(Solved::not_run(reason.into()));
     }
-    builder.guard.check(crate::solve::MethodId::Ip)?;
+    builder.guard.check(MethodId::Ip)?;
     let copy = second_opinion::Copy::keep(&builder);
     let first = run_once(
         builder.problem,
@@ -385,8 +427,8 @@ pub(super) fn run_once(
     target: f64,
 ) -> Result<Solved, SolveError> {
     let budget = problem.limits.budget();
-    let mut model = Model::try_new(rows)
-        .map_err(|e| SolveError::Solver(format!("HiGHS rejected the model: {e:?}")))?;
+    let mut model =
+        Model::try_new(rows).map_err(|e| SolveError::Solver(HighsFailure::RejectedModel(e)))?;
     model.set_sense(Sense::Minimise);
     model.make_quiet();
     set_options(&mut model, problem, budget.remaining_s())?;
@@ -413,9 +455,7 @@ pub(super) fn run_once(
         .name("highs".into())
         .spawn(move || drop(tx.send(solve_with_callbacks(model, state))));
     if let Err(e) = spawned {
-        return Err(SolveError::Solver(format!(
-            "{HIGHS_FAILED}: no thread for the solve: {e}"
-        )));
+        return Err(SolveError::Solver(HighsFailure::NoThread(e)));
     }
     let grace = std::time::Duration::from_secs_f64(ABANDON_GRACE_S);
     let mut give_up = budget.deadline().map(|d| d + grace);
@@ -423,9 +463,7 @@ pub(super) fn run_once(
         match rx.recv_timeout(std::time::Duration::from_millis(20)) {
             Ok(solved) => return solved,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(SolveError::Solver(format!(
-                    "{HIGHS_FAILED}: the solve thread ended without an answer"
-                )));
+                return Err(SolveError::Solver(HighsFailure::ThreadEnded));
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 let now = Instant::now();
@@ -487,7 +525,7 @@ fn solve_with_callbacks(model: Unshared, state: CallbackState) -> Result<Solved,
     let start = Instant::now();
     let solved = model
         .try_solve()
-        .map_err(|e| SolveError::Solver(format!("{HIGHS_FAILED}: {e:?}")))?;
+        .map_err(|e| SolveError::Solver(HighsFailure::Run(e)))?;
     let time_s = start.elapsed().as_secs_f64();
     let (reached_target, timed_out) = (state.reached_target, state.timed_out);
     drop(state);
@@ -570,13 +608,21 @@ pub(crate) fn refuse_model_size(budget: &Budget, columns: f64, stats: &Stats) ->
         )
         .err()
         .map(|e| Outcome {
-            method: crate::solve::MethodId::Ip,
+            method: MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: 0.0,
             status: Status::NoPlan { reason: e.into() },
             stats: stats.clone(),
         })
+}
+
+/// HiGHS refused its `threads` option.
+fn threads_refused(error: TrySetOptionError) -> SolveError {
+    SolveError::Solver(HighsFailure::Option {
+        name: "threads".into(),
+        error,
+    })
 }
 
 /// The problem's limits as HiGHS options: the time left (`time_left_s`, the budget's), gap,
@@ -589,9 +635,12 @@ fn set_options(
 ) -> Result<(), SolveError> {
     let limits = &problem.limits;
     let set = |model: &mut Model, name: &str, value: f64| {
-        model
-            .try_set_option(name, value)
-            .map_err(|e| SolveError::Solver(format!("option {name}: {e:?}")))
+        model.try_set_option(name, value).map_err(|error| {
+            SolveError::Solver(HighsFailure::Option {
+                name: name.into(),
+                error,
+            })
+        })
     };
     if let Some(t) = time_left_s {
         set(model, "time_limit", t.max(1e-3))?;
@@ -609,19 +658,22 @@ fn set_options(
                 "threads",
                 threads.clamp(1, cores.min(i32::MAX as usize)) as i32,
             )
-            .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
+            .map_err(threads_refused)?;
     }
     for (name, value) in &limits.ip.highs_options {
         if name == "threads" {
             // HiGHS allocates per thread: more than the cores only costs memory.
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let threads = value
-                .parse::<i64>()
-                .map_err(|_| SolveError::Solver(format!("HiGHS refused option {name}={value}")))?;
+            let threads = value.parse::<i64>().map_err(|_| {
+                SolveError::Solver(HighsFailure::RefusedOption {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+            })?;
             let threads = threads.clamp(1, cores.min(i32::MAX as usize) as i64) as i32;
             model
                 .try_set_option("threads", threads)
-                .map_err(|e| SolveError::Solver(format!("option threads: {e:?}")))?;
+                .map_err(threads_refused)?;
             continue;
         }
         let ok = value
@@ -635,9 +687,10 @@ fn set_options(
                 .is_ok_and(|v| model.try_set_option(name.as_str(), v).is_ok())
             || model.try_set_option(name.as_str(), value.as_str()).is_ok();
         if !ok {
-            return Err(SolveError::Solver(format!(
-                "HiGHS refused option {name}={value}"
-            )));
+            return Err(SolveError::Solver(HighsFailure::RefusedOption {
+                name: name.clone(),
+                value: value.clone(),
+            }));
         }
     }
     Ok(())
@@ -664,7 +717,7 @@ fn set_warm_start(
         )
     };
     if status == highs_sys::STATUS_ERROR {
-        return Err(SolveError::Solver("HiGHS refused the warm start".into()));
+        return Err(SolveError::Solver(HighsFailure::RefusedWarmStart));
     }
     Ok(())
 }

@@ -107,7 +107,7 @@ use crate::model::recompute::{backward_input_vectors, recompute_data, Recompute,
 use crate::model::schedule::{held_bytes, split_plans, stash_vectors};
 use crate::model::{Device, DeviceSet, Placement};
 use crate::solve::candidate::Candidate;
-use crate::solve::{Outcome, Problem, SolveError, Stats, Status};
+use crate::solve::{Infeasibility, MethodId, Outcome, Problem, SolveError, Stats, Status};
 
 /// Solves the max-load IP of `problem` under its interleaved schedule.
 pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
@@ -125,13 +125,11 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
     let v = pipeline.schedule.chunks();
     if p == 0 {
         return Ok(Outcome {
-            method: crate::solve::MethodId::Ip,
+            method: MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
-            status: Status::infeasible(
-                "the interleaved schedule runs on accelerators only, and the workload has none",
-            ),
+            status: Status::infeasible(Infeasibility::InterleavedWithoutAccelerators),
             stats: Stats {
                 groups: Some(units.len()),
                 ..Stats::default()
@@ -139,7 +137,7 @@ pub fn solve(problem: &Problem) -> Result<Outcome, SolveError> {
         });
     }
     let unsupported = |e: crate::model::schedule::ScheduleError| SolveError::Unsupported {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         what: format!("{} with these sizes: {e}", pipeline.schedule),
     };
     let vectors = (0..p)

@@ -90,8 +90,8 @@ use super::bounds::load::LoadBoundUse;
 use super::budget::Budget;
 use super::candidate::{candidate, Candidate};
 use super::{
-    Method, Objective, Outcome, Problem, SolveError, Stats, Status, StopReason, Unsupported,
-    DEFAULT_GAP,
+    CheckFailure, Infeasibility, Method, MethodId, Objective, Outcome, Problem, SolveError, Stats,
+    Status, StopReason, Unsupported, DEFAULT_GAP,
 };
 use crate::model::Placement;
 use ::highs::HighsModelStatus;
@@ -106,8 +106,8 @@ pub use super::budget::{clear_interrupt, interrupt_requested, request_interrupt}
 pub struct Ip;
 
 impl Method for Ip {
-    fn id(&self) -> crate::solve::MethodId {
-        crate::solve::MethodId::Ip
+    fn id(&self) -> MethodId {
+        MethodId::Ip
     }
 
     fn supports(&self, problem: &Problem) -> Result<(), Unsupported> {
@@ -369,7 +369,7 @@ pub(crate) fn finish(
         ));
     }
     Ok(Outcome {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         placement: Some(best.placement),
         objective: best.score,
         bound,
@@ -399,10 +399,11 @@ fn scored_ip_plan(
                 solved.objective, c.score
             ));
         } else if below {
-            return Err(SolveError::Check(format!(
-                "the IP's objective {} is below the scorer's {} for its own plan (formulation bug)",
-                solved.objective, c.score
-            )));
+            return Err(SolveError::Check(CheckFailure::IpBelowScorer {
+                cluster: false,
+                objective: solved.objective,
+                scored: c.score,
+            }));
         }
     }
     Ok(ip)
@@ -414,17 +415,23 @@ fn no_plan(solved: &Solved, stats: Stats) -> Outcome {
     // Every model here minimises columns with non-negative costs and lower bounds, so it
     // is bounded below: "infeasible or unbounded" can only be infeasible.
     let status = match solved.status {
-        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Status::infeasible(
-            "the integer program is infeasible: no placement satisfies the memory, support and colour-class rules (add accelerators or CPUs, or more memory)",
-        ),
-        _ if solved.stopped.is_some() => Status::NoPlan { reason: solved.stopped.clone().unwrap_or(StopReason::TimeLimit) },
-        HighsModelStatus::Optimal => Status::NoPlan {
-            reason: StopReason::Solver { status: "Optimal, but the scorer rejected its plan".into() },
+        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => {
+            Status::infeasible(Infeasibility::IntegerProgram)
+        }
+        _ if solved.stopped.is_some() => Status::NoPlan {
+            reason: solved.stopped.clone().unwrap_or(StopReason::TimeLimit),
         },
-        s => Status::NoPlan { reason: stop_reason(s) },
+        HighsModelStatus::Optimal => Status::NoPlan {
+            reason: StopReason::Solver {
+                status: "Optimal, but the scorer rejected its plan".into(),
+            },
+        },
+        s => Status::NoPlan {
+            reason: stop_reason(s),
+        },
     };
     Outcome {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         placement: None,
         objective: f64::INFINITY,
         bound: if matches!(status, Status::Infeasible { .. }) {

@@ -167,7 +167,7 @@ fn solve_tolerant(
 ) -> Result<Outcome, SolveError> {
     let started = std::time::Instant::now();
     match solve(problem) {
-        Err(SolveError::Solver(message)) if message.starts_with(super::highs::HIGHS_FAILED) => {
+        Err(SolveError::Solver(message)) if message.is_failed_run() => {
             let mut again = super::highs::remaining(problem, started);
             again
                 .limits

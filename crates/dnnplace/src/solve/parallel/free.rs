@@ -69,7 +69,7 @@ use crate::model::parallel::{
 use crate::model::schedule::{replica_in_flight, Schedule};
 use crate::model::Link;
 use crate::solve::budget::{Budget, Exhausted};
-use crate::solve::{Status, StopReason};
+use crate::solve::{LayoutFamily, Status, StopReason};
 
 /// One stage of a free layout: its units, `t`, `d`.
 pub type StageChoice = (std::ops::Range<usize>, usize, usize);
@@ -990,9 +990,7 @@ fn finish_free(
             reason: StopReason::TimeLimit,
         },
         (None, _, Some(reason)) => Status::NoPlan { reason },
-        (None, _, None) => Status::infeasible(
-            "no free layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
-        ),
+        (None, _, None) => Status::infeasible(LayoutFamily::Free),
     };
     let value = plan.as_ref().map_or(f64::INFINITY, |p| {
         objective_value(&p.score, Objective::TimePerSample)

@@ -50,7 +50,7 @@ use super::{
 use crate::model::parallel::{equal_chunk_bounds, ChainCosts, Layout, Topology, Zero};
 use crate::score::parallel::score_layout;
 use crate::solve::budget::Budget;
-use crate::solve::{Status, StopReason};
+use crate::solve::{LayoutFamily, Status, StopReason};
 
 /// One configuration with its bound and its layout's chunk bounds.
 struct Candidate {
@@ -242,9 +242,7 @@ pub fn plan_interleaved(
     let Some((i, value)) = best else {
         let status = match stop {
             Some(reason) => Status::NoPlan { reason },
-            None => Status::infeasible(
-                "no interleaved layout fits the accelerators' memory, or none has m a multiple of p and p·v dividing the blocks: allow more devices, ZeRO, smaller micro-batches, more TP, or another --global-batch or v",
-            ),
+            None => Status::infeasible(LayoutFamily::Interleaved),
         };
         return Ok(outcome(None, f64::INFINITY, f64::INFINITY, status));
     };

@@ -65,7 +65,7 @@ use crate::model::parallel::{ChainCosts, Layout, MixedTopology, StageLayout, Zer
 use crate::model::schedule::Schedule;
 use crate::score::parallel::score_mixed;
 use crate::solve::budget::{Budget, Exhausted};
-use crate::solve::{Status, StopReason};
+use crate::solve::{LayoutFamily, Status, StopReason};
 
 /// One stage of a mixed layout: its units, `t`, `d` and group (accelerator type).
 pub type MixedChoice = (Range<usize>, usize, usize, usize);
@@ -443,9 +443,7 @@ pub fn plan_mixed(
             reason: reason.unwrap_or(StopReason::TimeLimit),
         },
         (None, _, Some(reason)) => Status::NoPlan { reason },
-        (None, _, None) => Status::infeasible(
-            "no free layout fits the accelerators' memory on any type: allow ZeRO, smaller micro-batches or more TP",
-        ),
+        (None, _, None) => Status::infeasible(LayoutFamily::FreeAnyType),
     };
     let value = plan
         .as_ref()

@@ -21,7 +21,7 @@ use super::mixed::{plan_mixed, space_bound};
 use super::{ParallelOutcome, Space};
 use crate::model::parallel::{ChainCosts, MixedTopology};
 use crate::solve::budget::Budget;
-use crate::solve::{Status, StopReason};
+use crate::solve::{LayoutFamily, Status, StopReason};
 
 /// The pairs `(t, d)` of `space` that fit one of the groups: `t` a TP choice, `d` the fixed
 /// DP degree or every degree with `t·d` at most the largest group's devices and `d·b`
@@ -116,9 +116,7 @@ fn outcome_of(
             reason: reason.unwrap_or(StopReason::TimeLimit),
         },
         (None, _, Some(reason)) => Status::NoPlan { reason },
-        (None, _, None) => Status::infeasible(
-            "no uniform layout fits the accelerators' memory on any type: allow ZeRO, smaller micro-batches, more TP or --free",
-        ),
+        (None, _, None) => Status::infeasible(LayoutFamily::UniformAnyType),
     };
     ParallelOutcome {
         plan: best.and_then(|b| b.plan),

@@ -59,7 +59,7 @@ use crate::model::parallel::{ChainCosts, Layout, Topology, Zero};
 use crate::model::schedule::Schedule;
 use crate::score::parallel::{score_layout, LayoutScore};
 use crate::solve::budget::{Budget, Exhausted};
-use crate::solve::{Status, StopReason};
+use crate::solve::{LayoutFamily, Status, StopReason};
 pub use partition::Objective;
 use partition::{best_split, greedy_split, relaxed_bound, Coster};
 
@@ -436,9 +436,7 @@ impl UniformSearch<'_> {
         let Some((cfg, ci, cuts, value)) = best else {
             let status = match stop {
                 Some(reason) => Status::NoPlan { reason },
-                None => Status::infeasible(
-                    "no uniform layout fits the accelerators' memory: allow more devices, ZeRO, smaller micro-batches or more TP",
-                ),
+                None => Status::infeasible(LayoutFamily::Uniform),
             };
             return Ok(ParallelOutcome {
                 plan: None,

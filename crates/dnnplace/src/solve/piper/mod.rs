@@ -35,7 +35,7 @@ use crate::model::piper::{PiperInstance, PiperPlan};
 use crate::score::piper::{evaluate_piper, PiperScore};
 use crate::solve::budget::Budget;
 use crate::solve::ideals::{EnumerationStop, Ideals};
-use crate::solve::outcome::{Stats, Status, StopReason};
+use crate::solve::outcome::{Infeasibility, Stats, Status, StopReason};
 
 /// What the solver returns.
 #[derive(Clone, Debug)]
@@ -188,9 +188,7 @@ fn exact_outcome(
             score: None,
             value: f64::INFINITY,
             bound: f64::INFINITY,
-            status: Status::infeasible(
-                "no plan fits maxMemoryPerDevice with its micro-batches in flight",
-            ),
+            status: Status::infeasible(Infeasibility::PiperMemory),
             stats,
         }),
         dp::ExactEnd::Stopped {
@@ -255,10 +253,7 @@ pub fn solve_piper(
             score: None,
             value: f64::INFINITY,
             bound: f64::INFINITY,
-            status: Status::infeasible(
-                "no split fits maxMemoryPerDevice even with one micro-batch in flight per stage \
-                 and all devices",
-            ),
+            status: Status::infeasible(Infeasibility::PiperRelaxedMemory),
             stats,
         });
     }
