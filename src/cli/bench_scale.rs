@@ -302,25 +302,9 @@ fn result_row(
     wall_s: f64,
     v: &serde_json::Value,
 ) -> [String; 11] {
-    // A plan on a cluster names its value and bound `tps` and `lowerBound`.
-    let num = |key: &str| {
-        let alias = match key {
-            "value" => "tps",
-            "bound" => "lowerBound",
-            _ => key,
-        };
-        v[key]
-            .as_f64()
-            .or_else(|| v[alias].as_f64())
-            .unwrap_or(f64::NAN)
-    };
-    // A proven cluster plan gives no separate bound: it is its own.
-    let proven = v["status"].as_str() == Some("optimal");
-    let (bound, gap) = match (num("bound"), num("gap")) {
-        (b, _) if b.is_nan() && proven => (num("value"), 0.0),
-        (b, g) if g.is_nan() && proven => (b, 0.0),
-        pair => pair,
-    };
+    // Every plan is the one plan record (report::plan_json): value, bound, gap, status.
+    let num = |key: &str| v[key].as_f64().unwrap_or(f64::NAN);
+    let (bound, gap) = (num("bound"), num("gap"));
     let path = v["path"].as_str().unwrap_or("-").replace('|', "/");
     let status = v["status"]
         .as_str()
