@@ -238,23 +238,10 @@ impl ParallelSettings {
         Ok(target)
     }
 
-    /// `--sweep` and `--target-tps` search uniform layouts; the sweep takes no price cap;
-    /// the target is a time per sample, searched without a price cap.
+    /// `--sweep` and `--target-tps` search the problem's layouts (uniform or free); the
+    /// sweep takes no price cap; the target is a time per sample, searched without a price
+    /// cap.
     fn goal_checked(&self) -> Result<(), SettingsError> {
-        let (flag, why) = match self.goal {
-            Goal::One => return Ok(()),
-            Goal::Sweep => ("--sweep", "the sweep searches uniform layouts"),
-            Goal::FewestDevices { .. } => (
-                "--target-tps",
-                "the fewest-devices search covers uniform layouts",
-            ),
-        };
-        if self.layouts == Layouts::Free {
-            return Err(setting(
-                flag,
-                format!("{flag} does not apply to --free: {why}; drop --free for uniform layouts"),
-            ));
-        }
         if let Goal::FewestDevices { .. } = self.goal {
             let clash = [
                 ("--budget", self.price_cap.is_some()),
