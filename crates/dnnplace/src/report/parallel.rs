@@ -462,8 +462,8 @@ fn layouts_word(rows: &[(usize, ParallelOutcome)]) -> &'static str {
 }
 
 /// The sweep (`plan --parallel 3d [--free] --sweep`) as a table: per GPU count, the best
-/// layout, its value, the row's proven bound and gap, throughput, TFLOP/s per device, the
-/// speed-up over the first row with a plan and the search's time.
+/// layout, its value, the row's proven bound and gap, throughput, TFLOP/s per device and the
+/// speed-up over the first row with a plan (each row's search time: `timeS` in the JSON).
 pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> String {
     let mut t = Table::new([
         "GPUs",
@@ -475,13 +475,11 @@ pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> St
         "speed-up",
         "TFLOP/s per GPU",
         "MFU",
-        "time s",
         "status",
     ])
     .aligned([
         Align::Right,
         Align::Left,
-        Align::Right,
         Align::Right,
         Align::Right,
         Align::Right,
@@ -525,7 +523,6 @@ pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> St
         };
         let mut row = vec![n.to_string()];
         row.extend(cells);
-        row.push(format!("{:.2}", o.elapsed_s));
         row.push(status_line(o));
         t.push(row);
     }
