@@ -208,7 +208,8 @@ impl ParallelPlan {
     }
 
     /// What `target_tps=` found (`targetMs`, `devices`: the fewest accelerators whose best
-    /// layout meets it, `proven`, `searched`), or None without a target.
+    /// layout meets it, `proven`, `open`: the count a stopped search left open, `searched`), or
+    /// None without a target.
     #[getter]
     fn target(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match self.json.get("target") {
