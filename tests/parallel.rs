@@ -1080,7 +1080,7 @@ fn tiny_one_type(seed: u64) -> (Topology, Vec<ChainCosts>, Space) {
 /// [`random_mixed`]) under `objective`.
 fn free_problem(seed: u64, objective: Objective) -> dnnplace::solve::parallel::ParallelProblem {
     use dnnplace::solve::parallel::{Layouts, ParallelDevices, ParallelProblem};
-    let (chains, devices, space) = if seed % 2 == 0 {
+    let (chains, devices, space) = if seed.is_multiple_of(2) {
         let (topo, cs, space) = tiny_one_type(seed);
         (vec![cs], ParallelDevices::One(topo), space)
     } else {
