@@ -565,7 +565,10 @@ fn free_layouts_through_the_binary() {
     }
     assert!(next <= 32);
     assert_eq!(free["valueFrom"], "model");
-    for (extra, name) in [(&["--uniform"][..], "--uniform")] {
+    for (extra, name) in [
+        (&["--export", "megatron"][..], "--export"),
+        (&["--uniform"][..], "--uniform"),
+    ] {
         let out = plan(&[&["--global-batch", "64", "--free"][..], extra].concat());
         assert_eq!(out.status.code(), Some(2), "{extra:?}");
         let err = String::from_utf8_lossy(&out.stderr);
