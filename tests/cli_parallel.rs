@@ -710,7 +710,8 @@ fn free_sweep_target_and_budget() {
 /// `--free` with `--sweep` and `--target-tps` on two types: whole machines in the cluster's
 /// order (rows of 4 and 8 GPUs, the first on H100 alone), each free row no worse than the
 /// uniform row of the same count; the fewest machines meeting the whole cluster's free
-/// optimum, proven.
+/// optimum, proven; under `--objective iteration` the rows are the simulator's searches,
+/// each with its bound and gap.
 #[test]
 fn free_sweep_and_target_on_two_types() {
     let free = json_of(&on_two_types(&["--free", "--sweep", "--json"]));
@@ -747,6 +748,20 @@ fn free_sweep_and_target_on_two_types() {
     assert_eq!(found["target"]["devices"], want, "{found}");
     assert_eq!(found["target"]["proven"], true);
     assert!(found["target"]["open"].is_null());
+    // Under the iteration: each row the simulator's search, with its own bound and gap
+    // (the mixed iteration search may end with a gap; the row says so), the last row the
+    // plan of the whole cluster.
+    let it = ["--free", "--objective", "iteration", "--json"];
+    let sweep = json_of(&on_two_types(&[&it[..], &["--sweep"]].concat()));
+    let whole = json_of(&on_two_types(&it));
+    let rows = sweep["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(r["valueFrom"], "simulation", "{r}");
+        assert!(num(r, "bound") <= num(r, "value") * (1.0 + 1e-12), "{r}");
+        assert!(num(r, "gap") >= 0.0 && !r["status"].is_null(), "{r}");
+    }
+    assert!((num(&rows[1], "value") - num(&whole, "value")).abs() <= 1e-9 * num(&whole, "value"));
 }
 
 /// `plan llama-3-8b --parallel 3d` on one machine of 4 H100 and one of 4 A100-80GB
