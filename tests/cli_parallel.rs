@@ -566,7 +566,7 @@ fn free_layouts_through_the_binary() {
     assert!(next <= 32);
     assert_eq!(free["valueFrom"], "model");
     for (extra, name) in [
-        (&["--sweep"][..], "--sweep"),
+        (&["--export", "megatron"][..], "--export"),
         (&["--uniform"][..], "--uniform"),
     ] {
         let out = plan(&[&["--global-batch", "64", "--free"][..], extra].concat());
@@ -574,6 +574,194 @@ fn free_layouts_through_the_binary() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(name) || err.contains("--free"), "{err}");
     }
+}
+
+/// `plan llama-3-8b --parallel 3d` on `2x8xh100` (`B` 64), with `extra`.
+fn llama_8b(extra: &[&str]) -> Output {
+    dnnplace()
+        .args(["plan", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args(["--cluster", "2x8xh100", "--global-batch", "64"])
+        .args(["--time-limit", "600"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// The keys of a JSON object, sorted.
+fn keys(v: &serde_json::Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+/// `--free --sweep`: the rows 1, 2, 4, 8, 16 with the uniform sweep's fields (one contract),
+/// each with its value, bound and gap, never worse than the uniform row of the same count
+/// nor than the row before, the last the `--free` plan itself; the table has the bound and
+/// gap columns and the SVG is written. `--free --target-tps`: the fewest GPUs, proven, with
+/// no open count, and the free plan on one GPU fewer (`--budget`) misses it; a target no
+/// layout meets exits 2 without writing `--out`; `--free --budget` buys the GPUs it caps.
+#[test]
+fn free_sweep_target_and_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("sweep.svg");
+    let free = json_of(&llama_8b(&[
+        "--free",
+        "--sweep",
+        "--json",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]));
+    let uniform = json_of(&llama_8b(&["--sweep", "--json"]));
+    assert_eq!(free["uniform"], false);
+    assert_eq!(uniform["uniform"], true);
+    assert_eq!(keys(&free), keys(&uniform));
+    let (rows, urows) = (
+        free["rows"].as_array().unwrap(),
+        uniform["rows"].as_array().unwrap(),
+    );
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|r| r["devices"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [1, 2, 4, 8, 16]);
+    let mut last = f64::INFINITY;
+    for (r, u) in rows.iter().zip(urows) {
+        assert_eq!(r["uniform"], false, "{r}");
+        assert_eq!(r["devices"], u["devices"]);
+        if r["value"].is_null() {
+            assert!(u["value"].is_null(), "uniform has a plan, free not: {u}");
+            assert!(
+                last.is_infinite(),
+                "a row without a plan after one with a plan"
+            );
+            continue;
+        }
+        let common: Vec<String> = keys(u).into_iter().filter(|k| r.get(k).is_none()).collect();
+        assert!(common.is_empty(), "free row lacks {common:?}");
+        assert!(num(r, "bound") <= num(r, "value") * (1.0 + 1e-12), "{r}");
+        assert!(num(r, "gap") >= 0.0 && r["timeS"].is_number(), "{r}");
+        if !u["value"].is_null() {
+            assert!(
+                num(r, "value") <= num(u, "value") * (1.0 + 1e-12),
+                "{r} vs {u}"
+            );
+        }
+        assert!(num(r, "value") <= last * (1.0 + 1e-12));
+        assert!(num(r, "devicesUsed") <= num(r, "devices"));
+        last = num(r, "value");
+    }
+    let single = json_of(&llama_8b(&["--free", "--json"]));
+    assert!((last - num(&single, "value")).abs() <= 1e-9 * last);
+    let page = std::fs::read_to_string(&svg).unwrap();
+    assert!(page.contains("<svg") && page.contains("Best free layout"));
+    let table = llama_8b(&["--free", "--sweep"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success());
+    assert!(text.contains("best free layout per GPU count"), "{text}");
+    assert!(text.contains("bound ms") && text.contains("gap"), "{text}");
+
+    // --target-tps: a target between the 8- and 16-GPU rows' values.
+    let target = (num(&rows[3], "value") + num(&rows[4], "value")) / 2.0;
+    let found = json_of(&llama_8b(&[
+        "--free",
+        "--target-tps",
+        &target.to_string(),
+        "--json",
+    ]));
+    let n = found["target"]["devices"].as_u64().unwrap() as usize;
+    assert!(n > 8 && n <= 16, "{found}");
+    assert_eq!(found["target"]["proven"], true);
+    assert!(found["target"]["open"].is_null(), "{found}");
+    assert_eq!(found["uniform"], false);
+    assert!(num(&found, "value") <= target);
+    let h100 = {
+        let out = dnnplace()
+            .args(["devices", "--show", "h100"])
+            .output()
+            .unwrap();
+        let profile: toml::Table = String::from_utf8_lossy(&out.stdout).parse().unwrap();
+        profile["price_per_hour"].as_float().expect("h100 price")
+    };
+    // --budget: the price of n − 1 GPUs and a half caps the free search at n − 1 GPUs.
+    let budget = (h100 * (n as f64 - 1.0) + h100 / 2.0).to_string();
+    let capped = llama_8b(&["--free", "--budget", &budget, "--json"]);
+    let note = String::from_utf8_lossy(&capped.stderr).to_string();
+    let capped = json_of(&capped);
+    assert!(note.contains(&format!("buys {}", n - 1)), "{note}");
+    assert_eq!(capped["uniform"], false);
+    assert!((num(&capped, "devicesUsed") as usize) < n);
+    assert!(num(&capped, "value") > target, "{} GPUs meet it", n - 1);
+    let out_file = dir.path().join("plan.json");
+    let tiny = (last * 0.5).to_string();
+    let missed = llama_8b(&[
+        "--free",
+        "--target-tps",
+        &tiny,
+        "--out",
+        out_file.to_str().unwrap(),
+    ]);
+    assert_eq!(missed.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missed.stderr);
+    assert!(err.contains("no layout of the cluster meets it"), "{err}");
+    assert!(String::from_utf8_lossy(&missed.stdout).contains("proven: its bound"));
+    assert!(!out_file.exists());
+}
+
+/// `--free` with `--sweep` and `--target-tps` on two types: whole machines in the cluster's
+/// order (rows of 4 and 8 GPUs, the first on H100 alone), each free row no worse than the
+/// uniform row of the same count; the fewest machines meeting the whole cluster's free
+/// optimum, proven; under `--objective iteration` the rows are the simulator's searches,
+/// each with its bound and gap.
+#[test]
+fn free_sweep_and_target_on_two_types() {
+    let free = json_of(&on_two_types(&["--free", "--sweep", "--json"]));
+    let uniform = json_of(&on_two_types(&["--sweep", "--json"]));
+    let rows = free["rows"].as_array().unwrap();
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|r| r["devices"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [4, 8]);
+    for s in rows[0]["stages"].as_array().unwrap() {
+        assert_eq!(s["accelerator"], "h100", "{s}");
+    }
+    for (r, u) in rows.iter().zip(uniform["rows"].as_array().unwrap()) {
+        assert_eq!(r["uniform"], false);
+        assert!(
+            num(r, "value") <= num(u, "value") * (1.0 + 1e-12),
+            "{r} vs {u}"
+        );
+        assert!(num(r, "bound") <= num(r, "value") * (1.0 + 1e-12), "{r}");
+    }
+    let target = num(&rows[1], "value");
+    let want = if num(&rows[0], "value") <= target {
+        4
+    } else {
+        8
+    };
+    let found = json_of(&on_two_types(&[
+        "--free",
+        "--json",
+        "--target-tps",
+        &target.to_string(),
+    ]));
+    assert_eq!(found["target"]["devices"], want, "{found}");
+    assert_eq!(found["target"]["proven"], true);
+    assert!(found["target"]["open"].is_null());
+    // Under the iteration: each row the simulator's search, with its own bound and gap
+    // (the mixed iteration search may end with a gap; the row says so), the last row the
+    // plan of the whole cluster.
+    let it = ["--free", "--objective", "iteration", "--json"];
+    let sweep = json_of(&on_two_types(&[&it[..], &["--sweep"]].concat()));
+    let whole = json_of(&on_two_types(&it));
+    let rows = sweep["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(r["valueFrom"], "simulation", "{r}");
+        assert!(num(r, "bound") <= num(r, "value") * (1.0 + 1e-12), "{r}");
+        assert!(num(r, "gap") >= 0.0 && !r["status"].is_null(), "{r}");
+    }
+    assert!((num(&rows[1], "value") - num(&whole, "value")).abs() <= 1e-9 * num(&whole, "value"));
 }
 
 /// `plan llama-3-8b --parallel 3d` on one machine of 4 H100 and one of 4 A100-80GB

@@ -1030,3 +1030,344 @@ fn mixed_sweep_and_fewest_devices_equal_brute_force() {
         "{rows_checked} {answered} {grew}"
     );
 }
+
+/// A tiny random instance of one accelerator type for the free sweep: one or two layers,
+/// TP 1, 2 (and 4), 1–3 machines of 1, 2 or 4 devices (at most 8), memory that binds at
+/// times, every ZeRO choice and schedule of the free space.
+fn tiny_one_type(seed: u64) -> (Topology, Vec<ChainCosts>, Space) {
+    let mut r = Pick(seed ^ 0x5ee9_f4ee);
+    let (mut spec, dtype) = random_spec(&mut r);
+    spec.layers = 1 + r.next(2) as usize;
+    let tps: Vec<usize> = valid_tp_degrees(&spec, 4)
+        .into_iter()
+        .filter(|t| [1, 2, 4].contains(t))
+        .collect();
+    let micro: Vec<usize> = r.of(&[&[1usize][..], &[1, 2]]).to_vec();
+    let cs = chains(&spec, dtype, &tps, &micro);
+    let resident: f64 = cs[0]
+        .units
+        .iter()
+        .map(|u| u.costs[0].weight_bytes + u.costs[0].gradient_bytes + u.costs[0].optimizer_bytes)
+        .sum();
+    let per = r.of(&[1usize, 2, 4]);
+    let machines = 1 + r.next(if per == 4 { 2 } else { 3 }) as usize;
+    let (cluster, _) =
+        cluster_and_profiles(&format!("{machines}x{per}xh100"), &[]).expect("cluster");
+    let mut topo = Topology::from_cluster(&cluster).expect("topology");
+    if r.next(3) == 0 {
+        topo.peer = None;
+    }
+    topo.memory_bytes = resident * r.of(&[0.2, 0.4, 0.7, 1.0, 3.0]);
+    let space = Space {
+        tensor_parallel: tps,
+        data_parallel: None,
+        zero: match r.next(3) {
+            0 => vec![Zero::Off, Zero::Parameters],
+            _ => vec![r.of(&Zero::ALL)],
+        },
+        recompute: r.of(&[None, Some(false), Some(true)]),
+        stages: None,
+        micro_batches: micro,
+        global_batch: r.of(&[4, 8]),
+        schedule: r.of(&[Schedule::GPipe, Schedule::OneFOneB]),
+        overlap_grad_reduce: false,
+        max_devices: topo.devices(),
+    };
+    (topo, cs, space)
+}
+
+/// The free problem of `seed` (even: one type, [`tiny_one_type`]; odd: two or three types,
+/// [`random_mixed`]) under `objective`.
+fn free_problem(seed: u64, objective: Objective) -> dnnplace::solve::parallel::ParallelProblem {
+    use dnnplace::solve::parallel::{Layouts, ParallelDevices, ParallelProblem};
+    let (chains, devices, space) = if seed.is_multiple_of(2) {
+        let (topo, cs, space) = tiny_one_type(seed);
+        (vec![cs], ParallelDevices::One(topo), space)
+    } else {
+        let (topo, chains, mut space) = random_mixed(seed);
+        space.stages = None;
+        (chains, ParallelDevices::Mixed(topo), space)
+    };
+    ParallelProblem {
+        chains,
+        devices,
+        space,
+        objective,
+        layouts: Layouts::Free,
+    }
+}
+
+/// The oracle of the free sweep and target, right by construction: every free layout of
+/// the *whole* cluster (the brute force of [`brute_force_free_by`] on one type,
+/// [`dnnplace::solve::parallel::brute_force::brute_force_mixed_by`] on several), valued by
+/// the evaluator's time per sample or the simulator's iteration, filed under the last
+/// device it uses; `best[n]` is the least value of the layouts lying on the first `n`
+/// devices (the cluster's order), `None` when none fits there.
+fn free_oracle_by_devices(
+    problem: &dnnplace::solve::parallel::ParallelProblem,
+) -> Vec<Option<f64>> {
+    use dnnplace::simulate::parallel::simulate_mixed;
+    use dnnplace::solve::parallel::brute_force::{brute_force_free_by, brute_force_mixed_by};
+    use dnnplace::solve::parallel::ParallelDevices;
+    let all = match &problem.devices {
+        ParallelDevices::One(t) => t.devices(),
+        ParallelDevices::Mixed(t) => t.devices(),
+    };
+    let mut at_end: Vec<Option<f64>> = vec![None; all + 1];
+    let iteration = problem.objective == Objective::Iteration;
+    let mut file = |l: &Layout, v: f64| {
+        let end = l
+            .stages
+            .iter()
+            .map(|st| st.first_device + st.width())
+            .max()
+            .unwrap();
+        let slot = &mut at_end[end];
+        *slot = Some(slot.map_or(v, |b: f64| b.min(v)));
+        Some(v)
+    };
+    match &problem.devices {
+        ParallelDevices::One(topo) => {
+            brute_force_free_by(&problem.chains[0], topo, &problem.space, |c, l, s| {
+                let v = if iteration {
+                    simulate_layout(c, topo, l).ok()?.iteration_ms
+                } else {
+                    s.time_per_sample_ms
+                };
+                file(l, v)
+            });
+        }
+        ParallelDevices::Mixed(topo) => {
+            brute_force_mixed_by(&problem.chains, topo, &problem.space, |cs, l, s| {
+                let v = if iteration {
+                    simulate_mixed(cs, topo, l).ok()?.iteration_ms
+                } else {
+                    s.time_per_sample_ms
+                };
+                file(l, v)
+            });
+        }
+    }
+    let mut best: Option<f64> = None;
+    at_end
+        .into_iter()
+        .map(|v| {
+            if let Some(v) = v {
+                best = Some(best.map_or(v, |b| b.min(v)));
+            }
+            best
+        })
+        .collect()
+}
+
+/// The free sweep and fewest-devices search (`--free --sweep`, `--free --target-tps`) on
+/// one and on several types, time per sample, against the brute force: every sweep row is
+/// the least value of the free layouts lying on its first `n` devices, proven (bound =
+/// value, gap 0); every free row is no worse than the uniform row of the same count (the
+/// uniform space is part of the free one); the fewest count meeting a target is the least
+/// count whose brute-force optimum meets it, proven, with no open count; a target below the
+/// whole cluster's optimum has no answer, proven.
+#[test]
+fn free_sweep_and_fewest_devices_equal_brute_force() {
+    use dnnplace::solve::parallel::{sweep_counts, Layouts};
+    let (mut rows_checked, mut answered, mut below_uniform, mut types) = (0, 0, 0, [0, 0]);
+    for seed in 0..100u64 {
+        let problem = free_problem(seed, Objective::TimePerSample);
+        let step = problem.count_step();
+        let oracle = free_oracle_by_devices(&problem);
+        let all = oracle.len() - 1;
+        let rows = problem.sweep(&Budget::unlimited(), None).unwrap();
+        let counts: Vec<usize> = sweep_counts(all / step).iter().map(|k| k * step).collect();
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            counts,
+            "seed {seed}"
+        );
+        let mut uniform = problem.clone();
+        uniform.layouts = Layouts::Uniform;
+        let uniform_rows = uniform.sweep(&Budget::unlimited(), None).unwrap();
+        for ((n, o), (_, u)) in rows.iter().zip(&uniform_rows) {
+            assert!(o.free, "seed {seed}");
+            match (&o.plan, oracle[*n]) {
+                (None, None) => {}
+                (Some(_), Some(v)) => {
+                    assert!(
+                        (o.value - v).abs() <= 1e-9 * v,
+                        "seed {seed} n {n}: {} vs brute force {v}",
+                        o.value
+                    );
+                    assert_eq!(o.status, Status::Optimal, "seed {seed} n {n}");
+                    assert!(o.bound <= o.value && o.gap() == 0.0, "seed {seed} n {n}");
+                    types[seed as usize % 2] += 1;
+                }
+                (a, b) => panic!(
+                    "seed {seed} n {n}: sweep {:?} vs brute force {b:?}",
+                    a.is_some()
+                ),
+            }
+            if u.plan.is_some() {
+                assert!(
+                    o.plan.is_some(),
+                    "seed {seed} n {n}: uniform has a plan, free not"
+                );
+                assert!(
+                    o.value <= u.value * (1.0 + 1e-9),
+                    "seed {seed} n {n}: free {} above uniform {}",
+                    o.value,
+                    u.value
+                );
+                below_uniform += usize::from(o.value < u.value * (1.0 - 1e-9));
+            }
+            rows_checked += 1;
+        }
+        // The fewest devices (whole machines on several types) for a target: the optimum
+        // of some count, the largest or the least.
+        let by_count: Vec<Option<f64>> = (1..=all / step).map(|k| oracle[k * step]).collect();
+        let Some(target) = by_count.iter().flatten().copied().reduce(|a, b| {
+            if seed % 4 < 2 {
+                a.max(b)
+            } else {
+                a.min(b)
+            }
+        }) else {
+            continue;
+        };
+        let found = problem
+            .fewest_devices(target, &Budget::unlimited())
+            .unwrap();
+        let least = by_count
+            .iter()
+            .position(|o| o.is_some_and(|v| v <= target))
+            .unwrap()
+            + 1;
+        assert_eq!(found.devices, Some(least * step), "seed {seed}");
+        assert!(found.outcome.value <= target, "seed {seed}");
+        assert!(found.proven && found.open.is_none(), "seed {seed}");
+        let whole = oracle[all].unwrap();
+        let none = problem
+            .fewest_devices(whole * 0.999, &Budget::unlimited())
+            .unwrap();
+        assert_eq!(none.devices, None, "seed {seed}");
+        assert!(none.proven && none.open.is_none(), "seed {seed}");
+        answered += 1;
+    }
+    println!(
+        "{rows_checked} rows ({} one type, {} several with a plan), {answered} targets, {below_uniform} rows where free beats uniform",
+        types[0], types[1]
+    );
+    assert!(
+        rows_checked >= 80
+            && answered >= 15
+            && below_uniform >= 3
+            && types.iter().all(|&t| t >= 10),
+        "{rows_checked} {answered} {below_uniform} {types:?}"
+    );
+}
+
+/// The free sweep under the iteration objective (`--free --objective iteration --sweep`:
+/// each row the simulator's search on one type or several): every row's bound is at most
+/// the brute force's least simulated iteration of the layouts on its first `n` devices,
+/// its value at least that (a simulated layout), equal when it says optimal.
+#[test]
+fn free_iteration_sweep_against_brute_force() {
+    use dnnplace::solve::parallel::{Answer, Goal};
+    let (mut rows_checked, mut optimal) = (0, 0);
+    for seed in 0..40u64 {
+        let problem = free_problem(seed, Objective::Iteration);
+        let oracle = free_oracle_by_devices(&problem);
+        let Answer::Sweep(rows) =
+            dnnplace::simulate::parallel::answer(&problem, Goal::Sweep, &Budget::unlimited())
+                .unwrap()
+        else {
+            panic!("seed {seed}: not a sweep");
+        };
+        for (n, o) in &rows {
+            match (&o.plan, oracle[*n]) {
+                (None, None) => {}
+                (Some(_), Some(v)) => {
+                    assert!(
+                        o.bound <= v * (1.0 + 1e-9),
+                        "seed {seed} n {n}: bound {} > {v}",
+                        o.bound
+                    );
+                    assert!(
+                        o.value >= v * (1.0 - 1e-9),
+                        "seed {seed} n {n}: value {} < {v}",
+                        o.value
+                    );
+                    if o.status == Status::Optimal {
+                        assert!((o.value - v).abs() <= 1e-9 * v, "seed {seed} n {n}");
+                        optimal += 1;
+                    }
+                }
+                (a, b) => panic!(
+                    "seed {seed} n {n}: sweep {:?} vs brute force {b:?}",
+                    a.is_some()
+                ),
+            }
+            rows_checked += 1;
+        }
+    }
+    println!("{rows_checked} rows, {optimal} optimal");
+    assert!(
+        rows_checked >= 30 && optimal >= 10,
+        "{rows_checked} {optimal}"
+    );
+}
+
+/// The proof of `fewest_over` on searches that stop (synthetic outcomes: the optimum of
+/// count `k` is `10/k`, proven at some counts, not at others): the answer is proven iff the
+/// count just below it was shown by its bound to miss; otherwise that count is the open
+/// one, with its value and bound; with no answer, the whole count is open iff its bound does
+/// not exclude the target.
+#[test]
+fn fewest_over_names_the_open_count() {
+    use dnnplace::solve::parallel::{fewest_over, OpenCount, ParallelOutcome, Valuation};
+    use dnnplace::solve::StopReason;
+    let outcome = |k: usize, stopped: bool| {
+        let v = 10.0 / k as f64;
+        ParallelOutcome {
+            plan: None,
+            value: v,
+            bound: if stopped { v / 4.0 } else { v },
+            status: if stopped {
+                Status::Feasible {
+                    reason: StopReason::TimeLimit,
+                }
+            } else {
+                Status::Optimal
+            },
+            configs_solved: 0,
+            configs: 0,
+            elapsed_s: 0.0,
+            free: true,
+            valuation: Valuation::Model,
+        }
+    };
+    for steps in 1..=12usize {
+        for stopped_mask in 0u32..(1 << steps.min(12)) {
+            let stopped = |k: usize| stopped_mask >> (k - 1) & 1 == 1;
+            for target in [0.5, 1.0, 2.5, 3.0, 10.0] {
+                let found = fewest_over(steps, 2, target, &Budget::unlimited(), |n, _| {
+                    Ok(outcome(n / 2, stopped(n / 2)))
+                })
+                .unwrap();
+                let least = (1..=steps).find(|&k| 10.0 / k as f64 <= target);
+                assert_eq!(found.devices, least.map(|k| 2 * k), "{steps} {target}");
+                let open_k = match least {
+                    Some(1) => None,
+                    Some(k) => Some(k - 1),
+                    None => Some(steps),
+                }
+                .filter(|&k| outcome(k, stopped(k)).bound <= target);
+                let want = open_k.map(|k| OpenCount {
+                    devices: 2 * k,
+                    value: 10.0 / k as f64,
+                    bound: outcome(k, stopped(k)).bound,
+                });
+                assert_eq!(found.open, want, "{steps} {target} {stopped_mask:b}");
+                assert_eq!(found.proven, want.is_none());
+            }
+        }
+    }
+}

@@ -305,6 +305,7 @@ def sweep_parallel(
     pipeline_parallel: Optional[_Choice] = None,
     zero: Optional[_Choice] = None,
     schedule: str = "1f1b",
+    free: bool = False,
     sequence_parallel: bool = False,
     overlap_grad_reduce: bool = False,
     objective: str = "throughput",
@@ -313,9 +314,9 @@ def sweep_parallel(
     seq: Optional[int] = None,
     dtype: Optional[str] = None,
 ) -> ParallelSweep:
-    """The best uniform layout for each device count (1, 2, 4, ... and the whole cluster),
-    as `dnnplace plan MODEL --parallel 3d --sweep` finds them; the arguments are
-    plan_parallel's. Raises InputError when no count has a layout."""
+    """The best layout for each device count (1, 2, 4, ... and the whole cluster; on several
+    types whole machines), uniform or with free=True free, as `dnnplace plan MODEL
+    --parallel 3d [--free] --sweep` finds them; the arguments are plan_parallel's. Raises InputError when no count has a layout."""
 
 def score(workload: Workload, plan: Union[Plan, str], objective: str = "throughput") -> Dict[str, Any]:
     """Scores a Plan or placement JSON text (`dnnplace score --json`)."""

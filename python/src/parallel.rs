@@ -208,7 +208,8 @@ impl ParallelPlan {
     }
 
     /// What `target_tps=` found (`targetMs`, `devices`: the fewest accelerators whose best
-    /// layout meets it, `proven`, `searched`), or None without a target.
+    /// layout meets it, `proven`, `open`: the count a stopped search left open, `searched`), or
+    /// None without a target.
     #[getter]
     fn target(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match self.json.get("target") {
@@ -587,13 +588,14 @@ impl ParallelSweep {
     }
 }
 
-/// The best uniform layout for each device count of the cluster (1, 2, 4, … and the whole
-/// cluster), as `dnnplace plan MODEL --parallel 3d --sweep` finds them: the arguments are
-/// `plan_parallel`'s (without `free`, `export`, `budget`, `target_tps`); each count's
+/// The best layout for each device count of the cluster (1, 2, 4, … and the whole cluster;
+/// on several types whole machines in the cluster's order), uniform or with `free=True`
+/// free, as `dnnplace plan MODEL --parallel 3d [--free] --sweep` finds them: the arguments
+/// are `plan_parallel`'s (without `export`, `budget`, `target_tps`); each count's
 /// search gets an equal share of what is left of `time_limit`. Raises InputError when no
 /// count has a layout.
 #[pyfunction]
-#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", sequence_parallel=false, overlap_grad_reduce=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None))]
+#[pyo3(signature = (model, cluster, global_batch, micro_batch=None, tensor_parallel=None, data_parallel=None, pipeline_parallel=None, zero=None, schedule="1f1b", free=false, sequence_parallel=false, overlap_grad_reduce=false, objective="throughput", time_limit=None, recompute=None, seq=None, dtype=None))]
 pub fn sweep_parallel(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,
@@ -605,6 +607,7 @@ pub fn sweep_parallel(
     pipeline_parallel: Option<&Bound<'_, PyAny>>,
     zero: Option<&Bound<'_, PyAny>>,
     schedule: &str,
+    free: bool,
     sequence_parallel: bool,
     overlap_grad_reduce: bool,
     objective: &str,
@@ -632,6 +635,11 @@ pub fn sweep_parallel(
         zero,
     ];
     let mut settings = settings_of((model_of(model)?, cluster), choices, fixed)?;
+    settings.layouts = if free {
+        Layouts::Free
+    } else {
+        Layouts::Uniform
+    };
     settings.goal = Goal::Sweep;
     let (searched, notes, interrupted) = run(py, &settings, time_limit)?;
     let Answer::Sweep(rows) = searched.answer else {

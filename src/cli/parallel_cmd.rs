@@ -7,6 +7,19 @@
 //! `--export-out`), the library's one entry [`parallel::plan`] (or the problem's sweep and
 //! fewest-devices questions), and the table or JSON, `--out` written atomically. `score`
 //! and `simulate` of a 3D layout (`--from-export`, a plan file) live here too.
+//!
+//! What each question takes, uniform (the default) or `--free`, on one type or several
+//! (`--cluster A+B`: counts in whole machines, in the cluster's order):
+//!
+//! | question | uniform | `--free` |
+//! | --- | --- | --- |
+//! | one layout | time per sample or iteration; `--export`, `--report` | time per sample or simulated iteration; `--report` (one type); no `--export` |
+//! | `--sweep [--plot F.svg]` | one row per count: value, bound, gap, time | the same rows, each the free search's |
+//! | `--target-tps MS` | fewest count meeting it, proven by the bound below | the same; an open count (a stopped search whose bound does not exclude it) named in text and `target.open` |
+//! | `--budget P` | the devices (machines) `P` per hour buys, one search | the same |
+//!
+//! `--budget` with `--sweep` or `--target-tps`, and `--target-tps` with `--objective
+//! iteration`, exit 2 naming the flag.
 
 use std::path::Path;
 use std::time::Instant;
@@ -86,8 +99,9 @@ pub struct ParallelFlags {
     /// Off by default (the sync after the stage's last backward).
     #[arg(long)]
     pub overlap_grad_reduce: bool,
-    /// --parallel 3d: free layouts, each stage with its own t and d (Piper's space; time per
-    /// sample only; no --export, --sweep or --target-tps).
+    /// --parallel 3d: free layouts, each stage with its own t and d (Piper's space; the time
+    /// per sample, or with --objective iteration the simulated iteration; with --sweep,
+    /// --target-tps and --budget as uniform layouts; no --export).
     #[arg(long, conflicts_with = "uniform")]
     pub free: bool,
 }

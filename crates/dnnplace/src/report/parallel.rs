@@ -573,13 +573,25 @@ fn samples_per_s(plan: &ParallelPlan) -> f64 {
     }
 }
 
-/// The sweep (`plan --parallel 3d --sweep`) as a table: per GPU count, the best layout,
-/// its value, throughput, TFLOP/s per device and the speed-up over the first row with a plan.
+/// Which layouts a sweep's rows searched: `free` when they are free layouts.
+fn layouts_word(rows: &[(usize, ParallelOutcome)]) -> &'static str {
+    if rows.iter().any(|(_, o)| o.free) {
+        "free"
+    } else {
+        "uniform"
+    }
+}
+
+/// The sweep (`plan --parallel 3d [--free] --sweep`) as a table: per GPU count, the best
+/// layout, its value, the row's proven bound and gap, throughput, TFLOP/s per device and the
+/// speed-up over the first row with a plan (each row's search time: `timeS` in the JSON).
 pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> String {
     let mut t = Table::new([
         "GPUs",
         "layout",
         "value ms",
+        "bound ms",
+        "gap",
         "samples/s",
         "speed-up",
         "TFLOP/s per GPU",
@@ -594,28 +606,40 @@ pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> St
         Align::Right,
         Align::Right,
         Align::Right,
+        Align::Right,
+        Align::Right,
         Align::Left,
     ]);
     let base = rows
         .iter()
         .find_map(|(_, o)| o.plan.as_ref().map(samples_per_s));
+    let dash = || "-".to_string();
     for (n, o) in rows {
+        let bound = if o.bound.is_finite() {
+            format!("{:.3}", o.bound)
+        } else {
+            dash()
+        };
         let cells = match &o.plan {
             Some(p) => [
                 layout_code(p),
                 format!("{:.3}", o.value),
+                bound,
+                format!("{:.2}%", 100.0 * o.gap()),
                 format!("{:.2}", samples_per_s(p)),
-                base.map_or("-".into(), |b| format!("{:.2}×", samples_per_s(p) / b)),
+                base.map_or(dash(), |b| format!("{:.2}×", samples_per_s(p) / b)),
                 format!("{:.1}", p.score.tflops_per_device),
                 format!("{:.1}%", 100.0 * p.score.mfu),
             ],
             None => [
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
+                dash(),
+                dash(),
+                bound,
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+                dash(),
             ],
         };
         let mut row = vec![n.to_string()];
@@ -624,18 +648,21 @@ pub fn sweep_text(rows: &[(usize, ParallelOutcome)], objective: Objective) -> St
         t.push(row);
     }
     format!(
-        "best uniform layout per GPU count, objective {}\n\n{}",
+        "best {} layout per GPU count, objective {}\n\n{}",
+        layouts_word(rows),
         objective_name(objective),
         t.text()
     )
 }
 
-/// The sweep as JSON: `rows: [{devices, …layout_json}]`.
+/// The sweep as JSON: `uniform` (false: free layouts) and `rows: [{devices,
+/// …layout_json}]`, each row with its own `value`, `bound`, `gap`, `status` and `timeS`.
 pub fn sweep_json(
     rows: &[(usize, ParallelOutcome)],
     topo: &Topology,
     objective: Objective,
 ) -> Value {
+    let uniform = layouts_word(rows) == "uniform";
     let rows: Vec<Value> = rows
         .iter()
         .map(|(n, o)| {
@@ -644,18 +671,26 @@ pub fn sweep_json(
             v
         })
         .collect();
-    json!({"parallel": "3d", "sweep": true, "objective": objective_name(objective), "rows": rows})
+    json!({"parallel": "3d", "sweep": true, "uniform": uniform,
+           "objective": objective_name(objective), "rows": rows})
 }
 
 /// Why a sweep is an error: no row has a plan.
 pub const NO_SWEEP_LAYOUT: &str = "no GPU count has a feasible layout";
 
-/// The fewest-devices search (`--target-tps`) as the `target` field of the plan's JSON.
+/// The fewest-devices search (`--target-tps`) as the `target` field of the plan's JSON:
+/// `open` is `null` when `proven`, else `{devices, value, bound}` of the count whose bound
+/// does not exclude it.
 pub fn target_json(found: &TargetOutcome) -> Value {
     json!({
         "targetMs": found.target_ms,
         "devices": found.devices,
         "proven": found.proven,
+        "open": found.open.map(|o| json!({
+            "devices": o.devices,
+            "value": o.value.is_finite().then_some(o.value),
+            "bound": o.bound.is_finite().then_some(o.bound),
+        })),
         "searched": found.searched,
     })
 }
@@ -663,20 +698,33 @@ pub fn target_json(found: &TargetOutcome) -> Value {
 /// The line saying what `--target-tps` found.
 pub fn target_line(found: &TargetOutcome) -> String {
     let target = found.target_ms;
-    let proof = if found.proven {
-        "proven: every smaller count's bound misses it"
-    } else {
-        "not proven: a search stopped early (time limit or Ctrl-C) could not rule out a smaller count"
-    };
-    match found.devices {
-        Some(n) => format!(
-            "--target-tps {target} ms: {n} accelerators are the fewest whose best layout meets it ({proof}; counts searched: {:?})\n",
+    let open = found.open.map(|o| {
+        let best = if o.value.is_finite() {
+            format!("its best layout {:.6} ms", o.value)
+        } else {
+            "no layout found".to_string()
+        };
+        format!(
+            "the search on {n} accelerators stopped early ({best}, bound {:.6} ms ≤ the target), so {n} or fewer may meet it",
+            o.bound,
+            n = o.devices
+        )
+    });
+    match (found.devices, open) {
+        (Some(n), None) => format!(
+            "--target-tps {target} ms: {n} accelerators are the fewest whose best layout meets it (proven: every smaller count's bound misses it; counts searched: {:?})\n",
             found.searched
         ),
-        None => format!(
-            "--target-tps {target} ms: no layout on the whole cluster meets it (best {:.6} ms per sample{})\n",
-            found.outcome.value,
-            if found.proven { ", proven" } else { ", not proven: the search stopped early" }
+        (Some(n), Some(why)) => format!(
+            "--target-tps {target} ms: {n} accelerators meet it, NOT proven fewest: {why} (counts searched: {:?}; give more --time-limit)\n",
+            found.searched
+        ),
+        (None, None) => format!(
+            "--target-tps {target} ms: no layout on the whole cluster meets it (best {:.6} ms per sample, proven: its bound {:.6} ms is above the target)\n",
+            found.outcome.value, found.outcome.bound
+        ),
+        (None, Some(why)) => format!(
+            "--target-tps {target} ms: no layout found on the whole cluster meets it, NOT proven: {why} (give more --time-limit)\n"
         ),
     }
 }
@@ -711,7 +759,10 @@ pub fn sweep_svg(rows: &[(usize, ParallelOutcome)]) -> String {
     let labels: Vec<String> = pts.into_iter().map(|p| p.2).collect();
     curve(
         "parallel-sweep",
-        "Best uniform layout: samples per second by GPUs",
+        &format!(
+            "Best {} layout: samples per second by GPUs",
+            layouts_word(rows)
+        ),
         &points,
         &labels,
         (&x, "GPUs"),

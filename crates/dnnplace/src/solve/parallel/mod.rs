@@ -571,6 +571,18 @@ pub fn sweep_over(
     Ok(rows)
 }
 
+/// A count below the fewest-devices answer that no bound excludes: its search stopped
+/// (time limit, memory budget, Ctrl-C) with its best layout missing the target but its
+/// bound not above it, so it (and fewer devices) may still meet the target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpenCount {
+    pub devices: usize,
+    /// Its best layout's value, ms (infinite without one).
+    pub value: f64,
+    /// Its proven bound, ms (at most the target).
+    pub bound: f64,
+}
+
 /// The answer of [`fewest_devices`].
 #[derive(Clone, Debug)]
 pub struct TargetOutcome {
@@ -581,9 +593,13 @@ pub struct TargetOutcome {
     pub devices: Option<usize>,
     /// The search at `devices` (or over every accelerator when none meets the target).
     pub outcome: ParallelOutcome,
-    /// Whether `devices` is proven least: every count below it was shown, by its bound, to
-    /// miss the target (and, with no answer, the whole space was).
+    /// Whether `devices` is proven least: the count just below it was shown, by its bound,
+    /// to miss the target, hence every smaller count (the optimum never improves with
+    /// fewer devices); with no answer, the whole space was shown to miss it.
     pub proven: bool,
+    /// When not `proven`: the count whose bound does not exclude it (the one just below
+    /// `devices`, or the whole space with no answer).
+    pub open: Option<OpenCount>,
     /// Counts searched, in order.
     pub searched: Vec<usize>,
 }
@@ -598,51 +614,72 @@ pub fn fewest_devices(
     budget: &Budget,
 ) -> Result<TargetOutcome, String> {
     let all = space.max_devices.min(topo.devices());
-    fewest_over(all, 1, target_ms, |n| {
+    fewest_over(all, 1, target_ms, budget, |n, share| {
         let row = Space {
             max_devices: n,
             ..space.clone()
         };
-        plan_uniform(chains, topo, &row, Objective::TimePerSample, budget)
+        plan_uniform(chains, topo, &row, Objective::TimePerSample, share)
     })
 }
 
 /// The fewest-devices search's one loop: the least `k` in `1..=steps` whose best layout
-/// `plan_at(k·step)` takes at most `target_ms` per sample. The optimum over more devices
-/// never worsens (the space only grows), so a binary search over `k` finds the least: a
-/// count meets the target when its plan's value does, and is shown to miss it when its
-/// proven bound exceeds it; a search stopped by the budget that shows neither leaves the
-/// answer unproven, said so. Counts are reported in devices (`k·step`).
+/// `plan_at(k·step, share)` takes at most `target_ms` per sample, each search given an
+/// equal share of the time left among the searches still to come (`1 + ⌈log₂ steps⌉` in
+/// all). It relies on the optimum never worsening with more devices, which holds for every
+/// space searched here (module documentation of `problem`: the layouts on fewer devices
+/// are layouts on more), so a binary search over `k` finds the least: a count meets the
+/// target when its plan's value does, and misses it otherwise. The answer `k` is proven
+/// least when `k = 1` or the count `k − 1` (always searched) was shown to miss by its
+/// bound (then every smaller count misses too, by monotonicity); a search stopped with a
+/// bound at or below the target leaves it open, reported in [`TargetOutcome::open`].
+/// Counts are reported in devices (`k·step`).
 pub fn fewest_over(
     steps: usize,
     step: usize,
     target_ms: f64,
-    mut plan_at: impl FnMut(usize) -> Result<ParallelOutcome, String>,
+    budget: &Budget,
+    mut plan_at: impl FnMut(usize, &Budget) -> Result<ParallelOutcome, String>,
 ) -> Result<TargetOutcome, String> {
     let all = steps * step;
+    let mut left = 1 + steps.max(1).next_power_of_two().trailing_zeros() as usize;
+    let mut search = |n: usize| {
+        let share = budget.share(1.0 / left.max(1) as f64);
+        left = left.saturating_sub(1);
+        plan_at(n, &share)
+    };
+    let open_at = |n: usize, o: &ParallelOutcome| {
+        (o.bound <= target_ms).then_some(OpenCount {
+            devices: n,
+            value: o.value,
+            bound: o.bound,
+        })
+    };
     let mut searched = vec![all];
-    let whole = plan_at(all)?;
+    let whole = search(all)?;
     if whole.value > target_ms {
+        let open = open_at(all, &whole);
         return Ok(TargetOutcome {
             target_ms,
             devices: None,
-            proven: whole.bound > target_ms,
+            proven: open.is_none(),
+            open,
             outcome: whole,
             searched,
         });
     }
-    // Invariant: `hi` meets the target; every count below `lo` misses it (`proven` while
-    // each miss was shown by a bound).
-    let (mut lo, mut hi, mut best, mut proven) = (1, steps, whole, true);
+    // Invariant: `hi` meets the target; every count below `lo` misses it; `below` is the
+    // open miss at `lo − 1`, if it was open.
+    let (mut lo, mut hi, mut best, mut below) = (1, steps, whole, None);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         searched.push(mid * step);
-        let o = plan_at(mid * step)?;
+        let o = search(mid * step)?;
         if o.value <= target_ms {
             hi = mid;
             best = o;
         } else {
-            proven &= o.bound > target_ms;
+            below = open_at(mid * step, &o);
             lo = mid + 1;
         }
     }
@@ -650,7 +687,8 @@ pub fn fewest_over(
         target_ms,
         devices: Some(hi * step),
         outcome: best,
-        proven,
+        proven: below.is_none(),
+        open: below,
         searched,
     })
 }

@@ -17,12 +17,34 @@
 //!
 //! and every answer is a [`ParallelOutcome`]: the plan re-scored by
 //! [`crate::score::parallel`], its value, a proven bound, the gap
-//! ([`ParallelOutcome::gap`]) and the common [`crate::solve::Status`]. The uniform search's
-//! other questions take the same problem: [`ParallelProblem::sweep`] (the best layout per
-//! device count) and [`ParallelProblem::fewest_devices`] (the fewest devices meeting a time
-//! per sample). [`answer`] asks the problem the question of a [`Goal`] and returns the
-//! [`Answer`]: the one road of `plan --parallel 3d [--sweep | --target-tps MS]` and of
-//! Python's `plan_parallel` / `sweep_parallel`.
+//! ([`ParallelOutcome::gap`]) and the common [`crate::solve::Status`]. The other questions
+//! take the same problem, uniform or free, one type or several: [`ParallelProblem::sweep`]
+//! (the best layout per device count, each row the search of [`plan_with`] on the first
+//! `n` devices with its own value, bound and gap) and [`ParallelProblem::fewest_devices`]
+//! (the fewest devices meeting a time per sample). [`answer`] asks the problem the question
+//! of a [`Goal`] and returns the [`Answer`]: the one road of `plan --parallel 3d [--free]
+//! [--sweep | --target-tps MS]` and of Python's `plan_parallel` / `sweep_parallel`.
+//!
+//! **The optimum never worsens with more devices** ([`super::fewest_over`]'s binary
+//! search rests on it). [`ParallelProblem::on_first`] keeps the machines' shape, links and
+//! costs and only lowers the device cap (one type) or drops the cluster's last machines
+//! (several types), and every space is closed under adding devices:
+//!
+//! - uniform, one type: the layouts with `p·t·d ≤ n`, each on devices `0..p·t·d`;
+//! - free, one type ([`super::free`]): stages packed from device 0, the last ending at or
+//!   before the cap. The feasibility DP keeps, per front point, the *fewest* devices a
+//!   suffix needs and accepts any point on `≤ N` devices: it never has to use all `N`, so
+//!   a layout on `n` devices is one on `n + 1`, on the same devices with the same links
+//!   (a stage's links depend only on where it lies in its machines) and the same value;
+//!   the TP and DP candidates (`t ≤ N`, `d ≤ N`) only grow with `N`;
+//! - several types ([`super::mixed`], [`super::mixed_uniform`]): each type's stages packed
+//!   from its group's device 0 within the group, the types used any subset in any order.
+//!   One more machine either widens the last group (its `N_g` grows) or adds a type that a
+//!   layout may leave unused, so the layouts on `k` machines are layouts on `k + 1`;
+//! - the iteration objective reads the same layouts, and neither the scorer nor the
+//!   simulator reads a device no stage uses.
+//!
+//! So a count shown (by its bound) to miss a target proves every smaller count misses it.
 
 use super::{
     fewest_over, sweep_counts, sweep_over, IterationClock, Objective, ParallelOutcome, Space,
@@ -50,9 +72,9 @@ pub enum Layouts {
 pub enum Goal {
     /// The best layout ([`plan`]).
     One,
-    /// The best uniform layout per device count ([`ParallelProblem::sweep`]).
+    /// The best layout per device count ([`ParallelProblem::sweep`]).
     Sweep,
-    /// The fewest devices whose best uniform layout takes at most `target_ms` per sample
+    /// The fewest devices whose best layout takes at most `target_ms` per sample
     /// ([`ParallelProblem::fewest_devices`]).
     FewestDevices { target_ms: f64 },
 }
@@ -200,25 +222,15 @@ impl ParallelProblem {
         sub
     }
 
-    /// Why a question of the uniform search does not apply to this problem, if it does not.
-    fn uniform(&self, question: &str) -> Result<(), String> {
-        match self.layouts {
-            Layouts::Uniform => Ok(()),
-            Layouts::Free => Err(format!(
-                "internal error: {question} searches uniform layouts"
-            )),
-        }
-    }
-
-    /// The best uniform layout on the first `n` devices for each `n` of
-    /// [`super::sweep_counts`] (on several types, whole machines: `G·k` for each `k` of
-    /// `sweep_counts(machines)`), each planned by [`plan_with`] ([`super::sweep_over`]).
+    /// The best layout on the first `n` devices for each `n` of [`super::sweep_counts`] (on
+    /// several types, whole machines: `G·k` for each `k` of `sweep_counts(machines)`), each
+    /// planned by [`plan_with`] in this problem's layouts (uniform or free) and objective,
+    /// each row with an equal share of the time left ([`super::sweep_over`]).
     pub fn sweep(
         &self,
         budget: &Budget,
         clock: Option<&dyn IterationClock>,
     ) -> Result<Vec<(usize, ParallelOutcome)>, String> {
-        self.uniform("the sweep")?;
         let step = self.count_step();
         let counts: Vec<usize> = sweep_counts(self.countable() / step)
             .into_iter()
@@ -230,16 +242,21 @@ impl ParallelProblem {
     }
 
     /// The fewest of the first devices (on several types, whole machines in the cluster's
-    /// order) whose best uniform layout takes at most `target_ms` per sample
-    /// ([`super::fewest_over`]).
+    /// order) whose best layout (uniform or free) takes at most `target_ms` per sample
+    /// ([`super::fewest_over`]; monotone by the module documentation).
     pub fn fewest_devices(&self, target_ms: f64, budget: &Budget) -> Result<TargetOutcome, String> {
-        self.uniform("the fewest-devices search")?;
         let step = self.count_step();
-        fewest_over(self.countable() / step, step, target_ms, |n| {
-            let mut sub = self.on_first(n);
-            sub.objective = Objective::TimePerSample;
-            plan_with(&sub, budget, None)
-        })
+        fewest_over(
+            self.countable() / step,
+            step,
+            target_ms,
+            budget,
+            |n, share| {
+                let mut sub = self.on_first(n);
+                sub.objective = Objective::TimePerSample;
+                plan_with(&sub, share, None)
+            },
+        )
     }
 }
 

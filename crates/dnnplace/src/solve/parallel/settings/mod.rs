@@ -14,11 +14,11 @@
 //! | `zero` | `--zero` | `auto` (every stage) | 0 to 3 |
 //! | `overlap_grad_reduce` | `--overlap-grad-reduce` | off | the DP sync starts with each stage's last backward (the iteration; docs/parallel.md) |
 //! | `schedule` | `--schedule` | 1f1b | gpipe, 1f1b, or interleaved:v (uniform layouts on one type; some `p ≥ 2` of the space with `p·v` dividing the blocks and `B/(d·b)` a multiple of `p`) |
-//! | `layouts` | `--uniform` / `--free` | uniform | free: time per sample only, no export |
+//! | `layouts` | `--uniform` / `--free` | uniform | free: the time per sample or the simulated iteration, no export; the sweep, target and price cap as uniform |
 //! | `objective` | `--objective` | time per sample (`throughput`) | or the iteration time (free layouts or several types: the simulated iteration) |
 //! | `export` | `--export` | none | the search stays within the target's ZeRO stages and schedules |
 //! | `price_cap` | `--budget` | none | caps the accelerators at what the price buys per hour |
-//! | `goal` | `--sweep`, `--target-tps` | one layout | the best layout per device count, or the fewest devices meeting a time per sample (uniform layouts; the sweep without a price cap, the target without a cap or the iteration objective) |
+//! | `goal` | `--sweep`, `--target-tps` | one layout | the best layout per device count, or the fewest devices meeting a time per sample (uniform or free layouts; the sweep without a price cap, the target without a cap or the iteration objective) |
 //!
 //! Values written as text (`"auto"`, `"8"`, `"1,2,4"`) are read by [`Choice::count`],
 //! [`Choice::degrees`] and [`Choice::zero`]; text that does not read is kept
@@ -238,23 +238,10 @@ impl ParallelSettings {
         Ok(target)
     }
 
-    /// `--sweep` and `--target-tps` search uniform layouts; the sweep takes no price cap;
-    /// the target is a time per sample, searched without a price cap.
+    /// `--sweep` and `--target-tps` search the problem's layouts (uniform or free); the
+    /// sweep takes no price cap; the target is a time per sample, searched without a price
+    /// cap.
     fn goal_checked(&self) -> Result<(), SettingsError> {
-        let (flag, why) = match self.goal {
-            Goal::One => return Ok(()),
-            Goal::Sweep => ("--sweep", "the sweep searches uniform layouts"),
-            Goal::FewestDevices { .. } => (
-                "--target-tps",
-                "the fewest-devices search covers uniform layouts",
-            ),
-        };
-        if self.layouts == Layouts::Free {
-            return Err(setting(
-                flag,
-                format!("{flag} does not apply to --free: {why}; drop --free for uniform layouts"),
-            ));
-        }
         if let Goal::FewestDevices { .. } = self.goal {
             let clash = [
                 ("--budget", self.price_cap.is_some()),
