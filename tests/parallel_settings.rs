@@ -95,7 +95,12 @@ fn the_built_problem_plans_the_clis_layout() {
     assert_eq!(problem.space.tensor_parallel, vec![2, 4]);
     assert_eq!(problem.space.micro_batches, vec![1, 2, 4, 8, 16]);
     let outcome = parallel::plan(&problem, &Budget::new(Some(60.0), None)).unwrap();
-    let mut ours = layout_json(&outcome, &problem.topology(), problem.objective);
+    let mut ours = serde_json::to_value(layout_json(
+        &outcome,
+        &problem.topology(),
+        problem.objective,
+    ))
+    .unwrap();
     let o = cli(&["--global-batch", "16", "--tensor-parallel", "2,4", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut theirs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -521,13 +521,14 @@ pub fn plan_parallel(
             _ => status_line(&outcome),
         }));
     }
-    let mut json = layout_json(&outcome, &searched.topology, searched.objective);
-    json["peakMemoryBytes"] = serde_json::json!(dnnplace::experiments::bench::peak_memory_bytes());
+    let mut record = layout_json(&outcome, &searched.topology, searched.objective);
+    record.peak_memory_bytes = dnnplace::experiments::bench::peak_memory_bytes();
     let mut trailer = String::new();
     if let Some((target, line)) = target {
-        json["target"] = target;
+        record.target = Some(target);
         trailer = line;
     }
+    let json = serde_json::to_value(record).expect("a layout record serialises");
     Ok(ParallelPlan {
         outcome,
         topology: searched.topology,

@@ -36,7 +36,7 @@ use crate::export::parallel::Training;
 use crate::model::parallel::{Topology, Zero};
 use crate::model::profiles::DeviceProfile;
 use crate::model::schedule::Schedule;
-use crate::report::parallel::{layout_json, layout_text};
+use crate::report::parallel::{layout_json, layout_text, LayoutJson};
 use crate::solve::budget::Budget;
 use crate::solve::parallel::settings::{self, MAX_GLOBAL_BATCH};
 use crate::solve::parallel::{
@@ -526,7 +526,7 @@ fn write_target(
         topo,
         objective,
         export,
-        Some(("target", target_json(found), &line)),
+        Some((target_json(found), &line)),
         met,
     )?;
     if met {
@@ -537,7 +537,7 @@ fn write_target(
 }
 
 /// Prints (table or JSON), writes `--out` (when `write_files`) and the export of a
-/// search's outcome; `extra` is one more JSON field and one more line of text; exit 2
+/// search's outcome; `target` is what `--target-tps` found, as JSON and a line of text; exit 2
 /// without a plan.
 fn finish(
     args: &PlanArgs,
@@ -545,23 +545,23 @@ fn finish(
     topo: &Topology,
     objective: Objective,
     export: Option<&str>,
-    extra: Option<(&str, serde_json::Value, &str)>,
+    target: Option<(serde_json::Value, &str)>,
     write_files: bool,
 ) -> Result<(), CliError> {
     let mut json = layout_json(outcome, topo, objective);
-    json["peakMemoryBytes"] = serde_json::json!(crate::experiments::bench::peak_memory_bytes());
+    json.peak_memory_bytes = crate::experiments::bench::peak_memory_bytes();
     let mut line = "";
-    if let Some((key, value, text)) = extra {
-        json[key] = value;
+    if let Some((found, text)) = target {
+        json.target = Some(found);
         line = text;
     }
-    let text = |v: &serde_json::Value| {
+    let text = |v: &LayoutJson| {
         serde_json::to_string_pretty(v).map_err(|e| CliError::Internal(e.to_string()))
     };
     let report = match (&args.report, &outcome.plan) {
         (Some(path), Some(plan)) if write_files => {
             let (page, summary) = simulated_report(&args.workload, plan, topo)?;
-            json["simulation"] = summary;
+            json.simulation = Some(summary);
             Some((path, page))
         }
         _ => None,
@@ -579,7 +579,7 @@ fn finish(
     } else {
         print!("{}{line}", layout_text(outcome, topo, objective));
         if let Some((path, _)) = &report {
-            let s = &json["simulation"];
+            let s = json.simulation.as_ref().unwrap_or(&serde_json::Value::Null);
             println!(
                 "simulated: iteration {} ms (pipeline {} ms + DP syncs), {} micro-batches over the replicas; report written to {}",
                 s["iterationMs"],

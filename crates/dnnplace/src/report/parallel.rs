@@ -362,8 +362,8 @@ pub(crate) fn stage_table(plan: &ParallelPlan, topo: &Topology) -> Table {
 /// `optimal`, and `stages: [{layers, chunks, tensorParallel, dataParallel, devices,
 /// microBatchTimeMs, …, memoryBytes}]` (`chunks`: the layers of each chunk the stage
 /// holds, in order; one chunk unless interleaved). One typed record, [`LayoutJson`].
-pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> Value {
-    let record = LayoutJson {
+pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -> LayoutJson {
+    LayoutJson {
         parallel: "3d",
         uniform: !o.free,
         objective: objective_name(objective),
@@ -384,15 +384,17 @@ pub fn layout_json(o: &ParallelOutcome, topo: &Topology, objective: Objective) -
             .as_ref()
             .map_or_else(Vec::new, |p| StageJson::all(p, topo)),
         totals: o.plan.as_ref().map(LayoutTotalsJson::of),
-    };
-    serde_json::to_value(record).expect("a layout record serialises")
+        peak_memory_bytes: None,
+        target: None,
+        simulation: None,
+    }
 }
 
 /// A layout found by a search ([`layout_json`]): what was searched and claimed, then the
 /// plan's stages and totals (none without a plan).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct LayoutJson {
+pub struct LayoutJson {
     parallel: &'static str,
     uniform: bool,
     objective: &'static str,
@@ -411,6 +413,38 @@ struct LayoutJson {
     stages: Vec<StageJson>,
     #[serde(flatten)]
     totals: Option<LayoutTotalsJson>,
+    /// The planning process's peak resident memory (the command line, Python).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    /// With `--target-tps`: what the fewest-devices search found ([`target_json`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Value>,
+    /// With `--report`: the simulated iteration's summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<Value>,
+}
+
+/// A row of the sweep: the GPU count and the layout found for it.
+#[derive(Debug, Serialize)]
+struct SweepRowJson {
+    devices: usize,
+    #[serde(flatten)]
+    layout: LayoutJson,
+}
+
+/// A row of the comparison: which entry, and its layout (with its value against the best
+/// row's) or why it has none.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CompareRowJson {
+    entry: &'static str,
+    row: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vs_best: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(flatten)]
+    layout: Option<LayoutJson>,
 }
 
 /// A layout given by hand and scored ([`scored_json`]).
@@ -663,12 +697,11 @@ pub fn sweep_json(
     objective: Objective,
 ) -> Value {
     let uniform = layouts_word(rows) == "uniform";
-    let rows: Vec<Value> = rows
+    let rows: Vec<SweepRowJson> = rows
         .iter()
-        .map(|(n, o)| {
-            let mut v = layout_json(o, topo, objective);
-            v["devices"] = json!(n);
-            v
+        .map(|(n, o)| SweepRowJson {
+            devices: *n,
+            layout: layout_json(o, topo, objective),
         })
         .collect();
     json!({"parallel": "3d", "sweep": true, "uniform": uniform,
@@ -854,22 +887,25 @@ pub fn compare_text(rows: &[Row], objective: Objective) -> String {
 /// The comparison as JSON: `rows: [{entry, row, …layout_json}]`, or `{entry, row, error}`.
 pub fn compare_json(rows: &[Row], topo: &Topology, objective: Objective) -> Value {
     let best = best_value(rows);
-    let rows: Vec<Value> = rows
+    let rows: Vec<CompareRowJson> = rows
         .iter()
         .map(|r| {
-            let mut v = match &r.result {
-                Ok(o) => {
-                    let mut v = layout_json(o, topo, objective);
-                    if o.plan.is_some() {
-                        v["vsBest"] = json!(o.value / best);
-                    }
-                    v
-                }
-                Err(why) => json!({ "error": why }),
+            let (layout, error) = match &r.result {
+                Ok(o) => (Some(layout_json(o, topo, objective)), None),
+                Err(why) => (None, Some(why.to_string())),
             };
-            v["entry"] = json!(entry_code(r.entry));
-            v["row"] = json!(r.entry.label());
-            v
+            CompareRowJson {
+                entry: entry_code(r.entry),
+                row: r.entry.label().to_string(),
+                vs_best: r
+                    .result
+                    .as_ref()
+                    .ok()
+                    .filter(|o| o.plan.is_some())
+                    .map(|o| o.value / best),
+                error,
+                layout,
+            }
         })
         .collect();
     json!({"parallel": "3d", "compare": true, "objective": objective_name(objective), "rows": rows})
