@@ -69,6 +69,35 @@
 //! paid for its network input.) (`back_ρ(e)` scans `l` downwards: the charge is not
 //! monotone in `l`, but `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
 //!
+//! **Debts.** The window's non-descendant groups charged at the least of compute and
+//! receipt are computed by *some* earlier stage, which the relaxation above charges to none
+//! (a group `g > l_{i−1}` lies beyond every earlier stage's interval). On a transformer
+//! that lets a stage start at the query projection with the key and value projections
+//! received, while no stage computes them. Call stage `i`'s start *open* when
+//! `S = W(l) ∩ I_{i−1} = ∅` (`W(l)` the non-descendant groups of the window, `l = l_{i−1}`)
+//! and *owed* otherwise. Open: every `g ∈ W(l)` below `l_i` lies in `P_{l_i} ⊆ I_i` and
+//! not in `I_{i−1}`, so the stage holds it and is charged its compute, bytes and CPU-only
+//! flag (instead of the least of compute and receipt). Owed: the charge above. Where does
+//! a `g ∈ S` lie? Let `j < i` be the last stage before `i` that moves `lo` (`l_j = l`;
+//! the stages between keep `lo = l`). Either a stage between holds `g` (a device used, its
+//! `lo` unmoved), or `g ∈ I_j`; then when `l ≥ m(l_{j−1})`, `g > l ≥ R̂(l_{j−1})` puts `g`
+//! outside `I_{j−1}` and so inside stage `j`, whose load is at least its charge plus
+//! `x_j(g) ≥ D(l)`, with `D(e)` the least compute (on stage `j`'s device) of a
+//! non-descendant window group of any `y ≥ e` (a suffix minimum, so that `D` and the
+//! charge ending owed at `e` grow with `e`). When `l < m(l_{j−1})` nothing is added.
+//! So inside a machine a position carries a mode, and the right-to-left pass keeps the
+//! least open start `a` and the least owed start `b` (kept only when `b < a`): ending
+//! open at `x` costs no more than ending at any `x' ≥ x` in either mode, and ending owed
+//! at `x` no more than owed at `x' ≥ x` (both charges grow with the end). A later stage's
+//! device gives `(a', b')` from: unused (`a`, `b` kept), holding an owed start's groups
+//! alone (`a' ≤ b`: the modes before it are at least as cheap as open), or a stage from
+//! an open or owed start to the open state at `a` or the owed state at `b` (paying `D`).
+//! An owed start is charged the least charge, which is the open one where `W(l) = ∅`, so
+//! a least owed start `l` with `W(l) = ∅` is an open state. The machine's leftmost stage
+//! `d` is charged as an owed start (the least) and ends in either state; the machine's
+//! start is taken open (the stages before it may pay a debt or not: open is the
+//! cheaper), so the table over machines below keeps one position per vector.
+//!
 //! **Machines.** Over the vectors `u` of machines used per kind (the kinds of
 //! [`crate::solve::cluster::machine_chain`]), in a plan the machines are a sequence, each one's stages
 //! consecutive:
@@ -83,11 +112,15 @@
 //! compensated prefix sums and the receive prices are scaled down by `1e-12`, so every test
 //! errs on the side of fitting.
 //!
+//! With the debts on the 384-layer BERT on `12x8xa100-80gb+10x8xv100+10x8xh100` the bound
+//! went from 0.871533 to 0.877707 ms (the best plan: 0.884611 ms).
+//!
 //! **Cost.** The receipts (`pred(l)` and the `f_l(u)`) once: O(Σ_l |frontier(l)|) for the
 //! producers below `l` with a successor at or above `m(l)` (at most [`MAX_RECEIPTS`], else
 //! only `pred(l)` is counted, still a relaxation). Per `τ`, each `back_ρ(e)` at most once
 //! per kind and role (memoised), a scan of the starts whose interval fits, and
-//! O(Π_κ (n_κ + 1) · K · (g + q)·(q + 1)) for the table.
+//! O(Π_κ (n_κ + 1) · K · (g + q)·(q + 1)) for the table; the modes make four `back`
+//! tables per role instead of one.
 
 use super::chain::{prefix_sums, windows};
 use crate::model::cluster::Machine;
