@@ -13,7 +13,7 @@ use cluster_gen::{random_clustered, ClusterShape};
 use common::Shape;
 use dnnplace::model::ClusterCosts;
 use dnnplace::score::evaluate_on_cluster;
-use dnnplace::solve::bounds::cluster::machine::machine_bound;
+use dnnplace::solve::bounds::cluster::machine::{machine_bound, machine_bound_with, Debts};
 use dnnplace::solve::bounds::cluster::volume::volume_bound;
 use dnnplace::solve::budget::Budget;
 use dnnplace::solve::cluster::brute_force::brute_force;
@@ -58,6 +58,11 @@ fn the_machine_bound_is_below_every_contiguous_plan_and_the_machine_chain_above(
         );
         positive += usize::from(bound > 0.0);
         above += usize::from(bound > volume_bound(&w, &costs, 10.0) * (1.0 + 1e-9));
+        let with_debts = machine_bound_with(&w, &costs, &Budget::new(None, None), Debts::On);
+        assert!(
+            with_debts <= optimum * (1.0 + 1e-12) && with_debts >= bound * (1.0 - 1e-6),
+            "seed {seed}: with debts {with_debts}, without {bound}, optimum {optimum}"
+        );
         // The chain packs accelerators only, on two machines or more.
         eligible += usize::from(
             machines.len() >= 2 && w.nodes().iter().all(|n| n.supported_on_accelerator),
@@ -138,6 +143,11 @@ fn the_machine_bound_is_below_the_dp_optimum_on_a_transformer() {
     .expect("a plan")
     .0;
     let bound = machine_bound(&w, &costs, &Budget::new(None, None));
+    let with_debts = machine_bound_with(&w, &costs, &Budget::new(None, None), Debts::On);
+    assert!(
+        with_debts <= optimum * (1.0 + 1e-12) && with_debts >= bound * (1.0 - 1e-6),
+        "with debts {with_debts}, without {bound}, optimum {optimum}"
+    );
     let volume = volume_bound(&w, &costs, 10.0);
     let (chain, _) = machine_chain(&w, &costs, &Budget::new(None, None)).expect("a plan");
     eprintln!("volume {volume}, machine bound {bound}, optimum {optimum}, machine chain {chain}");
@@ -288,7 +298,7 @@ fn the_machine_chain_is_the_best_plan_over_its_order() {
 /// optimum 27.875).
 #[test]
 fn the_machine_bound_with_debts_is_below_every_contiguous_plan() {
-    let (mut checked, mut positive) = (0, 0);
+    let (mut checked, mut positive, mut raised) = (0, 0, 0);
     for seed in 0..3000 {
         let shape = Shape {
             max_nodes: 8,
@@ -317,13 +327,19 @@ fn the_machine_bound_with_debts_is_below_every_contiguous_plan() {
             continue;
         };
         checked += 1;
-        let bound = machine_bound(&w, &costs, &Budget::new(None, None));
+        let without = machine_bound(&w, &costs, &Budget::new(None, None));
+        let bound = machine_bound_with(&w, &costs, &Budget::new(None, None), Debts::On);
         assert!(
             bound <= optimum * (1.0 + 1e-12),
             "seed {seed}: machine bound {bound} above the contiguous optimum {optimum}"
         );
+        assert!(
+            bound >= without * (1.0 - 1e-6),
+            "seed {seed}: with debts {bound} below without {without}"
+        );
         positive += usize::from(bound > 0.0);
+        raised += usize::from(bound > without * (1.0 + 1e-6));
     }
-    eprintln!("{checked} instances, bound positive on {positive}");
+    eprintln!("{checked} instances, bound positive on {positive}, raised by the debts on {raised}");
     assert!(checked >= 100, "only {checked} instances");
 }
