@@ -112,6 +112,8 @@
 //! compensated prefix sums and the receive prices are scaled down by `1e-12`, so every test
 //! errs on the side of fitting.
 //!
+//! [`machine_bound`] leaves the debts out ([`Debts::Off`]: one state per position, every
+//! start charged as owed, no debt); [`machine_bound_with`] with [`Debts::On`] charges them.
 //! With the debts on the 384-layer BERT on `12x8xa100-80gb+10x8xv100+10x8xh100` the bound
 //! went from 0.871533 to 0.877707 ms (the best plan: 0.884611 ms).
 //!
