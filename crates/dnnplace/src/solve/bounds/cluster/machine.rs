@@ -196,7 +196,9 @@ struct Way {
 impl Way {
     /// The memo row of `back` for this way.
     fn row(self) -> usize {
-        self.role as usize * 4 + 2 * usize::from(self.start == Mode::Owed) + usize::from(self.end == Mode::Owed)
+        self.role as usize * 4
+            + 2 * usize::from(self.start == Mode::Owed)
+            + usize::from(self.end == Mode::Owed)
     }
 }
 
@@ -265,7 +267,12 @@ pub fn machine_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64
 }
 
 /// [`machine_bound`] with or without the debts.
-pub fn machine_bound_with(w: &Workload, costs: &ClusterCosts, budget: &Budget, debts: Debts) -> f64 {
+pub fn machine_bound_with(
+    w: &Workload,
+    costs: &ClusterCosts,
+    budget: &Budget,
+    debts: Debts,
+) -> f64 {
     let c = Contraction::new(w);
     let n = c.len();
     if n == 0 {
