@@ -39,7 +39,7 @@ use super::greedy::greedy_chain;
 use crate::model::{ClusterCosts, Placement, Workload};
 use crate::score::{evaluate_on_cluster, ClusterEvaluation};
 use crate::solve::bounds::cluster::chain::chain_bound;
-use crate::solve::bounds::cluster::machine::machine_bound;
+use crate::solve::bounds::cluster::machine::{machine_bound, machine_bound_with, Debts};
 use crate::solve::bounds::cluster::set::set_bound;
 use crate::solve::bounds::cluster::volume::volume_bound;
 use crate::solve::bounds::load::LoadBoundUse;
@@ -530,6 +530,13 @@ fn by_dp(
     let mut r = solve_between(w, costs, &dp_limits, tracking, lower, held)?;
     if r.stopped.is_some() {
         r.lower_bound = r.lower_bound.max(lower);
+        // Only a DP stopped before its proof: the machine bound with the debts (at most
+        // a twentieth of the time), never lower than without, never above a plan.
+        if tracking == Tracking::Best {
+            let share = limits.time_limit_s.map_or(5.0, |t| 0.05 * t);
+            let debts = machine_bound_with(w, costs, &Budget::new(Some(share), None), Debts::On);
+            r.lower_bound = r.lower_bound.max(debts);
+        }
     }
     if let Some(c) = coarse {
         let better = r.best.as_ref().is_none_or(|b| c.value < b.0);

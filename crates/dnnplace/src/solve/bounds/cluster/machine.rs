@@ -69,6 +69,35 @@
 //! paid for its network input.) (`back_ρ(e)` scans `l` downwards: the charge is not
 //! monotone in `l`, but `x[m(l), e)` is, and the scan stops where it alone exceeds `τ`.)
 //!
+//! **Debts.** The window's non-descendant groups charged at the least of compute and
+//! receipt are computed by *some* earlier stage, which the relaxation above charges to none
+//! (a group `g > l_{i−1}` lies beyond every earlier stage's interval). On a transformer
+//! that lets a stage start at the query projection with the key and value projections
+//! received, while no stage computes them. Call stage `i`'s start *open* when
+//! `S = W(l) ∩ I_{i−1} = ∅` (`W(l)` the non-descendant groups of the window, `l = l_{i−1}`)
+//! and *owed* otherwise. Open: every `g ∈ W(l)` below `l_i` lies in `P_{l_i} ⊆ I_i` and
+//! not in `I_{i−1}`, so the stage holds it and is charged its compute, bytes and CPU-only
+//! flag (instead of the least of compute and receipt). Owed: the charge above. Where does
+//! a `g ∈ S` lie? Let `j < i` be the last stage before `i` that moves `lo` (`l_j = l`;
+//! the stages between keep `lo = l`). Either a stage between holds `g` (a device used, its
+//! `lo` unmoved), or `g ∈ I_j`; then when `l ≥ m(l_{j−1})`, `g > l ≥ R̂(l_{j−1})` puts `g`
+//! outside `I_{j−1}` and so inside stage `j`, whose load is at least its charge plus
+//! `x_j(g) ≥ D(l)`, with `D(e)` the least compute (on stage `j`'s device) of a
+//! non-descendant window group of any `y ≥ e` (a suffix minimum, so that `D` and the
+//! charge ending owed at `e` grow with `e`). When `l < m(l_{j−1})` nothing is added.
+//! So inside a machine a position carries a mode, and the right-to-left pass keeps the
+//! least open start `a` and the least owed start `b` (kept only when `b < a`): ending
+//! open at `x` costs no more than ending at any `x' ≥ x` in either mode, and ending owed
+//! at `x` no more than owed at `x' ≥ x` (both charges grow with the end). A later stage's
+//! device gives `(a', b')` from: unused (`a`, `b` kept), holding an owed start's groups
+//! alone (`a' ≤ b`: the modes before it are at least as cheap as open), or a stage from
+//! an open or owed start to the open state at `a` or the owed state at `b` (paying `D`).
+//! An owed start is charged the least charge, which is the open one where `W(l) = ∅`, so
+//! a least owed start `l` with `W(l) = ∅` is an open state. The machine's leftmost stage
+//! `d` is charged as an owed start (the least) and ends in either state; the machine's
+//! start is taken open (the stages before it may pay a debt or not: open is the
+//! cheaper), so the table over machines below keeps one position per vector.
+//!
 //! **Machines.** Over the vectors `u` of machines used per kind (the kinds of
 //! [`crate::solve::cluster::machine_chain`]), in a plan the machines are a sequence, each one's stages
 //! consecutive:
@@ -83,11 +112,17 @@
 //! compensated prefix sums and the receive prices are scaled down by `1e-12`, so every test
 //! errs on the side of fitting.
 //!
+//! [`machine_bound`] leaves the debts out ([`Debts::Off`]: one state per position, every
+//! start charged as owed, no debt); [`machine_bound_with`] with [`Debts::On`] charges them.
+//! With the debts on the 384-layer BERT on `12x8xa100-80gb+10x8xv100+10x8xh100` the bound
+//! went from 0.871533 to 0.877707 ms (the best plan: 0.884611 ms).
+//!
 //! **Cost.** The receipts (`pred(l)` and the `f_l(u)`) once: O(Σ_l |frontier(l)|) for the
 //! producers below `l` with a successor at or above `m(l)` (at most [`MAX_RECEIPTS`], else
 //! only `pred(l)` is counted, still a relaxation). Per `τ`, each `back_ρ(e)` at most once
 //! per kind and role (memoised), a scan of the starts whose interval fits, and
-//! O(Π_κ (n_κ + 1) · K · (g + q)·(q + 1)) for the table.
+//! O(Π_κ (n_κ + 1) · K · (g + q)·(q + 1)) for the table; the modes make four `back`
+//! tables per role instead of one.
 
 use super::chain::{prefix_sums, windows};
 use crate::model::cluster::Machine;
@@ -140,6 +175,38 @@ impl Role {
     }
 }
 
+/// How a stage's start meets the window of its `l` (module documentation, "Debts"): `Open`
+/// when no non-descendant window group of `l` is in the ideal before it (the stage computes
+/// every such group below its end), `Owed` when one is (the stage may receive them; the
+/// stages before owe their compute).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Open,
+    Owed,
+}
+
+/// A stage's role with the modes of its start and of its end (module documentation).
+#[derive(Clone, Copy)]
+struct Way {
+    role: Role,
+    start: Mode,
+    end: Mode,
+}
+
+impl Way {
+    /// The memo row of `back` for this way.
+    fn row(self) -> usize {
+        self.role as usize * 4
+            + 2 * usize::from(self.start == Mode::Owed)
+            + usize::from(self.end == Mode::Owed)
+    }
+}
+
+/// Rows of `back` memos (one per way) before the `next_fit` rows (one per role).
+const BACK_ROWS: usize = 4 * ROLES.len();
+/// No state in this mode.
+const NONE: usize = usize::MAX;
+
 /// What a stage starting at `l` must receive (module documentation): the producers of
 /// group `l`, and the producers below `l` with the first group `f_l(u)` they feed at or
 /// above `m(l)`.
@@ -178,11 +245,34 @@ struct Kind {
     acc_time: Vec<Sum>,
     /// `price[role][u]`: `c_ρ(u)` for node `u`, scaled down by [`PRICE_SLACK`].
     price: [Vec<f64>; 4],
+    /// `D(e)` on the kind's accelerators (module documentation, "Debts"); filled by
+    /// [`Relaxed::debts`].
+    debt: Vec<f64>,
 }
 
-/// The machine bound of `w` on its cluster (module documentation), or 0 when the cluster
-/// is not one of machines of one type each, a table is too large, or `budget` runs out.
+/// Whether the machine bound charges the debts of owed window groups (module
+/// documentation, "Debts"): `On` is never lower and costs about four times the `back`
+/// scans, so the planner runs it only after a DP that stops before its proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Debts {
+    Off,
+    On,
+}
+
+/// The machine bound of `w` on its cluster (module documentation) without the debts, or 0
+/// when the cluster is not one of machines of one type each, a table is too large, or
+/// `budget` runs out.
 pub fn machine_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64 {
+    machine_bound_with(w, costs, budget, Debts::Off)
+}
+
+/// [`machine_bound`] with or without the debts.
+pub fn machine_bound_with(
+    w: &Workload,
+    costs: &ClusterCosts,
+    budget: &Budget,
+    debts: Debts,
+) -> f64 {
     let c = Contraction::new(w);
     let n = c.len();
     if n == 0 {
@@ -195,7 +285,7 @@ pub fn machine_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64
         return 0.0;
     };
     let starts: Vec<usize> = (0..n).map(|l| r_hat[l].max(l + 1)).collect();
-    let relaxed = Relaxed {
+    let mut relaxed = Relaxed {
         n,
         receipts: receipts(w, &c, &starts),
         starts,
@@ -207,8 +297,14 @@ pub fn machine_bound(w: &Workload, costs: &ClusterCosts, budget: &Budget) -> f64
             }))
             .collect(),
         cpu_time: prefix_sums(c.groups.iter().map(|g| g.cpu_latency)),
+        cpu_debt: Vec::new(),
+        debts,
         kinds,
     };
+    relaxed.cpu_debt = relaxed.debts(&relaxed.cpu_time);
+    for k in 0..relaxed.kinds.len() {
+        relaxed.kinds[k].debt = relaxed.debts(&relaxed.kinds[k].acc_time);
+    }
     relaxed.bisect(budget)
 }
 
@@ -286,6 +382,7 @@ fn kinds(w: &Workload, costs: &ClusterCosts, c: &Contraction) -> Option<Vec<Kind
                 memory: cluster.types()[ty].memory_bytes,
                 acc_time,
                 price,
+                debt: Vec::new(),
             }
         })
         .collect();
@@ -435,6 +532,9 @@ struct Relaxed {
     bytes: Vec<Sum>,
     unsupported: Vec<u32>,
     cpu_time: Vec<Sum>,
+    /// `D(e)` on CPU cores (module documentation, "Debts").
+    cpu_debt: Vec<f64>,
+    debts: Debts,
     kinds: Vec<Kind>,
 }
 
@@ -458,13 +558,45 @@ impl Relaxed {
         }
     }
 
-    /// Whether a stage of `kind` in `role` holding group `l` and `[m(l), e)` fits `tau`.
-    fn fits(&self, kind: &Kind, role: Role, tau: f64, l: usize, e: usize) -> bool {
+    /// Whether `l` has a non-descendant window group: a start `Owed` exists there.
+    fn owes(&self, l: usize) -> bool {
+        l < self.n && self.receipts.window[l].iter().any(|wg| !wg.descendant)
+    }
+
+    /// `D(e)` on the devices whose compute prefix sums are `time`: the least, over the
+    /// positions `y ≥ e` with a non-descendant window group, of such a group's compute
+    /// there (`+∞` where none follows) (module documentation, "Debts").
+    fn debts(&self, time: &[Sum]) -> Vec<f64> {
+        let mut debt = vec![f64::INFINITY; self.n + 1];
+        for y in (0..self.n).rev() {
+            let here = self.receipts.window[y]
+                .iter()
+                .filter(|wg| !wg.descendant)
+                .map(|wg| {
+                    let g = wg.g as usize;
+                    time[g + 1].difference_lower_bound(time[g])
+                })
+                .fold(f64::INFINITY, f64::min);
+            debt[y] = here.min(debt[y + 1]);
+        }
+        debt
+    }
+
+    /// Whether a stage of `kind` in `way` holding group `l` and `[m(l), e)` fits `tau`.
+    fn fits(&self, kind: &Kind, tau: f64, way: Way, l: usize, e: usize) -> bool {
+        let role = way.role;
         let time = self.time(kind, role);
         let price = &kind.price[role as usize];
-        let (window, window_bytes, window_unsupported) = self.window_charge(kind, role, l, e);
+        let (window, window_bytes, window_unsupported) =
+            self.window_charge(kind, role, way.start, l, e);
         let mut load = time[l + 1].difference_lower_bound(time[l]) + self.interval(time, l, e);
         load += window;
+        if way.end == Mode::Owed && e >= self.starts[l] && e < self.n {
+            load += match role.cpu() {
+                true => self.cpu_debt[e],
+                false => kind.debt[e],
+            };
+        }
         load += self.receipts.pred[l]
             .iter()
             .map(|&u| price[u as usize])
@@ -501,7 +633,14 @@ impl Relaxed {
 
     /// The window's charge for a stage holding `l` up to `e` (module documentation, "The
     /// window"): its load, and the bytes and CPU-only groups of the descendants it holds.
-    fn window_charge(&self, kind: &Kind, role: Role, l: usize, e: usize) -> (f64, f64, u32) {
+    fn window_charge(
+        &self,
+        kind: &Kind,
+        role: Role,
+        start: Mode,
+        l: usize,
+        e: usize,
+    ) -> (f64, f64, u32) {
         let window = &self.receipts.window[l];
         if window.is_empty() {
             return (0.0, 0.0, 0);
@@ -520,7 +659,8 @@ impl Relaxed {
         let (mut load, mut bytes, mut unsupported) = (0.0, 0.0, 0);
         for wg in window.iter().take_while(|wg| (wg.g as usize) < e) {
             let g = wg.g as usize;
-            if wg.descendant {
+            // An open start: the group is in no earlier stage and below the end, so here.
+            if wg.descendant || start == Mode::Open {
                 load += group(g);
                 bytes += self.bytes[g + 1].difference_lower_bound(self.bytes[g]);
                 unsupported += self.unsupported[g + 1] - self.unsupported[g];
@@ -544,23 +684,25 @@ impl Relaxed {
         (load, bytes, unsupported)
     }
 
-    /// `back_ρ(e)` (module documentation), memoised in `memo[role][e]`.
-    fn back(&self, memo: &mut [Vec<u32>], kind: &Kind, role: Role, tau: f64, e: usize) -> usize {
-        let slot = memo[role as usize][e];
+    /// `back_ρ(e)` (module documentation) in `way`, memoised in `memo[way.row()][e]`: the
+    /// least start, `e` when none fits. An owed start is charged the least (its window's
+    /// groups at the least of compute and receipt) whether or not `l` owes.
+    fn back(&self, memo: &mut [Vec<u32>], kind: &Kind, tau: f64, way: Way, e: usize) -> usize {
+        let slot = memo[way.row()][e];
         if slot != u32::MAX {
             return slot as usize;
         }
-        let time = self.time(kind, role);
+        let time = self.time(kind, way.role);
         let mut best = e;
         for l in (0..e).rev() {
             if self.interval(time, l, e) > tau {
                 break;
             }
-            if self.fits(kind, role, tau, l, e) {
+            if self.fits(kind, tau, way, l, e) {
                 best = l;
             }
         }
-        memo[role as usize][e] = best as u32;
+        memo[way.row()][e] = best as u32;
         best
     }
 
@@ -574,11 +716,16 @@ impl Relaxed {
         tau: f64,
         x: usize,
     ) -> usize {
-        let row = ROLES.len() + role as usize;
+        let row = BACK_ROWS + role as usize;
+        let way = Way {
+            role,
+            start: Mode::Owed,
+            end: Mode::Open,
+        };
         if memo[row][self.n] == u32::MAX {
             memo[row][self.n] = self.n as u32;
             for l in (0..self.n).rev() {
-                memo[row][l] = if self.fits(kind, role, tau, l, l + 1) {
+                memo[row][l] = if self.fits(kind, tau, way, l, l + 1) {
                     l as u32
                 } else {
                     memo[row][l + 1]
@@ -589,14 +736,73 @@ impl Relaxed {
     }
 
     /// The least start of a machine's leftmost used stage in the first `role`, the stages
-    /// to its right starting at `at` (module documentation): the stage is not empty.
-    fn first(&self, memo: &mut [Vec<u32>], kind: &Kind, role: Role, tau: f64, at: usize) -> usize {
-        let l = self.back(memo, kind, role, tau, at);
-        if l < at {
-            l
-        } else {
-            self.next_fit(memo, kind, role, tau, at)
+    /// to its right starting at `at = (a, b)` (open at `a`, owed at `b`; module
+    /// documentation): the stage is not empty. Its own start is charged as owed (the least
+    /// charge; the machine's start is taken open).
+    fn first(
+        &self,
+        memo: &mut [Vec<u32>],
+        kind: &Kind,
+        role: Role,
+        tau: f64,
+        at: (usize, usize),
+    ) -> usize {
+        let mut best = self.n;
+        for (x, end) in [(at.0, Mode::Open), (at.1, Mode::Owed)] {
+            if x == NONE {
+                continue;
+            }
+            let way = Way {
+                role,
+                start: Mode::Owed,
+                end,
+            };
+            let l = self.back(memo, kind, tau, way, x);
+            best = best.min(if l < x {
+                l
+            } else {
+                self.next_fit(memo, kind, role, tau, x)
+            });
         }
+        best
+    }
+
+    /// The states before a later stage in `role` whose right side starts at `(a, b)`
+    /// (module documentation, "Debts"): the device unused, paying an owed start's debt
+    /// alone, or a stage from an open or owed start to either state.
+    fn step(
+        &self,
+        memo: &mut [Vec<u32>],
+        kind: &Kind,
+        role: Role,
+        tau: f64,
+        (a, b): (usize, usize),
+    ) -> (usize, usize) {
+        if self.debts == Debts::Off {
+            // One state: every start charged the least, no debt.
+            let way = Way {
+                role,
+                start: Mode::Owed,
+                end: Mode::Open,
+            };
+            return (a.min(self.back(memo, kind, tau, way, a)), NONE);
+        }
+        let (mut na, mut nb) = (a.min(b), b);
+        for (x, end) in [(a, Mode::Open), (b, Mode::Owed)] {
+            if x == NONE {
+                continue;
+            }
+            let way = |start| Way { role, start, end };
+            na = na.min(self.back(memo, kind, tau, way(Mode::Open), x));
+            // The least start charged as owed: an owed state where `l` owes, else an open
+            // one (the two charges agree there).
+            let l = self.back(memo, kind, tau, way(Mode::Owed), x);
+            match self.owes(l) {
+                true => nb = nb.min(l),
+                false => na = na.min(l),
+            }
+        }
+        (na, if nb < na { nb } else { NONE })
     }
 
     /// `B_κ(x)`: the least start of a machine of `kind` followed by the rest at `x`.
@@ -618,14 +824,14 @@ impl Relaxed {
                             order.push(false);
                         }
                     }
-                    let mut at = x;
+                    let mut at = (x, NONE);
                     for &is_cpu in &order {
                         let (leftmost, later) = match is_cpu {
                             true => (Role::CpuFirst, Role::CpuLater),
                             false => (Role::AccFirst, Role::AccLater),
                         };
                         best = best.min(self.first(memo, kind, leftmost, tau, at));
-                        at = at.min(self.back(memo, kind, later, tau, at));
+                        at = self.step(memo, kind, later, tau, at);
                     }
                 }
             }
@@ -643,7 +849,7 @@ impl Relaxed {
             vectors *= k + 1;
         }
         let mut memo: Vec<Vec<Vec<u32>>> =
-            vec![vec![vec![u32::MAX; self.n + 1]; 2 * ROLES.len()]; self.kinds.len()];
+            vec![vec![vec![u32::MAX; self.n + 1]; BACK_ROWS + ROLES.len()]; self.kinds.len()];
         let mut start = vec![self.n; vectors];
         for u in 1..vectors {
             if u % 64 == 0 && budget.is_exhausted() {
