@@ -17,6 +17,7 @@ use super::super::{Objective, SolveError};
 use crate::model::contraction::class_index;
 use crate::model::{ClusterCosts, Device, Placement, Workload};
 use crate::score::evaluate_on_cluster;
+use crate::solve::MethodId;
 
 /// Plans scored between two looks at the budget.
 pub const PLANS_PER_CHECK: u64 = 1024;
@@ -57,14 +58,14 @@ pub fn brute_force_within(
 ) -> Result<Exhaustive, SolveError> {
     if matches!(objective, Objective::Latency { .. }) {
         return Err(SolveError::Unsupported {
-            method: crate::solve::MethodId::BruteForce,
+            method: MethodId::BruteForce,
             what: "the latency objective on a cluster".into(),
         });
     }
     let (class, classes) = class_index(w);
     if classes > MAX_CLASSES {
         return Err(SolveError::Unsupported {
-            method: crate::solve::MethodId::BruteForce,
+            method: MethodId::BruteForce,
             what: format!("{classes} colour classes on a cluster (at most {MAX_CLASSES})"),
         });
     }
@@ -112,7 +113,7 @@ pub fn brute_force_within(
     enumerate(0, &groups, &mut used, &mut labels, &mut visit);
     if let Some(reason) = stopped {
         return Err(SolveError::Stopped {
-            method: crate::solve::MethodId::BruteForce,
+            method: MethodId::BruteForce,
             reason,
             detail: format!(
                 "after {plans} plans on {} devices (a partial search proves nothing; use the DP)",

@@ -73,6 +73,7 @@
 //! machines of kind `κ`, `c_t` accelerators of type `t` per machine (clamped to the number
 //! of groups) and `φ'` producers on the frontier.
 
+use crate::solve::MethodId;
 use std::collections::HashMap;
 
 use rayon::prelude::*;
@@ -605,7 +606,7 @@ fn ideal_data(p: &Prepared, ideals: Family, budget: &Budget) -> Result<IdealData
                 .collect();
             if out_of_budget.into_inner() {
                 return Err(SolveError::Stopped {
-                    method: crate::solve::MethodId::Dp,
+                    method: MethodId::Dp,
                     reason: budget.check().err().unwrap_or(Exhausted::TimeLimit),
                     detail: format!("while summing the stages of {count} ideals"),
                 });
@@ -627,7 +628,7 @@ fn ideal_data(p: &Prepared, ideals: Family, budget: &Budget) -> Result<IdealData
     for (xs, cpu, size, unsupported, fastest, crossing, frontier, upstream) in per {
         if frontier.len() > MAX_WIDTH || upstream.len() > MAX_WIDTH {
             return Err(SolveError::Unsupported {
-                method: crate::solve::MethodId::Dp,
+                method: MethodId::Dp,
                 what: format!(
                     "a cut with {} producers on one side of a contiguous split (the cluster DP labels at most {MAX_WIDTH}); coarsen the graph",
                     frontier.len().max(upstream.len())
@@ -1067,7 +1068,7 @@ fn check_size(p: &Prepared) -> Result<(), SolveError> {
         || p.kinds.iter().any(|k| k.machines.len() > 255)
     {
         return Err(SolveError::Unsupported {
-            method: crate::solve::MethodId::Dp,
+            method: MethodId::Dp,
             what: format!(
                 "a cluster of {} accelerator types and {} kinds of machine with up to {} machines of a kind (the cluster DP takes at most {MAX_TYPES} types, {MAX_KINDS} kinds and 255 machines of a kind)",
                 p.types,
@@ -1105,7 +1106,7 @@ fn enumerate_ideals(p: &Prepared, limit: usize, budget: &Budget) -> Result<Ideal
                 too_many(found, &format!("{found} enumerated before stopping"))
             }
             EnumerationStop::Budget { reason, .. } => SolveError::Stopped {
-                method: crate::solve::MethodId::Dp,
+                method: MethodId::Dp,
                 reason,
                 detail: String::new(),
             },

@@ -96,6 +96,7 @@
 //! nonzeros per device after the first of its group. Contiguous: `+ |D|·(|U| + 2|A|)`
 //! reach rows, `|D|·(2|U| + |A|)` position rows and `|A|·|M|(|M| − 1)` machine-order rows.
 
+use crate::solve::MethodId;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -185,7 +186,7 @@ fn held_meets_bound(
     ));
     stats.time_s = started.elapsed().as_secs_f64();
     Some(Outcome {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         placement: Some(p.clone()),
         objective: *value,
         bound: lower.min(*value),
@@ -236,7 +237,7 @@ pub fn solve(
     let started = Instant::now();
     if matches!(objective, Objective::Latency { .. }) {
         return Err(SolveError::Unsupported {
-            method: crate::solve::MethodId::Ip,
+            method: MethodId::Ip,
             what: "the latency objective on a cluster".into(),
         });
     }
@@ -483,7 +484,7 @@ impl ClusterIp<'_> {
     fn fits_no_device(&self, g: usize, stats: Stats) -> Outcome {
         let node = self.w.node(self.units.groups[g].nodes[0]);
         Outcome {
-            method: crate::solve::MethodId::Ip,
+            method: MethodId::Ip,
             placement: None,
             objective: f64::INFINITY,
             bound: f64::INFINITY,
@@ -721,7 +722,7 @@ fn without_plan(
         (solved.bound / time_scale).max(lower).max(0.0)
     };
     Outcome {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         placement: None,
         objective: f64::INFINITY,
         bound,
@@ -760,7 +761,7 @@ fn with_plan(
     bound = bound.min(value);
     let status = status_with_plan(problem, solved, value, bound, unreliable);
     Outcome {
-        method: crate::solve::MethodId::Ip,
+        method: MethodId::Ip,
         placement: Some(placement),
         objective: value,
         bound,
