@@ -45,11 +45,13 @@
 
 mod deepspeed;
 mod megatron;
+mod nodes;
 mod torchtitan;
 mod vllm;
 
 pub use deepspeed::{read_deepspeed, render_deepspeed};
 pub use megatron::{read_megatron, render_megatron};
+pub use nodes::{node_ranks, place_on_machines, render_mixed, table_comments, NodeRank};
 pub use torchtitan::{default_split, read_torchtitan, render_torchtitan};
 pub use vllm::{read_vllm, render_vllm};
 
