@@ -75,14 +75,14 @@ fn stage_groups(layout: &Layout, topo: &MixedTopology) -> Result<Vec<(usize, usi
         .collect()
 }
 
-/// The node-rank table of `plan`'s uniform layout in `format` on `topo`, or why `torchrun`'s
-/// equal ranks per node cannot place it (module documentation).
+/// The node-rank table of the uniform `layout` (devices numbered group by group) in
+/// `format` on `topo`, or why `torchrun`'s equal ranks per node cannot place it (module
+/// documentation).
 pub fn node_ranks(
     format: &str,
-    plan: &ParallelPlan,
+    layout: &Layout,
     topo: &MixedTopology,
 ) -> Result<Vec<NodeRank>, String> {
-    let layout = &plan.layout;
     let st0 = &layout.stages[0];
     let (t, d, p) = (st0.tensor_parallel, st0.data_parallel, layout.stages.len());
     if let Some(s) = layout
@@ -163,7 +163,7 @@ pub fn render_mixed(
     plan: &ParallelPlan,
     topo: &MixedTopology,
 ) -> Result<String, String> {
-    let nodes = node_ranks(format, plan, topo)?;
+    let nodes = node_ranks(format, &plan.layout, topo)?;
     let mut ranked = plan.clone();
     let width = plan.layout.stages[0].width();
     for (s, st) in ranked.layout.stages.iter_mut().enumerate() {
@@ -253,4 +253,120 @@ pub fn place_on_machines(
         st.first_device = first;
     }
     Ok(layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::parallel::{StageLayout, Topology, Zero};
+    use crate::model::schedule::Schedule;
+    use crate::model::Link;
+
+    /// One machine of 4 `a` and two of 4 `b` (devices 0–3 `a`, 4–11 `b`).
+    fn topo() -> MixedTopology {
+        let link = Link {
+            bytes_per_s: 1e9,
+            latency_ms: 0.0,
+        };
+        let group = |name: &str, machines| Topology {
+            machines,
+            per_machine: 4,
+            memory_bytes: 1e9,
+            type_name: name.into(),
+            profile: name.into(),
+            peer: None,
+            host: link,
+            network: link,
+        };
+        MixedTopology {
+            groups: vec![group("a", 1), group("b", 2)],
+        }
+    }
+
+    /// Stages of `t × d` devices starting at `firsts`, one unit each.
+    fn layout(t: usize, d: usize, firsts: &[usize]) -> Layout {
+        Layout {
+            stages: firsts
+                .iter()
+                .enumerate()
+                .map(|(s, &f)| StageLayout {
+                    units: s..s + 1,
+                    tensor_parallel: t,
+                    data_parallel: d,
+                    first_device: f,
+                })
+                .collect(),
+            micro_batch: 1,
+            global_batch: 8,
+            zero: Zero::Off,
+            schedule: Schedule::OneFOneB,
+            recompute: false,
+            overlap_grad_reduce: false,
+        }
+    }
+
+    fn row(group: usize, machine: usize, stages: &[usize]) -> NodeRank {
+        NodeRank {
+            group,
+            machine,
+            stages: stages.to_vec(),
+        }
+    }
+
+    /// Stages `b, b, a` (t = 2, d = 1): the first `b` machine holds stages 0 and 1, the
+    /// `a` machine stages 2; written and read back to the same devices.
+    #[test]
+    fn stages_sharing_a_machine_make_one_node() {
+        let l = layout(2, 1, &[4, 6, 0, 2]);
+        let nodes = node_ranks("megatron", &l, &topo()).unwrap();
+        assert_eq!(nodes, vec![row(1, 0, &[0, 1]), row(0, 0, &[2, 3])]);
+        let text = table_comments(&nodes, &topo());
+        assert!(text.contains("# node-rank 0: machine b:0 (b), stages 0,1\n"), "{text}");
+        let back = place_on_machines("megatron", &text, layout(2, 1, &[0, 2, 4, 6]), &topo());
+        assert_eq!(back.unwrap(), l);
+    }
+
+    /// vLLM with `d = 2` engines of `t·p = 2·2`: engine `e`'s ranks `4e..4e+4` are stage 0's
+    /// replica `e` then stage 1's; with stage 0 on `b:0` and stage 1 on `a:0` a node would
+    /// hold two machines' devices: refused. Megatron's order places the same layout.
+    #[test]
+    fn vllm_engines_order_ranks_by_engine() {
+        let l = layout(2, 2, &[4, 0]);
+        let e = node_ranks("vllm", &l, &topo()).unwrap_err();
+        assert!(e.contains("node rank 0 (ranks 0-3)"), "{e}");
+        assert_eq!(
+            node_ranks("deepspeed", &l, &topo()).unwrap(),
+            vec![row(1, 0, &[0]), row(0, 0, &[1])]
+        );
+    }
+
+    /// A stage not starting on a machine's first device, or idle devices between stages
+    /// inside a node's rank range, is refused naming the node rank.
+    #[test]
+    fn ranks_off_machine_boundaries_are_refused() {
+        // Stage 0 on b devices 6–7, stage 1 on a 0–1: node rank 0 would start mid-machine.
+        let e = node_ranks("torchtitan", &layout(2, 1, &[6, 0]), &topo()).unwrap_err();
+        assert!(e.contains("node rank 0"), "{e}");
+        // Stages 0 and 1 on b 4–5 and 8–9 (machine 1's start): ranks 2–3 are not 6–7.
+        let e = node_ranks("megatron", &layout(2, 1, &[4, 8]), &topo()).unwrap_err();
+        assert!(e.contains("rank 2 of stage 1"), "{e}");
+        // 6 ranks on machines of 4.
+        let e = node_ranks("megatron", &layout(3, 1, &[4, 0]), &topo()).unwrap_err();
+        assert!(e.contains("6 ranks"), "{e}");
+    }
+
+    /// The table read back: a missing table, a machine the cluster lacks and an unknown
+    /// type are errors.
+    #[test]
+    fn tables_read_back_check_the_cluster() {
+        let l = layout(4, 1, &[0, 4]);
+        let e = place_on_machines("megatron", "--x 1\n", l.clone(), &topo()).unwrap_err();
+        assert!(e.contains("no node-rank table"), "{e}");
+        let bad = "# node-rank 0: machine b:0 (b), stages 0\n# node-rank 1: machine b:2 (b), stages 1\n";
+        let e = place_on_machines("megatron", bad, l.clone(), &topo()).unwrap_err();
+        assert!(e.contains("the cluster has 2 b machines"), "{e}");
+        let bad = "# node-rank 0: machine c:0 (c), stages 0\n";
+        let e = place_on_machines("megatron", bad, l, &topo()).unwrap_err();
+        assert!(e.contains("no c machines"), "{e}");
+    }
 }
