@@ -827,7 +827,8 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
 /// (devices and types).
 #[test]
 fn exports_on_two_types_round_trip_with_their_node_ranks() {
-    let file = |f: &str| std::env::temp_dir().join(format!("dnnplace-mx-{f}-{}.txt", std::process::id()));
+    let file =
+        |f: &str| std::env::temp_dir().join(format!("dnnplace-mx-{f}-{}.txt", std::process::id()));
     for format in ["megatron", "deepspeed", "torchtitan", "vllm"] {
         let path = file(format);
         let planned = json_of(&on_two_types(&[
@@ -847,20 +848,39 @@ fn exports_on_two_types_round_trip_with_their_node_ranks() {
                 .filter(|(_, s)| s["accelerator"] == ty)
                 .map(|(i, _)| i.to_string())
                 .collect();
-            let row = format!("# node-rank {node}: machine {ty}:0 ({ty}), stages {}\n", held.join(","));
+            let row = format!(
+                "# node-rank {node}: machine {ty}:0 ({ty}), stages {}\n",
+                held.join(",")
+            );
             assert!(text.contains(&row), "{format}: no '{row}' in\n{text}");
         }
         let mut score = dnnplace();
         score
             .args(["score", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
-            .args(["--cluster", "1x4xh100+1x4xa100-80gb", "--seq", "1024", "--json"]);
+            .args([
+                "--cluster",
+                "1x4xh100+1x4xa100-80gb",
+                "--seq",
+                "1024",
+                "--json",
+            ]);
         if format == "vllm" {
             let b = planned["microBatch"].to_string();
             score.args(["--global-batch", "8", "--micro-batch", &b]);
         }
-        let scored = json_of(&score.arg("--from-export").arg(format).arg(&path).output().unwrap());
+        let scored = json_of(
+            &score
+                .arg("--from-export")
+                .arg(format)
+                .arg(&path)
+                .output()
+                .unwrap(),
+        );
         std::fs::remove_file(&path).ok();
-        assert_eq!(scored["value"], planned["value"], "{format}: {scored} vs {planned}");
+        assert_eq!(
+            scored["value"], planned["value"],
+            "{format}: {scored} vs {planned}"
+        );
         let place = |v: &serde_json::Value| -> Vec<(serde_json::Value, serde_json::Value)> {
             v["stages"]
                 .as_array()
@@ -882,7 +902,14 @@ fn exports_on_two_types_refuse_what_torchrun_cannot_place() {
     let o = dnnplace()
         .args(["plan", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
         .args(["--cluster", "1x4xh100+1x4xa100-80gb", "--seq", "1024"])
-        .args(["--global-batch", "6", "--data-parallel", "3", "--export", "megatron"])
+        .args([
+            "--global-batch",
+            "6",
+            "--data-parallel",
+            "3",
+            "--export",
+            "megatron",
+        ])
         .arg("--export-out")
         .arg(&path)
         .output()

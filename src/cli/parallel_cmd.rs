@@ -832,11 +832,12 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
                 accelerators: None,
             }
         }
-        ParallelDevices::Mixed(m) => mixed_plan(m, &profiles, layout, chain_on)
-            .map_err(|e| match e {
+        ParallelDevices::Mixed(m) => {
+            mixed_plan(m, &profiles, layout, chain_on).map_err(|e| match e {
                 CliError::Input(e) => in_file(e),
                 other => other,
-            })?,
+            })?
+        }
     };
     for note in &notes {
         eprintln!("note: {note}");

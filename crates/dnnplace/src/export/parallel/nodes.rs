@@ -188,14 +188,22 @@ fn read_table(text: &str) -> Result<Option<Vec<(String, usize)>>, String> {
         let Some(rest) = line.trim().strip_prefix("# node-rank ") else {
             continue;
         };
-        let bad = || format!("'{}': expected '# node-rank I: machine TYPE:K ...'", line.trim());
+        let bad = || {
+            format!(
+                "'{}': expected '# node-rank I: machine TYPE:K ...'",
+                line.trim()
+            )
+        };
         let (i, rest) = rest.split_once(": machine ").ok_or_else(bad)?;
         let i: usize = i.trim().parse().map_err(|_| bad())?;
         let name = rest.split_whitespace().next().ok_or_else(bad)?;
         let (ty, k) = name.rsplit_once(':').ok_or_else(bad)?;
         let k: usize = k.parse().map_err(|_| bad())?;
         if i != rows.len() {
-            return Err(format!("node-rank {i} out of order (expected {})", rows.len()));
+            return Err(format!(
+                "node-rank {i} out of order (expected {})",
+                rows.len()
+            ));
         }
         rows.push((ty.to_string(), k));
     }
@@ -321,7 +329,10 @@ mod tests {
         let nodes = node_ranks("megatron", &l, &topo()).unwrap();
         assert_eq!(nodes, vec![row(1, 0, &[0, 1]), row(0, 0, &[2, 3])]);
         let text = table_comments(&nodes, &topo());
-        assert!(text.contains("# node-rank 0: machine b:0 (b), stages 0,1\n"), "{text}");
+        assert!(
+            text.contains("# node-rank 0: machine b:0 (b), stages 0,1\n"),
+            "{text}"
+        );
         let back = place_on_machines("megatron", &text, layout(2, 1, &[0, 2, 4, 6]), &topo());
         assert_eq!(back.unwrap(), l);
     }
@@ -362,7 +373,8 @@ mod tests {
         let l = layout(4, 1, &[0, 4]);
         let e = place_on_machines("megatron", "--x 1\n", l.clone(), &topo()).unwrap_err();
         assert!(e.contains("no node-rank table"), "{e}");
-        let bad = "# node-rank 0: machine b:0 (b), stages 0\n# node-rank 1: machine b:2 (b), stages 1\n";
+        let bad =
+            "# node-rank 0: machine b:0 (b), stages 0\n# node-rank 1: machine b:2 (b), stages 1\n";
         let e = place_on_machines("megatron", bad, l.clone(), &topo()).unwrap_err();
         assert!(e.contains("the cluster has 2 b machines"), "{e}");
         let bad = "# node-rank 0: machine c:0 (c), stages 0\n";
