@@ -287,6 +287,7 @@ fn bad_flags_exit_2_naming_the_flag() {
             "1x8xh100+1x8xa100-80gb",
             "--objective",
             "iteration",
+            "--free",
             "--export",
             "megatron",
         ])
@@ -295,7 +296,7 @@ fn bad_flags_exit_2_naming_the_flag() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("--export does not apply to a cluster of several types"),
+        err.contains("--export does not apply to --free: frameworks run uniform layouts"),
         "{err}"
     );
     let o = dnnplace()
@@ -798,8 +799,7 @@ fn worst_stage_on_two_types(stages: &[serde_json::Value]) -> f64 {
 
 /// Uniform layouts on two accelerator types: every stage has one `t × d`, lies on its
 /// type's machines, the value is the largest stage's `(m·T + sync)/B` recomputed from the
-/// rows, it is proven, and the free layouts of the same cluster are no worse; `--export`
-/// and `--sweep` exit 2 naming the flag and the types.
+/// rows, it is proven, and the free layouts of the same cluster are no worse.
 #[test]
 fn uniform_layouts_on_two_types_share_one_degree_pair() {
     let run = on_two_types;
@@ -819,13 +819,124 @@ fn uniform_layouts_on_two_types_share_one_degree_pair() {
         num(&free, "value") <= num(&v, "value") * (1.0 + 1e-9),
         "{free} vs {v}"
     );
-    let o = run(&["--export", "megatron"]);
+}
+
+/// `--export` on two types: each of the four formats carries the node-rank table (node
+/// rank 0 on the H100 machine, 1 on the A100 one, each with its type's stages), and `score
+/// --from-export` of the file on the same cluster gives the plan's value and stages
+/// (devices and types).
+#[test]
+fn exports_on_two_types_round_trip_with_their_node_ranks() {
+    let file =
+        |f: &str| std::env::temp_dir().join(format!("dnnplace-mx-{f}-{}.txt", std::process::id()));
+    for format in ["megatron", "deepspeed", "torchtitan", "vllm"] {
+        let path = file(format);
+        let planned = json_of(&on_two_types(&[
+            "--json",
+            "--export",
+            format,
+            "--export-out",
+            path.to_str().unwrap(),
+        ]));
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The plan's own stages give the rows the table must hold.
+        let stages = planned["stages"].as_array().unwrap();
+        for (node, ty) in [(0, "h100"), (1, "a100-80gb")] {
+            let held: Vec<String> = stages
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s["accelerator"] == ty)
+                .map(|(i, _)| i.to_string())
+                .collect();
+            let row = format!(
+                "# node-rank {node}: machine {ty}:0 ({ty}), stages {}\n",
+                held.join(",")
+            );
+            assert!(text.contains(&row), "{format}: no '{row}' in\n{text}");
+        }
+        let mut score = dnnplace();
+        score
+            .args(["score", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+            .args([
+                "--cluster",
+                "1x4xh100+1x4xa100-80gb",
+                "--seq",
+                "1024",
+                "--json",
+            ]);
+        if format == "vllm" {
+            let b = planned["microBatch"].to_string();
+            score.args(["--global-batch", "8", "--micro-batch", &b]);
+        }
+        let scored = json_of(
+            &score
+                .arg("--from-export")
+                .arg(format)
+                .arg(&path)
+                .output()
+                .unwrap(),
+        );
+        std::fs::remove_file(&path).ok();
+        assert_eq!(
+            scored["value"], planned["value"],
+            "{format}: {scored} vs {planned}"
+        );
+        let place = |v: &serde_json::Value| -> Vec<(serde_json::Value, serde_json::Value)> {
+            v["stages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| (s["accelerator"].clone(), s["devices"].clone()))
+                .collect()
+        };
+        assert_eq!(place(&scored), place(&planned), "{format}");
+    }
+}
+
+/// `--export` on two types is refused (exit 2, no file) when torchrun's equal ranks per
+/// node cannot place the layout: `d = 3` gives two stages of 3 GPUs, 6 ranks on machines of
+/// 4. A file without the node-rank table is refused by `score` on two types.
+#[test]
+fn exports_on_two_types_refuse_what_torchrun_cannot_place() {
+    let path = std::env::temp_dir().join(format!("dnnplace-mx-refused-{}.txt", std::process::id()));
+    let o = dnnplace()
+        .args(["plan", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args(["--cluster", "1x4xh100+1x4xa100-80gb", "--seq", "1024"])
+        .args([
+            "--global-batch",
+            "6",
+            "--data-parallel",
+            "3",
+            "--export",
+            "megatron",
+        ])
+        .arg("--export-out")
+        .arg(&path)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("--export does not apply to a cluster of several types (h100, a100-80gb)"),
+        err.contains("cannot export to megatron: the layout runs 6 ranks, not a whole number of machines of 4 accelerators"),
         "{err}"
     );
+    assert!(!path.exists());
+    std::fs::write(
+        &path,
+        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 --num-layers 32 --micro-batch-size 1 --global-batch-size 8\n",
+    )
+    .unwrap();
+    let o = dnnplace()
+        .args(["score", "examples/hf/llama-3-8b.json", "--parallel", "3d"])
+        .args(["--cluster", "1x4xh100+1x4xa100-80gb", "--seq", "1024"])
+        .args(["--from-export", "megatron"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&path).ok();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("the file has no node-rank table"), "{err}");
 }
 
 /// On two types `--sweep` counts whole machines in the cluster's order (the first machine,

@@ -743,3 +743,80 @@ fn score_reads_every_export_back_through_the_cli() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--global-batch"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Several types: a uniform layout on `2x4xh100+2x4xa100-80gb` whose stages run A100,
+/// A100, H100, H100 (devices numbered group by group: H100 0–7, A100 8–15), each stage one
+/// whole machine, rendered with its node-rank table in each format, read back and put on
+/// the machines the table names: the same layout and the same score.
+#[test]
+fn exports_on_two_types_round_trip_through_the_node_rank_table() {
+    use dnnplace::export::parallel::{place_on_machines, render_mixed};
+    use dnnplace::model::parallel::MixedTopology;
+    use dnnplace::score::parallel::score_mixed;
+    let (cluster, _) = cluster_and_profiles("2x4xh100+2x4xa100-80gb", &[]).unwrap();
+    let topo = MixedTopology::from_cluster(&cluster).unwrap();
+    let spec = TransformerSpec::new(Style::Llama, LAYERS, 64, 4, 16, 1);
+    let chains: Vec<ChainCosts> = ["h100", "a100-80gb"]
+        .iter()
+        .map(|ty| {
+            let profile = find_profile(ty, &[]).unwrap();
+            transformer_chain(&with_batch(&spec, 2), DType::Bf16, &profile, &[1, 2, 4]).unwrap()
+        })
+        .collect();
+    for (format, t, d) in [
+        ("megatron", 2, 2),
+        ("deepspeed", 2, 2),
+        ("torchtitan", 1, 4),
+        ("vllm", 4, 1),
+    ] {
+        let cfg = Uniform {
+            micro_batch: 2,
+            tensor_parallel: t,
+            data_parallel: d,
+            zero: Zero::Off,
+            recompute: false,
+            stages: 4,
+        };
+        let mut layout = Layout::uniform(chains[0].len(), &[2, 4, 6], &cfg, 64, Schedule::OneFOneB);
+        for (st, first) in layout.stages.iter_mut().zip([8, 12, 0, 4]) {
+            st.first_device = first;
+        }
+        let score = score_mixed(&chains, &topo, &layout).unwrap();
+        let plan = ParallelPlan {
+            layout: layout.clone(),
+            score: score.clone(),
+            chain: chains[1].clone(),
+            accelerators: Some(
+                ["a100-80gb", "a100-80gb", "h100", "h100"]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+        };
+        let text = render_mixed(format, &plan, &topo).unwrap_or_else(|e| panic!("{format}: {e}"));
+        for row in [
+            "# node-rank 0: machine a100-80gb:0 (a100-80gb), stages 0\n",
+            "# node-rank 1: machine a100-80gb:1 (a100-80gb), stages 1\n",
+            "# node-rank 2: machine h100:0 (h100), stages 2\n",
+            "# node-rank 3: machine h100:1 (h100), stages 3\n",
+        ] {
+            assert!(text.contains(row), "{format}: no {row} in\n{text}");
+        }
+        let serving = Training {
+            micro_batch: 2,
+            global_batch: 64,
+            zero: Zero::Off,
+            schedule: Schedule::OneFOneB,
+            recompute: false,
+            overlap_grad_reduce: false,
+        };
+        let (read, _) = read_layout(format, &text, &names(&plan), 16, serving)
+            .unwrap_or_else(|e| panic!("{format}: {e}"));
+        let placed = place_on_machines(format, &text, read, &topo).unwrap();
+        assert_eq!(placed, layout, "{format}");
+        assert_eq!(
+            score_mixed(&chains, &topo, &placed).unwrap(),
+            score,
+            "{format}"
+        );
+    }
+}

@@ -49,6 +49,8 @@ const DEFAULT_TIME_LIMIT_S: f64 = 60.0;
 pub struct ParallelPlan {
     outcome: ParallelOutcome,
     topology: Topology,
+    /// The groups of a cluster of several types (its exports carry the node-rank table).
+    mixed: Option<dnnplace::model::parallel::MixedTopology>,
     objective: Objective,
     /// The CLI's `--json` document.
     json: Value,
@@ -246,8 +248,11 @@ impl ParallelPlan {
             .plan
             .as_ref()
             .ok_or_else(|| input("no layout to export"))?;
-        dnnplace::export::parallel::render(target.name(), plan)
-            .map_err(|why| input(format!("cannot export to {format}: {why}")))
+        match &self.mixed {
+            Some(m) => dnnplace::export::parallel::render_mixed(target.name(), plan, m),
+            None => dnnplace::export::parallel::render(target.name(), plan),
+        }
+        .map_err(|why| input(format!("cannot export to {format}: {why}")))
     }
 
     fn __repr__(&self) -> String {
@@ -390,6 +395,7 @@ enum Failure {
 struct Searched {
     answer: Answer,
     topology: Topology,
+    mixed: Option<dnnplace::model::parallel::MixedTopology>,
     objective: Objective,
 }
 
@@ -408,6 +414,10 @@ fn build_and_answer(
     Ok(Searched {
         answer,
         topology: problem.topology(),
+        mixed: match &problem.devices {
+            dnnplace::solve::parallel::ParallelDevices::Mixed(m) => Some(m.clone()),
+            dnnplace::solve::parallel::ParallelDevices::One(_) => None,
+        },
         objective: problem.objective,
     })
 }
@@ -532,6 +542,7 @@ pub fn plan_parallel(
     Ok(ParallelPlan {
         outcome,
         topology: searched.topology,
+        mixed: searched.mixed,
         objective: searched.objective,
         json,
         notes,

@@ -453,6 +453,11 @@ pub(super) fn solve_problem(
 ) -> Result<(), CliError> {
     let budget = run_budget(args.time_limit, args.search.memory_budget, started)?;
     let (topo, objective) = (&problem.topology(), problem.objective);
+    let mixed = match &problem.devices {
+        ParallelDevices::Mixed(m) => Some(m),
+        ParallelDevices::One(_) => None,
+    };
+    let export = export.map(|format| ExportTo { format, mixed });
     match crate::simulate::parallel::answer(problem, goal, &budget).map_err(CliError::Internal)? {
         Answer::Sweep(rows) => write_sweep(args, &rows, topo, objective),
         Answer::FewestDevices(found) => write_target(args, &found, topo, objective, export),
@@ -507,6 +512,14 @@ fn check_outputs(args: &PlanArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// What `--export` writes: the format and, on a cluster of several types, its topology
+/// (the export then carries the node-rank table).
+#[derive(Clone, Copy)]
+struct ExportTo<'a> {
+    format: &'a str,
+    mixed: Option<&'a crate::model::parallel::MixedTopology>,
+}
+
 /// `--target-tps MS`: the fewest devices whose best layout meets the target. The best
 /// layout is printed either way; one that misses the target writes no file and exits 2.
 fn write_target(
@@ -514,7 +527,7 @@ fn write_target(
     found: &crate::solve::parallel::TargetOutcome,
     topo: &Topology,
     objective: Objective,
-    export: Option<&str>,
+    export: Option<ExportTo>,
 ) -> Result<(), CliError> {
     use crate::report::parallel::{target_json, target_line, target_missed};
     let line = target_line(found);
@@ -544,7 +557,7 @@ fn finish(
     outcome: &crate::solve::parallel::ParallelOutcome,
     topo: &Topology,
     objective: Objective,
-    export: Option<&str>,
+    export: Option<ExportTo>,
     target: Option<(serde_json::Value, &str)>,
     write_files: bool,
 ) -> Result<(), CliError> {
@@ -589,9 +602,12 @@ fn finish(
             );
         }
     }
-    if let (Some(format), Some(plan)) = (export, &outcome.plan) {
-        let text = crate::export::parallel::render(format, plan)
-            .map_err(|why| CliError::Input(format!("cannot export to {format}: {why}")))?;
+    if let (Some(ExportTo { format, mixed }), Some(plan)) = (export, &outcome.plan) {
+        let text = match mixed {
+            Some(m) => crate::export::parallel::render_mixed(format, plan, m),
+            None => crate::export::parallel::render(format, plan),
+        }
+        .map_err(|why| CliError::Input(format!("cannot export to {format}: {why}")))?;
         match &args.export_out {
             Some(path) => crate::io::write_atomically(path, &text)
                 .map_err(|e| CliError::Input(e.to_string()))?,
@@ -764,16 +780,21 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
         ))
     })?;
     let dtype = model.dtype.unwrap_or(DType::Bf16);
-    let (_, profiles, topo) = topology_of(
-        args.cluster.as_deref(),
-        &args.device_file,
-        args.devices.memory,
-    )?;
+    let (profiles, devices) = score_devices(args)?;
+    let topo = match &devices {
+        ParallelDevices::One(t) => t.clone(),
+        ParallelDevices::Mixed(m) => m.display(),
+    };
     let text = crate::io::read_input_text(file, crate::io::TEXT_LIMIT_BYTES)
         .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
     let names = unit_names(&model.spec, dtype, &profiles[0])?;
-    let (layout, notes) = read_layout(format, &text, &names, topo.devices(), serving)
-        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let in_file = |e: String| CliError::Input(format!("{}: {e}", file.display()));
+    let (mut layout, notes) =
+        read_layout(format, &text, &names, topo.devices(), serving).map_err(in_file)?;
+    if let ParallelDevices::Mixed(m) = &devices {
+        layout = crate::export::parallel::place_on_machines(format, &text, layout, m)
+            .map_err(in_file)?;
+    }
     let t = layout.stages[0].tensor_parallel;
     let valid = valid_tp_degrees(&model.spec, topo.per_machine);
     if !valid.contains(&t) {
@@ -788,21 +809,35 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
     } else {
         SequenceParallel::Off
     };
-    let chain = transformer_chain_with(
-        &with_batch(&model.spec, layout.micro_batch),
-        dtype,
-        &profiles[0],
-        &[1, t],
-        sp,
-    )
-    .map_err(CliError::Input)?;
-    let score = crate::score::parallel::score_layout(&chain, &topo, &layout)
-        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
-    let plan = crate::solve::parallel::ParallelPlan {
-        layout,
-        score,
-        chain,
-        accelerators: None,
+    let micro_batch = layout.micro_batch;
+    let chain_on = |profile: &DeviceProfile| {
+        transformer_chain_with(
+            &with_batch(&model.spec, micro_batch),
+            dtype,
+            profile,
+            &[1, t],
+            sp,
+        )
+        .map_err(CliError::Input)
+    };
+    let plan = match &devices {
+        ParallelDevices::One(topo) => {
+            let chain = chain_on(&profiles[0])?;
+            let score = crate::score::parallel::score_layout(&chain, topo, &layout)
+                .map_err(|e| in_file(e.to_string()))?;
+            crate::solve::parallel::ParallelPlan {
+                layout,
+                score,
+                chain,
+                accelerators: None,
+            }
+        }
+        ParallelDevices::Mixed(m) => {
+            mixed_plan(m, &profiles, layout, chain_on).map_err(|e| match e {
+                CliError::Input(e) => in_file(e),
+                other => other,
+            })?
+        }
     };
     for note in &notes {
         eprintln!("note: {note}");
@@ -825,6 +860,84 @@ pub fn run_score(args: &super::ScoreArgs) -> Result<(), CliError> {
             file.display()
         )))
     }
+}
+
+/// The cluster of `score --parallel 3d` (`--cluster`, `--device-file`, `--memory`): its
+/// profiles and its devices, one topology on one type, the groups on several.
+fn score_devices(
+    args: &super::ScoreArgs,
+) -> Result<(Vec<DeviceProfile>, ParallelDevices), CliError> {
+    let mut notes = Vec::new();
+    let found = settings::cluster_of(args.cluster.as_deref(), &args.device_file, &mut notes);
+    let (cluster, profiles) = found.map_err(|e| CliError::Input(e.to_string()))?;
+    if cluster.types().len() < 2 {
+        let (_, profiles, topo) = topology_of(
+            args.cluster.as_deref(),
+            &args.device_file,
+            args.devices.memory,
+        )?;
+        return Ok((profiles, ParallelDevices::One(topo)));
+    }
+    print_notes(&notes);
+    let mut topo = crate::model::parallel::MixedTopology::from_cluster(&cluster).map_err(|e| {
+        CliError::Input(format!(
+            "--cluster {}: {e}",
+            args.cluster.as_deref().unwrap_or_default()
+        ))
+    })?;
+    if let Some(m) = args.devices.memory {
+        for g in &mut topo.groups {
+            g.memory_bytes = m;
+        }
+    }
+    Ok((profiles, ParallelDevices::Mixed(topo)))
+}
+
+/// `layout` (on the devices of `topo`) scored with each group's chain (`chain_on` its
+/// profile) as the plan of a uniform layout on several types.
+fn mixed_plan(
+    topo: &crate::model::parallel::MixedTopology,
+    profiles: &[DeviceProfile],
+    layout: crate::model::parallel::Layout,
+    chain_on: impl Fn(&DeviceProfile) -> Result<crate::model::parallel::ChainCosts, CliError>,
+) -> Result<crate::solve::parallel::ParallelPlan, CliError> {
+    let mut chains = Vec::with_capacity(topo.groups.len());
+    for g in &topo.groups {
+        let profile = profiles
+            .iter()
+            .find(|p| p.name == g.profile)
+            .ok_or_else(|| CliError::Input(format!("no device profile '{}'", g.profile)))?;
+        chains.push(chain_on(profile)?);
+    }
+    let score = crate::score::parallel::score_mixed(&chains, topo, &layout)
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for g in &topo.groups {
+        starts.push(at..at + g.devices());
+        at += g.devices();
+    }
+    let accelerators = layout
+        .stages
+        .iter()
+        .map(|st| {
+            let g = starts
+                .iter()
+                .position(|r| r.contains(&st.first_device))
+                .unwrap_or(0);
+            topo.groups[g].type_name.clone()
+        })
+        .collect();
+    let first = starts
+        .iter()
+        .position(|r| r.contains(&layout.stages[0].first_device))
+        .unwrap_or(0);
+    Ok(crate::solve::parallel::ParallelPlan {
+        layout,
+        score,
+        chain: chains.swap_remove(first),
+        accelerators: Some(accelerators),
+    })
 }
 
 // The flags of `simulate CONFIG.json PLAN.json --parallel 3d`.

@@ -42,14 +42,23 @@
 //!
 //! **DeepSpeed** ([`deepspeed`]) and **torchtitan** ([`torchtitan`]) have their own modules;
 //! [`read_layout`] reads any of the four back.
+//!
+//! **Several accelerator types** ([`nodes`]): a uniform layout whose stages lie on machines
+//! of different types is written by [`render_mixed`] — the file of the layout renumbered back
+//! to back in rank order, with a node-rank table (`# node-rank I: machine TYPE:K (TYPE),
+//! stages …`) at the end of the header saying which machine runs each `torchrun` node rank
+//! — and refused when the framework's rank order and `torchrun`'s equal ranks per node
+//! cannot place it. [`place_on_machines`] reads the table back.
 
 mod deepspeed;
 mod megatron;
+mod nodes;
 mod torchtitan;
 mod vllm;
 
 pub use deepspeed::{read_deepspeed, render_deepspeed};
 pub use megatron::{read_megatron, render_megatron};
+pub use nodes::{node_ranks, place_on_machines, render_mixed, table_comments, NodeRank};
 pub use torchtitan::{default_split, read_torchtitan, render_torchtitan};
 pub use vllm::{read_vllm, render_vllm};
 

@@ -33,23 +33,15 @@ impl ParallelSettings {
         )
     }
 
-    /// What a cluster of several types (`names`) does not take: an export (a framework's
-    /// file names no type per stage) and the interleaved schedule.
+    /// What a cluster of several types (`names`) does not take: the interleaved schedule.
+    /// (An export of a uniform layout is written with a node-rank table: docs/parallel.md.)
     pub(super) fn check_several_types(&self, names: &[&str]) -> Result<(), SettingsError> {
-        let refused = [
-            (
-                "--export",
-                "--export",
-                self.export.is_some(),
-                "a framework's file names no accelerator type per stage",
-            ),
-            (
-                "--schedule",
-                "--schedule interleaved",
-                matches!(self.schedule, Some(Schedule::Interleaved { .. })),
-                "the interleaved schedule is planned on one accelerator type",
-            ),
-        ];
+        let refused = [(
+            "--schedule",
+            "--schedule interleaved",
+            matches!(self.schedule, Some(Schedule::Interleaved { .. })),
+            "the interleaved schedule is planned on one accelerator type",
+        )];
         match refused.iter().find(|r| r.2) {
             Some((flag, name, _, why)) => Err(setting(
                 flag,
