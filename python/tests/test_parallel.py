@@ -190,8 +190,6 @@ CONFIG_ERRORS = [
     ("2x8xh100", 64, {"schedule": "interleaved:2", "pipeline_parallel": 1}),
     ("2x8xnosuchgpu", 64, {}),
     ("2y8", 64, {}),
-    ("1x8xh100+1x8xa100-80gb", 64, {"export": "megatron"}),
-    ("1x8xh100+1x8xa100-80gb", 64, {"objective": "iteration", "export": "megatron"}),
     ("1x8xh100", 64, {"free": True, "objective": "throughput", "export": "megatron"}),
     ("1x8xh100", 64, {"export": "onnx"}),
     ("1x8xh100", 64, {"export": "deepspeed", "sequence_parallel": True}),
@@ -238,6 +236,19 @@ def test_notes_and_export():
     assert "pipeline_parallel_degree" in text
     with pytest.raises(dnnplace.InputError, match="--export onnx"):
         plan.export("onnx")
+
+
+def test_export_on_several_types_is_the_clis():
+    """A uniform layout on two types exports with its node-rank table (which machine runs
+    which node rank), the same text as the CLI's."""
+    need_cli()
+    plan = dnnplace.plan_parallel(str(LLAMA_8B), "1x8xh100+1x8xa100-80gb", 64, export="megatron")
+    text = plan.export("megatron")
+    assert "# node-rank 0: machine" in text, text
+    out = cli("plan", str(LLAMA_8B), "--parallel", "3d", "--cluster", "1x8xh100+1x8xa100-80gb",
+              "--global-batch", "64", "--export", "megatron")
+    assert out.returncode == 0, out.stderr
+    assert text in out.stdout
 
 
 def test_bad_python_types_raise_input_error():
