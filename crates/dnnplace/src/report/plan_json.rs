@@ -99,7 +99,6 @@ pub struct EvaluationJson {
 impl EvaluationJson {
     /// `p` scored on one machine under `objective`.
     pub fn of(w: &Workload, p: &Placement, objective: Objective, e: &Evaluation) -> Self {
-        let latency = matches!(objective, Objective::Latency { .. });
         EvaluationJson {
             objective: objective.name(),
             value: objective.value(e),
@@ -120,7 +119,7 @@ impl EvaluationJson {
                 .iter()
                 .map(|d| DeviceJson::of(d, e.bottleneck))
                 .collect(),
-            placement: placement_file(w, p, &e.devices, objective.value(e), latency),
+            placement: super::table::placement_json(w, p, e, objective),
             tps: None,
             sync: None,
         }
